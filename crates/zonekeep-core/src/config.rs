@@ -1,0 +1,216 @@
+//! Per-zone runtime configuration.
+
+use std::time::Duration;
+
+use crate::error::ConfigError;
+use crate::input::InputPolicy;
+use crate::tier::IdlePolicy;
+
+/// How a [`ZoneHost`](crate::ZoneHost) runs one zone.
+///
+/// The defaults suit a small action game: 30 Hz ticks with a patch every tick
+/// (30 Hz replication), at most 5 ticks of catch-up per `advance` (~167 ms),
+/// 64 players and 16 observers, Idle after 30 s empty (ticking at a quarter
+/// rate), Dormant after 5 min, 32 buffered inputs per player consumed one per
+/// tick, 15 s reconnect grace, world seed 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneConfig {
+    /// Simulation ticks per second (`1..=1000`).
+    pub tick_hz: u32,
+    /// Ticks per replication patch: a tick `t` is a patch tick when
+    /// `t % patch_every == 0` (60 Hz ticks with `patch_every = 3` patch at 20 Hz).
+    pub patch_every: u32,
+    /// Most ticks one `advance` runs; later due ticks are dropped and counted.
+    pub max_catch_up: u32,
+    /// Most participants with [`Role::Player`](crate::Role::Player).
+    pub max_players: u32,
+    /// Most participants with [`Role::Observer`](crate::Role::Observer).
+    pub max_observers: u32,
+    /// Empty this long: the zone goes Idle.
+    pub idle_after: Duration,
+    /// Empty this long: the zone goes Dormant (must be `>= idle_after`).
+    pub dormant_after: Duration,
+    /// What Idle means: slower ticks or none.
+    pub idle_policy: IdlePolicy,
+    /// Capacity of each player's input buffer.
+    pub input_buffer: usize,
+    /// How buffered inputs are consumed each tick (a zone-wide choice, kept in
+    /// config rather than the trait so operators can tune it per deployment).
+    pub input_policy: InputPolicy,
+    /// How long a dropped participant keeps its place.
+    pub reconnect_grace: Duration,
+    /// The world seed that, with the zone id, seeds the zone's RNG.
+    pub world_seed: u64,
+    /// Most timers scheduled at once.
+    pub max_timers: usize,
+    /// Most events queued between two `advance` calls.
+    pub max_pending_events: usize,
+}
+
+impl Default for ZoneConfig {
+    fn default() -> Self {
+        Self {
+            tick_hz: 30,
+            patch_every: 1,
+            max_catch_up: 5,
+            max_players: 64,
+            max_observers: 16,
+            idle_after: Duration::from_secs(30),
+            dormant_after: Duration::from_secs(300),
+            idle_policy: IdlePolicy::Slow(4),
+            input_buffer: 32,
+            input_policy: InputPolicy::Next,
+            reconnect_grace: Duration::from_secs(15),
+            world_seed: 0,
+            max_timers: 1024,
+            max_pending_events: 4096,
+        }
+    }
+}
+
+impl ZoneConfig {
+    /// Check every field; the host refuses an invalid config.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=1000).contains(&self.tick_hz) {
+            return Err(ConfigError::TickHz(self.tick_hz));
+        }
+        if self.patch_every == 0 {
+            return Err(ConfigError::PatchEvery);
+        }
+        if self.max_catch_up == 0 {
+            return Err(ConfigError::MaxCatchUp);
+        }
+        if self.max_players == 0 && self.max_observers == 0 {
+            return Err(ConfigError::NoCapacity);
+        }
+        if self.idle_after > self.dormant_after {
+            return Err(ConfigError::TierOrder {
+                idle: self.idle_after,
+                dormant: self.dormant_after,
+            });
+        }
+        if self.idle_policy == IdlePolicy::Slow(0) {
+            return Err(ConfigError::SlowDivisor);
+        }
+        if self.input_buffer == 0 {
+            return Err(ConfigError::InputBuffer);
+        }
+        if self.max_timers == 0 {
+            return Err(ConfigError::MaxTimers);
+        }
+        if self.max_pending_events == 0 {
+            return Err(ConfigError::MaxPendingEvents);
+        }
+        Ok(())
+    }
+
+    /// The fixed step, `1s / tick_hz` rounded down to whole nanoseconds.
+    pub fn dt(&self) -> Duration {
+        Duration::from_nanos(1_000_000_000 / u64::from(self.tick_hz.max(1)))
+    }
+
+    /// Patches per second implied by `tick_hz / patch_every`.
+    pub fn patch_hz(&self) -> f64 {
+        f64::from(self.tick_hz) / f64::from(self.patch_every.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        assert_eq!(ZoneConfig::default().validate(), Ok(()));
+        assert_eq!(ZoneConfig::default().dt(), Duration::from_nanos(33_333_333));
+    }
+
+    #[test]
+    fn invalid_fields_are_typed_errors() {
+        let d = ZoneConfig::default;
+        let cases: Vec<(ZoneConfig, ConfigError)> = vec![
+            (ZoneConfig { tick_hz: 0, ..d() }, ConfigError::TickHz(0)),
+            (
+                ZoneConfig {
+                    tick_hz: 5000,
+                    ..d()
+                },
+                ConfigError::TickHz(5000),
+            ),
+            (
+                ZoneConfig {
+                    patch_every: 0,
+                    ..d()
+                },
+                ConfigError::PatchEvery,
+            ),
+            (
+                ZoneConfig {
+                    max_catch_up: 0,
+                    ..d()
+                },
+                ConfigError::MaxCatchUp,
+            ),
+            (
+                ZoneConfig {
+                    max_players: 0,
+                    max_observers: 0,
+                    ..d()
+                },
+                ConfigError::NoCapacity,
+            ),
+            (
+                ZoneConfig {
+                    idle_after: Duration::from_secs(10),
+                    dormant_after: Duration::from_secs(5),
+                    ..d()
+                },
+                ConfigError::TierOrder {
+                    idle: Duration::from_secs(10),
+                    dormant: Duration::from_secs(5),
+                },
+            ),
+            (
+                ZoneConfig {
+                    idle_policy: IdlePolicy::Slow(0),
+                    ..d()
+                },
+                ConfigError::SlowDivisor,
+            ),
+            (
+                ZoneConfig {
+                    input_buffer: 0,
+                    ..d()
+                },
+                ConfigError::InputBuffer,
+            ),
+            (
+                ZoneConfig {
+                    max_timers: 0,
+                    ..d()
+                },
+                ConfigError::MaxTimers,
+            ),
+            (
+                ZoneConfig {
+                    max_pending_events: 0,
+                    ..d()
+                },
+                ConfigError::MaxPendingEvents,
+            ),
+        ];
+        for (cfg, err) in cases {
+            assert_eq!(cfg.validate(), Err(err));
+        }
+    }
+
+    #[test]
+    fn patch_rate_is_independent_of_tick_rate() {
+        let c = ZoneConfig {
+            tick_hz: 60,
+            patch_every: 3,
+            ..ZoneConfig::default()
+        };
+        assert!((c.patch_hz() - 20.0).abs() < f64::EPSILON);
+    }
+}

@@ -1,0 +1,186 @@
+//! The context a zone's hooks receive, and the outputs it collects.
+
+use std::time::Duration;
+
+use crate::input::InputMeta;
+use crate::player::{PlayerId, PlayerInfo, Roster};
+use crate::rng::ZoneRng;
+use crate::tier::Tier;
+use crate::timer::Timers;
+
+/// Who an event is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventTarget {
+    /// Every participant (players and observers).
+    All,
+    /// One participant.
+    Player(PlayerId),
+}
+
+/// A transient message from the zone to clients (a sound, a chat line, a hit marker).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The tick that emitted it (the last tick run, if emitted outside a tick).
+    pub tick: u64,
+    /// Recipients.
+    pub target: EventTarget,
+    /// Game-defined topic.
+    pub topic: u16,
+    /// Game-defined bytes.
+    pub payload: Vec<u8>,
+}
+
+/// A zone's request to remove a participant; the host applies it after the
+/// hook returns (the player leaves with [`LeaveReason::Kicked`](crate::LeaveReason::Kicked)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kick {
+    /// The tick of the request.
+    pub tick: u64,
+    /// Who is removed.
+    pub player: PlayerId,
+    /// Why (sent to the client).
+    pub reason: String,
+}
+
+/// Outputs collected between two `advance` calls; bounded.
+#[derive(Debug)]
+pub(crate) struct Outputs {
+    pub(crate) events: Vec<Event>,
+    pub(crate) events_dropped: u64,
+    max_events: usize,
+    /// Kick requests not yet applied by the host.
+    pub(crate) kicks: Vec<Kick>,
+}
+
+impl Outputs {
+    pub(crate) fn new(max_events: usize) -> Self {
+        Self {
+            events: Vec::new(),
+            events_dropped: 0,
+            max_events,
+            kicks: Vec::new(),
+        }
+    }
+}
+
+/// Everything a hook may read or produce: simulation time, the RNG, timers,
+/// the participants present and the output queues.
+///
+/// Built by the host for each hook call; a zone never constructs one.
+/// (Later layers add fields, such as the replicated world, beside these.)
+pub struct Ctx<'a> {
+    tick: u64,
+    dt: Duration,
+    tier: Tier,
+    rng: &'a mut ZoneRng,
+    timers: &'a mut Timers,
+    roster: &'a Roster,
+    out: &'a mut Outputs,
+    input: Option<InputMeta>,
+}
+
+/// The borrowed parts a [`Ctx`] is made of (keeps `Ctx::new` readable).
+pub(crate) struct CtxParts<'a> {
+    pub(crate) tick: u64,
+    pub(crate) dt: Duration,
+    pub(crate) tier: Tier,
+    pub(crate) rng: &'a mut ZoneRng,
+    pub(crate) timers: &'a mut Timers,
+    pub(crate) roster: &'a Roster,
+    pub(crate) out: &'a mut Outputs,
+    pub(crate) input: Option<InputMeta>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(p: CtxParts<'a>) -> Self {
+        p.timers.set_current(p.tick);
+        Self {
+            tick: p.tick,
+            dt: p.dt,
+            tier: p.tier,
+            rng: p.rng,
+            timers: p.timers,
+            roster: p.roster,
+            out: p.out,
+            input: p.input,
+        }
+    }
+
+    /// The current tick: inside a tick, its number (the first tick is 1);
+    /// outside (create, join hooks), the last tick run (0 before any).
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// Simulation time at the end of the current tick: `tick * dt`.
+    pub fn time(&self) -> Duration {
+        let nanos = self.dt.as_nanos().saturating_mul(u128::from(self.tick));
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// The fixed step length, `1s / tick_hz` rounded down to whole nanoseconds.
+    pub fn dt(&self) -> Duration {
+        self.dt
+    }
+
+    /// The zone's deterministic RNG (use `zonekeep_core::rand_core::RngCore`).
+    pub fn rng(&mut self) -> &mut ZoneRng {
+        self.rng
+    }
+
+    /// The zone's timers.
+    pub fn timers(&mut self) -> &mut Timers {
+        self.timers
+    }
+
+    /// Participants present (connected or within grace), in id order.
+    pub fn players(&self) -> impl Iterator<Item = &PlayerInfo> + '_ {
+        self.roster.values()
+    }
+
+    /// One participant, if present.
+    pub fn player(&self, id: PlayerId) -> Option<&PlayerInfo> {
+        self.roster.get(&id)
+    }
+
+    /// The zone's current activity tier.
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// During `on_input`: the sequence number and view tick of the input being applied.
+    pub fn input_meta(&self) -> Option<InputMeta> {
+        self.input
+    }
+
+    /// Queue an event for clients. The queue holds at most
+    /// [`ZoneConfig::max_pending_events`](crate::ZoneConfig::max_pending_events)
+    /// between two `advance` calls; beyond that the new event is dropped and
+    /// counted in [`AdvanceReport::events_dropped`](crate::AdvanceReport::events_dropped).
+    pub fn emit_event(&mut self, target: EventTarget, topic: u16, payload: Vec<u8>) {
+        if self.out.events.len() >= self.out.max_events {
+            self.out.events_dropped = self.out.events_dropped.saturating_add(1);
+            return;
+        }
+        self.out.events.push(Event {
+            tick: self.tick,
+            target,
+            topic,
+            payload,
+        });
+    }
+
+    /// Ask the host to remove `player` after this hook returns. Ignored if the
+    /// player is not present or already being kicked (so requests stay bounded
+    /// by the number of participants).
+    pub fn kick(&mut self, player: PlayerId, reason: String) {
+        if !self.roster.contains_key(&player) || self.out.kicks.iter().any(|k| k.player == player) {
+            return;
+        }
+        self.out.kicks.push(Kick {
+            tick: self.tick,
+            player,
+            reason,
+        });
+    }
+}

@@ -1,0 +1,558 @@
+//! `ZoneHost`: drives one zone at a fixed timestep.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::config::ZoneConfig;
+use crate::ctx::{Ctx, CtxParts, Event, Kick, Outputs};
+use crate::error::{JoinError, RejoinError, UnknownPlayer, ZoneError};
+use crate::input::{InputBuffer, InputMeta, InputOutcome, SeqCheck};
+use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role, Roster};
+use crate::report::{AdvanceReport, InputCounters};
+use crate::rng::{zone_rng, ZoneRng};
+use crate::tier::{IdlePolicy, Tier, TierState, TierTransition};
+use crate::timer::Timers;
+use crate::zone::{LeaveReason, Zone, ZoneInit};
+
+/// The state hooks borrow through [`Ctx`]; kept apart from the zone value so
+/// both can be borrowed at once.
+struct Core {
+    tick: u64,
+    dt: Duration,
+    tier: TierState,
+    rng: ZoneRng,
+    timers: Timers,
+    roster: Roster,
+    out: Outputs,
+}
+
+impl Core {
+    fn ctx(&mut self, input: Option<InputMeta>) -> Ctx<'_> {
+        Ctx::new(CtxParts {
+            tick: self.tick,
+            dt: self.dt,
+            tier: self.tier.tier,
+            rng: &mut self.rng,
+            timers: &mut self.timers,
+            roster: &self.roster,
+            out: &mut self.out,
+            input,
+        })
+    }
+}
+
+/// What accumulates between two `advance` calls and is returned in the report.
+#[derive(Default)]
+struct Pending {
+    inputs: InputCounters,
+    transitions: Vec<TierTransition>,
+    left: Vec<(PlayerId, LeaveReason)>,
+    kicks: Vec<Kick>,
+}
+
+/// Drives one [`Zone`]: fixed-timestep ticks, participants, input buffers,
+/// timers, tiers, and a report per [`advance`](ZoneHost::advance).
+///
+/// Tick `k` (the first is 1) is due at `start + k / tick_hz`, where `start`
+/// is the clock's time at [`new`](ZoneHost::new). Each `advance(now)` runs the
+/// ticks due by `now`, at most `max_catch_up` of them; the rest are dropped
+/// (counted) by moving the schedule forward, so a stall never snowballs.
+/// Simulation time only advances for ticks that run.
+pub struct ZoneHost<Z: Zone> {
+    init: ZoneInit,
+    config: ZoneConfig,
+    clock: Arc<dyn Clock>,
+    zone: Z,
+    core: Core,
+    buffers: BTreeMap<PlayerId, InputBuffer<Z::Input>>,
+    dropped_at: BTreeMap<PlayerId, Duration>,
+    next_player: u32,
+    start: Duration,
+    /// Index of the next wall-clock slot not yet accounted for.
+    next_slot: u64,
+    /// Due slots seen while Idle, for `IdlePolicy::Slow` (slot runs when `phase % n == 0`).
+    idle_phase: u64,
+    pending: Pending,
+    scratch: Vec<(PlayerId, InputMeta, Z::Input)>,
+    disposed: bool,
+}
+
+impl<Z: Zone> std::fmt::Debug for ZoneHost<Z> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZoneHost")
+            .field("zone_id", &self.init.zone_id)
+            .field("kind", &self.init.kind)
+            .field("tick", &self.core.tick)
+            .field("tier", &self.core.tier.tier)
+            .field("players", &self.core.roster.len())
+            .field("disposed", &self.disposed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Z: Zone> ZoneHost<Z> {
+    /// Validate `config`, seed the RNG from `(config.world_seed, init.zone_id)`
+    /// and create the zone. The tick schedule starts at `clock.now()`.
+    pub fn new(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, ZoneError> {
+        config.validate()?;
+        let start = clock.now();
+        let mut core = Core {
+            tick: 0,
+            dt: config.dt(),
+            tier: TierState::new(start),
+            rng: zone_rng(config.world_seed, &init.zone_id),
+            timers: Timers::new(config.max_timers),
+            roster: Roster::new(),
+            out: Outputs::new(config.max_pending_events),
+        };
+        let zone = Z::create(&init, &mut core.ctx(None))?;
+        Ok(Self {
+            init,
+            config,
+            clock,
+            zone,
+            core,
+            buffers: BTreeMap::new(),
+            dropped_at: BTreeMap::new(),
+            next_player: 1,
+            start,
+            next_slot: 1,
+            idle_phase: 0,
+            pending: Pending::default(),
+            scratch: Vec::new(),
+            disposed: false,
+        })
+    }
+
+    /// The zone's create parameters.
+    pub fn init(&self) -> &ZoneInit {
+        &self.init
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ZoneConfig {
+        &self.config
+    }
+
+    /// The last tick run (0 before the first).
+    pub fn tick(&self) -> u64 {
+        self.core.tick
+    }
+
+    /// The current activity tier.
+    pub fn tier(&self) -> Tier {
+        self.core.tier.tier
+    }
+
+    /// Participants present (connected or within grace), in id order.
+    pub fn players(&self) -> impl Iterator<Item = &PlayerInfo> + '_ {
+        self.core.roster.values()
+    }
+
+    /// One participant, if present.
+    pub fn player(&self, id: PlayerId) -> Option<&PlayerInfo> {
+        self.core.roster.get(&id)
+    }
+
+    /// The game code.
+    pub fn zone(&self) -> &Z {
+        &self.zone
+    }
+
+    /// The game code, mutably (for tests and tools; changing simulation state
+    /// from outside the hooks breaks determinism).
+    pub fn zone_mut(&mut self) -> &mut Z {
+        &mut self.zone
+    }
+
+    /// The zone's current state hash, if it supplies one.
+    pub fn state_hash(&self) -> Option<u64> {
+        self.zone.state_hash()
+    }
+
+    /// Whether a replication patch follows `tick` (`tick % patch_every == 0`;
+    /// tick 0 never runs, so it is never a patch tick).
+    pub fn is_patch_tick(&self, tick: u64) -> bool {
+        tick != 0 && tick % u64::from(self.config.patch_every) == 0
+    }
+
+    /// Whether [`dispose`](ZoneHost::dispose) has run.
+    pub fn is_disposed(&self) -> bool {
+        self.disposed
+    }
+
+    /// The newest input sequence number handed to the zone for `id` (the ack).
+    pub fn last_processed_seq(&self, id: PlayerId) -> Option<u32> {
+        self.buffers.get(&id).and_then(InputBuffer::last_processed)
+    }
+
+    /// Take the events emitted so far (otherwise the next report carries them).
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.core.out.events)
+    }
+
+    /// Admit a participant with a verified `principal` and ticket `claims`.
+    ///
+    /// Refused with [`JoinError::Full`] when the role is at capacity (dropped
+    /// participants within grace still hold their place), or with the zone's
+    /// own [`JoinRefusal`](crate::JoinRefusal). Wakes an Idle or Dormant zone.
+    pub fn join(
+        &mut self,
+        principal: Principal,
+        claims: Claims,
+        role: Role,
+    ) -> Result<PlayerId, JoinError> {
+        if self.disposed {
+            return Err(JoinError::Disposed);
+        }
+        let max = match role {
+            Role::Player => self.config.max_players,
+            Role::Observer => self.config.max_observers,
+        };
+        let present = self.core.roster.values().filter(|p| p.role == role).count();
+        if present >= usize::try_from(max).unwrap_or(usize::MAX) {
+            return Err(JoinError::Full { role });
+        }
+        let id = PlayerId(self.next_player);
+        self.next_player = self
+            .next_player
+            .checked_add(1)
+            .ok_or(JoinError::IdsExhausted)?;
+        let info = PlayerInfo {
+            id,
+            principal,
+            role,
+            claims,
+            connected: true,
+        };
+        self.core.roster.insert(id, info.clone());
+        let verdict = {
+            let mut ctx = self.core.ctx(None);
+            match role {
+                Role::Player => self.zone.on_join(&mut ctx, &info),
+                Role::Observer => self.zone.on_observe(&mut ctx, &info),
+            }
+        };
+        if let Err(refusal) = verdict {
+            self.core.roster.remove(&id);
+            // Kicks requested for the refused participant are moot.
+            self.core.out.kicks.retain(|k| k.player != id);
+            self.apply_kicks();
+            return Err(JoinError::Refused(refusal));
+        }
+        if role == Role::Player {
+            self.buffers
+                .insert(id, InputBuffer::new(self.config.input_buffer));
+        }
+        if let Some((from, to)) = self.core.tier.occupied() {
+            self.transition(from, to);
+        }
+        self.apply_kicks();
+        Ok(id)
+    }
+
+    /// The participant's connection was lost: it keeps its place until
+    /// `reconnect_grace` passes (checked in [`advance`](ZoneHost::advance)).
+    /// Dropping an already dropped participant changes nothing.
+    pub fn drop_player(&mut self, id: PlayerId) -> Result<(), UnknownPlayer> {
+        let info = self.core.roster.get_mut(&id).ok_or(UnknownPlayer(id))?;
+        if !info.connected {
+            return Ok(());
+        }
+        info.connected = false;
+        self.dropped_at.insert(id, self.clock.now());
+        self.zone.on_drop(&mut self.core.ctx(None), id);
+        self.apply_kicks();
+        Ok(())
+    }
+
+    /// A dropped participant is back within the grace; it keeps its id,
+    /// buffered inputs and sequence numbers.
+    pub fn rejoin(&mut self, id: PlayerId) -> Result<(), RejoinError> {
+        if self.disposed {
+            return Err(RejoinError::Disposed);
+        }
+        let connected = self
+            .core
+            .roster
+            .get(&id)
+            .map(|p| p.connected)
+            .ok_or(RejoinError::UnknownPlayer(id))?;
+        if connected {
+            return Err(RejoinError::NotDropped(id));
+        }
+        let now = self.clock.now();
+        if self.grace_expired(id, now) {
+            self.remove_player(id, LeaveReason::Dropped);
+            self.apply_kicks();
+            return Err(RejoinError::GraceExpired(id));
+        }
+        self.dropped_at.remove(&id);
+        if let Some(p) = self.core.roster.get_mut(&id) {
+            p.connected = true;
+        }
+        self.zone.on_rejoin(&mut self.core.ctx(None), id);
+        self.apply_kicks();
+        Ok(())
+    }
+
+    /// Remove a participant now, telling the zone why.
+    pub fn leave(&mut self, id: PlayerId, why: LeaveReason) -> Result<(), UnknownPlayer> {
+        if !self.core.roster.contains_key(&id) {
+            return Err(UnknownPlayer(id));
+        }
+        self.remove_player(id, why);
+        self.apply_kicks();
+        Ok(())
+    }
+
+    /// Offer one input from player `id` with the client's sequence number
+    /// `seq` and the tick it was viewing. Duplicates and stale numbers are
+    /// dropped before `sanitize` runs; sanitized inputs are buffered (a full
+    /// buffer drops its oldest). Every outcome is counted for the next report.
+    pub fn push_input(
+        &mut self,
+        id: PlayerId,
+        seq: u32,
+        view_tick: u32,
+        payload: &[u8],
+    ) -> InputOutcome {
+        let outcome = self.classify_and_buffer(id, seq, view_tick, payload);
+        let c = &mut self.pending.inputs;
+        let slot = match &outcome {
+            InputOutcome::Accepted => &mut c.accepted,
+            InputOutcome::AcceptedDroppedOldest => {
+                c.overflowed = c.overflowed.saturating_add(1);
+                &mut c.accepted
+            }
+            InputOutcome::Duplicate => &mut c.duplicate,
+            InputOutcome::Stale => &mut c.stale,
+            InputOutcome::Refused(_) => &mut c.refused,
+            InputOutcome::UnknownPlayer
+            | InputOutcome::Observer
+            | InputOutcome::Disconnected
+            | InputOutcome::Disposed => &mut c.unroutable,
+        };
+        *slot = slot.saturating_add(1);
+        outcome
+    }
+
+    fn classify_and_buffer(
+        &mut self,
+        id: PlayerId,
+        seq: u32,
+        view_tick: u32,
+        payload: &[u8],
+    ) -> InputOutcome {
+        if self.disposed {
+            return InputOutcome::Disposed;
+        }
+        match self.core.roster.get(&id) {
+            None => return InputOutcome::UnknownPlayer,
+            Some(p) if p.role == Role::Observer => return InputOutcome::Observer,
+            Some(p) if !p.connected => return InputOutcome::Disconnected,
+            Some(_) => {}
+        }
+        let Some(buffer) = self.buffers.get_mut(&id) else {
+            return InputOutcome::UnknownPlayer;
+        };
+        match buffer.check(seq) {
+            SeqCheck::Duplicate => return InputOutcome::Duplicate,
+            SeqCheck::Stale => return InputOutcome::Stale,
+            SeqCheck::Fresh => {}
+        }
+        let input = match self.zone.sanitize(id, payload) {
+            Ok(input) => input,
+            Err(refusal) => return InputOutcome::Refused(refusal),
+        };
+        let meta = InputMeta {
+            seq,
+            view_tick: view_tick.min(u32::try_from(self.core.tick).unwrap_or(u32::MAX)),
+        };
+        if buffer.push(meta, input) {
+            InputOutcome::AcceptedDroppedOldest
+        } else {
+            InputOutcome::Accepted
+        }
+    }
+
+    /// Bring the zone up to clock time `now`: expire reconnect graces, update
+    /// the tier, run the due ticks (within `max_catch_up`) and report.
+    /// A disposed host reports nothing.
+    pub fn advance(&mut self, now: Duration) -> AdvanceReport {
+        if self.disposed {
+            return AdvanceReport {
+                tick: self.core.tick,
+                ..AdvanceReport::default()
+            };
+        }
+        self.expire_graces(now);
+        for (from, to) in
+            self.core
+                .tier
+                .update(now, self.config.idle_after, self.config.dormant_after)
+        {
+            self.transition(from, to);
+        }
+        self.apply_kicks();
+
+        let due = self.take_due_slots(now);
+        let runnable = match (self.core.tier.tier, self.config.idle_policy) {
+            (Tier::Hot, _) => due,
+            (Tier::Idle, IdlePolicy::Slow(n)) => {
+                let n = u64::from(n.max(1));
+                let from = self.idle_phase;
+                self.idle_phase = from.saturating_add(due);
+                // Slots with phase p in [from, from + due) and p % n == 0.
+                self.idle_phase.div_ceil(n) - from.div_ceil(n)
+            }
+            (Tier::Idle, IdlePolicy::Pause) | (Tier::Dormant, _) => 0,
+        };
+        let run = runnable.min(u64::from(self.config.max_catch_up));
+
+        let mut report = AdvanceReport {
+            ticks_skipped: due - runnable,
+            ticks_dropped: runnable - run,
+            ..AdvanceReport::default()
+        };
+        for _ in 0..run {
+            self.run_tick(&mut report);
+        }
+        report.ticks_run = run;
+        report.tick = self.core.tick;
+        let pending = std::mem::take(&mut self.pending);
+        report.inputs = pending.inputs;
+        report.tier_transitions = pending.transitions;
+        report.left = pending.left;
+        report.kicks = pending.kicks;
+        report.events = std::mem::take(&mut self.core.out.events);
+        report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
+        report
+    }
+
+    /// Shut the zone down: call `dispose`, then forget every participant.
+    /// Later joins, rejoins and inputs are refused and `advance` runs nothing.
+    pub fn dispose(&mut self) {
+        if self.disposed {
+            return;
+        }
+        self.zone.dispose(&mut self.core.ctx(None));
+        self.disposed = true;
+        self.core.roster.clear();
+        self.core.out.kicks.clear();
+        self.buffers.clear();
+        self.dropped_at.clear();
+    }
+
+    /// Count the wall-clock slots due by `now` and consume them.
+    fn take_due_slots(&mut self, now: Duration) -> u64 {
+        let elapsed = now.saturating_sub(self.start).as_nanos();
+        let last_due = elapsed.saturating_mul(u128::from(self.config.tick_hz)) / 1_000_000_000;
+        let last_due = u64::try_from(last_due).unwrap_or(u64::MAX);
+        if last_due < self.next_slot {
+            return 0;
+        }
+        let due = last_due - self.next_slot + 1;
+        self.next_slot = last_due.saturating_add(1);
+        due
+    }
+
+    fn run_tick(&mut self, report: &mut AdvanceReport) {
+        let started = self.clock.now();
+        self.core.tick = self.core.tick.saturating_add(1);
+        let tick = self.core.tick;
+
+        let mut batch = std::mem::take(&mut self.scratch);
+        for (id, buffer) in &mut self.buffers {
+            let superseded = buffer.take(self.config.input_policy, *id, &mut batch);
+            let c = &mut self.pending.inputs.superseded;
+            *c = c.saturating_add(superseded);
+        }
+        for (id, meta, input) in batch.drain(..) {
+            self.zone
+                .on_input(&mut self.core.ctx(Some(meta)), id, input);
+        }
+        self.scratch = batch;
+
+        self.zone.tick(&mut self.core.ctx(None));
+        while let Some((id, tag)) = self.core.timers.pop_due(tick) {
+            self.zone.on_timer(&mut self.core.ctx(None), id, tag);
+        }
+        self.apply_kicks();
+
+        if let Some(hash) = self.zone.state_hash() {
+            report.hashes.push((tick, hash));
+        }
+        if self.is_patch_tick(tick) {
+            report.patch_ticks.push(tick);
+        }
+        report
+            .tick_durations
+            .push(self.clock.now().saturating_sub(started));
+    }
+
+    fn grace_expired(&self, id: PlayerId, now: Duration) -> bool {
+        self.dropped_at
+            .get(&id)
+            .is_some_and(|at| now.saturating_sub(*at) >= self.config.reconnect_grace)
+    }
+
+    fn expire_graces(&mut self, now: Duration) {
+        let expired: Vec<PlayerId> = self
+            .dropped_at
+            .keys()
+            .copied()
+            .filter(|id| self.grace_expired(*id, now))
+            .collect();
+        for id in expired {
+            self.remove_player(id, LeaveReason::Dropped);
+        }
+        self.apply_kicks();
+    }
+
+    fn transition(&mut self, from: Tier, to: Tier) {
+        if to == Tier::Idle {
+            self.idle_phase = 0;
+        }
+        self.pending.transitions.push(TierTransition {
+            tick: self.core.tick,
+            from,
+            to,
+        });
+        self.zone.on_tier(&mut self.core.ctx(None), from, to);
+    }
+
+    /// Remove without applying kicks (callers do, once, afterwards).
+    fn remove_player(&mut self, id: PlayerId, why: LeaveReason) {
+        if self.core.roster.remove(&id).is_none() {
+            return;
+        }
+        self.buffers.remove(&id);
+        self.dropped_at.remove(&id);
+        self.pending.left.push((id, why));
+        if self.core.roster.is_empty() {
+            self.core.tier.emptied(self.clock.now());
+        }
+        self.zone.on_leave(&mut self.core.ctx(None), id, why);
+    }
+
+    /// Apply the zone's kick requests, including any made by the `on_leave`
+    /// hooks they trigger. Terminates: each applied kick removes a participant.
+    fn apply_kicks(&mut self) {
+        while !self.core.out.kicks.is_empty() {
+            let kicks = std::mem::take(&mut self.core.out.kicks);
+            for kick in kicks {
+                if self.core.roster.contains_key(&kick.player) {
+                    self.remove_player(kick.player, LeaveReason::Kicked);
+                    self.pending.kicks.push(kick);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Zonekeep's simulation runtime.
+//!
+//! `zonekeep-core` owns everything that happens inside one zone: the [`Zone`]
+//! trait game code implements, the [`ZoneHost`] that runs it at a fixed
+//! timestep, per-player input buffers, timers, the seeded RNG, activity tiers,
+//! and (in later layers) the replicated world, interest and replication. It is
+//! synchronous and deterministic: time comes from an injected [`Clock`],
+//! randomness from the zone's [`ZoneRng`]. It must never depend on tokio,
+//! sockets, threads, SQL or the wall clock directly; the server drives it and
+//! owns all I/O. It may depend on `zonekeep-protocol`, never the reverse.
+//!
+//! # Concepts
+//!
+//! - A **zone** is one authoritative simulation. [`ZoneHost::new`] creates it
+//!   from a [`ZoneInit`] and a [`ZoneConfig`].
+//! - **Participants** join as [`Role::Player`] or [`Role::Observer`]; a lost
+//!   connection starts a reconnect grace ([`ZoneHost::drop_player`],
+//!   [`ZoneHost::rejoin`]).
+//! - **Inputs** carry a client sequence number; [`Zone::sanitize`] decodes and
+//!   clamps them before they are buffered; the [`InputPolicy`] says how many a
+//!   tick consumes; [`ZoneHost::last_processed_seq`] is the ack.
+//! - **Ticks** run in [`ZoneHost::advance`], which returns an [`AdvanceReport`].
+//!   Patches follow every `patch_every`-th tick.
+//! - **Tiers** ([`Tier`]) slow or pause empty zones and flag dormant ones.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use zonekeep_core::{
+//!     Claims, Clock, Ctx, InputRefusal, ManualClock, PlayerId, Principal, Role, Zone, ZoneConfig,
+//!     ZoneError, ZoneHost, ZoneInit,
+//! };
+//!
+//! /// Each player nudges a shared counter by -1, 0 or +1 per input.
+//! struct Counter {
+//!     value: i64,
+//! }
+//!
+//! impl Zone for Counter {
+//!     type Input = i8;
+//!
+//!     fn create(_init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+//!         Ok(Counter { value: 0 })
+//!     }
+//!
+//!     fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<i8, InputRefusal> {
+//!         match payload {
+//!             [b] => Ok((*b as i8).clamp(-1, 1)),
+//!             _ => Err(InputRefusal::new(1, "expected one byte")),
+//!         }
+//!     }
+//!
+//!     fn on_input(&mut self, _ctx: &mut Ctx<'_>, _p: PlayerId, step: i8) {
+//!         self.value += i64::from(step);
+//!     }
+//!
+//!     fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+//!
+//!     fn state_hash(&self) -> Option<u64> {
+//!         Some(self.value as u64)
+//!     }
+//! }
+//!
+//! let clock = ManualClock::new();
+//! let init = ZoneInit {
+//!     zone_id: "counter-1".into(),
+//!     kind: "counter".into(),
+//!     params: zonekeep_core::serde_json::Value::Null,
+//! };
+//! let mut host =
+//!     ZoneHost::<Counter>::new(init, ZoneConfig::default(), Arc::new(clock.clone())).unwrap();
+//! let alice = host.join(Principal::new("alice"), Claims::new(), Role::Player).unwrap();
+//! assert!(host.push_input(alice, 1, 0, &[5]).is_accepted()); // clamped to +1
+//!
+//! clock.advance(Duration::from_millis(100)); // three ticks at 30 Hz
+//! let report = host.advance(clock.now());
+//! assert_eq!(report.ticks_run, 3);
+//! assert_eq!(host.zone().value, 1);
+//! assert_eq!(host.last_processed_seq(alice), Some(1));
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod config;
+pub mod ctx;
+pub mod dynhost;
+pub mod error;
+pub mod hash;
+pub mod host;
+pub mod input;
+pub mod player;
+pub mod report;
+pub mod rng;
+pub mod tier;
+pub mod timer;
+pub mod zone;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::ZoneConfig;
+pub use ctx::{Ctx, Event, EventTarget, Kick};
+pub use dynhost::{AnyZoneHost, ZoneFactory, ZoneKinds};
+pub use error::{ConfigError, JoinError, RejoinError, TimerError, UnknownPlayer, ZoneError};
+pub use hash::StateHasher;
+pub use host::ZoneHost;
+pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
+pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
+pub use report::{AdvanceReport, InputCounters};
+pub use rng::{zone_rng, ZoneRng};
+pub use tier::{IdlePolicy, Tier, TierTransition};
+pub use timer::{TimerId, Timers};
+pub use zone::{JoinRefusal, LeaveReason, Zone, ZoneInit};
+
+/// Re-exported so zones can use [`ZoneRng`] (`rand_core::RngCore`) without a
+/// separate, possibly mismatched, dependency.
+pub use rand_core;
+/// Re-exported for [`Claims`] and [`ZoneInit::params`].
+pub use serde_json;

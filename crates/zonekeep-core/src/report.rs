@@ -1,0 +1,58 @@
+//! What one `advance` call reports.
+
+use std::time::Duration;
+
+use crate::ctx::{Event, Kick};
+use crate::player::PlayerId;
+use crate::tier::TierTransition;
+use crate::zone::LeaveReason;
+
+/// Counters of inputs pushed (and consumed) since the previous `advance`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InputCounters {
+    /// Buffered (including those that pushed out an older one).
+    pub accepted: u64,
+    /// Refused as duplicates.
+    pub duplicate: u64,
+    /// Refused as older than the newest received.
+    pub stale: u64,
+    /// Older inputs dropped from a full buffer to make room.
+    pub overflowed: u64,
+    /// Refused by the zone's `sanitize`.
+    pub refused: u64,
+    /// Buffered inputs discarded unapplied by the `Latest` policy.
+    pub superseded: u64,
+    /// Pushed for an unknown, observer, dropped participant or a disposed host.
+    pub unroutable: u64,
+}
+
+/// The outcome of one [`ZoneHost::advance`](crate::ZoneHost::advance).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AdvanceReport {
+    /// The host's tick after this advance.
+    pub tick: u64,
+    /// Ticks simulated.
+    pub ticks_run: u64,
+    /// Due ticks beyond `max_catch_up`, dropped by moving the schedule forward.
+    pub ticks_dropped: u64,
+    /// Due ticks deliberately not run because the zone is Idle or Dormant.
+    pub ticks_skipped: u64,
+    /// Duration of each tick run, measured with the host's clock.
+    pub tick_durations: Vec<Duration>,
+    /// Input counters since the previous advance.
+    pub inputs: InputCounters,
+    /// Tier changes since the previous advance, in order.
+    pub tier_transitions: Vec<TierTransition>,
+    /// Ticks run in this advance that are patch ticks (replicate after them).
+    pub patch_ticks: Vec<u64>,
+    /// `(tick, state_hash)` after each tick run, when the zone supplies one.
+    pub hashes: Vec<(u64, u64)>,
+    /// Participants who left since the previous advance, in order.
+    pub left: Vec<(PlayerId, LeaveReason)>,
+    /// Events emitted since the previous advance (unless taken with `take_events`).
+    pub events: Vec<Event>,
+    /// Events dropped because the event queue was full.
+    pub events_dropped: u64,
+    /// Kicks applied since the previous advance (the host must tell those clients).
+    pub kicks: Vec<Kick>,
+}

@@ -1,0 +1,144 @@
+//! The `Zone` trait game code implements, and its hook types.
+
+use crate::ctx::Ctx;
+use crate::error::ZoneError;
+use crate::input::InputRefusal;
+use crate::player::{PlayerId, PlayerInfo};
+use crate::tier::Tier;
+use crate::timer::TimerId;
+
+/// What a zone is created from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneInit {
+    /// Unique zone id (also feeds the RNG derivation).
+    pub zone_id: String,
+    /// Which game code runs it (the registry key).
+    pub kind: String,
+    /// Kind-specific create params.
+    pub params: serde_json::Value,
+}
+
+/// Why a participant left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LeaveReason {
+    /// Left on purpose.
+    Left,
+    /// Connection lost and not restored within the reconnect grace.
+    Dropped,
+    /// Removed by the zone or the host.
+    Kicked,
+    /// Moved to another zone.
+    Transferred,
+}
+
+/// A zone's refusal of a join or observe, with its own reason code
+/// (sent to the client; the meaning of codes is the game's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinRefusal {
+    /// Game-defined reason code.
+    pub code: u16,
+    /// Human-readable reason.
+    pub reason: String,
+}
+
+impl JoinRefusal {
+    /// A refusal with `code` and `reason`.
+    pub fn new(code: u16, reason: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for JoinRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.reason, self.code)
+    }
+}
+
+/// One authoritative simulation: the game code of a zone kind.
+///
+/// Hooks run on the zone's simulation thread, one at a time, in a
+/// deterministic order. Within a tick the host: hands each player's buffered
+/// inputs to [`on_input`](Zone::on_input) (players in id order, per the
+/// configured [`InputPolicy`](crate::InputPolicy)), calls
+/// [`tick`](Zone::tick), fires due timers through
+/// [`on_timer`](Zone::on_timer), applies kicks, then records
+/// [`state_hash`](Zone::state_hash).
+///
+/// A zone must take time only from [`Ctx::time`]/[`Ctx::tick`] and randomness
+/// only from [`Ctx::rng`]; then the same inputs at the same ticks give the same
+/// state.
+pub trait Zone: Send + 'static {
+    /// A sanitized input, produced by [`sanitize`](Zone::sanitize).
+    type Input: Send + 'static;
+
+    /// Build the zone from its params. `ctx` has no players yet; timers may be scheduled.
+    fn create(init: &ZoneInit, ctx: &mut Ctx<'_>) -> Result<Self, ZoneError>
+    where
+        Self: Sized;
+
+    /// A player asks to join; return a refusal to turn it away.
+    /// The player is already visible in `ctx.players()` during this call.
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, player: &PlayerInfo) -> Result<(), JoinRefusal> {
+        let _ = (ctx, player);
+        Ok(())
+    }
+
+    /// An observer asks to watch; return a refusal to turn it away.
+    fn on_observe(&mut self, ctx: &mut Ctx<'_>, observer: &PlayerInfo) -> Result<(), JoinRefusal> {
+        let _ = (ctx, observer);
+        Ok(())
+    }
+
+    /// A participant has left (it is no longer in `ctx.players()`).
+    fn on_leave(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, why: LeaveReason) {
+        let _ = (ctx, player, why);
+    }
+
+    /// A participant's connection was lost; the reconnect grace has started
+    /// and it keeps its place until the grace ends.
+    fn on_drop(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        let _ = (ctx, player);
+    }
+
+    /// A dropped participant came back within the grace.
+    fn on_rejoin(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        let _ = (ctx, player);
+    }
+
+    /// Decode, validate and clamp a raw input before it is buffered.
+    /// A refusal is counted and the input is never buffered. Runs outside
+    /// ticks as inputs arrive, so it must not change simulation state.
+    fn sanitize(&mut self, player: PlayerId, payload: &[u8]) -> Result<Self::Input, InputRefusal>;
+
+    /// Apply one sanitized input (inside a tick, before [`tick`](Zone::tick)).
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, input: Self::Input) {
+        let _ = (ctx, player, input);
+    }
+
+    /// Advance the simulation by one fixed step of `ctx.dt()`.
+    fn tick(&mut self, ctx: &mut Ctx<'_>);
+
+    /// A timer scheduled through `ctx.timers()` fired.
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>, id: TimerId, tag: u64) {
+        let _ = (ctx, id, tag);
+    }
+
+    /// The zone's activity tier changed.
+    fn on_tier(&mut self, ctx: &mut Ctx<'_>, from: Tier, to: Tier) {
+        let _ = (ctx, from, to);
+    }
+
+    /// The zone is being shut down (after this no hook is called again).
+    fn dispose(&mut self, ctx: &mut Ctx<'_>) {
+        let _ = ctx;
+    }
+
+    /// A hash of the whole simulation state, for determinism checks and
+    /// replay verification. `None` (the default) means "not provided".
+    fn state_hash(&self) -> Option<u64> {
+        None
+    }
+}
