@@ -1,0 +1,21 @@
+//! Zonekeep wire protocol v1, as specified normatively in `PROTOCOL.md` at the repository root.
+//!
+//! This crate owns the bytes: varints and other primitives ([`wire`]), the bit-exact quantization rules
+//! ([`quant`]), the entity schema ([`schema`]), the limits ([`limits`]), the Delta streaming writer and
+//! decoder ([`delta`]), every message, and the client-side known-set mirror.
+//!
+//! It must never depend on I/O, an async runtime, serde or `zonekeep-core`: hosts, clients, fuzzers and the
+//! TypeScript SDK's golden fixtures all build on it, and it stays a pure, total codec (no panics on any
+//! input, no allocation beyond the declared limits).
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod delta;
+pub mod error;
+pub mod limits;
+pub mod quant;
+pub mod schema;
+pub mod wire;
+
+pub use error::{DecodeError, EncodeError};

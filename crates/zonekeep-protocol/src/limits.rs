@@ -1,0 +1,38 @@
+//! The limits of PROTOCOL.md §7, in one place so encoders and decoders agree.
+
+/// Largest client → server message in bytes (hosts may set a lower limit).
+pub const MAX_CLIENT_MESSAGE: usize = 8192;
+/// Largest server → client message in bytes; decoders refuse larger and encoders never produce it.
+pub const MAX_SERVER_MESSAGE: usize = 1 << 20;
+/// Most protocol versions a Hello may offer.
+pub const MAX_VERSIONS: usize = 8;
+/// Longest ticket in bytes.
+pub const MAX_TICKET: usize = 4096;
+/// Longest reconnect token in bytes.
+pub const MAX_RECONNECT_TOKEN: usize = 64;
+/// Longest zone id in bytes.
+pub const MAX_ZONE_ID: usize = 128;
+/// Longest content version in bytes.
+pub const MAX_CONTENT_VERSION: usize = 64;
+/// Longest kick reason in bytes.
+pub const MAX_KICK_REASON: usize = 256;
+/// Longest input payload in bytes.
+pub const MAX_INPUT_PAYLOAD: usize = 4096;
+/// Longest redirect / transfer URL in bytes.
+pub const MAX_URL: usize = 512;
+/// Most entity kinds in a schema.
+pub const MAX_KINDS: usize = 64;
+/// Most fields in one kind.
+pub const MAX_FIELDS: usize = 32;
+/// Longest kind or field name in bytes.
+pub const MAX_NAME: usize = 64;
+/// Longest `str` field `max_len` a schema may declare.
+pub const MAX_STR_FIELD: usize = 255;
+/// Most entries in each Delta list (despawns, updates, spawns).
+pub const MAX_DELTA_LIST: usize = 65_536;
+/// Most events in one Delta.
+pub const MAX_EVENTS: usize = 1024;
+/// Longest event payload in bytes.
+pub const MAX_EVENT_PAYLOAD: usize = 16_384;
+/// The only protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
