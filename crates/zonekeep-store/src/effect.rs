@@ -1,0 +1,148 @@
+//! The ledger's built-in effect: adding named amounts to a principal's totals.
+//!
+//! Parsing and validation happen before any transaction starts, so a malformed fact is refused
+//! without touching the database and both backends refuse exactly the same payloads.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::error::{Result, StoreError};
+use crate::types::FactRecord;
+
+/// Longest accepted total name, in bytes. Names become rows; bounding them bounds the table.
+pub(crate) const MAX_NAME_LEN: usize = 128;
+/// Most names one fact may add to.
+pub(crate) const MAX_NAMES_PER_FACT: usize = 64;
+
+/// The effect a fact asks for, already validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// No built-in effect: the fact is recorded and its result is `null`.
+    None,
+    /// Add each amount to `principal`'s total of that name. Names are sorted (a `BTreeMap`), which
+    /// also gives every transaction the same row-lock order and so rules out deadlocks.
+    Add {
+        /// Whose totals change.
+        principal: String,
+        /// Name → amount to add.
+        amounts: BTreeMap<String, i64>,
+    },
+}
+
+/// Reads the effect out of `fact.payload`.
+pub(crate) fn parse(fact: &FactRecord) -> Result<Effect> {
+    let invalid = |reason: String| StoreError::InvalidFact {
+        key: fact.key.clone(),
+        reason,
+    };
+    let Some(add) = fact.payload.get("add") else {
+        return Ok(Effect::None);
+    };
+    let Value::Object(map) = add else {
+        return Err(invalid(
+            "\"add\" must be an object of name → integer".into(),
+        ));
+    };
+    let Some(principal) = fact.principal.clone() else {
+        return Err(invalid("\"add\" needs a principal".into()));
+    };
+    if map.len() > MAX_NAMES_PER_FACT {
+        return Err(invalid(format!(
+            "\"add\" names {} totals, at most {MAX_NAMES_PER_FACT} allowed",
+            map.len()
+        )));
+    }
+    let mut amounts = BTreeMap::new();
+    for (name, amount) in map {
+        if name.is_empty() || name.len() > MAX_NAME_LEN {
+            return Err(invalid(format!(
+                "total name must be 1..={MAX_NAME_LEN} bytes"
+            )));
+        }
+        let Some(amount) = amount.as_i64() else {
+            return Err(invalid(format!(
+                "amount for {name:?} is not a 64-bit integer"
+            )));
+        };
+        amounts.insert(name.clone(), amount);
+    }
+    Ok(Effect::Add { principal, amounts })
+}
+
+/// Adds `amount` to `current`, refusing overflow (a wrapped or saturated score would be a silent
+/// wrong answer; refusing keeps the ledger exact).
+pub(crate) fn checked_total(key: &str, name: &str, current: i64, amount: i64) -> Result<i64> {
+    current
+        .checked_add(amount)
+        .ok_or_else(|| StoreError::InvalidFact {
+            key: key.to_owned(),
+            reason: format!("total {name:?} would overflow"),
+        })
+}
+
+/// The JSON result of an `add` effect: the principal's totals after it.
+pub(crate) fn totals_json(totals: &BTreeMap<String, i64>) -> Value {
+    Value::Object(
+        totals
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(*v)))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn fact(principal: Option<&str>, payload: Value) -> FactRecord {
+        FactRecord {
+            key: "k".into(),
+            zone_id: "z".into(),
+            kind: "kill".into(),
+            principal: principal.map(str::to_owned),
+            payload,
+        }
+    }
+
+    #[test]
+    fn payload_without_add_has_no_effect() {
+        assert_eq!(parse(&fact(None, json!({"mob": 3}))).unwrap(), Effect::None);
+        assert_eq!(parse(&fact(None, json!(null))).unwrap(), Effect::None);
+    }
+
+    #[test]
+    fn add_parses_amounts() {
+        let e = parse(&fact(Some("p"), json!({"add": {"score": 50, "kills": -1}}))).unwrap();
+        let Effect::Add { principal, amounts } = e else {
+            panic!("expected add");
+        };
+        assert_eq!(principal, "p");
+        assert_eq!(amounts.get("score"), Some(&50));
+        assert_eq!(amounts.get("kills"), Some(&-1));
+    }
+
+    #[test]
+    fn malformed_add_is_refused() {
+        for payload in [
+            json!({"add": 5}),
+            json!({"add": {"score": 1.5}}),
+            json!({"add": {"score": "5"}}),
+            json!({"add": {"": 1}}),
+            json!({"add": {"score": u64::MAX}}),
+        ] {
+            let err = parse(&fact(Some("p"), payload.clone())).unwrap_err();
+            assert!(matches!(err, StoreError::InvalidFact { .. }), "{payload}");
+        }
+        let err = parse(&fact(None, json!({"add": {"score": 1}}))).unwrap_err();
+        assert!(matches!(err, StoreError::InvalidFact { .. }));
+    }
+
+    #[test]
+    fn overflow_is_refused() {
+        assert!(checked_total("k", "s", i64::MAX, 1).is_err());
+        assert_eq!(checked_total("k", "s", 40, 2).unwrap(), 42);
+    }
+}

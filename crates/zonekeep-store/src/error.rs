@@ -1,0 +1,141 @@
+//! The one error enum of the store layer.
+//!
+//! Callers (the host's storage and fact workers) mostly need one decision from an error: retry later
+//! or give up. [`StoreError::is_retryable`] answers it, so that decision lives here, next to the
+//! variants, rather than being re-derived in every worker.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in a store operation.
+///
+/// Messages never contain connection strings or passwords: backend errors are rendered by this crate
+/// and scrubbed of the configured password before they are wrapped (see [`StoreError::Backend`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// The write carried an epoch lower than the zone's fence: a newer owner has claimed the zone (or
+    /// written with a newer epoch), so this writer is stale and must stop writing.
+    #[error("zone save fenced: stored epoch {stored_epoch}, attempted epoch {attempted}")]
+    Fenced {
+        /// The highest epoch the store has seen for the zone (claimed or written).
+        stored_epoch: u64,
+        /// The epoch the refused write carried.
+        attempted: u64,
+    },
+
+    /// The write carried the current epoch but a sequence number lower than the stored save's: an
+    /// older snapshot arriving after a newer one (e.g. a retried write overtaken by a later one).
+    #[error(
+        "zone save stale: epoch {epoch}, stored seq {stored_seq}, attempted seq {attempted_seq}"
+    )]
+    Stale {
+        /// The epoch shared by the stored save and the refused write.
+        epoch: u64,
+        /// The sequence number of the stored save.
+        stored_seq: u64,
+        /// The sequence number the refused write carried.
+        attempted_seq: u64,
+    },
+
+    /// The same (epoch, seq) was written before with different bytes or a different kind. An owner
+    /// must never reuse a sequence number for different state, so this is a bug in the writer.
+    #[error("zone save conflict: epoch {epoch} seq {seq} already stored with different content")]
+    Conflict {
+        /// The epoch of the conflicting write.
+        epoch: u64,
+        /// The sequence number of the conflicting write.
+        seq: u64,
+    },
+
+    /// A fact that cannot be applied: a malformed built-in effect payload, an effect without a
+    /// principal, or a total that would overflow. Retrying cannot help; the fact should be refused.
+    #[error("invalid fact {key:?}: {reason}")]
+    InvalidFact {
+        /// The fact's idempotency key.
+        key: String,
+        /// Why it was refused.
+        reason: String,
+    },
+
+    /// An argument the store cannot represent (empty id, too long, or a number beyond the backend's
+    /// signed 64-bit integers).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The store spec given to [`open_store`](crate::open_store) is not one this crate understands.
+    #[error("unsupported store spec (expected \"sqlite\" or a postgres:// URL): {0}")]
+    InvalidSpec(String),
+
+    /// The database holds data this code cannot read: a negative epoch, unparsable JSON, a row that
+    /// violates the schema's own rules. The data is left in place for an operator to inspect.
+    #[error("store data corrupt: {0}")]
+    Corrupt(String),
+
+    /// The database schema is newer than this build knows (a newer build migrated it). Refusing is
+    /// safer than writing rows an older schema understanding might get wrong.
+    #[error("database schema version {found} is newer than this build supports ({supported})")]
+    SchemaTooNew {
+        /// The version recorded in the database.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+
+    /// The backend failed (I/O, connection, lock timeout, pool exhausted, task panicked). Usually
+    /// transient. The message never contains connection URLs or passwords.
+    #[error("storage backend error: {0}")]
+    Backend(String),
+}
+
+impl StoreError {
+    /// Whether the same call may succeed if retried later.
+    ///
+    /// Only [`StoreError::Backend`] is transient. Fencing, staleness, conflicts and invalid input are
+    /// verdicts: retrying the same call yields the same answer.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Backend(_))
+    }
+}
+
+/// Shorthand for results of store operations.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Removes every occurrence of `secret` from `message`, so backend errors can be surfaced to logs
+/// and the admin API without leaking credentials even if a driver echoes its connection string.
+pub(crate) fn redact(message: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(s) if !s.is_empty() => message.replace(s, "***"),
+        _ => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_backend_errors_are_retryable() {
+        assert!(StoreError::Backend("io".into()).is_retryable());
+        assert!(!StoreError::Fenced {
+            stored_epoch: 2,
+            attempted: 1
+        }
+        .is_retryable());
+        assert!(!StoreError::Stale {
+            epoch: 1,
+            stored_seq: 2,
+            attempted_seq: 1
+        }
+        .is_retryable());
+        assert!(!StoreError::Corrupt("x".into()).is_retryable());
+    }
+
+    #[test]
+    fn redact_hides_the_secret() {
+        assert_eq!(
+            redact("password=hunter2 failed", Some("hunter2")),
+            "password=*** failed"
+        );
+        assert_eq!(redact("no secret", None), "no secret");
+        assert_eq!(redact("empty", Some("")), "empty");
+    }
+}

@@ -1,0 +1,127 @@
+//! Zonekeep's persistence layer: zone saves fenced by owner epochs, and an exactly-once fact
+//! ledger, on SQLite (the embedded default: one file under the data dir, nothing to install) or
+//! PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same two traits,
+//! [`SaveStore`] and [`FactLedger`], and pass the same contract test suite.
+//!
+//! This crate owns the database schema, its migrations and the fencing and idempotency rules. It
+//! must not depend on the server, any network framework, or the simulation runtime: zone ids are
+//! strings and zone state is bytes, so the host, the CLI and admin tools can all use it.
+//!
+//! # Concepts
+//! - **Save**: a zone's own state bytes, the latest one per zone. Written with the owner's
+//!   **epoch** and a per-epoch sequence number; [`SaveStore::claim`] hands a new owner the next
+//!   epoch, after which every older owner's writes are refused ([`StoreError::Fenced`]).
+//! - **Fact**: a durable side effect recorded under an idempotency key. The first recording applies
+//!   its effect and stores the result in the same transaction; repeats return that result and apply
+//!   nothing, so a fact worker may retry freely.
+//!
+//! # Opening a store
+//! [`open_store`] takes the `--store` spec (`"sqlite"` or a `postgres://` URL) and returns a
+//! [`Store`] holding both halves as trait objects. [`SlowStore`] wraps one to simulate slow storage.
+//!
+//! # Blocking
+//! Nothing here blocks an async worker thread: SQLite calls run on tokio's blocking pool, and
+//! PostgreSQL is natively async. Callers still must not await the store from a simulation thread;
+//! the host's storage workers do that.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod effect;
+mod error;
+mod fence;
+mod postgres;
+mod schema;
+mod slow;
+mod sqlite;
+mod traits;
+mod types;
+mod validate;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use error::{Result, StoreError};
+pub use postgres::{PostgresOptions, PostgresStore};
+pub use slow::SlowStore;
+pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
+pub use traits::{FactLedger, SaveStore};
+pub use types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+
+/// File name of the SQLite database inside the data dir.
+pub const SQLITE_FILE_NAME: &str = "zonekeep.db";
+
+/// An opened store: both halves as shareable trait objects, plus a printable description.
+#[derive(Clone)]
+pub struct Store {
+    /// Zone saves.
+    pub saves: Arc<dyn SaveStore>,
+    /// The fact ledger.
+    pub facts: Arc<dyn FactLedger>,
+    /// Which database this is, for logs and the admin API; never contains a password.
+    pub description: String,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Bundles one backend that implements both traits.
+    pub fn from_backend<B>(backend: B, description: String) -> Store
+    where
+        B: SaveStore + FactLedger + 'static,
+    {
+        let backend = Arc::new(backend);
+        Store {
+            saves: Arc::clone(&backend) as Arc<dyn SaveStore>,
+            facts: backend,
+            description,
+        }
+    }
+}
+
+/// Opens the store named by `spec`:
+/// - `""` or `"sqlite"`: the SQLite file `<data_dir>/zonekeep.db` (the directory is created),
+///   with default [`SqliteOptions`];
+/// - `postgres://...` or `postgresql://...`: a pooled [`PostgresStore`] with default
+///   [`PostgresOptions`].
+///
+/// Pending migrations are applied before this returns.
+pub async fn open_store(spec: &str, data_dir: &Path) -> Result<Store> {
+    let spec = spec.trim();
+    if spec.is_empty() || spec.eq_ignore_ascii_case("sqlite") {
+        let dir = data_dir.to_path_buf();
+        let create_dir = dir.clone();
+        tokio::task::spawn_blocking(move || std::fs::create_dir_all(&create_dir))
+            .await
+            .map_err(|e| StoreError::Backend(format!("creating data dir: {e}")))?
+            .map_err(|e| {
+                StoreError::Backend(format!("creating data dir {}: {e}", dir.display()))
+            })?;
+        let path = dir.join(SQLITE_FILE_NAME);
+        let store = SqliteStore::open(&path).await?;
+        return Ok(Store::from_backend(
+            store,
+            format!("sqlite:{}", path.display()),
+        ));
+    }
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        let store = PostgresStore::connect(spec).await?;
+        let description = store.description().to_owned();
+        return Ok(Store::from_backend(store, description));
+    }
+    // Echo only the scheme: an unknown spec may still carry credentials after it.
+    let scheme: String = spec
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(32)
+        .collect();
+    Err(StoreError::InvalidSpec(format!("scheme {scheme:?}")))
+}

@@ -1,0 +1,116 @@
+//! PostgreSQL schema migrations, versioned in a `zonekeep_migrations` table.
+//!
+//! All of it runs in one transaction that first takes a transaction-scoped advisory lock, so two
+//! hosts starting at once against the same database serialize: the second waits, then finds every
+//! version recorded and applies nothing. DDL is transactional in PostgreSQL, so a crash mid-way
+//! leaves the previous version intact. The lock is database-wide (advisory locks ignore schemas),
+//! which only means that migrations of different schemas wait for each other — they are short.
+
+use deadpool_postgres::Object;
+use tokio_postgres::IsolationLevel;
+
+use super::PgErr;
+use crate::error::{Result, StoreError};
+use crate::schema::Migration;
+
+/// Advisory lock key: the ASCII bytes of "zonekeep" read as a big-endian i64.
+const MIGRATION_LOCK_KEY: i64 = 0x7a6f_6e65_6b65_6570;
+
+/// Every migration, in order; index + 1 is its version number.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    name: "initial schema: fences, saves, facts, totals",
+    sql: "
+        CREATE TABLE zone_fences (
+            zone_id TEXT PRIMARY KEY,
+            epoch   BIGINT NOT NULL CHECK (epoch >= 0)
+        );
+        CREATE TABLE zone_saves (
+            zone_id     TEXT PRIMARY KEY,
+            kind        TEXT NOT NULL,
+            epoch       BIGINT NOT NULL CHECK (epoch >= 0),
+            seq         BIGINT NOT NULL CHECK (seq >= 0),
+            bytes       BYTEA NOT NULL,
+            saved_at_ms BIGINT NOT NULL
+        );
+        CREATE TABLE facts (
+            key            TEXT PRIMARY KEY,
+            zone_id        TEXT NOT NULL,
+            kind           TEXT NOT NULL,
+            principal      TEXT,
+            payload        JSONB NOT NULL,
+            result         JSONB NOT NULL,
+            recorded_at_ms BIGINT NOT NULL
+        );
+        CREATE INDEX facts_by_zone ON facts (zone_id);
+        CREATE TABLE fact_totals (
+            principal TEXT NOT NULL,
+            name      TEXT NOT NULL,
+            total     BIGINT NOT NULL,
+            PRIMARY KEY (principal, name)
+        );
+    ",
+}];
+
+/// Creates `schema` if given, then applies pending migrations inside it (via the connection's
+/// `search_path`, which the pool sets to that schema).
+pub(crate) async fn migrate(client: &mut Object, schema: Option<&str>, err: &PgErr) -> Result<()> {
+    let client: &mut tokio_postgres::Client = client;
+    let tx = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::ReadCommitted)
+        .start()
+        .await
+        .map_err(|e| err.map(e))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY])
+        .await
+        .map_err(|e| err.map(e))?;
+    if let Some(schema) = schema {
+        // The name was validated as a plain identifier, so quoting it is enough.
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+            .await
+            .map_err(|e| err.map(e))?;
+    }
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS zonekeep_migrations (
+             version    INTEGER PRIMARY KEY,
+             name       TEXT NOT NULL,
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         )",
+    )
+    .await
+    .map_err(|e| err.map(e))?;
+    let found: i32 = tx
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM zonekeep_migrations",
+            &[],
+        )
+        .await
+        .map_err(|e| err.map(e))?
+        .try_get(0)
+        .map_err(|e| err.map(e))?;
+    let supported = i32::try_from(MIGRATIONS.len())
+        .map_err(|_| StoreError::Corrupt("too many migrations".into()))?;
+    if found > supported {
+        return Err(StoreError::SchemaTooNew {
+            found: found.into(),
+            supported: supported.into(),
+        });
+    }
+    let applied = usize::try_from(found)
+        .map_err(|_| StoreError::Corrupt(format!("negative migration version {found}")))?;
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(applied) {
+        let version = i32::try_from(index + 1)
+            .map_err(|_| StoreError::Corrupt("too many migrations".into()))?;
+        tx.batch_execute(migration.sql)
+            .await
+            .map_err(|e| err.map(e))?;
+        tx.execute(
+            "INSERT INTO zonekeep_migrations (version, name) VALUES ($1, $2)",
+            &[&version, &migration.name],
+        )
+        .await
+        .map_err(|e| err.map(e))?;
+        tracing::info!(version, name = migration.name, "applied postgres migration");
+    }
+    tx.commit().await.map_err(|e| err.map(e))
+}

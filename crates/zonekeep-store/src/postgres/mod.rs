@@ -1,0 +1,309 @@
+//! The fleet backend: PostgreSQL through a `deadpool-postgres` connection pool.
+//!
+//! Several hosts share one database, so atomicity comes from row locks rather than a process-wide
+//! mutex. Every transaction runs at READ COMMITTED (set explicitly, whatever the server's default)
+//! and follows one of two patterns:
+//! - zone saves lock the zone's fence row (`INSERT .. ON CONFLICT DO NOTHING`, then
+//!   `SELECT .. FOR UPDATE`) before reading or writing anything of that zone, so claims, writes and
+//!   deletes of one zone are serialized across all hosts;
+//! - facts insert the ledger row first (`ON CONFLICT (key) DO NOTHING`): a concurrent recorder of the
+//!   same key blocks on the unique index until the first commits, then sees the conflict and reads
+//!   the committed result. Totals rows are updated in name order, so no two facts deadlock.
+
+mod facts;
+mod migrations;
+mod saves;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::{Config, IsolationLevel, NoTls, Transaction};
+
+use crate::error::{redact, Result, StoreError};
+use crate::traits::{FactLedger, SaveStore};
+use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+
+/// Settings for [`PostgresStore::connect_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// Most connections the pool opens. Storage workers are few; the default (8) leaves room.
+    pub max_connections: usize,
+    /// Keep every table in this schema (created if missing) by setting each connection's
+    /// `search_path`. Lets several deployments or test runs share one database. Must be a plain
+    /// lower-case identifier (`[a-z_][a-z0-9_]*`, at most 63 bytes).
+    pub schema: Option<String>,
+    /// How long opening one connection may take.
+    pub connect_timeout: Duration,
+    /// How long an operation waits for a free pooled connection before failing (retryably), so a
+    /// database outage surfaces as errors instead of hanging storage workers forever.
+    pub wait_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            max_connections: 8,
+            schema: None,
+            connect_timeout: Duration::from_secs(10),
+            wait_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Turns driver and pool errors into [`StoreError`]s with the configured password scrubbed out.
+#[derive(Clone)]
+pub(crate) struct PgErr {
+    password: Option<String>,
+}
+
+impl std::fmt::Debug for PgErr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PgErr { password: <hidden> }")
+    }
+}
+
+impl PgErr {
+    /// Maps a driver error. Server errors are rendered from their code and message only (never the
+    /// connection details); client-side errors are rendered and then scrubbed.
+    pub(crate) fn map(&self, e: tokio_postgres::Error) -> StoreError {
+        let text = match e.as_db_error() {
+            Some(db) => format!("postgres {}: {}", db.code().code(), db.message()),
+            None => format!("postgres: {e}"),
+        };
+        StoreError::Backend(redact(&text, self.password.as_deref()))
+    }
+
+    fn map_pool(&self, e: deadpool_postgres::PoolError) -> StoreError {
+        match e {
+            deadpool_postgres::PoolError::Backend(inner) => self.map(inner),
+            other => StoreError::Backend(redact(
+                &format!("postgres pool: {other}"),
+                self.password.as_deref(),
+            )),
+        }
+    }
+}
+
+/// Zone saves and the fact ledger in a PostgreSQL database, pooled.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    err: PgErr,
+    description: String,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("database", &self.description)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Accepts only identifiers that need no escaping beyond double quotes.
+fn valid_schema_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name.len() <= 63
+}
+
+impl PostgresStore {
+    /// Connects to `url` (a `postgres://` URL or a `key=value` connection string) with default
+    /// [`PostgresOptions`], and applies pending migrations.
+    pub async fn connect(url: &str) -> Result<PostgresStore> {
+        PostgresStore::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// Like [`PostgresStore::connect`] with explicit options.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<PostgresStore> {
+        // The driver's parse errors can quote the offending text, which may hold the password.
+        let mut config: Config = url.parse().map_err(|_| {
+            StoreError::InvalidSpec("unparsable PostgreSQL connection string (withheld)".into())
+        })?;
+        let err = PgErr {
+            password: config
+                .get_password()
+                .map(|p| String::from_utf8_lossy(p).into_owned()),
+        };
+        if let Some(schema) = &options.schema {
+            if !valid_schema_name(schema) {
+                return Err(StoreError::InvalidArgument(format!(
+                    "schema name {schema:?} must match [a-z_][a-z0-9_]* (at most 63 bytes)"
+                )));
+            }
+            let search_path = format!("-c search_path={schema}");
+            let combined = match config.get_options() {
+                Some(existing) if !existing.is_empty() => format!("{existing} {search_path}"),
+                _ => search_path,
+            };
+            config.options(&combined);
+        }
+        config.connect_timeout(options.connect_timeout);
+        let description = describe(&config, options.schema.as_deref());
+
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.max_connections.max(1))
+            .wait_timeout(Some(options.wait_timeout))
+            .create_timeout(Some(options.connect_timeout))
+            .recycle_timeout(Some(options.connect_timeout))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| StoreError::Backend(format!("postgres pool setup: {e}")))?;
+        let store = PostgresStore {
+            pool,
+            err,
+            description,
+        };
+        let mut client = store.client().await?;
+        migrations::migrate(&mut client, options.schema.as_deref(), &store.err).await?;
+        Ok(store)
+    }
+
+    /// A printable, password-free name of the database, e.g. `postgres://postgres@127.0.0.1:5432/test`.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    async fn client(&self) -> Result<Object> {
+        self.pool.get().await.map_err(|e| self.err.map_pool(e))
+    }
+
+    /// Starts a READ COMMITTED transaction (the locking patterns in the module docs rely on it).
+    async fn begin<'a>(&self, client: &'a mut Object) -> Result<Transaction<'a>> {
+        // Go through to the driver's client: deadpool's wrapper returns its own transaction type.
+        let client: &'a mut tokio_postgres::Client = client;
+        client
+            .build_transaction()
+            .isolation_level(IsolationLevel::ReadCommitted)
+            .start()
+            .await
+            .map_err(|e| self.err.map(e))
+    }
+}
+
+fn describe(config: &Config, schema: Option<&str>) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().unwrap_or("");
+    let db = config.get_dbname().unwrap_or("");
+    let mut out = format!("postgres://{user}@{host}:{port}/{db}");
+    if let Some(schema) = schema {
+        out.push_str(&format!(" (schema {schema})"));
+    }
+    out
+}
+
+#[async_trait]
+impl SaveStore for PostgresStore {
+    async fn claim(&self, zone_id: &str) -> Result<Claim> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        saves::claim(tx, zone_id, &self.err).await
+    }
+
+    async fn write(
+        &self,
+        zone_id: &str,
+        epoch: u64,
+        seq: u64,
+        kind: &str,
+        bytes: &[u8],
+    ) -> Result<WriteOutcome> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        saves::write(tx, zone_id, epoch, seq, kind, bytes, &self.err).await
+    }
+
+    async fn load(&self, zone_id: &str) -> Result<Option<SaveRecord>> {
+        let client = self.client().await?;
+        saves::load(&client, zone_id, &self.err).await
+    }
+
+    async fn list(&self) -> Result<Vec<SaveMeta>> {
+        let client = self.client().await?;
+        saves::list(&client, &self.err).await
+    }
+
+    async fn delete(&self, zone_id: &str) -> Result<bool> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        saves::delete(tx, zone_id, &self.err).await
+    }
+}
+
+#[async_trait]
+impl FactLedger for PostgresStore {
+    async fn record(&self, fact: &FactRecord) -> Result<FactResult> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        facts::record(tx, fact, &self.err).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<StoredFact>> {
+        let client = self.client().await?;
+        facts::get(&client, key, &self.err).await
+    }
+
+    async fn totals(&self, principal: &str) -> Result<BTreeMap<String, i64>> {
+        let client = self.client().await?;
+        facts::totals(&**client, principal, &self.err).await
+    }
+
+    async fn count(&self) -> Result<u64> {
+        let client = self.client().await?;
+        facts::count(&client, &self.err).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        assert!(valid_schema_name("zk_test_1"));
+        assert!(valid_schema_name("_x"));
+        assert!(!valid_schema_name(""));
+        assert!(!valid_schema_name("1abc"));
+        assert!(!valid_schema_name("a\"; DROP TABLE x; --"));
+        assert!(!valid_schema_name("Upper"));
+        assert!(!valid_schema_name(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn description_has_no_password() {
+        let config: Config = "postgres://alice:s3cret@db.example:6543/game"
+            .parse()
+            .unwrap_or_else(|_| Config::new());
+        let d = describe(&config, Some("zk"));
+        assert_eq!(d, "postgres://alice@db.example:6543/game (schema zk)");
+        assert!(!d.contains("s3cret"));
+    }
+
+    #[tokio::test]
+    async fn unparsable_url_error_withholds_the_text() {
+        let err = PostgresStore::connect("postgres://u:hunter2@h:notaport/db")
+            .await
+            .err();
+        let text = format!("{err:?}");
+        assert!(matches!(err, Some(StoreError::InvalidSpec(_))), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+}

@@ -1,0 +1,24 @@
+//! The tables both backends keep, described once.
+//!
+//! The SQL differs per backend (types, `STRICT`, `BYTEA`), so each backend has its own migration
+//! list, but they must describe the same logical schema:
+//!
+//! - `zone_fences(zone_id PK, epoch)`: the highest epoch claimed or written per zone. Kept apart
+//!   from the save so a claim fences old owners before the new owner has saved anything, and so
+//!   deleting a save never lowers the fence.
+//! - `zone_saves(zone_id PK, kind, epoch, seq, bytes, saved_at_ms)`: the latest save per zone.
+//! - `facts(key PK, zone_id, kind, principal, payload, result, recorded_at_ms)`: the ledger; the
+//!   primary key on `key` is what makes recording idempotent.
+//! - `fact_totals(principal, name, total, PK(principal, name))`: the built-in effect's table, meant
+//!   to be read by games (e.g. per-player scores).
+//!
+//! A migration is appended, never edited: databases in the field have already run the old ones.
+
+/// One schema step: a human name (logged and, on PostgreSQL, recorded) and its SQL.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Migration {
+    /// Short description, e.g. "initial schema".
+    pub name: &'static str,
+    /// Statements to run, separated by semicolons.
+    pub sql: &'static str,
+}

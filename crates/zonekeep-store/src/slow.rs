@@ -1,0 +1,112 @@
+//! A decorator that makes every write slow, for the slow-storage test and benchmark.
+//!
+//! It wraps real stores and really waits before each write, so the host sees exactly what a slow
+//! disk or a distant database looks like from the outside: calls that take long but succeed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::traits::{FactLedger, SaveStore};
+use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+use crate::Store;
+
+/// Delays every write (`claim`, `write`, `delete`, `record`) by a fixed duration, then delegates.
+/// Reads pass through undelayed.
+#[derive(Clone)]
+pub struct SlowStore {
+    saves: Arc<dyn SaveStore>,
+    facts: Arc<dyn FactLedger>,
+    delay: Duration,
+}
+
+impl std::fmt::Debug for SlowStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlowStore")
+            .field("delay", &self.delay)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SlowStore {
+    /// Wraps the two halves of a store.
+    pub fn new(saves: Arc<dyn SaveStore>, facts: Arc<dyn FactLedger>, delay: Duration) -> Self {
+        SlowStore {
+            saves,
+            facts,
+            delay,
+        }
+    }
+
+    /// Wraps a whole [`Store`] and returns it as a [`Store`], keeping its description (with the
+    /// delay noted) so logs say the storage is deliberately slowed.
+    pub fn wrap(store: Store, delay: Duration) -> Store {
+        let slow = Arc::new(SlowStore::new(store.saves, store.facts, delay));
+        Store {
+            saves: Arc::clone(&slow) as Arc<dyn SaveStore>,
+            facts: slow,
+            description: format!("{} (slowed by {delay:?} per write)", store.description),
+        }
+    }
+
+    /// The delay applied to each write.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+}
+
+#[async_trait]
+impl SaveStore for SlowStore {
+    async fn claim(&self, zone_id: &str) -> Result<Claim> {
+        tokio::time::sleep(self.delay).await;
+        self.saves.claim(zone_id).await
+    }
+
+    async fn write(
+        &self,
+        zone_id: &str,
+        epoch: u64,
+        seq: u64,
+        kind: &str,
+        bytes: &[u8],
+    ) -> Result<WriteOutcome> {
+        tokio::time::sleep(self.delay).await;
+        self.saves.write(zone_id, epoch, seq, kind, bytes).await
+    }
+
+    async fn load(&self, zone_id: &str) -> Result<Option<SaveRecord>> {
+        self.saves.load(zone_id).await
+    }
+
+    async fn list(&self) -> Result<Vec<SaveMeta>> {
+        self.saves.list().await
+    }
+
+    async fn delete(&self, zone_id: &str) -> Result<bool> {
+        tokio::time::sleep(self.delay).await;
+        self.saves.delete(zone_id).await
+    }
+}
+
+#[async_trait]
+impl FactLedger for SlowStore {
+    async fn record(&self, fact: &FactRecord) -> Result<FactResult> {
+        tokio::time::sleep(self.delay).await;
+        self.facts.record(fact).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<StoredFact>> {
+        self.facts.get(key).await
+    }
+
+    async fn totals(&self, principal: &str) -> Result<BTreeMap<String, i64>> {
+        self.facts.totals(principal).await
+    }
+
+    async fn count(&self) -> Result<u64> {
+        self.facts.count().await
+    }
+}

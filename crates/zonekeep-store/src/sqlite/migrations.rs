@@ -1,0 +1,77 @@
+//! SQLite schema migrations, versioned by `PRAGMA user_version`.
+//!
+//! `user_version` lives in the database header and changes inside the same transaction as the
+//! migration's DDL, so a crash mid-migration leaves either the old or the new version, never half.
+//! The transaction is `BEGIN IMMEDIATE`, so two processes opening the same file at once serialize:
+//! the second sees the version the first wrote and applies nothing.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::sql_err;
+use crate::error::{Result, StoreError};
+use crate::schema::Migration;
+
+/// Every migration, in order; index + 1 is the version it brings the database to.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    name: "initial schema: fences, saves, facts, totals",
+    sql: "
+        CREATE TABLE zone_fences (
+            zone_id TEXT PRIMARY KEY,
+            epoch   INTEGER NOT NULL CHECK (epoch >= 0)
+        ) STRICT;
+        CREATE TABLE zone_saves (
+            zone_id     TEXT PRIMARY KEY,
+            kind        TEXT NOT NULL,
+            epoch       INTEGER NOT NULL CHECK (epoch >= 0),
+            seq         INTEGER NOT NULL CHECK (seq >= 0),
+            bytes       BLOB NOT NULL,
+            saved_at_ms INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE facts (
+            key            TEXT PRIMARY KEY,
+            zone_id        TEXT NOT NULL,
+            kind           TEXT NOT NULL,
+            principal      TEXT,
+            payload        TEXT NOT NULL,
+            result         TEXT NOT NULL,
+            recorded_at_ms INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX facts_by_zone ON facts (zone_id);
+        CREATE TABLE fact_totals (
+            principal TEXT NOT NULL,
+            name      TEXT NOT NULL,
+            total     INTEGER NOT NULL,
+            PRIMARY KEY (principal, name)
+        ) STRICT;
+    ",
+}];
+
+/// Brings the database to the newest schema this build knows; refuses a newer one.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_err)?;
+    let found: i64 = tx
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(sql_err)?;
+    let supported = i64::try_from(MIGRATIONS.len())
+        .map_err(|_| StoreError::Corrupt("too many migrations".into()))?;
+    if found > supported {
+        return Err(StoreError::SchemaTooNew { found, supported });
+    }
+    let applied = usize::try_from(found)
+        .map_err(|_| StoreError::Corrupt(format!("negative user_version {found}")))?;
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(applied) {
+        tx.execute_batch(migration.sql).map_err(sql_err)?;
+        tracing::info!(
+            version = index + 1,
+            name = migration.name,
+            "applied sqlite migration"
+        );
+    }
+    if found != supported {
+        tx.pragma_update(None, "user_version", supported)
+            .map_err(sql_err)?;
+    }
+    tx.commit().map_err(sql_err)
+}

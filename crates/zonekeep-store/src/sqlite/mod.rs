@@ -1,0 +1,207 @@
+//! The embedded backend: one SQLite file, nothing to install.
+//!
+//! One connection behind a mutex, used from `tokio::task::spawn_blocking`, so no SQLite call ever
+//! runs on an async worker thread. A single connection is enough for a single host: SQLite admits
+//! one writer at a time anyway, and every operation here is a short transaction. Every transaction
+//! that writes is `BEGIN IMMEDIATE`, which takes the write lock up front: two stores on the same file
+//! (two processes, or the contract tests' two stores) then serialize instead of failing with
+//! `SQLITE_BUSY` on lock upgrade, waiting up to the busy timeout.
+
+mod facts;
+mod migrations;
+mod saves;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::Connection;
+
+use crate::error::{Result, StoreError};
+use crate::traits::{FactLedger, SaveStore};
+use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+
+/// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// fsync the WAL on every commit. The default: a fact the ledger answered (and the player was
+    /// shown as saved) must survive a power loss, not only a process crash. In WAL mode this costs one
+    /// fsync per commit, which the storage workers pay off the tick.
+    #[default]
+    Full,
+    /// fsync only at checkpoints. Survives process crashes (`kill -9`) but a power loss may roll back
+    /// the last commits. For development machines and benchmarks where fsync latency dominates.
+    Normal,
+}
+
+impl Synchronous {
+    fn pragma_value(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
+/// Settings for [`SqliteStore::open_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// Durability of commits; see [`Synchronous`].
+    pub synchronous: Synchronous,
+    /// How long a transaction waits for another connection's write lock before failing with a
+    /// (retryable) backend error.
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            synchronous: Synchronous::Full,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Zone saves and the fact ledger in one SQLite database file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` with default [`SqliteOptions`], switches it
+    /// to WAL and applies pending migrations. `":memory:"` gives a private in-memory database.
+    pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        SqliteStore::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// Like [`SqliteStore::open`] with explicit options.
+    pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteStore> {
+        let path = path.as_ref().to_path_buf();
+        let open_path = path.clone();
+        let conn = tokio::task::spawn_blocking(move || open_connection(&open_path, options))
+            .await
+            .map_err(join_err)??;
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+            path,
+        })
+    }
+
+    /// The database path this store was opened with.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the connection on the blocking pool.
+    async fn run<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            // A panic while holding the lock poisons it; rusqlite rolls back the open transaction
+            // when it is dropped during unwinding, so the connection itself is still sound.
+            let mut guard = conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(join_err)?
+    }
+}
+
+fn open_connection(path: &Path, options: SqliteOptions) -> Result<Connection> {
+    let mut conn = Connection::open(path).map_err(sql_err)?;
+    conn.busy_timeout(options.busy_timeout).map_err(sql_err)?;
+    // journal_mode answers with the mode in force; an in-memory database stays "memory".
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(sql_err)?;
+    if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+        return Err(StoreError::Backend(format!(
+            "sqlite refused WAL journal mode (got {mode})"
+        )));
+    }
+    conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())
+        .map_err(sql_err)?;
+    migrations::migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// Maps a rusqlite error into the store's error. Conversion failures mean a row holds something the
+/// schema forbids, i.e. corruption; everything else is a (possibly transient) backend failure.
+pub(crate) fn sql_err(e: rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..) => {
+            StoreError::Corrupt(format!("sqlite: {e}"))
+        }
+        other => StoreError::Backend(format!("sqlite: {other}")),
+    }
+}
+
+fn join_err(e: tokio::task::JoinError) -> StoreError {
+    StoreError::Backend(format!("sqlite task failed: {e}"))
+}
+
+#[async_trait]
+impl SaveStore for SqliteStore {
+    async fn claim(&self, zone_id: &str) -> Result<Claim> {
+        let zone_id = zone_id.to_owned();
+        self.run(move |conn| saves::claim(conn, &zone_id)).await
+    }
+
+    async fn write(
+        &self,
+        zone_id: &str,
+        epoch: u64,
+        seq: u64,
+        kind: &str,
+        bytes: &[u8],
+    ) -> Result<WriteOutcome> {
+        let (zone_id, kind, bytes) = (zone_id.to_owned(), kind.to_owned(), bytes.to_vec());
+        self.run(move |conn| saves::write(conn, &zone_id, epoch, seq, &kind, &bytes))
+            .await
+    }
+
+    async fn load(&self, zone_id: &str) -> Result<Option<SaveRecord>> {
+        let zone_id = zone_id.to_owned();
+        self.run(move |conn| saves::load(conn, &zone_id)).await
+    }
+
+    async fn list(&self) -> Result<Vec<SaveMeta>> {
+        self.run(saves::list).await
+    }
+
+    async fn delete(&self, zone_id: &str) -> Result<bool> {
+        let zone_id = zone_id.to_owned();
+        self.run(move |conn| saves::delete(conn, &zone_id)).await
+    }
+}
+
+#[async_trait]
+impl FactLedger for SqliteStore {
+    async fn record(&self, fact: &FactRecord) -> Result<FactResult> {
+        let fact = fact.clone();
+        self.run(move |conn| facts::record(conn, &fact)).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<StoredFact>> {
+        let key = key.to_owned();
+        self.run(move |conn| facts::get(conn, &key)).await
+    }
+
+    async fn totals(&self, principal: &str) -> Result<BTreeMap<String, i64>> {
+        let principal = principal.to_owned();
+        self.run(move |conn| facts::totals(conn, &principal)).await
+    }
+
+    async fn count(&self) -> Result<u64> {
+        self.run(|conn| facts::count(conn)).await
+    }
+}

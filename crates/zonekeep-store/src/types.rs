@@ -1,0 +1,108 @@
+//! Plain data passed across the store traits.
+//!
+//! Zone ids are `String` and state is `Vec<u8>` on purpose: the store knows nothing of zone kinds or
+//! the simulation runtime, so it stays usable by the host, the CLI and admin tools alike.
+
+use serde::{Deserialize, Serialize};
+
+/// What a new owner gets from [`SaveStore::claim`](crate::SaveStore::claim).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The epoch this owner must write with. Strictly greater than every epoch claimed or written
+    /// before for the zone, so every earlier owner is fenced from now on.
+    pub epoch: u64,
+    /// The latest save of the zone, if it has one, to restore from.
+    pub last: Option<SaveRecord>,
+}
+
+/// One stored zone save.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaveRecord {
+    /// The zone the state belongs to.
+    pub zone_id: String,
+    /// The zone kind that wrote it (which game code can restore it).
+    pub kind: String,
+    /// The owner epoch it was written with.
+    pub epoch: u64,
+    /// The owner's sequence number within that epoch.
+    pub seq: u64,
+    /// The zone's own state bytes, opaque to the store.
+    pub bytes: Vec<u8>,
+    /// When the store accepted the write, in milliseconds since the Unix epoch (store host clock).
+    pub saved_at_ms: u64,
+}
+
+/// A save's description without its bytes, for listings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaveMeta {
+    /// The zone id.
+    pub zone_id: String,
+    /// The zone kind that wrote the save.
+    pub kind: String,
+    /// The epoch the save was written with.
+    pub epoch: u64,
+    /// The highest epoch claimed or written for the zone (its fence); greater than `epoch` when an
+    /// owner has claimed the zone but not saved yet.
+    pub fence_epoch: u64,
+    /// The save's sequence number.
+    pub seq: u64,
+    /// Length of the state bytes.
+    pub size: u64,
+    /// When the save was written, in milliseconds since the Unix epoch.
+    pub saved_at_ms: u64,
+}
+
+/// The successful outcomes of [`SaveStore::write`](crate::SaveStore::write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The save was stored and is now the zone's latest.
+    Written,
+    /// This exact (epoch, seq, kind, bytes) was already the stored save: nothing changed. Lets a
+    /// storage worker retry a write whose acknowledgement it lost.
+    AlreadyDone,
+}
+
+/// A fact to record in the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactRecord {
+    /// Idempotency key. Recording the same key again never applies the effect again.
+    pub key: String,
+    /// The zone that emitted the fact.
+    pub zone_id: String,
+    /// What happened, e.g. `"mob_killed"`.
+    pub kind: String,
+    /// The principal the effect applies to, if any (required for the built-in `add` effect).
+    pub principal: Option<String>,
+    /// Free-form payload. `{"add": {"score": 50}}` adds to the principal's totals (see
+    /// [`FactLedger`](crate::FactLedger)); other fields are stored and otherwise ignored.
+    pub payload: serde_json::Value,
+}
+
+/// The answer of [`FactLedger::record`](crate::FactLedger::record).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactResult {
+    /// `true` for the call that recorded the fact and applied its effect; `false` for every repeat.
+    pub first: bool,
+    /// The result stored by the first recording (for an `add` effect, the principal's totals after
+    /// it; `null` for a fact with no built-in effect). Repeats return exactly this value.
+    pub result: serde_json::Value,
+}
+
+/// A fact as stored in the ledger, returned by [`FactLedger::get`](crate::FactLedger::get).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredFact {
+    /// Idempotency key.
+    pub key: String,
+    /// The emitting zone.
+    pub zone_id: String,
+    /// The fact's kind.
+    pub kind: String,
+    /// The principal, if any.
+    pub principal: Option<String>,
+    /// The payload of the first recording.
+    pub payload: serde_json::Value,
+    /// The result of the first recording.
+    pub result: serde_json::Value,
+    /// When it was first recorded, in milliseconds since the Unix epoch.
+    pub recorded_at_ms: u64,
+}

@@ -1,0 +1,411 @@
+//! The store contract, written once as generic async functions over a [`Db`] and run against
+//! SQLite (a temp file) and PostgreSQL (a fresh schema per test, when `ZONEKEEP_TEST_POSTGRES` is
+//! set; otherwise those tests print that they were skipped).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+use support::{Db, Model, Rng, Verdict};
+use zonekeep_store::{FactRecord, StoreError, WriteOutcome};
+
+fn fact(key: &str, principal: Option<&str>, payload: serde_json::Value) -> FactRecord {
+    FactRecord {
+        key: key.into(),
+        zone_id: "arena-1".into(),
+        kind: "mob_killed".into(),
+        principal: principal.map(str::to_owned),
+        payload,
+    }
+}
+
+async fn claim_bumps_epoch(db: &Db) {
+    let store = db.open().await;
+    let first = store.saves.claim("z").await.unwrap();
+    assert_eq!(first.epoch, 1);
+    assert_eq!(first.last, None);
+    assert_eq!(store.saves.claim("z").await.unwrap().epoch, 2);
+
+    store
+        .saves
+        .write("z", 2, 1, "arena", b"state-2")
+        .await
+        .unwrap();
+    let third = store.saves.claim("z").await.unwrap();
+    assert_eq!(third.epoch, 3);
+    let last = third.last.unwrap();
+    assert_eq!((last.zone_id.as_str(), last.kind.as_str()), ("z", "arena"));
+    assert_eq!((last.epoch, last.seq), (2, 1));
+    assert_eq!(last.bytes, b"state-2");
+    assert!(last.saved_at_ms > 0);
+
+    // Zones are independent.
+    assert_eq!(store.saves.claim("other").await.unwrap().epoch, 1);
+}
+
+async fn fencing_refuses_stale_epoch(db: &Db) {
+    let store = db.open().await;
+    let old = store.saves.claim("z").await.unwrap().epoch;
+    assert_eq!(
+        store.saves.write("z", old, 1, "k", b"old-1").await,
+        Ok(WriteOutcome::Written)
+    );
+
+    // A successor claims; the old owner is fenced even before the successor saves anything.
+    let new = store.saves.claim("z").await.unwrap().epoch;
+    assert_eq!(
+        store.saves.write("z", old, 2, "k", b"old-2").await,
+        Err(StoreError::Fenced {
+            stored_epoch: new,
+            attempted: old
+        })
+    );
+    assert_eq!(
+        store.saves.load("z").await.unwrap().unwrap().bytes,
+        b"old-1"
+    );
+
+    assert_eq!(
+        store.saves.write("z", new, 1, "k", b"new-1").await,
+        Ok(WriteOutcome::Written)
+    );
+    assert_eq!(
+        store.saves.write("z", new, 5, "k", b"new-5").await,
+        Ok(WriteOutcome::Written)
+    );
+    assert_eq!(
+        store.saves.write("z", new, 3, "k", b"new-3").await,
+        Err(StoreError::Stale {
+            epoch: new,
+            stored_seq: 5,
+            attempted_seq: 3
+        })
+    );
+    assert!(matches!(
+        store.saves.write("z", old, 99, "k", b"old-99").await,
+        Err(StoreError::Fenced { .. })
+    ));
+    let saved = store.saves.load("z").await.unwrap().unwrap();
+    assert_eq!(
+        (saved.epoch, saved.seq, saved.bytes.as_slice()),
+        (new, 5, &b"new-5"[..])
+    );
+
+    // Deleting the save (admin) keeps the fence: the old owner stays out.
+    assert!(store.saves.delete("z").await.unwrap());
+    assert!(!store.saves.delete("z").await.unwrap());
+    assert_eq!(store.saves.load("z").await.unwrap(), None);
+    assert!(matches!(
+        store.saves.write("z", old, 100, "k", b"old-100").await,
+        Err(StoreError::Fenced { .. })
+    ));
+    assert_eq!(store.saves.claim("z").await.unwrap().epoch, new + 1);
+}
+
+async fn idempotent_saves(db: &Db) {
+    let store = db.open().await;
+    let epoch = store.saves.claim("z").await.unwrap().epoch;
+    assert_eq!(
+        store.saves.write("z", epoch, 1, "k", b"one").await,
+        Ok(WriteOutcome::Written)
+    );
+    assert_eq!(
+        store.saves.write("z", epoch, 1, "k", b"one").await,
+        Ok(WriteOutcome::AlreadyDone)
+    );
+    // Reusing a (epoch, seq) for different content is a writer bug, refused.
+    assert_eq!(
+        store.saves.write("z", epoch, 1, "k", b"two").await,
+        Err(StoreError::Conflict { epoch, seq: 1 })
+    );
+    assert_eq!(
+        store.saves.write("z", epoch, 1, "other-kind", b"one").await,
+        Err(StoreError::Conflict { epoch, seq: 1 })
+    );
+    assert_eq!(store.saves.load("z").await.unwrap().unwrap().bytes, b"one");
+
+    store.saves.claim("z").await.unwrap();
+    let listed = store.saves.list().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    let meta = &listed[0];
+    assert_eq!((meta.zone_id.as_str(), meta.kind.as_str()), ("z", "k"));
+    assert_eq!(
+        (meta.epoch, meta.fence_epoch, meta.seq, meta.size),
+        (epoch, epoch + 1, 1, 3)
+    );
+
+    // Argument checks happen before the database.
+    assert!(matches!(
+        store.saves.write("", 1, 1, "k", b"x").await,
+        Err(StoreError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        store.saves.write("z", u64::MAX, 1, "k", b"x").await,
+        Err(StoreError::InvalidArgument(_))
+    ));
+}
+
+async fn idempotent_facts(db: &Db) {
+    let store = db.open().await;
+    let kill = fact(
+        "arena-1/1/7",
+        Some("p1"),
+        json!({"add": {"score": 50}, "mob": "wolf"}),
+    );
+    let first = store.facts.record(&kill).await.unwrap();
+    assert!(first.first);
+    assert_eq!(first.result, json!({"score": 50}));
+    let again = store.facts.record(&kill).await.unwrap();
+    assert!(!again.first);
+    assert_eq!(again.result, first.result);
+    assert_eq!(
+        store.facts.totals("p1").await.unwrap(),
+        BTreeMap::from([("score".into(), 50)])
+    );
+
+    let second = fact(
+        "arena-1/1/8",
+        Some("p1"),
+        json!({"add": {"score": 25, "kills": 1}}),
+    );
+    assert_eq!(
+        store.facts.record(&second).await.unwrap().result,
+        json!({"score": 75, "kills": 1})
+    );
+    // A repeat of the first fact still answers with the first fact's own result.
+    assert_eq!(
+        store.facts.record(&kill).await.unwrap().result,
+        json!({"score": 50})
+    );
+    assert_eq!(store.facts.count().await.unwrap(), 2);
+
+    let stored = store.facts.get("arena-1/1/7").await.unwrap().unwrap();
+    assert_eq!(stored.principal.as_deref(), Some("p1"));
+    assert_eq!(stored.payload, kill.payload);
+    assert_eq!(stored.result, json!({"score": 50}));
+    assert_eq!(store.facts.get("missing").await.unwrap(), None);
+
+    // No built-in effect: recorded, null result, totals untouched.
+    let note = fact("arena-1/1/9", None, json!({"chest": 3}));
+    assert_eq!(store.facts.record(&note).await.unwrap().result, json!(null));
+    assert_eq!(store.facts.count().await.unwrap(), 3);
+
+    // Refused facts record nothing.
+    for bad in [
+        fact("bad-1", None, json!({"add": {"score": 1}})),
+        fact("bad-2", Some("p1"), json!({"add": {"score": "lots"}})),
+        fact("bad-3", Some("p1"), json!({"add": {"score": i64::MAX}})),
+    ] {
+        assert!(matches!(
+            store.facts.record(&bad).await,
+            Err(StoreError::InvalidFact { .. })
+        ));
+    }
+    assert_eq!(store.facts.count().await.unwrap(), 3);
+    assert_eq!(
+        store.facts.totals("p1").await.unwrap().get("score"),
+        Some(&75)
+    );
+    assert!(store.facts.totals("nobody").await.unwrap().is_empty());
+}
+
+async fn concurrent_facts_exactly_once(db: &Db) {
+    let (a, b) = tokio::join!(db.open(), db.open());
+    const KEYS: usize = 24;
+    const RECORDERS_PER_KEY: usize = 4;
+    let mut tasks = Vec::new();
+    for round in 0..RECORDERS_PER_KEY {
+        for k in 0..KEYS {
+            let store = if (k + round) % 2 == 0 {
+                a.clone()
+            } else {
+                b.clone()
+            };
+            let f = fact(
+                &format!("race/{k}"),
+                Some("racer"),
+                json!({"add": {"score": 1}}),
+            );
+            tasks.push(tokio::spawn(async move {
+                let r = store.facts.record(&f).await.unwrap();
+                (k, r)
+            }));
+        }
+    }
+    let mut firsts = BTreeMap::<usize, usize>::new();
+    let mut results = BTreeMap::<usize, BTreeSet<String>>::new();
+    for task in tasks {
+        let (k, r) = task.await.unwrap();
+        *firsts.entry(k).or_default() += usize::from(r.first);
+        results.entry(k).or_default().insert(r.result.to_string());
+    }
+    for k in 0..KEYS {
+        assert_eq!(
+            firsts.get(&k),
+            Some(&1),
+            "key {k} must be applied exactly once"
+        );
+        assert_eq!(
+            results[&k].len(),
+            1,
+            "every recorder of key {k} sees the same result"
+        );
+    }
+    assert_eq!(a.facts.count().await.unwrap(), KEYS as u64);
+    assert_eq!(
+        b.facts.totals("racer").await.unwrap().get("score"),
+        Some(&(KEYS as i64))
+    );
+}
+
+async fn concurrent_claims_and_writes_fence(db: &Db) {
+    let (a, b) = tokio::join!(db.open(), db.open());
+    const OWNERS: u64 = 12;
+    let mut tasks = Vec::new();
+    for i in 0..OWNERS {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tasks.push(tokio::spawn(async move {
+            let epoch = store.saves.claim("contested").await.unwrap().epoch;
+            let outcome = store
+                .saves
+                .write("contested", epoch, 1, "k", &epoch.to_be_bytes())
+                .await;
+            (epoch, outcome)
+        }));
+    }
+    let mut epochs = BTreeSet::new();
+    for task in tasks {
+        let (epoch, outcome) = task.await.unwrap();
+        assert!(epochs.insert(epoch), "epoch {epoch} handed out twice");
+        match outcome {
+            Ok(WriteOutcome::Written) => {}
+            Err(StoreError::Fenced {
+                stored_epoch,
+                attempted,
+            }) => {
+                assert_eq!(attempted, epoch);
+                assert!(stored_epoch > epoch);
+            }
+            other => panic!("owner {epoch}: unexpected {other:?}"),
+        }
+        if epoch == OWNERS {
+            // Nobody claims after the last owner, so nothing can fence it.
+            assert_eq!(outcome, Ok(WriteOutcome::Written));
+        }
+    }
+    assert_eq!(epochs, (1..=OWNERS).collect::<BTreeSet<_>>());
+    let saved = a.saves.load("contested").await.unwrap().unwrap();
+    assert_eq!(
+        (saved.epoch, saved.bytes),
+        (OWNERS, OWNERS.to_be_bytes().to_vec())
+    );
+
+    // Two owners streaming saves at once: the older one never lands a single write.
+    let old = a.saves.claim("stream").await.unwrap().epoch;
+    let new = b.saves.claim("stream").await.unwrap().epoch;
+    let (old_results, new_results) = tokio::join!(
+        async {
+            let mut out = Vec::new();
+            for seq in 1..=20u64 {
+                out.push(a.saves.write("stream", old, seq, "k", b"old").await);
+            }
+            out
+        },
+        async {
+            let mut out = Vec::new();
+            for seq in 1..=20u64 {
+                out.push(b.saves.write("stream", new, seq, "k", b"new").await);
+            }
+            out
+        }
+    );
+    assert!(old_results
+        .iter()
+        .all(|r| matches!(r, Err(StoreError::Fenced { .. }))));
+    assert!(new_results.iter().all(|r| r == &Ok(WriteOutcome::Written)));
+    let saved = b.saves.load("stream").await.unwrap().unwrap();
+    assert_eq!(
+        (saved.epoch, saved.seq, saved.bytes.as_slice()),
+        (new, 20, &b"new"[..])
+    );
+}
+
+/// A fixed pseudo-random sequence of claims and writes, checked step by step against the model:
+/// the same property as the proptest, run here against every backend.
+async fn random_writes_match_model(db: &Db) {
+    let store = db.open().await;
+    let mut rng = Rng::new(0x5eed);
+    let mut model = Model::default();
+    for step in 0..150 {
+        if rng.below(6) == 0 {
+            let claimed = store.saves.claim("z").await.unwrap().epoch;
+            assert_eq!(claimed, model.claim(), "step {step}: claim");
+            continue;
+        }
+        let epoch = rng.below(model.fence + 3);
+        let seq = rng.below(5);
+        let bytes = vec![u8::try_from(rng.below(2)).unwrap()];
+        let got = Verdict::of(&store.saves.write("z", epoch, seq, "k", &bytes).await);
+        let want = model.write(epoch, seq, &bytes);
+        assert_eq!(got, want, "step {step}: write epoch {epoch} seq {seq}");
+    }
+    let stored = store.saves.load("z").await.unwrap();
+    let stored = stored.map(|s| (s.epoch, s.seq, s.bytes));
+    assert_eq!(stored, model.save);
+}
+
+async fn reopen_keeps_data_and_migrates_once(db: &Db) {
+    // Several stores opening (and migrating) at once must all succeed.
+    let (a, b, c) = tokio::join!(db.open(), db.open(), db.open());
+    let epoch = a.saves.claim("z").await.unwrap().epoch;
+    b.saves.write("z", epoch, 1, "k", b"kept").await.unwrap();
+    c.facts
+        .record(&fact("f", Some("p"), json!({"add": {"xp": 5}})))
+        .await
+        .unwrap();
+    drop((a, b, c));
+
+    let again = db.open().await;
+    assert_eq!(again.saves.load("z").await.unwrap().unwrap().bytes, b"kept");
+    assert_eq!(again.saves.claim("z").await.unwrap().epoch, epoch + 1);
+    assert_eq!(again.facts.count().await.unwrap(), 1);
+}
+
+macro_rules! contract_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::Db::sqlite();
+                    super::$name(&db).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = crate::Db::postgres() else { return };
+                    super::$name(&db).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+    };
+}
+
+contract_tests!(
+    claim_bumps_epoch,
+    fencing_refuses_stale_epoch,
+    idempotent_saves,
+    idempotent_facts,
+    concurrent_facts_exactly_once,
+    concurrent_claims_and_writes_fence,
+    random_writes_match_model,
+    reopen_keeps_data_and_migrates_once,
+);

@@ -1,0 +1,117 @@
+//! `SlowStore` really delays writes (and only writes), and `open_store` understands its specs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use zonekeep_store::{
+    open_store, FactRecord, SlowStore, SqliteStore, Store, StoreError, WriteOutcome,
+    SQLITE_FILE_NAME,
+};
+
+// Paused tokio time: the delay is measured on the runtime's clock, deterministically, without
+// waiting for it in wall-clock time.
+#[tokio::test(start_paused = true)]
+async fn slow_store_delays_every_write_and_still_stores_it() {
+    let inner = SqliteStore::open(":memory:").await.unwrap();
+    let delay = Duration::from_secs(1);
+    let store = SlowStore::wrap(Store::from_backend(inner, "sqlite".into()), delay);
+    assert!(store.description.contains("slowed"));
+
+    let start = tokio::time::Instant::now();
+    let epoch = store.saves.claim("z").await.unwrap().epoch;
+    assert!(start.elapsed() >= delay);
+
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        store.saves.write("z", epoch, 1, "k", b"s").await,
+        Ok(WriteOutcome::Written)
+    );
+    assert!(start.elapsed() >= delay);
+
+    let start = tokio::time::Instant::now();
+    let fact = FactRecord {
+        key: "k1".into(),
+        zone_id: "z".into(),
+        kind: "kill".into(),
+        principal: Some("p".into()),
+        payload: json!({"add": {"score": 50}}),
+    };
+    assert!(store.facts.record(&fact).await.unwrap().first);
+    assert!(start.elapsed() >= delay);
+
+    // The writes went through to the real store.
+    assert_eq!(store.saves.load("z").await.unwrap().unwrap().bytes, b"s");
+    assert_eq!(
+        store.facts.totals("p").await.unwrap().get("score"),
+        Some(&50)
+    );
+    assert_eq!(store.facts.count().await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn open_store_sqlite_creates_the_data_dir_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("nested").join("data");
+    let store = open_store("sqlite", &data_dir).await.unwrap();
+    assert!(data_dir.join(SQLITE_FILE_NAME).exists());
+    assert!(store.description.starts_with("sqlite:"));
+    assert_eq!(store.saves.claim("z").await.unwrap().epoch, 1);
+    drop(store);
+
+    // The empty spec is the default, and the file's data is still there.
+    let again = open_store("", &data_dir).await.unwrap();
+    assert_eq!(again.saves.claim("z").await.unwrap().epoch, 2);
+}
+
+#[tokio::test]
+async fn open_store_refuses_unknown_specs_without_echoing_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = open_store("mysql://root:hunter2@db/x", dir.path())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidSpec(_)));
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+}
+
+#[tokio::test]
+async fn open_store_postgres_url() {
+    let Ok(url) = std::env::var(support::PG_ENV) else {
+        println!("skipped: {} not set", support::PG_ENV);
+        return;
+    };
+    if !url.starts_with("postgres") {
+        println!("skipped: {} is not a postgres:// URL", support::PG_ENV);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&url, dir.path()).await.unwrap();
+    assert!(store.description.starts_with("postgres://"));
+    // Uses the public schema: touch only a key unique to this run, read-only otherwise.
+    assert!(store
+        .facts
+        .get("zonekeep-open-store-probe-never-written")
+        .await
+        .unwrap()
+        .is_none());
+}
+
+#[tokio::test]
+async fn postgres_errors_never_carry_the_password() {
+    // Nothing listens on port 1, so connecting fails; the error must not echo the password.
+    let err = zonekeep_store::PostgresStore::connect_with(
+        "postgres://zk:sup3rsecret@127.0.0.1:1/none",
+        zonekeep_store::PostgresOptions {
+            connect_timeout: Duration::from_secs(2),
+            wait_timeout: Duration::from_secs(2),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert!(!format!("{err} {err:?}").contains("sup3rsecret"), "{err}");
+}

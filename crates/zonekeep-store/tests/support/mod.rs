@@ -1,0 +1,183 @@
+//! Shared test support: the database harness (SQLite temp file or a fresh PostgreSQL schema) and
+//! a reference model of the fencing rules.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use zonekeep_store::{
+    PostgresOptions, PostgresStore, SqliteStore, Store, StoreError, WriteOutcome,
+};
+
+/// Environment variable naming the PostgreSQL server for tests.
+pub const PG_ENV: &str = "ZONEKEEP_TEST_POSTGRES";
+
+/// One test database that can be opened several times (two stores on the same data).
+pub enum Db {
+    /// A SQLite file in a temp dir removed on drop.
+    Sqlite {
+        /// Keeps the directory alive.
+        _dir: tempfile::TempDir,
+        /// The database file.
+        path: PathBuf,
+    },
+    /// A schema of its own in the test PostgreSQL database, dropped by [`Db::cleanup`].
+    Postgres {
+        /// Connection string from the environment.
+        url: String,
+        /// This test's schema.
+        schema: String,
+    },
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Db {
+    /// A fresh SQLite database file.
+    pub fn sqlite() -> Db {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zonekeep.db");
+        Db::Sqlite { _dir: dir, path }
+    }
+
+    /// A fresh PostgreSQL schema, or `None` (after saying so) when the server is not configured.
+    pub fn postgres() -> Option<Db> {
+        let Ok(url) = std::env::var(PG_ENV) else {
+            println!("skipped: {PG_ENV} not set");
+            return None;
+        };
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let schema = format!(
+            "zk_test_{}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            nanos
+        );
+        Some(Db::Postgres { url, schema })
+    }
+
+    /// Opens a new store on this database (a new connection, or a new pool).
+    pub async fn open(&self) -> Store {
+        match self {
+            Db::Sqlite { path, .. } => {
+                Store::from_backend(SqliteStore::open(path).await.unwrap(), "sqlite".into())
+            }
+            Db::Postgres { url, schema } => {
+                let options = PostgresOptions {
+                    schema: Some(schema.clone()),
+                    max_connections: 4,
+                    ..PostgresOptions::default()
+                };
+                let store = PostgresStore::connect_with(url, options).await.unwrap();
+                Store::from_backend(store, "postgres".into())
+            }
+        }
+    }
+
+    /// Removes what the test created (the temp dir goes on drop; the schema is dropped here).
+    pub async fn cleanup(self) {
+        if let Db::Postgres { url, schema } = &self {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            let driver = tokio::spawn(connection);
+            client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                .await
+                .unwrap();
+            drop(client);
+            let _ = driver.await;
+        }
+    }
+}
+
+/// Small deterministic generator (xorshift64*), so the randomized contract test replays exactly.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeds the generator (0 is remapped: xorshift must not start at 0).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    /// Next value in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// What a correct store holds for one zone, independent of any backend code.
+#[derive(Debug, Default, Clone)]
+pub struct Model {
+    /// Highest epoch claimed or written.
+    pub fence: u64,
+    /// (epoch, seq, bytes) of the stored save.
+    pub save: Option<(u64, u64, Vec<u8>)>,
+}
+
+/// The model's verdict on a write, compared against the store's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The write replaces the save.
+    Written,
+    /// The write repeats the save.
+    AlreadyDone,
+    /// Refused: epoch below the fence.
+    Fenced,
+    /// Refused: same epoch, lower seq.
+    Stale,
+    /// Refused: same (epoch, seq), different bytes.
+    Conflict,
+}
+
+impl Verdict {
+    /// Classifies a store answer.
+    pub fn of(result: &Result<WriteOutcome, StoreError>) -> Verdict {
+        match result {
+            Ok(WriteOutcome::Written) => Verdict::Written,
+            Ok(WriteOutcome::AlreadyDone) => Verdict::AlreadyDone,
+            Err(StoreError::Fenced { .. }) => Verdict::Fenced,
+            Err(StoreError::Stale { .. }) => Verdict::Stale,
+            Err(StoreError::Conflict { .. }) => Verdict::Conflict,
+            Err(other) => panic!("unexpected store error: {other}"),
+        }
+    }
+}
+
+impl Model {
+    /// A claim: the next epoch.
+    pub fn claim(&mut self) -> u64 {
+        self.fence += 1;
+        self.fence
+    }
+
+    /// A write, as the contract says it must be judged; applies it when accepted.
+    pub fn write(&mut self, epoch: u64, seq: u64, bytes: &[u8]) -> Verdict {
+        if epoch < self.fence {
+            return Verdict::Fenced;
+        }
+        if let Some((e, s, b)) = &self.save {
+            if *e == epoch && seq < *s {
+                return Verdict::Stale;
+            }
+            if *e == epoch && seq == *s {
+                return if b == bytes {
+                    Verdict::AlreadyDone
+                } else {
+                    Verdict::Conflict
+                };
+            }
+        }
+        self.fence = epoch;
+        self.save = Some((epoch, seq, bytes.to_vec()));
+        Verdict::Written
+    }
+}
