@@ -7,6 +7,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::json;
 use support::{Db, Model, Rng, Verdict};
@@ -374,15 +375,34 @@ async fn reopen_keeps_data_and_migrates_once(db: &Db) {
     assert_eq!(again.facts.count().await.unwrap(), 1);
 }
 
+/// Runs a contract function in its own task and cleans the database up even when it panics (so a
+/// failing PostgreSQL test does not leave its schema behind), then re-raises the panic.
+async fn run_and_clean_up<F, Fut>(db: Db, body: F)
+where
+    F: FnOnce(Arc<Db>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let db = Arc::new(db);
+    let outcome = tokio::spawn(body(Arc::clone(&db))).await;
+    Arc::into_inner(db)
+        .expect("the test task has ended, so it holds no reference")
+        .cleanup()
+        .await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
 macro_rules! contract_tests {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let db = crate::Db::sqlite();
-                    super::$name(&db).await;
-                    db.cleanup().await;
+                    crate::run_and_clean_up(crate::Db::sqlite(), |db| async move {
+                        super::$name(&db).await
+                    })
+                    .await;
                 }
             )*
         }
@@ -391,8 +411,7 @@ macro_rules! contract_tests {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let Some(db) = crate::Db::postgres() else { return };
-                    super::$name(&db).await;
-                    db.cleanup().await;
+                    crate::run_and_clean_up(db, |db| async move { super::$name(&db).await }).await;
                 }
             )*
         }

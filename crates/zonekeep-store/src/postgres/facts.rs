@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, GenericClient, Transaction};
 
-use super::PgErr;
+use super::{col, PgErr};
 use crate::effect::{self, Effect};
 use crate::error::{Result, StoreError};
 use crate::types::{FactRecord, FactResult, StoredFact};
@@ -55,8 +55,8 @@ pub(super) async fn record(
             .ok_or_else(|| {
                 StoreError::Backend(format!("fact {:?} conflicted but is not visible", fact.key))
             })?;
-        let result: Value = row.try_get(0).map_err(|e| err.map(e))?;
-        let stored_payload: Value = row.try_get(1).map_err(|e| err.map(e))?;
+        let result: Value = col(&row, 0)?;
+        let stored_payload: Value = col(&row, 1)?;
         if stored_payload != fact.payload {
             tracing::warn!(key = %fact.key, "fact key reused with a different payload; first one stands");
         }
@@ -119,12 +119,12 @@ pub(super) async fn get(client: &Client, key: &str, err: &PgErr) -> Result<Optio
     };
     Ok(Some(StoredFact {
         key: key.to_owned(),
-        zone_id: row.try_get(0).map_err(|e| err.map(e))?,
-        kind: row.try_get(1).map_err(|e| err.map(e))?,
-        principal: row.try_get(2).map_err(|e| err.map(e))?,
-        payload: row.try_get(3).map_err(|e| err.map(e))?,
-        result: row.try_get(4).map_err(|e| err.map(e))?,
-        recorded_at_ms: from_db("recorded_at_ms", row.try_get(5).map_err(|e| err.map(e))?)?,
+        zone_id: col(&row, 0)?,
+        kind: col(&row, 1)?,
+        principal: col(&row, 2)?,
+        payload: col(&row, 3)?,
+        result: col(&row, 4)?,
+        recorded_at_ms: from_db("recorded_at_ms", col(&row, 5)?)?,
     }))
 }
 
@@ -142,12 +142,7 @@ pub(super) async fn totals<C: GenericClient + Sync>(
         .await
         .map_err(|e| err.map(e))?;
     rows.iter()
-        .map(|row| {
-            Ok((
-                row.try_get(0).map_err(|e| err.map(e))?,
-                row.try_get(1).map_err(|e| err.map(e))?,
-            ))
-        })
+        .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
         .collect()
 }
 
@@ -157,6 +152,6 @@ pub(super) async fn count(client: &Client, err: &PgErr) -> Result<u64> {
         .await
         .map_err(|e| err.map(e))?
         .try_get(0)
-        .map_err(|e| err.map(e))?;
+        .map_err(super::corrupt_column)?;
     from_db("fact count", n)
 }

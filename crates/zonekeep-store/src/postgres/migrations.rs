@@ -87,7 +87,7 @@ pub(crate) async fn migrate(client: &mut Object, schema: Option<&str>, err: &PgE
         .await
         .map_err(|e| err.map(e))?
         .try_get(0)
-        .map_err(|e| err.map(e))?;
+        .map_err(super::corrupt_column)?;
     let supported = i32::try_from(MIGRATIONS.len())
         .map_err(|_| StoreError::Corrupt("too many migrations".into()))?;
     if found > supported {

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::{Config, IsolationLevel, NoTls, Transaction};
+use tokio_postgres::types::FromSql;
+use tokio_postgres::{Config, IsolationLevel, NoTls, Row, Transaction};
 
 use crate::error::{redact, Result, StoreError};
 use crate::traits::{FactLedger, SaveStore};
@@ -84,6 +85,17 @@ impl PgErr {
             )),
         }
     }
+}
+
+/// Reads column `idx` of `row`. A value of the wrong type or a NULL where the schema forbids it means
+/// the database holds something this code cannot read, so it is corruption, not a transient error.
+pub(crate) fn col<'a, T: FromSql<'a>>(row: &'a Row, idx: usize) -> Result<T> {
+    row.try_get(idx).map_err(corrupt_column)
+}
+
+/// Maps a column read failure (see [`col`]).
+pub(crate) fn corrupt_column(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Corrupt(format!("postgres column: {e}"))
 }
 
 /// Zone saves and the fact ledger in a PostgreSQL database, pooled.

@@ -3,7 +3,7 @@
 
 use tokio_postgres::{Client, Row, Transaction};
 
-use super::PgErr;
+use super::{col, PgErr};
 use crate::error::{Result, StoreError};
 use crate::fence::{self, Decision, StoredSave};
 use crate::types::{Claim, SaveMeta, SaveRecord, WriteOutcome};
@@ -12,14 +12,14 @@ use crate::validate::{check_id, from_db, now_ms, to_db};
 const SELECT_SAVE: &str =
     "SELECT zone_id, kind, epoch, seq, bytes, saved_at_ms FROM zone_saves WHERE zone_id = $1";
 
-fn to_record(row: &Row, err: &PgErr) -> Result<SaveRecord> {
-    let get_i64 = |i: usize| row.try_get::<_, i64>(i).map_err(|e| err.map(e));
+fn to_record(row: &Row) -> Result<SaveRecord> {
+    let get_i64 = |i: usize| col::<i64>(row, i);
     Ok(SaveRecord {
-        zone_id: row.try_get(0).map_err(|e| err.map(e))?,
-        kind: row.try_get(1).map_err(|e| err.map(e))?,
+        zone_id: col(row, 0)?,
+        kind: col(row, 1)?,
         epoch: from_db("epoch", get_i64(2)?)?,
         seq: from_db("seq", get_i64(3)?)?,
-        bytes: row.try_get(4).map_err(|e| err.map(e))?,
+        bytes: col(row, 4)?,
         saved_at_ms: from_db("saved_at_ms", get_i64(5)?)?,
     })
 }
@@ -40,7 +40,7 @@ async fn lock_fence(tx: &Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<
     .await
     .map_err(|e| err.map(e))?
     .try_get(0)
-    .map_err(|e| err.map(e))
+    .map_err(super::corrupt_column)
 }
 
 pub(super) async fn claim(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<Claim> {
@@ -50,7 +50,7 @@ pub(super) async fn claim(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> Re
         .query_opt(SELECT_SAVE, &[&zone_id])
         .await
         .map_err(|e| err.map(e))?
-        .map(|row| to_record(&row, err))
+        .map(|row| to_record(&row))
         .transpose()?;
     let save_epoch = match &last {
         Some(save) => to_db("epoch", save.epoch)?,
@@ -97,9 +97,9 @@ pub(super) async fn write(
         .map_err(|e| err.map(e))?
         .map(|row| -> Result<StoredSave> {
             Ok(StoredSave {
-                epoch: from_db("epoch", row.try_get(0).map_err(|e| err.map(e))?)?,
-                seq: from_db("seq", row.try_get(1).map_err(|e| err.map(e))?)?,
-                same_content: row.try_get(2).map_err(|e| err.map(e))?,
+                epoch: from_db("epoch", col(&row, 0)?)?,
+                seq: from_db("seq", col(&row, 1)?)?,
+                same_content: col(&row, 2)?,
             })
         })
         .transpose()?;
@@ -138,7 +138,7 @@ pub(super) async fn load(
         .query_opt(SELECT_SAVE, &[&zone_id])
         .await
         .map_err(|e| err.map(e))?
-        .map(|row| to_record(&row, err))
+        .map(|row| to_record(&row))
         .transpose()
 }
 
@@ -155,10 +155,10 @@ pub(super) async fn list(client: &Client, err: &PgErr) -> Result<Vec<SaveMeta>> 
         .map_err(|e| err.map(e))?;
     rows.iter()
         .map(|row| {
-            let get_i64 = |i: usize| row.try_get::<_, i64>(i).map_err(|e| err.map(e));
+            let get_i64 = |i: usize| col::<i64>(row, i);
             Ok(SaveMeta {
-                zone_id: row.try_get(0).map_err(|e| err.map(e))?,
-                kind: row.try_get(1).map_err(|e| err.map(e))?,
+                zone_id: col(row, 0)?,
+                kind: col(row, 1)?,
                 epoch: from_db("epoch", get_i64(2)?)?,
                 fence_epoch: from_db("epoch", get_i64(3)?)?,
                 seq: from_db("seq", get_i64(4)?)?,
@@ -183,7 +183,7 @@ pub(super) async fn delete(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> R
         tx.commit().await.map_err(|e| err.map(e))?;
         return Ok(false);
     };
-    let epoch: i64 = row.try_get(0).map_err(|e| err.map(e))?;
+    let epoch: i64 = col(&row, 0)?;
     // Keep the deleted save's epoch in the fence, so deleting never lets an old owner back in.
     tx.execute(
         "UPDATE zone_fences SET epoch = GREATEST(epoch, $2) WHERE zone_id = $1",
