@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every test of the project: the Rust workspace (unit, integration, doc tests), the TypeScript SDK's
+# tests, and the browser tests. Services: PostgreSQL tests need ZONEKEEP_TEST_POSTGRES (skipped without
+# it); browser tests need ZONEKEEP_CHROMIUM or /usr/bin/chromium (skipped without it). `.ci/run` sets both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== rust workspace"
+cargo test --workspace
+
+if [ -f clients/js/package.json ]; then
+  echo "== typescript sdk"
+  (cd clients/js && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+fi
