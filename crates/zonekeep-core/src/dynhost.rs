@@ -67,6 +67,8 @@ pub trait AnyZoneHost: Send {
     fn take_events(&mut self) -> Vec<Event>;
     /// See [`ZoneHost::dispose`].
     fn dispose(&mut self);
+    /// See [`ZoneHost::next_tick_due`].
+    fn next_tick_due(&self) -> Duration;
     /// See [`ZoneHost::is_disposed`].
     fn is_disposed(&self) -> bool;
     /// For downcasting to the concrete `ZoneHost<Z>`.
@@ -140,6 +142,9 @@ impl<Z: Zone> AnyZoneHost for ZoneHost<Z> {
     }
     fn dispose(&mut self) {
         ZoneHost::dispose(self)
+    }
+    fn next_tick_due(&self) -> Duration {
+        ZoneHost::next_tick_due(self)
     }
     fn is_disposed(&self) -> bool {
         ZoneHost::is_disposed(self)

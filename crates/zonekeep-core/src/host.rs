@@ -55,8 +55,10 @@ struct Pending {
 /// Drives one [`Zone`]: fixed-timestep ticks, participants, input buffers,
 /// timers, tiers, and a report per [`advance`](ZoneHost::advance).
 ///
-/// Tick `k` (the first is 1) is due at `start + k / tick_hz`, where `start`
-/// is the clock's time at [`new`](ZoneHost::new). Each `advance(now)` runs the
+/// Tick `k` (the first is 1) is due at `start + k * dt`, where `start` is the
+/// clock's time at [`new`](ZoneHost::new) and `dt` is
+/// [`ZoneConfig::dt`] (whole nanoseconds, so wall schedule and simulation
+/// time agree exactly). Each `advance(now)` runs the
 /// ticks due by `now`, at most `max_catch_up` of them; the rest are dropped
 /// (counted) by moving the schedule forward, so a stall never snowballs.
 /// Simulation time only advances for ticks that run.
@@ -180,6 +182,19 @@ impl<Z: Zone> ZoneHost<Z> {
     /// tick 0 never runs, so it is never a patch tick).
     pub fn is_patch_tick(&self, tick: u64) -> bool {
         tick != 0 && tick % u64::from(self.config.patch_every) == 0
+    }
+
+    /// Clock time at which the next schedule slot falls due: a driver can
+    /// sleep until then and call [`advance`](ZoneHost::advance).
+    pub fn next_tick_due(&self) -> Duration {
+        let nanos = self
+            .core
+            .dt
+            .as_nanos()
+            .saturating_mul(u128::from(self.next_slot));
+        self.start.saturating_add(Duration::from_nanos(
+            u64::try_from(nanos).unwrap_or(u64::MAX),
+        ))
     }
 
     /// Whether [`dispose`](ZoneHost::dispose) has run.
@@ -393,11 +408,8 @@ impl<Z: Zone> ZoneHost<Z> {
             };
         }
         self.expire_graces(now);
-        for (from, to) in
-            self.core
-                .tier
-                .update(now, self.config.idle_after, self.config.dormant_after)
-        {
+        let (idle_after, dormant_after) = (self.config.idle_after, self.config.dormant_after);
+        while let Some((from, to)) = self.core.tier.update(now, idle_after, dormant_after) {
             self.transition(from, to);
         }
         self.apply_kicks();
@@ -453,7 +465,7 @@ impl<Z: Zone> ZoneHost<Z> {
     /// Count the wall-clock slots due by `now` and consume them.
     fn take_due_slots(&mut self, now: Duration) -> u64 {
         let elapsed = now.saturating_sub(self.start).as_nanos();
-        let last_due = elapsed.saturating_mul(u128::from(self.config.tick_hz)) / 1_000_000_000;
+        let last_due = elapsed / self.core.dt.as_nanos().max(1);
         let last_due = u64::try_from(last_due).unwrap_or(u64::MAX);
         if last_due < self.next_slot {
             return 0;
@@ -556,3 +568,10 @@ impl<Z: Zone> ZoneHost<Z> {
         }
     }
 }
+
+#[cfg(test)]
+mod probe;
+#[cfg(test)]
+mod tests_lifecycle;
+#[cfg(test)]
+mod tests_schedule;

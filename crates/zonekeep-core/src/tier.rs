@@ -63,25 +63,21 @@ impl TierState {
         }
     }
 
-    /// The steps (in order) implied by the time `now`; at most Hot→Idle→Dormant.
+    /// The next step implied by the time `now`, if any. Call until `None`:
+    /// a long gap yields Hot→Idle, then Idle→Dormant, so each step is observed.
     pub(crate) fn update(
         &mut self,
         now: Duration,
         idle_after: Duration,
         dormant_after: Duration,
-    ) -> Vec<(Tier, Tier)> {
-        let mut steps = Vec::new();
-        let Some(since) = self.empty_since else {
-            return steps;
-        };
+    ) -> Option<(Tier, Tier)> {
+        let since = self.empty_since?;
         let empty_for = now.saturating_sub(since);
-        if empty_for >= idle_after && self.tier == Tier::Hot {
-            steps.extend(self.step_to(Tier::Idle));
+        match self.tier {
+            Tier::Hot if empty_for >= idle_after => self.step_to(Tier::Idle),
+            Tier::Idle if empty_for >= dormant_after => self.step_to(Tier::Dormant),
+            _ => None,
         }
-        if empty_for >= dormant_after && self.tier == Tier::Idle {
-            steps.extend(self.step_to(Tier::Dormant));
-        }
-        steps
     }
 
     fn step_to(&mut self, to: Tier) -> Option<(Tier, Tier)> {
@@ -100,23 +96,24 @@ mod tests {
 
     const S: fn(u64) -> Duration = Duration::from_secs;
 
+    fn all_steps(t: &mut TierState, now: Duration) -> Vec<(Tier, Tier)> {
+        std::iter::from_fn(|| t.update(now, S(10), S(60))).collect()
+    }
+
     #[test]
     fn empty_zone_goes_idle_then_dormant() {
         let mut t = TierState::new(S(0));
-        assert!(t.update(S(9), S(10), S(60)).is_empty());
-        assert_eq!(t.update(S(10), S(10), S(60)), vec![(Tier::Hot, Tier::Idle)]);
-        assert!(t.update(S(30), S(10), S(60)).is_empty());
-        assert_eq!(
-            t.update(S(60), S(10), S(60)),
-            vec![(Tier::Idle, Tier::Dormant)]
-        );
+        assert!(all_steps(&mut t, S(9)).is_empty());
+        assert_eq!(all_steps(&mut t, S(10)), vec![(Tier::Hot, Tier::Idle)]);
+        assert!(all_steps(&mut t, S(30)).is_empty());
+        assert_eq!(all_steps(&mut t, S(60)), vec![(Tier::Idle, Tier::Dormant)]);
     }
 
     #[test]
     fn long_gap_reports_both_steps() {
         let mut t = TierState::new(S(0));
         assert_eq!(
-            t.update(S(100), S(10), S(60)),
+            all_steps(&mut t, S(100)),
             vec![(Tier::Hot, Tier::Idle), (Tier::Idle, Tier::Dormant)]
         );
     }
@@ -124,14 +121,11 @@ mod tests {
     #[test]
     fn occupied_wakes_and_resets_emptiness() {
         let mut t = TierState::new(S(0));
-        t.update(S(20), S(10), S(60));
+        all_steps(&mut t, S(20));
         assert_eq!(t.occupied(), Some((Tier::Idle, Tier::Hot)));
-        assert!(t.update(S(1000), S(10), S(60)).is_empty());
+        assert!(all_steps(&mut t, S(1000)).is_empty());
         t.emptied(S(1000));
         t.emptied(S(1005)); // already empty: the earlier time counts
-        assert_eq!(
-            t.update(S(1010), S(10), S(60)),
-            vec![(Tier::Hot, Tier::Idle)]
-        );
+        assert_eq!(all_steps(&mut t, S(1010)), vec![(Tier::Hot, Tier::Idle)]);
     }
 }
