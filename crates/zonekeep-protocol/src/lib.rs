@@ -14,8 +14,17 @@
 pub mod delta;
 pub mod error;
 pub mod limits;
+pub mod messages;
+pub mod mirror;
 pub mod quant;
 pub mod schema;
 pub mod wire;
 
+pub use delta::{decode_delta, Delta, DeltaHeader, DeltaWriter, PosForm, PosUpdate};
 pub use error::{DecodeError, EncodeError};
+pub use messages::{
+    ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Ping, Pong, Redirect, Role,
+    ServerMessage, Transfer, Welcome,
+};
+pub use mirror::{Mirror, MirrorEntity, MirrorError};
+pub use schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};

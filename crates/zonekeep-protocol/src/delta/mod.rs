@@ -2,8 +2,10 @@
 //! host uses to build frames without intermediate structures; [`read`] decodes a Delta against the
 //! client's known set into the owned [`Delta`] value.
 
+pub mod read;
 pub mod write;
 
+pub use read::{decode_delta, Delta, Event, Spawn, Update};
 pub use write::{write_spawn_body, write_update_record, DeltaHeader, DeltaWriter, PosUpdate};
 
 /// The Delta message tag.
@@ -14,6 +16,14 @@ pub const FLAG_BASELINE: u8 = 1;
 pub const FLAG_CONTROL: u8 = 2;
 /// Flag bit: an events section ends the message.
 pub const FLAG_EVENTS: u8 = 4;
+
+/// The mask bit of field `i` (0 for `i >= 32`, which no valid kind has).
+pub(crate) fn field_bit(i: usize) -> u32 {
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| 1u32.checked_shl(i))
+        .unwrap_or(0)
+}
 
 /// An update record's position part exactly as it appears on the wire (§5.5.3), so a decoded Delta
 /// re-encodes to the same bytes.

@@ -2,7 +2,7 @@
 //! output buffer, splicing in update records and spawn bodies that were encoded once and shared by every
 //! subscriber receiving the same change (see the replication layer).
 
-use super::{PosForm, FLAG_BASELINE, FLAG_CONTROL, FLAG_EVENTS, TAG_DELTA};
+use super::{field_bit, PosForm, FLAG_BASELINE, FLAG_CONTROL, FLAG_EVENTS, TAG_DELTA};
 use crate::error::EncodeError;
 use crate::limits::{MAX_DELTA_LIST, MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_SERVER_MESSAGE};
 use crate::schema::{FieldValue, KindDef};
@@ -157,7 +157,7 @@ fn write_record_inner<'v>(
         put_varint(out, u64::from(mask));
         let mut values = values.into_iter();
         for (i, f) in kind.fields.iter().enumerate() {
-            if mask & (1u32 << i) != 0 {
+            if mask & field_bit(i) != 0 {
                 let v = values
                     .next()
                     .ok_or(EncodeError::Invalid("fewer values than mask bits"))?;
@@ -192,7 +192,7 @@ pub fn write_update_record(
     let masked = values
         .iter()
         .enumerate()
-        .filter(|(i, _)| mask & (1u32 << i) != 0)
+        .filter(|(i, _)| mask & field_bit(*i) != 0)
         .map(|(_, v)| v);
     write_record_form(out, form, mask, kind, masked)
 }

@@ -1,0 +1,296 @@
+//! Client → server messages (PROTOCOL.md §4): Hello, Input, Ping.
+
+use super::tag;
+use crate::error::{DecodeError, EncodeError};
+use crate::limits::{
+    MAX_CLIENT_MESSAGE, MAX_CONTENT_VERSION, MAX_INPUT_PAYLOAD, MAX_RECONNECT_TOKEN, MAX_TICKET,
+    MAX_VERSIONS,
+};
+use crate::wire::{put_bytes_named, put_str_named, put_varint, Reader};
+
+/// The client's opening message (§4.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    /// Protocol versions the client speaks: 1..=8, distinct.
+    pub versions: Vec<u32>,
+    /// The signed ticket (≤ 4096 bytes).
+    pub ticket: String,
+    /// Reconnect token from an earlier Welcome; empty = none (≤ 64 bytes).
+    pub reconnect_token: Vec<u8>,
+    /// The client's content version; empty = none (≤ 64 bytes).
+    pub content_version: String,
+}
+
+/// One input (§4.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    /// Sequence number, from 1, +1 per input; 0 is invalid.
+    pub seq: u32,
+    /// The server tick the client was displaying.
+    pub view_tick: u64,
+    /// The game's opaque input bytes (≤ 4096).
+    pub payload: Vec<u8>,
+}
+
+/// A clock probe (§4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ping {
+    /// Opaque client time, echoed in Pong.
+    pub client_time: u64,
+}
+
+/// Any client → server message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientMessage {
+    /// Tag `0x01`.
+    Hello(Hello),
+    /// Tag `0x02`.
+    Input(Input),
+    /// Tag `0x03`.
+    Ping(Ping),
+}
+
+/// The highest version in both lists (§4.1); `None` means the host answers `Kick(VERSION_MISMATCH)`.
+pub fn negotiate_version(offered: &[u32], supported: &[u32]) -> Option<u32> {
+    offered
+        .iter()
+        .filter(|v| supported.contains(v))
+        .max()
+        .copied()
+}
+
+fn check_versions(versions: &[u32]) -> Result<(), &'static str> {
+    if versions.is_empty() {
+        return Err("Hello offers no version");
+    }
+    for (i, v) in versions.iter().enumerate() {
+        if versions.get(..i).is_some_and(|before| before.contains(v)) {
+            return Err("Hello offers a version twice");
+        }
+    }
+    Ok(())
+}
+
+impl ClientMessage {
+    /// Appends the message (tag first). Refuses values a decoder would reject and messages over
+    /// [`MAX_CLIENT_MESSAGE`]; on error `out` is left as it was.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let start = out.len();
+        let r = self.encode_inner(out).and_then(|()| {
+            let len = out.len() - start;
+            if len > MAX_CLIENT_MESSAGE {
+                return Err(EncodeError::TooLong {
+                    what: "client message",
+                    len: len as u64,
+                    max: MAX_CLIENT_MESSAGE as u64,
+                });
+            }
+            Ok(())
+        });
+        if r.is_err() {
+            out.truncate(start);
+        }
+        r
+    }
+
+    fn encode_inner(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        match self {
+            ClientMessage::Hello(h) => {
+                if h.versions.len() > MAX_VERSIONS {
+                    return Err(EncodeError::TooLong {
+                        what: "versions",
+                        len: h.versions.len() as u64,
+                        max: MAX_VERSIONS as u64,
+                    });
+                }
+                check_versions(&h.versions).map_err(EncodeError::Invalid)?;
+                out.push(tag::HELLO);
+                put_varint(out, h.versions.len() as u64);
+                for v in &h.versions {
+                    put_varint(out, u64::from(*v));
+                }
+                put_str_named(out, "ticket", &h.ticket, MAX_TICKET)?;
+                put_bytes_named(
+                    out,
+                    "reconnect token",
+                    &h.reconnect_token,
+                    MAX_RECONNECT_TOKEN,
+                )?;
+                put_str_named(
+                    out,
+                    "content version",
+                    &h.content_version,
+                    MAX_CONTENT_VERSION,
+                )?;
+            }
+            ClientMessage::Input(i) => {
+                if i.seq == 0 {
+                    return Err(EncodeError::Invalid("input seq 0"));
+                }
+                out.push(tag::INPUT);
+                put_varint(out, u64::from(i.seq));
+                put_varint(out, i.view_tick);
+                put_bytes_named(out, "input payload", &i.payload, MAX_INPUT_PAYLOAD)?;
+            }
+            ClientMessage::Ping(p) => {
+                out.push(tag::PING);
+                put_varint(out, p.client_time);
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes into a fresh buffer.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        self.encode(&mut out)?;
+        Ok(out)
+    }
+
+    /// Decodes one whole message; total (every input yields a message or a typed error).
+    pub fn decode(bytes: &[u8]) -> Result<ClientMessage, DecodeError> {
+        if bytes.len() > MAX_CLIENT_MESSAGE {
+            return Err(DecodeError::TooLong {
+                what: "client message",
+                len: bytes.len() as u64,
+                max: MAX_CLIENT_MESSAGE as u64,
+            });
+        }
+        let mut r = Reader::new(bytes);
+        let msg = match r.u8()? {
+            tag::HELLO => {
+                let n = r.count("versions", MAX_VERSIONS)?;
+                let mut versions = Vec::with_capacity(n);
+                for _ in 0..n {
+                    versions.push(r.varint_u32()?);
+                }
+                check_versions(&versions).map_err(DecodeError::Invalid)?;
+                let ticket = r.str_named("ticket", MAX_TICKET)?.to_owned();
+                let reconnect_token = r
+                    .bytes_named("reconnect token", MAX_RECONNECT_TOKEN)?
+                    .to_vec();
+                let content_version = r
+                    .str_named("content version", MAX_CONTENT_VERSION)?
+                    .to_owned();
+                ClientMessage::Hello(Hello {
+                    versions,
+                    ticket,
+                    reconnect_token,
+                    content_version,
+                })
+            }
+            tag::INPUT => {
+                let seq = r.varint_u32()?;
+                if seq == 0 {
+                    return Err(DecodeError::Invalid("input seq 0"));
+                }
+                let view_tick = r.varint_u64()?;
+                let payload = r.bytes_named("input payload", MAX_INPUT_PAYLOAD)?.to_vec();
+                ClientMessage::Input(Input {
+                    seq,
+                    view_tick,
+                    payload,
+                })
+            }
+            tag::PING => ClientMessage::Ping(Ping {
+                client_time: r.varint_u64()?,
+            }),
+            t => return Err(DecodeError::UnknownTag(t)),
+        };
+        r.finish()?;
+        Ok(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn hello() -> Hello {
+        Hello {
+            versions: vec![1, 2],
+            ticket: "t.k.s".into(),
+            reconnect_token: vec![1, 2, 3],
+            content_version: "v7".into(),
+        }
+    }
+
+    #[test]
+    fn hello_round_trip_and_bytes() {
+        let m = ClientMessage::Hello(hello());
+        let b = m.to_bytes().unwrap();
+        assert_eq!(
+            b,
+            [1, 2, 1, 2, 5, b't', b'.', b'k', b'.', b's', 3, 1, 2, 3, 2, b'v', b'7']
+        );
+        assert_eq!(ClientMessage::decode(&b).unwrap(), m);
+    }
+
+    #[test]
+    fn hello_version_rules() {
+        let mut h = hello();
+        h.versions = vec![];
+        assert!(ClientMessage::Hello(h.clone()).to_bytes().is_err());
+        h.versions = vec![1, 1];
+        assert!(ClientMessage::Hello(h.clone()).to_bytes().is_err());
+        h.versions = (1..=9).collect();
+        assert!(ClientMessage::Hello(h).to_bytes().is_err());
+        assert_eq!(
+            ClientMessage::decode(&[1, 0, 0, 0, 0]),
+            Err(DecodeError::Invalid("Hello offers no version"))
+        );
+        assert!(matches!(
+            ClientMessage::decode(&[1, 9]),
+            Err(DecodeError::TooLong {
+                what: "versions",
+                ..
+            })
+        ));
+        assert_eq!(negotiate_version(&[1, 3, 2], &[1, 2]), Some(2));
+        assert_eq!(negotiate_version(&[3], &[1]), None);
+    }
+
+    #[test]
+    fn input_and_ping() {
+        let m = ClientMessage::Input(Input {
+            seq: 5,
+            view_tick: 1000,
+            payload: vec![9, 9],
+        });
+        let b = m.to_bytes().unwrap();
+        assert_eq!(b, [2, 5, 0xe8, 0x07, 2, 9, 9]);
+        assert_eq!(ClientMessage::decode(&b).unwrap(), m);
+        assert_eq!(
+            ClientMessage::decode(&[2, 0, 0, 0]),
+            Err(DecodeError::Invalid("input seq 0"))
+        );
+        let p = ClientMessage::Ping(Ping { client_time: 42 });
+        assert_eq!(ClientMessage::decode(&p.to_bytes().unwrap()).unwrap(), p);
+    }
+
+    #[test]
+    fn decode_errors_are_typed() {
+        assert_eq!(ClientMessage::decode(&[]), Err(DecodeError::Truncated));
+        assert_eq!(
+            ClientMessage::decode(&[0x81]),
+            Err(DecodeError::UnknownTag(0x81))
+        );
+        assert_eq!(
+            ClientMessage::decode(&[3, 1, 0]),
+            Err(DecodeError::TrailingBytes(1))
+        );
+        assert!(matches!(
+            ClientMessage::decode(&vec![3; MAX_CLIENT_MESSAGE + 1]),
+            Err(DecodeError::TooLong { .. })
+        ));
+        let big = ClientMessage::Input(Input {
+            seq: 1,
+            view_tick: 0,
+            payload: vec![0; 4097],
+        });
+        let mut out = vec![7];
+        assert!(big.encode(&mut out).is_err());
+        assert_eq!(out, [7]);
+    }
+}

@@ -1,0 +1,31 @@
+//! Every message of PROTOCOL.md §4–§5 as an owned value with `encode` and a total `decode`.
+
+pub mod client;
+pub mod server;
+
+pub use client::{negotiate_version, ClientMessage, Hello, Input, Ping};
+pub use server::{
+    peek_tag, DeltaContext, Kick, KickCode, Pong, Redirect, Role, ServerMessage, Transfer, Welcome,
+};
+
+/// Message tags (PROTOCOL.md §1: client → server `0x01..=0x7f`, server → client `0x80..=0xff`).
+pub mod tag {
+    /// Hello (client).
+    pub const HELLO: u8 = 0x01;
+    /// Input (client).
+    pub const INPUT: u8 = 0x02;
+    /// Ping (client).
+    pub const PING: u8 = 0x03;
+    /// Welcome (server).
+    pub const WELCOME: u8 = 0x81;
+    /// Delta (server).
+    pub const DELTA: u8 = crate::delta::TAG_DELTA;
+    /// Pong (server).
+    pub const PONG: u8 = 0x83;
+    /// Kick (server).
+    pub const KICK: u8 = 0x84;
+    /// Redirect (server, reserved in v1).
+    pub const REDIRECT: u8 = 0x85;
+    /// Transfer (server, reserved in v1).
+    pub const TRANSFER: u8 = 0x86;
+}

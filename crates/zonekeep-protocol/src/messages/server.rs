@@ -1,0 +1,460 @@
+//! Server → client messages (PROTOCOL.md §5): Welcome, Delta, Pong, Kick, Redirect, Transfer.
+//!
+//! A Delta cannot be decoded alone: it names entities by their index in the client's known set and its
+//! values by the schema's field types. [`ServerMessage::decode`] therefore takes an optional
+//! [`DeltaContext`] (the schema from Welcome and the known set before this Delta); without one, a Delta is
+//! refused. Clients that route by tag first can use [`peek_tag`] and call
+//! [`crate::delta::decode_delta`] directly.
+
+use super::tag;
+use crate::delta::{decode_delta, Delta};
+use crate::error::{DecodeError, EncodeError};
+use crate::limits::{
+    MAX_KICK_REASON, MAX_RECONNECT_TOKEN, MAX_SERVER_MESSAGE, MAX_TICKET, MAX_URL, MAX_ZONE_ID,
+};
+use crate::schema::Schema;
+use crate::wire::{put_bytes_named, put_str_named, put_varint, Reader};
+
+/// Whether the connection plays or only watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Wire value 0.
+    Player,
+    /// Wire value 1.
+    Observer,
+}
+
+/// The server's answer to a valid Hello (§5.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Welcome {
+    /// The negotiated protocol version.
+    pub version: u32,
+    /// This connection's player (or observer) id in the zone.
+    pub player_id: u32,
+    /// The zone's id (≤ 128 bytes).
+    pub zone_id: String,
+    /// Player or observer.
+    pub role: Role,
+    /// Simulation ticks per second, 1..=1000.
+    pub tick_hz: u32,
+    /// Ticks per Delta, ≥ 1.
+    pub patch_every: u32,
+    /// The zone's current tick.
+    pub tick: u64,
+    /// Feature bits (none defined in v1; clients ignore unknown bits).
+    pub features: u32,
+    /// Token for resuming this player (≤ 64 bytes).
+    pub reconnect_token: Vec<u8>,
+    /// How to decode entities.
+    pub schema: Schema,
+}
+
+/// The answer to a Ping (§5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pong {
+    /// Echoed from the Ping.
+    pub client_time: u64,
+    /// The host's monotonic clock in microseconds when it answered.
+    pub server_time_us: u64,
+    /// The zone tick at that moment.
+    pub tick: u64,
+}
+
+/// A Kick code (§5.3). Unknown codes are valid: a newer host may add some.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KickCode(pub u16);
+
+macro_rules! kick_codes {
+    ($($name:ident = $v:expr, $doc:expr;)*) => {
+        impl KickCode {
+            $(#[doc = $doc] pub const $name: KickCode = KickCode($v);)*
+
+            /// The code's name in PROTOCOL.md §5.3, or `None` for a code this version does not define.
+            pub fn name(self) -> Option<&'static str> {
+                match self.0 {
+                    $($v => Some(stringify!($name)),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+kick_codes! {
+    BAD_TICKET = 1, "Malformed, tampered or unverifiable ticket.";
+    TICKET_EXPIRED = 2, "`exp` passed (beyond the leeway).";
+    TICKET_NOT_YET_VALID = 3, "`nbf` in the future (beyond the leeway).";
+    TICKET_UNKNOWN_KEY = 4, "`kid` names no key the host knows.";
+    TICKET_RETIRED_KEY = 5, "`kid` names a retired key.";
+    TICKET_BAD_ALGORITHM = 6, "`alg` other than HS256 (including `none`).";
+    TICKET_WRONG_ZONE = 7, "The ticket does not admit this zone.";
+    TICKET_REPLAYED = 8, "The ticket's `jti` was already used.";
+    ZONE_FULL = 9, "No player (or observer) slot left.";
+    VERSION_MISMATCH = 10, "No common protocol version, or content version refused.";
+    KICKED = 11, "Removed by an admin or by the zone.";
+    SHUTTING_DOWN = 12, "The server is restarting; reconnect shortly.";
+    RATE_LIMITED = 13, "Sustained input above the allowed rate.";
+    PROTOCOL_ERROR = 14, "Undecodable message, text frame, message out of place.";
+    MESSAGE_TOO_LARGE = 15, "A frame or message over the host's limit.";
+    HANDSHAKE_TIMEOUT = 16, "No Hello in time.";
+    IDLE_TIMEOUT = 17, "Nothing received for too long.";
+    SLOW_CONSUMER = 18, "The client did not read fast enough; its outbox overflowed.";
+    JOIN_REFUSED = 19, "The zone refused the join; the reason says why.";
+    RECONNECT_REFUSED = 20, "The reconnect token is unknown, expired or not this principal's.";
+    ZONE_STOPPED = 21, "The zone was stopped.";
+    TOO_MANY_CONNECTIONS = 22, "Per-address connection cap.";
+    INTERNAL_ERROR = 23, "The host failed; the client may retry.";
+}
+
+impl std::fmt::Display for KickCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n}"),
+            None => write!(f, "kick code {}", self.0),
+        }
+    }
+}
+
+/// The host's last word before it closes (§5.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kick {
+    /// Why.
+    pub code: KickCode,
+    /// Human-readable detail (≤ 256 bytes).
+    pub reason: String,
+}
+
+/// Reserved in v1: go to another host for this zone (§5.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// Where to connect (≤ 512 bytes).
+    pub url: String,
+    /// The zone to ask for there (≤ 128 bytes).
+    pub zone_id: String,
+}
+
+/// Reserved in v1: move to another zone with a fresh ticket (§5.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transfer {
+    /// The destination zone (≤ 128 bytes).
+    pub zone_id: String,
+    /// A ticket for it (≤ 4096 bytes).
+    pub ticket: String,
+    /// Where to connect (≤ 512 bytes).
+    pub url: String,
+}
+
+/// What a Delta needs to be encoded or decoded: the schema from Welcome and the client's known set
+/// before the Delta (`(id, kind)` strictly ascending by id).
+#[derive(Debug, Clone, Copy)]
+pub struct DeltaContext<'a> {
+    /// The schema from Welcome.
+    pub schema: &'a Schema,
+    /// The known set before this Delta.
+    pub known: &'a [(u32, u32)],
+}
+
+/// Any server → client message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerMessage {
+    /// Tag `0x81`.
+    Welcome(Welcome),
+    /// Tag `0x82`.
+    Delta(Delta),
+    /// Tag `0x83`.
+    Pong(Pong),
+    /// Tag `0x84`.
+    Kick(Kick),
+    /// Tag `0x85`.
+    Redirect(Redirect),
+    /// Tag `0x86`.
+    Transfer(Transfer),
+}
+
+/// The first byte of a message, or [`DecodeError::Truncated`] for an empty one.
+pub fn peek_tag(bytes: &[u8]) -> Result<u8, DecodeError> {
+    bytes.first().copied().ok_or(DecodeError::Truncated)
+}
+
+fn welcome_ranges(tick_hz: u32, patch_every: u32) -> Result<(), &'static str> {
+    if !(1..=1000).contains(&tick_hz) {
+        return Err("tick_hz must be 1..=1000");
+    }
+    if patch_every == 0 {
+        return Err("patch_every must be >= 1");
+    }
+    Ok(())
+}
+
+impl ServerMessage {
+    /// Appends the message (tag first). A Delta needs `ctx`. Refuses values a decoder would reject and
+    /// messages over [`MAX_SERVER_MESSAGE`]; on error `out` is left as it was.
+    pub fn encode(
+        &self,
+        ctx: Option<DeltaContext<'_>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let start = out.len();
+        let r = self.encode_inner(ctx, out).and_then(|()| {
+            let len = out.len() - start;
+            if len > MAX_SERVER_MESSAGE {
+                return Err(EncodeError::TooLong {
+                    what: "server message",
+                    len: len as u64,
+                    max: MAX_SERVER_MESSAGE as u64,
+                });
+            }
+            Ok(())
+        });
+        if r.is_err() {
+            out.truncate(start);
+        }
+        r
+    }
+
+    fn encode_inner(
+        &self,
+        ctx: Option<DeltaContext<'_>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        match self {
+            ServerMessage::Welcome(w) => {
+                welcome_ranges(w.tick_hz, w.patch_every).map_err(EncodeError::Invalid)?;
+                out.push(tag::WELCOME);
+                put_varint(out, u64::from(w.version));
+                put_varint(out, u64::from(w.player_id));
+                put_str_named(out, "zone id", &w.zone_id, MAX_ZONE_ID)?;
+                out.push(match w.role {
+                    Role::Player => 0,
+                    Role::Observer => 1,
+                });
+                put_varint(out, u64::from(w.tick_hz));
+                put_varint(out, u64::from(w.patch_every));
+                put_varint(out, w.tick);
+                put_varint(out, u64::from(w.features));
+                put_bytes_named(
+                    out,
+                    "reconnect token",
+                    &w.reconnect_token,
+                    MAX_RECONNECT_TOKEN,
+                )?;
+                w.schema.encode(out)?;
+            }
+            ServerMessage::Delta(d) => {
+                let ctx = ctx.ok_or(EncodeError::Invalid(
+                    "a Delta needs the schema and known set",
+                ))?;
+                d.encode(ctx.schema, ctx.known, out)?;
+            }
+            ServerMessage::Pong(p) => {
+                out.push(tag::PONG);
+                put_varint(out, p.client_time);
+                put_varint(out, p.server_time_us);
+                put_varint(out, p.tick);
+            }
+            ServerMessage::Kick(k) => {
+                out.push(tag::KICK);
+                put_varint(out, u64::from(k.code.0));
+                put_str_named(out, "kick reason", &k.reason, MAX_KICK_REASON)?;
+            }
+            ServerMessage::Redirect(r) => {
+                out.push(tag::REDIRECT);
+                put_str_named(out, "url", &r.url, MAX_URL)?;
+                put_str_named(out, "zone id", &r.zone_id, MAX_ZONE_ID)?;
+            }
+            ServerMessage::Transfer(t) => {
+                out.push(tag::TRANSFER);
+                put_str_named(out, "zone id", &t.zone_id, MAX_ZONE_ID)?;
+                put_str_named(out, "ticket", &t.ticket, MAX_TICKET)?;
+                put_str_named(out, "url", &t.url, MAX_URL)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes into a fresh buffer.
+    pub fn to_bytes(&self, ctx: Option<DeltaContext<'_>>) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        self.encode(ctx, &mut out)?;
+        Ok(out)
+    }
+
+    /// Decodes one whole message; total. A Delta without `ctx` is
+    /// `DecodeError::Invalid("a Delta needs the schema and known set")`.
+    pub fn decode(
+        bytes: &[u8],
+        ctx: Option<DeltaContext<'_>>,
+    ) -> Result<ServerMessage, DecodeError> {
+        if bytes.len() > MAX_SERVER_MESSAGE {
+            return Err(DecodeError::TooLong {
+                what: "server message",
+                len: bytes.len() as u64,
+                max: MAX_SERVER_MESSAGE as u64,
+            });
+        }
+        let mut r = Reader::new(bytes);
+        let msg = match r.u8()? {
+            tag::WELCOME => {
+                let version = r.varint_u32()?;
+                let player_id = r.varint_u32()?;
+                let zone_id = r.str_named("zone id", MAX_ZONE_ID)?.to_owned();
+                let role = match r.u8()? {
+                    0 => Role::Player,
+                    1 => Role::Observer,
+                    _ => return Err(DecodeError::Invalid("unknown role")),
+                };
+                let tick_hz = r.varint_u32()?;
+                let patch_every = r.varint_u32()?;
+                welcome_ranges(tick_hz, patch_every).map_err(DecodeError::Invalid)?;
+                let tick = r.varint_u64()?;
+                let features = r.varint_u32()?;
+                let reconnect_token = r
+                    .bytes_named("reconnect token", MAX_RECONNECT_TOKEN)?
+                    .to_vec();
+                let schema = Schema::decode(&mut r)?;
+                ServerMessage::Welcome(Welcome {
+                    version,
+                    player_id,
+                    zone_id,
+                    role,
+                    tick_hz,
+                    patch_every,
+                    tick,
+                    features,
+                    reconnect_token,
+                    schema,
+                })
+            }
+            tag::DELTA => {
+                let ctx = ctx.ok_or(DecodeError::Invalid(
+                    "a Delta needs the schema and known set",
+                ))?;
+                // decode_delta reads the whole message itself, tag included.
+                return decode_delta(bytes, ctx.schema, ctx.known).map(ServerMessage::Delta);
+            }
+            tag::PONG => ServerMessage::Pong(Pong {
+                client_time: r.varint_u64()?,
+                server_time_us: r.varint_u64()?,
+                tick: r.varint_u64()?,
+            }),
+            tag::KICK => ServerMessage::Kick(Kick {
+                code: KickCode(r.varint_u16()?),
+                reason: r.str_named("kick reason", MAX_KICK_REASON)?.to_owned(),
+            }),
+            tag::REDIRECT => ServerMessage::Redirect(Redirect {
+                url: r.str_named("url", MAX_URL)?.to_owned(),
+                zone_id: r.str_named("zone id", MAX_ZONE_ID)?.to_owned(),
+            }),
+            tag::TRANSFER => ServerMessage::Transfer(Transfer {
+                zone_id: r.str_named("zone id", MAX_ZONE_ID)?.to_owned(),
+                ticket: r.str_named("ticket", MAX_TICKET)?.to_owned(),
+                url: r.str_named("url", MAX_URL)?.to_owned(),
+            }),
+            t => return Err(DecodeError::UnknownTag(t)),
+        };
+        r.finish()?;
+        Ok(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn rt(m: &ServerMessage) -> Vec<u8> {
+        let b = m.to_bytes(None).unwrap();
+        assert_eq!(&ServerMessage::decode(&b, None).unwrap(), m);
+        b
+    }
+
+    #[test]
+    fn kick_codes_and_unknown_codes() {
+        let b = rt(&ServerMessage::Kick(Kick {
+            code: KickCode::VERSION_MISMATCH,
+            reason: "v".into(),
+        }));
+        assert_eq!(b, [0x84, 10, 1, b'v']);
+        let b = rt(&ServerMessage::Kick(Kick {
+            code: KickCode(999),
+            reason: String::new(),
+        }));
+        assert_eq!(b, [0x84, 0xe7, 0x07, 0]);
+        assert_eq!(KickCode::INTERNAL_ERROR.name(), Some("INTERNAL_ERROR"));
+        assert_eq!(KickCode(999).to_string(), "kick code 999");
+        assert_eq!(
+            ServerMessage::decode(&[0x84, 0x80, 0x80, 0x04, 0], None),
+            Err(DecodeError::Overflow)
+        );
+    }
+
+    #[test]
+    fn pong_redirect_transfer() {
+        rt(&ServerMessage::Pong(Pong {
+            client_time: 1,
+            server_time_us: u64::MAX,
+            tick: 3,
+        }));
+        rt(&ServerMessage::Redirect(Redirect {
+            url: "wss://b/zones/z".into(),
+            zone_id: "z".into(),
+        }));
+        rt(&ServerMessage::Transfer(Transfer {
+            zone_id: "z2".into(),
+            ticket: "t".into(),
+            url: "u".into(),
+        }));
+    }
+
+    #[test]
+    fn welcome_checks_ranges() {
+        let w = Welcome {
+            version: 1,
+            player_id: 7,
+            zone_id: "arena-1".into(),
+            role: Role::Observer,
+            tick_hz: 20,
+            patch_every: 2,
+            tick: 99,
+            features: 0,
+            reconnect_token: vec![0xab; 16],
+            schema: Schema {
+                pos_step: 0.5,
+                kinds: vec![],
+            },
+        };
+        let b = rt(&ServerMessage::Welcome(w.clone()));
+        let mut bad = b.clone();
+        bad[1 + 1 + 1 + 1 + 7] = 2; // role byte
+        assert_eq!(
+            ServerMessage::decode(&bad, None),
+            Err(DecodeError::Invalid("unknown role"))
+        );
+        let mut w0 = w;
+        w0.tick_hz = 0;
+        assert!(ServerMessage::Welcome(w0).to_bytes(None).is_err());
+    }
+
+    #[test]
+    fn delta_needs_context() {
+        assert!(matches!(
+            ServerMessage::decode(&[0x82, 0, 0, 0, 0, 0, 0], None),
+            Err(DecodeError::Invalid(_))
+        ));
+        let schema = Schema {
+            pos_step: 1.0,
+            kinds: vec![],
+        };
+        let ctx = DeltaContext {
+            schema: &schema,
+            known: &[],
+        };
+        let m = ServerMessage::decode(&[0x82, 0, 0, 0, 0, 0, 0], Some(ctx)).unwrap();
+        assert_eq!(m.to_bytes(Some(ctx)).unwrap(), [0x82, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            ServerMessage::decode(&[0x01], None),
+            Err(DecodeError::UnknownTag(1))
+        );
+        assert_eq!(peek_tag(&[]), Err(DecodeError::Truncated));
+    }
+}
