@@ -235,4 +235,46 @@ mod tests {
         assert_eq!(take(&mut b, InputPolicy::Drain), (vec![4, 5, 6], 0));
         assert_eq!(b.last_processed(), Some(6));
     }
+
+    proptest::proptest! {
+        /// Whatever arrives, the buffer stays bounded, applies strictly
+        /// increasing seqs, and accounts for every fresh input exactly once.
+        #[test]
+        fn bounded_ordered_and_accounted(
+            ops in proptest::collection::vec((0u32..64, 0u8..4), 0..200),
+            cap in 1usize..6,
+        ) {
+            let mut b = InputBuffer::new(cap);
+            let (mut fresh, mut dropped, mut superseded) = (0u64, 0u64, 0u64);
+            let mut applied: Vec<u32> = Vec::new();
+            for (seq, op) in ops {
+                match op {
+                    0 | 1 => {
+                        if b.check(seq) == SeqCheck::Fresh {
+                            fresh += 1;
+                            dropped += u64::from(b.push(meta(seq), seq));
+                        }
+                    }
+                    2 => {
+                        let (got, sup) = take(&mut b, InputPolicy::Next);
+                        applied.extend(got);
+                        superseded += sup;
+                    }
+                    _ => {
+                        let (got, sup) = take(&mut b, InputPolicy::Latest);
+                        applied.extend(got);
+                        superseded += sup;
+                    }
+                }
+                proptest::prop_assert!(b.len() <= cap);
+            }
+            proptest::prop_assert!(applied.windows(2).all(|w| w[0] < w[1]));
+            proptest::prop_assert_eq!(b.last_processed(), applied.last().copied());
+            let (rest, _) = take(&mut b, InputPolicy::Drain);
+            proptest::prop_assert_eq!(
+                fresh,
+                applied.len() as u64 + rest.len() as u64 + dropped + superseded
+            );
+        }
+    }
 }
