@@ -91,11 +91,14 @@ pub mod error;
 pub mod hash;
 pub mod host;
 pub mod input;
+pub mod interest;
 pub mod player;
+pub mod replicate;
 pub mod report;
 pub mod rng;
 pub mod tier;
 pub mod timer;
+pub mod world;
 pub mod zone;
 
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -1,0 +1,215 @@
+//! One subscriber's view and its per-patch update (distance with hysteresis, filter, diff).
+
+use super::{Columns, Grid};
+
+/// Where a view looks from this patch and how far.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViewSpec {
+    /// View centre x.
+    pub x: f32,
+    /// View centre y.
+    pub y: f32,
+    /// View radius: an entity within it enters the view (`f32::INFINITY` = sees everything).
+    pub radius: f32,
+    /// Leave hysteresis: an entity in view leaves only beyond `radius + margin`.
+    pub margin: f32,
+    /// Rank of the subscriber's own entity in this snapshot, always visible.
+    pub own: Option<u32>,
+}
+
+/// A subscriber's visible set and what changed in it at the last update.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    visible: Vec<u32>,
+    ranks: Vec<u32>,
+    entered: Vec<u32>,
+    left: Vec<u32>,
+    next_visible: Vec<u32>,
+}
+
+impl View {
+    /// An empty view (everything will enter on the first update).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Visible entity ids, ascending.
+    pub fn visible(&self) -> &[u32] {
+        &self.visible
+    }
+
+    /// Ranks of [`View::visible`] in the snapshot of the last update, position for position.
+    pub fn visible_ranks(&self) -> &[u32] {
+        &self.ranks
+    }
+
+    /// Ids that entered at the last update, ascending.
+    pub fn entered(&self) -> &[u32] {
+        &self.entered
+    }
+
+    /// Ids that left at the last update (out of range, hidden, or gone from the world), ascending.
+    pub fn left(&self) -> &[u32] {
+        &self.left
+    }
+
+    /// Forgets everything, so every visible entity enters again at the next update.
+    pub fn clear(&mut self) {
+        self.visible.clear();
+        self.ranks.clear();
+        self.entered.clear();
+        self.left.clear();
+    }
+}
+
+/// Rank-indexed bitsets reused by every view update; all words are zero between updates.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Scratch {
+    /// Rank within the radius (or forced: own, global).
+    near: Vec<u64>,
+    /// Rank within radius + margin but not the radius.
+    far: Vec<u64>,
+    /// Word indices that have a bit set.
+    touched: Vec<u32>,
+    /// Query output.
+    cands: Vec<(u32, f32)>,
+}
+
+impl Scratch {
+    pub(super) fn prepare(&mut self, ranks: usize) {
+        let words = ranks.div_ceil(64);
+        self.near.clear();
+        self.near.resize(words, 0);
+        self.far.clear();
+        self.far.resize(words, 0);
+        self.touched.clear();
+    }
+
+    #[inline]
+    fn set(&mut self, rank: u32, near: bool) {
+        let w = (rank >> 6) as usize;
+        let bit = 1u64 << (rank & 63);
+        let (Some(n), Some(f)) = (self.near.get_mut(w), self.far.get_mut(w)) else {
+            return;
+        };
+        if *n | *f == 0 {
+            self.touched.push(w as u32);
+        }
+        if near {
+            *n |= bit;
+            *f &= !bit;
+        } else if *n & bit == 0 {
+            *f |= bit;
+        }
+    }
+}
+
+pub(super) fn update<F: FnMut(u32) -> bool>(
+    grid: &Grid,
+    globals: &[u32],
+    s: &mut Scratch,
+    cols: &Columns<'_>,
+    view: &mut View,
+    spec: &ViewSpec,
+    mut can_see: F,
+) {
+    let radius = if spec.radius.is_nan() {
+        0.0
+    } else {
+        spec.radius.max(0.0)
+    };
+    let margin = if spec.margin.is_nan() {
+        0.0
+    } else {
+        spec.margin.max(0.0)
+    };
+    let outer = radius + margin;
+    let rr_in = radius * radius;
+    // Candidates within the outer radius, then the filter, then the bitsets.
+    let mut cands = std::mem::take(&mut s.cands);
+    cands.clear();
+    if spec.x.is_finite() && spec.y.is_finite() {
+        grid.query(spec.x, spec.y, outer, &mut cands);
+    }
+    for &(rank, d2) in &cands {
+        let Some(&id) = cols.ids.get(rank as usize) else {
+            continue;
+        };
+        if can_see(id) {
+            s.set(rank, d2 <= rr_in);
+        }
+    }
+    s.cands = cands;
+    for &g in globals {
+        s.set(g, true);
+    }
+    if let Some(own) = spec.own {
+        if cols.is_alive(own as usize) {
+            s.set(own, true);
+        }
+    }
+
+    // Visit touched words in ascending order: scan the range when dense, sort the list when sparse.
+    let touched = &mut s.touched;
+    if touched.len() > 1 {
+        let (lo, hi) = touched
+            .iter()
+            .fold((u32::MAX, 0), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+        if (hi - lo + 1) as usize <= touched.len() * 4 {
+            touched.clear();
+            touched.extend(lo..=hi);
+        } else {
+            touched.sort_unstable();
+        }
+    }
+
+    // Merge the bitsets (ascending ids) with the previous visible list.
+    view.entered.clear();
+    view.left.clear();
+    let mut next = std::mem::take(&mut view.next_visible);
+    next.clear();
+    view.ranks.clear();
+    let prev = &view.visible;
+    let mut p = 0usize;
+    for &w in touched.iter() {
+        let wi = w as usize;
+        let (Some(nw), Some(fw)) = (s.near.get_mut(wi), s.far.get_mut(wi)) else {
+            continue;
+        };
+        let near = *nw;
+        let mut bits = near | *fw;
+        *nw = 0;
+        *fw = 0;
+        while bits != 0 {
+            let b = bits.trailing_zeros();
+            bits &= bits - 1;
+            let rank = (w << 6) | b;
+            let Some(&id) = cols.ids.get(rank as usize) else {
+                continue;
+            };
+            while let Some(&old) = prev.get(p) {
+                if old >= id {
+                    break;
+                }
+                view.left.push(old);
+                p += 1;
+            }
+            let was = prev.get(p) == Some(&id);
+            if was {
+                p += 1;
+            }
+            if was || near & (1u64 << b) != 0 {
+                if !was {
+                    view.entered.push(id);
+                }
+                next.push(id);
+                view.ranks.push(rank);
+            }
+        }
+    }
+    if let Some(rest) = prev.get(p..) {
+        view.left.extend_from_slice(rest);
+    }
+    touched.clear();
+    view.next_visible = std::mem::replace(&mut view.visible, next);
+}

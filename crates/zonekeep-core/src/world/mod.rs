@@ -1,0 +1,406 @@
+//! The replicated entity store a zone writes.
+//!
+//! Kinds are declared with a schema ([`KindDef`]) before the first spawn; that schema is what Welcome
+//! carries. Every value is stored **as the client will decode it**: positions keep both the true `f32`
+//! (for interest and game logic) and the quantized integers sent on the wire; typed field setters
+//! quantize on write. Each field write that changes a value stamps it with the world's version, so
+//! replication can send each subscriber only the fields changed since it last received the entity.
+//!
+//! Layout: entities live in dense columns **sorted by id** (ids are monotonic, so a spawn appends).
+//! A despawn leaves a tombstone that is compacted away once tombstones exceed half the columns, which
+//! keeps despawn amortized O(1). Sorted columns are what let interest produce ascending ids without
+//! sorting; see [`crate::interest`].
+
+mod error;
+mod fields;
+mod idmap;
+
+pub use error::WorldError;
+
+use crate::hash::StateHasher;
+use crate::interest::{Columns, ALIVE, GLOBAL};
+use idmap::IdMap;
+use std::hash::Hasher;
+use zonekeep_protocol::limits::MAX_KINDS;
+use zonekeep_protocol::quant::pos_encode;
+use zonekeep_protocol::schema::{FieldValue, KindDef, Schema};
+
+/// An entity id: unique within a world, handed out in ascending order, never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntityId(pub u32);
+
+/// An entity kind: its index in the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KindId(pub u32);
+
+/// Tombstones are compacted once there are more than this many and they are half the columns.
+const COMPACT_MIN: usize = 64;
+
+/// The entity store. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct World {
+    pos_step: f32,
+    kinds: Vec<KindDef>,
+    ids: Vec<u32>,
+    xs: Vec<f32>,
+    ys: Vec<f32>,
+    qxs: Vec<i32>,
+    qys: Vec<i32>,
+    flags: Vec<u8>,
+    kind_of: Vec<u32>,
+    values: Vec<Box<[FieldValue]>>,
+    /// Per entity, per field: the world version at which the value last changed.
+    changed: Vec<Box<[u64]>>,
+    /// Per entity: the largest of its `changed` stamps (a quick "nothing changed" test).
+    last_change: Vec<u64>,
+    map: IdMap,
+    next_id: u32,
+    version: u64,
+    dead: usize,
+}
+
+/// A read-only view of one entity, as yielded by [`World::iter`].
+#[derive(Debug, Clone, Copy)]
+pub struct EntityRef<'a> {
+    /// Id.
+    pub id: EntityId,
+    /// Kind.
+    pub kind: KindId,
+    /// True x.
+    pub x: f32,
+    /// True y.
+    pub y: f32,
+    /// Quantized x, as clients receive it.
+    pub qx: i32,
+    /// Quantized y, as clients receive it.
+    pub qy: i32,
+    /// Seen by every subscriber regardless of interest.
+    pub global: bool,
+    /// Field values in the kind's field order (quantized fields as their codes).
+    pub values: &'a [FieldValue],
+}
+
+impl World {
+    /// An empty world whose positions are quantized with `pos_step` world units (PROTOCOL.md §3.4).
+    pub fn new(pos_step: f32) -> Result<Self, WorldError> {
+        if !pos_step.is_finite() || pos_step <= 0.0 {
+            return Err(WorldError::InvalidPosStep(pos_step));
+        }
+        Ok(Self {
+            pos_step,
+            kinds: Vec::new(),
+            ids: Vec::new(),
+            xs: Vec::new(),
+            ys: Vec::new(),
+            qxs: Vec::new(),
+            qys: Vec::new(),
+            flags: Vec::new(),
+            kind_of: Vec::new(),
+            values: Vec::new(),
+            changed: Vec::new(),
+            last_change: Vec::new(),
+            map: IdMap::default(),
+            next_id: 0,
+            version: 0,
+            dead: 0,
+        })
+    }
+
+    /// The position quantum.
+    pub fn pos_step(&self) -> f32 {
+        self.pos_step
+    }
+
+    /// Declares an entity kind. Kinds are frozen by the first spawn, since clients got the schema.
+    pub fn declare_kind(&mut self, kind: KindDef) -> Result<KindId, WorldError> {
+        if self.next_id != 0 {
+            return Err(WorldError::SchemaFrozen);
+        }
+        if self.kinds.len() >= MAX_KINDS {
+            return Err(WorldError::TooManyKinds);
+        }
+        kind.validate().map_err(WorldError::InvalidKind)?;
+        self.kinds.push(kind);
+        Ok(KindId(self.kinds.len() as u32 - 1))
+    }
+
+    /// The schema clients need (what Welcome carries).
+    pub fn schema(&self) -> Schema {
+        Schema {
+            pos_step: self.pos_step,
+            kinds: self.kinds.clone(),
+        }
+    }
+
+    /// The declared kinds, by [`KindId`].
+    pub fn kinds(&self) -> &[KindDef] {
+        &self.kinds
+    }
+
+    /// Number of live entities.
+    pub fn len(&self) -> usize {
+        self.ids.len() - self.dead
+    }
+
+    /// Whether no entity is alive.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The world version: increases on every spawn, despawn and field value change.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Spawns an entity of `kind` at `(x, y)` with every field at its type's default.
+    pub fn spawn(&mut self, kind: KindId, x: f32, y: f32) -> Result<EntityId, WorldError> {
+        let def = self
+            .kinds
+            .get(kind.0 as usize)
+            .ok_or(WorldError::UnknownKind(kind.0))?;
+        let id = self.next_id;
+        self.next_id = id.checked_add(1).ok_or(WorldError::IdsExhausted)?;
+        self.version += 1;
+        let values = def.default_values().into_boxed_slice();
+        let index = self.ids.len();
+        self.ids.push(id);
+        self.xs.push(x);
+        self.ys.push(y);
+        self.qxs.push(pos_encode(x, self.pos_step));
+        self.qys.push(pos_encode(y, self.pos_step));
+        self.flags.push(ALIVE);
+        self.kind_of.push(kind.0);
+        self.changed
+            .push(vec![self.version; values.len()].into_boxed_slice());
+        self.values.push(values);
+        self.last_change.push(self.version);
+        self.map.insert(id, index);
+        Ok(EntityId(id))
+    }
+
+    /// Removes an entity. Its id is never reused.
+    pub fn despawn(&mut self, id: EntityId) -> Result<(), WorldError> {
+        let i = self.index(id)?;
+        self.version += 1;
+        self.flags[i] = 0;
+        self.values[i] = Box::new([]);
+        self.changed[i] = Box::new([]);
+        self.map.remove(id.0);
+        self.dead += 1;
+        if self.dead > COMPACT_MIN && self.dead * 2 > self.ids.len() {
+            self.compact();
+        }
+        Ok(())
+    }
+
+    /// Drops tombstones, keeping id order, and re-points the id map.
+    fn compact(&mut self) {
+        let mut w = 0;
+        for r in 0..self.ids.len() {
+            if self.flags[r] & ALIVE == 0 {
+                continue;
+            }
+            if w != r {
+                self.ids[w] = self.ids[r];
+                self.xs[w] = self.xs[r];
+                self.ys[w] = self.ys[r];
+                self.qxs[w] = self.qxs[r];
+                self.qys[w] = self.qys[r];
+                self.flags[w] = self.flags[r];
+                self.kind_of[w] = self.kind_of[r];
+                self.values.swap(w, r);
+                self.changed.swap(w, r);
+                self.last_change[w] = self.last_change[r];
+                self.map.set(self.ids[w], w);
+            }
+            w += 1;
+        }
+        self.ids.truncate(w);
+        self.xs.truncate(w);
+        self.ys.truncate(w);
+        self.qxs.truncate(w);
+        self.qys.truncate(w);
+        self.flags.truncate(w);
+        self.kind_of.truncate(w);
+        self.values.truncate(w);
+        self.changed.truncate(w);
+        self.last_change.truncate(w);
+        self.dead = 0;
+    }
+
+    #[inline]
+    fn index(&self, id: EntityId) -> Result<usize, WorldError> {
+        self.map.get(id.0).ok_or(WorldError::UnknownEntity(id.0))
+    }
+
+    /// The entity's rank: its index in [`World::columns`] until the next despawn.
+    pub fn rank_of(&self, id: EntityId) -> Option<usize> {
+        self.map.get(id.0)
+    }
+
+    /// Whether `id` is alive.
+    pub fn contains(&self, id: EntityId) -> bool {
+        self.map.get(id.0).is_some()
+    }
+
+    /// Moves an entity. The quantized position clients receive is computed here, once.
+    pub fn set_pos(&mut self, id: EntityId, x: f32, y: f32) -> Result<(), WorldError> {
+        let i = self.index(id)?;
+        self.xs[i] = x;
+        self.ys[i] = y;
+        self.qxs[i] = pos_encode(x, self.pos_step);
+        self.qys[i] = pos_encode(y, self.pos_step);
+        Ok(())
+    }
+
+    /// The true position.
+    pub fn pos(&self, id: EntityId) -> Result<(f32, f32), WorldError> {
+        let i = self.index(id)?;
+        Ok((self.xs[i], self.ys[i]))
+    }
+
+    /// The quantized position, as clients receive it.
+    pub fn qpos(&self, id: EntityId) -> Result<(i32, i32), WorldError> {
+        let i = self.index(id)?;
+        Ok((self.qxs[i], self.qys[i]))
+    }
+
+    /// The entity's kind.
+    pub fn kind_of(&self, id: EntityId) -> Result<KindId, WorldError> {
+        let i = self.index(id)?;
+        Ok(KindId(self.kind_of[i]))
+    }
+
+    /// Marks an entity global (seen by every subscriber regardless of interest) or not.
+    pub fn set_global(&mut self, id: EntityId, global: bool) -> Result<(), WorldError> {
+        let i = self.index(id)?;
+        let f = self.flags[i];
+        let nf = if global { f | GLOBAL } else { f & !GLOBAL };
+        if nf != f {
+            self.flags[i] = nf;
+            self.version += 1;
+        }
+        Ok(())
+    }
+
+    /// Whether the entity is global.
+    pub fn is_global(&self, id: EntityId) -> Result<bool, WorldError> {
+        let i = self.index(id)?;
+        Ok(self.flags[i] & GLOBAL != 0)
+    }
+
+    /// One entity.
+    pub fn get(&self, id: EntityId) -> Result<EntityRef<'_>, WorldError> {
+        let i = self.index(id)?;
+        Ok(self.entity_at(i))
+    }
+
+    fn entity_at(&self, i: usize) -> EntityRef<'_> {
+        EntityRef {
+            id: EntityId(self.ids[i]),
+            kind: KindId(self.kind_of[i]),
+            x: self.xs[i],
+            y: self.ys[i],
+            qx: self.qxs[i],
+            qy: self.qys[i],
+            global: self.flags[i] & GLOBAL != 0,
+            values: &self.values[i],
+        }
+    }
+
+    /// Every live entity, ascending by id.
+    pub fn iter(&self) -> impl Iterator<Item = EntityRef<'_>> + '_ {
+        (0..self.ids.len())
+            .filter(|&i| self.flags[i] & ALIVE != 0)
+            .map(|i| self.entity_at(i))
+    }
+
+    /// The position snapshot interest works on (ranks are indices into these columns).
+    pub fn columns(&self) -> Columns<'_> {
+        Columns {
+            ids: &self.ids,
+            xs: &self.xs,
+            ys: &self.ys,
+            flags: &self.flags,
+        }
+    }
+
+    /// The default zone state hash over the replicated world: stable across platforms and runs.
+    ///
+    /// [`StateHasher`] (FNV-1a 64, little-endian integers) fed with `pos_step` bits, then for every
+    /// live entity in ascending id order: id, kind, quantized x and y, the global flag, and each field
+    /// value as a type byte and its content (codes and integers as u32/i32, bools as a byte, `f32`
+    /// bits, strings as length + bytes). True (unquantized) positions are excluded: a move smaller
+    /// than the quantum changes nothing any client can see, so it does not change the hash.
+    pub fn hash(&self) -> u64 {
+        let mut h = StateHasher::new();
+        h.write_u32(self.pos_step.to_bits());
+        for e in self.iter() {
+            h.write_u32(e.id.0);
+            h.write_u32(e.kind.0);
+            h.write_i32(e.qx);
+            h.write_i32(e.qy);
+            h.write_u8(u8::from(e.global));
+            for v in e.values {
+                match v {
+                    FieldValue::Q(q) => {
+                        h.write_u8(0);
+                        h.write_u32(*q);
+                    }
+                    FieldValue::U(u) => {
+                        h.write_u8(1);
+                        h.write_u32(*u);
+                    }
+                    FieldValue::I(i) => {
+                        h.write_u8(2);
+                        h.write_i32(*i);
+                    }
+                    FieldValue::Bool(b) => {
+                        h.write_u8(3);
+                        h.write_u8(u8::from(*b));
+                    }
+                    FieldValue::Str(s) => {
+                        h.write_u8(4);
+                        h.write_u32(s.len() as u32);
+                        h.write(s.as_bytes());
+                    }
+                    FieldValue::F32(f) => {
+                        h.write_u8(5);
+                        h.write_u32(f.to_bits());
+                    }
+                }
+            }
+        }
+        h.finish()
+    }
+
+    // ---- rank-indexed access for replication (ranks = indices into `columns()`) ----
+
+    #[inline]
+    pub(crate) fn rank_qpos(&self, r: usize) -> Option<(i32, i32)> {
+        Some((*self.qxs.get(r)?, *self.qys.get(r)?))
+    }
+
+    #[inline]
+    pub(crate) fn rank_kind(&self, r: usize) -> Option<u32> {
+        self.kind_of.get(r).copied()
+    }
+
+    #[inline]
+    pub(crate) fn rank_values(&self, r: usize) -> Option<&[FieldValue]> {
+        self.values.get(r).map(|v| &v[..])
+    }
+
+    #[inline]
+    pub(crate) fn rank_changed(&self, r: usize) -> Option<&[u64]> {
+        self.changed.get(r).map(|v| &v[..])
+    }
+
+    #[inline]
+    pub(crate) fn rank_last_change(&self, r: usize) -> u64 {
+        self.last_change.get(r).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests;
