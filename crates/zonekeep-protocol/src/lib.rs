@@ -13,6 +13,7 @@
 
 pub mod delta;
 pub mod error;
+pub mod fuzzing;
 pub mod limits;
 pub mod messages;
 pub mod mirror;

@@ -1,0 +1,194 @@
+//! Stable-toolchain smoke run of every fuzz target's oracle (`zonekeep_protocol::fuzzing`): a few
+//! thousand deterministic pseudo-random inputs each, half of them mutations of valid messages so the
+//! decoders get past the first bytes. The real fuzzing is `cargo +nightly fuzz run <target>` (fuzz/).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use zonekeep_protocol::delta::{Delta, Event, PosForm, Spawn, Update};
+use zonekeep_protocol::fuzzing;
+use zonekeep_protocol::messages::{
+    ClientMessage, DeltaContext, Hello, Input, Ping, Role, ServerMessage, Welcome,
+};
+use zonekeep_protocol::schema::FieldValue;
+
+struct XorShift(u64);
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn mutate(rng: &mut XorShift, seed: &[u8]) -> Vec<u8> {
+    let mut v = seed.to_vec();
+    for _ in 0..=rng.below(4) {
+        match rng.below(5) {
+            0 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                v[i] = rng.next() as u8;
+            }
+            1 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                v[i] ^= 1 << rng.below(8);
+            }
+            2 => {
+                let n = rng.below(v.len() + 1);
+                v.truncate(n);
+            }
+            3 => {
+                let i = rng.below(v.len() + 1);
+                v.insert(i, rng.next() as u8);
+            }
+            _ if !v.is_empty() => {
+                let i = rng.below(v.len());
+                v.remove(i);
+            }
+            _ => {}
+        }
+    }
+    v
+}
+
+fn run(name: &str, seeds: &[Vec<u8>], oracle: fn(&[u8]) -> Result<(), String>) {
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64);
+    for seed in seeds {
+        oracle(seed).unwrap_or_else(|e| panic!("{name}: seed fails: {e}"));
+    }
+    for i in 0..4000 {
+        let input = if i % 2 == 0 && !seeds.is_empty() {
+            {
+                let k = rng.below(seeds.len());
+                mutate(&mut rng, &seeds[k])
+            }
+        } else {
+            let len = rng.below(48);
+            (0..len).map(|_| rng.next() as u8).collect()
+        };
+        if let Err(e) = oracle(&input) {
+            panic!("{name}: input {input:02x?}: {e}");
+        }
+    }
+}
+
+fn client_seeds() -> Vec<Vec<u8>> {
+    [
+        ClientMessage::Hello(Hello {
+            versions: vec![1, 2],
+            ticket: "abc.def.ghi".into(),
+            reconnect_token: vec![7; 4],
+            content_version: "1.0".into(),
+        }),
+        ClientMessage::Input(Input {
+            seq: 300,
+            view_tick: 99_999,
+            payload: vec![1, 2, 3],
+        }),
+        ClientMessage::Ping(Ping {
+            client_time: 1 << 40,
+        }),
+    ]
+    .iter()
+    .map(|m| m.to_bytes().unwrap())
+    .collect()
+}
+
+fn delta_seed() -> (Vec<u8>, Vec<(u32, u32)>, Vec<u8>) {
+    // Known set prefix: 4 entries.
+    let prefix = vec![4u8, 2 << 1, (1 << 1) | 1, 0, 5 << 1];
+    let (known, _) = fuzzing::split_known(&prefix);
+    let d = Delta {
+        tick: 70,
+        ack: 3,
+        baseline: false,
+        control: Some(None),
+        despawns: vec![known[1].0],
+        updates: vec![
+            Update {
+                index: 0,
+                id: known[0].0,
+                pos: Some(PosForm::Tiny { dx: 2, dy: 0 }),
+                mask: 0,
+                fields: vec![],
+            },
+            Update {
+                index: 2,
+                id: known[3].0,
+                pos: Some(PosForm::Nibbles { dx: -8, dy: 7 }),
+                mask: 0b1001,
+                fields: vec![(0, FieldValue::Q(31)), (3, FieldValue::U(9))],
+            },
+        ],
+        spawns: vec![Spawn {
+            id: 100,
+            kind: 1,
+            qx: -5,
+            qy: 5,
+            fields: vec![
+                FieldValue::I(-2),
+                FieldValue::Bool(true),
+                FieldValue::Str("ab".into()),
+                FieldValue::F32(0.5),
+            ],
+        }],
+        events: Some(vec![Event {
+            topic: 1,
+            payload: vec![0xff],
+        }]),
+    };
+    let mut msg = Vec::new();
+    d.encode(&fuzzing::fuzz_schema(), &known, &mut msg).unwrap();
+    (prefix, known, msg)
+}
+
+#[test]
+fn client_message_target() {
+    run("client_message", &client_seeds(), fuzzing::client_message);
+}
+
+#[test]
+fn server_message_target() {
+    let schema = fuzzing::fuzz_schema();
+    let welcome = ServerMessage::Welcome(Welcome {
+        version: 1,
+        player_id: 3,
+        zone_id: "z".into(),
+        role: Role::Player,
+        tick_hz: 30,
+        patch_every: 1,
+        tick: 5,
+        features: 0,
+        reconnect_token: vec![1; 8],
+        schema: schema.clone(),
+    });
+    let baseline = [0x82, 1, 0, 1, 0, 0, 1, 4, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0];
+    let ctx = DeltaContext {
+        schema: &schema,
+        known: &[],
+    };
+    assert!(ServerMessage::decode(&baseline, Some(ctx)).is_ok());
+    let seeds = vec![
+        welcome.to_bytes(None).unwrap(),
+        baseline.to_vec(),
+        vec![0x84, 14, 1, b'x'],
+    ];
+    run("server_message", &seeds, fuzzing::server_message);
+}
+
+#[test]
+fn delta_target() {
+    let (prefix, _, msg) = delta_seed();
+    let mut seed = prefix;
+    seed.extend_from_slice(&msg);
+    run("delta", &[seed], fuzzing::delta);
+}
+
+#[test]
+fn schema_target() {
+    let mut b = Vec::new();
+    fuzzing::fuzz_schema().encode(&mut b).unwrap();
+    run("schema", &[b], fuzzing::schema);
+}
