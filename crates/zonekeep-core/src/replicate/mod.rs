@@ -1,0 +1,287 @@
+//! Per-subscriber replication: turns the [`World`] into one Delta frame per subscriber per patch.
+//!
+//! Each subscriber is replicated against **what it was last sent**: its known set (ascending ids),
+//! the quantized position it last received for each known entity, and the world version at which it
+//! last received each entity's fields. Per patch a subscriber gets: despawns (left its view or the
+//! world), updates (only changed fields; the position as a delta from the last one sent, in the
+//! canonical form of PROTOCOL.md §5.5.3), spawns with full state (entered its view), plus its input
+//! ack, its control entity when that changes, and the zone events addressed to it. The first frame
+//! (and the first after [`Replicator::reset_subscriber`]) is a BASELINE.
+//!
+//! **Encode once, share bytes.** An update record depends only on (entity, base position, field
+//! mask), and a spawn body only on the entity, so both are encoded at most once per patch into a
+//! shared arena and copied into every frame that needs them. In the steady state without a budget,
+//! every subscriber shares one encoding per entity.
+//!
+//! **Byte budget.** With `budget: Some(n)` the whole Delta message stays within `n` bytes (unless even
+//! the header, despawns and events alone exceed it; then only those go). Despawns and events always
+//! go. Updates and spawns are candidates ordered by **accumulated priority**: each patch an entity has
+//! something pending for this subscriber, its priority grows by
+//! `w(d) = 1 / (1 + min(d, d_max) / priority_distance)`, where `d` is its distance from the view centre
+//! and `d_max = radius + margin` (or `priority_distance × 1000` for unbounded views); it resets to 0
+//! when the entity is sent. Every pending entity gains at least `w_min = w(d_max) > 0` per patch, so
+//! nothing starves: with `N` entities pending and room for at least `k` per frame, each is sent
+//! within `⌈(N / k) · (w_max / w_min)⌉ + 1` patches (see the starvation test). An entity skipped this
+//! patch keeps its old base position and its pending fields, so what it is sent later is still exact.
+
+mod build;
+mod cache;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_e2e;
+
+use crate::interest::{Interest, View};
+use crate::world::{EntityId, World};
+use thiserror::Error;
+use zonekeep_protocol::EncodeError;
+
+/// A subscriber (a player's or observer's connection) of one zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SubscriberId(pub u32);
+
+/// Where a subscriber's view is centred.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Focus {
+    /// Follow an entity (normally the one the player controls). If it is gone, the view stays at
+    /// the last position seen.
+    Entity(EntityId),
+    /// A fixed point (an observer's focus area, a spectator camera).
+    Point(f32, f32),
+}
+
+/// A subscriber's interest and bandwidth settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SubscriberConfig {
+    /// View radius in world units (`f32::INFINITY` = sees every entity).
+    pub radius: f32,
+    /// Leave hysteresis: an entity in view leaves only beyond `radius + margin`.
+    pub margin: f32,
+    /// Byte budget per Delta, message header included (`None` = unlimited).
+    pub budget: Option<usize>,
+    /// View centre.
+    pub focus: Focus,
+    /// The entity this player controls (always visible to it; sent in the CONTROL field on change).
+    pub control: Option<EntityId>,
+}
+
+/// Replicator-wide settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplicationConfig {
+    /// Grid cell size for interest (about the typical view radius).
+    pub cell_size: f32,
+    /// Distance at which the priority weight halves (see the module docs).
+    pub priority_distance: f32,
+}
+
+impl Default for ReplicationConfig {
+    fn default() -> Self {
+        Self {
+            cell_size: 64.0,
+            priority_distance: 16.0,
+        }
+    }
+}
+
+/// What the caller supplies per subscriber per patch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FrameInput<'a> {
+    /// The last input sequence the zone processed for this player (0 = none).
+    pub ack: u32,
+    /// Zone events for this subscriber, `(topic, payload)`. Over the protocol's limits (1,024 events,
+    /// 16,384-byte payloads) the excess is dropped and counted in [`BuildStats::events_dropped`].
+    pub events: &'a [(u16, &'a [u8])],
+}
+
+/// Counters of one [`Replicator::build`], for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BuildStats {
+    /// Frames written.
+    pub frames: u64,
+    /// Total bytes of all frames.
+    pub bytes: u64,
+    /// Update records sent.
+    pub updates: u64,
+    /// Spawns sent.
+    pub spawns: u64,
+    /// Despawns sent.
+    pub despawns: u64,
+    /// Updates and spawns pending but left for a later patch by a budget.
+    pub deferred: u64,
+    /// Update records and spawn bodies copied from an encoding another subscriber already made.
+    pub cache_hits: u64,
+    /// Update records and spawn bodies encoded (once each, or per distinct base).
+    pub encodings: u64,
+    /// Events dropped for exceeding protocol limits.
+    pub events_dropped: u64,
+    /// Frames over budget because the header, despawns and events alone did not fit.
+    pub over_budget: u64,
+}
+
+/// Replication failures. Encoding errors mean a broken invariant (the world only holds valid values).
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ReplicateError {
+    /// The subscriber id is already registered.
+    #[error("subscriber {0:?} already exists")]
+    DuplicateSubscriber(SubscriberId),
+    /// No subscriber with this id.
+    #[error("unknown subscriber {0:?}")]
+    UnknownSubscriber(SubscriberId),
+    /// A frame could not be encoded.
+    #[error("encoding a delta failed: {0}")]
+    Encode(#[from] EncodeError),
+}
+
+/// What a subscriber was last sent about one entity in (or entering) its view.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    id: u32,
+    /// Whether the client holds it (a spawn was sent and no despawn since).
+    sent: bool,
+    qx: i32,
+    qy: i32,
+    /// World version at the last send: fields stamped later are pending.
+    version: u64,
+    /// Accumulated priority (budgeted subscribers only).
+    prio: f32,
+}
+
+#[derive(Debug, Clone)]
+struct Subscriber {
+    id: SubscriberId,
+    cfg: SubscriberConfig,
+    view: View,
+    /// One per visible entity, ascending by id, aligned with `view.visible()` after each build.
+    entries: Vec<Entry>,
+    baseline: bool,
+    /// The control value the client holds (`None` = never sent).
+    control_sent: Option<Option<u32>>,
+    centre: Option<(f32, f32)>,
+}
+
+/// Builds every subscriber's Delta each patch. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct Replicator {
+    cfg: ReplicationConfig,
+    interest: Interest,
+    subs: Vec<Subscriber>,
+    cache: cache::Cache,
+    scratch: build::Scratch,
+}
+
+impl Replicator {
+    /// A replicator with no subscribers.
+    pub fn new(cfg: ReplicationConfig) -> Self {
+        Self {
+            cfg,
+            interest: Interest::new(cfg.cell_size),
+            subs: Vec::new(),
+            cache: cache::Cache::default(),
+            scratch: build::Scratch::default(),
+        }
+    }
+
+    fn find(&self, id: SubscriberId) -> Result<usize, ReplicateError> {
+        self.subs
+            .binary_search_by_key(&id, |s| s.id)
+            .map_err(|_| ReplicateError::UnknownSubscriber(id))
+    }
+
+    /// Adds a subscriber; its first frame is a BASELINE.
+    pub fn add_subscriber(
+        &mut self,
+        id: SubscriberId,
+        cfg: SubscriberConfig,
+    ) -> Result<(), ReplicateError> {
+        match self.subs.binary_search_by_key(&id, |s| s.id) {
+            Ok(_) => Err(ReplicateError::DuplicateSubscriber(id)),
+            Err(at) => {
+                self.subs.insert(
+                    at,
+                    Subscriber {
+                        id,
+                        cfg,
+                        view: View::new(),
+                        entries: Vec::new(),
+                        baseline: true,
+                        control_sent: None,
+                        centre: None,
+                    },
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// Changes a subscriber's settings (radius, focus, budget, control); takes effect next build.
+    pub fn update_subscriber(
+        &mut self,
+        id: SubscriberId,
+        cfg: SubscriberConfig,
+    ) -> Result<(), ReplicateError> {
+        let i = self.find(id)?;
+        self.subs[i].cfg = cfg;
+        Ok(())
+    }
+
+    /// Removes a subscriber.
+    pub fn remove_subscriber(&mut self, id: SubscriberId) -> Result<(), ReplicateError> {
+        let i = self.find(id)?;
+        self.subs.remove(i);
+        Ok(())
+    }
+
+    /// Forgets what the subscriber was sent: its next frame is a BASELINE (e.g. after a reconnect).
+    pub fn reset_subscriber(&mut self, id: SubscriberId) -> Result<(), ReplicateError> {
+        let i = self.find(id)?;
+        let s = &mut self.subs[i];
+        s.baseline = true;
+        s.entries.clear();
+        s.view.clear();
+        s.control_sent = None;
+        Ok(())
+    }
+
+    /// The subscriber's settings.
+    pub fn subscriber(&self, id: SubscriberId) -> Result<&SubscriberConfig, ReplicateError> {
+        Ok(&self.subs[self.find(id)?].cfg)
+    }
+
+    /// Number of subscribers.
+    pub fn len(&self) -> usize {
+        self.subs.len()
+    }
+
+    /// Whether there are no subscribers.
+    pub fn is_empty(&self) -> bool {
+        self.subs.is_empty()
+    }
+
+    /// Ids the subscriber's client holds (sent and not despawned), ascending.
+    pub fn known(&self, id: SubscriberId) -> Result<Vec<u32>, ReplicateError> {
+        let s = &self.subs[self.find(id)?];
+        Ok(s.entries.iter().filter(|e| e.sent).map(|e| e.id).collect())
+    }
+
+    /// Builds and hands every subscriber's Delta for this patch to `sink`, in subscriber id order.
+    ///
+    /// `can_see(subscriber, entity)` hides in-range entities (never the subscriber's own entity or a
+    /// global one); `inputs(subscriber)` supplies the ack and events. The frame buffer passed to `sink`
+    /// is reused, so copy it if you keep it.
+    pub fn build<'a, C, I, S>(
+        &mut self,
+        world: &World,
+        tick: u64,
+        can_see: C,
+        inputs: I,
+        sink: S,
+    ) -> Result<BuildStats, ReplicateError>
+    where
+        C: FnMut(SubscriberId, EntityId) -> bool,
+        I: FnMut(SubscriberId) -> FrameInput<'a>,
+        S: FnMut(SubscriberId, &[u8]),
+    {
+        build::build(self, world, tick, can_see, inputs, sink)
+    }
+}
