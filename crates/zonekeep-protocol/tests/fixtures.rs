@@ -1,0 +1,789 @@
+//! Golden fixtures: the byte-exact contract the TypeScript SDK is tested against
+//! (tests/fixtures/protocol/, format in its README.md). `ZONEKEEP_BLESS=1 cargo test -p zonekeep-protocol
+//! --test fixtures` rewrites them; without the variable this test fails when any file is stale.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod fixture_json;
+
+use fixture_json::*;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Update};
+use zonekeep_protocol::messages::{
+    ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Ping, Pong, Redirect, Role,
+    ServerMessage, Transfer, Welcome,
+};
+use zonekeep_protocol::quant::*;
+use zonekeep_protocol::schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
+use zonekeep_protocol::wire::*;
+use zonekeep_protocol::DecodeError;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/protocol")
+}
+
+/// The two-kind schema of the Welcome fixture, using every field type; the Delta fixtures decode with it.
+fn schema() -> Schema {
+    let f = |name: &str, ty| FieldDef {
+        name: name.into(),
+        ty,
+    };
+    Schema {
+        pos_step: 0.01,
+        kinds: vec![
+            KindDef {
+                name: "player".into(),
+                fields: vec![
+                    f(
+                        "hp",
+                        FieldType::Quant {
+                            min: 0.0,
+                            max: 100.0,
+                            bits: 7,
+                        },
+                    ),
+                    f(
+                        "vx",
+                        FieldType::Centered {
+                            range: 20.0,
+                            bits: 10,
+                        },
+                    ),
+                    f("heading", FieldType::Angle { bits: 8 }),
+                    f("score", FieldType::UInt),
+                ],
+            },
+            KindDef {
+                name: "pickup".into(),
+                fields: vec![
+                    f("dz", FieldType::SInt),
+                    f("active", FieldType::Bool),
+                    f("label", FieldType::Str { max_len: 16 }),
+                    f("mass", FieldType::F32),
+                ],
+            },
+        ],
+    }
+}
+
+fn player(hp: u32, score: u32) -> Vec<FieldValue> {
+    vec![
+        FieldValue::Q(hp),
+        FieldValue::Q(512),
+        FieldValue::Q(64),
+        FieldValue::U(score),
+    ]
+}
+
+fn pickup(label: &str) -> Vec<FieldValue> {
+    vec![
+        FieldValue::I(-3),
+        FieldValue::Bool(true),
+        FieldValue::Str(label.into()),
+        FieldValue::F32(2.5),
+    ]
+}
+
+fn context_json(known: &[(u32, u32)]) -> Value {
+    json!({"schema": schema_json(&schema()), "known": known.iter().map(|(i, k)| json!([i, k])).collect::<Vec<_>>()})
+}
+
+struct Fixture {
+    name: &'static str,
+    description: &'static str,
+    body: Value,
+}
+
+fn msg_fixture(
+    name: &'static str,
+    description: &'static str,
+    bytes: Vec<u8>,
+    value: Value,
+    context: Option<Value>,
+) -> Fixture {
+    let mut body =
+        json!({"name": name, "description": description, "hex": hex(&bytes), "value": value});
+    if let Some(c) = context {
+        body["context"] = c;
+    }
+    Fixture {
+        name,
+        description,
+        body,
+    }
+}
+
+fn client(name: &'static str, description: &'static str, m: ClientMessage) -> Fixture {
+    let b = m.to_bytes().unwrap();
+    assert_eq!(ClientMessage::decode(&b).unwrap(), m);
+    msg_fixture(name, description, b, client_json(&m), None)
+}
+
+fn server(name: &'static str, description: &'static str, m: ServerMessage) -> Fixture {
+    let b = m.to_bytes(None).unwrap();
+    assert_eq!(ServerMessage::decode(&b, None).unwrap(), m);
+    msg_fixture(name, description, b, server_json(&m), None)
+}
+
+fn delta(name: &'static str, description: &'static str, d: Delta, known: &[(u32, u32)]) -> Fixture {
+    let s = schema();
+    let mut b = Vec::new();
+    d.encode(&s, known, &mut b).unwrap();
+    assert_eq!(decode_delta(&b, &s, known).unwrap(), d);
+    let ctx = DeltaContext { schema: &s, known };
+    assert_eq!(
+        ServerMessage::decode(&b, Some(ctx)).unwrap(),
+        ServerMessage::Delta(d.clone())
+    );
+    msg_fixture(
+        name,
+        description,
+        b,
+        delta_json(&d),
+        Some(context_json(known)),
+    )
+}
+
+fn welcome() -> Welcome {
+    Welcome {
+        version: 1,
+        player_id: 42,
+        zone_id: "arena-1".into(),
+        role: Role::Player,
+        tick_hz: 30,
+        patch_every: 2,
+        tick: 1000,
+        features: 0,
+        reconnect_token: vec![0xa1, 0xb2, 0xc3, 0xd4],
+        schema: schema(),
+    }
+}
+
+/// A known set large enough that sparse updates take the gap coding.
+fn big_known() -> Vec<(u32, u32)> {
+    let mut k = vec![(1, 0), (2, 0), (4, 1), (7, 0)];
+    k.extend((10..=46).map(|id| (id, u32::from(id % 3 == 0))));
+    k
+}
+
+fn message_fixtures() -> Vec<Fixture> {
+    let mut v = vec![
+        client(
+            "hello",
+            "Hello offering protocol versions 1 and 2 with a ticket, no reconnect token and content version \"1.4.0\".",
+            ClientMessage::Hello(Hello { versions: vec![1, 2], ticket: "eyJ0.e30.sig".into(), reconnect_token: vec![], content_version: "1.4.0".into() }),
+        ),
+        client(
+            "hello_reconnect",
+            "Hello offering version 1 only, presenting an 8-byte reconnect token from an earlier Welcome and no content version.",
+            ClientMessage::Hello(Hello { versions: vec![1], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new() }),
+        ),
+        client(
+            "input",
+            "Input number 300 produced while the client displayed tick 12345, carrying a 3-byte game payload.",
+            ClientMessage::Input(Input { seq: 300, view_tick: 12345, payload: vec![0x01, 0xff, 0x10] }),
+        ),
+        client("ping", "Ping with client time 1700000000000 (a millisecond clock).", ClientMessage::Ping(Ping { client_time: 1_700_000_000_000 })),
+        server(
+            "welcome",
+            "Welcome for player 42 in zone \"arena-1\" at 30 Hz, a Delta every 2 ticks, with the two-kind schema (player, pickup) that uses every field type.",
+            ServerMessage::Welcome(welcome()),
+        ),
+        server(
+            "welcome_observer",
+            "Welcome for observer 7 with an empty schema (no kinds) and a 0.5 position step.",
+            ServerMessage::Welcome(Welcome { player_id: 7, role: Role::Observer, schema: Schema { pos_step: 0.5, kinds: vec![] }, reconnect_token: vec![], ..welcome() }),
+        ),
+        server("pong", "Pong echoing client time 1700000000000 at host time 5000000 µs, tick 1001.", ServerMessage::Pong(Pong { client_time: 1_700_000_000_000, server_time_us: 5_000_000, tick: 1001 })),
+        server("kick", "Kick with VERSION_MISMATCH (10) and a reason.", ServerMessage::Kick(Kick { code: KickCode::VERSION_MISMATCH, reason: "no common version".into() })),
+        server("kick_unknown_code", "Kick with code 300, unknown to v1: decoders must accept it as-is.", ServerMessage::Kick(Kick { code: KickCode(300), reason: String::new() })),
+        server("redirect", "Redirect (reserved in v1) to another host for zone \"arena-1\".", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1".into(), zone_id: "arena-1".into() })),
+        server("transfer", "Transfer (reserved in v1) to zone \"lobby\" with a fresh ticket.", ServerMessage::Transfer(Transfer { zone_id: "lobby".into(), ticket: "eyJ0.e30.sig2".into(), url: "wss://a.example/zones/lobby".into() })),
+    ];
+
+    let base = |tick| Delta {
+        tick,
+        ack: 0,
+        baseline: false,
+        control: None,
+        despawns: vec![],
+        updates: vec![],
+        spawns: vec![],
+        events: None,
+    };
+    v.push(delta(
+        "delta_baseline",
+        "BASELINE Delta after Welcome: control = entity 1, spawns of two players and a pickup with full state (the known set before it is ignored).",
+        Delta {
+            baseline: true,
+            control: Some(Some(1)),
+            spawns: vec![
+                Spawn { id: 1, kind: 0, qx: 1050, qy: -220, fields: player(127, 0) },
+                Spawn { id: 2, kind: 0, qx: 0, qy: 0, fields: player(64, 9) },
+                Spawn { id: 4, kind: 1, qx: -5, qy: 70000, fields: pickup("gold") },
+            ],
+            ..base(1000)
+        },
+        &[(9, 0)],
+    ));
+    let k = big_known();
+    // After despawning 2: index 0 = id 1, 1 = id 4, 20 = id 27, 39 = id 46.
+    v.push(delta(
+        "delta_gaps",
+        "Delta with a despawn, four updates named in gap coding using every position form (tiny, nibbles + fields, delta + field, absolute) and one spawn.",
+        Delta {
+            ack: 17,
+            despawns: vec![2],
+            updates: vec![
+                Update { index: 0, id: 1, pos: Some(PosForm::Tiny { dx: 1, dy: -2 }), mask: 0, fields: vec![] },
+                Update { index: 1, id: 4, pos: Some(PosForm::Nibbles { dx: -8, dy: 7 }), mask: 0b0110, fields: vec![(1, FieldValue::Bool(false)), (2, FieldValue::Str("silver".into()))] },
+                Update { index: 21, id: 28, pos: Some(PosForm::Delta { dx: 300, dy: -2 }), mask: 0b0001, fields: vec![(0, FieldValue::Q(100))] },
+                Update { index: 39, id: 46, pos: Some(PosForm::Absolute { qx: -123_456, qy: 7 }), mask: 0, fields: vec![] },
+            ],
+            spawns: vec![Spawn { id: 50, kind: 0, qx: 10, qy: 20, fields: player(127, 1) }],
+            ..base(1002)
+        },
+        &k,
+    ));
+    let dense: Vec<(u32, u32)> = (100..116).map(|id| (id, 0)).collect();
+    v.push(delta(
+        "delta_bitset",
+        "Delta where eight of sixteen known players moved by tiny steps: the index set takes the bitset form (2 bytes) because it is shorter than eight gap varints.",
+        Delta {
+            updates: (0..8u32)
+                .map(|i| Update { index: i * 2, id: 100 + i * 2, pos: Some(PosForm::Tiny { dx: i as i32 - 4, dy: 1 }), mask: 0, fields: vec![] })
+                .collect(),
+            ..base(1004)
+        },
+        &dense,
+    ));
+    v.push(delta(
+        "delta_control_events",
+        "Delta with CONTROL (now none), one fields-only update (score of entity 7) and two zone events.",
+        Delta {
+            ack: 18,
+            control: Some(None),
+            updates: vec![Update { index: 3, id: 7, pos: None, mask: 0b1000, fields: vec![(3, FieldValue::U(1500))] }],
+            events: Some(vec![Event { topic: 1, payload: b"gg".to_vec() }, Event { topic: 513, payload: vec![] }]),
+            ..base(1006)
+        },
+        &k,
+    ));
+    v
+}
+
+fn primitives() -> Fixture {
+    let varints: Vec<u64> = vec![
+        0,
+        1,
+        127,
+        128,
+        255,
+        300,
+        16383,
+        16384,
+        2_097_151,
+        2_097_152,
+        u64::from(u32::MAX),
+        1 << 35,
+        (1 << 53) - 1,
+        u64::MAX,
+    ];
+    let zz32 = [0, -1, 1, -2, 2, 63, -64, 64, i32::MAX, i32::MIN];
+    let zz64 = [0i64, -1, 1, i64::MAX, i64::MIN];
+    let f32s: [u32; 9] = [
+        0,
+        0x8000_0000,
+        0x3f80_0000,
+        0x3c23_d70a,
+        0x7f7f_ffff,
+        0x0000_0001,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+    ];
+    let strings = ["", "a", "héllo", "日本", "🎮", &"x".repeat(200)];
+    let enc = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut b = Vec::new();
+        f(&mut b);
+        hex(&b)
+    };
+    let body = json!({
+        "name": "primitives",
+        "description": "Encodings of the §2 primitives, edge values included. 64-bit values are decimal strings so JavaScript reads them exactly; f32 values are bit patterns.",
+        "varint": varints.iter().map(|&v| json!({"value": v.to_string(), "hex": enc(&|b| put_varint(b, v))})).collect::<Vec<_>>(),
+        "zigzag32": zz32.iter().map(|&v| json!({"value": v, "hex": enc(&|b| put_zigzag32(b, v))})).collect::<Vec<_>>(),
+        "zigzag64": zz64.iter().map(|&v| json!({"value": v.to_string(), "hex": enc(&|b| put_zigzag64(b, v))})).collect::<Vec<_>>(),
+        "f32": f32s.iter().map(|&bits| json!({"bits": format!("{bits:08x}"), "hex": enc(&|b| put_f32(b, f32::from_bits(bits)))})).collect::<Vec<_>>(),
+        "string": strings.iter().map(|s| json!({"value": s, "hex": enc(&|b| put_str(b, s, 1000).unwrap())})).collect::<Vec<_>>(),
+    });
+    // Everything decodes back.
+    for v in &varints {
+        let mut b = Vec::new();
+        put_varint(&mut b, *v);
+        assert_eq!(Reader::new(&b).varint_u64().unwrap(), *v);
+    }
+    Fixture {
+        name: "primitives",
+        description: "",
+        body,
+    }
+}
+
+fn quant_cases() -> Fixture {
+    let b = f32_bits;
+    let nan = f32::NAN;
+    let inf = f32::INFINITY;
+    let quant: Vec<(f32, f32, f32, u8)> = vec![
+        (0.0, 0.0, 100.0, 7),
+        (50.0, 0.0, 100.0, 7),
+        (100.0, 0.0, 100.0, 7),
+        (33.3, 0.0, 100.0, 7),
+        (-5.0, 0.0, 100.0, 7),
+        (1e9, 0.0, 100.0, 7),
+        (nan, 0.0, 100.0, 7),
+        (-inf, 0.0, 100.0, 7),
+        (0.5, 0.0, 1.0, 1),
+        (0.49999997, 0.0, 1.0, 1),
+        (0.1, -1.0, 1.0, 16),
+        (0.123_456_78, -1.0, 1.0, 32),
+        (-0.7, -1.0, 1.0, 32),
+        (3.0, -3.0, 3.0, 24),
+    ];
+    let centered: Vec<(f32, f32, u8)> = vec![
+        (0.0, 20.0, 10),
+        (-0.0, 20.0, 10),
+        (1.0, 20.0, 10),
+        (-1.0, 20.0, 10),
+        (19.99, 20.0, 10),
+        (20.0, 20.0, 10),
+        (-20.0, 20.0, 10),
+        (-25.0, 20.0, 10),
+        (nan, 20.0, 10),
+        (0.019_531_25, 20.0, 10),
+        (0.3, 1.0, 2),
+        (0.1, 1.0, 32),
+    ];
+    let angle: Vec<(f32, u8)> = vec![
+        (0.0, 8),
+        (std::f32::consts::PI, 8),
+        (-std::f32::consts::FRAC_PI_2, 8),
+        (std::f32::consts::TAU, 8),
+        (-1e-9, 8),
+        (100.0, 8),
+        (-100.0, 12),
+        (1.0, 1),
+        (3.0, 16),
+        (nan, 8),
+        (inf, 8),
+    ];
+    let pos: Vec<(f32, f32)> = vec![
+        (0.0, 0.01),
+        (1.005, 0.01),
+        (-0.005, 0.01),
+        (-1.234_567, 0.01),
+        (123.456, 0.01),
+        (1e30, 0.01),
+        (-1e30, 0.01),
+        (nan, 0.01),
+        (7.25, 0.5),
+        (-7.25, 0.5),
+        (60.0, 0.05),
+    ];
+    let body = json!({
+        "name": "quant",
+        "description": "Quantization cases of §3 (inputs, integer code, decoded value). Every f32 is an 8-hex-digit bit pattern so JavaScript compares bits exactly.",
+        "quant": quant.iter().map(|&(v, lo, hi, bits)| { let q = quant_encode(v, lo, hi, bits);
+            json!({"v": b(v), "min": b(lo), "max": b(hi), "bits": bits, "q": q, "decoded": b(quant_decode(q, lo, hi, bits))}) }).collect::<Vec<_>>(),
+        "centered": centered.iter().map(|&(v, range, bits)| { let q = centered_encode(v, range, bits);
+            json!({"v": b(v), "range": b(range), "bits": bits, "q": q, "decoded": b(centered_decode(q, range, bits))}) }).collect::<Vec<_>>(),
+        "angle": angle.iter().map(|&(a, bits)| { let q = angle_encode(a, bits);
+            json!({"a": b(a), "bits": bits, "q": q, "decoded": b(angle_decode(q, bits))}) }).collect::<Vec<_>>(),
+        "pos": pos.iter().map(|&(v, step)| { let q = pos_encode(v, step);
+            json!({"v": b(v), "step": b(step), "q": q, "decoded": b(pos_decode(q, step))}) }).collect::<Vec<_>>(),
+    });
+    Fixture {
+        name: "quant",
+        description: "",
+        body,
+    }
+}
+
+/// Which decoder a rejection case is for, and what it must report.
+#[derive(Clone, Copy)]
+enum Dec {
+    Client,
+    Server,
+    Delta,
+}
+
+fn invalid_cases() -> Fixture {
+    let k = big_known();
+    let s = schema();
+    let mut welcome_bytes = ServerMessage::Welcome(welcome()).to_bytes(None).unwrap();
+    // Offsets inside the Welcome fixture: tag, version, player_id, zone_id (1 + 7), role.
+    let role_at = 1 + 1 + 1 + 8;
+    let mut bad_role = welcome_bytes.clone();
+    bad_role[role_at] = 2;
+    let mut bad_hz = welcome_bytes.clone();
+    bad_hz[role_at + 1] = 0;
+    // Field type byte of the first field: after the schema's pos_step (4), kind count, "player", count, "hp".
+    let schema_at = welcome_bytes.len() - {
+        let mut b = Vec::new();
+        s.encode(&mut b).unwrap();
+        b.len()
+    };
+    let first_type = schema_at + 4 + 1 + 7 + 1 + 3;
+    let mut bad_type = welcome_bytes.clone();
+    bad_type[first_type] = 8;
+    let mut bad_bits = welcome_bytes.clone();
+    bad_bits[first_type + 9] = 0; // quant bits after min, max
+    let mut zero_step = welcome_bytes.clone();
+    zero_step[schema_at..schema_at + 4].copy_from_slice(&[0, 0, 0, 0]);
+    welcome_bytes.push(0);
+    let trailing_welcome = welcome_bytes;
+
+    // Deltas against big_known(): header tick 1 (01), ack 0 (00).
+    let d = |rest: &[u8]| {
+        let mut b = vec![0x82, 0x01, 0x00];
+        b.extend_from_slice(rest);
+        b
+    };
+    let cases: Vec<(Dec, Vec<u8>, &str, &str)> = vec![
+        (Dec::Client, vec![], "truncated", "Empty message."),
+        (
+            Dec::Client,
+            vec![0x04],
+            "unknown_tag",
+            "Tag 0x04 is not a client message.",
+        ),
+        (
+            Dec::Client,
+            vec![0x81],
+            "unknown_tag",
+            "A server tag sent to the server.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x00, 0x00, 0x00, 0x00],
+            "invalid",
+            "Hello offering no version.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x09],
+            "too_long",
+            "Hello offering 9 versions (limit 8), refused before reading them.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x02, 0x01, 0x01, 0x00, 0x00, 0x00],
+            "invalid",
+            "Hello offering version 1 twice.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x01, 0x81, 0x20],
+            "too_long",
+            "Hello whose ticket declares 4097 bytes (limit 4096), refused before reading it.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x01, 0x02, 0xc3, 0x28, 0x00, 0x00],
+            "invalid_utf8",
+            "Hello whose ticket is not UTF-8.",
+        ),
+        (
+            Dec::Client,
+            vec![0x02, 0x00, 0x00, 0x00],
+            "invalid",
+            "Input with seq 0.",
+        ),
+        (
+            Dec::Client,
+            vec![0x02, 0x80, 0x80, 0x80, 0x80, 0x10, 0x00, 0x00],
+            "overflow",
+            "Input seq beyond u32.",
+        ),
+        (
+            Dec::Client,
+            vec![0x02, 0x01, 0x00, 0x05, 0x01],
+            "truncated",
+            "Input payload declares 5 bytes, 1 present.",
+        ),
+        (
+            Dec::Client,
+            vec![0x03, 0x80, 0x00],
+            "non_canonical_varint",
+            "Ping time with a redundant zero group.",
+        ),
+        (
+            Dec::Client,
+            vec![0x03, 0x01, 0x00],
+            "trailing_bytes",
+            "Ping followed by an extra byte.",
+        ),
+        (
+            Dec::Server,
+            vec![0x01],
+            "unknown_tag",
+            "A client tag sent to the client.",
+        ),
+        (
+            Dec::Server,
+            vec![0x87],
+            "unknown_tag",
+            "Tag 0x87 is not defined in v1.",
+        ),
+        (
+            Dec::Server,
+            vec![0x84, 0x80, 0x80, 0x04, 0x00],
+            "overflow",
+            "Kick code beyond u16.",
+        ),
+        (
+            Dec::Server,
+            vec![0x84, 0x01, 0x01, 0xff],
+            "invalid_utf8",
+            "Kick reason is not UTF-8.",
+        ),
+        (
+            Dec::Server,
+            vec![0x83, 0x01, 0x02],
+            "truncated",
+            "Pong missing its tick.",
+        ),
+        (
+            Dec::Server,
+            bad_role,
+            "invalid",
+            "The welcome fixture with role byte 2.",
+        ),
+        (
+            Dec::Server,
+            bad_hz,
+            "invalid",
+            "The welcome fixture with tick_hz 0.",
+        ),
+        (
+            Dec::Server,
+            bad_type,
+            "invalid",
+            "The welcome fixture with field type 8 (undefined).",
+        ),
+        (
+            Dec::Server,
+            bad_bits,
+            "invalid",
+            "The welcome fixture with quant bits 0.",
+        ),
+        (
+            Dec::Server,
+            zero_step,
+            "invalid",
+            "The welcome fixture with pos_step 0.0.",
+        ),
+        (
+            Dec::Server,
+            trailing_welcome,
+            "trailing_bytes",
+            "The welcome fixture plus one byte.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x08, 0, 0, 0]),
+            "invalid",
+            "Delta flags with reserved bit 3 set.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x02, 0x80, 0x80, 0x80, 0x80, 0x11, 0, 0, 0]),
+            "overflow",
+            "CONTROL value beyond 2^32.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x01, 0x01, 0x01, 0, 0]),
+            "invalid",
+            "BASELINE Delta with a despawn.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x01, 0x03, 0, 0]),
+            "invalid",
+            "Despawn of id 3, which is not known.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x02, 0x04, 0x00, 0, 0]),
+            "invalid",
+            "Despawns 4 then 4 + 0 + 1 = 5: 5 is not known.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 41, 60, 0]),
+            "invalid",
+            "Update index 41 beyond the 41 known entities.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x80, 0]),
+            "invalid",
+            "Update record header 0x80 (nothing changed).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 121, 0]),
+            "invalid",
+            "Tiny move header 121 (above 120).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x88, 0]),
+            "invalid",
+            "Update header with reserved bit 3 set.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x84, 0x00, 0]),
+            "invalid",
+            "Fields flag with an empty mask.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x84, 0x10, 0x00, 0]),
+            "invalid",
+            "Mask bit 4 on a 4-field kind.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x84, 0x01, 0x80, 0x01, 0]),
+            "invalid",
+            "hp code 128 for a 7-bit quant field.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x02, 0x84, 0x02, 0x02, 0]),
+            "invalid",
+            "Bool field value 2 (entity 4 is a pickup).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x02, 0x01, 0x01, 0x01, 60, 60, 0]),
+            "invalid",
+            "Bitset naming one index where the count says two.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x01, 0x07, 0, 0, 0, 0, 0, 0, 0x01, 60, 0]),
+            "too_long",
+            "Bitset of 7 bytes for 41 known entities (limit 6).",
+        ),
+        (
+            Dec::Delta,
+            d(&[
+                0x00, 0x00, 0x00, 0x01, 0x07, 0x00, 0x00, 0x00, 0x80, 0x02, 0x00, 0x00, 0x00, 0x00,
+                0x00,
+            ]),
+            "invalid",
+            "Spawn of id 7, which is known.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00]),
+            "invalid",
+            "Spawn of kind 2; the schema has two kinds.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x04, 0x00, 0x00, 0x00, 0x81, 0x08]),
+            "too_long",
+            "1025 events (limit 1024).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x00, 0x00, 0x00]),
+            "trailing_bytes",
+            "An empty Delta plus one byte.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x00]),
+            "truncated",
+            "An empty Delta missing its spawn count.",
+        ),
+    ];
+    let mut out = Vec::new();
+    for (dec, bytes, kind, description) in cases {
+        let got = match dec {
+            Dec::Client => ClientMessage::decode(&bytes).map(|_| ()),
+            Dec::Server => ServerMessage::decode(&bytes, None).map(|_| ()),
+            Dec::Delta => decode_delta(&bytes, &s, &k).map(|_| ()),
+        };
+        let err: DecodeError = got.expect_err(description);
+        assert_eq!(err.kind(), kind, "{description}: {err}");
+        out.push(json!({
+            "decoder": match dec { Dec::Client => "client", Dec::Server => "server", Dec::Delta => "delta" },
+            "hex": hex(&bytes),
+            "error": kind,
+            "description": description,
+        }));
+    }
+    let body = json!({
+        "name": "invalid",
+        "description": "Byte strings every decoder must reject, with the error kind. \"delta\" cases decode against the context below.",
+        "context": context_json(&k),
+        "cases": out,
+    });
+    Fixture {
+        name: "invalid",
+        description: "",
+        body,
+    }
+}
+
+#[test]
+fn golden_fixtures_are_fresh() {
+    let mut all = message_fixtures();
+    all.push(primitives());
+    all.push(quant_cases());
+    all.push(invalid_cases());
+    let bless = std::env::var_os("ZONEKEEP_BLESS").is_some_and(|v| v == "1");
+    let d = dir();
+    if bless {
+        std::fs::create_dir_all(&d).unwrap();
+    }
+    let mut stale = Vec::new();
+    for f in &all {
+        assert!(
+            !f.description.is_empty() || f.body.get("description").is_some(),
+            "{}",
+            f.name
+        );
+        let path = d.join(format!("{}.json", f.name));
+        let text = serde_json::to_string_pretty(&f.body).unwrap() + "\n";
+        if bless {
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        // Compare parsed values (key order does not matter), hex strings included, byte for byte.
+        match std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        {
+            Some(on_disk) if on_disk == f.body => {}
+            _ => stale.push(f.name),
+        }
+    }
+    if !bless {
+        let known: Vec<String> = all.iter().map(|f| format!("{}.json", f.name)).collect();
+        for e in std::fs::read_dir(&d).unwrap() {
+            let n = e.unwrap().file_name().to_string_lossy().into_owned();
+            if n.ends_with(".json") && !known.contains(&n) {
+                stale.push("(unexpected file)");
+                eprintln!("unexpected fixture file {n}");
+            }
+        }
+    }
+    assert!(stale.is_empty(), "stale fixtures {stale:?}: run ZONEKEEP_BLESS=1 cargo test -p zonekeep-protocol --test fixtures");
+}
