@@ -45,6 +45,9 @@ pub struct ZoneConfig {
     pub max_timers: usize,
     /// Most events queued between two `advance` calls.
     pub max_pending_events: usize,
+    /// Most facts in flight (emitted, not yet settled); a zone emitting more
+    /// gets [`FactError::QueueFull`](crate::FactError::QueueFull).
+    pub max_facts_in_flight: usize,
 }
 
 impl Default for ZoneConfig {
@@ -64,6 +67,7 @@ impl Default for ZoneConfig {
             world_seed: 0,
             max_timers: 1024,
             max_pending_events: 4096,
+            max_facts_in_flight: 1024,
         }
     }
 }
@@ -100,6 +104,9 @@ impl ZoneConfig {
         }
         if self.max_pending_events == 0 {
             return Err(ConfigError::MaxPendingEvents);
+        }
+        if self.max_facts_in_flight == 0 {
+            return Err(ConfigError::MaxFactsInFlight);
         }
         Ok(())
     }
@@ -197,6 +204,13 @@ mod tests {
                     ..d()
                 },
                 ConfigError::MaxPendingEvents,
+            ),
+            (
+                ZoneConfig {
+                    max_facts_in_flight: 0,
+                    ..d()
+                },
+                ConfigError::MaxFactsInFlight,
             ),
         ];
         for (cfg, err) in cases {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::fact::{FactBook, FactError, FactKey};
 use crate::input::InputMeta;
 use crate::player::{PlayerId, PlayerInfo, Roster};
 use crate::rng::ZoneRng;
@@ -77,6 +78,7 @@ pub struct Ctx<'a> {
     roster: &'a Roster,
     out: &'a mut Outputs,
     input: Option<InputMeta>,
+    facts: &'a mut FactBook,
 }
 
 /// The borrowed parts a [`Ctx`] is made of (keeps `Ctx::new` readable).
@@ -89,6 +91,7 @@ pub(crate) struct CtxParts<'a> {
     pub(crate) roster: &'a Roster,
     pub(crate) out: &'a mut Outputs,
     pub(crate) input: Option<InputMeta>,
+    pub(crate) facts: &'a mut FactBook,
 }
 
 impl<'a> Ctx<'a> {
@@ -103,6 +106,7 @@ impl<'a> Ctx<'a> {
             roster: p.roster,
             out: p.out,
             input: p.input,
+            facts: p.facts,
         }
     }
 
@@ -168,6 +172,29 @@ impl<'a> Ctx<'a> {
             topic,
             payload,
         });
+    }
+
+    /// Emit a durable side effect (see [`crate::fact`]). It is committed off
+    /// the tick and settled back through
+    /// [`Zone::on_fact_settled`](crate::Zone::on_fact_settled). Without a
+    /// `key`, the key is `"{zone_id}:{boot_epoch}:{counter}"`; a game key must
+    /// be unique among facts in flight. Never blocks: when
+    /// [`ZoneConfig::max_facts_in_flight`](crate::ZoneConfig::max_facts_in_flight)
+    /// facts are in flight it returns [`FactError::QueueFull`] (counted in
+    /// [`AdvanceReport::facts_overflowed`](crate::AdvanceReport::facts_overflowed)).
+    pub fn emit_fact(
+        &mut self,
+        kind: &str,
+        payload: serde_json::Value,
+        principal: Option<&str>,
+        key: Option<String>,
+    ) -> Result<FactKey, FactError> {
+        self.facts.emit(self.tick, kind, payload, principal, key)
+    }
+
+    /// How many facts are in flight (emitted, not yet settled).
+    pub fn facts_in_flight(&self) -> usize {
+        self.facts.in_flight_len()
     }
 
     /// Ask the host to remove `player` after this hook returns. Ignored if the

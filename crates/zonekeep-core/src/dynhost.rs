@@ -10,10 +10,12 @@ use crate::clock::Clock;
 use crate::config::ZoneConfig;
 use crate::ctx::Event;
 use crate::error::{JoinError, RejoinError, UnknownPlayer, ZoneError};
+use crate::fact::{Fact, Settlement};
 use crate::host::ZoneHost;
 use crate::input::InputOutcome;
 use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 use crate::report::AdvanceReport;
+use crate::snapshot::RestoreError;
 use crate::tier::Tier;
 use crate::zone::{LeaveReason, Zone, ZoneInit};
 
@@ -71,6 +73,16 @@ pub trait AnyZoneHost: Send {
     fn next_tick_due(&self) -> Duration;
     /// See [`ZoneHost::is_disposed`].
     fn is_disposed(&self) -> bool;
+    /// See [`ZoneHost::boot_epoch`].
+    fn boot_epoch(&self) -> u64;
+    /// See [`ZoneHost::take_facts`].
+    fn take_facts(&mut self) -> Vec<Fact>;
+    /// See [`ZoneHost::facts_in_flight`].
+    fn facts_in_flight(&self) -> usize;
+    /// See [`ZoneHost::settle`].
+    fn settle(&mut self, settlement: Settlement);
+    /// See [`ZoneHost::snapshot`].
+    fn snapshot(&self) -> Option<Vec<u8>>;
     /// For downcasting to the concrete `ZoneHost<Z>`.
     fn as_any(&self) -> &dyn Any;
     /// For downcasting to the concrete `ZoneHost<Z>`, mutably.
@@ -149,6 +161,21 @@ impl<Z: Zone> AnyZoneHost for ZoneHost<Z> {
     fn is_disposed(&self) -> bool {
         ZoneHost::is_disposed(self)
     }
+    fn boot_epoch(&self) -> u64 {
+        ZoneHost::boot_epoch(self)
+    }
+    fn take_facts(&mut self) -> Vec<Fact> {
+        ZoneHost::take_facts(self)
+    }
+    fn facts_in_flight(&self) -> usize {
+        ZoneHost::facts_in_flight(self)
+    }
+    fn settle(&mut self, settlement: Settlement) {
+        ZoneHost::settle(self, settlement)
+    }
+    fn snapshot(&self) -> Option<Vec<u8>> {
+        ZoneHost::snapshot(self)
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -157,22 +184,54 @@ impl<Z: Zone> AnyZoneHost for ZoneHost<Z> {
     }
 }
 
-/// Builds a boxed host for one zone kind.
+/// Builds a boxed host for one zone kind, under a boot epoch (see
+/// [`ZoneHost::with_boot_epoch`]).
 pub type ZoneFactory =
-    fn(ZoneInit, ZoneConfig, Arc<dyn Clock>) -> Result<Box<dyn AnyZoneHost>, ZoneError>;
+    fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64) -> Result<Box<dyn AnyZoneHost>, ZoneError>;
+
+/// Rebuilds a boxed host of one zone kind from a snapshot envelope (see
+/// [`ZoneHost::restore`]).
+pub type RestoreFactory = fn(
+    ZoneInit,
+    ZoneConfig,
+    Arc<dyn Clock>,
+    u64,
+    &[u8],
+) -> Result<Box<dyn AnyZoneHost>, RestoreError>;
 
 fn factory_for<Z: Zone>(
     init: ZoneInit,
     config: ZoneConfig,
     clock: Arc<dyn Clock>,
+    boot_epoch: u64,
 ) -> Result<Box<dyn AnyZoneHost>, ZoneError> {
-    Ok(Box::new(ZoneHost::<Z>::new(init, config, clock)?))
+    Ok(Box::new(ZoneHost::<Z>::with_boot_epoch(
+        init, config, clock, boot_epoch,
+    )?))
+}
+
+fn restore_for<Z: Zone>(
+    init: ZoneInit,
+    config: ZoneConfig,
+    clock: Arc<dyn Clock>,
+    boot_epoch: u64,
+    envelope: &[u8],
+) -> Result<Box<dyn AnyZoneHost>, RestoreError> {
+    Ok(Box::new(ZoneHost::<Z>::restore(
+        init, config, clock, boot_epoch, envelope,
+    )?))
+}
+
+#[derive(Debug, Clone, Copy)]
+struct KindEntry {
+    create: ZoneFactory,
+    restore: Option<RestoreFactory>,
 }
 
 /// Maps zone kind names to factories.
 #[derive(Debug, Clone, Default)]
 pub struct ZoneKinds {
-    factories: BTreeMap<String, ZoneFactory>,
+    factories: BTreeMap<String, KindEntry>,
 }
 
 impl ZoneKinds {
@@ -183,12 +242,26 @@ impl ZoneKinds {
 
     /// Register `Z` under `kind` (replacing any earlier registration).
     pub fn register<Z: Zone>(&mut self, kind: impl Into<String>) -> &mut Self {
-        self.register_factory(kind, factory_for::<Z>)
+        self.factories.insert(
+            kind.into(),
+            KindEntry {
+                create: factory_for::<Z>,
+                restore: Some(restore_for::<Z>),
+            },
+        );
+        self
     }
 
-    /// Register a custom factory under `kind`.
+    /// Register a custom factory under `kind`; zones of that kind cannot be
+    /// restored from a snapshot.
     pub fn register_factory(&mut self, kind: impl Into<String>, factory: ZoneFactory) -> &mut Self {
-        self.factories.insert(kind.into(), factory);
+        self.factories.insert(
+            kind.into(),
+            KindEntry {
+                create: factory,
+                restore: None,
+            },
+        );
         self
     }
 
@@ -202,17 +275,47 @@ impl ZoneKinds {
         self.factories.keys().map(String::as_str)
     }
 
-    /// Create a host for `init.kind`.
+    /// Create a host for `init.kind` (boot epoch 0).
     pub fn create(
         &self,
         init: ZoneInit,
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Box<dyn AnyZoneHost>, ZoneError> {
-        let factory = self
+        self.create_at(init, config, clock, 0)
+    }
+
+    /// Create a host for `init.kind` under `boot_epoch` (the owner's claim epoch).
+    pub fn create_at(
+        &self,
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+    ) -> Result<Box<dyn AnyZoneHost>, ZoneError> {
+        let entry = self
             .factories
             .get(&init.kind)
             .ok_or_else(|| ZoneError::UnknownKind(init.kind.clone()))?;
-        factory(init, config, clock)
+        (entry.create)(init, config, clock, boot_epoch)
+    }
+
+    /// Rebuild a host for `init.kind` from a snapshot envelope; see [`ZoneHost::restore`].
+    pub fn restore(
+        &self,
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        envelope: &[u8],
+    ) -> Result<Box<dyn AnyZoneHost>, RestoreError> {
+        let entry = self
+            .factories
+            .get(&init.kind)
+            .ok_or_else(|| ZoneError::UnknownKind(init.kind.clone()))?;
+        let restore = entry
+            .restore
+            .ok_or_else(|| ZoneError::NotRestorable(init.kind.clone()))?;
+        restore(init, config, clock, boot_epoch, envelope)
     }
 }

@@ -18,6 +18,13 @@ pub enum ZoneError {
     /// No zone kind of that name is registered.
     #[error("unknown zone kind {0:?}")]
     UnknownKind(String),
+    /// The kind does not implement [`Zone::restore`](crate::Zone::restore).
+    #[error("zone kind {0:?} does not restore saved state")]
+    NotRestorable(String),
+    /// The kind's code cannot read these saved bytes (e.g. its state schema
+    /// changed); the save is kept for an operator.
+    #[error("saved state cannot be restored: {0}")]
+    Restore(String),
 }
 
 /// An invalid [`ZoneConfig`](crate::ZoneConfig).
@@ -55,6 +62,9 @@ pub enum ConfigError {
     /// `max_pending_events` must be at least 1.
     #[error("max_pending_events must be at least 1")]
     MaxPendingEvents,
+    /// `max_facts_in_flight` must be at least 1.
+    #[error("max_facts_in_flight must be at least 1")]
+    MaxFactsInFlight,
 }
 
 /// Why a join or observe was refused.

@@ -8,10 +8,12 @@ use crate::clock::Clock;
 use crate::config::ZoneConfig;
 use crate::ctx::{Ctx, CtxParts, Event, Kick, Outputs};
 use crate::error::{JoinError, RejoinError, UnknownPlayer, ZoneError};
+use crate::fact::{Fact, FactBook, Settlement};
 use crate::input::{InputBuffer, InputMeta, InputOutcome, SeqCheck};
 use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role, Roster};
 use crate::report::{AdvanceReport, InputCounters};
 use crate::rng::{zone_rng, ZoneRng};
+use crate::snapshot::{RestoreError, Snapshot};
 use crate::tier::{IdlePolicy, Tier, TierState, TierTransition};
 use crate::timer::Timers;
 use crate::zone::{LeaveReason, Zone, ZoneInit};
@@ -26,6 +28,7 @@ struct Core {
     timers: Timers,
     roster: Roster,
     out: Outputs,
+    facts: FactBook,
 }
 
 impl Core {
@@ -39,6 +42,7 @@ impl Core {
             roster: &self.roster,
             out: &mut self.out,
             input,
+            facts: &mut self.facts,
         })
     }
 }
@@ -97,23 +101,74 @@ impl<Z: Zone> std::fmt::Debug for ZoneHost<Z> {
 impl<Z: Zone> ZoneHost<Z> {
     /// Validate `config`, seed the RNG from `(config.world_seed, init.zone_id)`
     /// and create the zone. The tick schedule starts at `clock.now()`.
+    /// The boot epoch is 0; a host that persists facts uses
+    /// [`with_boot_epoch`](ZoneHost::with_boot_epoch).
     pub fn new(
         init: ZoneInit,
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, ZoneError> {
+        Self::with_boot_epoch(init, config, clock, 0)
+    }
+
+    /// Like [`new`](ZoneHost::new), with the owner epoch this host runs under
+    /// (the store's claim epoch). It becomes part of generated fact keys, so
+    /// keys never repeat across restarts.
+    pub fn with_boot_epoch(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+    ) -> Result<Self, ZoneError> {
+        Self::build(init, config, clock, boot_epoch, 0, |init, ctx| {
+            Z::create(init, ctx)
+        })
+    }
+
+    /// Rebuild a zone from an envelope made by [`snapshot`](ZoneHost::snapshot):
+    /// the zone comes from [`Zone::restore`], the tick count and fact counter
+    /// continue from the snapshot, and every fact that was in flight is queued
+    /// again under its original key (so [`take_facts`](ZoneHost::take_facts)
+    /// returns them for re-sending). `boot_epoch` is the new owner's epoch.
+    pub fn restore(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        envelope: &[u8],
+    ) -> Result<Self, RestoreError> {
+        let snap = Snapshot::decode(envelope)?;
+        let mut host = Self::build(init, config, clock, boot_epoch, snap.tick, |init, ctx| {
+            Z::restore(init, ctx, &snap.zone)
+        })?;
+        host.core.facts.set_counter(snap.fact_counter);
+        for fact in snap.facts {
+            host.core.facts.insert(fact);
+        }
+        Ok(host)
+    }
+
+    fn build(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        tick: u64,
+        make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Z, ZoneError>,
+    ) -> Result<Self, ZoneError> {
         config.validate()?;
         let start = clock.now();
         let mut core = Core {
-            tick: 0,
+            tick,
             dt: config.dt(),
             tier: TierState::new(start),
             rng: zone_rng(config.world_seed, &init.zone_id),
             timers: Timers::new(config.max_timers),
             roster: Roster::new(),
             out: Outputs::new(config.max_pending_events),
+            facts: FactBook::new(&init.zone_id, boot_epoch, config.max_facts_in_flight),
         };
-        let zone = Z::create(&init, &mut core.ctx(None))?;
+        let zone = make(&init, &mut core.ctx(None))?;
         Ok(Self {
             init,
             config,
@@ -205,6 +260,46 @@ impl<Z: Zone> ZoneHost<Z> {
     /// The newest input sequence number handed to the zone for `id` (the ack).
     pub fn last_processed_seq(&self, id: PlayerId) -> Option<u32> {
         self.buffers.get(&id).and_then(InputBuffer::last_processed)
+    }
+
+    /// The owner epoch this host was created or restored with.
+    pub fn boot_epoch(&self) -> u64 {
+        self.core.facts.boot_epoch()
+    }
+
+    /// Facts emitted since the last call, to hand to a fact sink. They stay
+    /// in flight (and in snapshots) until [`settle`](ZoneHost::settle)d.
+    pub fn take_facts(&mut self) -> Vec<Fact> {
+        self.core.facts.take_unsent()
+    }
+
+    /// How many facts are in flight (emitted, not yet settled and delivered).
+    pub fn facts_in_flight(&self) -> usize {
+        self.core.facts.in_flight_len()
+    }
+
+    /// Queue a sink's answer; the zone receives it through
+    /// [`Zone::on_fact_settled`] at the start of its next tick. A settlement
+    /// for a key not in flight is dropped and counted.
+    pub fn settle(&mut self, settlement: Settlement) {
+        self.core.facts.queue_settlement(settlement);
+    }
+
+    /// The zone's state and in-flight facts as a checksummed envelope (see
+    /// [`crate::snapshot`]), or `None` when the zone kind is not persisted.
+    /// Call between two `advance` calls (a tick boundary).
+    pub fn snapshot(&self) -> Option<Vec<u8>> {
+        let zone = self.zone.save()?;
+        Some(
+            Snapshot {
+                tick: self.core.tick,
+                boot_epoch: self.core.facts.boot_epoch(),
+                fact_counter: self.core.facts.counter(),
+                facts: self.core.facts.in_flight().cloned().collect(),
+                zone,
+            }
+            .encode(),
+        )
     }
 
     /// Take the events emitted so far (otherwise the next report carries them).
@@ -443,6 +538,8 @@ impl<Z: Zone> ZoneHost<Z> {
         report.tier_transitions = pending.transitions;
         report.left = pending.left;
         report.kicks = pending.kicks;
+        report.facts_overflowed = std::mem::take(&mut self.core.facts.overflowed);
+        report.settlements_unknown = std::mem::take(&mut self.core.facts.unknown_settlements);
         report.events = std::mem::take(&mut self.core.out.events);
         report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
         report
@@ -479,6 +576,12 @@ impl<Z: Zone> ZoneHost<Z> {
         let started = self.clock.now();
         self.core.tick = self.core.tick.saturating_add(1);
         let tick = self.core.tick;
+
+        while let Some(settlement) = self.core.facts.next_settlement() {
+            self.zone
+                .on_fact_settled(&mut self.core.ctx(None), &settlement);
+            report.facts_settled = report.facts_settled.saturating_add(1);
+        }
 
         let mut batch = std::mem::take(&mut self.scratch);
         for (id, buffer) in &mut self.buffers {
@@ -573,5 +676,7 @@ impl<Z: Zone> ZoneHost<Z> {
 mod probe;
 #[cfg(test)]
 mod tests_lifecycle;
+#[cfg(test)]
+mod tests_persist;
 #[cfg(test)]
 mod tests_schedule;

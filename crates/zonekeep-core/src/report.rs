@@ -55,4 +55,10 @@ pub struct AdvanceReport {
     pub events_dropped: u64,
     /// Kicks applied since the previous advance (the host must tell those clients).
     pub kicks: Vec<Kick>,
+    /// Facts refused since the previous advance because the in-flight set was full.
+    pub facts_overflowed: u64,
+    /// Fact settlements delivered to the zone in this advance.
+    pub facts_settled: u64,
+    /// Settlements dropped since the previous advance because their key was not in flight.
+    pub settlements_unknown: u64,
 }

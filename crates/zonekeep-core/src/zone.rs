@@ -2,6 +2,7 @@
 
 use crate::ctx::Ctx;
 use crate::error::ZoneError;
+use crate::fact::Settlement;
 use crate::input::InputRefusal;
 use crate::player::{PlayerId, PlayerInfo};
 use crate::tier::Tier;
@@ -140,5 +141,34 @@ pub trait Zone: Send + 'static {
     /// replay verification. `None` (the default) means "not provided".
     fn state_hash(&self) -> Option<u64> {
         None
+    }
+
+    /// The zone's own state as bytes, for saves (taken at a tick boundary).
+    /// `None` (the default) means this kind is not persisted. Participants
+    /// are not part of a save: after a restore they join again.
+    fn save(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Rebuild the zone from bytes produced by [`save`](Zone::save), instead
+    /// of [`create`](Zone::create). Return [`ZoneError::Restore`] when the
+    /// bytes cannot be read (for example the state's schema changed): the
+    /// host reports it and the save is kept. The default refuses with
+    /// [`ZoneError::NotRestorable`].
+    fn restore(init: &ZoneInit, ctx: &mut Ctx<'_>, bytes: &[u8]) -> Result<Self, ZoneError>
+    where
+        Self: Sized,
+    {
+        let _ = (ctx, bytes);
+        Err(ZoneError::NotRestorable(init.kind.clone()))
+    }
+
+    /// A fact emitted with [`Ctx::emit_fact`] was settled by the sink
+    /// (delivered at the start of the tick after the settlement arrived,
+    /// before inputs). After a restore, a re-sent fact may be settled here
+    /// although the zone saw its settlement before the crash: the outcome is
+    /// the same (the sink is idempotent by key).
+    fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {
+        let _ = (ctx, settlement);
     }
 }
