@@ -5,6 +5,10 @@
 //! It builds on `zonekeep-protocol` for every byte and must never depend on `zonekeep-core` or
 //! `zonekeep-server`: a client knows the wire contract, not the host's internals.
 //!
+//! Start with [`connect`], which returns a [`Connection`] and the zone's `Welcome`; read
+//! [`Event`]s from it, feed each [`Patch`] to a [`Replica`] (and the controlled entity's state to a
+//! [`Predictor`]), and call [`Replica::frame`] once per rendered frame.
+//!
 //! The pure parts ([`clock::ClockSync`], [`replica::Replica`], [`predictor::Predictor`],
 //! [`netsim::NetSim`]) take time as arguments so tests drive them exactly.
 
@@ -12,12 +16,19 @@
 #![forbid(unsafe_code)]
 
 pub mod clock;
+pub mod connection;
+pub mod error;
 pub mod netsim;
 pub mod patch;
 pub mod predictor;
 pub mod replica;
 
 pub use clock::{ClockSync, PongSample};
+pub use connection::{
+    connect, CloseReason, ConnectOptions, Connection, CountersSnapshot, Event, InputSender,
+    ReconnectPolicy, TicketFuture, TicketSource,
+};
+pub use error::ClientError;
 pub use netsim::{NetSim, NetSimConfig, NetSimStats};
 pub use patch::{Patch, SpawnedEntity, UpdatedEntity};
 pub use predictor::{Predictor, Reconciled, Smoothing};

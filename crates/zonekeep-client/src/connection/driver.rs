@@ -1,0 +1,603 @@
+//! The connection's task: owns the socket, the mirror and both NetSim directions, and reconnects.
+
+use std::collections::hash_map::RandomState;
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use tokio::sync::mpsc;
+use tokio::time::{Interval, MissedTickBehavior};
+use tokio_tungstenite::tungstenite::{Bytes, Message};
+use zonekeep_protocol::delta::{Delta, TAG_DELTA};
+use zonekeep_protocol::messages::{
+    peek_tag, ClientMessage, Hello, Kick, KickCode, Ping, ServerMessage, Welcome,
+};
+use zonekeep_protocol::mirror::Mirror;
+use zonekeep_protocol::quant::pos_decode;
+
+use super::counters::add;
+use super::socket::{self, Ws};
+use super::{CloseReason, Command, ConnectOptions, Event, Outgoing, Shared};
+use crate::clock::{ClockSync, PongSample};
+use crate::error::ClientError;
+use crate::netsim::{NetSim, NetSimConfig};
+use crate::patch::{Patch, SpawnedEntity, UpdatedEntity};
+
+/// Messages held by the incoming NetSim at most; the socket is not read beyond it (TCP pushes back).
+const MIN_IN_DELAY_CAPACITY: usize = 64;
+
+/// How long a client-initiated close waits for the host's Close reply.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// What one step of the loop decided.
+enum Flow {
+    Continue,
+    /// The transport is gone (or unusable); `kick` if the host said why.
+    Lost {
+        reason: String,
+        kick: Option<Kick>,
+    },
+    /// The connection ends.
+    Stop(CloseReason),
+}
+
+fn lost(reason: impl Into<String>) -> Flow {
+    Flow::Lost {
+        reason: reason.into(),
+        kick: None,
+    }
+}
+
+/// Kick codes after which coming back is the right thing to do.
+fn invites_reconnect(code: KickCode) -> bool {
+    matches!(
+        code,
+        KickCode::SHUTTING_DOWN
+            | KickCode::INTERNAL_ERROR
+            | KickCode::SLOW_CONSUMER
+            | KickCode::IDLE_TIMEOUT
+    )
+}
+
+/// Kick codes a fresh ticket may cure.
+fn is_ticket_problem(code: KickCode) -> bool {
+    (1..=8).contains(&code.0)
+}
+
+pub(crate) struct Driver {
+    url: String,
+    opts: ConnectOptions,
+    shared: Arc<Shared>,
+    ws: Option<Ws>,
+    welcome: Welcome,
+    mirror: Mirror,
+    events: mpsc::Sender<Event>,
+    out_sim: NetSim,
+    in_sim: NetSim,
+    out_delay: VecDeque<(u64, Vec<u8>, bool)>,
+    in_delay: VecDeque<(u64, Bytes)>,
+    in_capacity: usize,
+    ticket: String,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        url: String,
+        opts: ConnectOptions,
+        shared: Arc<Shared>,
+        ws: Ws,
+        welcome: Welcome,
+        events: mpsc::Sender<Event>,
+    ) -> Self {
+        // Backoff jitter only needs to differ between clients, not be unpredictable.
+        let seed = RandomState::new().hash_one(Instant::now());
+        // The two directions get different streams from the one seed.
+        let in_cfg = NetSimConfig {
+            seed: opts.netsim.seed.wrapping_add(1),
+            ..opts.netsim
+        };
+        Self {
+            out_sim: NetSim::new(opts.netsim),
+            in_sim: NetSim::new(in_cfg),
+            in_capacity: opts.event_capacity.max(MIN_IN_DELAY_CAPACITY),
+            ticket: opts.ticket.clone(),
+            url,
+            opts,
+            shared,
+            ws: Some(ws),
+            welcome,
+            mirror: Mirror::new(),
+            events,
+            out_delay: VecDeque::new(),
+            in_delay: VecDeque::new(),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        }
+    }
+
+    pub(crate) async fn run(
+        mut self,
+        mut out_rx: mpsc::Receiver<Outgoing>,
+        mut cmd_rx: mpsc::Receiver<Command>,
+    ) {
+        let reason = self.run_inner(&mut out_rx, &mut cmd_rx).await;
+        tracing::debug!(zone = %self.welcome.zone_id, ?reason, "connection closed");
+        // The application may be gone already; then nobody needs the event.
+        let _ = self.events.send(Event::Closed(reason)).await;
+    }
+
+    async fn run_inner(
+        &mut self,
+        out_rx: &mut mpsc::Receiver<Outgoing>,
+        cmd_rx: &mut mpsc::Receiver<Command>,
+    ) -> CloseReason {
+        let mut ping = self.ping_interval();
+        loop {
+            match self.step(out_rx, cmd_rx, &mut ping).await {
+                Flow::Continue => {}
+                Flow::Stop(reason) => {
+                    self.close_ws().await;
+                    return reason;
+                }
+                Flow::Lost { reason, kick } => {
+                    // Abrupt: no close handshake on a transport we consider dead.
+                    self.ws = None;
+                    self.in_delay.clear();
+                    self.out_delay.clear();
+                    let retry = self.opts.reconnect.enabled
+                        && kick.as_ref().is_none_or(|k| invites_reconnect(k.code));
+                    if !retry {
+                        return kick.map_or(CloseReason::Lost(reason), CloseReason::Kicked);
+                    }
+                    tracing::debug!(zone = %self.welcome.zone_id, %reason, "transport lost; reconnecting");
+                    if let Flow::Stop(r) = self.emit(Event::Disconnected { reason }).await {
+                        return r;
+                    }
+                    let mut netsim = None;
+                    let outcome = tokio::select! {
+                        r = self.reconnect(out_rx) => r,
+                        () = wait_close(cmd_rx, &mut netsim) => Err(CloseReason::Client),
+                    };
+                    if let Some(cfg) = netsim {
+                        self.set_netsim(cfg);
+                    }
+                    if let Err(reason) = outcome {
+                        return reason;
+                    }
+                    ping = self.ping_interval();
+                }
+            }
+        }
+    }
+
+    fn ping_interval(&self) -> Interval {
+        let mut ping = tokio::time::interval(self.opts.ping_interval.max(Duration::from_millis(1)));
+        ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        ping
+    }
+
+    fn deadline(&self, due_us: u64) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.shared.origin + Duration::from_micros(due_us))
+    }
+
+    async fn step(
+        &mut self,
+        out_rx: &mut mpsc::Receiver<Outgoing>,
+        cmd_rx: &mut mpsc::Receiver<Command>,
+        ping: &mut Interval,
+    ) -> Flow {
+        let in_due = self.in_delay.front().map(|d| self.deadline(d.0));
+        let out_due = self.out_delay.front().map(|d| self.deadline(d.0));
+        let can_read = self.in_delay.len() < self.in_capacity;
+        let can_take = self.out_delay.len() < self.opts.outgoing_capacity.max(1);
+        let Some(ws) = self.ws.as_mut() else {
+            return lost("no transport");
+        };
+        tokio::select! {
+            cmd = cmd_rx.recv() => match cmd {
+                None | Some(Command::Close) => Flow::Stop(CloseReason::Client),
+                Some(Command::DropTransport) => lost("transport dropped by the application"),
+                Some(Command::SetNetSim(cfg)) => {
+                    self.set_netsim(cfg);
+                    Flow::Continue
+                }
+            },
+            msg = ws.next(), if can_read => self.on_frame(msg).await,
+            () = sleep_until(in_due), if in_due.is_some() => self.deliver_due_incoming().await,
+            o = out_rx.recv(), if can_take => match o {
+                // Every input handle is gone, and with them the Connection.
+                None => Flow::Stop(CloseReason::Client),
+                Some(o) => self.queue_out(o).await,
+            },
+            () = sleep_until(out_due), if out_due.is_some() => self.flush_due_outgoing().await,
+            _ = ping.tick() => {
+                let now = self.shared.now_us();
+                add(&self.shared.counters.pings, 1);
+                match ClientMessage::Ping(Ping { client_time: now }).to_bytes() {
+                    Ok(bytes) => self.queue_out(Outgoing { bytes, queued_us: now, is_input: false }).await,
+                    Err(e) => Flow::Stop(CloseReason::Lost(format!("cannot encode Ping: {e}"))),
+                }
+            }
+        }
+    }
+
+    fn set_netsim(&mut self, cfg: NetSimConfig) {
+        self.out_sim.set_config(cfg);
+        self.in_sim.set_config(NetSimConfig {
+            seed: cfg.seed.wrapping_add(1),
+            ..cfg
+        });
+    }
+
+    async fn on_frame(
+        &mut self,
+        msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+    ) -> Flow {
+        let msg = match msg {
+            None => return self.transport_ended("closed by the host".to_owned()).await,
+            Some(Err(e)) => return self.transport_ended(e.to_string()).await,
+            Some(Ok(m)) => m,
+        };
+        match msg {
+            Message::Binary(b) => {
+                self.shared.counters.received(b.len());
+                if self.in_sim.config().is_off() && self.in_delay.is_empty() {
+                    self.process(b).await
+                } else {
+                    let due = self.in_sim.schedule(self.shared.now_us());
+                    self.in_delay.push_back((due, b));
+                    Flow::Continue
+                }
+            }
+            Message::Text(_) => lost("the host sent a text frame"),
+            Message::Close(_) => self.transport_ended("closed by the host".to_owned()).await,
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => Flow::Continue,
+        }
+    }
+
+    /// The socket ended: messages still held by the NetSim had arrived before the end, so they are
+    /// delivered now (a Kick among them explains the close).
+    async fn transport_ended(&mut self, reason: String) -> Flow {
+        while let Some((_, b)) = self.in_delay.pop_front() {
+            match self.process(b).await {
+                Flow::Continue => {}
+                other => return other,
+            }
+        }
+        lost(reason)
+    }
+
+    async fn deliver_due_incoming(&mut self) -> Flow {
+        let now = self.shared.now_us();
+        while self.in_delay.front().is_some_and(|d| d.0 <= now) {
+            let Some((_, b)) = self.in_delay.pop_front() else {
+                break;
+            };
+            match self.process(b).await {
+                Flow::Continue => {}
+                other => return other,
+            }
+        }
+        Flow::Continue
+    }
+
+    async fn queue_out(&mut self, o: Outgoing) -> Flow {
+        if self.out_sim.config().is_off() && self.out_delay.is_empty() {
+            return self.write(o.bytes, o.is_input).await;
+        }
+        // Scheduling continues while queued messages drain, so switching NetSim off never
+        // reorders messages.
+        let due = self.out_sim.schedule(o.queued_us);
+        self.out_delay.push_back((due, o.bytes, o.is_input));
+        Flow::Continue
+    }
+
+    async fn flush_due_outgoing(&mut self) -> Flow {
+        let now = self.shared.now_us();
+        while self.out_delay.front().is_some_and(|d| d.0 <= now) {
+            let Some((_, bytes, is_input)) = self.out_delay.pop_front() else {
+                break;
+            };
+            match self.write(bytes, is_input).await {
+                Flow::Continue => {}
+                other => return other,
+            }
+        }
+        Flow::Continue
+    }
+
+    async fn write(&mut self, bytes: Vec<u8>, is_input: bool) -> Flow {
+        let Some(ws) = self.ws.as_mut() else {
+            return lost("no transport");
+        };
+        let len = bytes.len();
+        if let Err(e) = ws.send(Message::binary(bytes)).await {
+            return lost(e.to_string());
+        }
+        self.shared.counters.sent(len);
+        if is_input {
+            add(&self.shared.counters.inputs_sent, 1);
+        }
+        Flow::Continue
+    }
+
+    /// Handles one server message.
+    async fn process(&mut self, bytes: Bytes) -> Flow {
+        let now = self.shared.now_us();
+        if peek_tag(&bytes) == Ok(TAG_DELTA) {
+            let delta = match self.mirror.decode_apply(&bytes, &self.welcome.schema) {
+                Ok(d) => d,
+                // The known set can no longer be trusted; a reconnect brings a fresh baseline.
+                Err(e) => return lost(format!("bad Delta: {e}")),
+            };
+            let c = &self.shared.counters;
+            add(&c.deltas, 1);
+            add(&c.delta_bytes, bytes.len() as u64);
+            self.shared
+                .last_tick
+                .fetch_max(delta.tick, Ordering::Relaxed);
+            self.shared.clock().on_delta(delta.tick, now);
+            let tick = delta.tick;
+            let (patch, events) = self.patch_of(delta, bytes.len());
+            if let Flow::Stop(r) = self.emit(Event::Delta(patch)).await {
+                return Flow::Stop(r);
+            }
+            for e in events {
+                let ev = Event::Event {
+                    tick,
+                    topic: e.topic,
+                    payload: e.payload,
+                };
+                if let Flow::Stop(r) = self.emit(ev).await {
+                    return Flow::Stop(r);
+                }
+            }
+            return Flow::Continue;
+        }
+        match ServerMessage::decode(&bytes, None) {
+            Err(e) => lost(format!("undecodable server message: {e}")),
+            Ok(ServerMessage::Pong(p)) => {
+                add(&self.shared.counters.pongs, 1);
+                self.shared.clock().on_pong(PongSample {
+                    sent_us: p.client_time,
+                    recv_us: now,
+                    server_time_us: p.server_time_us,
+                    server_tick: p.tick,
+                });
+                Flow::Continue
+            }
+            Ok(ServerMessage::Kick(k)) => {
+                tracing::debug!(code = %k.code, reason = %k.reason, "kicked");
+                if let Flow::Stop(r) = self.emit(Event::Kick(k.clone())).await {
+                    return Flow::Stop(r);
+                }
+                Flow::Lost {
+                    reason: format!("kicked: {} ({})", k.code, k.reason),
+                    kick: Some(k),
+                }
+            }
+            Ok(ServerMessage::Transfer(t)) => self.emit(Event::Transfer(t)).await,
+            Ok(ServerMessage::Redirect(r)) => self.emit(Event::Redirect(r)).await,
+            Ok(ServerMessage::Welcome(_)) => lost("Welcome in the middle of a session"),
+            Ok(ServerMessage::Delta(_)) => lost("Delta decoded without context"),
+        }
+    }
+
+    /// Resolves a Delta (already applied to the mirror) to absolute positions.
+    fn patch_of(
+        &self,
+        delta: Delta,
+        bytes: usize,
+    ) -> (Patch, Vec<zonekeep_protocol::delta::Event>) {
+        let step = self.welcome.schema.pos_step;
+        let spawns = delta
+            .spawns
+            .into_iter()
+            .map(|s| SpawnedEntity {
+                id: s.id,
+                kind: s.kind,
+                x: pos_decode(s.qx, step),
+                y: pos_decode(s.qy, step),
+                fields: s.fields,
+            })
+            .collect();
+        let updates = delta
+            .updates
+            .into_iter()
+            .map(|u| UpdatedEntity {
+                id: u.id,
+                pos: u
+                    .pos
+                    .and_then(|_| self.mirror.get(u.id))
+                    .map(|e| (pos_decode(e.qx, step), pos_decode(e.qy, step))),
+                fields: u.fields,
+            })
+            .collect();
+        let patch = Patch {
+            tick: delta.tick,
+            ack: delta.ack,
+            baseline: delta.baseline,
+            control: delta.control,
+            despawns: delta.despawns,
+            updates,
+            spawns,
+            bytes,
+        };
+        (patch, delta.events.unwrap_or_default())
+    }
+
+    /// Hands an event to the application, waiting if its channel is full (counted).
+    async fn emit(&mut self, ev: Event) -> Flow {
+        let ev = match self.events.try_send(ev) {
+            Ok(()) => return Flow::Continue,
+            Err(mpsc::error::TrySendError::Closed(_)) => return Flow::Stop(CloseReason::Client),
+            Err(mpsc::error::TrySendError::Full(ev)) => ev,
+        };
+        add(&self.shared.counters.events_full, 1);
+        match self.events.send(ev).await {
+            Ok(()) => Flow::Continue,
+            Err(_) => Flow::Stop(CloseReason::Client),
+        }
+    }
+
+    async fn close_ws(&mut self) {
+        let Some(mut ws) = self.ws.take() else {
+            return;
+        };
+        // Best effort: a Close frame, then the host's reply, within a bound.
+        let _ = tokio::time::timeout(CLOSE_WAIT, async {
+            if ws.close(None).await.is_ok() {
+                while let Some(Ok(_)) = ws.next().await {}
+            }
+        })
+        .await;
+    }
+
+    fn backoff(&mut self, attempt: u32) -> Duration {
+        let p = &self.opts.reconnect;
+        let base = p
+            .backoff_min
+            .saturating_mul(2u32.saturating_pow(attempt.min(30)))
+            .min(p.backoff_max);
+        let unit = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        base.mul_f64(0.5 + 0.5 * unit)
+    }
+
+    /// Reconnects: with the token while the grace window lasts and the host accepts it, else with a
+    /// fresh ticket as a new player.
+    async fn reconnect(
+        &mut self,
+        out_rx: &mut mpsc::Receiver<Outgoing>,
+    ) -> Result<(), CloseReason> {
+        let lost_at = Instant::now();
+        let policy = self.opts.reconnect.clone();
+        let mut token_refused = false;
+        let mut ticket_stale = false;
+        let mut last_err = String::from("no attempt made");
+        for attempt in 0..policy.max_attempts {
+            tokio::time::sleep(self.backoff(attempt)).await;
+            let use_token = !token_refused
+                && !self.welcome.reconnect_token.is_empty()
+                && lost_at.elapsed() < policy.grace;
+            // A new player needs a new ticket: tickets are single-use.
+            if !use_token || ticket_stale {
+                let Some(source) = self.opts.fresh_ticket.clone() else {
+                    return Err(CloseReason::Lost(format!(
+                        "cannot rejoin without a fresh ticket (last error: {last_err})"
+                    )));
+                };
+                match source().await {
+                    Ok(t) => {
+                        self.ticket = t;
+                        ticket_stale = false;
+                    }
+                    Err(e) => {
+                        last_err = ClientError::Ticket(e).to_string();
+                        continue;
+                    }
+                }
+            }
+            let hello = Hello {
+                versions: self.opts.versions.clone(),
+                ticket: self.ticket.clone(),
+                reconnect_token: if use_token {
+                    self.welcome.reconnect_token.clone()
+                } else {
+                    Vec::new()
+                },
+                content_version: self.opts.content_version.clone(),
+            };
+            match socket::open(
+                &self.url,
+                &hello,
+                self.opts.handshake_timeout,
+                &self.shared.counters,
+            )
+            .await
+            {
+                Ok((ws, welcome)) => {
+                    return self.install(ws, welcome, use_token, out_rx).await;
+                }
+                Err(ClientError::Kicked(k)) => {
+                    last_err = format!("kicked: {} ({})", k.code, k.reason);
+                    if k.code == KickCode::RECONNECT_REFUSED {
+                        token_refused = true;
+                    } else if is_ticket_problem(k.code) && self.opts.fresh_ticket.is_some() {
+                        ticket_stale = true;
+                    } else if !invites_reconnect(k.code) {
+                        return Err(CloseReason::Kicked(k));
+                    }
+                }
+                Err(e) => last_err = e.to_string(),
+            }
+        }
+        Err(CloseReason::Lost(format!(
+            "gave up after {} reconnect attempts (last error: {last_err})",
+            policy.max_attempts
+        )))
+    }
+
+    async fn install(
+        &mut self,
+        ws: Ws,
+        welcome: Welcome,
+        used_token: bool,
+        out_rx: &mut mpsc::Receiver<Outgoing>,
+    ) -> Result<(), CloseReason> {
+        let resumed = used_token && welcome.player_id == self.welcome.player_id;
+        let c = &self.shared.counters;
+        add(&c.reconnects, 1);
+        if resumed {
+            add(&c.resumes, 1);
+        } else {
+            // A new player: its sequence starts again at 1, and inputs queued for the old player
+            // mean nothing to it.
+            while out_rx.try_recv().is_ok() {
+                add(&c.inputs_discarded, 1);
+            }
+            self.shared.next_seq.store(1, Ordering::Relaxed);
+        }
+        self.shared
+            .player_id
+            .store(welcome.player_id, Ordering::Relaxed);
+        self.shared.last_tick.store(welcome.tick, Ordering::Relaxed);
+        {
+            // The host (and its clock) may have changed: start the estimate over.
+            let mut clock = self.shared.clock();
+            *clock = ClockSync::new(welcome.tick_hz);
+            clock.on_welcome(welcome.tick, self.shared.now_us());
+        }
+        self.ws = Some(ws);
+        self.mirror = Mirror::new();
+        self.welcome = welcome.clone();
+        tracing::debug!(zone = %welcome.zone_id, player = welcome.player_id, resumed, "reconnected");
+        match self.emit(Event::Welcome { welcome, resumed }).await {
+            Flow::Stop(r) => Err(r),
+            _ => Ok(()),
+        }
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when the application asks to close (or is gone); remembers NetSim changes meanwhile.
+async fn wait_close(cmd_rx: &mut mpsc::Receiver<Command>, netsim: &mut Option<NetSimConfig>) {
+    loop {
+        match cmd_rx.recv().await {
+            None | Some(Command::Close) => return,
+            Some(Command::SetNetSim(cfg)) => *netsim = Some(cfg),
+            // Already reconnecting.
+            Some(Command::DropTransport) => {}
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! `Connection`: one client's session with a zone over WebSocket.
+//!
+//! [`connect`] performs the Hello → Welcome handshake and spawns a task that owns the socket. The
+//! task decodes server messages against the [`Mirror`](zonekeep_protocol::mirror::Mirror)'s known
+//! set, turns each Delta into a [`Patch`] with absolute positions, answers the clock (a Ping every
+//! second), applies the client-side [`NetSim`](crate::netsim::NetSim) in both directions, and
+//! reconnects when the transport drops: first with the reconnect token (same player, fresh
+//! baseline), then — after the grace window or a refusal — with a fresh ticket from the
+//! application's callback (a new player). The application reads [`Event`]s from a bounded channel
+//! and sends inputs with [`Connection::send_input`] or an [`InputSender`].
+
+mod counters;
+mod driver;
+mod socket;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use zonekeep_protocol::limits::{MAX_INPUT_PAYLOAD, PROTOCOL_VERSION};
+use zonekeep_protocol::messages::{ClientMessage, Hello, Input, Kick, Redirect, Transfer, Welcome};
+use zonekeep_protocol::EncodeError;
+
+pub use counters::{ws_header_len, CountersSnapshot};
+
+use crate::clock::ClockSync;
+use crate::error::ClientError;
+use crate::netsim::NetSimConfig;
+use crate::patch::Patch;
+use counters::Counters;
+
+/// A future yielding a fresh ticket (or why there is none).
+pub type TicketFuture = Pin<Box<dyn Future<Output = Result<String, String>> + Send>>;
+
+/// The application's source of fresh tickets, called when the reconnect token cannot be used.
+pub type TicketSource = Arc<dyn Fn() -> TicketFuture + Send + Sync>;
+
+/// How the connection recovers from a dropped transport.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReconnectPolicy {
+    /// Reconnect at all. When false a dropped transport ends the connection.
+    pub enabled: bool,
+    /// How long after the drop the reconnect token is still tried (the host's grace window;
+    /// the host's default is 15 s). After it, or after `RECONNECT_REFUSED`, a fresh ticket is used.
+    pub grace: Duration,
+    /// Attempts before giving up.
+    pub max_attempts: u32,
+    /// First backoff; it doubles per attempt up to `backoff_max`, each scaled by a random 50–100%.
+    pub backoff_min: Duration,
+    /// Largest backoff.
+    pub backoff_max: Duration,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            grace: Duration::from_secs(15),
+            max_attempts: 8,
+            backoff_min: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Everything [`connect`] needs besides the URL.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// The signed ticket for this zone.
+    pub ticket: String,
+    /// Protocol versions offered (default: the one this crate speaks).
+    pub versions: Vec<u32>,
+    /// The game content version (empty = none).
+    pub content_version: String,
+    /// Capacity of the event channel. When full the connection stops reading the socket until
+    /// the application catches up (the host then sees a slow consumer), never drops an event.
+    pub event_capacity: usize,
+    /// Capacity of the outgoing queue; `send_input` fails with `Backpressure` beyond it.
+    pub outgoing_capacity: usize,
+    /// Interval between Pings.
+    pub ping_interval: Duration,
+    /// Time allowed for connect + Hello → Welcome.
+    pub handshake_timeout: Duration,
+    /// Reconnect behaviour.
+    pub reconnect: ReconnectPolicy,
+    /// Where fresh tickets come from after the grace window; `None` = give up then.
+    pub fresh_ticket: Option<TicketSource>,
+    /// Network simulation applied to messages in each direction (the handshake is not delayed).
+    pub netsim: NetSimConfig,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The ticket is a credential: never printed.
+        f.debug_struct("ConnectOptions")
+            .field("versions", &self.versions)
+            .field("content_version", &self.content_version)
+            .field("event_capacity", &self.event_capacity)
+            .field("outgoing_capacity", &self.outgoing_capacity)
+            .field("ping_interval", &self.ping_interval)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("reconnect", &self.reconnect)
+            .field("fresh_ticket", &self.fresh_ticket.is_some())
+            .field("netsim", &self.netsim)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnectOptions {
+    /// Defaults around a ticket: protocol v1, 1024 events, 256 outgoing messages, a Ping a
+    /// second, a 10 s handshake, reconnect on, no NetSim.
+    pub fn new(ticket: impl Into<String>) -> Self {
+        Self {
+            ticket: ticket.into(),
+            versions: vec![PROTOCOL_VERSION],
+            content_version: String::new(),
+            event_capacity: 1024,
+            outgoing_capacity: 256,
+            ping_interval: Duration::from_secs(1),
+            handshake_timeout: Duration::from_secs(10),
+            reconnect: ReconnectPolicy::default(),
+            fresh_ticket: None,
+            netsim: NetSimConfig::default(),
+        }
+    }
+
+    /// Sets the fresh-ticket callback.
+    pub fn with_fresh_ticket<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, String>> + Send + 'static,
+    {
+        self.fresh_ticket = Some(Arc::new(move || Box::pin(f()) as TicketFuture));
+        self
+    }
+}
+
+/// Why the connection ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CloseReason {
+    /// The application called [`Connection::close`] (or dropped the connection).
+    Client,
+    /// The host kicked this client with a code that does not invite a reconnect.
+    Kicked(Kick),
+    /// The transport dropped and reconnecting was disabled, impossible or failed every attempt.
+    Lost(String),
+}
+
+/// What the connection reports to the application, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A new Welcome after a reconnect (the first one is returned by [`connect`]). `resumed`: the
+    /// same player continues (inputs keep their sequence); otherwise this is a new player (input
+    /// sequences restart at 1: reset prediction). A BASELINE Delta follows either way.
+    Welcome {
+        /// The Welcome.
+        welcome: Welcome,
+        /// Whether the reconnect token resumed the same player.
+        resumed: bool,
+    },
+    /// One Delta, decoded and applied to the known set.
+    Delta(Patch),
+    /// A zone event delivered in a Delta (right after that Delta's `Event::Delta`).
+    Event {
+        /// Tick of the Delta that carried it.
+        tick: u64,
+        /// Topic.
+        topic: u16,
+        /// Payload.
+        payload: Vec<u8>,
+    },
+    /// The host kicked this client. If the code invites it (`SHUTTING_DOWN`, `INTERNAL_ERROR`,
+    /// `SLOW_CONSUMER`, `IDLE_TIMEOUT`) a reconnect follows; otherwise `Closed` does.
+    Kick(Kick),
+    /// The host asks the client to move to another zone (reserved in v1).
+    Transfer(Transfer),
+    /// The host asks the client to connect elsewhere (reserved in v1).
+    Redirect(Redirect),
+    /// The transport dropped; reconnecting now.
+    Disconnected {
+        /// What happened.
+        reason: String,
+    },
+    /// The connection ended; no more events follow.
+    Closed(CloseReason),
+}
+
+/// State shared by the connection's task and its handles.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    origin: Instant,
+    next_seq: AtomicU32,
+    /// Tick of the newest Delta (the default view tick).
+    last_tick: AtomicU64,
+    /// The application's view tick; `u64::MAX` = not set, use `last_tick`.
+    view_tick: AtomicU64,
+    player_id: AtomicU32,
+    clock: Mutex<ClockSync>,
+    counters: Counters,
+}
+
+impl Shared {
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn clock(&self) -> std::sync::MutexGuard<'_, ClockSync> {
+        // A panic while holding the lock cannot leave a ClockSync half-updated in a harmful way.
+        self.clock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A message on its way out, stamped with when the application produced it.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    bytes: Vec<u8>,
+    queued_us: u64,
+    is_input: bool,
+}
+
+#[derive(Debug)]
+pub(crate) enum Command {
+    Close,
+    DropTransport,
+    SetNetSim(NetSimConfig),
+}
+
+/// A cloneable handle that sends inputs (for a task other than the one reading events).
+#[derive(Debug, Clone)]
+pub struct InputSender {
+    out: mpsc::Sender<Outgoing>,
+    shared: Arc<Shared>,
+}
+
+impl InputSender {
+    /// Sends one input: stamps the next sequence number and the view tick, queues it, and returns
+    /// the sequence. Never waits: a full queue is [`ClientError::Backpressure`] (and counted).
+    pub fn send_input(&self, payload: &[u8]) -> Result<u32, ClientError> {
+        if payload.len() > MAX_INPUT_PAYLOAD {
+            return Err(ClientError::Encode(EncodeError::TooLong {
+                what: "input payload",
+                len: payload.len() as u64,
+                max: MAX_INPUT_PAYLOAD as u64,
+            }));
+        }
+        let permit = self.out.try_reserve().map_err(|e| match e {
+            mpsc::error::TrySendError::Full(()) => {
+                counters::add(&self.shared.counters.outgoing_full, 1);
+                ClientError::Backpressure
+            }
+            mpsc::error::TrySendError::Closed(()) => ClientError::Closed,
+        })?;
+        // The sequence is taken only once the message is sure to be queued, so refused sends
+        // leave no gap.
+        let seq = self.shared.next_seq.fetch_add(1, Ordering::Relaxed);
+        let view_tick = match self.shared.view_tick.load(Ordering::Relaxed) {
+            u64::MAX => self.shared.last_tick.load(Ordering::Relaxed),
+            t => t,
+        };
+        let bytes = ClientMessage::Input(Input {
+            seq,
+            view_tick,
+            payload: payload.to_vec(),
+        })
+        .to_bytes()?;
+        permit.send(Outgoing {
+            bytes,
+            queued_us: self.shared.now_us(),
+            is_input: true,
+        });
+        Ok(seq)
+    }
+}
+
+/// A live session with a zone. Dropping it closes the connection without waiting.
+#[derive(Debug)]
+pub struct Connection {
+    input: InputSender,
+    events: mpsc::Receiver<Event>,
+    commands: mpsc::Sender<Command>,
+    task: Option<JoinHandle<()>>,
+}
+
+/// Connects to the zone at `url` (e.g. `ws://127.0.0.1:7350/zones/arena-1`), performs the
+/// handshake and starts the connection's task. A Kick during the handshake is
+/// [`ClientError::Kicked`]. The BASELINE Delta that follows Welcome arrives as the first event.
+pub async fn connect(
+    url: &str,
+    opts: ConnectOptions,
+) -> Result<(Connection, Welcome), ClientError> {
+    let shared = Arc::new(Shared {
+        origin: Instant::now(),
+        next_seq: AtomicU32::new(1),
+        last_tick: AtomicU64::new(0),
+        view_tick: AtomicU64::new(u64::MAX),
+        player_id: AtomicU32::new(0),
+        clock: Mutex::new(ClockSync::new(1)),
+        counters: Counters::default(),
+    });
+    let hello = Hello {
+        versions: opts.versions.clone(),
+        ticket: opts.ticket.clone(),
+        reconnect_token: Vec::new(),
+        content_version: opts.content_version.clone(),
+    };
+    let (ws, welcome) = socket::open(url, &hello, opts.handshake_timeout, &shared.counters).await?;
+    shared.player_id.store(welcome.player_id, Ordering::Relaxed);
+    shared.last_tick.store(welcome.tick, Ordering::Relaxed);
+    {
+        let mut clock = shared.clock();
+        *clock = ClockSync::new(welcome.tick_hz);
+        clock.on_welcome(welcome.tick, shared.now_us());
+    }
+    let (out_tx, out_rx) = mpsc::channel(opts.outgoing_capacity.max(1));
+    let (ev_tx, ev_rx) = mpsc::channel(opts.event_capacity.max(1));
+    let (cmd_tx, cmd_rx) = mpsc::channel(8);
+    let driver = driver::Driver::new(
+        url.to_owned(),
+        opts,
+        Arc::clone(&shared),
+        ws,
+        welcome.clone(),
+        ev_tx,
+    );
+    let task = tokio::spawn(driver.run(out_rx, cmd_rx));
+    let conn = Connection {
+        input: InputSender {
+            out: out_tx,
+            shared,
+        },
+        events: ev_rx,
+        commands: cmd_tx,
+        task: Some(task),
+    };
+    Ok((conn, welcome))
+}
+
+impl Connection {
+    /// The next event; `None` once the connection has ended and every event was read.
+    pub async fn recv(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    /// The next event if one is ready.
+    pub fn try_recv(&mut self) -> Option<Event> {
+        self.events.try_recv().ok()
+    }
+
+    /// Sends one input; see [`InputSender::send_input`].
+    pub fn send_input(&self, payload: &[u8]) -> Result<u32, ClientError> {
+        self.input.send_input(payload)
+    }
+
+    /// A cloneable input handle.
+    pub fn input_sender(&self) -> InputSender {
+        self.input.clone()
+    }
+
+    /// Sets the view tick stamped on inputs (the tick the application is displaying, e.g. the
+    /// replica's drawn tick). Until set, the newest Delta's tick is used.
+    pub fn set_view_tick(&self, tick: u64) {
+        self.input
+            .shared
+            .view_tick
+            .store(tick.min(u64::MAX - 1), Ordering::Relaxed);
+    }
+
+    /// The sequence number the next input will get.
+    pub fn next_seq(&self) -> u32 {
+        self.input.shared.next_seq.load(Ordering::Relaxed)
+    }
+
+    /// This connection's current player id (changes after a fresh rejoin).
+    pub fn player_id(&self) -> u32 {
+        self.input.shared.player_id.load(Ordering::Relaxed)
+    }
+
+    /// Microseconds on the connection's local monotonic clock (the time base of [`Self::clock`]).
+    pub fn now_us(&self) -> u64 {
+        self.input.shared.now_us()
+    }
+
+    /// A copy of the clock estimate (server tick, RTT, jitter).
+    pub fn clock(&self) -> ClockSync {
+        self.input.shared.clock().clone()
+    }
+
+    /// The estimated server tick now.
+    pub fn server_tick_now(&self) -> Option<f64> {
+        let now = self.now_us();
+        self.input.shared.clock().server_tick_at(now)
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> CountersSnapshot {
+        self.input.shared.counters.snapshot()
+    }
+
+    /// Changes the network simulation at run time.
+    pub async fn set_netsim(&self, cfg: NetSimConfig) -> Result<(), ClientError> {
+        self.commands
+            .send(Command::SetNetSim(cfg))
+            .await
+            .map_err(|_| ClientError::Closed)
+    }
+
+    /// Drops the transport abruptly (no Close frame), as a network failure would; the connection
+    /// then reconnects per its policy. For tests and load tools.
+    pub async fn drop_transport(&self) -> Result<(), ClientError> {
+        self.commands
+            .send(Command::DropTransport)
+            .await
+            .map_err(|_| ClientError::Closed)
+    }
+
+    /// Closes the connection (WebSocket close handshake) and waits for its task to finish. Events
+    /// not yet read are discarded.
+    pub async fn close(mut self) {
+        // A send error means the task already ended.
+        let _ = self.commands.send(Command::Close).await;
+        // Keep draining so the task is never stuck on a full event channel while closing.
+        while self.events.recv().await.is_some() {}
+        if let Some(task) = self.task.take() {
+            // A join error only reports the task's panic or cancellation; the connection is
+            // closed either way.
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // The task sees the command channel close (or this Close) and closes the socket itself;
+        // it is detached rather than aborted so the close handshake still happens.
+        if self.task.take().is_some() {
+            // Full or closed both mean the task will see the end on its own.
+            let _ = self.commands.try_send(Command::Close);
+        }
+    }
+}
