@@ -787,3 +787,50 @@ fn golden_fixtures_are_fresh() {
     }
     assert!(stale.is_empty(), "stale fixtures {stale:?}: run ZONEKEEP_BLESS=1 cargo test -p zonekeep-protocol --test fixtures");
 }
+
+/// The worked examples in PROTOCOL.md §9 show exactly the fixtures' bytes.
+#[test]
+fn protocol_md_examples_match_fixtures() {
+    let md = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../PROTOCOL.md"),
+    )
+    .unwrap();
+    let mut checked = 0;
+    let mut lines = md.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(name) = line
+            .strip_prefix("### 9.")
+            .and_then(|l| l.split("(`").nth(1))
+            .and_then(|l| l.split('`').next())
+        else {
+            continue;
+        };
+        // The bytes follow the heading: one inline-code line, or a fenced block (after an optional prose line).
+        let mut hex_text = String::new();
+        for l in lines.by_ref() {
+            if l.starts_with('`') && !l.starts_with("```") {
+                hex_text = l.trim_matches('`').to_string();
+                break;
+            }
+            if l.starts_with("```") {
+                for b in lines.by_ref() {
+                    if b.starts_with("```") {
+                        break;
+                    }
+                    hex_text.push_str(b);
+                }
+                break;
+            }
+        }
+        let want: String = hex_text.split_whitespace().collect();
+        let fixture: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir().join(name)).unwrap()).unwrap();
+        assert_eq!(
+            fixture["hex"].as_str().unwrap(),
+            want,
+            "PROTOCOL.md example for {name}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 4, "Hello, Input, Welcome and Delta examples");
+}
