@@ -9,6 +9,38 @@
 //! [`Event`]s from it, feed each [`Patch`] to a [`Replica`] (and the controlled entity's state to a
 //! [`Predictor`]), and call [`Replica::frame`] once per rendered frame.
 //!
+//! ```no_run
+//! use zonekeep_client::{connect, ConnectOptions, Event, Predictor, Replica, ReplicaConfig, Timing};
+//!
+//! # async fn run() -> Result<(), zonekeep_client::ClientError> {
+//! let opts = ConnectOptions::new("<ticket>")
+//!     .with_fresh_ticket(|| async { Ok::<_, String>("<fresh ticket from your backend>".to_owned()) });
+//! let (mut conn, welcome) = connect("ws://127.0.0.1:7350/zones/arena-1", opts).await?;
+//! let mut replica = Replica::new(ReplicaConfig::for_zone(welcome.tick_hz, welcome.patch_every));
+//! // The game's own movement rule, shared with the zone.
+//! let mut predictor = Predictor::new(|pos: &(f32, f32), dx: &f32| (pos.0 + dx, pos.1));
+//! let seq = conn.send_input(b"\x01")?;
+//! predictor.record(seq, 1.0);
+//! while let Some(event) = conn.recv().await {
+//!     match event {
+//!         Event::Delta(patch) => {
+//!             replica.apply(&patch);
+//!             if let Some(me) = patch.spawns.iter().find(|s| s.id == 5) {
+//!                 predictor.reconcile(patch.ack, (me.x, me.y), conn.now_us());
+//!             }
+//!         }
+//!         Event::Welcome { resumed: false, .. } => predictor.reset(),
+//!         Event::Closed(_) => break,
+//!         _ => {}
+//!     }
+//!     if let Some(t) = Timing::from_clock(&conn.clock(), conn.now_us()) {
+//!         replica.frame(t);
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! The pure parts ([`clock::ClockSync`], [`replica::Replica`], [`predictor::Predictor`],
 //! [`netsim::NetSim`]) take time as arguments so tests drive them exactly.
 
