@@ -480,3 +480,57 @@ async fn netsim_delays_both_directions() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn outgoing_queue_is_bounded_while_reconnecting() {
+    guarded(async {
+        let mut host = TestHost::start().await;
+        let url = host.url.clone();
+        let mut opts = options("t1").with_fresh_ticket(|| async { Ok("fresh".to_owned()) });
+        opts.outgoing_capacity = 2;
+        let client = tokio::spawn(async move { connect(&url, opts).await });
+        let mut hc = host.accept().await;
+        hc.hello().await;
+        hc.admit(7, b"tok-1", 100).await;
+        let (mut conn, _) = client.await.unwrap().unwrap();
+        next_delta(&mut conn).await;
+        conn.send_input(b"a").unwrap();
+        assert_eq!(hc.input(100).await.seq, 1);
+
+        conn.drop_transport().await.unwrap();
+        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
+        // The task is in its handshake (the host has not answered): inputs queue up to the bound.
+        let mut hc = host.accept().await;
+        assert_eq!(hc.hello().await.reconnect_token, b"tok-1");
+        assert_eq!(conn.send_input(b"b").unwrap(), 2);
+        assert_eq!(conn.send_input(b"c").unwrap(), 3);
+        assert!(matches!(
+            conn.send_input(b"d"),
+            Err(ClientError::Backpressure)
+        ));
+        assert_eq!(
+            conn.next_seq(),
+            4,
+            "a refused input uses no sequence number"
+        );
+        assert_eq!(conn.counters().outgoing_full, 1);
+
+        // The token is refused; the new player must not receive the old player's inputs.
+        hc.kick(KickCode::RECONNECT_REFUSED, "gone").await;
+        drop(hc);
+        let mut hc = host.accept().await;
+        assert_eq!(hc.hello().await.ticket, "fresh");
+        hc.admit(11, b"tok-11", 400).await;
+        assert!(matches!(
+            next(&mut conn).await,
+            Event::Welcome { resumed: false, .. }
+        ));
+        assert_eq!(conn.counters().inputs_discarded, 2);
+        assert_eq!(conn.send_input(b"e").unwrap(), 1);
+        let i = hc.input(400).await;
+        assert_eq!((i.seq, i.payload.as_slice()), (1, &b"e"[..]));
+        hc.drain();
+        conn.close().await;
+    })
+    .await;
+}
