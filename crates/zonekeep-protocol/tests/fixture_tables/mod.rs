@@ -1,0 +1,480 @@
+//! Table fixtures: primitives.json, quant.json and invalid.json (shapes in tests/fixtures/protocol/README.md).
+
+use super::fixture_json::*;
+use super::{big_known, context_json, schema, welcome, Fixture};
+use serde_json::json;
+use zonekeep_protocol::delta::decode_delta;
+use zonekeep_protocol::messages::{ClientMessage, ServerMessage};
+use zonekeep_protocol::quant::*;
+use zonekeep_protocol::wire::*;
+use zonekeep_protocol::DecodeError;
+
+pub fn primitives() -> Fixture {
+    let varints: Vec<u64> = vec![
+        0,
+        1,
+        127,
+        128,
+        255,
+        300,
+        16383,
+        16384,
+        2_097_151,
+        2_097_152,
+        u64::from(u32::MAX),
+        1 << 35,
+        (1 << 53) - 1,
+        u64::MAX,
+    ];
+    let zz32 = [0, -1, 1, -2, 2, 63, -64, 64, i32::MAX, i32::MIN];
+    let zz64 = [0i64, -1, 1, i64::MAX, i64::MIN];
+    let f32s: [u32; 9] = [
+        0,
+        0x8000_0000,
+        0x3f80_0000,
+        0x3c23_d70a,
+        0x7f7f_ffff,
+        0x0000_0001,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+    ];
+    let strings = ["", "a", "héllo", "日本", "🎮", &"x".repeat(200)];
+    let enc = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut b = Vec::new();
+        f(&mut b);
+        hex(&b)
+    };
+    let body = json!({
+        "name": "primitives",
+        "description": "Encodings of the §2 primitives, edge values included. 64-bit values are decimal strings so JavaScript reads them exactly; f32 values are bit patterns.",
+        "varint": varints.iter().map(|&v| json!({"value": v.to_string(), "hex": enc(&|b| put_varint(b, v))})).collect::<Vec<_>>(),
+        "zigzag32": zz32.iter().map(|&v| json!({"value": v, "hex": enc(&|b| put_zigzag32(b, v))})).collect::<Vec<_>>(),
+        "zigzag64": zz64.iter().map(|&v| json!({"value": v.to_string(), "hex": enc(&|b| put_zigzag64(b, v))})).collect::<Vec<_>>(),
+        "f32": f32s.iter().map(|&bits| json!({"bits": format!("{bits:08x}"), "hex": enc(&|b| put_f32(b, f32::from_bits(bits)))})).collect::<Vec<_>>(),
+        "string": strings.iter().map(|s| json!({"value": s, "hex": enc(&|b| put_str(b, s, 1000).unwrap())})).collect::<Vec<_>>(),
+    });
+    // Everything decodes back.
+    for v in &varints {
+        let mut b = Vec::new();
+        put_varint(&mut b, *v);
+        assert_eq!(Reader::new(&b).varint_u64().unwrap(), *v);
+    }
+    Fixture {
+        name: "primitives",
+        description: "",
+        body,
+    }
+}
+
+pub fn quant_cases() -> Fixture {
+    let b = f32_bits;
+    let nan = f32::NAN;
+    let inf = f32::INFINITY;
+    let quant: Vec<(f32, f32, f32, u8)> = vec![
+        (0.0, 0.0, 100.0, 7),
+        (50.0, 0.0, 100.0, 7),
+        (100.0, 0.0, 100.0, 7),
+        (33.3, 0.0, 100.0, 7),
+        (-5.0, 0.0, 100.0, 7),
+        (1e9, 0.0, 100.0, 7),
+        (nan, 0.0, 100.0, 7),
+        (-inf, 0.0, 100.0, 7),
+        (0.5, 0.0, 1.0, 1),
+        (0.49999997, 0.0, 1.0, 1),
+        (0.1, -1.0, 1.0, 16),
+        (0.123_456_78, -1.0, 1.0, 32),
+        (-0.7, -1.0, 1.0, 32),
+        (3.0, -3.0, 3.0, 24),
+    ];
+    let centered: Vec<(f32, f32, u8)> = vec![
+        (0.0, 20.0, 10),
+        (-0.0, 20.0, 10),
+        (1.0, 20.0, 10),
+        (-1.0, 20.0, 10),
+        (19.99, 20.0, 10),
+        (20.0, 20.0, 10),
+        (-20.0, 20.0, 10),
+        (-25.0, 20.0, 10),
+        (nan, 20.0, 10),
+        (0.019_531_25, 20.0, 10),
+        (0.3, 1.0, 2),
+        (0.1, 1.0, 32),
+    ];
+    let angle: Vec<(f32, u8)> = vec![
+        (0.0, 8),
+        (std::f32::consts::PI, 8),
+        (-std::f32::consts::FRAC_PI_2, 8),
+        (std::f32::consts::TAU, 8),
+        (-1e-9, 8),
+        (100.0, 8),
+        (-100.0, 12),
+        (1.0, 1),
+        (3.0, 16),
+        (nan, 8),
+        (inf, 8),
+    ];
+    let pos: Vec<(f32, f32)> = vec![
+        (0.0, 0.01),
+        (1.005, 0.01),
+        (-0.005, 0.01),
+        (-1.234_567, 0.01),
+        (123.456, 0.01),
+        (1e30, 0.01),
+        (-1e30, 0.01),
+        (nan, 0.01),
+        (7.25, 0.5),
+        (-7.25, 0.5),
+        (60.0, 0.05),
+    ];
+    let body = json!({
+        "name": "quant",
+        "description": "Quantization cases of §3 (inputs, integer code, decoded value). Every f32 is an 8-hex-digit bit pattern so JavaScript compares bits exactly.",
+        "quant": quant.iter().map(|&(v, lo, hi, bits)| { let q = quant_encode(v, lo, hi, bits);
+            json!({"v": b(v), "min": b(lo), "max": b(hi), "bits": bits, "q": q, "decoded": b(quant_decode(q, lo, hi, bits))}) }).collect::<Vec<_>>(),
+        "centered": centered.iter().map(|&(v, range, bits)| { let q = centered_encode(v, range, bits);
+            json!({"v": b(v), "range": b(range), "bits": bits, "q": q, "decoded": b(centered_decode(q, range, bits))}) }).collect::<Vec<_>>(),
+        "angle": angle.iter().map(|&(a, bits)| { let q = angle_encode(a, bits);
+            json!({"a": b(a), "bits": bits, "q": q, "decoded": b(angle_decode(q, bits))}) }).collect::<Vec<_>>(),
+        "pos": pos.iter().map(|&(v, step)| { let q = pos_encode(v, step);
+            json!({"v": b(v), "step": b(step), "q": q, "decoded": b(pos_decode(q, step))}) }).collect::<Vec<_>>(),
+    });
+    Fixture {
+        name: "quant",
+        description: "",
+        body,
+    }
+}
+
+/// Which decoder a rejection case is for, and what it must report.
+#[derive(Clone, Copy)]
+enum Dec {
+    Client,
+    Server,
+    Delta,
+}
+
+pub fn invalid_cases() -> Fixture {
+    let k = big_known();
+    let s = schema();
+    let mut welcome_bytes = ServerMessage::Welcome(welcome()).to_bytes(None).unwrap();
+    // Offsets inside the Welcome fixture: tag, version, player_id, zone_id (1 + 7), role.
+    let role_at = 1 + 1 + 1 + 8;
+    let mut bad_role = welcome_bytes.clone();
+    bad_role[role_at] = 2;
+    let mut bad_hz = welcome_bytes.clone();
+    bad_hz[role_at + 1] = 0;
+    // Field type byte of the first field: after the schema's pos_step (4), kind count, "player", count, "hp".
+    let schema_at = welcome_bytes.len() - {
+        let mut b = Vec::new();
+        s.encode(&mut b).unwrap();
+        b.len()
+    };
+    let first_type = schema_at + 4 + 1 + 7 + 1 + 3;
+    let mut bad_type = welcome_bytes.clone();
+    bad_type[first_type] = 8;
+    let mut bad_bits = welcome_bytes.clone();
+    bad_bits[first_type + 9] = 0; // quant bits after min, max
+    let mut zero_step = welcome_bytes.clone();
+    zero_step[schema_at..schema_at + 4].copy_from_slice(&[0, 0, 0, 0]);
+    welcome_bytes.push(0);
+    let trailing_welcome = welcome_bytes;
+
+    // Deltas against big_known(): header tick 1 (01), ack 0 (00).
+    let d = |rest: &[u8]| {
+        let mut b = vec![0x82, 0x01, 0x00];
+        b.extend_from_slice(rest);
+        b
+    };
+    let cases: Vec<(Dec, Vec<u8>, &str, &str)> = vec![
+        (Dec::Client, vec![], "truncated", "Empty message."),
+        (
+            Dec::Client,
+            vec![0x04],
+            "unknown_tag",
+            "Tag 0x04 is not a client message.",
+        ),
+        (
+            Dec::Client,
+            vec![0x81],
+            "unknown_tag",
+            "A server tag sent to the server.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x00, 0x00, 0x00, 0x00],
+            "invalid",
+            "Hello offering no version.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x09],
+            "too_long",
+            "Hello offering 9 versions (limit 8), refused before reading them.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x02, 0x01, 0x01, 0x00, 0x00, 0x00],
+            "invalid",
+            "Hello offering version 1 twice.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x01, 0x81, 0x20],
+            "too_long",
+            "Hello whose ticket declares 4097 bytes (limit 4096), refused before reading it.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x01, 0x02, 0xc3, 0x28, 0x00, 0x00],
+            "invalid_utf8",
+            "Hello whose ticket is not UTF-8.",
+        ),
+        (
+            Dec::Client,
+            vec![0x02, 0x00, 0x00, 0x00],
+            "invalid",
+            "Input with seq 0.",
+        ),
+        (
+            Dec::Client,
+            vec![0x02, 0x80, 0x80, 0x80, 0x80, 0x10, 0x00, 0x00],
+            "overflow",
+            "Input seq beyond u32.",
+        ),
+        (
+            Dec::Client,
+            vec![0x02, 0x01, 0x00, 0x05, 0x01],
+            "truncated",
+            "Input payload declares 5 bytes, 1 present.",
+        ),
+        (
+            Dec::Client,
+            vec![0x03, 0x80, 0x00],
+            "non_canonical_varint",
+            "Ping time with a redundant zero group.",
+        ),
+        (
+            Dec::Client,
+            vec![0x03, 0x01, 0x00],
+            "trailing_bytes",
+            "Ping followed by an extra byte.",
+        ),
+        (
+            Dec::Server,
+            vec![0x01],
+            "unknown_tag",
+            "A client tag sent to the client.",
+        ),
+        (
+            Dec::Server,
+            vec![0x87],
+            "unknown_tag",
+            "Tag 0x87 is not defined in v1.",
+        ),
+        (
+            Dec::Server,
+            vec![0x84, 0x80, 0x80, 0x04, 0x00],
+            "overflow",
+            "Kick code beyond u16.",
+        ),
+        (
+            Dec::Server,
+            vec![0x84, 0x01, 0x01, 0xff],
+            "invalid_utf8",
+            "Kick reason is not UTF-8.",
+        ),
+        (
+            Dec::Server,
+            vec![0x83, 0x01, 0x02],
+            "truncated",
+            "Pong missing its tick.",
+        ),
+        (
+            Dec::Server,
+            bad_role,
+            "invalid",
+            "The welcome fixture with role byte 2.",
+        ),
+        (
+            Dec::Server,
+            bad_hz,
+            "invalid",
+            "The welcome fixture with tick_hz 0.",
+        ),
+        (
+            Dec::Server,
+            bad_type,
+            "invalid",
+            "The welcome fixture with field type 8 (undefined).",
+        ),
+        (
+            Dec::Server,
+            bad_bits,
+            "invalid",
+            "The welcome fixture with quant bits 0.",
+        ),
+        (
+            Dec::Server,
+            zero_step,
+            "invalid",
+            "The welcome fixture with pos_step 0.0.",
+        ),
+        (
+            Dec::Server,
+            trailing_welcome,
+            "trailing_bytes",
+            "The welcome fixture plus one byte.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x08, 0, 0, 0]),
+            "invalid",
+            "Delta flags with reserved bit 3 set.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x02, 0x80, 0x80, 0x80, 0x80, 0x11, 0, 0, 0]),
+            "overflow",
+            "CONTROL value beyond 2^32.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x01, 0x01, 0x01, 0, 0]),
+            "invalid",
+            "BASELINE Delta with a despawn.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x01, 0x03, 0, 0]),
+            "invalid",
+            "Despawn of id 3, which is not known.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x02, 0x04, 0x00, 0, 0]),
+            "invalid",
+            "Despawns 4 then 4 + 0 + 1 = 5: 5 is not known.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 41, 60, 0]),
+            "invalid",
+            "Update index 41 beyond the 41 known entities.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x80, 0]),
+            "invalid",
+            "Update record header 0x80 (nothing changed).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 121, 0]),
+            "invalid",
+            "Tiny move header 121 (above 120).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x88, 0]),
+            "invalid",
+            "Update header with reserved bit 3 set.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x84, 0x00, 0]),
+            "invalid",
+            "Fields flag with an empty mask.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x84, 0x10, 0x00, 0]),
+            "invalid",
+            "Mask bit 4 on a 4-field kind.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x84, 0x01, 0x80, 0x01, 0]),
+            "invalid",
+            "hp code 128 for a 7-bit quant field.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x02, 0x84, 0x02, 0x02, 0]),
+            "invalid",
+            "Bool field value 2 (entity 4 is a pickup).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x02, 0x01, 0x01, 0x01, 60, 60, 0]),
+            "invalid",
+            "Bitset naming one index where the count says two.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x01, 0x07, 0, 0, 0, 0, 0, 0, 0x01, 60, 0]),
+            "too_long",
+            "Bitset of 7 bytes for 41 known entities (limit 6).",
+        ),
+        (
+            Dec::Delta,
+            d(&[
+                0x00, 0x00, 0x00, 0x01, 0x07, 0x00, 0x00, 0x00, 0x80, 0x02, 0x00, 0x00, 0x00, 0x00,
+                0x00,
+            ]),
+            "invalid",
+            "Spawn of id 7, which is known.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00]),
+            "invalid",
+            "Spawn of kind 2; the schema has two kinds.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x04, 0x00, 0x00, 0x00, 0x81, 0x08]),
+            "too_long",
+            "1025 events (limit 1024).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x00, 0x00, 0x00]),
+            "trailing_bytes",
+            "An empty Delta plus one byte.",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x00]),
+            "truncated",
+            "An empty Delta missing its spawn count.",
+        ),
+    ];
+    let mut out = Vec::new();
+    for (dec, bytes, kind, description) in cases {
+        let got = match dec {
+            Dec::Client => ClientMessage::decode(&bytes).map(|_| ()),
+            Dec::Server => ServerMessage::decode(&bytes, None).map(|_| ()),
+            Dec::Delta => decode_delta(&bytes, &s, &k).map(|_| ()),
+        };
+        let err: DecodeError = got.expect_err(description);
+        assert_eq!(err.kind(), kind, "{description}: {err}");
+        out.push(json!({
+            "decoder": match dec { Dec::Client => "client", Dec::Server => "server", Dec::Delta => "delta" },
+            "hex": hex(&bytes),
+            "error": kind,
+            "description": description,
+        }));
+    }
+    let body = json!({
+        "name": "invalid",
+        "description": "Byte strings every decoder must reject, with the error kind. \"delta\" cases decode against the context below.",
+        "context": context_json(&k),
+        "cases": out,
+    });
+    Fixture {
+        name: "invalid",
+        description: "",
+        body,
+    }
+}
