@@ -216,6 +216,11 @@ impl Driver {
             },
             () = sleep_until(out_due), if out_due.is_some() => self.flush_due_outgoing().await,
             _ = ping.tick() => {
+                if !can_take {
+                    // The simulated link is saturated; a Ping queued behind it would only measure
+                    // the queue. The next tick tries again.
+                    return Flow::Continue;
+                }
                 let now = self.shared.now_us();
                 add(&self.shared.counters.pings, 1);
                 match ClientMessage::Ping(Ping { client_time: now }).to_bytes() {
