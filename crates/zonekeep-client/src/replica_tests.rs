@@ -240,3 +240,41 @@ fn clear_reports_visible_entities_as_left_once() {
     draw(&mut r, 12.0);
     assert!(r.left().is_empty());
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the patches and however time moves, the drawn tick never goes back, and an
+        /// entity is drawn on a segment between two of its samples (never beyond them).
+        #[test]
+        fn drawn_positions_stay_between_samples(
+            moves in proptest::collection::vec((1u64..6, -1000i32..1000), 1..40),
+            frames in proptest::collection::vec(0.0f64..3.0, 1..80),
+        ) {
+            let mut r = Replica::new(ReplicaConfig::for_zone(30, 2));
+            r.apply(&spawned(0, 1, 0.0, 0.0, true));
+            let mut tick = 0;
+            let mut xs = vec![0.0f32];
+            for (dt, x) in &moves {
+                tick += dt;
+                xs.push(*x as f32);
+                r.apply(&moved(tick, 1, *x as f32, 0.0));
+            }
+            let lo = xs.iter().copied().fold(f32::INFINITY, f32::min);
+            let hi = xs.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut now = 0.0;
+            let mut last = f64::NEG_INFINITY;
+            for step in frames {
+                now += step;
+                let drawn = r.frame(Timing { server_tick: now, one_way_ticks: 0.0, jitter_ticks: 0.0 });
+                prop_assert!(drawn >= last);
+                last = drawn;
+                if let Some(e) = r.get(1) {
+                    prop_assert!(e.x >= lo && e.x <= hi, "{} outside [{lo}, {hi}]", e.x);
+                }
+            }
+        }
+    }
+}
