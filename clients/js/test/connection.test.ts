@@ -1,0 +1,248 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { KickCode, ManualScheduler, ZoneConnection, type CloseInfo, type ReconnectOptions } from "../src/index.js";
+import { FakeServer, flush, rng } from "./helpers.js";
+
+function setup(reconnect: ReconnectOptions = {}, latency = 20) {
+  const sched = new ManualScheduler(1000);
+  const server = new FakeServer(sched, () => latency);
+  let tickets = 0;
+  const conn = new ZoneConnection({
+    url: "ws://test/zones/test-zone",
+    ticket: async () => `ticket-${++tickets}`,
+    socket: server.factory,
+    scheduler: sched,
+    reconnect: { random: () => 0.5, ...reconnect },
+  });
+  const closes: CloseInfo[] = [];
+  conn.on("close", (c) => closes.push(c));
+  return { sched, server, conn, closes, tickets: () => tickets };
+}
+
+/** Advances the manual clock in small steps, letting promise callbacks run in between. */
+async function advance(sched: ManualScheduler, ms: number, stepMs = 5): Promise<void> {
+  for (let t = 0; t < ms; t += stepMs) {
+    await flush();
+    sched.advance(Math.min(stepMs, ms - t));
+  }
+  await flush();
+}
+
+describe("ZoneConnection handshake", () => {
+  it("sends Hello, accepts Welcome and the BASELINE Delta, then pings", async () => {
+    const { sched, server, conn } = setup();
+    const resumedFlags: boolean[] = [];
+    conn.on("welcome", (_w, info) => resumedFlags.push(info.resumed));
+    const deltas: number[] = [];
+    conn.on("delta", (d) => deltas.push(d.tick));
+    const welcome = conn.connect();
+    await advance(sched, 100);
+    const w = await welcome;
+    assert.equal(w.playerId, 1);
+    assert.equal(w.version, 1);
+    assert.equal(conn.state, "open");
+    assert.deepEqual(resumedFlags, [false]);
+    const hello = server.last.received[0];
+    assert.ok(hello !== undefined && hello.type === "hello");
+    assert.deepEqual(hello.versions, [1]);
+    assert.equal(hello.ticket, "ticket-1");
+    assert.equal(hello.reconnectToken.length, 0);
+    assert.equal(server.last.received[1]?.type, "ping");
+    assert.equal(deltas.length, 1);
+    assert.equal(conn.mirror?.size, 1);
+    assert.equal(conn.controlledId, 101);
+    const stats = conn.stats;
+    assert.equal(stats.messagesIn, 3, "Welcome, BASELINE Delta, Pong");
+    assert.equal(stats.messagesOut, 2);
+    assert.ok(stats.bytesIn > 20 && stats.bytesOut > 10);
+    assert.equal(stats.bytesInPerSec, stats.bytesIn);
+    await advance(sched, 2000);
+    // Only Pongs arrived in the last second: the window forgot the Welcome and the BASELINE.
+    assert.ok(conn.stats.bytesInPerSec > 0 && conn.stats.bytesInPerSec < stats.bytesIn);
+    assert.ok(server.last.received.filter((m) => m.type === "ping").length >= 3);
+  });
+
+  it("stamps inputs with seq from 1 and the view tick", async () => {
+    const { sched, server, conn } = setup();
+    assert.equal(conn.sendInput(new Uint8Array([1])), null, "not open yet");
+    void conn.connect();
+    await advance(sched, 100);
+    server.tick = 77;
+    server.step();
+    await advance(sched, 50);
+    conn.setViewTickSource(() => 70.6);
+    assert.equal(conn.sendInput(new Uint8Array([1])), 1);
+    assert.equal(conn.sendInput(new Uint8Array([2])), 2);
+    await advance(sched, 50);
+    const inputs = server.last.received.filter((m) => m.type === "input");
+    assert.deepEqual(
+      inputs.map((m) => (m.type === "input" ? [m.seq, m.viewTick, [...m.payload]] : null)),
+      [
+        [1, 70, [1]],
+        [2, 70, [2]],
+      ],
+    );
+  });
+
+  it("refuses a version it did not offer and does not reconnect", async () => {
+    const { sched, server, conn, closes } = setup();
+    server.versionPick = 2;
+    const p = conn.connect();
+    await advance(sched, 100);
+    await assert.rejects(p);
+    assert.equal(conn.state, "closed");
+    assert.equal(closes.length, 1);
+    assert.equal(closes[0]?.willReconnect, false);
+    assert.match(closes[0]?.reason ?? "", /version 2/);
+  });
+
+  it("stops on Kick(VERSION_MISMATCH)", async () => {
+    const { sched, server } = setup({}, 20);
+    const kicks: number[] = [];
+    const conn2 = new ZoneConnection({
+      url: "ws://x",
+      ticket: async () => "t",
+      socket: server.factory,
+      scheduler: sched,
+      versions: [7],
+    });
+    const closes2: CloseInfo[] = [];
+    conn2.on("kick", (k) => kicks.push(k.code));
+    conn2.on("close", (c) => closes2.push(c));
+    const p = conn2.connect();
+    await advance(sched, 200);
+    await assert.rejects(p);
+    assert.deepEqual(kicks, [KickCode.VERSION_MISMATCH]);
+    assert.equal(closes2.length, 1);
+    assert.equal(closes2[0]?.willReconnect, false);
+  });
+});
+
+describe("ZoneConnection clock sync", () => {
+  it("converges to the server's tick under jittery latency", async () => {
+    const sched = new ManualScheduler(5_000);
+    const r = rng(42);
+    // One-way latency 40 ms ± 15 ms; the server's clock is 123.456 s ahead of ours.
+    const server = new FakeServer(sched, () => 40 + (r() - 0.5) * 30);
+    server.offsetMs = 123_456;
+    server.run();
+    const conn = new ZoneConnection({
+      url: "ws://t",
+      ticket: async () => "t",
+      socket: server.factory,
+      scheduler: sched,
+    });
+    void conn.connect();
+    await advance(sched, 10_000, 10);
+    const trueTick = (sched.now() + server.offsetMs) * (server.tickHz / 1000);
+    const est = conn.clock.serverTick(sched.now());
+    assert.ok(conn.clock.synced);
+    assert.ok(Math.abs(est - trueTick) < 1, `estimate ${est} vs true ${trueTick}`);
+    assert.ok(Math.abs(conn.clock.rttMs - 80) < 15, `rtt ${conn.clock.rttMs}`);
+    assert.ok(conn.clock.jitterMs > 0 && conn.clock.jitterMs < 30, `jitter ${conn.clock.jitterMs}`);
+    conn.close();
+  });
+});
+
+describe("ZoneConnection reconnect", () => {
+  it("resumes with the reconnect token inside the grace window", async () => {
+    const { sched, server, conn, closes, tickets } = setup({ graceMs: 5_000 });
+    const welcomes: Array<[number, boolean]> = [];
+    conn.on("welcome", (w, i) => welcomes.push([w.playerId, i.resumed]));
+    void conn.connect();
+    await advance(sched, 100);
+    assert.equal(conn.sendInput(new Uint8Array([1])), 1);
+    await advance(sched, 100);
+    const firstToken = conn.welcome?.reconnectToken;
+    server.last.socket.drop();
+    await advance(sched, 50);
+    assert.equal(closes.length, 1);
+    assert.equal(closes[0]?.willReconnect, true);
+    assert.equal(conn.state, "reconnecting");
+    assert.equal(conn.sendInput(new Uint8Array([2])), null, "inputs are not sent while reconnecting");
+    await advance(sched, 1_000);
+    assert.equal(conn.state, "open");
+    const hello = server.last.received[0];
+    assert.ok(hello?.type === "hello");
+    assert.deepEqual([...hello.reconnectToken], [...(firstToken ?? [])]);
+    assert.equal(hello.ticket, "ticket-1", "the same ticket is presented with the token");
+    assert.equal(tickets(), 1, "no fresh ticket was needed");
+    assert.deepEqual(welcomes, [
+      [1, false],
+      [1, true],
+    ]);
+    assert.equal(conn.sendInput(new Uint8Array([3])), 2, "seq continues for a resumed player");
+  });
+
+  it("asks for a fresh ticket after the grace window", async () => {
+    const { sched, server, conn, closes, tickets } = setup({ graceMs: 2_000, maxAttempts: 20 });
+    const welcomes: Array<[number, boolean]> = [];
+    conn.on("welcome", (w, i) => welcomes.push([w.playerId, i.resumed]));
+    void conn.connect();
+    await advance(sched, 100);
+    server.up = false;
+    server.last.socket.drop();
+    await advance(sched, 3_000);
+    const downAttempts = closes.length;
+    assert.ok(downAttempts >= 3, `retried while down (${downAttempts} closes)`);
+    assert.ok(closes.every((c) => c.willReconnect));
+    server.up = true;
+    await advance(sched, 10_000);
+    assert.equal(conn.state, "open");
+    const hello = server.last.received[0];
+    assert.ok(hello?.type === "hello");
+    assert.equal(hello.reconnectToken.length, 0, "no token after the grace window");
+    assert.equal(hello.ticket, `ticket-${tickets()}`);
+    assert.ok(tickets() >= 2);
+    assert.deepEqual(welcomes[welcomes.length - 1], [2, false]);
+    // Backoff grows: the gaps between attempts are not all equal.
+    const delays = closes.map((c) => c.retryInMs);
+    assert.ok((delays[2] ?? 0) > (delays[0] ?? 0));
+  });
+
+  it("falls back to a fresh ticket when the token is refused", async () => {
+    const { sched, server, conn, closes, tickets } = setup({ graceMs: 60_000 });
+    const kicks: number[] = [];
+    conn.on("kick", (k) => kicks.push(k.code));
+    void conn.connect();
+    await advance(sched, 100);
+    server.refuseTokens = true;
+    server.last.socket.drop();
+    await advance(sched, 5_000);
+    assert.deepEqual(kicks, [KickCode.RECONNECT_REFUSED]);
+    assert.equal(conn.state, "open");
+    const hellos = server.sessions.map((s) => s.received[0]).filter((m) => m?.type === "hello");
+    const tokens = hellos.map((h) => (h?.type === "hello" ? h.reconnectToken.length : -1));
+    assert.deepEqual(tokens, [0, 16, 0]);
+    assert.equal(tickets(), 2);
+    assert.equal(closes.length, 2);
+  });
+
+  it("gives up after the bounded number of attempts", async () => {
+    const { sched, server, conn, closes } = setup({ maxAttempts: 3 });
+    void conn.connect();
+    await advance(sched, 100);
+    server.up = false;
+    server.last.socket.drop();
+    await advance(sched, 60_000, 50);
+    assert.equal(conn.state, "closed");
+    assert.equal(closes.length, 4);
+    assert.deepEqual(
+      closes.map((c) => c.willReconnect),
+      [true, true, true, false],
+    );
+    assert.equal(sched.pending, 0, "no timer left behind");
+  });
+
+  it("close() ends the session without reconnecting", async () => {
+    const { sched, conn, closes } = setup();
+    void conn.connect();
+    await advance(sched, 100);
+    conn.close();
+    await advance(sched, 5_000);
+    assert.equal(conn.state, "closed");
+    assert.equal(closes.length, 1);
+    assert.equal(closes[0]?.willReconnect, false);
+  });
+});

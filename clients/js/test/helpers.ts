@@ -1,0 +1,329 @@
+/**
+ * Test doubles for driving a ZoneConnection without a network: a manual clock, sockets that deliver
+ * through the clock with configurable latency, and a small zone server built on the SDK's own codec.
+ */
+
+import {
+  canonicalPosForm,
+  decodeClientMessage,
+  encodeDelta,
+  encodeServerMessage,
+  ManualScheduler,
+  type Delta,
+  type FieldValue,
+  type KnownEntry,
+  type Schema,
+  type ServerMessage,
+  type SocketLike,
+  type Update,
+  type ClientMessage,
+} from "../src/index.js";
+
+/** A small deterministic PRNG (mulberry32) so "random" latency is reproducible. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Lets pending promise callbacks (the async ticket() call) run; not a sleep: no time passes. */
+export async function flush(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+/** The test zone's schema: one "avatar" kind with an hp and a name. */
+export const SCHEMA: Schema = {
+  posStep: 0.01,
+  kinds: [
+    {
+      name: "avatar",
+      fields: [
+        { name: "hp", ty: { type: "quant", min: 0, max: 100, bits: 7 } },
+        { name: "name", ty: { type: "str", maxLen: 16 } },
+      ],
+    },
+  ],
+};
+
+/** One entity of the fake zone. */
+export interface FakeEntity {
+  kind: number;
+  qx: number;
+  qy: number;
+  fields: FieldValue[];
+}
+
+/** One client's socket as the server sees it. */
+export class ServerSession {
+  readonly socket: FakeSocket;
+  /** What this client was last sent: id → state. */
+  sent = new Map<number, FakeEntity>();
+  playerId = 0;
+  ack = 0;
+  controlled: number | null = null;
+  controlDirty = true;
+  welcomed = false;
+  received: ClientMessage[] = [];
+  constructor(socket: FakeSocket) {
+    this.socket = socket;
+  }
+}
+
+/** A socket pair end seen by the client; delivery goes through the scheduler with latency. */
+export class FakeSocket implements SocketLike {
+  binaryType = "blob";
+  onopen: ((ev: unknown) => void) | null = null;
+  onmessage: ((ev: { data: unknown }) => void) | null = null;
+  onclose: ((ev: { code?: number; reason?: string }) => void) | null = null;
+  onerror: ((ev: unknown) => void) | null = null;
+  /** The client called close(). */
+  clientClosed = false;
+  /** The server dropped the connection. */
+  serverClosed = false;
+  get closed(): boolean {
+    return this.clientClosed || this.serverClosed;
+  }
+  constructor(
+    private readonly server: FakeServer,
+    readonly session: () => ServerSession,
+  ) {}
+
+  send(data: Uint8Array): void {
+    if (this.closed) return;
+    const copy = data.slice();
+    this.server.net.deliver(() => this.server.onClientBytes(this.session(), copy));
+  }
+
+  close(code = 1000, reason = ""): void {
+    if (this.closed) return;
+    this.clientClosed = true;
+    this.server.onClientClosed(this.session());
+    this.server.net.deliver(() => this.onclose?.({ code, reason }));
+  }
+
+  /** Server side: deliver a message to the client. */
+  push(bytes: Uint8Array): void {
+    if (this.serverClosed) return;
+    const buf = bytes.slice().buffer;
+    this.server.net.deliver(() => {
+      if (!this.clientClosed) this.onmessage?.({ data: buf });
+    });
+  }
+
+  /** Server side: the connection drops (no close handshake; the client sees 1006 after latency). */
+  drop(code = 1006, reason = ""): void {
+    if (this.closed) return;
+    this.serverClosed = true;
+    this.server.onClientClosed(this.session());
+    this.server.net.deliver(() => this.onclose?.({ code, reason }));
+  }
+}
+
+/** Delivery through the manual clock with a latency function (one way). */
+export class FakeNet {
+  constructor(
+    readonly sched: ManualScheduler,
+    public latency: () => number = () => 20,
+  ) {}
+  private lastAt = 0;
+  deliver(fn: () => void): void {
+    // In-order delivery like TCP: a message never overtakes the previous one.
+    const at = Math.max(this.sched.now() + this.latency(), this.lastAt);
+    this.lastAt = at;
+    this.sched.setTimeout(fn, at - this.sched.now());
+  }
+}
+
+/** A minimal zone host speaking the protocol through the SDK codec. */
+export class FakeServer {
+  readonly net: FakeNet;
+  readonly sched: ManualScheduler;
+  readonly sessions: ServerSession[] = [];
+  readonly entities = new Map<number, FakeEntity>();
+  readonly tickHz = 30;
+  patchEvery = 1;
+  /** serverMs = clientMs + offsetMs. */
+  offsetMs = 0;
+  tick = 0;
+  up = true;
+  /** Tokens the server honours: token hex → player id. */
+  tokens = new Map<string, number>();
+  refuseTokens = false;
+  nextPlayer = 1;
+  versionPick: number | null = null;
+  /** Server-side input rule: applied to the controlled entity for each input. */
+  applyInput: (e: FakeEntity, payload: Uint8Array, seq: number) => void = () => {};
+
+  constructor(sched: ManualScheduler, latency?: () => number) {
+    this.sched = sched;
+    this.net = new FakeNet(sched, latency);
+  }
+
+  /** The socket factory to give the connection. */
+  factory = (_url: string): SocketLike => {
+    let session!: ServerSession;
+    const sock = new FakeSocket(this, () => session);
+    session = new ServerSession(sock);
+    this.sessions.push(session);
+    if (this.up) this.net.deliver(() => sock.onopen?.({}));
+    else sock.drop(1006, "connection refused");
+    return sock;
+  };
+
+  get last(): ServerSession {
+    const s = this.sessions[this.sessions.length - 1];
+    if (s === undefined) throw new Error("no session");
+    return s;
+  }
+
+  serverMs(): number {
+    return this.sched.now() + this.offsetMs;
+  }
+
+  send(s: ServerSession, m: ServerMessage): void {
+    s.socket.push(encodeServerMessage(m));
+  }
+
+  onClientBytes(s: ServerSession, bytes: Uint8Array): void {
+    if (s.socket.closed) return;
+    const m = decodeClientMessage(bytes);
+    s.received.push(m);
+    switch (m.type) {
+      case "hello": {
+        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v === 1));
+        if (!Number.isFinite(version)) {
+          this.send(s, { type: "kick", code: 10, reason: "no common version" });
+          s.socket.drop(1000);
+          return;
+        }
+        const tokenHex = Buffer.from(m.reconnectToken).toString("hex");
+        if (m.reconnectToken.length > 0) {
+          const pid = this.tokens.get(tokenHex);
+          if (this.refuseTokens || pid === undefined) {
+            this.send(s, { type: "kick", code: 20, reason: "unknown token" });
+            s.socket.drop(1000);
+            return;
+          }
+          s.playerId = pid;
+          const prev = this.sessions.find((o) => o !== s && o.playerId === pid);
+          if (prev !== undefined) {
+            s.ack = prev.ack;
+            s.controlled = prev.controlled;
+          }
+        } else {
+          s.playerId = this.nextPlayer++;
+          s.controlled = 100 + s.playerId;
+          this.entities.set(s.controlled, { kind: 0, qx: 0, qy: 0, fields: [100, `p${s.playerId}`] });
+        }
+        const token = new Uint8Array(16).fill(s.playerId).map((b, i) => (b + i * this.sessions.length) & 0xff);
+        this.tokens.set(Buffer.from(token).toString("hex"), s.playerId);
+        this.send(s, {
+          type: "welcome",
+          version,
+          playerId: s.playerId,
+          zoneId: "test-zone",
+          role: "player",
+          tickHz: this.tickHz,
+          patchEvery: this.patchEvery,
+          tick: this.tick,
+          features: 0,
+          reconnectToken: token,
+          schema: SCHEMA,
+        });
+        s.welcomed = true;
+        s.sent.clear();
+        s.controlDirty = true;
+        this.sendDelta(s, true);
+        return;
+      }
+      case "input": {
+        const e = s.controlled === null ? undefined : this.entities.get(s.controlled);
+        if (e !== undefined) this.applyInput(e, m.payload, m.seq);
+        s.ack = Math.max(s.ack, m.seq);
+        return;
+      }
+      case "ping":
+        this.send(s, {
+          type: "pong",
+          clientTime: m.clientTime,
+          serverTimeUs: Math.floor(this.serverMs() * 1000),
+          tick: Math.floor((this.serverMs() * this.tickHz) / 1000),
+        });
+        return;
+    }
+  }
+
+  onClientClosed(_s: ServerSession): void {}
+
+  /** Builds and sends this session's Delta: the diff between the world and what it was sent. */
+  sendDelta(s: ServerSession, baseline = false): Delta {
+    const knownBefore: KnownEntry[] = baseline
+      ? []
+      : [...s.sent.entries()].sort((a, b) => a[0] - b[0]).map(([id, e]) => [id, e.kind] as const);
+    const despawns = baseline ? [] : knownBefore.map(([id]) => id).filter((id) => !this.entities.has(id));
+    const after = knownBefore.filter(([id]) => this.entities.has(id));
+    const updates: Update[] = [];
+    after.forEach(([id, kind], index) => {
+      const now = this.entities.get(id);
+      const was = s.sent.get(id);
+      if (now === undefined || was === undefined) return;
+      const fields: Array<[number, FieldValue]> = [];
+      now.fields.forEach((v, i) => {
+        if (v !== was.fields[i]) fields.push([i, v]);
+      });
+      const pos = canonicalPosForm(now.qx, now.qy, was.qx, was.qy, fields.length > 0);
+      if (pos === null && fields.length === 0) return;
+      const mask = fields.reduce((m, [i]) => m | (1 << i), 0);
+      updates.push({ index, id, kind, pos, mask, fields });
+    });
+    const spawns = [...this.entities.entries()]
+      .filter(([id]) => baseline || !s.sent.has(id))
+      .sort((a, b) => a[0] - b[0])
+      .map(([id, e]) => ({ id, kind: e.kind, qx: e.qx, qy: e.qy, fields: [...e.fields] }));
+    const delta: Delta = {
+      tick: this.tick,
+      ack: s.ack,
+      baseline,
+      despawns,
+      updates,
+      spawns,
+      events: null,
+    };
+    if (s.controlDirty) {
+      delta.control = s.controlled;
+      s.controlDirty = false;
+    }
+    s.socket.push(encodeDelta(delta, SCHEMA, knownBefore));
+    if (baseline) s.sent.clear();
+    for (const id of despawns) s.sent.delete(id);
+    for (const [id, e] of this.entities) s.sent.set(id, { ...e, fields: [...e.fields] });
+    return delta;
+  }
+
+  /** Advances the zone one tick; on patch ticks every welcomed, open session gets a Delta. */
+  step(simulate: (tick: number) => void = () => {}): void {
+    this.tick += 1;
+    simulate(this.tick);
+    if (this.tick % this.patchEvery === 0) {
+      for (const s of this.sessions) if (s.welcomed && !s.socket.closed) this.sendDelta(s);
+    }
+  }
+
+  /** Runs the zone on the manual clock: one tick every 1000/tickHz ms of server time. */
+  run(simulate: (tick: number) => void = () => {}): void {
+    const loop = (): void => {
+      const due = Math.floor((this.serverMs() * this.tickHz) / 1000);
+      while (this.tick < due) this.step(simulate);
+      const nextAt = ((this.tick + 1) * 1000) / this.tickHz - this.offsetMs;
+      // At least 1 ms, so float rounding at a tick boundary can never spin at one instant.
+      this.sched.setTimeout(loop, Math.max(1, Math.ceil(nextAt - this.sched.now())));
+    };
+    this.tick = Math.floor((this.serverMs() * this.tickHz) / 1000);
+    loop();
+  }
+}
