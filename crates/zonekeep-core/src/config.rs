@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::error::ConfigError;
 use crate::input::InputPolicy;
 use crate::tier::IdlePolicy;
+use crate::view::ReplicationSettings;
 
 /// How a [`ZoneHost`](crate::ZoneHost) runs one zone.
 ///
@@ -13,7 +14,7 @@ use crate::tier::IdlePolicy;
 /// 64 players and 16 observers, Idle after 30 s empty (ticking at a quarter
 /// rate), Dormant after 5 min, 32 buffered inputs per player consumed one per
 /// tick, 15 s reconnect grace, world seed 0.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ZoneConfig {
     /// Simulation ticks per second (`1..=1000`).
     pub tick_hz: u32,
@@ -48,6 +49,8 @@ pub struct ZoneConfig {
     /// Most facts in flight (emitted, not yet settled); a zone emitting more
     /// gets [`FactError::QueueFull`](crate::FactError::QueueFull).
     pub max_facts_in_flight: usize,
+    /// Position quantum, interest radius and byte budget of replication.
+    pub replication: ReplicationSettings,
 }
 
 impl Default for ZoneConfig {
@@ -68,6 +71,7 @@ impl Default for ZoneConfig {
             max_timers: 1024,
             max_pending_events: 4096,
             max_facts_in_flight: 1024,
+            replication: ReplicationSettings::default(),
         }
     }
 }
@@ -108,7 +112,7 @@ impl ZoneConfig {
         if self.max_facts_in_flight == 0 {
             return Err(ConfigError::MaxFactsInFlight);
         }
-        Ok(())
+        self.replication.validate()
     }
 
     /// The fixed step, `1s / tick_hz` rounded down to whole nanoseconds.

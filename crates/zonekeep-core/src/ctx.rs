@@ -8,6 +8,8 @@ use crate::player::{PlayerId, PlayerInfo, Roster};
 use crate::rng::ZoneRng;
 use crate::tier::Tier;
 use crate::timer::Timers;
+use crate::view::ViewRequests;
+use crate::world::{EntityId, World};
 
 /// Who an event is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,6 +81,8 @@ pub struct Ctx<'a> {
     out: &'a mut Outputs,
     input: Option<InputMeta>,
     facts: &'a mut FactBook,
+    world: &'a mut World,
+    views: &'a mut ViewRequests,
 }
 
 /// The borrowed parts a [`Ctx`] is made of (keeps `Ctx::new` readable).
@@ -92,6 +96,8 @@ pub(crate) struct CtxParts<'a> {
     pub(crate) out: &'a mut Outputs,
     pub(crate) input: Option<InputMeta>,
     pub(crate) facts: &'a mut FactBook,
+    pub(crate) world: &'a mut World,
+    pub(crate) views: &'a mut ViewRequests,
 }
 
 impl<'a> Ctx<'a> {
@@ -107,6 +113,8 @@ impl<'a> Ctx<'a> {
             out: p.out,
             input: p.input,
             facts: p.facts,
+            world: p.world,
+            views: p.views,
         }
     }
 
@@ -195,6 +203,34 @@ impl<'a> Ctx<'a> {
     /// How many facts are in flight (emitted, not yet settled).
     pub fn facts_in_flight(&self) -> usize {
         self.facts.in_flight_len()
+    }
+
+    /// The replicated world: declare entity kinds in [`Zone::create`](crate::Zone::create), then
+    /// spawn, move, set fields and despawn; every participant is sent what its view holds.
+    pub fn world(&mut self) -> &mut World {
+        self.world
+    }
+
+    /// The replicated world, read-only.
+    pub fn world_ref(&self) -> &World {
+        self.world
+    }
+
+    /// Say which entity `player` controls (`None`: none). The player's client learns it through
+    /// the Delta CONTROL field, the entity is always in its view, and (unless the view is pinned
+    /// with [`set_view`](Ctx::set_view)) the view follows it. Ignored for absent participants.
+    pub fn set_control(&mut self, player: PlayerId, entity: Option<EntityId>) {
+        self.views.update(player, |v| v.control = entity);
+    }
+
+    /// Override a participant's view: `radius` (`None`: the zone default) and a fixed centre
+    /// `focus` (`None`: follow the controlled entity). Observers use this for their focus area.
+    /// Ignored for absent participants.
+    pub fn set_view(&mut self, player: PlayerId, radius: Option<f32>, focus: Option<(f32, f32)>) {
+        self.views.update(player, |v| {
+            v.radius = radius;
+            v.focus = focus;
+        });
     }
 
     /// Ask the host to remove `player` after this hook returns. Ignored if the

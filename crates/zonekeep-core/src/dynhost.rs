@@ -14,10 +14,13 @@ use crate::fact::{Fact, Settlement};
 use crate::host::ZoneHost;
 use crate::input::InputOutcome;
 use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role};
+use crate::replicate::{BuildStats, ReplicateError};
 use crate::report::AdvanceReport;
 use crate::snapshot::RestoreError;
 use crate::tier::Tier;
+use crate::world::World;
 use crate::zone::{LeaveReason, Zone, ZoneInit};
+use zonekeep_protocol::schema::Schema;
 
 /// [`ZoneHost`]'s operations without its type parameter. Each method behaves
 /// exactly as the `ZoneHost` method of the same name.
@@ -83,6 +86,19 @@ pub trait AnyZoneHost: Send {
     fn settle(&mut self, settlement: Settlement);
     /// See [`ZoneHost::snapshot`].
     fn snapshot(&self) -> Option<Vec<u8>>;
+    /// See [`ZoneHost::schema`].
+    fn schema(&self) -> Schema;
+    /// See [`ZoneHost::world`].
+    fn world(&self) -> &World;
+    /// See [`ZoneHost::build_frames`].
+    fn build_frames(
+        &mut self,
+        sink: &mut dyn FnMut(PlayerId, &[u8]),
+    ) -> Result<BuildStats, ReplicateError>;
+    /// See [`ZoneHost::resync`].
+    fn resync(&mut self, id: PlayerId);
+    /// See [`ZoneHost::last_build_stats`].
+    fn last_build_stats(&self) -> BuildStats;
     /// For downcasting to the concrete `ZoneHost<Z>`.
     fn as_any(&self) -> &dyn Any;
     /// For downcasting to the concrete `ZoneHost<Z>`, mutably.
@@ -175,6 +191,24 @@ impl<Z: Zone> AnyZoneHost for ZoneHost<Z> {
     }
     fn snapshot(&self) -> Option<Vec<u8>> {
         ZoneHost::snapshot(self)
+    }
+    fn schema(&self) -> Schema {
+        ZoneHost::schema(self)
+    }
+    fn world(&self) -> &World {
+        ZoneHost::world(self)
+    }
+    fn build_frames(
+        &mut self,
+        sink: &mut dyn FnMut(PlayerId, &[u8]),
+    ) -> Result<BuildStats, ReplicateError> {
+        ZoneHost::build_frames(self, sink)
+    }
+    fn resync(&mut self, id: PlayerId) {
+        ZoneHost::resync(self, id)
+    }
+    fn last_build_stats(&self) -> BuildStats {
+        ZoneHost::last_build_stats(self)
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -65,6 +65,12 @@ pub enum ConfigError {
     /// `max_facts_in_flight` must be at least 1.
     #[error("max_facts_in_flight must be at least 1")]
     MaxFactsInFlight,
+    /// A replication setting is out of range (the message says which).
+    #[error("replication: {0}")]
+    Replication(&'static str),
+    /// The world could not be created (e.g. an invalid position step).
+    #[error("world: {0}")]
+    World(String),
 }
 
 /// Why a join or observe was refused.

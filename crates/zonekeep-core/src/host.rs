@@ -11,11 +11,14 @@ use crate::error::{JoinError, RejoinError, UnknownPlayer, ZoneError};
 use crate::fact::{Fact, FactBook, Settlement};
 use crate::input::{InputBuffer, InputMeta, InputOutcome, SeqCheck};
 use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role, Roster};
+use crate::replicate::{BuildStats, ReplicationConfig, Replicator, SubscriberId};
 use crate::report::{AdvanceReport, InputCounters};
 use crate::rng::{zone_rng, ZoneRng};
 use crate::snapshot::{RestoreError, Snapshot};
 use crate::tier::{IdlePolicy, Tier, TierState, TierTransition};
 use crate::timer::Timers;
+use crate::view::ViewRequests;
+use crate::world::World;
 use crate::zone::{LeaveReason, Zone, ZoneInit};
 
 /// The state hooks borrow through [`Ctx`]; kept apart from the zone value so
@@ -29,6 +32,8 @@ struct Core {
     roster: Roster,
     out: Outputs,
     facts: FactBook,
+    world: World,
+    views: ViewRequests,
 }
 
 impl Core {
@@ -43,6 +48,8 @@ impl Core {
             out: &mut self.out,
             input,
             facts: &mut self.facts,
+            world: &mut self.world,
+            views: &mut self.views,
         })
     }
 }
@@ -83,6 +90,14 @@ pub struct ZoneHost<Z: Zone> {
     pending: Pending,
     scratch: Vec<(PlayerId, InputMeta, Z::Input)>,
     disposed: bool,
+    /// Builds every connected participant's Delta on patch ticks.
+    replicator: Replicator,
+    /// Events emitted since the last frames were built, delivered in them (bounded).
+    frame_events: Vec<Event>,
+    /// Events that did not fit `frame_events`.
+    frame_events_dropped: u64,
+    /// Counters of the last [`build_frames`](ZoneHost::build_frames).
+    last_build: BuildStats,
 }
 
 impl<Z: Zone> std::fmt::Debug for ZoneHost<Z> {
@@ -157,6 +172,12 @@ impl<Z: Zone> ZoneHost<Z> {
         make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Z, ZoneError>,
     ) -> Result<Self, ZoneError> {
         config.validate()?;
+        let world = World::new(config.replication.pos_step)
+            .map_err(|e| ZoneError::Config(crate::error::ConfigError::World(e.to_string())))?;
+        let replicator = Replicator::new(ReplicationConfig {
+            cell_size: config.replication.cell_size,
+            priority_distance: config.replication.priority_distance,
+        });
         let start = clock.now();
         let mut core = Core {
             tick,
@@ -167,6 +188,8 @@ impl<Z: Zone> ZoneHost<Z> {
             roster: Roster::new(),
             out: Outputs::new(config.max_pending_events),
             facts: FactBook::new(&init.zone_id, boot_epoch, config.max_facts_in_flight),
+            world,
+            views: ViewRequests::default(),
         };
         let zone = make(&init, &mut core.ctx(None))?;
         Ok(Self {
@@ -184,6 +207,10 @@ impl<Z: Zone> ZoneHost<Z> {
             pending: Pending::default(),
             scratch: Vec::new(),
             disposed: false,
+            replicator,
+            frame_events: Vec::new(),
+            frame_events_dropped: 0,
+            last_build: BuildStats::default(),
         })
     }
 
@@ -228,9 +255,12 @@ impl<Z: Zone> ZoneHost<Z> {
         &mut self.zone
     }
 
-    /// The zone's current state hash, if it supplies one.
+    /// The zone's current state hash: its own when it supplies one, else the
+    /// replicated world's ([`World::hash`]).
     pub fn state_hash(&self) -> Option<u64> {
-        self.zone.state_hash()
+        self.zone
+            .state_hash()
+            .or_else(|| Some(self.core.world.hash()))
     }
 
     /// Whether a replication patch follows `tick` (`tick % patch_every == 0`;
@@ -342,6 +372,7 @@ impl<Z: Zone> ZoneHost<Z> {
             connected: true,
         };
         self.core.roster.insert(id, info.clone());
+        self.core.views.insert(id);
         let verdict = {
             let mut ctx = self.core.ctx(None);
             match role {
@@ -351,6 +382,7 @@ impl<Z: Zone> ZoneHost<Z> {
         };
         if let Err(refusal) = verdict {
             self.core.roster.remove(&id);
+            self.core.views.remove(id);
             // Kicks requested for the refused participant are moot.
             self.core.out.kicks.retain(|k| k.player != id);
             self.apply_kicks();
@@ -360,6 +392,7 @@ impl<Z: Zone> ZoneHost<Z> {
             self.buffers
                 .insert(id, InputBuffer::new(self.config.input_buffer));
         }
+        self.subscribe(id);
         if let Some((from, to)) = self.core.tier.occupied() {
             self.transition(from, to);
         }
@@ -377,6 +410,8 @@ impl<Z: Zone> ZoneHost<Z> {
         }
         info.connected = false;
         self.dropped_at.insert(id, self.clock.now());
+        // A dropped participant gets no frames; rejoining starts from a BASELINE.
+        let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
         self.zone.on_drop(&mut self.core.ctx(None), id);
         self.apply_kicks();
         Ok(())
@@ -407,6 +442,7 @@ impl<Z: Zone> ZoneHost<Z> {
         if let Some(p) = self.core.roster.get_mut(&id) {
             p.connected = true;
         }
+        self.subscribe(id);
         self.zone.on_rejoin(&mut self.core.ctx(None), id);
         self.apply_kicks();
         Ok(())
@@ -541,6 +577,7 @@ impl<Z: Zone> ZoneHost<Z> {
         report.facts_overflowed = std::mem::take(&mut self.core.facts.overflowed);
         report.settlements_unknown = std::mem::take(&mut self.core.facts.unknown_settlements);
         report.events = std::mem::take(&mut self.core.out.events);
+        self.queue_frame_events(&report.events);
         report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
         report
     }
@@ -601,7 +638,7 @@ impl<Z: Zone> ZoneHost<Z> {
         }
         self.apply_kicks();
 
-        if let Some(hash) = self.zone.state_hash() {
+        if let Some(hash) = self.state_hash() {
             report.hashes.push((tick, hash));
         }
         if self.is_patch_tick(tick) {
@@ -650,6 +687,8 @@ impl<Z: Zone> ZoneHost<Z> {
         }
         self.buffers.remove(&id);
         self.dropped_at.remove(&id);
+        self.core.views.remove(id);
+        let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
         self.pending.left.push((id, why));
         if self.core.roster.is_empty() {
             self.core.tier.emptied(self.clock.now());
@@ -672,8 +711,11 @@ impl<Z: Zone> ZoneHost<Z> {
     }
 }
 
+mod frames;
 #[cfg(test)]
 mod probe;
+#[cfg(test)]
+mod tests_frames;
 #[cfg(test)]
 mod tests_lifecycle;
 #[cfg(test)]

@@ -100,6 +100,7 @@ pub mod rng;
 pub mod snapshot;
 pub mod tier;
 pub mod timer;
+pub mod view;
 pub mod world;
 pub mod zone;
 
@@ -118,6 +119,8 @@ pub use rng::{zone_rng, ZoneRng};
 pub use snapshot::{RestoreError, Snapshot, SnapshotError};
 pub use tier::{IdlePolicy, Tier, TierTransition};
 pub use timer::{TimerId, Timers};
+pub use view::ReplicationSettings;
+pub use world::{EntityId, KindId, World};
 pub use zone::{JoinRefusal, LeaveReason, Zone, ZoneInit};
 
 /// Re-exported so zones can use [`ZoneRng`] (`rand_core::RngCore`) without a

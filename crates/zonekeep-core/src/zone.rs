@@ -7,6 +7,7 @@ use crate::input::InputRefusal;
 use crate::player::{PlayerId, PlayerInfo};
 use crate::tier::Tier;
 use crate::timer::TimerId;
+use crate::world::{EntityId, World};
 
 /// What a zone is created from.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,8 +138,19 @@ pub trait Zone: Send + 'static {
         let _ = ctx;
     }
 
+    /// Whether `viewer` may see `entity` while it is in range (stealth, fog of war, teams).
+    /// Called during replication for entities within the viewer's radius; never consulted for
+    /// the viewer's own controlled entity or for global entities. Must be a pure function of
+    /// the zone and world state. The default shows everything in range.
+    fn can_see(&self, viewer: PlayerId, entity: EntityId, world: &World) -> bool {
+        let _ = (viewer, entity, world);
+        true
+    }
+
     /// A hash of the whole simulation state, for determinism checks and
-    /// replay verification. `None` (the default) means "not provided".
+    /// replay verification. `None` (the default) means the host uses the replicated world's
+    /// hash ([`World::hash`]); a zone with state outside the world returns its own hash
+    /// covering that state (it may fold in anything it keeps in the world as well).
     fn state_hash(&self) -> Option<u64> {
         None
     }

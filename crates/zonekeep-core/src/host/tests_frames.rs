@@ -1,0 +1,261 @@
+//! The host's replication wiring: frames follow the roster, views, `can_see`, events and acks.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zonekeep_protocol::mirror::Mirror;
+use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
+
+use crate::{
+    Claims, Clock, Ctx, EntityId, EventTarget, InputRefusal, JoinRefusal, KindId, ManualClock,
+    PlayerId, PlayerInfo, Principal, ReplicationSettings, Role, Zone, ZoneConfig, ZoneError,
+    ZoneHost, ZoneInit,
+};
+
+/// Each player gets a "walker" at x = 10 * id; input bytes move it by (dx, 0).
+/// A "ghost" at (0, 0) is hidden from every player by `can_see`; observers focus on (500, 0).
+struct Walkers {
+    walker: KindId,
+    ghost: EntityId,
+    mine: BTreeMap<PlayerId, EntityId>,
+}
+
+impl Zone for Walkers {
+    type Input = i8;
+
+    fn create(_init: &ZoneInit, ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        let w = ctx.world();
+        let walker = w
+            .declare_kind(KindDef {
+                name: "walker".into(),
+                fields: vec![FieldDef {
+                    name: "steps".into(),
+                    ty: FieldType::UInt,
+                }],
+            })
+            .map_err(|e| ZoneError::Failed(e.to_string()))?;
+        let ghost_kind = w
+            .declare_kind(KindDef {
+                name: "ghost".into(),
+                fields: vec![],
+            })
+            .map_err(|e| ZoneError::Failed(e.to_string()))?;
+        let ghost = w
+            .spawn(ghost_kind, 0.0, 0.0)
+            .map_err(|e| ZoneError::Failed(e.to_string()))?;
+        Ok(Walkers {
+            walker,
+            ghost,
+            mine: BTreeMap::new(),
+        })
+    }
+
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, p: &PlayerInfo) -> Result<(), JoinRefusal> {
+        let x = 10.0 * p.id.0 as f32;
+        let e = ctx.world().spawn(self.walker, x, 0.0).unwrap();
+        ctx.set_control(p.id, Some(e));
+        self.mine.insert(p.id, e);
+        Ok(())
+    }
+
+    fn on_observe(&mut self, ctx: &mut Ctx<'_>, o: &PlayerInfo) -> Result<(), JoinRefusal> {
+        ctx.set_view(o.id, Some(50.0), Some((500.0, 0.0)));
+        Ok(())
+    }
+
+    fn on_leave(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, _why: crate::LeaveReason) {
+        if let Some(e) = self.mine.remove(&p) {
+            ctx.world().despawn(e).unwrap();
+        }
+    }
+
+    fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<i8, InputRefusal> {
+        match payload {
+            [b] => Ok(*b as i8),
+            _ => Err(InputRefusal::new(1, "one byte")),
+        }
+    }
+
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, dx: i8) {
+        let Some(&e) = self.mine.get(&p) else { return };
+        let (x, y) = ctx.world_ref().pos(e).unwrap();
+        let w = ctx.world();
+        w.set_pos(e, x + f32::from(dx), y).unwrap();
+        let steps = w.get_uint(e, 0).unwrap();
+        w.set_uint(e, 0, steps + 1).unwrap();
+        if dx == 7 {
+            ctx.emit_event(EventTarget::Player(p), 9, vec![1, 2]);
+            ctx.emit_event(EventTarget::All, 3, vec![]);
+        }
+    }
+
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+
+    fn can_see(&self, _viewer: PlayerId, entity: EntityId, _world: &crate::World) -> bool {
+        entity != self.ghost
+    }
+}
+
+fn host(radius: f32) -> (ZoneHost<Walkers>, ManualClock) {
+    let clock = ManualClock::new();
+    let config = ZoneConfig {
+        tick_hz: 10,
+        replication: ReplicationSettings {
+            view_radius: radius,
+            cell_size: 32.0,
+            margin: 2.0,
+            ..ReplicationSettings::default()
+        },
+        ..ZoneConfig::default()
+    };
+    let init = ZoneInit {
+        zone_id: "walkers-1".into(),
+        kind: "walkers".into(),
+        params: serde_json::Value::Null,
+    };
+    (
+        ZoneHost::new(init, config, Arc::new(clock.clone())).unwrap(),
+        clock,
+    )
+}
+
+fn join(h: &mut ZoneHost<Walkers>, name: &str, role: Role) -> PlayerId {
+    h.join(Principal::new(name), Claims::new(), role).unwrap()
+}
+
+/// One tick, then every frame applied to its participant's mirror.
+fn step(h: &mut ZoneHost<Walkers>, clock: &ManualClock, mirrors: &mut BTreeMap<PlayerId, Mirror>) {
+    clock.advance(Duration::from_millis(100));
+    let report = h.advance(clock.now());
+    assert_eq!(report.patch_ticks.len(), 1);
+    let schema = h.schema();
+    let mut frames = Vec::new();
+    h.build_frames(&mut |p, bytes| frames.push((p, bytes.to_vec())))
+        .unwrap();
+    for (p, bytes) in frames {
+        mirrors
+            .entry(p)
+            .or_default()
+            .decode_apply(&bytes, &schema)
+            .unwrap();
+    }
+}
+
+#[test]
+fn players_see_each_other_but_not_hidden_entities_and_control_is_sent() {
+    let (mut h, clock) = host(f32::INFINITY);
+    let a = join(&mut h, "a", Role::Player);
+    let b = join(&mut h, "b", Role::Player);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    for p in [a, b] {
+        let mirror = &m[&p];
+        assert_eq!(mirror.len(), 2, "both walkers, never the ghost");
+        let control = mirror.control().unwrap();
+        assert_eq!(Some(&EntityId(control)), h.zone().mine.get(&p));
+    }
+}
+
+#[test]
+fn inputs_move_entities_and_the_ack_advances() {
+    let (mut h, clock) = host(f32::INFINITY);
+    let a = join(&mut h, "a", Role::Player);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    assert_eq!(m[&a].ack(), 0);
+    h.push_input(a, 1, 0, &[5]);
+    step(&mut h, &clock, &mut m);
+    let e = h.zone().mine[&a];
+    let got = m[&a].get(e.0).unwrap();
+    assert_eq!((got.qx, got.qy), h.world().qpos(e).unwrap());
+    assert_eq!(m[&a].ack(), 1);
+}
+
+#[test]
+fn view_radius_limits_what_a_player_sees_and_observers_use_their_focus() {
+    let (mut h, clock) = host(25.0);
+    let a = join(&mut h, "a", Role::Player); // x = 10
+    let _b = join(&mut h, "b", Role::Player); // x = 20
+    let far: Vec<PlayerId> = (0..4)
+        .map(|i| join(&mut h, &format!("f{i}"), Role::Player))
+        .collect(); // x = 30..60
+    let obs = join(&mut h, "o", Role::Observer);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    let seen: Vec<u32> = m[&a].known().iter().map(|(id, _)| *id).collect();
+    let expect: Vec<u32> = [a, _b, far[0]].iter().map(|p| h.zone().mine[p].0).collect();
+    assert_eq!(seen, expect, "within 25 of x = 10: x = 10, 20, 30");
+    assert!(m[&obs].is_empty(), "the observer looks at (500, 0)");
+}
+
+#[test]
+fn events_reach_their_recipients_in_order() {
+    let (mut h, clock) = host(f32::INFINITY);
+    let a = join(&mut h, "a", Role::Player);
+    let b = join(&mut h, "b", Role::Player);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    h.push_input(a, 1, 0, &[7]);
+    clock.advance(Duration::from_millis(100));
+    h.advance(clock.now());
+    let schema = h.schema();
+    let mut topics: BTreeMap<PlayerId, Vec<u16>> = BTreeMap::new();
+    h.build_frames(&mut |p, bytes| {
+        let d = m.get_mut(&p).unwrap().decode_apply(bytes, &schema).unwrap();
+        let t = d
+            .events
+            .unwrap_or_default()
+            .iter()
+            .map(|e| e.topic)
+            .collect();
+        topics.insert(p, t);
+    })
+    .unwrap();
+    assert_eq!(topics[&a], vec![9, 3]);
+    assert_eq!(topics[&b], vec![3]);
+}
+
+#[test]
+fn dropped_players_get_no_frames_and_rejoin_or_resync_starts_from_a_baseline() {
+    let (mut h, clock) = host(f32::INFINITY);
+    let a = join(&mut h, "a", Role::Player);
+    let b = join(&mut h, "b", Role::Player);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    h.drop_player(b).unwrap();
+    let mut got = Vec::new();
+    clock.advance(Duration::from_millis(100));
+    h.advance(clock.now());
+    h.build_frames(&mut |p, _| got.push(p)).unwrap();
+    assert_eq!(got, vec![a]);
+
+    h.rejoin(b).unwrap();
+    h.resync(a);
+    clock.advance(Duration::from_millis(100));
+    h.advance(clock.now());
+    let schema = h.schema();
+    let mut baselines = Vec::new();
+    h.build_frames(&mut |p, bytes| {
+        let d = zonekeep_protocol::delta::decode_delta(bytes, &schema, &[]).unwrap();
+        baselines.push((p, d.baseline));
+    })
+    .unwrap();
+    assert_eq!(baselines, vec![(a, true), (b, true)]);
+}
+
+#[test]
+fn leaving_despawns_for_the_others_and_the_default_hash_follows_the_world() {
+    let (mut h, clock) = host(f32::INFINITY);
+    let a = join(&mut h, "a", Role::Player);
+    let b = join(&mut h, "b", Role::Player);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    let before = h.state_hash().unwrap();
+    assert_eq!(before, h.world().hash());
+    h.leave(b, crate::LeaveReason::Left).unwrap();
+    step(&mut h, &clock, &mut m);
+    assert_eq!(m[&a].len(), 1);
+    assert_ne!(h.state_hash().unwrap(), before);
+}
