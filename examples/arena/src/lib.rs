@@ -1,0 +1,18 @@
+//! The Zonekeep demo game: a top-down arena.
+//!
+//! Players move with WASD/arrows; the page sends intents ([`MoveInput`], a direction bitmask) and the
+//! zone moves players with the shared [`step`] at 30 Hz, inside the arena and around pillars. NPC
+//! drones fly loops, pickups respawn, and each pickup is a durable fact that raises the player's
+//! saved score.
+//!
+//! This crate owns the game rules and the page's built files; it depends on `zonekeep-core` and
+//! `zonekeep-protocol` only, never on the server.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod drones;
+pub mod identity;
+pub mod map;
+pub mod movement;
+
+pub use movement::{step, MoveInput, MoveState, Pillar};

@@ -1,0 +1,106 @@
+/**
+ * The HUD (network and game numbers), the NetSim panel (latency, jitter and loss sliders that POST
+ * `/dev/netsim`, so a player can feel the netcode) and short-lived toasts ("+1 saved").
+ */
+function el(tag, cls, text = "") {
+    const e = document.createElement(tag);
+    e.className = cls;
+    e.textContent = text;
+    return e;
+}
+function kb(n) {
+    return n >= 1024 ? `${(n / 1024).toFixed(1)} KiB/s` : `${Math.round(n)} B/s`;
+}
+/** The HUD box. */
+export class Hud {
+    box;
+    /** Appends the HUD to `root`. */
+    constructor(root) {
+        this.box = el("pre", "hud");
+        root.appendChild(this.box);
+    }
+    /** Shows `n`. */
+    update(n) {
+        this.box.textContent =
+            `${n.state}\n` +
+                `RTT        ${Number.isFinite(n.rttMs) ? n.rttMs.toFixed(0) : "–"} ms\n` +
+                `down       ${kb(n.bytesInPerSec)}\n` +
+                `up         ${kb(n.bytesOutPerSec)}\n` +
+                `tick       ${n.serverTick}\n` +
+                `interp     ${n.delayMs.toFixed(0)} ms\n` +
+                `unacked    ${n.pendingInputs}\n` +
+                `corrected  ${n.corrections}\n` +
+                `visible    ${n.visible}\n` +
+                `score      ${n.score}`;
+    }
+}
+/** Toasts that rise and fade. */
+export class Toasts {
+    box;
+    /** Every toast text shown, oldest first (bounded; read by the browser test). */
+    shown = [];
+    /** Appends the toast area to `root`. */
+    constructor(root) {
+        this.box = el("div", "toasts");
+        root.appendChild(this.box);
+    }
+    /** Shows `text` for two seconds. */
+    show(text, kind) {
+        this.shown.push(text);
+        if (this.shown.length > 100)
+            this.shown.shift();
+        const t = el("div", `toast ${kind}`, text);
+        this.box.appendChild(t);
+        setTimeout(() => t.remove(), 2000);
+    }
+}
+/** The NetSim panel; calls `apply` with each new setting. */
+export class NetSimPanel {
+    status;
+    /** Appends the panel to `root`. */
+    constructor(root, apply) {
+        const panel = el("form", "netsim");
+        panel.appendChild(el("div", "title", "NetSim"));
+        const sliders = {
+            latency_ms: this.slider(panel, "latency", "ms", 0, 500, 10, 0),
+            jitter_ms: this.slider(panel, "jitter", "ms", 0, 200, 5, 0),
+            loss: this.slider(panel, "loss", "%", 0, 30, 1, 0),
+        };
+        this.status = el("div", "status", "off");
+        panel.appendChild(this.status);
+        const send = () => {
+            const s = {
+                latency_ms: Number(sliders.latency_ms.value),
+                jitter_ms: Number(sliders.jitter_ms.value),
+                loss: Number(sliders.loss.value) / 100,
+            };
+            apply(s).then(() => {
+                const off = s.latency_ms === 0 && s.jitter_ms === 0 && s.loss === 0;
+                this.status.textContent = off ? "off" : "applied";
+            }, (e) => {
+                this.status.textContent = `failed: ${e instanceof Error ? e.message : String(e)}`;
+            });
+        };
+        panel.addEventListener("change", send);
+        panel.addEventListener("submit", (e) => e.preventDefault());
+        root.appendChild(panel);
+    }
+    slider(panel, label, unit, min, max, stepBy, value) {
+        const row = el("label", "row");
+        const name = el("span", "name", label);
+        const input = document.createElement("input");
+        input.type = "range";
+        input.name = label;
+        input.min = String(min);
+        input.max = String(max);
+        input.step = String(stepBy);
+        input.value = String(value);
+        const shown = el("span", "value", `${value} ${unit}`);
+        input.addEventListener("input", () => {
+            shown.textContent = `${input.value} ${unit}`;
+        });
+        row.append(name, input, shown);
+        panel.appendChild(row);
+        return input;
+    }
+}

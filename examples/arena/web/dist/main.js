@@ -1,0 +1,256 @@
+/**
+ * The arena page: joins with a dev guest ticket, predicts the player with the shared movement step,
+ * draws everyone else through the SDK's interpolating Replica, and shows a HUD and a NetSim panel.
+ *
+ * Query parameters: `zone` (default `arena-1`), `name` (default: remembered or "player").
+ * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
+ */
+import { Hud, NetSimPanel, Toasts } from "./hud.js";
+import { Keys } from "./keys.js";
+import { DT, encodeInput, SPEED, step, TICK_HZ } from "./movement.js";
+import { Renderer } from "./render.js";
+import { Predictor, Replica, ZoneConnection } from "./sdk/index.js";
+/** Event topics of the arena zone (`TOPIC_*` in examples/arena/src/zone.rs). */
+const TOPIC_PICKED = 1;
+const TOPIC_SAVED = 2;
+const TOPIC_REFUSED = 3;
+/** Milliseconds per input: one input moves the player for one tick. */
+const INPUT_MS = 1000 / TICK_HZ;
+const params = new URLSearchParams(location.search);
+const zoneId = params.get("zone") ?? "arena-1";
+const name = params.get("name") ?? localStorage.getItem("arena.name") ?? "player";
+localStorage.setItem("arena.name", name);
+const debug = {
+    state: "idle",
+    frame: 0,
+    playerId: null,
+    entityId: null,
+    me: null,
+    keyFrame: -1,
+    respondFrame: -1,
+    score: 0,
+    corrections: 0,
+    lastCorrection: 0,
+    inputsSent: 0,
+    rttMs: Number.NaN,
+    others: {},
+    motion: {},
+    toasts: [],
+    errors: [],
+};
+window.arena = debug;
+async function fetchTicket() {
+    const url = `/dev/ticket?zone=${encodeURIComponent(zoneId)}&name=${encodeURIComponent(name)}`;
+    const r = await fetch(url, { method: "GET", cache: "no-store" });
+    const body = await r.text();
+    if (!r.ok)
+        throw new Error(`ticket: HTTP ${r.status} ${body}`);
+    if ((r.headers.get("content-type") ?? "").includes("json")) {
+        const j = JSON.parse(body);
+        if (typeof j.ticket !== "string")
+            throw new Error("ticket: no `ticket` in the response");
+        return j.ticket;
+    }
+    return body.trim();
+}
+async function postNetSim(s) {
+    const r = await fetch("/dev/netsim", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(s),
+    });
+    if (!r.ok)
+        throw new Error(`HTTP ${r.status} ${await r.text()}`);
+}
+const root = document.getElementById("app") ?? document.body;
+const canvas = document.createElement("canvas");
+canvas.className = "view";
+root.appendChild(canvas);
+const renderer = new Renderer(canvas);
+const hud = new Hud(root);
+const toasts = new Toasts(root);
+new NetSimPanel(root, postNetSim);
+debug.toasts = toasts.shown;
+const wsScheme = location.protocol === "https:" ? "wss" : "ws";
+const conn = new ZoneConnection({
+    url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zoneId)}`,
+    ticket: fetchTicket,
+});
+const replica = new Replica(conn.clock);
+/** Kind ids by name, from the Welcome's schema. */
+let kinds = new Map();
+/** Pillars from the world (global entities), in id order like the zone's list. */
+let pillars = [];
+function readPillars(mirror) {
+    const kind = kinds.get("pillar");
+    const out = [];
+    for (const e of mirror.entities()) {
+        if (e.kind !== kind)
+            continue;
+        const r = e.fields[0];
+        out.push({ x: mirror.x(e), y: mirror.y(e), r: typeof r === "number" ? r : 0 });
+    }
+    return out;
+}
+conn.on("welcome", (w) => {
+    kinds = new Map(w.schema.kinds.map((k, i) => [k.name, i]));
+    debug.playerId = w.playerId;
+});
+// Registered before the predictor's handler, so the pillars are current when it replays inputs.
+conn.on("delta", (_d, info) => {
+    if (info.changes.spawned.length > 0 || info.changes.removed.length > 0 || pillars.length === 0) {
+        pillars = readPillars(info.mirror);
+    }
+});
+replica.attach(conn);
+const predictor = new Predictor({
+    step: (s, i) => step(s, i, DT, pillars),
+    position: (s) => s,
+    smoothing: "ease",
+    easeMs: 120,
+    snapDistance: 4,
+});
+predictor.attach(conn, (e, mirror) => ({ x: mirror.x(e), y: mirror.y(e) }));
+conn.on("event", (ev) => {
+    const view = new DataView(ev.payload.buffer, ev.payload.byteOffset, ev.payload.byteLength);
+    if (ev.topic === TOPIC_PICKED && ev.payload.byteLength >= 4) {
+        toasts.show(`+${view.getUint32(0, true)}`, "pending");
+    }
+    else if (ev.topic === TOPIC_SAVED && ev.payload.byteLength >= 8) {
+        debug.score = view.getUint32(4, true);
+        toasts.show(`+${view.getUint32(0, true)} saved`, "saved");
+    }
+    else if (ev.topic === TOPIC_REFUSED) {
+        toasts.show(`not saved: ${new TextDecoder().decode(ev.payload)}`, "error");
+    }
+});
+conn.on("close", (info) => {
+    debug.state = info.willReconnect ? "reconnecting" : `closed: ${info.reason}`;
+});
+// ---- input: one input per tick while a direction is held; a change is sent (and predicted) at once.
+const keys = new Keys(window);
+let nextSendAt = 0;
+function sendInput(now) {
+    const input = keys.current();
+    if (input.dir === 0)
+        return;
+    if (predictor.send(conn, input, encodeInput) !== null)
+        debug.inputsSent += 1;
+    nextSendAt = Math.max(nextSendAt + INPUT_MS, now - 3 * INPUT_MS);
+}
+keys.onChange = () => {
+    const now = performance.now();
+    debug.keyFrame = debug.frame;
+    debug.respondFrame = -1;
+    nextSendAt = now;
+    sendInput(now);
+};
+// ---- frame loop
+let lastRenderTick = Number.NaN;
+let lastMe = null;
+function frame(now) {
+    debug.frame += 1;
+    while (keys.current().dir !== 0 && now >= nextSendAt && conn.state === "open")
+        sendInput(now);
+    const f = replica.frame(now);
+    const me = predictor.renderPosition(now);
+    const own = conn.controlledId;
+    const players = kinds.get("player");
+    const drones = kinds.get("drone");
+    const pickups = kinds.get("pickup");
+    const others = [];
+    const droneList = [];
+    const pickupList = [];
+    let myName = name;
+    let myHue = 0;
+    const othersById = {};
+    const dTicks = Number.isFinite(lastRenderTick) ? Math.max(0, f.renderTick - lastRenderTick) : 0;
+    for (const e of f.entities.values()) {
+        if (e.kind === players) {
+            const sprite = {
+                x: e.x,
+                y: e.y,
+                name: String(e.fields[0] ?? ""),
+                hue: Number(e.fields[1] ?? 0),
+            };
+            if (e.id === own) {
+                myName = sprite.name;
+                myHue = sprite.hue;
+                debug.score = Math.max(debug.score, Number(e.fields[2] ?? 0));
+                continue;
+            }
+            others.push(sprite);
+            othersById[e.id] = sprite;
+            const m = debug.motion[e.id];
+            if (m === undefined) {
+                debug.motion[e.id] = { frames: 1, travelled: 0, maxJump: 0, maxExcess: 0, x: e.x, y: e.y };
+            }
+            else {
+                const jump = Math.hypot(e.x - m.x, e.y - m.y);
+                m.frames += 1;
+                m.travelled += jump;
+                m.maxJump = Math.max(m.maxJump, jump);
+                m.maxExcess = Math.max(m.maxExcess, jump - (SPEED * dTicks) / TICK_HZ);
+                m.x = e.x;
+                m.y = e.y;
+            }
+        }
+        else if (e.kind === drones)
+            droneList.push({ x: e.x, y: e.y });
+        else if (e.kind === pickups)
+            pickupList.push({ x: e.x, y: e.y });
+    }
+    for (const id of f.left)
+        delete debug.motion[id];
+    lastRenderTick = f.renderTick;
+    if (me !== null && lastMe !== null && (me.x !== lastMe.x || me.y !== lastMe.y) && debug.respondFrame < 0 && debug.keyFrame >= 0) {
+        debug.respondFrame = debug.frame;
+    }
+    lastMe = me;
+    debug.me = me;
+    debug.entityId = own;
+    debug.others = othersById;
+    debug.state = conn.state;
+    debug.corrections = predictor.corrections;
+    debug.lastCorrection = predictor.lastError;
+    debug.rttMs = conn.clock.rttMs;
+    renderer.draw({
+        me: me === null ? null : { x: me.x, y: me.y, name: myName, hue: myHue },
+        others,
+        drones: droneList,
+        pickups: pickupList,
+        pillars,
+        nowMs: now,
+    });
+    requestAnimationFrame(frame);
+}
+let hudAt = 0;
+function hudLoop() {
+    const now = performance.now();
+    if (now - hudAt >= 200) {
+        hudAt = now;
+        const s = conn.stats;
+        hud.update({
+            state: `${conn.state} · ${zoneId} · ${name}`,
+            rttMs: conn.clock.rttMs,
+            bytesInPerSec: s.bytesInPerSec,
+            bytesOutPerSec: s.bytesOutPerSec,
+            serverTick: conn.latestTick,
+            delayMs: replica.delayMs,
+            score: debug.score,
+            pendingInputs: predictor.pendingSeqs.length,
+            corrections: predictor.corrections,
+            visible: Object.keys(debug.others).length,
+        });
+    }
+    setTimeout(hudLoop, 200);
+}
+conn.connect().then(() => {
+    debug.state = conn.state;
+}, (e) => {
+    const msg = e instanceof Error ? e.message : String(e);
+    debug.errors.push(msg);
+    debug.state = `failed: ${msg}`;
+});
+requestAnimationFrame(frame);
+hudLoop();

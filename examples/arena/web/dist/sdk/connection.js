@@ -1,0 +1,500 @@
+/**
+ * `ZoneConnection`: one client's session with a zone over a WebSocket-like socket.
+ *
+ * It performs the Hello/Welcome handshake (offering the versions this SDK speaks and checking the
+ * host's pick), keeps the known set ({@link Mirror}) and the server clock estimate ({@link ServerClock}),
+ * pings once a second, stamps inputs with seq and view tick, counts bytes and messages, and reconnects:
+ * inside the grace window it resumes the same player with the reconnect token from Welcome; after it,
+ * or when the host refuses the token, it asks the app for a fresh ticket. Attempts back off
+ * exponentially with jitter and are bounded.
+ *
+ * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
+ * socket and a manual clock.
+ */
+import { ServerClock } from "./clock.js";
+import { decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, peekTag, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
+import { Mirror } from "./mirror.js";
+import { systemScheduler } from "./scheduler.js";
+import { DecodeError } from "./wire.js";
+/**
+ * The default reconnect policy for a Kick code (null = the socket closed without a Kick):
+ * 'fresh' retries with a new ticket, 'retry' resumes with the token when still inside the grace
+ * window, 'stop' gives up (the reason will not go away by retrying).
+ */
+export function defaultReconnectPolicy(code) {
+    switch (code) {
+        case null:
+            return "retry";
+        case KickCode.RECONNECT_REFUSED:
+        case KickCode.TICKET_EXPIRED:
+        case KickCode.TICKET_REPLAYED:
+        case KickCode.TICKET_NOT_YET_VALID:
+            return "fresh";
+        case KickCode.BAD_TICKET:
+        case KickCode.TICKET_UNKNOWN_KEY:
+        case KickCode.TICKET_RETIRED_KEY:
+        case KickCode.TICKET_BAD_ALGORITHM:
+        case KickCode.TICKET_WRONG_ZONE:
+        case KickCode.VERSION_MISMATCH:
+        case KickCode.KICKED:
+        case KickCode.PROTOCOL_ERROR:
+        case KickCode.MESSAGE_TOO_LARGE:
+        case KickCode.JOIN_REFUSED:
+        case KickCode.ZONE_STOPPED:
+        case KickCode.RATE_LIMITED:
+            return "stop";
+        default:
+            // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR and unknown codes.
+            return "retry";
+    }
+}
+/** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
+class RateMeter {
+    buckets = new Float64Array(10);
+    bucketStart = 0;
+    head = 0;
+    add(nowMs, n) {
+        this.roll(nowMs);
+        this.buckets[this.head] = (this.buckets[this.head] ?? 0) + n;
+    }
+    perSecond(nowMs) {
+        this.roll(nowMs);
+        let sum = 0;
+        for (const b of this.buckets)
+            sum += b;
+        return sum;
+    }
+    roll(nowMs) {
+        const bucket = Math.floor(nowMs / 100);
+        const steps = Math.min(10, bucket - this.bucketStart);
+        if (steps <= 0)
+            return;
+        for (let i = 0; i < steps; i++) {
+            this.head = (this.head + 1) % 10;
+            this.buckets[this.head] = 0;
+        }
+        this.bucketStart = bucket;
+    }
+}
+function toBytes(data) {
+    if (data instanceof Uint8Array)
+        return data;
+    if (data instanceof ArrayBuffer)
+        return new Uint8Array(data);
+    if (ArrayBuffer.isView(data))
+        return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    return null;
+}
+function defaultSocketFactory(url) {
+    const WS = globalThis.WebSocket;
+    if (WS === undefined) {
+        throw new Error("no global WebSocket: pass a `socket` factory in ZoneConnectionOptions");
+    }
+    return new WS(url);
+}
+/** One client session with a zone, carried over reconnects. */
+export class ZoneConnection {
+    /** The server clock estimate (kept across reconnects, restarted on each Welcome). */
+    clock;
+    opts;
+    sched;
+    versions;
+    listeners = {
+        welcome: new Set(),
+        delta: new Set(),
+        event: new Set(),
+        kick: new Set(),
+        close: new Set(),
+        transfer: new Set(),
+        redirect: new Set(),
+    };
+    socket = null;
+    gen = 0;
+    st = "idle";
+    mirrorState = null;
+    welcomeMsg = null;
+    ticketValue = null;
+    token = new Uint8Array(0);
+    playerId = null;
+    mode = "fresh";
+    attempts = 0;
+    disconnectedAt = null;
+    forceFresh = false;
+    seq = 0;
+    lastAck = 0;
+    controlled = null;
+    lastDeltaTick = 0;
+    lastKick = null;
+    localError = null;
+    timers = new Set();
+    pingTimer = null;
+    handshakeTimer = null;
+    viewTickSource = null;
+    inMeter = new RateMeter();
+    outMeter = new RateMeter();
+    counters = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0 };
+    firstWelcome = null;
+    /** A connection that does nothing until {@link connect}. */
+    constructor(options) {
+        this.opts = options;
+        this.sched = options.scheduler ?? systemScheduler;
+        this.versions = options.versions ?? [...SUPPORTED_VERSIONS];
+        this.clock = new ServerClock(options.clock);
+    }
+    /** Subscribes to an event; returns the unsubscribe function. */
+    on(name, fn) {
+        this.listeners[name].add(fn);
+        return () => this.off(name, fn);
+    }
+    /** Unsubscribes a handler. */
+    off(name, fn) {
+        this.listeners[name].delete(fn);
+    }
+    emit(name, ...args) {
+        for (const fn of [...this.listeners[name]]) {
+            fn(...args);
+        }
+    }
+    /** Current lifecycle state. */
+    get state() {
+        return this.st;
+    }
+    /** The known set (null before the first Welcome). */
+    get mirror() {
+        return this.mirrorState;
+    }
+    /** The last Welcome (null before the first). */
+    get welcome() {
+        return this.welcomeMsg;
+    }
+    /** The entity this player controls, from the last Delta with CONTROL (null = none). */
+    get controlledId() {
+        return this.controlled;
+    }
+    /** The last input seq the zone acknowledged. */
+    get ack() {
+        return this.lastAck;
+    }
+    /** The tick of the last Delta received. */
+    get latestTick() {
+        return this.lastDeltaTick;
+    }
+    /** Byte and message counters. */
+    get stats() {
+        const now = this.sched.now();
+        return {
+            ...this.counters,
+            bytesInPerSec: this.inMeter.perSecond(now),
+            bytesOutPerSec: this.outMeter.perSecond(now),
+        };
+    }
+    /** Sets what an Input's `view_tick` carries (a Replica's render tick); default: the latest Delta's tick. */
+    setViewTickSource(fn) {
+        this.viewTickSource = fn;
+    }
+    /** Starts the session; resolves with the first Welcome, rejects if the session ends before one. */
+    connect() {
+        if (this.st !== "idle")
+            return Promise.reject(new Error(`connect() in state ${this.st}`));
+        const p = new Promise((resolve, reject) => {
+            this.firstWelcome = { resolve, reject };
+        });
+        void this.attempt();
+        return p;
+    }
+    /** Ends the session for good (no reconnect). */
+    close(reason = "client closed") {
+        if (this.st === "closed")
+            return;
+        const sock = this.socket;
+        this.teardown();
+        this.st = "closed";
+        if (sock !== null) {
+            try {
+                sock.close(1000, reason);
+            }
+            catch {
+                // Closing an already-failed socket is not an error worth reporting.
+            }
+        }
+        this.finish({ code: 1000, reason, kick: null, error: null, willReconnect: false, retryInMs: 0 });
+    }
+    /**
+     * Sends an input stamped with the next seq and the view tick; returns the seq, or null when the
+     * session is not open (the input was not sent and must not be predicted).
+     */
+    sendInput(payload) {
+        if (this.st !== "open")
+            return null;
+        if (this.seq >= 0xffff_ffff)
+            throw new Error("input seq space exhausted");
+        const seq = this.seq + 1;
+        const source = this.viewTickSource;
+        const viewTick = Math.max(0, Math.floor(source !== null ? source() : this.lastDeltaTick));
+        this.send({ type: "input", seq, viewTick, payload });
+        this.seq = seq;
+        return seq;
+    }
+    send(m) {
+        const bytes = encodeClientMessage(m);
+        const sock = this.socket;
+        if (sock === null)
+            return;
+        sock.send(bytes);
+        this.counters.bytesOut += bytes.length;
+        this.counters.messagesOut += 1;
+        this.outMeter.add(this.sched.now(), bytes.length);
+    }
+    later(fn, ms) {
+        const h = this.sched.setTimeout(() => {
+            this.timers.delete(h);
+            fn();
+        }, ms);
+        this.timers.add(h);
+        return h;
+    }
+    cancel(h) {
+        if (h === null)
+            return;
+        this.sched.clearTimeout(h);
+        this.timers.delete(h);
+    }
+    teardown() {
+        this.gen += 1;
+        for (const h of this.timers)
+            this.sched.clearTimeout(h);
+        this.timers.clear();
+        this.pingTimer = null;
+        this.handshakeTimer = null;
+        const sock = this.socket;
+        this.socket = null;
+        if (sock !== null) {
+            sock.onopen = null;
+            sock.onmessage = null;
+            sock.onclose = null;
+            sock.onerror = null;
+        }
+    }
+    async attempt() {
+        const gen = ++this.gen;
+        this.st = this.welcomeMsg === null && this.attempts === 0 ? "connecting" : "reconnecting";
+        const inGrace = this.disconnectedAt !== null &&
+            this.sched.now() - this.disconnectedAt < (this.opts.reconnect?.graceMs ?? 30_000);
+        this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
+        let ticket;
+        try {
+            if (this.mode === "fresh" || this.ticketValue === null) {
+                ticket = await this.opts.ticket();
+                this.ticketValue = ticket;
+            }
+            else {
+                ticket = this.ticketValue;
+            }
+        }
+        catch (e) {
+            if (gen !== this.gen)
+                return;
+            this.onSocketGone(gen, 1006, "ticket() failed", e instanceof Error ? e : new Error(String(e)));
+            return;
+        }
+        if (gen !== this.gen)
+            return; // closed while waiting for the ticket
+        let sock;
+        try {
+            sock = (this.opts.socket ?? defaultSocketFactory)(this.opts.url);
+        }
+        catch (e) {
+            this.onSocketGone(gen, 1006, "socket factory failed", e instanceof Error ? e : new Error(String(e)));
+            return;
+        }
+        this.socket = sock;
+        this.lastKick = null;
+        this.localError = null;
+        sock.binaryType = "arraybuffer";
+        sock.onopen = () => {
+            if (gen !== this.gen)
+                return;
+            this.st = "handshaking";
+            this.send({
+                type: "hello",
+                versions: this.versions,
+                ticket,
+                reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
+                contentVersion: this.opts.contentVersion ?? "",
+            });
+        };
+        sock.onmessage = (ev) => {
+            if (gen !== this.gen)
+                return;
+            try {
+                this.onMessage(ev.data);
+            }
+            catch (e) {
+                // A message we cannot decode means the two sides disagree: end this socket.
+                this.fail(gen, e instanceof Error ? e : new Error(String(e)));
+            }
+        };
+        sock.onerror = () => {
+            // A close event always follows an error; it carries the code.
+        };
+        sock.onclose = (ev) => this.onSocketGone(gen, ev.code ?? 1006, ev.reason ?? "", null);
+        this.handshakeTimer = this.later(() => {
+            this.fail(gen, new Error("handshake timeout: no Welcome"));
+        }, this.opts.handshakeTimeoutMs ?? 10_000);
+    }
+    /** Ends the current socket because of a local error. */
+    fail(gen, error) {
+        if (gen !== this.gen)
+            return;
+        const sock = this.socket;
+        this.localError = error;
+        try {
+            sock?.close(1000, error.message.slice(0, 120));
+        }
+        catch {
+            // The socket may already be gone; the outcome is the same.
+        }
+        this.onSocketGone(gen, 1006, error.message, error);
+    }
+    onMessage(data) {
+        const bytes = toBytes(data);
+        if (bytes === null)
+            throw new DecodeError("invalid", "text frame from the server");
+        const now = this.sched.now();
+        this.counters.bytesIn += bytes.length;
+        this.counters.messagesIn += 1;
+        this.inMeter.add(now, bytes.length);
+        const tag = peekTag(bytes);
+        if (this.st !== "open") {
+            if (tag !== Tag.Welcome && tag !== Tag.Kick) {
+                throw new DecodeError("invalid", `message 0x${tag.toString(16)} before Welcome`);
+            }
+        }
+        if (tag === Tag.Delta) {
+            const mirror = this.mirrorState;
+            if (mirror === null)
+                throw new DecodeError("invalid", "Delta before Welcome");
+            const { delta, changes } = mirror.receive(bytes);
+            this.clock.onDelta(delta.tick, now);
+            this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
+            this.lastAck = delta.ack;
+            if (delta.control !== undefined)
+                this.controlled = delta.control;
+            this.emit("delta", delta, { mirror, changes, recvMs: now });
+            for (const ev of delta.events ?? [])
+                this.emit("event", ev, delta.tick);
+            return;
+        }
+        const m = decodeServerMessage(bytes);
+        switch (m.type) {
+            case "welcome":
+                if (this.st === "open")
+                    throw new DecodeError("invalid", "second Welcome");
+                this.onWelcome(m, now);
+                return;
+            case "pong":
+                if (m.clientTime <= now)
+                    this.clock.onPong(m.clientTime, now, m.tick);
+                return;
+            case "kick":
+                this.lastKick = m;
+                this.emit("kick", m);
+                return;
+            case "transfer":
+                this.emit("transfer", m);
+                return;
+            case "redirect":
+                this.emit("redirect", m);
+                return;
+            case "delta":
+                return; // handled above
+        }
+    }
+    onWelcome(w, now) {
+        if (!this.versions.includes(w.version)) {
+            throw new DecodeError("invalid", `host picked version ${w.version}, which was not offered`);
+        }
+        const resumed = this.mode === "resume" && this.playerId === w.playerId;
+        this.cancel(this.handshakeTimer);
+        this.handshakeTimer = null;
+        this.welcomeMsg = w;
+        this.playerId = w.playerId;
+        this.token = w.reconnectToken;
+        this.mirrorState = new Mirror(w.schema);
+        this.clock.reset(w.tickHz, w.tick, now);
+        this.lastDeltaTick = w.tick;
+        this.attempts = 0;
+        this.disconnectedAt = null;
+        this.forceFresh = false;
+        if (!resumed) {
+            // A new player: its input sequence starts again at 1.
+            this.seq = 0;
+            this.lastAck = 0;
+            this.controlled = null;
+        }
+        this.st = "open";
+        this.ping();
+        this.emit("welcome", w, { resumed });
+        const first = this.firstWelcome;
+        this.firstWelcome = null;
+        first?.resolve(w);
+    }
+    ping() {
+        if (this.st !== "open")
+            return;
+        this.send({ type: "ping", clientTime: Math.max(0, Math.floor(this.sched.now())) });
+        this.pingTimer = this.later(() => this.ping(), this.opts.pingIntervalMs ?? 1000);
+    }
+    backoffMs(attempt) {
+        const r = this.opts.reconnect ?? {};
+        const base = r.baseDelayMs ?? 250;
+        const cap = r.maxDelayMs ?? 8000;
+        const exp = Math.min(cap, base * 2 ** Math.max(0, attempt - 1));
+        const random = r.random ?? Math.random;
+        // "Equal jitter": half fixed, half random, so attempts spread out but never collapse to zero.
+        return exp / 2 + (exp / 2) * random();
+    }
+    onSocketGone(gen, code, reason, error) {
+        if (gen !== this.gen || this.st === "closed")
+            return;
+        const wasOpen = this.st === "open";
+        const kick = this.lastKick;
+        const localError = error ?? this.localError;
+        this.teardown();
+        // The grace window runs from the moment an established session was lost.
+        if (wasOpen && this.disconnectedAt === null)
+            this.disconnectedAt = this.sched.now();
+        const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
+        let decision = localError instanceof DecodeError ? "stop" : policy(kick?.code ?? null);
+        if (kick?.code === KickCode.VERSION_MISMATCH)
+            decision = "stop";
+        if (decision === "fresh")
+            this.forceFresh = true;
+        const maxAttempts = this.opts.reconnect?.maxAttempts ?? 8;
+        this.attempts += 1;
+        const willReconnect = decision !== "stop" && this.attempts <= maxAttempts;
+        const info = {
+            code,
+            reason: kick !== null ? `${kickCodeName(kick.code)}: ${kick.reason}` : localError?.message ?? reason,
+            kick,
+            error: localError,
+            willReconnect,
+            retryInMs: 0,
+        };
+        if (!willReconnect) {
+            this.st = "closed";
+            this.finish(info);
+            return;
+        }
+        info.retryInMs = this.backoffMs(this.attempts);
+        this.st = "reconnecting";
+        this.emit("close", info);
+        this.later(() => void this.attempt(), info.retryInMs);
+    }
+    finish(info) {
+        this.emit("close", info);
+        const first = this.firstWelcome;
+        this.firstWelcome = null;
+        first?.reject(new Error(`connection closed before Welcome: ${info.reason}`));
+    }
+}

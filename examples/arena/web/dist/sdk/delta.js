@@ -1,0 +1,458 @@
+/**
+ * The Delta message of PROTOCOL.md §5.5: decoded against the client's known set, and encoded so that
+ * decode → encode is byte-identical (every update keeps the exact position form it arrived in).
+ *
+ * `known` is the known set BEFORE the delta: `[id, kind]` pairs, ascending by id. The decoder applies
+ * BASELINE and the despawns to it to resolve update indices into ids and kinds, and checks every rule of
+ * §5.5 (ids ascending, despawned ids known, spawned ids new, indices in range, masks within the kind).
+ */
+import { decodeFieldValue, encodeFieldValue, } from "./schema.js";
+import { DecodeError, EncodeError, Reader, varintLen, Writer } from "./wire.js";
+/** Tag of the Delta message. */
+export const DELTA_TAG = 0x82;
+/** Limits of §7 that concern deltas. */
+export const DELTA_LIMITS = {
+    listEntries: 65_536,
+    events: 1_024,
+    eventPayload: 16_384,
+};
+const FLAG_BASELINE = 1;
+const FLAG_CONTROL = 2;
+const FLAG_EVENTS = 4;
+function kindOf(schema, kind) {
+    const k = schema.kinds[kind];
+    if (k === undefined)
+        throw new DecodeError("invalid", `kind ${kind} not in schema`);
+    return k;
+}
+function readIdList(r, count, what) {
+    const ids = [];
+    let prev = -1;
+    for (let i = 0; i < count; i++) {
+        const gap = r.varintU32();
+        const id = i === 0 ? gap : prev + 1 + gap;
+        if (id > 0xffff_ffff)
+            throw new DecodeError("overflow", `${what} id exceeds u32`);
+        ids.push(id);
+        prev = id;
+    }
+    return ids;
+}
+function readCount(r, max, what) {
+    const n = r.varintU32();
+    if (n > max)
+        throw new DecodeError("too_long", `${what}: ${n} > ${max}`);
+    return n;
+}
+function nibble(v) {
+    return v >= 8 ? v - 16 : v;
+}
+/** Removes `despawns` (ascending, each present) from `known` (ascending). */
+function removeDespawns(known, despawns) {
+    const out = [];
+    let d = 0;
+    for (const entry of known) {
+        const target = despawns[d];
+        if (target !== undefined && entry[0] === target) {
+            d++;
+            continue;
+        }
+        if (target !== undefined && entry[0] > target) {
+            throw new DecodeError("invalid", `despawned id ${target} is not known`);
+        }
+        out.push(entry);
+    }
+    if (d < despawns.length) {
+        throw new DecodeError("invalid", `despawned id ${String(despawns[d])} is not known`);
+    }
+    return out;
+}
+function readIndexSet(r, n, knownLen) {
+    const mode = r.u8();
+    const indices = [];
+    if (mode === 0) {
+        let prev = -1;
+        for (let i = 0; i < n; i++) {
+            const gap = r.varintU32();
+            const idx = i === 0 ? gap : prev + 1 + gap;
+            if (idx >= knownLen)
+                throw new DecodeError("invalid", `update index ${idx} ≥ ${knownLen}`);
+            indices.push(idx);
+            prev = idx;
+        }
+    }
+    else if (mode === 1) {
+        const len = r.varintU32();
+        const maxLen = Math.ceil(knownLen / 8);
+        if (len > maxLen)
+            throw new DecodeError("invalid", `bitset of ${len} bytes > ${maxLen}`);
+        const bits = r.raw(len);
+        for (let j = 0; j < bits.length; j++) {
+            const byte = bits[j] ?? 0;
+            for (let i = 0; i < 8; i++) {
+                if ((byte >> i) & 1) {
+                    const idx = 8 * j + i;
+                    if (idx >= knownLen) {
+                        throw new DecodeError("invalid", `update index ${idx} ≥ ${knownLen}`);
+                    }
+                    indices.push(idx);
+                }
+            }
+        }
+        if (indices.length !== n) {
+            throw new DecodeError("invalid", `bitset names ${indices.length} updates, count is ${n}`);
+        }
+    }
+    else {
+        throw new DecodeError("invalid", `unknown index set mode ${mode}`);
+    }
+    return indices;
+}
+function readUpdateRecord(r, kind) {
+    const header = r.u8();
+    if ((header & 0x80) === 0) {
+        if (header > 120)
+            throw new DecodeError("invalid", `tiny move ${header} > 120`);
+        return {
+            pos: { form: "tiny", dx: Math.floor(header / 11) - 5, dy: (header % 11) - 5 },
+            mask: 0,
+            fields: [],
+        };
+    }
+    if ((header & 0x78) !== 0)
+        throw new DecodeError("invalid", "update header reserved bits set");
+    if (header === 0x80)
+        throw new DecodeError("invalid", "update record changes nothing");
+    let pos;
+    switch (header & 3) {
+        case 0:
+            pos = null;
+            break;
+        case 1: {
+            const b = r.u8();
+            pos = { form: "nibbles", dx: nibble(b & 0xf), dy: nibble(b >> 4) };
+            break;
+        }
+        case 2: {
+            const dx = r.zigzag32();
+            pos = { form: "delta", dx, dy: r.zigzag32() };
+            break;
+        }
+        default: {
+            const qx = r.zigzag32();
+            pos = { form: "absolute", qx, qy: r.zigzag32() };
+            break;
+        }
+    }
+    const fields = [];
+    let mask = 0;
+    if (header & 4) {
+        mask = r.varintU32();
+        if (mask === 0)
+            throw new DecodeError("invalid", "field mask is zero");
+        const count = kind.fields.length;
+        if (count < 32 && mask >= 2 ** count) {
+            throw new DecodeError("invalid", `field mask names a field beyond ${count}`);
+        }
+        for (let i = 0; i < count; i++) {
+            if (Math.floor(mask / 2 ** i) % 2 === 1) {
+                const fd = kind.fields[i];
+                if (fd !== undefined)
+                    fields.push([i, decodeFieldValue(r, fd.ty)]);
+            }
+        }
+    }
+    return { pos, mask, fields };
+}
+/**
+ * Decodes a whole Delta message (tag included) against `schema` and the known set before it.
+ * Throws {@link DecodeError} on any violation of §5.5.
+ */
+export function decodeDelta(bytes, schema, known) {
+    const r = new Reader(bytes);
+    const tag = r.u8();
+    if (tag !== DELTA_TAG)
+        throw new DecodeError("unknown_tag", `expected Delta, got 0x${tag.toString(16)}`);
+    const delta = decodeDeltaBody(r, schema, known);
+    r.finish();
+    return delta;
+}
+/** Decodes a Delta body (after the tag) from `r`. */
+export function decodeDeltaBody(r, schema, known) {
+    const tick = r.varintU64();
+    const ack = r.varintU32();
+    const flags = r.u8();
+    if (flags & ~7)
+        throw new DecodeError("invalid", `unknown delta flags 0x${flags.toString(16)}`);
+    const baseline = (flags & FLAG_BASELINE) !== 0;
+    const delta = { tick, ack, baseline, despawns: [], updates: [], spawns: [], events: null };
+    if (flags & FLAG_CONTROL) {
+        const c = r.varintU64();
+        if (c > 0x1_0000_0000)
+            throw new DecodeError("overflow", "control id exceeds u32");
+        delta.control = c === 0 ? null : c - 1;
+    }
+    const despawnCount = readCount(r, DELTA_LIMITS.listEntries, "despawns");
+    delta.despawns = readIdList(r, despawnCount, "despawn");
+    if (baseline && despawnCount > 0)
+        throw new DecodeError("invalid", "BASELINE with despawns");
+    const after = removeDespawns(baseline ? [] : known, delta.despawns);
+    const updateCount = readCount(r, DELTA_LIMITS.listEntries, "updates");
+    if (baseline && updateCount > 0)
+        throw new DecodeError("invalid", "BASELINE with updates");
+    if (updateCount > 0) {
+        const indices = readIndexSet(r, updateCount, after.length);
+        for (const index of indices) {
+            const entry = after[index];
+            if (entry === undefined)
+                throw new DecodeError("invalid", `update index ${index}`);
+            const rec = readUpdateRecord(r, kindOf(schema, entry[1]));
+            delta.updates.push({ index, id: entry[0], kind: entry[1], ...rec });
+        }
+    }
+    const spawnCount = readCount(r, DELTA_LIMITS.listEntries, "spawns");
+    let k = 0;
+    let prev = -1;
+    for (let i = 0; i < spawnCount; i++) {
+        const gap = r.varintU32();
+        const id = i === 0 ? gap : prev + 1 + gap;
+        if (id > 0xffff_ffff)
+            throw new DecodeError("overflow", "spawn id exceeds u32");
+        prev = id;
+        while (k < after.length && (after[k]?.[0] ?? Infinity) < id)
+            k++;
+        if (after[k]?.[0] === id)
+            throw new DecodeError("invalid", `spawned id ${id} is already known`);
+        const kind = r.varintU32();
+        const kd = kindOf(schema, kind);
+        const qx = r.zigzag32();
+        const qy = r.zigzag32();
+        const fields = kd.fields.map((fd) => decodeFieldValue(r, fd.ty));
+        delta.spawns.push({ id, kind, qx, qy, fields });
+    }
+    if (flags & FLAG_EVENTS) {
+        const n = readCount(r, DELTA_LIMITS.events, "events");
+        const events = [];
+        for (let i = 0; i < n; i++) {
+            const topic = r.varintU16();
+            events.push({ topic, payload: r.bytesField(DELTA_LIMITS.eventPayload, "event payload") });
+        }
+        delta.events = events;
+    }
+    return delta;
+}
+function writeIdList(w, ids, what) {
+    let prev = -1;
+    for (const id of ids) {
+        if (!Number.isInteger(id) || id < 0 || id > 0xffff_ffff || id <= prev) {
+            throw new EncodeError("invalid", `${what} ids must be ascending u32`);
+        }
+        w.varint(prev < 0 ? id : id - prev - 1);
+        prev = id;
+    }
+}
+function checkDxy(lo, hi, dx, dy, form) {
+    const ok = (v) => Number.isInteger(v) && v >= lo && v <= hi;
+    if (!ok(dx) || !ok(dy))
+        throw new EncodeError("invalid", `${form} move (${dx}, ${dy}) out of range`);
+}
+/** Writes one update record (§5.5.3) in exactly the position form given. */
+export function writeUpdateRecord(w, kind, pos, fields) {
+    let mask = 0;
+    let prev = -1;
+    for (const [i] of fields) {
+        if (!Number.isInteger(i) || i <= prev || i >= kind.fields.length) {
+            throw new EncodeError("invalid", "update fields must be ascending indices of the kind");
+        }
+        mask += 2 ** i;
+        prev = i;
+    }
+    if (pos?.form === "tiny") {
+        if (mask !== 0)
+            throw new EncodeError("invalid", "a tiny move carries no fields");
+        checkDxy(-5, 5, pos.dx, pos.dy, "tiny");
+        w.u8((pos.dx + 5) * 11 + (pos.dy + 5));
+        return;
+    }
+    if (pos === null && mask === 0)
+        throw new EncodeError("invalid", "update record changes nothing");
+    const mode = pos === null ? 0 : pos.form === "nibbles" ? 1 : pos.form === "delta" ? 2 : 3;
+    w.u8(0x80 | mode | (mask !== 0 ? 4 : 0));
+    if (pos !== null) {
+        switch (pos.form) {
+            case "nibbles":
+                checkDxy(-8, 7, pos.dx, pos.dy, "nibbles");
+                w.u8((pos.dx & 0xf) | ((pos.dy & 0xf) << 4));
+                break;
+            case "delta":
+                w.zigzag32(pos.dx).zigzag32(pos.dy);
+                break;
+            case "absolute":
+                w.zigzag32(pos.qx).zigzag32(pos.qy);
+                break;
+        }
+    }
+    if (mask !== 0) {
+        w.varint(mask);
+        for (const [i, v] of fields) {
+            const fd = kind.fields[i];
+            if (fd !== undefined)
+                encodeFieldValue(w, fd.ty, v);
+        }
+    }
+}
+/**
+ * The canonical position form of §5.5.3 for a move from `(lastQx, lastQy)` to `(qx, qy)`: tiny when
+ * there are no fields and both steps are in −5..=5, else nibbles in −8..=7, else delta when it is no
+ * longer than absolute, else absolute. Null when the position did not change.
+ */
+export function canonicalPosForm(qx, qy, lastQx, lastQy, hasFields) {
+    const dx = qx - lastQx;
+    const dy = qy - lastQy;
+    if (dx === 0 && dy === 0)
+        return null;
+    const within = (lo, hi) => dx >= lo && dx <= hi && dy >= lo && dy <= hi;
+    if (!hasFields && within(-5, 5))
+        return { form: "tiny", dx, dy };
+    if (within(-8, 7))
+        return { form: "nibbles", dx, dy };
+    const i32 = (v) => v >= -0x8000_0000 && v <= 0x7fff_ffff;
+    if (i32(dx) && i32(dy)) {
+        const zz = (v) => varintLen(((v << 1) ^ (v >> 31)) >>> 0);
+        if (zz(dx) + zz(dy) <= zz(qx) + zz(qy))
+            return { form: "delta", dx, dy };
+    }
+    return { form: "absolute", qx, qy };
+}
+/** Bytes of the gap-coded index set (excluding the mode byte). */
+function gapsLen(indices) {
+    let n = 0;
+    let prev = -1;
+    for (const i of indices) {
+        n += varintLen(prev < 0 ? i : i - prev - 1);
+        prev = i;
+    }
+    return n;
+}
+/**
+ * Writes the update index set (§5.5.2) in the shorter form (ties: gaps). The bitset is as long as
+ * needed to hold the highest index.
+ */
+export function writeIndexSet(w, knownLen, indices) {
+    let prev = -1;
+    for (const i of indices) {
+        if (!Number.isInteger(i) || i <= prev || i >= knownLen) {
+            throw new EncodeError("invalid", "update indices must be ascending and < the known set's length");
+        }
+        prev = i;
+    }
+    const last = indices[indices.length - 1];
+    if (last === undefined)
+        return;
+    const bitsetBytes = Math.floor(last / 8) + 1;
+    if (varintLen(bitsetBytes) + bitsetBytes < gapsLen(indices)) {
+        w.u8(1).varint(bitsetBytes);
+        const bits = new Uint8Array(bitsetBytes);
+        for (const i of indices)
+            bits[i >> 3] = (bits[i >> 3] ?? 0) | (1 << (i & 7));
+        w.raw(bits);
+    }
+    else {
+        w.u8(0);
+        writeIdList(w, indices, "update index");
+    }
+}
+/**
+ * Encodes `delta` (tag included) against the known set before it. The update indices are taken from
+ * `delta.updates[i].index`; ids and kinds are checked against the known set after the despawns.
+ */
+export function encodeDelta(delta, schema, known) {
+    const w = new Writer(256);
+    w.u8(DELTA_TAG);
+    encodeDeltaBody(w, delta, schema, known);
+    return w.finish();
+}
+/** Encodes a Delta body (after the tag) into `w`. */
+export function encodeDeltaBody(w, delta, schema, known) {
+    const hasControl = delta.control !== undefined;
+    const hasEvents = delta.events !== null;
+    if (delta.baseline && (delta.despawns.length > 0 || delta.updates.length > 0)) {
+        throw new EncodeError("invalid", "a BASELINE delta has no despawns and no updates");
+    }
+    for (const [what, n] of [
+        ["despawns", delta.despawns.length],
+        ["updates", delta.updates.length],
+        ["spawns", delta.spawns.length],
+    ]) {
+        if (n > DELTA_LIMITS.listEntries)
+            throw new EncodeError("too_long", `${what}: ${n}`);
+    }
+    w.varint(delta.tick).varintU32(delta.ack);
+    w.u8((delta.baseline ? FLAG_BASELINE : 0) | (hasControl ? FLAG_CONTROL : 0) | (hasEvents ? FLAG_EVENTS : 0));
+    if (hasControl) {
+        const c = delta.control;
+        if (c === null || c === undefined)
+            w.varint(0);
+        else {
+            if (!Number.isInteger(c) || c < 0 || c > 0xffff_ffff)
+                throw new EncodeError("invalid", "control id");
+            w.varint(c + 1);
+        }
+    }
+    w.varint(delta.despawns.length);
+    writeIdList(w, delta.despawns, "despawn");
+    let after;
+    try {
+        after = removeDespawns(delta.baseline ? [] : known, delta.despawns);
+    }
+    catch (e) {
+        throw new EncodeError("invalid", e instanceof Error ? e.message : String(e));
+    }
+    w.varint(delta.updates.length);
+    if (delta.updates.length > 0) {
+        writeIndexSet(w, after.length, delta.updates.map((u) => u.index));
+        for (const u of delta.updates) {
+            const entry = after[u.index];
+            if (entry === undefined || entry[0] !== u.id) {
+                throw new EncodeError("invalid", `update index ${u.index} does not name id ${u.id}`);
+            }
+            const kd = schema.kinds[entry[1]];
+            if (kd === undefined)
+                throw new EncodeError("invalid", `kind ${entry[1]} not in schema`);
+            writeUpdateRecord(w, kd, u.pos, u.fields);
+        }
+    }
+    w.varint(delta.spawns.length);
+    let prev = -1;
+    let k = 0;
+    for (const s of delta.spawns) {
+        if (!Number.isInteger(s.id) || s.id < 0 || s.id > 0xffff_ffff || s.id <= prev) {
+            throw new EncodeError("invalid", "spawn ids must be ascending u32");
+        }
+        while (k < after.length && (after[k]?.[0] ?? Infinity) < s.id)
+            k++;
+        if (after[k]?.[0] === s.id)
+            throw new EncodeError("invalid", `spawned id ${s.id} is already known`);
+        const kd = schema.kinds[s.kind];
+        if (kd === undefined)
+            throw new EncodeError("invalid", `kind ${s.kind} not in schema`);
+        if (s.fields.length !== kd.fields.length) {
+            throw new EncodeError("invalid", `spawn of ${kd.name} needs ${kd.fields.length} fields`);
+        }
+        w.varint(prev < 0 ? s.id : s.id - prev - 1);
+        prev = s.id;
+        w.varint(s.kind).zigzag32(s.qx).zigzag32(s.qy);
+        kd.fields.forEach((fd, i) => encodeFieldValue(w, fd.ty, s.fields[i]));
+    }
+    if (delta.events !== null) {
+        if (delta.events.length > DELTA_LIMITS.events)
+            throw new EncodeError("too_long", "events");
+        w.varint(delta.events.length);
+        for (const ev of delta.events) {
+            if (!Number.isInteger(ev.topic) || ev.topic < 0 || ev.topic > 0xffff) {
+                throw new EncodeError("invalid", `event topic ${ev.topic}`);
+            }
+            w.varint(ev.topic).bytesField(ev.payload, DELTA_LIMITS.eventPayload, "event payload");
+        }
+    }
+}

@@ -1,0 +1,20 @@
+/**
+ * @zonekeep/client — the TypeScript SDK of Zonekeep.
+ *
+ * - Codec (PROTOCOL.md v1, byte-exact with the Rust codec): {@link encodeClientMessage},
+ *   {@link decodeServerMessage}, {@link decodeDelta}, {@link encodeDelta}, quantization helpers.
+ * - {@link ZoneConnection}: handshake, events, reconnect, clock sync, inputs, counters.
+ * - {@link Replica}: interpolated view of the zone's entities.
+ * - {@link Predictor}: client-side prediction and reconciliation of the player's entity.
+ */
+export * from "./wire.js";
+export * from "./quant.js";
+export * from "./schema.js";
+export * from "./delta.js";
+export * from "./messages.js";
+export * from "./mirror.js";
+export * from "./clock.js";
+export * from "./scheduler.js";
+export * from "./replica.js";
+export * from "./predictor.js";
+export * from "./connection.js";

@@ -1,0 +1,271 @@
+/**
+ * Every message of PROTOCOL.md §4–§5: encode and total decode. Client → server tags are 0x01..=0x7f,
+ * server → client 0x80..=0xff. A Delta can only be decoded with its context (the schema from Welcome
+ * and the known set), so {@link decodeServerMessage} takes that context as an argument.
+ */
+import { decodeDeltaBody, DELTA_TAG, encodeDeltaBody } from "./delta.js";
+import { decodeSchema, encodeSchema } from "./schema.js";
+import { DecodeError, EncodeError, Reader, Writer } from "./wire.js";
+/** Message tags (§4, §5). */
+export const Tag = {
+    Hello: 0x01,
+    Input: 0x02,
+    Ping: 0x03,
+    Welcome: 0x81,
+    Delta: DELTA_TAG,
+    Pong: 0x83,
+    Kick: 0x84,
+    Redirect: 0x85,
+    Transfer: 0x86,
+};
+/** Size and count limits of §7. */
+export const LIMITS = {
+    clientMessage: 8_192,
+    serverMessage: 1_048_576,
+    versions: 8,
+    ticket: 4_096,
+    reconnectToken: 64,
+    zoneId: 128,
+    contentVersion: 64,
+    kickReason: 256,
+    inputPayload: 4_096,
+    url: 512,
+};
+/** The protocol versions this SDK speaks. */
+export const SUPPORTED_VERSIONS = [1];
+/** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
+export const KickCode = {
+    BAD_TICKET: 1,
+    TICKET_EXPIRED: 2,
+    TICKET_NOT_YET_VALID: 3,
+    TICKET_UNKNOWN_KEY: 4,
+    TICKET_RETIRED_KEY: 5,
+    TICKET_BAD_ALGORITHM: 6,
+    TICKET_WRONG_ZONE: 7,
+    TICKET_REPLAYED: 8,
+    ZONE_FULL: 9,
+    VERSION_MISMATCH: 10,
+    KICKED: 11,
+    SHUTTING_DOWN: 12,
+    RATE_LIMITED: 13,
+    PROTOCOL_ERROR: 14,
+    MESSAGE_TOO_LARGE: 15,
+    HANDSHAKE_TIMEOUT: 16,
+    IDLE_TIMEOUT: 17,
+    SLOW_CONSUMER: 18,
+    JOIN_REFUSED: 19,
+    RECONNECT_REFUSED: 20,
+    ZONE_STOPPED: 21,
+    TOO_MANY_CONNECTIONS: 22,
+    INTERNAL_ERROR: 23,
+};
+/** The name of a kick code, or `UNKNOWN(n)`. */
+export function kickCodeName(code) {
+    for (const [name, value] of Object.entries(KickCode))
+        if (value === code)
+            return name;
+    return `UNKNOWN(${code})`;
+}
+/** The tag of a message without decoding it (truncated input is a {@link DecodeError}). */
+export function peekTag(bytes) {
+    const t = bytes[0];
+    if (t === undefined)
+        throw new DecodeError("truncated", "empty message");
+    return t;
+}
+function checkVersions(versions, err) {
+    if (versions.length < 1 || versions.length > LIMITS.versions)
+        throw err("versions count not in 1..=8");
+    if (new Set(versions).size !== versions.length)
+        throw err("versions are not distinct");
+}
+/** Encodes a client → server message. */
+export function encodeClientMessage(m) {
+    const w = new Writer(64);
+    switch (m.type) {
+        case "hello":
+            checkVersions(m.versions, (s) => new EncodeError("invalid", s));
+            w.u8(Tag.Hello).varint(m.versions.length);
+            for (const v of m.versions)
+                w.varintU32(v);
+            w.str(m.ticket, LIMITS.ticket, "ticket");
+            w.bytesField(m.reconnectToken, LIMITS.reconnectToken, "reconnect token");
+            w.str(m.contentVersion, LIMITS.contentVersion, "content version");
+            break;
+        case "input":
+            if (m.seq === 0)
+                throw new EncodeError("invalid", "input seq 0");
+            w.u8(Tag.Input).varintU32(m.seq).varint(m.viewTick);
+            w.bytesField(m.payload, LIMITS.inputPayload, "input payload");
+            break;
+        case "ping":
+            w.u8(Tag.Ping).varint(m.clientTime);
+            break;
+    }
+    if (w.length > LIMITS.clientMessage)
+        throw new EncodeError("too_long", "client message over 8192 bytes");
+    return w.finish();
+}
+/** Decodes a client → server message (what a host or a test server reads). */
+export function decodeClientMessage(bytes) {
+    if (bytes.length > LIMITS.clientMessage) {
+        throw new DecodeError("too_long", `client message of ${bytes.length} bytes`);
+    }
+    const r = new Reader(bytes);
+    const tag = r.u8();
+    let m;
+    switch (tag) {
+        case Tag.Hello: {
+            const n = r.varintU32();
+            if (n < 1 || n > LIMITS.versions)
+                throw new DecodeError("invalid", `versions count ${n}`);
+            const versions = [];
+            for (let i = 0; i < n; i++)
+                versions.push(r.varintU32());
+            checkVersions(versions, (s) => new DecodeError("invalid", s));
+            const ticket = r.str(LIMITS.ticket, "ticket");
+            const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
+            const contentVersion = r.str(LIMITS.contentVersion, "content version");
+            m = { type: "hello", versions, ticket, reconnectToken, contentVersion };
+            break;
+        }
+        case Tag.Input: {
+            const seq = r.varintU32();
+            if (seq === 0)
+                throw new DecodeError("invalid", "input seq 0");
+            const viewTick = r.varintU64();
+            m = { type: "input", seq, viewTick, payload: r.bytesField(LIMITS.inputPayload, "input payload") };
+            break;
+        }
+        case Tag.Ping:
+            m = { type: "ping", clientTime: r.varintU64() };
+            break;
+        default:
+            throw new DecodeError("unknown_tag", `client tag 0x${tag.toString(16)}`);
+    }
+    r.finish();
+    return m;
+}
+/** Encodes a server → client message; a Delta needs its context. */
+export function encodeServerMessage(m, ctx) {
+    const w = new Writer(128);
+    switch (m.type) {
+        case "welcome": {
+            if (!Number.isInteger(m.tickHz) || m.tickHz < 1 || m.tickHz > 1000) {
+                throw new EncodeError("invalid", "tick_hz not in 1..=1000");
+            }
+            if (!Number.isInteger(m.patchEvery) || m.patchEvery < 1) {
+                throw new EncodeError("invalid", "patch_every must be ≥ 1");
+            }
+            w.u8(Tag.Welcome).varint(m.version).varintU32(m.playerId);
+            w.str(m.zoneId, LIMITS.zoneId, "zone id");
+            w.u8(m.role === "player" ? 0 : 1);
+            w.varintU32(m.tickHz).varintU32(m.patchEvery).varint(m.tick).varintU32(m.features);
+            w.bytesField(m.reconnectToken, LIMITS.reconnectToken, "reconnect token");
+            encodeSchema(w, m.schema);
+            break;
+        }
+        case "delta":
+            if (ctx === undefined)
+                throw new EncodeError("invalid", "a Delta needs a schema and known set");
+            w.u8(Tag.Delta);
+            encodeDeltaBody(w, m, ctx.schema, ctx.known);
+            break;
+        case "pong":
+            w.u8(Tag.Pong).varint(m.clientTime).varint(m.serverTimeUs).varint(m.tick);
+            break;
+        case "kick":
+            if (!Number.isInteger(m.code) || m.code < 0 || m.code > 0xffff) {
+                throw new EncodeError("invalid", `kick code ${m.code}`);
+            }
+            w.u8(Tag.Kick).varint(m.code).str(m.reason, LIMITS.kickReason, "kick reason");
+            break;
+        case "redirect":
+            w.u8(Tag.Redirect).str(m.url, LIMITS.url, "url").str(m.zoneId, LIMITS.zoneId, "zone id");
+            break;
+        case "transfer":
+            w.u8(Tag.Transfer).str(m.zoneId, LIMITS.zoneId, "zone id");
+            w.str(m.ticket, LIMITS.ticket, "ticket").str(m.url, LIMITS.url, "url");
+            break;
+    }
+    if (w.length > LIMITS.serverMessage)
+        throw new EncodeError("too_long", "server message over 1 MiB");
+    return w.finish();
+}
+/**
+ * Decodes a server → client message. A Delta is decoded against `ctx`; without one it is a
+ * {@link DecodeError} (a Delta before Welcome is out of place).
+ */
+export function decodeServerMessage(bytes, ctx) {
+    if (bytes.length > LIMITS.serverMessage) {
+        throw new DecodeError("too_long", `server message of ${bytes.length} bytes`);
+    }
+    const r = new Reader(bytes);
+    const tag = r.u8();
+    let m;
+    switch (tag) {
+        case Tag.Welcome: {
+            const version = r.varintU32();
+            const playerId = r.varintU32();
+            const zoneId = r.str(LIMITS.zoneId, "zone id");
+            const roleByte = r.u8();
+            if (roleByte > 1)
+                throw new DecodeError("invalid", `role ${roleByte}`);
+            const tickHz = r.varintU32();
+            if (tickHz < 1 || tickHz > 1000)
+                throw new DecodeError("invalid", `tick_hz ${tickHz}`);
+            const patchEvery = r.varintU32();
+            if (patchEvery < 1)
+                throw new DecodeError("invalid", "patch_every 0");
+            const tick = r.varintU64();
+            const features = r.varintU32();
+            const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
+            const schema = decodeSchema(r);
+            m = {
+                type: "welcome",
+                version,
+                playerId,
+                zoneId,
+                role: roleByte === 0 ? "player" : "observer",
+                tickHz,
+                patchEvery,
+                tick,
+                features,
+                reconnectToken,
+                schema,
+            };
+            break;
+        }
+        case Tag.Delta:
+            if (ctx === undefined)
+                throw new DecodeError("invalid", "a Delta needs a schema and known set");
+            m = { type: "delta", ...decodeDeltaBody(r, ctx.schema, ctx.known) };
+            break;
+        case Tag.Pong: {
+            const clientTime = r.varintU64();
+            const serverTimeUs = r.varintU64();
+            m = { type: "pong", clientTime, serverTimeUs, tick: r.varintU64() };
+            break;
+        }
+        case Tag.Kick: {
+            const code = r.varintU16();
+            m = { type: "kick", code, reason: r.str(LIMITS.kickReason, "kick reason") };
+            break;
+        }
+        case Tag.Redirect: {
+            const url = r.str(LIMITS.url, "url");
+            m = { type: "redirect", url, zoneId: r.str(LIMITS.zoneId, "zone id") };
+            break;
+        }
+        case Tag.Transfer: {
+            const zoneId = r.str(LIMITS.zoneId, "zone id");
+            const ticket = r.str(LIMITS.ticket, "ticket");
+            m = { type: "transfer", zoneId, ticket, url: r.str(LIMITS.url, "url") };
+            break;
+        }
+        default:
+            throw new DecodeError("unknown_tag", `server tag 0x${tag.toString(16)}`);
+    }
+    r.finish();
+    return m;
+}

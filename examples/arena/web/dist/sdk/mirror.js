@@ -1,0 +1,159 @@
+/**
+ * The client's known set (PROTOCOL.md §5.5): the entities it holds, ascending by id, with their kind,
+ * the quantized position last received and their field values in wire form. {@link Mirror.apply}
+ * applies a decoded Delta in exactly the spec's order: BASELINE clears, despawns are removed, updates
+ * are applied by index into the post-despawn set, spawns are inserted.
+ */
+import { decodeDelta } from "./delta.js";
+import { posDecode } from "./quant.js";
+import { DecodeError } from "./wire.js";
+const I32_MIN = -0x8000_0000;
+const I32_MAX = 0x7fff_ffff;
+/** The known set of one connection. */
+export class Mirror {
+    /** The schema the entities are decoded with. */
+    schema;
+    ids = [];
+    byId = new Map();
+    /** An empty known set for `schema`. */
+    constructor(schema) {
+        this.schema = schema;
+    }
+    /** Number of known entities. */
+    get size() {
+        return this.ids.length;
+    }
+    /** The entity with `id`, if known. */
+    get(id) {
+        return this.byId.get(id);
+    }
+    /** Entities ascending by id. */
+    *entities() {
+        for (const id of this.ids) {
+            const e = this.byId.get(id);
+            if (e !== undefined)
+                yield e;
+        }
+    }
+    /** The known set as `[id, kind]` pairs ascending by id (what {@link decodeDelta} needs). */
+    known() {
+        const out = [];
+        for (const e of this.entities())
+            out.push([e.id, e.kind]);
+        return out;
+    }
+    /** Decoded x of an entity's position. */
+    x(e) {
+        return posDecode(e.qx, this.schema.posStep);
+    }
+    /** Decoded y of an entity's position. */
+    y(e) {
+        return posDecode(e.qy, this.schema.posStep);
+    }
+    /** Forgets every entity. */
+    clear() {
+        this.ids = [];
+        this.byId.clear();
+    }
+    /** Decodes a Delta message against this known set and applies it. */
+    receive(bytes) {
+        const delta = decodeDelta(bytes, this.schema, this.known());
+        return { delta, changes: this.apply(delta) };
+    }
+    /**
+     * Applies a Delta decoded against this known set. Nothing changes if it throws: every check runs
+     * before the first write.
+     */
+    apply(delta) {
+        const removed = [];
+        let after;
+        if (delta.baseline) {
+            removed.push(...this.ids);
+            after = [];
+        }
+        else {
+            const gone = new Set(delta.despawns);
+            for (const id of delta.despawns) {
+                if (!this.byId.has(id))
+                    throw new DecodeError("invalid", `despawned id ${id} is not known`);
+            }
+            after = this.ids.filter((id) => !gone.has(id));
+            removed.push(...delta.despawns);
+        }
+        // Resolve and check every update before touching state.
+        const planned = [];
+        for (const u of delta.updates) {
+            const id = after[u.index];
+            const e = id === undefined ? undefined : this.byId.get(id);
+            if (e === undefined || e.id !== u.id) {
+                throw new DecodeError("invalid", `update index ${u.index} does not name entity ${u.id}`);
+            }
+            let qx = e.qx;
+            let qy = e.qy;
+            if (u.pos !== null) {
+                if (u.pos.form === "absolute") {
+                    qx = u.pos.qx;
+                    qy = u.pos.qy;
+                }
+                else {
+                    qx += u.pos.dx;
+                    qy += u.pos.dy;
+                }
+            }
+            if (qx < I32_MIN || qx > I32_MAX || qy < I32_MIN || qy > I32_MAX) {
+                throw new DecodeError("invalid", `entity ${e.id} moved outside the i32 position range`);
+            }
+            planned.push({ e, qx, qy });
+        }
+        const afterSet = new Set(after);
+        for (const s of delta.spawns) {
+            if (afterSet.has(s.id))
+                throw new DecodeError("invalid", `spawned id ${s.id} is already known`);
+            if (this.schema.kinds[s.kind] === undefined)
+                throw new DecodeError("invalid", `kind ${s.kind}`);
+        }
+        // Commit.
+        for (const id of removed)
+            if (!afterSet.has(id))
+                this.byId.delete(id);
+        const updated = [];
+        delta.updates.forEach((u, i) => {
+            const p = planned[i];
+            if (p === undefined)
+                return;
+            p.e.qx = p.qx;
+            p.e.qy = p.qy;
+            for (const [fi, v] of u.fields)
+                p.e.fields[fi] = v;
+            updated.push(p.e.id);
+        });
+        const spawned = [];
+        for (const s of delta.spawns) {
+            this.byId.set(s.id, { id: s.id, kind: s.kind, qx: s.qx, qy: s.qy, fields: [...s.fields] });
+            spawned.push(s.id);
+        }
+        this.ids = mergeAscending(after, spawned);
+        return { removed, updated, spawned };
+    }
+}
+/** Merges two ascending id lists. */
+function mergeAscending(a, b) {
+    if (b.length === 0)
+        return a.slice();
+    const out = [];
+    let i = 0;
+    let j = 0;
+    while (i < a.length || j < b.length) {
+        const x = a[i];
+        const y = b[j];
+        if (y === undefined || (x !== undefined && x < y)) {
+            out.push(x);
+            i++;
+        }
+        else {
+            out.push(y);
+            j++;
+        }
+    }
+    return out;
+}

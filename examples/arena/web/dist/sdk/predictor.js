@@ -1,0 +1,144 @@
+/**
+ * Client-side prediction for the player's own entity.
+ *
+ * The game supplies `step(state, input) => state`, the same rule the zone runs. Each input sent is
+ * recorded with its seq and applied at once, so the player sees its own move without waiting a round
+ * trip. On each Delta the predictor restarts from the server's state of the controlled entity, drops
+ * every input the server has acknowledged (processed or refused: `seq ≤ ack`), and replays the rest.
+ * When the replayed prediction differs from what was shown, the difference is either applied at once
+ * ('snap') or shown as an offset that decays to zero over `easeMs` ('ease').
+ */
+/** Predicts the controlled entity's state ahead of the server. */
+export class Predictor {
+    opts;
+    stepFn;
+    positionFn;
+    pending = [];
+    predicted = null;
+    offset = { x: 0, y: 0 };
+    offsetAt = 0;
+    lastSeq = 0;
+    /** Reconciliations whose replayed state differed from the shown prediction. */
+    corrections = 0;
+    /** Size of the last correction in world units. */
+    lastError = 0;
+    /** Inputs dropped because more than `maxPending` were unacknowledged. */
+    overflowed = 0;
+    /** A predictor with no state until the first server state arrives. */
+    constructor(options) {
+        this.stepFn = options.step;
+        this.positionFn = options.position;
+        this.opts = {
+            smoothing: options.smoothing ?? "ease",
+            easeMs: Math.max(1, options.easeMs ?? 100),
+            snapDistance: options.snapDistance ?? Number.POSITIVE_INFINITY,
+            maxPending: Math.max(1, options.maxPending ?? 256),
+        };
+    }
+    /** The predicted state (null before the first server state). */
+    get state() {
+        return this.predicted;
+    }
+    /** Seqs of inputs not yet acknowledged, oldest first. */
+    get pendingSeqs() {
+        return this.pending.map((p) => p.seq);
+    }
+    /** Records an input that was sent with `seq` and applies it to the prediction. */
+    record(seq, input) {
+        if (seq <= this.lastSeq)
+            return; // a replayed or stale seq would corrupt the replay order
+        this.lastSeq = seq;
+        this.pending.push({ seq, input });
+        if (this.pending.length > this.opts.maxPending) {
+            this.pending.shift();
+            this.overflowed += 1;
+        }
+        if (this.predicted !== null)
+            this.predicted = this.stepFn(this.predicted, input);
+    }
+    /** Forgets an input the client never managed to send. */
+    drop(seq) {
+        this.pending = this.pending.filter((p) => p.seq !== seq);
+    }
+    /**
+     * Reconciles with the server: `server` is the controlled entity's state at the Delta's tick (null if
+     * this player controls nothing), `ack` the last seq the zone processed. `nowMs` starts an ease.
+     */
+    reconcile(ack, server, nowMs) {
+        this.pending = this.pending.filter((p) => p.seq > ack);
+        if (server === null) {
+            this.predicted = null;
+            this.offset = { x: 0, y: 0 };
+            return;
+        }
+        let next = server;
+        for (const p of this.pending)
+            next = this.stepFn(next, p.input);
+        const before = this.predicted;
+        this.predicted = next;
+        if (before === null)
+            return;
+        const a = this.positionFn(before);
+        const b = this.positionFn(next);
+        const ex = a.x - b.x;
+        const ey = a.y - b.y;
+        const err = Math.hypot(ex, ey);
+        if (err === 0)
+            return;
+        this.corrections += 1;
+        this.lastError = err;
+        if (this.opts.smoothing === "snap" || err > this.opts.snapDistance) {
+            this.offset = { x: 0, y: 0 };
+            return;
+        }
+        // Keep what is on screen where it is: the remaining offset plus this correction, decaying from now.
+        const cur = this.offsetNow(nowMs);
+        this.offset = { x: cur.x + ex, y: cur.y + ey };
+        this.offsetAt = nowMs;
+    }
+    offsetNow(nowMs) {
+        const k = Math.max(0, 1 - (nowMs - this.offsetAt) / this.opts.easeMs);
+        return { x: this.offset.x * k, y: this.offset.y * k };
+    }
+    /** Where to draw the controlled entity at `nowMs`: the prediction plus any easing offset. */
+    renderPosition(nowMs) {
+        if (this.predicted === null)
+            return null;
+        const p = this.positionFn(this.predicted);
+        const o = this.offsetNow(nowMs);
+        return { x: p.x + o.x, y: p.y + o.y };
+    }
+    /**
+     * Sends `input` (encoded by `encode`) on `conn` and records it; returns its seq, or null when the
+     * connection is not open (nothing is predicted then, since the server will never apply it).
+     */
+    send(conn, input, encode) {
+        const seq = conn.sendInput(encode(input));
+        if (seq !== null)
+            this.record(seq, input);
+        return seq;
+    }
+    /**
+     * Reconciles on every Delta of `conn` from the controlled entity (converted by `toState`) and resets
+     * on every Welcome (a reconnect). Returns a function that detaches it.
+     */
+    attach(conn, toState) {
+        const offWelcome = conn.on("welcome", () => this.reset());
+        const offDelta = conn.on("delta", (d, info) => {
+            const id = conn.controlledId;
+            const e = id === null ? undefined : info.mirror.get(id);
+            this.reconcile(d.ack, e === undefined ? null : toState(e, info.mirror), info.recvMs);
+        });
+        return () => {
+            offWelcome();
+            offDelta();
+        };
+    }
+    /** Clears everything (a reconnect or a new player): the next server state starts over. */
+    reset() {
+        this.pending = [];
+        this.predicted = null;
+        this.offset = { x: 0, y: 0 };
+        this.lastSeq = 0;
+    }
+}

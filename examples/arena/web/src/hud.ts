@@ -1,0 +1,148 @@
+/**
+ * The HUD (network and game numbers), the NetSim panel (latency, jitter and loss sliders that POST
+ * `/dev/netsim`, so a player can feel the netcode) and short-lived toasts ("+1 saved").
+ */
+
+/** Numbers the HUD shows. */
+export interface HudNumbers {
+  state: string;
+  rttMs: number;
+  bytesInPerSec: number;
+  bytesOutPerSec: number;
+  serverTick: number;
+  delayMs: number;
+  score: number;
+  pendingInputs: number;
+  corrections: number;
+  visible: number;
+}
+
+/** The NetSim setting sent to the host (`NetSimConfig` in the server). */
+export interface NetSimSetting {
+  latency_ms: number;
+  jitter_ms: number;
+  loss: number;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls: string, text = ""): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  e.className = cls;
+  e.textContent = text;
+  return e;
+}
+
+function kb(n: number): string {
+  return n >= 1024 ? `${(n / 1024).toFixed(1)} KiB/s` : `${Math.round(n)} B/s`;
+}
+
+/** The HUD box. */
+export class Hud {
+  private readonly box: HTMLElement;
+
+  /** Appends the HUD to `root`. */
+  constructor(root: HTMLElement) {
+    this.box = el("pre", "hud");
+    root.appendChild(this.box);
+  }
+
+  /** Shows `n`. */
+  update(n: HudNumbers): void {
+    this.box.textContent =
+      `${n.state}\n` +
+      `RTT        ${Number.isFinite(n.rttMs) ? n.rttMs.toFixed(0) : "–"} ms\n` +
+      `down       ${kb(n.bytesInPerSec)}\n` +
+      `up         ${kb(n.bytesOutPerSec)}\n` +
+      `tick       ${n.serverTick}\n` +
+      `interp     ${n.delayMs.toFixed(0)} ms\n` +
+      `unacked    ${n.pendingInputs}\n` +
+      `corrected  ${n.corrections}\n` +
+      `visible    ${n.visible}\n` +
+      `score      ${n.score}`;
+  }
+}
+
+/** Toasts that rise and fade. */
+export class Toasts {
+  private readonly box: HTMLElement;
+  /** Every toast text shown, oldest first (bounded; read by the browser test). */
+  readonly shown: string[] = [];
+
+  /** Appends the toast area to `root`. */
+  constructor(root: HTMLElement) {
+    this.box = el("div", "toasts");
+    root.appendChild(this.box);
+  }
+
+  /** Shows `text` for two seconds. */
+  show(text: string, kind: "pending" | "saved" | "error"): void {
+    this.shown.push(text);
+    if (this.shown.length > 100) this.shown.shift();
+    const t = el("div", `toast ${kind}`, text);
+    this.box.appendChild(t);
+    setTimeout(() => t.remove(), 2000);
+  }
+}
+
+/** The NetSim panel; calls `apply` with each new setting. */
+export class NetSimPanel {
+  private readonly status: HTMLElement;
+
+  /** Appends the panel to `root`. */
+  constructor(root: HTMLElement, apply: (s: NetSimSetting) => Promise<void>) {
+    const panel = el("form", "netsim");
+    panel.appendChild(el("div", "title", "NetSim"));
+    const sliders: Record<keyof NetSimSetting, HTMLInputElement> = {
+      latency_ms: this.slider(panel, "latency", "ms", 0, 500, 10, 0),
+      jitter_ms: this.slider(panel, "jitter", "ms", 0, 200, 5, 0),
+      loss: this.slider(panel, "loss", "%", 0, 30, 1, 0),
+    };
+    this.status = el("div", "status", "off");
+    panel.appendChild(this.status);
+    const send = (): void => {
+      const s: NetSimSetting = {
+        latency_ms: Number(sliders.latency_ms.value),
+        jitter_ms: Number(sliders.jitter_ms.value),
+        loss: Number(sliders.loss.value) / 100,
+      };
+      apply(s).then(
+        () => {
+          const off = s.latency_ms === 0 && s.jitter_ms === 0 && s.loss === 0;
+          this.status.textContent = off ? "off" : "applied";
+        },
+        (e: unknown) => {
+          this.status.textContent = `failed: ${e instanceof Error ? e.message : String(e)}`;
+        },
+      );
+    };
+    panel.addEventListener("change", send);
+    panel.addEventListener("submit", (e) => e.preventDefault());
+    root.appendChild(panel);
+  }
+
+  private slider(
+    panel: HTMLElement,
+    label: string,
+    unit: string,
+    min: number,
+    max: number,
+    stepBy: number,
+    value: number,
+  ): HTMLInputElement {
+    const row = el("label", "row");
+    const name = el("span", "name", label);
+    const input = document.createElement("input");
+    input.type = "range";
+    input.name = label;
+    input.min = String(min);
+    input.max = String(max);
+    input.step = String(stepBy);
+    input.value = String(value);
+    const shown = el("span", "value", `${value} ${unit}`);
+    input.addEventListener("input", () => {
+      shown.textContent = `${input.value} ${unit}`;
+    });
+    row.append(name, input, shown);
+    panel.appendChild(row);
+    return input;
+  }
+}
