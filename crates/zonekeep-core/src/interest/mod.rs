@@ -55,6 +55,10 @@ pub struct Columns<'a> {
     pub ys: &'a [f32],
     /// [`ALIVE`] / [`GLOBAL`] bits.
     pub flags: &'a [u8],
+    /// Layout epoch: `Some(e)` promises that while `e` stays the same, an id keeps its rank (new
+    /// ids may only be appended). Views then reuse last patch's ranks and copy unchanged runs
+    /// instead of re-deriving them. `None` promises nothing (always correct, a little slower).
+    pub layout: Option<u64>,
 }
 
 impl<'a> Columns<'a> {
@@ -74,7 +78,21 @@ impl<'a> Columns<'a> {
                 flags: flags.len(),
             });
         }
-        Ok(Self { ids, xs, ys, flags })
+        Ok(Self {
+            ids,
+            xs,
+            ys,
+            flags,
+            layout: None,
+        })
+    }
+
+    /// The same snapshot with a layout epoch (see [`Columns::layout`]).
+    pub fn with_layout(self, layout: u64) -> Self {
+        Self {
+            layout: Some(layout),
+            ..self
+        }
     }
 
     /// Number of ranks (alive or not).

@@ -8,11 +8,18 @@ struct Snap {
     xs: Vec<f32>,
     ys: Vec<f32>,
     flags: Vec<u8>,
+    /// Promise a stable layout (ids never move here), exercising the rank-reuse merge.
+    trusted: bool,
 }
 
 impl Snap {
     fn cols(&self) -> Columns<'_> {
-        Columns::new(&self.ids, &self.xs, &self.ys, &self.flags).unwrap()
+        let c = Columns::new(&self.ids, &self.xs, &self.ys, &self.flags).unwrap();
+        if self.trusted {
+            c.with_layout(7)
+        } else {
+            c
+        }
     }
 }
 
@@ -34,6 +41,7 @@ fn hysteresis_keeps_an_edge_entity_without_flicker() {
         xs: vec![0.0, 9.0],
         ys: vec![0.0, 0.0],
         flags: vec![ALIVE, ALIVE],
+        trusted: true,
     };
     let mut interest = Interest::new(10.0);
     let mut view = View::new();
@@ -85,6 +93,7 @@ fn filter_hides_in_range_but_never_own_or_global() {
         xs: vec![0.0, 1.0, 2.0, 5000.0],
         ys: vec![0.0; 4],
         flags: vec![ALIVE, ALIVE, ALIVE, ALIVE | GLOBAL],
+        trusted: false,
     };
     let cols = snap.cols();
     let mut interest = Interest::new(16.0);
@@ -116,6 +125,7 @@ fn observer_focus_point_sees_its_area_only() {
         xs: vec![0.0, 100.0, 104.0],
         ys: vec![0.0, 100.0, 100.0],
         flags: vec![ALIVE; 3],
+        trusted: true,
     };
     let cols = snap.cols();
     let mut interest = Interest::new(10.0);
@@ -137,6 +147,7 @@ fn dead_entities_leave() {
         xs: vec![0.0, 1.0, 2.0],
         ys: vec![0.0; 3],
         flags: vec![ALIVE; 3],
+        trusted: true,
     };
     let mut interest = Interest::new(10.0);
     let mut view = View::new();
@@ -187,7 +198,12 @@ fn random_worlds_match_the_model() {
         st ^= st << 17;
         (st >> 40) as f32 / 16_777_216.0
     };
-    for (w, n, cell, r) in [(300.0, 400, 30.0, 40.0), (50_000.0, 2000, 10.0, 400.0)] {
+    for (w, n, cell, r, trusted) in [
+        (300.0, 400, 30.0, 40.0, false),
+        (300.0, 400, 30.0, 40.0, true),
+        (50_000.0, 2000, 10.0, 400.0, false),
+        (50_000.0, 2000, 10.0, 400.0, true),
+    ] {
         let mut snap = Snap {
             ids: (0..n).map(|i| i * 3 + 1).collect(),
             xs: (0..n).map(|_| next() * w).collect(),
@@ -199,6 +215,7 @@ fn random_worlds_match_the_model() {
                     _ => ALIVE,
                 })
                 .collect(),
+            trusted,
         };
         let mut interest = Interest::new(cell);
         let mut views: Vec<View> = (0..20).map(|_| View::new()).collect();

@@ -25,6 +25,9 @@ pub struct View {
     entered: Vec<u32>,
     left: Vec<u32>,
     next_visible: Vec<u32>,
+    next_ranks: Vec<u32>,
+    /// Layout epoch of the snapshot `ranks` refer to.
+    layout: Option<u64>,
 }
 
 impl View {
@@ -59,6 +62,7 @@ impl View {
         self.ranks.clear();
         self.entered.clear();
         self.left.clear();
+        self.layout = None;
     }
 }
 
@@ -167,11 +171,113 @@ pub(super) fn update<F: FnMut(u32) -> bool>(
     view.entered.clear();
     view.left.clear();
     let mut next = std::mem::take(&mut view.next_visible);
+    let mut next_ranks = std::mem::take(&mut view.next_ranks);
     next.clear();
-    view.ranks.clear();
+    next_ranks.clear();
+    let trusted = cols.layout.is_some() && view.layout == cols.layout;
+    if trusted {
+        merge_by_rank(s, cols, view, &mut next, &mut next_ranks);
+    } else {
+        merge_by_id(s, cols, view, &mut next, &mut next_ranks);
+    }
+    s.touched.clear();
+    view.next_visible = std::mem::replace(&mut view.visible, next);
+    view.next_ranks = std::mem::replace(&mut view.ranks, next_ranks);
+    view.layout = cols.layout;
+}
+
+/// Merge when last patch's ranks are still valid: per 64-rank word, rebuild the previous word from
+/// the previous ranks; an unchanged word is copied as a run (the steady state), a changed one is
+/// walked bit by bit.
+fn merge_by_rank(
+    s: &mut Scratch,
+    cols: &Columns<'_>,
+    view: &mut View,
+    next: &mut Vec<u32>,
+    next_ranks: &mut Vec<u32>,
+) {
+    let prev_ids = &view.visible;
+    let prev_ranks = &view.ranks;
+    let mut p = 0usize;
+    for &w in s.touched.iter() {
+        let wi = w as usize;
+        let (Some(nw), Some(fw)) = (s.near.get_mut(wi), s.far.get_mut(wi)) else {
+            continue;
+        };
+        let (near, far) = (*nw, *fw);
+        *nw = 0;
+        *fw = 0;
+        let base = w << 6;
+        // Previous entries in earlier, untouched words have left.
+        while let (Some(&r), Some(&id)) = (prev_ranks.get(p), prev_ids.get(p)) {
+            if r >= base {
+                break;
+            }
+            view.left.push(id);
+            p += 1;
+        }
+        let start = p;
+        let mut was = 0u64;
+        while let Some(&r) = prev_ranks.get(p) {
+            if r >> 6 != w {
+                break;
+            }
+            was |= 1u64 << (r & 63);
+            p += 1;
+        }
+        let keep = near | (far & was);
+        if keep == was {
+            if let (Some(ids), Some(ranks)) = (prev_ids.get(start..p), prev_ranks.get(start..p)) {
+                next.extend_from_slice(ids);
+                next_ranks.extend_from_slice(ranks);
+            }
+            continue;
+        }
+        let mut q = start;
+        let mut bits = keep | was;
+        while bits != 0 {
+            let b = bits.trailing_zeros();
+            bits &= bits - 1;
+            let m = 1u64 << b;
+            let rank = base | b;
+            let old = was & m != 0;
+            let id = if old {
+                let id = prev_ids.get(q).copied();
+                q += 1;
+                id
+            } else {
+                cols.ids.get(rank as usize).copied()
+            };
+            let Some(id) = id else {
+                continue;
+            };
+            if keep & m != 0 {
+                if !old {
+                    view.entered.push(id);
+                }
+                next.push(id);
+                next_ranks.push(rank);
+            } else {
+                view.left.push(id);
+            }
+        }
+    }
+    if let Some(rest) = prev_ids.get(p..) {
+        view.left.extend_from_slice(rest);
+    }
+}
+
+/// Merge by id, for when ranks may have moved since the previous update.
+fn merge_by_id(
+    s: &mut Scratch,
+    cols: &Columns<'_>,
+    view: &mut View,
+    next: &mut Vec<u32>,
+    next_ranks: &mut Vec<u32>,
+) {
     let prev = &view.visible;
     let mut p = 0usize;
-    for &w in touched.iter() {
+    for &w in s.touched.iter() {
         let wi = w as usize;
         let (Some(nw), Some(fw)) = (s.near.get_mut(wi), s.far.get_mut(wi)) else {
             continue;
@@ -203,13 +309,11 @@ pub(super) fn update<F: FnMut(u32) -> bool>(
                     view.entered.push(id);
                 }
                 next.push(id);
-                view.ranks.push(rank);
+                next_ranks.push(rank);
             }
         }
     }
     if let Some(rest) = prev.get(p..) {
         view.left.extend_from_slice(rest);
     }
-    touched.clear();
-    view.next_visible = std::mem::replace(&mut view.visible, next);
 }

@@ -5,9 +5,9 @@ use super::{BuildStats, Entry, FrameInput, ReplicateError, Replicator, Subscribe
 use crate::interest::{Columns, ViewSpec};
 use crate::world::{EntityId, World};
 use zonekeep_protocol::delta::{DeltaHeader, DeltaWriter};
-use zonekeep_protocol::limits::{MAX_EVENTS, MAX_EVENT_PAYLOAD};
 use zonekeep_protocol::wire::varint_len;
 
+use super::share::{self, Sent};
 use super::Focus;
 
 /// `known_index` of a spawn candidate.
@@ -20,6 +20,9 @@ struct Cand {
     /// Index in the client's known set after despawns, or [`SPAWN`].
     known_index: u32,
     span: Span,
+    /// The entity's current quantized position (what the client holds once this is sent).
+    qx: i32,
+    qy: i32,
     selected: bool,
 }
 
@@ -27,7 +30,6 @@ struct Cand {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Scratch {
     entries: Vec<Entry>,
-    ranks: Vec<u32>,
     despawns: Vec<u32>,
     cands: Vec<Cand>,
     order: Vec<(f32, u32)>,
@@ -80,7 +82,12 @@ where
     } else {
         1.0
     };
-    for sub in r.subs.iter_mut() {
+    r.share.begin();
+    for i in 0..r.subs.len() {
+        let (done_subs, rest) = r.subs.split_at_mut(i);
+        let Some(sub) = rest.first_mut() else {
+            break;
+        };
         let sid = sub.id;
         let centre = match sub.cfg.focus {
             Focus::Point(x, y) => Some((x, y)),
@@ -105,31 +112,90 @@ where
         r.interest
             .update_view(&cols, &mut sub.view, &spec, |id| can_see(sid, EntityId(id)));
         let input = inputs(sid);
-        let outer = sub.cfg.radius.max(0.0) + sub.cfg.margin.max(0.0);
-        let d_max = if outer.is_finite() {
-            outer
-        } else {
-            pd * 1000.0
-        };
-        frame(
-            sub,
-            world,
-            &cols,
-            tick,
-            input,
-            (cx, cy, d_max, pd),
-            &mut r.cache,
-            &mut r.scratch,
-            &mut stats,
-        )?;
+        if !r
+            .share
+            .follow(done_subs, sub, tick, &input, &mut r.scratch.out, &mut stats)
+        {
+            let outer = sub.cfg.radius.max(0.0) + sub.cfg.margin.max(0.0);
+            let d_max = if outer.is_finite() {
+                outer
+            } else {
+                pd * 1000.0
+            };
+            let pre_state = sub.state;
+            let was_baseline = sub.baseline;
+            let lead = r.share.reserve(pre_state);
+            let done = frame(
+                sub,
+                world,
+                &cols,
+                tick,
+                input,
+                (cx, cy, d_max, pd),
+                &mut r.cache,
+                &mut r.scratch,
+                &mut stats,
+            )?;
+            sub.state = r.share.fresh_state();
+            if done.clean {
+                r.share.merge(done_subs, i, sub);
+            }
+            if lead && done.clean {
+                let out = &r.scratch.out;
+                let body = out
+                    .get(done.header_len..out.len().saturating_sub(done.events_len))
+                    .unwrap_or(&[]);
+                r.share
+                    .publish(pre_state, i, was_baseline, body, sub.state, done.sent);
+            }
+        }
         let out = &r.scratch.out;
         stats.frames += 1;
         stats.bytes += out.len() as u64;
         sink(sid, out);
     }
+    stats.shared_bodies = r.share.shared;
     stats.cache_hits = r.cache.hits;
     stats.encodings = r.cache.encodings;
     Ok(stats)
+}
+
+/// What is pending for a known entity: its current quantized position and the mask of fields
+/// changed since it was last sent, or `None` when nothing changed.
+#[inline]
+fn pending(world: &World, rank: usize, e: &Entry) -> Option<(i32, i32, u32)> {
+    let (qx, qy) = world.rank_qpos(rank)?;
+    let moved = qx != e.qx || qy != e.qy;
+    let mut mask = 0u32;
+    if world.rank_last_change(rank) > e.version {
+        for (f, &c) in world.rank_changed(rank).unwrap_or(&[]).iter().enumerate() {
+            if c > e.version {
+                mask |= 1 << f;
+            }
+        }
+    }
+    (moved || mask != 0).then_some((qx, qy, mask))
+}
+
+/// Appends a short record; most are 1–3 bytes, where a byte loop beats a `memcpy` call.
+#[inline]
+fn push_small(out: &mut Vec<u8>, bytes: &[u8]) {
+    if bytes.len() <= 4 {
+        for &b in bytes {
+            out.push(b);
+        }
+    } else {
+        out.extend_from_slice(bytes);
+    }
+}
+
+/// What [`frame`] produced, for body sharing.
+struct Done {
+    /// Nothing was deferred and no priority changed: the body depends only on the sent state.
+    clean: bool,
+    header_len: usize,
+    events_len: usize,
+    sent: Sent,
 }
 
 /// Builds one subscriber's frame into `s.out` and advances what it was sent.
@@ -144,7 +210,7 @@ fn frame(
     cache: &mut super::cache::Cache,
     s: &mut Scratch,
     stats: &mut BuildStats,
-) -> Result<(), ReplicateError> {
+) -> Result<Done, ReplicateError> {
     let version = world.version();
     let baseline = sub.baseline;
     if baseline {
@@ -152,14 +218,18 @@ fn frame(
         sub.entries.clear();
     }
 
-    // 1. Align entries with the new visible set; sent entries that left become despawns.
+    // 1. Align entries with the new visible set; sent entries that left become despawns. In the
+    //    steady state (nothing entered or left) the entries are already aligned.
     s.despawns.clear();
-    s.entries.clear();
-    s.ranks.clear();
-    {
+    let aligned = !baseline
+        && sub.view.entered().is_empty()
+        && sub.view.left().is_empty()
+        && sub.entries.len() == sub.view.visible().len();
+    if !aligned {
+        s.entries.clear();
         let old = &sub.entries;
         let mut k = 0usize;
-        for (&id, &rank) in sub.view.visible().iter().zip(sub.view.visible_ranks()) {
+        for &id in sub.view.visible() {
             while let Some(e) = old.get(k) {
                 if e.id >= id {
                     break;
@@ -183,64 +253,18 @@ fn frame(
                     prio: 0.0,
                 }),
             }
-            s.ranks.push(rank);
         }
         for e in old.get(k..).unwrap_or(&[]) {
             if e.sent {
                 s.despawns.push(e.id);
             }
         }
+        std::mem::swap(&mut sub.entries, &mut s.entries);
     }
-    std::mem::swap(&mut sub.entries, &mut s.entries);
+    let ranks = sub.view.visible_ranks();
 
-    // 2. Candidates: changed known entities (updates) and unsent visible ones (spawns).
-    s.cands.clear();
-    let mut known_len = 0u32;
-    for (j, (e, &rank)) in sub.entries.iter().zip(&s.ranks).enumerate() {
-        let rank = rank as usize;
-        if e.sent {
-            let (qx, qy) = world.rank_qpos(rank).unwrap_or((e.qx, e.qy));
-            let fields_pending = world.rank_last_change(rank) > e.version;
-            if qx != e.qx || qy != e.qy || fields_pending {
-                let mut mask = 0u32;
-                if fields_pending {
-                    for (f, &c) in world.rank_changed(rank).unwrap_or(&[]).iter().enumerate() {
-                        if c > e.version {
-                            mask |= 1 << f;
-                        }
-                    }
-                }
-                if mask != 0 || qx != e.qx || qy != e.qy {
-                    let span = cache.record(world, rank, e.qx, e.qy, mask)?;
-                    s.cands.push(Cand {
-                        entry: j as u32,
-                        known_index: known_len,
-                        span,
-                        selected: true,
-                    });
-                }
-            }
-            known_len += 1;
-        } else {
-            let span = cache.spawn(world, rank)?;
-            s.cands.push(Cand {
-                entry: j as u32,
-                known_index: SPAWN,
-                span,
-                selected: true,
-            });
-        }
-    }
-
-    // 3. Events within protocol limits.
-    s.events.clear();
-    for (i, (_, payload)) in input.events.iter().enumerate() {
-        if s.events.len() < MAX_EVENTS && payload.len() <= MAX_EVENT_PAYLOAD {
-            s.events.push(i as u32);
-        } else {
-            stats.events_dropped += 1;
-        }
-    }
+    // 2. Events within protocol limits, and the header.
+    share::filter_events(&input, &mut s.events, stats);
     let has_events = !s.events.is_empty();
     let want_control = sub.cfg.control.map(|c| c.0);
     let control = (sub.control_sent != Some(want_control)).then_some(want_control);
@@ -252,10 +276,82 @@ fn frame(
         has_events,
     };
 
-    // 4. Budget: choose candidates by accumulated priority.
-    if let Some(budget) = sub.cfg.budget {
-        select(
-            sub,
+    s.indices.clear();
+    s.records.clear();
+    s.spawns.clear();
+    let mut known_len = 0u32;
+    let mut clean = true;
+    let updates0 = stats.updates;
+    let spawns0 = stats.spawns;
+    if sub.cfg.budget.is_none() {
+        // 3a. Unbudgeted: one pass, everything pending goes.
+        for (e, &rank) in sub.entries.iter_mut().zip(ranks) {
+            let rank = rank as usize;
+            if e.sent {
+                if let Some((qx, qy, mask)) = pending(world, rank, e) {
+                    let span = cache.record(world, rank, e.qx, e.qy, mask)?;
+                    s.indices.push(known_len);
+                    push_small(&mut s.records, cache.bytes(span));
+                    stats.updates += 1;
+                    e.qx = qx;
+                    e.qy = qy;
+                    e.version = version;
+                }
+                known_len += 1;
+            } else {
+                let span = cache.spawn(world, rank)?;
+                s.spawns.push((e.id, span));
+                stats.spawns += 1;
+                let (qx, qy) = world.rank_qpos(rank).unwrap_or((0, 0));
+                *e = Entry {
+                    id: e.id,
+                    sent: true,
+                    qx,
+                    qy,
+                    version,
+                    prio: 0.0,
+                };
+            }
+        }
+    } else {
+        // 3b. Budgeted: candidates, assembled optimistically as if everything fits (the common
+        //     case); only when the budget bites are they selected by priority and reassembled.
+        s.cands.clear();
+        for (j, (e, &rank)) in sub.entries.iter().zip(ranks).enumerate() {
+            let rank = rank as usize;
+            if e.sent {
+                if let Some((qx, qy, mask)) = pending(world, rank, e) {
+                    let span = cache.record(world, rank, e.qx, e.qy, mask)?;
+                    s.indices.push(known_len);
+                    push_small(&mut s.records, cache.bytes(span));
+                    s.cands.push(Cand {
+                        entry: j as u32,
+                        known_index: known_len,
+                        span,
+                        qx,
+                        qy,
+                        selected: true,
+                    });
+                }
+                known_len += 1;
+            } else {
+                let span = cache.spawn(world, rank)?;
+                s.spawns.push((e.id, span));
+                let (qx, qy) = world.rank_qpos(rank).unwrap_or((0, 0));
+                s.cands.push(Cand {
+                    entry: j as u32,
+                    known_index: SPAWN,
+                    span,
+                    qx,
+                    qy,
+                    selected: true,
+                });
+            }
+        }
+        let budget = sub.cfg.budget.unwrap_or(usize::MAX);
+        clean = select(
+            &mut sub.entries,
+            ranks,
             cols,
             &header,
             input,
@@ -265,35 +361,38 @@ fn frame(
             s,
             stats,
         );
+        if !clean {
+            s.indices.clear();
+            s.records.clear();
+            s.spawns.clear();
+        }
+        for c in &s.cands {
+            if !c.selected {
+                continue;
+            }
+            let Some(e) = sub.entries.get_mut(c.entry as usize) else {
+                continue;
+            };
+            if c.known_index == SPAWN {
+                if !clean {
+                    s.spawns.push((e.id, c.span));
+                }
+                e.sent = true;
+                stats.spawns += 1;
+            } else {
+                if !clean {
+                    s.indices.push(c.known_index);
+                    push_small(&mut s.records, cache.bytes(c.span));
+                }
+                stats.updates += 1;
+            }
+            e.qx = c.qx;
+            e.qy = c.qy;
+            e.version = version;
+            e.prio = 0.0;
+        }
     }
 
-    // 5. Assemble and advance the sent state.
-    s.indices.clear();
-    s.records.clear();
-    s.spawns.clear();
-    for c in &s.cands {
-        if !c.selected {
-            continue;
-        }
-        let Some(e) = sub.entries.get_mut(c.entry as usize) else {
-            continue;
-        };
-        let rank = s.ranks.get(c.entry as usize).copied().unwrap_or(0) as usize;
-        let (qx, qy) = world.rank_qpos(rank).unwrap_or((e.qx, e.qy));
-        if c.known_index == SPAWN {
-            s.spawns.push((e.id, c.span));
-            e.sent = true;
-            stats.spawns += 1;
-        } else {
-            s.indices.push(c.known_index);
-            s.records.extend_from_slice(cache.bytes(c.span));
-            stats.updates += 1;
-        }
-        e.qx = qx;
-        e.qy = qy;
-        e.version = version;
-        e.prio = 0.0;
-    }
     stats.despawns += s.despawns.len() as u64;
     s.out.clear();
     let mut w = DeltaWriter::new(&mut s.out, &header);
@@ -313,13 +412,23 @@ fn frame(
     w.finish()?;
     sub.baseline = false;
     sub.control_sent = Some(want_control);
-    Ok(())
+    Ok(Done {
+        clean,
+        header_len: share::header_len(&header),
+        events_len: share::events_len(&input, &s.events),
+        sent: Sent {
+            updates: stats.updates - updates0,
+            spawns: stats.spawns - spawns0,
+            despawns: s.despawns.len() as u64,
+        },
+    })
 }
 
 /// Marks which candidates fit the budget. See the module docs for the priority rule.
 #[allow(clippy::too_many_arguments)]
 fn select(
-    sub: &mut Subscriber,
+    entries: &mut [Entry],
+    ranks: &[u32],
     cols: &Columns<'_>,
     header: &DeltaHeader,
     input: FrameInput<'_>,
@@ -328,28 +437,15 @@ fn select(
     (cx, cy, d_max, pd): (f32, f32, f32, f32),
     s: &mut Scratch,
     stats: &mut BuildStats,
-) {
+) -> bool {
     // Fixed part: tag, tick, ack, flags, control, despawns, events, and the two list counts.
     let n_upd = s.cands.iter().filter(|c| c.known_index != SPAWN).count();
     let n_spawn = s.cands.len() - n_upd;
-    let mut fixed = 1
-        + vlen(header.tick)
-        + vlen(u64::from(header.ack))
-        + 1
-        + header
-            .control
-            .map_or(0, |c| vlen(c.map_or(0, |id| u64::from(id) + 1)))
+    let fixed = share::header_len(header)
         + id_list_len(&s.despawns)
         + vlen(n_upd as u64)
-        + vlen(n_spawn as u64);
-    if header.has_events {
-        fixed += vlen(s.events.len() as u64);
-        for &i in &s.events {
-            if let Some((t, p)) = input.events.get(i as usize) {
-                fixed += vlen(u64::from(*t)) + vlen(p.len() as u64) + p.len();
-            }
-        }
-    }
+        + vlen(n_spawn as u64)
+        + share::events_len(&input, &s.events);
     // Index set bound: the writer picks the shorter of gaps (each gap ≤ known_len) and a bitset of at
     // most ⌈known_len / 8⌉ bytes, so this never undercounts.
     let per_gap = vlen(u64::from(known_len)) as u64;
@@ -371,23 +467,23 @@ fn select(
     };
     let mut all = fixed as u64 + index_cost(n_upd as u64);
     for c in &s.cands {
-        if let Some(e) = sub.entries.get(c.entry as usize) {
+        if let Some(e) = entries.get(c.entry as usize) {
             all += item_cost(c, e);
         }
     }
     if all <= budget as u64 {
-        return; // everything fits: all stay selected
+        return true; // everything fits: all stay selected
     }
     // Accumulate priority, then fill greedily from the highest.
     s.order.clear();
     for (ci, c) in s.cands.iter().enumerate() {
-        let rank = s.ranks.get(c.entry as usize).copied().unwrap_or(0) as usize;
+        let rank = ranks.get(c.entry as usize).copied().unwrap_or(0) as usize;
         let d = match (cols.xs.get(rank), cols.ys.get(rank)) {
             (Some(&x), Some(&y)) => ((x - cx) * (x - cx) + (y - cy) * (y - cy)).sqrt(),
             _ => d_max,
         };
         let d = if d.is_nan() { d_max } else { d.min(d_max) };
-        if let Some(e) = sub.entries.get_mut(c.entry as usize) {
+        if let Some(e) = entries.get_mut(c.entry as usize) {
             e.prio += 1.0 / (1.0 + d / pd);
             s.order.push((e.prio, ci as u32));
         }
@@ -401,7 +497,7 @@ fn select(
     if fixed > budget {
         stats.over_budget += 1;
         stats.deferred += s.cands.len() as u64;
-        return;
+        return false;
     }
     let mut used = fixed as u64;
     let mut upd_sel = 0u64;
@@ -409,7 +505,7 @@ fn select(
         let Some(c) = s.cands.get_mut(ci as usize) else {
             continue;
         };
-        let Some(e) = sub.entries.get(c.entry as usize) else {
+        let Some(e) = entries.get(c.entry as usize) else {
             continue;
         };
         let mut delta = item_cost(c, e);
@@ -426,4 +522,5 @@ fn select(
             stats.deferred += 1;
         }
     }
+    false
 }

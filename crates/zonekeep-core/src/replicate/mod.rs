@@ -26,6 +26,7 @@
 
 mod build;
 mod cache;
+mod share;
 
 #[cfg(test)]
 mod tests;
@@ -113,6 +114,8 @@ pub struct BuildStats {
     pub cache_hits: u64,
     /// Update records and spawn bodies encoded (once each, or per distinct base).
     pub encodings: u64,
+    /// Frames whose whole body was copied from a subscriber in the identical state.
+    pub shared_bodies: u64,
     /// Events dropped for exceeding protocol limits.
     pub events_dropped: u64,
     /// Frames over budget because the header, despawns and events alone did not fit.
@@ -134,7 +137,7 @@ pub enum ReplicateError {
 }
 
 /// What a subscriber was last sent about one entity in (or entering) its view.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Entry {
     id: u32,
     /// Whether the client holds it (a spawn was sent and no despawn since).
@@ -158,6 +161,8 @@ struct Subscriber {
     /// The control value the client holds (`None` = never sent).
     control_sent: Option<Option<u32>>,
     centre: Option<(f32, f32)>,
+    /// Sent-state id (see `share`).
+    state: u64,
 }
 
 /// Builds every subscriber's Delta each patch. See the [module docs](self).
@@ -168,6 +173,7 @@ pub struct Replicator {
     subs: Vec<Subscriber>,
     cache: cache::Cache,
     scratch: build::Scratch,
+    share: share::Share,
 }
 
 impl Replicator {
@@ -179,6 +185,7 @@ impl Replicator {
             subs: Vec::new(),
             cache: cache::Cache::default(),
             scratch: build::Scratch::default(),
+            share: share::Share::default(),
         }
     }
 
@@ -207,6 +214,7 @@ impl Replicator {
                         baseline: true,
                         control_sent: None,
                         centre: None,
+                        state: share::EMPTY_STATE,
                     },
                 );
                 Ok(())
@@ -240,6 +248,7 @@ impl Replicator {
         s.entries.clear();
         s.view.clear();
         s.control_sent = None;
+        s.state = share::EMPTY_STATE;
         Ok(())
     }
 

@@ -57,6 +57,8 @@ pub struct World {
     next_id: u32,
     version: u64,
     dead: usize,
+    /// Bumped by every compaction (the only time an id changes rank).
+    layout: u64,
 }
 
 /// A read-only view of one entity, as yielded by [`World::iter`].
@@ -103,6 +105,7 @@ impl World {
             next_id: 0,
             version: 0,
             dead: 0,
+            layout: 0,
         })
     }
 
@@ -226,6 +229,7 @@ impl World {
         self.changed.truncate(w);
         self.last_change.truncate(w);
         self.dead = 0;
+        self.layout += 1;
     }
 
     #[inline]
@@ -322,6 +326,7 @@ impl World {
             xs: &self.xs,
             ys: &self.ys,
             flags: &self.flags,
+            layout: Some(self.layout),
         }
     }
 
