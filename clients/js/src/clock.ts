@@ -42,6 +42,7 @@ export class ServerClock {
   private srtt: number | null = null;
   private rttvar = 0;
   private arrivalJitter = 0;
+  private arrivalLag: number | null = null;
   /** Pong samples received since the last reset. */
   pongCount = 0;
 
@@ -63,6 +64,7 @@ export class ServerClock {
     this.deltaBounds = [];
     this.offset = null;
     this.lastDelta = null;
+    this.arrivalLag = null;
     this.pongCount = 0;
     this.addBound(tick * this.msPerTick - nowMs);
   }
@@ -126,6 +128,17 @@ export class ServerClock {
     }
     if (this.lastDelta === null || tick >= this.lastDelta.tick) this.lastDelta = { tick, at: recvMs };
     this.addBound(tick * this.msPerTick - recvMs);
+    if (this.offset !== null) {
+      // How old a Delta is when it arrives, by our own estimate of server time (one-way latency plus
+      // estimation error): data for "now" is always this far behind, so interpolation must be too.
+      const lag = Math.max(0, recvMs + this.offset - tick * this.msPerTick);
+      this.arrivalLag = this.arrivalLag === null ? lag : this.arrivalLag + (lag - this.arrivalLag) / 8;
+    }
+  }
+
+  /** Smoothed age of Deltas on arrival in ms (server time of arrival minus the Delta's tick time). */
+  get deltaLagMs(): number {
+    return this.arrivalLag ?? (this.srtt ?? 0) / 2;
   }
 
   private addBound(bound: number): void {

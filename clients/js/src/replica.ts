@@ -234,7 +234,8 @@ export class Replica {
     }
     this.lastFrameAt = nowMs;
 
-    let renderTick = this.clock.serverTick(nowMs) - (this.delay * this.clock.hz) / 1000;
+    const behindMs = this.clock.deltaLagMs + this.delay;
+    let renderTick = this.clock.serverTick(nowMs) - (behindMs * this.clock.hz) / 1000;
     if (Number.isNaN(renderTick)) renderTick = this.lastDeltaTick ?? Number.NaN;
     // Never draw backwards in time: a shrinking offset estimate holds the picture instead.
     if (renderTick < this.lastRenderTick) renderTick = this.lastRenderTick;

@@ -1,0 +1,111 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { ManualScheduler, Predictor, ZoneConnection, type Point, type Smoothing } from "../src/index.js";
+import { FakeServer, flush } from "./helpers.js";
+
+interface S {
+  qx: number;
+}
+
+const STEP = Math.fround(0.01);
+
+async function scenario(smoothing: Smoothing) {
+  const sched = new ManualScheduler(1000);
+  const server = new FakeServer(sched, () => 60);
+  // The server's rule differs from the client's: a wall at qx = 250, and it refuses input 3.
+  server.applyInput = (e, payload, seq) => {
+    if (seq === 3) return;
+    e.qx = Math.min(250, e.qx + (payload[0] ?? 0) * 100);
+  };
+  server.run();
+  const conn = new ZoneConnection({ url: "ws://t", ticket: async () => "t", socket: server.factory, scheduler: sched });
+  const predictor = new Predictor<S, number>({
+    step: (s, dx) => ({ qx: s.qx + dx * 100 }),
+    position: (s): Point => ({ x: s.qx * STEP, y: 0 }),
+    smoothing,
+    easeMs: 100,
+  });
+  const before: Array<Point | null> = [];
+  const after: Array<Point | null> = [];
+  conn.on("delta", () => before.push(predictor.renderPosition(sched.now())));
+  predictor.attach(conn, (e) => ({ qx: e.qx }));
+  conn.on("delta", () => after.push(predictor.renderPosition(sched.now())));
+  void conn.connect();
+  const tick = async (ms: number): Promise<void> => {
+    for (let t = 0; t < ms; t += 5) {
+      await flush();
+      sched.advance(5);
+    }
+  };
+  await tick(300);
+  assert.deepEqual(predictor.state, { qx: 0 });
+  for (let i = 0; i < 5; i++) {
+    assert.equal(predictor.send(conn, 1, (dx) => new Uint8Array([dx])), i + 1);
+    // The player's own view responds at once, before any round trip.
+    assert.equal(predictor.state?.qx, (i + 1) * 100);
+    await tick(35);
+    assert.ok(predictor.pendingSeqs.every((s) => s > conn.ack), "acknowledged inputs dropped out");
+  }
+  await tick(400);
+  return { sched, server, conn, predictor, before, after, tick };
+}
+
+describe("Predictor", () => {
+  it("replays unacknowledged inputs and converges to the server when it disagrees (ease)", async () => {
+    const { sched, predictor, before, after, conn } = await scenario("ease");
+    assert.deepEqual(predictor.pendingSeqs, []);
+    assert.equal(conn.ack, 5);
+    assert.deepEqual(predictor.state, { qx: 250 }, "converged to the server's state");
+    assert.ok(predictor.corrections >= 1);
+    // Easing keeps the drawn position continuous across each correction...
+    for (let i = 0; i < before.length; i++) {
+      const b = before[i];
+      const a = after[i];
+      if (b === null || b === undefined || a === null || a === undefined) continue;
+      assert.ok(Math.abs(a.x - b.x) < 1e-9, `jump at delta ${i}: ${b.x} → ${a.x}`);
+    }
+    // ...and the offset is gone once easeMs has passed.
+    const p = predictor.renderPosition(sched.now());
+    assert.ok(p !== null && Math.abs(p.x - 250 * STEP) < 1e-9);
+    conn.close();
+  });
+
+  it("snaps to the replayed prediction when smoothing is 'snap'", async () => {
+    const { sched, predictor, after, conn } = await scenario("snap");
+    assert.deepEqual(predictor.state, { qx: 250 });
+    assert.ok(predictor.corrections >= 1);
+    const last = after[after.length - 1];
+    assert.ok(last !== null && last !== undefined && Math.abs(last.x - 250 * STEP) < 1e-9);
+    assert.deepEqual(predictor.renderPosition(sched.now()), { x: 250 * STEP, y: 0 });
+    conn.close();
+  });
+
+  it("drops out inputs the server refused and resets on reconnect", async () => {
+    const { predictor, server, tick, conn } = await scenario("ease");
+    // seq 3 was refused yet acknowledged: it is no longer replayed.
+    assert.deepEqual(predictor.pendingSeqs, []);
+    let resets = 0;
+    conn.on("welcome", () => {
+      resets += 1;
+      assert.equal(predictor.state, null, "a reconnect clears the prediction");
+      assert.deepEqual(predictor.pendingSeqs, []);
+    });
+    server.last.socket.drop();
+    await tick(2000);
+    assert.equal(resets, 1);
+    assert.equal(conn.state, "open");
+    assert.deepEqual(predictor.state, { qx: 250 }, "rebuilt from the next server state");
+    conn.close();
+  });
+
+  it("bounds unacknowledged inputs", () => {
+    const p = new Predictor<S, number>({ step: (s, d) => ({ qx: s.qx + d }), position: (s) => ({ x: s.qx, y: 0 }), maxPending: 3 });
+    p.reconcile(0, { qx: 0 }, 0);
+    for (let seq = 1; seq <= 5; seq++) p.record(seq, 1);
+    assert.deepEqual(p.pendingSeqs, [3, 4, 5]);
+    assert.equal(p.overflowed, 2);
+    p.reconcile(4, { qx: 10 }, 0);
+    assert.deepEqual(p.state, { qx: 11 });
+  });
+});
