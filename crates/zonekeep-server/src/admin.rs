@@ -1,0 +1,245 @@
+//! The admin API under `/admin`, guarded by a bearer token.
+//!
+//! Without `admin_token` configured the API is off: every `/admin` path
+//! answers 404 `admin_disabled`. A missing or wrong token answers 401
+//! `unauthorized`. The token is compared in constant time (SHA-256 of both
+//! sides, then `subtle`), so neither its content nor its length leaks.
+//!
+//! | route | body | answer |
+//! | --- | --- | --- |
+//! | `GET /admin/zones` | | `{"zones": [ZoneSummary]}` |
+//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary + participants) |
+//! | `POST /admin/zones` | `{"id", "kind", "params"?}` | 201 `{"id", "kind"}` |
+//! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}` | 200 `{"kicked": player}` |
+//! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}` |
+//!
+//! Errors: `{"error": {"code", "message"}}` with codes `unauthorized`,
+//! `admin_disabled`, `bad_request`, `not_found`, `exists`, `unavailable`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio::sync::oneshot;
+use zonekeep_core::PlayerId;
+
+use crate::host::{json_error, valid_zone_id, Shared};
+use crate::sim::{AdminFailure, SimCommand};
+
+/// How long an admin request waits for a zone's thread.
+const SIM_REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// SHA-256 of a token (what is kept and compared).
+pub(crate) fn hash_token(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+pub(crate) fn router(shared: &Arc<Shared>) -> Router<Arc<Shared>> {
+    if shared.admin_token_hash.is_none() {
+        return Router::new()
+            .route("/admin", axum::routing::any(disabled))
+            .route("/admin/{*rest}", axum::routing::any(disabled));
+    }
+    Router::new()
+        .route("/admin/zones", get(list).post(create))
+        .route("/admin/zones/{id}", get(detail))
+        .route("/admin/zones/{id}/kick", post(kick))
+        .route("/admin/zones/{id}/stop", post(stop))
+        .route_layer(middleware::from_fn_with_state(shared.clone(), auth))
+}
+
+async fn disabled() -> Response {
+    json_error(
+        StatusCode::NOT_FOUND,
+        "admin_disabled",
+        "the admin API is off: configure an admin token (ZONEKEEP_ADMIN_TOKEN)",
+    )
+}
+
+async fn auth(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let ok = match (given, &shared.admin_token_hash) {
+        (Some(t), Some(expected)) => bool::from(hash_token(t).ct_eq(expected)),
+        _ => false,
+    };
+    if !ok {
+        let mut r = json_error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or wrong bearer token",
+        );
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    }
+    next.run(req).await
+}
+
+fn failure(f: AdminFailure) -> Response {
+    let (status, code) = match &f {
+        AdminFailure::NoZone(_) | AdminFailure::NoPlayer(_) => (StatusCode::NOT_FOUND, "not_found"),
+        AdminFailure::Exists(_) => (StatusCode::CONFLICT, "exists"),
+        AdminFailure::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+        AdminFailure::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+    };
+    json_error(status, code, f.to_string())
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| e.to_string())
+}
+
+fn bad_body(e: String) -> Response {
+    json_error(StatusCode::BAD_REQUEST, "bad_request", e)
+}
+
+/// Send a command to the zone's thread and await its answer (bounded).
+async fn ask<T>(
+    shared: &Shared,
+    zone_id: &str,
+    make: impl FnOnce(oneshot::Sender<T>) -> SimCommand,
+) -> Result<T, AdminFailure> {
+    let entry = shared
+        .registry
+        .get(zone_id)
+        .ok_or_else(|| AdminFailure::NoZone(zone_id.to_owned()))?;
+    let (tx, rx) = oneshot::channel();
+    shared
+        .pool
+        .send(entry.thread, make(tx))
+        .map_err(|_| AdminFailure::Unavailable("the zone's thread is busy".into()))?;
+    match tokio::time::timeout(SIM_REPLY_TIMEOUT, rx).await {
+        Ok(Ok(v)) => Ok(v),
+        _ => Err(AdminFailure::Unavailable(
+            "the zone's thread did not answer".into(),
+        )),
+    }
+}
+
+async fn list(State(shared): State<Arc<Shared>>) -> Response {
+    Json(json!({"zones": shared.registry.summaries()})).into_response()
+}
+
+async fn detail(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    let zone = id.clone();
+    match ask(&shared, &id, |reply| SimCommand::Inspect {
+        zone_id: zone,
+        reply,
+    })
+    .await
+    {
+        Ok(Some(d)) => Json(d).into_response(),
+        Ok(None) => failure(AdminFailure::NoZone(id)),
+        Err(f) => failure(f),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    id: String,
+    kind: String,
+    #[serde(default)]
+    params: Value,
+}
+
+async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let b: CreateBody = match parse(&body) {
+        Ok(b) => b,
+        Err(e) => return bad_body(e),
+    };
+    if !valid_zone_id(&b.id) {
+        return failure(AdminFailure::BadRequest(
+            "zone id must be 1..=128 bytes of [A-Za-z0-9._:-]".into(),
+        ));
+    }
+    let (entry, create) = match shared.register_new(&b.id, &b.kind, b.params) {
+        Ok(x) => x,
+        Err(f) => return failure(f),
+    };
+    let (tx, rx) = oneshot::channel();
+    let cmd = SimCommand::Create {
+        zone_id: b.id.clone(),
+        create,
+        reply: tx,
+    };
+    if let Err(cmd) = shared.pool.send(entry.thread, cmd) {
+        if let SimCommand::Create { create, .. } = *cmd {
+            shared.unregister(&entry, Some(create));
+        }
+        return failure(AdminFailure::Unavailable(
+            "the zone's thread is busy".into(),
+        ));
+    }
+    match tokio::time::timeout(SIM_REPLY_TIMEOUT, rx).await {
+        Ok(Ok(Ok(()))) => (
+            StatusCode::CREATED,
+            Json(json!({"id": b.id, "kind": b.kind})),
+        )
+            .into_response(),
+        Ok(Ok(Err(f))) => failure(f),
+        _ => failure(AdminFailure::Unavailable(
+            "the zone's thread did not answer".into(),
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KickBody {
+    player: u32,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+async fn kick(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes) -> Response {
+    let b: KickBody = match parse(&body) {
+        Ok(b) => b,
+        Err(e) => return bad_body(e),
+    };
+    let zone = id.clone();
+    let reason = b
+        .reason
+        .unwrap_or_else(|| "removed by an administrator".into());
+    let r = ask(&shared, &id, |reply| SimCommand::Kick {
+        zone_id: zone,
+        player: PlayerId(b.player),
+        reason,
+        reply,
+    })
+    .await;
+    match r.and_then(|x| x) {
+        Ok(()) => Json(json!({"kicked": b.player})).into_response(),
+        Err(f) => failure(f),
+    }
+}
+
+async fn stop(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    let zone = id.clone();
+    match ask(&shared, &id, |reply| SimCommand::Stop {
+        zone_id: zone,
+        reply,
+    })
+    .await
+    .and_then(|x| x)
+    {
+        Ok(()) => Json(json!({"stopped": id})).into_response(),
+        Err(f) => failure(f),
+    }
+}

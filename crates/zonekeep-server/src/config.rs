@@ -1,0 +1,370 @@
+//! Host configuration: every limit is a deliberate value with a documented default.
+//!
+//! The binary layers sources as flags > environment > TOML file > these
+//! defaults; this module owns the values, the TOML form (unknown keys are an
+//! error) and validation with clear messages. Durations are milliseconds in
+//! fields named `*_ms`.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::ticket::{KeyError, KeyRing, TicketKey, TicketPolicy};
+
+/// A secret string: never printed by `Debug`/`Display`.
+#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a secret value.
+    pub fn new(s: impl Into<String>) -> Self {
+        Self(s.into())
+    }
+    /// The secret's bytes (use, never log).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// One ticket key in the TOML file (`[[ticket_keys]]`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct KeyConfig {
+    /// Key id (`kid` in ticket headers).
+    pub kid: String,
+    /// HS256 secret, at least 32 bytes.
+    pub secret: Secret,
+    /// Retired keys refuse their tickets with `TICKET_RETIRED_KEY`.
+    #[serde(default)]
+    pub retired: bool,
+}
+
+/// Everything a host can be told. See each field for its default.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on. Default `127.0.0.1:7350`.
+    pub listen: SocketAddr,
+    /// Simulation threads; 0 = one per core. Default 0.
+    pub sim_threads: usize,
+    /// Dev mode: `/dev/ticket` and `/dev/netsim` routes exist. Default false.
+    pub dev: bool,
+    /// Total open TCP connections; more are closed at accept. Default 10000.
+    pub max_connections: usize,
+    /// Open connections per client IP; more get `TOO_MANY_CONNECTIONS`. Default 32.
+    pub max_connections_per_ip: usize,
+    /// Time allowed to send a complete HTTP request head (slowloris guard). Default 5000.
+    pub header_read_timeout_ms: u64,
+    /// Time from the WebSocket upgrade to the Hello. Default 5000.
+    pub handshake_timeout_ms: u64,
+    /// A connection that sends nothing for this long is kicked. Default 30000.
+    pub idle_timeout_ms: u64,
+    /// Largest client message (and frame), bytes; protocol maximum 8192. Default 8192.
+    pub max_message_bytes: usize,
+    /// Per-connection WebSocket read buffer, bytes. Default 4096.
+    pub read_buffer_bytes: usize,
+    /// Per-connection WebSocket write buffer before a flush, bytes. Default 0 (write through).
+    pub write_buffer_bytes: usize,
+    /// Hard cap of a connection's WebSocket write buffer, bytes (≥ one 1 MiB frame). Default 1114112.
+    pub max_write_buffer_bytes: usize,
+    /// Frames queued per connection before it is kicked as a slow consumer. Default 64.
+    pub outbox_frames: usize,
+    /// How long the final Kick may take to write before the socket is dropped. Default 1000.
+    pub kick_write_timeout_ms: u64,
+    /// Kernel send buffer for accepted sockets, bytes; 0 = OS default. Default 0.
+    pub socket_send_buffer: usize,
+    /// Sustained inputs per second allowed per connection (GCRA). Default 60.
+    pub input_rate: f64,
+    /// Input burst above the rate. Default 30.
+    pub input_burst: u32,
+    /// Rate-limited inputs tolerated per second before the connection is kicked. Default 10.
+    pub abuse_rate: f64,
+    /// Burst of rate-limited inputs tolerated before kicking (`RATE_LIMITED`). Default 120.
+    pub abuse_burst: u32,
+    /// Bounded input inbox per zone (overflow is counted and dropped). Default 8192.
+    pub zone_inbox: usize,
+    /// Bounded command queue per simulation thread. Default 1024.
+    pub sim_queue: usize,
+    /// Zones a host runs at most. Default 1000.
+    pub max_zones: usize,
+    /// Zones labelled individually in metrics; the rest are `_other`. Default 32.
+    pub metrics_zone_labels: usize,
+    /// Bound on graceful shutdown. Default 10000.
+    pub shutdown_timeout_ms: u64,
+    /// Clock-skew leeway for ticket `exp`/`nbf`, seconds. Default 5.
+    pub ticket_leeway_secs: u64,
+    /// Largest `exp − now` accepted, seconds. Default 600.
+    pub ticket_max_lifetime_secs: u64,
+    /// Ticket ids remembered for replay protection. Default 100000.
+    pub ticket_replay_capacity: usize,
+    /// Single ticket secret (env `ZONEKEEP_TICKET_SECRET`), at least 32 bytes.
+    pub ticket_secret: Option<Secret>,
+    /// Key id of `ticket_secret`. Default `"default"`.
+    pub ticket_kid: String,
+    /// More keys for rotation (`[[ticket_keys]]`).
+    pub ticket_keys: Vec<KeyConfig>,
+    /// Admin bearer token (env `ZONEKEEP_ADMIN_TOKEN`); without it the admin API is off.
+    pub admin_token: Option<Secret>,
+    /// Reconnect tokens held at most (one per player). Default 100000.
+    pub reconnect_capacity: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 7350)),
+            sim_threads: 0,
+            dev: false,
+            max_connections: 10_000,
+            max_connections_per_ip: 32,
+            header_read_timeout_ms: 5_000,
+            handshake_timeout_ms: 5_000,
+            idle_timeout_ms: 30_000,
+            max_message_bytes: 8_192,
+            read_buffer_bytes: 4_096,
+            write_buffer_bytes: 0,
+            max_write_buffer_bytes: (1 << 20) + (64 << 10),
+            outbox_frames: 64,
+            kick_write_timeout_ms: 1_000,
+            socket_send_buffer: 0,
+            input_rate: 60.0,
+            input_burst: 30,
+            abuse_rate: 10.0,
+            abuse_burst: 120,
+            zone_inbox: 8_192,
+            sim_queue: 1_024,
+            max_zones: 1_000,
+            metrics_zone_labels: 32,
+            shutdown_timeout_ms: 10_000,
+            ticket_leeway_secs: 5,
+            ticket_max_lifetime_secs: 600,
+            ticket_replay_capacity: 100_000,
+            ticket_secret: None,
+            ticket_kid: "default".into(),
+            ticket_keys: Vec::new(),
+            admin_token: None,
+            reconnect_capacity: 100_000,
+        }
+    }
+}
+
+/// A configuration error, with the offending key named.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The TOML file could not be parsed (includes unknown keys).
+    #[error("config file: {0}")]
+    Toml(String),
+    /// A value is out of range.
+    #[error("config: {key} {problem}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A ticket key is unusable.
+    #[error("config: {0}")]
+    Key(#[from] KeyError),
+}
+
+fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        problem: problem.into(),
+    }
+}
+
+impl ServerConfig {
+    /// Parse a TOML document (unknown keys are an error), then validate it.
+    pub fn from_toml_str(s: &str) -> Result<Self, ConfigError> {
+        let c: Self = toml::from_str(s).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        Ok(c)
+    }
+
+    /// Check every value; the first problem is returned.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("max_connections", self.max_connections as u64),
+            ("max_connections_per_ip", self.max_connections_per_ip as u64),
+            ("header_read_timeout_ms", self.header_read_timeout_ms),
+            ("handshake_timeout_ms", self.handshake_timeout_ms),
+            ("idle_timeout_ms", self.idle_timeout_ms),
+            ("max_message_bytes", self.max_message_bytes as u64),
+            ("read_buffer_bytes", self.read_buffer_bytes as u64),
+            ("outbox_frames", self.outbox_frames as u64),
+            ("kick_write_timeout_ms", self.kick_write_timeout_ms),
+            ("input_burst", u64::from(self.input_burst)),
+            ("abuse_burst", u64::from(self.abuse_burst)),
+            ("zone_inbox", self.zone_inbox as u64),
+            ("sim_queue", self.sim_queue as u64),
+            ("max_zones", self.max_zones as u64),
+            ("shutdown_timeout_ms", self.shutdown_timeout_ms),
+            ("ticket_max_lifetime_secs", self.ticket_max_lifetime_secs),
+            ("ticket_replay_capacity", self.ticket_replay_capacity as u64),
+            ("reconnect_capacity", self.reconnect_capacity as u64),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err(invalid(key, "must be greater than 0"));
+            }
+        }
+        if self.max_message_bytes > zonekeep_protocol::limits::MAX_CLIENT_MESSAGE {
+            return Err(invalid(
+                "max_message_bytes",
+                format!(
+                    "must be at most {} (PROTOCOL.md §7)",
+                    zonekeep_protocol::limits::MAX_CLIENT_MESSAGE
+                ),
+            ));
+        }
+        if self.max_write_buffer_bytes
+            < self.write_buffer_bytes + zonekeep_protocol::limits::MAX_SERVER_MESSAGE
+        {
+            return Err(invalid(
+                "max_write_buffer_bytes",
+                "must hold write_buffer_bytes plus one largest server message (1 MiB)",
+            ));
+        }
+        for (key, v) in [
+            ("input_rate", self.input_rate),
+            ("abuse_rate", self.abuse_rate),
+        ] {
+            if !(v.is_finite() && v > 0.0 && v <= 1e6) {
+                return Err(invalid(key, "must be a number in (0, 1000000]"));
+            }
+        }
+        if self.ticket_kid.is_empty() {
+            return Err(invalid("ticket_kid", "must not be empty"));
+        }
+        if self
+            .admin_token
+            .as_ref()
+            .is_some_and(|t| t.expose().len() < 16)
+        {
+            return Err(invalid("admin_token", "must be at least 16 bytes"));
+        }
+        self.key_ring()?;
+        Ok(())
+    }
+
+    /// The configured ticket keys, or `None` when no key is configured.
+    pub fn key_ring(&self) -> Result<Option<KeyRing>, ConfigError> {
+        let mut keys = Vec::new();
+        if let Some(s) = &self.ticket_secret {
+            keys.push(TicketKey::new(
+                self.ticket_kid.clone(),
+                s.expose().as_bytes(),
+                false,
+            )?);
+        }
+        for k in &self.ticket_keys {
+            keys.push(TicketKey::new(
+                k.kid.clone(),
+                k.secret.expose().as_bytes(),
+                k.retired,
+            )?);
+        }
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(KeyRing::new(keys)?))
+    }
+
+    /// Ticket time rules.
+    pub fn ticket_policy(&self) -> TicketPolicy {
+        TicketPolicy {
+            leeway_secs: self.ticket_leeway_secs,
+            max_lifetime_secs: self.ticket_max_lifetime_secs,
+        }
+    }
+
+    /// Simulation threads to start (resolving 0 to the core count).
+    pub fn sim_thread_count(&self) -> usize {
+        if self.sim_threads > 0 {
+            self.sim_threads
+        } else {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        }
+    }
+
+    /// `ms` as a duration (helper for the `*_ms` fields).
+    pub fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        ServerConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_are_an_error() {
+        let e = ServerConfig::from_toml_str("listen = \"127.0.0.1:1\"\nbogus = 3\n").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn toml_with_keys_parses_and_secrets_are_redacted() {
+        let c = ServerConfig::from_toml_str(
+            r#"
+            idle_timeout_ms = 100
+            [[ticket_keys]]
+            kid = "a"
+            secret = "0123456789abcdef0123456789abcdef"
+            [[ticket_keys]]
+            kid = "old"
+            secret = "0123456789abcdef0123456789abcdeX"
+            retired = true
+            "#,
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.idle_timeout_ms, 100);
+        assert_eq!(c.key_ring().unwrap().unwrap().keys().len(), 2);
+        assert!(!format!("{c:?}").contains("0123456789"));
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let c = ServerConfig {
+            outbox_frames: 0,
+            ..ServerConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("outbox_frames"));
+        let c = ServerConfig {
+            ticket_secret: Some(Secret::new("short")),
+            ..ServerConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("at least 32"));
+        let c = ServerConfig {
+            max_message_bytes: 100_000,
+            ..ServerConfig::default()
+        };
+        assert!(c.validate().is_err());
+    }
+}

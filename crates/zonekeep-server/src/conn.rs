@@ -1,0 +1,96 @@
+//! What the simulation side holds of a connection: its bounded outbox and a
+//! one-shot kick signal. The sim thread only ever `try_send`s; it never waits.
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, watch};
+use zonekeep_protocol::messages::KickCode;
+
+/// A request to close a connection with a Kick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KickNotice {
+    /// Kick code.
+    pub code: KickCode,
+    /// Reason shown to the client.
+    pub reason: String,
+}
+
+/// Outcome of handing a frame to a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    /// Queued.
+    Queued,
+    /// The outbox was full: the connection has been kicked as a slow consumer.
+    Overflowed,
+    /// The connection is gone.
+    Closed,
+}
+
+/// The sim side's handle on one connection.
+#[derive(Debug, Clone)]
+pub struct ConnHandle {
+    /// Host-unique connection id.
+    pub id: u64,
+    outbox: mpsc::Sender<Bytes>,
+    kick: watch::Sender<Option<KickNotice>>,
+}
+
+/// The session side's ends.
+#[derive(Debug)]
+pub struct ConnEnds {
+    /// Frames to write, in order.
+    pub outbox: mpsc::Receiver<Bytes>,
+    /// Becomes `Some` when someone kicks the connection.
+    pub kick: watch::Receiver<Option<KickNotice>>,
+}
+
+impl ConnHandle {
+    /// A connection with an outbox of `capacity` frames.
+    pub fn new(id: u64, capacity: usize) -> (Self, ConnEnds) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let (ktx, krx) = watch::channel(None);
+        (
+            Self {
+                id,
+                outbox: tx,
+                kick: ktx,
+            },
+            ConnEnds {
+                outbox: rx,
+                kick: krx,
+            },
+        )
+    }
+
+    /// Queue a frame without waiting; a full outbox kicks the connection.
+    pub fn offer(&self, frame: Bytes) -> Offer {
+        match self.outbox.try_send(frame) {
+            Ok(()) => Offer::Queued,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.kick(
+                    KickCode::SLOW_CONSUMER,
+                    "outbox overflowed: the client is not reading fast enough",
+                );
+                Offer::Overflowed
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Offer::Closed,
+        }
+    }
+
+    /// Ask the session to send a Kick and close. The first kick wins.
+    pub fn kick(&self, code: KickCode, reason: impl Into<String>) {
+        let reason = reason.into();
+        self.kick.send_if_modified(|slot| {
+            if slot.is_none() {
+                *slot = Some(KickNotice { code, reason });
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// Whether a kick has been requested.
+    pub fn is_kicked(&self) -> bool {
+        self.kick.borrow().is_some()
+    }
+}

@@ -1,0 +1,113 @@
+//! Dev-mode routes (they exist only with `--dev`):
+//! `GET /dev/ticket?zone=..&name=..[&role=observer]` mints a short guest
+//! ticket; `GET`/`POST /dev/netsim` reads or replaces the NetSim setting.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+use zonekeep_core::{Claims, Role};
+
+use crate::host::{json_error, valid_zone_id, Shared};
+use crate::netsim::NetSimConfig;
+use crate::ticket::{mint, unix_now, MintRequest};
+
+/// Guest tickets live this long (or the host's maximum, if shorter).
+const GUEST_TTL_SECS: u64 = 300;
+
+pub(crate) fn router() -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/dev/ticket", get(ticket))
+        .route("/dev/netsim", get(get_netsim).post(set_netsim))
+}
+
+#[derive(Deserialize)]
+struct TicketQuery {
+    zone: String,
+    name: Option<String>,
+    role: Option<String>,
+}
+
+async fn ticket(State(shared): State<Arc<Shared>>, Query(q): Query<TicketQuery>) -> Response {
+    if !valid_zone_id(&q.zone) {
+        return json_error(StatusCode::BAD_REQUEST, "bad_request", "invalid zone id");
+    }
+    let name = q.name.unwrap_or_else(|| "guest".into());
+    if name.is_empty()
+        || name.len() > 32
+        || !name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+    {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "name must be 1..=32 letters, digits, - or _",
+        );
+    }
+    let role = match q.role.as_deref() {
+        None | Some("player") => Role::Player,
+        Some("observer") => Role::Observer,
+        Some(_) => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "role must be player or observer",
+            )
+        }
+    };
+    let mut nonce = [0u8; 6];
+    if getrandom::fill(&mut nonce).is_err() {
+        return json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "random source unavailable",
+        );
+    }
+    let suffix: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    let sub = format!("guest:{name}:{suffix}");
+    let mut claims = Claims::new();
+    claims.insert("name".into(), json!(name));
+    let ttl = GUEST_TTL_SECS.min(shared.config.ticket_max_lifetime_secs);
+    let req = MintRequest {
+        sub: sub.clone(),
+        zone: q.zone.clone(),
+        role,
+        ttl_secs: ttl,
+        params: None,
+        claims,
+    };
+    let Some(key) = shared.verifier.keys().primary() else {
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "no active ticket key",
+        );
+    };
+    match mint(key, &req, unix_now()) {
+        Ok(t) => Json(json!({"ticket": t, "zone": q.zone, "sub": sub, "expires_in": ttl}))
+            .into_response(),
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+    }
+}
+
+async fn get_netsim(State(shared): State<Arc<Shared>>) -> Response {
+    Json(shared.netsim.get()).into_response()
+}
+
+async fn set_netsim(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let cfg: NetSimConfig = match serde_json::from_slice(&body) {
+        Ok(c) => c,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, "bad_request", e.to_string()),
+    };
+    match shared.netsim.set(cfg) {
+        Ok(()) => Json(cfg).into_response(),
+        Err(e) => json_error(StatusCode::BAD_REQUEST, "bad_request", e.to_string()),
+    }
+}

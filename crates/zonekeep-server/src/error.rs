@@ -1,0 +1,154 @@
+//! Session errors and the ONE place they become Kick codes.
+//!
+//! Each layer has its own error enum (`TicketError`, `ReconnectError`,
+//! `JoinFailure`, the session's own protocol errors); [`SessionError`] wraps
+//! them and [`SessionError::kick`] maps every case to PROTOCOL.md §5.3.
+
+use zonekeep_protocol::messages::KickCode;
+
+use crate::conn::KickNotice;
+use crate::reconnect::ReconnectError;
+use crate::sim::JoinFailure;
+use crate::ticket::TicketError;
+
+/// Why a session ends with a Kick.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SessionError {
+    /// The ticket was refused.
+    #[error(transparent)]
+    Ticket(#[from] TicketError),
+    /// The reconnect token was refused.
+    #[error(transparent)]
+    Reconnect(#[from] ReconnectError),
+    /// The zone (or the host) refused the join.
+    #[error(transparent)]
+    Join(#[from] JoinFailure),
+    /// No common protocol version.
+    #[error("no common protocol version (the host speaks {0})")]
+    Version(u32),
+    /// A text frame, an undecodable message or a message out of place.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// A message over the host's limit.
+    #[error("message of {len} bytes exceeds the limit of {max}")]
+    TooLarge {
+        /// Its size (0 when unknown).
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// No Hello in time.
+    #[error("no Hello within the handshake timeout")]
+    HandshakeTimeout,
+    /// Nothing received for too long.
+    #[error("nothing received within the idle timeout")]
+    IdleTimeout,
+    /// Sustained input above the allowed rate.
+    #[error("sustained input above the allowed rate")]
+    RateLimited,
+    /// Too many connections from this address.
+    #[error("too many connections from this address")]
+    TooManyConnections,
+    /// The host is shutting down.
+    #[error("the server is restarting")]
+    ShuttingDown,
+    /// The zone id in the URL is not acceptable.
+    #[error("bad zone id")]
+    BadZoneId,
+    /// A Kick decided elsewhere (sim thread, admin).
+    #[error("{}", .0.reason)]
+    Notice(KickNotice),
+}
+
+impl SessionError {
+    /// The Kick code for this error (PROTOCOL.md §5.3).
+    pub fn code(&self) -> KickCode {
+        match self {
+            SessionError::Ticket(t) => match t {
+                TicketError::Malformed(_)
+                | TicketError::BadSignature
+                | TicketError::LifetimeTooLong => KickCode::BAD_TICKET,
+                TicketError::BadAlgorithm(_) => KickCode::TICKET_BAD_ALGORITHM,
+                TicketError::UnknownKey => KickCode::TICKET_UNKNOWN_KEY,
+                TicketError::RetiredKey => KickCode::TICKET_RETIRED_KEY,
+                TicketError::Expired => KickCode::TICKET_EXPIRED,
+                TicketError::NotYetValid => KickCode::TICKET_NOT_YET_VALID,
+                TicketError::WrongZone(_) => KickCode::TICKET_WRONG_ZONE,
+                TicketError::Replayed => KickCode::TICKET_REPLAYED,
+                // Not the client's fault: it may retry once old ids expire.
+                TicketError::ReplayCacheFull => KickCode::INTERNAL_ERROR,
+            },
+            SessionError::Reconnect(r) => match r {
+                ReconnectError::Unknown | ReconnectError::Expired | ReconnectError::NotYours => {
+                    KickCode::RECONNECT_REFUSED
+                }
+                ReconnectError::Full | ReconnectError::Random => KickCode::INTERNAL_ERROR,
+            },
+            SessionError::Join(j) => match j {
+                JoinFailure::Full => KickCode::ZONE_FULL,
+                JoinFailure::Refused(_) => KickCode::JOIN_REFUSED,
+                JoinFailure::Unavailable(_) | JoinFailure::TooManyZones => KickCode::JOIN_REFUSED,
+                JoinFailure::ReconnectRefused(_) => KickCode::RECONNECT_REFUSED,
+                JoinFailure::Busy => KickCode::INTERNAL_ERROR,
+                JoinFailure::ShuttingDown => KickCode::SHUTTING_DOWN,
+            },
+            SessionError::Version(_) => KickCode::VERSION_MISMATCH,
+            SessionError::Protocol(_) | SessionError::BadZoneId => KickCode::PROTOCOL_ERROR,
+            SessionError::TooLarge { .. } => KickCode::MESSAGE_TOO_LARGE,
+            SessionError::HandshakeTimeout => KickCode::HANDSHAKE_TIMEOUT,
+            SessionError::IdleTimeout => KickCode::IDLE_TIMEOUT,
+            SessionError::RateLimited => KickCode::RATE_LIMITED,
+            SessionError::TooManyConnections => KickCode::TOO_MANY_CONNECTIONS,
+            SessionError::ShuttingDown => KickCode::SHUTTING_DOWN,
+            SessionError::Notice(n) => n.code,
+        }
+    }
+
+    /// The Kick sent to the client.
+    pub fn kick(&self) -> KickNotice {
+        match self {
+            SessionError::Notice(n) => n.clone(),
+            other => KickNotice {
+                code: other.code(),
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
+/// The metric label for a Kick code (its PROTOCOL.md name in lower case).
+pub fn kick_label(code: KickCode) -> String {
+    code.name()
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_else(|| format!("code_{}", code.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ticket_error_has_its_code() {
+        let cases = [
+            (TicketError::Expired, KickCode::TICKET_EXPIRED),
+            (TicketError::NotYetValid, KickCode::TICKET_NOT_YET_VALID),
+            (TicketError::BadSignature, KickCode::BAD_TICKET),
+            (TicketError::UnknownKey, KickCode::TICKET_UNKNOWN_KEY),
+            (TicketError::RetiredKey, KickCode::TICKET_RETIRED_KEY),
+            (
+                TicketError::BadAlgorithm("none".into()),
+                KickCode::TICKET_BAD_ALGORITHM,
+            ),
+            (
+                TicketError::WrongZone("z".into()),
+                KickCode::TICKET_WRONG_ZONE,
+            ),
+            (TicketError::Replayed, KickCode::TICKET_REPLAYED),
+        ];
+        for (e, code) in cases {
+            assert_eq!(SessionError::from(e).code(), code);
+        }
+        assert_eq!(kick_label(KickCode::SLOW_CONSUMER), "slow_consumer");
+        assert_eq!(kick_label(KickCode(999)), "code_999");
+    }
+}

@@ -1,0 +1,537 @@
+//! The host: builder, shared state, HTTP routes and the accept loop.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Extension, Router};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+use zonekeep_core::{AnyZoneHost, Clock, SystemClock, Zone, ZoneConfig, ZoneKinds};
+
+use crate::config::{ConfigError, ServerConfig};
+use crate::conn_limit::{Admission, ConnGuard, ConnLimiter};
+use crate::error::SessionError;
+use crate::metrics::Metrics;
+use crate::netsim::NetSim;
+use crate::reconnect::ReconnectStore;
+use crate::sim::{DisposeHook, JoinFailure, Registry, SimContext, SimPool, ZoneCreate, ZoneEntry};
+use crate::ticket::{KeyRing, TicketKey, Verifier};
+use crate::{admin, dev, session};
+
+/// Zone events queued per connection between patches before further ones are dropped.
+const MAX_PENDING_EVENTS: usize = 4096;
+
+/// Why a host could not be built or served.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No zone kind registered.
+    #[error("no zone kind registered")]
+    NoKinds,
+    /// The default kind is not registered.
+    #[error("default zone kind {0:?} is not registered")]
+    UnknownDefaultKind(String),
+    /// A zone kind's config is invalid.
+    #[error("zone kind {kind:?}: {error}")]
+    KindConfig {
+        /// The kind.
+        kind: String,
+        /// What is wrong.
+        error: zonekeep_core::ConfigError,
+    },
+    /// No ticket key and not in dev mode.
+    #[error(
+        "no ticket key configured: set ZONEKEEP_TICKET_SECRET (or ticket_keys), or run with --dev"
+    )]
+    NoTicketKey,
+    /// An I/O failure (thread spawn, socket).
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What the accept loop knows about a connection, passed to handlers.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnInfo {
+    pub over_ip_cap: bool,
+    pub guard: Arc<ConnGuard>,
+}
+
+/// State shared by every task of the host.
+pub(crate) struct Shared {
+    pub config: ServerConfig,
+    pub verifier: Verifier,
+    pub metrics: Arc<Metrics>,
+    pub registry: Arc<Registry>,
+    pub pool: SimPool,
+    pub reconnect: Arc<ReconnectStore>,
+    pub clock: Arc<dyn Clock>,
+    pub netsim: NetSim,
+    pub shutdown: CancellationToken,
+    pub sessions: TaskTracker,
+    pub next_conn: AtomicU64,
+    pub default_kind: String,
+    pub sim: Arc<SimContext>,
+    pub admin_token_hash: Option<[u8; 32]>,
+}
+
+/// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.
+pub fn valid_zone_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= zonekeep_protocol::limits::MAX_ZONE_ID
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+impl Shared {
+    fn new_entry(&self, zone_id: &str, kind: &str, params: Value) -> (Arc<ZoneEntry>, ZoneCreate) {
+        let (tx, rx) = crossbeam_channel::bounded(self.config.zone_inbox);
+        let metrics = self.metrics.zone(zone_id);
+        let entry = Arc::new(ZoneEntry {
+            zone_id: zone_id.to_owned(),
+            thread: self.pool.pick_thread(),
+            inbox: tx,
+            tick: AtomicU64::new(0),
+            summary: Default::default(),
+            rate_limited: metrics.input_counter("rate_limited").unwrap_or_default(),
+            inbox_full: metrics.input_counter("inbox_full").unwrap_or_default(),
+        });
+        let create = ZoneCreate {
+            kind: kind.to_owned(),
+            params,
+            inbox: rx,
+            metrics,
+        };
+        (entry, create)
+    }
+
+    /// Find the zone for a join, registering it (to be created by its thread) if it is new.
+    pub fn route_join(
+        &self,
+        zone_id: &str,
+        kind: Option<&str>,
+        params: Option<Value>,
+    ) -> Result<(Arc<ZoneEntry>, Option<ZoneCreate>), JoinFailure> {
+        let mut zones = self.registry.lock();
+        if let Some(e) = zones.get(zone_id) {
+            return Ok((e.clone(), None));
+        }
+        if self.shutdown.is_cancelled() {
+            return Err(JoinFailure::ShuttingDown);
+        }
+        if zones.len() >= self.config.max_zones {
+            return Err(JoinFailure::TooManyZones);
+        }
+        let kind = kind.unwrap_or(&self.default_kind);
+        let spec = self
+            .sim
+            .specs
+            .get(kind)
+            .ok_or_else(|| JoinFailure::Unavailable(format!("unknown zone kind {kind:?}")))?;
+        let params = params.unwrap_or_else(|| spec.default_params.clone());
+        let (entry, create) = self.new_entry(zone_id, kind, params);
+        zones.insert(zone_id.to_owned(), entry.clone());
+        Ok((entry, Some(create)))
+    }
+
+    /// Register a zone for an admin create.
+    pub fn register_new(
+        &self,
+        zone_id: &str,
+        kind: &str,
+        params: Value,
+    ) -> Result<(Arc<ZoneEntry>, ZoneCreate), crate::sim::AdminFailure> {
+        use crate::sim::AdminFailure;
+        let mut zones = self.registry.lock();
+        if zones.contains_key(zone_id) {
+            return Err(AdminFailure::Exists(zone_id.to_owned()));
+        }
+        if self.shutdown.is_cancelled() {
+            return Err(AdminFailure::Unavailable("shutting down".into()));
+        }
+        if zones.len() >= self.config.max_zones {
+            return Err(AdminFailure::Unavailable(
+                "the host runs its maximum number of zones".into(),
+            ));
+        }
+        if !self.sim.specs.contains_key(kind) {
+            return Err(AdminFailure::BadRequest(format!(
+                "unknown zone kind {kind:?}"
+            )));
+        }
+        let (entry, create) = self.new_entry(zone_id, kind, params);
+        zones.insert(zone_id.to_owned(), entry.clone());
+        Ok((entry, create))
+    }
+
+    /// Undo a registration whose create command could not be queued.
+    pub fn unregister(&self, entry: &Arc<ZoneEntry>, create: Option<ZoneCreate>) {
+        self.registry.remove(entry);
+        if let Some(c) = create {
+            self.metrics.release_zone(c.metrics);
+        }
+    }
+}
+
+/// Builds a [`Host`].
+pub struct HostBuilder {
+    config: ServerConfig,
+    kinds: ZoneKinds,
+    specs: HashMap<String, crate::sim::KindSpec>,
+    order: Vec<String>,
+    default_kind: Option<String>,
+    dispose_hook: Option<DisposeHook>,
+}
+
+impl HostBuilder {
+    /// Use `config` (validated in [`build`](Self::build)).
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Register zone kind `Z` under `kind` with the default [`ZoneConfig`] and null params.
+    pub fn zone<Z: Zone>(self, kind: &str) -> Self {
+        self.zone_with::<Z>(kind, ZoneConfig::default(), Value::Null)
+    }
+
+    /// Register zone kind `Z` with its runtime config and the params used when
+    /// a join creates a zone without `params` in its ticket.
+    pub fn zone_with<Z: Zone>(
+        mut self,
+        kind: &str,
+        config: ZoneConfig,
+        default_params: Value,
+    ) -> Self {
+        self.kinds.register::<Z>(kind);
+        if !self.order.iter().any(|k| k == kind) {
+            self.order.push(kind.to_owned());
+        }
+        self.specs.insert(
+            kind.to_owned(),
+            crate::sim::KindSpec {
+                config,
+                default_params,
+            },
+        );
+        self
+    }
+
+    /// The kind created when a ticket names none (default: the first registered).
+    pub fn default_kind(mut self, kind: &str) -> Self {
+        self.default_kind = Some(kind.to_owned());
+        self
+    }
+
+    /// Called on the zone's thread right before it is disposed (shutdown, admin
+    /// stop, dormant unload): the persistence hook where a zone is saved.
+    pub fn on_dispose(
+        mut self,
+        hook: impl Fn(&str, &mut dyn AnyZoneHost) + Send + Sync + 'static,
+    ) -> Self {
+        self.dispose_hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// Validate and start the simulation threads.
+    pub fn build(self) -> Result<Host, HostError> {
+        let config = self.config;
+        config.validate()?;
+        let default_kind = match self.default_kind {
+            Some(k) if self.specs.contains_key(&k) => k,
+            Some(k) => return Err(HostError::UnknownDefaultKind(k)),
+            None => self.order.first().cloned().ok_or(HostError::NoKinds)?,
+        };
+        for (kind, spec) in &self.specs {
+            spec.config
+                .validate()
+                .map_err(|error| HostError::KindConfig {
+                    kind: kind.clone(),
+                    error,
+                })?;
+        }
+        let ring = match config.key_ring()? {
+            Some(r) => r,
+            None if config.dev => dev_key_ring()?,
+            None => return Err(HostError::NoTicketKey),
+        };
+        let verifier = Verifier::new(ring, config.ticket_policy(), config.ticket_replay_capacity);
+        let metrics = Arc::new(Metrics::new(config.metrics_zone_labels));
+        let registry = Arc::new(Registry::default());
+        let reconnect = Arc::new(ReconnectStore::new(config.reconnect_capacity));
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let sim = Arc::new(SimContext {
+            kinds: self.kinds,
+            specs: self.specs,
+            clock: clock.clone(),
+            metrics: metrics.clone(),
+            reconnect: reconnect.clone(),
+            registry: registry.clone(),
+            dispose_hook: self.dispose_hook,
+            max_pending_events: MAX_PENDING_EVENTS,
+            zone_inbox: config.zone_inbox,
+        });
+        let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
+        let admin_token_hash = config
+            .admin_token
+            .as_ref()
+            .map(|t| admin::hash_token(t.expose()));
+        Ok(Host {
+            shared: Arc::new(Shared {
+                verifier,
+                metrics,
+                registry,
+                pool,
+                reconnect,
+                clock,
+                netsim: NetSim::default(),
+                shutdown: CancellationToken::new(),
+                sessions: TaskTracker::new(),
+                next_conn: AtomicU64::new(1),
+                default_kind,
+                sim,
+                admin_token_hash,
+                config,
+            }),
+        })
+    }
+}
+
+/// A random key for dev mode when none is configured (tickets die with the process).
+fn dev_key_ring() -> Result<KeyRing, HostError> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret)
+        .map_err(|e| HostError::Io(std::io::Error::other(e.to_string())))?;
+    let key = TicketKey::new("dev", secret.to_vec(), false).map_err(ConfigError::from)?;
+    Ok(KeyRing::new(vec![key]).map_err(ConfigError::from)?)
+}
+
+/// A Zonekeep host.
+pub struct Host {
+    shared: Arc<Shared>,
+}
+
+impl Host {
+    /// Start building a host.
+    pub fn builder() -> HostBuilder {
+        HostBuilder {
+            config: ServerConfig::default(),
+            kinds: ZoneKinds::new(),
+            specs: HashMap::new(),
+            order: Vec::new(),
+            default_kind: None,
+            dispose_hook: None,
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.config
+    }
+
+    /// The metrics registry (also served at `/metrics`).
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// Mint a ticket with the host's first active key.
+    pub fn mint_ticket(
+        &self,
+        req: &crate::ticket::MintRequest,
+    ) -> Result<String, crate::ticket::MintError> {
+        let key = self
+            .shared
+            .verifier
+            .keys()
+            .primary()
+            .ok_or(crate::ticket::MintError::Random)?;
+        crate::ticket::mint(key, req, crate::ticket::unix_now())
+    }
+
+    /// Every route of the host (zones, metrics, admin, dev).
+    pub fn router(&self) -> Router {
+        let shared = self.shared.clone();
+        let mut r = Router::new()
+            .route("/zones/{zone_id}", get(ws_handler))
+            .route("/metrics", get(metrics_handler))
+            .route("/healthz", get(|| async { "ok" }))
+            .merge(admin::router(&shared));
+        if shared.config.dev {
+            r = r.merge(dev::router());
+        }
+        r.with_state(shared)
+    }
+
+    /// Serve until `shutdown` resolves, then shut down gracefully.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), HostError> {
+        self.serve_with(listener, Router::new(), shutdown).await
+    }
+
+    /// Like [`serve`](Self::serve), with `extra` routes merged in (e.g. static pages).
+    pub async fn serve_with(
+        self,
+        listener: TcpListener,
+        extra: Router,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), HostError> {
+        let shared = self.shared.clone();
+        let cfg = &shared.config;
+        let app = self.router().merge(extra);
+        let limiter = ConnLimiter::new(cfg.max_connections, cfg.max_connections_per_ip);
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_millis(cfg.header_read_timeout_ms));
+        let graceful = GracefulShutdown::new();
+        tracing::info!(addr = %listener.local_addr()?, "zonekeep host listening");
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = &mut shutdown => break,
+                r = listener.accept() => match r {
+                    Ok(x) => x,
+                    Err(e) => {
+                        // EMFILE and friends: back off briefly instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let (guard, over_ip_cap) = match limiter.admit(peer.ip()) {
+                Admission::Normal(g) => (g, false),
+                Admission::OverIpCap(g) => {
+                    shared.metrics.connection_refused("per_ip");
+                    (g, true)
+                }
+                Admission::Refuse(reason) => {
+                    shared.metrics.connection_refused(reason);
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            if cfg.socket_send_buffer > 0 {
+                let _ =
+                    socket2::SockRef::from(&stream).set_send_buffer_size(cfg.socket_send_buffer);
+            }
+            let info = ConnInfo {
+                over_ip_cap,
+                guard: Arc::new(guard),
+            };
+            let app = app.clone();
+            let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+                req.extensions_mut().insert(info.clone());
+                app.clone().oneshot(req)
+            });
+            let conn = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                .into_owned();
+            let fut = graceful.watch(conn);
+            tokio::spawn(async move {
+                if let Err(e) = fut.await {
+                    tracing::debug!(%peer, error = %e, "http connection ended with an error");
+                }
+            });
+        }
+        drop(listener);
+        shutdown_host(&shared, graceful).await;
+        Ok(())
+    }
+}
+
+/// Stop accepting (done by the caller), kick every session with
+/// SHUTTING_DOWN, close HTTP connections, dispose zones; all within the bound.
+async fn shutdown_host(shared: &Arc<Shared>, graceful: GracefulShutdown) {
+    let bound = Duration::from_millis(shared.config.shutdown_timeout_ms);
+    let deadline = Instant::now() + bound;
+    tracing::info!("shutting down: telling clients");
+    shared.shutdown.cancel();
+    shared.sessions.close();
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let _ = tokio::time::timeout(left(), graceful.shutdown()).await;
+    if tokio::time::timeout(left(), shared.sessions.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("sessions did not close within the shutdown bound");
+    }
+    tracing::info!("shutting down: disposing zones");
+    let s = shared.clone();
+    let remaining = left();
+    let done = tokio::task::spawn_blocking(move || s.pool.shutdown(remaining)).await;
+    if !matches!(done, Ok(true)) {
+        tracing::warn!("zones did not dispose within the shutdown bound");
+    }
+    tracing::info!("shutdown complete");
+}
+
+async fn metrics_handler(State(shared): State<Arc<Shared>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        shared.metrics.encode(),
+    )
+        .into_response()
+}
+
+async fn ws_handler(
+    State(shared): State<Arc<Shared>>,
+    Path(zone_id): Path<String>,
+    info: Option<Extension<ConnInfo>>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let cfg = &shared.config;
+    // tungstenite's own caps sit at twice the host limit so that messages a
+    // little over it arrive whole and get a precise MESSAGE_TOO_LARGE.
+    let hard = cfg.max_message_bytes.saturating_mul(2);
+    let ws = ws
+        .max_message_size(hard)
+        .max_frame_size(hard)
+        .read_buffer_size(cfg.read_buffer_bytes)
+        .write_buffer_size(cfg.write_buffer_bytes)
+        .max_write_buffer_size(cfg.max_write_buffer_bytes);
+    let (over, guard) = match info {
+        Some(Extension(i)) => (i.over_ip_cap, Some(i.guard)),
+        None => (false, None),
+    };
+    if !valid_zone_id(&zone_id) {
+        return ws.on_upgrade(move |s| async move {
+            let _guard = guard;
+            session::refuse(s, shared, SessionError::BadZoneId).await;
+        });
+    }
+    ws.on_upgrade(move |socket| async move {
+        let _guard = guard;
+        session::run(socket, zone_id, shared, over).await;
+    })
+}
+
+/// A JSON error body `{"error": {"code", "message"}}`.
+pub(crate) fn json_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
+    (status, axum::Json(body)).into_response()
+}

@@ -1,0 +1,41 @@
+//! The Zonekeep host.
+//!
+//! `zonekeep-server` owns everything between the network and the zones: the
+//! WebSocket endpoint (`GET /zones/{zone_id}`) with deliberate limits, tickets
+//! and reconnect tokens, the simulation thread pool that runs zones (never on
+//! the tokio runtime), the admin API, Prometheus metrics, NetSim and graceful
+//! shutdown. It depends on `zonekeep-core` (zones) and `zonekeep-protocol`
+//! (bytes); it must never be depended on by them, and it holds no game rules.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use zonekeep_server::{examples::Dots, Host, ServerConfig};
+//! let host = Host::builder()
+//!     .config(ServerConfig { dev: true, ..ServerConfig::default() })
+//!     .zone::<Dots>("dots")
+//!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7350").await?;
+//! host.serve(listener, async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod admin;
+pub mod config;
+pub mod conn;
+pub mod conn_limit;
+mod dev;
+pub mod error;
+pub mod examples;
+mod host;
+pub mod metrics;
+pub mod netsim;
+pub mod reconnect;
+mod session;
+pub mod sim;
+pub mod ticket;
+
+pub use config::{Secret, ServerConfig};
+pub use host::{valid_zone_id, Host, HostBuilder, HostError};
+pub use sim::DisposeHook;

@@ -1,0 +1,423 @@
+//! Prometheus metrics (`GET /metrics`), with bounded zone-label cardinality.
+//!
+//! Only the first [`ServerConfig::metrics_zone_labels`](crate::ServerConfig)
+//! live zones get their own `zone` label; every later zone shares
+//! `zone="_other"`. A labelled zone's series are removed when it stops and its
+//! slot goes to the next zone created. Gauges are moved by deltas (never
+//! `set`) so several zones can share the `_other` series.
+//!
+//! Process metrics follow the Prometheus conventions
+//! (`process_cpu_seconds_total`, `process_resident_memory_bytes`), read from
+//! `/proc/self/stat` and `/proc/self/statm` on Linux (absent elsewhere).
+
+mod process;
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use zonekeep_core::{InputCounters, Tier};
+
+/// The label value shared by zones beyond the labelled ones.
+pub const OTHER_ZONE: &str = "_other";
+
+type Labels = Vec<(&'static str, String)>;
+
+fn zone_label(zone: &str) -> Labels {
+    vec![("zone", zone.to_owned())]
+}
+
+fn zone_outcome(zone: &str, outcome: &'static str) -> Labels {
+    vec![("zone", zone.to_owned()), ("outcome", outcome.to_owned())]
+}
+
+/// Input outcomes counted per zone (label `outcome`).
+pub const INPUT_OUTCOMES: &[&str] = &[
+    "accepted",
+    "duplicate",
+    "stale",
+    "overflowed",
+    "refused",
+    "superseded",
+    "unroutable",
+    "rate_limited",
+    "inbox_full",
+];
+
+fn tick_histogram() -> Histogram {
+    // 50 µs .. ~0.8 s: covers cheap ticks and pathological ones.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 15))
+}
+
+/// Every metric the host exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    tick_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    ticks: Family<Labels, Counter>,
+    ticks_dropped: Family<Labels, Counter>,
+    tier: Family<Labels, Gauge>,
+    zones_by_tier: Family<Labels, Gauge>,
+    players: Family<Labels, Gauge>,
+    observers: Family<Labels, Gauge>,
+    entities: Family<Labels, Gauge>,
+    inputs: Family<Labels, Counter>,
+    bytes_out: Family<Labels, Counter>,
+    frames_out: Family<Labels, Counter>,
+    connections: Gauge,
+    connections_refused: Family<Labels, Counter>,
+    kicks: Family<Labels, Counter>,
+    zones: Gauge,
+    events_dropped: Counter,
+    max_labelled: usize,
+    labelled: Mutex<HashSet<String>>,
+}
+
+impl Metrics {
+    /// A registry labelling at most `max_labelled_zones` zones individually.
+    pub fn new(max_labelled_zones: usize) -> Self {
+        let mut registry = Registry::default();
+        let tick_duration =
+            Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(tick_histogram);
+        let m = Self {
+            tick_duration,
+            ticks: Family::default(),
+            ticks_dropped: Family::default(),
+            tier: Family::default(),
+            zones_by_tier: Family::default(),
+            players: Family::default(),
+            observers: Family::default(),
+            entities: Family::default(),
+            inputs: Family::default(),
+            bytes_out: Family::default(),
+            frames_out: Family::default(),
+            connections: Gauge::default(),
+            connections_refused: Family::default(),
+            kicks: Family::default(),
+            zones: Gauge::default(),
+            events_dropped: Counter::default(),
+            max_labelled: max_labelled_zones,
+            labelled: Mutex::new(HashSet::new()),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "zonekeep_tick_duration_seconds",
+            "Time one zone tick took",
+            m.tick_duration.clone(),
+        );
+        registry.register("zonekeep_ticks", "Ticks run", m.ticks.clone());
+        registry.register(
+            "zonekeep_ticks_dropped",
+            "Due ticks dropped by the catch-up cap",
+            m.ticks_dropped.clone(),
+        );
+        registry.register(
+            "zonekeep_zone_tier",
+            "Zone tier (0 hot, 1 idle, 2 dormant); labelled zones only",
+            m.tier.clone(),
+        );
+        registry.register(
+            "zonekeep_zones_by_tier",
+            "Zones per tier",
+            m.zones_by_tier.clone(),
+        );
+        registry.register("zonekeep_players", "Players present", m.players.clone());
+        registry.register(
+            "zonekeep_observers",
+            "Observers present",
+            m.observers.clone(),
+        );
+        registry.register(
+            "zonekeep_entities",
+            "Replicated entities",
+            m.entities.clone(),
+        );
+        registry.register("zonekeep_inputs", "Inputs by outcome", m.inputs.clone());
+        registry.register(
+            "zonekeep_bytes_out",
+            "Bytes of frames sent",
+            m.bytes_out.clone(),
+        );
+        registry.register("zonekeep_frames_out", "Frames sent", m.frames_out.clone());
+        registry.register(
+            "zonekeep_connections",
+            "Open connections",
+            m.connections.clone(),
+        );
+        registry.register(
+            "zonekeep_connections_refused",
+            "Connections refused by a cap",
+            m.connections_refused.clone(),
+        );
+        registry.register("zonekeep_kicks", "Kicks sent, by code", m.kicks.clone());
+        registry.register("zonekeep_zones", "Zones running", m.zones.clone());
+        registry.register(
+            "zonekeep_events_dropped",
+            "Zone events not delivered (oversize, or a subscriber's queue full)",
+            m.events_dropped.clone(),
+        );
+        registry.register_collector(Box::new(process::ProcessCollector));
+        Self { registry, ..m }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Handles for a new zone (labelled if a slot is free).
+    pub fn zone(&self, zone_id: &str) -> ZoneMetrics {
+        let label = {
+            let mut set = self.labelled.lock().unwrap_or_else(|p| p.into_inner());
+            if set.len() < self.max_labelled && zone_id != OTHER_ZONE {
+                set.insert(zone_id.to_owned());
+                zone_id.to_owned()
+            } else {
+                OTHER_ZONE.to_owned()
+            }
+        };
+        self.zones.inc();
+        let l = zone_label(&label);
+        let inputs = INPUT_OUTCOMES
+            .iter()
+            .map(|o| self.inputs.get_or_create_owned(&zone_outcome(&label, o)))
+            .collect();
+        ZoneMetrics {
+            tick_duration: self.tick_duration.get_or_create_owned(&l),
+            ticks: self.ticks.get_or_create_owned(&l),
+            ticks_dropped: self.ticks_dropped.get_or_create_owned(&l),
+            players: self.players.get_or_create_owned(&l),
+            observers: self.observers.get_or_create_owned(&l),
+            entities: self.entities.get_or_create_owned(&l),
+            bytes_out: self.bytes_out.get_or_create_owned(&l),
+            frames_out: self.frames_out.get_or_create_owned(&l),
+            inputs,
+            last: GaugeValues::default(),
+            tier: None,
+            label,
+        }
+    }
+
+    /// A zone stopped: take back its gauge contributions and free its label slot.
+    pub fn release_zone(&self, mut zm: ZoneMetrics) {
+        zm.set_population(0, 0, 0);
+        if let Some(t) = zm.tier.take() {
+            self.zones_by_tier.get_or_create(&tier_label(t)).dec();
+        }
+        self.zones.dec();
+        if zm.label == OTHER_ZONE {
+            return;
+        }
+        let l = zone_label(&zm.label);
+        self.tick_duration.remove(&l);
+        self.ticks.remove(&l);
+        self.ticks_dropped.remove(&l);
+        self.tier.remove(&l);
+        self.players.remove(&l);
+        self.observers.remove(&l);
+        self.entities.remove(&l);
+        self.bytes_out.remove(&l);
+        self.frames_out.remove(&l);
+        for o in INPUT_OUTCOMES {
+            self.inputs.remove(&zone_outcome(&zm.label, o));
+        }
+        let mut set = self.labelled.lock().unwrap_or_else(|p| p.into_inner());
+        set.remove(&zm.label);
+    }
+
+    /// Record a zone's tier.
+    pub fn set_tier(&self, zm: &mut ZoneMetrics, tier: Tier) {
+        if zm.tier == Some(tier) {
+            return;
+        }
+        if let Some(old) = zm.tier.replace(tier) {
+            self.zones_by_tier.get_or_create(&tier_label(old)).dec();
+        }
+        self.zones_by_tier.get_or_create(&tier_label(tier)).inc();
+        if zm.label != OTHER_ZONE {
+            self.tier
+                .get_or_create(&zone_label(&zm.label))
+                .set(tier_value(tier));
+        }
+    }
+
+    /// A connection opened.
+    pub fn connection_opened(&self) {
+        self.connections.inc();
+    }
+
+    /// A connection closed.
+    pub fn connection_closed(&self) {
+        self.connections.dec();
+    }
+
+    /// A connection was refused by a cap (`reason`: `per_ip` or `total`).
+    pub fn connection_refused(&self, reason: &'static str) {
+        self.connections_refused
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+
+    /// Zone events that could not be delivered.
+    pub fn events_dropped(&self, n: u64) {
+        self.events_dropped.inc_by(n);
+    }
+
+    /// A Kick was sent with `code` (its PROTOCOL.md name, lower case).
+    pub fn kick(&self, code: &str) {
+        self.kicks
+            .get_or_create(&vec![("code", code.to_owned())])
+            .inc();
+    }
+}
+
+fn tier_value(t: Tier) -> i64 {
+    match t {
+        Tier::Hot => 0,
+        Tier::Idle => 1,
+        Tier::Dormant => 2,
+    }
+}
+
+fn tier_label(t: Tier) -> Labels {
+    let name = match t {
+        Tier::Hot => "hot",
+        Tier::Idle => "idle",
+        Tier::Dormant => "dormant",
+    };
+    vec![("tier", name.to_owned())]
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct GaugeValues {
+    players: i64,
+    observers: i64,
+    entities: i64,
+}
+
+/// One zone's metric handles (owned by its simulation thread; the input
+/// counters are cloned out for the network tasks).
+#[derive(Debug)]
+pub struct ZoneMetrics {
+    label: String,
+    tick_duration: Histogram,
+    ticks: Counter,
+    ticks_dropped: Counter,
+    players: Gauge,
+    observers: Gauge,
+    entities: Gauge,
+    bytes_out: Counter,
+    frames_out: Counter,
+    inputs: Vec<Counter>,
+    last: GaugeValues,
+    tier: Option<Tier>,
+}
+
+impl ZoneMetrics {
+    /// The label this zone reports under (its id or `_other`).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The counter for input `outcome` (one of [`INPUT_OUTCOMES`]).
+    pub fn input_counter(&self, outcome: &str) -> Option<Counter> {
+        INPUT_OUTCOMES
+            .iter()
+            .position(|o| *o == outcome)
+            .and_then(|i| self.inputs.get(i).cloned())
+    }
+
+    /// Record one advance: ticks, their durations and input outcomes.
+    pub fn record_advance(
+        &self,
+        ticks: u64,
+        dropped: u64,
+        durations: &[std::time::Duration],
+        inputs: &InputCounters,
+    ) {
+        self.ticks.inc_by(ticks);
+        self.ticks_dropped.inc_by(dropped);
+        for d in durations {
+            self.tick_duration.observe(d.as_secs_f64());
+        }
+        let by = [
+            inputs.accepted,
+            inputs.duplicate,
+            inputs.stale,
+            inputs.overflowed,
+            inputs.refused,
+            inputs.superseded,
+            inputs.unroutable,
+        ];
+        for (c, n) in self.inputs.iter().zip(by) {
+            if n > 0 {
+                c.inc_by(n);
+            }
+        }
+    }
+
+    /// Record frames sent.
+    pub fn record_out(&self, frames: u64, bytes: u64) {
+        self.frames_out.inc_by(frames);
+        self.bytes_out.inc_by(bytes);
+    }
+
+    /// Set the zone's population (applied as deltas so `_other` sums correctly).
+    pub fn set_population(&mut self, players: i64, observers: i64, entities: i64) {
+        self.players.inc_by(players - self.last.players);
+        self.observers.inc_by(observers - self.last.observers);
+        self.entities.inc_by(entities - self.last.entities);
+        self.last = GaugeValues {
+            players,
+            observers,
+            entities,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zone_labels_are_bounded_and_released() {
+        let m = Metrics::new(2);
+        let mut a = m.zone("a");
+        let b = m.zone("b");
+        let mut c = m.zone("c");
+        assert_eq!(a.label(), "a");
+        assert_eq!(b.label(), "b");
+        assert_eq!(c.label(), OTHER_ZONE);
+        a.set_population(3, 1, 0);
+        c.set_population(2, 0, 0);
+        let text = m.encode();
+        assert!(text.contains("zonekeep_players{zone=\"a\"} 3"), "{text}");
+        assert!(
+            text.contains("zonekeep_players{zone=\"_other\"} 2"),
+            "{text}"
+        );
+        m.release_zone(a);
+        let text = m.encode();
+        assert!(!text.contains("zone=\"a\""), "{text}");
+        let d = m.zone("d");
+        assert_eq!(d.label(), "d");
+        m.release_zone(c);
+        assert!(m.encode().contains("zonekeep_players{zone=\"_other\"} 0"));
+    }
+
+    #[test]
+    fn process_metrics_present_on_linux() {
+        let text = Metrics::new(1).encode();
+        if cfg!(target_os = "linux") {
+            assert!(text.contains("process_cpu_seconds_total"), "{text}");
+            assert!(text.contains("process_resident_memory_bytes"), "{text}");
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! One WebSocket connection: handshake (Hello → ticket → join or resume),
+//! then a reader (inputs, pings) and a writer (outbox frames, pongs, the final
+//! Kick) running side by side until one of them ends the session.
+
+use std::num::NonZeroU32;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{Message, WebSocket};
+use bytes::Bytes;
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use governor::{Quota, RateLimiter};
+use tokio::sync::{mpsc, oneshot, watch};
+use zonekeep_core::PlayerId;
+use zonekeep_protocol::limits::PROTOCOL_VERSION;
+use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello};
+
+use crate::conn::{ConnEnds, ConnHandle, KickNotice};
+use crate::error::{kick_label, SessionError};
+use crate::host::Shared;
+use crate::netsim::Link;
+use crate::sim::{kick_frame, pong_frame, InboxInput, JoinFailure, Joined, SimCommand, ZoneEntry};
+use crate::ticket::unix_now;
+
+type Sink = SplitSink<WebSocket, Message>;
+type Stream = SplitStream<WebSocket>;
+
+/// Pongs queued for the writer; a client pinging faster than it reads loses pongs.
+const PONG_QUEUE: usize = 8;
+
+/// A session attached to a zone.
+struct Attached {
+    entry: Arc<ZoneEntry>,
+    player: PlayerId,
+}
+
+/// Counts the connection as open for its lifetime.
+struct OpenGuard(Arc<Shared>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.metrics.connection_closed();
+    }
+}
+
+/// Run one upgraded connection to its end.
+pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, over_ip_cap: bool) {
+    let _track = shared.sessions.token();
+    shared.metrics.connection_opened();
+    let _open = OpenGuard(shared.clone());
+    let (mut sink, mut stream) = ws.split();
+    if over_ip_cap {
+        finish(
+            &shared,
+            &mut sink,
+            Some(SessionError::TooManyConnections.kick()),
+        )
+        .await;
+        return;
+    }
+    let conn_id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+    let (conn, ends) = ConnHandle::new(conn_id, shared.config.outbox_frames);
+    let attached = match handshake(&shared, &zone_id, &mut stream, &conn).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::debug!(zone = %zone_id, conn = conn_id, error = %e, "handshake refused");
+            finish(&shared, &mut sink, Some(e.kick())).await;
+            return;
+        }
+    };
+    tracing::debug!(zone = %zone_id, conn = conn_id, player = %attached.player, "session attached");
+    let kick = serve(
+        &shared,
+        &attached,
+        &mut sink,
+        &mut stream,
+        &conn,
+        ends,
+        conn_id,
+    )
+    .await;
+    finish(&shared, &mut sink, kick).await;
+    let cmd = SimCommand::Disconnected {
+        zone_id: zone_id.clone(),
+        player: attached.player,
+        conn_id,
+    };
+    shared.pool.send_eventually(attached.entry.thread, cmd);
+}
+
+/// Send the final Kick (bounded in time) and close.
+async fn finish(shared: &Shared, sink: &mut Sink, kick: Option<KickNotice>) {
+    let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
+    if let Some(k) = kick {
+        shared.metrics.kick(&kick_label(k.code));
+        let frame = kick_frame(k.code, &k.reason);
+        let _ = tokio::time::timeout(bound, sink.send(Message::Binary(frame))).await;
+    }
+    let _ = tokio::time::timeout(bound, sink.close()).await;
+}
+
+/// The next binary message; `Ok(None)` when the client closed or the socket broke.
+async fn next_message(
+    stream: &mut Stream,
+    max: usize,
+    idle: Option<Duration>,
+) -> Result<Option<Bytes>, SessionError> {
+    loop {
+        let item = match idle {
+            Some(d) => tokio::time::timeout(d, stream.next())
+                .await
+                .map_err(|_| SessionError::IdleTimeout)?,
+            None => stream.next().await,
+        };
+        match item {
+            None | Some(Ok(Message::Close(_))) => return Ok(None),
+            Some(Ok(Message::Binary(b))) => {
+                if b.len() > max {
+                    return Err(SessionError::TooLarge { len: b.len(), max });
+                }
+                return Ok(Some(b));
+            }
+            Some(Ok(Message::Text(_))) => {
+                return Err(SessionError::Protocol("text frame (binary only)".into()))
+            }
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Err(e)) => return read_error(e, max),
+        }
+    }
+}
+
+fn read_error(e: axum::Error, max: usize) -> Result<Option<Bytes>, SessionError> {
+    match e.into_inner().downcast::<tungstenite::Error>() {
+        Ok(te) => match *te {
+            tungstenite::Error::Capacity(_) => Err(SessionError::TooLarge { len: 0, max }),
+            tungstenite::Error::Protocol(p) => Err(SessionError::Protocol(p.to_string())),
+            _ => Ok(None),
+        },
+        Err(_) => Ok(None),
+    }
+}
+
+async fn handshake(
+    shared: &Arc<Shared>,
+    zone_id: &str,
+    stream: &mut Stream,
+    conn: &ConnHandle,
+) -> Result<Attached, SessionError> {
+    let timeout = Duration::from_millis(shared.config.handshake_timeout_ms);
+    let max = shared.config.max_message_bytes;
+    let first = tokio::select! {
+        _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
+        r = tokio::time::timeout(timeout, next_message(stream, max, None)) => {
+            r.map_err(|_| SessionError::HandshakeTimeout)??
+        }
+    };
+    let Some(bytes) = first else {
+        return Err(SessionError::Protocol("closed before Hello".into()));
+    };
+    let hello = match ClientMessage::decode(&bytes) {
+        Ok(ClientMessage::Hello(h)) => h,
+        Ok(_) => {
+            return Err(SessionError::Protocol(
+                "the first message must be Hello".into(),
+            ))
+        }
+        Err(e) => return Err(SessionError::Protocol(format!("undecodable Hello: {e}"))),
+    };
+    let version = negotiate_version(&hello.versions, &[PROTOCOL_VERSION])
+        .ok_or(SessionError::Version(PROTOCOL_VERSION))?;
+    let (tx, rx) = oneshot::channel();
+    let thread = admit(shared, zone_id, &hello, version, conn, tx)?;
+    let joined: Joined = tokio::select! {
+        _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
+        r = rx => r.map_err(|_| JoinFailure::Unavailable("the zone's thread is gone".into()))??,
+    };
+    let entry = shared
+        .registry
+        .get(zone_id)
+        .filter(|e| e.thread == thread)
+        .ok_or_else(|| JoinFailure::Unavailable("zone stopped".into()))?;
+    Ok(Attached {
+        entry,
+        player: joined.player,
+    })
+}
+
+/// Verify the ticket and queue a join or resume; returns the zone's thread.
+fn admit(
+    shared: &Arc<Shared>,
+    zone_id: &str,
+    hello: &Hello,
+    version: u32,
+    conn: &ConnHandle,
+    reply: oneshot::Sender<Result<Joined, JoinFailure>>,
+) -> Result<usize, SessionError> {
+    let now = unix_now();
+    let ticket = shared.verifier.verify(&hello.ticket, zone_id, now)?;
+    if !hello.reconnect_token.is_empty() {
+        // A resume may present the same ticket again: the token, not the jti, is single-use here.
+        let player = shared.reconnect.redeem(
+            &hello.reconnect_token,
+            &ticket.sub,
+            zone_id,
+            Instant::now(),
+        )?;
+        let entry = shared
+            .registry
+            .get(zone_id)
+            .ok_or_else(|| JoinFailure::ReconnectRefused("zone is not running".into()))?;
+        let cmd = SimCommand::Resume {
+            zone_id: zone_id.to_owned(),
+            player,
+            principal: ticket.sub,
+            version,
+            conn: conn.clone(),
+            reply,
+        };
+        shared
+            .pool
+            .send(entry.thread, cmd)
+            .map_err(|_| JoinFailure::Busy)?;
+        return Ok(entry.thread);
+    }
+    shared.verifier.consume(&ticket, now)?;
+    let (entry, create) =
+        shared.route_join(zone_id, ticket.kind.as_deref(), ticket.params.clone())?;
+    let created = create.is_some();
+    let cmd = SimCommand::Join {
+        zone_id: zone_id.to_owned(),
+        create,
+        principal: ticket.sub,
+        claims: ticket.claims,
+        role: ticket.role,
+        version,
+        conn: conn.clone(),
+        reply,
+    };
+    if let Err(cmd) = shared.pool.send(entry.thread, cmd) {
+        if created {
+            if let SimCommand::Join { create, .. } = *cmd {
+                shared.unregister(&entry, create);
+            }
+        }
+        return Err(JoinFailure::Busy.into());
+    }
+    Ok(entry.thread)
+}
+
+/// Run reader and writer until one ends; the Kick to send, if any.
+async fn serve(
+    shared: &Arc<Shared>,
+    a: &Attached,
+    sink: &mut Sink,
+    stream: &mut Stream,
+    conn: &ConnHandle,
+    ends: ConnEnds,
+    conn_id: u64,
+) -> Option<KickNotice> {
+    let (pong_tx, pong_rx) = mpsc::channel(PONG_QUEUE);
+    let ConnEnds { outbox, kick } = ends;
+    tokio::select! {
+        r = read_loop(shared, a, stream, pong_tx, conn_id) => match r {
+            Ok(()) => None,
+            Err(e) => {
+                conn.kick(e.code(), e.to_string());
+                Some(e.kick())
+            }
+        },
+        k = write_loop(shared, sink, outbox, pong_rx, kick, conn_id) => k,
+    }
+}
+
+async fn read_loop(
+    shared: &Arc<Shared>,
+    a: &Attached,
+    stream: &mut Stream,
+    pong_tx: mpsc::Sender<Bytes>,
+    conn_id: u64,
+) -> Result<(), SessionError> {
+    let cfg = &shared.config;
+    let max = cfg.max_message_bytes;
+    let idle = Some(Duration::from_millis(cfg.idle_timeout_ms));
+    let period = Duration::from_secs_f64(1.0 / cfg.input_rate);
+    let burst = NonZeroU32::new(cfg.input_burst).unwrap_or(NonZeroU32::MIN);
+    let inputs = RateLimiter::direct(
+        Quota::with_period(period)
+            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(burst),
+    );
+    let abuse_period = Duration::from_secs_f64(1.0 / cfg.abuse_rate);
+    let abuse_burst = NonZeroU32::new(cfg.abuse_burst).unwrap_or(NonZeroU32::MIN);
+    let abuse = RateLimiter::direct(
+        Quota::with_period(abuse_period)
+            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(abuse_burst),
+    );
+    let mut link = Link::new(conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5a5a);
+    while let Some(bytes) = next_message(stream, max, idle).await? {
+        if let Some(at) = link.release_at(&shared.netsim.get(), tokio::time::Instant::now()) {
+            tokio::time::sleep_until(at).await;
+        }
+        match ClientMessage::decode(&bytes) {
+            Ok(ClientMessage::Input(i)) => {
+                if inputs.check().is_err() {
+                    a.entry.rate_limited.inc();
+                    if abuse.check().is_err() {
+                        return Err(SessionError::RateLimited);
+                    }
+                    continue;
+                }
+                let input = InboxInput {
+                    player: a.player,
+                    seq: i.seq,
+                    view_tick: u32::try_from(i.view_tick).unwrap_or(u32::MAX),
+                    payload: Bytes::from(i.payload),
+                };
+                if a.entry.inbox.try_send(input).is_err() {
+                    a.entry.inbox_full.inc();
+                }
+            }
+            Ok(ClientMessage::Ping(p)) => {
+                let now_us = u64::try_from(shared.clock.now().as_micros()).unwrap_or(u64::MAX);
+                let _ = pong_tx.try_send(pong_frame(p.client_time, now_us, a.entry.tick()));
+            }
+            Ok(ClientMessage::Hello(_)) => {
+                return Err(SessionError::Protocol("Hello out of place".into()))
+            }
+            Err(e) => return Err(SessionError::Protocol(format!("undecodable message: {e}"))),
+        }
+    }
+    Ok(())
+}
+
+async fn write_loop(
+    shared: &Arc<Shared>,
+    sink: &mut Sink,
+    mut outbox: mpsc::Receiver<Bytes>,
+    mut pongs: mpsc::Receiver<Bytes>,
+    mut kick: watch::Receiver<Option<KickNotice>>,
+    conn_id: u64,
+) -> Option<KickNotice> {
+    let shutting_down = || Some(SessionError::ShuttingDown.kick());
+    let mut link = Link::new(conn_id.wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 0xa5a5);
+    loop {
+        let frame = tokio::select! {
+            biased;
+            k = kick.wait_for(Option::is_some) => return k.ok().and_then(|k| k.clone()),
+            _ = shared.shutdown.cancelled() => return shutting_down(),
+            f = pongs.recv() => f,
+            f = outbox.recv() => f,
+        };
+        let frame = frame?;
+        if let Some(at) = link.release_at(&shared.netsim.get(), tokio::time::Instant::now()) {
+            tokio::select! {
+                biased;
+                k = kick.wait_for(Option::is_some) => return k.ok().and_then(|k| k.clone()),
+                _ = shared.shutdown.cancelled() => return shutting_down(),
+                _ = tokio::time::sleep_until(at) => {}
+            }
+        }
+        // Racing the write against a kick: a reader that stopped reading blocks
+        // this send, and the slow-consumer kick must still end the session.
+        tokio::select! {
+            biased;
+            k = kick.wait_for(Option::is_some) => return k.ok().and_then(|k| k.clone()),
+            _ = shared.shutdown.cancelled() => return shutting_down(),
+            r = sink.send(Message::Binary(frame)) => if r.is_err() { return None },
+        }
+    }
+}
+
+/// Refuse a session that never reached the handshake (bad zone id).
+pub(crate) async fn refuse(ws: WebSocket, shared: Arc<Shared>, err: SessionError) {
+    let _track = shared.sessions.token();
+    let (mut sink, _stream) = ws.split();
+    finish(&shared, &mut sink, Some(err.kick())).await;
+}

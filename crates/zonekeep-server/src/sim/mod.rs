@@ -1,0 +1,243 @@
+//! The simulation pool: dedicated OS threads that own and tick the zones.
+//!
+//! Zones never run on the tokio runtime. Each zone is pinned to one sim
+//! thread for its life. A thread sleeps until the earliest tick deadline of
+//! its zones or a command, whichever comes first (`recv_timeout` on a bounded
+//! command queue). Inputs do not wake it: network tasks push them into the
+//! zone's bounded inbox and the thread drains the inbox right before the
+//! zone's next `advance`. Frames leave through each connection's bounded
+//! outbox with `try_send`, so the tick never waits on the network.
+
+mod frames;
+mod registry;
+mod thread;
+mod zone_run;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use crossbeam_channel::{bounded, Sender, TrySendError};
+use tokio::sync::oneshot;
+use zonekeep_core::{AnyZoneHost, Claims, JoinRefusal, PlayerId, Principal, Role};
+
+use crate::conn::ConnHandle;
+
+pub(crate) use frames::{kick_frame, pong_frame};
+pub use registry::{PlayerSummary, ZoneDetail, ZoneSummary};
+pub(crate) use registry::{Registry, ZoneEntry};
+pub(crate) use thread::{KindSpec, SimContext};
+
+/// Called on the sim thread right before a zone is disposed (shutdown, stop,
+/// dormant unload). This is the persistence hook: save the zone here.
+pub type DisposeHook = Arc<dyn Fn(&str, &mut dyn AnyZoneHost) + Send + Sync>;
+
+/// One input on its way to a zone's inbox.
+#[derive(Debug)]
+pub(crate) struct InboxInput {
+    pub player: PlayerId,
+    pub seq: u32,
+    pub view_tick: u32,
+    pub payload: Bytes,
+}
+
+/// What a zone needs to be created on its thread.
+pub(crate) struct ZoneCreate {
+    pub kind: String,
+    pub params: serde_json::Value,
+    pub inbox: crossbeam_channel::Receiver<InboxInput>,
+    pub metrics: crate::metrics::ZoneMetrics,
+}
+
+/// A successful join or resume.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Joined {
+    pub player: PlayerId,
+}
+
+/// Why a join or resume failed (mapped to a Kick in `error.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JoinFailure {
+    /// No slot left for the role.
+    #[error("zone is full")]
+    Full,
+    /// The zone's hook refused.
+    #[error("refused by the zone: {0}")]
+    Refused(JoinRefusal),
+    /// The zone could not be created or is gone.
+    #[error("zone unavailable: {0}")]
+    Unavailable(String),
+    /// The reconnect could not resume the player.
+    #[error("reconnect refused: {0}")]
+    ReconnectRefused(String),
+    /// The host has too many zones.
+    #[error("the host runs its maximum number of zones")]
+    TooManyZones,
+    /// The simulation thread's queue is full.
+    #[error("host busy, retry")]
+    Busy,
+    /// The host is shutting down.
+    #[error("host shutting down")]
+    ShuttingDown,
+}
+
+/// Why an admin operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdminFailure {
+    /// No such zone.
+    #[error("no zone {0:?}")]
+    NoZone(String),
+    /// No such player in the zone.
+    #[error("no player {0} in the zone")]
+    NoPlayer(u32),
+    /// The zone exists already.
+    #[error("zone {0:?} exists")]
+    Exists(String),
+    /// Unknown kind or bad params.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Queue full, zone cap, or shutting down.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+pub(crate) enum SimCommand {
+    Join {
+        zone_id: String,
+        create: Option<ZoneCreate>,
+        principal: Principal,
+        claims: Claims,
+        role: Role,
+        version: u32,
+        conn: ConnHandle,
+        reply: oneshot::Sender<Result<Joined, JoinFailure>>,
+    },
+    Resume {
+        zone_id: String,
+        player: PlayerId,
+        principal: Principal,
+        version: u32,
+        conn: ConnHandle,
+        reply: oneshot::Sender<Result<Joined, JoinFailure>>,
+    },
+    Disconnected {
+        zone_id: String,
+        player: PlayerId,
+        conn_id: u64,
+    },
+    Create {
+        zone_id: String,
+        create: ZoneCreate,
+        reply: oneshot::Sender<Result<(), AdminFailure>>,
+    },
+    Inspect {
+        zone_id: String,
+        reply: oneshot::Sender<Option<ZoneDetail>>,
+    },
+    Kick {
+        zone_id: String,
+        player: PlayerId,
+        reason: String,
+        reply: oneshot::Sender<Result<(), AdminFailure>>,
+    },
+    Stop {
+        zone_id: String,
+        reply: oneshot::Sender<Result<(), AdminFailure>>,
+    },
+    Shutdown {
+        reply: std::sync::mpsc::Sender<()>,
+    },
+}
+
+/// The running threads and their command queues.
+pub(crate) struct SimPool {
+    senders: Vec<Sender<SimCommand>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    next: AtomicUsize,
+}
+
+impl SimPool {
+    /// Start `n` threads.
+    pub fn start(n: usize, queue: usize, ctx: Arc<SimContext>) -> std::io::Result<Self> {
+        let mut senders = Vec::with_capacity(n);
+        let mut threads = Vec::with_capacity(n);
+        for i in 0..n.max(1) {
+            let (tx, rx) = bounded(queue);
+            let ctx = ctx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("zonekeep-sim-{i}"))
+                .spawn(move || thread::run(i, rx, ctx))?;
+            senders.push(tx);
+            threads.push(h);
+        }
+        Ok(Self {
+            senders,
+            threads: Mutex::new(threads),
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// The thread a new zone goes to (round robin).
+    pub fn pick_thread(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len()
+    }
+
+    /// Queue a command without waiting; the command comes back when the
+    /// queue is full or the thread is gone.
+    pub fn send(&self, thread: usize, cmd: SimCommand) -> Result<(), Box<SimCommand>> {
+        let Some(tx) = self.senders.get(thread) else {
+            return Err(Box::new(cmd));
+        };
+        tx.try_send(cmd).map_err(|e| match e {
+            TrySendError::Full(c) | TrySendError::Disconnected(c) => Box::new(c),
+        })
+    }
+
+    /// Queue a command that must not be lost (a disconnect): try now, and if
+    /// the queue is full, wait for room on a blocking thread (bounded).
+    pub fn send_eventually(&self, thread: usize, cmd: SimCommand) {
+        let Some(tx) = self.senders.get(thread) else {
+            return;
+        };
+        match tx.try_send(cmd) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+            Err(TrySendError::Full(cmd)) => {
+                let tx = tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    if tx.send_timeout(cmd, Duration::from_secs(10)).is_err() {
+                        tracing::error!("sim queue stayed full for 10 s; a disconnect was lost");
+                    }
+                });
+            }
+        }
+    }
+
+    /// Dispose every zone and stop the threads, waiting at most `bound`.
+    /// Returns false when a thread did not finish in time.
+    pub fn shutdown(&self, bound: Duration) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut expected = 0;
+        for s in &self.senders {
+            // A blocking send: shutdown must reach every thread even if its queue is full.
+            if s.send_timeout(SimCommand::Shutdown { reply: tx.clone() }, bound)
+                .is_ok()
+            {
+                expected += 1;
+            }
+        }
+        let deadline = std::time::Instant::now() + bound;
+        for _ in 0..expected {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if rx.recv_timeout(left).is_err() {
+                return false;
+            }
+        }
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        for h in threads {
+            let _ = h.join();
+        }
+        true
+    }
+}

@@ -1,0 +1,118 @@
+//! Which zones exist, which thread runs each, and what admin/metrics can read
+//! about them without waking the thread.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::metrics::counter::Counter;
+use serde::Serialize;
+
+use super::InboxInput;
+
+/// A zone as listed by the admin API.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ZoneSummary {
+    /// Zone id.
+    pub id: String,
+    /// Zone kind.
+    pub kind: String,
+    /// `hot`, `idle` or `dormant`.
+    pub tier: &'static str,
+    /// Current tick.
+    pub tick: u64,
+    /// Players present (connected or within grace).
+    pub players: u32,
+    /// Observers present.
+    pub observers: u32,
+    /// Replicated entities (0 until the world is replicated).
+    pub entities: u32,
+    /// Ticks run since the zone started.
+    pub ticks_run: u64,
+    /// Due ticks dropped by the catch-up cap.
+    pub ticks_dropped: u64,
+    /// Duration of the last tick, µs.
+    pub last_tick_us: u64,
+    /// Longest tick so far, µs.
+    pub max_tick_us: u64,
+    /// Mean tick duration, µs.
+    pub mean_tick_us: f64,
+}
+
+/// One participant in the admin zone detail.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PlayerSummary {
+    /// Player id.
+    pub id: u32,
+    /// Principal.
+    pub principal: String,
+    /// `player` or `observer`.
+    pub role: &'static str,
+    /// False within the reconnect grace.
+    pub connected: bool,
+    /// Last input processed (the ack).
+    pub ack: Option<u32>,
+}
+
+/// Zone detail for the admin API.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ZoneDetail {
+    /// The summary.
+    #[serde(flatten)]
+    pub summary: ZoneSummary,
+    /// Every participant.
+    pub participants: Vec<PlayerSummary>,
+}
+
+/// A live zone as seen from outside its thread.
+#[derive(Debug)]
+pub(crate) struct ZoneEntry {
+    pub zone_id: String,
+    pub thread: usize,
+    pub inbox: crossbeam_channel::Sender<InboxInput>,
+    /// The zone's tick, published after each advance (for Pong).
+    pub tick: AtomicU64,
+    pub summary: Mutex<ZoneSummary>,
+    pub rate_limited: Counter,
+    pub inbox_full: Counter,
+}
+
+impl ZoneEntry {
+    pub fn tick(&self) -> u64 {
+        self.tick.load(Ordering::Relaxed)
+    }
+}
+
+/// Every zone of the host, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    zones: Mutex<HashMap<String, Arc<ZoneEntry>>>,
+}
+
+impl Registry {
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<ZoneEntry>>> {
+        self.zones.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, zone_id: &str) -> Option<Arc<ZoneEntry>> {
+        self.lock().get(zone_id).cloned()
+    }
+
+    /// Remove `entry` if it is still the one registered under its id.
+    pub fn remove(&self, entry: &Arc<ZoneEntry>) {
+        let mut z = self.lock();
+        if z.get(&entry.zone_id).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            z.remove(&entry.zone_id);
+        }
+    }
+
+    pub fn summaries(&self) -> Vec<ZoneSummary> {
+        let entries: Vec<Arc<ZoneEntry>> = self.lock().values().cloned().collect();
+        let mut out: Vec<ZoneSummary> = entries
+            .iter()
+            .map(|e| e.summary.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out
+    }
+}

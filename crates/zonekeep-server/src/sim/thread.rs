@@ -1,0 +1,249 @@
+//! The loop of one simulation thread.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use zonekeep_core::{Clock, ZoneConfig, ZoneInit, ZoneKinds};
+use zonekeep_protocol::messages::KickCode;
+
+use super::registry::Registry;
+use super::zone_run::ZoneRun;
+use super::{AdminFailure, DisposeHook, JoinFailure, SimCommand, ZoneCreate};
+use crate::metrics::Metrics;
+use crate::reconnect::ReconnectStore;
+
+/// Longest sleep with no zone due (so a thread with no zones still notices shutdown promptly
+/// through its queue; this only bounds the idle wake-up rate).
+const MAX_SLEEP: Duration = Duration::from_millis(500);
+/// Commands handled per wake-up before zones get their turn again.
+const COMMANDS_PER_WAKE: usize = 256;
+
+/// How one zone kind is run.
+#[derive(Debug, Clone)]
+pub(crate) struct KindSpec {
+    pub config: ZoneConfig,
+    pub default_params: serde_json::Value,
+}
+
+/// Everything the threads share.
+pub(crate) struct SimContext {
+    pub kinds: ZoneKinds,
+    pub specs: HashMap<String, KindSpec>,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<Metrics>,
+    pub reconnect: Arc<ReconnectStore>,
+    pub registry: Arc<Registry>,
+    pub dispose_hook: Option<DisposeHook>,
+    pub max_pending_events: usize,
+    pub zone_inbox: usize,
+}
+
+struct SimThread {
+    ctx: Arc<SimContext>,
+    zones: BTreeMap<String, ZoneRun>,
+}
+
+pub(crate) fn run(index: usize, rx: Receiver<SimCommand>, ctx: Arc<SimContext>) {
+    let mut t = SimThread {
+        ctx,
+        zones: BTreeMap::new(),
+    };
+    tracing::debug!(thread = index, "sim thread started");
+    loop {
+        let now = t.ctx.clock.now();
+        t.run_due(now);
+        let next = t
+            .zones
+            .values()
+            .map(|z| z.host.next_tick_due())
+            .min()
+            .unwrap_or(now + MAX_SLEEP);
+        let wait = next.saturating_sub(t.ctx.clock.now()).min(MAX_SLEEP);
+        match rx.recv_timeout(wait) {
+            Ok(cmd) => {
+                if t.handle(cmd) {
+                    break;
+                }
+                for _ in 0..COMMANDS_PER_WAKE {
+                    let Ok(cmd) = rx.try_recv() else { break };
+                    if t.handle(cmd) {
+                        tracing::debug!(thread = index, "sim thread stopped");
+                        return;
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                t.shutdown_all();
+                break;
+            }
+        }
+    }
+    tracing::debug!(thread = index, "sim thread stopped");
+}
+
+impl SimThread {
+    fn run_due(&mut self, now: Duration) {
+        let mut unload = Vec::new();
+        for (id, z) in self.zones.iter_mut() {
+            if z.due(now) && z.step(&self.ctx, now) {
+                unload.push(id.clone());
+            }
+        }
+        for id in unload {
+            if let Some(mut z) = self.zones.remove(&id) {
+                tracing::info!(zone = %id, "zone dormant: unloading");
+                z.teardown(&self.ctx, KickCode::ZONE_STOPPED, "zone unloaded");
+                self.ctx.metrics.release_zone(z.metrics);
+            }
+        }
+    }
+
+    fn create(&mut self, zone_id: &str, create: ZoneCreate) -> Result<(), String> {
+        let Some(entry) = self.ctx.registry.get(zone_id) else {
+            self.ctx.metrics.release_zone(create.metrics);
+            return Err("zone was removed before it started".into());
+        };
+        let Some(spec) = self.ctx.specs.get(&create.kind) else {
+            self.ctx.registry.remove(&entry);
+            self.ctx.metrics.release_zone(create.metrics);
+            return Err(format!("unknown zone kind {:?}", create.kind));
+        };
+        let init = ZoneInit {
+            zone_id: zone_id.to_owned(),
+            kind: create.kind.clone(),
+            params: create.params,
+        };
+        let host = self
+            .ctx
+            .kinds
+            .create(init, spec.config.clone(), self.ctx.clock.clone());
+        let host = match host {
+            Ok(h) => h,
+            Err(e) => {
+                self.ctx.registry.remove(&entry);
+                self.ctx.metrics.release_zone(create.metrics);
+                return Err(e.to_string());
+            }
+        };
+        let mut metrics = create.metrics;
+        self.ctx.metrics.set_tier(&mut metrics, host.tier());
+        tracing::info!(zone = %zone_id, kind = %create.kind, "zone created");
+        let run = ZoneRun::new(host, entry, create.inbox, self.ctx.zone_inbox, metrics);
+        self.zones.insert(zone_id.to_owned(), run);
+        Ok(())
+    }
+
+    /// Handle one command; true means "stop the thread".
+    fn handle(&mut self, cmd: SimCommand) -> bool {
+        match cmd {
+            SimCommand::Join {
+                zone_id,
+                create,
+                principal,
+                claims,
+                role,
+                version,
+                conn,
+                reply,
+            } => {
+                if let Some(c) = create {
+                    if let Err(e) = self.create(&zone_id, c) {
+                        let _ = reply.send(Err(JoinFailure::Unavailable(e)));
+                        return false;
+                    }
+                }
+                let r = match self.zones.get_mut(&zone_id) {
+                    Some(z) => z.join(&self.ctx, principal, claims, role, version, conn),
+                    None => Err(JoinFailure::Unavailable("zone is not running".into())),
+                };
+                let _ = reply.send(r);
+            }
+            SimCommand::Resume {
+                zone_id,
+                player,
+                principal,
+                version,
+                conn,
+                reply,
+            } => {
+                let r = match self.zones.get_mut(&zone_id) {
+                    Some(z) => z.resume(&self.ctx, player, &principal, version, conn),
+                    None => Err(JoinFailure::ReconnectRefused("zone is not running".into())),
+                };
+                let _ = reply.send(r);
+            }
+            SimCommand::Disconnected {
+                zone_id,
+                player,
+                conn_id,
+            } => {
+                if let Some(z) = self.zones.get_mut(&zone_id) {
+                    z.disconnected(&self.ctx, player, conn_id);
+                }
+            }
+            SimCommand::Create {
+                zone_id,
+                create,
+                reply,
+            } => {
+                let r = self
+                    .create(&zone_id, create)
+                    .map_err(AdminFailure::BadRequest);
+                let _ = reply.send(r);
+            }
+            SimCommand::Inspect { zone_id, reply } => {
+                let _ = reply.send(self.zones.get(&zone_id).map(ZoneRun::detail));
+            }
+            SimCommand::Kick {
+                zone_id,
+                player,
+                reason,
+                reply,
+            } => {
+                let r = match self.zones.get_mut(&zone_id) {
+                    None => Err(AdminFailure::NoZone(zone_id)),
+                    Some(z) => {
+                        if z.kick(&self.ctx, player, &reason) {
+                            Ok(())
+                        } else {
+                            Err(AdminFailure::NoPlayer(player.0))
+                        }
+                    }
+                };
+                let _ = reply.send(r);
+            }
+            SimCommand::Stop { zone_id, reply } => {
+                let r = match self.zones.remove(&zone_id) {
+                    None => Err(AdminFailure::NoZone(zone_id)),
+                    Some(mut z) => {
+                        z.teardown(&self.ctx, KickCode::ZONE_STOPPED, "the zone was stopped");
+                        self.ctx.metrics.release_zone(z.metrics);
+                        tracing::info!(zone = %zone_id, "zone stopped");
+                        Ok(())
+                    }
+                };
+                let _ = reply.send(r);
+            }
+            SimCommand::Shutdown { reply } => {
+                self.shutdown_all();
+                let _ = reply.send(());
+                return true;
+            }
+        }
+        false
+    }
+
+    fn shutdown_all(&mut self) {
+        for (_, mut z) in std::mem::take(&mut self.zones) {
+            z.teardown(
+                &self.ctx,
+                KickCode::SHUTTING_DOWN,
+                "the server is restarting",
+            );
+            self.ctx.metrics.release_zone(z.metrics);
+        }
+    }
+}

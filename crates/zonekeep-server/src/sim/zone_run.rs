@@ -1,0 +1,437 @@
+//! One zone on its simulation thread: the host, its subscribers (connections)
+//! and the per-advance work of the hot path.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use zonekeep_core::{
+    AdvanceReport, AnyZoneHost, Claims, EventTarget, JoinError, PlayerId, Principal, RejoinError,
+    Role, Tier,
+};
+use zonekeep_protocol::messages::{KickCode, Role as WireRole, Welcome};
+use zonekeep_protocol::schema::Schema;
+
+use super::frames::{delta_frame, event_fits, welcome_frame};
+use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
+use super::{InboxInput, JoinFailure, Joined, SimContext};
+use crate::conn::{ConnHandle, Offer};
+use crate::metrics::ZoneMetrics;
+
+/// A frame is sent at least this often even when nothing changed (keep-alive, PROTOCOL.md §6).
+const KEEPALIVE: Duration = Duration::from_secs(1);
+
+/// One connected participant.
+struct Sub {
+    conn: Option<ConnHandle>,
+    baseline: bool,
+    last_ack: u32,
+    last_sent: Duration,
+    events: VecDeque<(u16, Vec<u8>)>,
+}
+
+pub(crate) struct ZoneRun {
+    pub host: Box<dyn AnyZoneHost>,
+    pub entry: Arc<ZoneEntry>,
+    inbox: crossbeam_channel::Receiver<InboxInput>,
+    pub metrics: ZoneMetrics,
+    subs: BTreeMap<PlayerId, Sub>,
+    inbox_capacity: usize,
+    tick_stats: (u64, u128, u64),
+    ticks_dropped: u64,
+}
+
+fn tier_name(t: Tier) -> &'static str {
+    match t {
+        Tier::Hot => "hot",
+        Tier::Idle => "idle",
+        Tier::Dormant => "dormant",
+    }
+}
+
+fn wire_role(r: Role) -> WireRole {
+    match r {
+        Role::Player => WireRole::Player,
+        Role::Observer => WireRole::Observer,
+    }
+}
+
+impl ZoneRun {
+    pub fn new(
+        host: Box<dyn AnyZoneHost>,
+        entry: Arc<ZoneEntry>,
+        inbox: crossbeam_channel::Receiver<InboxInput>,
+        inbox_capacity: usize,
+        metrics: ZoneMetrics,
+    ) -> Self {
+        let mut run = Self {
+            host,
+            entry,
+            inbox,
+            metrics,
+            subs: BTreeMap::new(),
+            inbox_capacity,
+            tick_stats: (0, 0, 0),
+            ticks_dropped: 0,
+        };
+        run.publish();
+        run
+    }
+
+    /// The schema clients decode entities with. Entity-less until the
+    /// replicated world is wired into the host.
+    fn schema(&self) -> Schema {
+        Schema {
+            pos_step: 0.01,
+            kinds: Vec::new(),
+        }
+    }
+
+    /// Send Welcome + BASELINE Delta and attach `conn` to `player`.
+    fn attach(
+        &mut self,
+        ctx: &SimContext,
+        player: PlayerId,
+        version: u32,
+        conn: ConnHandle,
+    ) -> Result<Joined, JoinFailure> {
+        let Some(info) = self.host.player(player) else {
+            return Err(JoinFailure::Unavailable("player vanished".into()));
+        };
+        let role = info.role;
+        let principal = info.principal.clone();
+        let zone_id = self.entry.zone_id.clone();
+        let token = match ctx
+            .reconnect
+            .issue(&principal, &zone_id, player, Instant::now())
+        {
+            Ok(t) => t.to_vec(),
+            Err(e) => {
+                tracing::warn!(zone = %zone_id, %player, error = %e, "no reconnect token issued");
+                Vec::new()
+            }
+        };
+        let cfg = self.host.config();
+        let welcome = Welcome {
+            version,
+            player_id: player.0,
+            zone_id: zone_id.clone(),
+            role: wire_role(role),
+            tick_hz: cfg.tick_hz,
+            patch_every: cfg.patch_every,
+            tick: self.host.tick(),
+            features: 0,
+            reconnect_token: token,
+            schema: self.schema(),
+        };
+        let frame = welcome_frame(welcome)
+            .map_err(|e| JoinFailure::Unavailable(format!("welcome: {e}")))?;
+        self.send(&conn, frame);
+        let mut sub = Sub {
+            conn: Some(conn),
+            baseline: true,
+            last_ack: 0,
+            last_sent: ctx.clock.now(),
+            events: VecDeque::new(),
+        };
+        // The BASELINE Delta follows Welcome immediately so the client has state at once.
+        let now = ctx.clock.now();
+        self.send_delta(player, &mut sub, self.host.tick(), now);
+        self.subs.insert(player, sub);
+        self.publish();
+        Ok(Joined { player })
+    }
+
+    pub fn join(
+        &mut self,
+        ctx: &SimContext,
+        principal: Principal,
+        claims: Claims,
+        role: Role,
+        version: u32,
+        conn: ConnHandle,
+    ) -> Result<Joined, JoinFailure> {
+        let player = self
+            .host
+            .join(principal, claims, role)
+            .map_err(|e| match e {
+                JoinError::Full { .. } => JoinFailure::Full,
+                JoinError::Refused(r) => JoinFailure::Refused(r),
+                JoinError::Disposed => JoinFailure::Unavailable("zone stopped".into()),
+                JoinError::IdsExhausted => JoinFailure::Unavailable("player ids exhausted".into()),
+            })?;
+        let r = self.attach(ctx, player, version, conn);
+        if r.is_err() {
+            let _ = self.host.leave(player, zonekeep_core::LeaveReason::Left);
+        }
+        r
+    }
+
+    pub fn resume(
+        &mut self,
+        ctx: &SimContext,
+        player: PlayerId,
+        principal: &Principal,
+        version: u32,
+        conn: ConnHandle,
+    ) -> Result<Joined, JoinFailure> {
+        if self.host.player(player).map(|p| &p.principal) != Some(principal) {
+            return Err(JoinFailure::ReconnectRefused(
+                "not this principal's player".into(),
+            ));
+        }
+        // A half-open old connection is replaced by the new one.
+        if let Some(old) = self.subs.get_mut(&player).and_then(|s| s.conn.take()) {
+            old.kick(KickCode::KICKED, "resumed on another connection");
+            let _ = self.host.drop_player(player);
+        }
+        self.host.rejoin(player).map_err(|e| {
+            JoinFailure::ReconnectRefused(match e {
+                RejoinError::GraceExpired(_) => "reconnect grace expired".into(),
+                other => other.to_string(),
+            })
+        })?;
+        self.attach(ctx, player, version, conn)
+    }
+
+    /// The connection of `player` is gone: its reconnect grace starts.
+    pub fn disconnected(&mut self, ctx: &SimContext, player: PlayerId, conn_id: u64) {
+        let Some(sub) = self.subs.get_mut(&player) else {
+            return;
+        };
+        if sub.conn.as_ref().map(|c| c.id) != Some(conn_id) {
+            return; // a stale notice from a replaced connection
+        }
+        sub.conn = None;
+        sub.events.clear();
+        if self.host.drop_player(player).is_ok() {
+            let grace = self.host.config().reconnect_grace;
+            ctx.reconnect
+                .detach(&self.entry.zone_id, player, Instant::now() + grace);
+        }
+        self.publish();
+    }
+
+    /// Remove a participant on an admin's request.
+    pub fn kick(&mut self, ctx: &SimContext, player: PlayerId, reason: &str) -> bool {
+        if self
+            .host
+            .leave(player, zonekeep_core::LeaveReason::Kicked)
+            .is_err()
+        {
+            return false;
+        }
+        if let Some(c) = self.subs.remove(&player).and_then(|s| s.conn) {
+            c.kick(KickCode::KICKED, reason);
+        }
+        ctx.reconnect.forget(&self.entry.zone_id, player);
+        self.publish();
+        true
+    }
+
+    /// Kick every connection with `code`, run the dispose hook and dispose.
+    pub fn teardown(&mut self, ctx: &SimContext, code: KickCode, reason: &str) {
+        for (_, sub) in std::mem::take(&mut self.subs) {
+            if let Some(c) = sub.conn {
+                c.kick(code, reason);
+            }
+        }
+        if let Some(hook) = &ctx.dispose_hook {
+            hook(&self.entry.zone_id, self.host.as_mut());
+        }
+        self.host.dispose();
+        ctx.reconnect.forget_zone(&self.entry.zone_id);
+        ctx.registry.remove(&self.entry);
+    }
+
+    pub fn due(&self, now: Duration) -> bool {
+        self.host.next_tick_due() <= now
+    }
+
+    /// Drain the inbox, advance, deliver. Returns true when the zone went Dormant.
+    pub fn step(&mut self, ctx: &SimContext, now: Duration) -> bool {
+        for _ in 0..self.inbox_capacity {
+            let Ok(i) = self.inbox.try_recv() else { break };
+            // Outcomes are counted by the host and come back in the report.
+            let _ = self
+                .host
+                .push_input(i.player, i.seq, i.view_tick, &i.payload);
+        }
+        let report = self.host.advance(now);
+        self.absorb(ctx, &report, now)
+    }
+
+    fn absorb(&mut self, ctx: &SimContext, report: &AdvanceReport, now: Duration) -> bool {
+        self.entry.tick.store(report.tick, Ordering::Relaxed);
+        self.ticks_dropped += report.ticks_dropped;
+        self.metrics.record_advance(
+            report.ticks_run,
+            report.ticks_dropped,
+            &report.tick_durations,
+            &report.inputs,
+        );
+        for d in &report.tick_durations {
+            let us = d.as_micros();
+            self.tick_stats.0 += 1;
+            self.tick_stats.1 += us;
+            self.tick_stats.2 = u64::try_from(us).unwrap_or(u64::MAX);
+            let mut s = self.entry.summary.lock().unwrap_or_else(|p| p.into_inner());
+            s.max_tick_us = s.max_tick_us.max(self.tick_stats.2);
+        }
+        for k in &report.kicks {
+            if let Some(c) = self.subs.get(&k.player).and_then(|s| s.conn.as_ref()) {
+                c.kick(KickCode::KICKED, k.reason.clone());
+            }
+        }
+        for (player, _) in &report.left {
+            if let Some(c) = self.subs.remove(player).and_then(|s| s.conn) {
+                c.kick(KickCode::KICKED, "removed from the zone");
+            }
+            ctx.reconnect.forget(&self.entry.zone_id, *player);
+        }
+        if report.events_dropped > 0 {
+            ctx.metrics.events_dropped(report.events_dropped);
+        }
+        for ev in &report.events {
+            if !event_fits(&ev.payload) {
+                ctx.metrics.events_dropped(1);
+                continue;
+            }
+            let targets: Vec<PlayerId> = match ev.target {
+                EventTarget::All => self.subs.keys().copied().collect(),
+                EventTarget::Player(p) => vec![p],
+            };
+            for p in targets {
+                if let Some(sub) = self.subs.get_mut(&p) {
+                    if sub.conn.is_none() {
+                        continue;
+                    }
+                    if sub.events.len() >= ctx.max_pending_events {
+                        ctx.metrics.events_dropped(1);
+                        continue;
+                    }
+                    sub.events.push_back((ev.topic, ev.payload.clone()));
+                }
+            }
+        }
+        if let Some(&tick) = report.patch_ticks.last() {
+            self.build_frames(tick, now);
+        }
+        let mut dormant = false;
+        for t in &report.tier_transitions {
+            ctx.metrics.set_tier(&mut self.metrics, t.to);
+            dormant |= t.to == Tier::Dormant;
+        }
+        if !report.left.is_empty() || !report.tier_transitions.is_empty() || report.ticks_run > 0 {
+            self.publish();
+        }
+        dormant
+    }
+
+    /// Build and hand out every subscriber's frame for patch `tick`. This is
+    /// the one call a replicator takes over (`host.build_frames(...)`).
+    fn build_frames(&mut self, tick: u64, now: Duration) {
+        let mut subs = std::mem::take(&mut self.subs);
+        for (player, sub) in subs.iter_mut() {
+            if sub.conn.is_none() {
+                continue;
+            }
+            let ack = self.host.last_processed_seq(*player).unwrap_or(0);
+            let due = sub.baseline
+                || ack != sub.last_ack
+                || !sub.events.is_empty()
+                || now.saturating_sub(sub.last_sent) >= KEEPALIVE;
+            if due {
+                self.send_delta(*player, sub, tick, now);
+            }
+        }
+        self.subs = subs;
+    }
+
+    fn send_delta(&mut self, player: PlayerId, sub: &mut Sub, tick: u64, now: Duration) {
+        let Some(conn) = sub.conn.clone() else { return };
+        let ack = self.host.last_processed_seq(player).unwrap_or(0);
+        match delta_frame(tick, ack, sub.baseline, &mut sub.events) {
+            Ok(frame) => {
+                if self.send(&conn, frame) {
+                    sub.baseline = false;
+                    sub.last_ack = ack;
+                    sub.last_sent = now;
+                }
+            }
+            Err(e) => {
+                tracing::error!(zone = %self.entry.zone_id, %player, error = %e, "delta encoding failed");
+                conn.kick(KickCode::INTERNAL_ERROR, "frame encoding failed");
+            }
+        }
+    }
+
+    fn send(&self, conn: &ConnHandle, frame: Bytes) -> bool {
+        let len = frame.len() as u64;
+        match conn.offer(frame) {
+            Offer::Queued => {
+                self.metrics.record_out(1, len);
+                true
+            }
+            Offer::Overflowed | Offer::Closed => false,
+        }
+    }
+
+    /// Publish the summary and population gauges.
+    fn publish(&mut self) {
+        let (mut players, mut observers) = (0u32, 0u32);
+        for p in self.host.players() {
+            match p.role {
+                Role::Player => players += 1,
+                Role::Observer => observers += 1,
+            }
+        }
+        self.metrics
+            .set_population(i64::from(players), i64::from(observers), 0);
+        let mut s = self.entry.summary.lock().unwrap_or_else(|p| p.into_inner());
+        s.id = self.entry.zone_id.clone();
+        s.kind = self.host.kind().to_owned();
+        s.tier = tier_name(self.host.tier());
+        s.tick = self.host.tick();
+        s.players = players;
+        s.observers = observers;
+        s.entities = 0;
+        s.ticks_run = self.tick_stats.0;
+        s.ticks_dropped = self.ticks_dropped;
+        s.last_tick_us = self.tick_stats.2;
+        s.mean_tick_us = if self.tick_stats.0 == 0 {
+            0.0
+        } else {
+            self.tick_stats.1 as f64 / self.tick_stats.0 as f64
+        };
+    }
+
+    pub fn detail(&self) -> ZoneDetail {
+        let summary = self
+            .entry
+            .summary
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let participants = self
+            .host
+            .players()
+            .map(|p| PlayerSummary {
+                id: p.id.0,
+                principal: p.principal.as_str().to_owned(),
+                role: match p.role {
+                    Role::Player => "player",
+                    Role::Observer => "observer",
+                },
+                connected: p.connected,
+                ack: self.host.last_processed_seq(p.id),
+            })
+            .collect();
+        ZoneDetail {
+            summary,
+            participants,
+        }
+    }
+}

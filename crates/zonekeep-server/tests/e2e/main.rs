@@ -1,0 +1,10 @@
+//! End-to-end tests: a real host on 127.0.0.1:0 and real WebSocket clients.
+//! One test binary with a module per topic (one link, shared helpers).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod admin;
+mod common;
+mod join;
+mod limits;
+mod metrics;
+mod refusals;

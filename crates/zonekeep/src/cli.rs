@@ -1,0 +1,344 @@
+//! Command-line interface: subcommands, flags and how they layer over the config file.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+use zonekeep_core::{Claims, Role};
+use zonekeep_server::examples::Dots;
+use zonekeep_server::ticket::{mint, unix_now, MintRequest};
+use zonekeep_server::{Host, Secret, ServerConfig};
+
+/// Zonekeep: an authoritative multiplayer game server.
+#[derive(Debug, Parser)]
+#[command(name = "zonekeep", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a host: WebSocket zones at /zones/{id}, /metrics, /admin (with a token), /dev (with --dev).
+    Serve(Box<ServeArgs>),
+    /// Mint a ticket from the configured secret and print it.
+    Ticket(Box<TicketArgs>),
+}
+
+/// Config file and secrets, shared by every subcommand.
+#[derive(Debug, Args)]
+struct Common {
+    /// TOML config file (unknown keys are an error).
+    #[arg(long, env = "ZONEKEEP_CONFIG")]
+    config: Option<PathBuf>,
+    /// HS256 ticket secret, at least 32 bytes. Prefer the environment variable: flags show up in `ps`.
+    #[arg(long, env = "ZONEKEEP_TICKET_SECRET", hide_env_values = true)]
+    ticket_secret: Option<String>,
+    /// Key id of the ticket secret [default: "default"].
+    #[arg(long, env = "ZONEKEEP_TICKET_KID")]
+    ticket_kid: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Address to listen on [default: 127.0.0.1:7350].
+    #[arg(long, env = "ZONEKEEP_LISTEN")]
+    listen: Option<SocketAddr>,
+    /// Dev mode: /dev/ticket mints guest tickets, /dev/netsim simulates bad networks; a random ticket
+    /// key is generated when none is configured.
+    #[arg(long, env = "ZONEKEEP_DEV")]
+    dev: bool,
+    /// Admin bearer token (at least 16 bytes); without it the admin API is off.
+    #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
+    /// Simulation threads; 0 = one per core [default: 0].
+    #[arg(long, env = "ZONEKEEP_SIM_THREADS")]
+    sim_threads: Option<usize>,
+    /// Total open connections [default: 10000].
+    #[arg(long, env = "ZONEKEEP_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Open connections per client IP [default: 32].
+    #[arg(long, env = "ZONEKEEP_MAX_CONNECTIONS_PER_IP")]
+    max_connections_per_ip: Option<usize>,
+    /// Time to send a complete HTTP request head, ms (slowloris guard) [default: 5000].
+    #[arg(long, env = "ZONEKEEP_HEADER_READ_TIMEOUT_MS")]
+    header_read_timeout_ms: Option<u64>,
+    /// Time from the WebSocket upgrade to the Hello, ms [default: 5000].
+    #[arg(long, env = "ZONEKEEP_HANDSHAKE_TIMEOUT_MS")]
+    handshake_timeout_ms: Option<u64>,
+    /// Kick a connection that sends nothing for this long, ms [default: 30000].
+    #[arg(long, env = "ZONEKEEP_IDLE_TIMEOUT_MS")]
+    idle_timeout_ms: Option<u64>,
+    /// Largest client message, bytes (≤ 8192) [default: 8192].
+    #[arg(long, env = "ZONEKEEP_MAX_MESSAGE_BYTES")]
+    max_message_bytes: Option<usize>,
+    /// Per-connection WebSocket read buffer, bytes [default: 4096].
+    #[arg(long, env = "ZONEKEEP_READ_BUFFER_BYTES")]
+    read_buffer_bytes: Option<usize>,
+    /// Per-connection WebSocket write buffer before a flush, bytes [default: 0].
+    #[arg(long, env = "ZONEKEEP_WRITE_BUFFER_BYTES")]
+    write_buffer_bytes: Option<usize>,
+    /// Hard cap of a connection's WebSocket write buffer, bytes [default: 1114112].
+    #[arg(long, env = "ZONEKEEP_MAX_WRITE_BUFFER_BYTES")]
+    max_write_buffer_bytes: Option<usize>,
+    /// Frames queued per connection before it is kicked as a slow consumer [default: 64].
+    #[arg(long, env = "ZONEKEEP_OUTBOX_FRAMES")]
+    outbox_frames: Option<usize>,
+    /// Time allowed to write the final Kick, ms [default: 1000].
+    #[arg(long, env = "ZONEKEEP_KICK_WRITE_TIMEOUT_MS")]
+    kick_write_timeout_ms: Option<u64>,
+    /// Kernel send buffer for accepted sockets, bytes; 0 = OS default [default: 0].
+    #[arg(long, env = "ZONEKEEP_SOCKET_SEND_BUFFER")]
+    socket_send_buffer: Option<usize>,
+    /// Sustained inputs per second per connection [default: 60].
+    #[arg(long, env = "ZONEKEEP_INPUT_RATE")]
+    input_rate: Option<f64>,
+    /// Input burst above the rate [default: 30].
+    #[arg(long, env = "ZONEKEEP_INPUT_BURST")]
+    input_burst: Option<u32>,
+    /// Rate-limited inputs tolerated per second before a kick [default: 10].
+    #[arg(long, env = "ZONEKEEP_ABUSE_RATE")]
+    abuse_rate: Option<f64>,
+    /// Burst of rate-limited inputs tolerated before a kick [default: 120].
+    #[arg(long, env = "ZONEKEEP_ABUSE_BURST")]
+    abuse_burst: Option<u32>,
+    /// Input inbox per zone [default: 8192].
+    #[arg(long, env = "ZONEKEEP_ZONE_INBOX")]
+    zone_inbox: Option<usize>,
+    /// Command queue per simulation thread [default: 1024].
+    #[arg(long, env = "ZONEKEEP_SIM_QUEUE")]
+    sim_queue: Option<usize>,
+    /// Zones this host runs at most [default: 1000].
+    #[arg(long, env = "ZONEKEEP_MAX_ZONES")]
+    max_zones: Option<usize>,
+    /// Zones labelled individually in metrics; the rest are "_other" [default: 32].
+    #[arg(long, env = "ZONEKEEP_METRICS_ZONE_LABELS")]
+    metrics_zone_labels: Option<usize>,
+    /// Bound on graceful shutdown, ms [default: 10000].
+    #[arg(long, env = "ZONEKEEP_SHUTDOWN_TIMEOUT_MS")]
+    shutdown_timeout_ms: Option<u64>,
+    /// Clock-skew leeway for ticket exp/nbf, seconds [default: 5].
+    #[arg(long, env = "ZONEKEEP_TICKET_LEEWAY_SECS")]
+    ticket_leeway_secs: Option<u64>,
+    /// Largest ticket lifetime (exp − now) accepted, seconds [default: 600].
+    #[arg(long, env = "ZONEKEEP_TICKET_MAX_LIFETIME_SECS")]
+    ticket_max_lifetime_secs: Option<u64>,
+    /// Ticket ids remembered against replay [default: 100000].
+    #[arg(long, env = "ZONEKEEP_TICKET_REPLAY_CAPACITY")]
+    ticket_replay_capacity: Option<usize>,
+    /// Reconnect tokens held at most [default: 100000].
+    #[arg(long, env = "ZONEKEEP_RECONNECT_CAPACITY")]
+    reconnect_capacity: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+struct TicketArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The principal.
+    #[arg(long)]
+    sub: String,
+    /// Zone id, or a prefix pattern ending in '*' (e.g. "arena-*").
+    #[arg(long)]
+    zone: String,
+    /// player or observer.
+    #[arg(long, default_value = "player")]
+    role: String,
+    /// Lifetime in seconds (at most the host's ticket_max_lifetime_secs).
+    #[arg(long, default_value_t = 300)]
+    ttl: u64,
+    /// Sign with this key id (default: the first active key).
+    #[arg(long)]
+    kid: Option<String>,
+    /// Zone kind to create if the zone is not running.
+    #[arg(long)]
+    kind: Option<String>,
+    /// Zone create params (JSON).
+    #[arg(long)]
+    params: Option<String>,
+    /// Extra claims for the zone (a JSON object).
+    #[arg(long)]
+    claims: Option<String>,
+}
+
+/// Run the parsed command.
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Serve(args) => serve(*args),
+        Command::Ticket(args) => ticket(*args),
+    }
+}
+
+/// Config file (or defaults), then the shared secret overrides.
+fn base_config(common: &Common) -> Result<ServerConfig> {
+    let mut cfg = match &common.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            ServerConfig::from_toml_str(&text).with_context(|| format!("in {}", path.display()))?
+        }
+        None => ServerConfig::default(),
+    };
+    if let Some(s) = &common.ticket_secret {
+        cfg.ticket_secret = Some(Secret::new(s.clone()));
+    }
+    if let Some(k) = &common.ticket_kid {
+        cfg.ticket_kid = k.clone();
+    }
+    Ok(cfg)
+}
+
+macro_rules! overlay {
+    ($cfg:ident, $args:ident, $($field:ident),* $(,)?) => {
+        $( if let Some(v) = $args.$field { $cfg.$field = v; } )*
+    };
+}
+
+fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
+    let mut cfg = base_config(&args.common)?;
+    overlay!(
+        cfg,
+        args,
+        listen,
+        sim_threads,
+        max_connections,
+        max_connections_per_ip,
+        header_read_timeout_ms,
+        handshake_timeout_ms,
+        idle_timeout_ms,
+        max_message_bytes,
+        read_buffer_bytes,
+        write_buffer_bytes,
+        max_write_buffer_bytes,
+        outbox_frames,
+        kick_write_timeout_ms,
+        socket_send_buffer,
+        input_rate,
+        input_burst,
+        abuse_rate,
+        abuse_burst,
+        zone_inbox,
+        sim_queue,
+        max_zones,
+        metrics_zone_labels,
+        shutdown_timeout_ms,
+        ticket_leeway_secs,
+        ticket_max_lifetime_secs,
+        ticket_replay_capacity,
+        reconnect_capacity,
+    );
+    if args.dev {
+        cfg.dev = true;
+    }
+    if let Some(t) = &args.admin_token {
+        cfg.admin_token = Some(Secret::new(t.clone()));
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
+    let cfg = serve_config(&args)?;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("zonekeep-io")
+        .build()?;
+    runtime.block_on(async move {
+        let listen = cfg.listen;
+        let dev = cfg.dev;
+        let admin = cfg.admin_token.is_some();
+        let host = Host::builder().config(cfg).zone::<Dots>("dots").build()?;
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding {listen}"))?;
+        let addr = listener.local_addr()?;
+        // Scripts and tests read this line to find the port when listening on :0.
+        println!("zonekeep listening on {addr}");
+        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: dots (default)");
+        host.serve(listener, shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM received"),
+                    _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C received"),
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn ticket(args: TicketArgs) -> Result<()> {
+    let cfg = base_config(&args.common)?;
+    let ring = cfg.key_ring()?.context(
+        "no ticket key configured: set ZONEKEEP_TICKET_SECRET or ticket_keys in the config file",
+    )?;
+    let key = match &args.kid {
+        Some(kid) => ring
+            .active(kid)
+            .with_context(|| format!("no active key {kid:?}"))?,
+        None => ring.primary().context("no active ticket key")?,
+    };
+    let role = match args.role.as_str() {
+        "player" => Role::Player,
+        "observer" => Role::Observer,
+        other => bail!("--role must be player or observer, not {other:?}"),
+    };
+    if args.ttl == 0 || args.ttl > cfg.ticket_max_lifetime_secs {
+        bail!(
+            "--ttl must be in 1..={} (ticket_max_lifetime_secs)",
+            cfg.ticket_max_lifetime_secs
+        );
+    }
+    let params = args
+        .params
+        .as_deref()
+        .map(serde_json::from_str::<Value>)
+        .transpose()
+        .context("--params is not JSON")?;
+    let mut claims: Claims = match args.claims.as_deref() {
+        None => Claims::new(),
+        Some(s) => match serde_json::from_str(s).context("--claims is not JSON")? {
+            Value::Object(m) => m,
+            _ => bail!("--claims must be a JSON object"),
+        },
+    };
+    if let Some(kind) = args.kind {
+        claims.insert("kind".into(), Value::from(kind));
+    }
+    let req = MintRequest {
+        sub: args.sub,
+        zone: args.zone,
+        role,
+        ttl_secs: args.ttl,
+        params,
+        claims,
+    };
+    println!("{}", mint(key, &req, unix_now())?);
+    Ok(())
+}

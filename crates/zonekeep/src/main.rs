@@ -1,0 +1,21 @@
+//! `zonekeep`: run a host (`serve`) or mint a ticket (`ticket`).
+//!
+//! Configuration precedence for every setting: command-line flag >
+//! environment variable (`ZONEKEEP_*`) > TOML file (`--config`) > default.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zonekeep: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
