@@ -11,8 +11,22 @@
 #![forbid(unsafe_code)]
 
 pub mod arena;
+pub mod bot;
+pub mod config;
+pub mod error;
+pub mod http;
 pub mod procfs;
+pub mod progress;
 pub mod prom;
 pub mod report;
+pub mod run;
+pub mod server_cost;
 pub mod stats;
+pub mod summary;
 pub mod template;
+pub mod tickets;
+
+pub use config::{Auth, BenchConfig, DecodeMode, ServerSource, Workload, ZoneTarget};
+pub use error::BenchError;
+pub use report::{merge, Report};
+pub use run::run;
