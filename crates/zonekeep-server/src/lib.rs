@@ -31,6 +31,7 @@ pub mod examples;
 mod host;
 pub mod metrics;
 pub mod netsim;
+pub mod persist;
 pub mod reconnect;
 mod session;
 pub mod sim;

@@ -1,0 +1,46 @@
+//! Persistence in the host: zone saves, hibernation and exactly-once facts.
+//!
+//! Everything here runs on the tokio runtime, never on a simulation thread.
+//! The simulation threads only hand work over without waiting:
+//! [`StorageHandle::try_submit`] puts a snapshot into the zone's latest-wins
+//! slot and [`FactQueue::try_send`] puts a fact into the zone's bounded fact
+//! queue. Both return at once; a full or slow store shows up in
+//! [`PersistMetrics`] and [`SaveStatus`], never in tick durations.
+//!
+//! - [`StorageWorker`]: writes snapshots with the zone's owner epoch and an
+//!   increasing sequence number, retries failures with capped exponential
+//!   [`Backoff`], and can be flushed (hibernation, shutdown).
+//! - [`ZoneLoader`]: on zone creation, waits for this host's unwritten save of
+//!   the zone, `claim`s it (a new epoch, fencing every older owner) and hands
+//!   back the last save to restore from; records why a zone could not start.
+//! - [`FactWorker`]: per-zone bounded fact queues drained into a [`FactSink`]
+//!   ([`LedgerSink`] or [`WebhookSink`]) with retries; settlements go back to
+//!   the zone through a [`SettlementInbox`].
+//! - [`PersistConfig`]: the `--store`, `--data-dir`, `--save-every`,
+//!   `--fact-sink` and `--store-delay` settings, and [`open`] to build the store.
+
+mod backoff;
+mod config;
+mod facts;
+mod ledger;
+mod loader;
+mod metrics;
+mod schedule;
+mod sink;
+mod status;
+mod storage;
+mod webhook;
+
+pub use backoff::Backoff;
+pub use config::{open, parse_duration, ConfigError, FactSinkSpec, PersistConfig};
+pub use facts::{FactQueue, FactQueueError, FactWorker, FactWorkerConfig, SettlementInbox};
+pub use ledger::LedgerSink;
+pub use loader::{ClaimedZone, LoadError, StartFailure, StartFailures, ZoneLoader};
+pub use metrics::PersistMetrics;
+pub use schedule::SaveTimer;
+pub use sink::{FactSink, OutboundFact, SinkError};
+pub use status::SaveStatus;
+pub use storage::{
+    ShutdownReport, StorageConfig, StorageHandle, StorageWorker, SubmitError, Submitted,
+};
+pub use webhook::{WebhookError, WebhookSink};

@@ -1,0 +1,432 @@
+//! The storage worker: latest-wins save slots, fenced writes, retries.
+//!
+//! Each registered zone has one slot holding at most one unwritten snapshot
+//! and one writer task. A simulation thread calls
+//! [`StorageHandle::try_submit`], which swaps the snapshot into the slot under
+//! a short mutex (no I/O, no await) and wakes the writer; a newer snapshot
+//! replaces an unwritten older one (counted). Memory is therefore bounded by
+//! two snapshots per zone: the one being written and the newest waiting.
+//!
+//! Every write carries the zone's owner epoch (from
+//! [`ZoneLoader`](super::ZoneLoader)'s claim) and a sequence number that
+//! increases with each submission. Backend errors retry with capped
+//! exponential backoff, always with the newest snapshot; a fencing refusal
+//! means another owner has the zone, so the writer stops for good.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::runtime::Handle;
+use tokio::sync::{watch, Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use zonekeep_store::{SaveStore, StoreError};
+
+use super::backoff::Backoff;
+use super::metrics::PersistMetrics;
+use super::status::SaveStatus;
+
+/// Storage worker settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageConfig {
+    /// Retry delays for failed writes.
+    pub backoff: Backoff,
+    /// Most store writes in progress at once across all zones (a slow store
+    /// then queues zones here, not connections in the store's pool).
+    pub max_concurrent_writes: usize,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            backoff: Backoff::default(),
+            max_concurrent_writes: 4,
+        }
+    }
+}
+
+/// Why a snapshot was not queued.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    /// The zone was never registered with the worker (or was replaced).
+    #[error("zone {0:?} is not registered for saving")]
+    UnknownZone(String),
+    /// The zone was closed (unloaded or shutting down): no more saves.
+    #[error("zone {0:?} is closed for saving")]
+    Closed(String),
+    /// A newer owner holds the zone; this host must not save it.
+    #[error("zone {0:?} is fenced by a newer owner")]
+    Fenced(String),
+}
+
+/// A queued snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Submitted {
+    /// The sequence number it will be written with.
+    pub seq: u64,
+    /// Whether it replaced an older unwritten snapshot.
+    pub replaced: bool,
+}
+
+/// What a graceful shutdown achieved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Zones whose newest snapshot was written.
+    pub saved: usize,
+    /// Zones with a snapshot still unwritten when the timeout passed, sorted.
+    pub unsaved: Vec<String>,
+}
+
+struct ZoneState {
+    status: SaveStatus,
+    next_seq: u64,
+    pending: Option<(u64, Vec<u8>)>,
+    writing: bool,
+    closed: bool,
+}
+
+struct ZoneEntry {
+    zone_id: String,
+    state: Mutex<ZoneState>,
+    wake: Notify,
+    /// `true` while nothing is waiting or being written.
+    idle: watch::Sender<bool>,
+}
+
+impl ZoneEntry {
+    fn lock(&self) -> MutexGuard<'_, ZoneState> {
+        // The state is plain data updated in single statements; a panic
+        // elsewhere cannot leave it half-changed, so poisoning is ignored.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+struct Shared {
+    saves: Arc<dyn SaveStore>,
+    config: StorageConfig,
+    metrics: PersistMetrics,
+    zones: Mutex<HashMap<String, Arc<ZoneEntry>>>,
+    writes: Semaphore,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+    runtime: Handle,
+    closing: AtomicBool,
+}
+
+impl Shared {
+    fn zones(&self) -> MutexGuard<'_, HashMap<String, Arc<ZoneEntry>>> {
+        self.zones.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn entry(&self, zone_id: &str) -> Option<Arc<ZoneEntry>> {
+        self.zones().get(zone_id).cloned()
+    }
+}
+
+/// Starts the storage worker.
+#[derive(Debug, Clone, Copy)]
+pub struct StorageWorker;
+
+impl StorageWorker {
+    /// Starts a worker writing to `saves`. Must be called within a tokio
+    /// runtime (writer tasks are spawned on it); the returned handle can then
+    /// be used from any thread.
+    pub fn start(
+        saves: Arc<dyn SaveStore>,
+        config: StorageConfig,
+        metrics: PersistMetrics,
+    ) -> StorageHandle {
+        StorageHandle {
+            shared: Arc::new(Shared {
+                saves,
+                config,
+                metrics,
+                zones: Mutex::new(HashMap::new()),
+                writes: Semaphore::new(config.max_concurrent_writes.max(1)),
+                tracker: TaskTracker::new(),
+                cancel: CancellationToken::new(),
+                runtime: Handle::current(),
+                closing: AtomicBool::new(false),
+            }),
+        }
+    }
+}
+
+/// The shareable handle to the storage worker.
+#[derive(Clone)]
+pub struct StorageHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for StorageHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageHandle")
+            .field("zones", &self.shared.zones().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StorageHandle {
+    /// Starts saving `zone_id` (of `kind`) with the owner `epoch` from its
+    /// claim. Sequence numbers restart at 1. A previous registration of the
+    /// zone is closed (its unwritten snapshot, from an older epoch, is still
+    /// attempted and will be fenced if the new epoch was claimed).
+    pub fn register(&self, zone_id: &str, kind: &str, epoch: u64) {
+        let (idle, _) = watch::channel(true);
+        let entry = Arc::new(ZoneEntry {
+            zone_id: zone_id.to_owned(),
+            state: Mutex::new(ZoneState {
+                status: SaveStatus {
+                    zone_id: zone_id.to_owned(),
+                    kind: kind.to_owned(),
+                    epoch,
+                    ..SaveStatus::default()
+                },
+                next_seq: 1,
+                pending: None,
+                writing: false,
+                closed: self.shared.closing.load(Ordering::Acquire),
+            }),
+            wake: Notify::new(),
+            idle,
+        });
+        let old = self
+            .shared
+            .zones()
+            .insert(zone_id.to_owned(), Arc::clone(&entry));
+        if let Some(old) = old {
+            old.lock().closed = true;
+            old.wake.notify_one();
+        }
+        let shared = Arc::clone(&self.shared);
+        let task = self.shared.tracker.track_future(run_zone(shared, entry));
+        self.shared.runtime.spawn(task);
+    }
+
+    /// Queues `snapshot` as the zone's newest save. Never waits: it swaps the
+    /// bytes into the zone's slot and wakes the writer. An unwritten older
+    /// snapshot is replaced (latest wins) and counted.
+    pub fn try_submit(&self, zone_id: &str, snapshot: Vec<u8>) -> Result<Submitted, SubmitError> {
+        let result = self.submit_inner(zone_id, snapshot);
+        if result.is_err() {
+            self.shared.metrics.saves_rejected.inc();
+        }
+        result
+    }
+
+    fn submit_inner(&self, zone_id: &str, snapshot: Vec<u8>) -> Result<Submitted, SubmitError> {
+        let entry = self
+            .shared
+            .entry(zone_id)
+            .ok_or_else(|| SubmitError::UnknownZone(zone_id.to_owned()))?;
+        let mut st = entry.lock();
+        if st.status.fenced {
+            return Err(SubmitError::Fenced(zone_id.to_owned()));
+        }
+        if st.closed {
+            return Err(SubmitError::Closed(zone_id.to_owned()));
+        }
+        let seq = st.next_seq;
+        st.next_seq = st.next_seq.saturating_add(1);
+        let replaced = st.pending.replace((seq, snapshot)).is_some();
+        if replaced {
+            st.status.replaced = st.status.replaced.saturating_add(1);
+            self.shared.metrics.save_replaced.inc();
+        }
+        st.status.last_submitted_seq = Some(seq);
+        st.status.pending = true;
+        entry.idle.send_replace(false);
+        drop(st);
+        entry.wake.notify_one();
+        Ok(Submitted { seq, replaced })
+    }
+
+    /// Stops accepting snapshots for the zone; what is queued is still
+    /// written. Used when a zone is unloaded (hibernation) after its final save.
+    pub fn close(&self, zone_id: &str) {
+        if let Some(entry) = self.shared.entry(zone_id) {
+            entry.lock().closed = true;
+            entry.wake.notify_one();
+        }
+    }
+
+    /// Waits until the zone has nothing waiting or being written (its newest
+    /// snapshot is saved, given up on, or fenced). Returns at once for a zone
+    /// this worker does not know.
+    pub async fn flush(&self, zone_id: &str) {
+        let Some(entry) = self.shared.entry(zone_id) else {
+            return;
+        };
+        let mut rx = entry.idle.subscribe();
+        // Errors only if the sender is gone, which it cannot be while we hold the entry.
+        let _ = rx.wait_for(|idle| *idle).await;
+    }
+
+    /// The zone's save status.
+    pub fn status(&self, zone_id: &str) -> Option<SaveStatus> {
+        self.shared.entry(zone_id).map(|e| e.lock().status.clone())
+    }
+
+    /// Every known zone's save status, sorted by zone id.
+    pub fn statuses(&self) -> Vec<SaveStatus> {
+        let entries: Vec<Arc<ZoneEntry>> = self.shared.zones().values().cloned().collect();
+        let mut out: Vec<SaveStatus> = entries.iter().map(|e| e.lock().status.clone()).collect();
+        out.sort_by(|a, b| a.zone_id.cmp(&b.zone_id));
+        out
+    }
+
+    /// Graceful shutdown: refuses new snapshots, waits (at most `timeout`)
+    /// for every queued snapshot to be written, then stops the writers.
+    /// Submit each zone's final snapshot before calling this.
+    pub async fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        self.shared.closing.store(true, Ordering::Release);
+        let entries: Vec<Arc<ZoneEntry>> = self.shared.zones().values().cloned().collect();
+        for e in &entries {
+            e.lock().closed = true;
+            e.wake.notify_one();
+        }
+        self.shared.tracker.close();
+        let finished = tokio::time::timeout(timeout, self.shared.tracker.wait())
+            .await
+            .is_ok();
+        if !finished {
+            self.shared.cancel.cancel();
+        }
+        let mut report = ShutdownReport::default();
+        for e in &entries {
+            let st = e.lock();
+            if st.pending.is_some() || st.writing {
+                report.unsaved.push(e.zone_id.clone());
+            } else if st.status.last_saved_seq.is_some() {
+                report.saved += 1;
+            }
+        }
+        report.unsaved.sort();
+        report
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// One zone's writer: takes the newest snapshot, writes it, retries.
+async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
+    let mut failures: u32 = 0;
+    loop {
+        let job = {
+            let mut st = entry.lock();
+            match st.pending.take() {
+                Some(job) => {
+                    st.writing = true;
+                    Some((job, st.status.kind.clone(), st.status.epoch))
+                }
+                None => {
+                    st.writing = false;
+                    st.status.pending = false;
+                    entry.idle.send_replace(true);
+                    if st.closed || st.status.fenced {
+                        return;
+                    }
+                    None
+                }
+            }
+        };
+        let Some(((seq, bytes), kind, epoch)) = job else {
+            tokio::select! {
+                () = entry.wake.notified() => {}
+                () = shared.cancel.cancelled() => return,
+            }
+            continue;
+        };
+
+        let result = tokio::select! {
+            r = write(&shared, &entry.zone_id, epoch, seq, &kind, &bytes) => r,
+            () = shared.cancel.cancelled() => return,
+        };
+        let m = &shared.metrics;
+        match result {
+            Ok(()) => {
+                failures = 0;
+                m.saves_ok.inc();
+                let mut st = entry.lock();
+                st.writing = false;
+                st.status.last_saved_seq = Some(seq);
+                st.status.last_saved_at_ms = Some(now_ms());
+                st.status.consecutive_failures = 0;
+                st.status.last_error = None;
+            }
+            Err(e) if e.is_retryable() => {
+                failures = failures.saturating_add(1);
+                m.saves_failed.inc();
+                m.store_errors.inc();
+                tracing::warn!(zone = %entry.zone_id, seq, failures, error = %e, "zone save failed; retrying");
+                {
+                    let mut st = entry.lock();
+                    st.status.consecutive_failures = failures;
+                    st.status.last_error = Some(e.to_string());
+                    if st.pending.is_none() {
+                        st.pending = Some((seq, bytes));
+                    } else {
+                        // A newer snapshot arrived meanwhile: retry with it instead.
+                        st.status.replaced = st.status.replaced.saturating_add(1);
+                        m.save_replaced.inc();
+                    }
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(shared.config.backoff.delay(failures)) => {}
+                    () = shared.cancel.cancelled() => return,
+                }
+            }
+            Err(e) => {
+                m.saves_failed.inc();
+                let fenced = matches!(e, StoreError::Fenced { .. });
+                if fenced {
+                    m.saves_fenced.inc();
+                    tracing::warn!(zone = %entry.zone_id, epoch, error = %e, "zone save fenced: a newer owner holds the zone");
+                } else {
+                    m.store_errors.inc();
+                    tracing::error!(zone = %entry.zone_id, seq, error = %e, "zone save refused; snapshot dropped");
+                }
+                let mut st = entry.lock();
+                st.writing = false;
+                st.status.consecutive_failures = st.status.consecutive_failures.saturating_add(1);
+                st.status.last_error = Some(e.to_string());
+                if fenced {
+                    st.status.fenced = true;
+                    st.pending = None;
+                }
+            }
+        }
+    }
+}
+
+async fn write(
+    shared: &Shared,
+    zone_id: &str,
+    epoch: u64,
+    seq: u64,
+    kind: &str,
+    bytes: &[u8],
+) -> Result<(), StoreError> {
+    // The semaphore is never closed, so acquire cannot fail; treat it as a
+    // backend error rather than panicking if that ever changes.
+    let _permit = shared
+        .writes
+        .acquire()
+        .await
+        .map_err(|_| StoreError::Backend("storage worker stopped".into()))?;
+    shared
+        .saves
+        .write(zone_id, epoch, seq, kind, bytes)
+        .await
+        .map(|_| ())
+}
+
+#[cfg(test)]
+#[path = "storage_tests.rs"]
+mod tests;
