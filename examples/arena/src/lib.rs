@@ -5,8 +5,9 @@
 //! drones fly loops, pickups respawn, and each pickup is a durable fact that raises the player's
 //! saved score.
 //!
-//! This crate owns the game rules and the page's built files; it depends on `zonekeep-core` and
-//! `zonekeep-protocol` only, never on the server.
+//! This crate owns the game rules ([`Arena`], registered by a host with [`zone_config`]) and the
+//! page's built files ([`web_routes`], merged into the host's router). It depends on
+//! `zonekeep-core`, `zonekeep-protocol` and axum's `Router` type, never on the server.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -14,5 +15,9 @@ pub mod drones;
 pub mod identity;
 pub mod map;
 pub mod movement;
+pub mod web;
+pub mod zone;
 
 pub use movement::{step, MoveInput, MoveState, Pillar};
+pub use web::{web_routes, WebFile, WEB_FILES};
+pub use zone::{zone_config, Arena, ArenaStats};

@@ -1,0 +1,138 @@
+//! The arena's web page, embedded in the binary so `cargo run` needs no Node.
+//!
+//! `web/dist/` is built by `npm run build` in `examples/arena/web` and committed; the page's test
+//! checks it is fresh, and [`tests`] check that every built file is listed here.
+
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::routing::get;
+use axum::Router;
+
+/// One embedded file of the page.
+#[derive(Debug, Clone, Copy)]
+pub struct WebFile {
+    /// URL path, starting with `/`.
+    pub path: &'static str,
+    /// `Content-Type`.
+    pub mime: &'static str,
+    /// Contents.
+    pub bytes: &'static [u8],
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+macro_rules! file {
+    ($path:literal, $mime:expr) => {
+        WebFile {
+            path: concat!("/", $path),
+            mime: $mime,
+            bytes: include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/web/dist/", $path)),
+        }
+    };
+}
+
+/// Every file of the built page.
+pub const WEB_FILES: &[WebFile] = &[
+    file!("index.html", "text/html; charset=utf-8"),
+    file!("style.css", "text/css; charset=utf-8"),
+    file!("hud.js", JS),
+    file!("keys.js", JS),
+    file!("main.js", JS),
+    file!("movement.js", JS),
+    file!("render.js", JS),
+    file!("sdk/clock.js", JS),
+    file!("sdk/connection.js", JS),
+    file!("sdk/delta.js", JS),
+    file!("sdk/index.js", JS),
+    file!("sdk/messages.js", JS),
+    file!("sdk/mirror.js", JS),
+    file!("sdk/predictor.js", JS),
+    file!("sdk/quant.js", JS),
+    file!("sdk/replica.js", JS),
+    file!("sdk/scheduler.js", JS),
+    file!("sdk/schema.js", JS),
+    file!("sdk/wire.js", JS),
+];
+
+/// Routes serving the page: `/` (index.html) and every file of [`WEB_FILES`] at its path. Merge
+/// them into the host's router (`Host::serve_with`). `no-cache` makes browsers revalidate, so a
+/// rebuilt binary never serves a stale mix of old and new modules.
+pub fn web_routes() -> Router {
+    let mut router = Router::new();
+    for f in WEB_FILES {
+        let f = *f;
+        let handler = move || async move {
+            (
+                [(CONTENT_TYPE, f.mime), (CACHE_CONTROL, "no-cache")],
+                f.bytes,
+            )
+        };
+        if f.path == "/index.html" {
+            router = router.route("/", get(handler));
+        }
+        router = router.route(f.path, get(handler));
+    }
+    router
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::path::Path;
+
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().into_string().unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                walk(&entry.path(), &format!("{prefix}{name}/"), out);
+            } else {
+                out.push(format!("/{prefix}{name}"));
+            }
+        }
+    }
+
+    #[test]
+    fn every_built_file_is_embedded() {
+        let mut on_disk = Vec::new();
+        walk(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("web/dist"),
+            "",
+            &mut on_disk,
+        );
+        on_disk.sort();
+        let mut listed: Vec<String> = WEB_FILES.iter().map(|f| f.path.to_owned()).collect();
+        listed.sort();
+        assert_eq!(listed, on_disk, "update WEB_FILES in src/web.rs");
+    }
+
+    #[tokio::test]
+    async fn routes_serve_the_page_with_types() {
+        use tower::ServiceExt;
+        for (path, mime, body) in [
+            ("/", "text/html", WEB_FILES[0].bytes),
+            ("/main.js", "text/javascript", file!("main.js", JS).bytes),
+            (
+                "/sdk/index.js",
+                "text/javascript",
+                file!("sdk/index.js", JS).bytes,
+            ),
+        ] {
+            let req = axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let res = web_routes().oneshot(req).await.unwrap();
+            assert_eq!(res.status(), 200, "{path}");
+            let ct = res.headers()[CONTENT_TYPE].to_str().unwrap().to_owned();
+            assert!(ct.starts_with(mime), "{path}: {ct}");
+            let got = axum::body::to_bytes(res.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            assert_eq!(&got[..], body);
+        }
+        let req = axum::http::Request::get("/nope.js")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        assert_eq!(web_routes().oneshot(req).await.unwrap().status(), 404);
+    }
+}

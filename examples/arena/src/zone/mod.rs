@@ -1,0 +1,637 @@
+//! The arena zone: players, drones, pickups and pillars in one replicated world.
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
+use zonekeep_core::fact::{FactOutcome, Settlement};
+use zonekeep_core::world::{EntityId, KindId, World};
+use zonekeep_core::{
+    Ctx, EventTarget, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo, StateHasher,
+    Zone, ZoneConfig, ZoneError, ZoneInit,
+};
+use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
+
+use crate::drones::DronePath;
+use crate::identity::{display_name, hue, MAX_NAME};
+use crate::map::{clear_of_pillars, random_open_point, unit, PILLARS};
+use crate::movement::{
+    snap, step, MoveInput, MoveState, ARENA_H, ARENA_W, DT, PLAYER_RADIUS, POS_STEP, TICK_HZ,
+};
+
+/// How far a player sees, in world units: farther entities are not sent to it.
+pub const VIEW_RADIUS: f32 = 24.0;
+/// Radius of the area around the arena's centre where players appear (well inside each other's view,
+/// so two new players always see each other).
+pub const SPAWN_RADIUS: f32 = 8.0;
+/// A pickup's radius; touching it (centres closer than this plus the player's radius) collects it.
+pub const PICKUP_RADIUS: f32 = 0.5;
+/// Ticks before a collected pickup appears again elsewhere (5 s at 30 Hz).
+pub const RESPAWN_TICKS: u64 = 150;
+/// Default number of drones.
+pub const DEFAULT_DRONES: u32 = 32;
+/// Default number of pickups.
+pub const DEFAULT_PICKUPS: u32 = 24;
+/// Most drones or pickups a zone may be created with.
+pub const MAX_NPCS: u32 = 512;
+/// Score added by one pickup.
+pub const PICKUP_SCORE: u32 = 1;
+/// The fact kind a pickup emits.
+pub const FACT_PICKUP: &str = "arena.pickup";
+
+/// Event topic: you collected a pickup (payload: `u32` LE amount, pending until saved).
+pub const TOPIC_PICKED: u16 = 1;
+/// Event topic: a pickup's fact settled (payload: `u32` LE amount, then `u32` LE saved total).
+pub const TOPIC_SAVED: u16 = 2;
+/// Event topic: a pickup's fact was refused by the sink (payload: UTF-8 reason).
+pub const TOPIC_REFUSED: u16 = 3;
+
+/// Input refusal code: the payload is not one or two bytes.
+pub const REFUSE_BAD_INPUT: u16 = 1;
+
+/// Entity kind names, in schema order.
+pub const KIND_PLAYER: &str = "player";
+/// Drone kind name.
+pub const KIND_DRONE: &str = "drone";
+/// Pickup kind name.
+pub const KIND_PICKUP: &str = "pickup";
+/// Pillar kind name.
+pub const KIND_PILLAR: &str = "pillar";
+
+/// Player field: display name.
+pub const F_NAME: usize = 0;
+/// Player field: hue in degrees.
+pub const F_HUE: usize = 1;
+/// Player field: saved score.
+pub const F_SCORE: usize = 2;
+/// Pillar field: radius (exact `f32`, so clients collide with the same value).
+pub const F_RADIUS: usize = 0;
+
+/// Version of the [`Arena::save`] format.
+const SAVE_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy)]
+struct Kinds {
+    player: KindId,
+    drone: KindId,
+    pickup: KindId,
+    pillar: KindId,
+}
+
+/// One player's avatar.
+#[derive(Debug, Clone)]
+struct Avatar {
+    entity: EntityId,
+    principal: String,
+    state: MoveState,
+}
+
+/// One drone and its entity.
+#[derive(Debug, Clone)]
+struct Drone {
+    entity: EntityId,
+    path: DronePath,
+}
+
+/// A pickup: present (with an entity) or waiting to respawn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Pickup {
+    x: f32,
+    y: f32,
+    /// Tick at which it reappears; only meaningful while `entity` is `None`.
+    respawn_at: u64,
+    #[serde(skip)]
+    entity: Option<EntityId>,
+}
+
+/// A fact emitted and not yet settled: whose score it raises and by how much.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Pending {
+    principal: String,
+    amount: u32,
+}
+
+/// What [`Arena::save`] writes: scores, unsettled facts and pickups (players are not saved; they
+/// join again; drones are redrawn from the RNG).
+#[derive(Debug, Serialize, Deserialize)]
+struct Saved {
+    version: u32,
+    scores: BTreeMap<String, u32>,
+    pending: BTreeMap<String, Pending>,
+    /// Pickups with `respawn_at` relative to the save's tick.
+    pickups: Vec<Pickup>,
+}
+
+/// Counters a host or test can read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ArenaStats {
+    /// Pickups collected (facts emitted).
+    pub picked: u64,
+    /// Facts settled with a result.
+    pub saved: u64,
+    /// Facts refused by the sink.
+    pub refused: u64,
+    /// Pickups left in place because the fact queue was full.
+    pub fact_overflow: u64,
+}
+
+/// The arena zone. Create params (JSON, all optional): `{"drones": 0..=512, "pickups": 0..=512}`.
+/// Inputs: [`MoveInput`] payloads. Events: [`TOPIC_PICKED`], [`TOPIC_SAVED`], [`TOPIC_REFUSED`].
+#[derive(Debug)]
+pub struct Arena {
+    kinds: Kinds,
+    tick: u64,
+    players: BTreeMap<PlayerId, Avatar>,
+    drones: Vec<Drone>,
+    pickups: Vec<Pickup>,
+    scores: BTreeMap<String, u32>,
+    pending: BTreeMap<String, Pending>,
+    stats: ArenaStats,
+}
+
+fn failed(e: impl std::fmt::Display) -> ZoneError {
+    ZoneError::Failed(e.to_string())
+}
+
+fn count_param(init: &ZoneInit, key: &str, default: u32) -> Result<u32, ZoneError> {
+    match init.params.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(default),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n <= u64::from(MAX_NPCS))
+            .map(|n| n as u32)
+            .ok_or_else(|| ZoneError::InvalidParams(format!("{key} must be 0..={MAX_NPCS}"))),
+    }
+}
+
+/// The settings the arena needs from its host: the movement step assumes 30 Hz ticks and the
+/// clients' prediction assumes the 0.01 position quantum. [`zone_config`] gives both.
+fn check_config(ctx: &Ctx<'_>) -> Result<(), ZoneError> {
+    let hz = 1_000_000_000 / ctx.dt().as_nanos().max(1);
+    if hz != u128::from(TICK_HZ) {
+        return Err(ZoneError::InvalidParams(format!(
+            "the arena runs at {TICK_HZ} Hz, not {hz} Hz"
+        )));
+    }
+    let step = ctx.world_ref().pos_step();
+    if step.to_bits() != POS_STEP.to_bits() {
+        return Err(ZoneError::InvalidParams(format!(
+            "the arena needs replication.pos_step = {POS_STEP}, not {step}"
+        )));
+    }
+    Ok(())
+}
+
+/// The zone configuration an arena kind should be registered with: 30 Hz ticks and patches, the
+/// 0.01 position quantum, a [`VIEW_RADIUS`] interest radius on a grid of the same size, and the
+/// number of players a page comfortably shows.
+pub fn zone_config() -> ZoneConfig {
+    let mut config = ZoneConfig {
+        tick_hz: TICK_HZ,
+        patch_every: 1,
+        max_players: 64,
+        ..ZoneConfig::default()
+    };
+    config.replication.pos_step = POS_STEP;
+    config.replication.view_radius = VIEW_RADIUS;
+    config.replication.cell_size = VIEW_RADIUS;
+    config
+}
+
+fn kind(name: &str, fields: Vec<FieldDef>) -> KindDef {
+    KindDef {
+        name: name.into(),
+        fields,
+    }
+}
+
+fn field(name: &str, ty: FieldType) -> FieldDef {
+    FieldDef {
+        name: name.into(),
+        ty,
+    }
+}
+
+/// Declares the arena's kinds and spawns the pillars (global: every client needs them to predict).
+fn build_world(world: &mut World) -> Result<Kinds, ZoneError> {
+    let kinds = Kinds {
+        player: world
+            .declare_kind(kind(
+                KIND_PLAYER,
+                vec![
+                    field(
+                        "name",
+                        FieldType::Str {
+                            max_len: MAX_NAME as u8,
+                        },
+                    ),
+                    field("hue", FieldType::UInt),
+                    field("score", FieldType::UInt),
+                ],
+            ))
+            .map_err(failed)?,
+        drone: world
+            .declare_kind(kind(KIND_DRONE, Vec::new()))
+            .map_err(failed)?,
+        pickup: world
+            .declare_kind(kind(KIND_PICKUP, Vec::new()))
+            .map_err(failed)?,
+        pillar: world
+            .declare_kind(kind(KIND_PILLAR, vec![field("radius", FieldType::F32)]))
+            .map_err(failed)?,
+    };
+    for p in &PILLARS {
+        let id = world.spawn(kinds.pillar, p.x, p.y).map_err(failed)?;
+        world.set_f32(id, F_RADIUS, p.r).map_err(failed)?;
+        world.set_global(id, true).map_err(failed)?;
+    }
+    Ok(kinds)
+}
+
+/// A point near the arena's centre, on the grid and clear of pillars (bounded draws, then the centre,
+/// which the layout keeps clear).
+fn spawn_point(ctx: &mut Ctx<'_>) -> MoveState {
+    let rng = ctx.rng();
+    for _ in 0..16 {
+        let x = snap(ARENA_W / 2.0 + (unit(rng) * 2.0 - 1.0) * SPAWN_RADIUS);
+        let y = snap(ARENA_H / 2.0 + (unit(rng) * 2.0 - 1.0) * SPAWN_RADIUS);
+        if clear_of_pillars(x, y, PLAYER_RADIUS, 0.1) {
+            return MoveState { x, y };
+        }
+    }
+    MoveState {
+        x: ARENA_W / 2.0,
+        y: ARENA_H / 2.0,
+    }
+}
+
+fn spawn_drones(ctx: &mut Ctx<'_>, kinds: Kinds, n: u32) -> Result<Vec<Drone>, ZoneError> {
+    let mut drones = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let path = DronePath::random(ctx.rng());
+        let (x, y) = path.pos();
+        let entity = ctx.world().spawn(kinds.drone, x, y).map_err(failed)?;
+        drones.push(Drone { entity, path });
+    }
+    Ok(drones)
+}
+
+impl Arena {
+    /// The zone's counters.
+    pub fn stats(&self) -> ArenaStats {
+        self.stats
+    }
+
+    /// A principal's saved score (as last settled).
+    pub fn score(&self, principal: &str) -> u32 {
+        self.scores.get(principal).copied().unwrap_or(0)
+    }
+
+    /// A player's position, if it is a player here.
+    pub fn position(&self, player: PlayerId) -> Option<MoveState> {
+        self.players.get(&player).map(|a| a.state)
+    }
+
+    /// The entity of a player's avatar.
+    pub fn avatar(&self, player: PlayerId) -> Option<EntityId> {
+        self.players.get(&player).map(|a| a.entity)
+    }
+
+    /// Positions of the pickups that are present, in order.
+    pub fn pickups(&self) -> Vec<(f32, f32)> {
+        self.pickups
+            .iter()
+            .filter(|p| p.entity.is_some())
+            .map(|p| (p.x, p.y))
+            .collect()
+    }
+
+    /// Number of facts emitted and not yet settled.
+    pub fn pending_facts(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn new_pickup(ctx: &mut Ctx<'_>, kinds: Kinds) -> Result<Pickup, ZoneError> {
+        let (x, y) = random_open_point(ctx.rng(), 2.0);
+        let (x, y) = (snap(x), snap(y));
+        let entity = ctx.world().spawn(kinds.pickup, x, y).map_err(failed)?;
+        Ok(Pickup {
+            x,
+            y,
+            respawn_at: 0,
+            entity: Some(entity),
+        })
+    }
+
+    fn respawn_pickups(&mut self, ctx: &mut Ctx<'_>) {
+        let tick = ctx.tick();
+        for p in &mut self.pickups {
+            if p.entity.is_none() && tick >= p.respawn_at {
+                let (x, y) = random_open_point(ctx.rng(), 2.0);
+                p.x = snap(x);
+                p.y = snap(y);
+                // A spawn fails only when entity ids run out (2^32); the pickup then stays away.
+                p.entity = ctx.world().spawn(self.kinds.pickup, p.x, p.y).ok();
+            }
+        }
+    }
+
+    fn collect_pickups(&mut self, ctx: &mut Ctx<'_>) {
+        let reach = PICKUP_RADIUS + PLAYER_RADIUS;
+        for i in 0..self.pickups.len() {
+            let Some(pickup) = self.pickups.get(i) else {
+                continue;
+            };
+            let Some(entity) = pickup.entity else {
+                continue;
+            };
+            let (px, py) = (pickup.x, pickup.y);
+            // Players in id order: the lowest id wins a tie, deterministically.
+            let Some((&player, avatar)) = self.players.iter().find(|(_, a)| {
+                let dx = a.state.x - px;
+                let dy = a.state.y - py;
+                dx * dx + dy * dy <= reach * reach
+            }) else {
+                continue;
+            };
+            let principal = avatar.principal.clone();
+            let payload = serde_json::json!({ "add": { "score": PICKUP_SCORE } });
+            match ctx.emit_fact(FACT_PICKUP, payload, Some(&principal), None) {
+                Ok(key) => {
+                    self.pending.insert(
+                        key.0,
+                        Pending {
+                            principal,
+                            amount: PICKUP_SCORE,
+                        },
+                    );
+                }
+                Err(_) => {
+                    // Queue full (or a key clash): leave the pickup where it is; the player takes it
+                    // once the queue drains.
+                    self.stats.fact_overflow += 1;
+                    continue;
+                }
+            }
+            self.stats.picked += 1;
+            let _ = ctx.world().despawn(entity);
+            if let Some(p) = self.pickups.get_mut(i) {
+                p.entity = None;
+                p.respawn_at = ctx.tick() + RESPAWN_TICKS;
+            }
+            ctx.emit_event(
+                EventTarget::Player(player),
+                TOPIC_PICKED,
+                PICKUP_SCORE.to_le_bytes().to_vec(),
+            );
+        }
+    }
+
+    /// Sets the score field of every avatar of `principal` (one normally) and tells its player.
+    fn announce_score(&mut self, ctx: &mut Ctx<'_>, principal: &str, amount: u32, total: u32) {
+        let mine: Vec<(PlayerId, EntityId)> = self
+            .players
+            .iter()
+            .filter(|(_, a)| a.principal == principal)
+            .map(|(p, a)| (*p, a.entity))
+            .collect();
+        for (player, entity) in mine {
+            let _ = ctx.world().set_uint(entity, F_SCORE, total);
+            let mut payload = amount.to_le_bytes().to_vec();
+            payload.extend_from_slice(&total.to_le_bytes());
+            ctx.emit_event(EventTarget::Player(player), TOPIC_SAVED, payload);
+        }
+    }
+
+    fn from_parts(
+        ctx: &mut Ctx<'_>,
+        drones: u32,
+        pickups: Option<Vec<Pickup>>,
+        pickup_count: u32,
+    ) -> Result<Arena, ZoneError> {
+        let kinds = build_world(ctx.world())?;
+        let drones = spawn_drones(ctx, kinds, drones)?;
+        let tick = ctx.tick();
+        let pickups = match pickups {
+            None => (0..pickup_count)
+                .map(|_| Self::new_pickup(ctx, kinds))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(saved) => {
+                let mut out = Vec::with_capacity(saved.len());
+                for mut p in saved {
+                    // Saved `respawn_at` is relative; present pickups were saved with 0.
+                    if p.respawn_at == 0 {
+                        p.entity = Some(ctx.world().spawn(kinds.pickup, p.x, p.y).map_err(failed)?);
+                    } else {
+                        p.respawn_at += tick;
+                    }
+                    out.push(p);
+                }
+                out
+            }
+        };
+        Ok(Arena {
+            kinds,
+            tick,
+            players: BTreeMap::new(),
+            drones,
+            pickups,
+            scores: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            stats: ArenaStats::default(),
+        })
+    }
+}
+
+impl Zone for Arena {
+    type Input = MoveInput;
+
+    fn create(init: &ZoneInit, ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        check_config(ctx)?;
+        let drones = count_param(init, "drones", DEFAULT_DRONES)?;
+        let pickups = count_param(init, "pickups", DEFAULT_PICKUPS)?;
+        Self::from_parts(ctx, drones, None, pickups)
+    }
+
+    fn restore(init: &ZoneInit, ctx: &mut Ctx<'_>, bytes: &[u8]) -> Result<Self, ZoneError> {
+        let saved: Saved = serde_json::from_slice(bytes)
+            .map_err(|e| ZoneError::Restore(format!("arena save: {e}")))?;
+        if saved.version != SAVE_VERSION {
+            return Err(ZoneError::Restore(format!(
+                "arena save version {} (this code reads {SAVE_VERSION})",
+                saved.version
+            )));
+        }
+        if saved.pickups.len() > MAX_NPCS as usize {
+            return Err(ZoneError::Restore("arena save: too many pickups".into()));
+        }
+        check_config(ctx)?;
+        let drones = count_param(init, "drones", DEFAULT_DRONES)?;
+        let mut arena = Self::from_parts(ctx, drones, Some(saved.pickups), 0)?;
+        arena.scores = saved.scores;
+        arena.pending = saved.pending;
+        Ok(arena)
+    }
+
+    fn save(&self) -> Option<Vec<u8>> {
+        let pickups = self
+            .pickups
+            .iter()
+            .map(|p| Pickup {
+                x: p.x,
+                y: p.y,
+                respawn_at: match p.entity {
+                    Some(_) => 0,
+                    // At least 1 so it restores as "waiting", never as present.
+                    None => p.respawn_at.saturating_sub(self.tick).max(1),
+                },
+                entity: None,
+            })
+            .collect();
+        let saved = Saved {
+            version: SAVE_VERSION,
+            scores: self.scores.clone(),
+            pending: self.pending.clone(),
+            pickups,
+        };
+        serde_json::to_vec(&saved).ok()
+    }
+
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, player: &PlayerInfo) -> Result<(), JoinRefusal> {
+        let principal = player.principal.as_str().to_owned();
+        let name = display_name(
+            player.claims.get("name").and_then(|v| v.as_str()),
+            &principal,
+        );
+        let state = spawn_point(ctx);
+        let score = self.score(&principal);
+        let world = ctx.world();
+        let entity = world
+            .spawn(self.kinds.player, state.x, state.y)
+            .map_err(|e| JoinRefusal::new(1, e.to_string()))?;
+        let fields = world
+            .set_str(entity, F_NAME, &name)
+            .and_then(|_| world.set_uint(entity, F_HUE, hue(&principal)))
+            .and_then(|_| world.set_uint(entity, F_SCORE, score));
+        if let Err(e) = fields {
+            let _ = world.despawn(entity);
+            return Err(JoinRefusal::new(1, e.to_string()));
+        }
+        ctx.set_control(player.id, Some(entity));
+        ctx.set_view(player.id, Some(VIEW_RADIUS), None);
+        self.players.insert(
+            player.id,
+            Avatar {
+                entity,
+                principal,
+                state,
+            },
+        );
+        Ok(())
+    }
+
+    fn on_observe(&mut self, ctx: &mut Ctx<'_>, observer: &PlayerInfo) -> Result<(), JoinRefusal> {
+        // Observers watch the whole arena from its centre.
+        let whole = (ARENA_W * ARENA_W + ARENA_H * ARENA_H).sqrt();
+        ctx.set_view(
+            observer.id,
+            Some(whole),
+            Some((ARENA_W / 2.0, ARENA_H / 2.0)),
+        );
+        Ok(())
+    }
+
+    fn on_leave(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, _why: LeaveReason) {
+        if let Some(a) = self.players.remove(&player) {
+            let _ = ctx.world().despawn(a.entity);
+        }
+    }
+
+    fn sanitize(&mut self, _player: PlayerId, payload: &[u8]) -> Result<MoveInput, InputRefusal> {
+        MoveInput::decode(payload)
+            .ok_or_else(|| InputRefusal::new(REFUSE_BAD_INPUT, "expected 1 or 2 bytes"))
+    }
+
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, input: MoveInput) {
+        let Some(a) = self.players.get_mut(&player) else {
+            return;
+        };
+        let next = step(&a.state, &input, DT, &PILLARS);
+        if next != a.state {
+            a.state = next;
+            let _ = ctx.world().set_pos(a.entity, next.x, next.y);
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        self.tick = ctx.tick();
+        for d in &mut self.drones {
+            let (x, y) = d.path.advance(DT);
+            let _ = ctx.world().set_pos(d.entity, x, y);
+        }
+        self.respawn_pickups(ctx);
+        self.collect_pickups(ctx);
+    }
+
+    fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {
+        let pending = self.pending.remove(settlement.key.as_str());
+        match &settlement.outcome {
+            FactOutcome::Ok(result) => {
+                self.stats.saved += 1;
+                let Some(p) = pending else {
+                    return;
+                };
+                // The ledger answers with the principal's totals: the durable truth, immune to a
+                // settlement seen twice after a restore. Other sinks: count it here.
+                let total = match result.get("score").and_then(|v| v.as_u64()) {
+                    Some(t) => u32::try_from(t).unwrap_or(u32::MAX),
+                    None => self.score(&p.principal).saturating_add(p.amount),
+                };
+                self.scores.insert(p.principal.clone(), total);
+                self.announce_score(ctx, &p.principal, p.amount, total);
+            }
+            FactOutcome::Refused(reason) => {
+                self.stats.refused += 1;
+                let Some(p) = pending else {
+                    return;
+                };
+                let text: String = reason.chars().take(200).collect();
+                let targets: Vec<PlayerId> = self
+                    .players
+                    .iter()
+                    .filter(|(_, a)| a.principal == p.principal)
+                    .map(|(id, _)| *id)
+                    .collect();
+                for player in targets {
+                    ctx.emit_event(
+                        EventTarget::Player(player),
+                        TOPIC_REFUSED,
+                        text.as_bytes().to_vec(),
+                    );
+                }
+            }
+        }
+    }
+
+    fn state_hash(&self) -> Option<u64> {
+        let mut h = StateHasher::new();
+        for (id, a) in &self.players {
+            id.0.hash(&mut h);
+            h.write_u32(a.state.x.to_bits());
+            h.write_u32(a.state.y.to_bits());
+        }
+        for p in &self.pickups {
+            p.entity.is_some().hash(&mut h);
+            p.respawn_at.hash(&mut h);
+        }
+        for (k, v) in &self.scores {
+            k.hash(&mut h);
+            v.hash(&mut h);
+        }
+        self.pending.len().hash(&mut h);
+        Some(h.finish())
+    }
+}
+
+#[cfg(test)]
+mod tests;

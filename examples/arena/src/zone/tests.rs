@@ -1,0 +1,466 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The arena zone driven through a real `ZoneHost` with a manual clock; what players see is read
+//! from the Delta frames the host builds, decoded by the protocol crate's `Mirror`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::json;
+use zonekeep_core::fact::{FactKey, FactOutcome, Settlement};
+use zonekeep_core::{
+    Claims, Clock, ManualClock, PlayerId, Principal, Role, ZoneError, ZoneHost, ZoneInit,
+};
+use zonekeep_protocol::{FieldValue, Mirror};
+
+use super::*;
+use crate::movement::{snap, MAX_X, MIN_X, SPEED};
+use crate::movement::{DIR_DOWN, DIR_LEFT, DIR_RIGHT};
+
+struct Rig {
+    host: ZoneHost<Arena>,
+    clock: ManualClock,
+    mirrors: BTreeMap<PlayerId, Mirror>,
+    events: BTreeMap<PlayerId, Vec<(u16, Vec<u8>)>>,
+    seqs: BTreeMap<PlayerId, u32>,
+}
+
+fn init(params: serde_json::Value) -> ZoneInit {
+    ZoneInit {
+        zone_id: "arena-test".into(),
+        kind: "arena".into(),
+        params,
+    }
+}
+
+impl Rig {
+    fn new(params: serde_json::Value, seed: u64) -> Rig {
+        let clock = ManualClock::new();
+        let mut config = zone_config();
+        config.world_seed = seed;
+        let host = ZoneHost::new(init(params), config, Arc::new(clock.clone())).unwrap();
+        Rig {
+            host,
+            clock,
+            mirrors: BTreeMap::new(),
+            events: BTreeMap::new(),
+            seqs: BTreeMap::new(),
+        }
+    }
+
+    fn join(&mut self, principal: &str, name: Option<&str>, role: Role) -> PlayerId {
+        let mut claims = Claims::new();
+        if let Some(n) = name {
+            claims.insert("name".into(), json!(n));
+        }
+        let p = self
+            .host
+            .join(Principal::new(principal), claims, role)
+            .unwrap();
+        self.mirrors.insert(p, Mirror::new());
+        p
+    }
+
+    /// Runs `n` ticks, building and decoding every player's frames after each.
+    fn ticks(&mut self, n: u32) {
+        let schema = self.host.schema();
+        for _ in 0..n {
+            self.clock.advance(self.host.config().dt());
+            let report = self.host.advance(self.clock.now());
+            if report.patch_ticks.is_empty() {
+                continue;
+            }
+            let mut frames: Vec<(PlayerId, Vec<u8>)> = Vec::new();
+            self.host
+                .build_frames(&mut |p, bytes| frames.push((p, bytes.to_vec())))
+                .unwrap();
+            for (p, bytes) in frames {
+                let d = self
+                    .mirrors
+                    .get_mut(&p)
+                    .unwrap()
+                    .decode_apply(&bytes, &schema)
+                    .unwrap();
+                for e in d.events.unwrap_or_default() {
+                    self.events.entry(p).or_default().push((e.topic, e.payload));
+                }
+            }
+        }
+    }
+
+    fn input(&mut self, p: PlayerId, payload: &[u8]) {
+        let seq = self.seqs.entry(p).or_insert(0);
+        *seq += 1;
+        assert!(self.host.push_input(p, *seq, 0, payload).is_accepted());
+    }
+
+    /// One input per tick for `n` ticks.
+    fn hold(&mut self, p: PlayerId, dir: u8, n: u32) {
+        for _ in 0..n {
+            self.input(p, &[dir]);
+            self.ticks(1);
+        }
+    }
+
+    fn put(&mut self, p: PlayerId, x: f32, y: f32) {
+        let state = MoveState {
+            x: snap(x),
+            y: snap(y),
+        };
+        self.host.zone_mut().players.get_mut(&p).unwrap().state = state;
+    }
+
+    fn pos(&self, p: PlayerId) -> MoveState {
+        self.host.zone().position(p).unwrap()
+    }
+
+    fn sees(&self, viewer: PlayerId, entity: EntityId) -> bool {
+        self.mirrors[&viewer].get(entity.0).is_some()
+    }
+
+    fn kind_count(&self, viewer: PlayerId, kind: &str) -> usize {
+        let k = self
+            .host
+            .schema()
+            .kinds
+            .iter()
+            .position(|d| d.name == kind)
+            .unwrap() as u32;
+        self.mirrors[&viewer]
+            .iter()
+            .filter(|(_, e)| e.kind == k)
+            .count()
+    }
+}
+
+fn dist(a: MoveState, b: MoveState) -> f32 {
+    ((a.x - b.x).powi(2) + (a.y - b.y).powi(2)).sqrt()
+}
+
+#[test]
+fn players_spawn_near_the_centre_with_name_colour_and_control() {
+    let mut rig = Rig::new(json!({}), 1);
+    let a = rig.join("alice", Some("  Ada <3 "), Role::Player);
+    rig.ticks(1);
+    let s = rig.pos(a);
+    assert!(
+        (s.x - ARENA_W / 2.0).abs() <= SPAWN_RADIUS && (s.y - ARENA_H / 2.0).abs() <= SPAWN_RADIUS
+    );
+    let entity = rig.host.zone().avatar(a).unwrap();
+    let m = &rig.mirrors[&a];
+    assert_eq!(
+        m.control(),
+        Some(entity.0),
+        "the player controls its avatar"
+    );
+    let e = m.get(entity.0).unwrap();
+    assert_eq!(e.fields[F_NAME], FieldValue::Str("Ada 3".into()));
+    assert_eq!(e.fields[F_HUE], FieldValue::U(hue("alice")));
+    assert_eq!(e.fields[F_SCORE], FieldValue::U(0));
+    // What the client decodes is exactly the server's position (the prediction's starting point).
+    assert_eq!(
+        (
+            zonekeep_protocol::quant::pos_decode(e.qx, POS_STEP),
+            zonekeep_protocol::quant::pos_decode(e.qy, POS_STEP)
+        ),
+        (s.x, s.y)
+    );
+}
+
+#[test]
+fn movement_is_one_step_per_tick_whatever_the_client_sends() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 0 }), 1);
+    let a = rig.join("alice", None, Role::Player);
+    rig.put(a, 60.0, 20.0);
+    // A burst of 10 inputs in one tick moves one step: the buffer hands out one per tick.
+    for _ in 0..10 {
+        rig.input(a, &[DIR_RIGHT]);
+    }
+    rig.ticks(1);
+    let s = rig.pos(a);
+    assert!((s.x - 60.0 - SPEED * DT).abs() <= POS_STEP, "{s:?}");
+    // The rest follow, one per tick, never faster than the speed limit.
+    let mut prev = s;
+    for _ in 0..9 {
+        rig.ticks(1);
+        let now = rig.pos(a);
+        assert!(dist(prev, now) <= SPEED * DT + POS_STEP);
+        prev = now;
+    }
+    assert_eq!(rig.host.last_processed_seq(a), Some(10));
+    assert!((prev.x - 60.0 - 10.0 * SPEED * DT).abs() <= 10.0 * POS_STEP);
+    // Garbage payloads are refused, never applied.
+    assert!(!rig.host.push_input(a, 11, 0, &[]).is_accepted());
+    assert!(!rig.host.push_input(a, 12, 0, &[1, 2, 3]).is_accepted());
+}
+
+#[test]
+fn players_stay_in_bounds_and_pillars_block() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 0 }), 1);
+    let a = rig.join("alice", None, Role::Player);
+    rig.put(a, 3.0, 3.0);
+    rig.hold(a, DIR_LEFT, 30);
+    assert_eq!(rig.pos(a).x, snap(MIN_X));
+    rig.put(a, ARENA_W - 3.0, 3.0);
+    rig.hold(a, DIR_RIGHT, 30);
+    assert_eq!(rig.pos(a).x, snap(MAX_X));
+    // Pillar 4 is at (46, 40) with radius 4: walking straight at it stops at its rim.
+    let p = PILLARS[4];
+    rig.put(a, p.x + p.r + 6.0, p.y);
+    rig.hold(a, DIR_LEFT, 60);
+    let s = rig.pos(a);
+    assert!(
+        dist(s, MoveState { x: p.x, y: p.y }) >= p.r + PLAYER_RADIUS - POS_STEP,
+        "{s:?}"
+    );
+    assert!(s.x > p.x);
+}
+
+#[test]
+fn drones_fly_deterministically_from_the_seed() {
+    let run = |seed: u64| {
+        let mut rig = Rig::new(json!({ "drones": 12, "pickups": 4 }), seed);
+        let mut hashes = Vec::new();
+        let mut positions = Vec::new();
+        for _ in 0..60 {
+            rig.ticks(1);
+            hashes.push(rig.host.state_hash().unwrap());
+            positions.push(
+                rig.host
+                    .zone()
+                    .drones
+                    .iter()
+                    .map(|d| d.path.pos())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        (hashes, positions)
+    };
+    let (h1, p1) = run(5);
+    let (h2, p2) = run(5);
+    assert_eq!(h1, h2);
+    assert_eq!(p1, p2);
+    assert_eq!(p1[0].len(), 12);
+    assert!(
+        p1[0].iter().zip(&p1[59]).all(|(a, b)| a != b),
+        "every drone moved"
+    );
+    assert_ne!(run(6).1, p1, "another seed, other paths");
+}
+
+#[test]
+fn far_players_do_not_see_each_other_near_ones_do() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 0 }), 1);
+    let a = rig.join("alice", None, Role::Player);
+    let b = rig.join("bob", None, Role::Player);
+    rig.put(a, 5.0, 5.0);
+    rig.put(b, ARENA_W - 5.0, ARENA_H - 5.0);
+    // Positions reach the world on the next move.
+    rig.input(a, &[DIR_DOWN]);
+    rig.input(b, &[DIR_LEFT]);
+    rig.ticks(2);
+    let (ea, eb) = (
+        rig.host.zone().avatar(a).unwrap(),
+        rig.host.zone().avatar(b).unwrap(),
+    );
+    assert!(rig.sees(a, ea) && rig.sees(b, eb));
+    assert!(!rig.sees(a, eb) && !rig.sees(b, ea), "far apart: hidden");
+    // Pillars are global: everyone can predict collisions with all of them.
+    assert_eq!(rig.kind_count(a, KIND_PILLAR), PILLARS.len());
+    // Bob walks up to Alice: she sees him once he is inside her view radius.
+    rig.put(b, 5.0 + VIEW_RADIUS - 4.0, 5.0);
+    rig.input(b, &[DIR_LEFT]);
+    rig.ticks(2);
+    assert!(rig.sees(a, eb) && rig.sees(b, ea));
+    // An observer sees both from the centre.
+    let o = rig.join("olive", None, Role::Observer);
+    rig.ticks(1);
+    assert!(rig.sees(o, ea) && rig.sees(o, eb));
+}
+
+#[test]
+fn pickups_emit_facts_and_settlements_raise_the_saved_score() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 3 }), 9);
+    let a = rig.join("alice", None, Role::Player);
+    rig.ticks(1);
+    assert_eq!(rig.host.zone().pickups().len(), 3);
+    let (px, py) = rig.host.zone().pickups()[0];
+    rig.put(a, px, py);
+    rig.ticks(1);
+
+    let facts = rig.host.take_facts();
+    assert_eq!(facts.len(), 1);
+    let fact = &facts[0];
+    assert_eq!(fact.kind, FACT_PICKUP);
+    assert_eq!(fact.principal.as_deref(), Some("alice"));
+    assert_eq!(fact.payload, json!({ "add": { "score": 1 } }));
+    assert_eq!(rig.host.zone().pickups().len(), 2, "the pickup is gone");
+    assert_eq!(rig.host.zone().stats().picked, 1);
+    assert_eq!(
+        rig.events[&a],
+        vec![(TOPIC_PICKED, 1u32.to_le_bytes().to_vec())]
+    );
+    // Standing on the spot does not pick it again.
+    rig.ticks(3);
+    assert!(rig.host.take_facts().is_empty());
+
+    // The ledger settles with the principal's totals: the score becomes that total.
+    rig.host.settle(Settlement {
+        key: fact.key.clone(),
+        outcome: FactOutcome::Ok(json!({ "score": 7 })),
+    });
+    rig.ticks(1);
+    assert_eq!(rig.host.zone().score("alice"), 7);
+    let mut saved = 1u32.to_le_bytes().to_vec();
+    saved.extend_from_slice(&7u32.to_le_bytes());
+    assert_eq!(rig.events[&a].last(), Some(&(TOPIC_SAVED, saved)));
+    let entity = rig.host.zone().avatar(a).unwrap();
+    assert_eq!(
+        rig.mirrors[&a].get(entity.0).unwrap().fields[F_SCORE],
+        FieldValue::U(7)
+    );
+    assert_eq!(rig.host.zone().pending_facts(), 0);
+
+    // A refusal is reported to the player and changes nothing.
+    let (qx, qy) = rig.host.zone().pickups()[0];
+    rig.put(a, qx, qy);
+    rig.ticks(1);
+    let second = rig.host.take_facts();
+    assert_eq!(second.len(), 1);
+    rig.host.settle(Settlement {
+        key: second[0].key.clone(),
+        outcome: FactOutcome::Refused("nope".into()),
+    });
+    rig.ticks(1);
+    assert_eq!(rig.host.zone().score("alice"), 7);
+    assert_eq!(
+        rig.events[&a].last(),
+        Some(&(TOPIC_REFUSED, b"nope".to_vec()))
+    );
+    // An unknown settlement is ignored.
+    rig.host.settle(Settlement {
+        key: FactKey("other".into()),
+        outcome: FactOutcome::Ok(json!({ "score": 100 })),
+    });
+    rig.ticks(1);
+    assert_eq!(rig.host.zone().score("alice"), 7);
+}
+
+#[test]
+fn collected_pickups_respawn() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 1 }), 2);
+    let a = rig.join("alice", None, Role::Player);
+    let (px, py) = rig.host.zone().pickups()[0];
+    rig.put(a, px, py);
+    rig.ticks(1);
+    assert!(rig.host.zone().pickups().is_empty());
+    rig.put(a, 1.0, 1.0);
+    rig.ticks(RESPAWN_TICKS as u32 - 1);
+    assert!(rig.host.zone().pickups().is_empty());
+    rig.ticks(1);
+    assert_eq!(rig.host.zone().pickups().len(), 1);
+    assert!(rig.kind_count(a, KIND_PICKUP) <= 1);
+}
+
+#[test]
+fn save_and_restore_keep_scores_pending_facts_and_pickups() {
+    let mut rig = Rig::new(json!({ "drones": 3, "pickups": 4 }), 3);
+    let a = rig.join("alice", None, Role::Player);
+    let (px, py) = rig.host.zone().pickups()[0];
+    rig.put(a, px, py);
+    rig.ticks(1);
+    let fact = rig.host.take_facts().remove(0);
+    rig.host.settle(Settlement {
+        key: fact.key.clone(),
+        outcome: FactOutcome::Ok(json!({ "score": 3 })),
+    });
+    rig.ticks(1);
+    let (qx, qy) = rig.host.zone().pickups()[0];
+    rig.put(a, qx, qy);
+    rig.ticks(1);
+    let in_flight = rig.host.take_facts().remove(0);
+    let pickups_before = rig.host.zone().pickups();
+    let envelope = rig.host.snapshot().expect("the arena is persisted");
+
+    let clock = ManualClock::new();
+    let mut restored = ZoneHost::<Arena>::restore(
+        init(json!({ "drones": 3, "pickups": 4 })),
+        zone_config(),
+        Arc::new(clock.clone()),
+        1,
+        &envelope,
+    )
+    .unwrap();
+    assert_eq!(restored.zone().score("alice"), 3);
+    assert_eq!(restored.zone().pending_facts(), 1);
+    assert_eq!(restored.zone().pickups(), pickups_before);
+    // The unsettled fact is sent again under its key; settling it raises the score once.
+    let resent = restored.take_facts();
+    assert_eq!(resent.len(), 1);
+    assert_eq!(resent[0].key, in_flight.key);
+    let b = restored
+        .join(Principal::new("alice"), Claims::new(), Role::Player)
+        .unwrap();
+    restored.settle(Settlement {
+        key: in_flight.key,
+        outcome: FactOutcome::Ok(json!({ "score": 4 })),
+    });
+    clock.advance(restored.config().dt());
+    restored.advance(clock.now());
+    assert_eq!(restored.zone().score("alice"), 4);
+    let e = restored.zone().avatar(b).unwrap();
+    assert_eq!(restored.world().get_uint(e, F_SCORE).unwrap(), 4);
+
+    // A damaged envelope is a typed error, not a panic.
+    let mut broken = rig.host.snapshot().unwrap();
+    if let Some(b) = broken.last_mut() {
+        *b ^= 0xff;
+    }
+    assert!(ZoneHost::<Arena>::restore(
+        init(json!({})),
+        zone_config(),
+        Arc::new(ManualClock::new()),
+        2,
+        &broken
+    )
+    .is_err());
+}
+
+#[test]
+fn bad_params_and_configs_are_refused() {
+    let clock = Arc::new(ManualClock::new());
+    for params in [
+        json!({ "drones": -1 }),
+        json!({ "pickups": 10_000 }),
+        json!({ "drones": "x" }),
+    ] {
+        let err = ZoneHost::<Arena>::new(init(params), zone_config(), clock.clone()).unwrap_err();
+        assert!(matches!(err, ZoneError::InvalidParams(_)), "{err}");
+    }
+    let mut wrong_rate = zone_config();
+    wrong_rate.tick_hz = 60;
+    assert!(matches!(
+        ZoneHost::<Arena>::new(init(json!({})), wrong_rate, clock.clone()),
+        Err(ZoneError::InvalidParams(_))
+    ));
+    let mut wrong_step = zone_config();
+    wrong_step.replication.pos_step = 0.05;
+    assert!(matches!(
+        ZoneHost::<Arena>::new(init(json!({})), wrong_step, clock),
+        Err(ZoneError::InvalidParams(_))
+    ));
+}
+
+#[test]
+fn leaving_removes_the_avatar_for_everyone() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 0 }), 1);
+    let a = rig.join("alice", None, Role::Player);
+    let b = rig.join("bob", None, Role::Player);
+    rig.ticks(1);
+    let ea = rig.host.zone().avatar(a).unwrap();
+    assert!(rig.sees(b, ea));
+    rig.host.leave(a, zonekeep_core::LeaveReason::Left).unwrap();
+    rig.mirrors.remove(&a);
+    rig.ticks(1);
+    assert!(!rig.sees(b, ea));
+    assert!(rig.host.zone().position(a).is_none());
+}
