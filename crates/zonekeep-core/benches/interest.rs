@@ -4,6 +4,9 @@
 //!
 //! Run: `cargo bench -p zonekeep-core --bench interest`
 
+// A benchmark binary: a failed setup step should abort loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::time::Instant;
 use zonekeep_core::interest::{Interest, View, ViewSpec};
 use zonekeep_core::world::{EntityId, World};

@@ -96,6 +96,21 @@ impl Cache {
                 });
             }
         }
+        self.record_miss(world, rank, bqx, bqy, mask)
+    }
+
+    /// Encodes a record not yet in the cache (the first subscriber, or a different base).
+    #[cold]
+    #[inline(never)]
+    fn record_miss(
+        &mut self,
+        world: &World,
+        rank: usize,
+        bqx: i32,
+        bqy: i32,
+        mask: u32,
+    ) -> Result<Span, EncodeError> {
+        let stamp = self.stamp;
         let (qx, qy) = world
             .rank_qpos(rank)
             .ok_or(EncodeError::Invalid("replicated rank out of range"))?;

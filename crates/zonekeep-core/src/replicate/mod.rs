@@ -24,6 +24,7 @@
 //! within `⌈(N / k) · (w_max / w_min)⌉ + 1` patches (see the starvation test). An entity skipped this
 //! patch keeps its old base position and its pending fields, so what it is sent later is still exact.
 
+mod budget;
 mod build;
 mod cache;
 mod share;

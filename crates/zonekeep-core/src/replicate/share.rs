@@ -218,7 +218,7 @@ impl Share {
         };
         out.clear();
         // The writer emits the tag and header; the body is the leader's, then this subscriber's events.
-        drop(DeltaWriter::new(out, &header));
+        let _header_only = DeltaWriter::new(out, &header);
         out.extend_from_slice(body);
         let mut ok = true;
         if !kept.is_empty() {
