@@ -225,7 +225,10 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    for c in cases.iter().filter(|c| only.is_empty() || only.contains(&c.n)) {
+    for c in cases
+        .iter()
+        .filter(|c| only.is_empty() || only.contains(&c.n))
+    {
         let o = run(c);
         println!(
             "| {} | {:.2} | {:.3} | {:.4} | {:.4} | {:.4} | {} | {} | {} | {:+.0}% | {:.2}x | {}/{} | {} | {} |",
