@@ -33,9 +33,6 @@ use crate::sim::{DisposeHook, JoinFailure, Registry, SimContext, SimPool, ZoneCr
 use crate::ticket::{KeyRing, TicketKey, Verifier};
 use crate::{admin, dev, session};
 
-/// Zone events queued per connection between patches before further ones are dropped.
-const MAX_PENDING_EVENTS: usize = 4096;
-
 /// Why a host could not be built or served.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -285,7 +282,6 @@ impl HostBuilder {
             reconnect: reconnect.clone(),
             registry: registry.clone(),
             dispose_hook: self.dispose_hook,
-            max_pending_events: MAX_PENDING_EVENTS,
             zone_inbox: config.zone_inbox,
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;

@@ -244,6 +244,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
 fn serve(args: ServeArgs) -> Result<()> {
     let cfg = serve_config(&args)?;
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
@@ -341,4 +342,50 @@ fn ticket(args: TicketArgs) -> Result<()> {
     };
     println!("{}", mint(key, &req, unix_now())?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn flags_beat_env_beat_file_beat_defaults() {
+        let path =
+            std::env::temp_dir().join(format!("zonekeep-cli-test-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            "idle_timeout_ms = 111\noutbox_frames = 5\nmax_zones = 9\n",
+        )
+        .unwrap();
+        // This is the only test in this binary that touches the environment.
+        std::env::set_var("ZONEKEEP_OUTBOX_FRAMES", "7");
+        std::env::set_var("ZONEKEEP_MAX_ZONES", "8");
+        let cli = Cli::try_parse_from([
+            "zonekeep",
+            "serve",
+            "--config",
+            path.to_str().unwrap(),
+            "--max-zones",
+            "3",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("serve expected")
+        };
+        let cfg = serve_config(&args).unwrap();
+        assert_eq!(cfg.idle_timeout_ms, 111, "file over default");
+        assert_eq!(cfg.outbox_frames, 7, "env over file");
+        assert_eq!(cfg.max_zones, 3, "flag over env");
+        assert_eq!(cfg.handshake_timeout_ms, 5_000, "default");
+        std::fs::write(&path, "idle_timeout_ms = 111\nno_such_key = 1\n").unwrap();
+        let cli =
+            Cli::try_parse_from(["zonekeep", "serve", "--config", path.to_str().unwrap()]).unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("serve expected")
+        };
+        let err = format!("{:#}", serve_config(&args).unwrap_err());
+        assert!(err.contains("no_such_key"), "{err}");
+        let _ = std::fs::remove_file(&path);
+    }
 }

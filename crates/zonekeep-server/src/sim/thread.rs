@@ -36,7 +36,6 @@ pub(crate) struct SimContext {
     pub reconnect: Arc<ReconnectStore>,
     pub registry: Arc<Registry>,
     pub dispose_hook: Option<DisposeHook>,
-    pub max_pending_events: usize,
     pub zone_inbox: usize,
 }
 

@@ -1,35 +1,26 @@
 //! One zone on its simulation thread: the host, its subscribers (connections)
 //! and the per-advance work of the hot path.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use zonekeep_core::{
-    AdvanceReport, AnyZoneHost, Claims, EventTarget, JoinError, PlayerId, Principal, RejoinError,
-    Role, Tier,
+    AdvanceReport, AnyZoneHost, Claims, JoinError, PlayerId, Principal, RejoinError, Role, Tier,
 };
 use zonekeep_protocol::messages::{KickCode, Role as WireRole, Welcome};
-use zonekeep_protocol::schema::Schema;
 
-use super::frames::{delta_frame, event_fits, welcome_frame};
+use super::frames::welcome_frame;
 use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
 use crate::conn::{ConnHandle, Offer};
 use crate::metrics::ZoneMetrics;
 
-/// A frame is sent at least this often even when nothing changed (keep-alive, PROTOCOL.md §6).
-const KEEPALIVE: Duration = Duration::from_secs(1);
-
-/// One connected participant.
+/// One participant's connection (`None` while it is dropped, within the grace).
 struct Sub {
     conn: Option<ConnHandle>,
-    baseline: bool,
-    last_ack: u32,
-    last_sent: Duration,
-    events: VecDeque<(u16, Vec<u8>)>,
 }
 
 pub(crate) struct ZoneRun {
@@ -80,16 +71,8 @@ impl ZoneRun {
         run
     }
 
-    /// The schema clients decode entities with. Entity-less until the
-    /// replicated world is wired into the host.
-    fn schema(&self) -> Schema {
-        Schema {
-            pos_step: 0.01,
-            kinds: Vec::new(),
-        }
-    }
-
-    /// Send Welcome + BASELINE Delta and attach `conn` to `player`.
+    /// Send Welcome and attach `conn` to `player`; the replicator makes its
+    /// next frame a BASELINE (PROTOCOL.md §6).
     fn attach(
         &mut self,
         ctx: &SimContext,
@@ -124,22 +107,13 @@ impl ZoneRun {
             tick: self.host.tick(),
             features: 0,
             reconnect_token: token,
-            schema: self.schema(),
+            schema: self.host.schema(),
         };
         let frame = welcome_frame(welcome)
             .map_err(|e| JoinFailure::Unavailable(format!("welcome: {e}")))?;
-        self.send(&conn, frame);
-        let mut sub = Sub {
-            conn: Some(conn),
-            baseline: true,
-            last_ack: 0,
-            last_sent: ctx.clock.now(),
-            events: VecDeque::new(),
-        };
-        // The BASELINE Delta follows Welcome immediately so the client has state at once.
-        let now = ctx.clock.now();
-        self.send_delta(player, &mut sub, self.host.tick(), now);
-        self.subs.insert(player, sub);
+        self.host.resync(player);
+        send_frame(&self.metrics, &conn, frame);
+        self.subs.insert(player, Sub { conn: Some(conn) });
         self.publish();
         Ok(Joined { player })
     }
@@ -205,7 +179,6 @@ impl ZoneRun {
             return; // a stale notice from a replaced connection
         }
         sub.conn = None;
-        sub.events.clear();
         if self.host.drop_player(player).is_ok() {
             let grace = self.host.config().reconnect_grace;
             ctx.reconnect
@@ -260,10 +233,10 @@ impl ZoneRun {
                 .push_input(i.player, i.seq, i.view_tick, &i.payload);
         }
         let report = self.host.advance(now);
-        self.absorb(ctx, &report, now)
+        self.absorb(ctx, &report)
     }
 
-    fn absorb(&mut self, ctx: &SimContext, report: &AdvanceReport, now: Duration) -> bool {
+    fn absorb(&mut self, ctx: &SimContext, report: &AdvanceReport) -> bool {
         self.entry.tick.store(report.tick, Ordering::Relaxed);
         self.ticks_dropped += report.ticks_dropped;
         self.metrics.record_advance(
@@ -294,30 +267,8 @@ impl ZoneRun {
         if report.events_dropped > 0 {
             ctx.metrics.events_dropped(report.events_dropped);
         }
-        for ev in &report.events {
-            if !event_fits(&ev.payload) {
-                ctx.metrics.events_dropped(1);
-                continue;
-            }
-            let targets: Vec<PlayerId> = match ev.target {
-                EventTarget::All => self.subs.keys().copied().collect(),
-                EventTarget::Player(p) => vec![p],
-            };
-            for p in targets {
-                if let Some(sub) = self.subs.get_mut(&p) {
-                    if sub.conn.is_none() {
-                        continue;
-                    }
-                    if sub.events.len() >= ctx.max_pending_events {
-                        ctx.metrics.events_dropped(1);
-                        continue;
-                    }
-                    sub.events.push_back((ev.topic, ev.payload.clone()));
-                }
-            }
-        }
-        if let Some(&tick) = report.patch_ticks.last() {
-            self.build_frames(tick, now);
+        if !report.patch_ticks.is_empty() {
+            self.build_frames();
         }
         let mut dormant = false;
         for t in &report.tier_transitions {
@@ -330,52 +281,21 @@ impl ZoneRun {
         dormant
     }
 
-    /// Build and hand out every subscriber's frame for patch `tick`. This is
-    /// the one call a replicator takes over (`host.build_frames(...)`).
-    fn build_frames(&mut self, tick: u64, now: Duration) {
-        let mut subs = std::mem::take(&mut self.subs);
-        for (player, sub) in subs.iter_mut() {
-            if sub.conn.is_none() {
-                continue;
+    /// Build every connected participant's Delta (the replicator: interest,
+    /// diffs, budget, ack, events) and hand each to its outbox without waiting.
+    fn build_frames(&mut self) {
+        let subs = &self.subs;
+        let metrics = &self.metrics;
+        let mut sink = |player: PlayerId, bytes: &[u8]| {
+            if let Some(conn) = subs.get(&player).and_then(|s| s.conn.as_ref()) {
+                send_frame(metrics, conn, Bytes::copy_from_slice(bytes));
             }
-            let ack = self.host.last_processed_seq(*player).unwrap_or(0);
-            let due = sub.baseline
-                || ack != sub.last_ack
-                || !sub.events.is_empty()
-                || now.saturating_sub(sub.last_sent) >= KEEPALIVE;
-            if due {
-                self.send_delta(*player, sub, tick, now);
+        };
+        if let Err(e) = self.host.build_frames(&mut sink) {
+            tracing::error!(zone = %self.entry.zone_id, error = %e, "building frames failed");
+            for c in self.subs.values().filter_map(|s| s.conn.as_ref()) {
+                c.kick(KickCode::INTERNAL_ERROR, "frame building failed");
             }
-        }
-        self.subs = subs;
-    }
-
-    fn send_delta(&mut self, player: PlayerId, sub: &mut Sub, tick: u64, now: Duration) {
-        let Some(conn) = sub.conn.clone() else { return };
-        let ack = self.host.last_processed_seq(player).unwrap_or(0);
-        match delta_frame(tick, ack, sub.baseline, &mut sub.events) {
-            Ok(frame) => {
-                if self.send(&conn, frame) {
-                    sub.baseline = false;
-                    sub.last_ack = ack;
-                    sub.last_sent = now;
-                }
-            }
-            Err(e) => {
-                tracing::error!(zone = %self.entry.zone_id, %player, error = %e, "delta encoding failed");
-                conn.kick(KickCode::INTERNAL_ERROR, "frame encoding failed");
-            }
-        }
-    }
-
-    fn send(&self, conn: &ConnHandle, frame: Bytes) -> bool {
-        let len = frame.len() as u64;
-        match conn.offer(frame) {
-            Offer::Queued => {
-                self.metrics.record_out(1, len);
-                true
-            }
-            Offer::Overflowed | Offer::Closed => false,
         }
     }
 
@@ -388,8 +308,12 @@ impl ZoneRun {
                 Role::Observer => observers += 1,
             }
         }
-        self.metrics
-            .set_population(i64::from(players), i64::from(observers), 0);
+        let entities = u32::try_from(self.host.world().len()).unwrap_or(u32::MAX);
+        self.metrics.set_population(
+            i64::from(players),
+            i64::from(observers),
+            i64::from(entities),
+        );
         let mut s = self.entry.summary.lock().unwrap_or_else(|p| p.into_inner());
         s.id = self.entry.zone_id.clone();
         s.kind = self.host.kind().to_owned();
@@ -397,7 +321,7 @@ impl ZoneRun {
         s.tick = self.host.tick();
         s.players = players;
         s.observers = observers;
-        s.entities = 0;
+        s.entities = entities;
         s.ticks_run = self.tick_stats.0;
         s.ticks_dropped = self.ticks_dropped;
         s.last_tick_us = self.tick_stats.2;
@@ -433,5 +357,17 @@ impl ZoneRun {
             summary,
             participants,
         }
+    }
+}
+
+/// Offer a frame; count it when queued.
+fn send_frame(metrics: &ZoneMetrics, conn: &ConnHandle, frame: Bytes) -> bool {
+    let len = frame.len() as u64;
+    match conn.offer(frame) {
+        Offer::Queued => {
+            metrics.record_out(1, len);
+            true
+        }
+        Offer::Overflowed | Offer::Closed => false,
     }
 }

@@ -1,0 +1,152 @@
+//! Graceful shutdown of the real `zonekeep` process on SIGTERM: connected
+//! clients are told SHUTTING_DOWN, zones are disposed, the process exits 0.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+use zonekeep_protocol::messages::{ClientMessage, DeltaContext, Hello, KickCode, ServerMessage};
+use zonekeep_protocol::schema::Schema;
+
+const SECRET: &str = "shutdown-test-secret-0123456789abcdef";
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Kill the child if the test fails before it exits.
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn sigterm_kicks_clients_with_shutting_down_and_exits_cleanly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zonekeep"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--sim-threads",
+            "1",
+            "--shutdown-timeout-ms",
+            "5000",
+        ])
+        .env("ZONEKEEP_TICKET_SECRET", SECRET)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut child = Reap(child);
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("zonekeep listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+
+    let claims = json!({"sub": "sam", "zone": "bye", "exp": now() + 60, "jti": "shutdown-1"});
+    let ticket = zonekeep_server::ticket::sign_parts(
+        SECRET.as_bytes(),
+        &json!({"alg": "HS256", "kid": "default"}),
+        &claims,
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/zones/bye"))
+        .await
+        .unwrap();
+    let hello = ClientMessage::Hello(Hello {
+        versions: vec![1],
+        ticket,
+        reconnect_token: vec![],
+        content_version: String::new(),
+    });
+    ws.send(Message::Binary(hello.to_bytes().unwrap().into()))
+        .await
+        .unwrap();
+    let schema = Schema {
+        pos_step: 0.01,
+        kinds: vec![],
+    };
+    let mut welcomed = false;
+    // Read until the Welcome and the BASELINE arrived, then signal the process.
+    while !welcomed {
+        let Some(Ok(Message::Binary(b))) = ws.next().await else {
+            panic!("closed before Welcome")
+        };
+        let msg = ServerMessage::decode(
+            &b,
+            Some(DeltaContext {
+                schema: &schema,
+                known: &[],
+            }),
+        );
+        if let Ok(ServerMessage::Delta(d)) = msg {
+            welcomed = d.baseline;
+        }
+    }
+
+    let pid = child.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+
+    let code = loop {
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .unwrap();
+        match m {
+            Some(Ok(Message::Binary(b))) => {
+                if let Ok(ServerMessage::Kick(k)) = ServerMessage::decode(
+                    &b,
+                    Some(DeltaContext {
+                        schema: &schema,
+                        known: &[],
+                    }),
+                ) {
+                    break k.code;
+                }
+            }
+            Some(Ok(_)) => {}
+            other => panic!("closed without a Kick: {other:?}"),
+        }
+    };
+    assert_eq!(code, KickCode::SHUTTING_DOWN);
+
+    let status = tokio::task::spawn_blocking(move || child.0.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "exit status {status}");
+    let log = tokio::task::spawn_blocking(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s).unwrap();
+        s
+    })
+    .await
+    .unwrap();
+    assert!(log.contains("SIGTERM received"), "{log}");
+    assert!(log.contains("shutdown complete"), "{log}");
+    assert!(!log.contains(SECRET), "the secret never reaches the logs");
+}
