@@ -20,12 +20,15 @@ use zonekeep_server::persist::{
     WebhookSink,
 };
 
+/// Each request's Idempotency-Key header and JSON body.
+type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+
 /// Answers with the scripted (status, body) pairs in order, then 200 `{}`;
 /// records each request's Idempotency-Key and JSON body.
 #[derive(Clone, Default)]
 struct Backend {
     script: Arc<Mutex<VecDeque<(u16, String)>>>,
-    seen: Arc<Mutex<Vec<(Option<String>, Value)>>>,
+    seen: Seen,
 }
 
 async fn handle(State(b): State<Backend>, headers: HeaderMap, body: Bytes) -> (StatusCode, String) {
