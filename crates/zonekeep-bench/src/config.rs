@@ -101,21 +101,21 @@ impl Workload {
     }
 }
 
-/// Which zones the bots join: `pattern` with `{n}` replaced by `b % count`, or one zone.
+/// Which zones the bots join: `pattern` with `{i}` replaced by `b % count`, or one zone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZoneTarget {
-    /// Zone id or pattern containing `{n}`.
+    /// Zone id or pattern containing `{i}`.
     pub pattern: String,
-    /// Number of zones the pattern spreads over (1 without `{n}`).
+    /// Number of zones the pattern spreads over (1 without `{i}`).
     pub count: u32,
 }
 
 impl ZoneTarget {
     /// The zone of bot `b`.
     pub fn zone_of(&self, b: u32) -> String {
-        if self.pattern.contains("{n}") {
+        if self.pattern.contains("{i}") {
             self.pattern
-                .replace("{n}", &(b % self.count.max(1)).to_string())
+                .replace("{i}", &(b % self.count.max(1)).to_string())
         } else {
             self.pattern.clone()
         }
@@ -123,7 +123,7 @@ impl ZoneTarget {
 
     /// Number of distinct zones.
     pub fn distinct(&self) -> u32 {
-        if self.pattern.contains("{n}") {
+        if self.pattern.contains("{i}") {
             self.count.max(1)
         } else {
             1
@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn zone_patterns_spread_bots() {
         let z = ZoneTarget {
-            pattern: "many-{n}".into(),
+            pattern: "many-{i}".into(),
             count: 1000,
         };
         assert_eq!(z.zone_of(0), "many-0");

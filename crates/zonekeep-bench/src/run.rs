@@ -43,7 +43,7 @@ fn validate(cfg: &BenchConfig) -> Result<(), BenchError> {
             return bad("a generic workload with --rate > 0 needs at least one --input template");
         }
     }
-    if cfg.zones.pattern.contains("{n}") && cfg.zones.count == 0 {
+    if cfg.zones.pattern.contains("{i}") && cfg.zones.count == 0 {
         return bad("--zone-count must be at least 1");
     }
     Ok(())

@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 use zonekeep_core::{Claims, Role};
+use zonekeep_bench::arena::zone::RegisterArenaWorkload;
 use zonekeep_server::examples::Dots;
 use zonekeep_server::ticket::{mint, unix_now, MintRequest};
 use zonekeep_server::{Host, Secret, ServerConfig};
@@ -25,6 +26,9 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Mint a ticket from the configured secret and print it.
     Ticket(Box<TicketArgs>),
+    /// Load bots: join zones, send inputs, measure bytes, RTT and the server's cost (`bench merge`
+    /// combines reports).
+    Bench(Box<crate::bench::BenchArgs>),
 }
 
 /// Config file and secrets, shared by every subcommand.
@@ -170,6 +174,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve(args) => serve(*args),
         Command::Ticket(args) => ticket(*args),
+        Command::Bench(args) => crate::bench::run(*args),
     }
 }
 
@@ -258,7 +263,11 @@ fn serve(args: ServeArgs) -> Result<()> {
         let listen = cfg.listen;
         let dev = cfg.dev;
         let admin = cfg.admin_token.is_some();
-        let host = Host::builder().config(cfg).zone::<Dots>("dots").build()?;
+        let host = Host::builder()
+            .config(cfg)
+            .zone::<Dots>("dots")
+            .arena_workload()
+            .build()?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;

@@ -3,6 +3,7 @@
 //! Configuration precedence for every setting: command-line flag >
 //! environment variable (`ZONEKEEP_*`) > TOML file (`--config`) > default.
 
+mod bench;
 mod cli;
 
 use std::process::ExitCode;

@@ -10,6 +10,7 @@
 
 pub mod math;
 pub mod probe;
+pub mod zone;
 
 use serde::{Deserialize, Serialize};
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};

@@ -1,0 +1,361 @@
+//! `zonekeep bench`: the load generator (bots over the Rust client) and `zonekeep bench merge`.
+//! Everything it runs lives in the `zonekeep-bench` crate; this module maps flags onto its config.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use zonekeep_bench::arena::{zone::kind_for, ArenaParams, Scenario};
+use zonekeep_bench::template::{InputFormat, Template};
+use zonekeep_bench::{Auth, BenchConfig, DecodeMode, Report, ServerSource, Workload, ZoneTarget};
+use zonekeep_client::NetSimConfig;
+
+/// Parses `20s`, `500ms`, `2m` or a plain number of seconds.
+fn duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("not a duration: {s:?} (e.g. 20s, 500ms, 2m)"))?;
+    if !v.is_finite() || v < 0.0 || v * scale > 86_400.0 {
+        return Err(format!("duration out of range: {s:?}"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum WorkloadArg {
+    /// Send --input templates at --rate.
+    Generic,
+    /// The arena workload of shared/workloads/arena.md (zone kind `arena-workload`).
+    Arena,
+    /// Idle authenticated connections (a keep-alive Ping every --idle-ping).
+    Idle,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ScenarioArg {
+    /// Broadcast: every client sees everything.
+    A,
+    /// Interest: each client sees what is within R of its player.
+    B,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DecodeArg {
+    /// Bot 0 decodes (and validates, in the arena); the others read Delta headers only.
+    Probe,
+    /// Every bot decodes into an interpolating replica.
+    All,
+    /// Nobody decodes.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Json,
+    Msgpack,
+}
+
+/// Flags of one run.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Server base URL; zones are at /zones/{id}.
+    #[arg(long, default_value = "ws://127.0.0.1:7350")]
+    url: String,
+    /// The zone every bot joins.
+    #[arg(long, default_value = "bench-1", conflicts_with = "zones")]
+    zone: String,
+    /// Zone pattern spreading bots over zones: `{i}` is replaced by `bot % --zone-count`.
+    #[arg(long)]
+    zones: Option<String>,
+    /// Number of zones the --zones pattern spreads over.
+    #[arg(long, default_value_t = 1)]
+    zone_count: u32,
+    /// Bots in this process.
+    #[arg(long, default_value_t = 10)]
+    bots: u32,
+    /// Index of this process's first bot (keeps identities distinct across machines).
+    #[arg(long, default_value_t = 0)]
+    bot_offset: u32,
+    /// Inputs per second per bot (generic workload).
+    #[arg(long, default_value_t = 10.0)]
+    rate: f64,
+    /// Measured window (e.g. 20s).
+    #[arg(long, default_value = "20s", value_parser = duration)]
+    duration: Duration,
+    /// Warm-up after every bot joined.
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    warmup: Duration,
+    /// Warm-up starts at this deadline even if not every bot joined.
+    #[arg(long, default_value = "60s", value_parser = duration)]
+    join_deadline: Duration,
+    /// Joins in flight at once.
+    #[arg(long, default_value_t = 10)]
+    join_concurrency: usize,
+    /// HS256 ticket secret shared with the host. Prefer the environment variable.
+    #[arg(long, env = "ZONEKEEP_TICKET_SECRET", hide_env_values = true)]
+    ticket_secret: Option<String>,
+    /// Key id of the ticket secret.
+    #[arg(long, env = "ZONEKEEP_TICKET_KID", default_value = "default")]
+    ticket_kid: String,
+    /// Instead of a secret: GET <join>?bot=<b>&zone=<zone> returns {"zone": ..., "ticket": ...}.
+    #[arg(long, conflicts_with = "ticket_secret")]
+    join: Option<String>,
+    /// Input template (JSON), sent in turn with the others; placeholders $rand:A:B, $int:A:B,
+    /// $bot, $tick.
+    #[arg(long = "input")]
+    inputs: Vec<String>,
+    /// Encoding of rendered inputs.
+    #[arg(long, value_enum, default_value = "json")]
+    input_format: FormatArg,
+    /// Zone kind tickets ask for when they create the zone (generic/idle workloads).
+    #[arg(long)]
+    kind: Option<String>,
+    /// Zone create params (JSON) tickets carry (generic/idle workloads).
+    #[arg(long)]
+    params: Option<String>,
+    /// What bots do.
+    #[arg(long, value_enum, default_value = "generic")]
+    workload: WorkloadArg,
+    /// Arena scenario.
+    #[arg(long, value_enum, default_value = "a")]
+    scenario: ScenarioArg,
+    /// Arena NPCs (M).
+    #[arg(long, default_value_t = 1000)]
+    npcs: u32,
+    /// Arena: byte budget per patch per client (creates kind `arena-workload-budget`; 1200 only).
+    #[arg(long)]
+    budget: Option<usize>,
+    /// Arena: keep every player inside a square of this half side around the world centre
+    /// (53 keeps all players within one view radius of each other).
+    #[arg(long)]
+    crowd_half: Option<f64>,
+    /// Who decodes what they receive.
+    #[arg(long, value_enum, default_value = "probe")]
+    decode: DecodeArg,
+    /// Client-side added latency per message, ms.
+    #[arg(long, default_value_t = 0.0)]
+    net_delay: f64,
+    /// Client-side latency jitter (±), ms.
+    #[arg(long, default_value_t = 0.0)]
+    net_jitter: f64,
+    /// Client-side loss probability (0..1), simulated as TCP retransmission delay.
+    #[arg(long, default_value_t = 0.0)]
+    net_loss: f64,
+    /// Idle workload: keep-alive Ping interval (below the host's idle timeout).
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    idle_ping: Duration,
+    /// Read the server's CPU and memory from /proc/<pid> (server on this machine).
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Scrape this /metrics URL [default: derived from --url].
+    #[arg(long)]
+    metrics_url: Option<String>,
+    /// Do not scrape /metrics.
+    #[arg(long)]
+    no_metrics: bool,
+    /// Write the full report (every figure, mergeable) to this file.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Print the report as JSON on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// No live progress line.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+/// `zonekeep bench` flags.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    sub: Option<BenchSub>,
+    #[command(flatten)]
+    run: Box<RunArgs>,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchSub {
+    /// Combine reports of runs made at the same time from several machines.
+    Merge {
+        /// Report files.
+        #[arg(required = true, num_args = 2..)]
+        files: Vec<PathBuf>,
+        /// Write the merged report here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn config(a: &RunArgs) -> Result<BenchConfig> {
+    let auth = match (&a.ticket_secret, &a.join) {
+        (Some(secret), None) => Auth::Secret {
+            secret: secret.clone(),
+            kid: a.ticket_kid.clone(),
+        },
+        (None, Some(url)) => Auth::Join { url: url.clone() },
+        _ => bail!("give --ticket-secret (or ZONEKEEP_TICKET_SECRET) or --join"),
+    };
+    let zone = a.zones.clone().unwrap_or_else(|| a.zone.clone());
+    let mut cfg = BenchConfig::new(a.url.clone(), zone, a.bots, auth);
+    cfg.zones = ZoneTarget {
+        pattern: cfg.zones.pattern.clone(),
+        count: a.zone_count,
+    };
+    cfg.bot_offset = a.bot_offset;
+    cfg.rate = a.rate;
+    cfg.duration = a.duration;
+    cfg.warmup = a.warmup;
+    cfg.join_deadline = a.join_deadline;
+    cfg.join_concurrency = a.join_concurrency;
+    cfg.decode = match a.decode {
+        DecodeArg::Probe => DecodeMode::Probe,
+        DecodeArg::All => DecodeMode::All,
+        DecodeArg::None => DecodeMode::None,
+    };
+    if !(0.0..=1.0).contains(&a.net_loss) || a.net_delay < 0.0 || a.net_jitter < 0.0 {
+        bail!("--net-delay/--net-jitter must be >= 0 and --net-loss in 0..=1");
+    }
+    cfg.netsim = NetSimConfig {
+        delay: Duration::from_secs_f64(a.net_delay / 1000.0),
+        jitter: Duration::from_secs_f64(a.net_jitter / 1000.0),
+        loss: a.net_loss,
+        ..NetSimConfig::default()
+    };
+    cfg.server = ServerSource {
+        pid: a.server_pid,
+        metrics_url: if a.no_metrics {
+            None
+        } else {
+            Some(
+                a.metrics_url
+                    .clone()
+                    .unwrap_or_else(|| zonekeep_bench::http::metrics_url_for(&a.url)),
+            )
+        },
+    };
+    cfg.progress = !a.no_progress && !a.json;
+    cfg.zone_kind = a.kind.clone();
+    cfg.zone_params = a
+        .params
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .context("--params is not JSON")?;
+    cfg.workload = match a.workload {
+        WorkloadArg::Generic => Workload::Generic {
+            templates: a
+                .inputs
+                .iter()
+                .map(|t| Template::parse(t))
+                .collect::<Result<_, _>>()?,
+            format: match a.input_format {
+                FormatArg::Json => InputFormat::Json,
+                FormatArg::Msgpack => InputFormat::Msgpack,
+            },
+        },
+        WorkloadArg::Idle => Workload::Idle {
+            ping_every: a.idle_ping,
+        },
+        WorkloadArg::Arena => {
+            let p = ArenaParams {
+                scenario: match a.scenario {
+                    ScenarioArg::A => Scenario::Broadcast,
+                    ScenarioArg::B => Scenario::Interest,
+                },
+                npcs: a.npcs,
+                budget: a.budget,
+                crowd_half: a.crowd_half,
+                ..ArenaParams::default()
+            };
+            if let Some(b) = p.budget {
+                if b != zonekeep_bench::arena::zone::BUDGET_BYTES {
+                    bail!("--budget: the host's budgeted arena kind runs with 1200 bytes");
+                }
+            }
+            cfg.zone_kind = Some(kind_for(&p).to_owned());
+            Workload::Arena(p)
+        }
+    };
+    Ok(cfg)
+}
+
+fn output(report: &Report, file: Option<&PathBuf>, json: bool) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    if let Some(path) = file {
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if json {
+        println!("{text}");
+    } else {
+        print!("{}", zonekeep_bench::summary::render(report));
+    }
+    Ok(())
+}
+
+/// Runs `zonekeep bench`.
+pub fn run(args: BenchArgs) -> Result<()> {
+    if let Some(BenchSub::Merge {
+        files,
+        report,
+        json,
+    }) = args.sub
+    {
+        let mut reports = Vec::with_capacity(files.len());
+        for f in &files {
+            let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            reports.push(serde_json::from_str::<Report>(&text).with_context(|| format!("parsing {}", f.display()))?);
+        }
+        let merged = zonekeep_bench::merge(&reports)?;
+        return output(&merged, report.as_ref(), json);
+    }
+    let a = *args.run;
+    let cfg = config(&a)?;
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    // One thread: the bots must not compete with the server for more than one core.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let report = runtime.block_on(zonekeep_bench::run(cfg))?;
+    output(&report, a.report.as_ref(), a.json)?;
+    if let Some(p) = &report.probe {
+        if p.mismatches() > 0 {
+            bail!("the probe found {} mismatches (see the report)", p.mismatches());
+        }
+    }
+    if report.counts.joined == 0 {
+        bail!("no bot joined: {:?}", report.counts.join_failed);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(duration("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(duration("x").is_err());
+        assert!(duration("-1s").is_err());
+    }
+}
