@@ -1,0 +1,143 @@
+//! Reconnecting: backoff, the token within the grace window, the fresh-ticket fallback, and
+//! installing the new socket.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rand_core::RngCore;
+use tokio::sync::mpsc;
+use zonekeep_protocol::messages::{Hello, KickCode, Welcome};
+use zonekeep_protocol::mirror::Mirror;
+
+use super::{invites_reconnect, is_ticket_problem, Driver, Flow};
+use crate::clock::ClockSync;
+use crate::connection::counters::add;
+use crate::connection::socket::{self, Ws};
+use crate::connection::{CloseReason, Event, Outgoing};
+use crate::error::ClientError;
+
+impl Driver {
+    fn backoff(&mut self, attempt: u32) -> Duration {
+        let p = &self.opts.reconnect;
+        let base = p
+            .backoff_min
+            .saturating_mul(2u32.saturating_pow(attempt.min(30)))
+            .min(p.backoff_max);
+        let unit = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        base.mul_f64(0.5 + 0.5 * unit)
+    }
+
+    /// Reconnects: with the token while the grace window lasts and the host accepts it, else with a
+    /// fresh ticket as a new player.
+    pub(super) async fn reconnect(
+        &mut self,
+        out_rx: &mut mpsc::Receiver<Outgoing>,
+    ) -> Result<(), CloseReason> {
+        let lost_at = Instant::now();
+        let policy = self.opts.reconnect.clone();
+        let mut token_refused = false;
+        let mut ticket_stale = false;
+        let mut last_err = String::from("no attempt made");
+        for attempt in 0..policy.max_attempts {
+            tokio::time::sleep(self.backoff(attempt)).await;
+            let use_token = !token_refused
+                && !self.welcome.reconnect_token.is_empty()
+                && lost_at.elapsed() < policy.grace;
+            // A new player needs a new ticket: tickets are single-use.
+            if !use_token || ticket_stale {
+                let Some(source) = self.opts.fresh_ticket.clone() else {
+                    return Err(CloseReason::Lost(format!(
+                        "cannot rejoin without a fresh ticket (last error: {last_err})"
+                    )));
+                };
+                match source().await {
+                    Ok(t) => {
+                        self.ticket = t;
+                        ticket_stale = false;
+                    }
+                    Err(e) => {
+                        last_err = ClientError::Ticket(e).to_string();
+                        continue;
+                    }
+                }
+            }
+            let hello = Hello {
+                versions: self.opts.versions.clone(),
+                ticket: self.ticket.clone(),
+                reconnect_token: if use_token {
+                    self.welcome.reconnect_token.clone()
+                } else {
+                    Vec::new()
+                },
+                content_version: self.opts.content_version.clone(),
+            };
+            match socket::open(
+                &self.url,
+                &hello,
+                self.opts.handshake_timeout,
+                &self.shared.counters,
+            )
+            .await
+            {
+                Ok((ws, welcome)) => {
+                    return self.install(ws, welcome, use_token, out_rx).await;
+                }
+                Err(ClientError::Kicked(k)) => {
+                    last_err = format!("kicked: {} ({})", k.code, k.reason);
+                    if k.code == KickCode::RECONNECT_REFUSED {
+                        token_refused = true;
+                    } else if is_ticket_problem(k.code) && self.opts.fresh_ticket.is_some() {
+                        ticket_stale = true;
+                    } else if !invites_reconnect(k.code) {
+                        return Err(CloseReason::Kicked(k));
+                    }
+                }
+                Err(e) => last_err = e.to_string(),
+            }
+        }
+        Err(CloseReason::Lost(format!(
+            "gave up after {} reconnect attempts (last error: {last_err})",
+            policy.max_attempts
+        )))
+    }
+
+    async fn install(
+        &mut self,
+        ws: Ws,
+        welcome: Welcome,
+        used_token: bool,
+        out_rx: &mut mpsc::Receiver<Outgoing>,
+    ) -> Result<(), CloseReason> {
+        let resumed = used_token && welcome.player_id == self.welcome.player_id;
+        let c = &self.shared.counters;
+        add(&c.reconnects, 1);
+        if resumed {
+            add(&c.resumes, 1);
+        } else {
+            // A new player: its sequence starts again at 1, and inputs queued for the old player
+            // mean nothing to it.
+            while out_rx.try_recv().is_ok() {
+                add(&c.inputs_discarded, 1);
+            }
+            self.shared.next_seq.store(1, Ordering::Relaxed);
+        }
+        self.shared
+            .player_id
+            .store(welcome.player_id, Ordering::Relaxed);
+        self.shared.last_tick.store(welcome.tick, Ordering::Relaxed);
+        {
+            // The host (and its clock) may have changed: start the estimate over.
+            let mut clock = self.shared.clock();
+            *clock = ClockSync::new(welcome.tick_hz);
+            clock.on_welcome(welcome.tick, self.shared.now_us());
+        }
+        self.ws = Some(ws);
+        self.mirror = Mirror::new();
+        self.welcome = welcome.clone();
+        tracing::debug!(zone = %welcome.zone_id, player = welcome.player_id, resumed, "reconnected");
+        match self.emit(Event::Welcome { welcome, resumed }).await {
+            Flow::Stop(r) => Err(r),
+            _ => Ok(()),
+        }
+    }
+}
