@@ -93,8 +93,8 @@ mod tests {
     #[test]
     fn full_cache_refuses_new_ids_and_keeps_old_ones() {
         let mut c = ReplayCache::new(2);
-        c.admit("a", 100, 0).unwrap();
-        c.admit("b", 100, 0).unwrap();
+        assert_eq!(c.admit("a", 100, 0), Ok(()));
+        assert_eq!(c.admit("b", 100, 0), Ok(()));
         assert_eq!(c.admit("c", 100, 0), Err(ReplayError::Full));
         assert_eq!(c.admit("a", 100, 0), Err(ReplayError::Replayed));
         assert_eq!(c.len(), 2);
