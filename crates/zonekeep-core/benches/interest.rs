@@ -147,7 +147,15 @@ fn main() {
         "| case | total p50 ms | total p99 ms | views p50 ms | views p99 ms | visible/sub | ref total p50 | ref views p50 | total vs ref |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    for c in &cases {
+    // Optional case filter: `cargo bench -p zonekeep-core --bench interest -- crowd`.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    for c in cases
+        .iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| o == c.name))
+    {
         let r = run(c);
         println!(
             "| {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.2} | {:.2} | {:.2}x |",

@@ -49,8 +49,9 @@ pub struct Grid {
     cells: Vec<u64>,
     /// Per rank scratch: the entity's bucket (or `u32::MAX` when not alive).
     bucket_of: Vec<u32>,
-    /// Per rank scratch: the entity's packed cell (hashed mode).
-    cell_of: Vec<u64>,
+    /// Per rank scratch: the entity's cell column and row.
+    cx_of: Vec<i32>,
+    cy_of: Vec<i32>,
 }
 
 /// Packs a cell coordinate pair into one comparable key.
@@ -66,11 +67,14 @@ fn cell_hash(cx: i32, cy: i32) -> u32 {
     (k >> 32) as u32 ^ (k as u32)
 }
 
-/// The cell coordinate of a world coordinate. `as` saturates and maps NaN to 0, which is what we want:
-/// a wild coordinate lands in an edge cell instead of panicking.
+/// The cell coordinate of a world coordinate: `floor(v / cell)`. `as` saturates and maps NaN to 0,
+/// which is what we want: a wild coordinate lands in an edge cell instead of panicking. The floor is
+/// done by truncation plus a correction because `f32::floor` is a libm call on baseline x86-64.
 #[inline]
 fn cell_coord(v: f32, inv_cell: f32) -> i32 {
-    (v * inv_cell).floor() as i32
+    let t = v * inv_cell;
+    let i = t as i32;
+    i.saturating_sub(i32::from((i as f32) > t))
 }
 
 impl Grid {
@@ -92,7 +96,8 @@ impl Grid {
             ranks: Vec::new(),
             cells: Vec::new(),
             bucket_of: Vec::new(),
-            cell_of: Vec::new(),
+            cx_of: Vec::new(),
+            cy_of: Vec::new(),
         }
     }
 
@@ -115,22 +120,22 @@ impl Grid {
     pub fn rebuild(&mut self, cols: &Columns<'_>) {
         let n = cols.len();
         let inv = self.inv_cell;
-        self.bucket_of.clear();
-        self.bucket_of.resize(n, u32::MAX);
-        // Pass 1: cell bounds of alive entities.
+        // Pass 1: every alive entity's cell (computed once) and the bounds of occupied cells.
         let (mut minx, mut miny, mut maxx, mut maxy) = (i32::MAX, i32::MAX, i32::MIN, i32::MIN);
         let mut alive = 0usize;
-        for r in 0..n {
-            if !cols.is_alive(r) {
-                continue;
+        self.cx_of.clear();
+        self.cy_of.clear();
+        for ((&x, &y), &f) in cols.xs.iter().zip(cols.ys).zip(cols.flags) {
+            let (cx, cy) = (cell_coord(x, inv), cell_coord(y, inv));
+            self.cx_of.push(cx);
+            self.cy_of.push(cy);
+            if f & super::ALIVE != 0 {
+                alive += 1;
+                minx = minx.min(cx);
+                maxx = maxx.max(cx);
+                miny = miny.min(cy);
+                maxy = maxy.max(cy);
             }
-            alive += 1;
-            let cx = cell_coord(cols.xs[r], inv);
-            let cy = cell_coord(cols.ys[r], inv);
-            minx = minx.min(cx);
-            maxx = maxx.max(cx);
-            miny = miny.min(cy);
-            maxy = maxy.max(cy);
         }
         if alive == 0 {
             self.mapping = Mapping::Empty;
@@ -145,6 +150,8 @@ impl Grid {
         let rows_n = (i64::from(maxy) - i64::from(miny) + 1) as u64;
         let dense_cap = (alive as u64 * DENSE_CELLS_PER_ENTITY).max(DENSE_CELLS_MIN);
         let buckets;
+        self.bucket_of.clear();
+        let cells = self.cx_of.iter().zip(&self.cy_of).zip(cols.flags);
         if cols_n.saturating_mul(rows_n) <= dense_cap {
             let cw = cols_n as u32;
             self.mapping = Mapping::Dense {
@@ -154,27 +161,24 @@ impl Grid {
                 rows: rows_n as u32,
             };
             buckets = (cols_n * rows_n) as usize;
-            for r in 0..n {
-                if cols.is_alive(r) {
-                    let cx = cell_coord(cols.xs[r], inv);
-                    let cy = cell_coord(cols.ys[r], inv);
-                    self.bucket_of[r] = (cy - miny) as u32 * cw + (cx - minx) as u32;
+            self.bucket_of.extend(cells.map(|((&cx, &cy), &f)| {
+                if f & super::ALIVE != 0 {
+                    (cy.wrapping_sub(miny) as u32) * cw + cx.wrapping_sub(minx) as u32
+                } else {
+                    u32::MAX
                 }
-            }
+            }));
         } else {
             buckets = (alive * 2).next_power_of_two().max(1024);
             let mask = (buckets - 1) as u32;
             self.mapping = Mapping::Hashed { mask };
-            self.cell_of.clear();
-            self.cell_of.resize(n, 0);
-            for r in 0..n {
-                if cols.is_alive(r) {
-                    let cx = cell_coord(cols.xs[r], inv);
-                    let cy = cell_coord(cols.ys[r], inv);
-                    self.bucket_of[r] = cell_hash(cx, cy) & mask;
-                    self.cell_of[r] = pack(cx, cy);
+            self.bucket_of.extend(cells.map(|((&cx, &cy), &f)| {
+                if f & super::ALIVE != 0 {
+                    cell_hash(cx, cy) & mask
+                } else {
+                    u32::MAX
                 }
-            }
+            }));
         }
         // Counting sort: histogram, exclusive prefix sum, stable scatter.
         self.starts.clear();
@@ -217,7 +221,7 @@ impl Grid {
             self.ys[at] = cols.ys[r];
             self.ranks[at] = r as u32;
             if hashed {
-                self.cells[at] = self.cell_of[r];
+                self.cells[at] = pack(self.cx_of[r], self.cy_of[r]);
             }
         }
     }
@@ -373,6 +377,19 @@ mod tests {
             got.sort_unstable();
             assert_eq!(got, brute(&cols, x, y, r), "query {q}");
         }
+    }
+
+    #[test]
+    fn cell_coord_is_floor() {
+        for v in [
+            0.0f32, -0.0, 0.5, -0.5, 1.0, -1.0, 9.999, 10.0, -10.0, -10.001, 1e9, -1e9, 3e38,
+        ] {
+            let expect = (v * 0.1).floor() as i32;
+            assert_eq!(cell_coord(v, 0.1), expect, "{v}");
+        }
+        assert_eq!(cell_coord(f32::NAN, 0.1), 0);
+        assert_eq!(cell_coord(f32::INFINITY, 0.1), i32::MAX);
+        assert_eq!(cell_coord(f32::NEG_INFINITY, 0.1), i32::MIN);
     }
 
     #[test]

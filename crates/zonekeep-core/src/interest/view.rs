@@ -199,6 +199,15 @@ fn merge_by_rank(
     let prev_ids = &view.visible;
     let prev_ranks = &view.ranks;
     let mut p = 0usize;
+    // prev[copy..p] are kept unchanged and not yet copied: runs are flushed in one go, so the
+    // steady state costs one bulk copy per view instead of one per word.
+    let mut copy = 0usize;
+    let flush = |from: usize, to: usize, next: &mut Vec<u32>, next_ranks: &mut Vec<u32>| {
+        if let (Some(ids), Some(ranks)) = (prev_ids.get(from..to), prev_ranks.get(from..to)) {
+            next.extend_from_slice(ids);
+            next_ranks.extend_from_slice(ranks);
+        }
+    };
     for &w in s.touched.iter() {
         let wi = w as usize;
         let (Some(nw), Some(fw)) = (s.near.get_mut(wi), s.far.get_mut(wi)) else {
@@ -209,12 +218,16 @@ fn merge_by_rank(
         *fw = 0;
         let base = w << 6;
         // Previous entries in earlier, untouched words have left.
-        while let (Some(&r), Some(&id)) = (prev_ranks.get(p), prev_ids.get(p)) {
-            if r >= base {
-                break;
+        if prev_ranks.get(p).is_some_and(|&r| r < base) {
+            flush(copy, p, next, next_ranks);
+            while let (Some(&r), Some(&id)) = (prev_ranks.get(p), prev_ids.get(p)) {
+                if r >= base {
+                    break;
+                }
+                view.left.push(id);
+                p += 1;
             }
-            view.left.push(id);
-            p += 1;
+            copy = p;
         }
         let start = p;
         let mut was = 0u64;
@@ -227,12 +240,10 @@ fn merge_by_rank(
         }
         let keep = near | (far & was);
         if keep == was {
-            if let (Some(ids), Some(ranks)) = (prev_ids.get(start..p), prev_ranks.get(start..p)) {
-                next.extend_from_slice(ids);
-                next_ranks.extend_from_slice(ranks);
-            }
-            continue;
+            continue; // unchanged: stays in the pending run
         }
+        flush(copy, start, next, next_ranks);
+        copy = p;
         let mut q = start;
         let mut bits = keep | was;
         while bits != 0 {
@@ -262,6 +273,7 @@ fn merge_by_rank(
             }
         }
     }
+    flush(copy, p, next, next_ranks);
     if let Some(rest) = prev_ids.get(p..) {
         view.left.extend_from_slice(rest);
     }
