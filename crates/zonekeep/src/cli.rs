@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
-use zonekeep_core::{Claims, Role};
+use zonekeep_arena::Arena;
 use zonekeep_bench::arena::zone::RegisterArenaWorkload;
+use zonekeep_core::{Claims, Role};
 use zonekeep_server::examples::Dots;
 use zonekeep_server::ticket::{mint, unix_now, MintRequest};
 use zonekeep_server::{Host, Secret, ServerConfig};
@@ -263,8 +264,11 @@ fn serve(args: ServeArgs) -> Result<()> {
         let listen = cfg.listen;
         let dev = cfg.dev;
         let admin = cfg.admin_token.is_some();
+        // The arena demo is the default kind (a ticket without a `kind` claim gets it) and its
+        // page is served at `/`; `dots` stays available for raw clients.
         let host = Host::builder()
             .config(cfg)
+            .zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null)
             .zone::<Dots>("dots")
             .arena_workload()
             .build()?;
@@ -274,8 +278,9 @@ fn serve(args: ServeArgs) -> Result<()> {
         let addr = listener.local_addr()?;
         // Scripts and tests read this line to find the port when listening on :0.
         println!("zonekeep listening on {addr}");
-        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: dots (default)");
-        host.serve(listener, shutdown_signal()).await?;
+        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: arena (default, page at /), dots");
+        host.serve_with(listener, zonekeep_arena::web_routes(), shutdown_signal())
+            .await?;
         Ok(())
     })
 }
