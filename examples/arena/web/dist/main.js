@@ -69,7 +69,7 @@ root.appendChild(canvas);
 const renderer = new Renderer(canvas);
 const hud = new Hud(root);
 const toasts = new Toasts(root);
-new NetSimPanel(root, postNetSim);
+const netsim = new NetSimPanel(root, postNetSim);
 debug.toasts = toasts.shown;
 const wsScheme = location.protocol === "https:" ? "wss" : "ws";
 const conn = new ZoneConnection({
@@ -224,6 +224,18 @@ function frame(now) {
     });
     requestAnimationFrame(frame);
 }
+/** Reads the host's NetSim setting into the panel (it may change from another page). */
+async function pollNetSim() {
+    try {
+        const r = await fetch("/dev/netsim", { cache: "no-store" });
+        if (r.ok)
+            netsim.show((await r.json()));
+    }
+    catch {
+        // The next poll tries again; the panel keeps its last value meanwhile.
+    }
+    setTimeout(() => void pollNetSim(), 2000);
+}
 let hudAt = 0;
 function hudLoop() {
     const now = performance.now();
@@ -254,3 +266,4 @@ conn.connect().then(() => {
 });
 requestAnimationFrame(frame);
 hudLoop();
+void pollNetSim();

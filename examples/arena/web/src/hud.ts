@@ -86,6 +86,7 @@ export class Toasts {
 /** The NetSim panel; calls `apply` with each new setting. */
 export class NetSimPanel {
   private readonly status: HTMLElement;
+  private readonly sliders: Record<keyof NetSimSetting, HTMLInputElement>;
 
   /** Appends the panel to `root`. */
   constructor(root: HTMLElement, apply: (s: NetSimSetting) => Promise<void>) {
@@ -115,8 +116,26 @@ export class NetSimPanel {
       );
     };
     panel.addEventListener("change", send);
+    this.sliders = sliders;
     panel.addEventListener("submit", (e) => e.preventDefault());
     root.appendChild(panel);
+  }
+
+  /** Shows the host's current setting (it is shared by every connection, so another page may
+   * have changed it). */
+  show(s: NetSimSetting): void {
+    // Never fight a slider the user is dragging.
+    if (Object.values(this.sliders).some((i) => i === document.activeElement)) return;
+    const set = (input: HTMLInputElement, v: number, unit: string): void => {
+      input.value = String(v);
+      const label = input.nextElementSibling;
+      if (label !== null) label.textContent = `${input.value} ${unit}`;
+    };
+    set(this.sliders.latency_ms, s.latency_ms, "ms");
+    set(this.sliders.jitter_ms, s.jitter_ms, "ms");
+    set(this.sliders.loss, Math.round(s.loss * 100), "%");
+    const off = s.latency_ms === 0 && s.jitter_ms === 0 && s.loss === 0;
+    this.status.textContent = off ? "off" : "on";
   }
 
   private slider(

@@ -118,7 +118,7 @@ root.appendChild(canvas);
 const renderer = new Renderer(canvas);
 const hud = new Hud(root);
 const toasts = new Toasts(root);
-new NetSimPanel(root, postNetSim);
+const netsim = new NetSimPanel(root, postNetSim);
 debug.toasts = toasts.shown;
 
 const wsScheme = location.protocol === "https:" ? "wss" : "ws";
@@ -279,6 +279,17 @@ function frame(now: number): void {
   requestAnimationFrame(frame);
 }
 
+/** Reads the host's NetSim setting into the panel (it may change from another page). */
+async function pollNetSim(): Promise<void> {
+  try {
+    const r = await fetch("/dev/netsim", { cache: "no-store" });
+    if (r.ok) netsim.show((await r.json()) as NetSimSetting);
+  } catch {
+    // The next poll tries again; the panel keeps its last value meanwhile.
+  }
+  setTimeout(() => void pollNetSim(), 2000);
+}
+
 let hudAt = 0;
 function hudLoop(): void {
   const now = performance.now();
@@ -313,3 +324,4 @@ conn.connect().then(
 );
 requestAnimationFrame(frame);
 hudLoop();
+void pollNetSim();

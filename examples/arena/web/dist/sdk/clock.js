@@ -26,6 +26,7 @@ export class ServerClock {
     srtt = null;
     rttvar = 0;
     arrivalJitter = 0;
+    arrivalLag = null;
     /** Pong samples received since the last reset. */
     pongCount = 0;
     /** A clock with no estimate yet. */
@@ -45,6 +46,7 @@ export class ServerClock {
         this.deltaBounds = [];
         this.offset = null;
         this.lastDelta = null;
+        this.arrivalLag = null;
         this.pongCount = 0;
         this.addBound(tick * this.msPerTick - nowMs);
     }
@@ -105,6 +107,16 @@ export class ServerClock {
         if (this.lastDelta === null || tick >= this.lastDelta.tick)
             this.lastDelta = { tick, at: recvMs };
         this.addBound(tick * this.msPerTick - recvMs);
+        if (this.offset !== null) {
+            // How old a Delta is when it arrives, by our own estimate of server time (one-way latency plus
+            // estimation error): data for "now" is always this far behind, so interpolation must be too.
+            const lag = Math.max(0, recvMs + this.offset - tick * this.msPerTick);
+            this.arrivalLag = this.arrivalLag === null ? lag : this.arrivalLag + (lag - this.arrivalLag) / 8;
+        }
+    }
+    /** Smoothed age of Deltas on arrival in ms (server time of arrival minus the Delta's tick time). */
+    get deltaLagMs() {
+        return this.arrivalLag ?? (this.srtt ?? 0) / 2;
     }
     addBound(bound) {
         this.deltaBounds.push(bound);

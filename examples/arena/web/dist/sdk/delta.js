@@ -85,7 +85,7 @@ function readIndexSet(r, n, knownLen) {
         const len = r.varintU32();
         const maxLen = Math.ceil(knownLen / 8);
         if (len > maxLen)
-            throw new DecodeError("invalid", `bitset of ${len} bytes > ${maxLen}`);
+            throw new DecodeError("too_long", `bitset of ${len} bytes > ${maxLen}`);
         const bits = r.raw(len);
         for (let j = 0; j < bits.length; j++) {
             const byte = bits[j] ?? 0;

@@ -117,8 +117,10 @@ export function decodeClientMessage(bytes) {
     switch (tag) {
         case Tag.Hello: {
             const n = r.varintU32();
-            if (n < 1 || n > LIMITS.versions)
-                throw new DecodeError("invalid", `versions count ${n}`);
+            if (n > LIMITS.versions)
+                throw new DecodeError("too_long", `versions: ${n} > ${LIMITS.versions}`);
+            if (n < 1)
+                throw new DecodeError("invalid", "Hello offers no version");
             const versions = [];
             for (let i = 0; i < n; i++)
                 versions.push(r.varintU32());

@@ -169,7 +169,8 @@ export class Replica {
             this.delay += Math.max(-maxChange, Math.min(maxChange, target - this.delay));
         }
         this.lastFrameAt = nowMs;
-        let renderTick = this.clock.serverTick(nowMs) - (this.delay * this.clock.hz) / 1000;
+        const behindMs = this.clock.deltaLagMs + this.delay;
+        let renderTick = this.clock.serverTick(nowMs) - (behindMs * this.clock.hz) / 1000;
         if (Number.isNaN(renderTick))
             renderTick = this.lastDeltaTick ?? Number.NaN;
         // Never draw backwards in time: a shrinking offset estimate holds the picture instead.
