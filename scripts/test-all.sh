@@ -12,3 +12,10 @@ if [ -f clients/js/package.json ]; then
   echo "== typescript sdk"
   (cd clients/js && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 fi
+
+echo "== arena page (movement parity with the Rust fixture, committed dist/ is fresh)"
+(cd examples/arena/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+
+echo "== browser and SDK end-to-end tests (real zonekeep binary, headless Chromium)"
+cargo build -p zonekeep
+(cd tests/browser && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
