@@ -1,14 +1,20 @@
 //! The arena zone: players, drones, pickups and pillars in one replicated world.
 
+mod pickups;
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeMap;
+
+use pickups::{Pending, Pickup};
 use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
-use zonekeep_core::fact::{FactOutcome, Settlement};
+use zonekeep_core::fact::Settlement;
 use zonekeep_core::world::{EntityId, KindId, World};
 use zonekeep_core::{
-    Ctx, EventTarget, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo, StateHasher,
-    Zone, ZoneConfig, ZoneError, ZoneInit,
+    Ctx, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo, StateHasher, Zone,
+    ZoneConfig, ZoneError, ZoneInit,
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
@@ -91,24 +97,6 @@ struct Avatar {
 struct Drone {
     entity: EntityId,
     path: DronePath,
-}
-
-/// A pickup: present (with an entity) or waiting to respawn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Pickup {
-    x: f32,
-    y: f32,
-    /// Tick at which it reappears; only meaningful while `entity` is `None`.
-    respawn_at: u64,
-    #[serde(skip)]
-    entity: Option<EntityId>,
-}
-
-/// A fact emitted and not yet settled: whose score it raises and by how much.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Pending {
-    principal: String,
-    amount: u32,
 }
 
 /// What [`Arena::save`] writes: scores, unsettled facts and pickups (players are not saved; they
@@ -323,86 +311,6 @@ impl Arena {
         })
     }
 
-    fn respawn_pickups(&mut self, ctx: &mut Ctx<'_>) {
-        let tick = ctx.tick();
-        for p in &mut self.pickups {
-            if p.entity.is_none() && tick >= p.respawn_at {
-                let (x, y) = random_open_point(ctx.rng(), 2.0);
-                p.x = snap(x);
-                p.y = snap(y);
-                // A spawn fails only when entity ids run out (2^32); the pickup then stays away.
-                p.entity = ctx.world().spawn(self.kinds.pickup, p.x, p.y).ok();
-            }
-        }
-    }
-
-    fn collect_pickups(&mut self, ctx: &mut Ctx<'_>) {
-        let reach = PICKUP_RADIUS + PLAYER_RADIUS;
-        for i in 0..self.pickups.len() {
-            let Some(pickup) = self.pickups.get(i) else {
-                continue;
-            };
-            let Some(entity) = pickup.entity else {
-                continue;
-            };
-            let (px, py) = (pickup.x, pickup.y);
-            // Players in id order: the lowest id wins a tie, deterministically.
-            let Some((&player, avatar)) = self.players.iter().find(|(_, a)| {
-                let dx = a.state.x - px;
-                let dy = a.state.y - py;
-                dx * dx + dy * dy <= reach * reach
-            }) else {
-                continue;
-            };
-            let principal = avatar.principal.clone();
-            let payload = serde_json::json!({ "add": { "score": PICKUP_SCORE } });
-            match ctx.emit_fact(FACT_PICKUP, payload, Some(&principal), None) {
-                Ok(key) => {
-                    self.pending.insert(
-                        key.0,
-                        Pending {
-                            principal,
-                            amount: PICKUP_SCORE,
-                        },
-                    );
-                }
-                Err(_) => {
-                    // Queue full (or a key clash): leave the pickup where it is; the player takes it
-                    // once the queue drains.
-                    self.stats.fact_overflow += 1;
-                    continue;
-                }
-            }
-            self.stats.picked += 1;
-            let _ = ctx.world().despawn(entity);
-            if let Some(p) = self.pickups.get_mut(i) {
-                p.entity = None;
-                p.respawn_at = ctx.tick() + RESPAWN_TICKS;
-            }
-            ctx.emit_event(
-                EventTarget::Player(player),
-                TOPIC_PICKED,
-                PICKUP_SCORE.to_le_bytes().to_vec(),
-            );
-        }
-    }
-
-    /// Sets the score field of every avatar of `principal` (one normally) and tells its player.
-    fn announce_score(&mut self, ctx: &mut Ctx<'_>, principal: &str, amount: u32, total: u32) {
-        let mine: Vec<(PlayerId, EntityId)> = self
-            .players
-            .iter()
-            .filter(|(_, a)| a.principal == principal)
-            .map(|(p, a)| (*p, a.entity))
-            .collect();
-        for (player, entity) in mine {
-            let _ = ctx.world().set_uint(entity, F_SCORE, total);
-            let mut payload = amount.to_le_bytes().to_vec();
-            payload.extend_from_slice(&total.to_le_bytes());
-            ctx.emit_event(EventTarget::Player(player), TOPIC_SAVED, payload);
-        }
-    }
-
     fn from_parts(
         ctx: &mut Ctx<'_>,
         drones: u32,
@@ -574,43 +482,7 @@ impl Zone for Arena {
     }
 
     fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {
-        let pending = self.pending.remove(settlement.key.as_str());
-        match &settlement.outcome {
-            FactOutcome::Ok(result) => {
-                self.stats.saved += 1;
-                let Some(p) = pending else {
-                    return;
-                };
-                // The ledger answers with the principal's totals: the durable truth, immune to a
-                // settlement seen twice after a restore. Other sinks: count it here.
-                let total = match result.get("score").and_then(|v| v.as_u64()) {
-                    Some(t) => u32::try_from(t).unwrap_or(u32::MAX),
-                    None => self.score(&p.principal).saturating_add(p.amount),
-                };
-                self.scores.insert(p.principal.clone(), total);
-                self.announce_score(ctx, &p.principal, p.amount, total);
-            }
-            FactOutcome::Refused(reason) => {
-                self.stats.refused += 1;
-                let Some(p) = pending else {
-                    return;
-                };
-                let text: String = reason.chars().take(200).collect();
-                let targets: Vec<PlayerId> = self
-                    .players
-                    .iter()
-                    .filter(|(_, a)| a.principal == p.principal)
-                    .map(|(id, _)| *id)
-                    .collect();
-                for player in targets {
-                    ctx.emit_event(
-                        EventTarget::Player(player),
-                        TOPIC_REFUSED,
-                        text.as_bytes().to_vec(),
-                    );
-                }
-            }
-        }
+        self.settle(ctx, settlement);
     }
 
     fn state_hash(&self) -> Option<u64> {
@@ -632,6 +504,3 @@ impl Zone for Arena {
         Some(h.finish())
     }
 }
-
-#[cfg(test)]
-mod tests;
