@@ -20,9 +20,16 @@
 //! `w(d) = 1 / (1 + min(d, d_max) / priority_distance)`, where `d` is its distance from the view centre
 //! and `d_max = radius + margin` (or `priority_distance × 1000` for unbounded views); it resets to 0
 //! when the entity is sent. Every pending entity gains at least `w_min = w(d_max) > 0` per patch, so
-//! nothing starves: with `N` entities pending and room for at least `k` per frame, each is sent
-//! within `⌈(N / k) · (w_max / w_min)⌉ + 1` patches (see the starvation test). An entity skipped this
-//! patch keeps its old base position and its pending fields, so what it is sent later is still exact.
+//! nothing starves. **Bound:** with at most `N` entities pending, at least `k` of them fitting in
+//! every frame, and `ρ = w_max / w_min = 1 + d_max / priority_distance`, every pending entity is sent
+//! within `T = ⌈2 (N − 1)(1 + ρ) / k⌉ + 1` patches. Proof sketch: suppose `x` waits from patch `t0`
+//! through `t0 + T`. For another entity `y` to be chosen over `x` at patch `s`, its priority (at most
+//! `w_max` × patches since its own last send) must reach `x`'s (at least `w_min × (s − t0)`), so two
+//! sends of `y` in the second half of the window are at least `T / (2ρ)` patches apart: at most
+//! `1 + ρ` sends per entity there, `(N − 1)(1 + ρ)` in all, yet the `T / 2` patches each send `k`
+//! entities, a contradiction. (An item bigger than the budget minus the frame's fixed part can
+//! never be sent; such a budget is a misconfiguration.) An entity skipped this patch keeps its old
+//! base position and its pending fields, so what it is sent later is still exact.
 
 mod budget;
 mod build;

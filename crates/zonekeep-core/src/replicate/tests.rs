@@ -244,11 +244,9 @@ fn can_see_hides_and_observers_follow_their_focus() {
     assert_eq!(r.known(SubscriberId(1)).unwrap(), vec![global.0, far.0]);
 }
 
-/// Starvation bound: `N` entities pending every patch, room for at least `k` records per frame,
-/// weights within `[w_min, w_max]`: every entity is sent within `⌈(N / k) · (w_max / w_min)⌉ + 1`
-/// patches. The fastest entity gains at most `w_max` per patch and the slowest at least `w_min`,
-/// so once an entity has waited `(N / k) · ρ` patches its priority exceeds that of anything sent
-/// since it was last sent, and only `k` per patch are ahead of it.
+/// Starvation bound (see the module docs): with `N` entities always pending, at least `k` fitting
+/// per frame and `ρ = w_max / w_min`, every entity is sent within `⌈2 (N − 1)(1 + ρ) / k⌉ + 1`
+/// patches.
 #[test]
 fn tight_budget_starves_nothing() {
     let (mut w, unit, _) = world(0.01);
@@ -277,7 +275,8 @@ fn tight_budget_starves_nothing() {
     let k = 6.0f32;
     let w_max = 1.0f32;
     let w_min = 1.0 / (1.0 + 100.0 / pd);
-    let bound = ((n as f32 / k) * (w_max / w_min)).ceil() as u64 + 1;
+    let rho = w_max / w_min;
+    let bound = (2.0 * (n as f32 - 1.0) * (1.0 + rho) / k).ceil() as u64 + 1;
     let mut worst = 0u64;
     for tick in 1..=200u64 {
         for (i, id) in ids.iter().enumerate() {
@@ -296,6 +295,11 @@ fn tight_budget_starves_nothing() {
         .unwrap();
         assert!(frame.len() <= budget, "{} > {budget}", frame.len());
         let d = apply(&mut m, &frame, &schema);
+        // The premise of the bound: at least k items fit in every frame.
+        assert!(
+            d.updates.len() + d.spawns.len() >= k as usize,
+            "tick {tick}"
+        );
         for id in d
             .spawns
             .iter()
@@ -382,5 +386,29 @@ proptest! {
             }
             prop_assert_eq!(stats.frames, 4);
         }
+    }
+}
+
+#[test]
+fn edge_oscillation_within_the_margin_sends_no_despawn_spawn_pairs() {
+    let (mut w, unit, _) = world(0.01);
+    let me = w.spawn(unit, 0.0, 0.0).unwrap();
+    let edge = w.spawn(unit, 9.5, 0.0).unwrap();
+    let schema = w.schema();
+    let mut r = Replicator::new(ReplicationConfig::default());
+    let mut c = cfg(10.0, Focus::Entity(me), Some(me));
+    c.margin = 2.0;
+    r.add_subscriber(SubscriberId(0), c).unwrap();
+    let mut m = Mirror::new();
+    for tick in 1..100u64 {
+        let x = if tick % 2 == 0 { 9.5 } else { 11.9 };
+        w.set_pos(edge, x, 0.0).unwrap();
+        let (frames, _) = build_all(&mut r, &w, tick);
+        let d = apply(&mut m, &frames[&0], &schema);
+        if tick > 1 {
+            assert!(d.despawns.is_empty() && d.spawns.is_empty(), "tick {tick}");
+            assert_eq!(d.updates.len(), 1);
+        }
+        assert!(m.get(edge.0).is_some());
     }
 }
