@@ -81,6 +81,8 @@ pub struct ClientSample {
     pub sent_inputs_per_s: f64,
     /// Payload bytes sent per second.
     pub sent_payload_bytes_per_s: f64,
+    /// The highest input ack this bot saw (the zone processed its inputs up to this sequence).
+    pub last_ack: u32,
 }
 
 /// Counts over the whole run.

@@ -80,6 +80,7 @@ pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
         patch_interval: Mutex::new(Histogram::new()),
         hard_deadline,
         join_span: Mutex::new((None, None)),
+        first_wave: watch::channel(0).0,
         cfg: cfg.clone(),
     });
     let progress = crate::progress::Progress::start(shared.clone(), cfg.progress);
@@ -222,6 +223,7 @@ fn client_sample(r: &BotResult, window_s: f64) -> ClientSample {
         recv_patches_per_s: per_s(r.window.deltas),
         sent_inputs_per_s: per_s(r.window.inputs),
         sent_payload_bytes_per_s: per_s(r.window.bytes_out),
+        last_ack: r.last_ack,
     }
 }
 

@@ -58,7 +58,7 @@ pub fn summarize(values: &[f64]) -> Summary {
         p50: round3(at(0.5)),
         p90: round3(at(0.9)),
         p99: round3(at(0.99)),
-        max: round3(s.get(s.len() - 1).copied().unwrap_or(0.0)),
+        max: round3(s.last().copied().unwrap_or(0.0)),
     }
 }
 

@@ -23,7 +23,10 @@ fn duration(s: &str) -> Result<Duration, String> {
     } else {
         (s, 1.0)
     };
-    let v: f64 = num.trim().parse().map_err(|_| format!("not a duration: {s:?} (e.g. 20s, 500ms, 2m)"))?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a duration: {s:?} (e.g. 20s, 500ms, 2m)"))?;
     if !v.is_finite() || v < 0.0 || v * scale > 86_400.0 {
         return Err(format!("duration out of range: {s:?}"));
     }
@@ -315,8 +318,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
     {
         let mut reports = Vec::with_capacity(files.len());
         for f in &files {
-            let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-            reports.push(serde_json::from_str::<Report>(&text).with_context(|| format!("parsing {}", f.display()))?);
+            let text =
+                std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            reports.push(
+                serde_json::from_str::<Report>(&text)
+                    .with_context(|| format!("parsing {}", f.display()))?,
+            );
         }
         let merged = zonekeep_bench::merge(&reports)?;
         return output(&merged, report.as_ref(), json);
@@ -331,12 +338,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
         )
         .init();
     // One thread: the bots must not compete with the server for more than one core.
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let report = runtime.block_on(zonekeep_bench::run(cfg))?;
     output(&report, a.report.as_ref(), a.json)?;
     if let Some(p) = &report.probe {
         if p.mismatches() > 0 {
-            bail!("the probe found {} mismatches (see the report)", p.mismatches());
+            bail!(
+                "the probe found {} mismatches (see the report)",
+                p.mismatches()
+            );
         }
     }
     if report.counts.joined == 0 {

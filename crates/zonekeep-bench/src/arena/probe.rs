@@ -193,8 +193,10 @@ impl Probe {
         held: &[HeldEntity],
         touched: &dyn Fn(u32) -> bool,
     ) {
-        let mut c = ProbeCounts::default();
-        c.patches = 1;
+        let mut c = ProbeCounts {
+            patches: 1,
+            ..ProbeCounts::default()
+        };
         let m = self.npcs.len();
         let own_pos = self.own_pos(ack);
         let mut seen = std::mem::take(&mut self.scratch);

@@ -166,7 +166,9 @@ impl Zone for ArenaZone {
             )));
         }
         if !(params.radius.is_finite() && params.radius > 0.0) {
-            return Err(ZoneError::InvalidParams("radius must be finite and > 0".into()));
+            return Err(ZoneError::InvalidParams(
+                "radius must be finite and > 0".into(),
+            ));
         }
         if params.npcs > 100_000 {
             return Err(ZoneError::InvalidParams("at most 100000 npcs".into()));
@@ -209,7 +211,11 @@ impl Zone for ArenaZone {
             .map_err(|e| JoinRefusal::new(1, e.to_string()))?;
         ctx.set_control(player.id, Some(entity));
         if self.params.scenario == Scenario::Interest {
-            ctx.set_view(player.id, Some(self.params.radius as f32 + VIEW_SLACK), None);
+            ctx.set_view(
+                player.id,
+                Some(self.params.radius as f32 + VIEW_SLACK),
+                None,
+            );
         }
         self.players.insert(player.id, Player { entity, pos });
         Ok(())
@@ -230,7 +236,10 @@ impl Zone for ArenaZone {
             }
             None => {
                 self.bad_inputs += 1;
-                Err(InputRefusal::new(1, "expected 16 bytes: dx, dy as f64 little-endian"))
+                Err(InputRefusal::new(
+                    1,
+                    "expected 16 bytes: dx, dy as f64 little-endian",
+                ))
             }
         }
     }

@@ -104,9 +104,11 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
     };
     let cfg = &shared.cfg;
     let zone = cfg.zones.zone_of(bot);
+    shared.wait_for_zone(index).await;
     let joined = {
         let Ok(_permit) = shared.join_gate.acquire().await else {
             res.join_error = Some("aborted".into());
+            shared.first_join_done(index);
             return res;
         };
         shared.mark_join_start(Instant::now());
@@ -127,7 +129,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
                         .map_err(|e| e.to_string())
                 }
             });
-            opts.netsim = cfg.netsim.clone();
+            opts.netsim = cfg.netsim;
             opts.handshake_timeout = cfg.handshake_timeout;
             opts.reconnect = ReconnectPolicy {
                 max_attempts: cfg.reconnect_attempts,
@@ -148,6 +150,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
             .await
             .unwrap_or_else(|_| Err("timeout".to_owned()))
     };
+    shared.first_join_done(index);
     let (mut conn, welcome) = match joined {
         Ok(x) => x,
         Err(e) => {

@@ -147,14 +147,17 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
         ..BotResult::default()
     };
     let zone = shared.cfg.zones.zone_of(bot);
+    shared.wait_for_zone(index).await;
     let first = {
         let Ok(_permit) = shared.join_gate.acquire().await else {
             res.join_error = Some("aborted".into());
+            shared.first_join_done(index);
             return res;
         };
         shared.mark_join_start(Instant::now());
         open(&shared, bot, &zone, None).await
     };
+    shared.first_join_done(index);
     let (ws, welcome, bytes) = match first {
         Ok(x) => x,
         Err(e) => {
@@ -205,8 +208,8 @@ async fn drive(
     let mut next_ping = now + ping_every;
     let origin = now;
     let simulate = !cfg.netsim.is_off();
-    let mut sim_in = NetSim::new(cfg.netsim.clone());
-    let mut sim_out = NetSim::new(cfg.netsim.clone());
+    let mut sim_in = NetSim::new(cfg.netsim);
+    let mut sim_out = NetSim::new(cfg.netsim);
     let mut inq = Delayed::default();
     let mut outq = Delayed::default();
     let mut in_window = false;

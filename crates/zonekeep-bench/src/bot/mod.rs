@@ -163,6 +163,10 @@ pub struct RunShared {
     pub hard_deadline: Instant,
     /// Time of the first connect attempt, and of the last successful first join.
     pub join_span: Mutex<(Option<Instant>, Option<Instant>)>,
+    /// First joins finished (either way) by the first bot of each zone. The other bots wait for
+    /// all of them: the first join creates the zone, and joins racing its creation could be
+    /// refused by the host.
+    pub first_wave: watch::Sender<u32>,
 }
 
 impl RunShared {
@@ -207,6 +211,32 @@ impl RunShared {
         s.1 = Some(s.1.map_or(now, |t| t.max(now)));
         drop(s);
         self.add(&self.joined, 1);
+    }
+}
+
+impl RunShared {
+    /// Bots that each open a distinct zone (the first `min(bots, zones)` indices).
+    pub fn first_wave_size(&self) -> u32 {
+        self.cfg.bots.min(self.cfg.zones.distinct())
+    }
+
+    /// Waits for the zone-creating first joins before bot `index` may join (no-op for them).
+    pub(crate) async fn wait_for_zone(&self, index: u32) {
+        let wave = self.first_wave_size();
+        if index < wave {
+            return;
+        }
+        let mut rx = self.first_wave.subscribe();
+        let deadline = self.hard_deadline;
+        // An error means the sender is gone (the run ended): go on and fail fast.
+        let _ = tokio::time::timeout_at(deadline.into(), rx.wait_for(|done| *done >= wave)).await;
+    }
+
+    /// Bot `index` finished its first join attempt.
+    pub(crate) fn first_join_done(&self, index: u32) {
+        if index < self.first_wave_size() {
+            self.first_wave.send_modify(|n| *n += 1);
+        }
     }
 }
 

@@ -19,24 +19,34 @@ fn host(params: ArenaParams) -> (ZoneHost<ArenaZone>, ManualClock) {
         kind: kind_for(&params).into(),
         params: serde_json::to_value(params).unwrap(),
     };
-    let h = ZoneHost::<ArenaZone>::new(init, zone_config(params.budget), Arc::new(clock.clone())).unwrap();
+    let h = ZoneHost::<ArenaZone>::new(init, zone_config(params.budget), Arc::new(clock.clone()))
+        .unwrap();
     (h, clock)
 }
 
 fn join(h: &mut ZoneHost<ArenaZone>, bot: u32) -> PlayerId {
     let mut claims = Claims::new();
     claims.insert("bot".into(), bot.into());
-    h.join(Principal::new(format!("bot-{bot}")), claims, Role::Player).unwrap()
+    h.join(Principal::new(format!("bot-{bot}")), claims, Role::Player)
+        .unwrap()
 }
 
 /// Advances one tick and decodes every participant's frame into its mirror.
-fn step(h: &mut ZoneHost<ArenaZone>, clock: &ManualClock, mirrors: &mut BTreeMap<PlayerId, Mirror>) {
+fn step(
+    h: &mut ZoneHost<ArenaZone>,
+    clock: &ManualClock,
+    mirrors: &mut BTreeMap<PlayerId, Mirror>,
+) {
     clock.advance(Duration::from_millis(50));
     let r = h.advance(clock.now());
     assert_eq!(r.ticks_run, 1);
     let schema = h.schema();
     h.build_frames(&mut |p, bytes| {
-        mirrors.entry(p).or_default().decode_apply(bytes, &schema).unwrap();
+        mirrors
+            .entry(p)
+            .or_default()
+            .decode_apply(bytes, &schema)
+            .unwrap();
     })
     .unwrap();
 }
@@ -61,8 +71,16 @@ fn npcs_follow_the_closed_forms_on_the_wire() {
         }
         n += 1;
         let (x, y) = npcs.pos(&c, id as usize, 400).unwrap();
-        assert_eq!((e.qx, e.qy), (pos_encode(x, POS_STEP), pos_encode(y, POS_STEP)), "npc {id}");
-        assert_eq!(e.fields, vec![zonekeep_protocol::FieldValue::U(90)], "npc {id}");
+        assert_eq!(
+            (e.qx, e.qy),
+            (pos_encode(x, POS_STEP), pos_encode(y, POS_STEP)),
+            "npc {id}"
+        );
+        assert_eq!(
+            e.fields,
+            vec![zonekeep_protocol::FieldValue::U(90)],
+            "npc {id}"
+        );
         assert_eq!(npc_hp(&c, u64::from(id), 400), 90);
     }
     assert_eq!(n, 1000, "scenario A: every NPC is sent");
@@ -83,7 +101,9 @@ fn inputs_move_the_player_exactly_and_are_acked() {
     let mut mirrors = BTreeMap::new();
     for j in 0..30u32 {
         let (dx, dy) = bp.input(&c, u64::from(j));
-        assert!(h.push_input(p, j + 1, 0, &encode_input(dx, dy)).is_accepted());
+        assert!(h
+            .push_input(p, j + 1, 0, &encode_input(dx, dy))
+            .is_accepted());
         want = apply_input(&c, want, dx, dy, (0.0, c.world)).unwrap();
         step(&mut h, &clock, &mut mirrors);
     }
@@ -94,10 +114,15 @@ fn inputs_move_the_player_exactly_and_are_acked() {
     let own = m.control().unwrap();
     let e = m.get(own).unwrap();
     assert_eq!(e.kind, KIND_PLAYER);
-    assert_eq!((e.qx, e.qy), (pos_encode(want.0, POS_STEP), pos_encode(want.1, POS_STEP)));
+    assert_eq!(
+        (e.qx, e.qy),
+        (pos_encode(want.0, POS_STEP), pos_encode(want.1, POS_STEP))
+    );
     // Malformed and non-finite inputs are refused, not applied.
     assert!(!h.push_input(p, 31, 0, &[1, 2, 3]).is_accepted());
-    assert!(!h.push_input(p, 32, 0, &encode_input(f64::NAN, 0.0)).is_accepted());
+    assert!(!h
+        .push_input(p, 32, 0, &encode_input(f64::NAN, 0.0))
+        .is_accepted());
     step(&mut h, &clock, &mut mirrors);
     assert_eq!(h.zone().player_pos(p), Some(want));
     assert_eq!(h.zone().bad_inputs(), 2);
@@ -139,7 +164,10 @@ fn scenario_b_sends_exactly_the_entities_within_r() {
         sizes.push(mirrors.values().map(Mirror::len).sum::<usize>());
     }
     let avg = *sizes.last().unwrap() as f64 / players.len() as f64;
-    assert!(avg > 30.0 && avg < 200.0, "about 70 NPCs + a few players in view, got {avg}");
+    assert!(
+        avg > 30.0 && avg < 200.0,
+        "about 70 NPCs + a few players in view, got {avg}"
+    );
 }
 
 #[test]

@@ -1,0 +1,236 @@
+//! `zonekeep bench` against an in-process host (small N): the report's counts are consistent with
+//! what was asked and with what the host itself counted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use zonekeep_bench::arena::zone::RegisterArenaWorkload;
+use zonekeep_bench::arena::{ArenaParams, Scenario};
+use zonekeep_bench::http::Http;
+use zonekeep_bench::prom::Scrape;
+use zonekeep_bench::{run, Auth, BenchConfig, DecodeMode, Report, ServerSource, Workload};
+use zonekeep_server::examples::Dots;
+use zonekeep_server::{Host, Secret, ServerConfig};
+
+const SECRET: &str = "in-process-bench-test-secret-0123456789";
+
+/// A host on 127.0.0.1:0 with the arena kinds and `dots`; returns its ws URL and a stopper.
+async fn start_host() -> (String, oneshot::Sender<()>) {
+    let cfg = ServerConfig {
+        ticket_secret: Some(Secret::new(SECRET)),
+        max_connections_per_ip: 1000,
+        sim_threads: 1,
+        ..ServerConfig::default()
+    };
+    let host = Host::builder()
+        .config(cfg)
+        .arena_workload()
+        .zone::<Dots>("dots")
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        host.serve(listener, async {
+            let _ = rx.await;
+        })
+        .await
+        .unwrap();
+    });
+    (format!("ws://{addr}"), tx)
+}
+
+fn config(url: &str, zone: &str, bots: u32, workload: Workload) -> BenchConfig {
+    let mut c = BenchConfig::new(
+        url,
+        zone,
+        bots,
+        Auth::Secret {
+            secret: SECRET.into(),
+            kid: "default".into(),
+        },
+    );
+    c.workload = workload;
+    c.warmup = Duration::from_millis(300);
+    c.duration = Duration::from_millis(1500);
+    c.join_deadline = Duration::from_secs(10);
+    c.server = ServerSource {
+        pid: Some(std::process::id()),
+        metrics_url: Some(zonekeep_bench::http::metrics_url_for(url)),
+    };
+    c
+}
+
+async fn host_bytes(url: &str) -> (f64, f64) {
+    let text = Http::default()
+        .get_text(&zonekeep_bench::http::metrics_url_for(url))
+        .await
+        .unwrap();
+    let s = Scrape::parse(&text);
+    (
+        s.sum("zonekeep_bytes_out_total").unwrap(),
+        s.sum("zonekeep_frames_out_total").unwrap(),
+    )
+}
+
+/// Most frames a host can have queued for one connection when the bot closes (its outbox).
+const OUTBOX_FRAMES: f64 = 64.0;
+
+fn assert_consistent(r: &Report, bots: u32) {
+    assert_eq!(
+        r.counts.joined,
+        u64::from(bots),
+        "joined = requested: {:?}",
+        r.counts
+    );
+    assert!(
+        r.counts.join_failed.is_empty(),
+        "{:?}",
+        r.counts.join_failed
+    );
+    assert_eq!(r.counts.whole_window, u64::from(bots));
+    assert_eq!(r.raw.clients.len(), bots as usize);
+    assert!(r.counts.inputs_sent > 0);
+    assert!(
+        r.counts.inputs_acked > 0
+            && r.counts.inputs_acked <= r.counts.inputs_sent + u64::from(bots) * 20
+    );
+    for c in &r.raw.clients {
+        // ~18 inputs went out before the window ended; acks must have followed them.
+        assert!(
+            c.last_ack >= 10,
+            "bot {} acks did not advance: {}",
+            c.bot,
+            c.last_ack
+        );
+        assert!(
+            c.recv_patches_per_s > 5.0,
+            "bot {} patches/s {}",
+            c.bot,
+            c.recv_patches_per_s
+        );
+        assert!(c.recv_wire_bytes_per_s > c.recv_payload_bytes_per_s);
+    }
+    assert!(r.rtt_ms.n > 0 && r.patch_interval_ms_at_client.n > 0);
+    assert_eq!(r.server.source, "proc");
+    assert!(r.server.cpu_s.is_some() && r.server.rss_peak_mb_vmhwm.is_some());
+    assert!(r.server.ticks.unwrap() > 0.0);
+}
+
+async fn assert_bytes_match_host(url: &str, r: &Report, bots: u32) {
+    let (bytes, frames) = host_bytes(url).await;
+    let got_bytes = r.counts.total_delta_bytes as f64;
+    let got_frames = r.counts.total_deltas as f64;
+    // Every Delta a bot counted was counted by the host when it queued it …
+    assert!(
+        got_bytes <= bytes && got_frames <= frames,
+        "bots {got_bytes}/{got_frames} host {bytes}/{frames}"
+    );
+    // … and the host counted nothing else but frames still queued when a bot closed.
+    let lost = frames - got_frames;
+    assert!(
+        lost <= f64::from(bots) * OUTBOX_FRAMES,
+        "{lost} frames unaccounted"
+    );
+    let max_frame = r.counts.total_delta_bytes as f64 / got_frames.max(1.0) * 4.0 + 64.0;
+    assert!(
+        bytes - got_bytes <= lost * max_frame,
+        "bytes {bytes} vs {got_bytes}, {lost} frames lost"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arena_a_probe_run_is_consistent_and_correct() {
+    let (url, stop) = start_host().await;
+    let params = ArenaParams {
+        npcs: 100,
+        ..ArenaParams::default()
+    };
+    let r = run(config(&url, "arena-a", 4, Workload::Arena(params)))
+        .await
+        .unwrap();
+    assert_consistent(&r, 4);
+    let p = r.probe.expect("bot 0 is the probe");
+    assert_eq!(p.mismatches(), 0, "{p:?}");
+    assert!(p.patches > 5 && p.npcs_checked >= p.patches * 100, "{p:?}");
+    // Every client sees every NPC: at least 100 tiny updates per patch.
+    assert!(
+        r.per_client.recv_payload_bytes_per_s.min > 2000.0,
+        "{:?}",
+        r.per_client
+    );
+    assert_bytes_match_host(&url, &r, 4).await;
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arena_b_all_decode_run_validates() {
+    let (url, stop) = start_host().await;
+    let params = ArenaParams {
+        npcs: 200,
+        scenario: Scenario::Interest,
+        ..ArenaParams::default()
+    };
+    let mut cfg = config(&url, "arena-b", 3, Workload::Arena(params));
+    cfg.decode = DecodeMode::All;
+    let r = run(cfg).await.unwrap();
+    assert_consistent(&r, 3);
+    assert_eq!(r.probe.unwrap().mismatches(), 0, "{:?}", r.probe);
+    assert_eq!(r.params.scenario.as_deref(), Some("B"));
+    assert_bytes_match_host(&url, &r, 3).await;
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_and_many_zones_are_counted() {
+    let (url, stop) = start_host().await;
+    let mut cfg = config(
+        &url,
+        "idle-{i}",
+        12,
+        Workload::Idle {
+            ping_every: Duration::from_millis(200),
+        },
+    );
+    cfg.zones.count = 4;
+    cfg.zone_kind = Some("dots".into());
+    cfg.decode = DecodeMode::None;
+    let r = run(cfg).await.unwrap();
+    assert_eq!(r.counts.joined, 12);
+    assert_eq!(r.params.zone_count, 4);
+    assert_eq!(r.counts.whole_window, 12);
+    assert_eq!(r.counts.inputs_sent, 0);
+    assert!(r.server.rss_per_connection_bytes.is_some());
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_joins_are_counted_by_kick_code() {
+    let (url, stop) = start_host().await;
+    let mut cfg = config(
+        &url,
+        "arena-x",
+        3,
+        Workload::Idle {
+            ping_every: Duration::from_secs(1),
+        },
+    );
+    cfg.auth = Auth::Secret {
+        secret: "a-different-secret-that-is-long-enough-000".into(),
+        kid: "default".into(),
+    };
+    cfg.duration = Duration::from_millis(200);
+    cfg.warmup = Duration::ZERO;
+    let r = run(cfg).await.unwrap();
+    assert_eq!(r.counts.joined, 0);
+    assert_eq!(
+        r.counts.join_failed.get("BAD_TICKET"),
+        Some(&3),
+        "{:?}",
+        r.counts.join_failed
+    );
+    let _ = stop.send(());
+}
