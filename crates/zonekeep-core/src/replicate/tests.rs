@@ -401,7 +401,7 @@ fn edge_oscillation_within_the_margin_sends_no_despawn_spawn_pairs() {
     r.add_subscriber(SubscriberId(0), c).unwrap();
     let mut m = Mirror::new();
     for tick in 1..100u64 {
-        let x = if tick % 2 == 0 { 9.5 } else { 11.9 };
+        let x = if tick % 2 == 1 { 9.5 } else { 11.9 };
         w.set_pos(edge, x, 0.0).unwrap();
         let (frames, _) = build_all(&mut r, &w, tick);
         let d = apply(&mut m, &frames[&0], &schema);
