@@ -55,6 +55,7 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
         finish(
             &shared,
             &mut sink,
+            &mut stream,
             Some(SessionError::TooManyConnections.kick()),
         )
         .await;
@@ -66,7 +67,7 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
         Ok(a) => a,
         Err(e) => {
             tracing::debug!(zone = %zone_id, conn = conn_id, error = %e, "handshake refused");
-            finish(&shared, &mut sink, Some(e.kick())).await;
+            finish(&shared, &mut sink, &mut stream, Some(e.kick())).await;
             return;
         }
     };
@@ -81,7 +82,7 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
         conn_id,
     )
     .await;
-    finish(&shared, &mut sink, kick).await;
+    finish(&shared, &mut sink, &mut stream, kick).await;
     let cmd = SimCommand::Disconnected {
         zone_id: zone_id.clone(),
         player: attached.player,
@@ -90,8 +91,12 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
     shared.pool.send_eventually(attached.entry.thread, cmd);
 }
 
-/// Send the final Kick (bounded in time) and close.
-async fn finish(shared: &Shared, sink: &mut Sink, kick: Option<KickNotice>) {
+/// Send the final Kick (bounded in time), close, and linger until the client closes too.
+///
+/// Dropping the socket while the client still has unread data in flight makes the kernel answer
+/// with a TCP reset, which can destroy the Kick before the client reads it; so after our Close we
+/// read and discard until the client's Close (or EOF), bounded by the same timeout.
+async fn finish(shared: &Shared, sink: &mut Sink, stream: &mut Stream, kick: Option<KickNotice>) {
     let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
     if let Some(k) = kick {
         shared.metrics.kick(&kick_label(k.code));
@@ -99,6 +104,14 @@ async fn finish(shared: &Shared, sink: &mut Sink, kick: Option<KickNotice>) {
         let _ = tokio::time::timeout(bound, sink.send(Message::Binary(frame))).await;
     }
     let _ = tokio::time::timeout(bound, sink.close()).await;
+    let _ = tokio::time::timeout(bound, async {
+        while let Some(Ok(m)) = stream.next().await {
+            if matches!(m, Message::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 /// The next binary message; `Ok(None)` when the client closed or the socket broke.
@@ -375,6 +388,6 @@ async fn write_loop(
 /// Refuse a session that never reached the handshake (bad zone id).
 pub(crate) async fn refuse(ws: WebSocket, shared: Arc<Shared>, err: SessionError) {
     let _track = shared.sessions.token();
-    let (mut sink, _stream) = ws.split();
-    finish(&shared, &mut sink, Some(err.kick())).await;
+    let (mut sink, mut stream) = ws.split();
+    finish(&shared, &mut sink, &mut stream, Some(err.kick())).await;
 }

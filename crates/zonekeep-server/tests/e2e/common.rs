@@ -290,6 +290,9 @@ pub async fn expect_kick(ws: &mut Ws) -> KickCode {
                     matches!(recv(ws, &schema).await, Seen::Closed),
                     "closed after Kick"
                 );
+                // Complete the closing handshake as a well-behaved client does (the server
+                // lingers for our Close so that its Kick is never lost to a TCP reset).
+                let _ = ws.close(None).await;
                 return k.code;
             }
             Seen::Msg(_) => continue,
