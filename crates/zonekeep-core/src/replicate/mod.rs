@@ -286,6 +286,9 @@ impl Replicator {
     /// `can_see(subscriber, entity)` hides in-range entities (never the subscriber's own entity or a
     /// global one); `inputs(subscriber)` supplies the ack and events. The frame buffer passed to `sink`
     /// is reused, so copy it if you keep it.
+    ///
+    /// Pass the same [`World`] every patch: each subscriber's sent state refers to its ids and
+    /// version. After replacing the world (say, restoring a save), reset every subscriber.
     pub fn build<'a, C, I, S>(
         &mut self,
         world: &World,
