@@ -89,6 +89,10 @@ test("two pages: the watcher sees the mover move, prediction under 150 ms latenc
   assert.ok(final.x > start.x + 5, `mover moved right: ${start.x} → ${final.x}`);
 
   // The watcher sees the mover arrive there (within one position quantum).
+  const closes = async () => ({
+    mover: await mover.page.evaluate(() => window.arena.closes),
+    watcher: await watcher.page.evaluate(() => window.arena.closes),
+  });
   await watcher.page.waitForFunction(
     ({ id, x, y }) => {
       const o = window.arena.others[id];
@@ -96,7 +100,11 @@ test("two pages: the watcher sees the mover move, prediction under 150 ms latenc
     },
     { id: moverEntity, x: final.x, y: final.y },
     { timeout: 15000 },
-  );
+  ).catch(async (e) => {
+    throw new Error(`${e.message}; connections closed meanwhile: ${JSON.stringify(await closes())}`);
+  });
+  // The run happened on one connection each: a reconnect would reset prediction.
+  assert.deepEqual(await closes(), { mover: [], watcher: [] });
   const motion = await watcher.page.evaluate((id) => ({ ...window.arena.motion[id] }), moverEntity);
   console.log(
     `watcher: ${motion.frames} frames, travelled ${motion.travelled.toFixed(2)}, largest frame step ` +

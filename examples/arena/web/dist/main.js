@@ -37,6 +37,7 @@ const debug = {
     motion: {},
     toasts: [],
     errors: [],
+    closes: [],
 };
 window.arena = debug;
 async function fetchTicket() {
@@ -125,6 +126,9 @@ conn.on("event", (ev) => {
     }
 });
 conn.on("close", (info) => {
+    debug.closes.push(`${info.code} ${info.reason}`);
+    if (debug.closes.length > 50)
+        debug.closes.shift();
     debug.state = info.willReconnect ? "reconnecting" : `closed: ${info.reason}`;
 });
 // ---- input: one input per tick while a direction is held; a change is sent (and predicted) at once.

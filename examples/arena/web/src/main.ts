@@ -56,6 +56,8 @@ export interface ArenaDebug {
   motion: Record<number, MotionStats>;
   toasts: string[];
   errors: string[];
+  /** Every socket close seen ("code reason"), bounded. */
+  closes: string[];
 }
 
 declare global {
@@ -86,6 +88,7 @@ const debug: ArenaDebug = {
   motion: {},
   toasts: [],
   errors: [],
+  closes: [],
 };
 window.arena = debug;
 
@@ -177,6 +180,8 @@ conn.on("event", (ev) => {
   }
 });
 conn.on("close", (info) => {
+  debug.closes.push(`${info.code} ${info.reason}`);
+  if (debug.closes.length > 50) debug.closes.shift();
   debug.state = info.willReconnect ? "reconnecting" : `closed: ${info.reason}`;
 });
 
