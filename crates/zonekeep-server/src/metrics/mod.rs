@@ -68,6 +68,7 @@ pub struct Metrics {
     inputs: Family<Labels, Counter>,
     bytes_out: Family<Labels, Counter>,
     frames_out: Family<Labels, Counter>,
+    quiet_skipped: Family<Labels, Counter>,
     connections: Gauge,
     connections_refused: Family<Labels, Counter>,
     kicks: Family<Labels, Counter>,
@@ -95,6 +96,7 @@ impl Metrics {
             inputs: Family::default(),
             bytes_out: Family::default(),
             frames_out: Family::default(),
+            quiet_skipped: Family::default(),
             connections: Gauge::default(),
             connections_refused: Family::default(),
             kicks: Family::default(),
@@ -143,6 +145,11 @@ impl Metrics {
             m.bytes_out.clone(),
         );
         registry.register("zonekeep_frames_out", "Frames sent", m.frames_out.clone());
+        registry.register(
+            "zonekeep_quiet_deltas_skipped",
+            "Deltas not sent because they carried nothing new (keep-alive covers idle clients)",
+            m.quiet_skipped.clone(),
+        );
         registry.register(
             "zonekeep_connections",
             "Open connections",
@@ -198,6 +205,7 @@ impl Metrics {
             entities: self.entities.get_or_create_owned(&l),
             bytes_out: self.bytes_out.get_or_create_owned(&l),
             frames_out: self.frames_out.get_or_create_owned(&l),
+            quiet_skipped: self.quiet_skipped.get_or_create_owned(&l),
             inputs,
             last: GaugeValues::default(),
             tier: None,
@@ -225,6 +233,7 @@ impl Metrics {
         self.entities.remove(&l);
         self.bytes_out.remove(&l);
         self.frames_out.remove(&l);
+        self.quiet_skipped.remove(&l);
         for o in INPUT_OUTCOMES {
             self.inputs.remove(&zone_outcome(&zm.label, o));
         }
@@ -315,6 +324,7 @@ pub struct ZoneMetrics {
     entities: Gauge,
     bytes_out: Counter,
     frames_out: Counter,
+    quiet_skipped: Counter,
     inputs: Vec<Counter>,
     last: GaugeValues,
     tier: Option<Tier>,
@@ -361,6 +371,11 @@ impl ZoneMetrics {
                 c.inc_by(n);
             }
         }
+    }
+
+    /// Record a quiet Delta that was not sent.
+    pub fn record_quiet_skipped(&self) {
+        self.quiet_skipped.inc();
     }
 
     /// Record frames sent.

@@ -12,7 +12,7 @@ use zonekeep_core::{
 };
 use zonekeep_protocol::messages::{KickCode, Role as WireRole, Welcome};
 
-use super::frames::welcome_frame;
+use super::frames::{delta_ack, quiet_delta_ack, welcome_frame};
 use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
 use crate::conn::{ConnHandle, Offer};
@@ -21,6 +21,9 @@ use crate::metrics::ZoneMetrics;
 /// One participant's connection (`None` while it is dropped, within the grace).
 struct Sub {
     conn: Option<ConnHandle>,
+    /// The ack of the last Delta sent, and the tick it was sent at (quiet-frame suppression).
+    last_ack: Option<u32>,
+    last_frame_tick: u64,
 }
 
 pub(crate) struct ZoneRun {
@@ -113,7 +116,14 @@ impl ZoneRun {
             .map_err(|e| JoinFailure::Unavailable(format!("welcome: {e}")))?;
         self.host.resync(player);
         send_frame(&self.metrics, &conn, frame);
-        self.subs.insert(player, Sub { conn: Some(conn) });
+        self.subs.insert(
+            player,
+            Sub {
+                conn: Some(conn),
+                last_ack: None,
+                last_frame_tick: 0,
+            },
+        );
         self.publish();
         Ok(Joined { player })
     }
@@ -283,12 +293,33 @@ impl ZoneRun {
 
     /// Build every connected participant's Delta (the replicator: interest,
     /// diffs, budget, ack, events) and hand each to its outbox without waiting.
+    ///
+    /// A Delta that says nothing new (PROTOCOL.md §6: no entity changes, no events, the same ack)
+    /// is not sent, except once a second as a keep-alive: idle connections then cost next to
+    /// nothing.
     fn build_frames(&mut self) {
-        let subs = &self.subs;
+        let subs = &mut self.subs;
         let metrics = &self.metrics;
+        let tick = self.host.tick();
+        let keepalive = u64::from(self.host.config().tick_hz);
         let mut sink = |player: PlayerId, bytes: &[u8]| {
-            if let Some(conn) = subs.get(&player).and_then(|s| s.conn.as_ref()) {
-                send_frame(metrics, conn, Bytes::copy_from_slice(bytes));
+            let Some(sub) = subs.get_mut(&player) else {
+                return;
+            };
+            let Some(conn) = sub.conn.as_ref() else {
+                return;
+            };
+            let quiet = quiet_delta_ack(bytes);
+            if quiet.is_some()
+                && quiet == sub.last_ack
+                && tick.saturating_sub(sub.last_frame_tick) < keepalive
+            {
+                metrics.record_quiet_skipped();
+                return;
+            }
+            if send_frame(metrics, conn, Bytes::copy_from_slice(bytes)) {
+                sub.last_ack = Some(quiet.unwrap_or_else(|| delta_ack(bytes)));
+                sub.last_frame_tick = tick;
             }
         };
         if let Err(e) = self.host.build_frames(&mut sink) {
