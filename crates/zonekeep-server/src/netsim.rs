@@ -11,6 +11,7 @@
 //! before they are processed). Settings are switchable at runtime
 //! (`POST /dev/netsim`) and apply to every connection's next message.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -130,6 +131,61 @@ impl Link {
     }
 }
 
+/// Messages held back by NetSim on one direction of a connection: each is stamped when it is
+/// handed over (so a message never waits for its predecessor's whole delay on top of its own),
+/// released in order (head-of-line blocking, never reordered or dropped), and bounded.
+#[derive(Debug)]
+pub struct DelayQueue<T> {
+    link: Link,
+    items: VecDeque<(Instant, T)>,
+    cap: usize,
+}
+
+impl<T> DelayQueue<T> {
+    /// An empty queue holding at most `cap` messages (at least 1).
+    pub fn new(seed: u64, cap: usize) -> Self {
+        Self {
+            link: Link::new(seed),
+            items: VecDeque::new(),
+            cap: cap.max(1),
+        }
+    }
+
+    /// Whether the queue holds `cap` messages: stop taking more until one is released.
+    pub fn is_full(&self) -> bool {
+        self.items.len() >= self.cap
+    }
+
+    /// Hand over `item` at `now`. Returns it straight back when it may go at once (NetSim off
+    /// and nothing waiting); otherwise keeps it until [`pop_due`](DelayQueue::pop_due) releases it.
+    pub fn offer(&mut self, cfg: &NetSimConfig, now: Instant, item: T) -> Option<T> {
+        match self.link.release_at(cfg, now) {
+            None if self.items.is_empty() => Some(item),
+            None => {
+                self.items.push_back((now, item));
+                None
+            }
+            Some(at) => {
+                self.items.push_back((at, item));
+                None
+            }
+        }
+    }
+
+    /// When the next held message is due, if any.
+    pub fn next_release(&self) -> Option<Instant> {
+        self.items.front().map(|(at, _)| *at)
+    }
+
+    /// The next held message, if it is due at `now`.
+    pub fn pop_due(&mut self, now: Instant) -> Option<T> {
+        match self.items.front() {
+            Some((at, _)) if *at <= now => self.items.pop_front().map(|(_, item)| item),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -158,6 +214,48 @@ mod tests {
             prev = at;
         }
         assert!(lost_any, "a 30% loss shows as retransmission delays");
+    }
+
+    #[test]
+    fn a_delay_queue_pipelines_messages_instead_of_serializing_their_delays() {
+        let cfg = NetSimConfig {
+            latency_ms: 150,
+            ..NetSimConfig::default()
+        };
+        let mut q = DelayQueue::new(3, 64);
+        let t0 = Instant::now();
+        // 30 frames a second for one second: all in flight at once, each 150 ms late.
+        for i in 0..30u64 {
+            assert_eq!(q.offer(&cfg, t0 + Duration::from_millis(33 * i), i), None);
+        }
+        assert_eq!(q.pop_due(t0 + Duration::from_millis(149)), None);
+        let mut released = Vec::new();
+        let end = t0 + Duration::from_millis(150 + 33 * 29);
+        while let Some(i) = q.pop_due(end) {
+            released.push(i);
+        }
+        assert_eq!(released, (0..30).collect::<Vec<_>>(), "all due, in order");
+        // Switching NetSim off while frames wait keeps them in order behind the held ones.
+        assert_eq!(q.offer(&cfg, end, 30), None);
+        assert_eq!(q.offer(&NetSimConfig::default(), end, 31), None);
+        assert_eq!(q.pop_due(end + Duration::from_millis(150)), Some(30));
+        assert_eq!(q.pop_due(end + Duration::from_millis(150)), Some(31));
+        assert_eq!(q.offer(&NetSimConfig::default(), end, 32), Some(32));
+    }
+
+    #[test]
+    fn a_full_delay_queue_says_so() {
+        let cfg = NetSimConfig {
+            latency_ms: 10,
+            ..NetSimConfig::default()
+        };
+        let mut q = DelayQueue::new(3, 2);
+        let t0 = Instant::now();
+        assert!(!q.is_full());
+        assert_eq!(q.offer(&cfg, t0, 1), None);
+        assert_eq!(q.offer(&cfg, t0, 2), None);
+        assert!(q.is_full());
+        assert_eq!(q.next_release(), Some(t0 + Duration::from_millis(10)));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello};
 use crate::conn::{ConnEnds, ConnHandle, KickNotice};
 use crate::error::{kick_label, SessionError};
 use crate::host::Shared;
-use crate::netsim::Link;
+use crate::netsim::DelayQueue;
 use crate::sim::{kick_frame, pong_frame, InboxInput, JoinFailure, Joined, SimCommand, ZoneEntry};
 use crate::ticket::unix_now;
 
@@ -310,41 +310,83 @@ async fn read_loop(
             .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
             .allow_burst(abuse_burst),
     );
-    let mut link = Link::new(conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5a5a);
-    while let Some(bytes) = next_message(stream, max, idle).await? {
-        if let Some(at) = link.release_at(&shared.netsim.get(), tokio::time::Instant::now()) {
-            tokio::time::sleep_until(at).await;
-        }
-        match ClientMessage::decode(&bytes) {
-            Ok(ClientMessage::Input(i)) => {
-                if inputs.check().is_err() {
-                    a.entry.rate_limited.inc();
-                    if abuse.check().is_err() {
-                        return Err(SessionError::RateLimited);
-                    }
-                    continue;
-                }
-                let input = InboxInput {
-                    player: a.player,
-                    seq: i.seq,
-                    view_tick: u32::try_from(i.view_tick).unwrap_or(u32::MAX),
-                    payload: Bytes::from(i.payload),
-                };
-                if a.entry.inbox.try_send(input).is_err() {
-                    a.entry.inbox_full.inc();
+    let limits = Limits { inputs, abuse };
+    // Client → server messages held back by NetSim (dev); reading stops while it is full, which
+    // is TCP's own backpressure.
+    let mut delayed: DelayQueue<Bytes> = DelayQueue::new(
+        conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5a5a,
+        cfg.outbox_frames,
+    );
+    loop {
+        let release = delayed.next_release();
+        tokio::select! {
+            biased;
+            _ = tokio::time::sleep_until(release.unwrap_or_else(tokio::time::Instant::now)),
+                if release.is_some() =>
+            {
+                while let Some(bytes) = delayed.pop_due(tokio::time::Instant::now()) {
+                    handle_message(shared, a, &limits, &pong_tx, &bytes)?;
                 }
             }
-            Ok(ClientMessage::Ping(p)) => {
-                let now_us = u64::try_from(shared.clock.now().as_micros()).unwrap_or(u64::MAX);
-                let _ = pong_tx.try_send(pong_frame(p.client_time, now_us, a.entry.tick()));
+            m = next_message(stream, max, idle), if !delayed.is_full() => {
+                let Some(bytes) = m? else { return Ok(()) };
+                let now = tokio::time::Instant::now();
+                if let Some(bytes) = delayed.offer(&shared.netsim.get(), now, bytes) {
+                    handle_message(shared, a, &limits, &pong_tx, &bytes)?;
+                }
             }
-            Ok(ClientMessage::Hello(_)) => {
-                return Err(SessionError::Protocol("Hello out of place".into()))
-            }
-            Err(e) => return Err(SessionError::Protocol(format!("undecodable message: {e}"))),
         }
     }
-    Ok(())
+}
+
+type Limiter = RateLimiter<
+    governor::state::NotKeyed,
+    governor::state::InMemoryState,
+    governor::clock::DefaultClock,
+>;
+
+/// A connection's input rate limits: `inputs` drops the excess, `abuse` kicks sustained excess.
+struct Limits {
+    inputs: Limiter,
+    abuse: Limiter,
+}
+
+/// Act on one client message after the handshake.
+fn handle_message(
+    shared: &Shared,
+    a: &Attached,
+    limits: &Limits,
+    pong_tx: &mpsc::Sender<Bytes>,
+    bytes: &[u8],
+) -> Result<(), SessionError> {
+    match ClientMessage::decode(bytes) {
+        Ok(ClientMessage::Input(i)) => {
+            if limits.inputs.check().is_err() {
+                a.entry.rate_limited.inc();
+                if limits.abuse.check().is_err() {
+                    return Err(SessionError::RateLimited);
+                }
+                return Ok(());
+            }
+            let input = InboxInput {
+                player: a.player,
+                seq: i.seq,
+                view_tick: u32::try_from(i.view_tick).unwrap_or(u32::MAX),
+                payload: Bytes::from(i.payload),
+            };
+            if a.entry.inbox.try_send(input).is_err() {
+                a.entry.inbox_full.inc();
+            }
+            Ok(())
+        }
+        Ok(ClientMessage::Ping(p)) => {
+            let now_us = u64::try_from(shared.clock.now().as_micros()).unwrap_or(u64::MAX);
+            let _ = pong_tx.try_send(pong_frame(p.client_time, now_us, a.entry.tick()));
+            Ok(())
+        }
+        Ok(ClientMessage::Hello(_)) => Err(SessionError::Protocol("Hello out of place".into())),
+        Err(e) => Err(SessionError::Protocol(format!("undecodable message: {e}"))),
+    }
 }
 
 async fn write_loop(
@@ -356,24 +398,29 @@ async fn write_loop(
     conn_id: u64,
 ) -> Option<KickNotice> {
     let shutting_down = || Some(SessionError::ShuttingDown.kick());
-    let mut link = Link::new(conn_id.wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 0xa5a5);
+    // Server → client frames held back by NetSim (dev). While it is full the outbox is not
+    // drained, so a client that cannot keep up still overflows its outbox and is kicked.
+    let mut delayed = DelayQueue::new(
+        conn_id.wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 0xa5a5,
+        shared.config.outbox_frames,
+    );
     loop {
+        let release = delayed.next_release();
+        let room = !delayed.is_full();
         let frame = tokio::select! {
             biased;
             k = kick.wait_for(Option::is_some) => return k.ok().and_then(|k| k.clone()),
             _ = shared.shutdown.cancelled() => return shutting_down(),
-            f = pongs.recv() => f,
-            f = outbox.recv() => f,
-        };
-        let frame = frame?;
-        if let Some(at) = link.release_at(&shared.netsim.get(), tokio::time::Instant::now()) {
-            tokio::select! {
-                biased;
-                k = kick.wait_for(Option::is_some) => return k.ok().and_then(|k| k.clone()),
-                _ = shared.shutdown.cancelled() => return shutting_down(),
-                _ = tokio::time::sleep_until(at) => {}
+            _ = tokio::time::sleep_until(release.unwrap_or_else(tokio::time::Instant::now)),
+                if release.is_some() => delayed.pop_due(tokio::time::Instant::now()),
+            f = pongs.recv(), if room => {
+                delayed.offer(&shared.netsim.get(), tokio::time::Instant::now(), f?)
             }
-        }
+            f = outbox.recv(), if room => {
+                delayed.offer(&shared.netsim.get(), tokio::time::Instant::now(), f?)
+            }
+        };
+        let Some(frame) = frame else { continue };
         // Racing the write against a kick: a reader that stopped reading blocks
         // this send, and the slow-consumer kick must still end the session.
         tokio::select! {
