@@ -54,7 +54,7 @@ pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
     validate(&cfg)?;
     let (kind, params) = match &cfg.workload {
         Workload::Arena(p) => (
-            Some(arena::KIND.to_owned()),
+            Some(arena::zone::kind_for(p).to_owned()),
             Some(serde_json::to_value(p).map_err(|e| BenchError::Config(e.to_string()))?),
         ),
         _ => (cfg.zone_kind.clone(), cfg.zone_params.clone()),

@@ -234,3 +234,27 @@ async fn refused_joins_are_counted_by_kick_code() {
     );
     let _ = stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crowded_budget_run_checks_what_is_sent_and_measures_staleness() {
+    let (url, stop) = start_host().await;
+    let params = ArenaParams {
+        npcs: 300,
+        scenario: Scenario::Interest,
+        budget: Some(zonekeep_bench::arena::zone::BUDGET_BYTES),
+        crowd_half: Some(53.0),
+        ..ArenaParams::default()
+    };
+    let r = run(config(&url, "arena-crowd", 4, Workload::Arena(params)))
+        .await
+        .unwrap();
+    assert_consistent(&r, 4);
+    let p = r.probe.unwrap();
+    assert_eq!(p.mismatches(), 0, "{p:?}");
+    assert!(p.npcs_checked > 0, "{p:?}");
+    // The budget caps every Delta (the baseline aside, which the window excludes); Pongs add
+    // about one byte per patch to the payload rate.
+    let per_patch = r.per_client.recv_payload_bytes_per_s.max / r.per_client.recv_patches_per_s.min;
+    assert!(per_patch <= 1200.0 + 16.0, "{per_patch} bytes per patch");
+    let _ = stop.send(());
+}
