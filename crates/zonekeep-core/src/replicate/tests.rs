@@ -412,3 +412,52 @@ fn edge_oscillation_within_the_margin_sends_no_despawn_spawn_pairs() {
         assert!(m.get(edge.0).is_some());
     }
 }
+
+#[test]
+fn shared_bodies_keep_each_subscribers_header_and_events() {
+    let (mut w, unit, _) = world(0.01);
+    let ids: Vec<EntityId> = (0..30)
+        .map(|i| w.spawn(unit, i as f32, 1.0).unwrap())
+        .collect();
+    let schema = w.schema();
+    let mut r = Replicator::new(ReplicationConfig::default());
+    for s in 0..3u32 {
+        let mut c = cfg(f32::INFINITY, Focus::Point(0.0, 0.0), Some(ids[s as usize]));
+        c.budget = (s == 2).then_some(10_000);
+        r.add_subscriber(SubscriberId(s), c).unwrap();
+    }
+    let mut mirrors: Vec<Mirror> = (0..3).map(|_| Mirror::new()).collect();
+    let payload = vec![7u8; 300];
+    for tick in 1..6u64 {
+        for id in &ids {
+            let (x, y) = w.pos(*id).unwrap();
+            w.set_pos(*id, x + 0.3, y).unwrap();
+        }
+        let events: Vec<(u16, &[u8])> = vec![(3, &payload[..])];
+        let mut frames = Vec::new();
+        let stats = r
+            .build(
+                &w,
+                tick,
+                |_, _| true,
+                |s| FrameInput {
+                    ack: 100 + s.0,
+                    events: if s.0 == 1 { &events } else { &[] },
+                },
+                |s, f| frames.push((s, f.to_vec())),
+            )
+            .unwrap();
+        assert_eq!(stats.shared_bodies, 2, "tick {tick}");
+        for (s, f) in frames {
+            let d = mirrors[s.0 as usize].decode_apply(&f, &schema).unwrap();
+            assert_eq!(d.ack, 100 + s.0);
+            assert_eq!(d.events.is_some(), s.0 == 1);
+            if tick == 1 {
+                assert_eq!(d.control, Some(Some(ids[s.0 as usize].0)));
+            }
+            for (id, e) in mirrors[s.0 as usize].iter() {
+                assert_eq!((e.qx, e.qy), w.qpos(EntityId(id)).unwrap());
+            }
+        }
+    }
+}
