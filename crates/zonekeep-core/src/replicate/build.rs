@@ -90,7 +90,7 @@ where
             let pre_state = sub.state;
             let was_baseline = sub.baseline;
             let lead = r.share.reserve(pre_state);
-            let done = frame(
+            let done = match frame(
                 sub,
                 world,
                 &cols,
@@ -100,7 +100,14 @@ where
                 &mut r.cache,
                 &mut r.scratch,
                 &mut stats,
-            )?;
+            ) {
+                Ok(done) => done,
+                Err(e) => {
+                    // Its sent state may be half advanced: start it over with a BASELINE.
+                    sub.reset();
+                    return Err(e);
+                }
+            };
             sub.state = r.share.fresh_state();
             if done.clean {
                 r.share.merge(done_subs, i, sub);

@@ -173,6 +173,17 @@ struct Subscriber {
     state: u64,
 }
 
+impl Subscriber {
+    /// Forgets what was sent: the next frame is a BASELINE.
+    fn reset(&mut self) {
+        self.baseline = true;
+        self.entries.clear();
+        self.view.clear();
+        self.control_sent = None;
+        self.state = share::EMPTY_STATE;
+    }
+}
+
 /// Builds every subscriber's Delta each patch. See the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct Replicator {
@@ -251,12 +262,7 @@ impl Replicator {
     /// Forgets what the subscriber was sent: its next frame is a BASELINE (e.g. after a reconnect).
     pub fn reset_subscriber(&mut self, id: SubscriberId) -> Result<(), ReplicateError> {
         let i = self.find(id)?;
-        let s = &mut self.subs[i];
-        s.baseline = true;
-        s.entries.clear();
-        s.view.clear();
-        s.control_sent = None;
-        s.state = share::EMPTY_STATE;
+        self.subs[i].reset();
         Ok(())
     }
 
