@@ -286,31 +286,38 @@ impl Grid {
     }
 
     /// Appends `(rank, squared distance)` of every entity within `r` of `(x, y)` to `out`.
+    pub fn query(&self, x: f32, y: f32, r: f32, out: &mut Vec<(u32, f32)>) {
+        let base = out.len();
+        out.resize(base + self.len(), (0, 0.0));
+        let n = self.query_into(x, y, r, out.get_mut(base..).unwrap_or(&mut []));
+        out.truncate(base + n);
+    }
+
+    /// Writes `(rank, squared distance)` of every entity within `r` of `(x, y)` to the front of
+    /// `buf` and returns how many. A query never yields more than [`Grid::len`] entries, so a buffer
+    /// that long (kept across queries) always suffices; a shorter one drops the excess.
     ///
     /// Each span is filtered branch-free (write every entry, advance the cursor only on a hit), which
     /// beats a branch per entry when about a third of the candidates hit, as in a crowd.
-    pub fn query(&self, x: f32, y: f32, r: f32, out: &mut Vec<(u32, f32)>) {
+    pub fn query_into(&self, x: f32, y: f32, r: f32, buf: &mut [(u32, f32)]) -> usize {
         let rr = r * r;
+        let mut n = 0usize;
         self.spans(x, y, r, |s, e, key| {
             let (Some(xs), Some(ys), Some(ranks)) =
                 (self.xs.get(s..e), self.ys.get(s..e), self.ranks.get(s..e))
             else {
                 return;
             };
-            let base = out.len();
-            out.resize(base + xs.len(), (0, 0.0));
-            let dst = &mut out[base..];
-            let mut n = 0usize;
             match key {
                 None => {
                     for ((&ex, &ey), &rank) in xs.iter().zip(ys).zip(ranks) {
                         let dx = ex - x;
                         let dy = ey - y;
                         let d2 = dx * dx + dy * dy;
-                        if let Some(slot) = dst.get_mut(n) {
+                        if let Some(slot) = buf.get_mut(n) {
                             *slot = (rank, d2);
+                            n += usize::from(d2 <= rr);
                         }
-                        n += usize::from(d2 <= rr);
                     }
                 }
                 Some(cell) => {
@@ -319,15 +326,15 @@ impl Grid {
                         let dx = ex - x;
                         let dy = ey - y;
                         let d2 = dx * dx + dy * dy;
-                        if let Some(slot) = dst.get_mut(n) {
+                        if let Some(slot) = buf.get_mut(n) {
                             *slot = (rank, d2);
+                            n += usize::from(d2 <= rr && c == cell);
                         }
-                        n += usize::from(d2 <= rr && c == cell);
                     }
                 }
             }
-            out.truncate(base + n);
         });
+        n
     }
 }
 

@@ -152,7 +152,7 @@ impl Interest {
                 self.globals.push(r as u32);
             }
         }
-        self.scratch.prepare(cols.len());
+        self.scratch.prepare(cols.len(), self.grid.len());
     }
 
     /// Updates `view` against the snapshot last passed to [`Interest::rebuild`] (which must be `cols`).

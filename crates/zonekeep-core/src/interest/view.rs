@@ -75,12 +75,15 @@ pub(super) struct Scratch {
     far: Vec<u64>,
     /// Word indices that have a bit set.
     touched: Vec<u32>,
-    /// Query output.
+    /// Query output buffer, at least as long as the grid (only the front is meaningful).
     cands: Vec<(u32, f32)>,
 }
 
 impl Scratch {
-    pub(super) fn prepare(&mut self, ranks: usize) {
+    pub(super) fn prepare(&mut self, ranks: usize, grid_len: usize) {
+        if self.cands.len() < grid_len {
+            self.cands.resize(grid_len, (0, 0.0));
+        }
         let words = ranks.div_ceil(64);
         self.near.clear();
         self.near.resize(words, 0);
@@ -131,11 +134,12 @@ pub(super) fn update<F: FnMut(u32) -> bool>(
     let rr_in = radius * radius;
     // Candidates within the outer radius, then the filter, then the bitsets.
     let mut cands = std::mem::take(&mut s.cands);
-    cands.clear();
-    if spec.x.is_finite() && spec.y.is_finite() {
-        grid.query(spec.x, spec.y, outer, &mut cands);
-    }
-    for &(rank, d2) in &cands {
+    let n = if spec.x.is_finite() && spec.y.is_finite() {
+        grid.query_into(spec.x, spec.y, outer, &mut cands)
+    } else {
+        0
+    };
+    for &(rank, d2) in cands.get(..n).unwrap_or(&[]) {
         let Some(&id) = cols.ids.get(rank as usize) else {
             continue;
         };
