@@ -258,3 +258,22 @@ async fn crowded_budget_run_checks_what_is_sent_and_measures_staleness() {
     assert!(per_patch <= 1200.0 + 16.0, "{per_patch} bytes per patch");
     let _ = stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_netsim_delays_every_bot_both_ways() {
+    let (url, stop) = start_host().await;
+    let params = ArenaParams {
+        npcs: 10,
+        ..ArenaParams::default()
+    };
+    // Bot 0 decodes (zonekeep-client's NetSim), bot 1 does not (the light bot's own queue).
+    let mut cfg = config(&url, "arena-net", 2, Workload::Arena(params));
+    cfg.netsim.delay = Duration::from_millis(30);
+    let r = run(cfg).await.unwrap();
+    assert_consistent(&r, 2);
+    assert_eq!(r.probe.unwrap().mismatches(), 0);
+    // An input is acked no sooner than one simulated trip out and one back.
+    assert!(r.rtt_ms.min >= 60.0, "{:?}", r.rtt_ms);
+    assert_eq!(r.params.net, (30.0, 0.0, 0.0));
+    let _ = stop.send(());
+}

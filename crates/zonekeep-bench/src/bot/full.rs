@@ -292,7 +292,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
     res.total_bytes_in = end.bytes_in;
     res.total_delta_bytes = end.delta_bytes;
     res.total_deltas = end.deltas;
-    res.outgoing_full += end.outgoing_full + pending.dropped;
+    res.outgoing_full += end.outgoing_full;
     res.probe = probe.map(|p| p.counts());
     if connected {
         shared

@@ -315,7 +315,6 @@ async fn drive(
         .connected
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     res.whole_window = in_window && whole;
-    res.outgoing_full += s.pending.dropped;
 }
 
 async fn send(
