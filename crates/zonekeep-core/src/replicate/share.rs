@@ -21,9 +21,31 @@
 
 use super::{BuildStats, Entry, FrameInput, Subscriber};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use zonekeep_protocol::delta::{DeltaHeader, DeltaWriter};
 use zonekeep_protocol::limits::{MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_SERVER_MESSAGE};
 use zonekeep_protocol::wire::{put_bytes, put_varint, varint_len};
+
+/// Hasher for the per-build maps: their keys are state ids and already-mixed merge keys, so one
+/// multiply spreads them; SipHash's DoS resistance buys nothing for keys no client chooses.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(K);
+    }
+}
+
+type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
 /// The state id of a subscriber that holds nothing and awaits a BASELINE.
 pub(super) const EMPTY_STATE: u64 = 0;
@@ -105,11 +127,11 @@ struct Leader {
 /// Per-build registry of leaders.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Share {
-    leaders: HashMap<u64, Option<Leader>>,
+    leaders: KeyMap<Option<Leader>>,
     bodies: Vec<u8>,
     next_state: u64,
     /// Post-build merge key → (subscriber index, state id), for merging.
-    merge: HashMap<u64, (usize, u64)>,
+    merge: KeyMap<(usize, u64)>,
     kept: Vec<u32>,
     /// Bodies reused this build.
     pub(super) shared: u64,
