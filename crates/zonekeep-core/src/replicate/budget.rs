@@ -232,5 +232,19 @@ fn select(
             stats.deferred += 1;
         }
     }
+    // An item that cannot fit even an otherwise empty frame (a spawn with long strings under a
+    // tiny budget) would wait forever: when nothing was chosen, the most urgent item goes alone
+    // and the frame is counted as over budget, so every entity in view is eventually sent.
+    if !s.cands.iter().any(|c| c.selected) {
+        if let Some(c) = s
+            .order
+            .first()
+            .and_then(|&(_, ci)| s.cands.get_mut(ci as usize))
+        {
+            c.selected = true;
+            stats.deferred = stats.deferred.saturating_sub(1);
+            stats.over_budget += 1;
+        }
+    }
     false
 }

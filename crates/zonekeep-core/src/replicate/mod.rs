@@ -13,8 +13,10 @@
 //! shared arena and copied into every frame that needs them. In the steady state without a budget,
 //! every subscriber shares one encoding per entity.
 //!
-//! **Byte budget.** With `budget: Some(n)` the whole Delta message stays within `n` bytes (unless even
-//! the header, despawns and events alone exceed it; then only those go). Despawns and events always
+//! **Byte budget.** With `budget: Some(n)` the whole Delta message stays within `n` bytes, with two
+//! exceptions counted in [`BuildStats::over_budget`]: when even the header, despawns and events alone
+//! exceed it, only those go; and when no pending item fits beside them, the most urgent one goes
+//! alone (so an item larger than the budget is still sent eventually). Despawns and events always
 //! go. Updates and spawns are candidates ordered by **accumulated priority**: each patch an entity has
 //! something pending for this subscriber, its priority grows by
 //! `w(d) = 1 / (1 + min(d, d_max) / priority_distance)`, where `d` is its distance from the view centre

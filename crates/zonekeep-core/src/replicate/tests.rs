@@ -461,3 +461,24 @@ fn shared_bodies_keep_each_subscribers_header_and_events() {
         }
     }
 }
+
+#[test]
+fn an_item_larger_than_the_budget_still_goes_alone() {
+    let (mut w, unit, _) = world(0.01);
+    let e = w.spawn(unit, 1.0, 1.0).unwrap();
+    w.set_str(e, 1, "sixteen-chars-xx").unwrap();
+    let mut r = Replicator::new(ReplicationConfig::default());
+    let mut c = cfg(f32::INFINITY, Focus::Point(0.0, 0.0), None);
+    c.budget = Some(16); // the spawn body alone is longer than this
+    r.add_subscriber(SubscriberId(1), c).unwrap();
+    let schema = w.schema();
+    let mut m = Mirror::new();
+    let (frames, stats) = build_all(&mut r, &w, 1);
+    apply(&mut m, &frames[&1], &schema);
+    assert!(m.get(e.0).is_some(), "sent despite the budget");
+    assert_eq!(stats.over_budget, 1);
+    // With nothing pending the next frames are back within budget.
+    let (frames, stats) = build_all(&mut r, &w, 2);
+    assert!(frames[&1].len() <= 16);
+    assert_eq!(stats.over_budget, 0);
+}
