@@ -7,8 +7,8 @@
 //!
 //! | route | body | answer |
 //! | --- | --- | --- |
-//! | `GET /admin/zones` | | `{"zones": [ZoneSummary]}` |
-//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary + participants) |
+//! | `GET /admin/zones` | | `{"zones": [ZoneSummary], "start_failures": [StartFailure]}` |
+//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts), or for a zone that failed to start `{"id", "kind", "running": false, "start_failure"}` |
 //! | `POST /admin/zones` | `{"id", "kind", "params"?}` | 201 `{"id", "kind"}` |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}` | 200 `{"kicked": player}` |
 //! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}` |
@@ -34,7 +34,7 @@ use tokio::sync::oneshot;
 use zonekeep_core::PlayerId;
 
 use crate::host::{json_error, valid_zone_id, Shared};
-use crate::sim::{AdminFailure, SimCommand};
+use crate::sim::{abandon, mark_running, start_zone, AdminFailure, SimCommand, StartError};
 
 /// How long an admin request waits for a zone's thread.
 const SIM_REPLY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -133,7 +133,23 @@ async fn ask<T>(
 }
 
 async fn list(State(shared): State<Arc<Shared>>) -> Response {
-    Json(json!({"zones": shared.registry.summaries()})).into_response()
+    let failures = shared
+        .sim
+        .persist
+        .as_ref()
+        .map(|p| p.failures().all())
+        .unwrap_or_default();
+    Json(json!({"zones": shared.registry.summaries(), "start_failures": failures})).into_response()
+}
+
+/// The detail of a zone that is not running but failed to start: why, and
+/// which save was kept.
+fn start_failure(shared: &Shared, id: &str) -> Option<Response> {
+    let f = shared.sim.persist.as_ref()?.failures().get(id)?;
+    Some(
+        Json(json!({"id": id, "kind": f.kind, "running": false, "start_failure": f}))
+            .into_response(),
+    )
 }
 
 async fn detail(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
@@ -145,7 +161,9 @@ async fn detail(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
     .await
     {
         Ok(Some(d)) => Json(d).into_response(),
-        Ok(None) => failure(AdminFailure::NoZone(id)),
+        Ok(None) | Err(AdminFailure::NoZone(_)) => {
+            start_failure(&shared, &id).unwrap_or_else(|| failure(AdminFailure::NoZone(id)))
+        }
         Err(f) => failure(f),
     }
 }
@@ -173,20 +191,27 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         Ok(x) => x,
         Err(f) => return failure(f),
     };
+    // Built here (claim and restore with persistence), never on the sim thread.
+    let start = match start_zone(&shared.sim, &entry, create).await {
+        Ok(s) => s,
+        Err(StartError::Invalid(reason)) => return failure(AdminFailure::BadRequest(reason)),
+        Err(StartError::Unavailable(reason)) => return failure(AdminFailure::Unavailable(reason)),
+    };
     let (tx, rx) = oneshot::channel();
     let cmd = SimCommand::Create {
         zone_id: b.id.clone(),
-        create,
+        create: start,
         reply: tx,
     };
     if let Err(cmd) = shared.pool.send(entry.thread, cmd) {
         if let SimCommand::Create { create, .. } = *cmd {
-            shared.unregister(&entry, Some(create));
+            abandon(&shared.sim, &entry, create, "the zone's thread is busy");
         }
         return failure(AdminFailure::Unavailable(
             "the zone's thread is busy".into(),
         ));
     }
+    mark_running(&entry);
     match tokio::time::timeout(SIM_REPLY_TIMEOUT, rx).await {
         Ok(Ok(Ok(()))) => (
             StatusCode::CREATED,

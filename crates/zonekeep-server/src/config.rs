@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -116,6 +117,19 @@ pub struct ServerConfig {
     pub admin_token: Option<Secret>,
     /// Reconnect tokens held at most (one per player). Default 100000.
     pub reconnect_capacity: usize,
+    /// Where zone saves and the fact ledger live: `sqlite` (a file in
+    /// `data_dir`) or a `postgres://` URL (may hold a password: never printed).
+    /// Default `sqlite`.
+    pub store: Secret,
+    /// Directory of the SQLite database. Default `./data`.
+    pub data_dir: PathBuf,
+    /// Periodic zone save interval, e.g. `5s`, `500ms`, `2m`. Default `5s`.
+    pub save_every: String,
+    /// Where facts are committed: `ledger` (the store's ledger) or
+    /// `webhook:http://...`. Default `ledger`.
+    pub fact_sink: String,
+    /// Dev/bench: delay every store call by this much, ms; 0 = none. Default 0.
+    pub store_delay_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -153,6 +167,11 @@ impl Default for ServerConfig {
             ticket_keys: Vec::new(),
             admin_token: None,
             reconnect_capacity: 100_000,
+            store: Secret::new("sqlite"),
+            data_dir: PathBuf::from("./data"),
+            save_every: "5s".into(),
+            fact_sink: "ledger".into(),
+            store_delay_ms: 0,
         }
     }
 }
@@ -253,7 +272,61 @@ impl ServerConfig {
             return Err(invalid("admin_token", "must be at least 16 bytes"));
         }
         self.key_ring()?;
+        self.persist_config()?;
         Ok(())
+    }
+
+    /// The persistence settings (`store`, `data_dir`, `save_every`,
+    /// `fact_sink`, `store_delay_ms`; final saves are bounded by
+    /// `shutdown_timeout_ms`), checked.
+    pub fn persist_config(&self) -> Result<crate::persist::PersistConfig, ConfigError> {
+        use crate::persist::{parse_duration, FactSinkSpec, PersistConfig};
+        let store = self.store.expose().trim();
+        let known = store.is_empty()
+            || store.eq_ignore_ascii_case("sqlite")
+            || store.starts_with("postgres://")
+            || store.starts_with("postgresql://");
+        if !known {
+            // Only the scheme: the rest may hold credentials.
+            let scheme: String = store
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(32)
+                .collect();
+            return Err(invalid(
+                "store",
+                format!("must be \"sqlite\" or a postgres:// URL, not {scheme:?}..."),
+            ));
+        }
+        let save_every =
+            parse_duration(&self.save_every).map_err(|e| invalid("save_every", e.to_string()))?;
+        if save_every.is_zero() {
+            return Err(invalid("save_every", "must be greater than 0"));
+        }
+        let fact_sink: FactSinkSpec = self
+            .fact_sink
+            .parse()
+            .map_err(|e: crate::persist::ConfigError| invalid("fact_sink", e.to_string()))?;
+        if let FactSinkSpec::Webhook(url) = &fact_sink {
+            if !url.starts_with("http://") {
+                return Err(invalid(
+                    "fact_sink",
+                    "the webhook URL must start with http:// (https is not supported)",
+                ));
+            }
+        }
+        Ok(PersistConfig {
+            store: store.to_owned(),
+            data_dir: self.data_dir.clone(),
+            save_every,
+            fact_sink,
+            store_delay: (self.store_delay_ms > 0)
+                .then(|| Duration::from_millis(self.store_delay_ms)),
+            shutdown_timeout: Duration::from_millis(self.shutdown_timeout_ms),
+            ..PersistConfig::default()
+        })
     }
 
     /// The configured ticket keys, or `None` when no key is configured.
@@ -366,5 +439,84 @@ mod tests {
             ..ServerConfig::default()
         };
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn persistence_keys_map_onto_persist_config() {
+        let c = ServerConfig::from_toml_str(
+            r#"
+            store = "postgres://u:hunter2@db/zk"
+            data_dir = "/var/lib/zonekeep"
+            save_every = "250ms"
+            fact_sink = "webhook:http://127.0.0.1:9/facts"
+            store_delay_ms = 1000
+            "#,
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert!(
+            !format!("{c:?}").contains("hunter2"),
+            "the store URL is redacted"
+        );
+        let p = c.persist_config().unwrap();
+        assert_eq!(p.store, "postgres://u:hunter2@db/zk");
+        assert_eq!(p.data_dir, PathBuf::from("/var/lib/zonekeep"));
+        assert_eq!(p.save_every, Duration::from_millis(250));
+        assert_eq!(
+            p.fact_sink,
+            crate::persist::FactSinkSpec::Webhook("http://127.0.0.1:9/facts".into())
+        );
+        assert_eq!(p.store_delay, Some(Duration::from_secs(1)));
+        let d = ServerConfig::default().persist_config().unwrap();
+        assert_eq!(d.store, "sqlite");
+        assert_eq!(d.save_every, Duration::from_secs(5));
+        assert_eq!(d.store_delay, None);
+
+        for (c, key, hint) in [
+            (
+                ServerConfig {
+                    store: Secret::new("mysql://root:pw@x"),
+                    ..ServerConfig::default()
+                },
+                "store",
+                "mysql",
+            ),
+            (
+                ServerConfig {
+                    save_every: "5 parsecs".into(),
+                    ..ServerConfig::default()
+                },
+                "save_every",
+                "5s",
+            ),
+            (
+                ServerConfig {
+                    save_every: "0s".into(),
+                    ..ServerConfig::default()
+                },
+                "save_every",
+                "greater than 0",
+            ),
+            (
+                ServerConfig {
+                    fact_sink: "kafka".into(),
+                    ..ServerConfig::default()
+                },
+                "fact_sink",
+                "ledger",
+            ),
+            (
+                ServerConfig {
+                    fact_sink: "webhook:https://x".into(),
+                    ..ServerConfig::default()
+                },
+                "fact_sink",
+                "http://",
+            ),
+        ] {
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(hint), "{e}");
+            assert!(!e.contains("pw@"), "no credentials in errors: {e}");
+        }
     }
 }

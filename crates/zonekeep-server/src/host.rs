@@ -28,8 +28,11 @@ use crate::conn_limit::{Admission, ConnGuard, ConnLimiter};
 use crate::error::SessionError;
 use crate::metrics::Metrics;
 use crate::netsim::NetSim;
+use crate::persist::Persistence;
 use crate::reconnect::ReconnectStore;
-use crate::sim::{DisposeHook, JoinFailure, Registry, SimContext, SimPool, ZoneCreate, ZoneEntry};
+use crate::sim::{
+    DisposeHook, JoinFailure, Registry, SimContext, SimPool, Startup, ZoneCreate, ZoneEntry,
+};
 use crate::ticket::{KeyRing, TicketKey, Verifier};
 use crate::{admin, dev, session};
 
@@ -109,6 +112,7 @@ impl Shared {
             summary: Default::default(),
             rate_limited: metrics.input_counter("rate_limited").unwrap_or_default(),
             inbox_full: metrics.input_counter("inbox_full").unwrap_or_default(),
+            ready: tokio::sync::watch::Sender::new(Startup::Starting),
         });
         let create = ZoneCreate {
             kind: kind.to_owned(),
@@ -177,14 +181,6 @@ impl Shared {
         zones.insert(zone_id.to_owned(), entry.clone());
         Ok((entry, create))
     }
-
-    /// Undo a registration whose create command could not be queued.
-    pub fn unregister(&self, entry: &Arc<ZoneEntry>, create: Option<ZoneCreate>) {
-        self.registry.remove(entry);
-        if let Some(c) = create {
-            self.metrics.release_zone(c.metrics);
-        }
-    }
 }
 
 /// Builds a [`Host`].
@@ -195,9 +191,20 @@ pub struct HostBuilder {
     order: Vec<String>,
     default_kind: Option<String>,
     dispose_hook: Option<DisposeHook>,
+    persistence: Option<Arc<Persistence>>,
 }
 
 impl HostBuilder {
+    /// Persist zones and facts with `persistence` (opened with
+    /// [`Persistence::open`]): zones are claimed and restored from their
+    /// last save when they start, saved periodically, when they go Dormant
+    /// (then unloaded) and on graceful shutdown; facts are committed to the
+    /// configured sink. Without it zones live in memory only.
+    pub fn persistence(mut self, persistence: Arc<Persistence>) -> Self {
+        self.persistence = Some(persistence);
+        self
+    }
+
     /// Use `config` (validated in [`build`](Self::build)).
     pub fn config(mut self, config: ServerConfig) -> Self {
         self.config = config;
@@ -270,7 +277,11 @@ impl HostBuilder {
             None => return Err(HostError::NoTicketKey),
         };
         let verifier = Verifier::new(ring, config.ticket_policy(), config.ticket_replay_capacity);
-        let metrics = Arc::new(Metrics::new(config.metrics_zone_labels));
+        let mut metrics = Metrics::new(config.metrics_zone_labels);
+        if let Some(p) = &self.persistence {
+            p.metrics().register(metrics.registry_mut());
+        }
+        let metrics = Arc::new(metrics);
         let registry = Arc::new(Registry::default());
         let reconnect = Arc::new(ReconnectStore::new(config.reconnect_capacity));
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
@@ -283,6 +294,7 @@ impl HostBuilder {
             registry: registry.clone(),
             dispose_hook: self.dispose_hook,
             zone_inbox: config.zone_inbox,
+            persist: self.persistence,
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
         let admin_token_hash = config
@@ -334,6 +346,7 @@ impl Host {
             order: Vec::new(),
             default_kind: None,
             dispose_hook: None,
+            persistence: None,
         }
     }
 
@@ -345,6 +358,11 @@ impl Host {
     /// The metrics registry (also served at `/metrics`).
     pub fn metrics(&self) -> &Metrics {
         &self.shared.metrics
+    }
+
+    /// The host's persistence, if it has one.
+    pub fn persistence(&self) -> Option<&Arc<Persistence>> {
+        self.shared.sim.persist.as_ref()
     }
 
     /// Mint a ticket with the host's first active key.
@@ -479,6 +497,13 @@ async fn shutdown_host(shared: &Arc<Shared>, graceful: GracefulShutdown) {
     let done = tokio::task::spawn_blocking(move || s.pool.shutdown(remaining)).await;
     if !matches!(done, Ok(true)) {
         tracing::warn!("zones did not dispose within the shutdown bound");
+    }
+    // Every zone's final snapshot is queued now (the threads submitted them
+    // while disposing); wait for the writes, bounded on their own so that a
+    // slow session close does not cost the saves.
+    if let Some(p) = &shared.sim.persist {
+        tracing::info!("shutting down: writing final saves");
+        p.shutdown(p.config().shutdown_timeout).await;
     }
     tracing::info!("shutdown complete");
 }

@@ -21,7 +21,10 @@ use crate::conn::{ConnEnds, ConnHandle, KickNotice};
 use crate::error::{kick_label, SessionError};
 use crate::host::Shared;
 use crate::netsim::DelayQueue;
-use crate::sim::{kick_frame, pong_frame, InboxInput, JoinFailure, Joined, SimCommand, ZoneEntry};
+use crate::sim::{
+    abandon, kick_frame, mark_running, pong_frame, start_zone, wait_running, InboxInput,
+    JoinFailure, Joined, SimCommand, ZoneEntry,
+};
 use crate::ticket::unix_now;
 
 type Sink = SplitSink<WebSocket, Message>;
@@ -184,7 +187,12 @@ async fn handshake(
     let version = negotiate_version(&hello.versions, &[PROTOCOL_VERSION])
         .ok_or(SessionError::Version(PROTOCOL_VERSION))?;
     let (tx, rx) = oneshot::channel();
-    let thread = admit(shared, zone_id, &hello, version, conn, tx)?;
+    // Admission may start the zone (claim and restore from the store): the
+    // client waits for it, but shutdown does not.
+    let thread = tokio::select! {
+        _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
+        r = admit(shared, zone_id, &hello, version, conn, tx) => r?,
+    };
     let joined: Joined = tokio::select! {
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
         r = rx => r.map_err(|_| JoinFailure::Unavailable("the zone's thread is gone".into()))??,
@@ -200,8 +208,9 @@ async fn handshake(
     })
 }
 
-/// Verify the ticket and queue a join or resume; returns the zone's thread.
-fn admit(
+/// Verify the ticket, start the zone if it is new (or wait for the join
+/// that is starting it), and queue a join or resume; returns the zone's thread.
+async fn admit(
     shared: &Arc<Shared>,
     zone_id: &str,
     hello: &Hello,
@@ -240,10 +249,23 @@ fn admit(
     shared.verifier.consume(&ticket, now)?;
     let (entry, create) =
         shared.route_join(zone_id, ticket.kind.as_deref(), ticket.params.clone())?;
-    let created = create.is_some();
+    let start = match create {
+        Some(c) => Some(
+            start_zone(&shared.sim, &entry, c)
+                .await
+                .map_err(|e| JoinFailure::Unavailable(e.to_string()))?,
+        ),
+        None => {
+            wait_running(&entry)
+                .await
+                .map_err(JoinFailure::Unavailable)?;
+            None
+        }
+    };
+    let created = start.is_some();
     let cmd = SimCommand::Join {
         zone_id: zone_id.to_owned(),
-        create,
+        create: start,
         principal: ticket.sub,
         claims: ticket.claims,
         role: ticket.role,
@@ -252,12 +274,18 @@ fn admit(
         reply,
     };
     if let Err(cmd) = shared.pool.send(entry.thread, cmd) {
-        if created {
-            if let SimCommand::Join { create, .. } = *cmd {
-                shared.unregister(&entry, create);
-            }
+        if let SimCommand::Join {
+            create: Some(start),
+            ..
+        } = *cmd
+        {
+            abandon(&shared.sim, &entry, start, "host busy, retry");
         }
         return Err(JoinFailure::Busy.into());
+    }
+    if created {
+        // Queued behind the start command: later joins may follow it.
+        mark_running(&entry);
     }
     Ok(entry.thread)
 }

@@ -171,6 +171,12 @@ impl Metrics {
         Self { registry, ..m }
     }
 
+    /// The registry, to add metrics owned elsewhere (persistence) before the
+    /// host starts serving.
+    pub(crate) fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();

@@ -18,25 +18,35 @@
 //!   the zone through a [`SettlementInbox`].
 //! - [`PersistConfig`]: the `--store`, `--data-dir`, `--save-every`,
 //!   `--fact-sink` and `--store-delay` settings, and [`open`] to build the store.
+//! - [`Persistence`]: all of the above for one host, handed to the host
+//!   builder; each loaded zone gets a [`ZonePersist`] that its simulation
+//!   thread drives around every `advance` (facts out, settlements in,
+//!   periodic snapshots) and on unload (final snapshot: hibernation, stop,
+//!   shutdown).
 
 mod backoff;
 mod config;
 mod facts;
+mod host;
 mod ledger;
 mod loader;
 mod metrics;
+mod route;
 mod schedule;
 mod sink;
 mod status;
 mod storage;
 mod webhook;
+mod zone;
 
 pub use backoff::Backoff;
 pub use config::{open, parse_duration, ConfigError, FactSinkSpec, PersistConfig};
 pub use facts::{FactQueue, FactQueueError, FactWorker, FactWorkerConfig, SettlementInbox};
+pub use host::{PersistShutdown, Persistence};
 pub use ledger::LedgerSink;
 pub use loader::{ClaimedZone, LoadError, StartFailure, StartFailures, ZoneLoader};
 pub use metrics::PersistMetrics;
+pub use route::{SettlementRoute, SettlementRouter};
 pub use schedule::SaveTimer;
 pub use sink::{FactSink, OutboundFact, SinkError};
 pub use status::SaveStatus;
@@ -44,3 +54,4 @@ pub use storage::{
     ShutdownReport, StorageConfig, StorageHandle, StorageWorker, SubmitError, Submitted,
 };
 pub use webhook::{WebhookError, WebhookSink};
+pub use zone::{PersistDetail, Unload, ZonePersist};

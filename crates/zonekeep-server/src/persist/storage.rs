@@ -252,6 +252,42 @@ impl StorageHandle {
         }
     }
 
+    /// The zone was unloaded after its final snapshot was submitted: stops
+    /// accepting snapshots, and once what is queued has been written (or
+    /// given up on) forgets the zone, so a host that loads many zones over its
+    /// life keeps no entry per zone it ever ran. A newer registration of the
+    /// zone (it was loaded again meanwhile) is left alone.
+    pub fn retire(&self, zone_id: &str) {
+        let Some(entry) = self.shared.entry(zone_id) else {
+            return;
+        };
+        entry.lock().closed = true;
+        entry.wake.notify_one();
+        let shared = Arc::clone(&self.shared);
+        let task = async move {
+            let mut rx = entry.idle.subscribe();
+            tokio::select! {
+                _ = rx.wait_for(|idle| *idle) => {}
+                () = shared.cancel.cancelled() => return,
+            }
+            let mut zones = shared.zones();
+            if zones
+                .get(&entry.zone_id)
+                .is_some_and(|e| Arc::ptr_eq(e, &entry))
+            {
+                zones.remove(&entry.zone_id);
+            }
+        };
+        self.shared
+            .runtime
+            .spawn(self.shared.tracker.track_future(task));
+    }
+
+    /// Zones the worker currently knows (registered and not yet forgotten).
+    pub fn zone_count(&self) -> usize {
+        self.shared.zones().len()
+    }
+
     /// Waits until the zone has nothing waiting or being written (its newest
     /// snapshot is saved, given up on, or fenced). Returns at once for a zone
     /// this worker does not know.

@@ -10,6 +10,7 @@
 
 mod frames;
 mod registry;
+mod start;
 mod thread;
 mod zone_run;
 
@@ -28,6 +29,7 @@ use crate::conn::ConnHandle;
 pub(crate) use frames::{kick_frame, pong_frame};
 pub use registry::{PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use registry::{Registry, ZoneEntry};
+pub(crate) use start::{abandon, mark_running, start_zone, wait_running, StartError, Startup};
 pub(crate) use thread::{KindSpec, SimContext};
 
 /// Called on the sim thread right before a zone is disposed (shutdown, stop,
@@ -43,10 +45,18 @@ pub(crate) struct InboxInput {
     pub payload: Bytes,
 }
 
-/// What a zone needs to be created on its thread.
+/// A registered zone, to be built by [`start_zone`].
 pub(crate) struct ZoneCreate {
     pub kind: String,
     pub params: serde_json::Value,
+    pub inbox: crossbeam_channel::Receiver<InboxInput>,
+    pub metrics: crate::metrics::ZoneMetrics,
+}
+
+/// A built zone on its way to its thread.
+pub(crate) struct ZoneStart {
+    pub host: Box<dyn AnyZoneHost>,
+    pub persist: Option<crate::persist::ZonePersist>,
     pub inbox: crossbeam_channel::Receiver<InboxInput>,
     pub metrics: crate::metrics::ZoneMetrics,
 }
@@ -106,7 +116,7 @@ pub enum AdminFailure {
 pub(crate) enum SimCommand {
     Join {
         zone_id: String,
-        create: Option<ZoneCreate>,
+        create: Option<ZoneStart>,
         principal: Principal,
         claims: Claims,
         role: Role,
@@ -129,7 +139,7 @@ pub(crate) enum SimCommand {
     },
     Create {
         zone_id: String,
-        create: ZoneCreate,
+        create: ZoneStart,
         reply: oneshot::Sender<Result<(), AdminFailure>>,
     },
     Inspect {

@@ -62,6 +62,9 @@ pub struct ZoneDetail {
     pub summary: ZoneSummary,
     /// Every participant.
     pub participants: Vec<PlayerSummary>,
+    /// Saves and facts (absent when the host runs without persistence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persistence: Option<crate::persist::PersistDetail>,
 }
 
 /// A live zone as seen from outside its thread.
@@ -75,6 +78,8 @@ pub(crate) struct ZoneEntry {
     pub summary: Mutex<ZoneSummary>,
     pub rate_limited: Counter,
     pub inbox_full: Counter,
+    /// Where the zone is in its start (joins wait while it is starting).
+    pub ready: tokio::sync::watch::Sender<super::start::Startup>,
 }
 
 impl ZoneEntry {

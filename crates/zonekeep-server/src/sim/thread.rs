@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use zonekeep_core::{Clock, ZoneConfig, ZoneInit, ZoneKinds};
+use zonekeep_core::{Clock, ZoneConfig, ZoneKinds};
 use zonekeep_protocol::messages::KickCode;
 
 use super::registry::Registry;
 use super::zone_run::ZoneRun;
-use super::{AdminFailure, DisposeHook, JoinFailure, SimCommand, ZoneCreate};
+use super::{AdminFailure, DisposeHook, JoinFailure, SimCommand, ZoneStart};
 use crate::metrics::Metrics;
+use crate::persist::{Persistence, Unload};
 use crate::reconnect::ReconnectStore;
 
 /// Longest sleep with no zone due (so a thread with no zones still notices shutdown promptly
@@ -37,6 +38,8 @@ pub(crate) struct SimContext {
     pub registry: Arc<Registry>,
     pub dispose_hook: Option<DisposeHook>,
     pub zone_inbox: usize,
+    /// Saves, hibernation and facts; `None` runs zones in memory only.
+    pub persist: Option<Arc<Persistence>>,
 }
 
 struct SimThread {
@@ -94,43 +97,42 @@ impl SimThread {
         for id in unload {
             if let Some(mut z) = self.zones.remove(&id) {
                 tracing::info!(zone = %id, "zone dormant: unloading");
-                z.teardown(&self.ctx, KickCode::ZONE_STOPPED, "zone unloaded");
+                z.teardown(
+                    &self.ctx,
+                    KickCode::ZONE_STOPPED,
+                    "zone unloaded",
+                    Unload::Hibernate,
+                );
                 self.ctx.metrics.release_zone(z.metrics);
             }
         }
     }
 
-    fn create(&mut self, zone_id: &str, create: ZoneCreate) -> Result<(), String> {
+    /// Takes over a zone built on the runtime (see `start.rs`).
+    fn start(&mut self, zone_id: &str, start: ZoneStart) -> Result<(), String> {
         let Some(entry) = self.ctx.registry.get(zone_id) else {
-            self.ctx.metrics.release_zone(create.metrics);
+            let ZoneStart {
+                mut host,
+                persist,
+                metrics,
+                ..
+            } = start;
+            if let Some(p) = persist {
+                p.abandon();
+            }
+            host.dispose();
+            self.ctx.metrics.release_zone(metrics);
             return Err("zone was removed before it started".into());
         };
-        let Some(spec) = self.ctx.specs.get(&create.kind) else {
-            self.ctx.registry.remove(&entry);
-            self.ctx.metrics.release_zone(create.metrics);
-            return Err(format!("unknown zone kind {:?}", create.kind));
-        };
-        let init = ZoneInit {
-            zone_id: zone_id.to_owned(),
-            kind: create.kind.clone(),
-            params: create.params,
-        };
-        let host = self
-            .ctx
-            .kinds
-            .create(init, spec.config.clone(), self.ctx.clock.clone());
-        let host = match host {
-            Ok(h) => h,
-            Err(e) => {
-                self.ctx.registry.remove(&entry);
-                self.ctx.metrics.release_zone(create.metrics);
-                return Err(e.to_string());
-            }
-        };
-        let mut metrics = create.metrics;
+        let ZoneStart {
+            host,
+            persist,
+            inbox,
+            mut metrics,
+        } = start;
         self.ctx.metrics.set_tier(&mut metrics, host.tier());
-        tracing::info!(zone = %zone_id, kind = %create.kind, "zone created");
-        let run = ZoneRun::new(host, entry, create.inbox, self.ctx.zone_inbox, metrics);
+        tracing::info!(zone = %zone_id, kind = %host.kind(), tick = host.tick(), "zone started");
+        let run = ZoneRun::new(host, persist, entry, inbox, self.ctx.zone_inbox, metrics);
         self.zones.insert(zone_id.to_owned(), run);
         Ok(())
     }
@@ -149,7 +151,7 @@ impl SimThread {
                 reply,
             } => {
                 if let Some(c) = create {
-                    if let Err(e) = self.create(&zone_id, c) {
+                    if let Err(e) = self.start(&zone_id, c) {
                         let _ = reply.send(Err(JoinFailure::Unavailable(e)));
                         return false;
                     }
@@ -189,8 +191,8 @@ impl SimThread {
                 reply,
             } => {
                 let r = self
-                    .create(&zone_id, create)
-                    .map_err(AdminFailure::BadRequest);
+                    .start(&zone_id, create)
+                    .map_err(AdminFailure::Unavailable);
                 let _ = reply.send(r);
             }
             SimCommand::Inspect { zone_id, reply } => {
@@ -218,7 +220,12 @@ impl SimThread {
                 let r = match self.zones.remove(&zone_id) {
                     None => Err(AdminFailure::NoZone(zone_id)),
                     Some(mut z) => {
-                        z.teardown(&self.ctx, KickCode::ZONE_STOPPED, "the zone was stopped");
+                        z.teardown(
+                            &self.ctx,
+                            KickCode::ZONE_STOPPED,
+                            "the zone was stopped",
+                            Unload::Hibernate,
+                        );
                         self.ctx.metrics.release_zone(z.metrics);
                         tracing::info!(zone = %zone_id, "zone stopped");
                         Ok(())
@@ -241,6 +248,7 @@ impl SimThread {
                 &self.ctx,
                 KickCode::SHUTTING_DOWN,
                 "the server is restarting",
+                Unload::Shutdown,
             );
             self.ctx.metrics.release_zone(z.metrics);
         }

@@ -17,6 +17,7 @@ use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
 use crate::conn::{ConnHandle, Offer};
 use crate::metrics::ZoneMetrics;
+use crate::persist::{Unload, ZonePersist};
 
 /// One participant's connection (`None` while it is dropped, within the grace).
 struct Sub {
@@ -28,6 +29,8 @@ struct Sub {
 
 pub(crate) struct ZoneRun {
     pub host: Box<dyn AnyZoneHost>,
+    /// Facts, settlements and saves; `None` without persistence.
+    persist: Option<ZonePersist>,
     pub entry: Arc<ZoneEntry>,
     inbox: crossbeam_channel::Receiver<InboxInput>,
     pub metrics: ZoneMetrics,
@@ -55,6 +58,7 @@ fn wire_role(r: Role) -> WireRole {
 impl ZoneRun {
     pub fn new(
         host: Box<dyn AnyZoneHost>,
+        persist: Option<ZonePersist>,
         entry: Arc<ZoneEntry>,
         inbox: crossbeam_channel::Receiver<InboxInput>,
         inbox_capacity: usize,
@@ -62,6 +66,7 @@ impl ZoneRun {
     ) -> Self {
         let mut run = Self {
             host,
+            persist,
             entry,
             inbox,
             metrics,
@@ -214,12 +219,19 @@ impl ZoneRun {
         true
     }
 
-    /// Kick every connection with `code`, run the dispose hook and dispose.
-    pub fn teardown(&mut self, ctx: &SimContext, code: KickCode, reason: &str) {
+    /// Kick every connection with `code`, queue the final save, run the
+    /// dispose hook and dispose. The save is queued before the zone leaves
+    /// the registry, so a join that recreates it finds the save pending and
+    /// waits for it (`ZoneLoader::claim`).
+    pub fn teardown(&mut self, ctx: &SimContext, code: KickCode, reason: &str, why: Unload) {
         for (_, sub) in std::mem::take(&mut self.subs) {
             if let Some(c) = sub.conn {
                 c.kick(code, reason);
             }
+        }
+        if let Some(p) = self.persist.take() {
+            let seq = p.unload(self.host.as_mut(), why);
+            tracing::info!(zone = %self.entry.zone_id, save_seq = ?seq, facts_in_flight = self.host.facts_in_flight(), "zone unloaded; final save queued");
         }
         if let Some(hook) = &ctx.dispose_hook {
             hook(&self.entry.zone_id, self.host.as_mut());
@@ -242,7 +254,13 @@ impl ZoneRun {
                 .host
                 .push_input(i.player, i.seq, i.view_tick, &i.payload);
         }
+        if let Some(p) = &mut self.persist {
+            p.before_advance(self.host.as_mut());
+        }
         let report = self.host.advance(now);
+        if let Some(p) = &mut self.persist {
+            p.after_advance(self.host.as_mut(), now);
+        }
         self.absorb(ctx, &report)
     }
 
@@ -387,6 +405,7 @@ impl ZoneRun {
         ZoneDetail {
             summary,
             participants,
+            persistence: self.persist.as_ref().map(|p| p.detail(self.host.as_ref())),
         }
     }
 }

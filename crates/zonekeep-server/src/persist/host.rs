@@ -1,0 +1,185 @@
+//! Everything persistence needs in one host: the store, the storage and fact
+//! workers, the loader and the settlement routes, opened from a
+//! [`PersistConfig`] and handed to the host builder.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use zonekeep_core::{AnyZoneHost, Clock, ZoneConfig, ZoneInit, ZoneKinds};
+use zonekeep_store::Store;
+
+use super::config::{open, ConfigError, PersistConfig};
+use super::facts::FactWorker;
+use super::loader::{ClaimedZone, StartFailure, StartFailures, ZoneLoader};
+use super::metrics::PersistMetrics;
+use super::route::SettlementRouter;
+use super::storage::{ShutdownReport, StorageHandle, StorageWorker};
+use super::zone::ZonePersist;
+
+/// What graceful shutdown of persistence achieved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PersistShutdown {
+    /// Final saves written and zones left unsaved.
+    pub saves: ShutdownReport,
+    /// Facts still uncommitted when the bound passed (they are in flight in
+    /// the final saves and are re-sent after the restart).
+    pub facts_abandoned: i64,
+}
+
+/// The host's persistence: open it with [`Persistence::open`] inside the
+/// tokio runtime, then pass it to
+/// [`HostBuilder::persistence`](crate::HostBuilder::persistence).
+pub struct Persistence {
+    config: PersistConfig,
+    store: Store,
+    storage: StorageHandle,
+    loader: ZoneLoader,
+    facts: FactWorker,
+    router: SettlementRouter,
+    metrics: PersistMetrics,
+}
+
+impl std::fmt::Debug for Persistence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persistence")
+            .field("store", &self.store.description)
+            .field("sink", &self.facts.sink_description())
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Persistence {
+    /// Opens the store and the sink (migrations applied) and starts the
+    /// workers. Must be called within a tokio runtime.
+    pub async fn open(config: PersistConfig) -> Result<Arc<Persistence>, ConfigError> {
+        let metrics = PersistMetrics::new();
+        let (store, sink) = open(&config, &metrics).await?;
+        let storage = StorageWorker::start(store.saves.clone(), config.storage, metrics.clone());
+        let loader = ZoneLoader::new(store.saves.clone(), storage.clone(), metrics.clone());
+        let router = SettlementRouter::new();
+        let facts = FactWorker::start(
+            sink,
+            Arc::new(router.clone()),
+            config.facts,
+            metrics.clone(),
+        );
+        tracing::info!(store = %store.description, sink = %facts.sink_description(), save_every = ?config.save_every, "persistence on");
+        Ok(Arc::new(Persistence {
+            config,
+            store,
+            storage,
+            loader,
+            facts,
+            router,
+            metrics,
+        }))
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &PersistConfig {
+        &self.config
+    }
+
+    /// The opened store (saves and ledger).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The storage worker.
+    pub fn storage(&self) -> &StorageHandle {
+        &self.storage
+    }
+
+    /// The fact worker.
+    pub fn facts(&self) -> &FactWorker {
+        &self.facts
+    }
+
+    /// The counters (registered on `/metrics` by the host).
+    pub fn metrics(&self) -> &PersistMetrics {
+        &self.metrics
+    }
+
+    /// Zones that did not start, and why.
+    pub fn failures(&self) -> &StartFailures {
+        self.loader.failures()
+    }
+
+    /// Waits for this host's unwritten save of the zone, then claims it (a
+    /// new owner epoch). A store failure is recorded as the zone's start failure.
+    pub async fn claim(&self, zone_id: &str, kind: &str) -> Result<ClaimedZone, StartFailure> {
+        self.loader.claim(zone_id).await.map_err(|e| {
+            let f = StartFailure {
+                zone_id: zone_id.to_owned(),
+                kind: kind.to_owned(),
+                reason: e.to_string(),
+                save: None,
+                at_ms: now_ms(),
+            };
+            tracing::error!(zone = %zone_id, reason = %f.reason, "zone did not start");
+            self.loader.failures().record(f.clone());
+            f
+        })
+    }
+
+    /// Builds the zone from its claim (restoring its last save, if any) and
+    /// ties it to the workers. CPU work: call it off the simulation threads.
+    /// On failure the save is kept and the reason recorded.
+    pub fn build(
+        &self,
+        kinds: &ZoneKinds,
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        claimed: &ClaimedZone,
+    ) -> Result<(Box<dyn AnyZoneHost>, ZonePersist), StartFailure> {
+        let zone_id = init.zone_id.clone();
+        let save_every = self.config.save_every_for(&init.kind);
+        let settle_budget = config.max_facts_in_flight;
+        let now = clock.now();
+        let host = self.loader.build(kinds, init, config, clock, claimed)?;
+        if let Some(save) = &claimed.last {
+            tracing::info!(zone = %zone_id, epoch = claimed.epoch, from_epoch = save.epoch, seq = save.seq, facts_in_flight = host.facts_in_flight(), "zone restored from its save");
+        }
+        let route = self.router.open(&zone_id, settle_budget);
+        let persist = ZonePersist::new(
+            &zone_id,
+            self.storage.clone(),
+            self.facts.clone(),
+            route,
+            save_every,
+            settle_budget,
+            now,
+        );
+        Ok((host, persist))
+    }
+
+    /// Graceful shutdown, after every zone's final snapshot was submitted:
+    /// waits (at most `timeout` each) for the saves, then for the facts
+    /// being committed.
+    pub async fn shutdown(&self, timeout: Duration) -> PersistShutdown {
+        let saves = self.storage.shutdown(timeout).await;
+        if saves.unsaved.is_empty() {
+            tracing::info!(saved = saves.saved, "final saves written");
+        } else {
+            tracing::warn!(saved = saves.saved, unsaved = ?saves.unsaved, "some zones' final saves were not written in time");
+        }
+        let facts_abandoned = self.facts.shutdown(timeout).await;
+        if facts_abandoned > 0 {
+            tracing::warn!(
+                facts_abandoned,
+                "facts left uncommitted; they are re-sent after the restart"
+            );
+        }
+        PersistShutdown {
+            saves,
+            facts_abandoned,
+        }
+    }
+}

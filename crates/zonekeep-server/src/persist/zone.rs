@@ -1,0 +1,186 @@
+//! One loaded zone's persistence, driven by its simulation thread.
+//!
+//! The thread calls [`ZonePersist::before_advance`] and
+//! [`ZonePersist::after_advance`] around every `advance`, and
+//! [`ZonePersist::unload`] when the zone leaves the thread. Nothing here
+//! waits: facts go to the fact worker with `try_send` (a fact that finds the
+//! queue full is kept, in order, for the next step), snapshots go to the
+//! storage worker's latest-wins slot, and settlements are drained from a
+//! bounded channel.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde::Serialize;
+use zonekeep_core::{AnyZoneHost, Fact};
+
+use super::facts::{FactQueue, FactQueueError, FactWorker};
+use super::route::SettlementRoute;
+use super::schedule::SaveTimer;
+use super::status::SaveStatus;
+use super::storage::{StorageHandle, SubmitError};
+
+/// Why a zone leaves its thread, which decides what happens to its saves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unload {
+    /// Dormant (hibernation) or stopped by an administrator: the final save
+    /// is written in the background and the storage worker then forgets the zone.
+    Hibernate,
+    /// Graceful shutdown: the final save is written by
+    /// [`StorageHandle::shutdown`], which reports on every zone.
+    Shutdown,
+}
+
+/// What the admin zone detail shows about a zone's persistence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PersistDetail {
+    /// The storage worker's view of the zone's saves (`None` before the
+    /// worker knows it, which does not happen for a loaded zone).
+    pub save: Option<SaveStatus>,
+    /// Facts emitted and not yet settled.
+    pub facts_in_flight: usize,
+    /// Facts taken from the zone but not yet accepted by the fact queue
+    /// (it was full); they are sent on a later step.
+    pub facts_held: usize,
+    /// The periodic save interval, in milliseconds.
+    pub save_every_ms: u64,
+    /// When the next periodic save falls due, in milliseconds of host clock.
+    pub next_save_due_ms: u64,
+}
+
+/// A loaded zone's fact queue, settlement route and save schedule.
+#[derive(Debug)]
+pub struct ZonePersist {
+    zone_id: String,
+    storage: StorageHandle,
+    facts: FactWorker,
+    queue: FactQueue,
+    held: VecDeque<Fact>,
+    route: SettlementRoute,
+    timer: SaveTimer,
+    /// Most settlements handed to the zone per step (its in-flight bound:
+    /// the channel never holds more for a well-behaved sink).
+    settle_budget: usize,
+}
+
+impl ZonePersist {
+    /// Ties a zone to the workers. `now` is the host clock (the first
+    /// periodic save falls due `save_every` later).
+    pub(crate) fn new(
+        zone_id: &str,
+        storage: StorageHandle,
+        facts: FactWorker,
+        route: SettlementRoute,
+        save_every: Duration,
+        settle_budget: usize,
+        now: Duration,
+    ) -> Self {
+        let queue = facts.open_zone(zone_id);
+        ZonePersist {
+            zone_id: zone_id.to_owned(),
+            storage,
+            facts,
+            queue,
+            held: VecDeque::new(),
+            route,
+            timer: SaveTimer::new(save_every, now),
+            settle_budget: settle_budget.max(1),
+        }
+    }
+
+    /// Hands the settlements that arrived since the last step to the zone
+    /// (it sees them on its next tick).
+    pub fn before_advance(&mut self, host: &mut dyn AnyZoneHost) {
+        for _ in 0..self.settle_budget {
+            let Some(s) = self.route.try_recv() else {
+                break;
+            };
+            host.settle(s);
+        }
+    }
+
+    /// Sends the zone's new facts and takes the periodic snapshot when due.
+    pub fn after_advance(&mut self, host: &mut dyn AnyZoneHost, now: Duration) {
+        self.held.extend(host.take_facts());
+        self.send_held();
+        if self.timer.poll(now) {
+            self.save(host);
+        }
+    }
+
+    /// Offers held facts in emission order until the queue refuses one.
+    fn send_held(&mut self) {
+        while let Some(fact) = self.held.pop_front() {
+            match self.queue.try_send(fact) {
+                Ok(()) => {}
+                // Full: counted by the queue; the fact waits for the next step.
+                // Closed: the worker is shutting down; the fact is in flight in
+                // the final snapshot and is re-sent after the restart.
+                Err(FactQueueError::Full(f) | FactQueueError::Closed(f)) => {
+                    self.held.push_front(f);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Takes a snapshot at this tick boundary and queues it for writing.
+    /// Returns its sequence number, or `None` when the kind is not persisted
+    /// or the storage worker refused it (logged and counted).
+    pub fn save(&mut self, host: &dyn AnyZoneHost) -> Option<u64> {
+        let bytes = host.snapshot()?;
+        match self.storage.try_submit(&self.zone_id, bytes) {
+            Ok(s) => Some(s.seq),
+            Err(e @ SubmitError::Fenced(_)) => {
+                tracing::warn!(zone = %self.zone_id, error = %e, "zone not saved: another owner holds it");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(zone = %self.zone_id, error = %e, "zone not saved");
+                None
+            }
+        }
+    }
+
+    /// The zone leaves its thread: last facts out, final snapshot queued,
+    /// then the zone is closed for saving and its fact queue released.
+    /// Returns the final snapshot's sequence number, if one was queued.
+    pub fn unload(mut self, host: &mut dyn AnyZoneHost, why: Unload) -> Option<u64> {
+        self.held.extend(host.take_facts());
+        self.send_held();
+        let seq = self.save(host);
+        if !self.held.is_empty() {
+            tracing::info!(zone = %self.zone_id, held = self.held.len(), "facts left unsent at unload; they are in the final save");
+        }
+        match why {
+            Unload::Hibernate => self.storage.retire(&self.zone_id),
+            Unload::Shutdown => self.storage.close(&self.zone_id),
+        }
+        self.facts.close_zone(&self.zone_id);
+        seq
+    }
+
+    /// The zone was built but never ran (its start could not be queued):
+    /// releases it without saving, so its last save stays as it was.
+    pub fn abandon(self) {
+        self.storage.retire(&self.zone_id);
+        self.facts.close_zone(&self.zone_id);
+    }
+
+    /// The admin view, given the zone's host.
+    pub fn detail(&self, host: &dyn AnyZoneHost) -> PersistDetail {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        PersistDetail {
+            save: self.storage.status(&self.zone_id),
+            facts_in_flight: host.facts_in_flight(),
+            facts_held: self.held.len(),
+            save_every_ms: ms(self.timer.every()),
+            next_save_due_ms: ms(self.timer.next_due()),
+        }
+    }
+
+    /// Facts waiting for room in the fact queue.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+}

@@ -1,0 +1,197 @@
+//! Starting a zone: built on the tokio runtime (claim and restore with
+//! persistence, plain create without), then handed to its simulation thread.
+//!
+//! A new zone is registered first (so a second join for it finds the entry)
+//! and marked [`Startup::Starting`]; joins that find it starting wait for
+//! [`Startup::Running`] before queuing their Join, which keeps every Join
+//! behind the command that hands the zone to its thread. A zone that cannot
+//! start is unregistered and marked [`Startup::Failed`] with the reason,
+//! which the waiting joins are refused with.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zonekeep_core::{AnyZoneHost, ZoneInit};
+
+use super::registry::ZoneEntry;
+use super::thread::SimContext;
+use super::{ZoneCreate, ZoneStart};
+use crate::metrics::ZoneMetrics;
+use crate::persist::ZonePersist;
+
+/// Longest a zone may take to start (claim, load, restore). A store that
+/// does not answer within it fails the join instead of holding it forever.
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where a registered zone is in its start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Startup {
+    /// Being built; joins wait.
+    Starting,
+    /// Handed to its thread; joins go straight to it.
+    Running,
+    /// Did not start, for this reason; it is no longer registered.
+    Failed(String),
+}
+
+/// Why a zone did not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum StartError {
+    /// The kind or its params refused to create the zone (the request is wrong).
+    #[error("{0}")]
+    Invalid(String),
+    /// The store failed, the save cannot be restored, or the start timed out.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Unregisters a zone whose start was abandoned (failed, timed out, or the
+/// future was dropped), unless defused.
+struct StartGuard<'a> {
+    sim: &'a SimContext,
+    entry: &'a Arc<ZoneEntry>,
+    metrics: Option<ZoneMetrics>,
+    reason: String,
+}
+
+impl Drop for StartGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(m) = self.metrics.take() {
+            self.sim.registry.remove(self.entry);
+            self.sim.metrics.release_zone(m);
+            self.entry
+                .ready
+                .send_replace(Startup::Failed(std::mem::take(&mut self.reason)));
+        }
+    }
+}
+
+/// Builds the zone registered as `entry` from `create`. On failure the zone
+/// is unregistered, waiting joins learn why, and the reason is returned.
+pub(crate) async fn start_zone(
+    sim: &Arc<SimContext>,
+    entry: &Arc<ZoneEntry>,
+    create: ZoneCreate,
+) -> Result<ZoneStart, StartError> {
+    let ZoneCreate {
+        kind,
+        params,
+        inbox,
+        metrics,
+    } = create;
+    let mut guard = StartGuard {
+        sim,
+        entry,
+        metrics: Some(metrics),
+        reason: "the zone's start was abandoned".into(),
+    };
+    let built = tokio::time::timeout(START_TIMEOUT, build(sim, &entry.zone_id, &kind, params))
+        .await
+        .unwrap_or_else(|_| {
+            Err(StartError::Unavailable(format!(
+                "the zone did not start within {} s (is the store reachable?)",
+                START_TIMEOUT.as_secs()
+            )))
+        });
+    match built {
+        Ok((host, persist)) => {
+            let metrics = guard
+                .metrics
+                .take()
+                .ok_or_else(|| StartError::Unavailable("zone metrics missing".into()))?;
+            Ok(ZoneStart {
+                host,
+                persist,
+                inbox,
+                metrics,
+            })
+        }
+        Err(e) => {
+            guard.reason = e.to_string();
+            Err(e)
+        }
+    }
+}
+
+/// The zone's thread has it (its start command is queued): joins may go.
+pub(crate) fn mark_running(entry: &ZoneEntry) {
+    entry.ready.send_replace(Startup::Running);
+}
+
+/// A built zone whose start command could not be queued: unregister it and
+/// release what it holds, without saving (it never ran).
+pub(crate) fn abandon(sim: &SimContext, entry: &Arc<ZoneEntry>, start: ZoneStart, reason: &str) {
+    let ZoneStart {
+        mut host,
+        persist,
+        metrics,
+        ..
+    } = start;
+    if let Some(p) = persist {
+        p.abandon();
+    }
+    host.dispose();
+    sim.registry.remove(entry);
+    sim.metrics.release_zone(metrics);
+    entry.ready.send_replace(Startup::Failed(reason.to_owned()));
+}
+
+/// Waits until a zone another join is starting is running (or failed).
+pub(crate) async fn wait_running(entry: &ZoneEntry) -> Result<(), String> {
+    let mut rx = entry.ready.subscribe();
+    let state = rx
+        .wait_for(|s| *s != Startup::Starting)
+        .await
+        .map(|s| s.clone())
+        .map_err(|_| "the zone's start was abandoned".to_owned())?;
+    match state {
+        Startup::Failed(reason) => Err(reason),
+        _ => Ok(()),
+    }
+}
+
+async fn build(
+    sim: &Arc<SimContext>,
+    zone_id: &str,
+    kind: &str,
+    params: serde_json::Value,
+) -> Result<(Box<dyn AnyZoneHost>, Option<ZonePersist>), StartError> {
+    let spec = sim
+        .specs
+        .get(kind)
+        .ok_or_else(|| StartError::Invalid(format!("unknown zone kind {kind:?}")))?;
+    let init = ZoneInit {
+        zone_id: zone_id.to_owned(),
+        kind: kind.to_owned(),
+        params,
+    };
+    let config = spec.config.clone();
+    let s = Arc::clone(sim);
+    match sim.persist.clone() {
+        None => {
+            let host = tokio::task::spawn_blocking(move || {
+                s.kinds.create(init, config, Arc::clone(&s.clock))
+            })
+            .await
+            .map_err(|e| StartError::Unavailable(format!("creating the zone: {e}")))?
+            .map_err(|e| StartError::Invalid(e.to_string()))?;
+            Ok((host, None))
+        }
+        Some(p) => {
+            let claimed = p.claim(zone_id, kind).await.map_err(|f| {
+                StartError::Unavailable(format!("zone did not start: {}", f.reason))
+            })?;
+            let (host, persist) = tokio::task::spawn_blocking(move || {
+                p.build(&s.kinds, init, config, Arc::clone(&s.clock), &claimed)
+            })
+            .await
+            .map_err(|e| StartError::Unavailable(format!("restoring the zone: {e}")))?
+            .map_err(|f| match f.save {
+                // No save involved: the kind refused to create the zone (params).
+                None => StartError::Invalid(f.reason),
+                Some(_) => StartError::Unavailable(format!("zone did not start: {}", f.reason)),
+            })?;
+            Ok((host, Some(persist)))
+        }
+    }
+}
