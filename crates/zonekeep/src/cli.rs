@@ -10,8 +10,11 @@ use zonekeep_arena::Arena;
 use zonekeep_bench::arena::zone::RegisterArenaWorkload;
 use zonekeep_core::{Claims, Role};
 use zonekeep_server::examples::Dots;
+use zonekeep_server::persist::Persistence;
 use zonekeep_server::ticket::{mint, unix_now, MintRequest};
 use zonekeep_server::{Host, Secret, ServerConfig};
+
+use crate::ledger_test::LedgerTest;
 
 /// Zonekeep: an authoritative multiplayer game server.
 #[derive(Debug, Parser)]
@@ -138,6 +141,8 @@ struct ServeArgs {
     /// Reconnect tokens held at most [default: 100000].
     #[arg(long, env = "ZONEKEEP_RECONNECT_CAPACITY")]
     reconnect_capacity: Option<usize>,
+    #[command(flatten)]
+    persist: crate::persist_args::PersistArgs,
 }
 
 #[derive(Debug, Args)]
@@ -243,6 +248,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     if let Some(t) = &args.admin_token {
         cfg.admin_token = Some(Secret::new(t.clone()));
     }
+    args.persist.apply(&mut cfg);
     cfg.validate()?;
     Ok(cfg)
 }
@@ -264,6 +270,9 @@ fn serve(args: ServeArgs) -> Result<()> {
         let listen = cfg.listen;
         let dev = cfg.dev;
         let admin = cfg.admin_token.is_some();
+        let persistence = Persistence::open(cfg.persist_config()?)
+            .await
+            .context("opening the store")?;
         // The arena demo is the default kind (a ticket without a `kind` claim gets it) and its
         // page is served at `/`; `dots` stays available for raw clients.
         let host = Host::builder()
@@ -271,6 +280,8 @@ fn serve(args: ServeArgs) -> Result<()> {
             .zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null)
             .zone::<Dots>("dots")
             .arena_workload()
+            .zone::<LedgerTest>("ledger-test")
+            .persistence(persistence)
             .build()?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
@@ -278,7 +289,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         let addr = listener.local_addr()?;
         // Scripts and tests read this line to find the port when listening on :0.
         println!("zonekeep listening on {addr}");
-        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: arena (default, page at /), dots");
+        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: arena (default, page at /), dots, ledger-test");
         host.serve_with(listener, zonekeep_arena::web_routes(), shutdown_signal())
             .await?;
         Ok(())
@@ -400,6 +411,48 @@ mod tests {
         };
         let err = format!("{:#}", serve_config(&args).unwrap_err());
         assert!(err.contains("no_such_key"), "{err}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn persistence_flags_layer_over_the_file_and_bad_values_are_named() {
+        let path =
+            std::env::temp_dir().join(format!("zonekeep-cli-persist-{}.toml", std::process::id()));
+        std::fs::write(&path, "save_every = \"2s\"\ndata_dir = \"/from/file\"\n").unwrap();
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["zonekeep", "serve", "--config", path.to_str().unwrap()];
+            argv.extend_from_slice(extra);
+            let Command::Serve(args) = Cli::try_parse_from(argv).unwrap().command else {
+                panic!("serve expected")
+            };
+            serve_config(&args)
+        };
+        let cfg = parse(&[
+            "--data-dir",
+            "/from/flag",
+            "--fact-sink",
+            "webhook:http://127.0.0.1:9/facts",
+            "--store-delay",
+            "1000",
+        ])
+        .unwrap();
+        let p = cfg.persist_config().unwrap();
+        assert_eq!(p.data_dir, PathBuf::from("/from/flag"), "flag over file");
+        assert_eq!(
+            p.save_every,
+            std::time::Duration::from_secs(2),
+            "file over default"
+        );
+        assert_eq!(p.store, "sqlite", "default");
+        assert_eq!(p.store_delay, Some(std::time::Duration::from_secs(1)));
+        for (flags, key) in [
+            (["--save-every", "soon"], "save_every"),
+            (["--fact-sink", "kafka:x"], "fact_sink"),
+            (["--store", "redis://x"], "store"),
+        ] {
+            let err = format!("{:#}", parse(&flags).unwrap_err());
+            assert!(err.contains(key), "{err}");
+        }
         let _ = std::fs::remove_file(&path);
     }
 }

@@ -5,6 +5,8 @@
 
 mod bench;
 mod cli;
+mod ledger_test;
+mod persist_args;
 
 use std::process::ExitCode;
 

@@ -33,9 +33,12 @@ impl Drop for Reap {
 
 #[tokio::test]
 async fn sigterm_kicks_clients_with_shutting_down_and_exits_cleanly() {
+    let data = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_zonekeep"))
         .args([
             "serve",
+            "--data-dir",
+            data.path().to_str().unwrap(),
             "--listen",
             "127.0.0.1:0",
             "--sim-threads",
@@ -83,7 +86,7 @@ async fn sigterm_kicks_clients_with_shutting_down_and_exits_cleanly() {
     ws.send(Message::Binary(hello.to_bytes().unwrap().into()))
         .await
         .unwrap();
-    let schema = Schema {
+    let mut schema = Schema {
         pos_step: 0.01,
         kinds: vec![],
     };
@@ -100,8 +103,11 @@ async fn sigterm_kicks_clients_with_shutting_down_and_exits_cleanly() {
                 known: &[],
             }),
         );
-        if let Ok(ServerMessage::Delta(d)) = msg {
-            welcomed = d.baseline;
+        match msg {
+            // The default kind replicates entities: Deltas decode with its schema.
+            Ok(ServerMessage::Welcome(w)) => schema = w.schema,
+            Ok(ServerMessage::Delta(d)) => welcomed = d.baseline,
+            _ => {}
         }
     }
 

@@ -1,0 +1,477 @@
+//! Helpers for tests that run the real `zonekeep serve` process with
+//! persistence: start/kill/stop it, drive `ledger-test` clients over
+//! WebSocket, and read the store behind it (SQLite file or PostgreSQL).
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio_tungstenite::tungstenite::Message;
+use zonekeep_core::Snapshot;
+use zonekeep_protocol::messages::{ClientMessage, DeltaContext, Hello, Input, ServerMessage};
+use zonekeep_protocol::schema::Schema;
+
+pub const SECRET: &str = "persist-test-secret-0123456789abcdef";
+/// ledger-test event topics (see crates/zonekeep/src/ledger_test.rs).
+pub const TOPIC_STATE: u16 = 1;
+pub const TOPIC_SETTLED: u16 = 2;
+
+/// Which store the server runs on.
+#[derive(Debug, Clone)]
+pub enum StoreSpec {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl StoreSpec {
+    /// The `serve` flags selecting this store.
+    pub fn args(&self) -> Vec<String> {
+        match self {
+            StoreSpec::Sqlite(dir) => vec![
+                "--store".into(),
+                "sqlite".into(),
+                "--data-dir".into(),
+                dir.display().to_string(),
+            ],
+            StoreSpec::Postgres(url) => vec!["--store".into(), url.clone()],
+        }
+    }
+
+    fn spec_and_dir(&self) -> (String, PathBuf) {
+        match self {
+            StoreSpec::Sqlite(dir) => ("sqlite".into(), dir.clone()),
+            StoreSpec::Postgres(url) => (url.clone(), std::env::temp_dir()),
+        }
+    }
+
+    /// The zone's last save, decoded: (envelope, ledger-test state JSON).
+    pub async fn last_save(&self, zone: &str) -> Option<(Snapshot, Value)> {
+        let (spec, dir) = self.spec_and_dir();
+        let store = zonekeep_store::open_store(&spec, &dir).await.unwrap();
+        let rec = store.saves.load(zone).await.unwrap()?;
+        let snap = Snapshot::decode(&rec.bytes).unwrap();
+        let state: Value = serde_json::from_slice(&snap.zone).unwrap();
+        Some((snap, state))
+    }
+
+    /// Every ledger row of `zone`: (key, principal, payload).
+    pub async fn facts(&self, zone: &str) -> Vec<(String, String, Value)> {
+        match self {
+            StoreSpec::Sqlite(dir) => {
+                let db =
+                    rusqlite::Connection::open(dir.join(zonekeep_store::SQLITE_FILE_NAME)).unwrap();
+                let mut q = db
+                    .prepare("SELECT key, principal, payload FROM facts WHERE zone_id = ?1")
+                    .unwrap();
+                let rows = q
+                    .query_map([zone], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                        ))
+                    })
+                    .unwrap()
+                    .map(|r| {
+                        let (k, p, v) = r.unwrap();
+                        (k, p, serde_json::from_str(&v).unwrap())
+                    })
+                    .collect();
+                rows
+            }
+            StoreSpec::Postgres(url) => {
+                let client = pg(url).await;
+                client
+                    .query(
+                        "SELECT key, principal, payload::text FROM facts WHERE zone_id = $1",
+                        &[&zone],
+                    )
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| {
+                        let v: String = r.get(2);
+                        (r.get(0), r.get(1), serde_json::from_str(&v).unwrap())
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The ledger's running total `name` of `principal`.
+    pub async fn total(&self, principal: &str, name: &str) -> i64 {
+        let (spec, dir) = self.spec_and_dir();
+        let store = zonekeep_store::open_store(&spec, &dir).await.unwrap();
+        store
+            .facts
+            .totals(principal)
+            .await
+            .unwrap()
+            .get(name)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// `PRAGMA integrity_check` for SQLite (PostgreSQL has no equivalent to check here).
+    pub fn integrity(&self) -> Option<String> {
+        let StoreSpec::Sqlite(dir) = self else {
+            return None;
+        };
+        let db = rusqlite::Connection::open(dir.join(zonekeep_store::SQLITE_FILE_NAME)).unwrap();
+        Some(
+            db.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .unwrap(),
+        )
+    }
+}
+
+async fn pg(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+}
+
+/// A running `zonekeep serve`.
+pub struct Server {
+    child: Option<Child>,
+    pub addr: String,
+    pub log: PathBuf,
+}
+
+impl Server {
+    /// Starts `zonekeep serve` on 127.0.0.1:0 with `store` and `extra` flags;
+    /// its log goes to `log`.
+    pub async fn start(store: &StoreSpec, extra: &[&str], log: &Path) -> Server {
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--sim-threads".into(),
+            "1".into(),
+        ];
+        args.extend(store.args());
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zonekeep"))
+            .args(&args)
+            .env("ZONEKEEP_TICKET_SECRET", SECRET)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log_file))
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).unwrap();
+            line
+        })
+        .await
+        .unwrap();
+        let Some(addr) = line.trim().strip_prefix("zonekeep listening on ") else {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("server did not start: {line:?}\n{log}");
+        };
+        Server {
+            addr: addr.to_owned(),
+            child: Some(child),
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// `kill -9`.
+    pub async fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        tokio::task::spawn_blocking(move || {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        })
+        .await
+        .unwrap();
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    pub async fn terminate(mut self) {
+        let mut child = self.child.take().unwrap();
+        let pid = child.id().to_string();
+        let status = tokio::task::spawn_blocking(move || {
+            assert!(Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success());
+            child.wait().unwrap()
+        })
+        .await
+        .unwrap();
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        assert!(status.success(), "exit status {status}\n{log}");
+        assert!(log.contains("final saves written"), "{log}");
+    }
+
+    /// GET a path; returns the body.
+    pub async fn get(&self, path: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        let text = String::from_utf8_lossy(&out).to_string();
+        text.split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A signed ledger-test ticket.
+pub fn ticket(sub: &str, zone: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let claims = json!({
+        "sub": sub, "zone": zone, "exp": now() + 120, "kind": "ledger-test",
+        "jti": format!("persist-{}-{n}", std::process::id()),
+    });
+    zonekeep_server::ticket::sign_parts(
+        SECRET.as_bytes(),
+        &json!({"alg": "HS256", "kid": "default"}),
+        &claims,
+    )
+}
+
+/// What one ledger-test client has seen so far.
+#[derive(Debug, Clone, Default)]
+pub struct ClientLog {
+    /// The zone's counters sent on join.
+    pub state: Option<Value>,
+    /// Numbers sent (`n` of each input), this connection.
+    pub sent: Vec<u64>,
+    /// Highest input seq the server acknowledged.
+    pub acked: u32,
+    /// Settled facts: key → n.
+    pub settled: BTreeMap<String, u64>,
+    /// The Kick (code, reason) or None.
+    pub kicked: Option<(u16, String)>,
+    /// The socket closed.
+    pub closed: bool,
+}
+
+/// A connected ledger-test client sending inputs on a timer.
+pub struct LedgerClient {
+    pub log: watch::Receiver<ClientLog>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LedgerClient {
+    /// Joins `zone` as `principal` and sends `count` inputs numbered from
+    /// `first` every `every`, while reading everything the server sends.
+    pub async fn start(
+        addr: &str,
+        zone: &str,
+        principal: &str,
+        first: u64,
+        count: u64,
+        every: Duration,
+    ) -> LedgerClient {
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/zones/{zone}"))
+            .await
+            .unwrap();
+        let (tx, rx) = watch::channel(ClientLog::default());
+        let hello = ClientMessage::Hello(Hello {
+            versions: vec![1],
+            ticket: ticket(principal, zone),
+            reconnect_token: vec![],
+            content_version: String::new(),
+        });
+        let task = tokio::spawn(run(ws, hello, tx, first, count, every));
+        LedgerClient { log: rx, task }
+    }
+
+    /// Waits (bounded) until `f` holds for the log; returns a copy.
+    pub async fn until(&mut self, what: &str, f: impl Fn(&ClientLog) -> bool) -> ClientLog {
+        let r = tokio::time::timeout(Duration::from_secs(20), self.log.wait_for(|l| f(l)))
+            .await
+            .map(|r| r.map(|l| l.clone()));
+        match r {
+            Ok(Ok(l)) => l,
+            _ => panic!("timed out waiting for {what}: {:?}", *self.log.borrow()),
+        }
+    }
+
+    /// The log now.
+    pub fn snapshot(&self) -> ClientLog {
+        self.log.borrow().clone()
+    }
+
+    /// Closes the client.
+    pub fn stop(self) -> ClientLog {
+        self.task.abort();
+        let l = self.log.borrow().clone();
+        l
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn run(
+    mut ws: Ws,
+    hello: ClientMessage,
+    log: watch::Sender<ClientLog>,
+    first: u64,
+    count: u64,
+    every: Duration,
+) {
+    if ws
+        .send(Message::Binary(hello.to_bytes().unwrap().into()))
+        .await
+        .is_err()
+    {
+        log.send_modify(|l| l.closed = true);
+        return;
+    }
+    let mut schema = Schema {
+        pos_step: 0.01,
+        kinds: vec![],
+    };
+    let mut welcomed = false;
+    let mut next = 0u64;
+    let mut timer = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = timer.tick(), if welcomed && next < count => {
+                let n = first + next;
+                next += 1;
+                let seq = u32::try_from(next).unwrap();
+                let msg = ClientMessage::Input(Input { seq, view_tick: 0, payload: n.to_le_bytes().to_vec() });
+                if ws.send(Message::Binary(msg.to_bytes().unwrap().into())).await.is_err() {
+                    break;
+                }
+                log.send_modify(|l| l.sent.push(n));
+            }
+            m = ws.next() => {
+                let b = match m {
+                    Some(Ok(Message::Binary(b))) => b,
+                    Some(Ok(_)) => continue,
+                    _ => break,
+                };
+                let ctx = DeltaContext { schema: &schema, known: &[] };
+                match ServerMessage::decode(&b, Some(ctx)) {
+                    Ok(ServerMessage::Welcome(w)) => {
+                        schema = w.schema;
+                        welcomed = true;
+                    }
+                    Ok(ServerMessage::Delta(d)) => log.send_modify(|l| {
+                        l.acked = l.acked.max(d.ack);
+                        for e in d.events.iter().flatten() {
+                            let v: Value = serde_json::from_slice(&e.payload).unwrap();
+                            match e.topic {
+                                TOPIC_STATE => l.state = Some(v),
+                                TOPIC_SETTLED => {
+                                    assert_eq!(v["ok"], true, "fact refused: {v}");
+                                    l.settled.insert(
+                                        v["key"].as_str().unwrap().to_owned(),
+                                        v["seq"].as_u64().unwrap(),
+                                    );
+                                }
+                                _ => {}
+                            }
+                        }
+                    }),
+                    Ok(ServerMessage::Kick(k)) => {
+                        log.send_modify(|l| l.kicked = Some((k.code.0, k.reason.clone())));
+                    }
+                    Ok(_) => {}
+                    Err(e) => panic!("undecodable server message: {e}"),
+                }
+            }
+        }
+    }
+    log.send_modify(|l| l.closed = true);
+}
+
+/// Keys and numbers of the facts in flight in a save.
+pub fn in_flight(snap: &Snapshot) -> BTreeMap<String, (String, u64)> {
+    snap.facts
+        .iter()
+        .map(|f| {
+            (
+                f.key.as_str().to_owned(),
+                (
+                    f.principal.clone().unwrap_or_default(),
+                    f.payload["seq"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Checks the ledger for `zone`: every `must` key present, no number of a
+/// principal recorded twice, every number one that was sent, and each
+/// principal's `score` total equal to its rows. Returns rows per principal.
+pub async fn check_ledger(
+    store: &StoreSpec,
+    zone: &str,
+    must: &BTreeSet<String>,
+    sent: &BTreeMap<String, BTreeSet<u64>>,
+) -> BTreeMap<String, usize> {
+    let rows = store.facts(zone).await;
+    let keys: BTreeSet<&str> = rows.iter().map(|(k, _, _)| k.as_str()).collect();
+    for k in must {
+        assert!(
+            keys.contains(k.as_str()),
+            "fact {k} is missing from the ledger"
+        );
+    }
+    let mut seen: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for (key, principal, payload) in &rows {
+        let n = payload["seq"].as_u64().unwrap();
+        assert!(
+            seen.entry(principal.clone()).or_default().insert(n),
+            "input {n} of {principal} recorded twice (second key {key})"
+        );
+        assert!(
+            sent.get(principal).is_some_and(|s| s.contains(&n)),
+            "ledger holds input {n} of {principal} that was never sent"
+        );
+    }
+    let mut out = BTreeMap::new();
+    for (principal, ns) in &seen {
+        let total = store.total(principal, "score").await;
+        assert_eq!(
+            total,
+            i64::try_from(ns.len()).unwrap(),
+            "{principal}: score total equals its facts (none applied twice)"
+        );
+        out.insert(principal.clone(), ns.len());
+    }
+    out
+}
