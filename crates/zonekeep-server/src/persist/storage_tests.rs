@@ -235,3 +235,30 @@ async fn shutdown_gives_up_after_the_timeout_and_names_the_zone() {
     assert_eq!(report.unsaved, vec!["z".to_owned()]);
     assert_eq!(report.saved, 0);
 }
+
+#[tokio::test]
+async fn a_retired_zone_is_written_then_forgotten() {
+    let gate = Arc::new(Semaphore::new(0));
+    let store = Faulty::new(0, Some(Arc::clone(&gate))).await;
+    let (h, _metrics, _) = setup(Arc::clone(&store)).await;
+    h.try_submit("z", b"last".to_vec()).unwrap();
+    store.entered.notified().await; // the final snapshot is being written
+    h.retire("z");
+    assert_eq!(
+        h.try_submit("z", b"late".to_vec()),
+        Err(SubmitError::Closed("z".into()))
+    );
+    assert_eq!(h.zone_count(), 1, "kept until its final save is written");
+    gate.add_permits(10);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while h.zone_count() != 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the zone is forgotten once written");
+    let saved = store.load("z").await.unwrap().unwrap();
+    assert_eq!(saved.bytes, b"last".to_vec());
+    assert!(h.status("z").is_none());
+    h.flush("z").await; // a forgotten zone has nothing to wait for
+}

@@ -114,6 +114,11 @@ impl TestServer {
             .zone_with::<Blob>("blob", blob, Value::Null)
             .build()
             .unwrap();
+        Self::serve(host).await
+    }
+
+    /// Serve an already built host on 127.0.0.1:0.
+    pub async fn serve(host: Host) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();

@@ -7,4 +7,5 @@ mod common;
 mod join;
 mod limits;
 mod metrics;
+mod persist;
 mod refusals;

@@ -1,0 +1,272 @@
+//! Persistence in the host, end to end on a SQLite file: hibernation (Dormant
+//! → saved → unloaded → restored by the next join), a save the code cannot
+//! restore (kept, refused with the reason, reported by the admin API), and
+//! facts settling through slow storage.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use zonekeep_core::{
+    Ctx, EventTarget, InputRefusal, JoinRefusal, PlayerId, PlayerInfo, Settlement, Snapshot, Zone,
+    ZoneConfig, ZoneError, ZoneInit,
+};
+use zonekeep_protocol::messages::{KickCode, ServerMessage, Welcome};
+use zonekeep_server::persist::{PersistConfig, Persistence};
+use zonekeep_server::Host;
+
+use crate::common::*;
+
+const TOPIC_COUNT: u16 = 1;
+const TOPIC_SETTLED: u16 = 2;
+
+/// Counts inputs (saved as 8 bytes), one fact per input; tells a joining
+/// player the count and everyone each settled key.
+struct Tally(u64);
+
+impl Zone for Tally {
+    type Input = u64;
+    fn create(_init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        Ok(Tally(0))
+    }
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, p: &PlayerInfo) -> Result<(), JoinRefusal> {
+        ctx.emit_event(
+            EventTarget::Player(p.id),
+            TOPIC_COUNT,
+            self.0.to_le_bytes().to_vec(),
+        );
+        Ok(())
+    }
+    fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<u64, InputRefusal> {
+        let b: [u8; 8] = payload
+            .try_into()
+            .map_err(|_| InputRefusal::new(1, "8 bytes"))?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, n: u64) {
+        self.0 += 1;
+        let who = ctx.player(p).map(|i| i.principal.as_str().to_owned());
+        ctx.emit_fact(
+            "tally",
+            json!({"add": {"score": 1}, "seq": n}),
+            who.as_deref(),
+            None,
+        )
+        .unwrap();
+    }
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+    fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, s: &Settlement) {
+        ctx.emit_event(
+            EventTarget::All,
+            TOPIC_SETTLED,
+            s.key.as_str().as_bytes().to_vec(),
+        );
+    }
+    fn save(&self) -> Option<Vec<u8>> {
+        Some(self.0.to_le_bytes().to_vec())
+    }
+    fn restore(_i: &ZoneInit, _c: &mut Ctx<'_>, bytes: &[u8]) -> Result<Self, ZoneError> {
+        let b: [u8; 8] = bytes
+            .try_into()
+            .map_err(|_| ZoneError::Restore("a tally save is 8 bytes".into()))?;
+        Ok(Tally(u64::from_le_bytes(b)))
+    }
+}
+
+async fn persistent(dir: &Path, delay: Option<Duration>) -> (TestServer, Arc<Persistence>) {
+    let p = Persistence::open(PersistConfig {
+        data_dir: dir.to_path_buf(),
+        save_every: Duration::from_millis(100),
+        store_delay: delay,
+        ..PersistConfig::default()
+    })
+    .await
+    .unwrap();
+    // Tiny tier timeouts: an empty zone goes Dormant within half a second.
+    let tally = ZoneConfig {
+        idle_after: Duration::from_millis(100),
+        dormant_after: Duration::from_millis(300),
+        reconnect_grace: Duration::from_millis(50),
+        ..ZoneConfig::default()
+    };
+    let host = Host::builder()
+        .config(base_config())
+        .zone_with::<Tally>("tally", tally, Value::Null)
+        .persistence(Arc::clone(&p))
+        .build()
+        .unwrap();
+    (TestServer::serve(host).await, p)
+}
+
+/// What a Tally client has read so far.
+#[derive(Default)]
+struct Read {
+    count: Option<u64>,
+    settled: Vec<String>,
+    ack: u32,
+}
+
+/// Reads Deltas until `done` holds.
+async fn read_until(ws: &mut Ws, r: &mut Read, done: impl Fn(&Read) -> bool) {
+    let schema = empty_schema();
+    while !done(r) {
+        match recv(ws, &schema).await {
+            Seen::Msg(ServerMessage::Delta(d)) => {
+                r.ack = r.ack.max(d.ack);
+                for e in d.events.into_iter().flatten() {
+                    match e.topic {
+                        TOPIC_COUNT => {
+                            r.count = Some(u64::from_le_bytes(e.payload.try_into().unwrap()))
+                        }
+                        TOPIC_SETTLED => r.settled.push(String::from_utf8(e.payload).unwrap()),
+                        _ => {}
+                    }
+                }
+            }
+            Seen::Msg(ServerMessage::Kick(k)) => panic!("kicked: {k:?}"),
+            Seen::Msg(_) => {}
+            Seen::Closed => panic!("closed"),
+        }
+    }
+}
+
+/// Joins and reads until the zone's count arrived (it may ride in the BASELINE).
+async fn join_tally(server: &TestServer, zone: &str, sub: &str) -> (Ws, Welcome, Read) {
+    let mut ws = connect(server, zone).await;
+    send(&mut ws, hello_bytes(&ticket(sub, zone), &[])).await;
+    let welcome = match recv(&mut ws, &empty_schema()).await {
+        Seen::Msg(ServerMessage::Welcome(w)) => w,
+        other => panic!("expected Welcome, got {other:?}"),
+    };
+    let mut r = Read::default();
+    read_until(&mut ws, &mut r, |r| r.count.is_some()).await;
+    (ws, welcome, r)
+}
+
+async fn admin_get(server: &TestServer, path: &str) -> (u16, Value) {
+    let (status, body) = http(server, "GET", path, Some(ADMIN), None).await;
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn an_empty_zone_goes_dormant_is_saved_unloaded_and_restored_by_the_next_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, p) = persistent(dir.path(), None).await;
+    let (mut ws, _, mut r) = join_tally(&server, "hib", "ann").await;
+    assert_eq!(r.count, Some(0), "a new zone starts at 0");
+    for n in 1..=3u32 {
+        send_input(&mut ws, n, &u64::from(n).to_le_bytes()).await;
+    }
+    read_until(&mut ws, &mut r, |r| r.ack >= 3 && r.settled.len() >= 3).await;
+
+    // The admin detail shows the zone's saves and facts.
+    eventually("a periodic save", || async {
+        let (_, d) = admin_get(&server, "/admin/zones/hib").await;
+        d["persistence"]["save"]["last_saved_seq"]
+            .as_u64()
+            .is_some()
+    })
+    .await;
+    let (status, d) = admin_get(&server, "/admin/zones/hib").await;
+    assert_eq!(status, 200);
+    assert_eq!(d["persistence"]["save_every_ms"], 100);
+    assert_eq!(d["persistence"]["save"]["fenced"], false);
+
+    // Leave: the zone empties, goes Idle then Dormant, is saved and unloaded.
+    ws.close(None).await.unwrap();
+    drop(ws);
+    eventually(
+        "the dormant zone to be unloaded and its save written",
+        || async {
+            let (_, list) = admin_get(&server, "/admin/zones").await;
+            list["zones"].as_array().is_some_and(|z| z.is_empty()) && p.storage().zone_count() == 0
+        },
+    )
+    .await;
+    let rec = p.store().saves.load("hib").await.unwrap().unwrap();
+    let snap = Snapshot::decode(&rec.bytes).unwrap();
+    assert_eq!(
+        snap.zone,
+        3u64.to_le_bytes().to_vec(),
+        "the state was saved"
+    );
+    assert!(snap.facts.is_empty(), "every fact had settled");
+    assert!(metric(&server, "zonekeep_saves_ok_total").await >= 1.0);
+    assert_eq!(metric(&server, "zonekeep_facts_settled_total").await, 3.0);
+
+    // The next join restores it, exactly where it stopped.
+    let (ws, welcome, r) = join_tally(&server, "hib", "ann").await;
+    assert_eq!(welcome.tick, snap.tick, "the tick continues from the save");
+    assert_eq!(r.count, Some(3), "restored with its state");
+    assert!(
+        rec.epoch < p.storage().status("hib").unwrap().epoch,
+        "a new owner epoch"
+    );
+    drop(ws);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_save_that_cannot_be_restored_is_kept_refused_with_the_reason_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, p) = persistent(dir.path(), None).await;
+    // A save written by an older build whose state format this code does not read.
+    let claim = p.store().saves.claim("broken").await.unwrap();
+    let bytes = Snapshot {
+        tick: 5,
+        boot_epoch: claim.epoch,
+        fact_counter: 0,
+        facts: vec![],
+        zone: vec![1, 2, 3],
+    }
+    .encode();
+    p.store()
+        .saves
+        .write("broken", claim.epoch, 1, "tally", &bytes)
+        .await
+        .unwrap();
+
+    let mut ws = connect(&server, "broken").await;
+    send(&mut ws, hello_bytes(&ticket("ann", "broken"), &[])).await;
+    let kick = match recv(&mut ws, &empty_schema()).await {
+        Seen::Msg(ServerMessage::Kick(k)) => k,
+        other => panic!("expected a Kick, got {other:?}"),
+    };
+    assert_eq!(kick.code, KickCode::JOIN_REFUSED);
+    assert!(kick.reason.contains("cannot restore"), "{}", kick.reason);
+    assert!(kick.reason.contains("8 bytes"), "{}", kick.reason);
+
+    let (status, d) = admin_get(&server, "/admin/zones/broken").await;
+    assert_eq!(status, 200, "{d}");
+    assert_eq!(d["running"], false);
+    assert_eq!(d["kind"], "tally");
+    let reason = d["start_failure"]["reason"].as_str().unwrap();
+    assert!(reason.contains("a tally save is 8 bytes"), "{reason}");
+    assert_eq!(d["start_failure"]["save"], json!([claim.epoch, 1]));
+    let (_, list) = admin_get(&server, "/admin/zones").await;
+    assert_eq!(list["start_failures"][0]["zone_id"], "broken");
+
+    let kept = p.store().saves.load("broken").await.unwrap().unwrap();
+    assert_eq!(kept.bytes, bytes, "the save is kept as it was");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn facts_all_settle_through_a_store_that_takes_a_second_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _p) = persistent(dir.path(), Some(Duration::from_secs(1))).await;
+    let (mut ws, _, mut r) = join_tally(&server, "slow", "ann").await;
+    for n in 1..=5u32 {
+        send_input(&mut ws, n, &u64::from(n).to_le_bytes()).await;
+    }
+    read_until(&mut ws, &mut r, |r| r.settled.len() >= 5).await;
+    let mut keys = r.settled.clone();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 5, "five distinct facts settled");
+    assert_eq!(metric(&server, "zonekeep_facts_settled_total").await, 5.0);
+    assert_eq!(metric(&server, "zonekeep_facts_pending").await, 0.0);
+    drop(ws);
+    server.stop().await;
+}
