@@ -18,11 +18,15 @@ const SECRET: &str = "in-process-bench-test-secret-0123456789";
 
 /// A host on 127.0.0.1:0 with the arena kinds and `dots`; returns its ws URL and a stopper.
 async fn start_host() -> (String, oneshot::Sender<()>) {
+    start_host_with(ServerConfig::default()).await
+}
+
+async fn start_host_with(base: ServerConfig) -> (String, oneshot::Sender<()>) {
     let cfg = ServerConfig {
         ticket_secret: Some(Secret::new(SECRET)),
         max_connections_per_ip: 1000,
         sim_threads: 1,
-        ..ServerConfig::default()
+        ..base
     };
     let host = Host::builder()
         .config(cfg)
@@ -275,5 +279,113 @@ async fn client_netsim_delays_every_bot_both_ways() {
     // An input is acked no sooner than one simulated trip out and one back.
     assert!(r.rtt_ms.min >= 60.0, "{:?}", r.rtt_ms);
     assert_eq!(r.params.net, (30.0, 0.0, 0.0));
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_bots_reconnect_with_their_token() {
+    // The host kicks a connection silent for 400 ms (IDLE_TIMEOUT invites a reconnect); idle bots
+    // ping only every 10 s, so each is kicked and comes back as the same player.
+    let (url, stop) = start_host_with(ServerConfig {
+        idle_timeout_ms: 400,
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut cfg = config(
+        &url,
+        "recon-1",
+        2,
+        Workload::Idle {
+            ping_every: Duration::from_secs(10),
+        },
+    );
+    cfg.zone_kind = Some("dots".into());
+    // Bot 0 runs zonekeep-client's Connection, bot 1 the light bot: both reconnect paths.
+    cfg.decode = DecodeMode::Probe;
+    cfg.warmup = Duration::ZERO;
+    let r = run(cfg).await.unwrap();
+    assert_eq!(r.counts.joined, 2);
+    assert!(
+        r.counts.kicks.get("IDLE_TIMEOUT").copied().unwrap_or(0) >= 2,
+        "{:?}",
+        r.counts
+    );
+    assert!(r.counts.reconnects >= 2, "{:?}", r.counts);
+    assert!(
+        r.counts.resumes >= 2,
+        "the reconnect token resumed the same player: {:?}",
+        r.counts
+    );
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tickets_can_come_from_a_join_endpoint() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (url, stop) = start_host().await;
+    // A minimal app endpoint: GET /join?bot=B&zone=Z → {"zone": Z, "ticket": …} for bot-B.
+    let key = zonekeep_server::ticket::TicketKey::new("default", SECRET.as_bytes().to_vec(), false)
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let join_url = format!("http://{}/join", listener.local_addr().unwrap());
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let count = served.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 4096];
+            let n = sock.read(&mut buf).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let query = head
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or("")
+                .split('?')
+                .nth(1)
+                .unwrap_or("")
+                .to_owned();
+            let arg = |k: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{k}=")).map(str::to_owned))
+                    .unwrap_or_default()
+            };
+            let (bot, zone) = (arg("bot"), arg("zone"));
+            let mut claims = serde_json::Map::new();
+            claims.insert("kind".into(), "dots".into());
+            let req = zonekeep_server::ticket::MintRequest {
+                sub: format!("app-user-{bot}"),
+                zone: zone.clone(),
+                role: zonekeep_core::Role::Player,
+                ttl_secs: 60,
+                params: None,
+                claims,
+            };
+            let ticket =
+                zonekeep_server::ticket::mint(&key, &req, zonekeep_server::ticket::unix_now())
+                    .unwrap();
+            let body = serde_json::json!({ "zone": zone, "ticket": ticket }).to_string();
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = sock.write_all(resp.as_bytes()).await;
+        }
+    });
+    let mut cfg = config(
+        &url,
+        "joined-1",
+        3,
+        Workload::Idle {
+            ping_every: Duration::from_secs(1),
+        },
+    );
+    cfg.auth = Auth::Join { url: join_url };
+    cfg.decode = DecodeMode::None;
+    cfg.duration = Duration::from_millis(300);
+    cfg.warmup = Duration::ZERO;
+    let r = run(cfg).await.unwrap();
+    assert_eq!(r.counts.joined, 3, "{:?}", r.counts);
+    assert_eq!(served.load(std::sync::atomic::Ordering::Relaxed), 3);
     let _ = stop.send(());
 }
