@@ -3,7 +3,8 @@
 //!
 //! Placeholders (a whole string leaf, nothing around it): `$rand:A:B` a float uniform in `[A, B)`,
 //! `$int:A:B` an integer uniform in `[A, B]`, `$bot` the bot's index, `$tick` the newest server
-//! tick the bot has seen. Anything else is sent as written. Randomness comes from a per-bot seeded
+//! tick the bot has seen. Anything else is sent as written. The `bytes` format sends an array of
+//! integers as raw bytes. Randomness comes from a per-bot seeded
 //! [`Mulberry32`], so a run's inputs are reproducible.
 
 use crate::arena::math::Mulberry32;
@@ -18,6 +19,9 @@ pub enum InputFormat {
     Json,
     /// MessagePack.
     Msgpack,
+    /// Raw bytes: the template is an array of integers, each sent as one byte (values are clamped
+    /// to `-128..=255`; negatives are two's complement), for games with a binary input encoding.
+    Bytes,
 }
 
 /// Why a template was refused.
@@ -128,6 +132,7 @@ impl Template {
                 msgpack(&v, &mut out);
                 out
             }
+            InputFormat::Bytes => raw_bytes(&v),
         }
     }
 }
@@ -153,6 +158,18 @@ fn render(n: &Node, ctx: RenderCtx, rng: &mut Mulberry32) -> Value {
                 .collect(),
         ),
     }
+}
+
+/// An array of integers as raw bytes; any other value (or element) contributes nothing.
+fn raw_bytes(v: &Value) -> Vec<u8> {
+    let Value::Array(items) = v else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|x| x.as_i64().or_else(|| x.as_f64().map(|f| f as i64)))
+        .map(|i| i.clamp(-128, 255) as u8)
+        .collect()
 }
 
 fn msgpack_len(out: &mut Vec<u8>, len: usize, fix: u8, fix_max: usize, b16: u8, b32: u8) {
@@ -268,6 +285,18 @@ mod tests {
             );
         }
         assert!(matches!(Template::parse("{"), Err(TemplateError::Json(_))));
+    }
+
+    #[test]
+    fn bytes_format_sends_integers_as_raw_bytes() {
+        let t = Template::parse(r#"[1, -1, 255, 300, -200, "$bot", "x"]"#).unwrap();
+        let mut rng = Mulberry32::new(1);
+        let b = t.render_bytes(ctx(), &mut rng, InputFormat::Bytes);
+        assert_eq!(b, vec![1, 0xff, 255, 255, 0x80, 7]);
+        let obj = Template::parse(r#"{"a":1}"#).unwrap();
+        assert!(obj
+            .render_bytes(ctx(), &mut rng, InputFormat::Bytes)
+            .is_empty());
     }
 
     #[test]

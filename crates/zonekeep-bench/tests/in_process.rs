@@ -389,3 +389,35 @@ async fn tickets_can_come_from_a_join_endpoint() {
     assert_eq!(served.load(std::sync::atomic::Ordering::Relaxed), 3);
     let _ = stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generic_templates_drive_a_zone() {
+    use zonekeep_bench::template::{InputFormat, Template};
+    let (url, stop) = start_host().await;
+    // `dots` takes two bytes [dx, dy]: random steps in -1..=1 from a raw-bytes template.
+    let mut cfg = config(
+        &url,
+        "dots-1",
+        3,
+        Workload::Generic {
+            templates: vec![Template::parse(r#"["$int:-1:1", "$int:-1:1"]"#).unwrap()],
+            format: InputFormat::Bytes,
+        },
+    );
+    cfg.zone_kind = Some("dots".into());
+    cfg.rate = 20.0;
+    cfg.decode = DecodeMode::All;
+    let r = run(cfg).await.unwrap();
+    assert_eq!(r.counts.joined, 3);
+    assert!(
+        r.per_client.sent_inputs_per_s.mean > 15.0,
+        "{:?}",
+        r.per_client
+    );
+    // The zone accepted them: acks advance to (nearly) every input sent.
+    for c in &r.raw.clients {
+        assert!(c.last_ack >= 20, "bot {} ack {}", c.bot, c.last_ack);
+    }
+    assert!(r.counts.inputs_acked > 0);
+    let _ = stop.send(());
+}

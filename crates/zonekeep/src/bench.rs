@@ -63,8 +63,12 @@ enum DecodeArg {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum FormatArg {
+    /// JSON text.
     Json,
+    /// MessagePack.
     Msgpack,
+    /// An array of integers sent as raw bytes.
+    Bytes,
 }
 
 /// Flags of one run.
@@ -267,6 +271,7 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
             format: match a.input_format {
                 FormatArg::Json => InputFormat::Json,
                 FormatArg::Msgpack => InputFormat::Msgpack,
+                FormatArg::Bytes => InputFormat::Bytes,
             },
         },
         WorkloadArg::Idle => Workload::Idle {
