@@ -120,6 +120,19 @@ impl Scrape {
         found.then_some(total)
     }
 
+    /// The sum of the samples called `name` whose label `key` equals `value`.
+    pub fn sum_where(&self, name: &str, key: &str, value: &str) -> Option<f64> {
+        let mut found = false;
+        let mut total = 0.0;
+        for s in self.samples.iter().filter(|s| s.name == name) {
+            if s.labels.iter().any(|(k, v)| k == key && v == value) {
+                found = true;
+                total += s.value;
+            }
+        }
+        found.then_some(total)
+    }
+
     /// Cumulative bucket counts of histogram `name` (its `_bucket` samples) summed over every label
     /// set but `le`, ascending by bound.
     pub fn buckets(&self, name: &str) -> Vec<(f64, f64)> {
@@ -212,6 +225,11 @@ garbage line without value
         assert_eq!(s.sum("process_cpu_seconds_total"), Some(1.25));
         assert_eq!(s.sum("process_resident_memory_bytes"), Some(1.2e7));
         assert_eq!(s.sum("absent"), None);
+        assert_eq!(
+            s.sum_where("zonekeep_ticks_total", "zone", "a"),
+            Some(100.0)
+        );
+        assert_eq!(s.sum_where("zonekeep_ticks_total", "zone", "c"), None);
         let b = &s.samples[1].labels[0];
         assert_eq!(b.1, "b \"q\"");
     }

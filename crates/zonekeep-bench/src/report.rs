@@ -153,6 +153,12 @@ pub struct ServerFigures {
     pub frames_out_total: Option<f64>,
     /// Bytes out in the window.
     pub bytes_out: Option<f64>,
+    /// Frames out in the window.
+    pub frames_out: Option<f64>,
+    /// Inputs the zones accepted in the window (`zonekeep_inputs_total{outcome="accepted"}`).
+    pub inputs_accepted: Option<f64>,
+    /// Ticks per second over the window, all zones together.
+    pub tick_rate_hz: Option<f64>,
     /// Kicks the host sent over its life, all codes.
     pub kicks_total: Option<f64>,
 }

@@ -134,6 +134,16 @@ pub fn figures(
         f.ticks = diff("zonekeep_ticks_total");
         f.dropped_ticks = diff("zonekeep_ticks_dropped_total");
         f.bytes_out = diff("zonekeep_bytes_out_total");
+        f.frames_out = diff("zonekeep_frames_out_total");
+        f.tick_rate_hz = f.ticks.map(|t| t / window_s.max(1e-9));
+        f.inputs_accepted = match (
+            a.sum_where("zonekeep_inputs_total", "outcome", "accepted"),
+            b.sum_where("zonekeep_inputs_total", "outcome", "accepted"),
+        ) {
+            (Some(x), Some(y)) => Some(y - x),
+            (None, Some(y)) => Some(y),
+            _ => None,
+        };
         let d = bucket_delta(
             &a.buckets("zonekeep_tick_duration_seconds"),
             &b.buckets("zonekeep_tick_duration_seconds"),
@@ -186,6 +196,7 @@ mod tests {
         assert_eq!(f.rss_peak_mb_vmhwm, Some(13.0));
         assert_eq!(f.rss_window_max_mb, Some(14.0));
         assert_eq!(f.ticks, Some(400.0));
+        assert_eq!(f.tick_rate_hz, Some(20.0));
         assert_eq!(f.dropped_ticks, Some(0.0));
         assert_eq!(f.bytes_out, Some(100.0));
         assert_eq!(f.bytes_out_total, Some(105.0));

@@ -122,6 +122,16 @@ pub fn render(r: &Report) -> String {
             opt(s.tick_p99_ms, 3)
         ),
     );
+    row(
+        "server traffic",
+        format!(
+            "{} frames, {} bytes, {} inputs accepted in the window; {} ticks/s (all zones)",
+            opt(s.frames_out, 0),
+            opt(s.bytes_out, 0),
+            opt(s.inputs_accepted, 0),
+            opt(s.tick_rate_hz, 1)
+        ),
+    );
     let b = &r.bots_process;
     row(
         "bots process",

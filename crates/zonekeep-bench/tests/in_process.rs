@@ -122,6 +122,14 @@ fn assert_consistent(r: &Report, bots: u32) {
     assert_eq!(r.server.source, "proc");
     assert!(r.server.cpu_s.is_some() && r.server.rss_peak_mb_vmhwm.is_some());
     assert!(r.server.ticks.unwrap() > 0.0);
+    // The host's own view of the window: it accepted the inputs the bots sent in it (give or
+    // take those in flight at the window's edges).
+    let accepted = r.server.inputs_accepted.unwrap();
+    let sent = r.counts.inputs_sent as f64;
+    assert!(
+        accepted > sent * 0.5 && accepted <= sent + f64::from(bots) * 10.0,
+        "{accepted} vs {sent}"
+    );
 }
 
 async fn assert_bytes_match_host(url: &str, r: &Report, bots: u32) {
