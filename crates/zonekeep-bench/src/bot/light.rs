@@ -112,6 +112,11 @@ pub(crate) async fn open(
         .unwrap_or_else(|_| Err("timeout".to_owned()))
 }
 
+/// Messages the NetSim may hold back per direction. Incoming: the bot stops reading the socket
+/// while full (backpressure, as a slow network would). Outgoing: further inputs and pings are
+/// refused and counted as `outgoing_full`.
+const MAX_DELAYED: usize = 4096;
+
 /// A FIFO of messages held back by the NetSim (delivery times never decrease: head-of-line).
 #[derive(Debug, Default)]
 struct Delayed {
@@ -243,7 +248,7 @@ async fn drive(
                     None => None,
                 }
             }
-            msg = s.ws.next() => match msg {
+            msg = s.ws.next(), if inq.q.len() < MAX_DELAYED => match msg {
                 Some(Ok(Message::Binary(b))) => {
                     if simulate {
                         let now = Instant::now();
@@ -260,7 +265,12 @@ async fn drive(
             _ = sleep_until(input_at.into()), if next_input.is_some() => {
                 let now = Instant::now();
                 next_input = interval.map(|i| input_at + i);
-                match gen.next(s.last_tick) {
+                // A full NetSim queue refuses the input before it takes a sequence number.
+                let room = !simulate || outq.q.len() < MAX_DELAYED;
+                if !room {
+                    res.outgoing_full += 1;
+                }
+                match if room { gen.next(s.last_tick) } else { None } {
                     Some(input) => {
                         let seq = s.seq;
                         s.seq = s.seq.wrapping_add(1).max(1);
@@ -271,7 +281,7 @@ async fn drive(
                                     res.window.inputs += 1;
                                     res.window.bytes_out += bytes.len() as u64;
                                 }
-                                send(s, &mut outq, &mut sim_out, simulate, origin, bytes).await
+                                send(s, &mut outq, &mut sim_out, simulate, origin, bytes, &mut res.outgoing_full).await
                             }
                             Err(_) => None,
                         }
@@ -283,7 +293,7 @@ async fn drive(
                 next_ping += ping_every;
                 let client_time = micros(origin, Instant::now());
                 match ClientMessage::Ping(Ping { client_time }).to_bytes() {
-                    Ok(bytes) => send(s, &mut outq, &mut sim_out, simulate, origin, bytes).await,
+                    Ok(bytes) => send(s, &mut outq, &mut sim_out, simulate, origin, bytes, &mut res.outgoing_full).await,
                     Err(_) => None,
                 }
             }
@@ -324,8 +334,13 @@ async fn send(
     simulate: bool,
     origin: Instant,
     bytes: Vec<u8>,
+    overflow: &mut u64,
 ) -> Option<End> {
     if simulate {
+        if outq.q.len() >= MAX_DELAYED {
+            *overflow += 1;
+            return None;
+        }
         let at = sim.schedule(micros(origin, Instant::now()));
         outq.q
             .push_back((origin + Duration::from_micros(at), bytes));
