@@ -14,13 +14,16 @@
 //! in this patch are checked for values, and [`ProbeCounts::max_unsent_ticks`] measures how long an
 //! entity in view went without being brought up to date.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 use zonekeep_protocol::quant::pos_encode;
 
 use super::math::{apply_input, npc_hp, within, ArenaConsts, NpcParams};
 use super::{ArenaParams, Scenario, KIND_NPC, KIND_PLAYER};
+
+/// Inputs the probe keeps while they wait for their ack (400 s at 10 inputs/s).
+pub const MAX_UNACKED: usize = 4096;
 
 /// One entity as the probe holds it after applying a patch.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,8 +100,10 @@ pub struct Probe {
     budgeted: bool,
     bounds: (f64, f64),
     spawn: (f32, f32),
-    /// Inputs sent, by `seq - 1`.
-    sent: Vec<(f64, f64)>,
+    /// Inputs sent and not yet acknowledged, oldest first (input `folded.0 + 1` first).
+    unacked: VecDeque<(f64, f64)>,
+    /// Inputs recorded since the player (re)spawned.
+    recorded: usize,
     /// `(inputs applied, position)` of the last fold, so each patch folds only new inputs.
     folded: (usize, (f32, f32)),
     /// Per NPC in view: the tick since which it has been behind (with a budget).
@@ -122,7 +127,8 @@ impl Probe {
             budgeted: params.budget.is_some(),
             bounds: params.player_bounds(),
             spawn,
-            sent: Vec::new(),
+            unacked: VecDeque::new(),
+            recorded: 0,
             folded: (0, spawn),
             behind_since: HashMap::new(),
             measuring: false,
@@ -131,17 +137,21 @@ impl Probe {
         }
     }
 
-    /// Records input `seq` (1-based, consecutive) as sent with displacement `(dx, dy)`.
+    /// Records input `seq` (1-based, consecutive) as sent with displacement `(dx, dy)`. At most
+    /// [`MAX_UNACKED`] wait for their ack; past that the probe stops recording (and so stops the
+    /// own-position checks, which need every input) rather than grow.
     pub fn sent_input(&mut self, seq: u32, dx: f64, dy: f64) {
         let idx = seq.saturating_sub(1) as usize;
-        if idx == self.sent.len() {
-            self.sent.push((dx, dy));
+        if idx == self.recorded && self.unacked.len() < MAX_UNACKED {
+            self.unacked.push_back((dx, dy));
+            self.recorded += 1;
         }
     }
 
     /// The bot rejoined as a new player (sequences restart at 1, the player respawns).
     pub fn reset_player(&mut self) {
-        self.sent.clear();
+        self.unacked.clear();
+        self.recorded = 0;
         self.folded = (0, self.spawn);
         self.behind_since.clear();
     }
@@ -160,14 +170,13 @@ impl Probe {
     /// probe did not record (then the own checks are skipped, not guessed).
     pub fn own_pos(&mut self, ack: u32) -> Option<(f32, f32)> {
         let n = ack as usize;
-        if n > self.sent.len() {
+        // Acks of one player never go back; one beyond what was recorded cannot be replayed.
+        if n < self.folded.0 || n > self.recorded {
             return None;
         }
-        if n < self.folded.0 {
-            self.folded = (0, self.spawn);
-        }
         let (mut done, mut pos) = self.folded;
-        for &(dx, dy) in self.sent.get(done..n)? {
+        while done < n {
+            let (dx, dy) = self.unacked.pop_front()?;
             pos = apply_input(&self.consts, pos, dx, dy, self.bounds).unwrap_or(pos);
             done += 1;
         }
@@ -290,5 +299,77 @@ impl Probe {
         if self.measuring {
             self.counts.add(&c);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::arena::math::BotParams;
+
+    #[test]
+    fn own_position_folds_acknowledged_inputs_once() {
+        let params = ArenaParams {
+            npcs: 0,
+            ..ArenaParams::default()
+        };
+        let c = params.consts;
+        let bp = BotParams::new(3, c.world);
+        let mut p = Probe::new(&params, 3);
+        let mut want = (bp.x, bp.y);
+        assert_eq!(p.own_pos(0), Some(want));
+        for j in 0..50u32 {
+            let (dx, dy) = bp.input(&c, u64::from(j));
+            p.sent_input(j + 1, dx, dy);
+        }
+        assert_eq!(p.own_pos(51), None, "not sent yet");
+        for j in 0..50u32 {
+            let (dx, dy) = bp.input(&c, u64::from(j));
+            want = apply_input(&c, want, dx, dy, (0.0, c.world)).unwrap();
+            if j % 7 == 0 {
+                assert_eq!(p.own_pos(j + 1), Some(want));
+            }
+        }
+        assert_eq!(p.own_pos(50), Some(want));
+        assert_eq!(p.own_pos(49), None, "acks never go back");
+        assert!(p.unacked.is_empty());
+        p.reset_player();
+        assert_eq!(p.own_pos(0), Some((bp.x, bp.y)));
+    }
+
+    #[test]
+    fn a_wrong_npc_position_or_hp_is_a_mismatch() {
+        let params = ArenaParams {
+            npcs: 3,
+            ..ArenaParams::default()
+        };
+        let npcs = NpcParams::new(3, params.seed, params.consts.world);
+        let mut p = Probe::new(&params, 0);
+        p.set_measuring(true);
+        let held = |k: u64, shift: i32, hp: u32| -> Vec<HeldEntity> {
+            (0..3u32)
+                .map(|i| {
+                    let (x, y) = npcs.pos(&params.consts, i as usize, k).unwrap();
+                    HeldEntity {
+                        id: i,
+                        kind: KIND_NPC,
+                        qx: pos_encode(x, params.pos_step) + shift,
+                        qy: pos_encode(y, params.pos_step),
+                        hp: Some(hp),
+                    }
+                })
+                .collect()
+        };
+        p.check(5, 0, None, &held(5, 0, 100), &|_| true);
+        assert_eq!(p.counts().mismatches(), 0);
+        p.check(6, 0, None, &held(6, 1, 100), &|_| true);
+        assert_eq!(p.counts().pos_mismatch, 3);
+        p.check(40, 0, None, &held(40, 0, 100), &|_| true);
+        // Wave 1 at tick 40 hits NPC 1 only (i % 10 == 1).
+        assert_eq!(p.counts().hp_mismatch, 1);
+        p.check(41, 0, None, &held(41, 0, 100)[..2], &|_| true);
+        assert_eq!(p.counts().missing, 1, "scenario A expects every NPC");
+        assert_eq!(p.counts().patches, 4);
     }
 }
