@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== rust workspace"
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 
 if [ -f clients/js/package.json ]; then
   echo "== typescript sdk"
