@@ -7,6 +7,25 @@
 //! `/metrics`). It sits above `zonekeep-client` (bots are ordinary clients) and `zonekeep-core`
 //! (the workload zone); it depends on `zonekeep-server` only to mint tickets with the host's own
 //! code. Nothing below it may depend on it.
+//!
+//! # Running it
+//!
+//! `zonekeep bench` (the binary's subcommand) maps its flags onto a [`BenchConfig`] and calls
+//! [`run`]; `zonekeep bench merge a.json b.json` calls [`merge`]. `run-pair.sh` beside this crate
+//! runs a host and the bots as two processes, as the arena workload's §6 prescribes:
+//!
+//! ```text
+//! crates/zonekeep-bench/run-pair.sh arena-a -- --workload arena --scenario a --zone arena-a --bots 100
+//! ZONEKEEP_TICKET_SECRET=… zonekeep bench --url ws://host:7350 --zones 'room-{i}' --zone-count 50 \
+//!     --bots 500 --rate 20 --input '["$int:-1:1","$int:-1:1"]' --input-format bytes --kind dots
+//! ```
+//!
+//! # Bots
+//!
+//! Bots that decode ([`DecodeMode`]) run `zonekeep_client::Connection` with an interpolating
+//! replica; the others are light protocol clients that read only Delta headers, so one process
+//! holds tens of thousands of connections. Every bot answers the clock (Ping/Pong), stamps inputs
+//! with the newest tick, reconnects with its reconnect token, and honours the client NetSim.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
