@@ -11,7 +11,7 @@
 //! # Running it
 //!
 //! `zonekeep bench` (the binary's subcommand) maps its flags onto a [`BenchConfig`] and calls
-//! [`run`]; `zonekeep bench merge a.json b.json` calls [`merge`]. `run-pair.sh` beside this crate
+//! [`run()`]; `zonekeep bench merge a.json b.json` calls [`merge()`]. `run-pair.sh` beside this crate
 //! runs a host and the bots as two processes, as the arena workload's §6 prescribes:
 //!
 //! ```text
