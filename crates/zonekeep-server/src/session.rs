@@ -30,7 +30,7 @@ use crate::ticket::unix_now;
 type Sink = SplitSink<WebSocket, Message>;
 type Stream = SplitStream<WebSocket>;
 
-/// Pongs queued for the writer; a client pinging faster than it reads loses pongs.
+/// Pongs queued for the writer; beyond this the reader waits (see `send_pong`).
 const PONG_QUEUE: usize = 8;
 
 /// A session attached to a zone.
@@ -353,14 +353,18 @@ async fn read_loop(
                 if release.is_some() =>
             {
                 while let Some(bytes) = delayed.pop_due(tokio::time::Instant::now()) {
-                    handle_message(shared, a, &limits, &pong_tx, &bytes)?;
+                    if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
+                        send_pong(&pong_tx, pong).await;
+                    }
                 }
             }
             m = next_message(stream, max, idle), if !delayed.is_full() => {
                 let Some(bytes) = m? else { return Ok(()) };
                 let now = tokio::time::Instant::now();
                 if let Some(bytes) = delayed.offer(&shared.netsim.get(), now, bytes) {
-                    handle_message(shared, a, &limits, &pong_tx, &bytes)?;
+                    if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
+                        send_pong(&pong_tx, pong).await;
+                    }
                 }
             }
         }
@@ -379,14 +383,20 @@ struct Limits {
     abuse: Limiter,
 }
 
-/// Act on one client message after the handshake.
+/// Hand a Pong to the writer. Waiting here when the writer is behind (the client does not read)
+/// stops this reader too, so a client that pings without reading is slowed by TCP backpressure
+/// instead of losing pongs; the writer's slow-consumer kick still ends such a session.
+async fn send_pong(pong_tx: &mpsc::Sender<Bytes>, pong: Bytes) {
+    let _ = pong_tx.send(pong).await;
+}
+
+/// Act on one client message after the handshake; a Ping's answer is returned for the writer.
 fn handle_message(
     shared: &Shared,
     a: &Attached,
     limits: &Limits,
-    pong_tx: &mpsc::Sender<Bytes>,
     bytes: &[u8],
-) -> Result<(), SessionError> {
+) -> Result<Option<Bytes>, SessionError> {
     match ClientMessage::decode(bytes) {
         Ok(ClientMessage::Input(i)) => {
             if limits.inputs.check().is_err() {
@@ -394,7 +404,7 @@ fn handle_message(
                 if limits.abuse.check().is_err() {
                     return Err(SessionError::RateLimited);
                 }
-                return Ok(());
+                return Ok(None);
             }
             let input = InboxInput {
                 player: a.player,
@@ -405,12 +415,11 @@ fn handle_message(
             if a.entry.inbox.try_send(input).is_err() {
                 a.entry.inbox_full.inc();
             }
-            Ok(())
+            Ok(None)
         }
         Ok(ClientMessage::Ping(p)) => {
             let now_us = u64::try_from(shared.clock.now().as_micros()).unwrap_or(u64::MAX);
-            let _ = pong_tx.try_send(pong_frame(p.client_time, now_us, a.entry.tick()));
-            Ok(())
+            Ok(Some(pong_frame(p.client_time, now_us, a.entry.tick())))
         }
         Ok(ClientMessage::Hello(_)) => Err(SessionError::Protocol("Hello out of place".into())),
         Err(e) => Err(SessionError::Protocol(format!("undecodable message: {e}"))),
