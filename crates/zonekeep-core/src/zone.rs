@@ -147,6 +147,15 @@ pub trait Zone: Send + 'static {
         true
     }
 
+    /// Whether replication must consult [`Zone::can_see`]. A zone whose `can_see` shows
+    /// everything (as the default does) may return `false`: the host then skips the calls, and a
+    /// participant with an unbounded view radius sees every entity without any interest query,
+    /// which is much cheaper with many entities. Must be a pure function of the zone's state; the
+    /// default `true` is always correct.
+    fn uses_can_see(&self) -> bool {
+        true
+    }
+
     /// A hash of the whole simulation state, for determinism checks and
     /// replay verification. `None` (the default) means the host uses the replicated world's
     /// hash ([`World::hash`]); a zone with state outside the world returns its own hash

@@ -260,6 +260,11 @@ impl Zone for ArenaZone {
         self.move_npcs(ctx.world(), k);
     }
 
+    /// Scenario A shows everything: replication may skip `can_see` and interest altogether.
+    fn uses_can_see(&self) -> bool {
+        self.params.scenario != Scenario::Broadcast
+    }
+
     fn can_see(&self, viewer: PlayerId, entity: EntityId, world: &World) -> bool {
         if self.params.scenario == Scenario::Broadcast {
             return true;

@@ -59,16 +59,23 @@ impl<Z: Zone> ZoneHost<Z> {
             .collect();
         let zone = &self.zone;
         let world = &self.core.world;
-        let stats = self.replicator.build(
-            world,
-            self.core.tick,
-            |sub, entity| zone.can_see(PlayerId(sub.0), entity, world),
-            |sub| FrameInput {
-                ack: acks.get(&PlayerId(sub.0)).copied().unwrap_or(0),
-                events: routed.for_player(PlayerId(sub.0)),
-            },
-            |sub, bytes| sink(PlayerId(sub.0), bytes),
-        )?;
+        let inputs = |sub: SubscriberId| FrameInput {
+            ack: acks.get(&PlayerId(sub.0)).copied().unwrap_or(0),
+            events: routed.for_player(PlayerId(sub.0)),
+        };
+        let out = |sub: SubscriberId, bytes: &[u8]| sink(PlayerId(sub.0), bytes);
+        let stats = if zone.uses_can_see() {
+            self.replicator.build(
+                world,
+                self.core.tick,
+                |sub, entity| zone.can_see(PlayerId(sub.0), entity, world),
+                inputs,
+                out,
+            )?
+        } else {
+            self.replicator
+                .build_unfiltered(world, self.core.tick, inputs, out)?
+        };
         self.last_build = stats;
         Ok(stats)
     }

@@ -124,6 +124,9 @@ pub struct Interest {
     grid: Grid,
     globals: Vec<u32>,
     scratch: view::Scratch,
+    /// What an unbounded, unfiltered view sees this snapshot (see [`Interest::update_view_all`]),
+    /// computed on first use after each rebuild.
+    all: view::All,
 }
 
 impl Interest {
@@ -134,6 +137,7 @@ impl Interest {
             grid: Grid::new(cell_size),
             globals: Vec::new(),
             scratch: view::Scratch::default(),
+            all: view::All::default(),
         }
     }
 
@@ -153,6 +157,7 @@ impl Interest {
             }
         }
         self.scratch.prepare(cols.len(), self.grid.len());
+        self.all.invalidate();
     }
 
     /// Updates `view` against the snapshot last passed to [`Interest::rebuild`] (which must be `cols`).
@@ -176,6 +181,27 @@ impl Interest {
             spec,
             can_see,
         );
+    }
+
+    /// Updates a view that no `can_see` filter restricts, like [`Interest::update_view`] with a
+    /// filter that shows everything, but cheaper when the radius is unbounded (`f32::INFINITY`)
+    /// and the centre finite: such a view sees every alive entity (bar any with a NaN position),
+    /// so there is no grid query and no per-view merge — a view that already sees exactly that
+    /// costs one comparison of its id list. Other views take the general path.
+    pub fn update_view_all(&mut self, cols: &Columns<'_>, view: &mut View, spec: &ViewSpec) {
+        let own_has_pos = spec.own.is_none_or(|r| {
+            let r = r as usize;
+            !cols.is_alive(r)
+                || cols.flags.get(r).is_some_and(|f| f & GLOBAL != 0)
+                || matches!((cols.xs.get(r), cols.ys.get(r)), (Some(x), Some(y)) if !x.is_nan() && !y.is_nan())
+        });
+        let unbounded = spec.radius == f32::INFINITY && spec.x.is_finite() && spec.y.is_finite();
+        if !unbounded || !own_has_pos {
+            self.update_view(cols, view, spec, |_| true);
+            return;
+        }
+        self.all.fill(cols);
+        view::update_all(&self.all, cols, view);
     }
 }
 

@@ -111,6 +111,79 @@ impl Scratch {
     }
 }
 
+/// Every alive entity of one snapshot that an unbounded view centred on a finite point sees:
+/// alive, and global or with a position whose distance is not NaN. Ids ascend with ranks.
+#[derive(Debug, Clone, Default)]
+pub(super) struct All {
+    ready: bool,
+    ids: Vec<u32>,
+    ranks: Vec<u32>,
+}
+
+impl All {
+    pub(super) fn invalidate(&mut self) {
+        self.ready = false;
+    }
+
+    pub(super) fn fill(&mut self, cols: &Columns<'_>) {
+        if self.ready {
+            return;
+        }
+        self.ids.clear();
+        self.ranks.clear();
+        let rows = cols.ids.iter().zip(cols.xs).zip(cols.ys).zip(cols.flags);
+        for (r, (((&id, x), y), &f)) in rows.enumerate() {
+            let alive = f & super::ALIVE != 0;
+            if alive && (f & super::GLOBAL != 0 || !(x.is_nan() || y.is_nan())) {
+                self.ids.push(id);
+                self.ranks.push(r as u32);
+            }
+        }
+        self.ready = true;
+    }
+}
+
+/// The unbounded, unfiltered update: the view becomes `all`; entered and left are the difference.
+pub(super) fn update_all(all: &All, cols: &Columns<'_>, view: &mut View) {
+    view.entered.clear();
+    view.left.clear();
+    if view.visible != all.ids {
+        // Both lists ascend: one merge yields what entered and what left.
+        let (old, new) = (&view.visible, &all.ids);
+        let (mut i, mut j) = (0usize, 0usize);
+        loop {
+            match (old.get(i), new.get(j)) {
+                (None, None) => break,
+                (Some(&a), None) => {
+                    view.left.push(a);
+                    i += 1;
+                }
+                (None, Some(&b)) => {
+                    view.entered.push(b);
+                    j += 1;
+                }
+                (Some(&a), Some(&b)) => {
+                    if a < b {
+                        view.left.push(a);
+                        i += 1;
+                    } else if b < a {
+                        view.entered.push(b);
+                        j += 1;
+                    } else {
+                        i += 1;
+                        j += 1;
+                    }
+                }
+            }
+        }
+        view.visible.clone_from(&all.ids);
+    }
+    if view.ranks != all.ranks {
+        view.ranks.clone_from(&all.ranks);
+    }
+    view.layout = cols.layout;
+}
+
 pub(super) fn update<F: FnMut(u32) -> bool>(
     grid: &Grid,
     globals: &[u32],

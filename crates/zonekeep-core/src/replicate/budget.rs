@@ -92,17 +92,9 @@ pub(super) fn send_selected(
             });
         }
     }
+    let entries = std::sync::Arc::make_mut(&mut sub.entries);
     select(
-        &mut sub.entries,
-        ranks,
-        cols,
-        header,
-        *input,
-        known_len,
-        budget,
-        geo,
-        s,
-        stats,
+        entries, ranks, cols, header, *input, known_len, budget, geo, s, stats,
     );
     s.indices.clear();
     s.records.clear();
@@ -111,7 +103,7 @@ pub(super) fn send_selected(
         if !c.selected {
             continue;
         }
-        let Some(e) = sub.entries.get_mut(c.entry as usize) else {
+        let Some(e) = entries.get_mut(c.entry as usize) else {
             continue;
         };
         if c.known_index == SPAWN {

@@ -29,7 +29,7 @@ pub(super) fn build<'a, C, I, S>(
     r: &mut Replicator,
     world: &World,
     tick: u64,
-    mut can_see: C,
+    mut can_see: Option<C>,
     mut inputs: I,
     mut sink: S,
 ) -> Result<BuildStats, ReplicateError>
@@ -74,8 +74,12 @@ where
                 .and_then(|c| world.rank_of(c))
                 .map(|rk| rk as u32),
         };
-        r.interest
-            .update_view(&cols, &mut sub.view, &spec, |id| can_see(sid, EntityId(id)));
+        match can_see.as_mut() {
+            Some(f) => r
+                .interest
+                .update_view(&cols, &mut sub.view, &spec, |id| f(sid, EntityId(id))),
+            None => r.interest.update_view_all(&cols, &mut sub.view, &spec),
+        }
         let input = inputs(sid);
         if !r
             .share
@@ -186,7 +190,7 @@ fn frame(
     let baseline = sub.baseline;
     if baseline {
         // The client clears its known set on a BASELINE: nothing is sent, nothing to despawn.
-        sub.entries.clear();
+        super::clear_entries(&mut sub.entries);
     }
     align(sub, baseline, s);
 
@@ -217,7 +221,7 @@ fn frame(
             // Over budget: undo, then choose by accumulated priority.
             clean = false;
             *stats = before;
-            std::mem::swap(&mut sub.entries, &mut s.saved);
+            super::swap_entries(&mut sub.entries, &mut s.saved);
             send_selected(
                 sub, world, cols, &header, &input, budget, geo, cache, s, stats,
             )?;
@@ -321,7 +325,7 @@ fn align(sub: &mut Subscriber, baseline: bool, s: &mut Scratch) {
             }
         }
     }
-    std::mem::swap(&mut sub.entries, &mut s.entries);
+    super::swap_entries(&mut sub.entries, &mut s.entries);
 }
 
 /// Queues every pending update and spawn; returns the client's known-set length after despawns.
@@ -339,7 +343,8 @@ fn send_all(
     let mut known_len = 0u32;
     // Counted locally: a store through `stats` per entity costs more than the rest of the check.
     let (mut updates, mut spawns) = (0u64, 0u64);
-    for (e, &rank) in sub.entries.iter_mut().zip(sub.view.visible_ranks()) {
+    let entries = std::sync::Arc::make_mut(&mut sub.entries);
+    for (e, &rank) in entries.iter_mut().zip(sub.view.visible_ranks()) {
         let rank = rank as usize;
         if e.sent {
             if let Some((qx, qy, mask)) = pending(world, rank, e) {

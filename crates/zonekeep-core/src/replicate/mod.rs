@@ -42,9 +42,12 @@ mod share;
 mod tests;
 #[cfg(test)]
 mod tests_e2e;
+#[cfg(test)]
+mod tests_unfiltered;
 
 use crate::interest::{Interest, View};
 use crate::world::{EntityId, World};
+use std::sync::Arc;
 use thiserror::Error;
 use zonekeep_protocol::EncodeError;
 
@@ -166,7 +169,10 @@ struct Subscriber {
     cfg: SubscriberConfig,
     view: View,
     /// One per visible entity, ascending by id, aligned with `view.visible()` after each build.
-    entries: Vec<Entry>,
+    /// Shared (copy on write) between subscribers in the same sent state: a follower takes its
+    /// leader's entries by reference count instead of copying tens of kilobytes per patch, and
+    /// only the state's first subscriber to change them next patch pays one copy.
+    entries: Arc<Vec<Entry>>,
     baseline: bool,
     /// The control value the client holds (`None` = never sent).
     control_sent: Option<Option<u32>>,
@@ -179,10 +185,27 @@ impl Subscriber {
     /// Forgets what was sent: the next frame is a BASELINE.
     fn reset(&mut self) {
         self.baseline = true;
-        self.entries.clear();
+        clear_entries(&mut self.entries);
         self.view.clear();
         self.control_sent = None;
         self.state = share::EMPTY_STATE;
+    }
+}
+
+/// Empties `entries`, keeping the allocation when no other subscriber shares it.
+fn clear_entries(entries: &mut Arc<Vec<Entry>>) {
+    match Arc::get_mut(entries) {
+        Some(v) => v.clear(),
+        None => *entries = Arc::default(),
+    }
+}
+
+/// Makes `v` the subscriber's entries; `v` gets the old ones back when they were not shared
+/// (so scratch buffers keep their capacity), and is left empty otherwise.
+fn swap_entries(entries: &mut Arc<Vec<Entry>>, v: &mut Vec<Entry>) {
+    match Arc::get_mut(entries) {
+        Some(mine) => std::mem::swap(mine, v),
+        None => *entries = Arc::new(std::mem::take(v)),
     }
 }
 
@@ -231,7 +254,7 @@ impl Replicator {
                         id,
                         cfg,
                         view: View::new(),
-                        entries: Vec::new(),
+                        entries: Arc::default(),
                         baseline: true,
                         control_sent: None,
                         centre: None,
@@ -310,6 +333,30 @@ impl Replicator {
         I: FnMut(SubscriberId) -> FrameInput<'a>,
         S: FnMut(SubscriberId, &[u8]),
     {
-        build::build(self, world, tick, can_see, inputs, sink)
+        build::build(self, world, tick, Some(can_see), inputs, sink)
+    }
+
+    /// [`Replicator::build`] for a zone with no `can_see` restriction (every in-range entity is
+    /// visible). Same frames, cheaper: a subscriber with an unbounded radius (`f32::INFINITY`)
+    /// sees every entity, so its view needs no grid query and no per-subscriber merge.
+    pub fn build_unfiltered<'a, I, S>(
+        &mut self,
+        world: &World,
+        tick: u64,
+        inputs: I,
+        sink: S,
+    ) -> Result<BuildStats, ReplicateError>
+    where
+        I: FnMut(SubscriberId) -> FrameInput<'a>,
+        S: FnMut(SubscriberId, &[u8]),
+    {
+        build::build(
+            self,
+            world,
+            tick,
+            None::<fn(SubscriberId, EntityId) -> bool>,
+            inputs,
+            sink,
+        )
     }
 }

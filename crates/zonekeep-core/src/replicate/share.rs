@@ -158,8 +158,12 @@ impl Share {
         match self.merge.get(&fp) {
             Some(&(j, state)) => {
                 if let Some(other) = done.get(j) {
-                    if other.state == state && other.entries == sub.entries {
+                    let equal = std::sync::Arc::ptr_eq(&other.entries, &sub.entries)
+                        || other.entries == sub.entries;
+                    if other.state == state && equal {
                         sub.state = state;
+                        // Share one copy from now on.
+                        sub.entries = std::sync::Arc::clone(&other.entries);
                     }
                 }
             }
@@ -258,7 +262,7 @@ impl Share {
             out.clear();
             return false;
         }
-        sub.entries.clone_from(&leader.entries);
+        sub.entries = std::sync::Arc::clone(&leader.entries);
         sub.state = l.post_state;
         sub.baseline = false;
         sub.control_sent = Some(want_control);
