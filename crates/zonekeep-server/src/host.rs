@@ -102,7 +102,9 @@ pub fn valid_zone_id(id: &str) -> bool {
 
 impl Shared {
     fn new_entry(&self, zone_id: &str, kind: &str, params: Value) -> (Arc<ZoneEntry>, ZoneCreate) {
-        let (tx, rx) = crossbeam_channel::bounded(self.config.zone_inbox);
+        // Unbounded channel, bounded by the sessions at `zone_inbox` (see `session::offer_input`):
+        // its blocks are allocated as inputs arrive instead of all 8,192 slots up front.
+        let (tx, rx) = crossbeam_channel::unbounded();
         let metrics = self.metrics.zone(zone_id);
         let entry = Arc::new(ZoneEntry {
             zone_id: zone_id.to_owned(),
