@@ -1,7 +1,7 @@
 //! The arena's web page, embedded in the binary so `cargo run` needs no Node.
 //!
 //! `web/dist/` is built by `npm run build` in `examples/arena/web` and committed; the page's test
-//! checks it is fresh, and [`tests`] check that every built file is listed here.
+//! checks it is fresh, and the tests below check that every built file is listed here.
 
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::routing::get;

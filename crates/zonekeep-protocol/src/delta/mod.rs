@@ -1,4 +1,4 @@
-//! The Delta message (PROTOCOL.md §5.5): one subscriber's patch. [`write`] is the streaming encoder the
+//! The Delta message (PROTOCOL.md §5.5): one subscriber's patch. [`write`](mod@write) is the streaming encoder the
 //! host uses to build frames without intermediate structures; [`read`] decodes a Delta against the
 //! client's known set into the owned [`Delta`] value.
 
