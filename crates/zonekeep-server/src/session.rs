@@ -323,7 +323,7 @@ async fn read_loop(
 ) -> Result<(), SessionError> {
     let cfg = &shared.config;
     let max = cfg.max_message_bytes;
-    let idle = Some(Duration::from_millis(cfg.idle_timeout_ms));
+    let idle = Duration::from_millis(cfg.idle_timeout_ms);
     let period = Duration::from_secs_f64(1.0 / cfg.input_rate);
     let burst = NonZeroU32::new(cfg.input_burst).unwrap_or(NonZeroU32::MIN);
     let inputs = RateLimiter::direct(
@@ -345,22 +345,36 @@ async fn read_loop(
         conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5a5a,
         cfg.outbox_frames,
     );
+    // The idle timeout is one timer armed for the whole session and moved only when it fires
+    // early, not a timer registered and cancelled around every message read.
+    let mut last_seen = tokio::time::Instant::now();
+    let idle_timer = tokio::time::sleep(idle);
+    tokio::pin!(idle_timer);
     loop {
         let release = delayed.next_release();
         tokio::select! {
             biased;
+            () = &mut idle_timer => {
+                let due = last_seen + idle;
+                if tokio::time::Instant::now() >= due {
+                    return Err(SessionError::IdleTimeout);
+                }
+                idle_timer.as_mut().reset(due);
+            }
             _ = tokio::time::sleep_until(release.unwrap_or_else(tokio::time::Instant::now)),
                 if release.is_some() =>
             {
+                last_seen = tokio::time::Instant::now();
                 while let Some(bytes) = delayed.pop_due(tokio::time::Instant::now()) {
                     if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
                         send_pong(&pong_tx, pong).await;
                     }
                 }
             }
-            m = next_message(stream, max, idle), if !delayed.is_full() => {
+            m = next_message(stream, max, None), if !delayed.is_full() => {
                 let Some(bytes) = m? else { return Ok(()) };
                 let now = tokio::time::Instant::now();
+                last_seen = now;
                 if let Some(bytes) = delayed.offer(&shared.netsim.get(), now, bytes) {
                     if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
                         send_pong(&pong_tx, pong).await;
@@ -455,13 +469,22 @@ async fn write_loop(
         conn_id.wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 0xa5a5,
         shared.config.outbox_frames,
     );
+    // One future for "stop now" (a kick or shutdown), registered once for the session instead of
+    // twice per frame: the per-frame registrations were a visible share of the I/O cost.
+    let stop = async {
+        tokio::select! {
+            biased;
+            k = kick.wait_for(Option::is_some) => k.ok().and_then(|k| k.clone()),
+            _ = shared.shutdown.cancelled() => shutting_down(),
+        }
+    };
+    tokio::pin!(stop);
     loop {
         let release = delayed.next_release();
         let room = !delayed.is_full();
         let frame = tokio::select! {
             biased;
-            k = kick.wait_for(Option::is_some) => return k.ok().and_then(|k| k.clone()),
-            _ = shared.shutdown.cancelled() => return shutting_down(),
+            k = &mut stop => return k,
             _ = tokio::time::sleep_until(release.unwrap_or_else(tokio::time::Instant::now)),
                 if release.is_some() => delayed.pop_due(tokio::time::Instant::now()),
             f = pongs.recv(), if room => {
@@ -476,8 +499,7 @@ async fn write_loop(
         // this send, and the slow-consumer kick must still end the session.
         tokio::select! {
             biased;
-            k = kick.wait_for(Option::is_some) => return k.ok().and_then(|k| k.clone()),
-            _ = shared.shutdown.cancelled() => return shutting_down(),
+            k = &mut stop => return k,
             r = sink.send(Message::Binary(frame)) => if r.is_err() { return None },
         }
     }
