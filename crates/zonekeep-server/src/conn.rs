@@ -76,6 +76,17 @@ impl ConnHandle {
         }
     }
 
+    /// Queue a frame the session itself answers with (a Pong), waiting while the outbox is full.
+    ///
+    /// Pongs share the outbox instead of a channel of their own (a tokio channel allocates a
+    /// 32-slot block up front: ~1 kB per connection). Waiting here when the writer is behind (the
+    /// client does not read) stops the session's reader too, so a client that pings without
+    /// reading is slowed by TCP backpressure instead of losing pongs; the simulation's frames then
+    /// overflow the outbox and the slow-consumer kick still ends such a session.
+    pub async fn send_own(&self, frame: Bytes) {
+        let _ = self.outbox.send(frame).await;
+    }
+
     /// Ask the session to send a Kick and close. The first kick wins.
     pub fn kick(&self, code: KickCode, reason: impl Into<String>) {
         let reason = reason.into();

@@ -30,9 +30,6 @@ use crate::ticket::unix_now;
 type Sink = SplitSink<WebSocket, Message>;
 type Stream = SplitStream<WebSocket>;
 
-/// Pongs queued for the writer; beyond this the reader waits (see `send_pong`).
-const PONG_QUEUE: usize = 8;
-
 /// A session attached to a zone.
 struct Attached {
     entry: Arc<ZoneEntry>,
@@ -300,17 +297,16 @@ async fn serve(
     ends: ConnEnds,
     conn_id: u64,
 ) -> Option<KickNotice> {
-    let (pong_tx, pong_rx) = mpsc::channel(PONG_QUEUE);
     let ConnEnds { outbox, kick } = ends;
     tokio::select! {
-        r = read_loop(shared, a, stream, pong_tx, conn_id) => match r {
+        r = read_loop(shared, a, stream, conn, conn_id) => match r {
             Ok(()) => None,
             Err(e) => {
                 conn.kick(e.code(), e.to_string());
                 Some(e.kick())
             }
         },
-        k = write_loop(shared, sink, outbox, pong_rx, kick, conn_id) => k,
+        k = write_loop(shared, sink, outbox, kick, conn_id) => k,
     }
 }
 
@@ -318,7 +314,7 @@ async fn read_loop(
     shared: &Arc<Shared>,
     a: &Attached,
     stream: &mut Stream,
-    pong_tx: mpsc::Sender<Bytes>,
+    conn: &ConnHandle,
     conn_id: u64,
 ) -> Result<(), SessionError> {
     let cfg = &shared.config;
@@ -367,7 +363,7 @@ async fn read_loop(
                 last_seen = tokio::time::Instant::now();
                 while let Some(bytes) = delayed.pop_due(tokio::time::Instant::now()) {
                     if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
-                        send_pong(&pong_tx, pong).await;
+                        conn.send_own(pong).await;
                     }
                 }
             }
@@ -377,7 +373,7 @@ async fn read_loop(
                 last_seen = now;
                 if let Some(bytes) = delayed.offer(&shared.netsim.get(), now, bytes) {
                     if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
-                        send_pong(&pong_tx, pong).await;
+                        conn.send_own(pong).await;
                     }
                 }
             }
@@ -395,13 +391,6 @@ type Limiter = RateLimiter<
 struct Limits {
     inputs: Limiter,
     abuse: Limiter,
-}
-
-/// Hand a Pong to the writer. Waiting here when the writer is behind (the client does not read)
-/// stops this reader too, so a client that pings without reading is slowed by TCP backpressure
-/// instead of losing pongs; the writer's slow-consumer kick still ends such a session.
-async fn send_pong(pong_tx: &mpsc::Sender<Bytes>, pong: Bytes) {
-    let _ = pong_tx.send(pong).await;
 }
 
 /// Act on one client message after the handshake; a Ping's answer is returned for the writer.
@@ -458,7 +447,6 @@ async fn write_loop(
     shared: &Arc<Shared>,
     sink: &mut Sink,
     mut outbox: mpsc::Receiver<Bytes>,
-    mut pongs: mpsc::Receiver<Bytes>,
     mut kick: watch::Receiver<Option<KickNotice>>,
     conn_id: u64,
 ) -> Option<KickNotice> {
@@ -487,9 +475,6 @@ async fn write_loop(
             k = &mut stop => return k,
             _ = tokio::time::sleep_until(release.unwrap_or_else(tokio::time::Instant::now)),
                 if release.is_some() => delayed.pop_due(tokio::time::Instant::now()),
-            f = pongs.recv(), if room => {
-                delayed.offer(&shared.netsim.get(), tokio::time::Instant::now(), f?)
-            }
             f = outbox.recv(), if room => {
                 delayed.offer(&shared.netsim.get(), tokio::time::Instant::now(), f?)
             }
