@@ -71,7 +71,9 @@ pub struct ServerConfig {
     pub idle_timeout_ms: u64,
     /// Largest client message (and frame), bytes; protocol maximum 8192. Default 8192.
     pub max_message_bytes: usize,
-    /// Per-connection WebSocket read buffer, bytes. Default 4096.
+    /// Per-connection WebSocket read buffer, bytes. Default 1024: inputs are small (≤ 8 KiB,
+    /// usually a few bytes; a larger message still arrives whole) and an idle connection then
+    /// costs under 16 KiB (BENCHMARKS.md, Connection density).
     pub read_buffer_bytes: usize,
     /// Per-connection WebSocket write buffer before a flush, bytes. Default 0 (write through).
     pub write_buffer_bytes: usize,
@@ -144,7 +146,7 @@ impl Default for ServerConfig {
             handshake_timeout_ms: 5_000,
             idle_timeout_ms: 30_000,
             max_message_bytes: 8_192,
-            read_buffer_bytes: 4_096,
+            read_buffer_bytes: 1_024,
             write_buffer_bytes: 0,
             max_write_buffer_bytes: (1 << 20) + (64 << 10),
             outbox_frames: 64,

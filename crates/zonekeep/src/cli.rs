@@ -84,7 +84,7 @@ struct ServeArgs {
     /// Largest client message, bytes (≤ 8192) [default: 8192].
     #[arg(long, env = "ZONEKEEP_MAX_MESSAGE_BYTES")]
     max_message_bytes: Option<usize>,
-    /// Per-connection WebSocket read buffer, bytes [default: 4096].
+    /// Per-connection WebSocket read buffer, bytes [default: 1024].
     #[arg(long, env = "ZONEKEEP_READ_BUFFER_BYTES")]
     read_buffer_bytes: Option<usize>,
     /// Per-connection WebSocket write buffer before a flush, bytes [default: 0].
