@@ -168,7 +168,7 @@ async function fetchTicket(): Promise<string> {
   if (r.status === 404) {
     // The page is served but the guest-ticket route is not: the host runs without --dev.
     cannotJoin =
-      "This host hands out no guest tickets: start it with `zonekeep serve --dev` (or sign tickets in your own backend), then reload.";
+      "This host hands out no guest tickets: start it with zonekeep serve --dev (or sign tickets in your own backend), then reload.";
     throw new Error("ticket: /dev/ticket not found (host started without --dev)");
   }
   if (r.status >= 400 && r.status < 500) {
