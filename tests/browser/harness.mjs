@@ -57,17 +57,18 @@ async function waitHealthy(url, child, attempts = 300) {
 /**
  * Starts `zonekeep serve --dev` on a free port with a fresh data directory. Returns
  * `{ base, port, stop(), log() }`; `stop()` sends SIGTERM and waits for the exit (SIGKILL after a bound).
+ * `{ dev: false }` starts it without `--dev` (give it a ticket secret through `env`).
  */
-export async function startServer(extraArgs = []) {
+export async function startServer(extraArgs = [], { dev = true, env = {} } = {}) {
   const bin = binaryPath();
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "zonekeep-e2e-"));
-  const args = ["serve", "--dev", "--listen", `127.0.0.1:${port}`, ...extraArgs];
+  const args = ["serve", ...(dev ? ["--dev"] : []), "--listen", `127.0.0.1:${port}`, ...extraArgs];
   // Run in a scratch directory so anything the host writes (e.g. ./data) stays out of the repo.
   const child = spawn(bin, args, {
     cwd: dataDir,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn" },
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...env },
   });
   const lines = [];
   const keep = (buf) => {

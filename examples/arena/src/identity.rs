@@ -51,6 +51,64 @@ pub fn display_name(claim: Option<&str>, principal: &str) -> String {
     }
 }
 
+/// Smallest hue difference, in degrees, at which two players' colours read as different at a glance.
+pub const MIN_HUE_GAP: u32 = 30;
+
+/// Candidates tried after the preferred hue: steps of the golden angle spread any number of
+/// players around the colour wheel.
+const HUE_CANDIDATES: u32 = 24;
+
+/// Circular distance between two hues, in degrees.
+fn hue_gap(a: u32, b: u32) -> u32 {
+    let d = a.abs_diff(b) % 360;
+    d.min(360 - d)
+}
+
+/// A hue for a newcomer: `preferred` (the principal's own, so a player usually keeps its colour)
+/// unless it is within [`MIN_HUE_GAP`] of a present player's; then the first golden-angle step
+/// from it that is clear of all of them, or, in a crowd where none is, the one farthest from its
+/// nearest neighbour.
+pub fn distinct_hue(preferred: u32, taken: &[u32]) -> u32 {
+    let nearest = |h: u32| taken.iter().map(|&t| hue_gap(h, t)).min().unwrap_or(180);
+    let mut best = (nearest(preferred), preferred % 360);
+    if best.0 >= MIN_HUE_GAP {
+        return best.1;
+    }
+    for i in 1..=HUE_CANDIDATES {
+        // 137.508° in tenths of a degree, rounded to whole degrees.
+        let h = (preferred + (i * 1375 + 5) / 10) % 360;
+        let gap = nearest(h);
+        if gap >= MIN_HUE_GAP {
+            return h;
+        }
+        if gap > best.0 {
+            best = (gap, h);
+        }
+    }
+    best.1
+}
+
+/// `name`, or, when a present player already has it, `name-2`, `name-3`… (cut so the whole stays
+/// within [`MAX_NAME`] bytes): two players are never shown under the same name.
+pub fn distinct_name(name: &str, taken: &[String]) -> String {
+    if !taken.iter().any(|t| t == name) {
+        return name.to_owned();
+    }
+    // One of the first `taken.len() + 1` suffixes is free, so the loop always returns.
+    for n in 2..=taken.len() + 2 {
+        let suffix = format!("-{n}");
+        let mut base = name.to_owned();
+        while base.len() + suffix.len() > MAX_NAME {
+            base.pop();
+        }
+        let candidate = format!("{base}{suffix}");
+        if !taken.contains(&candidate) {
+            return candidate;
+        }
+    }
+    name.to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +141,46 @@ mod tests {
         let distinct: std::collections::BTreeSet<u32> =
             (0..50).map(|i| hue(&format!("p{i}"))).collect();
         assert!(distinct.len() > 30);
+    }
+
+    #[test]
+    fn names_are_made_distinct_from_present_players() {
+        let taken = vec!["ann".to_owned(), "ann-2".to_owned()];
+        assert_eq!(distinct_name("bob", &taken), "bob");
+        assert_eq!(distinct_name("ann", &taken), "ann-3");
+        let long = "0123456789abcdef".to_owned();
+        let renamed = distinct_name(&long, std::slice::from_ref(&long));
+        assert_eq!(renamed, "0123456789abcd-2");
+        assert!(renamed.len() <= MAX_NAME);
+        // Multi-byte names are cut on a character boundary.
+        let wide = "éééééééé".to_owned();
+        let renamed = distinct_name(&wide, std::slice::from_ref(&wide));
+        assert!(
+            renamed.len() <= MAX_NAME && renamed.ends_with("-2"),
+            "{renamed}"
+        );
+    }
+
+    #[test]
+    fn hues_are_kept_apart_from_present_players() {
+        assert_eq!(distinct_hue(100, &[]), 100);
+        assert_eq!(distinct_hue(100, &[200]), 100);
+        // Too close to a present player: moved, and clear of everyone.
+        let h = distinct_hue(100, &[110]);
+        assert_ne!(h, 100);
+        assert!(hue_gap(h, 110) >= MIN_HUE_GAP);
+        // Eight players who all prefer the same hue still get eight clearly different colours.
+        let mut hues = Vec::new();
+        for _ in 0..8 {
+            hues.push(distinct_hue(42, &hues));
+        }
+        for (i, a) in hues.iter().enumerate() {
+            for b in &hues[i + 1..] {
+                assert!(hue_gap(*a, *b) >= MIN_HUE_GAP, "{hues:?}");
+            }
+        }
+        // A full wheel still answers a hue.
+        let crowd: Vec<u32> = (0..36).map(|i| i * 10).collect();
+        assert!(distinct_hue(5, &crowd) < 360);
     }
 }

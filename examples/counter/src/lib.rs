@@ -1,6 +1,7 @@
 //! The smallest useful Zonekeep zone: players push a shared counter up or
 //! down, a timer announces its value every second, and once in a while the
-//! zone's RNG nudges it. Copy this file to start a game.
+//! zone's RNG nudges it. To start a game of your own, copy `examples/starter`, which builds outside
+//! this workspace and serves its zone.
 //!
 //! Create params (JSON): `{"start": <i64>, "limit": <i64 > 0>}`, both optional.
 //! Input payload: one byte, read as `i8` and clamped to `-1..=1`.

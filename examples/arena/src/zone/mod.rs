@@ -19,7 +19,7 @@ use zonekeep_core::{
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use crate::drones::DronePath;
-use crate::identity::{display_name, hue, MAX_NAME};
+use crate::identity::{display_name, distinct_hue, distinct_name, hue, MAX_NAME};
 use crate::map::{clear_of_pillars, random_open_point, unit, PILLARS};
 use crate::movement::{
     snap, step, MoveInput, MoveState, ARENA_H, ARENA_W, DT, PLAYER_RADIUS, POS_STEP, TICK_HZ,
@@ -70,6 +70,9 @@ pub const F_NAME: usize = 0;
 pub const F_HUE: usize = 1;
 /// Player field: saved score.
 pub const F_SCORE: usize = 2;
+/// Player field: whether the player's connection is up. False while a dropped player waits out the
+/// reconnect grace (its avatar stays in the world so it can resume), so pages can show it as gone.
+pub const F_CONNECTED: usize = 3;
 /// Pillar field: radius (exact `f32`, so clients collide with the same value).
 pub const F_RADIUS: usize = 0;
 
@@ -215,6 +218,7 @@ fn build_world(world: &mut World) -> Result<Kinds, ZoneError> {
                     ),
                     field("hue", FieldType::UInt),
                     field("score", FieldType::UInt),
+                    field("connected", FieldType::Bool),
                 ],
             ))
             .map_err(failed)?,
@@ -297,6 +301,27 @@ impl Arena {
     /// Number of facts emitted and not yet settled.
     pub fn pending_facts(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Names and hues of the players present, to keep a newcomer's distinct from them.
+    fn identities(&self, world: &World) -> (Vec<String>, Vec<u32>) {
+        let mut names = Vec::with_capacity(self.players.len());
+        let mut hues = Vec::with_capacity(self.players.len());
+        for a in self.players.values() {
+            if let Ok(n) = world.get_str(a.entity, F_NAME) {
+                names.push(n.to_owned());
+            }
+            if let Ok(h) = world.get_uint(a.entity, F_HUE) {
+                hues.push(h);
+            }
+        }
+        (names, hues)
+    }
+
+    fn set_connected(&self, ctx: &mut Ctx<'_>, player: PlayerId, connected: bool) {
+        if let Some(a) = self.players.get(&player) {
+            let _ = ctx.world().set_bool(a.entity, F_CONNECTED, connected);
+        }
     }
 
     fn new_pickup(ctx: &mut Ctx<'_>, kinds: Kinds) -> Result<Pickup, ZoneError> {
@@ -407,10 +432,17 @@ impl Zone for Arena {
 
     fn on_join(&mut self, ctx: &mut Ctx<'_>, player: &PlayerInfo) -> Result<(), JoinRefusal> {
         let principal = player.principal.as_str().to_owned();
-        let name = display_name(
-            player.claims.get("name").and_then(|v| v.as_str()),
-            &principal,
+        // Two players who asked for the same name, or whose principals hash to similar hues, must
+        // still be told apart on screen: both are made distinct from the players present.
+        let (names, hues) = self.identities(ctx.world_ref());
+        let name = distinct_name(
+            &display_name(
+                player.claims.get("name").and_then(|v| v.as_str()),
+                &principal,
+            ),
+            &names,
         );
+        let player_hue = distinct_hue(hue(&principal), &hues);
         let state = spawn_point(ctx);
         let score = self.score(&principal);
         let world = ctx.world();
@@ -419,8 +451,9 @@ impl Zone for Arena {
             .map_err(|e| JoinRefusal::new(1, e.to_string()))?;
         let fields = world
             .set_str(entity, F_NAME, &name)
-            .and_then(|_| world.set_uint(entity, F_HUE, hue(&principal)))
-            .and_then(|_| world.set_uint(entity, F_SCORE, score));
+            .and_then(|_| world.set_uint(entity, F_HUE, player_hue))
+            .and_then(|_| world.set_uint(entity, F_SCORE, score))
+            .and_then(|_| world.set_bool(entity, F_CONNECTED, true));
         if let Err(e) = fields {
             let _ = world.despawn(entity);
             return Err(JoinRefusal::new(1, e.to_string()));
@@ -453,6 +486,14 @@ impl Zone for Arena {
         if let Some(a) = self.players.remove(&player) {
             let _ = ctx.world().despawn(a.entity);
         }
+    }
+
+    fn on_drop(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        self.set_connected(ctx, player, false);
+    }
+
+    fn on_rejoin(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        self.set_connected(ctx, player, true);
     }
 
     fn sanitize(&mut self, _player: PlayerId, payload: &[u8]) -> Result<MoveInput, InputRefusal> {

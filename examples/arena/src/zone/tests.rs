@@ -464,3 +464,50 @@ fn leaving_removes_the_avatar_for_everyone() {
     assert!(!rig.sees(b, ea));
     assert!(rig.host.zone().position(a).is_none());
 }
+
+#[test]
+fn two_players_asking_for_one_name_get_distinct_names_and_colours() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 0 }), 1);
+    let a = rig.join("guest:ann:1", Some("ann"), Role::Player);
+    let b = rig.join("guest:ann:2", Some("ann"), Role::Player);
+    rig.ticks(1);
+    let field = |who: PlayerId, f: usize| {
+        let e = rig.host.zone().avatar(who).unwrap();
+        rig.mirrors[&a].get(e.0).unwrap().fields[f].clone()
+    };
+    assert_eq!(field(a, F_NAME), FieldValue::Str("ann".into()));
+    assert_eq!(field(b, F_NAME), FieldValue::Str("ann-2".into()));
+    let (FieldValue::U(ha), FieldValue::U(hb)) = (field(a, F_HUE), field(b, F_HUE)) else {
+        panic!("hues are unsigned fields");
+    };
+    let gap = ha.abs_diff(hb).min(360 - ha.abs_diff(hb));
+    assert!(gap >= crate::identity::MIN_HUE_GAP, "hues {ha} and {hb}");
+}
+
+#[test]
+fn a_dropped_player_is_shown_disconnected_until_it_rejoins() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 0 }), 1);
+    let a = rig.join("alice", Some("ann"), Role::Player);
+    let b = rig.join("bob", Some("bo"), Role::Player);
+    rig.ticks(1);
+    let b_entity = rig.host.zone().avatar(b).unwrap();
+    let connected =
+        |rig: &Rig| rig.mirrors[&a].get(b_entity.0).unwrap().fields[F_CONNECTED].clone();
+    assert_eq!(connected(&rig), FieldValue::Bool(true));
+
+    rig.host.drop_player(b).unwrap();
+    rig.ticks(1);
+    assert_eq!(
+        connected(&rig),
+        FieldValue::Bool(false),
+        "seen as gone during the grace"
+    );
+
+    rig.host.rejoin(b).unwrap();
+    rig.ticks(1);
+    assert_eq!(
+        connected(&rig),
+        FieldValue::Bool(true),
+        "back after resuming"
+    );
+}

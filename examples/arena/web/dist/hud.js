@@ -1,6 +1,7 @@
 /**
  * The HUD (network and game numbers), the NetSim panel (latency, jitter and loss sliders that POST
- * `/dev/netsim`, so a player can feel the netcode) and short-lived toasts ("+1 saved").
+ * `/dev/netsim`, so a player can feel the netcode), the connection banner and short-lived toasts
+ * ("+1 saved").
  */
 function el(tag, cls, text = "") {
     const e = document.createElement(tag);
@@ -32,6 +33,34 @@ export class Hud {
                 `corrected  ${n.corrections}\n` +
                 `visible    ${n.visible}\n` +
                 `score      ${n.score}`;
+    }
+}
+/**
+ * A line across the top of the view that says what the connection is doing whenever the page is not
+ * simply playing: reconnecting and why, kicked and why, or what to do when it cannot join at all.
+ */
+export class Banner {
+    box;
+    /** The text shown, "" when hidden (read by the browser test). */
+    text = "";
+    /** Appends the (hidden) banner to `root`. */
+    constructor(root) {
+        this.box = el("div", "banner");
+        this.box.setAttribute("role", "status");
+        this.box.hidden = true;
+        root.appendChild(this.box);
+    }
+    /** Shows `text`. */
+    show(text, kind) {
+        this.text = text;
+        this.box.textContent = text;
+        this.box.className = `banner ${kind}`;
+        this.box.hidden = false;
+    }
+    /** Hides the banner (playing normally). */
+    hide() {
+        this.text = "";
+        this.box.hidden = true;
     }
 }
 /** Toasts that rise and fade. */

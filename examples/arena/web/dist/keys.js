@@ -14,13 +14,27 @@ const BITS = {
     KeyD: DIR_RIGHT,
     ArrowRight: DIR_RIGHT,
 };
+/** Input types that are not text entry: a click or an arrow key operates them. */
+const CONTROL_INPUTS = new Set(["range", "checkbox", "radio", "button", "submit", "reset", "color", "file", "image"]);
+/** Whether typing goes into `t` (a text field, a text area or editable content). */
+function takesText(t) {
+    if (t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement)
+        return true;
+    if (t instanceof HTMLInputElement)
+        return !CONTROL_INPUTS.has(t.type);
+    return t instanceof HTMLElement && t.isContentEditable;
+}
 /** Tracks held keys on a window. */
 export class Keys {
     held = new Set();
     walk = false;
     /** Called after every change of the intent. */
     onChange = null;
-    /** Listens on `target`; keys typed into form fields (the NetSim panel) are ignored. */
+    /**
+     * Listens on `target`. Keys typed into a text field are the field's; everywhere else, including a
+     * focused panel control such as a NetSim slider, the game keys move the player and do not reach
+     * the control (an arrow key would otherwise both move the player and drag the slider).
+     */
     constructor(target) {
         target.addEventListener("keydown", (e) => this.key(e, true));
         target.addEventListener("keyup", (e) => this.key(e, false));
@@ -32,8 +46,7 @@ export class Keys {
         });
     }
     key(e, down) {
-        const t = e.target;
-        if (t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement)
+        if (takesText(e.target))
             return;
         const before = this.current();
         if (e.code === "ShiftLeft" || e.code === "ShiftRight")

@@ -17,6 +17,16 @@ const BITS: Record<string, number> = {
   ArrowRight: DIR_RIGHT,
 };
 
+/** Input types that are not text entry: a click or an arrow key operates them. */
+const CONTROL_INPUTS = new Set(["range", "checkbox", "radio", "button", "submit", "reset", "color", "file", "image"]);
+
+/** Whether typing goes into `t` (a text field, a text area or editable content). */
+function takesText(t: EventTarget | null): boolean {
+  if (t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement) return true;
+  if (t instanceof HTMLInputElement) return !CONTROL_INPUTS.has(t.type);
+  return t instanceof HTMLElement && t.isContentEditable;
+}
+
 /** Tracks held keys on a window. */
 export class Keys {
   private readonly held = new Set<string>();
@@ -24,7 +34,11 @@ export class Keys {
   /** Called after every change of the intent. */
   onChange: (() => void) | null = null;
 
-  /** Listens on `target`; keys typed into form fields (the NetSim panel) are ignored. */
+  /**
+   * Listens on `target`. Keys typed into a text field are the field's; everywhere else, including a
+   * focused panel control such as a NetSim slider, the game keys move the player and do not reach
+   * the control (an arrow key would otherwise both move the player and drag the slider).
+   */
   constructor(target: Window) {
     target.addEventListener("keydown", (e) => this.key(e, true));
     target.addEventListener("keyup", (e) => this.key(e, false));
@@ -37,8 +51,7 @@ export class Keys {
   }
 
   private key(e: KeyboardEvent, down: boolean): void {
-    const t = e.target;
-    if (t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement) return;
+    if (takesText(e.target)) return;
     const before = this.current();
     if (e.code === "ShiftLeft" || e.code === "ShiftRight") this.walk = down;
     else if (BITS[e.code] !== undefined) {

@@ -2,20 +2,37 @@
  * The arena page: joins with a dev guest ticket, predicts the player with the shared movement step,
  * draws everyone else through the SDK's interpolating Replica, and shows a HUD and a NetSim panel.
  *
- * Query parameters: `zone` (default `arena-1`), `name` (default: remembered or "player").
+ * Query parameters: `zone` (default `arena-1`), `name` (default: a `player-xxxx` name kept for this
+ * tab, so two windows are two different players).
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
 
-import { Hud, NetSimPanel, Toasts, type NetSimSetting } from "./hud.js";
+import { Banner, Hud, NetSimPanel, Toasts, type NetSimSetting } from "./hud.js";
 import { Keys } from "./keys.js";
 import { DT, encodeInput, SPEED, step, TICK_HZ, type MoveInput, type MoveState, type Pillar } from "./movement.js";
 import { Renderer, type PlayerSprite } from "./render.js";
-import { Predictor, Replica, ZoneConnection, type Mirror, type Welcome } from "./sdk/index.js";
+import {
+  defaultReconnectPolicy,
+  KickCode,
+  kickCodeName,
+  Predictor,
+  Replica,
+  ZoneConnection,
+  type CloseInfo,
+  type Kick,
+  type Mirror,
+  type Welcome,
+} from "./sdk/index.js";
 
-/** Event topics of the arena zone (`TOPIC_*` in examples/arena/src/zone.rs). */
+/** Event topics of the arena zone (`TOPIC_*` in examples/arena/src/zone/mod.rs). */
 const TOPIC_PICKED = 1;
 const TOPIC_SAVED = 2;
 const TOPIC_REFUSED = 3;
+/** Fields of the player kind (`F_*` in examples/arena/src/zone/mod.rs). */
+const F_NAME = 0;
+const F_HUE = 1;
+const F_SCORE = 2;
+const F_CONNECTED = 3;
 /** Milliseconds per input: one input moves the player for one tick. */
 const INPUT_MS = 1000 / TICK_HZ;
 
@@ -58,6 +75,13 @@ export interface ArenaDebug {
   errors: string[];
   /** Every socket close seen ("code reason"), bounded. */
   closes: string[];
+  /** The connection banner's text ("" while playing normally). */
+  banner: string;
+  /** Every banner text shown, oldest first (bounded). */
+  banners: string[];
+  /** The name and hue the zone gave this player (made distinct from the players present). */
+  myName: string;
+  myHue: number;
 }
 
 declare global {
@@ -66,10 +90,37 @@ declare global {
   }
 }
 
+/** Longest name the dev ticket route takes, in bytes. */
+const MAX_NAME_BYTES = 32;
+
+/** `raw` cut to what the dev ticket route accepts: letters, digits, `-` and `_`, at most 32 bytes. */
+function ticketName(raw: string): string {
+  const utf8 = new TextEncoder();
+  let out = "";
+  for (const c of raw.replace(/[^\p{Alphabetic}\p{N}_-]+/gu, "-")) {
+    if (utf8.encode(out + c).length > MAX_NAME_BYTES) break;
+    out += c;
+  }
+  return out.replace(/^-+|-+$/g, "");
+}
+
+/** This tab's name: `?name=`, else one made up once per tab (sessionStorage is per tab, so a second
+ * window gets its own; a reload keeps it). */
+function playerName(): string {
+  const asked = ticketName(params.get("name") ?? "");
+  if (asked !== "") return asked;
+  const kept = sessionStorage.getItem("arena.name");
+  if (kept !== null && ticketName(kept) === kept && kept !== "") return kept;
+  const made = `player-${Math.floor(Math.random() * 0x10000)
+    .toString(16)
+    .padStart(4, "0")}`;
+  sessionStorage.setItem("arena.name", made);
+  return made;
+}
+
 const params = new URLSearchParams(location.search);
 const zoneId = params.get("zone") ?? "arena-1";
-const name = params.get("name") ?? localStorage.getItem("arena.name") ?? "player";
-localStorage.setItem("arena.name", name);
+const name = playerName();
 
 const debug: ArenaDebug = {
   state: "idle",
@@ -89,13 +140,41 @@ const debug: ArenaDebug = {
   toasts: [],
   errors: [],
   closes: [],
+  banner: "",
+  banners: [],
+  myName: name,
+  myHue: 0,
 };
 window.arena = debug;
 
+/**
+ * Why the page cannot join at all (no retry helps), or null. Set by {@link fetchTicket}; the
+ * reconnect policy then stops and the banner says what to do.
+ */
+let cannotJoin: string | null = null;
+
+/** The host could not be reached (fetch failed before any answer). */
+class HostUnreachable extends Error {}
+
 async function fetchTicket(): Promise<string> {
   const url = `/dev/ticket?zone=${encodeURIComponent(zoneId)}&name=${encodeURIComponent(name)}`;
-  const r = await fetch(url, { method: "GET", cache: "no-store" });
+  let r: Response;
+  try {
+    r = await fetch(url, { method: "GET", cache: "no-store" });
+  } catch (e) {
+    throw new HostUnreachable(`host unreachable (${e instanceof Error ? e.message : String(e)})`);
+  }
   const body = await r.text();
+  if (r.status === 404) {
+    // The page is served but the guest-ticket route is not: the host runs without --dev.
+    cannotJoin =
+      "This host hands out no guest tickets: start it with zonekeep serve --dev (or sign tickets in your own backend), then reload.";
+    throw new Error("ticket: /dev/ticket not found (host started without --dev)");
+  }
+  if (r.status >= 400 && r.status < 500) {
+    cannotJoin = `The host refused a guest ticket: HTTP ${r.status} ${body}`;
+    throw new Error(`ticket: HTTP ${r.status} ${body}`);
+  }
   if (!r.ok) throw new Error(`ticket: HTTP ${r.status} ${body}`);
   if ((r.headers.get("content-type") ?? "").includes("json")) {
     const j = JSON.parse(body) as { ticket?: unknown };
@@ -120,6 +199,7 @@ canvas.className = "view";
 root.appendChild(canvas);
 const renderer = new Renderer(canvas);
 const hud = new Hud(root);
+const banner = new Banner(root);
 const toasts = new Toasts(root);
 const netsim = new NetSimPanel(root, postNetSim);
 debug.toasts = toasts.shown;
@@ -128,6 +208,12 @@ const wsScheme = location.protocol === "https:" ? "wss" : "ws";
 const conn = new ZoneConnection({
   url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zoneId)}`,
   ticket: fetchTicket,
+  reconnect: {
+    // A demo page keeps trying (backoff caps at 8 s), so a restarted host is found again.
+    maxAttempts: Number.POSITIVE_INFINITY,
+    policy: (...args: Parameters<typeof defaultReconnectPolicy>) =>
+      cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
+  },
 });
 const replica = new Replica(conn.clock);
 
@@ -150,6 +236,8 @@ function readPillars(mirror: Mirror): Pillar[] {
 conn.on("welcome", (w: Welcome) => {
   kinds = new Map(w.schema.kinds.map((k, i) => [k.name, i]));
   debug.playerId = w.playerId;
+  retries = 0;
+  showBanner(null, "");
 });
 // Registered before the predictor's handler, so the pillars are current when it replays inputs.
 conn.on("delta", (_d, info) => {
@@ -179,10 +267,62 @@ conn.on("event", (ev) => {
     toasts.show(`not saved: ${new TextDecoder().decode(ev.payload)}`, "error");
   }
 });
+// ---- what the player is told about the connection
+
+/** Consecutive attempts since the last Welcome. */
+let retries = 0;
+
+function showBanner(kind: "info" | "warn" | "error" | null, text: string): void {
+  if (kind === null) banner.hide();
+  else banner.show(text, kind);
+  debug.banner = banner.text;
+  if (banner.text !== "") debug.banners.push(banner.text);
+  if (debug.banners.length > 50) debug.banners.shift();
+}
+
+/** A Kick in the player's words, with the host's code and reason for whoever reports it. */
+function kickText(k: Kick): string {
+  const why: Partial<Record<number, string>> = {
+    [KickCode.SHUTTING_DOWN]: "The host is shutting down",
+    [KickCode.KICKED]: "You were removed from the zone",
+    [KickCode.ZONE_STOPPED]: "The zone was stopped",
+    [KickCode.ZONE_FULL]: "The zone is full",
+    [KickCode.SLOW_CONSUMER]: "Your connection fell too far behind",
+    [KickCode.IDLE_TIMEOUT]: "The host heard nothing from this page for too long",
+    [KickCode.RATE_LIMITED]: "Too many inputs",
+    [KickCode.JOIN_REFUSED]: "The zone refused to let you in",
+    [KickCode.TOO_MANY_CONNECTIONS]: "The host has too many connections",
+    [KickCode.VERSION_MISMATCH]: "This page speaks another protocol version than the host: reload it",
+  };
+  const detail = k.reason !== "" ? `${kickCodeName(k.code)}: ${k.reason}` : kickCodeName(k.code);
+  return `${why[k.code] ?? "The host closed the connection"} (${detail})`;
+}
+
+function onClose(info: CloseInfo): void {
+  if (cannotJoin !== null) {
+    showBanner("error", cannotJoin);
+    return;
+  }
+  const again = info.willReconnect
+    ? ` Reconnecting (attempt ${retries}, next in ${(info.retryInMs / 1000).toFixed(1)} s)…`
+    : " Reload the page to join again.";
+  if (info.kick !== null) {
+    showBanner(info.willReconnect ? "warn" : "error", `${kickText(info.kick)}.${again}`);
+  } else if (info.willReconnect) {
+    const unreachable = info.error instanceof HostUnreachable || info.code === 1006;
+    const what = unreachable ? "The host is down or unreachable" : `Connection lost (${info.reason})`;
+    showBanner("warn", `${what}.${again}`);
+  } else {
+    showBanner("error", `Disconnected: ${info.reason}.${again}`);
+  }
+}
+
 conn.on("close", (info) => {
   debug.closes.push(`${info.code} ${info.reason}`);
   if (debug.closes.length > 50) debug.closes.shift();
   debug.state = info.willReconnect ? "reconnecting" : `closed: ${info.reason}`;
+  retries += 1;
+  onClose(info);
 });
 
 // ---- input: one input per tick while a direction is held; a change is sent (and predicted) at once.
@@ -232,13 +372,17 @@ function frame(now: number): void {
       const sprite: PlayerSprite = {
         x: e.x,
         y: e.y,
-        name: String(e.fields[0] ?? ""),
-        hue: Number(e.fields[1] ?? 0),
+        name: String(e.fields[F_NAME] ?? ""),
+        hue: Number(e.fields[F_HUE] ?? 0),
+        // A zone without the field (older host) has every player connected.
+        connected: e.fields[F_CONNECTED] !== false,
       };
       if (e.id === own) {
         myName = sprite.name;
         myHue = sprite.hue;
-        debug.score = Math.max(debug.score, Number(e.fields[2] ?? 0));
+        debug.myName = myName;
+        debug.myHue = myHue;
+        debug.score = Math.max(debug.score, Number(e.fields[F_SCORE] ?? 0));
         continue;
       }
       others.push(sprite);
@@ -274,7 +418,7 @@ function frame(now: number): void {
   debug.rttMs = conn.clock.rttMs;
 
   renderer.draw({
-    me: me === null ? null : { x: me.x, y: me.y, name: myName, hue: myHue },
+    me: me === null ? null : { x: me.x, y: me.y, name: myName, hue: myHue, connected: true },
     others,
     drones: droneList,
     pickups: pickupList,
@@ -302,7 +446,7 @@ function hudLoop(): void {
     hudAt = now;
     const s = conn.stats;
     hud.update({
-      state: `${conn.state} · ${zoneId} · ${name}`,
+      state: `${conn.state} · ${zoneId} · ${debug.myName}`,
       rttMs: conn.clock.rttMs,
       bytesInPerSec: s.bytesInPerSec,
       bytesOutPerSec: s.bytesOutPerSec,
@@ -322,8 +466,9 @@ conn.connect().then(
     debug.state = conn.state;
   },
   (e: unknown) => {
+    // The banner already says why (the close that ended the connection came first).
     const msg = e instanceof Error ? e.message : String(e);
-    debug.errors.push(msg);
+    if (cannotJoin === null) debug.errors.push(msg);
     debug.state = `failed: ${msg}`;
   },
 );

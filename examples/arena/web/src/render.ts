@@ -19,6 +19,8 @@ export interface PlayerSprite {
   y: number;
   name: string;
   hue: number;
+  /** False while the player's connection is lost and the zone keeps its place (reconnect grace). */
+  connected: boolean;
 }
 
 /** Everything one frame draws. */
@@ -127,6 +129,8 @@ export class Renderer {
 
   private player(p: PlayerSprite, mine: boolean, scale: number): void {
     const { ctx } = this;
+    // A disconnected player is a faded outline: still there (it may come back), clearly not playing.
+    ctx.globalAlpha = p.connected ? 1 : 0.35;
     ctx.fillStyle = `hsl(${p.hue} 75% 58%)`;
     ctx.beginPath();
     ctx.arc(p.x, p.y, PLAYER_RADIUS, 0, Math.PI * 2);
@@ -142,7 +146,8 @@ export class Renderer {
     ctx.font = "12px system-ui, sans-serif";
     ctx.textAlign = "center";
     ctx.fillStyle = mine ? "#ffffff" : "#c8d0e0";
-    ctx.fillText(p.name, 0, 0);
+    ctx.fillText(p.connected ? p.name : `${p.name} (disconnected)`, 0, 0);
     ctx.restore();
+    ctx.globalAlpha = 1;
   }
 }
