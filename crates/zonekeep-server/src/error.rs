@@ -79,9 +79,10 @@ impl SessionError {
                 TicketError::ReplayCacheFull => KickCode::INTERNAL_ERROR,
             },
             SessionError::Reconnect(r) => match r {
-                ReconnectError::Unknown | ReconnectError::Expired | ReconnectError::NotYours => {
-                    KickCode::RECONNECT_REFUSED
-                }
+                ReconnectError::Unknown
+                | ReconnectError::Expired
+                | ReconnectError::NotYours
+                | ReconnectError::WrongRole { .. } => KickCode::RECONNECT_REFUSED,
                 ReconnectError::Full | ReconnectError::Random => KickCode::INTERNAL_ERROR,
             },
             SessionError::Join(j) => match j {

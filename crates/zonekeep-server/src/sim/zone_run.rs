@@ -96,7 +96,7 @@ impl ZoneRun {
         let zone_id = self.entry.zone_id.clone();
         let token = match ctx
             .reconnect
-            .issue(&principal, &zone_id, player, Instant::now())
+            .issue(&principal, &zone_id, player, role, Instant::now())
         {
             Ok(t) => t.to_vec(),
             Err(e) => {
