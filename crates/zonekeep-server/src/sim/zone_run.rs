@@ -394,6 +394,11 @@ impl ZoneRun {
             .map(|p| PlayerSummary {
                 id: p.id.0,
                 principal: p.principal.as_str().to_owned(),
+                name: p
+                    .claims
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .map(str::to_owned),
                 role: match p.role {
                     Role::Player => "player",
                     Role::Observer => "observer",
