@@ -37,7 +37,7 @@ fi
 export ZONEKEEP_TICKET_SECRET
 PORT=${ZONEKEEP_BENCH_PORT:-7350}
 
-"$ZONEKEEP_BIN" serve --listen "127.0.0.1:$PORT" --max-connections-per-ip 100000 "${SERVE[@]}" \
+"$ZONEKEEP_BIN" serve --listen "127.0.0.1:$PORT" --dev-kinds --max-connections-per-ip 100000 "${SERVE[@]}" \
   >"$OUT/$NAME.server.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true' EXIT

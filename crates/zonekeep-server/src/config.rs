@@ -209,8 +209,16 @@ pub enum ConfigError {
         problem: String,
     },
     /// A ticket key is unusable.
+    // Displayed with its message and no `source`: an error chain printed in full (`{:#}`) would
+    // otherwise say the same thing twice.
     #[error("config: {0}")]
-    Key(#[from] KeyError),
+    Key(KeyError),
+}
+
+impl From<KeyError> for ConfigError {
+    fn from(e: KeyError) -> Self {
+        ConfigError::Key(e)
+    }
 }
 
 fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
