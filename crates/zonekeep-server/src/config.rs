@@ -67,6 +67,9 @@ pub struct ServerConfig {
     /// request and from the previous response on a kept-alive connection: a socket that sends
     /// nothing, or only part of a head, is closed and its slots freed (slowloris guard). Default 5000.
     pub header_read_timeout_ms: u64,
+    /// Time a plain HTTP request (not a WebSocket upgrade) may take from its head to its response,
+    /// body included: a slow body cannot hold the connection's slots. Answered with 408. Default 30000.
+    pub request_timeout_ms: u64,
     /// Time from the WebSocket upgrade to the Hello. Default 5000.
     pub handshake_timeout_ms: u64,
     /// A connection that sends nothing for this long is kicked. Default 30000.
@@ -156,6 +159,7 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             max_connections_per_ip: 32,
             header_read_timeout_ms: 5_000,
+            request_timeout_ms: 30_000,
             handshake_timeout_ms: 5_000,
             idle_timeout_ms: 30_000,
             max_message_bytes: 8_192,
@@ -242,6 +246,7 @@ impl ServerConfig {
             ("max_connections_per_ip", self.max_connections_per_ip as u64),
             ("header_read_timeout_ms", self.header_read_timeout_ms),
             ("handshake_timeout_ms", self.handshake_timeout_ms),
+            ("request_timeout_ms", self.request_timeout_ms),
             ("idle_timeout_ms", self.idle_timeout_ms),
             ("max_message_bytes", self.max_message_bytes as u64),
             ("read_buffer_bytes", self.read_buffer_bytes as u64),

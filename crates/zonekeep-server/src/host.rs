@@ -428,7 +428,10 @@ impl Host {
         let app = self
             .router()
             .merge(extra)
-            .layer(axum::middleware::from_fn(refuse_over_ip_cap));
+            .layer(axum::middleware::from_fn_with_state(
+                Duration::from_millis(cfg.request_timeout_ms),
+                bound_plain_requests,
+            ));
         let limiter = ConnLimiter::new(
             cfg.max_connections,
             cfg.max_connections_per_ip,
@@ -511,26 +514,43 @@ impl Host {
     }
 }
 
-/// Plain HTTP routes from an address over its connection cap answer 429 (a WebSocket upgrade
-/// is let through: the session tells the client with `Kick(TOO_MANY_CONNECTIONS)` instead).
-async fn refuse_over_ip_cap(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+/// Plain HTTP requests (a WebSocket upgrade is let through: its session has its own bounds and
+/// tells an over-cap client with `Kick(TOO_MANY_CONNECTIONS)`): from an address over its
+/// connection cap they answer 429; otherwise they must be answered within `limit`, body read
+/// included, or get 408. Either way the connection then closes.
+async fn bound_plain_requests(
+    State(limit): State<Duration>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if req.headers().contains_key(header::UPGRADE) {
+        return next.run(req).await;
+    }
     let over = req
         .extensions()
         .get::<ConnInfo>()
         .is_some_and(|i| i.over_ip_cap);
-    if over && !req.headers().contains_key(header::UPGRADE) {
-        let mut r = json_error(
+    let mut r = if over {
+        json_error(
             StatusCode::TOO_MANY_REQUESTS,
             "too_many_connections",
             "too many connections from this address",
-        );
-        r.headers_mut().insert(
-            header::CONNECTION,
-            header::HeaderValue::from_static("close"),
-        );
-        return r;
-    }
-    next.run(req).await
+        )
+    } else {
+        match tokio::time::timeout(limit, next.run(req)).await {
+            Ok(r) => return r,
+            Err(_) => json_error(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "the request was not completed in time",
+            ),
+        }
+    };
+    r.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    r
 }
 
 /// Stop accepting (done by the caller), kick every session with

@@ -85,6 +85,9 @@ struct ServeArgs {
     /// Time to send a complete HTTP request head, ms (slowloris guard) [default: 5000].
     #[arg(long, env = "ZONEKEEP_HEADER_READ_TIMEOUT_MS")]
     header_read_timeout_ms: Option<u64>,
+    /// Time a plain HTTP request may take, body included, ms (408 after it) [default: 30000].
+    #[arg(long, env = "ZONEKEEP_REQUEST_TIMEOUT_MS")]
+    request_timeout_ms: Option<u64>,
     /// Time from the WebSocket upgrade to the Hello, ms [default: 5000].
     #[arg(long, env = "ZONEKEEP_HANDSHAKE_TIMEOUT_MS")]
     handshake_timeout_ms: Option<u64>,
@@ -239,6 +242,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
         max_connections,
         max_connections_per_ip,
         header_read_timeout_ms,
+        request_timeout_ms,
         handshake_timeout_ms,
         idle_timeout_ms,
         max_message_bytes,

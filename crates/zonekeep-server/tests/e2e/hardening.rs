@@ -251,3 +251,33 @@ async fn a_client_that_never_reads_is_kicked_as_a_slow_consumer_in_a_light_zone(
     assert_eq!(expect_kick(&mut ws).await, KickCode::SLOW_CONSUMER);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_request_whose_body_never_arrives_is_answered_408_and_closed() {
+    let server = TestServer::start_with(ServerConfig {
+        request_timeout_ms: 300,
+        ..base_config()
+    })
+    .await;
+    let mut s = tcp_from(&server, OTHER).await;
+    s.write_all(
+        format!(
+            "POST /admin/zones HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {ADMIN}\r\n\
+             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"id\""
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut answer = Vec::new();
+    // Read to the end: the host closes after answering (a reset after the answer is fine too).
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        s.read_to_end(&mut answer),
+    )
+    .await
+    .expect("the host never answered the stalled request");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    server.stop().await;
+}
