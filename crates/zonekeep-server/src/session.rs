@@ -53,7 +53,9 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
     let conn_id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
     let (conn, ends) = ConnHandle::new(conn_id, shared.config.outbox_frames);
     let attached = match handshake(&shared, &zone_id, &mut stream, &conn).await {
-        Ok(a) => a,
+        Ok(Some(a)) => a,
+        // The client left before its Hello: a disconnect (already counted), nobody to tell.
+        Ok(None) => return,
         Err(e) => {
             tracing::debug!(zone = %zone_id, conn = conn_id, error = %e, "handshake refused");
             finish(&shared, &mut sink, &mut stream, Some(e.kick())).await;
@@ -184,7 +186,7 @@ async fn handshake(
     zone_id: &str,
     stream: &mut Stream,
     conn: &ConnHandle,
-) -> Result<Attached, SessionError> {
+) -> Result<Option<Attached>, SessionError> {
     let timeout = Duration::from_millis(shared.config.handshake_timeout_ms);
     let max = shared.config.max_message_bytes;
     let first = tokio::select! {
@@ -194,7 +196,7 @@ async fn handshake(
         }
     };
     let Some(bytes) = first else {
-        return Err(SessionError::Protocol("closed before Hello".into()));
+        return Ok(None);
     };
     let hello = match ClientMessage::decode(&bytes) {
         Ok(ClientMessage::Hello(h)) => h,
@@ -223,10 +225,10 @@ async fn handshake(
         .get(zone_id)
         .filter(|e| e.thread == thread)
         .ok_or_else(|| JoinFailure::Unavailable("zone stopped".into()))?;
-    Ok(Attached {
+    Ok(Some(Attached {
         entry,
         player: joined.player,
-    })
+    }))
 }
 
 /// Verify the ticket, start the zone if it is new (or wait for the join

@@ -198,10 +198,16 @@ async fn an_observer_ticket_does_not_resume_a_player() {
 #[tokio::test]
 async fn a_client_that_vanishes_without_a_close_is_a_disconnect_not_a_protocol_error() {
     let server = TestServer::start().await;
-    let (ws, _) = join(&server, "gone", &ticket("ghost", "gone")).await;
-    drop(ws); // no Close frame: the TCP connection just ends
-    eventually("the drop is counted as a disconnect", || async {
+    // Before its Hello, then after joining: no Close frame, the TCP connection just ends.
+    drop(connect(&server, "gone").await);
+    eventually("the early drop is counted as a disconnect", || async {
         metric(&server, "zonekeep_disconnects_total{how=\"dropped\"}").await == 1.0
+    })
+    .await;
+    let (ws, _) = join(&server, "gone", &ticket("ghost", "gone")).await;
+    drop(ws);
+    eventually("the drop is counted as a disconnect", || async {
+        metric(&server, "zonekeep_disconnects_total{how=\"dropped\"}").await == 2.0
     })
     .await;
     assert_eq!(
