@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -478,7 +478,12 @@ impl Host {
                 guard: Arc::new(guard),
             };
             let app = app.clone();
+            // Whether a request head ever arrived: a header timeout before the first one is a
+            // silent socket (counted), after it an idle kept-alive connection closing (not).
+            let served = Arc::new(AtomicBool::new(false));
+            let seen = served.clone();
             let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+                seen.store(true, Ordering::Relaxed);
                 req.extensions_mut().insert(info.clone());
                 app.clone().oneshot(req)
             });
@@ -498,7 +503,7 @@ impl Host {
                     }
                 };
                 if let Err(e) = r {
-                    if e.is_timeout() {
+                    if e.is_timeout() && !served.load(Ordering::Relaxed) {
                         metrics.connection_refused("header_timeout");
                     } else if e.is_parse_version_h2() {
                         metrics.connection_refused("http2");

@@ -287,3 +287,30 @@ async fn a_request_whose_body_never_arrives_is_answered_408_and_closed() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_idle_kept_alive_connection_is_closed_without_being_counted_as_silent() {
+    let server = TestServer::start_with(ServerConfig {
+        header_read_timeout_ms: 200,
+        ..base_config()
+    })
+    .await;
+    let mut s = tcp_from(&server, OTHER).await;
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    // No second request: the connection idles and the host closes it.
+    closed_by_host(&mut s).await;
+    assert_eq!(
+        metric(
+            &server,
+            "zonekeep_connections_refused_total{reason=\"header_timeout\"}"
+        )
+        .await,
+        0.0
+    );
+    server.stop().await;
+}
