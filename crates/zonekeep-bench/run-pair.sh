@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# One benchmark run as arena.md §6 describes it: the host in one process, the bots in another, on
-# this machine over loopback; the bots read the host's CPU and memory from /proc/<pid>.
+# One benchmark run as BENCHMARKS.md reports them: the host in one process (with the bench zone
+# kinds, --dev-kinds), the bots in another, on this machine over loopback; the bots read the host's
+# CPU and memory from /proc/<pid>.
 #
 #   crates/zonekeep-bench/run-pair.sh NAME [serve flags...] -- [bench flags...]
 #
 # Writes target/bench/NAME.json (the full report) and NAME.txt (the table), and prints the table.
 # Builds the release binary first unless ZONEKEEP_BIN points at one. The ticket secret is random
-# per run unless ZONEKEEP_TICKET_SECRET is set. Example (arena A, the first target):
+# per run unless ZONEKEEP_TICKET_SECRET is set. Example (the arena workload, scenario A):
 #
 #   crates/zonekeep-bench/run-pair.sh arena-a -- --workload arena --scenario a --zone arena-a --bots 100
 set -euo pipefail
@@ -37,7 +38,7 @@ fi
 export ZONEKEEP_TICKET_SECRET
 PORT=${ZONEKEEP_BENCH_PORT:-7350}
 
-"$ZONEKEEP_BIN" serve --listen "127.0.0.1:$PORT" --max-connections-per-ip 100000 "${SERVE[@]}" \
+"$ZONEKEEP_BIN" serve --listen "127.0.0.1:$PORT" --dev-kinds --max-connections-per-ip 100000 "${SERVE[@]}" \
   >"$OUT/$NAME.server.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true' EXIT

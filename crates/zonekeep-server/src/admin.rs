@@ -10,11 +10,11 @@
 //! | `GET /admin/zones` | | `{"zones": [ZoneSummary], "start_failures": [StartFailure]}` |
 //! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts), or for a zone that failed to start `{"id", "kind", "running": false, "start_failure"}` |
 //! | `POST /admin/zones` | `{"id", "kind", "params"?}` | 201 `{"id", "kind"}` |
-//! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}` | 200 `{"kicked": player}` |
+//! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
 //! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}` |
 //!
 //! Errors: `{"error": {"code", "message"}}` with codes `unauthorized`,
-//! `admin_disabled`, `bad_request`, `not_found`, `exists`, `unavailable`.
+//! `admin_disabled`, `bad_request`, `not_found`, `exists`, `ambiguous`, `unavailable`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -228,9 +228,47 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct KickBody {
-    player: u32,
+    player: PlayerRef,
     #[serde(default)]
     reason: Option<String>,
+}
+
+/// Who to kick: the id the admin detail lists, or what an operator knows a player by.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum PlayerRef {
+    Id(u32),
+    Name(String),
+}
+
+/// The id of the one participant whose principal or `name` claim is `name`.
+async fn resolve_player(shared: &Shared, zone: &str, name: &str) -> Result<u32, Response> {
+    let detail = ask(shared, zone, |reply| SimCommand::Inspect {
+        zone_id: zone.to_owned(),
+        reply,
+    })
+    .await
+    .map_err(failure)?
+    .ok_or_else(|| failure(AdminFailure::NoZone(zone.to_owned())))?;
+    let ids: Vec<u32> = detail
+        .participants
+        .iter()
+        .filter(|p| p.principal == name || p.name.as_deref() == Some(name))
+        .map(|p| p.id)
+        .collect();
+    match ids[..] {
+        [id] => Ok(id),
+        [] => Err(json_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no participant of zone {zone:?} has the principal or name {name:?}"),
+        )),
+        _ => Err(json_error(
+            StatusCode::CONFLICT,
+            "ambiguous",
+            format!("participants {ids:?} are all named {name:?}: kick one by id"),
+        )),
+    }
 }
 
 async fn kick(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes) -> Response {
@@ -238,19 +276,26 @@ async fn kick(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: B
         Ok(b) => b,
         Err(e) => return bad_body(e),
     };
+    let player = match b.player {
+        PlayerRef::Id(p) => p,
+        PlayerRef::Name(name) => match resolve_player(&shared, &id, &name).await {
+            Ok(p) => p,
+            Err(r) => return r,
+        },
+    };
     let zone = id.clone();
     let reason = b
         .reason
         .unwrap_or_else(|| "removed by an administrator".into());
     let r = ask(&shared, &id, |reply| SimCommand::Kick {
         zone_id: zone,
-        player: PlayerId(b.player),
+        player: PlayerId(player),
         reason,
         reply,
     })
     .await;
     match r.and_then(|x| x) {
-        Ok(()) => Json(json!({"kicked": b.player})).into_response(),
+        Ok(()) => Json(json!({"kicked": player})).into_response(),
         Err(f) => failure(f),
     }
 }

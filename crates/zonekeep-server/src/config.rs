@@ -63,8 +63,13 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Open connections per client IP; more get `TOO_MANY_CONNECTIONS`. Default 32.
     pub max_connections_per_ip: usize,
-    /// Time allowed to send a complete HTTP request head (slowloris guard). Default 5000.
+    /// Time allowed to send a complete HTTP request head, counted from accept for the first
+    /// request and from the previous response on a kept-alive connection: a socket that sends
+    /// nothing, or only part of a head, is closed and its slots freed (slowloris guard). Default 5000.
     pub header_read_timeout_ms: u64,
+    /// Time a plain HTTP request (not a WebSocket upgrade) may take from its head to its response,
+    /// body included: a slow body cannot hold the connection's slots. Answered with 408. Default 30000.
+    pub request_timeout_ms: u64,
     /// Time from the WebSocket upgrade to the Hello. Default 5000.
     pub handshake_timeout_ms: u64,
     /// A connection that sends nothing for this long is kicked. Default 30000.
@@ -83,8 +88,14 @@ pub struct ServerConfig {
     pub outbox_frames: usize,
     /// How long the final Kick may take to write before the socket is dropped. Default 1000.
     pub kick_write_timeout_ms: u64,
-    /// Kernel send buffer for accepted sockets, bytes; 0 = OS default. Default 0.
+    /// Kernel send buffer for accepted sockets, bytes; 0 = OS default (which grows to megabytes
+    /// for a client that does not read). Default 131072: a few round trips of a busy zone's
+    /// frames, so backpressure reaches the outbox (and the slow-consumer kick) early.
     pub socket_send_buffer: usize,
+    /// A client must prove it reads: the host sends a WebSocket Ping when none is outstanding
+    /// and kicks with `SLOW_CONSUMER` when its Pong (answered by every WebSocket stack as it
+    /// reads, after the frames queued before it) has not arrived within this long. Default 10000.
+    pub read_progress_timeout_ms: u64,
     /// Sustained inputs per second allowed per connection (GCRA). Default 60.
     pub input_rate: f64,
     /// Input burst above the rate. Default 30.
@@ -93,6 +104,11 @@ pub struct ServerConfig {
     pub abuse_rate: f64,
     /// Burst of rate-limited inputs tolerated before kicking (`RATE_LIMITED`). Default 120.
     pub abuse_burst: u32,
+    /// Sustained Pings per second allowed per connection (GCRA); excess Pings get no Pong and
+    /// count against the abuse threshold like excess inputs. Default 10.
+    pub ping_rate: f64,
+    /// Ping burst above the rate. Default 20.
+    pub ping_burst: u32,
     /// Bounded input inbox per zone (overflow is counted and dropped). Default 8192.
     pub zone_inbox: usize,
     /// Bounded command queue per simulation thread. Default 1024.
@@ -143,6 +159,7 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             max_connections_per_ip: 32,
             header_read_timeout_ms: 5_000,
+            request_timeout_ms: 30_000,
             handshake_timeout_ms: 5_000,
             idle_timeout_ms: 30_000,
             max_message_bytes: 8_192,
@@ -151,11 +168,14 @@ impl Default for ServerConfig {
             max_write_buffer_bytes: (1 << 20) + (64 << 10),
             outbox_frames: 64,
             kick_write_timeout_ms: 1_000,
-            socket_send_buffer: 0,
+            socket_send_buffer: 128 << 10,
+            read_progress_timeout_ms: 10_000,
             input_rate: 60.0,
             input_burst: 30,
             abuse_rate: 10.0,
             abuse_burst: 120,
+            ping_rate: 10.0,
+            ping_burst: 20,
             zone_inbox: 8_192,
             sim_queue: 1_024,
             max_zones: 1_000,
@@ -193,8 +213,16 @@ pub enum ConfigError {
         problem: String,
     },
     /// A ticket key is unusable.
+    // Displayed with its message and no `source`: an error chain printed in full (`{:#}`) would
+    // otherwise say the same thing twice.
     #[error("config: {0}")]
-    Key(#[from] KeyError),
+    Key(KeyError),
+}
+
+impl From<KeyError> for ConfigError {
+    fn from(e: KeyError) -> Self {
+        ConfigError::Key(e)
+    }
 }
 
 fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
@@ -218,6 +246,7 @@ impl ServerConfig {
             ("max_connections_per_ip", self.max_connections_per_ip as u64),
             ("header_read_timeout_ms", self.header_read_timeout_ms),
             ("handshake_timeout_ms", self.handshake_timeout_ms),
+            ("request_timeout_ms", self.request_timeout_ms),
             ("idle_timeout_ms", self.idle_timeout_ms),
             ("max_message_bytes", self.max_message_bytes as u64),
             ("read_buffer_bytes", self.read_buffer_bytes as u64),
@@ -225,6 +254,8 @@ impl ServerConfig {
             ("kick_write_timeout_ms", self.kick_write_timeout_ms),
             ("input_burst", u64::from(self.input_burst)),
             ("abuse_burst", u64::from(self.abuse_burst)),
+            ("ping_burst", u64::from(self.ping_burst)),
+            ("read_progress_timeout_ms", self.read_progress_timeout_ms),
             ("zone_inbox", self.zone_inbox as u64),
             ("sim_queue", self.sim_queue as u64),
             ("max_zones", self.max_zones as u64),
@@ -258,6 +289,7 @@ impl ServerConfig {
         for (key, v) in [
             ("input_rate", self.input_rate),
             ("abuse_rate", self.abuse_rate),
+            ("ping_rate", self.ping_rate),
         ] {
             if !(v.is_finite() && v > 0.0 && v <= 1e6) {
                 return Err(invalid(key, "must be a number in (0, 1000000]"));

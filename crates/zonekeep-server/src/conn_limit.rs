@@ -5,10 +5,17 @@
 //! told why (`Kick(TOO_MANY_CONNECTIONS)` on a WebSocket, HTTP 429 otherwise).
 //! Beyond that, and beyond the total cap, sockets are closed at accept without
 //! a word, so a flood costs the host no more than an accept and a close.
+//!
+//! Every admitted socket is counted in the `zonekeep_connections` gauge from
+//! accept until its guard drops (HTTP requests, WebSocket sessions and sockets
+//! that have not yet sent a request head alike), so a silent connection shows
+//! up in metrics while it holds its slots.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+
+use prometheus_client::metrics::gauge::Gauge;
 
 /// What accept decided for one connection.
 #[derive(Debug)]
@@ -33,11 +40,12 @@ pub struct ConnLimiter {
     max_total: usize,
     max_per_ip: usize,
     state: Arc<Mutex<State>>,
+    open: Gauge,
 }
 
 impl ConnLimiter {
-    /// Caps of `max_total` connections and `max_per_ip` per address.
-    pub fn new(max_total: usize, max_per_ip: usize) -> Self {
+    /// Caps of `max_total` connections and `max_per_ip` per address; `open` follows the count.
+    pub fn new(max_total: usize, max_per_ip: usize, open: Gauge) -> Self {
         Self {
             max_total,
             max_per_ip,
@@ -45,6 +53,7 @@ impl ConnLimiter {
                 total: 0,
                 per_ip: HashMap::new(),
             })),
+            open,
         }
     }
 
@@ -60,6 +69,7 @@ impl ConnLimiter {
         }
         s.total += 1;
         s.per_ip.insert(ip, n + 1);
+        self.open.inc();
         let guard = ConnGuard {
             limiter: self.clone(),
             ip,
@@ -79,6 +89,7 @@ impl ConnLimiter {
     fn release(&self, ip: IpAddr) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         s.total = s.total.saturating_sub(1);
+        self.open.dec();
         if let Some(n) = s.per_ip.get_mut(&ip) {
             *n -= 1;
             if *n == 0 {
@@ -107,7 +118,8 @@ mod tests {
 
     #[test]
     fn caps_and_release() {
-        let l = ConnLimiter::new(5, 2);
+        let gauge = Gauge::default();
+        let l = ConnLimiter::new(5, 2, gauge.clone());
         let ip: IpAddr = [10, 0, 0, 1].into();
         let other: IpAddr = [10, 0, 0, 2].into();
         let a = l.admit(ip);
@@ -119,8 +131,10 @@ mod tests {
         assert!(matches!(l.admit(ip), Admission::Refuse("per_ip")));
         let e = l.admit(other);
         assert!(matches!(l.admit(other), Admission::Refuse("total")));
+        assert_eq!(gauge.get(), 5, "every admitted socket is counted");
         drop((a, c, d, e));
         assert_eq!(l.open(), 1);
+        assert_eq!(gauge.get(), 1);
         assert!(matches!(l.admit(ip), Admission::Normal(_)));
         drop(b);
     }

@@ -43,8 +43,8 @@ pub enum SessionError {
     /// Nothing received for too long.
     #[error("nothing received within the idle timeout")]
     IdleTimeout,
-    /// Sustained input above the allowed rate.
-    #[error("sustained input above the allowed rate")]
+    /// Sustained input or Pings above the allowed rate.
+    #[error("sustained input or pings above the allowed rate")]
     RateLimited,
     /// Too many connections from this address.
     #[error("too many connections from this address")]
@@ -79,9 +79,10 @@ impl SessionError {
                 TicketError::ReplayCacheFull => KickCode::INTERNAL_ERROR,
             },
             SessionError::Reconnect(r) => match r {
-                ReconnectError::Unknown | ReconnectError::Expired | ReconnectError::NotYours => {
-                    KickCode::RECONNECT_REFUSED
-                }
+                ReconnectError::Unknown
+                | ReconnectError::Expired
+                | ReconnectError::NotYours
+                | ReconnectError::WrongRole { .. } => KickCode::RECONNECT_REFUSED,
                 ReconnectError::Full | ReconnectError::Random => KickCode::INTERNAL_ERROR,
             },
             SessionError::Join(j) => match j {

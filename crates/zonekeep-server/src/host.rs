@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,9 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -125,6 +124,16 @@ impl Shared {
         (entry, create)
     }
 
+    /// "unknown zone kind", naming the kinds this host has, so the fix is in the message.
+    fn unknown_kind(&self, kind: &str) -> String {
+        let mut known: Vec<&str> = self.sim.specs.keys().map(String::as_str).collect();
+        known.sort_unstable();
+        format!(
+            "unknown zone kind {kind:?} (this host serves: {})",
+            known.join(", ")
+        )
+    }
+
     /// Find the zone for a join, registering it (to be created by its thread) if it is new.
     pub fn route_join(
         &self,
@@ -147,7 +156,7 @@ impl Shared {
             .sim
             .specs
             .get(kind)
-            .ok_or_else(|| JoinFailure::Unavailable(format!("unknown zone kind {kind:?}")))?;
+            .ok_or_else(|| JoinFailure::Unavailable(self.unknown_kind(kind)))?;
         let params = params.unwrap_or_else(|| spec.default_params.clone());
         let (entry, create) = self.new_entry(zone_id, kind, params);
         zones.insert(zone_id.to_owned(), entry.clone());
@@ -175,9 +184,7 @@ impl Shared {
             ));
         }
         if !self.sim.specs.contains_key(kind) {
-            return Err(AdminFailure::BadRequest(format!(
-                "unknown zone kind {kind:?}"
-            )));
+            return Err(AdminFailure::BadRequest(self.unknown_kind(kind)));
         }
         let (entry, create) = self.new_entry(zone_id, kind, params);
         zones.insert(zone_id.to_owned(), entry.clone());
@@ -405,6 +412,11 @@ impl Host {
     }
 
     /// Like [`serve`](Self::serve), with `extra` routes merged in (e.g. static pages).
+    ///
+    /// HTTP/1.1 only: the WebSocket endpoint and the small JSON routes gain nothing from HTTP/2,
+    /// and HTTP/1.1 alone lets one timer bound every socket until it has sent a request head
+    /// (`header_read_timeout_ms`, from accept and between kept-alive requests). An HTTP/2
+    /// preface is refused by closing the connection.
     pub async fn serve_with(
         self,
         listener: TcpListener,
@@ -413,14 +425,23 @@ impl Host {
     ) -> Result<(), HostError> {
         let shared = self.shared.clone();
         let cfg = &shared.config;
-        let app = self.router().merge(extra);
-        let limiter = ConnLimiter::new(cfg.max_connections, cfg.max_connections_per_ip);
-        let mut builder = auto::Builder::new(TokioExecutor::new());
+        let app = self
+            .router()
+            .merge(extra)
+            .layer(axum::middleware::from_fn_with_state(
+                Duration::from_millis(cfg.request_timeout_ms),
+                bound_plain_requests,
+            ));
+        let limiter = ConnLimiter::new(
+            cfg.max_connections,
+            cfg.max_connections_per_ip,
+            shared.metrics.connections_gauge(),
+        );
+        let mut builder = http1::Builder::new();
         builder
-            .http1()
             .timer(TokioTimer::new())
             .header_read_timeout(Duration::from_millis(cfg.header_read_timeout_ms));
-        let graceful = GracefulShutdown::new();
+        let conns = TaskTracker::new();
         tracing::info!(addr = %listener.local_addr()?, "zonekeep host listening");
         tokio::pin!(shutdown);
         loop {
@@ -457,36 +478,96 @@ impl Host {
                 guard: Arc::new(guard),
             };
             let app = app.clone();
+            // Whether a request head ever arrived: a header timeout before the first one is a
+            // silent socket (counted), after it an idle kept-alive connection closing (not).
+            let served = Arc::new(AtomicBool::new(false));
+            let seen = served.clone();
             let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+                seen.store(true, Ordering::Relaxed);
                 req.extensions_mut().insert(info.clone());
                 app.clone().oneshot(req)
             });
             let conn = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                .into_owned();
-            let fut = graceful.watch(conn);
-            tokio::spawn(async move {
-                if let Err(e) = fut.await {
+                .serve_connection(TokioIo::new(stream), svc)
+                .with_upgrades();
+            let stop = shared.shutdown.clone();
+            let metrics = shared.metrics.clone();
+            conns.spawn(async move {
+                tokio::pin!(conn);
+                let r = tokio::select! {
+                    r = conn.as_mut() => r,
+                    _ = stop.cancelled() => {
+                        // Finish the request in flight, then close; an idle socket closes now.
+                        conn.as_mut().graceful_shutdown();
+                        conn.await
+                    }
+                };
+                if let Err(e) = r {
+                    if e.is_timeout() && !served.load(Ordering::Relaxed) {
+                        metrics.connection_refused("header_timeout");
+                    } else if e.is_parse_version_h2() {
+                        metrics.connection_refused("http2");
+                    }
                     tracing::debug!(%peer, error = %e, "http connection ended with an error");
                 }
             });
         }
         drop(listener);
-        shutdown_host(&shared, graceful).await;
+        conns.close();
+        shutdown_host(&shared, &conns).await;
         Ok(())
     }
 }
 
+/// Plain HTTP requests (a WebSocket upgrade is let through: its session has its own bounds and
+/// tells an over-cap client with `Kick(TOO_MANY_CONNECTIONS)`): from an address over its
+/// connection cap they answer 429; otherwise they must be answered within `limit`, body read
+/// included, or get 408. Either way the connection then closes.
+async fn bound_plain_requests(
+    State(limit): State<Duration>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if req.headers().contains_key(header::UPGRADE) {
+        return next.run(req).await;
+    }
+    let over = req
+        .extensions()
+        .get::<ConnInfo>()
+        .is_some_and(|i| i.over_ip_cap);
+    let mut r = if over {
+        json_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_connections",
+            "too many connections from this address",
+        )
+    } else {
+        match tokio::time::timeout(limit, next.run(req)).await {
+            Ok(r) => return r,
+            Err(_) => json_error(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "the request was not completed in time",
+            ),
+        }
+    };
+    r.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    r
+}
+
 /// Stop accepting (done by the caller), kick every session with
 /// SHUTTING_DOWN, close HTTP connections, dispose zones; all within the bound.
-async fn shutdown_host(shared: &Arc<Shared>, graceful: GracefulShutdown) {
+async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) {
     let bound = Duration::from_millis(shared.config.shutdown_timeout_ms);
     let deadline = Instant::now() + bound;
     tracing::info!("shutting down: telling clients");
     shared.shutdown.cancel();
     shared.sessions.close();
     let left = || deadline.saturating_duration_since(Instant::now());
-    let _ = tokio::time::timeout(left(), graceful.shutdown()).await;
+    let _ = tokio::time::timeout(left(), conns.wait()).await;
     if tokio::time::timeout(left(), shared.sessions.wait())
         .await
         .is_err()

@@ -1,7 +1,9 @@
 //! Reconnect tokens: 32 random bytes bound to (principal, zone, player).
 //!
 //! A token is issued with every Welcome and replaces the player's previous
-//! one. While the player's connection is up the token is valid; when it drops
+//! one. It remembers the role it was issued for: a resume is admitted only
+//! when the new ticket grants that same role (an observer ticket never gets a
+//! player slot back, nor a player ticket an observer's). While the player's connection is up the token is valid; when it drops
 //! the token is valid until the zone's reconnect grace ends. Redeeming checks
 //! the principal and zone (a token presented by anyone else is refused and
 //! stays valid for its owner) and consumes the token. The store is bounded:
@@ -11,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use zonekeep_core::{PlayerId, Principal};
+use zonekeep_core::{PlayerId, Principal, Role};
 
 /// Token length in bytes.
 pub const TOKEN_LEN: usize = 32;
@@ -31,6 +33,14 @@ pub enum ReconnectError {
     /// The token belongs to another principal or zone.
     #[error("reconnect token belongs to someone else")]
     NotYours,
+    /// The ticket grants another role than the one the token resumes.
+    #[error("the ticket grants the {ticket:?} role but the reconnect token resumes a {token:?}: join with a fresh ticket instead")]
+    WrongRole {
+        /// The role the presented ticket grants.
+        ticket: Role,
+        /// The role the token was issued for.
+        token: Role,
+    },
     /// The store is full of live tokens.
     #[error("reconnect token store full")]
     Full,
@@ -44,6 +54,7 @@ struct Entry {
     principal: Principal,
     zone: String,
     player: PlayerId,
+    role: Role,
     expires: Option<Instant>,
 }
 
@@ -73,12 +84,13 @@ impl ReconnectStore {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Issue a fresh token for a connected player (replacing its old one).
+    /// Issue a fresh token for a connected player in `role` (replacing its old one).
     pub fn issue(
         &self,
         principal: &Principal,
         zone: &str,
         player: PlayerId,
+        role: Role,
         now: Instant,
     ) -> Result<Token, ReconnectError> {
         let mut token = [0u8; TOKEN_LEN];
@@ -109,6 +121,7 @@ impl ReconnectStore {
                 principal: principal.clone(),
                 zone: zone.to_owned(),
                 player,
+                role,
                 expires: None,
             },
         );
@@ -126,12 +139,14 @@ impl ReconnectStore {
         }
     }
 
-    /// Redeem `token` for `principal` in `zone`: the player it resumes.
+    /// Redeem `token` for `principal` in `zone` with a ticket granting `role`: the player it
+    /// resumes. A refusal for someone else's token or another role leaves the token valid.
     pub fn redeem(
         &self,
         token: &[u8],
         principal: &Principal,
         zone: &str,
+        role: Role,
         now: Instant,
     ) -> Result<PlayerId, ReconnectError> {
         let key: Token = token.try_into().map_err(|_| ReconnectError::Unknown)?;
@@ -139,6 +154,12 @@ impl ReconnectStore {
         let e = g.by_token.get(&key).ok_or(ReconnectError::Unknown)?;
         if &e.principal != principal || e.zone != zone {
             return Err(ReconnectError::NotYours);
+        }
+        if e.role != role {
+            return Err(ReconnectError::WrongRole {
+                ticket: role,
+                token: e.role,
+            });
         }
         let expired = e.expires.is_some_and(|t| t <= now);
         let player = e.player;
@@ -191,31 +212,41 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    const P: Role = Role::Player;
+
     #[test]
     fn issue_detach_redeem() {
         let s = ReconnectStore::new(2);
         let alice = Principal::new("alice");
         let now = Instant::now();
-        let t = s.issue(&alice, "z", PlayerId(1), now).unwrap();
+        let t = s.issue(&alice, "z", PlayerId(1), P, now).unwrap();
         assert_eq!(
-            s.redeem(&t, &Principal::new("bob"), "z", now),
+            s.redeem(&t, &Principal::new("bob"), "z", P, now),
             Err(ReconnectError::NotYours)
         );
         assert_eq!(
-            s.redeem(&t, &alice, "y", now),
+            s.redeem(&t, &alice, "y", P, now),
             Err(ReconnectError::NotYours)
         );
         s.detach("z", PlayerId(1), now + Duration::from_secs(1));
-        assert_eq!(s.redeem(&t, &alice, "z", now), Ok(PlayerId(1)));
         assert_eq!(
-            s.redeem(&t, &alice, "z", now),
+            s.redeem(&t, &alice, "z", Role::Observer, now),
+            Err(ReconnectError::WrongRole {
+                ticket: Role::Observer,
+                token: Role::Player
+            }),
+            "an observer ticket never gets the player slot back"
+        );
+        assert_eq!(s.redeem(&t, &alice, "z", P, now), Ok(PlayerId(1)));
+        assert_eq!(
+            s.redeem(&t, &alice, "z", P, now),
             Err(ReconnectError::Unknown),
             "single use"
         );
-        let t2 = s.issue(&alice, "z", PlayerId(1), now).unwrap();
+        let t2 = s.issue(&alice, "z", PlayerId(1), P, now).unwrap();
         s.detach("z", PlayerId(1), now);
         assert_eq!(
-            s.redeem(&t2, &alice, "z", now + Duration::from_millis(1)),
+            s.redeem(&t2, &alice, "z", P, now + Duration::from_millis(1)),
             Err(ReconnectError::Expired)
         );
     }
@@ -225,12 +256,12 @@ mod tests {
         let s = ReconnectStore::new(1);
         let a = Principal::new("a");
         let now = Instant::now();
-        let t1 = s.issue(&a, "z", PlayerId(1), now).unwrap();
-        let _t2 = s.issue(&a, "z", PlayerId(1), now).unwrap();
+        let t1 = s.issue(&a, "z", PlayerId(1), P, now).unwrap();
+        let _t2 = s.issue(&a, "z", PlayerId(1), P, now).unwrap();
         assert_eq!(s.len(), 1);
-        assert_eq!(s.redeem(&t1, &a, "z", now), Err(ReconnectError::Unknown));
+        assert_eq!(s.redeem(&t1, &a, "z", P, now), Err(ReconnectError::Unknown));
         assert_eq!(
-            s.issue(&a, "z", PlayerId(2), now),
+            s.issue(&a, "z", PlayerId(2), P, now),
             Err(ReconnectError::Full)
         );
         s.forget("z", PlayerId(1));

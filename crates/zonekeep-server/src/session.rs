@@ -3,7 +3,7 @@
 //! Kick) running side by side until one of them ends the session.
 
 use std::num::NonZeroU32;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,20 +36,9 @@ struct Attached {
     player: PlayerId,
 }
 
-/// Counts the connection as open for its lifetime.
-struct OpenGuard(Arc<Shared>);
-
-impl Drop for OpenGuard {
-    fn drop(&mut self) {
-        self.0.metrics.connection_closed();
-    }
-}
-
 /// Run one upgraded connection to its end.
 pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, over_ip_cap: bool) {
     let _track = shared.sessions.token();
-    shared.metrics.connection_opened();
-    let _open = OpenGuard(shared.clone());
     let (mut sink, mut stream) = ws.split();
     if over_ip_cap {
         finish(
@@ -64,7 +53,9 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
     let conn_id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
     let (conn, ends) = ConnHandle::new(conn_id, shared.config.outbox_frames);
     let attached = match handshake(&shared, &zone_id, &mut stream, &conn).await {
-        Ok(a) => a,
+        Ok(Some(a)) => a,
+        // The client left before its Hello: a disconnect (already counted), nobody to tell.
+        Ok(None) => return,
         Err(e) => {
             tracing::debug!(zone = %zone_id, conn = conn_id, error = %e, "handshake refused");
             finish(&shared, &mut sink, &mut stream, Some(e.kick())).await;
@@ -114,11 +105,15 @@ async fn finish(shared: &Shared, sink: &mut Sink, stream: &mut Stream, kick: Opt
     .await;
 }
 
-/// The next binary message; `Ok(None)` when the client closed or the socket broke.
+/// The next binary message; `Ok(None)` when the client closed or the socket broke (counted in
+/// `metrics` as a disconnect, not an error). WebSocket Pongs answering the host's read-progress
+/// Pings raise `pongs` to the highest sequence answered.
 async fn next_message(
     stream: &mut Stream,
     max: usize,
     idle: Option<Duration>,
+    pongs: Option<&AtomicU64>,
+    metrics: &crate::metrics::Metrics,
 ) -> Result<Option<Bytes>, SessionError> {
     loop {
         let item = match idle {
@@ -128,7 +123,14 @@ async fn next_message(
             None => stream.next().await,
         };
         match item {
-            None | Some(Ok(Message::Close(_))) => return Ok(None),
+            None => {
+                metrics.disconnect("dropped");
+                return Ok(None);
+            }
+            Some(Ok(Message::Close(_))) => {
+                metrics.disconnect("closed");
+                return Ok(None);
+            }
             Some(Ok(Message::Binary(b))) => {
                 if b.len() > max {
                     return Err(SessionError::TooLarge { len: b.len(), max });
@@ -138,20 +140,44 @@ async fn next_message(
             Some(Ok(Message::Text(_))) => {
                 return Err(SessionError::Protocol("text frame (binary only)".into()))
             }
-            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-            Some(Err(e)) => return read_error(e, max),
+            Some(Ok(Message::Pong(p))) => {
+                if let (Some(pongs), Ok(seq)) = (pongs, <[u8; 8]>::try_from(&p[..])) {
+                    pongs.fetch_max(u64::from_be_bytes(seq), Ordering::Relaxed);
+                }
+            }
+            Some(Ok(Message::Ping(_))) => continue,
+            Some(Err(e)) => return read_error(e, max, metrics),
         }
     }
 }
 
-fn read_error(e: axum::Error, max: usize) -> Result<Option<Bytes>, SessionError> {
+/// A read error: the client's fault (an error Kick) or the connection just ending.
+fn read_error(
+    e: axum::Error,
+    max: usize,
+    metrics: &crate::metrics::Metrics,
+) -> Result<Option<Bytes>, SessionError> {
     match e.into_inner().downcast::<tungstenite::Error>() {
         Ok(te) => match *te {
             tungstenite::Error::Capacity(_) => Err(SessionError::TooLarge { len: 0, max }),
+            // A client that vanishes without a Close (a closed tab, a lost network) is a
+            // disconnect like any other, not a protocol violation.
+            tungstenite::Error::Protocol(
+                tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
+            ) => {
+                metrics.disconnect("dropped");
+                Ok(None)
+            }
             tungstenite::Error::Protocol(p) => Err(SessionError::Protocol(p.to_string())),
-            _ => Ok(None),
+            _ => {
+                metrics.disconnect("dropped");
+                Ok(None)
+            }
         },
-        Err(_) => Ok(None),
+        Err(_) => {
+            metrics.disconnect("dropped");
+            Ok(None)
+        }
     }
 }
 
@@ -160,17 +186,17 @@ async fn handshake(
     zone_id: &str,
     stream: &mut Stream,
     conn: &ConnHandle,
-) -> Result<Attached, SessionError> {
+) -> Result<Option<Attached>, SessionError> {
     let timeout = Duration::from_millis(shared.config.handshake_timeout_ms);
     let max = shared.config.max_message_bytes;
     let first = tokio::select! {
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
-        r = tokio::time::timeout(timeout, next_message(stream, max, None)) => {
+        r = tokio::time::timeout(timeout, next_message(stream, max, None, None, &shared.metrics)) => {
             r.map_err(|_| SessionError::HandshakeTimeout)??
         }
     };
     let Some(bytes) = first else {
-        return Err(SessionError::Protocol("closed before Hello".into()));
+        return Ok(None);
     };
     let hello = match ClientMessage::decode(&bytes) {
         Ok(ClientMessage::Hello(h)) => h,
@@ -199,10 +225,10 @@ async fn handshake(
         .get(zone_id)
         .filter(|e| e.thread == thread)
         .ok_or_else(|| JoinFailure::Unavailable("zone stopped".into()))?;
-    Ok(Attached {
+    Ok(Some(Attached {
         entry,
         player: joined.player,
-    })
+    }))
 }
 
 /// Verify the ticket, start the zone if it is new (or wait for the join
@@ -223,6 +249,7 @@ async fn admit(
             &hello.reconnect_token,
             &ticket.sub,
             zone_id,
+            ticket.role,
             Instant::now(),
         )?;
         let entry = shared
@@ -298,15 +325,17 @@ async fn serve(
     conn_id: u64,
 ) -> Option<KickNotice> {
     let ConnEnds { outbox, kick } = ends;
+    // The highest read-progress Ping the client has answered (see `ReadProbe`).
+    let pongs = AtomicU64::new(0);
     tokio::select! {
-        r = read_loop(shared, a, stream, conn, conn_id) => match r {
+        r = read_loop(shared, a, stream, conn, conn_id, &pongs) => match r {
             Ok(()) => None,
             Err(e) => {
                 conn.kick(e.code(), e.to_string());
                 Some(e.kick())
             }
         },
-        k = write_loop(shared, sink, outbox, kick, conn_id) => k,
+        k = write_loop(shared, sink, outbox, kick, conn_id, &pongs) => k,
     }
 }
 
@@ -316,6 +345,7 @@ async fn read_loop(
     stream: &mut Stream,
     conn: &ConnHandle,
     conn_id: u64,
+    pongs: &AtomicU64,
 ) -> Result<(), SessionError> {
     let cfg = &shared.config;
     let max = cfg.max_message_bytes;
@@ -334,7 +364,18 @@ async fn read_loop(
             .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
             .allow_burst(abuse_burst),
     );
-    let limits = Limits { inputs, abuse };
+    let ping_period = Duration::from_secs_f64(1.0 / cfg.ping_rate);
+    let ping_burst = NonZeroU32::new(cfg.ping_burst).unwrap_or(NonZeroU32::MIN);
+    let pings = RateLimiter::direct(
+        Quota::with_period(ping_period)
+            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(ping_burst),
+    );
+    let limits = Limits {
+        inputs,
+        pings,
+        abuse,
+    };
     // Client → server messages held back by NetSim (dev); reading stops while it is full, which
     // is TCP's own backpressure.
     let mut delayed: DelayQueue<Bytes> = DelayQueue::new(
@@ -367,7 +408,9 @@ async fn read_loop(
                     }
                 }
             }
-            m = next_message(stream, max, None), if !delayed.is_full() => {
+            m = next_message(stream, max, None, Some(pongs), &shared.metrics),
+                if !delayed.is_full() =>
+            {
                 let Some(bytes) = m? else { return Ok(()) };
                 let now = tokio::time::Instant::now();
                 last_seen = now;
@@ -387,9 +430,11 @@ type Limiter = RateLimiter<
     governor::clock::DefaultClock,
 >;
 
-/// A connection's input rate limits: `inputs` drops the excess, `abuse` kicks sustained excess.
+/// A connection's rate limits: `inputs` and `pings` drop the excess, `abuse` kicks sustained
+/// excess of either.
 struct Limits {
     inputs: Limiter,
+    pings: Limiter,
     abuse: Limiter,
 }
 
@@ -421,6 +466,14 @@ fn handle_message(
             Ok(None)
         }
         Ok(ClientMessage::Ping(p)) => {
+            // A Pong costs the host a write: a client may not make it answer without bound.
+            if limits.pings.check().is_err() {
+                shared.metrics.ping_rate_limited();
+                if limits.abuse.check().is_err() {
+                    return Err(SessionError::RateLimited);
+                }
+                return Ok(None);
+            }
             let now_us = u64::try_from(shared.clock.now().as_micros()).unwrap_or(u64::MAX);
             Ok(Some(pong_frame(p.client_time, now_us, a.entry.tick())))
         }
@@ -449,8 +502,15 @@ async fn write_loop(
     mut outbox: mpsc::Receiver<Bytes>,
     mut kick: watch::Receiver<Option<KickNotice>>,
     conn_id: u64,
+    pongs: &AtomicU64,
 ) -> Option<KickNotice> {
     let shutting_down = || Some(SessionError::ShuttingDown.kick());
+    let mut probe = ReadProbe::new(
+        Duration::from_millis(shared.config.read_progress_timeout_ms),
+        tokio::time::Instant::now(),
+    );
+    let probe_timer = tokio::time::sleep_until(probe.next);
+    tokio::pin!(probe_timer);
     // Server → client frames held back by NetSim (dev). While it is full the outbox is not
     // drained, so a client that cannot keep up still overflows its outbox and is kicked.
     let mut delayed = DelayQueue::new(
@@ -473,6 +533,26 @@ async fn write_loop(
         let frame = tokio::select! {
             biased;
             k = &mut stop => return k,
+            () = &mut probe_timer => {
+                let now = tokio::time::Instant::now();
+                match probe.step(pongs.load(Ordering::Relaxed), now) {
+                    ProbeStep::Wait => {}
+                    ProbeStep::Stalled => return Some(stalled_kick()),
+                    ProbeStep::Send(seq) => {
+                        let ping = Message::Ping(Bytes::copy_from_slice(&seq.to_be_bytes()));
+                        tokio::select! {
+                            biased;
+                            k = &mut stop => return k,
+                            () = tokio::time::sleep_until(now + probe.timeout) => {
+                                return Some(stalled_kick());
+                            }
+                            r = sink.send(ping) => if r.is_err() { return None },
+                        }
+                    }
+                }
+                probe_timer.as_mut().reset(probe.next);
+                None
+            }
             _ = tokio::time::sleep_until(release.unwrap_or_else(tokio::time::Instant::now)),
                 if release.is_some() => delayed.pop_due(tokio::time::Instant::now()),
             f = outbox.recv(), if room => {
@@ -487,6 +567,69 @@ async fn write_loop(
             k = &mut stop => return k,
             r = sink.send(Message::Binary(frame)) => if r.is_err() { return None },
         }
+    }
+}
+
+/// The Kick for a client that stopped reading.
+fn stalled_kick() -> KickNotice {
+    KickNotice {
+        code: zonekeep_protocol::messages::KickCode::SLOW_CONSUMER,
+        reason: "the client stopped reading: no answer to a WebSocket Ping in time".into(),
+    }
+}
+
+/// What the read-progress probe does when its timer fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProbeStep {
+    /// Send a WebSocket Ping carrying this sequence number.
+    Send(u64),
+    /// The last Ping is unanswered but still within its deadline.
+    Wait,
+    /// The last Ping went unanswered for the whole timeout: the client does not read.
+    Stalled,
+}
+
+/// Proof that the client reads, independent of how much the zone sends.
+///
+/// Kernel buffers hide a client that never reads until hundreds of kilobytes are queued, which
+/// takes minutes in a light zone. A WebSocket Pong is written by the client's stack only as it
+/// reads, after every frame queued before the Ping, so an unanswered Ping after `timeout` means
+/// the client stopped reading. One Ping is outstanding at a time, sent every `timeout / 2` while
+/// answers come back: a client that stops reading is kicked within 1.5 × `timeout`.
+#[derive(Debug)]
+struct ReadProbe {
+    timeout: Duration,
+    /// Sequence of the last Ping sent (0 = none yet).
+    sent: u64,
+    sent_at: tokio::time::Instant,
+    /// When the timer fires next.
+    next: tokio::time::Instant,
+}
+
+impl ReadProbe {
+    fn new(timeout: Duration, now: tokio::time::Instant) -> Self {
+        Self {
+            timeout,
+            sent: 0,
+            sent_at: now,
+            next: now + timeout / 2,
+        }
+    }
+
+    /// The timer fired at `now` with Pings up to `answered` answered.
+    fn step(&mut self, answered: u64, now: tokio::time::Instant) -> ProbeStep {
+        if answered >= self.sent {
+            self.sent += 1;
+            self.sent_at = now;
+            self.next = now + self.timeout / 2;
+            return ProbeStep::Send(self.sent);
+        }
+        let deadline = self.sent_at + self.timeout;
+        if now >= deadline {
+            return ProbeStep::Stalled;
+        }
+        self.next = deadline;
+        ProbeStep::Wait
     }
 }
 
@@ -508,6 +651,31 @@ mod tests {
             view_tick: 0,
             payload: Bytes::new(),
         }
+    }
+
+    #[test]
+    fn the_read_probe_pings_while_answered_and_stalls_once_a_ping_goes_unanswered() {
+        let t0 = tokio::time::Instant::now();
+        let timeout = Duration::from_secs(10);
+        let mut p = ReadProbe::new(timeout, t0);
+        assert_eq!(p.next, t0 + timeout / 2);
+        assert_eq!(p.step(0, p.next), ProbeStep::Send(1));
+        let sent = p.sent_at;
+        // Answered by the next firing: the next Ping goes out.
+        assert_eq!(p.step(1, p.next), ProbeStep::Send(2));
+        // Unanswered half-way: wait until the deadline, then give up.
+        let half = p.next;
+        assert_eq!(p.step(1, half), ProbeStep::Wait);
+        assert_eq!(p.next, half - timeout / 2 + timeout);
+        assert_eq!(p.step(1, p.next), ProbeStep::Stalled);
+        // A late answer before the deadline keeps the connection.
+        let mut q = ReadProbe::new(timeout, sent);
+        assert_eq!(q.step(0, q.next), ProbeStep::Send(1));
+        assert_eq!(q.step(0, q.next), ProbeStep::Wait);
+        assert_eq!(
+            q.step(1, q.next - Duration::from_millis(1)),
+            ProbeStep::Send(2)
+        );
     }
 
     #[test]

@@ -37,7 +37,7 @@ fn duration(s: &str) -> Result<Duration, String> {
 enum WorkloadArg {
     /// Send --input templates at --rate.
     Generic,
-    /// The arena workload of shared/workloads/arena.md (zone kind `arena-workload`).
+    /// The arena workload (zone kind `arena-workload`: the host must run with --dev or --dev-kinds).
     Arena,
     /// Idle authenticated connections (a keep-alive Ping every --idle-ping).
     Idle,
@@ -213,8 +213,11 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
             kid: a.ticket_kid.clone(),
         },
         (None, Some(url)) => Auth::Join { url: url.clone() },
-        _ => bail!("give --ticket-secret (or ZONEKEEP_TICKET_SECRET) or --join"),
+        _ => bail!("{NO_TICKETS}"),
     };
+    if matches!(a.workload, WorkloadArg::Generic) && a.inputs.is_empty() {
+        bail!("{NO_INPUTS}");
+    }
     let zone = a.zones.clone().unwrap_or_else(|| a.zone.clone());
     let mut cfg = BenchConfig::new(a.url.clone(), zone, a.bots, auth);
     cfg.zones = ZoneTarget {
@@ -300,6 +303,31 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
     Ok(cfg)
 }
 
+/// What a bare `zonekeep bench` is missing, and the shortest way to a useful first run.
+const NO_TICKETS: &str = "the bots need tickets the host accepts: set ZONEKEEP_TICKET_SECRET to \
+the host's ticket secret (or give --ticket-secret, or --join URL for a ticket service). A first \
+run: start the host with `ZONEKEEP_TICKET_SECRET=<32+ bytes> zonekeep serve --dev-kinds`, then run \
+`zonekeep bench --workload arena` with the same ZONEKEEP_TICKET_SECRET";
+
+/// The generic workload sends only what it is given.
+const NO_INPUTS: &str = "the generic workload sends the --input templates and none was given: \
+add --input '<template>' in the zone's input format (e.g. --input '[\"$int:-1:1\", \"$int:-1:1\"]'), \
+or try --workload arena (the host needs --dev or --dev-kinds)";
+
+/// Warnings about a run whose figures do not measure what was meant.
+fn run_warnings(report: &Report) -> Vec<String> {
+    let c = &report.counts;
+    let mut w = Vec::new();
+    if c.inputs_sent > 0 && c.inputs_acked == 0 {
+        w.push(format!(
+            "no input was acknowledged ({} sent): the zone refused or ignored every input; \
+             check --input against the zone's input format and --kind",
+            c.inputs_sent
+        ));
+    }
+    w
+}
+
 fn output(report: &Report, file: Option<&PathBuf>, json: bool) -> Result<()> {
     let text = serde_json::to_string_pretty(report)?;
     if let Some(path) = file {
@@ -335,19 +363,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     let a = *args.run;
     let cfg = config(&a)?;
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    crate::cli::init_logging("warn");
     // One thread: the bots must not compete with the server for more than one core.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let report = runtime.block_on(zonekeep_bench::run(cfg))?;
     output(&report, a.report.as_ref(), a.json)?;
+    for w in run_warnings(&report) {
+        eprintln!("zonekeep bench: warning: {w}");
+    }
     if let Some(p) = &report.probe {
         if p.mismatches() > 0 {
             bail!(
@@ -365,6 +390,56 @@ pub fn run(args: BenchArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(argv: &[&str]) -> RunArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let mut full = vec!["bench"];
+        full.extend_from_slice(argv);
+        match Cmd::try_parse_from(full) {
+            Ok(c) => c.run,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_bare_bench_names_what_is_missing_and_suggests_the_arena() {
+        // The environment may hold a secret: the check is on the parsed value.
+        let mut a = parse(&[]);
+        a.ticket_secret = None;
+        let e = config(&a).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            e.contains("ZONEKEEP_TICKET_SECRET") && e.contains("--workload arena"),
+            "{e}"
+        );
+        a.ticket_secret = Some("0123456789abcdef0123456789abcdef".into());
+        let e = config(&a).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            e.contains("--input") && e.contains("--workload arena"),
+            "{e}"
+        );
+        let arena = parse(&[
+            "--workload",
+            "arena",
+            "--ticket-secret",
+            "0123456789abcdef0123456789abcdef",
+        ]);
+        assert!(config(&arena).is_ok());
+    }
+
+    #[test]
+    fn a_run_that_acks_nothing_is_warned_about() {
+        let mut r = Report::default();
+        assert!(run_warnings(&r).is_empty(), "nothing sent, nothing to say");
+        r.counts.inputs_sent = 50;
+        assert_eq!(run_warnings(&r).len(), 1);
+        r.counts.inputs_acked = 1;
+        assert!(run_warnings(&r).is_empty());
+    }
 
     #[test]
     fn durations_parse_with_units() {

@@ -12,13 +12,18 @@ use zonekeep_core::{Claims, Role};
 use zonekeep_server::examples::Dots;
 use zonekeep_server::persist::Persistence;
 use zonekeep_server::ticket::{mint, unix_now, MintRequest};
-use zonekeep_server::{Host, Secret, ServerConfig};
+use zonekeep_server::{Host, HostBuilder, Secret, ServerConfig};
 
-use crate::ledger_test::LedgerTest;
+use crate::ledger_zone::LedgerZone;
 
 /// Zonekeep: an authoritative multiplayer game server.
 #[derive(Debug, Parser)]
-#[command(name = "zonekeep", version, about)]
+#[command(
+    name = "zonekeep",
+    version,
+    about = "Zonekeep, an authoritative multiplayer game server: run a host (serve), mint a ticket \
+             (ticket), load-test a host with bots (bench)."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,9 +62,14 @@ struct ServeArgs {
     #[arg(long, env = "ZONEKEEP_LISTEN")]
     listen: Option<SocketAddr>,
     /// Dev mode: /dev/ticket mints guest tickets, /dev/netsim simulates bad networks; a random ticket
-    /// key is generated when none is configured.
+    /// key is generated when none is configured; implies --dev-kinds.
     #[arg(long, env = "ZONEKEEP_DEV")]
     dev: bool,
+    /// Also register the dev and bench zone kinds (dots, ledger-test, arena-workload,
+    /// arena-workload-budget) without the rest of dev mode, e.g. for `zonekeep bench --workload arena`
+    /// against a host with signed tickets only. A production host serves the arena alone.
+    #[arg(long, env = "ZONEKEEP_DEV_KINDS")]
+    dev_kinds: bool,
     /// Admin bearer token (at least 16 bytes); without it the admin API is off.
     #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
     admin_token: Option<String>,
@@ -75,6 +85,9 @@ struct ServeArgs {
     /// Time to send a complete HTTP request head, ms (slowloris guard) [default: 5000].
     #[arg(long, env = "ZONEKEEP_HEADER_READ_TIMEOUT_MS")]
     header_read_timeout_ms: Option<u64>,
+    /// Time a plain HTTP request may take, body included, ms (408 after it) [default: 30000].
+    #[arg(long, env = "ZONEKEEP_REQUEST_TIMEOUT_MS")]
+    request_timeout_ms: Option<u64>,
     /// Time from the WebSocket upgrade to the Hello, ms [default: 5000].
     #[arg(long, env = "ZONEKEEP_HANDSHAKE_TIMEOUT_MS")]
     handshake_timeout_ms: Option<u64>,
@@ -99,9 +112,13 @@ struct ServeArgs {
     /// Time allowed to write the final Kick, ms [default: 1000].
     #[arg(long, env = "ZONEKEEP_KICK_WRITE_TIMEOUT_MS")]
     kick_write_timeout_ms: Option<u64>,
-    /// Kernel send buffer for accepted sockets, bytes; 0 = OS default [default: 0].
+    /// Kernel send buffer for accepted sockets, bytes; 0 = OS default [default: 131072].
     #[arg(long, env = "ZONEKEEP_SOCKET_SEND_BUFFER")]
     socket_send_buffer: Option<usize>,
+    /// Kick with SLOW_CONSUMER a client that leaves a WebSocket Ping unanswered this long, ms
+    /// (it stopped reading) [default: 10000].
+    #[arg(long, env = "ZONEKEEP_READ_PROGRESS_TIMEOUT_MS")]
+    read_progress_timeout_ms: Option<u64>,
     /// Sustained inputs per second per connection [default: 60].
     #[arg(long, env = "ZONEKEEP_INPUT_RATE")]
     input_rate: Option<f64>,
@@ -114,6 +131,12 @@ struct ServeArgs {
     /// Burst of rate-limited inputs tolerated before a kick [default: 120].
     #[arg(long, env = "ZONEKEEP_ABUSE_BURST")]
     abuse_burst: Option<u32>,
+    /// Sustained Pings per second per connection; the excess gets no Pong [default: 10].
+    #[arg(long, env = "ZONEKEEP_PING_RATE")]
+    ping_rate: Option<f64>,
+    /// Ping burst above the rate [default: 20].
+    #[arg(long, env = "ZONEKEEP_PING_BURST")]
+    ping_burst: Option<u32>,
     /// Input inbox per zone [default: 8192].
     #[arg(long, env = "ZONEKEEP_ZONE_INBOX")]
     zone_inbox: Option<usize>,
@@ -219,6 +242,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
         max_connections,
         max_connections_per_ip,
         header_read_timeout_ms,
+        request_timeout_ms,
         handshake_timeout_ms,
         idle_timeout_ms,
         max_message_bytes,
@@ -228,6 +252,9 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
         outbox_frames,
         kick_write_timeout_ms,
         socket_send_buffer,
+        read_progress_timeout_ms,
+        ping_rate,
+        ping_burst,
         input_rate,
         input_burst,
         abuse_rate,
@@ -253,15 +280,36 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     Ok(cfg)
 }
 
-fn serve(args: ServeArgs) -> Result<()> {
-    let cfg = serve_config(&args)?;
+/// The zone kinds a host registers: the arena always (the default kind, its page at `/`); the
+/// dev and bench kinds only when asked for, so a production host offers no test zones.
+fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuilder {
+    let builder = builder.zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null);
+    if !dev_kinds {
+        return builder;
+    }
+    builder
+        .zone::<Dots>("dots")
+        .arena_workload()
+        .zone::<LedgerZone>("ledger-test")
+}
+
+/// Logs to stderr; colours only when stderr is a terminal (a log file or a pipe gets plain text).
+pub(crate) fn init_logging(default_filter: &str) {
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .init();
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
+    let cfg = serve_config(&args)?;
+    let dev_kinds = args.dev || args.dev_kinds;
+    init_logging("info");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("zonekeep-io")
@@ -274,22 +322,23 @@ fn serve(args: ServeArgs) -> Result<()> {
             .await
             .context("opening the store")?;
         // The arena demo is the default kind (a ticket without a `kind` claim gets it) and its
-        // page is served at `/`; `dots` stays available for raw clients.
-        let host = Host::builder()
-            .config(cfg)
-            .zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null)
-            .zone::<Dots>("dots")
-            .arena_workload()
-            .zone::<LedgerTest>("ledger-test")
+        // page is served at `/`.
+        let host = register_kinds(Host::builder().config(cfg), dev_kinds)
             .persistence(persistence)
             .build()?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr()?;
-        // Scripts and tests read this line to find the port when listening on :0.
-        println!("zonekeep listening on {addr}");
-        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: arena (default, page at /), dots, ledger-test");
+        // Scripts and tests read this line to find the port when listening on :0; it is a URL a
+        // terminal lets you open (the arena page is at `/`).
+        println!("zonekeep listening on http://{addr}");
+        let kinds = if dev_kinds {
+            "arena (default, page at /), dots, ledger-test, arena-workload, arena-workload-budget"
+        } else {
+            "arena (default, page at /)"
+        };
+        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: {kinds}");
         host.serve_with(listener, zonekeep_arena::web_routes(), shutdown_signal())
             .await?;
         Ok(())

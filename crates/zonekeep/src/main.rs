@@ -8,7 +8,7 @@
 
 mod bench;
 mod cli;
-mod ledger_test;
+mod ledger_zone;
 mod persist_args;
 
 use std::process::ExitCode;

@@ -64,7 +64,7 @@ async fn sigterm_kicks_clients_with_shutting_down_and_exits_cleanly() {
     .unwrap();
     let addr = line
         .trim()
-        .strip_prefix("zonekeep listening on ")
+        .strip_prefix("zonekeep listening on http://")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_string();
 

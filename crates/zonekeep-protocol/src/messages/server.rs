@@ -93,14 +93,14 @@ kick_codes! {
     VERSION_MISMATCH = 10, "No common protocol version, or content version refused.";
     KICKED = 11, "Removed by an admin or by the zone.";
     SHUTTING_DOWN = 12, "The server is restarting; reconnect shortly.";
-    RATE_LIMITED = 13, "Sustained input above the allowed rate.";
+    RATE_LIMITED = 13, "Sustained input or Pings above the allowed rate.";
     PROTOCOL_ERROR = 14, "Undecodable message, text frame, message out of place.";
     MESSAGE_TOO_LARGE = 15, "A frame or message over the host's limit.";
     HANDSHAKE_TIMEOUT = 16, "No Hello in time.";
     IDLE_TIMEOUT = 17, "Nothing received for too long.";
-    SLOW_CONSUMER = 18, "The client did not read fast enough; its outbox overflowed.";
+    SLOW_CONSUMER = 18, "The client did not read fast enough: its outbox overflowed, or a WebSocket Ping went unanswered.";
     JOIN_REFUSED = 19, "The zone refused the join; the reason says why.";
-    RECONNECT_REFUSED = 20, "The reconnect token is unknown, expired or not this principal's.";
+    RECONNECT_REFUSED = 20, "The reconnect token is unknown, expired, not this principal's, or for another role.";
     ZONE_STOPPED = 21, "The zone was stopped.";
     TOO_MANY_CONNECTIONS = 22, "Per-address connection cap.";
     INTERNAL_ERROR = 23, "The host failed; the client may retry.";

@@ -71,6 +71,8 @@ pub struct Metrics {
     quiet_skipped: Family<Labels, Counter>,
     connections: Gauge,
     connections_refused: Family<Labels, Counter>,
+    disconnects: Family<Labels, Counter>,
+    pings_rate_limited: Counter,
     kicks: Family<Labels, Counter>,
     zones: Gauge,
     events_dropped: Counter,
@@ -99,6 +101,8 @@ impl Metrics {
             quiet_skipped: Family::default(),
             connections: Gauge::default(),
             connections_refused: Family::default(),
+            disconnects: Family::default(),
+            pings_rate_limited: Counter::default(),
             kicks: Family::default(),
             zones: Gauge::default(),
             events_dropped: Counter::default(),
@@ -152,13 +156,24 @@ impl Metrics {
         );
         registry.register(
             "zonekeep_connections",
-            "Open connections",
+            "Open TCP connections, from accept to close (including ones not yet past their handshake)",
             m.connections.clone(),
         );
         registry.register(
             "zonekeep_connections_refused",
-            "Connections refused by a cap",
+            "Connections refused or closed before being served: a cap (per_ip, total), no request \
+             head in time (header_timeout), an HTTP/2 preface (http2)",
             m.connections_refused.clone(),
+        );
+        registry.register(
+            "zonekeep_disconnects",
+            "Sessions the client ended, by how: closed (a WebSocket Close) or dropped (no Close)",
+            m.disconnects.clone(),
+        );
+        registry.register(
+            "zonekeep_pings_rate_limited",
+            "Pings over the connection's ping rate, left without a Pong",
+            m.pings_rate_limited.clone(),
         );
         registry.register("zonekeep_kicks", "Kicks sent, by code", m.kicks.clone());
         registry.register("zonekeep_zones", "Zones running", m.zones.clone());
@@ -263,17 +278,26 @@ impl Metrics {
         }
     }
 
-    /// A connection opened.
-    pub fn connection_opened(&self) {
-        self.connections.inc();
+    /// The open-connections gauge, moved by the accept loop's connection guards.
+    pub(crate) fn connections_gauge(&self) -> Gauge {
+        self.connections.clone()
     }
 
-    /// A connection closed.
-    pub fn connection_closed(&self) {
-        self.connections.dec();
+    /// A session ended by the client: `how` is `closed` (a WebSocket Close) or `dropped` (the
+    /// socket ended without one: a crashed tab, a lost network). Neither is the client's error.
+    pub fn disconnect(&self, how: &'static str) {
+        self.disconnects
+            .get_or_create(&vec![("how", how.to_owned())])
+            .inc();
     }
 
-    /// A connection was refused by a cap (`reason`: `per_ip` or `total`).
+    /// A Ping over the connection's ping rate got no Pong.
+    pub fn ping_rate_limited(&self) {
+        self.pings_rate_limited.inc();
+    }
+
+    /// A connection was refused or closed before being served (`reason`: `per_ip`, `total`,
+    /// `header_timeout` or `http2`).
     pub fn connection_refused(&self, reason: &'static str) {
         self.connections_refused
             .get_or_create(&vec![("reason", reason.to_owned())])

@@ -46,6 +46,9 @@ pub struct PlayerSummary {
     pub id: u32,
     /// Principal.
     pub principal: String,
+    /// The ticket's `name` claim, when it has one (what players see each other as).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// `player` or `observer`.
     pub role: &'static str,
     /// False within the reconnect grace.

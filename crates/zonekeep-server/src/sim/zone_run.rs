@@ -96,7 +96,7 @@ impl ZoneRun {
         let zone_id = self.entry.zone_id.clone();
         let token = match ctx
             .reconnect
-            .issue(&principal, &zone_id, player, Instant::now())
+            .issue(&principal, &zone_id, player, role, Instant::now())
         {
             Ok(t) => t.to_vec(),
             Err(e) => {
@@ -394,6 +394,11 @@ impl ZoneRun {
             .map(|p| PlayerSummary {
                 id: p.id.0,
                 principal: p.principal.as_str().to_owned(),
+                name: p
+                    .claims
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .map(str::to_owned),
                 role: match p.role {
                     Role::Player => "player",
                     Role::Observer => "observer",

@@ -173,3 +173,61 @@ async fn dev_ticket_mints_a_playable_guest_ticket() {
     assert_eq!(w.zone_id, "guest-zone");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn admin_kick_takes_a_principal_or_name_and_unknown_kinds_are_listed() {
+    let server = TestServer::start().await;
+    let a = Some(ADMIN);
+    let mut named = claims("guest:ana:01", "names");
+    named["name"] = json!("ana");
+    let (mut ana, _) = join(&server, "names", &sign(&named)).await;
+    let (mut bo, _) = join(&server, "names", &ticket("bo", "names")).await;
+    let mut twin = claims("guest:ana:02", "names");
+    twin["name"] = json!("ana");
+    let (_twin, _) = join(&server, "names", &sign(&twin)).await;
+
+    let kick = |player: Value| {
+        http(
+            &server,
+            "POST",
+            "/admin/zones/names/kick",
+            a,
+            Some(json!({"player": player})),
+        )
+    };
+    // Two participants are called "ana": the operator is told to use an id.
+    let (s, b) = kick(json!("ana")).await;
+    assert_eq!(
+        (s, parse(&b)["error"]["code"].clone()),
+        (409, json!("ambiguous")),
+        "{b}"
+    );
+    let (s, b) = kick(json!("nobody")).await;
+    assert_eq!(s, 404, "{b}");
+    // A principal names exactly one.
+    let (s, b) = kick(json!("bo")).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(expect_kick(&mut bo).await, KickCode::KICKED);
+    let (s, b) = kick(json!("guest:ana:01")).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(expect_kick(&mut ana).await, KickCode::KICKED);
+    // The remaining "ana" is now unique by name.
+    let (s, b) = kick(json!("ana")).await;
+    assert_eq!(s, 200, "{b}");
+
+    let (s, b) = http(
+        &server,
+        "POST",
+        "/admin/zones",
+        a,
+        Some(json!({"id": "k", "kind": "nope"})),
+    )
+    .await;
+    assert_eq!(s, 400, "{b}");
+    let msg = parse(&b)["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("\"nope\"") && msg.contains("blob, brief, dots, solo"),
+        "{msg}"
+    );
+    server.stop().await;
+}

@@ -321,8 +321,32 @@ pub async fn http(
     bearer: Option<&str>,
     body: Option<Value>,
 ) -> (u16, String) {
+    http_from(server, LOOPBACK, method, path, bearer, body).await
+}
+
+/// The client address of most tests.
+pub const LOOPBACK: [u8; 4] = [127, 0, 0, 1];
+
+/// A TCP connection to the host from the loopback address `from` (another address of
+/// 127.0.0.0/8 has its own per-IP slots, so a test can fill one address and observe from another).
+pub async fn tcp_from(server: &TestServer, from: [u8; 4]) -> TcpStream {
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.bind((std::net::Ipv4Addr::from(from), 0).into())
+        .unwrap();
+    sock.connect(server.addr).await.unwrap()
+}
+
+/// Like [`http`], from the loopback address `from`.
+pub async fn http_from(
+    server: &TestServer,
+    from: [u8; 4],
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<Value>,
+) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    let mut s = tcp_from(server, from).await;
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let auth = bearer
         .map(|t| format!("Authorization: Bearer {t}\r\n"))

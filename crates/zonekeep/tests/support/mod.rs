@@ -18,7 +18,7 @@ use zonekeep_protocol::messages::{ClientMessage, DeltaContext, Hello, Input, Ser
 use zonekeep_protocol::schema::Schema;
 
 pub const SECRET: &str = "persist-test-secret-0123456789abcdef";
-/// ledger-test event topics (see crates/zonekeep/src/ledger_test.rs).
+/// ledger-test event topics (see crates/zonekeep/src/ledger_zone.rs).
 pub const TOPIC_STATE: u16 = 1;
 pub const TOPIC_SETTLED: u16 = 2;
 
@@ -156,6 +156,8 @@ impl Server {
             "127.0.0.1:0".into(),
             "--sim-threads".into(),
             "1".into(),
+            // `ledger-test` is a dev kind.
+            "--dev-kinds".into(),
         ];
         args.extend(store.args());
         args.extend(extra.iter().map(|s| (*s).to_owned()));
@@ -180,7 +182,7 @@ impl Server {
         })
         .await
         .unwrap();
-        let Some(addr) = line.trim().strip_prefix("zonekeep listening on ") else {
+        let Some(addr) = line.trim().strip_prefix("zonekeep listening on http://") else {
             let log = std::fs::read_to_string(log).unwrap_or_default();
             panic!("server did not start: {line:?}\n{log}");
         };

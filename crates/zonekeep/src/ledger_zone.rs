@@ -1,5 +1,6 @@
 //! `ledger-test`: a small, real zone kind for exercising persistence end to
-//! end (the crash and shutdown tests drive it through `zonekeep serve`).
+//! end (the crash and shutdown tests drive it through `zonekeep serve`). A dev
+//! kind: registered only with `--dev` or `--dev-kinds`.
 //!
 //! - Input: 8 bytes, a `u64` LE number `n` the client picks (unique per
 //!   principal, so a test can tell facts apart across restarts).
@@ -33,7 +34,7 @@ pub const SAVE_VERSION: u64 = 1;
 
 /// The zone: counts inputs and settlements, remembers whose fact is whose.
 #[derive(Debug, Default)]
-pub struct LedgerTest {
+pub struct LedgerZone {
     inputs: u64,
     settled: u64,
     /// Facts in flight: key → (principal, n). Saved, so that a settlement of
@@ -45,11 +46,11 @@ fn send_json(ctx: &mut Ctx<'_>, to: PlayerId, topic: u16, v: &Value) {
     ctx.emit_event(EventTarget::Player(to), topic, v.to_string().into_bytes());
 }
 
-impl Zone for LedgerTest {
+impl Zone for LedgerZone {
     type Input = u64;
 
     fn create(_init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
-        Ok(LedgerTest::default())
+        Ok(LedgerZone::default())
     }
 
     fn on_join(&mut self, ctx: &mut Ctx<'_>, player: &PlayerInfo) -> Result<(), JoinRefusal> {
@@ -154,7 +155,7 @@ impl Zone for LedgerTest {
             };
             pending.insert(k.to_owned(), (p.to_owned(), n));
         }
-        Ok(LedgerTest {
+        Ok(LedgerZone {
             inputs: num("inputs")?,
             settled: num("settled")?,
             pending,
@@ -182,7 +183,7 @@ mod tests {
     #[test]
     fn one_fact_per_input_and_the_save_round_trips() {
         let clock = ManualClock::new();
-        let mut h = ZoneHost::<LedgerTest>::with_boot_epoch(
+        let mut h = ZoneHost::<LedgerZone>::with_boot_epoch(
             init(),
             ZoneConfig::default(),
             Arc::new(clock.clone()),
@@ -202,7 +203,7 @@ mod tests {
         assert_eq!(facts[0].principal.as_deref(), Some("ann"));
 
         let snap = h.snapshot().unwrap();
-        let mut r = ZoneHost::<LedgerTest>::restore(
+        let mut r = ZoneHost::<LedgerZone>::restore(
             init(),
             ZoneConfig::default(),
             Arc::new(clock.clone()),
@@ -228,11 +229,11 @@ mod tests {
     #[test]
     fn a_save_of_another_version_is_refused_with_the_reason() {
         let clock = ManualClock::new();
-        let h = ZoneHost::<LedgerTest>::new(init(), ZoneConfig::default(), Arc::new(clock.clone()))
+        let h = ZoneHost::<LedgerZone>::new(init(), ZoneConfig::default(), Arc::new(clock.clone()))
             .unwrap();
         let mut snap = zonekeep_core::Snapshot::decode(&h.snapshot().unwrap()).unwrap();
         snap.zone = br#"{"v": 2, "inputs": 1, "settled": 0, "pending": []}"#.to_vec();
-        let err = ZoneHost::<LedgerTest>::restore(
+        let err = ZoneHost::<LedgerZone>::restore(
             init(),
             ZoneConfig::default(),
             Arc::new(clock),

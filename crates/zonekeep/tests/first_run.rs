@@ -1,0 +1,155 @@
+//! What a newcomer sees running the real `zonekeep` binary: the help, the listen line, the log
+//! written to a file, the errors for a short secret and an unknown zone kind, and a production
+//! host that offers no dev zone kinds.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+use zonekeep_protocol::messages::{ClientMessage, Hello, KickCode, ServerMessage};
+
+const SECRET: &str = "first-run-test-secret-0123456789abcdef";
+
+/// Kill the child if the test fails before it exits.
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn zonekeep() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zonekeep"))
+}
+
+#[test]
+fn the_top_level_help_names_every_subcommand_in_its_summary() {
+    let out = zonekeep().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let summary = help.lines().next().unwrap_or_default();
+    for sub in ["serve", "ticket", "bench"] {
+        assert!(summary.contains(sub), "{sub} missing from {summary:?}");
+    }
+}
+
+#[test]
+fn a_short_secret_is_reported_once() {
+    let data = tempfile::tempdir().unwrap();
+    let out = zonekeep()
+        .args(["serve", "--data-dir", data.path().to_str().unwrap()])
+        .env("ZONEKEEP_TICKET_SECRET", "short")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.matches("at least 32").count(), 1, "{err}");
+}
+
+#[test]
+fn a_bare_bench_says_which_flag_is_missing() {
+    let out = zonekeep()
+        .arg("bench")
+        .env_remove("ZONEKEEP_TICKET_SECRET")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("ZONEKEEP_TICKET_SECRET") && err.contains("--workload arena"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_production_host_prints_its_url_logs_plain_text_and_serves_no_dev_kinds() {
+    let data = tempfile::tempdir().unwrap();
+    let mut child = zonekeep()
+        .args([
+            "serve",
+            "--data-dir",
+            data.path().to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--sim-threads",
+            "1",
+        ])
+        .env("ZONEKEEP_TICKET_SECRET", SECRET)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut child = Reap(child);
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("zonekeep listening on http://")
+        .unwrap_or_else(|| panic!("the listen line is not a URL: {line:?}"))
+        .to_string();
+
+    let claims = json!({"sub": "newbie", "zone": "d-1", "exp": std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 60,
+        "jti": "first-run-1", "kind": "dots"});
+    let ticket = zonekeep_server::ticket::sign_parts(
+        SECRET.as_bytes(),
+        &json!({"alg": "HS256", "kid": "default"}),
+        &claims,
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/zones/d-1"))
+        .await
+        .unwrap();
+    let hello = ClientMessage::Hello(Hello {
+        versions: vec![1],
+        ticket,
+        reconnect_token: vec![],
+        content_version: String::new(),
+    });
+    ws.send(Message::Binary(hello.to_bytes().unwrap().into()))
+        .await
+        .unwrap();
+    let kick = loop {
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .unwrap();
+        match m {
+            Some(Ok(Message::Binary(b))) => match ServerMessage::decode(&b, None) {
+                Ok(ServerMessage::Kick(k)) => break k,
+                other => panic!("a dev kind was served: {other:?}"),
+            },
+            Some(Ok(_)) => {}
+            other => panic!("closed without a Kick: {other:?}"),
+        }
+    };
+    assert_eq!(kick.code, KickCode::JOIN_REFUSED);
+    assert!(
+        kick.reason.contains("\"dots\"") && kick.reason.contains("serves: arena"),
+        "the refusal names the kinds: {:?}",
+        kick.reason
+    );
+    let _ = ws.close(None).await;
+
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    assert!(log.contains("zone kinds"), "{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "no ANSI colours in a log that is not a terminal: {log:?}"
+    );
+}
