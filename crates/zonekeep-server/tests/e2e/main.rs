@@ -9,3 +9,4 @@ mod limits;
 mod metrics;
 mod persist;
 mod refusals;
+mod sync;
