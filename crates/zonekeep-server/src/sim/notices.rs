@@ -29,7 +29,8 @@ impl Notices {
     /// `tick_hz` ticks); counts it when so.
     pub fn allow_refusal(&mut self, tick: u64, tick_hz: u32) -> bool {
         let (start, sent) = &mut self.refusal_window;
-        if tick.saturating_sub(*start) >= u64::from(tick_hz) {
+        // A window opens at the first refusal after the last one closed.
+        if *sent == 0 || tick.saturating_sub(*start) >= u64::from(tick_hz) {
             *start = tick;
             *sent = 0;
         }
