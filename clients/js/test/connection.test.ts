@@ -302,6 +302,21 @@ describe("ZoneConnection known-set check, resync and refusals", () => {
     assert.equal(conn.state, "open", "no reconnect was needed");
   });
 
+  it("a close code 4000 + k stands for Kick k when the Kick itself was lost", async () => {
+    const { sched, server, conn, closes } = setup();
+    void conn.connect();
+    await advance(sched, 100);
+    server.last.socket.drop(4012); // SHUTTING_DOWN: come back
+    await advance(sched, 50);
+    assert.equal(closes[0]?.willReconnect, true);
+    await advance(sched, 2_000);
+    assert.equal(conn.state, "open");
+    server.last.socket.drop(4011); // KICKED: stay away
+    await advance(sched, 50);
+    assert.equal(closes[1]?.willReconnect, false);
+    assert.equal(conn.state, "closed");
+  });
+
   it("reports refused inputs and an attached predictor drops them", async () => {
     const { sched, server, conn } = setup();
     const predictor = new Predictor<{ x: number; y: number }, number>({
