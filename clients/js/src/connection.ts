@@ -99,7 +99,10 @@ export interface ReconnectOptions {
   baseDelayMs?: number;
   /** Largest backoff delay in ms (default 8000). */
   maxDelayMs?: number;
-  /** How long after a disconnect the reconnect token is presented, in ms (default 30000). */
+  /**
+   * How long after a disconnect the reconnect token is presented, in ms (default: the host's grace
+   * window from Welcome, or 30000 before the first Welcome).
+   */
   graceMs?: number;
   /** Source of jitter in [0, 1) (default Math.random). */
   random?: () => number;
@@ -463,7 +466,8 @@ export class ZoneConnection {
     this.st = this.welcomeMsg === null && this.attempts === 0 ? "connecting" : "reconnecting";
     const inGrace =
       this.disconnectedAt !== null &&
-      this.sched.now() - this.disconnectedAt < (this.opts.reconnect?.graceMs ?? 30_000);
+      this.sched.now() - this.disconnectedAt <
+        (this.opts.reconnect?.graceMs ?? this.welcomeMsg?.reconnectGraceMs ?? 30_000);
     this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
     let ticket: string;
     try {

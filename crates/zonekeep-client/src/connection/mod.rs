@@ -46,8 +46,9 @@ pub type TicketSource = Arc<dyn Fn() -> TicketFuture + Send + Sync>;
 pub struct ReconnectPolicy {
     /// Reconnect at all. When false a dropped transport ends the connection.
     pub enabled: bool,
-    /// How long after the drop the reconnect token is still tried (the host's grace window;
-    /// the host's default is 15 s). After it, or after `RECONNECT_REFUSED`, a fresh ticket is used.
+    /// How long after the drop the reconnect token is still tried: at most this, and at most the
+    /// grace window the host announced in Welcome (the host's default is 15 s). After it, or after
+    /// `RECONNECT_REFUSED`, a fresh ticket is used.
     pub grace: Duration,
     /// Attempts before giving up.
     pub max_attempts: u32,

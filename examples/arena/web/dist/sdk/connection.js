@@ -296,7 +296,8 @@ export class ZoneConnection {
         const gen = ++this.gen;
         this.st = this.welcomeMsg === null && this.attempts === 0 ? "connecting" : "reconnecting";
         const inGrace = this.disconnectedAt !== null &&
-            this.sched.now() - this.disconnectedAt < (this.opts.reconnect?.graceMs ?? 30_000);
+            this.sched.now() - this.disconnectedAt <
+                (this.opts.reconnect?.graceMs ?? this.welcomeMsg?.reconnectGraceMs ?? 30_000);
         this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
         let ticket;
         try {
