@@ -23,14 +23,16 @@ import {
   SUPPORTED_VERSIONS,
   Tag,
   type ClientMessage,
+  type InputRefused,
   type Kick,
+  type KnownSetCheck,
   type Redirect,
   type Transfer,
   type Welcome,
 } from "./messages.js";
 import { Mirror, type MirrorChanges } from "./mirror.js";
 import { systemScheduler, type Scheduler, type TimerHandle } from "./scheduler.js";
-import { DecodeError } from "./wire.js";
+import { DecodeError, Reader } from "./wire.js";
 
 /** The part of the WebSocket interface the connection uses. */
 export interface SocketLike {
@@ -97,7 +99,10 @@ export interface ReconnectOptions {
   baseDelayMs?: number;
   /** Largest backoff delay in ms (default 8000). */
   maxDelayMs?: number;
-  /** How long after a disconnect the reconnect token is presented, in ms (default 30000). */
+  /**
+   * How long after a disconnect the reconnect token is presented, in ms (default: the host's grace
+   * window from Welcome, or 30000 before the first Welcome).
+   */
   graceMs?: number;
   /** Source of jitter in [0, 1) (default Math.random). */
   random?: () => number;
@@ -167,9 +172,14 @@ export interface ZoneConnectionEvents {
   kick: (kick: Kick) => void;
   /** The socket closed; `willReconnect` says whether the connection carries on. */
   close: (info: CloseInfo) => void;
-  /** A Transfer (reserved in protocol v1). */
+  /**
+   * The zone refused one of this client's inputs (PROTOCOL.md §5.6): no ack will ever cover its
+   * effect, so a predictor drops it ({@link Predictor.refuse}).
+   */
+  inputRefused: (refused: InputRefused) => void;
+  /** A Transfer (reserved, not sent yet). */
   transfer: (transfer: Transfer) => void;
-  /** A Redirect (reserved in protocol v1). */
+  /** A Redirect (reserved, not sent yet). */
   redirect: (redirect: Redirect) => void;
 }
 
@@ -231,6 +241,19 @@ function toBytes(data: unknown): Uint8Array | null {
   return null;
 }
 
+/** Whether a Delta message's flags say BASELINE (tag, varint tick, varint ack, flags). */
+function isBaseline(bytes: Uint8Array): boolean {
+  try {
+    const r = new Reader(bytes);
+    r.u8();
+    r.varintU64();
+    r.varintU32();
+    return (r.u8() & 1) !== 0;
+  } catch {
+    return false;
+  }
+}
+
 function defaultSocketFactory(url: string): SocketLike {
   const WS = (globalThis as { WebSocket?: new (url: string) => SocketLike }).WebSocket;
   if (WS === undefined) {
@@ -252,6 +275,7 @@ export class ZoneConnection {
     event: new Set(),
     kick: new Set(),
     close: new Set(),
+    inputRefused: new Set(),
     transfer: new Set(),
     redirect: new Set(),
   };
@@ -280,6 +304,9 @@ export class ZoneConnection {
   private readonly inMeter = new RateMeter();
   private readonly outMeter = new RateMeter();
   private counters = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0 };
+  /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
+  private awaitingBaseline = false;
+  private syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
   private firstWelcome: { resolve: (w: Welcome) => void; reject: (e: Error) => void } | null = null;
 
   /** A connection that does nothing until {@link connect}. */
@@ -439,7 +466,8 @@ export class ZoneConnection {
     this.st = this.welcomeMsg === null && this.attempts === 0 ? "connecting" : "reconnecting";
     const inGrace =
       this.disconnectedAt !== null &&
-      this.sched.now() - this.disconnectedAt < (this.opts.reconnect?.graceMs ?? 30_000);
+      this.sched.now() - this.disconnectedAt <
+        (this.opts.reconnect?.graceMs ?? this.welcomeMsg?.reconnectGraceMs ?? 30_000);
     this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
     let ticket: string;
     try {
@@ -524,7 +552,23 @@ export class ZoneConnection {
     if (tag === Tag.Delta) {
       const mirror = this.mirrorState;
       if (mirror === null) throw new DecodeError("invalid", "Delta before Welcome");
-      const { delta, changes } = mirror.receive(bytes);
+      if (this.awaitingBaseline) {
+        if (!isBaseline(bytes)) {
+          this.syncCounters.deltasSkipped += 1;
+          return;
+        }
+        this.awaitingBaseline = false;
+      }
+      let received: ReturnType<Mirror["receive"]>;
+      try {
+        received = mirror.receive(bytes);
+      } catch (e) {
+        // The known set no longer matches the host's: ask for a BASELINE on this socket.
+        if (!(e instanceof DecodeError)) throw e;
+        this.resync(mirror);
+        return;
+      }
+      const { delta, changes } = received;
       this.clock.onDelta(delta.tick, now);
       this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
       this.lastAck = delta.ack;
@@ -546,6 +590,13 @@ export class ZoneConnection {
         this.lastKick = m;
         this.emit("kick", m);
         return;
+      case "input_refused":
+        this.syncCounters.inputsRefused += 1;
+        this.emit("inputRefused", m);
+        return;
+      case "known_set_check":
+        this.checkKnownSet(m);
+        return;
       case "transfer":
         this.emit("transfer", m);
         return;
@@ -555,6 +606,28 @@ export class ZoneConnection {
       case "delta":
         return; // handled above
     }
+  }
+
+  /**
+   * Compares the host's check with the known set (§5.7). A mismatch, or a check while a BASELINE
+   * is still awaited (the host honours one Resync a second), sends Resync.
+   */
+  private checkKnownSet(c: KnownSetCheck): void {
+    const mirror = this.mirrorState;
+    if (mirror === null) return;
+    if (!this.awaitingBaseline && mirror.matches(c)) return;
+    this.resync(mirror);
+  }
+
+  private resync(mirror: Mirror): void {
+    this.awaitingBaseline = true;
+    this.syncCounters.resyncs += 1;
+    this.send({ type: "resync", tick: mirror.tick });
+  }
+
+  /** Resyncs sent, Deltas skipped while awaiting their BASELINE, and inputs the host refused. */
+  get syncStats(): { resyncs: number; deltasSkipped: number; inputsRefused: number } {
+    return { ...this.syncCounters };
   }
 
   private onWelcome(w: Welcome, now: number): void {
@@ -568,6 +641,7 @@ export class ZoneConnection {
     this.playerId = w.playerId;
     this.token = w.reconnectToken;
     this.mirrorState = new Mirror(w.schema);
+    this.awaitingBaseline = false;
     this.clock.reset(w.tickHz, w.tick, now);
     this.lastDeltaTick = w.tick;
     this.attempts = 0;
@@ -612,8 +686,10 @@ export class ZoneConnection {
     // The grace window runs from the moment an established session was lost.
     if (wasOpen && this.disconnectedAt === null) this.disconnectedAt = this.sched.now();
     const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
-    let decision: ReconnectDecision = localError instanceof DecodeError ? "stop" : policy(kick?.code ?? null);
-    if (kick?.code === KickCode.VERSION_MISMATCH) decision = "stop";
+    // A Kick lost in transit is still known from the close code (§6: 4000 + the Kick code).
+    const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
+    let decision: ReconnectDecision = localError instanceof DecodeError ? "stop" : policy(kickCode);
+    if (kickCode === KickCode.VERSION_MISMATCH) decision = "stop";
     if (decision === "fresh") this.forceFresh = true;
     const maxAttempts = this.opts.reconnect?.maxAttempts ?? 8;
     this.attempts += 1;

@@ -13,12 +13,15 @@ export const Tag = {
   Hello: 0x01,
   Input: 0x02,
   Ping: 0x03,
+  Resync: 0x04,
   Welcome: 0x81,
   Delta: DELTA_TAG,
   Pong: 0x83,
   Kick: 0x84,
   Redirect: 0x85,
   Transfer: 0x86,
+  InputRefused: 0x87,
+  KnownSetCheck: 0x88,
 } as const;
 
 /** Size and count limits of §7. */
@@ -36,7 +39,7 @@ export const LIMITS = {
 } as const;
 
 /** The protocol versions this SDK speaks. */
-export const SUPPORTED_VERSIONS: readonly number[] = [1];
+export const SUPPORTED_VERSIONS: readonly number[] = [2];
 
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
@@ -102,6 +105,13 @@ export interface Ping {
   clientTime: number;
 }
 
+/** §4.4: the client's known set failed a check; it asks for a BASELINE. */
+export interface Resync {
+  type: "resync";
+  /** Tick of the last Delta the client applied (0 = none). */
+  tick: number;
+}
+
 /** §5.1 */
 export interface Welcome {
   type: "welcome";
@@ -119,8 +129,14 @@ export interface Welcome {
   patchEvery: number;
   /** The zone's current tick. */
   tick: number;
-  /** Feature bits (none defined in v1). */
+  /** Feature bits (none defined yet; unknown bits are ignored). */
   features: number;
+  /** Milliseconds of client silence after which the host kicks with IDLE_TIMEOUT (a Ping counts). */
+  idleTimeoutMs: number;
+  /** Milliseconds the host waits for a Hello. */
+  handshakeTimeoutMs: number;
+  /** Milliseconds a dropped player stays resumable with the reconnect token. */
+  reconnectGraceMs: number;
   /** Token to resume this player within the grace window. */
   reconnectToken: Uint8Array;
   /** How to decode entities. */
@@ -152,7 +168,42 @@ export interface Kick {
   reason: string;
 }
 
-/** §5.3 (reserved in v1). */
+/** §5.6: the zone refused input `seq`; a predictor drops it. */
+export interface InputRefused {
+  type: "input_refused";
+  /** The refused input's sequence number. */
+  seq: number;
+  /** The zone's reason code (game-defined). */
+  code: number;
+}
+
+/** §5.7: what the client's known set should be after the Delta of `tick`. */
+export interface KnownSetCheck {
+  type: "known_set_check";
+  /** Tick of the last Delta the check covers. */
+  tick: number;
+  /** Entities in the known set. */
+  count: number;
+  /** {@link knownSetHash} of the known ids, ascending. */
+  hash: number;
+}
+
+/**
+ * FNV-1a (32 bit) over each id's four little-endian bytes, in order (§5.7): what a
+ * {@link KnownSetCheck} carries.
+ */
+export function knownSetHash(ids: Iterable<number>): number {
+  let h = 0x811c9dc5;
+  for (const id of ids) {
+    for (let k = 0; k < 4; k++) {
+      h ^= (id >>> (8 * k)) & 0xff;
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+  }
+  return h >>> 0;
+}
+
+/** §5.3 (reserved, not sent yet). */
 export interface Redirect {
   type: "redirect";
   /** Where to connect. */
@@ -161,7 +212,7 @@ export interface Redirect {
   zoneId: string;
 }
 
-/** §5.3 (reserved in v1). */
+/** §5.3 (reserved, not sent yet). */
 export interface Transfer {
   type: "transfer";
   /** The destination zone. */
@@ -173,9 +224,17 @@ export interface Transfer {
 }
 
 /** Messages a client sends. */
-export type ClientMessage = Hello | Input | Ping;
+export type ClientMessage = Hello | Input | Ping | Resync;
 /** Messages a server sends. */
-export type ServerMessage = Welcome | DeltaMessage | Pong | Kick | Redirect | Transfer;
+export type ServerMessage =
+  | Welcome
+  | DeltaMessage
+  | Pong
+  | Kick
+  | Redirect
+  | Transfer
+  | InputRefused
+  | KnownSetCheck;
 
 /** What decoding a Delta needs: the schema from Welcome and the known set before the Delta. */
 export interface DeltaContext {
@@ -217,6 +276,9 @@ export function encodeClientMessage(m: ClientMessage): Uint8Array {
     case "ping":
       w.u8(Tag.Ping).varint(m.clientTime);
       break;
+    case "resync":
+      w.u8(Tag.Resync).varint(m.tick);
+      break;
   }
   if (w.length > LIMITS.clientMessage) throw new EncodeError("too_long", "client message over 8192 bytes");
   return w.finish();
@@ -254,6 +316,9 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
     case Tag.Ping:
       m = { type: "ping", clientTime: r.varintU64() };
       break;
+    case Tag.Resync:
+      m = { type: "resync", tick: r.varintU64() };
+      break;
     default:
       throw new DecodeError("unknown_tag", `client tag 0x${tag.toString(16)}`);
   }
@@ -276,6 +341,7 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
       w.str(m.zoneId, LIMITS.zoneId, "zone id");
       w.u8(m.role === "player" ? 0 : 1);
       w.varintU32(m.tickHz).varintU32(m.patchEvery).varint(m.tick).varintU32(m.features);
+      w.varintU32(m.idleTimeoutMs).varintU32(m.handshakeTimeoutMs).varintU32(m.reconnectGraceMs);
       w.bytesField(m.reconnectToken, LIMITS.reconnectToken, "reconnect token");
       encodeSchema(w, m.schema);
       break;
@@ -301,6 +367,19 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
       w.u8(Tag.Transfer).str(m.zoneId, LIMITS.zoneId, "zone id");
       w.str(m.ticket, LIMITS.ticket, "ticket").str(m.url, LIMITS.url, "url");
       break;
+    case "input_refused":
+      if (m.seq === 0) throw new EncodeError("invalid", "input seq 0");
+      if (!Number.isInteger(m.code) || m.code < 0 || m.code > 0xffff) {
+        throw new EncodeError("invalid", `refusal code ${m.code}`);
+      }
+      w.u8(Tag.InputRefused).varintU32(m.seq).varint(m.code);
+      break;
+    case "known_set_check": {
+      w.u8(Tag.KnownSetCheck).varint(m.tick).varintU32(m.count);
+      const h = m.hash >>> 0;
+      w.u8(h & 0xff).u8((h >>> 8) & 0xff).u8((h >>> 16) & 0xff).u8(h >>> 24);
+      break;
+    }
   }
   if (w.length > LIMITS.serverMessage) throw new EncodeError("too_long", "server message over 1 MiB");
   return w.finish();
@@ -330,6 +409,9 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
       if (patchEvery < 1) throw new DecodeError("invalid", "patch_every 0");
       const tick = r.varintU64();
       const features = r.varintU32();
+      const idleTimeoutMs = r.varintU32();
+      const handshakeTimeoutMs = r.varintU32();
+      const reconnectGraceMs = r.varintU32();
       const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
       const schema = decodeSchema(r);
       m = {
@@ -342,6 +424,9 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
         patchEvery,
         tick,
         features,
+        idleTimeoutMs,
+        handshakeTimeoutMs,
+        reconnectGraceMs,
         reconnectToken,
         schema,
       };
@@ -371,6 +456,20 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
       const zoneId = r.str(LIMITS.zoneId, "zone id");
       const ticket = r.str(LIMITS.ticket, "ticket");
       m = { type: "transfer", zoneId, ticket, url: r.str(LIMITS.url, "url") };
+      break;
+    }
+    case Tag.InputRefused: {
+      const seq = r.varintU32();
+      if (seq === 0) throw new DecodeError("invalid", "input seq 0");
+      m = { type: "input_refused", seq, code: r.varintU16() };
+      break;
+    }
+    case Tag.KnownSetCheck: {
+      const tick = r.varintU64();
+      const count = r.varintU32();
+      const b = r.raw(4);
+      const hash = ((b[0] ?? 0) | ((b[1] ?? 0) << 8) | ((b[2] ?? 0) << 16) | ((b[3] ?? 0) << 24)) >>> 0;
+      m = { type: "known_set_check", tick, count, hash };
       break;
     }
     default:

@@ -6,6 +6,7 @@
  */
 
 import { decodeDelta, type Delta, type KnownEntry } from "./delta.js";
+import { knownSetHash, type KnownSetCheck } from "./messages.js";
 import { posDecode } from "./quant.js";
 import type { FieldValue, Schema } from "./schema.js";
 import { DecodeError } from "./wire.js";
@@ -43,6 +44,7 @@ export class Mirror {
   readonly schema: Schema;
   private ids: number[] = [];
   private readonly byId = new Map<number, MirrorEntity>();
+  private lastTick = 0;
 
   /** An empty known set for `schema`. */
   constructor(schema: Schema) {
@@ -82,6 +84,19 @@ export class Mirror {
   /** Decoded y of an entity's position. */
   y(e: MirrorEntity): number {
     return posDecode(e.qy, this.schema.posStep);
+  }
+
+  /** Tick of the last applied Delta (0 before the first). */
+  get tick(): number {
+    return this.lastTick;
+  }
+
+  /**
+   * Whether this known set is the one a KnownSetCheck describes (§5.7): same count, same
+   * {@link knownSetHash} of the ids. A mismatch means a Delta was mis-applied.
+   */
+  matches(check: KnownSetCheck): boolean {
+    return this.ids.length === check.count && knownSetHash(this.ids) === check.hash;
   }
 
   /** Forgets every entity. */
@@ -162,6 +177,7 @@ export class Mirror {
       spawned.push(s.id);
     }
     this.ids = mergeAscending(after, spawned);
+    this.lastTick = delta.tick;
     return { removed, updated, spawned };
   }
 }

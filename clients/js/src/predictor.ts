@@ -51,6 +51,8 @@ export class Predictor<S, I> {
   private readonly positionFn: (state: S) => Point;
   private pending: Array<PendingInput<I>> = [];
   private predicted: S | null = null;
+  /** The server state of the last reconciliation: what a refused input is replayed without. */
+  private base: S | null = null;
   private offset: Point = { x: 0, y: 0 };
   private offsetAt = 0;
   private lastSeq = 0;
@@ -101,6 +103,23 @@ export class Predictor<S, I> {
   }
 
   /**
+   * The host refused input `seq` (PROTOCOL.md §5.6): it will never be applied, so it leaves the
+   * pending inputs and the prediction is replayed without it from the last server state. Returns
+   * whether `seq` was pending.
+   */
+  refuse(seq: number): boolean {
+    const before = this.pending.length;
+    this.pending = this.pending.filter((p) => p.seq !== seq);
+    if (this.pending.length === before) return false;
+    if (this.base !== null) {
+      let next: S = this.base;
+      for (const p of this.pending) next = this.stepFn(next, p.input);
+      this.predicted = next;
+    }
+    return true;
+  }
+
+  /**
    * Reconciles with the server: `server` is the controlled entity's state at the Delta's tick (null if
    * this player controls nothing), `ack` the last seq the zone processed. `nowMs` starts an ease.
    */
@@ -108,9 +127,11 @@ export class Predictor<S, I> {
     this.pending = this.pending.filter((p) => p.seq > ack);
     if (server === null) {
       this.predicted = null;
+      this.base = null;
       this.offset = { x: 0, y: 0 };
       return;
     }
+    this.base = server;
     let next: S = server as S;
     for (const p of this.pending) next = this.stepFn(next, p.input);
     const before = this.predicted;
@@ -158,11 +179,13 @@ export class Predictor<S, I> {
   }
 
   /**
-   * Reconciles on every Delta of `conn` from the controlled entity (converted by `toState`) and resets
-   * on every Welcome (a reconnect). Returns a function that detaches it.
+   * Reconciles on every Delta of `conn` from the controlled entity (converted by `toState`), drops
+   * every input the host refuses, and resets on every Welcome (a reconnect). Returns a function that
+   * detaches it.
    */
   attach(conn: ZoneConnection, toState: (entity: MirrorEntity, mirror: Mirror) => S): () => void {
     const offWelcome = conn.on("welcome", () => this.reset());
+    const offRefused = conn.on("inputRefused", (r) => void this.refuse(r.seq));
     const offDelta = conn.on("delta", (d, info) => {
       const id = conn.controlledId;
       const e = id === null ? undefined : info.mirror.get(id);
@@ -170,6 +193,7 @@ export class Predictor<S, I> {
     });
     return () => {
       offWelcome();
+      offRefused();
       offDelta();
     };
   }
@@ -178,6 +202,7 @@ export class Predictor<S, I> {
   reset(): void {
     this.pending = [];
     this.predicted = null;
+    this.base = null;
     this.offset = { x: 0, y: 0 };
     this.lastSeq = 0;
   }

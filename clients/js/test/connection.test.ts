@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { KickCode, ManualScheduler, ZoneConnection, type CloseInfo, type ReconnectOptions } from "../src/index.js";
+import {
+  KickCode,
+  ManualScheduler,
+  Predictor,
+  ZoneConnection,
+  type CloseInfo,
+  type ReconnectOptions,
+} from "../src/index.js";
 import { FakeServer, flush, rng } from "./helpers.js";
 
 function setup(reconnect: ReconnectOptions = {}, latency = 20) {
@@ -40,12 +47,13 @@ describe("ZoneConnection handshake", () => {
     await advance(sched, 100);
     const w = await welcome;
     assert.equal(w.playerId, 1);
-    assert.equal(w.version, 1);
+    assert.equal(w.version, 2);
+    assert.equal(w.idleTimeoutMs, 30_000);
     assert.equal(conn.state, "open");
     assert.deepEqual(resumedFlags, [false]);
     const hello = server.last.received[0];
     assert.ok(hello !== undefined && hello.type === "hello");
-    assert.deepEqual(hello.versions, [1]);
+    assert.deepEqual(hello.versions, [2]);
     assert.equal(hello.ticket, "ticket-1");
     assert.equal(hello.reconnectToken.length, 0);
     assert.equal(server.last.received[1]?.type, "ping");
@@ -87,14 +95,14 @@ describe("ZoneConnection handshake", () => {
 
   it("refuses a version it did not offer and does not reconnect", async () => {
     const { sched, server, conn, closes } = setup();
-    server.versionPick = 2;
+    server.versionPick = 3;
     const p = conn.connect();
     await advance(sched, 100);
     await assert.rejects(p);
     assert.equal(conn.state, "closed");
     assert.equal(closes.length, 1);
     assert.equal(closes[0]?.willReconnect, false);
-    assert.match(closes[0]?.reason ?? "", /version 2/);
+    assert.match(closes[0]?.reason ?? "", /version 3/);
   });
 
   it("stops on Kick(VERSION_MISMATCH)", async () => {
@@ -244,5 +252,91 @@ describe("ZoneConnection reconnect", () => {
     assert.equal(conn.state, "closed");
     assert.equal(closes.length, 1);
     assert.equal(closes[0]?.willReconnect, false);
+  });
+});
+
+describe("ZoneConnection known-set check, resync and refusals", () => {
+  it("tolerates a Pong between Welcome and the BASELINE", async () => {
+    const { sched, server, conn } = setup();
+    server.pongBeforeBaseline = true;
+    const deltas: boolean[] = [];
+    conn.on("delta", (d) => deltas.push(d.baseline));
+    void conn.connect();
+    await advance(sched, 100);
+    assert.equal(conn.state, "open");
+    assert.deepEqual(deltas, [true]);
+  });
+
+  it("a corrupted known set fails the host's check and a Resync repairs it", async () => {
+    const { sched, server, conn } = setup();
+    void conn.connect();
+    await advance(sched, 100);
+    const mirror = conn.mirror;
+    assert.ok(mirror !== null);
+    server.sendKnownSetCheck(server.last);
+    await advance(sched, 50);
+    assert.equal(conn.syncStats.resyncs, 0, "a matching check changes nothing");
+    // Corrupt the client's known set: an entity the host never sent.
+    mirror.apply({
+      tick: mirror.tick,
+      ack: 0,
+      baseline: false,
+      despawns: [],
+      updates: [],
+      spawns: [{ id: 999, kind: 0, qx: 0, qy: 0, fields: [1, "ghost"] }],
+      events: null,
+    });
+    let baselines = 0;
+    conn.on("delta", (d) => {
+      if (d.baseline) baselines += 1;
+    });
+    server.sendKnownSetCheck(server.last);
+    await advance(sched, 100);
+    const resync = server.last.received.find((m) => m.type === "resync");
+    assert.ok(resync !== undefined, "the client asked for a BASELINE");
+    assert.equal(baselines, 1);
+    assert.equal(conn.mirror?.get(999), undefined, "the BASELINE replaced the corrupted set");
+    server.sendKnownSetCheck(server.last);
+    await advance(sched, 50);
+    assert.equal(conn.syncStats.resyncs, 1, "repaired: the next check passes");
+    assert.equal(conn.state, "open", "no reconnect was needed");
+  });
+
+  it("a close code 4000 + k stands for Kick k when the Kick itself was lost", async () => {
+    const { sched, server, conn, closes } = setup();
+    void conn.connect();
+    await advance(sched, 100);
+    server.last.socket.drop(4012); // SHUTTING_DOWN: come back
+    await advance(sched, 50);
+    assert.equal(closes[0]?.willReconnect, true);
+    await advance(sched, 2_000);
+    assert.equal(conn.state, "open");
+    server.last.socket.drop(4011); // KICKED: stay away
+    await advance(sched, 50);
+    assert.equal(closes[1]?.willReconnect, false);
+    assert.equal(conn.state, "closed");
+  });
+
+  it("reports refused inputs and an attached predictor drops them", async () => {
+    const { sched, server, conn } = setup();
+    const predictor = new Predictor<{ x: number; y: number }, number>({
+      step: (s, dx) => ({ x: s.x + dx, y: s.y }),
+      position: (s) => s,
+    });
+    predictor.attach(conn, (e) => ({ x: e.qx, y: e.qy }));
+    void conn.connect();
+    await advance(sched, 100);
+    const encode = (dx: number) => new Uint8Array([dx]);
+    predictor.send(conn, 1, encode);
+    predictor.send(conn, 5, encode);
+    predictor.send(conn, 1, encode);
+    assert.deepEqual(predictor.pendingSeqs, [1, 2, 3]);
+    const refused: number[] = [];
+    conn.on("inputRefused", (r) => refused.push(r.seq));
+    server.send(server.last, { type: "input_refused", seq: 2, code: 7 });
+    await advance(sched, 50);
+    assert.deepEqual(refused, [2]);
+    assert.deepEqual(predictor.pendingSeqs, [1, 3]);
+    assert.equal(conn.syncStats.inputsRefused, 1);
   });
 });

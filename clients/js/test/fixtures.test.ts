@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import {
   angleDecode,
   angleEncode,
+  canonicalPosForm,
   centeredDecode,
   centeredEncode,
   decodeClientMessage,
@@ -24,6 +25,8 @@ import {
   f32Bits,
   f32FromBits,
   fromHex,
+  knownSetHash,
+  Mirror,
   posDecode,
   posEncode,
   quantDecode,
@@ -31,6 +34,7 @@ import {
   Reader,
   toHex,
   Writer,
+  writeUpdateRecord,
   type ClientMessage,
   type Delta,
   type FieldType,
@@ -189,7 +193,7 @@ function messageFromJson(j: Obj): ClientMessage | ServerMessage {
   return out as unknown as ClientMessage | ServerMessage;
 }
 
-const SPECIAL = new Set(["primitives.json", "quant.json", "invalid.json"]);
+const SPECIAL = new Set(["primitives.json", "quant.json", "invalid.json", "canonical_pos.json"]);
 const files = readdirSync(FIXTURES).filter((f) => f.endsWith(".json"));
 
 describe("golden fixtures", () => {
@@ -197,7 +201,20 @@ describe("golden fixtures", () => {
     const types = new Set(
       files.filter((f) => !SPECIAL.has(f)).map((f) => str(obj(load(f).value).type)),
     );
-    for (const t of ["hello", "input", "ping", "welcome", "delta", "pong", "kick", "redirect", "transfer"]) {
+    for (const t of [
+      "hello",
+      "input",
+      "ping",
+      "resync",
+      "welcome",
+      "delta",
+      "pong",
+      "kick",
+      "redirect",
+      "transfer",
+      "input_refused",
+      "known_set_check",
+    ]) {
       assert.ok(types.has(t), `a fixture of type ${t}`);
     }
     for (const f of SPECIAL) assert.ok(files.includes(f), f);
@@ -300,6 +317,52 @@ describe("golden fixtures", () => {
       n++;
     }
     assert.ok(n > 10);
+  });
+
+  it("canonical_pos.json: the encoder picks the same position form, tie-breaks included", () => {
+    const fx = load("canonical_pos.json");
+    const kind = schemaFromJson(obj(load("welcome.json").value).schema as Obj).kinds[0];
+    assert.ok(kind !== undefined);
+    const cases = arr(fx.cases).map(obj);
+    assert.ok(cases.length > 0);
+    for (const c of cases) {
+      const withFields = c.fields === true;
+      const form = canonicalPosForm(num(c.qx), num(c.qy), num(c.last_qx), num(c.last_qy), withFields);
+      assert.deepEqual(form, c.form, str(c.description));
+      const w = new Writer();
+      if (form !== null || withFields) writeUpdateRecord(w, kind, form, withFields ? [[0, 1]] : []);
+      assert.equal(toHex(w.finish()), c.record, str(c.description));
+    }
+  });
+
+  it("known_set_check.json: the hash is FNV-1a of the known ids after delta_gaps.json", () => {
+    const gaps = load("delta_gaps.json");
+    const ctx = obj(gaps.context);
+    const schema = schemaFromJson(obj(ctx.schema));
+    const mirror = new Mirror(schema);
+    // Load the known set before the Delta with a BASELINE, then apply the fixture's Delta.
+    const known = arr(ctx.known).map((e) => arr(e).map(num));
+    mirror.apply({
+      tick: 1,
+      ack: 0,
+      baseline: true,
+      despawns: [],
+      updates: [],
+      spawns: known.map(([id, kind]) => ({
+        id: id as number,
+        kind: kind as number,
+        qx: 0,
+        qy: 0,
+        fields: (schema.kinds[kind as number]?.fields ?? []).map(() => 0),
+      })),
+      events: null,
+    });
+    mirror.receive(fromHex(str(gaps.hex)));
+    const check = decodeServerMessage(fromHex(str(load("known_set_check.json").hex)));
+    assert.equal(check.type, "known_set_check");
+    if (check.type !== "known_set_check") return;
+    assert.ok(mirror.matches(check));
+    assert.equal(knownSetHash([]), 0x811c9dc5);
   });
 
   it("invalid.json: every case is refused with the same error kind", () => {

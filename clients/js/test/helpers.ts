@@ -17,6 +17,7 @@ import {
   type SocketLike,
   type Update,
   type ClientMessage,
+  knownSetHash,
 } from "../src/index.js";
 
 /** A small deterministic PRNG (mulberry32) so "random" latency is reproducible. */
@@ -68,6 +69,8 @@ export class ServerSession {
   controlled: number | null = null;
   controlDirty = true;
   welcomed = false;
+  /** The BASELINE waits for the client's first Ping (see `FakeServer.pongBeforeBaseline`). */
+  baselineHeld = false;
   received: ClientMessage[] = [];
   constructor(socket: FakeSocket) {
     this.socket = socket;
@@ -156,6 +159,8 @@ export class FakeServer {
   refuseTokens = false;
   nextPlayer = 1;
   versionPick: number | null = null;
+  /** Answer the client's first Ping before sending the BASELINE (the protocol allows it). */
+  pongBeforeBaseline = false;
   /** Server-side input rule: applied to the controlled entity for each input. */
   applyInput: (e: FakeEntity, payload: Uint8Array, seq: number) => void = () => {};
 
@@ -195,7 +200,7 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v === 1));
+        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v === 2));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
           s.socket.drop(1000);
@@ -232,13 +237,17 @@ export class FakeServer {
           patchEvery: this.patchEvery,
           tick: this.tick,
           features: 0,
+          idleTimeoutMs: 30_000,
+          handshakeTimeoutMs: 5_000,
+          reconnectGraceMs: 30_000,
           reconnectToken: token,
           schema: SCHEMA,
         });
         s.welcomed = true;
         s.sent.clear();
         s.controlDirty = true;
-        this.sendDelta(s, true);
+        if (this.pongBeforeBaseline) s.baselineHeld = true;
+        else this.sendDelta(s, true);
         return;
       }
       case "input": {
@@ -247,6 +256,10 @@ export class FakeServer {
         s.ack = Math.max(s.ack, m.seq);
         return;
       }
+      case "resync":
+        // As the real host: the next Delta this session gets is a BASELINE.
+        this.sendDelta(s, true);
+        return;
       case "ping":
         this.send(s, {
           type: "pong",
@@ -254,11 +267,21 @@ export class FakeServer {
           serverTimeUs: Math.floor(this.serverMs() * 1000),
           tick: Math.floor((this.serverMs() * this.tickHz) / 1000),
         });
+        if (s.baselineHeld) {
+          s.baselineHeld = false;
+          this.sendDelta(s, true);
+        }
         return;
     }
   }
 
   onClientClosed(_s: ServerSession): void {}
+
+  /** Sends the session a KnownSetCheck of what the server believes it sent. */
+  sendKnownSetCheck(s: ServerSession): void {
+    const ids = [...s.sent.keys()].sort((a, b) => a - b);
+    this.send(s, { type: "known_set_check", tick: this.tick, count: ids.length, hash: knownSetHash(ids) });
+  }
 
   /** Builds and sends this session's Delta: the diff between the world and what it was sent. */
   sendDelta(s: ServerSession, baseline = false): Delta {

@@ -80,6 +80,8 @@ pub struct Predictor<S, I> {
     capacity: usize,
     pending: VecDeque<(u32, I)>,
     predicted: Option<S>,
+    /// The server state of the last reconciliation: what a refused input is replayed without.
+    base: Option<S>,
     easing: Option<Easing<S>>,
     last_ack: u32,
     stats: PredictorStats,
@@ -112,6 +114,7 @@ impl<S: Clone + PartialEq, I> Predictor<S, I> {
             capacity: Self::DEFAULT_CAPACITY,
             pending: VecDeque::new(),
             predicted: None,
+            base: None,
             easing: None,
             last_ack: 0,
             stats: PredictorStats::default(),
@@ -160,6 +163,7 @@ impl<S: Clone + PartialEq, I> Predictor<S, I> {
             self.pending.pop_front();
         }
         let acked = before - self.pending.len();
+        self.base = Some(server.clone());
         let mut state = server;
         for (_, input) in &self.pending {
             state = (self.step)(&state, input);
@@ -182,6 +186,24 @@ impl<S: Clone + PartialEq, I> Predictor<S, I> {
             replayed: self.pending.len(),
             diverged,
         }
+    }
+
+    /// The host refused input `seq` (PROTOCOL.md §5.6): it will never be applied, so it leaves the
+    /// pending inputs and the prediction is replayed without it from the last server state.
+    /// Returns whether `seq` was pending.
+    pub fn refuse(&mut self, seq: u32) -> bool {
+        let Some(at) = self.pending.iter().position(|(s, _)| *s == seq) else {
+            return false;
+        };
+        self.pending.remove(at);
+        if let Some(base) = &self.base {
+            let mut state = base.clone();
+            for (_, input) in &self.pending {
+                state = (self.step)(&state, input);
+            }
+            self.predicted = Some(state);
+        }
+        true
     }
 
     /// The current prediction (where the entity will be once the server has run every input sent).
@@ -225,6 +247,7 @@ impl<S: Clone + PartialEq, I> Predictor<S, I> {
     pub fn reset(&mut self) {
         self.pending.clear();
         self.predicted = None;
+        self.base = None;
         self.easing = None;
         self.last_ack = 0;
     }
@@ -270,6 +293,22 @@ mod tests {
         );
         assert_eq!(p.predicted(), Some(&P { x: 5.0, y: 0.0 }));
         assert_eq!(p.pending(), 3);
+    }
+
+    #[test]
+    fn a_refused_input_leaves_the_prediction_at_once() {
+        let mut p = Predictor::new(step);
+        p.reconcile(0, P { x: 0.0, y: 0.0 }, 0);
+        p.record(1, (1, 0));
+        p.record(2, (0, 1));
+        p.record(3, (1, 0));
+        assert!(p.refuse(2));
+        assert_eq!(p.predicted(), Some(&P { x: 2.0, y: 0.0 }));
+        assert_eq!(p.pending(), 2);
+        assert!(!p.refuse(2), "already gone");
+        // A later ack past the refused seq replays only what is left.
+        p.reconcile(1, P { x: 1.0, y: 0.0 }, 10);
+        assert_eq!(p.predicted(), Some(&P { x: 2.0, y: 0.0 }));
     }
 
     #[test]

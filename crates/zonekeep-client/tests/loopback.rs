@@ -15,8 +15,11 @@ use zonekeep_client::{
     connect, ClientError, CloseReason, ConnectOptions, Connection, Event, NetSimConfig, Patch,
     ReconnectPolicy, Replica, ReplicaConfig, Timing,
 };
-use zonekeep_protocol::delta::{Delta, Event as ZoneEvent, PosForm, Update};
-use zonekeep_protocol::messages::KickCode;
+use zonekeep_protocol::delta::{Delta, Event as ZoneEvent, PosForm, Spawn, Update};
+use zonekeep_protocol::known_set_hash;
+use zonekeep_protocol::messages::{
+    ClientMessage, InputRefused, KickCode, KnownSetCheck, ServerMessage,
+};
 use zonekeep_protocol::schema::FieldValue;
 
 /// Guards against a hang (a bug), not a performance bound.
@@ -61,7 +64,7 @@ async fn handshake_inputs_acked_clock_events_and_counters() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![1]);
+        assert_eq!(hello.versions, vec![2]);
         assert_eq!(hello.ticket, "t1");
         assert!(hello.reconnect_token.is_empty());
         hc.admit(7, b"tok-1", 100).await;
@@ -380,7 +383,7 @@ async fn kicks_at_handshake_and_in_session() {
         let mut hc = host.accept().await;
         hc.hello().await;
         let mut w = support::welcome(1, b"", 0);
-        w.version = 2;
+        w.version = 3;
         hc.send(
             &zonekeep_protocol::messages::ServerMessage::Welcome(w),
             None,
@@ -388,7 +391,7 @@ async fn kicks_at_handshake_and_in_session() {
         .await;
         assert!(matches!(
             client.await.unwrap(),
-            Err(ClientError::VersionMismatch(2))
+            Err(ClientError::VersionMismatch(3))
         ));
 
         // In session, a final Kick: the event, then Closed, and no reconnect.
@@ -417,7 +420,7 @@ async fn kicks_at_handshake_and_in_session() {
 }
 
 #[tokio::test]
-async fn a_corrupt_delta_is_not_applied_and_triggers_a_fresh_baseline() {
+async fn a_corrupt_delta_is_not_applied_and_a_resync_brings_a_fresh_baseline() {
     guarded(async {
         let mut host = TestHost::start().await;
         let url = host.url.clone();
@@ -431,15 +434,86 @@ async fn a_corrupt_delta_is_not_applied_and_triggers_a_fresh_baseline() {
         let mut bad: Delta = ack_only(102, 0);
         bad.despawns = vec![6];
         hc.delta(bad, &[(5, 0), (6, 0), (9, 0)]).await;
-        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
+        // The client asks for a BASELINE on the same connection instead of reconnecting.
+        match hc.recv_skip_pings(102).await {
+            Some(ClientMessage::Resync(r)) => assert_eq!(r.tick, 100, "the last Delta it applied"),
+            other => panic!("expected Resync, got {other:?}"),
+        }
+        // A Delta sent before the host saw the Resync is skipped, not applied to a bad known set.
+        hc.delta(ack_only(104, 0), KNOWN).await;
+        hc.delta(support::baseline(106), &[]).await;
+        let p = next_delta(&mut conn).await;
+        assert!(p.baseline);
+        assert_eq!(p.tick, 106);
+        let c = conn.counters();
+        assert_eq!((c.resyncs, c.deltas_skipped, c.reconnects), (1, 1, 0));
+        hc.drain();
+        conn.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_known_set_check_is_repaired_by_a_baseline_and_refusals_reach_the_application() {
+    guarded(async {
+        let mut host = TestHost::start().await;
+        let url = host.url.clone();
+        let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
-        assert_eq!(hc.hello().await.reconnect_token, b"tok-1");
-        hc.admit(7, b"tok-2", 110).await;
-        assert!(matches!(
-            next(&mut conn).await,
-            Event::Welcome { resumed: true, .. }
-        ));
+        hc.hello().await;
+        hc.welcome(7, b"tok-1", 100).await;
+        // A Pong may come between Welcome and the BASELINE (the first Ping races the join).
+        hc.answer_ping(100).await;
+        hc.delta(support::baseline(100), &[]).await;
+        let (mut conn, _) = client.await.unwrap().unwrap();
         assert!(next_delta(&mut conn).await.baseline);
+
+        // The client's known set matches: nothing happens.
+        let check = |tick, ids: &[u32]| {
+            ServerMessage::KnownSetCheck(KnownSetCheck {
+                tick,
+                count: ids.len() as u32,
+                hash: known_set_hash(ids.iter().copied()),
+            })
+        };
+        hc.send(&check(100, &[5, 9]), None).await;
+
+        // The client's mirror is corrupted: the host believes it also holds entity 12 (a spawn
+        // the client never applied), so every later update index would name the wrong entity.
+        hc.send(&check(102, &[5, 9, 12]), None).await;
+        match hc.recv_skip_pings(102).await {
+            Some(ClientMessage::Resync(r)) => assert_eq!(r.tick, 100),
+            other => panic!("expected Resync, got {other:?}"),
+        }
+        let mut repaired = support::baseline(104);
+        repaired.spawns.push(Spawn {
+            id: 12,
+            kind: 0,
+            qx: 0,
+            qy: 0,
+            fields: vec![FieldValue::U(1), FieldValue::Q(0)],
+        });
+        hc.delta(repaired, &[]).await;
+        let p = next_delta(&mut conn).await;
+        assert!(p.baseline);
+        assert_eq!(p.spawns.len(), 3);
+        // Now the check agrees; the refusal of input 3 reaches the application.
+        hc.send(&check(104, &[5, 9, 12]), None).await;
+        hc.send(
+            &ServerMessage::InputRefused(InputRefused { seq: 3, code: 1 }),
+            None,
+        )
+        .await;
+        match next(&mut conn).await {
+            Event::InputRefused(r) => assert_eq!((r.seq, r.code), (3, 1)),
+            other => panic!("expected InputRefused, got {other:?}"),
+        }
+        let c = conn.counters();
+        assert_eq!(
+            (c.resyncs, c.inputs_refused),
+            (1, 1),
+            "one Resync, after the bad check only"
+        );
         hc.drain();
         conn.close().await;
     })

@@ -97,6 +97,8 @@ pub trait AnyZoneHost: Send {
     ) -> Result<BuildStats, ReplicateError>;
     /// See [`ZoneHost::resync`].
     fn resync(&mut self, id: PlayerId);
+    /// See [`ZoneHost::known_set_check`].
+    fn known_set_check(&self, id: PlayerId) -> Option<(u32, u32)>;
     /// See [`ZoneHost::last_build_stats`].
     fn last_build_stats(&self) -> BuildStats;
     /// For downcasting to the concrete `ZoneHost<Z>`.
@@ -206,6 +208,9 @@ impl<Z: Zone> AnyZoneHost for ZoneHost<Z> {
     }
     fn resync(&mut self, id: PlayerId) {
         ZoneHost::resync(self, id)
+    }
+    fn known_set_check(&self, id: PlayerId) -> Option<(u32, u32)> {
+        ZoneHost::known_set_check(self, id)
     }
     fn last_build_stats(&self) -> BuildStats {
         ZoneHost::last_build_stats(self)

@@ -1,7 +1,7 @@
-//! Zonekeep wire protocol v1, as specified normatively in `PROTOCOL.md` at the repository root.
+//! Zonekeep wire protocol (version 2), as specified normatively in `PROTOCOL.md` at the repository root.
 //!
 //! This crate owns the bytes: varints and other primitives ([`wire`]), the bit-exact quantization rules
-//! ([`quant`]), the entity schema ([`schema`]), the limits ([`limits`]), the Delta streaming writer and
+//! ([`quant`]), the known-set check ([`known`]), the entity schema ([`schema`]), the limits ([`limits`]), the Delta streaming writer and
 //! decoder ([`delta`]), every message, and the client-side known-set mirror.
 //!
 //! It must never depend on I/O, an async runtime, serde or `zonekeep-core`: hosts, clients, fuzzers and the
@@ -14,6 +14,7 @@
 pub mod delta;
 pub mod error;
 pub mod fuzzing;
+pub mod known;
 pub mod limits;
 pub mod messages;
 pub mod mirror;
@@ -23,9 +24,10 @@ pub mod wire;
 
 pub use delta::{decode_delta, Delta, DeltaHeader, DeltaWriter, PosForm, PosUpdate};
 pub use error::{DecodeError, EncodeError};
+pub use known::known_set_hash;
 pub use messages::{
-    ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Ping, Pong, Redirect, Role,
-    ServerMessage, Transfer, Welcome,
+    ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
+    Pong, Redirect, Resync, Role, ServerMessage, Transfer, Welcome,
 };
 pub use mirror::{Mirror, MirrorEntity, MirrorError};
 pub use schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};

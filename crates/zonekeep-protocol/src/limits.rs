@@ -34,5 +34,6 @@ pub const MAX_DELTA_LIST: usize = 65_536;
 pub const MAX_EVENTS: usize = 1024;
 /// Longest event payload in bytes.
 pub const MAX_EVENT_PAYLOAD: usize = 16_384;
-/// The only protocol version this crate speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The only protocol version this crate speaks. Version 2 added Welcome's timeouts, InputRefused,
+/// KnownSetCheck and Resync; a client offering only version 1 is answered `Kick(VERSION_MISMATCH)`.
+pub const PROTOCOL_VERSION: u32 = 2;

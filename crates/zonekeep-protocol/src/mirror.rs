@@ -5,6 +5,8 @@
 
 use crate::delta::{decode_delta, Delta};
 use crate::error::DecodeError;
+use crate::known::known_set_hash;
+use crate::messages::KnownSetCheck;
 use crate::schema::{FieldValue, Schema};
 
 /// One entity as the client holds it.
@@ -92,6 +94,14 @@ impl Mirror {
     /// Ack of the last applied Delta (the last input `seq` the zone processed).
     pub fn ack(&self) -> u32 {
         self.ack
+    }
+
+    /// Whether this known set is the one `check` describes (§5.7): same count and same
+    /// [`known_set_hash`] of the ids. A mismatch means a Delta was mis-applied; the client sends
+    /// Resync and waits for a BASELINE.
+    pub fn matches(&self, check: &KnownSetCheck) -> bool {
+        u32::try_from(self.known.len()).ok() == Some(check.count)
+            && known_set_hash(self.known.iter().map(|e| e.0)) == check.hash
     }
 
     /// Decodes `bytes` against this mirror's known set and applies the result; returns the Delta so the

@@ -230,3 +230,18 @@ fn inconsistent_deltas_leave_the_mirror_unchanged() {
     ));
     assert_eq!(m, before);
 }
+
+#[test]
+fn known_set_check_matches_only_the_same_ids() {
+    let mut m = Mirror::new();
+    send(&mut m, &baseline());
+    let check = |count, ids: &[u32]| KnownSetCheck {
+        tick: 1,
+        count,
+        hash: known_set_hash(ids.iter().copied()),
+    };
+    assert!(m.matches(&check(3, &[1, 4, 7])));
+    assert!(!m.matches(&check(3, &[1, 4, 8])), "a different id");
+    assert!(!m.matches(&check(2, &[1, 4])), "a missing id");
+    assert!(!m.matches(&check(4, &[1, 4, 7])), "the count disagrees");
+}

@@ -10,9 +10,10 @@ use fixture_json::*;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Update};
+use zonekeep_protocol::known_set_hash;
 use zonekeep_protocol::messages::{
-    ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Ping, Pong, Redirect, Role,
-    ServerMessage, Transfer, Welcome,
+    ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
+    Pong, Redirect, Resync, Role, ServerMessage, Transfer, Welcome,
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
 
@@ -64,7 +65,7 @@ fn schema() -> Schema {
     }
 }
 
-fn player(hp: u32, score: u32) -> Vec<FieldValue> {
+pub(crate) fn player(hp: u32, score: u32) -> Vec<FieldValue> {
     vec![
         FieldValue::Q(hp),
         FieldValue::Q(512),
@@ -144,7 +145,7 @@ fn delta(name: &'static str, description: &'static str, d: Delta, known: &[(u32,
 
 fn welcome() -> Welcome {
     Welcome {
-        version: 1,
+        version: 2,
         player_id: 42,
         zone_id: "arena-1".into(),
         role: Role::Player,
@@ -152,8 +153,26 @@ fn welcome() -> Welcome {
         patch_every: 2,
         tick: 1000,
         features: 0,
+        idle_timeout_ms: 30_000,
+        handshake_timeout_ms: 5_000,
+        reconnect_grace_ms: 60_000,
         reconnect_token: vec![0xa1, 0xb2, 0xc3, 0xd4],
         schema: schema(),
+    }
+}
+
+/// The check a host sends after the `delta_gaps` fixture: its known set minus id 2, plus id 50.
+fn known_check_after_gaps() -> KnownSetCheck {
+    let ids: Vec<u32> = big_known()
+        .iter()
+        .map(|e| e.0)
+        .filter(|&id| id != 2)
+        .chain([50])
+        .collect();
+    KnownSetCheck {
+        tick: 1002,
+        count: ids.len() as u32,
+        hash: known_set_hash(ids),
     }
 }
 
@@ -168,13 +187,13 @@ fn message_fixtures() -> Vec<Fixture> {
     let mut v = vec![
         client(
             "hello",
-            "Hello offering protocol versions 1 and 2 with a ticket, no reconnect token and content version \"1.4.0\".",
+            "Hello offering protocol versions 1 and 2 (the host answers with 2) with a ticket, no reconnect token and content version \"1.4.0\".",
             ClientMessage::Hello(Hello { versions: vec![1, 2], ticket: "eyJ0.e30.sig".into(), reconnect_token: vec![], content_version: "1.4.0".into() }),
         ),
         client(
             "hello_reconnect",
-            "Hello offering version 1 only, presenting an 8-byte reconnect token from an earlier Welcome and no content version.",
-            ClientMessage::Hello(Hello { versions: vec![1], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new() }),
+            "Hello offering version 2 only, presenting an 8-byte reconnect token from an earlier Welcome and no content version.",
+            ClientMessage::Hello(Hello { versions: vec![2], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new() }),
         ),
         client(
             "input",
@@ -182,9 +201,16 @@ fn message_fixtures() -> Vec<Fixture> {
             ClientMessage::Input(Input { seq: 300, view_tick: 12345, payload: vec![0x01, 0xff, 0x10] }),
         ),
         client("ping", "Ping with client time 1700000000000 (a millisecond clock).", ClientMessage::Ping(Ping { client_time: 1_700_000_000_000 })),
+        client("resync", "Resync after the Delta of tick 1002: the client's known set failed a check and it asks for a BASELINE.", ClientMessage::Resync(Resync { tick: 1002 })),
+        server("input_refused", "The zone refused input 300 with its game-defined code 2.", ServerMessage::InputRefused(InputRefused { seq: 300, code: 2 })),
+        server(
+            "known_set_check",
+            "Known-set check after the Delta of tick 1002 of the delta_gaps fixture: 41 entities (ids 1, 4, 7, 10..=46, 50), FNV-1a of their ids.",
+            ServerMessage::KnownSetCheck(known_check_after_gaps()),
+        ),
         server(
             "welcome",
-            "Welcome for player 42 in zone \"arena-1\" at 30 Hz, a Delta every 2 ticks, with the two-kind schema (player, pickup) that uses every field type.",
+            "Welcome (version 2) for player 42 in zone \"arena-1\" at 30 Hz, a Delta every 2 ticks, idle timeout 30 s, handshake timeout 5 s, reconnect grace 60 s, with the two-kind schema (player, pickup) that uses every field type.",
             ServerMessage::Welcome(welcome()),
         ),
         server(
@@ -194,9 +220,9 @@ fn message_fixtures() -> Vec<Fixture> {
         ),
         server("pong", "Pong echoing client time 1700000000000 at host time 5000000 µs, tick 1001.", ServerMessage::Pong(Pong { client_time: 1_700_000_000_000, server_time_us: 5_000_000, tick: 1001 })),
         server("kick", "Kick with VERSION_MISMATCH (10) and a reason.", ServerMessage::Kick(Kick { code: KickCode::VERSION_MISMATCH, reason: "no common version".into() })),
-        server("kick_unknown_code", "Kick with code 300, unknown to v1: decoders must accept it as-is.", ServerMessage::Kick(Kick { code: KickCode(300), reason: String::new() })),
-        server("redirect", "Redirect (reserved in v1) to another host for zone \"arena-1\".", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1".into(), zone_id: "arena-1".into() })),
-        server("transfer", "Transfer (reserved in v1) to zone \"lobby\" with a fresh ticket.", ServerMessage::Transfer(Transfer { zone_id: "lobby".into(), ticket: "eyJ0.e30.sig2".into(), url: "wss://a.example/zones/lobby".into() })),
+        server("kick_unknown_code", "Kick with code 300, undefined here: decoders must accept it as-is.", ServerMessage::Kick(Kick { code: KickCode(300), reason: String::new() })),
+        server("redirect", "Redirect (reserved, not sent yet) to another host for zone \"arena-1\".", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1".into(), zone_id: "arena-1".into() })),
+        server("transfer", "Transfer (reserved, not sent yet) to zone \"lobby\" with a fresh ticket.", ServerMessage::Transfer(Transfer { zone_id: "lobby".into(), ticket: "eyJ0.e30.sig2".into(), url: "wss://a.example/zones/lobby".into() })),
     ];
 
     let base = |tick| Delta {
@@ -225,7 +251,7 @@ fn message_fixtures() -> Vec<Fixture> {
         &[(9, 0)],
     ));
     let k = big_known();
-    // After despawning 2: index 0 = id 1, 1 = id 4, 20 = id 27, 39 = id 46.
+    // After despawning 2: index 0 = id 1, 1 = id 4, 21 = id 28, 39 = id 46.
     v.push(delta(
         "delta_gaps",
         "Delta with a despawn, four updates named in gap coding using every position form (tiny, nibbles + fields, delta + field, absolute) and one spawn.",
@@ -255,6 +281,29 @@ fn message_fixtures() -> Vec<Fixture> {
         },
         &dense,
     ));
+    let four: Vec<(u32, u32)> = (100..104).map(|id| (id, 0)).collect();
+    v.push(delta(
+        "delta_index_tie",
+        "Delta updating indices 0 and 1 of four known players: gaps (00 00) and bitset (01 03) both take two bytes, and a tie takes the gaps.",
+        Delta {
+            updates: (0..2u32)
+                .map(|i| Update { index: i, id: 100 + i, pos: Some(PosForm::Tiny { dx: 1, dy: 0 }), mask: 0, fields: vec![] })
+                .collect(),
+            ..base(1008)
+        },
+        &four,
+    ));
+    v.push(delta(
+        "delta_index_bitset_shorter",
+        "Delta updating indices 0, 1 and 2 of four known players: the bitset (01 07, two bytes) is one byte shorter than the gaps (00 00 00) and wins.",
+        Delta {
+            updates: (0..3u32)
+                .map(|i| Update { index: i, id: 100 + i, pos: Some(PosForm::Tiny { dx: 0, dy: 1 }), mask: 0, fields: vec![] })
+                .collect(),
+            ..base(1010)
+        },
+        &four,
+    ));
     v.push(delta(
         "delta_control_events",
         "Delta with CONTROL (now none), one fields-only update (score of entity 7) and two zone events.",
@@ -276,6 +325,7 @@ fn golden_fixtures_are_fresh() {
     all.push(fixture_tables::primitives());
     all.push(fixture_tables::quant_cases());
     all.push(fixture_tables::invalid_cases());
+    all.push(fixture_tables::canonical_pos());
     let bless = std::env::var_os("ZONEKEEP_BLESS").is_some_and(|v| v == "1");
     let d = dir();
     if bless {

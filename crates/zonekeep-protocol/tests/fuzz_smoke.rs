@@ -153,7 +153,7 @@ fn client_message_target() {
 fn server_message_target() {
     let schema = fuzzing::fuzz_schema();
     let welcome = ServerMessage::Welcome(Welcome {
-        version: 1,
+        version: 2,
         player_id: 3,
         zone_id: "z".into(),
         role: Role::Player,
@@ -161,6 +161,9 @@ fn server_message_target() {
         patch_every: 1,
         tick: 5,
         features: 0,
+        idle_timeout_ms: 30_000,
+        handshake_timeout_ms: 5_000,
+        reconnect_grace_ms: 60_000,
         reconnect_token: vec![1; 8],
         schema: schema.clone(),
     });

@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Update};
 use zonekeep_protocol::messages::{
-    ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Ping, Pong, Redirect, Role,
-    ServerMessage, Transfer, Welcome,
+    ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
+    Pong, Redirect, Resync, Role, ServerMessage, Transfer, Welcome,
 };
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::quant::*;
@@ -347,6 +347,7 @@ fn arb_client() -> impl Strategy<Value = ClientMessage> {
                 payload
             })),
         any::<u64>().prop_map(|client_time| ClientMessage::Ping(Ping { client_time })),
+        any::<u64>().prop_map(|tick| ClientMessage::Resync(Resync { tick })),
     ]
 }
 
@@ -354,7 +355,7 @@ fn arb_server() -> impl Strategy<Value = ServerMessage> {
     prop_oneof![
         (
             any::<u64>(),
-            any::<[u32; 4]>(),
+            any::<[u32; 7]>(),
             any::<bool>(),
             1..=1000u32,
             1..=u32::MAX,
@@ -375,6 +376,9 @@ fn arb_server() -> impl Strategy<Value = ServerMessage> {
                     patch_every,
                     tick: seed,
                     features: n[2],
+                    idle_timeout_ms: n[4],
+                    handshake_timeout_ms: n[5],
+                    reconnect_grace_ms: n[6],
                     reconnect_token: n[3].to_le_bytes().to_vec(),
                     schema: gen_schema(&mut r),
                 })
@@ -396,6 +400,11 @@ fn arb_server() -> impl Strategy<Value = ServerMessage> {
                 ticket,
                 url,
             })
+        }),
+        (1..=u32::MAX, any::<u16>())
+            .prop_map(|(seq, code)| ServerMessage::InputRefused(InputRefused { seq, code })),
+        (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(tick, count, hash)| {
+            ServerMessage::KnownSetCheck(KnownSetCheck { tick, count, hash })
         }),
     ]
 }

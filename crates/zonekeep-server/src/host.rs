@@ -303,6 +303,10 @@ impl HostBuilder {
             registry: registry.clone(),
             dispose_hook: self.dispose_hook,
             zone_inbox: config.zone_inbox,
+            timeouts: crate::sim::SessionTimeouts {
+                idle_ms: u32::try_from(config.idle_timeout_ms).unwrap_or(u32::MAX),
+                handshake_ms: u32::try_from(config.handshake_timeout_ms).unwrap_or(u32::MAX),
+            },
             persist: self.persistence,
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::ws::{Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -34,6 +34,8 @@ type Stream = SplitStream<WebSocket>;
 struct Attached {
     entry: Arc<ZoneEntry>,
     player: PlayerId,
+    /// This connection's id (a Resync names it, so a replaced connection's request is ignored).
+    conn_id: u64,
 }
 
 /// Run one upgraded connection to its end.
@@ -89,12 +91,18 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
 /// read and discard until the client's Close (or EOF), bounded by the same timeout.
 async fn finish(shared: &Shared, sink: &mut Sink, stream: &mut Stream, kick: Option<KickNotice>) {
     let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
+    let close = kick.as_ref().map(|k| CloseFrame {
+        code: close_code(k.code),
+        reason: "".into(),
+    });
     if let Some(k) = kick {
         shared.metrics.kick(&kick_label(k.code));
         let frame = kick_frame(k.code, &k.reason);
         let _ = tokio::time::timeout(bound, sink.send(Message::Binary(frame))).await;
     }
-    let _ = tokio::time::timeout(bound, sink.close()).await;
+    // The Close carries the Kick's code too (PROTOCOL.md §6), so a client that only sees the
+    // close event (a browser's `CloseEvent.code`) still learns why.
+    let _ = tokio::time::timeout(bound, sink.send(Message::Close(close))).await;
     let _ = tokio::time::timeout(bound, async {
         while let Some(Ok(m)) = stream.next().await {
             if matches!(m, Message::Close(_)) {
@@ -103,6 +111,12 @@ async fn finish(shared: &Shared, sink: &mut Sink, stream: &mut Stream, kick: Opt
         }
     })
     .await;
+}
+
+/// The WebSocket close code after a Kick (PROTOCOL.md §6): 4000 + the Kick code, in the range
+/// RFC 6455 leaves to applications; a code above 999 (none is defined) maps to 4999.
+pub(crate) fn close_code(code: zonekeep_protocol::messages::KickCode) -> u16 {
+    4000 + code.0.min(999)
 }
 
 /// The next binary message; `Ok(None)` when the client closed or the socket broke (counted in
@@ -228,6 +242,7 @@ async fn handshake(
     Ok(Some(Attached {
         entry,
         player: joined.player,
+        conn_id: conn.id,
     }))
 }
 
@@ -476,6 +491,25 @@ fn handle_message(
             }
             let now_us = u64::try_from(shared.clock.now().as_micros()).unwrap_or(u64::MAX);
             Ok(Some(pong_frame(p.client_time, now_us, a.entry.tick())))
+        }
+        Ok(ClientMessage::Resync(r)) => {
+            // A Resync costs the zone a BASELINE: it spends an input token, so a client cannot
+            // ask faster than it may send inputs (and the zone honours one a second).
+            if limits.inputs.check().is_err() {
+                if limits.abuse.check().is_err() {
+                    return Err(SessionError::RateLimited);
+                }
+                return Ok(None);
+            }
+            tracing::debug!(zone = %a.entry.zone_id, player = %a.player, tick = r.tick, "client asked for a BASELINE");
+            let cmd = SimCommand::Resync {
+                zone_id: a.entry.zone_id.clone(),
+                player: a.player,
+                conn_id: a.conn_id,
+            };
+            // A full command queue drops it: the next failed check asks again.
+            let _ = shared.pool.send(a.entry.thread, cmd);
+            Ok(None)
         }
         Ok(ClientMessage::Hello(_)) => Err(SessionError::Protocol("Hello out of place".into())),
         Err(e) => Err(SessionError::Protocol(format!("undecodable message: {e}"))),

@@ -78,7 +78,7 @@ async fn sigterm_kicks_clients_with_shutting_down_and_exits_cleanly() {
         .await
         .unwrap();
     let hello = ClientMessage::Hello(Hello {
-        versions: vec![1],
+        versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
         ticket,
         reconnect_token: vec![],
         content_version: String::new(),

@@ -263,7 +263,10 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
                         whole = false;
                         break;
                     }
-                    Event::Event { .. } | Event::Transfer(_) | Event::Redirect(_) => {}
+                    Event::Event { .. }
+                    | Event::InputRefused(_)
+                    | Event::Transfer(_)
+                    | Event::Redirect(_) => {}
                 }
             }
             _ = sleep_until(input_at.into()), if next_input.is_some() => {

@@ -406,7 +406,8 @@ fn on_binary(
             }
             _ => Some(End::Dropped),
         },
-        // Pong, and Welcome only during handshakes: nothing to track beyond the bytes.
+        // Pong, KnownSetCheck, InputRefused, and Welcome only during handshakes: nothing to track
+        // beyond the bytes (this bot keeps no known set and predicts nothing).
         _ => None,
     }
 }

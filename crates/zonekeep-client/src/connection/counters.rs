@@ -54,6 +54,12 @@ pub struct CountersSnapshot {
     pub inputs_discarded: u64,
     /// Times the event channel was full and the connection waited for the application.
     pub events_full: u64,
+    /// Inputs the host refused (InputRefused received).
+    pub inputs_refused: u64,
+    /// Resync requests sent (a failed known-set check or an undecodable Delta).
+    pub resyncs: u64,
+    /// Deltas skipped while a BASELINE was awaited after a Resync.
+    pub deltas_skipped: u64,
 }
 
 impl CountersSnapshot {
@@ -87,6 +93,9 @@ pub(crate) struct Counters {
     pub outgoing_full: AtomicU64,
     pub inputs_discarded: AtomicU64,
     pub events_full: AtomicU64,
+    pub inputs_refused: AtomicU64,
+    pub resyncs: AtomicU64,
+    pub deltas_skipped: AtomicU64,
 }
 
 pub(crate) fn add(c: &AtomicU64, v: u64) {
@@ -125,6 +134,9 @@ impl Counters {
             outgoing_full: g(&self.outgoing_full),
             inputs_discarded: g(&self.inputs_discarded),
             events_full: g(&self.events_full),
+            inputs_refused: g(&self.inputs_refused),
+            resyncs: g(&self.resyncs),
+            deltas_skipped: g(&self.deltas_skipped),
         }
     }
 }

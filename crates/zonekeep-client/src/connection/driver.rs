@@ -15,7 +15,7 @@ use tokio::time::{Interval, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::{Bytes, Message};
 use zonekeep_protocol::delta::{Delta, TAG_DELTA};
 use zonekeep_protocol::messages::{
-    peek_tag, ClientMessage, Kick, KickCode, Ping, ServerMessage, Welcome,
+    peek_tag, ClientMessage, Kick, KickCode, KnownSetCheck, Ping, Resync, ServerMessage, Welcome,
 };
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::quant::pos_decode;
@@ -85,6 +85,9 @@ pub(crate) struct Driver {
     in_capacity: usize,
     ticket: String,
     rng: Xoshiro256PlusPlus,
+    /// A Resync was sent: Deltas are skipped until the BASELINE that answers it (applying them to
+    /// a known set the host does not describe would only spread the damage).
+    awaiting_baseline: bool,
 }
 
 impl Driver {
@@ -118,6 +121,7 @@ impl Driver {
             out_delay: VecDeque::new(),
             in_delay: VecDeque::new(),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            awaiting_baseline: false,
         }
     }
 
@@ -261,7 +265,24 @@ impl Driver {
                 }
             }
             Message::Text(_) => lost("the host sent a text frame"),
-            Message::Close(_) => self.transport_ended("closed by the host".to_owned()).await,
+            Message::Close(frame) => {
+                // A Kick lost in transit is still known from the close code (PROTOCOL.md §6:
+                // 4000 + the Kick code); the Kick itself, when it arrived, was handled first.
+                let code = frame.map_or(0, |f| u16::from(f.code));
+                let flow = self.transport_ended("closed by the host".to_owned()).await;
+                match flow {
+                    Flow::Lost { reason, kick: None } if (4001..=4999).contains(&code) => {
+                        Flow::Lost {
+                            reason,
+                            kick: Some(Kick {
+                                code: KickCode(code - 4000),
+                                reason: "from the WebSocket close code".to_owned(),
+                            }),
+                        }
+                    }
+                    other => other,
+                }
+            }
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => Flow::Continue,
         }
     }
@@ -336,10 +357,20 @@ impl Driver {
     async fn process(&mut self, bytes: Bytes) -> Flow {
         let now = self.shared.now_us();
         if peek_tag(&bytes) == Ok(TAG_DELTA) {
+            if self.awaiting_baseline {
+                if !is_baseline(&bytes) {
+                    add(&self.shared.counters.deltas_skipped, 1);
+                    return Flow::Continue;
+                }
+                self.awaiting_baseline = false;
+            }
             let delta = match self.mirror.decode_apply(&bytes, &self.welcome.schema) {
                 Ok(d) => d,
-                // The known set can no longer be trusted; a reconnect brings a fresh baseline.
-                Err(e) => return lost(format!("bad Delta: {e}")),
+                // The known set can no longer be trusted: ask for a fresh baseline.
+                Err(e) => {
+                    tracing::debug!(zone = %self.welcome.zone_id, error = %e, "bad Delta; asking for a BASELINE");
+                    return self.resync().await;
+                }
             };
             let c = &self.shared.counters;
             add(&c.deltas, 1);
@@ -387,10 +418,47 @@ impl Driver {
                     kick: Some(k),
                 }
             }
+            Ok(ServerMessage::InputRefused(r)) => {
+                add(&self.shared.counters.inputs_refused, 1);
+                self.emit(Event::InputRefused(r)).await
+            }
+            Ok(ServerMessage::KnownSetCheck(c)) => self.check_known_set(&c).await,
             Ok(ServerMessage::Transfer(t)) => self.emit(Event::Transfer(t)).await,
             Ok(ServerMessage::Redirect(r)) => self.emit(Event::Redirect(r)).await,
             Ok(ServerMessage::Welcome(_)) => lost("Welcome in the middle of a session"),
             Ok(ServerMessage::Delta(_)) => lost("Delta decoded without context"),
+        }
+    }
+
+    /// Compares the host's KnownSetCheck with the mirror (PROTOCOL.md §5.7); a mismatch, or a check
+    /// arriving while a BASELINE is still awaited (the host may have dropped the first request),
+    /// sends a Resync.
+    async fn check_known_set(&mut self, c: &KnownSetCheck) -> Flow {
+        if !self.awaiting_baseline && self.mirror.matches(c) {
+            return Flow::Continue;
+        }
+        if !self.awaiting_baseline {
+            tracing::debug!(zone = %self.welcome.zone_id, tick = c.tick, "known set differs from the host's; asking for a BASELINE");
+        }
+        self.resync().await
+    }
+
+    /// Sends Resync and skips Deltas until the BASELINE that answers it.
+    async fn resync(&mut self) -> Flow {
+        self.awaiting_baseline = true;
+        add(&self.shared.counters.resyncs, 1);
+        let tick = self.mirror.tick();
+        match ClientMessage::Resync(Resync { tick }).to_bytes() {
+            Ok(bytes) => {
+                let queued_us = self.shared.now_us();
+                self.queue_out(Outgoing {
+                    bytes,
+                    queued_us,
+                    is_input: false,
+                })
+                .await
+            }
+            Err(e) => Flow::Stop(CloseReason::Lost(format!("cannot encode Resync: {e}"))),
         }
     }
 
@@ -463,6 +531,15 @@ impl Driver {
         })
         .await;
     }
+}
+
+/// Whether a Delta's flags say BASELINE (a header that does not parse is not one).
+fn is_baseline(bytes: &[u8]) -> bool {
+    let mut r = zonekeep_protocol::wire::Reader::new(bytes);
+    matches!(
+        (r.u8(), r.varint_u64(), r.varint_u32(), r.u8()),
+        (Ok(TAG_DELTA), Ok(_), Ok(_), Ok(flags)) if flags & zonekeep_protocol::delta::FLAG_BASELINE != 0
+    )
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

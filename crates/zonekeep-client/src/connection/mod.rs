@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use zonekeep_protocol::limits::{MAX_INPUT_PAYLOAD, PROTOCOL_VERSION};
-use zonekeep_protocol::messages::{ClientMessage, Hello, Input, Kick, Redirect, Transfer, Welcome};
+use zonekeep_protocol::messages::{
+    ClientMessage, Hello, Input, InputRefused, Kick, Redirect, Transfer, Welcome,
+};
 use zonekeep_protocol::EncodeError;
 
 pub use counters::{ws_header_len, CountersSnapshot};
@@ -44,8 +46,9 @@ pub type TicketSource = Arc<dyn Fn() -> TicketFuture + Send + Sync>;
 pub struct ReconnectPolicy {
     /// Reconnect at all. When false a dropped transport ends the connection.
     pub enabled: bool,
-    /// How long after the drop the reconnect token is still tried (the host's grace window;
-    /// the host's default is 15 s). After it, or after `RECONNECT_REFUSED`, a fresh ticket is used.
+    /// How long after the drop the reconnect token is still tried: at most this, and at most the
+    /// grace window the host announced in Welcome (the host's default is 15 s). After it, or after
+    /// `RECONNECT_REFUSED`, a fresh ticket is used.
     pub grace: Duration,
     /// Attempts before giving up.
     pub max_attempts: u32,
@@ -111,7 +114,7 @@ impl std::fmt::Debug for ConnectOptions {
 }
 
 impl ConnectOptions {
-    /// Defaults around a ticket: protocol v1, 1024 events, 256 outgoing messages, a Ping a
+    /// Defaults around a ticket: this crate's protocol version, 1024 events, 256 outgoing messages, a Ping a
     /// second, a 10 s handshake, reconnect on, no NetSim.
     pub fn new(ticket: impl Into<String>) -> Self {
         Self {
@@ -176,9 +179,13 @@ pub enum Event {
     /// The host kicked this client. If the code invites it (`SHUTTING_DOWN`, `INTERNAL_ERROR`,
     /// `SLOW_CONSUMER`, `IDLE_TIMEOUT`) a reconnect follows; otherwise `Closed` does.
     Kick(Kick),
-    /// The host asks the client to move to another zone (reserved in v1).
+    /// The zone refused one of this client's inputs (its `seq` and the zone's reason code): a
+    /// predictor drops it ([`Predictor::refuse`](crate::predictor::Predictor::refuse)), since no
+    /// ack will ever cover its effect.
+    InputRefused(InputRefused),
+    /// The host asks the client to move to another zone (reserved, not sent yet).
     Transfer(Transfer),
-    /// The host asks the client to connect elsewhere (reserved in v1).
+    /// The host asks the client to connect elsewhere (reserved, not sent yet).
     Redirect(Redirect),
     /// The transport dropped; reconnecting now.
     Disconnected {

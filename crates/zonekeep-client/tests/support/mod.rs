@@ -202,7 +202,7 @@ pub fn schema() -> Schema {
 
 pub fn welcome(player_id: u32, token: &[u8], tick: u64) -> Welcome {
     Welcome {
-        version: 1,
+        version: 2,
         player_id,
         zone_id: "z1".into(),
         role: Role::Player,
@@ -210,6 +210,9 @@ pub fn welcome(player_id: u32, token: &[u8], tick: u64) -> Welcome {
         patch_every: 2,
         tick,
         features: 0,
+        idle_timeout_ms: 30_000,
+        handshake_timeout_ms: 5_000,
+        reconnect_grace_ms: 15_000,
         reconnect_token: token.to_vec(),
         schema: schema(),
     }

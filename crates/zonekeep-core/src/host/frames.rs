@@ -40,6 +40,12 @@ impl<Z: Zone> ZoneHost<Z> {
         let _ = self.replicator.reset_subscriber(SubscriberId(id.0));
     }
 
+    /// The count and hash of the participant's known set as of its last frame (what a
+    /// KnownSetCheck carries); `None` for an unknown or unsubscribed participant.
+    pub fn known_set_check(&self, id: PlayerId) -> Option<(u32, u32)> {
+        self.replicator.known_check(SubscriberId(id.0)).ok()
+    }
+
     /// Build every connected participant's Delta for the current tick and hand each to `sink`
     /// (in participant id order; the buffer is reused, so copy what you keep). Call after
     /// [`advance`](ZoneHost::advance) when its report lists patch ticks. Each frame carries the

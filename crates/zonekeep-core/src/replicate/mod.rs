@@ -312,6 +312,16 @@ impl Replicator {
         Ok(s.entries.iter().filter(|e| e.sent).map(|e| e.id).collect())
     }
 
+    /// The count and [`known_set_hash`](zonekeep_protocol::known_set_hash) of the ids the
+    /// subscriber's client holds: what a KnownSetCheck (PROTOCOL.md §5.7) carries. Walks the
+    /// entries without allocating, so a periodic check costs one pass over the known set.
+    pub fn known_check(&self, id: SubscriberId) -> Result<(u32, u32), ReplicateError> {
+        let s = &self.subs[self.find(id)?];
+        let sent = || s.entries.iter().filter(|e| e.sent).map(|e| e.id);
+        let count = u32::try_from(sent().count()).unwrap_or(u32::MAX);
+        Ok((count, zonekeep_protocol::known_set_hash(sent())))
+    }
+
     /// Builds and hands every subscriber's Delta for this patch to `sink`, in subscriber id order.
     ///
     /// `can_see(subscriber, entity)` hides in-range entities (never the subscriber's own entity or a

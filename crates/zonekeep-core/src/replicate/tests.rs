@@ -388,6 +388,10 @@ proptest! {
                 }
                 let known: Vec<u32> = mirrors[s.0 as usize].known().iter().map(|k| k.0).collect();
                 prop_assert_eq!(known, r.known(*s).unwrap());
+                // The known-set check the host sends agrees with a client that applied every frame.
+                let (count, hash) = r.known_check(*s).unwrap();
+                let check = zonekeep_protocol::KnownSetCheck { tick, count, hash };
+                prop_assert!(mirrors[s.0 as usize].matches(&check));
             }
             prop_assert_eq!(stats.frames, 4);
             prop_assert_eq!(stats.over_budget, over);

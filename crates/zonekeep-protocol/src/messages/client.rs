@@ -1,4 +1,4 @@
-//! Client → server messages (PROTOCOL.md §4): Hello, Input, Ping.
+//! Client → server messages (PROTOCOL.md §4): Hello, Input, Ping, Resync.
 
 use super::tag;
 use crate::error::{DecodeError, EncodeError};
@@ -39,6 +39,14 @@ pub struct Ping {
     pub client_time: u64,
 }
 
+/// A request for a BASELINE (§4.4): the client's known set no longer matches the host's check, so
+/// it asks to start over from full state instead of applying Deltas to the wrong entities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resync {
+    /// The tick of the last Delta the client applied (0 = none); for the host's logs and metrics.
+    pub tick: u64,
+}
+
 /// Any client → server message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientMessage {
@@ -48,6 +56,8 @@ pub enum ClientMessage {
     Input(Input),
     /// Tag `0x03`.
     Ping(Ping),
+    /// Tag `0x04` (protocol version 2).
+    Resync(Resync),
 }
 
 /// The highest version in both lists (§4.1); `None` means the host answers `Kick(VERSION_MISMATCH)`.
@@ -136,6 +146,10 @@ impl ClientMessage {
                 out.push(tag::PING);
                 put_varint(out, p.client_time);
             }
+            ClientMessage::Resync(r) => {
+                out.push(tag::RESYNC);
+                put_varint(out, r.tick);
+            }
         }
         Ok(())
     }
@@ -194,6 +208,9 @@ impl ClientMessage {
             }
             tag::PING => ClientMessage::Ping(Ping {
                 client_time: r.varint_u64()?,
+            }),
+            tag::RESYNC => ClientMessage::Resync(Resync {
+                tick: r.varint_u64()?,
             }),
             t => return Err(DecodeError::UnknownTag(t)),
         };
@@ -267,6 +284,10 @@ mod tests {
         );
         let p = ClientMessage::Ping(Ping { client_time: 42 });
         assert_eq!(ClientMessage::decode(&p.to_bytes().unwrap()).unwrap(), p);
+        let r = ClientMessage::Resync(Resync { tick: 300 });
+        let b = r.to_bytes().unwrap();
+        assert_eq!(b, [4, 0xac, 0x02]);
+        assert_eq!(ClientMessage::decode(&b).unwrap(), r);
     }
 
     #[test]

@@ -3,9 +3,10 @@
 pub mod client;
 pub mod server;
 
-pub use client::{negotiate_version, ClientMessage, Hello, Input, Ping};
+pub use client::{negotiate_version, ClientMessage, Hello, Input, Ping, Resync};
 pub use server::{
-    peek_tag, DeltaContext, Kick, KickCode, Pong, Redirect, Role, ServerMessage, Transfer, Welcome,
+    peek_tag, DeltaContext, InputRefused, Kick, KickCode, KnownSetCheck, Pong, Redirect, Role,
+    ServerMessage, Transfer, Welcome,
 };
 
 /// Message tags (PROTOCOL.md §1: client → server `0x01..=0x7f`, server → client `0x80..=0xff`).
@@ -16,6 +17,8 @@ pub mod tag {
     pub const INPUT: u8 = 0x02;
     /// Ping (client).
     pub const PING: u8 = 0x03;
+    /// Resync (client, protocol version 2).
+    pub const RESYNC: u8 = 0x04;
     /// Welcome (server).
     pub const WELCOME: u8 = 0x81;
     /// Delta (server).
@@ -24,8 +27,12 @@ pub mod tag {
     pub const PONG: u8 = 0x83;
     /// Kick (server).
     pub const KICK: u8 = 0x84;
-    /// Redirect (server, reserved in v1).
+    /// Redirect (server, reserved).
     pub const REDIRECT: u8 = 0x85;
-    /// Transfer (server, reserved in v1).
+    /// Transfer (server, reserved).
     pub const TRANSFER: u8 = 0x86;
+    /// InputRefused (server, protocol version 2).
+    pub const INPUT_REFUSED: u8 = 0x87;
+    /// KnownSetCheck (server, protocol version 2).
+    pub const KNOWN_SET_CHECK: u8 = 0x88;
 }

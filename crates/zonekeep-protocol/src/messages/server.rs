@@ -1,4 +1,5 @@
-//! Server → client messages (PROTOCOL.md §5): Welcome, Delta, Pong, Kick, Redirect, Transfer.
+//! Server → client messages (PROTOCOL.md §5): Welcome, Delta, Pong, Kick, Redirect, Transfer,
+//! InputRefused, KnownSetCheck.
 //!
 //! A Delta cannot be decoded alone: it names entities by their index in the client's known set and its
 //! values by the schema's field types. [`ServerMessage::decode`] therefore takes an optional
@@ -41,8 +42,15 @@ pub struct Welcome {
     pub patch_every: u32,
     /// The zone's current tick.
     pub tick: u64,
-    /// Feature bits (none defined in v1; clients ignore unknown bits).
+    /// Feature bits (none defined yet; clients ignore unknown bits).
     pub features: u32,
+    /// Milliseconds without any message from the client (an Input, a Ping, a Resync) after which the
+    /// host kicks it with IDLE_TIMEOUT; a client that has nothing else to send pings more often.
+    pub idle_timeout_ms: u32,
+    /// Milliseconds the host waits for a Hello after the WebSocket opens (HANDSHAKE_TIMEOUT).
+    pub handshake_timeout_ms: u32,
+    /// Milliseconds a dropped player stays in the zone, resumable with `reconnect_token`.
+    pub reconnect_grace_ms: u32,
     /// Token for resuming this player (≤ 64 bytes).
     pub reconnect_token: Vec<u8>,
     /// How to decode entities.
@@ -58,6 +66,28 @@ pub struct Pong {
     pub server_time_us: u64,
     /// The zone tick at that moment.
     pub tick: u64,
+}
+
+/// The zone refused one input (§5.6): the client's predictor drops it instead of waiting for an ack
+/// that will never cover it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputRefused {
+    /// The refused input's `seq` (≥ 1).
+    pub seq: u32,
+    /// The zone's reason code (game-defined).
+    pub code: u16,
+}
+
+/// A check of the client's known set (§5.7): the entities it should hold after applying every
+/// Delta up to and including the one for `tick`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownSetCheck {
+    /// The tick of the last Delta this check covers.
+    pub tick: u64,
+    /// How many entities the known set holds.
+    pub count: u32,
+    /// [`known_set_hash`](crate::known::known_set_hash) of the known set's ids, ascending.
+    pub hash: u32,
 }
 
 /// A Kick code (§5.3). Unknown codes are valid: a newer host may add some.
@@ -124,7 +154,7 @@ pub struct Kick {
     pub reason: String,
 }
 
-/// Reserved in v1: go to another host for this zone (§5.3).
+/// Reserved, not sent yet: go to another host for this zone (§5.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redirect {
     /// Where to connect (≤ 512 bytes).
@@ -133,7 +163,7 @@ pub struct Redirect {
     pub zone_id: String,
 }
 
-/// Reserved in v1: move to another zone with a fresh ticket (§5.3).
+/// Reserved, not sent yet: move to another zone with a fresh ticket (§5.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transfer {
     /// The destination zone (≤ 128 bytes).
@@ -169,6 +199,10 @@ pub enum ServerMessage {
     Redirect(Redirect),
     /// Tag `0x86`.
     Transfer(Transfer),
+    /// Tag `0x87` (protocol version 2).
+    InputRefused(InputRefused),
+    /// Tag `0x88` (protocol version 2).
+    KnownSetCheck(KnownSetCheck),
 }
 
 /// The first byte of a message, or [`DecodeError::Truncated`] for an empty one.
@@ -232,6 +266,9 @@ impl ServerMessage {
                 put_varint(out, u64::from(w.patch_every));
                 put_varint(out, w.tick);
                 put_varint(out, u64::from(w.features));
+                put_varint(out, u64::from(w.idle_timeout_ms));
+                put_varint(out, u64::from(w.handshake_timeout_ms));
+                put_varint(out, u64::from(w.reconnect_grace_ms));
                 put_bytes_named(
                     out,
                     "reconnect token",
@@ -267,6 +304,20 @@ impl ServerMessage {
                 put_str_named(out, "zone id", &t.zone_id, MAX_ZONE_ID)?;
                 put_str_named(out, "ticket", &t.ticket, MAX_TICKET)?;
                 put_str_named(out, "url", &t.url, MAX_URL)?;
+            }
+            ServerMessage::InputRefused(i) => {
+                if i.seq == 0 {
+                    return Err(EncodeError::Invalid("input seq 0"));
+                }
+                out.push(tag::INPUT_REFUSED);
+                put_varint(out, u64::from(i.seq));
+                put_varint(out, u64::from(i.code));
+            }
+            ServerMessage::KnownSetCheck(k) => {
+                out.push(tag::KNOWN_SET_CHECK);
+                put_varint(out, k.tick);
+                put_varint(out, u64::from(k.count));
+                out.extend_from_slice(&k.hash.to_le_bytes());
             }
         }
         Ok(())
@@ -308,6 +359,9 @@ impl ServerMessage {
                 welcome_ranges(tick_hz, patch_every).map_err(DecodeError::Invalid)?;
                 let tick = r.varint_u64()?;
                 let features = r.varint_u32()?;
+                let idle_timeout_ms = r.varint_u32()?;
+                let handshake_timeout_ms = r.varint_u32()?;
+                let reconnect_grace_ms = r.varint_u32()?;
                 let reconnect_token = r
                     .bytes_named("reconnect token", MAX_RECONNECT_TOKEN)?
                     .to_vec();
@@ -321,6 +375,9 @@ impl ServerMessage {
                     patch_every,
                     tick,
                     features,
+                    idle_timeout_ms,
+                    handshake_timeout_ms,
+                    reconnect_grace_ms,
                     reconnect_token,
                     schema,
                 })
@@ -350,6 +407,23 @@ impl ServerMessage {
                 ticket: r.str_named("ticket", MAX_TICKET)?.to_owned(),
                 url: r.str_named("url", MAX_URL)?.to_owned(),
             }),
+            tag::INPUT_REFUSED => {
+                let seq = r.varint_u32()?;
+                if seq == 0 {
+                    return Err(DecodeError::Invalid("input seq 0"));
+                }
+                ServerMessage::InputRefused(InputRefused {
+                    seq,
+                    code: r.varint_u16()?,
+                })
+            }
+            tag::KNOWN_SET_CHECK => {
+                let tick = r.varint_u64()?;
+                let count = r.varint_u32()?;
+                let b: [u8; 4] = r.take(4)?.try_into().map_err(|_| DecodeError::Truncated)?;
+                let hash = u32::from_le_bytes(b);
+                ServerMessage::KnownSetCheck(KnownSetCheck { tick, count, hash })
+            }
             t => return Err(DecodeError::UnknownTag(t)),
         };
         r.finish()?;
@@ -407,6 +481,29 @@ mod tests {
     }
 
     #[test]
+    fn input_refused_and_known_set_check() {
+        let b = rt(&ServerMessage::InputRefused(InputRefused {
+            seq: 300,
+            code: 2,
+        }));
+        assert_eq!(b, [0x87, 0xac, 0x02, 0x02]);
+        assert_eq!(
+            ServerMessage::decode(&[0x87, 0, 1], None),
+            Err(DecodeError::Invalid("input seq 0"))
+        );
+        let b = rt(&ServerMessage::KnownSetCheck(KnownSetCheck {
+            tick: 5,
+            count: 2,
+            hash: 0x0403_0201,
+        }));
+        assert_eq!(b, [0x88, 5, 2, 1, 2, 3, 4]);
+        assert_eq!(
+            ServerMessage::decode(&[0x88, 5, 2, 1, 2, 3], None),
+            Err(DecodeError::Truncated)
+        );
+    }
+
+    #[test]
     fn welcome_checks_ranges() {
         let w = Welcome {
             version: 1,
@@ -417,6 +514,9 @@ mod tests {
             patch_every: 2,
             tick: 99,
             features: 0,
+            idle_timeout_ms: 30_000,
+            handshake_timeout_ms: 5_000,
+            reconnect_grace_ms: 60_000,
             reconnect_token: vec![0xab; 16],
             schema: Schema {
                 pos_step: 0.5,

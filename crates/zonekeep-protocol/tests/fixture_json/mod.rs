@@ -73,7 +73,7 @@ pub fn value_json(v: &FieldValue) -> Value {
     }
 }
 
-fn pos_json(p: &Option<PosForm>) -> Value {
+pub fn pos_json(p: &Option<PosForm>) -> Value {
     match p {
         None => Value::Null,
         Some(PosForm::Tiny { dx, dy }) => json!({"form": "tiny", "dx": dx, "dy": dy}),
@@ -125,6 +125,7 @@ pub fn client_json(m: &ClientMessage) -> Value {
             "type": "input", "seq": i.seq, "view_tick": i.view_tick, "payload": hex(&i.payload),
         }),
         ClientMessage::Ping(p) => json!({"type": "ping", "client_time": p.client_time}),
+        ClientMessage::Resync(r) => json!({"type": "resync", "tick": r.tick}),
     }
 }
 
@@ -140,6 +141,9 @@ pub fn server_json(m: &ServerMessage) -> Value {
             "patch_every": w.patch_every,
             "tick": w.tick,
             "features": w.features,
+            "idle_timeout_ms": w.idle_timeout_ms,
+            "handshake_timeout_ms": w.handshake_timeout_ms,
+            "reconnect_grace_ms": w.reconnect_grace_ms,
             "reconnect_token": hex(&w.reconnect_token),
             "schema": schema_json(&w.schema),
         }),
@@ -154,5 +158,11 @@ pub fn server_json(m: &ServerMessage) -> Value {
         ServerMessage::Transfer(t) => json!({
             "type": "transfer", "zone_id": t.zone_id, "ticket": t.ticket, "url": t.url,
         }),
+        ServerMessage::InputRefused(i) => {
+            json!({"type": "input_refused", "seq": i.seq, "code": i.code})
+        }
+        ServerMessage::KnownSetCheck(k) => {
+            json!({"type": "known_set_check", "tick": k.tick, "count": k.count, "hash": k.hash})
+        }
     }
 }

@@ -1,9 +1,9 @@
-//! Table fixtures: primitives.json, quant.json and invalid.json (shapes in tests/fixtures/protocol/README.md).
+//! Table fixtures: primitives.json, quant.json, invalid.json and canonical_pos.json (shapes in tests/fixtures/protocol/README.md).
 
 use super::fixture_json::*;
 use super::{big_known, context_json, schema, welcome, Fixture};
 use serde_json::json;
-use zonekeep_protocol::delta::decode_delta;
+use zonekeep_protocol::delta::{decode_delta, write_update_record, PosUpdate};
 use zonekeep_protocol::messages::{ClientMessage, ServerMessage};
 use zonekeep_protocol::quant::*;
 use zonekeep_protocol::wire::*;
@@ -190,9 +190,21 @@ pub fn invalid_cases() -> Fixture {
         (Dec::Client, vec![], "truncated", "Empty message."),
         (
             Dec::Client,
-            vec![0x04],
+            vec![0x05],
             "unknown_tag",
-            "Tag 0x04 is not a client message.",
+            "Tag 0x05 is not a client message.",
+        ),
+        (
+            Dec::Client,
+            vec![0x04],
+            "truncated",
+            "Resync missing its tick.",
+        ),
+        (
+            Dec::Client,
+            vec![0x02, 0x00],
+            "invalid",
+            "Input with seq 0 and nothing after it: the first failure in wire order wins (invalid, not truncated).",
         ),
         (
             Dec::Client,
@@ -268,9 +280,27 @@ pub fn invalid_cases() -> Fixture {
         ),
         (
             Dec::Server,
-            vec![0x87],
+            vec![0x89],
             "unknown_tag",
-            "Tag 0x87 is not defined in v1.",
+            "Tag 0x89 is not defined in version 2.",
+        ),
+        (
+            Dec::Server,
+            vec![0x87, 0x00, 0x01],
+            "invalid",
+            "InputRefused for seq 0.",
+        ),
+        (
+            Dec::Server,
+            vec![0x88, 0x01, 0x01, 0xaa, 0xbb, 0xcc],
+            "truncated",
+            "KnownSetCheck whose hash has 3 of its 4 bytes.",
+        ),
+        (
+            Dec::Server,
+            vec![0x84, 0x80, 0x80, 0x04, 0x01, 0xff, 0x00],
+            "overflow",
+            "Kick code beyond u16, then a non-UTF-8 reason and a trailing byte: the first failure in wire order wins.",
         ),
         (
             Dec::Server,
@@ -400,6 +430,18 @@ pub fn invalid_cases() -> Fixture {
         ),
         (
             Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x84, 0x02, 0x80, 0x08, 0]),
+            "invalid",
+            "vx code 1024 for a 10-bit centered field (codes are 0..=1023).",
+        ),
+        (
+            Dec::Delta,
+            d(&[0x00, 0x00, 0x01, 0x00, 0x00, 0x84, 0x04, 0x80, 0x02, 0]),
+            "invalid",
+            "heading code 256 for an 8-bit angle field (codes are 0..=255).",
+        ),
+        (
+            Dec::Delta,
             d(&[0x00, 0x00, 0x01, 0x00, 0x02, 0x84, 0x02, 0x02, 0]),
             "invalid",
             "Bool field value 2 (entity 4 is a pickup).",
@@ -476,5 +518,101 @@ pub fn invalid_cases() -> Fixture {
         name: "invalid",
         description: "",
         body,
+    }
+}
+
+/// canonical_pos.json: the position form an encoder must choose (§5.5.3), tie-breaks included.
+pub fn canonical_pos() -> Fixture {
+    let cases: Vec<(i32, i32, i32, i32, bool, &str)> = vec![
+        (
+            0,
+            0,
+            0,
+            0,
+            true,
+            "Unchanged position: no position in the record.",
+        ),
+        (0, 0, 5, -5, false, "Both in -5..=5, no fields: tiny."),
+        (
+            0,
+            0,
+            5,
+            -5,
+            true,
+            "Both in -5..=5 but with fields: nibbles (a tiny move carries no fields).",
+        ),
+        (0, 0, 6, 0, false, "dx 6: beyond tiny, nibbles."),
+        (0, 0, -8, 7, false, "The nibble extremes."),
+        (
+            0,
+            0,
+            8,
+            0,
+            false,
+            "dx 8: delta and absolute both take 2 bytes; a tie takes delta.",
+        ),
+        (
+            0,
+            0,
+            100,
+            0,
+            false,
+            "dx 100: delta and absolute both take 3 bytes; a tie takes delta.",
+        ),
+        (
+            1000,
+            1000,
+            1100,
+            1000,
+            false,
+            "Delta 3 bytes, absolute 4: delta.",
+        ),
+        (
+            100_000,
+            0,
+            10,
+            0,
+            false,
+            "Delta 4 bytes, absolute 2: absolute.",
+        ),
+        (
+            i32::MIN,
+            0,
+            i32::MAX,
+            0,
+            false,
+            "dx does not fit i32: absolute.",
+        ),
+    ];
+    let schema = schema();
+    let kind = &schema.kinds[0];
+    let values = super::player(1, 0);
+    let mut out = Vec::new();
+    for (last_qx, last_qy, qx, qy, with_fields, description) in cases {
+        let p = PosUpdate {
+            qx,
+            qy,
+            last_qx,
+            last_qy,
+        };
+        let mask = u32::from(with_fields);
+        let form = p.canonical_form(with_fields);
+        let mut record = Vec::new();
+        if form.is_some() || mask != 0 {
+            write_update_record(&mut record, Some(p), mask, kind, &values).unwrap();
+        }
+        out.push(json!({
+            "last_qx": last_qx, "last_qy": last_qy, "qx": qx, "qy": qy, "fields": with_fields,
+            "form": pos_json(&form), "record": hex(&record), "description": description,
+        }));
+    }
+    Fixture {
+        name: "canonical_pos",
+        description: "",
+        body: json!({
+            "name": "canonical_pos",
+            "description": "The position form the canonical encoder picks for a move from (last_qx, last_qy) to (qx, qy), with or without changed fields; record is the update record of a player (kind 0 of the welcome schema) whose hp alone changed when fields is true.",
+            "cases": out,
+        }),
     }
 }

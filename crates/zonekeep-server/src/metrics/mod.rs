@@ -69,6 +69,7 @@ pub struct Metrics {
     bytes_out: Family<Labels, Counter>,
     frames_out: Family<Labels, Counter>,
     quiet_skipped: Family<Labels, Counter>,
+    sync_notices: Family<Labels, Counter>,
     connections: Gauge,
     connections_refused: Family<Labels, Counter>,
     disconnects: Family<Labels, Counter>,
@@ -99,6 +100,7 @@ impl Metrics {
             bytes_out: Family::default(),
             frames_out: Family::default(),
             quiet_skipped: Family::default(),
+            sync_notices: Family::default(),
             connections: Gauge::default(),
             connections_refused: Family::default(),
             disconnects: Family::default(),
@@ -155,6 +157,11 @@ impl Metrics {
             m.quiet_skipped.clone(),
         );
         registry.register(
+            "zonekeep_sync_notices",
+            "InputRefused and KnownSetCheck frames sent or suppressed, Resync requests honoured or suppressed",
+            m.sync_notices.clone(),
+        );
+        registry.register(
             "zonekeep_connections",
             "Open TCP connections, from accept to close (including ones not yet past their handshake)",
             m.connections.clone(),
@@ -198,6 +205,15 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+
+    /// Count one protocol feedback notice by `kind`: `input_refused_sent`,
+    /// `input_refused_suppressed` (over the per-connection bound), `known_set_check_sent`,
+    /// `resync_honoured`, `resync_suppressed` (asked again within a second).
+    pub fn sync_notice(&self, kind: &'static str) {
+        self.sync_notices
+            .get_or_create(&vec![("kind", kind.to_owned())])
+            .inc();
     }
 
     /// Handles for a new zone (labelled if a slot is free).

@@ -9,6 +9,7 @@
 //! outbox with `try_send`, so the tick never waits on the network.
 
 mod frames;
+mod notices;
 mod registry;
 mod start;
 mod thread;
@@ -30,7 +31,7 @@ pub(crate) use frames::{kick_frame, pong_frame};
 pub use registry::{PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use registry::{Registry, ZoneEntry};
 pub(crate) use start::{abandon, mark_running, start_zone, wait_running, StartError, Startup};
-pub(crate) use thread::{KindSpec, SimContext};
+pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
 
 /// Called on the sim thread right before a zone is disposed (shutdown, stop,
 /// dormant unload). This is the persistence hook: save the zone here.
@@ -133,6 +134,12 @@ pub(crate) enum SimCommand {
         reply: oneshot::Sender<Result<Joined, JoinFailure>>,
     },
     Disconnected {
+        zone_id: String,
+        player: PlayerId,
+        conn_id: u64,
+    },
+    /// The client asked for a BASELINE (PROTOCOL.md §4.4).
+    Resync {
         zone_id: String,
         player: PlayerId,
         conn_id: u64,

@@ -28,6 +28,15 @@ pub(crate) struct KindSpec {
     pub default_params: serde_json::Value,
 }
 
+/// The session limits a Welcome announces (PROTOCOL.md §5.1).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SessionTimeouts {
+    /// Silence after which a connection is kicked with IDLE_TIMEOUT.
+    pub idle_ms: u32,
+    /// Time allowed for the Hello.
+    pub handshake_ms: u32,
+}
+
 /// Everything the threads share.
 pub(crate) struct SimContext {
     pub kinds: ZoneKinds,
@@ -38,6 +47,8 @@ pub(crate) struct SimContext {
     pub registry: Arc<Registry>,
     pub dispose_hook: Option<DisposeHook>,
     pub zone_inbox: usize,
+    /// What Welcome tells clients about the host's session timeouts.
+    pub timeouts: SessionTimeouts,
     /// Saves, hibernation and facts; `None` runs zones in memory only.
     pub persist: Option<Arc<Persistence>>,
 }
@@ -183,6 +194,15 @@ impl SimThread {
             } => {
                 if let Some(z) = self.zones.get_mut(&zone_id) {
                     z.disconnected(&self.ctx, player, conn_id);
+                }
+            }
+            SimCommand::Resync {
+                zone_id,
+                player,
+                conn_id,
+            } => {
+                if let Some(z) = self.zones.get_mut(&zone_id) {
+                    z.resync(&self.ctx, player, conn_id);
                 }
             }
             SimCommand::Create {

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use zonekeep_core::{
-    AdvanceReport, AnyZoneHost, Claims, JoinError, PlayerId, Principal, RejoinError, Role, Tier,
+    AdvanceReport, AnyZoneHost, Claims, InputOutcome, JoinError, PlayerId, Principal, RejoinError,
+    Role, Tier,
 };
 use zonekeep_protocol::messages::{KickCode, Role as WireRole, Welcome};
 
 use super::frames::{delta_ack, quiet_delta_ack, welcome_frame};
+use super::notices::{input_refused_frame, known_set_check_frame, Notices};
 use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
 use crate::conn::{ConnHandle, Offer};
@@ -25,6 +27,8 @@ struct Sub {
     /// The ack of the last Delta sent, and the tick it was sent at (quiet-frame suppression).
     last_ack: Option<u32>,
     last_frame_tick: u64,
+    /// InputRefused, KnownSetCheck and Resync bookkeeping.
+    notices: Notices,
 }
 
 pub(crate) struct ZoneRun {
@@ -114,6 +118,9 @@ impl ZoneRun {
             patch_every: cfg.patch_every,
             tick: self.host.tick(),
             features: 0,
+            idle_timeout_ms: ctx.timeouts.idle_ms,
+            handshake_timeout_ms: ctx.timeouts.handshake_ms,
+            reconnect_grace_ms: u32::try_from(cfg.reconnect_grace.as_millis()).unwrap_or(u32::MAX),
             reconnect_token: token,
             schema: self.host.schema(),
         };
@@ -127,6 +134,7 @@ impl ZoneRun {
                 conn: Some(conn),
                 last_ack: None,
                 last_frame_tick: 0,
+                notices: Notices::default(),
             },
         );
         self.publish();
@@ -202,6 +210,25 @@ impl ZoneRun {
         self.publish();
     }
 
+    /// The client of `player` asked for a BASELINE (its known set failed a check): honoured at most
+    /// once a second per connection, since each one resends the subscriber's whole view.
+    pub fn resync(&mut self, ctx: &SimContext, player: PlayerId, conn_id: u64) {
+        let tick = self.host.tick();
+        let tick_hz = self.host.config().tick_hz;
+        let Some(sub) = self.subs.get_mut(&player) else {
+            return;
+        };
+        if sub.conn.as_ref().map(|c| c.id) != Some(conn_id) {
+            return;
+        }
+        if sub.notices.allow_resync(tick, tick_hz) {
+            self.host.resync(player);
+            ctx.metrics.sync_notice("resync_honoured");
+        } else {
+            ctx.metrics.sync_notice("resync_suppressed");
+        }
+    }
+
     /// Remove a participant on an admin's request.
     pub fn kick(&mut self, ctx: &SimContext, player: PlayerId, reason: &str) -> bool {
         if self
@@ -249,10 +276,14 @@ impl ZoneRun {
     pub fn step(&mut self, ctx: &SimContext, now: Duration) -> bool {
         for _ in 0..self.inbox_capacity {
             let Ok(i) = self.inbox.try_recv() else { break };
-            // Outcomes are counted by the host and come back in the report.
-            let _ = self
+            // Outcomes are counted by the host and come back in the report; a refusal is also
+            // told to the client so its predictor drops the input.
+            let outcome = self
                 .host
                 .push_input(i.player, i.seq, i.view_tick, &i.payload);
+            if let InputOutcome::Refused(r) = outcome {
+                self.notify_refused(ctx, i.player, i.seq, r.code);
+            }
         }
         if let Some(p) = &mut self.persist {
             p.before_advance(self.host.as_mut());
@@ -262,6 +293,27 @@ impl ZoneRun {
             p.after_advance(self.host.as_mut(), now);
         }
         self.absorb(ctx, &report)
+    }
+
+    /// Send InputRefused for `seq` to `player`'s connection, within its per-second bound.
+    fn notify_refused(&mut self, ctx: &SimContext, player: PlayerId, seq: u32, code: u16) {
+        let tick = self.host.tick();
+        let tick_hz = self.host.config().tick_hz;
+        let Some(sub) = self.subs.get_mut(&player) else {
+            return;
+        };
+        let Some(conn) = sub.conn.as_ref() else {
+            return;
+        };
+        if !sub.notices.allow_refusal(tick, tick_hz) {
+            ctx.metrics.sync_notice("input_refused_suppressed");
+            return;
+        }
+        if let Some(frame) = input_refused_frame(seq, code) {
+            if send_frame(&self.metrics, conn, frame) {
+                ctx.metrics.sync_notice("input_refused_sent");
+            }
+        }
     }
 
     fn absorb(&mut self, ctx: &SimContext, report: &AdvanceReport) -> bool {
@@ -296,7 +348,7 @@ impl ZoneRun {
             ctx.metrics.events_dropped(report.events_dropped);
         }
         if !report.patch_ticks.is_empty() {
-            self.build_frames();
+            self.build_frames(ctx);
         }
         let mut dormant = false;
         for t in &report.tier_transitions {
@@ -315,11 +367,12 @@ impl ZoneRun {
     /// A Delta that says nothing new (PROTOCOL.md §6: no entity changes, no events, the same ack)
     /// is not sent, except once a second as a keep-alive: idle connections then cost next to
     /// nothing.
-    fn build_frames(&mut self) {
+    fn build_frames(&mut self, ctx: &SimContext) {
         let subs = &mut self.subs;
         let metrics = &self.metrics;
         let tick = self.host.tick();
         let keepalive = u64::from(self.host.config().tick_hz);
+        let mut checks_due: Vec<PlayerId> = Vec::new();
         let mut sink = |player: PlayerId, bytes: &[u8]| {
             let Some(sub) = subs.get_mut(&player) else {
                 return;
@@ -338,12 +391,37 @@ impl ZoneRun {
             if send_frame(metrics, conn, Bytes::copy_from_slice(bytes)) {
                 sub.last_ack = Some(quiet.unwrap_or_else(|| delta_ack(bytes)));
                 sub.last_frame_tick = tick;
+                if sub.notices.frame_sent() {
+                    checks_due.push(player);
+                }
             }
         };
-        if let Err(e) = self.host.build_frames(&mut sink) {
+        let built = self.host.build_frames(&mut sink);
+        self.send_known_set_checks(ctx, tick, &checks_due);
+        if let Err(e) = built {
             tracing::error!(zone = %self.entry.zone_id, error = %e, "building frames failed");
             for c in self.subs.values().filter_map(|s| s.conn.as_ref()) {
                 c.kick(KickCode::INTERNAL_ERROR, "frame building failed");
+            }
+        }
+    }
+
+    /// Follow the Deltas just sent to `players` with a KnownSetCheck of what each client now holds
+    /// (PROTOCOL.md §5.7); the outbox keeps them in order behind the Delta they check.
+    fn send_known_set_checks(&self, ctx: &SimContext, tick: u64, players: &[PlayerId]) {
+        for &player in players {
+            let Some((count, hash)) = self.host.known_set_check(player) else {
+                continue;
+            };
+            let Some(conn) = self.subs.get(&player).and_then(|s| s.conn.as_ref()) else {
+                continue;
+            };
+            if send_frame(
+                &self.metrics,
+                conn,
+                known_set_check_frame(tick, count, hash),
+            ) {
+                ctx.metrics.sync_notice("known_set_check_sent");
             }
         }
     }

@@ -193,7 +193,7 @@ pub async fn connect(server: &TestServer, zone: &str) -> Ws {
 
 pub fn hello_bytes(ticket: &str, token: &[u8]) -> Vec<u8> {
     ClientMessage::Hello(Hello {
-        versions: vec![1],
+        versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
         ticket: ticket.into(),
         reconnect_token: token.to_vec(),
         content_version: String::new(),

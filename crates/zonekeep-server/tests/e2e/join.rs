@@ -42,7 +42,16 @@ async fn join_send_inputs_and_see_the_ack_advance() {
     let server = TestServer::start().await;
     let (mut ws, welcome) = join(&server, "join-1", &ticket("alice", "join-1")).await;
     assert_eq!(welcome.zone_id, "join-1");
-    assert_eq!(welcome.version, 1);
+    assert_eq!(welcome.version, 2);
+    assert_eq!(welcome.idle_timeout_ms, 5_000, "the host's idle timeout");
+    assert_eq!(
+        welcome.handshake_timeout_ms, 300,
+        "the host's handshake timeout"
+    );
+    assert_eq!(
+        welcome.reconnect_grace_ms, 30_000,
+        "the dots zone's grace window"
+    );
     assert_eq!(welcome.reconnect_token.len(), 32);
     for seq in 1..=5 {
         send_input(&mut ws, seq, &[1, 0]).await;

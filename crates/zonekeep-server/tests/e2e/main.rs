@@ -10,3 +10,4 @@ mod limits;
 mod metrics;
 mod persist;
 mod refusals;
+mod sync;

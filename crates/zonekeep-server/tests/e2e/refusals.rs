@@ -112,9 +112,10 @@ async fn protocol_refusals_have_their_codes() {
     let server = TestServer::start().await;
     let (mut bystander, _) = join(&server, "proto", &ticket("bystander", "proto")).await;
 
-    // Version mismatch is decided before the ticket is looked at.
+    // Version mismatch is decided before the ticket is looked at: a version-1 client (or one
+    // offering only versions this host does not speak) gets VERSION_MISMATCH.
     let v2 = ClientMessage::Hello(Hello {
-        versions: vec![2, 3],
+        versions: vec![1, 3],
         ticket: "garbage".into(),
         reconnect_token: vec![],
         content_version: String::new(),

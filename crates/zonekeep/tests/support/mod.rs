@@ -308,7 +308,7 @@ impl LedgerClient {
             .unwrap();
         let (tx, rx) = watch::channel(ClientLog::default());
         let hello = ClientMessage::Hello(Hello {
-            versions: vec![1],
+            versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
             ticket: ticket(principal, zone),
             reconnect_token: vec![],
             content_version: String::new(),

@@ -34,7 +34,12 @@ impl Driver {
         out_rx: &mut mpsc::Receiver<Outgoing>,
     ) -> Result<(), CloseReason> {
         let lost_at = Instant::now();
-        let policy = self.opts.reconnect.clone();
+        let mut policy = self.opts.reconnect.clone();
+        // The host announces its grace window in Welcome; past it the token is refused anyway.
+        let announced = Duration::from_millis(u64::from(self.welcome.reconnect_grace_ms));
+        if !announced.is_zero() {
+            policy.grace = policy.grace.min(announced);
+        }
         let mut token_refused = false;
         let mut ticket_stale = false;
         let mut last_err = String::from("no attempt made");

@@ -15,7 +15,7 @@ import { ServerClock } from "./clock.js";
 import { decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, peekTag, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
 import { Mirror } from "./mirror.js";
 import { systemScheduler } from "./scheduler.js";
-import { DecodeError } from "./wire.js";
+import { DecodeError, Reader } from "./wire.js";
 /**
  * The default reconnect policy for a Kick code (null = the socket closed without a Kick):
  * 'fresh' retries with a new ticket, 'retry' resumes with the token when still inside the grace
@@ -85,6 +85,19 @@ function toBytes(data) {
         return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     return null;
 }
+/** Whether a Delta message's flags say BASELINE (tag, varint tick, varint ack, flags). */
+function isBaseline(bytes) {
+    try {
+        const r = new Reader(bytes);
+        r.u8();
+        r.varintU64();
+        r.varintU32();
+        return (r.u8() & 1) !== 0;
+    }
+    catch {
+        return false;
+    }
+}
 function defaultSocketFactory(url) {
     const WS = globalThis.WebSocket;
     if (WS === undefined) {
@@ -105,6 +118,7 @@ export class ZoneConnection {
         event: new Set(),
         kick: new Set(),
         close: new Set(),
+        inputRefused: new Set(),
         transfer: new Set(),
         redirect: new Set(),
     };
@@ -133,6 +147,9 @@ export class ZoneConnection {
     inMeter = new RateMeter();
     outMeter = new RateMeter();
     counters = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0 };
+    /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
+    awaitingBaseline = false;
+    syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
     firstWelcome = null;
     /** A connection that does nothing until {@link connect}. */
     constructor(options) {
@@ -279,7 +296,8 @@ export class ZoneConnection {
         const gen = ++this.gen;
         this.st = this.welcomeMsg === null && this.attempts === 0 ? "connecting" : "reconnecting";
         const inGrace = this.disconnectedAt !== null &&
-            this.sched.now() - this.disconnectedAt < (this.opts.reconnect?.graceMs ?? 30_000);
+            this.sched.now() - this.disconnectedAt <
+                (this.opts.reconnect?.graceMs ?? this.welcomeMsg?.reconnectGraceMs ?? 30_000);
         this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
         let ticket;
         try {
@@ -374,7 +392,25 @@ export class ZoneConnection {
             const mirror = this.mirrorState;
             if (mirror === null)
                 throw new DecodeError("invalid", "Delta before Welcome");
-            const { delta, changes } = mirror.receive(bytes);
+            if (this.awaitingBaseline) {
+                if (!isBaseline(bytes)) {
+                    this.syncCounters.deltasSkipped += 1;
+                    return;
+                }
+                this.awaitingBaseline = false;
+            }
+            let received;
+            try {
+                received = mirror.receive(bytes);
+            }
+            catch (e) {
+                // The known set no longer matches the host's: ask for a BASELINE on this socket.
+                if (!(e instanceof DecodeError))
+                    throw e;
+                this.resync(mirror);
+                return;
+            }
+            const { delta, changes } = received;
             this.clock.onDelta(delta.tick, now);
             this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
             this.lastAck = delta.ack;
@@ -400,6 +436,13 @@ export class ZoneConnection {
                 this.lastKick = m;
                 this.emit("kick", m);
                 return;
+            case "input_refused":
+                this.syncCounters.inputsRefused += 1;
+                this.emit("inputRefused", m);
+                return;
+            case "known_set_check":
+                this.checkKnownSet(m);
+                return;
             case "transfer":
                 this.emit("transfer", m);
                 return;
@@ -409,6 +452,27 @@ export class ZoneConnection {
             case "delta":
                 return; // handled above
         }
+    }
+    /**
+     * Compares the host's check with the known set (§5.7). A mismatch, or a check while a BASELINE
+     * is still awaited (the host honours one Resync a second), sends Resync.
+     */
+    checkKnownSet(c) {
+        const mirror = this.mirrorState;
+        if (mirror === null)
+            return;
+        if (!this.awaitingBaseline && mirror.matches(c))
+            return;
+        this.resync(mirror);
+    }
+    resync(mirror) {
+        this.awaitingBaseline = true;
+        this.syncCounters.resyncs += 1;
+        this.send({ type: "resync", tick: mirror.tick });
+    }
+    /** Resyncs sent, Deltas skipped while awaiting their BASELINE, and inputs the host refused. */
+    get syncStats() {
+        return { ...this.syncCounters };
     }
     onWelcome(w, now) {
         if (!this.versions.includes(w.version)) {
@@ -421,6 +485,7 @@ export class ZoneConnection {
         this.playerId = w.playerId;
         this.token = w.reconnectToken;
         this.mirrorState = new Mirror(w.schema);
+        this.awaitingBaseline = false;
         this.clock.reset(w.tickHz, w.tick, now);
         this.lastDeltaTick = w.tick;
         this.attempts = 0;
@@ -465,8 +530,10 @@ export class ZoneConnection {
         if (wasOpen && this.disconnectedAt === null)
             this.disconnectedAt = this.sched.now();
         const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
-        let decision = localError instanceof DecodeError ? "stop" : policy(kick?.code ?? null);
-        if (kick?.code === KickCode.VERSION_MISMATCH)
+        // A Kick lost in transit is still known from the close code (§6: 4000 + the Kick code).
+        const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
+        let decision = localError instanceof DecodeError ? "stop" : policy(kickCode);
+        if (kickCode === KickCode.VERSION_MISMATCH)
             decision = "stop";
         if (decision === "fresh")
             this.forceFresh = true;

@@ -11,12 +11,15 @@ export const Tag = {
     Hello: 0x01,
     Input: 0x02,
     Ping: 0x03,
+    Resync: 0x04,
     Welcome: 0x81,
     Delta: DELTA_TAG,
     Pong: 0x83,
     Kick: 0x84,
     Redirect: 0x85,
     Transfer: 0x86,
+    InputRefused: 0x87,
+    KnownSetCheck: 0x88,
 };
 /** Size and count limits of §7. */
 export const LIMITS = {
@@ -32,7 +35,7 @@ export const LIMITS = {
     url: 512,
 };
 /** The protocol versions this SDK speaks. */
-export const SUPPORTED_VERSIONS = [1];
+export const SUPPORTED_VERSIONS = [2];
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
     BAD_TICKET: 1,
@@ -65,6 +68,20 @@ export function kickCodeName(code) {
         if (value === code)
             return name;
     return `UNKNOWN(${code})`;
+}
+/**
+ * FNV-1a (32 bit) over each id's four little-endian bytes, in order (§5.7): what a
+ * {@link KnownSetCheck} carries.
+ */
+export function knownSetHash(ids) {
+    let h = 0x811c9dc5;
+    for (const id of ids) {
+        for (let k = 0; k < 4; k++) {
+            h ^= (id >>> (8 * k)) & 0xff;
+            h = Math.imul(h, 0x01000193) >>> 0;
+        }
+    }
+    return h >>> 0;
 }
 /** The tag of a message without decoding it (truncated input is a {@link DecodeError}). */
 export function peekTag(bytes) {
@@ -100,6 +117,9 @@ export function encodeClientMessage(m) {
             break;
         case "ping":
             w.u8(Tag.Ping).varint(m.clientTime);
+            break;
+        case "resync":
+            w.u8(Tag.Resync).varint(m.tick);
             break;
     }
     if (w.length > LIMITS.clientMessage)
@@ -142,6 +162,9 @@ export function decodeClientMessage(bytes) {
         case Tag.Ping:
             m = { type: "ping", clientTime: r.varintU64() };
             break;
+        case Tag.Resync:
+            m = { type: "resync", tick: r.varintU64() };
+            break;
         default:
             throw new DecodeError("unknown_tag", `client tag 0x${tag.toString(16)}`);
     }
@@ -163,6 +186,7 @@ export function encodeServerMessage(m, ctx) {
             w.str(m.zoneId, LIMITS.zoneId, "zone id");
             w.u8(m.role === "player" ? 0 : 1);
             w.varintU32(m.tickHz).varintU32(m.patchEvery).varint(m.tick).varintU32(m.features);
+            w.varintU32(m.idleTimeoutMs).varintU32(m.handshakeTimeoutMs).varintU32(m.reconnectGraceMs);
             w.bytesField(m.reconnectToken, LIMITS.reconnectToken, "reconnect token");
             encodeSchema(w, m.schema);
             break;
@@ -189,6 +213,20 @@ export function encodeServerMessage(m, ctx) {
             w.u8(Tag.Transfer).str(m.zoneId, LIMITS.zoneId, "zone id");
             w.str(m.ticket, LIMITS.ticket, "ticket").str(m.url, LIMITS.url, "url");
             break;
+        case "input_refused":
+            if (m.seq === 0)
+                throw new EncodeError("invalid", "input seq 0");
+            if (!Number.isInteger(m.code) || m.code < 0 || m.code > 0xffff) {
+                throw new EncodeError("invalid", `refusal code ${m.code}`);
+            }
+            w.u8(Tag.InputRefused).varintU32(m.seq).varint(m.code);
+            break;
+        case "known_set_check": {
+            w.u8(Tag.KnownSetCheck).varint(m.tick).varintU32(m.count);
+            const h = m.hash >>> 0;
+            w.u8(h & 0xff).u8((h >>> 8) & 0xff).u8((h >>> 16) & 0xff).u8(h >>> 24);
+            break;
+        }
     }
     if (w.length > LIMITS.serverMessage)
         throw new EncodeError("too_long", "server message over 1 MiB");
@@ -221,6 +259,9 @@ export function decodeServerMessage(bytes, ctx) {
                 throw new DecodeError("invalid", "patch_every 0");
             const tick = r.varintU64();
             const features = r.varintU32();
+            const idleTimeoutMs = r.varintU32();
+            const handshakeTimeoutMs = r.varintU32();
+            const reconnectGraceMs = r.varintU32();
             const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
             const schema = decodeSchema(r);
             m = {
@@ -233,6 +274,9 @@ export function decodeServerMessage(bytes, ctx) {
                 patchEvery,
                 tick,
                 features,
+                idleTimeoutMs,
+                handshakeTimeoutMs,
+                reconnectGraceMs,
                 reconnectToken,
                 schema,
             };
@@ -263,6 +307,21 @@ export function decodeServerMessage(bytes, ctx) {
             const zoneId = r.str(LIMITS.zoneId, "zone id");
             const ticket = r.str(LIMITS.ticket, "ticket");
             m = { type: "transfer", zoneId, ticket, url: r.str(LIMITS.url, "url") };
+            break;
+        }
+        case Tag.InputRefused: {
+            const seq = r.varintU32();
+            if (seq === 0)
+                throw new DecodeError("invalid", "input seq 0");
+            m = { type: "input_refused", seq, code: r.varintU16() };
+            break;
+        }
+        case Tag.KnownSetCheck: {
+            const tick = r.varintU64();
+            const count = r.varintU32();
+            const b = r.raw(4);
+            const hash = ((b[0] ?? 0) | ((b[1] ?? 0) << 8) | ((b[2] ?? 0) << 16) | ((b[3] ?? 0) << 24)) >>> 0;
+            m = { type: "known_set_check", tick, count, hash };
             break;
         }
         default:

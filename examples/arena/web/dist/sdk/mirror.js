@@ -5,6 +5,7 @@
  * are applied by index into the post-despawn set, spawns are inserted.
  */
 import { decodeDelta } from "./delta.js";
+import { knownSetHash } from "./messages.js";
 import { posDecode } from "./quant.js";
 import { DecodeError } from "./wire.js";
 const I32_MIN = -0x8000_0000;
@@ -15,6 +16,7 @@ export class Mirror {
     schema;
     ids = [];
     byId = new Map();
+    lastTick = 0;
     /** An empty known set for `schema`. */
     constructor(schema) {
         this.schema = schema;
@@ -49,6 +51,17 @@ export class Mirror {
     /** Decoded y of an entity's position. */
     y(e) {
         return posDecode(e.qy, this.schema.posStep);
+    }
+    /** Tick of the last applied Delta (0 before the first). */
+    get tick() {
+        return this.lastTick;
+    }
+    /**
+     * Whether this known set is the one a KnownSetCheck describes (§5.7): same count, same
+     * {@link knownSetHash} of the ids. A mismatch means a Delta was mis-applied.
+     */
+    matches(check) {
+        return this.ids.length === check.count && knownSetHash(this.ids) === check.hash;
     }
     /** Forgets every entity. */
     clear() {
@@ -133,6 +146,7 @@ export class Mirror {
             spawned.push(s.id);
         }
         this.ids = mergeAscending(after, spawned);
+        this.lastTick = delta.tick;
         return { removed, updated, spawned };
     }
 }

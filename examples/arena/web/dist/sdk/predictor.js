@@ -15,6 +15,8 @@ export class Predictor {
     positionFn;
     pending = [];
     predicted = null;
+    /** The server state of the last reconciliation: what a refused input is replayed without. */
+    base = null;
     offset = { x: 0, y: 0 };
     offsetAt = 0;
     lastSeq = 0;
@@ -61,6 +63,24 @@ export class Predictor {
         this.pending = this.pending.filter((p) => p.seq !== seq);
     }
     /**
+     * The host refused input `seq` (PROTOCOL.md §5.6): it will never be applied, so it leaves the
+     * pending inputs and the prediction is replayed without it from the last server state. Returns
+     * whether `seq` was pending.
+     */
+    refuse(seq) {
+        const before = this.pending.length;
+        this.pending = this.pending.filter((p) => p.seq !== seq);
+        if (this.pending.length === before)
+            return false;
+        if (this.base !== null) {
+            let next = this.base;
+            for (const p of this.pending)
+                next = this.stepFn(next, p.input);
+            this.predicted = next;
+        }
+        return true;
+    }
+    /**
      * Reconciles with the server: `server` is the controlled entity's state at the Delta's tick (null if
      * this player controls nothing), `ack` the last seq the zone processed. `nowMs` starts an ease.
      */
@@ -68,9 +88,11 @@ export class Predictor {
         this.pending = this.pending.filter((p) => p.seq > ack);
         if (server === null) {
             this.predicted = null;
+            this.base = null;
             this.offset = { x: 0, y: 0 };
             return;
         }
+        this.base = server;
         let next = server;
         for (const p of this.pending)
             next = this.stepFn(next, p.input);
@@ -119,11 +141,13 @@ export class Predictor {
         return seq;
     }
     /**
-     * Reconciles on every Delta of `conn` from the controlled entity (converted by `toState`) and resets
-     * on every Welcome (a reconnect). Returns a function that detaches it.
+     * Reconciles on every Delta of `conn` from the controlled entity (converted by `toState`), drops
+     * every input the host refuses, and resets on every Welcome (a reconnect). Returns a function that
+     * detaches it.
      */
     attach(conn, toState) {
         const offWelcome = conn.on("welcome", () => this.reset());
+        const offRefused = conn.on("inputRefused", (r) => void this.refuse(r.seq));
         const offDelta = conn.on("delta", (d, info) => {
             const id = conn.controlledId;
             const e = id === null ? undefined : info.mirror.get(id);
@@ -131,6 +155,7 @@ export class Predictor {
         });
         return () => {
             offWelcome();
+            offRefused();
             offDelta();
         };
     }
@@ -138,6 +163,7 @@ export class Predictor {
     reset() {
         this.pending = [];
         this.predicted = null;
+        this.base = null;
         this.offset = { x: 0, y: 0 };
         this.lastSeq = 0;
     }
