@@ -5,8 +5,9 @@
 //! client, with join pacing, input schedules, RTT and byte accounting), the **report** model with
 //! its exact [`report::merge`], and the readers of the server's cost (`/proc/<pid>` and
 //! `/metrics`). It sits above `zonekeep-client` (bots are ordinary clients) and `zonekeep-core`
-//! (the workload zone); it depends on `zonekeep-server` only to mint tickets with the host's own
-//! code. Nothing below it may depend on it.
+//! (the workload zone) and mints tickets with `zonekeep-ticket`, the host's own ticket code; it
+//! does not link the server (the `zonekeep` binary registers the workload kinds on a host).
+//! Nothing below it may depend on it.
 //!
 //! # Running it
 //!

@@ -18,7 +18,6 @@ use zonekeep_core::{
     Ctx, EntityId, InputPolicy, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo,
     ReplicationSettings, World, Zone, ZoneConfig, ZoneError, ZoneInit,
 };
-use zonekeep_server::HostBuilder;
 
 use super::math::{apply_input, decode_input, hp_wave_group, within, NpcParams};
 use super::{ArenaParams, Scenario, KIND};
@@ -50,30 +49,6 @@ pub fn zone_config(budget: Option<usize>) -> ZoneConfig {
             ..ReplicationSettings::default()
         },
         ..ZoneConfig::default()
-    }
-}
-
-/// Registers both arena kinds ([`KIND`] and [`KIND_BUDGET`]) on a host.
-pub fn register(builder: HostBuilder) -> HostBuilder {
-    builder
-        .zone_with::<ArenaZone>(KIND, zone_config(None), serde_json::Value::Null)
-        .zone_with::<ArenaZone>(
-            KIND_BUDGET,
-            zone_config(Some(BUDGET_BYTES)),
-            serde_json::json!({ "budget": BUDGET_BYTES }),
-        )
-}
-
-/// Registers the arena workload kinds on a [`HostBuilder`] inside a builder chain:
-/// `Host::builder()….arena_workload().build()`.
-pub trait RegisterArenaWorkload {
-    /// See [`register`].
-    fn arena_workload(self) -> Self;
-}
-
-impl RegisterArenaWorkload for HostBuilder {
-    fn arena_workload(self) -> Self {
-        register(self)
     }
 }
 
