@@ -1,6 +1,6 @@
 //! Zonekeep's load bots and benchmark workloads: what `zonekeep bench` runs.
 //!
-//! This crate owns the **arena workload** of `shared/workloads/arena.md` (its formulas, the zone
+//! This crate owns the **arena workload** of `docs/WORKLOADS.md` (its formulas, the zone
 //! kind a host runs, the probe client's checks), the **bot runner** (many bots over the Rust
 //! client, with join pacing, input schedules, RTT and byte accounting), the **report** model with
 //! its exact [`report::merge`], and the readers of the server's cost (`/proc/<pid>` and

@@ -37,7 +37,7 @@ fn duration(s: &str) -> Result<Duration, String> {
 enum WorkloadArg {
     /// Send --input templates at --rate.
     Generic,
-    /// The arena workload of shared/workloads/arena.md (zone kind `arena-workload`).
+    /// The arena workload of docs/WORKLOADS.md (zone kind `arena-workload`).
     Arena,
     /// Idle authenticated connections (a keep-alive Ping every --idle-ping).
     Idle,

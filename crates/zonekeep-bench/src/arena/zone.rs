@@ -1,10 +1,10 @@
-//! The arena workload as a zone kind a host runs (arena.md §2, §4).
+//! The arena workload as a zone kind a host runs (WORKLOADS.md arena §2, §4).
 //!
 //! Ticks at 20 Hz with a patch every tick and **no catch-up** (`max_catch_up = 1`: a host that
 //! falls behind runs fewer ticks and counts the rest as dropped — the simulation slows down, as
-//! arena.md §2.1 asks). NPC positions and hp are the closed forms of tick `k` = `ctx.tick()`, the
+//! WORKLOADS.md arena §2.1 asks). NPC positions and hp are the closed forms of tick `k` = `ctx.tick()`, the
 //! tick every Delta carries; tick 0 is the state at creation. Inputs are buffered by the host and
-//! applied at the next tick, all of them (`InputPolicy::Drain`), per arena.md §2.4's allowance.
+//! applied at the next tick, all of them (`InputPolicy::Drain`), per WORKLOADS.md arena §2.4's allowance.
 //!
 //! Scenario B's visibility rule is exact: the view radius is set a hair above `R` so the grid's
 //! `f32` query returns a superset, and [`Zone::can_see`] then keeps exactly the entities with
@@ -24,7 +24,7 @@ use super::{ArenaParams, Scenario, KIND};
 
 /// The kind name of the arena with a per-patch byte budget (the crowded B run).
 pub const KIND_BUDGET: &str = "arena-workload-budget";
-/// The budget of [`KIND_BUDGET`], bytes per Delta (issue 7: 1,200).
+/// The budget of [`KIND_BUDGET`], bytes per Delta (the crowded scenario B run: 1,200).
 pub const BUDGET_BYTES: usize = 1200;
 /// Declared position quantum of both kinds.
 pub const POS_STEP: f32 = 0.1;
