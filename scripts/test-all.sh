@@ -1,9 +1,25 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust workspace (unit, integration, doc tests), the TypeScript SDK's
-# tests, and the browser tests. Services: PostgreSQL tests need ZONEKEEP_TEST_POSTGRES (skipped without
-# it); browser tests need ZONEKEEP_CHROMIUM or /usr/bin/chromium (skipped without it). `.ci/run` sets both.
+# tests, and the browser tests. Services: PostgreSQL tests need ZONEKEEP_TEST_POSTGRES; browser tests
+# need ZONEKEEP_CHROMIUM or /usr/bin/chromium. A test whose service is missing is reported as SKIPPED
+# (listed at the end of the run), or fails when CI=true. `.ci/run` sets up both services.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Tests that skip append a line here; the list is printed however the run ends.
+ZONEKEEP_SKIPPED_LOG="$(mktemp -t zonekeep-skipped.XXXXXX)"
+export ZONEKEEP_SKIPPED_LOG
+report_skipped() {
+  if [ -s "$ZONEKEEP_SKIPPED_LOG" ]; then
+    echo "== skipped (a missing service; these did NOT run)"
+    sort "$ZONEKEEP_SKIPPED_LOG" | sed 's/^SKIPPED: /  /'
+    echo "$(wc -l <"$ZONEKEEP_SKIPPED_LOG") skipped"
+  else
+    echo "== skipped: none"
+  fi
+  rm -f "$ZONEKEEP_SKIPPED_LOG"
+}
+trap report_skipped EXIT
 
 echo "== rust workspace"
 cargo test --workspace --no-fail-fast

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# One benchmark run as BENCHMARKS.md reports them: the host in one process (with the bench zone
-# kinds, --dev-kinds), the bots in another, on this machine over loopback; the bots read the host's
-# CPU and memory from /proc/<pid>.
+# One benchmark run as docs/WORKLOADS.md (arena §6) describes it: the host in one process (with the
+# bench zone kinds, --dev-kinds), the bots in another, on this machine over loopback; the bots read the
+# host's CPU and memory from /proc/<pid>.
 #
 #   crates/zonekeep-bench/run-pair.sh NAME [serve flags...] -- [bench flags...]
 #
 # Writes target/bench/NAME.json (the full report) and NAME.txt (the table), and prints the table.
 # Builds the release binary first unless ZONEKEEP_BIN points at one. The ticket secret is random
-# per run unless ZONEKEEP_TICKET_SECRET is set. Example (the arena workload, scenario A):
+# per run unless ZONEKEEP_TICKET_SECRET is set. Example (arena scenario A):
 #
 #   crates/zonekeep-bench/run-pair.sh arena-a -- --workload arena --scenario a --zone arena-a --bots 100
 set -euo pipefail

@@ -7,12 +7,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { artifactsDir, chromiumPath, launchChromium, setNetSim, startServer } from "./harness.mjs";
+import { artifactsDir, launchChromium, setNetSim, startServer } from "./harness.mjs";
+import { requireChromium } from "./services.mjs";
 
-const chromium = chromiumPath();
-if (chromium === null) {
-  console.log("arena browser test skipped: no Chromium at $ZONEKEEP_CHROMIUM or /usr/bin/chromium");
-}
+const chromium = requireChromium("arena.test.mjs");
 
 /** World units per second (SPEED in movement.rs). */
 const SPEED = 8;

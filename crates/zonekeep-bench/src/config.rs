@@ -81,7 +81,7 @@ pub enum Workload {
         /// Encoding of rendered inputs.
         format: InputFormat,
     },
-    /// The arena workload: inputs per arena.md §3, probe checks per §5.
+    /// The arena workload: inputs per WORKLOADS.md arena §3, probe checks per §5.
     Arena(ArenaParams),
     /// Idle connections: no inputs, a Ping every `ping_every` to stay within the idle timeout.
     Idle {
@@ -184,7 +184,7 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
-    /// A config with the defaults around `url`, `zone`, `bots` and `auth`.
+    /// A config with the arena workload's defaults around `url`, `zone`, `bots` and `auth`.
     pub fn new(url: impl Into<String>, zone: impl Into<String>, bots: u32, auth: Auth) -> Self {
         Self {
             url: url.into(),

@@ -1,12 +1,13 @@
 //! Zonekeep's load bots and benchmark workloads: what `zonekeep bench` runs.
 //!
-//! This crate owns the **arena workload** of `shared/workloads/arena.md` (its formulas, the zone
+//! This crate owns the **arena workload** of `docs/WORKLOADS.md` (its formulas, the zone
 //! kind a host runs, the probe client's checks), the **bot runner** (many bots over the Rust
 //! client, with join pacing, input schedules, RTT and byte accounting), the **report** model with
 //! its exact [`report::merge`], and the readers of the server's cost (`/proc/<pid>` and
 //! `/metrics`). It sits above `zonekeep-client` (bots are ordinary clients) and `zonekeep-core`
-//! (the workload zone); it depends on `zonekeep-server` only to mint tickets with the host's own
-//! code. Nothing below it may depend on it.
+//! (the workload zone) and mints tickets with `zonekeep-ticket`, the host's own ticket code; it
+//! does not link the server (the `zonekeep` binary registers the workload kinds on a host).
+//! Nothing below it may depend on it.
 //!
 //! # Running it
 //!

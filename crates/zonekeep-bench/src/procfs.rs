@@ -1,4 +1,4 @@
-//! Reading another process's cost from Linux `/proc` (arena.md §6): CPU from `/proc/<pid>/stat`
+//! Reading another process's cost from Linux `/proc` (WORKLOADS.md arena §6): CPU from `/proc/<pid>/stat`
 //! fields 14 and 15, peak and current RSS from `/proc/<pid>/status`, and the whole machine's busy
 //! fraction from `/proc/stat`.
 //!

@@ -187,7 +187,7 @@ pub struct Raw {
     pub loop_lag_us: Histogram,
 }
 
-/// Per-client summaries (arena.md §6 `per_client`).
+/// Per-client summaries (WORKLOADS.md arena §6 `per_client`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PerClient {
     /// Payload bytes received per second.

@@ -1,4 +1,4 @@
-//! One run, end to end (arena.md §6): join every bot (at most `join_concurrency` in flight, until
+//! One run, end to end (WORKLOADS.md arena §6): join every bot (at most `join_concurrency` in flight, until
 //! all joined or the join deadline), warm up, measure the window while sampling the server, stop
 //! the bots, and assemble the [`Report`].
 

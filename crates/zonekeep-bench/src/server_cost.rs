@@ -1,4 +1,4 @@
-//! The server's cost over the measured window (arena.md §6): CPU and memory from `/proc/<pid>`
+//! The server's cost over the measured window (WORKLOADS.md arena §6): CPU and memory from `/proc/<pid>`
 //! when the server runs on this machine, otherwise its `process_*` metrics; tick figures, bytes
 //! and frames from `/metrics` either way.
 

@@ -1,7 +1,7 @@
-//! Summary statistics: the reference's `summarize` (arena-reference.mjs) over exact samples, and a
+//! Summary statistics: the arena workload's summary rule (WORKLOADS.md arena §6) over exact samples, and a
 //! mergeable log-linear histogram for the large latency distributions.
 //!
-//! Per-client rates are few (one per bot) and kept exactly, so their summaries are the reference's
+//! Per-client rates are few (one per bot) and kept exactly, so their summaries follow that rule
 //! bit for bit. Latencies (RTT, patch intervals) are many; they go into a [`Histogram`] that keeps
 //! exact count, sum, sum of squares, min and max (so mean and stddev are exact) and quantiles to
 //! within 1/128 relative error, and that merges exactly across runs and machines.
@@ -33,13 +33,13 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// Index of quantile `p` in `n` sorted samples, the reference's rule.
+/// Index of quantile `p` in `n` sorted samples, the workload's rule.
 fn q_index(n: u64, p: f64) -> u64 {
     ((p * (n - 1) as f64 + 0.5).floor() as u64).min(n - 1)
 }
 
-/// Summarizes `values` exactly like `summarize` in arena-reference.mjs. Non-finite samples are
-/// skipped (the reference never produces them; counting them would poison the mean).
+/// Summarizes `values` exactly by the workload's summary rule. Non-finite samples are
+/// skipped (the workload never produces them; counting them would poison the mean).
 pub fn summarize(values: &[f64]) -> Summary {
     let mut s: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
     let n = s.len() as u64;
@@ -217,7 +217,7 @@ impl Histogram {
         self.count
     }
 
-    /// The summary in `unit`s per sample unit (e.g. `0.001` turns µs into ms), with the reference's
+    /// The summary in `unit`s per sample unit (e.g. `0.001` turns µs into ms), with the workload's
     /// quantile rule applied to bucket lower bounds (exact min, max, mean and stddev).
     pub fn summary(&self, unit: f64) -> Summary {
         let mut h = self.clone();
@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn summarize_matches_the_reference() {
-        // node: summarize([5,1,3,2,4,10,7]) from arena-reference.mjs
+        // The summary rule applied by hand to [5,1,3,2,4,10,7].
         let s = summarize(&[5.0, 1.0, 3.0, 2.0, 4.0, 10.0, 7.0]);
         assert_eq!(
             s,

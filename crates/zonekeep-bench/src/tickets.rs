@@ -1,11 +1,11 @@
-//! Tickets for bots: minted locally with the host's own signing code from a shared secret, or
+//! Tickets for bots: minted locally with the host's own ticket code from a shared secret, or
 //! fetched from an application's join endpoint. Every join and every reconnect gets a fresh ticket
 //! (tickets are single-use: the host refuses a replayed `jti`).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use zonekeep_core::Role;
-use zonekeep_server::ticket::{mint, unix_now, MintRequest, TicketKey};
+use zonekeep_ticket::{mint, unix_now, MintRequest, TicketKey};
 
 use crate::config::Auth;
 use crate::error::BenchError;

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
-use zonekeep_bench::arena::zone::RegisterArenaWorkload;
-use zonekeep_bench::arena::{ArenaParams, Scenario};
+use zonekeep_bench::arena::zone::{zone_config, ArenaZone, BUDGET_BYTES, KIND_BUDGET};
+use zonekeep_bench::arena::{ArenaParams, Scenario, KIND};
 use zonekeep_bench::http::Http;
 use zonekeep_bench::prom::Scrape;
 use zonekeep_bench::{run, Auth, BenchConfig, DecodeMode, Report, ServerSource, Workload};
@@ -30,7 +30,12 @@ async fn start_host_with(base: ServerConfig) -> (String, oneshot::Sender<()>) {
     };
     let host = Host::builder()
         .config(cfg)
-        .arena_workload()
+        .zone_with::<ArenaZone>(KIND, zone_config(None), serde_json::Value::Null)
+        .zone_with::<ArenaZone>(
+            KIND_BUDGET,
+            zone_config(Some(BUDGET_BYTES)),
+            serde_json::json!({ "budget": BUDGET_BYTES }),
+        )
         .zone::<Dots>("dots")
         .build()
         .unwrap();
@@ -332,8 +337,8 @@ async fn tickets_can_come_from_a_join_endpoint() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (url, stop) = start_host().await;
     // A minimal app endpoint: GET /join?bot=B&zone=Z → {"zone": Z, "ticket": …} for bot-B.
-    let key = zonekeep_server::ticket::TicketKey::new("default", SECRET.as_bytes().to_vec(), false)
-        .unwrap();
+    let key =
+        zonekeep_ticket::TicketKey::new("default", SECRET.as_bytes().to_vec(), false).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let join_url = format!("http://{}/join", listener.local_addr().unwrap());
     let served = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
@@ -360,7 +365,7 @@ async fn tickets_can_come_from_a_join_endpoint() {
             let (bot, zone) = (arg("bot"), arg("zone"));
             let mut claims = serde_json::Map::new();
             claims.insert("kind".into(), "dots".into());
-            let req = zonekeep_server::ticket::MintRequest {
+            let req = zonekeep_ticket::MintRequest {
                 sub: format!("app-user-{bot}"),
                 zone: zone.clone(),
                 role: zonekeep_core::Role::Player,
@@ -368,9 +373,7 @@ async fn tickets_can_come_from_a_join_endpoint() {
                 params: None,
                 claims,
             };
-            let ticket =
-                zonekeep_server::ticket::mint(&key, &req, zonekeep_server::ticket::unix_now())
-                    .unwrap();
+            let ticket = zonekeep_ticket::mint(&key, &req, zonekeep_ticket::unix_now()).unwrap();
             let body = serde_json::json!({ "zone": zone, "ticket": ticket }).to_string();
             let resp = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

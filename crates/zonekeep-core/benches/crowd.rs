@@ -1,4 +1,4 @@
-//! The "crowd" workload (/work/shared/workloads/crowd.md, v1), mirrored exactly: xorshift64 with the
+//! The "crowd" workload (docs/WORKLOADS.md, crowd), mirrored exactly: xorshift64 with the
 //! given seed, three interleaved draws per player at setup, one heading draw per player per tick,
 //! 400 ticks at 20 Hz, measured from tick 21 to 400 (19 s). Subscriber 0's frames are decoded by a
 //! client mirror (`zonekeep_protocol::mirror::Mirror`); its position error is the 2D distance between

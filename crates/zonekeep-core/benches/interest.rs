@@ -1,4 +1,4 @@
-//! The "interest" workload (/work/shared/workloads/interest.md, v1), mirrored exactly: xorshift64 with
+//! The "interest" workload (docs/WORKLOADS.md, interest), mirrored exactly: xorshift64 with
 //! the given seed and draw order, 20 warm-up + 400 measured ticks, timing grid rebuild + all view
 //! updates (and the view part alone), p50/p99 per tick and mean visible per subscriber.
 //!

@@ -35,7 +35,8 @@ pub mod persist;
 pub mod reconnect;
 mod session;
 pub mod sim;
-pub mod ticket;
+/// Tickets (minting, verification, keys, replay cache), re-exported from `zonekeep-ticket`.
+pub use zonekeep_ticket as ticket;
 
 pub use config::{Secret, ServerConfig};
 pub use host::{valid_zone_id, Host, HostBuilder, HostError};

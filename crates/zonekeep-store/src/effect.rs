@@ -72,6 +72,8 @@ pub(crate) fn parse(fact: &FactRecord) -> Result<Effect> {
 
 /// Adds `amount` to `current`, refusing overflow (a wrapped or saturated score would be a silent
 /// wrong answer; refusing keeps the ledger exact).
+// The SQLite backend sums in Rust; PostgreSQL checks the same overflow in SQL.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) fn checked_total(key: &str, name: &str, current: i64, amount: i64) -> Result<i64> {
     current
         .checked_add(amount)

@@ -15,6 +15,10 @@
 //!   its effect and stores the result in the same transaction; repeats return that result and apply
 //!   nothing, so a fact worker may retry freely.
 //!
+//! # Backends
+//! Each backend is a cargo feature, both on by default: `sqlite` (the embedded default) and
+//! `postgres`. Either compiles alone.
+//!
 //! # Opening a store
 //! [`open_store`] takes the `--store` spec (`"sqlite"` or a `postgres://` URL) and returns a
 //! [`Store`] holding both halves as trait objects. [`SlowStore`] wraps one to simulate slow storage.
@@ -30,9 +34,11 @@
 mod effect;
 mod error;
 mod fence;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod schema;
 mod slow;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod traits;
 mod types;
@@ -42,8 +48,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use error::{Result, StoreError};
+#[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use slow::SlowStore;
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use traits::{FactLedger, SaveStore};
 pub use types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
@@ -91,29 +99,15 @@ impl Store {
 /// - `postgres://...` or `postgresql://...`: a pooled [`PostgresStore`] with default
 ///   [`PostgresOptions`].
 ///
-/// Pending migrations are applied before this returns.
+/// Pending migrations are applied before this returns. A backend left out of the build (cargo
+/// features `sqlite` and `postgres`) is refused with [`StoreError::InvalidSpec`].
 pub async fn open_store(spec: &str, data_dir: &Path) -> Result<Store> {
     let spec = spec.trim();
     if spec.is_empty() || spec.eq_ignore_ascii_case("sqlite") {
-        let dir = data_dir.to_path_buf();
-        let create_dir = dir.clone();
-        tokio::task::spawn_blocking(move || std::fs::create_dir_all(&create_dir))
-            .await
-            .map_err(|e| StoreError::Backend(format!("creating data dir: {e}")))?
-            .map_err(|e| {
-                StoreError::Backend(format!("creating data dir {}: {e}", dir.display()))
-            })?;
-        let path = dir.join(SQLITE_FILE_NAME);
-        let store = SqliteStore::open(&path).await?;
-        return Ok(Store::from_backend(
-            store,
-            format!("sqlite:{}", path.display()),
-        ));
+        return open_sqlite(data_dir).await;
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        let store = PostgresStore::connect(spec).await?;
-        let description = store.description().to_owned();
-        return Ok(Store::from_backend(store, description));
+        return open_postgres(spec).await;
     }
     // Echo only the scheme: an unknown spec may still carry credentials after it.
     let scheme: String = spec
@@ -124,4 +118,43 @@ pub async fn open_store(spec: &str, data_dir: &Path) -> Result<Store> {
         .take(32)
         .collect();
     Err(StoreError::InvalidSpec(format!("scheme {scheme:?}")))
+}
+
+/// The SQLite file `<data_dir>/zonekeep.db`, creating the directory.
+#[cfg(feature = "sqlite")]
+async fn open_sqlite(data_dir: &Path) -> Result<Store> {
+    let dir = data_dir.to_path_buf();
+    let create_dir = dir.clone();
+    tokio::task::spawn_blocking(move || std::fs::create_dir_all(&create_dir))
+        .await
+        .map_err(|e| StoreError::Backend(format!("creating data dir: {e}")))?
+        .map_err(|e| StoreError::Backend(format!("creating data dir {}: {e}", dir.display())))?;
+    let path = dir.join(SQLITE_FILE_NAME);
+    let store = SqliteStore::open(&path).await?;
+    Ok(Store::from_backend(
+        store,
+        format!("sqlite:{}", path.display()),
+    ))
+}
+
+#[cfg(not(feature = "sqlite"))]
+async fn open_sqlite(_data_dir: &Path) -> Result<Store> {
+    Err(StoreError::InvalidSpec(
+        "this build has no SQLite backend (cargo feature `sqlite`)".into(),
+    ))
+}
+
+/// A pooled PostgreSQL store at `url`.
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &str) -> Result<Store> {
+    let store = PostgresStore::connect(url).await?;
+    let description = store.description().to_owned();
+    Ok(Store::from_backend(store, description))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(_url: &str) -> Result<Store> {
+    Err(StoreError::InvalidSpec(
+        "this build has no PostgreSQL backend (cargo feature `postgres`)".into(),
+    ))
 }

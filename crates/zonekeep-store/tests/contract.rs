@@ -410,7 +410,7 @@ macro_rules! contract_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let Some(db) = crate::Db::postgres() else { return };
+                    let Some(db) = crate::Db::postgres(concat!(module_path!(), "::", stringify!($name))) else { return };
                     crate::run_and_clean_up(db, |db| async move { super::$name(&db).await }).await;
                 }
             )*

@@ -79,14 +79,14 @@ async fn open_store_refuses_unknown_specs_without_echoing_them() {
 
 #[tokio::test]
 async fn open_store_postgres_url() {
-    let Ok(url) = std::env::var(support::PG_ENV) else {
-        println!("skipped: {} not set", support::PG_ENV);
+    let Some(url) = support::service_url(support::PG_ENV, "open_store_postgres_url") else {
         return;
     };
-    if !url.starts_with("postgres") {
-        println!("skipped: {} is not a postgres:// URL", support::PG_ENV);
-        return;
-    }
+    assert!(
+        url.starts_with("postgres"),
+        "{} must be a postgres:// URL",
+        support::PG_ENV
+    );
     let dir = tempfile::tempdir().unwrap();
     let store = open_store(&url, dir.path()).await.unwrap();
     assert!(store.description.starts_with("postgres://"));

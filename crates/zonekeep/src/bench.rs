@@ -37,7 +37,8 @@ fn duration(s: &str) -> Result<Duration, String> {
 enum WorkloadArg {
     /// Send --input templates at --rate.
     Generic,
-    /// The arena workload (zone kind `arena-workload`: the host must run with --dev or --dev-kinds).
+    /// The arena workload of docs/WORKLOADS.md (zone kind `arena-workload`: the host must run with
+    /// --dev or --dev-kinds).
     Arena,
     /// Idle authenticated connections (a keep-alive Ping every --idle-ping).
     Idle,

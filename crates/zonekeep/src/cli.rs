@@ -7,7 +7,6 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 use zonekeep_arena::Arena;
-use zonekeep_bench::arena::zone::RegisterArenaWorkload;
 use zonekeep_core::{Claims, Role};
 use zonekeep_server::examples::Dots;
 use zonekeep_server::persist::Persistence;
@@ -15,6 +14,7 @@ use zonekeep_server::ticket::{mint, unix_now, MintRequest};
 use zonekeep_server::{Host, HostBuilder, Secret, ServerConfig};
 
 use crate::ledger_zone::LedgerZone;
+use crate::workload::RegisterArenaWorkload;
 
 /// Zonekeep: an authoritative multiplayer game server.
 #[derive(Debug, Parser)]

@@ -10,6 +10,7 @@ mod bench;
 mod cli;
 mod ledger_zone;
 mod persist_args;
+mod workload;
 
 use std::process::ExitCode;
 

@@ -181,8 +181,10 @@ async fn kill_9_at_random_moments_loses_no_fact_and_applies_none_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_at_random_moments_on_postgres() {
-    let Ok(url) = std::env::var("ZONEKEEP_TEST_POSTGRES") else {
-        println!("skipped: ZONEKEEP_TEST_POSTGRES not set");
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "kill_9_at_random_moments_on_postgres",
+    ) else {
         return;
     };
     // The database is shared between runs: this run's zone and principals are unique.

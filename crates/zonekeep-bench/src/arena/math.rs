@@ -1,5 +1,5 @@
-//! The arena workload's formulas, mirroring `shared/workloads/arena-reference.mjs` operation for
-//! operation (arena.md §2–§3): the mulberry32 PRNG, NPC circles and their closed-form positions and
+//! The arena workload's formulas, mirroring its definition in `docs/WORKLOADS.md` operation for
+//! operation (arena §2–§3): the mulberry32 PRNG, NPC circles and their closed-form positions and
 //! hp, bot spawns and the open-loop input schedule.
 //!
 //! Every function is pure and `f64` unless the definition narrows to `f32`, so the zone, the bots and
@@ -7,7 +7,7 @@
 
 use std::f64::consts::PI;
 
-/// The workload's fixed parameters (arena.md §1) that the formulas take.
+/// The workload's fixed parameters (WORKLOADS.md arena §1) that the formulas take.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ArenaConsts {
     /// World side `W`: the world is `[0, W] × [0, W]`.
@@ -43,7 +43,7 @@ impl Default for ArenaConsts {
     }
 }
 
-/// mulberry32: a 32-bit state PRNG yielding floats in `[0, 1)` (arena.md §2.2).
+/// mulberry32: a 32-bit state PRNG yielding floats in `[0, 1)` (WORKLOADS.md arena §2.2).
 #[derive(Debug, Clone)]
 pub struct Mulberry32 {
     state: u32,
@@ -66,7 +66,7 @@ impl Mulberry32 {
     }
 }
 
-/// Every NPC's circle (arena.md §2.3), as columns indexed by NPC number.
+/// Every NPC's circle (WORKLOADS.md arena §2.3), as columns indexed by NPC number.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NpcParams {
     /// Radius in `[10, 100)`.
@@ -117,7 +117,7 @@ impl NpcParams {
             *self.cy.get(i)?,
             *self.ph.get(i)?,
         );
-        // Same association as the reference: `ph + omega * (k / tickHz)`.
+        // Same association as the definition: `ph + omega * (k / tick_hz)`, so results are bit-identical.
         let a = ph + c.omega * (k as f64 / c.tick_hz);
         Some(((cx + r * a.cos()) as f32, (cy + r * a.sin()) as f32))
     }
@@ -132,7 +132,7 @@ pub fn hp_step(hp: u8) -> u8 {
     }
 }
 
-/// NPC `i`'s hp after tick `k`, in closed form (arena.md §2.3).
+/// NPC `i`'s hp after tick `k`, in closed form (WORKLOADS.md arena §2.3).
 pub fn npc_hp(c: &ArenaConsts, i: u64, k: u64) -> u8 {
     let period = c.hp_period_ticks.max(1);
     let groups = c.hp_groups.max(1);
@@ -155,7 +155,7 @@ pub fn hp_wave_group(c: &ArenaConsts, k: u64) -> Option<u64> {
     (k > 0 && k % period == 0).then(|| (k / period) % c.hp_groups.max(1))
 }
 
-/// Bot `b`'s spawn point and input heading (arena.md §2.4).
+/// Bot `b`'s spawn point and input heading (WORKLOADS.md arena §2.4).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BotParams {
     /// Spawn x, float32.
@@ -187,7 +187,7 @@ impl BotParams {
     }
 }
 
-/// Applies one input to a player position the way the server must (arena.md §2.4): each of dx, dy
+/// Applies one input to a player position the way the server must (WORKLOADS.md arena §2.4): each of dx, dy
 /// clamped to `[-max, max]`, then `f32(clamp(x + dx, lo, hi))` where `(lo, hi)` is `(0, W)` (the
 /// crowded variant narrows it). `None` for a non-finite input, which the server ignores.
 pub fn apply_input(
@@ -208,7 +208,7 @@ pub fn apply_input(
     Some((x, y))
 }
 
-/// The scenario-B visibility rule (arena.md §4): `(ex - px)² + (ey - py)² <= R²` in `f64` on the
+/// The scenario-B visibility rule (WORKLOADS.md arena §4): `(ex - px)² + (ey - py)² <= R²` in `f64` on the
 /// `f32` positions.
 pub fn within(p: (f32, f32), e: (f32, f32), radius: f64) -> bool {
     let dx = f64::from(e.0) - f64::from(p.0);
@@ -233,7 +233,7 @@ pub fn decode_input(payload: &[u8]) -> Option<(f64, f64)> {
 
 #[cfg(test)]
 mod tests {
-    // The float literals are the reference's printed values, kept digit for digit.
+    // The float literals are the definition's values computed in f64, kept digit for digit.
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::excessive_precision)]
     use super::*;
 
@@ -244,7 +244,7 @@ mod tests {
     #[test]
     fn mulberry32_matches_the_reference() {
         let mut r = Mulberry32::new(42);
-        // Full-precision values printed by arena-reference.mjs (arena.md §2.2 quotes 10 digits:
+        // Full-precision values of the definition computed in f64 (WORKLOADS.md arena §2.2 quotes 10 digits:
         // 0.6011037519, 0.4482905590, 0.8524657935, 0.6697340414).
         let want = [
             0.601_103_751_920_163_6,
@@ -265,7 +265,7 @@ mod tests {
         assert!(close(p.cx[0], 454.919_641, 5e-7));
         assert!(close(p.cy[0], 807.280_146, 5e-7));
         assert!(close(p.ph[0], 4.208_063, 5e-7));
-        // Exact float32 values printed by the reference (9 significant digits round-trip f32).
+        // Exact float32 values of the definition (9 significant digits round-trip f32).
         assert_eq!(p.pos(&c, 0, 0), Some((423.945_74, 751.161_13)));
         assert_eq!(p.pos(&c, 0, 100), Some((392.319_64, 821.062_93)));
         assert_eq!(p.pos(&c, 999, 100), Some((232.685_87, 756.126_6)));

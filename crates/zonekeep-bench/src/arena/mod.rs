@@ -1,8 +1,9 @@
-//! The "arena" workload of `shared/workloads/arena.md`: its formulas ([`math`]), the zone kind a
+//! The "arena" workload (defined in `docs/WORKLOADS.md`; section numbers below are its arena
+//! chapter's): its formulas ([`math`]), the zone kind a
 //! host runs ([`zone::ArenaZone`], registered as [`KIND`]), and the probe client's validator
 //! ([`probe::Probe`]).
 //!
-//! Mapping onto Zonekeep (arena.md §2.5): the root `tick` is the Delta's `tick`; `npcs` are
+//! Mapping onto Zonekeep (WORKLOADS.md arena §2.5): the root `tick` is the Delta's `tick`; `npcs` are
 //! entities of kind `npc` (id = NPC index, spawned first so ids are `0..M`) with the position as
 //! the entity position and `hp` as a `uint` field; `players` are entities of kind `player` (id ≥ M)
 //! with the position only, controlled by their client (the Delta's CONTROL field names it).
@@ -24,7 +25,7 @@ pub const KIND_NPC: u32 = 0;
 /// Kind index of player entities in the schema.
 pub const KIND_PLAYER: u32 = 1;
 
-/// Which scenario of arena.md §4.
+/// Which scenario of WORKLOADS.md arena §4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum Scenario {
     /// A "broadcast": every client receives every change of every entity.
@@ -48,7 +49,7 @@ impl Scenario {
 
 /// The workload's parameters: what the zone is created with and what bots and the probe assume.
 /// Serialized as the zone's create params (`{"scenario":"B","npcs":1000,…}`); absent keys take the
-/// arena.md defaults.
+/// The workload's defaults (WORKLOADS.md arena §1).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ArenaParams {
@@ -70,7 +71,7 @@ pub struct ArenaParams {
     pub crowd_half: Option<f64>,
     /// Most players the zone admits.
     pub max_players: u32,
-    /// The fixed formula constants (arena.md §1).
+    /// The fixed formula constants (WORKLOADS.md arena §1).
     #[serde(skip)]
     pub consts: ArenaConsts,
 }
@@ -118,7 +119,7 @@ impl ArenaParams {
         }
     }
 
-    /// Bot `b`'s spawn: arena.md §2.4, or in the crowded variant a point on a golden-angle spiral
+    /// Bot `b`'s spawn: WORKLOADS.md arena §2.4, or in the crowded variant a point on a golden-angle spiral
     /// within `crowd_half` of the world centre (deterministic, evenly spread).
     pub fn spawn(&self, b: u32) -> (f32, f32) {
         match self.crowd_half {

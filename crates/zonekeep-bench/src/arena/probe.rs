@@ -1,10 +1,10 @@
-//! The probe client's correctness checks (arena.md §5): after each decoded patch, every NPC the
+//! The probe client's correctness checks (WORKLOADS.md arena §5): after each decoded patch, every NPC the
 //! probe holds must be where `npcPos(i, tick)` puts it with the closed-form hp; in scenario B no
 //! expected NPC may be missing and nothing beyond `R` may be present.
 //!
 //! Positions are compared **exactly on the quantized integers**: the host sends
 //! `pos_encode(npcPos(i, tick), pos_step)`, so the probe computes the same integer and any
-//! difference at all is a mismatch (stricter than arena.md's "within half the declared step").
+//! difference at all is a mismatch (stricter than the workload's "within half the declared step").
 //!
 //! The probe knows its own player's exact `f32` position without trusting the server: it replays
 //! the inputs it sent, `1..=ack`, from its spawn with [`apply_input`] — the same fold the zone runs.
@@ -156,7 +156,7 @@ impl Probe {
         self.behind_since.clear();
     }
 
-    /// Counts mismatches only while measuring (the window of arena.md §6).
+    /// Counts mismatches only while measuring (the window of WORKLOADS.md arena §6).
     pub fn set_measuring(&mut self, on: bool) {
         self.measuring = on;
     }

@@ -1,10 +1,10 @@
-//! The arena workload as a zone kind a host runs (arena.md §2, §4).
+//! The arena workload as a zone kind a host runs (WORKLOADS.md arena §2, §4).
 //!
 //! Ticks at 20 Hz with a patch every tick and **no catch-up** (`max_catch_up = 1`: a host that
 //! falls behind runs fewer ticks and counts the rest as dropped — the simulation slows down, as
-//! arena.md §2.1 asks). NPC positions and hp are the closed forms of tick `k` = `ctx.tick()`, the
+//! WORKLOADS.md arena §2.1 asks). NPC positions and hp are the closed forms of tick `k` = `ctx.tick()`, the
 //! tick every Delta carries; tick 0 is the state at creation. Inputs are buffered by the host and
-//! applied at the next tick, all of them (`InputPolicy::Drain`), per arena.md §2.4's allowance.
+//! applied at the next tick, all of them (`InputPolicy::Drain`), per WORKLOADS.md arena §2.4's allowance.
 //!
 //! Scenario B's visibility rule is exact: the view radius is set a hair above `R` so the grid's
 //! `f32` query returns a superset, and [`Zone::can_see`] then keeps exactly the entities with
@@ -18,14 +18,13 @@ use zonekeep_core::{
     Ctx, EntityId, InputPolicy, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo,
     ReplicationSettings, World, Zone, ZoneConfig, ZoneError, ZoneInit,
 };
-use zonekeep_server::HostBuilder;
 
 use super::math::{apply_input, decode_input, hp_wave_group, within, NpcParams};
 use super::{ArenaParams, Scenario, KIND};
 
 /// The kind name of the arena with a per-patch byte budget (the crowded B run).
 pub const KIND_BUDGET: &str = "arena-workload-budget";
-/// The budget of [`KIND_BUDGET`], bytes per Delta (issue 7: 1,200).
+/// The budget of [`KIND_BUDGET`], bytes per Delta (the crowded scenario B run: 1,200).
 pub const BUDGET_BYTES: usize = 1200;
 /// Declared position quantum of both kinds.
 pub const POS_STEP: f32 = 0.1;
@@ -50,30 +49,6 @@ pub fn zone_config(budget: Option<usize>) -> ZoneConfig {
             ..ReplicationSettings::default()
         },
         ..ZoneConfig::default()
-    }
-}
-
-/// Registers both arena kinds ([`KIND`] and [`KIND_BUDGET`]) on a host.
-pub fn register(builder: HostBuilder) -> HostBuilder {
-    builder
-        .zone_with::<ArenaZone>(KIND, zone_config(None), serde_json::Value::Null)
-        .zone_with::<ArenaZone>(
-            KIND_BUDGET,
-            zone_config(Some(BUDGET_BYTES)),
-            serde_json::json!({ "budget": BUDGET_BYTES }),
-        )
-}
-
-/// Registers the arena workload kinds on a [`HostBuilder`] inside a builder chain:
-/// `Host::builder()….arena_workload().build()`.
-pub trait RegisterArenaWorkload {
-    /// See [`register`].
-    fn arena_workload(self) -> Self;
-}
-
-impl RegisterArenaWorkload for HostBuilder {
-    fn arena_workload(self) -> Self {
-        register(self)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The full bot: a `zonekeep_client::Connection` (decode against the known set, clock sync,
 //! reconnect, NetSim) feeding an interpolating `Replica` one frame per patch, so the client's real
-//! cost is paid. In the arena it can also be the probe, validating every patch (arena.md §5).
+//! cost is paid. In the arena it can also be the probe, validating every patch (WORKLOADS.md arena §5).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The bots: one tokio task per bot, two kinds.
 //!
-//! - [`light`]: a lean protocol client for bots that do not decode (arena.md §3 "count bytes and
+//! - [`light`]: a lean protocol client for bots that do not decode (WORKLOADS.md arena §3 "count bytes and
 //!   messages without decoding"): it reads each Delta's header only (tick and ack) and keeps
 //!   every buffer small, so one process can hold thousands of connections.
 //! - [`full`]: a `zonekeep_client::Connection` feeding a `Replica` (the real client cost: decode,

@@ -1,4 +1,4 @@
-//! One bot's input schedule and payloads: the arena's open-loop circle (arena.md §3: first input
+//! One bot's input schedule and payloads: the arena's open-loop circle (WORKLOADS.md arena §3: first input
 //! after a phase offset of `b · interval / N`, then one per interval) or the generic templates.
 
 use std::time::{Duration, Instant};

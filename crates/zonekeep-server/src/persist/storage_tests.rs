@@ -250,13 +250,14 @@ async fn a_retired_zone_is_written_then_forgotten() {
     );
     assert_eq!(h.zone_count(), 1, "kept until its final save is written");
     gate.add_permits(10);
-    tokio::time::timeout(Duration::from_secs(5), async {
+    // The worker forgets the zone right after its write returns; a long guard only against a hang.
+    tokio::time::timeout(Duration::from_secs(60), async {
         while h.zone_count() != 0 {
             tokio::task::yield_now().await;
         }
     })
     .await
-    .expect("the zone is forgotten once written");
+    .expect("the zone is still known 60 s after its final save was released");
     let saved = store.load("z").await.unwrap().unwrap();
     assert_eq!(saved.bytes, b"last".to_vec());
     assert!(h.status("z").is_none());

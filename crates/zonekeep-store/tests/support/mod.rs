@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+mod service;
+pub use service::service_url;
+
 use zonekeep_store::{
     PostgresOptions, PostgresStore, SqliteStore, Store, StoreError, WriteOutcome,
 };
@@ -42,12 +45,10 @@ impl Db {
         Db::Sqlite { _dir: dir, path }
     }
 
-    /// A fresh PostgreSQL schema, or `None` (after saying so) when the server is not configured.
-    pub fn postgres() -> Option<Db> {
-        let Ok(url) = std::env::var(PG_ENV) else {
-            println!("skipped: {PG_ENV} not set");
-            return None;
-        };
+    /// A fresh PostgreSQL schema for `test`, or `None` (reported as skipped) when the server is not
+    /// configured; under `CI=true` a missing server fails the test.
+    pub fn postgres(test: &str) -> Option<Db> {
+        let url = service_url(PG_ENV, test)?;
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.subsec_nanos())

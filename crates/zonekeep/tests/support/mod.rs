@@ -3,6 +3,9 @@
 //! WebSocket, and read the store behind it (SQLite file or PostgreSQL).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+mod service;
+pub use service::service_url;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

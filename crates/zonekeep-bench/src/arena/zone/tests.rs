@@ -84,7 +84,7 @@ fn npcs_follow_the_closed_forms_on_the_wire() {
         assert_eq!(npc_hp(&c, u64::from(id), 400), 90);
     }
     assert_eq!(n, 1000, "scenario A: every NPC is sent");
-    // The world holds the exact f32 values of the reference (arena.md check values at k=100 are
+    // The world holds the exact f32 values of the definition (WORKLOADS.md arena check values at k=100 are
     // covered by the math tests; here the zone's own world at k=400).
     let e0 = h.world().get(EntityId(0)).unwrap();
     assert_eq!((e0.x, e0.y), npcs.pos(&c, 0, 400).unwrap());

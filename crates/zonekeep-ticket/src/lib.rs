@@ -1,4 +1,10 @@
-//! Tickets: compact JWS (JWT) signed with HS256, and nothing else.
+//! Zonekeep tickets: compact JWS (JWT) signed with HS256, and nothing else.
+//!
+//! This crate owns minting and verifying tickets, their claims, the signing
+//! keys and the `jti` replay cache. The host verifies with it and tools (the
+//! `zonekeep ticket` command, load bots) mint with it, so neither has to link
+//! the other. It depends on `zonekeep-core` only for the principal, role and
+//! claim types a verified ticket hands to a zone; it does no I/O.
 //!
 //! A ticket admits one principal (`sub`) to one zone or a zone prefix pattern
 //! (`zone`: `arena-1`, or `arena-*` for every id starting with `arena-`), with a
@@ -19,6 +25,8 @@
 //!    (`exp − now`), the zone pattern;
 //! 6. the `jti` is consumed in the [`replay`] cache (a separate step so a
 //!    reconnect may present the same ticket again, see the session code).
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod keys;
 pub mod replay;
