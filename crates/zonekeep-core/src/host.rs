@@ -1,5 +1,6 @@
 //! `ZoneHost`: drives one zone at a fixed timestep.
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use crate::config::ZoneConfig;
 use crate::ctx::{Ctx, CtxParts, Event, Kick, Outputs};
 use crate::error::{JoinError, RejoinError, UnknownPlayer, ZoneError};
 use crate::fact::{Fact, FactBook, Settlement};
-use crate::input::{InputBuffer, InputMeta, InputOutcome, SeqCheck};
+use crate::input::{InputMeta, InputOutcome};
 use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role, Roster};
 use crate::replicate::{BuildStats, ReplicationConfig, Replicator, SubscriberId};
 use crate::report::{AdvanceReport, InputCounters};
@@ -20,10 +21,13 @@ use crate::timer::Timers;
 use crate::view::ViewRequests;
 use crate::world::World;
 use crate::zone::{LeaveReason, Zone, ZoneInit};
+use frames::FrameQueue;
+pub use frames::{Frame, Frames};
+use slot::{Slot, ZoneSlot};
 
 /// The state hooks borrow through [`Ctx`]; kept apart from the zone value so
 /// both can be borrowed at once.
-struct Core {
+pub(crate) struct Core {
     tick: u64,
     dt: Duration,
     tier: TierState,
@@ -37,7 +41,7 @@ struct Core {
 }
 
 impl Core {
-    fn ctx(&mut self, input: Option<InputMeta>) -> Ctx<'_> {
+    pub(crate) fn ctx(&mut self, input: Option<InputMeta>) -> Ctx<'_> {
         Ctx::new(CtxParts {
             tick: self.tick,
             dt: self.dt,
@@ -63,8 +67,8 @@ struct Pending {
     kicks: Vec<Kick>,
 }
 
-/// Drives one [`Zone`]: fixed-timestep ticks, participants, input buffers,
-/// timers, tiers, and a report per [`advance`](ZoneHost::advance).
+/// Runs one zone at a fixed timestep, whatever its type: the contract between the simulation and
+/// whatever drives it (a server, a test, a replay tool). See the [module docs](self).
 ///
 /// Tick `k` (the first is 1) is due at `start + k * dt`, where `start` is the
 /// clock's time at [`new`](ZoneHost::new) and `dt` is
@@ -73,13 +77,13 @@ struct Pending {
 /// ticks due by `now`, at most `max_catch_up` of them; the rest are dropped
 /// (counted) by moving the schedule forward, so a stall never snowballs.
 /// Simulation time only advances for ticks that run.
-pub struct ZoneHost<Z: Zone> {
+pub struct ZoneHost {
     init: ZoneInit,
     config: ZoneConfig,
     clock: Arc<dyn Clock>,
-    zone: Z,
+    /// The game code and its typed input buffers: the only zone-typed part.
+    zone: Box<dyn ZoneSlot>,
     core: Core,
-    buffers: BTreeMap<PlayerId, InputBuffer<Z::Input>>,
     dropped_at: BTreeMap<PlayerId, Duration>,
     next_player: u32,
     start: Duration,
@@ -88,19 +92,18 @@ pub struct ZoneHost<Z: Zone> {
     /// Due slots seen while Idle, for `IdlePolicy::Slow` (slot runs when `phase % n == 0`).
     idle_phase: u64,
     pending: Pending,
-    scratch: Vec<(PlayerId, InputMeta, Z::Input)>,
     disposed: bool,
     /// Builds every connected participant's Delta on patch ticks.
     replicator: Replicator,
-    /// Events emitted since the last frames were built, delivered in them (bounded).
-    frame_events: Vec<Event>,
-    /// Events that did not fit `frame_events`.
-    frame_events_dropped: u64,
-    /// Counters of the last [`build_frames`](ZoneHost::build_frames).
+    /// A patch tick ran since the frames were last built.
+    patch_due: bool,
+    /// The frames of the last build, until drained.
+    frames: FrameQueue,
+    /// Counters of the last frame build.
     last_build: BuildStats,
 }
 
-impl<Z: Zone> std::fmt::Debug for ZoneHost<Z> {
+impl std::fmt::Debug for ZoneHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZoneHost")
             .field("zone_id", &self.init.zone_id)
@@ -113,39 +116,39 @@ impl<Z: Zone> std::fmt::Debug for ZoneHost<Z> {
     }
 }
 
-impl<Z: Zone> ZoneHost<Z> {
+impl ZoneHost {
     /// Validate `config`, seed the RNG from `(config.world_seed, init.zone_id)`
-    /// and create the zone. The tick schedule starts at `clock.now()`.
+    /// and create a zone of type `Z`. The tick schedule starts at `clock.now()`.
     /// The boot epoch is 0; a host that persists facts uses
     /// [`with_boot_epoch`](ZoneHost::with_boot_epoch).
-    pub fn new(
+    pub fn new<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, ZoneError> {
-        Self::with_boot_epoch(init, config, clock, 0)
+        Self::with_boot_epoch::<Z>(init, config, clock, 0)
     }
 
     /// Like [`new`](ZoneHost::new), with the owner epoch this host runs under
     /// (the store's claim epoch). It becomes part of generated fact keys, so
     /// keys never repeat across restarts.
-    pub fn with_boot_epoch(
+    pub fn with_boot_epoch<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
         boot_epoch: u64,
     ) -> Result<Self, ZoneError> {
         Self::build(init, config, clock, boot_epoch, 0, |init, ctx| {
-            Z::create(init, ctx)
+            Ok(Box::new(Slot::new(Z::create(init, ctx)?)))
         })
     }
 
-    /// Rebuild a zone from an envelope made by [`snapshot`](ZoneHost::snapshot):
+    /// Rebuild a zone of type `Z` from an envelope made by [`snapshot`](ZoneHost::snapshot):
     /// the zone comes from [`Zone::restore`], the tick count and fact counter
     /// continue from the snapshot, and every fact that was in flight is queued
     /// again under its original key (so [`take_facts`](ZoneHost::take_facts)
     /// returns them for re-sending). `boot_epoch` is the new owner's epoch.
-    pub fn restore(
+    pub fn restore<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
@@ -154,7 +157,7 @@ impl<Z: Zone> ZoneHost<Z> {
     ) -> Result<Self, RestoreError> {
         let snap = Snapshot::decode(envelope)?;
         let mut host = Self::build(init, config, clock, boot_epoch, snap.tick, |init, ctx| {
-            Z::restore(init, ctx, &snap.zone)
+            Ok(Box::new(Slot::new(Z::restore(init, ctx, &snap.zone)?)))
         })?;
         host.core.facts.set_counter(snap.fact_counter);
         for fact in snap.facts {
@@ -169,7 +172,7 @@ impl<Z: Zone> ZoneHost<Z> {
         clock: Arc<dyn Clock>,
         boot_epoch: u64,
         tick: u64,
-        make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Z, ZoneError>,
+        make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Box<dyn ZoneSlot>, ZoneError>,
     ) -> Result<Self, ZoneError> {
         config.validate()?;
         let world = World::new(config.replication.pos_step)
@@ -198,18 +201,16 @@ impl<Z: Zone> ZoneHost<Z> {
             clock,
             zone,
             core,
-            buffers: BTreeMap::new(),
             dropped_at: BTreeMap::new(),
             next_player: 1,
             start,
             next_slot: 1,
             idle_phase: 0,
             pending: Pending::default(),
-            scratch: Vec::new(),
             disposed: false,
             replicator,
-            frame_events: Vec::new(),
-            frame_events_dropped: 0,
+            patch_due: false,
+            frames: FrameQueue::default(),
             last_build: BuildStats::default(),
         })
     }
@@ -217,6 +218,16 @@ impl<Z: Zone> ZoneHost<Z> {
     /// The zone's create parameters.
     pub fn init(&self) -> &ZoneInit {
         &self.init
+    }
+
+    /// The zone's id.
+    pub fn zone_id(&self) -> &str {
+        &self.init.zone_id
+    }
+
+    /// The zone's kind.
+    pub fn kind(&self) -> &str {
+        &self.init.kind
     }
 
     /// The configuration in force.
@@ -244,19 +255,20 @@ impl<Z: Zone> ZoneHost<Z> {
         self.core.roster.get(&id)
     }
 
-    /// The game code.
-    pub fn zone(&self) -> &Z {
-        &self.zone
+    /// The game code, when it is a `Z` (for tests and tools).
+    pub fn zone<Z: Any>(&self) -> Option<&Z> {
+        self.zone.zone_any().downcast_ref()
     }
 
-    /// The game code, mutably (for tests and tools; changing simulation state
-    /// from outside the hooks breaks determinism).
-    pub fn zone_mut(&mut self) -> &mut Z {
-        &mut self.zone
+    /// The game code, mutably, when it is a `Z` (for tests and tools; changing
+    /// simulation state from outside the hooks breaks determinism).
+    pub fn zone_mut<Z: Any>(&mut self) -> Option<&mut Z> {
+        self.zone.zone_any_mut().downcast_mut()
     }
 
     /// The zone's current state hash: its own when it supplies one, else the
-    /// replicated world's ([`World::hash`]).
+    /// replicated world's ([`World::hash`]). Computed when asked (tests,
+    /// replay checks), never by the tick itself.
     pub fn state_hash(&self) -> Option<u64> {
         self.zone
             .state_hash()
@@ -289,7 +301,7 @@ impl<Z: Zone> ZoneHost<Z> {
 
     /// The newest input sequence number handed to the zone for `id` (the ack).
     pub fn last_processed_seq(&self, id: PlayerId) -> Option<u32> {
-        self.buffers.get(&id).and_then(InputBuffer::last_processed)
+        self.zone.last_processed(id)
     }
 
     /// The owner epoch this host was created or restored with.
@@ -298,21 +310,15 @@ impl<Z: Zone> ZoneHost<Z> {
     }
 
     /// Facts emitted since the last call, to hand to a fact sink. They stay
-    /// in flight (and in snapshots) until [`settle`](ZoneHost::settle)d.
-    pub fn take_facts(&mut self) -> Vec<Fact> {
+    /// in flight (and in snapshots) until settled with
+    /// [`handle_settlement`](ZoneHost::handle_settlement).
+    pub fn drain_facts(&mut self) -> Vec<Fact> {
         self.core.facts.take_unsent()
     }
 
     /// How many facts are in flight (emitted, not yet settled and delivered).
     pub fn facts_in_flight(&self) -> usize {
         self.core.facts.in_flight_len()
-    }
-
-    /// Queue a sink's answer; the zone receives it through
-    /// [`Zone::on_fact_settled`] at the start of its next tick. A settlement
-    /// for a key not in flight is dropped and counted.
-    pub fn settle(&mut self, settlement: Settlement) {
-        self.core.facts.queue_settlement(settlement);
     }
 
     /// The zone's state and in-flight facts as a checksummed envelope (see
@@ -332,9 +338,18 @@ impl<Z: Zone> ZoneHost<Z> {
         )
     }
 
-    /// Take the events emitted so far (otherwise the next report carries them).
-    pub fn take_events(&mut self) -> Vec<Event> {
-        std::mem::take(&mut self.core.out.events)
+    /// Take the events emitted so far, for a driver that does not replicate
+    /// (otherwise the next frame build delivers them inside the Deltas; each
+    /// event goes one way or the other, never both).
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.core.out.events.drain(..)
+    }
+
+    /// Queue a fact sink's answer; the zone receives it through
+    /// [`Zone::on_fact_settled`] at the start of its next tick. A settlement
+    /// for a key not in flight is dropped and counted.
+    pub fn handle_settlement(&mut self, settlement: Settlement) {
+        self.core.facts.queue_settlement(settlement);
     }
 
     /// Admit a participant with a verified `principal` and ticket `claims`.
@@ -342,7 +357,7 @@ impl<Z: Zone> ZoneHost<Z> {
     /// Refused with [`JoinError::Full`] when the role is at capacity (dropped
     /// participants within grace still hold their place), or with the zone's
     /// own [`JoinRefusal`](crate::JoinRefusal). Wakes an Idle or Dormant zone.
-    pub fn join(
+    pub fn handle_join(
         &mut self,
         principal: Principal,
         claims: Claims,
@@ -373,13 +388,9 @@ impl<Z: Zone> ZoneHost<Z> {
         };
         self.core.roster.insert(id, info.clone());
         self.core.views.insert(id);
-        let verdict = {
-            let mut ctx = self.core.ctx(None);
-            match role {
-                Role::Player => self.zone.on_join(&mut ctx, &info),
-                Role::Observer => self.zone.on_observe(&mut ctx, &info),
-            }
-        };
+        let verdict = self
+            .zone
+            .join(&mut self.core.ctx(None), &info, self.config.input_buffer);
         if let Err(refusal) = verdict {
             self.core.roster.remove(&id);
             self.core.views.remove(id);
@@ -387,10 +398,6 @@ impl<Z: Zone> ZoneHost<Z> {
             self.core.out.kicks.retain(|k| k.player != id);
             self.apply_kicks();
             return Err(JoinError::Refused(refusal));
-        }
-        if role == Role::Player {
-            self.buffers
-                .insert(id, InputBuffer::new(self.config.input_buffer));
         }
         self.subscribe(id);
         if let Some((from, to)) = self.core.tier.occupied() {
@@ -403,7 +410,7 @@ impl<Z: Zone> ZoneHost<Z> {
     /// The participant's connection was lost: it keeps its place until
     /// `reconnect_grace` passes (checked in [`advance`](ZoneHost::advance)).
     /// Dropping an already dropped participant changes nothing.
-    pub fn drop_player(&mut self, id: PlayerId) -> Result<(), UnknownPlayer> {
+    pub fn handle_drop(&mut self, id: PlayerId) -> Result<(), UnknownPlayer> {
         let info = self.core.roster.get_mut(&id).ok_or(UnknownPlayer(id))?;
         if !info.connected {
             return Ok(());
@@ -419,7 +426,7 @@ impl<Z: Zone> ZoneHost<Z> {
 
     /// A dropped participant is back within the grace; it keeps its id,
     /// buffered inputs and sequence numbers.
-    pub fn rejoin(&mut self, id: PlayerId) -> Result<(), RejoinError> {
+    pub fn handle_rejoin(&mut self, id: PlayerId) -> Result<(), RejoinError> {
         if self.disposed {
             return Err(RejoinError::Disposed);
         }
@@ -449,7 +456,7 @@ impl<Z: Zone> ZoneHost<Z> {
     }
 
     /// Remove a participant now, telling the zone why.
-    pub fn leave(&mut self, id: PlayerId, why: LeaveReason) -> Result<(), UnknownPlayer> {
+    pub fn handle_leave(&mut self, id: PlayerId, why: LeaveReason) -> Result<(), UnknownPlayer> {
         if !self.core.roster.contains_key(&id) {
             return Err(UnknownPlayer(id));
         }
@@ -461,8 +468,9 @@ impl<Z: Zone> ZoneHost<Z> {
     /// Offer one input from player `id` with the client's sequence number
     /// `seq` and the tick it was viewing. Duplicates and stale numbers are
     /// dropped before `sanitize` runs; sanitized inputs are buffered (a full
-    /// buffer drops its oldest). Every outcome is counted for the next report.
-    pub fn push_input(
+    /// buffer drops its oldest). Every outcome is counted for the next report
+    /// and returned, so a driver can tell the client about a refusal.
+    pub fn handle_input(
         &mut self,
         id: PlayerId,
         seq: u32,
@@ -505,32 +513,17 @@ impl<Z: Zone> ZoneHost<Z> {
             Some(p) if !p.connected => return InputOutcome::Disconnected,
             Some(_) => {}
         }
-        let Some(buffer) = self.buffers.get_mut(&id) else {
-            return InputOutcome::UnknownPlayer;
-        };
-        match buffer.check(seq) {
-            SeqCheck::Duplicate => return InputOutcome::Duplicate,
-            SeqCheck::Stale => return InputOutcome::Stale,
-            SeqCheck::Fresh => {}
-        }
-        let input = match self.zone.sanitize(id, payload) {
-            Ok(input) => input,
-            Err(refusal) => return InputOutcome::Refused(refusal),
-        };
         let meta = InputMeta {
             seq,
             view_tick: view_tick.min(u32::try_from(self.core.tick).unwrap_or(u32::MAX)),
         };
-        if buffer.push(meta, input) {
-            InputOutcome::AcceptedDroppedOldest
-        } else {
-            InputOutcome::Accepted
-        }
+        self.zone.offer(id, meta, payload)
     }
 
     /// Bring the zone up to clock time `now`: expire reconnect graces, update
-    /// the tier, run the due ticks (within `max_catch_up`) and report.
-    /// A disposed host reports nothing.
+    /// the tier, run the due ticks (within `max_catch_up`) and report. When a
+    /// patch tick ran, the next [`drain_frames`](ZoneHost::drain_frames) builds
+    /// and returns the patch. A disposed host reports nothing.
     pub fn advance(&mut self, now: Duration) -> AdvanceReport {
         if self.disposed {
             return AdvanceReport {
@@ -576,8 +569,7 @@ impl<Z: Zone> ZoneHost<Z> {
         report.kicks = pending.kicks;
         report.facts_overflowed = std::mem::take(&mut self.core.facts.overflowed);
         report.settlements_unknown = std::mem::take(&mut self.core.facts.unknown_settlements);
-        report.events = std::mem::take(&mut self.core.out.events);
-        self.queue_frame_events(&report.events);
+        self.patch_due |= !report.patch_ticks.is_empty();
         report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
         report
     }
@@ -592,7 +584,6 @@ impl<Z: Zone> ZoneHost<Z> {
         self.disposed = true;
         self.core.roster.clear();
         self.core.out.kicks.clear();
-        self.buffers.clear();
         self.dropped_at.clear();
     }
 
@@ -620,17 +611,11 @@ impl<Z: Zone> ZoneHost<Z> {
             report.facts_settled = report.facts_settled.saturating_add(1);
         }
 
-        let mut batch = std::mem::take(&mut self.scratch);
-        for (id, buffer) in &mut self.buffers {
-            let superseded = buffer.take(self.config.input_policy, *id, &mut batch);
-            let c = &mut self.pending.inputs.superseded;
-            *c = c.saturating_add(superseded);
-        }
-        for (id, meta, input) in batch.drain(..) {
-            self.zone
-                .on_input(&mut self.core.ctx(Some(meta)), id, input);
-        }
-        self.scratch = batch;
+        let superseded = self
+            .zone
+            .apply_inputs(&mut self.core, self.config.input_policy);
+        let c = &mut self.pending.inputs.superseded;
+        *c = c.saturating_add(superseded);
 
         self.zone.tick(&mut self.core.ctx(None));
         while let Some((id, tag)) = self.core.timers.pop_due(tick) {
@@ -638,9 +623,6 @@ impl<Z: Zone> ZoneHost<Z> {
         }
         self.apply_kicks();
 
-        if let Some(hash) = self.state_hash() {
-            report.hashes.push((tick, hash));
-        }
         if self.is_patch_tick(tick) {
             report.patch_ticks.push(tick);
         }
@@ -685,7 +667,6 @@ impl<Z: Zone> ZoneHost<Z> {
         if self.core.roster.remove(&id).is_none() {
             return;
         }
-        self.buffers.remove(&id);
         self.dropped_at.remove(&id);
         self.core.views.remove(id);
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
@@ -693,7 +674,7 @@ impl<Z: Zone> ZoneHost<Z> {
         if self.core.roster.is_empty() {
             self.core.tier.emptied(self.clock.now());
         }
-        self.zone.on_leave(&mut self.core.ctx(None), id, why);
+        self.zone.leave(&mut self.core.ctx(None), id, why);
     }
 
     /// Apply the zone's kick requests, including any made by the `on_leave`
@@ -714,6 +695,7 @@ impl<Z: Zone> ZoneHost<Z> {
 mod frames;
 #[cfg(test)]
 mod probe;
+mod slot;
 #[cfg(test)]
 mod tests_frames;
 #[cfg(test)]

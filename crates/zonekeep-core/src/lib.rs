@@ -70,14 +70,14 @@
 //!     params: zonekeep_core::serde_json::Value::Null,
 //! };
 //! let mut host =
-//!     ZoneHost::<Counter>::new(init, ZoneConfig::default(), Arc::new(clock.clone())).unwrap();
-//! let alice = host.join(Principal::new("alice"), Claims::new(), Role::Player).unwrap();
-//! assert!(host.push_input(alice, 1, 0, &[5]).is_accepted()); // clamped to +1
+//!     ZoneHost::new::<Counter>(init, ZoneConfig::default(), Arc::new(clock.clone())).unwrap();
+//! let alice = host.handle_join(Principal::new("alice"), Claims::new(), Role::Player).unwrap();
+//! assert!(host.handle_input(alice, 1, 0, &[5]).is_accepted()); // clamped to +1
 //!
 //! clock.advance(Duration::from_millis(100)); // three ticks at 30 Hz
 //! let report = host.advance(clock.now());
 //! assert_eq!(report.ticks_run, 3);
-//! assert_eq!(host.zone().value, 1);
+//! assert_eq!(host.zone::<Counter>().unwrap().value, 1);
 //! assert_eq!(host.last_processed_seq(alice), Some(1));
 //! ```
 #![deny(missing_docs)]
@@ -86,13 +86,13 @@
 pub mod clock;
 pub mod config;
 pub mod ctx;
-pub mod dynhost;
 pub mod error;
 pub mod fact;
 pub mod hash;
 pub mod host;
 pub mod input;
 pub mod interest;
+pub mod kinds;
 pub mod player;
 pub mod replicate;
 pub mod report;
@@ -107,12 +107,12 @@ pub mod zone;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ZoneConfig;
 pub use ctx::{Ctx, Event, EventTarget, Kick};
-pub use dynhost::{AnyZoneHost, RestoreFactory, ZoneFactory, ZoneKinds};
 pub use error::{ConfigError, JoinError, RejoinError, TimerError, UnknownPlayer, ZoneError};
 pub use fact::{Fact, FactError, FactKey, FactOutcome, Settlement};
 pub use hash::StateHasher;
-pub use host::ZoneHost;
+pub use host::{Frame, Frames, ZoneHost};
 pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
+pub use kinds::{RestoreFactory, ZoneFactory, ZoneKinds};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 pub use report::{AdvanceReport, InputCounters};
 pub use rng::{zone_rng, ZoneRng};

@@ -22,7 +22,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use tokio::sync::oneshot;
-use zonekeep_core::{AnyZoneHost, Claims, JoinRefusal, PlayerId, Principal, Role};
+use zonekeep_core::{Claims, JoinRefusal, PlayerId, Principal, Role, ZoneHost};
 
 use crate::conn::ConnHandle;
 
@@ -34,7 +34,7 @@ pub(crate) use thread::{KindSpec, SimContext};
 
 /// Called on the sim thread right before a zone is disposed (shutdown, stop,
 /// dormant unload). This is the persistence hook: save the zone here.
-pub type DisposeHook = Arc<dyn Fn(&str, &mut dyn AnyZoneHost) + Send + Sync>;
+pub type DisposeHook = Arc<dyn Fn(&str, &mut ZoneHost) + Send + Sync>;
 
 /// One input on its way to a zone's inbox.
 #[derive(Debug)]
@@ -55,7 +55,7 @@ pub(crate) struct ZoneCreate {
 
 /// A built zone on its way to its thread.
 pub(crate) struct ZoneStart {
-    pub host: Box<dyn AnyZoneHost>,
+    pub host: ZoneHost,
     pub persist: Option<crate::persist::ZonePersist>,
     pub inbox: crossbeam_channel::Receiver<InboxInput>,
     pub metrics: crate::metrics::ZoneMetrics,

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zonekeep_core::{AnyZoneHost, ZoneInit};
+use zonekeep_core::{ZoneHost, ZoneInit};
 
 use super::registry::ZoneEntry;
 use super::thread::SimContext;
@@ -155,7 +155,7 @@ async fn build(
     zone_id: &str,
     kind: &str,
     params: serde_json::Value,
-) -> Result<(Box<dyn AnyZoneHost>, Option<ZonePersist>), StartError> {
+) -> Result<(ZoneHost, Option<ZonePersist>), StartError> {
     let spec = sim
         .specs
         .get(kind)

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use zonekeep_core::{
-    AdvanceReport, AnyZoneHost, Claims, JoinError, PlayerId, Principal, RejoinError, Role, Tier,
+    AdvanceReport, Claims, JoinError, PlayerId, Principal, RejoinError, Role, Tier, ZoneHost,
 };
 use zonekeep_protocol::messages::{KickCode, Role as WireRole, Welcome};
 
-use super::frames::{delta_ack, quiet_delta_ack, welcome_frame};
+use super::frames::welcome_frame;
 use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
 use crate::conn::{ConnHandle, Offer};
@@ -28,7 +28,7 @@ struct Sub {
 }
 
 pub(crate) struct ZoneRun {
-    pub host: Box<dyn AnyZoneHost>,
+    pub host: ZoneHost,
     /// Facts, settlements and saves; `None` without persistence.
     persist: Option<ZonePersist>,
     pub entry: Arc<ZoneEntry>,
@@ -57,7 +57,7 @@ fn wire_role(r: Role) -> WireRole {
 
 impl ZoneRun {
     pub fn new(
-        host: Box<dyn AnyZoneHost>,
+        host: ZoneHost,
         persist: Option<ZonePersist>,
         entry: Arc<ZoneEntry>,
         inbox: crossbeam_channel::Receiver<InboxInput>,
@@ -144,7 +144,7 @@ impl ZoneRun {
     ) -> Result<Joined, JoinFailure> {
         let player = self
             .host
-            .join(principal, claims, role)
+            .handle_join(principal, claims, role)
             .map_err(|e| match e {
                 JoinError::Full { .. } => JoinFailure::Full,
                 JoinError::Refused(r) => JoinFailure::Refused(r),
@@ -153,7 +153,9 @@ impl ZoneRun {
             })?;
         let r = self.attach(ctx, player, version, conn);
         if r.is_err() {
-            let _ = self.host.leave(player, zonekeep_core::LeaveReason::Left);
+            let _ = self
+                .host
+                .handle_leave(player, zonekeep_core::LeaveReason::Left);
         }
         r
     }
@@ -174,9 +176,9 @@ impl ZoneRun {
         // A half-open old connection is replaced by the new one.
         if let Some(old) = self.subs.get_mut(&player).and_then(|s| s.conn.take()) {
             old.kick(KickCode::KICKED, "resumed on another connection");
-            let _ = self.host.drop_player(player);
+            let _ = self.host.handle_drop(player);
         }
-        self.host.rejoin(player).map_err(|e| {
+        self.host.handle_rejoin(player).map_err(|e| {
             JoinFailure::ReconnectRefused(match e {
                 RejoinError::GraceExpired(_) => "reconnect grace expired".into(),
                 other => other.to_string(),
@@ -194,7 +196,7 @@ impl ZoneRun {
             return; // a stale notice from a replaced connection
         }
         sub.conn = None;
-        if self.host.drop_player(player).is_ok() {
+        if self.host.handle_drop(player).is_ok() {
             let grace = self.host.config().reconnect_grace;
             ctx.reconnect
                 .detach(&self.entry.zone_id, player, Instant::now() + grace);
@@ -206,7 +208,7 @@ impl ZoneRun {
     pub fn kick(&mut self, ctx: &SimContext, player: PlayerId, reason: &str) -> bool {
         if self
             .host
-            .leave(player, zonekeep_core::LeaveReason::Kicked)
+            .handle_leave(player, zonekeep_core::LeaveReason::Kicked)
             .is_err()
         {
             return false;
@@ -230,11 +232,11 @@ impl ZoneRun {
             }
         }
         if let Some(p) = self.persist.take() {
-            let seq = p.unload(self.host.as_mut(), why);
+            let seq = p.unload(&mut self.host, why);
             tracing::info!(zone = %self.entry.zone_id, save_seq = ?seq, facts_in_flight = self.host.facts_in_flight(), "zone unloaded; final save queued");
         }
         if let Some(hook) = &ctx.dispose_hook {
-            hook(&self.entry.zone_id, self.host.as_mut());
+            hook(&self.entry.zone_id, &mut self.host);
         }
         self.host.dispose();
         ctx.reconnect.forget_zone(&self.entry.zone_id);
@@ -252,14 +254,14 @@ impl ZoneRun {
             // Outcomes are counted by the host and come back in the report.
             let _ = self
                 .host
-                .push_input(i.player, i.seq, i.view_tick, &i.payload);
+                .handle_input(i.player, i.seq, i.view_tick, &i.payload);
         }
         if let Some(p) = &mut self.persist {
-            p.before_advance(self.host.as_mut());
+            p.before_advance(&mut self.host);
         }
         let report = self.host.advance(now);
         if let Some(p) = &mut self.persist {
-            p.after_advance(self.host.as_mut(), now);
+            p.after_advance(&mut self.host, now);
         }
         self.absorb(ctx, &report)
     }
@@ -296,7 +298,7 @@ impl ZoneRun {
             ctx.metrics.events_dropped(report.events_dropped);
         }
         if !report.patch_ticks.is_empty() {
-            self.build_frames();
+            self.deliver_frames();
         }
         let mut dormant = false;
         for t in &report.tier_transitions {
@@ -309,41 +311,42 @@ impl ZoneRun {
         dormant
     }
 
-    /// Build every connected participant's Delta (the replicator: interest,
-    /// diffs, budget, ack, events) and hand each to its outbox without waiting.
+    /// Build the patch (the replicator: interest, diffs, budget, ack, events) and hand each
+    /// frame to its connection's outbox without waiting.
     ///
     /// A Delta that says nothing new (PROTOCOL.md §6: no entity changes, no events, the same ack)
     /// is not sent, except once a second as a keep-alive: idle connections then cost next to
     /// nothing.
-    fn build_frames(&mut self) {
-        let subs = &mut self.subs;
-        let metrics = &self.metrics;
+    fn deliver_frames(&mut self) {
         let tick = self.host.tick();
         let keepalive = u64::from(self.host.config().tick_hz);
-        let mut sink = |player: PlayerId, bytes: &[u8]| {
-            let Some(sub) = subs.get_mut(&player) else {
+        let frames = match self.host.drain_frames() {
+            Ok(frames) => frames,
+            Err(e) => {
+                tracing::error!(zone = %self.entry.zone_id, error = %e, "building frames failed");
+                for c in self.subs.values().filter_map(|s| s.conn.as_ref()) {
+                    c.kick(KickCode::INTERNAL_ERROR, "frame building failed");
+                }
                 return;
-            };
-            let Some(conn) = sub.conn.as_ref() else {
-                return;
-            };
-            let quiet = quiet_delta_ack(bytes);
-            if quiet.is_some()
-                && quiet == sub.last_ack
-                && tick.saturating_sub(sub.last_frame_tick) < keepalive
-            {
-                metrics.record_quiet_skipped();
-                return;
-            }
-            if send_frame(metrics, conn, Bytes::copy_from_slice(bytes)) {
-                sub.last_ack = Some(quiet.unwrap_or_else(|| delta_ack(bytes)));
-                sub.last_frame_tick = tick;
             }
         };
-        if let Err(e) = self.host.build_frames(&mut sink) {
-            tracing::error!(zone = %self.entry.zone_id, error = %e, "building frames failed");
-            for c in self.subs.values().filter_map(|s| s.conn.as_ref()) {
-                c.kick(KickCode::INTERNAL_ERROR, "frame building failed");
+        for frame in frames {
+            let Some(sub) = self.subs.get_mut(&frame.player) else {
+                continue;
+            };
+            let Some(conn) = sub.conn.as_ref() else {
+                continue;
+            };
+            if frame.quiet
+                && sub.last_ack == Some(frame.ack)
+                && tick.saturating_sub(sub.last_frame_tick) < keepalive
+            {
+                self.metrics.record_quiet_skipped();
+                continue;
+            }
+            if send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.bytes)) {
+                sub.last_ack = Some(frame.ack);
+                sub.last_frame_tick = tick;
             }
         }
     }
@@ -405,7 +408,7 @@ impl ZoneRun {
         ZoneDetail {
             summary,
             participants,
-            persistence: self.persist.as_ref().map(|p| p.detail(self.host.as_ref())),
+            persistence: self.persist.as_ref().map(|p| p.detail(&self.host)),
         }
     }
 }
