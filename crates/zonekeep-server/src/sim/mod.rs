@@ -29,7 +29,7 @@ use crate::conn::ConnHandle;
 pub(crate) use frames::{kick_frame, pong_frame};
 pub use registry::{PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use registry::{Registry, ZoneEntry};
-pub(crate) use start::{abandon, mark_running, start_zone, wait_running, StartError, Startup};
+pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SimContext};
 
 /// Called on the sim thread right before a zone is disposed (shutdown, stop,
@@ -45,7 +45,7 @@ pub(crate) struct InboxInput {
     pub payload: Bytes,
 }
 
-/// A registered zone, to be built by [`start_zone`].
+/// A registered zone, to be built and handed to its thread by [`admit_zone`].
 pub(crate) struct ZoneCreate {
     pub kind: String,
     pub params: serde_json::Value,
@@ -159,6 +159,18 @@ pub(crate) enum SimCommand {
     Shutdown {
         reply: std::sync::mpsc::Sender<()>,
     },
+}
+
+impl SimCommand {
+    /// The built zone a command carries to its thread, if any (to abandon it
+    /// when the command cannot be queued).
+    fn into_start(self) -> Option<ZoneStart> {
+        match self {
+            SimCommand::Join { create, .. } => create,
+            SimCommand::Create { create, .. } => Some(create),
+            _ => None,
+        }
+    }
 }
 
 /// The running threads and their command queues.
