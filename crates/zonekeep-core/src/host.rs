@@ -1,4 +1,31 @@
-//! `ZoneHost`: drives one zone at a fixed timestep.
+//! `ZoneHost`: drives one zone at a fixed timestep; the contract between the
+//! simulation and its driver (see the [crate docs](crate) for calls in and
+//! outputs out).
+//!
+//! # The life of a tick
+//!
+//! A driver (the server's simulation thread, a test, a replay) does, per
+//! wake-up, at the zone's [`next_tick_due`](ZoneHost::next_tick_due):
+//!
+//! 1. **Calls in.** Joins, drops, rejoins and leaves run the zone's hooks at
+//!    once. Inputs ([`handle_input`](ZoneHost::handle_input)) are sequence
+//!    checked and sanitized at once, then wait in the player's bounded buffer.
+//! 2. **[`advance`](ZoneHost::advance)`(now)`**: expire reconnect graces,
+//!    update the tier, count the schedule slots due by `now` (at most
+//!    `max_catch_up` run; the rest are dropped, counted). Each tick run:
+//!    deliver queued fact settlements (`on_fact_settled`), take each player's
+//!    inputs under the [`InputPolicy`](crate::InputPolicy) and apply them
+//!    (`on_input`), run `tick`, fire due timers (`on_timer`), apply the zone's
+//!    kicks. The report lists the ticks run, the patch ticks, the departures,
+//!    kicks and tier changes, and every counter.
+//! 3. **Outputs out.** After a patch tick, [`drain_frames`](ZoneHost::drain_frames)
+//!    builds every connected participant's Delta once (interest, diff against
+//!    what it was last sent, byte budget, ack, events) and hands them out with
+//!    their ack and quiet flag; [`drain_facts`](ZoneHost::drain_facts) hands
+//!    new facts to a sink; [`snapshot`](ZoneHost::snapshot) saves when asked.
+//!
+//! Nothing here waits: no I/O, no clock but the `now` handed in (tick
+//! durations are measured with the injected [`Clock`]).
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -146,7 +173,7 @@ impl ZoneHost {
     /// Rebuild a zone of type `Z` from an envelope made by [`snapshot`](ZoneHost::snapshot):
     /// the zone comes from [`Zone::restore`], the tick count and fact counter
     /// continue from the snapshot, and every fact that was in flight is queued
-    /// again under its original key (so [`take_facts`](ZoneHost::take_facts)
+    /// again under its original key (so [`drain_facts`](ZoneHost::drain_facts)
     /// returns them for re-sending). `boot_epoch` is the new owner's epoch.
     pub fn restore<Z: Zone>(
         init: ZoneInit,
