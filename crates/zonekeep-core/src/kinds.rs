@@ -20,25 +20,6 @@ pub type ZoneFactory = fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64) -> Result<Z
 pub type RestoreFactory =
     fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64, &[u8]) -> Result<ZoneHost, RestoreError>;
 
-fn factory_for<Z: Zone>(
-    init: ZoneInit,
-    config: ZoneConfig,
-    clock: Arc<dyn Clock>,
-    boot_epoch: u64,
-) -> Result<ZoneHost, ZoneError> {
-    ZoneHost::with_boot_epoch::<Z>(init, config, clock, boot_epoch)
-}
-
-fn restore_for<Z: Zone>(
-    init: ZoneInit,
-    config: ZoneConfig,
-    clock: Arc<dyn Clock>,
-    boot_epoch: u64,
-    envelope: &[u8],
-) -> Result<ZoneHost, RestoreError> {
-    ZoneHost::restore::<Z>(init, config, clock, boot_epoch, envelope)
-}
-
 #[derive(Debug, Clone, Copy)]
 struct KindEntry {
     create: ZoneFactory,
@@ -62,8 +43,8 @@ impl ZoneKinds {
         self.factories.insert(
             kind.into(),
             KindEntry {
-                create: factory_for::<Z>,
-                restore: Some(restore_for::<Z>),
+                create: ZoneHost::with_boot_epoch::<Z>,
+                restore: Some(ZoneHost::restore::<Z>),
             },
         );
         self
