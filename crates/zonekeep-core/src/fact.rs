@@ -3,9 +3,9 @@
 //!
 //! A zone calls [`Ctx::emit_fact`](crate::Ctx::emit_fact); the fact gets an
 //! idempotency [`FactKey`] and joins the zone's bounded **in-flight** set. The
-//! server takes new facts with [`ZoneHost::take_facts`](crate::ZoneHost::take_facts),
+//! server takes new facts with [`ZoneHost::drain_facts`](crate::ZoneHost::drain_facts),
 //! commits them to a sink, and hands back a [`Settlement`] with
-//! [`ZoneHost::settle`](crate::ZoneHost::settle); the zone sees it on its next
+//! [`ZoneHost::handle_settlement`](crate::ZoneHost::handle_settlement); the zone sees it on its next
 //! tick through [`Zone::on_fact_settled`](crate::Zone::on_fact_settled), and
 //! only then does the fact leave the in-flight set.
 //!

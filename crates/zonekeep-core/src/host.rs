@@ -1,5 +1,33 @@
-//! `ZoneHost`: drives one zone at a fixed timestep.
+//! `ZoneHost`: drives one zone at a fixed timestep; the contract between the
+//! simulation and its driver (see the [crate docs](crate) for calls in and
+//! outputs out).
+//!
+//! # The life of a tick
+//!
+//! A driver (the server's simulation thread, a test, a replay) does, per
+//! wake-up, at the zone's [`next_tick_due`](ZoneHost::next_tick_due):
+//!
+//! 1. **Calls in.** Joins, drops, rejoins and leaves run the zone's hooks at
+//!    once. Inputs ([`handle_input`](ZoneHost::handle_input)) are sequence
+//!    checked and sanitized at once, then wait in the player's bounded buffer.
+//! 2. **[`advance`](ZoneHost::advance)`(now)`**: expire reconnect graces,
+//!    update the tier, count the schedule slots due by `now` (at most
+//!    `max_catch_up` run; the rest are dropped, counted). Each tick run:
+//!    deliver queued fact settlements (`on_fact_settled`), take each player's
+//!    inputs under the [`InputPolicy`](crate::InputPolicy) and apply them
+//!    (`on_input`), run `tick`, fire due timers (`on_timer`), apply the zone's
+//!    kicks. The report lists the ticks run, the patch ticks, the departures,
+//!    kicks and tier changes, and every counter.
+//! 3. **Outputs out.** After a patch tick, [`drain_frames`](ZoneHost::drain_frames)
+//!    builds every connected participant's Delta once (interest, diff against
+//!    what it was last sent, byte budget, ack, events) and hands them out with
+//!    their ack and quiet flag; [`drain_facts`](ZoneHost::drain_facts) hands
+//!    new facts to a sink; [`snapshot`](ZoneHost::snapshot) saves when asked.
+//!
+//! Nothing here waits: no I/O, no clock but the `now` handed in (tick
+//! durations are measured with the injected [`Clock`]).
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,10 +35,10 @@ use std::time::Duration;
 use crate::clock::Clock;
 use crate::config::ZoneConfig;
 use crate::ctx::{Ctx, CtxParts, Event, Kick, Outputs};
-use crate::error::{JoinError, RejoinError, UnknownPlayer, ZoneError};
+use crate::error::ZoneError;
 use crate::fact::{Fact, FactBook, Settlement};
-use crate::input::{InputBuffer, InputMeta, InputOutcome, SeqCheck};
-use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role, Roster};
+use crate::input::InputMeta;
+use crate::player::{PlayerId, PlayerInfo, Roster};
 use crate::replicate::{BuildStats, ReplicationConfig, Replicator, SubscriberId};
 use crate::report::{AdvanceReport, InputCounters};
 use crate::rng::{zone_rng, ZoneRng};
@@ -20,10 +48,13 @@ use crate::timer::Timers;
 use crate::view::ViewRequests;
 use crate::world::World;
 use crate::zone::{LeaveReason, Zone, ZoneInit};
+use frames::FrameQueue;
+pub use frames::{Frame, Frames};
+use slot::{Slot, ZoneSlot};
 
 /// The state hooks borrow through [`Ctx`]; kept apart from the zone value so
 /// both can be borrowed at once.
-struct Core {
+pub(crate) struct Core {
     tick: u64,
     dt: Duration,
     tier: TierState,
@@ -37,7 +68,7 @@ struct Core {
 }
 
 impl Core {
-    fn ctx(&mut self, input: Option<InputMeta>) -> Ctx<'_> {
+    pub(crate) fn ctx(&mut self, input: Option<InputMeta>) -> Ctx<'_> {
         Ctx::new(CtxParts {
             tick: self.tick,
             dt: self.dt,
@@ -63,8 +94,8 @@ struct Pending {
     kicks: Vec<Kick>,
 }
 
-/// Drives one [`Zone`]: fixed-timestep ticks, participants, input buffers,
-/// timers, tiers, and a report per [`advance`](ZoneHost::advance).
+/// Runs one zone at a fixed timestep, whatever its type: the contract between the simulation and
+/// whatever drives it (a server, a test, a replay tool). See the [module docs](self).
 ///
 /// Tick `k` (the first is 1) is due at `start + k * dt`, where `start` is the
 /// clock's time at [`new`](ZoneHost::new) and `dt` is
@@ -73,13 +104,13 @@ struct Pending {
 /// ticks due by `now`, at most `max_catch_up` of them; the rest are dropped
 /// (counted) by moving the schedule forward, so a stall never snowballs.
 /// Simulation time only advances for ticks that run.
-pub struct ZoneHost<Z: Zone> {
+pub struct ZoneHost {
     init: ZoneInit,
     config: ZoneConfig,
     clock: Arc<dyn Clock>,
-    zone: Z,
+    /// The game code and its typed input buffers: the only zone-typed part.
+    zone: Box<dyn ZoneSlot>,
     core: Core,
-    buffers: BTreeMap<PlayerId, InputBuffer<Z::Input>>,
     dropped_at: BTreeMap<PlayerId, Duration>,
     next_player: u32,
     start: Duration,
@@ -88,19 +119,18 @@ pub struct ZoneHost<Z: Zone> {
     /// Due slots seen while Idle, for `IdlePolicy::Slow` (slot runs when `phase % n == 0`).
     idle_phase: u64,
     pending: Pending,
-    scratch: Vec<(PlayerId, InputMeta, Z::Input)>,
     disposed: bool,
     /// Builds every connected participant's Delta on patch ticks.
     replicator: Replicator,
-    /// Events emitted since the last frames were built, delivered in them (bounded).
-    frame_events: Vec<Event>,
-    /// Events that did not fit `frame_events`.
-    frame_events_dropped: u64,
-    /// Counters of the last [`build_frames`](ZoneHost::build_frames).
+    /// A patch tick ran since the frames were last built.
+    patch_due: bool,
+    /// The frames of the last build, until drained.
+    frames: FrameQueue,
+    /// Counters of the last frame build.
     last_build: BuildStats,
 }
 
-impl<Z: Zone> std::fmt::Debug for ZoneHost<Z> {
+impl std::fmt::Debug for ZoneHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZoneHost")
             .field("zone_id", &self.init.zone_id)
@@ -113,39 +143,39 @@ impl<Z: Zone> std::fmt::Debug for ZoneHost<Z> {
     }
 }
 
-impl<Z: Zone> ZoneHost<Z> {
+impl ZoneHost {
     /// Validate `config`, seed the RNG from `(config.world_seed, init.zone_id)`
-    /// and create the zone. The tick schedule starts at `clock.now()`.
+    /// and create a zone of type `Z`. The tick schedule starts at `clock.now()`.
     /// The boot epoch is 0; a host that persists facts uses
     /// [`with_boot_epoch`](ZoneHost::with_boot_epoch).
-    pub fn new(
+    pub fn new<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, ZoneError> {
-        Self::with_boot_epoch(init, config, clock, 0)
+        Self::with_boot_epoch::<Z>(init, config, clock, 0)
     }
 
     /// Like [`new`](ZoneHost::new), with the owner epoch this host runs under
     /// (the store's claim epoch). It becomes part of generated fact keys, so
     /// keys never repeat across restarts.
-    pub fn with_boot_epoch(
+    pub fn with_boot_epoch<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
         boot_epoch: u64,
     ) -> Result<Self, ZoneError> {
         Self::build(init, config, clock, boot_epoch, 0, |init, ctx| {
-            Z::create(init, ctx)
+            Ok(Box::new(Slot::new(Z::create(init, ctx)?)))
         })
     }
 
-    /// Rebuild a zone from an envelope made by [`snapshot`](ZoneHost::snapshot):
+    /// Rebuild a zone of type `Z` from an envelope made by [`snapshot`](ZoneHost::snapshot):
     /// the zone comes from [`Zone::restore`], the tick count and fact counter
     /// continue from the snapshot, and every fact that was in flight is queued
-    /// again under its original key (so [`take_facts`](ZoneHost::take_facts)
+    /// again under its original key (so [`drain_facts`](ZoneHost::drain_facts)
     /// returns them for re-sending). `boot_epoch` is the new owner's epoch.
-    pub fn restore(
+    pub fn restore<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
@@ -154,7 +184,7 @@ impl<Z: Zone> ZoneHost<Z> {
     ) -> Result<Self, RestoreError> {
         let snap = Snapshot::decode(envelope)?;
         let mut host = Self::build(init, config, clock, boot_epoch, snap.tick, |init, ctx| {
-            Z::restore(init, ctx, &snap.zone)
+            Ok(Box::new(Slot::new(Z::restore(init, ctx, &snap.zone)?)))
         })?;
         host.core.facts.set_counter(snap.fact_counter);
         for fact in snap.facts {
@@ -169,7 +199,7 @@ impl<Z: Zone> ZoneHost<Z> {
         clock: Arc<dyn Clock>,
         boot_epoch: u64,
         tick: u64,
-        make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Z, ZoneError>,
+        make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Box<dyn ZoneSlot>, ZoneError>,
     ) -> Result<Self, ZoneError> {
         config.validate()?;
         let world = World::new(config.replication.pos_step)
@@ -198,18 +228,16 @@ impl<Z: Zone> ZoneHost<Z> {
             clock,
             zone,
             core,
-            buffers: BTreeMap::new(),
             dropped_at: BTreeMap::new(),
             next_player: 1,
             start,
             next_slot: 1,
             idle_phase: 0,
             pending: Pending::default(),
-            scratch: Vec::new(),
             disposed: false,
             replicator,
-            frame_events: Vec::new(),
-            frame_events_dropped: 0,
+            patch_due: false,
+            frames: FrameQueue::default(),
             last_build: BuildStats::default(),
         })
     }
@@ -217,6 +245,16 @@ impl<Z: Zone> ZoneHost<Z> {
     /// The zone's create parameters.
     pub fn init(&self) -> &ZoneInit {
         &self.init
+    }
+
+    /// The zone's id.
+    pub fn zone_id(&self) -> &str {
+        &self.init.zone_id
+    }
+
+    /// The zone's kind.
+    pub fn kind(&self) -> &str {
+        &self.init.kind
     }
 
     /// The configuration in force.
@@ -244,19 +282,20 @@ impl<Z: Zone> ZoneHost<Z> {
         self.core.roster.get(&id)
     }
 
-    /// The game code.
-    pub fn zone(&self) -> &Z {
-        &self.zone
+    /// The game code, when it is a `Z` (for tests and tools).
+    pub fn zone<Z: Any>(&self) -> Option<&Z> {
+        self.zone.zone_any().downcast_ref()
     }
 
-    /// The game code, mutably (for tests and tools; changing simulation state
-    /// from outside the hooks breaks determinism).
-    pub fn zone_mut(&mut self) -> &mut Z {
-        &mut self.zone
+    /// The game code, mutably, when it is a `Z` (for tests and tools; changing
+    /// simulation state from outside the hooks breaks determinism).
+    pub fn zone_mut<Z: Any>(&mut self) -> Option<&mut Z> {
+        self.zone.zone_any_mut().downcast_mut()
     }
 
     /// The zone's current state hash: its own when it supplies one, else the
-    /// replicated world's ([`World::hash`]).
+    /// replicated world's ([`World::hash`]). Computed when asked (tests,
+    /// replay checks), never by the tick itself.
     pub fn state_hash(&self) -> Option<u64> {
         self.zone
             .state_hash()
@@ -289,7 +328,7 @@ impl<Z: Zone> ZoneHost<Z> {
 
     /// The newest input sequence number handed to the zone for `id` (the ack).
     pub fn last_processed_seq(&self, id: PlayerId) -> Option<u32> {
-        self.buffers.get(&id).and_then(InputBuffer::last_processed)
+        self.zone.last_processed(id)
     }
 
     /// The owner epoch this host was created or restored with.
@@ -298,21 +337,15 @@ impl<Z: Zone> ZoneHost<Z> {
     }
 
     /// Facts emitted since the last call, to hand to a fact sink. They stay
-    /// in flight (and in snapshots) until [`settle`](ZoneHost::settle)d.
-    pub fn take_facts(&mut self) -> Vec<Fact> {
+    /// in flight (and in snapshots) until settled with
+    /// [`handle_settlement`](ZoneHost::handle_settlement).
+    pub fn drain_facts(&mut self) -> Vec<Fact> {
         self.core.facts.take_unsent()
     }
 
     /// How many facts are in flight (emitted, not yet settled and delivered).
     pub fn facts_in_flight(&self) -> usize {
         self.core.facts.in_flight_len()
-    }
-
-    /// Queue a sink's answer; the zone receives it through
-    /// [`Zone::on_fact_settled`] at the start of its next tick. A settlement
-    /// for a key not in flight is dropped and counted.
-    pub fn settle(&mut self, settlement: Settlement) {
-        self.core.facts.queue_settlement(settlement);
     }
 
     /// The zone's state and in-flight facts as a checksummed envelope (see
@@ -332,205 +365,24 @@ impl<Z: Zone> ZoneHost<Z> {
         )
     }
 
-    /// Take the events emitted so far (otherwise the next report carries them).
-    pub fn take_events(&mut self) -> Vec<Event> {
-        std::mem::take(&mut self.core.out.events)
+    /// Take the events emitted so far, for a driver that does not replicate
+    /// (otherwise the next frame build delivers them inside the Deltas; each
+    /// event goes one way or the other, never both).
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.core.out.events.drain(..)
     }
 
-    /// Admit a participant with a verified `principal` and ticket `claims`.
-    ///
-    /// Refused with [`JoinError::Full`] when the role is at capacity (dropped
-    /// participants within grace still hold their place), or with the zone's
-    /// own [`JoinRefusal`](crate::JoinRefusal). Wakes an Idle or Dormant zone.
-    pub fn join(
-        &mut self,
-        principal: Principal,
-        claims: Claims,
-        role: Role,
-    ) -> Result<PlayerId, JoinError> {
-        if self.disposed {
-            return Err(JoinError::Disposed);
-        }
-        let max = match role {
-            Role::Player => self.config.max_players,
-            Role::Observer => self.config.max_observers,
-        };
-        let present = self.core.roster.values().filter(|p| p.role == role).count();
-        if present >= usize::try_from(max).unwrap_or(usize::MAX) {
-            return Err(JoinError::Full { role });
-        }
-        let id = PlayerId(self.next_player);
-        self.next_player = self
-            .next_player
-            .checked_add(1)
-            .ok_or(JoinError::IdsExhausted)?;
-        let info = PlayerInfo {
-            id,
-            principal,
-            role,
-            claims,
-            connected: true,
-        };
-        self.core.roster.insert(id, info.clone());
-        self.core.views.insert(id);
-        let verdict = {
-            let mut ctx = self.core.ctx(None);
-            match role {
-                Role::Player => self.zone.on_join(&mut ctx, &info),
-                Role::Observer => self.zone.on_observe(&mut ctx, &info),
-            }
-        };
-        if let Err(refusal) = verdict {
-            self.core.roster.remove(&id);
-            self.core.views.remove(id);
-            // Kicks requested for the refused participant are moot.
-            self.core.out.kicks.retain(|k| k.player != id);
-            self.apply_kicks();
-            return Err(JoinError::Refused(refusal));
-        }
-        if role == Role::Player {
-            self.buffers
-                .insert(id, InputBuffer::new(self.config.input_buffer));
-        }
-        self.subscribe(id);
-        if let Some((from, to)) = self.core.tier.occupied() {
-            self.transition(from, to);
-        }
-        self.apply_kicks();
-        Ok(id)
-    }
-
-    /// The participant's connection was lost: it keeps its place until
-    /// `reconnect_grace` passes (checked in [`advance`](ZoneHost::advance)).
-    /// Dropping an already dropped participant changes nothing.
-    pub fn drop_player(&mut self, id: PlayerId) -> Result<(), UnknownPlayer> {
-        let info = self.core.roster.get_mut(&id).ok_or(UnknownPlayer(id))?;
-        if !info.connected {
-            return Ok(());
-        }
-        info.connected = false;
-        self.dropped_at.insert(id, self.clock.now());
-        // A dropped participant gets no frames; rejoining starts from a BASELINE.
-        let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
-        self.zone.on_drop(&mut self.core.ctx(None), id);
-        self.apply_kicks();
-        Ok(())
-    }
-
-    /// A dropped participant is back within the grace; it keeps its id,
-    /// buffered inputs and sequence numbers.
-    pub fn rejoin(&mut self, id: PlayerId) -> Result<(), RejoinError> {
-        if self.disposed {
-            return Err(RejoinError::Disposed);
-        }
-        let connected = self
-            .core
-            .roster
-            .get(&id)
-            .map(|p| p.connected)
-            .ok_or(RejoinError::UnknownPlayer(id))?;
-        if connected {
-            return Err(RejoinError::NotDropped(id));
-        }
-        let now = self.clock.now();
-        if self.grace_expired(id, now) {
-            self.remove_player(id, LeaveReason::Dropped);
-            self.apply_kicks();
-            return Err(RejoinError::GraceExpired(id));
-        }
-        self.dropped_at.remove(&id);
-        if let Some(p) = self.core.roster.get_mut(&id) {
-            p.connected = true;
-        }
-        self.subscribe(id);
-        self.zone.on_rejoin(&mut self.core.ctx(None), id);
-        self.apply_kicks();
-        Ok(())
-    }
-
-    /// Remove a participant now, telling the zone why.
-    pub fn leave(&mut self, id: PlayerId, why: LeaveReason) -> Result<(), UnknownPlayer> {
-        if !self.core.roster.contains_key(&id) {
-            return Err(UnknownPlayer(id));
-        }
-        self.remove_player(id, why);
-        self.apply_kicks();
-        Ok(())
-    }
-
-    /// Offer one input from player `id` with the client's sequence number
-    /// `seq` and the tick it was viewing. Duplicates and stale numbers are
-    /// dropped before `sanitize` runs; sanitized inputs are buffered (a full
-    /// buffer drops its oldest). Every outcome is counted for the next report.
-    pub fn push_input(
-        &mut self,
-        id: PlayerId,
-        seq: u32,
-        view_tick: u32,
-        payload: &[u8],
-    ) -> InputOutcome {
-        let outcome = self.classify_and_buffer(id, seq, view_tick, payload);
-        let c = &mut self.pending.inputs;
-        let slot = match &outcome {
-            InputOutcome::Accepted => &mut c.accepted,
-            InputOutcome::AcceptedDroppedOldest => {
-                c.overflowed = c.overflowed.saturating_add(1);
-                &mut c.accepted
-            }
-            InputOutcome::Duplicate => &mut c.duplicate,
-            InputOutcome::Stale => &mut c.stale,
-            InputOutcome::Refused(_) => &mut c.refused,
-            InputOutcome::UnknownPlayer
-            | InputOutcome::Observer
-            | InputOutcome::Disconnected
-            | InputOutcome::Disposed => &mut c.unroutable,
-        };
-        *slot = slot.saturating_add(1);
-        outcome
-    }
-
-    fn classify_and_buffer(
-        &mut self,
-        id: PlayerId,
-        seq: u32,
-        view_tick: u32,
-        payload: &[u8],
-    ) -> InputOutcome {
-        if self.disposed {
-            return InputOutcome::Disposed;
-        }
-        match self.core.roster.get(&id) {
-            None => return InputOutcome::UnknownPlayer,
-            Some(p) if p.role == Role::Observer => return InputOutcome::Observer,
-            Some(p) if !p.connected => return InputOutcome::Disconnected,
-            Some(_) => {}
-        }
-        let Some(buffer) = self.buffers.get_mut(&id) else {
-            return InputOutcome::UnknownPlayer;
-        };
-        match buffer.check(seq) {
-            SeqCheck::Duplicate => return InputOutcome::Duplicate,
-            SeqCheck::Stale => return InputOutcome::Stale,
-            SeqCheck::Fresh => {}
-        }
-        let input = match self.zone.sanitize(id, payload) {
-            Ok(input) => input,
-            Err(refusal) => return InputOutcome::Refused(refusal),
-        };
-        let meta = InputMeta {
-            seq,
-            view_tick: view_tick.min(u32::try_from(self.core.tick).unwrap_or(u32::MAX)),
-        };
-        if buffer.push(meta, input) {
-            InputOutcome::AcceptedDroppedOldest
-        } else {
-            InputOutcome::Accepted
-        }
+    /// Queue a fact sink's answer; the zone receives it through
+    /// [`Zone::on_fact_settled`] at the start of its next tick. A settlement
+    /// for a key not in flight is dropped and counted.
+    pub fn handle_settlement(&mut self, settlement: Settlement) {
+        self.core.facts.queue_settlement(settlement);
     }
 
     /// Bring the zone up to clock time `now`: expire reconnect graces, update
-    /// the tier, run the due ticks (within `max_catch_up`) and report.
-    /// A disposed host reports nothing.
+    /// the tier, run the due ticks (within `max_catch_up`) and report. When a
+    /// patch tick ran, the next [`drain_frames`](ZoneHost::drain_frames) builds
+    /// and returns the patch. A disposed host reports nothing.
     pub fn advance(&mut self, now: Duration) -> AdvanceReport {
         if self.disposed {
             return AdvanceReport {
@@ -576,8 +428,7 @@ impl<Z: Zone> ZoneHost<Z> {
         report.kicks = pending.kicks;
         report.facts_overflowed = std::mem::take(&mut self.core.facts.overflowed);
         report.settlements_unknown = std::mem::take(&mut self.core.facts.unknown_settlements);
-        report.events = std::mem::take(&mut self.core.out.events);
-        self.queue_frame_events(&report.events);
+        self.patch_due |= !report.patch_ticks.is_empty();
         report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
         report
     }
@@ -592,7 +443,6 @@ impl<Z: Zone> ZoneHost<Z> {
         self.disposed = true;
         self.core.roster.clear();
         self.core.out.kicks.clear();
-        self.buffers.clear();
         self.dropped_at.clear();
     }
 
@@ -620,17 +470,11 @@ impl<Z: Zone> ZoneHost<Z> {
             report.facts_settled = report.facts_settled.saturating_add(1);
         }
 
-        let mut batch = std::mem::take(&mut self.scratch);
-        for (id, buffer) in &mut self.buffers {
-            let superseded = buffer.take(self.config.input_policy, *id, &mut batch);
-            let c = &mut self.pending.inputs.superseded;
-            *c = c.saturating_add(superseded);
-        }
-        for (id, meta, input) in batch.drain(..) {
-            self.zone
-                .on_input(&mut self.core.ctx(Some(meta)), id, input);
-        }
-        self.scratch = batch;
+        let superseded = self
+            .zone
+            .apply_inputs(&mut self.core, self.config.input_policy);
+        let c = &mut self.pending.inputs.superseded;
+        *c = c.saturating_add(superseded);
 
         self.zone.tick(&mut self.core.ctx(None));
         while let Some((id, tag)) = self.core.timers.pop_due(tick) {
@@ -638,9 +482,6 @@ impl<Z: Zone> ZoneHost<Z> {
         }
         self.apply_kicks();
 
-        if let Some(hash) = self.state_hash() {
-            report.hashes.push((tick, hash));
-        }
         if self.is_patch_tick(tick) {
             report.patch_ticks.push(tick);
         }
@@ -685,7 +526,6 @@ impl<Z: Zone> ZoneHost<Z> {
         if self.core.roster.remove(&id).is_none() {
             return;
         }
-        self.buffers.remove(&id);
         self.dropped_at.remove(&id);
         self.core.views.remove(id);
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
@@ -693,7 +533,7 @@ impl<Z: Zone> ZoneHost<Z> {
         if self.core.roster.is_empty() {
             self.core.tier.emptied(self.clock.now());
         }
-        self.zone.on_leave(&mut self.core.ctx(None), id, why);
+        self.zone.leave(&mut self.core.ctx(None), id, why);
     }
 
     /// Apply the zone's kick requests, including any made by the `on_leave`
@@ -711,9 +551,11 @@ impl<Z: Zone> ZoneHost<Z> {
     }
 }
 
+mod calls;
 mod frames;
 #[cfg(test)]
 mod probe;
+mod slot;
 #[cfg(test)]
 mod tests_frames;
 #[cfg(test)]

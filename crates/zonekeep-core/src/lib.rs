@@ -3,25 +3,76 @@
 //! `zonekeep-core` owns everything that happens inside one zone: the [`Zone`]
 //! trait game code implements, the [`ZoneHost`] that runs it at a fixed
 //! timestep, per-player input buffers, timers, the seeded RNG, activity tiers,
-//! and (in later layers) the replicated world, interest and replication. It is
+//! facts and snapshots, the replicated world, interest and replication. It is
 //! synchronous and deterministic: time comes from an injected [`Clock`],
 //! randomness from the zone's [`ZoneRng`]. It must never depend on tokio,
 //! sockets, threads, SQL or the wall clock directly; the server drives it and
 //! owns all I/O. It may depend on `zonekeep-protocol`, never the reverse.
+//!
+//! # The contract
+//!
+//! [`ZoneHost`] is the one seam between the simulation and whatever drives
+//! it (the server, a test, a replay tool), in the manner of a sans-I/O
+//! protocol state machine: **calls in, typed outputs polled out**, and time
+//! only through the `now` it is handed. It is not generic: the zone's type is
+//! erased behind one internal trait object, so a driver holds any kind of
+//! zone as a plain `ZoneHost` ([`ZoneKinds`] creates them by name), and
+//! [`ZoneHost::zone`] gives typed access back for tests and tools.
+//!
+//! - **Calls in**: [`ZoneHost::handle_join`], [`ZoneHost::handle_input`]
+//!   (returns its [`InputOutcome`], so a driver can answer a refusal),
+//!   [`ZoneHost::handle_drop`], [`ZoneHost::handle_rejoin`],
+//!   [`ZoneHost::handle_leave`], [`ZoneHost::handle_settlement`],
+//!   [`ZoneHost::resync`], and [`ZoneHost::advance`]`(now)`.
+//! - **Outputs**, each handed out exactly once and never copied into two:
+//!   [`ZoneHost::advance`] returns an [`AdvanceReport`] (counters, tick
+//!   durations, patch ticks, and the departures, kicks and tier changes since
+//!   the previous advance); the streams a driver forwards elsewhere are taken
+//!   with `drain_*`: [`ZoneHost::drain_frames`] (one [`Frame`]
+//!   `{ player, ack, quiet, bytes }` per connected participant, so no layer
+//!   parses back a header the replicator wrote), [`ZoneHost::drain_facts`]
+//!   (for a fact sink) and [`ZoneHost::drain_events`] (only for a driver that
+//!   does not replicate; otherwise the frames carry the events).
+//! - **On demand**: [`ZoneHost::snapshot`] (a save) and
+//!   [`ZoneHost::state_hash`] (tests and replay checks; the tick never
+//!   computes it for nobody).
+//!
+//! Every queue behind an output is bounded, and overflow is counted in the
+//! report. The life of a tick is written once, in [`host`].
 //!
 //! # Concepts
 //!
 //! - A **zone** is one authoritative simulation. [`ZoneHost::new`] creates it
 //!   from a [`ZoneInit`] and a [`ZoneConfig`].
 //! - **Participants** join as [`Role::Player`] or [`Role::Observer`]; a lost
-//!   connection starts a reconnect grace ([`ZoneHost::drop_player`],
-//!   [`ZoneHost::rejoin`]).
+//!   connection starts a reconnect grace ([`ZoneHost::handle_drop`],
+//!   [`ZoneHost::handle_rejoin`]).
 //! - **Inputs** carry a client sequence number; [`Zone::sanitize`] decodes and
 //!   clamps them before they are buffered; the [`InputPolicy`] says how many a
 //!   tick consumes; [`ZoneHost::last_processed_seq`] is the ack.
-//! - **Ticks** run in [`ZoneHost::advance`], which returns an [`AdvanceReport`].
-//!   Patches follow every `patch_every`-th tick.
+//! - **Ticks** run in [`ZoneHost::advance`]; patches follow every
+//!   `patch_every`-th tick.
 //! - **Tiers** ([`Tier`]) slow or pause empty zones and flag dormant ones.
+//!
+//! # Designed for what comes next
+//!
+//! Everything a zone is lives behind the contract, so the next capabilities
+//! need no new seam:
+//!
+//! - **Freeze and save**: between two `advance` calls (a tick boundary)
+//!   [`ZoneHost::snapshot`] is the zone's whole durable state: the game's
+//!   save, the tick, the fact counter and every fact still in flight.
+//! - **Move to another host**: [`ZoneKinds::restore`] (or
+//!   [`ZoneHost::restore`]) thaws that envelope under the new owner's boot
+//!   epoch; in-flight facts come out of `drain_facts` again under their
+//!   original keys (the sink's idempotency makes the move exactly-once), and
+//!   clients rejoin and start from a BASELINE, so entity ids need not survive.
+//! - **Replay**: the host is deterministic (time from `now` and the injected
+//!   [`Clock`], randomness from the seeded [`ZoneRng`]), so recording the
+//!   calls in (with the `now` of each `advance`) and feeding them to a fresh
+//!   host of the same kind, config and seed reproduces every output,
+//!   byte for byte; compare [`ZoneHost::state_hash`] after each advance to
+//!   find the first divergence. `tests/contract.rs` does exactly this.
 //!
 //! # Example
 //!
@@ -70,14 +121,14 @@
 //!     params: zonekeep_core::serde_json::Value::Null,
 //! };
 //! let mut host =
-//!     ZoneHost::<Counter>::new(init, ZoneConfig::default(), Arc::new(clock.clone())).unwrap();
-//! let alice = host.join(Principal::new("alice"), Claims::new(), Role::Player).unwrap();
-//! assert!(host.push_input(alice, 1, 0, &[5]).is_accepted()); // clamped to +1
+//!     ZoneHost::new::<Counter>(init, ZoneConfig::default(), Arc::new(clock.clone())).unwrap();
+//! let alice = host.handle_join(Principal::new("alice"), Claims::new(), Role::Player).unwrap();
+//! assert!(host.handle_input(alice, 1, 0, &[5]).is_accepted()); // clamped to +1
 //!
 //! clock.advance(Duration::from_millis(100)); // three ticks at 30 Hz
 //! let report = host.advance(clock.now());
 //! assert_eq!(report.ticks_run, 3);
-//! assert_eq!(host.zone().value, 1);
+//! assert_eq!(host.zone::<Counter>().unwrap().value, 1);
 //! assert_eq!(host.last_processed_seq(alice), Some(1));
 //! ```
 #![deny(missing_docs)]
@@ -86,13 +137,13 @@
 pub mod clock;
 pub mod config;
 pub mod ctx;
-pub mod dynhost;
 pub mod error;
 pub mod fact;
 pub mod hash;
 pub mod host;
 pub mod input;
 pub mod interest;
+pub mod kinds;
 pub mod player;
 pub mod replicate;
 pub mod report;
@@ -107,12 +158,12 @@ pub mod zone;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ZoneConfig;
 pub use ctx::{Ctx, Event, EventTarget, Kick};
-pub use dynhost::{AnyZoneHost, RestoreFactory, ZoneFactory, ZoneKinds};
 pub use error::{ConfigError, JoinError, RejoinError, TimerError, UnknownPlayer, ZoneError};
 pub use fact::{Fact, FactError, FactKey, FactOutcome, Settlement};
 pub use hash::StateHasher;
-pub use host::ZoneHost;
+pub use host::{Frame, Frames, ZoneHost};
 pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
+pub use kinds::{RestoreFactory, ZoneFactory, ZoneKinds};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 pub use report::{AdvanceReport, InputCounters};
 pub use rng::{zone_rng, ZoneRng};

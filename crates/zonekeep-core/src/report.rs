@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::ctx::{Event, Kick};
+use crate::ctx::Kick;
 use crate::player::PlayerId;
 use crate::tier::TierTransition;
 use crate::zone::LeaveReason;
@@ -43,14 +43,11 @@ pub struct AdvanceReport {
     pub inputs: InputCounters,
     /// Tier changes since the previous advance, in order.
     pub tier_transitions: Vec<TierTransition>,
-    /// Ticks run in this advance that are patch ticks (replicate after them).
+    /// Ticks run in this advance that are patch ticks: take the patch with
+    /// [`ZoneHost::drain_frames`](crate::ZoneHost::drain_frames).
     pub patch_ticks: Vec<u64>,
-    /// `(tick, state_hash)` after each tick run, when the zone supplies one.
-    pub hashes: Vec<(u64, u64)>,
     /// Participants who left since the previous advance, in order.
     pub left: Vec<(PlayerId, LeaveReason)>,
-    /// Events emitted since the previous advance (unless taken with `take_events`).
-    pub events: Vec<Event>,
     /// Events dropped because the event queue was full.
     pub events_dropped: u64,
     /// Kicks applied since the previous advance (the host must tell those clients).

@@ -34,7 +34,7 @@ use tokio::sync::oneshot;
 use zonekeep_core::PlayerId;
 
 use crate::host::{json_error, valid_zone_id, Shared};
-use crate::sim::{abandon, mark_running, start_zone, AdminFailure, SimCommand, StartError};
+use crate::sim::{admit_zone, AdminFailure, AdmitError, SimCommand, StartError};
 
 /// How long an admin request waits for a zone's thread.
 const SIM_REPLY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -192,26 +192,19 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         Err(f) => return failure(f),
     };
     // Built here (claim and restore with persistence), never on the sim thread.
-    let start = match start_zone(&shared.sim, &entry, create).await {
-        Ok(s) => s,
-        Err(StartError::Invalid(reason)) => return failure(AdminFailure::BadRequest(reason)),
-        Err(StartError::Unavailable(reason)) => return failure(AdminFailure::Unavailable(reason)),
-    };
     let (tx, rx) = oneshot::channel();
-    let cmd = SimCommand::Create {
+    let hand_over = |start| SimCommand::Create {
         zone_id: b.id.clone(),
         create: start,
         reply: tx,
     };
-    if let Err(cmd) = shared.pool.send(entry.thread, cmd) {
-        if let SimCommand::Create { create, .. } = *cmd {
-            abandon(&shared.sim, &entry, create, "the zone's thread is busy");
+    match admit_zone(&shared.sim, &shared.pool, &entry, create, hand_over).await {
+        Ok(()) => {}
+        Err(AdmitError::Start(StartError::Invalid(reason))) => {
+            return failure(AdminFailure::BadRequest(reason))
         }
-        return failure(AdminFailure::Unavailable(
-            "the zone's thread is busy".into(),
-        ));
+        Err(e) => return failure(AdminFailure::Unavailable(e.to_string())),
     }
-    mark_running(&entry);
     match tokio::time::timeout(SIM_REPLY_TIMEOUT, rx).await {
         Ok(Ok(Ok(()))) => (
             StatusCode::CREATED,

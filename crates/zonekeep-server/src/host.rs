@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
-use zonekeep_core::{AnyZoneHost, Clock, SystemClock, Zone, ZoneConfig, ZoneKinds};
+use zonekeep_core::{Clock, SystemClock, Zone, ZoneConfig, ZoneHost, ZoneKinds};
 
 use crate::config::{ConfigError, ServerConfig};
 use crate::conn_limit::{Admission, ConnGuard, ConnLimiter};
@@ -257,7 +257,7 @@ impl HostBuilder {
     /// stop, dormant unload): the persistence hook where a zone is saved.
     pub fn on_dispose(
         mut self,
-        hook: impl Fn(&str, &mut dyn AnyZoneHost) + Send + Sync + 'static,
+        hook: impl Fn(&str, &mut ZoneHost) + Send + Sync + 'static,
     ) -> Self {
         self.dispose_hook = Some(Arc::new(hook));
         self

@@ -22,8 +22,8 @@ use crate::error::{kick_label, SessionError};
 use crate::host::Shared;
 use crate::netsim::DelayQueue;
 use crate::sim::{
-    abandon, kick_frame, mark_running, pong_frame, start_zone, wait_running, InboxInput,
-    JoinFailure, Joined, SimCommand, ZoneEntry,
+    admit_zone, kick_frame, pong_frame, wait_running, AdmitError, InboxInput, JoinFailure, Joined,
+    SimCommand, ZoneEntry,
 };
 use crate::ticket::unix_now;
 
@@ -288,23 +288,9 @@ async fn admit(
     shared.verifier.consume(&ticket, now)?;
     let (entry, create) =
         shared.route_join(zone_id, ticket.kind.as_deref(), ticket.params.clone())?;
-    let start = match create {
-        Some(c) => Some(
-            start_zone(&shared.sim, &entry, c)
-                .await
-                .map_err(|e| JoinFailure::Unavailable(e.to_string()))?,
-        ),
-        None => {
-            wait_running(&entry)
-                .await
-                .map_err(JoinFailure::Unavailable)?;
-            None
-        }
-    };
-    let created = start.is_some();
-    let cmd = SimCommand::Join {
+    let join = |create| SimCommand::Join {
         zone_id: zone_id.to_owned(),
-        create: start,
+        create,
         principal: ticket.sub,
         claims: ticket.claims,
         role: ticket.role,
@@ -312,19 +298,24 @@ async fn admit(
         conn: conn.clone(),
         reply,
     };
-    if let Err(cmd) = shared.pool.send(entry.thread, cmd) {
-        if let SimCommand::Join {
-            create: Some(start),
-            ..
-        } = *cmd
-        {
-            abandon(&shared.sim, &entry, start, "host busy, retry");
+    match create {
+        Some(c) => admit_zone(&shared.sim, &shared.pool, &entry, c, |start| {
+            join(Some(start))
+        })
+        .await
+        .map_err(|e| match e {
+            AdmitError::Start(e) => JoinFailure::Unavailable(e.to_string()),
+            AdmitError::Busy => JoinFailure::Busy,
+        })?,
+        None => {
+            wait_running(&entry)
+                .await
+                .map_err(JoinFailure::Unavailable)?;
+            shared
+                .pool
+                .send(entry.thread, join(None))
+                .map_err(|_| JoinFailure::Busy)?;
         }
-        return Err(JoinFailure::Busy.into());
-    }
-    if created {
-        // Queued behind the start command: later joins may follow it.
-        mark_running(&entry);
     }
     Ok(entry.thread)
 }

@@ -140,7 +140,7 @@ fn incarnation(dir: &Path, crash_after: Option<u32>, seen: &mut Seen) {
             .unwrap();
         let queue = facts.open_zone("z");
         let p = host
-            .join(Principal::new("alice"), Claims::new(), Role::Player)
+            .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
             .unwrap();
 
         let inputs = crash_after.unwrap_or(10);
@@ -148,18 +148,18 @@ fn incarnation(dir: &Path, crash_after: Option<u32>, seen: &mut Seen) {
         loop {
             step += 1;
             if step <= inputs {
-                assert!(host.push_input(p, step, 0, &[]).is_accepted());
+                assert!(host.handle_input(p, step, 0, &[]).is_accepted());
             }
             clock.advance(host.config().dt());
             host.advance(clock.now());
-            for f in host.take_facts() {
+            for f in host.drain_facts() {
                 queue.try_send(f).unwrap();
             }
             for s in inbox.0.lock().unwrap().drain(..) {
                 if matches!(s.outcome, FactOutcome::Ok(_)) {
                     seen.acked.insert(s.key.as_str().to_owned());
                 }
-                host.settle(s);
+                host.handle_settlement(s);
             }
             if step % 3 == 0 {
                 storage.try_submit("z", host.snapshot().unwrap()).unwrap();

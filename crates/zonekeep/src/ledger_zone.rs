@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn one_fact_per_input_and_the_save_round_trips() {
         let clock = ManualClock::new();
-        let mut h = ZoneHost::<LedgerZone>::with_boot_epoch(
+        let mut h = ZoneHost::with_boot_epoch::<LedgerZone>(
             init(),
             ZoneConfig::default(),
             Arc::new(clock.clone()),
@@ -191,19 +191,19 @@ mod tests {
         )
         .unwrap();
         let p = h
-            .join(Principal::new("ann"), Claims::new(), Role::Player)
+            .handle_join(Principal::new("ann"), Claims::new(), Role::Player)
             .unwrap();
-        assert!(h.push_input(p, 1, 0, &7u64.to_le_bytes()).is_accepted());
+        assert!(h.handle_input(p, 1, 0, &7u64.to_le_bytes()).is_accepted());
         clock.advance(h.config().dt());
         h.advance(clock.now());
-        let facts = h.take_facts();
+        let facts = h.drain_facts();
         assert_eq!(facts.len(), 1);
         assert_eq!(facts[0].key.as_str(), "lt:3:0");
         assert_eq!(facts[0].payload, json!({"add": {"score": 1}, "seq": 7}));
         assert_eq!(facts[0].principal.as_deref(), Some("ann"));
 
         let snap = h.snapshot().unwrap();
-        let mut r = ZoneHost::<LedgerZone>::restore(
+        let mut r = ZoneHost::restore::<LedgerZone>(
             init(),
             ZoneConfig::default(),
             Arc::new(clock.clone()),
@@ -211,29 +211,29 @@ mod tests {
             &snap,
         )
         .unwrap();
-        assert_eq!(r.zone().inputs, 1);
-        assert_eq!(r.zone().pending.len(), 1);
-        let resent = r.take_facts();
+        assert_eq!(r.zone::<LedgerZone>().unwrap().inputs, 1);
+        assert_eq!(r.zone::<LedgerZone>().unwrap().pending.len(), 1);
+        let resent = r.drain_facts();
         assert_eq!(resent.len(), 1, "in-flight facts are re-sent");
         assert_eq!(resent[0].key.as_str(), "lt:3:0", "under the same key");
-        r.settle(Settlement {
+        r.handle_settlement(Settlement {
             key: resent[0].key.clone(),
             outcome: FactOutcome::Ok(json!({"score": 1})),
         });
         clock.advance(r.config().dt());
         r.advance(clock.now());
-        assert_eq!(r.zone().settled, 1);
-        assert!(r.zone().pending.is_empty());
+        assert_eq!(r.zone::<LedgerZone>().unwrap().settled, 1);
+        assert!(r.zone::<LedgerZone>().unwrap().pending.is_empty());
     }
 
     #[test]
     fn a_save_of_another_version_is_refused_with_the_reason() {
         let clock = ManualClock::new();
-        let h = ZoneHost::<LedgerZone>::new(init(), ZoneConfig::default(), Arc::new(clock.clone()))
+        let h = ZoneHost::new::<LedgerZone>(init(), ZoneConfig::default(), Arc::new(clock.clone()))
             .unwrap();
         let mut snap = zonekeep_core::Snapshot::decode(&h.snapshot().unwrap()).unwrap();
         snap.zone = br#"{"v": 2, "inputs": 1, "settled": 0, "pending": []}"#.to_vec();
-        let err = ZoneHost::<LedgerZone>::restore(
+        let err = ZoneHost::restore::<LedgerZone>(
             init(),
             ZoneConfig::default(),
             Arc::new(clock),

@@ -144,14 +144,14 @@ mod tests {
 
     fn host(
         params: zonekeep_core::serde_json::Value,
-    ) -> Result<(ZoneHost<Counter>, ManualClock), ZoneError> {
+    ) -> Result<(ZoneHost, ManualClock), ZoneError> {
         let clock = ManualClock::new();
         let init = ZoneInit {
             zone_id: "counter-test".into(),
             kind: "counter".into(),
             params,
         };
-        let host = ZoneHost::new(init, ZoneConfig::default(), Arc::new(clock.clone()))?;
+        let host = ZoneHost::new::<Counter>(init, ZoneConfig::default(), Arc::new(clock.clone()))?;
         Ok((host, clock))
     }
 
@@ -159,32 +159,33 @@ mod tests {
     fn inputs_move_the_counter_within_its_limit() {
         let (mut h, clock) = host(json!({ "start": 1, "limit": 2 })).unwrap();
         let p = h
-            .join(Principal::new("alice"), Claims::new(), Role::Player)
+            .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
             .unwrap();
         for seq in 1..=4 {
-            assert!(h.push_input(p, seq, 0, &[1]).is_accepted());
+            assert!(h.handle_input(p, seq, 0, &[1]).is_accepted());
         }
         assert!(matches!(
-            h.push_input(p, 5, 0, &[1, 2]),
+            h.handle_input(p, 5, 0, &[1, 2]),
             InputOutcome::Refused(_)
         ));
         clock.advance(h.config().dt() * 4);
         h.advance(clock.now());
-        assert!(h.zone().value.abs() <= 2);
-        assert_eq!(h.zone().pushes, vec![(p, 4)]);
+        assert!(h.zone::<Counter>().unwrap().value.abs() <= 2);
+        assert_eq!(h.zone::<Counter>().unwrap().pushes, vec![(p, 4)]);
         assert_eq!(h.last_processed_seq(p), Some(4));
     }
 
     #[test]
     fn announces_every_second() {
         let (mut h, clock) = host(json!({})).unwrap();
-        h.join(Principal::new("alice"), Claims::new(), Role::Player)
+        h.handle_join(Principal::new("alice"), Claims::new(), Role::Player)
             .unwrap();
         // Two simulated seconds, advanced in 5-tick chunks.
         let mut events = Vec::new();
         for _ in 0..12 {
             clock.advance(h.config().dt() * 5);
-            events.extend(h.advance(clock.now()).events);
+            h.advance(clock.now());
+            events.extend(h.drain_events());
         }
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].tick, 30);
@@ -203,7 +204,7 @@ mod tests {
         ));
         let (mut h, _clock) = host(json!({})).unwrap();
         let err = h
-            .join(Principal::new("mallory"), Claims::new(), Role::Player)
+            .handle_join(Principal::new("mallory"), Claims::new(), Role::Player)
             .unwrap_err();
         assert!(matches!(err, JoinError::Refused(r) if r.code == REFUSE_DENIED));
     }

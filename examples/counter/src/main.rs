@@ -27,13 +27,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         kind: "counter".into(),
         params: json!({ "start": 0, "limit": 50 }),
     };
-    let mut host: ZoneHost<Counter> = ZoneHost::new(init, config, Arc::new(clock.clone()))
+    let mut host: ZoneHost = ZoneHost::new::<Counter>(init, config, Arc::new(clock.clone()))
         .map_err(|e: ZoneError| format!("create: {e}"))?;
 
-    let alice = host.join(Principal::new("alice"), Claims::new(), Role::Player)?;
-    let bob = host.join(Principal::new("bob"), Claims::new(), Role::Player)?;
-    let _watcher = host.join(Principal::new("watcher"), Claims::new(), Role::Observer)?;
-    match host.join(Principal::new("mallory"), Claims::new(), Role::Player) {
+    let alice = host.handle_join(Principal::new("alice"), Claims::new(), Role::Player)?;
+    let bob = host.handle_join(Principal::new("bob"), Claims::new(), Role::Player)?;
+    let _watcher = host.handle_join(Principal::new("watcher"), Claims::new(), Role::Observer)?;
+    match host.handle_join(Principal::new("mallory"), Claims::new(), Role::Player) {
         Ok(_) => println!("mallory joined (unexpected)"),
         Err(e) => println!("mallory refused: {e}"),
     }
@@ -43,21 +43,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut seq = 0u32;
     for step in 1..=60u32 {
         seq += 1;
-        host.push_input(alice, seq, 0, &[1]); // alice pushes up
+        host.handle_input(alice, seq, 0, &[1]); // alice pushes up
         if step % 3 == 0 {
-            host.push_input(bob, seq, 0, &[0xff]); // bob pushes down (-1)
+            host.handle_input(bob, seq, 0, &[0xff]); // bob pushes down (-1)
         }
         if step == 20 {
-            host.drop_player(bob)?;
+            host.handle_drop(bob)?;
             println!("bob's connection dropped at tick {}", host.tick());
         }
         if step == 30 {
-            host.rejoin(bob)?;
+            host.handle_rejoin(bob)?;
             println!("bob rejoined at tick {}", host.tick());
         }
         clock.advance(Duration::from_millis(50));
         let report = host.advance(clock.now());
-        for e in &report.events {
+        // Nothing here replicates, so the events wait to be drained (a server would
+        // take the frames instead, which carry them to the clients).
+        for e in host.drain_events() {
             let value = e
                 .payload
                 .get(..8)
@@ -73,19 +75,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 report.ticks_run,
                 report.ticks_dropped,
                 report.inputs,
-                report.hashes.last(),
+                host.state_hash(),
             );
         }
     }
 
-    host.leave(bob, LeaveReason::Left)?;
+    host.handle_leave(bob, LeaveReason::Left)?;
     let report = host.advance(clock.now());
     println!("left: {:?}", report.left);
     println!(
-        "final: tick={} value={} pushes={:?} alice acked seq {:?}",
+        "final: tick={} value={:?} pushes={:?} alice acked seq {:?}",
         host.tick(),
-        host.zone().value,
-        host.zone().pushes,
+        host.zone::<Counter>().map(|c| c.value),
+        host.zone::<Counter>().map(|c| &c.pushes),
         host.last_processed_seq(alice)
     );
     host.dispose();

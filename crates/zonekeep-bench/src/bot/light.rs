@@ -17,11 +17,11 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use zonekeep_client::connection::ws_header_len;
 use zonekeep_client::NetSim;
+use zonekeep_protocol::delta::{decode_delta_head, DeltaHead};
 use zonekeep_protocol::limits::{MAX_SERVER_MESSAGE, PROTOCOL_VERSION};
 use zonekeep_protocol::messages::{
     ClientMessage, Hello, Input, KickCode, Ping, ServerMessage, Welcome,
 };
-use zonekeep_protocol::wire::Reader;
 
 use super::schedule::{first_input_at, InputGen};
 use super::{micros, BotResult, Pending, Phase, RunShared};
@@ -375,8 +375,7 @@ fn on_binary(
             let now = Instant::now();
             res.total_deltas += 1;
             res.total_delta_bytes += len;
-            let mut r = Reader::new(b.get(1..).unwrap_or_default());
-            let (Ok(tick), Ok(ack)) = (r.varint_u64(), r.varint_u32()) else {
+            let Ok(DeltaHead { tick, ack, .. }) = decode_delta_head(b) else {
                 return Some(End::Dropped);
             };
             s.last_tick = tick;

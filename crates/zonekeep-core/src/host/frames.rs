@@ -1,19 +1,101 @@
-//! The replication side of [`ZoneHost`]: subscribers follow the roster, and on patch ticks
-//! [`ZoneHost::build_frames`] turns the world into one Delta per connected participant.
+//! The replication side of [`ZoneHost`]: subscribers follow the roster, and once a patch tick ran,
+//! [`drain_frames`](ZoneHost::drain_frames) builds every connected participant's Delta once into a
+//! reused buffer and hands them out.
 
 use std::collections::BTreeMap;
 
 use zonekeep_protocol::schema::Schema;
 
+use super::slot::EventsFor;
 use super::ZoneHost;
 use crate::ctx::{Event, EventTarget};
 use crate::player::PlayerId;
-use crate::replicate::{BuildStats, FrameInput, ReplicateError, SubscriberId};
+use crate::replicate::{BuildStats, FrameHead, ReplicateError, SubscriberId};
 use crate::view::subscriber_config;
 use crate::world::World;
-use crate::zone::Zone;
 
-impl<Z: Zone> ZoneHost<Z> {
+/// One participant's Delta for a patch, taken with [`drain_frames`](ZoneHost::drain_frames).
+///
+/// The header facts a host acts on travel beside the bytes, so no layer parses back a header
+/// the replicator wrote. `bytes` borrows the host's frame buffer, which the next build reuses:
+/// a driver copies or writes them before it calls the host again, and a patch costs no
+/// allocation per frame inside the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// Who the frame is for.
+    pub player: PlayerId,
+    /// The input ack in its header (the last input sequence the zone processed; 0 = none).
+    pub ack: u32,
+    /// It says nothing new: not a BASELINE, no CONTROL, no events, no entity changes. A host may
+    /// skip sending it when the ack is the one it last sent (keeping an occasional keep-alive).
+    pub quiet: bool,
+    /// The encoded Delta message (PROTOCOL.md §5.5), ready to send.
+    pub bytes: &'a [u8],
+}
+
+/// Where a frame's bytes end in [`FrameQueue::bytes`].
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    player: PlayerId,
+    head: FrameHead,
+    end: usize,
+}
+
+/// The frames of the last build, back to back in one buffer that every build reuses.
+#[derive(Debug, Default)]
+pub(super) struct FrameQueue {
+    bytes: Vec<u8>,
+    items: Vec<Queued>,
+}
+
+impl FrameQueue {
+    fn clear(&mut self) {
+        self.items.clear();
+        self.bytes.clear();
+    }
+
+    fn push(&mut self, player: PlayerId, head: FrameHead, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+        self.items.push(Queued {
+            player,
+            head,
+            end: self.bytes.len(),
+        });
+    }
+}
+
+/// The frames of one patch, in participant id order; see [`ZoneHost::drain_frames`].
+/// Frames not iterated are discarded when it is dropped (the replicator counts them as sent).
+#[derive(Debug)]
+pub struct Frames<'a> {
+    bytes: &'a [u8],
+    items: std::vec::Drain<'a, Queued>,
+    at: usize,
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Frame<'a>;
+
+    fn next(&mut self) -> Option<Frame<'a>> {
+        let q = self.items.next()?;
+        let bytes = self.bytes.get(self.at..q.end).unwrap_or_default();
+        self.at = q.end;
+        Some(Frame {
+            player: q.player,
+            ack: q.head.ack,
+            quiet: q.head.quiet,
+            bytes,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.items.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Frames<'_> {}
+
+impl ZoneHost {
     /// The entity schema clients decode with (what Welcome carries).
     pub fn schema(&self) -> Schema {
         self.core.world.schema()
@@ -24,14 +106,9 @@ impl<Z: Zone> ZoneHost<Z> {
         &self.core.world
     }
 
-    /// Counters of the last [`build_frames`](ZoneHost::build_frames).
+    /// Counters of the last frame build.
     pub fn last_build_stats(&self) -> BuildStats {
         self.last_build
-    }
-
-    /// Events dropped because more than `max_pending_events` waited for the next frames.
-    pub fn frame_events_dropped(&self) -> u64 {
-        self.frame_events_dropped
     }
 
     /// The participant's next frame is a BASELINE (full state), e.g. after its client
@@ -46,42 +123,60 @@ impl<Z: Zone> ZoneHost<Z> {
         self.replicator.known_check(SubscriberId(id.0)).ok()
     }
 
-    /// Build every connected participant's Delta for the current tick and hand each to `sink`
-    /// (in participant id order; the buffer is reused, so copy what you keep). Call after
-    /// [`advance`](ZoneHost::advance) when its report lists patch ticks. Each frame carries the
-    /// participant's input ack, its control entity when that changed, the events addressed to
-    /// it since the last frames, and the changes in its view (a BASELINE first).
-    pub fn build_frames(
-        &mut self,
-        sink: &mut dyn FnMut(PlayerId, &[u8]),
-    ) -> Result<BuildStats, ReplicateError> {
+    /// The patch: when a patch tick ran since the last call, build every connected
+    /// participant's Delta for the current tick and hand them out (see [`Frame`]); otherwise
+    /// nothing. Call it after each [`advance`](ZoneHost::advance) whose report lists a patch
+    /// tick; a driver that never replicates never calls it and pays nothing for replication
+    /// (its events stay for [`drain_events`](ZoneHost::drain_events)).
+    ///
+    /// Each Delta is a diff against the previous one built for its participant, so every
+    /// frame handed out must reach the client (or the client be resynced). An error is a
+    /// broken invariant: the participant it hit starts over from a BASELINE, the rest of that
+    /// patch is not built, and a host should drop its connections.
+    pub fn drain_frames(&mut self) -> Result<Frames<'_>, ReplicateError> {
+        self.frames.clear();
+        if std::mem::take(&mut self.patch_due) {
+            if let Err(e) = self.build_frames() {
+                self.frames.clear();
+                return Err(e);
+            }
+        }
+        let queue = &mut self.frames;
+        Ok(Frames {
+            bytes: &queue.bytes,
+            items: queue.items.drain(..),
+            at: 0,
+        })
+    }
+
+    /// Build every connected participant's Delta for the current tick into the (empty) frame queue.
+    /// Each carries the participant's input ack, its control entity when that changed, the
+    /// events addressed to it since the last build, and the changes in its view (a BASELINE
+    /// first). Consumes the queued events.
+    pub(super) fn build_frames(&mut self) -> Result<BuildStats, ReplicateError> {
         self.apply_view_requests();
-        let events = std::mem::take(&mut self.frame_events);
-        let routed = route_events(&events);
-        let acks: BTreeMap<PlayerId, u32> = self
-            .buffers
-            .iter()
-            .map(|(id, b)| (*id, b.last_processed().unwrap_or(0)))
-            .collect();
-        let zone = &self.zone;
-        let world = &self.core.world;
-        let inputs = |sub: SubscriberId| FrameInput {
-            ack: acks.get(&PlayerId(sub.0)).copied().unwrap_or(0),
-            events: routed.for_player(PlayerId(sub.0)),
-        };
-        let out = |sub: SubscriberId, bytes: &[u8]| sink(PlayerId(sub.0), bytes);
-        let stats = if zone.uses_can_see() {
-            self.replicator.build(
-                world,
+        let mut events = std::mem::take(&mut self.core.out.events);
+        let built = {
+            let routed = route_events(&events);
+            let events_for: &EventsFor<'_> = &events_fn(&routed);
+            let queue = &mut self.frames;
+            let mut sink = |sub: SubscriberId, head: FrameHead, bytes: &[u8]| {
+                queue.push(PlayerId(sub.0), head, bytes);
+            };
+            self.zone.build_frames(
+                &mut self.replicator,
+                &self.core.world,
                 self.core.tick,
-                |sub, entity| zone.can_see(PlayerId(sub.0), entity, world),
-                inputs,
-                out,
-            )?
-        } else {
-            self.replicator
-                .build_unfiltered(world, self.core.tick, inputs, out)?
+                events_for,
+                &mut sink,
+            )
         };
+        // Hand the emptied queue back so the next events reuse its allocation.
+        events.clear();
+        if self.core.out.events.is_empty() {
+            self.core.out.events = events;
+        }
+        let stats = built?;
         self.last_build = stats;
         Ok(stats)
     }
@@ -97,17 +192,6 @@ impl<Z: Zone> ZoneHost<Z> {
             // Already subscribed: start it over from a baseline with the current settings.
             let _ = self.replicator.update_subscriber(sub, cfg);
             let _ = self.replicator.reset_subscriber(sub);
-        }
-    }
-
-    /// Events emitted this `advance` wait for the next frames; bounded by `max_pending_events`.
-    pub(super) fn queue_frame_events(&mut self, events: &[Event]) {
-        for e in events {
-            if self.frame_events.len() >= self.config.max_pending_events {
-                self.frame_events_dropped = self.frame_events_dropped.saturating_add(1);
-                continue;
-            }
-            self.frame_events.push(e.clone());
         }
     }
 
@@ -138,6 +222,10 @@ impl<'a> RoutedEvents<'a> {
     fn for_player(&self, id: PlayerId) -> &[(u16, &'a [u8])] {
         self.personal.get(&id).map_or(&self.all[..], |v| &v[..])
     }
+}
+
+fn events_fn<'e>(routed: &'e RoutedEvents<'e>) -> impl Fn(PlayerId) -> &'e [(u16, &'e [u8])] + 'e {
+    move |id| routed.for_player(id)
 }
 
 fn route_events(events: &[Event]) -> RoutedEvents<'_> {

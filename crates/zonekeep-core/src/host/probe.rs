@@ -16,6 +16,8 @@ pub(super) struct Probe {
     pub(super) log: Vec<String>,
     /// (tick, player, value, seq)
     pub(super) inputs: Vec<(u64, PlayerId, i32, u32)>,
+    /// The view tick of each input applied, in order.
+    pub(super) view_ticks: Vec<u32>,
     pub(super) ticks: u64,
     pub(super) timer_fires: Vec<(u64, u64)>,
     /// Moves on by 1 ms per tick, to show tick durations are measured with the clock.
@@ -75,7 +77,9 @@ impl Zone for Probe {
     }
 
     fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, input: i32) {
-        let seq = ctx.input_meta().map(|m| m.seq).unwrap();
+        let meta = ctx.input_meta().unwrap();
+        let seq = meta.seq;
+        self.view_ticks.push(meta.view_tick);
         self.inputs.push((ctx.tick(), player, input, seq));
         if input == 99 {
             ctx.kick(player, "asked for it".into());
@@ -123,26 +127,23 @@ pub(super) fn init(params: serde_json::Value) -> ZoneInit {
     }
 }
 
-pub(super) fn host(config: ZoneConfig) -> (ZoneHost<Probe>, ManualClock) {
+pub(super) fn host(config: ZoneConfig) -> (ZoneHost, ManualClock) {
     host_with(config, serde_json::Value::Null)
 }
 
-pub(super) fn host_with(
-    config: ZoneConfig,
-    params: serde_json::Value,
-) -> (ZoneHost<Probe>, ManualClock) {
+pub(super) fn host_with(config: ZoneConfig, params: serde_json::Value) -> (ZoneHost, ManualClock) {
     let clock = ManualClock::new();
-    let host = ZoneHost::new(init(params), config, Arc::new(clock.clone())).unwrap();
+    let host = ZoneHost::new::<Probe>(init(params), config, Arc::new(clock.clone())).unwrap();
     (host, clock)
 }
 
-pub(super) fn join(host: &mut ZoneHost<Probe>, name: &str) -> PlayerId {
-    host.join(Principal::new(name), Claims::new(), Role::Player)
+pub(super) fn join(host: &mut ZoneHost, name: &str) -> PlayerId {
+    host.handle_join(Principal::new(name), Claims::new(), Role::Player)
         .unwrap()
 }
 
-pub(super) fn observe(host: &mut ZoneHost<Probe>, name: &str) -> PlayerId {
-    host.join(Principal::new(name), Claims::new(), Role::Observer)
+pub(super) fn observe(host: &mut ZoneHost, name: &str) -> PlayerId {
+    host.handle_join(Principal::new(name), Claims::new(), Role::Observer)
         .unwrap()
 }
 
@@ -151,11 +152,7 @@ pub(super) fn val(v: i32) -> [u8; 4] {
 }
 
 /// Move the clock forward by `ticks` steps of the host's dt and advance the host.
-pub(super) fn step(
-    host: &mut ZoneHost<Probe>,
-    clock: &ManualClock,
-    ticks: u32,
-) -> crate::AdvanceReport {
+pub(super) fn step(host: &mut ZoneHost, clock: &ManualClock, ticks: u32) -> crate::AdvanceReport {
     clock.advance(host.config().dt() * ticks);
     host.advance(crate::Clock::now(clock))
 }

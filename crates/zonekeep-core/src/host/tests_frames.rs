@@ -98,7 +98,7 @@ impl Zone for Walkers {
     }
 }
 
-fn host(radius: f32) -> (ZoneHost<Walkers>, ManualClock) {
+fn host(radius: f32) -> (ZoneHost, ManualClock) {
     let clock = ManualClock::new();
     let config = ZoneConfig {
         tick_hz: 10,
@@ -116,29 +116,27 @@ fn host(radius: f32) -> (ZoneHost<Walkers>, ManualClock) {
         params: serde_json::Value::Null,
     };
     (
-        ZoneHost::new(init, config, Arc::new(clock.clone())).unwrap(),
+        ZoneHost::new::<Walkers>(init, config, Arc::new(clock.clone())).unwrap(),
         clock,
     )
 }
 
-fn join(h: &mut ZoneHost<Walkers>, name: &str, role: Role) -> PlayerId {
-    h.join(Principal::new(name), Claims::new(), role).unwrap()
+fn join(h: &mut ZoneHost, name: &str, role: Role) -> PlayerId {
+    h.handle_join(Principal::new(name), Claims::new(), role)
+        .unwrap()
 }
 
 /// One tick, then every frame applied to its participant's mirror.
-fn step(h: &mut ZoneHost<Walkers>, clock: &ManualClock, mirrors: &mut BTreeMap<PlayerId, Mirror>) {
+fn step(h: &mut ZoneHost, clock: &ManualClock, mirrors: &mut BTreeMap<PlayerId, Mirror>) {
     clock.advance(Duration::from_millis(100));
     let report = h.advance(clock.now());
     assert_eq!(report.patch_ticks.len(), 1);
     let schema = h.schema();
-    let mut frames = Vec::new();
-    h.build_frames(&mut |p, bytes| frames.push((p, bytes.to_vec())))
-        .unwrap();
-    for (p, bytes) in frames {
+    for f in h.drain_frames().unwrap() {
         mirrors
-            .entry(p)
+            .entry(f.player)
             .or_default()
-            .decode_apply(&bytes, &schema)
+            .decode_apply(f.bytes, &schema)
             .unwrap();
     }
 }
@@ -154,7 +152,10 @@ fn players_see_each_other_but_not_hidden_entities_and_control_is_sent() {
         let mirror = &m[&p];
         assert_eq!(mirror.len(), 2, "both walkers, never the ghost");
         let control = mirror.control().unwrap();
-        assert_eq!(Some(&EntityId(control)), h.zone().mine.get(&p));
+        assert_eq!(
+            Some(&EntityId(control)),
+            h.zone::<Walkers>().unwrap().mine.get(&p)
+        );
     }
 }
 
@@ -165,9 +166,9 @@ fn inputs_move_entities_and_the_ack_advances() {
     let mut m = BTreeMap::new();
     step(&mut h, &clock, &mut m);
     assert_eq!(m[&a].ack(), 0);
-    h.push_input(a, 1, 0, &[5]);
+    h.handle_input(a, 1, 0, &[5]);
     step(&mut h, &clock, &mut m);
-    let e = h.zone().mine[&a];
+    let e = h.zone::<Walkers>().unwrap().mine[&a];
     let got = m[&a].get(e.0).unwrap();
     assert_eq!((got.qx, got.qy), h.world().qpos(e).unwrap());
     assert_eq!(m[&a].ack(), 1);
@@ -185,7 +186,10 @@ fn view_radius_limits_what_a_player_sees_and_observers_use_their_focus() {
     let mut m = BTreeMap::new();
     step(&mut h, &clock, &mut m);
     let seen: Vec<u32> = m[&a].known().iter().map(|(id, _)| *id).collect();
-    let expect: Vec<u32> = [a, _b, far[0]].iter().map(|p| h.zone().mine[p].0).collect();
+    let expect: Vec<u32> = [a, _b, far[0]]
+        .iter()
+        .map(|p| h.zone::<Walkers>().unwrap().mine[p].0)
+        .collect();
     assert_eq!(seen, expect, "within 25 of x = 10: x = 10, 20, 30");
     assert!(m[&obs].is_empty(), "the observer looks at (500, 0)");
 }
@@ -197,22 +201,25 @@ fn events_reach_their_recipients_in_order() {
     let b = join(&mut h, "b", Role::Player);
     let mut m = BTreeMap::new();
     step(&mut h, &clock, &mut m);
-    h.push_input(a, 1, 0, &[7]);
+    h.handle_input(a, 1, 0, &[7]);
     clock.advance(Duration::from_millis(100));
     h.advance(clock.now());
     let schema = h.schema();
     let mut topics: BTreeMap<PlayerId, Vec<u16>> = BTreeMap::new();
-    h.build_frames(&mut |p, bytes| {
-        let d = m.get_mut(&p).unwrap().decode_apply(bytes, &schema).unwrap();
+    for f in h.drain_frames().unwrap() {
+        let d = m
+            .get_mut(&f.player)
+            .unwrap()
+            .decode_apply(f.bytes, &schema)
+            .unwrap();
         let t = d
             .events
             .unwrap_or_default()
             .iter()
             .map(|e| e.topic)
             .collect();
-        topics.insert(p, t);
-    })
-    .unwrap();
+        topics.insert(f.player, t);
+    }
     assert_eq!(topics[&a], vec![9, 3]);
     assert_eq!(topics[&b], vec![3]);
 }
@@ -224,24 +231,23 @@ fn dropped_players_get_no_frames_and_rejoin_or_resync_starts_from_a_baseline() {
     let b = join(&mut h, "b", Role::Player);
     let mut m = BTreeMap::new();
     step(&mut h, &clock, &mut m);
-    h.drop_player(b).unwrap();
+    h.handle_drop(b).unwrap();
     let mut got = Vec::new();
     clock.advance(Duration::from_millis(100));
     h.advance(clock.now());
-    h.build_frames(&mut |p, _| got.push(p)).unwrap();
+    got.extend(h.drain_frames().unwrap().map(|f| f.player));
     assert_eq!(got, vec![a]);
 
-    h.rejoin(b).unwrap();
+    h.handle_rejoin(b).unwrap();
     h.resync(a);
     clock.advance(Duration::from_millis(100));
     h.advance(clock.now());
     let schema = h.schema();
     let mut baselines = Vec::new();
-    h.build_frames(&mut |p, bytes| {
-        let d = zonekeep_protocol::delta::decode_delta(bytes, &schema, &[]).unwrap();
-        baselines.push((p, d.baseline));
-    })
-    .unwrap();
+    for f in h.drain_frames().unwrap() {
+        let d = zonekeep_protocol::delta::decode_delta(f.bytes, &schema, &[]).unwrap();
+        baselines.push((f.player, d.baseline));
+    }
     assert_eq!(baselines, vec![(a, true), (b, true)]);
 }
 
@@ -254,7 +260,7 @@ fn leaving_despawns_for_the_others_and_the_default_hash_follows_the_world() {
     step(&mut h, &clock, &mut m);
     let before = h.state_hash().unwrap();
     assert_eq!(before, h.world().hash());
-    h.leave(b, crate::LeaveReason::Left).unwrap();
+    h.handle_leave(b, crate::LeaveReason::Left).unwrap();
     step(&mut h, &clock, &mut m);
     assert_eq!(m[&a].len(), 1);
     assert_ne!(h.state_hash().unwrap(), before);

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use super::probe::{host, init, join, observe, step, val, Probe};
 use crate::{
-    AnyZoneHost, Claims, Clock, ConfigError, InputOutcome, JoinError, JoinRefusal, LeaveReason,
-    ManualClock, PlayerId, Principal, RejoinError, Role, UnknownPlayer, ZoneConfig, ZoneError,
-    ZoneHost, ZoneKinds,
+    Claims, Clock, ConfigError, InputOutcome, JoinError, JoinRefusal, LeaveReason, ManualClock,
+    PlayerId, Principal, RejoinError, Role, UnknownPlayer, ZoneConfig, ZoneError, ZoneHost,
+    ZoneKinds,
 };
 
 fn cfg() -> ZoneConfig {
@@ -23,8 +23,8 @@ fn ids_start_at_one_and_are_never_reused() {
     let (mut h, _clock) = host(cfg());
     let a = join(&mut h, "a");
     assert_eq!(a, PlayerId(1));
-    h.leave(a, LeaveReason::Left).unwrap();
-    let refused = h.join(Principal::new("banned"), Claims::new(), Role::Player);
+    h.handle_leave(a, LeaveReason::Left).unwrap();
+    let refused = h.handle_join(Principal::new("banned"), Claims::new(), Role::Player);
     assert_eq!(
         refused,
         Err(JoinError::Refused(JoinRefusal::new(7, "banned")))
@@ -41,10 +41,10 @@ fn capacity_is_enforced_per_role() {
         ..cfg()
     });
     let a = join(&mut h, "a");
-    let full = h.join(Principal::new("b"), Claims::new(), Role::Player);
+    let full = h.handle_join(Principal::new("b"), Claims::new(), Role::Player);
     assert_eq!(full, Err(JoinError::Full { role: Role::Player }));
     observe(&mut h, "o");
-    let full = h.join(Principal::new("o2"), Claims::new(), Role::Observer);
+    let full = h.handle_join(Principal::new("o2"), Claims::new(), Role::Observer);
     assert_eq!(
         full,
         Err(JoinError::Full {
@@ -52,10 +52,10 @@ fn capacity_is_enforced_per_role() {
         })
     );
     // A dropped player keeps its place during the grace.
-    h.drop_player(a).unwrap();
-    let full = h.join(Principal::new("b"), Claims::new(), Role::Player);
+    h.handle_drop(a).unwrap();
+    let full = h.handle_join(Principal::new("b"), Claims::new(), Role::Player);
     assert_eq!(full, Err(JoinError::Full { role: Role::Player }));
-    h.leave(a, LeaveReason::Left).unwrap();
+    h.handle_leave(a, LeaveReason::Left).unwrap();
     join(&mut h, "b");
 }
 
@@ -65,7 +65,7 @@ fn join_carries_principal_claims_and_role() {
     let mut claims = Claims::new();
     claims.insert("team".into(), serde_json::json!("red"));
     let id = h
-        .join(Principal::new("alice"), claims.clone(), Role::Player)
+        .handle_join(Principal::new("alice"), claims.clone(), Role::Player)
         .unwrap();
     let info = h.player(id).unwrap();
     assert_eq!(info.principal.as_str(), "alice");
@@ -74,7 +74,7 @@ fn join_carries_principal_claims_and_role() {
     assert!(info.connected);
     let o = observe(&mut h, "bob");
     assert_eq!(
-        h.zone().log,
+        h.zone::<Probe>().unwrap().log,
         vec![format!("join {id}"), format!("observe {o}")]
     );
 }
@@ -86,30 +86,30 @@ fn drop_and_rejoin_within_grace_keeps_place_and_inputs() {
         ..cfg()
     });
     let p = join(&mut h, "a");
-    h.push_input(p, 1, 0, &val(1));
-    h.drop_player(p).unwrap();
-    h.drop_player(p).unwrap(); // idempotent
+    h.handle_input(p, 1, 0, &val(1));
+    h.handle_drop(p).unwrap();
+    h.handle_drop(p).unwrap(); // idempotent
     assert!(!h.player(p).unwrap().connected);
-    assert_eq!(h.push_input(p, 2, 0, &val(2)), InputOutcome::Disconnected);
+    assert_eq!(h.handle_input(p, 2, 0, &val(2)), InputOutcome::Disconnected);
     clock.set(Duration::from_secs(4));
     let r = h.advance(clock.now());
     assert!(r.left.is_empty());
     assert_eq!(
-        h.zone().inputs.len(),
+        h.zone::<Probe>().unwrap().inputs.len(),
         1,
         "input sent before the drop still applies"
     );
-    h.rejoin(p).unwrap();
+    h.handle_rejoin(p).unwrap();
     assert!(h.player(p).unwrap().connected);
-    assert_eq!(h.rejoin(p), Err(RejoinError::NotDropped(p)));
+    assert_eq!(h.handle_rejoin(p), Err(RejoinError::NotDropped(p)));
     assert_eq!(
-        h.push_input(p, 1, 0, &val(1)),
+        h.handle_input(p, 1, 0, &val(1)),
         InputOutcome::Duplicate,
         "seqs continue"
     );
-    assert_eq!(h.push_input(p, 2, 0, &val(2)), InputOutcome::Accepted);
+    assert_eq!(h.handle_input(p, 2, 0, &val(2)), InputOutcome::Accepted);
     assert_eq!(
-        h.zone().log,
+        h.zone::<Probe>().unwrap().log,
         vec![
             format!("join {p}"),
             format!("drop {p}"),
@@ -126,15 +126,19 @@ fn grace_expiry_in_advance_leaves_with_dropped() {
     });
     let p = join(&mut h, "a");
     clock.set(Duration::from_secs(1));
-    h.drop_player(p).unwrap();
+    h.handle_drop(p).unwrap();
     clock.set(Duration::from_secs(6) - Duration::from_nanos(1));
     assert!(h.advance(clock.now()).left.is_empty());
     clock.set(Duration::from_secs(6));
     let r = h.advance(clock.now());
     assert_eq!(r.left, vec![(p, LeaveReason::Dropped)]);
     assert!(h.player(p).is_none());
-    assert_eq!(h.rejoin(p), Err(RejoinError::UnknownPlayer(p)));
-    assert!(h.zone().log.contains(&format!("leave {p} Dropped")));
+    assert_eq!(h.handle_rejoin(p), Err(RejoinError::UnknownPlayer(p)));
+    assert!(h
+        .zone::<Probe>()
+        .unwrap()
+        .log
+        .contains(&format!("leave {p} Dropped")));
 }
 
 #[test]
@@ -144,9 +148,9 @@ fn rejoin_after_grace_fails_and_leaves() {
         ..cfg()
     });
     let p = join(&mut h, "a");
-    h.drop_player(p).unwrap();
+    h.handle_drop(p).unwrap();
     clock.set(Duration::from_secs(5)); // no advance in between
-    assert_eq!(h.rejoin(p), Err(RejoinError::GraceExpired(p)));
+    assert_eq!(h.handle_rejoin(p), Err(RejoinError::GraceExpired(p)));
     assert!(h.player(p).is_none());
     assert_eq!(h.advance(clock.now()).left, vec![(p, LeaveReason::Dropped)]);
 }
@@ -155,11 +159,17 @@ fn rejoin_after_grace_fails_and_leaves() {
 fn unknown_players_are_typed_errors() {
     let (mut h, _clock) = host(cfg());
     let ghost = PlayerId(42);
-    assert_eq!(h.leave(ghost, LeaveReason::Left), Err(UnknownPlayer(ghost)));
-    assert_eq!(h.drop_player(ghost), Err(UnknownPlayer(ghost)));
-    assert_eq!(h.rejoin(ghost), Err(RejoinError::UnknownPlayer(ghost)));
     assert_eq!(
-        h.push_input(ghost, 1, 0, &val(1)),
+        h.handle_leave(ghost, LeaveReason::Left),
+        Err(UnknownPlayer(ghost))
+    );
+    assert_eq!(h.handle_drop(ghost), Err(UnknownPlayer(ghost)));
+    assert_eq!(
+        h.handle_rejoin(ghost),
+        Err(RejoinError::UnknownPlayer(ghost))
+    );
+    assert_eq!(
+        h.handle_input(ghost, 1, 0, &val(1)),
         InputOutcome::UnknownPlayer
     );
 }
@@ -169,8 +179,8 @@ fn zone_kicks_are_applied_and_reported() {
     let (mut h, clock) = host(cfg());
     let a = join(&mut h, "a");
     let b = join(&mut h, "b");
-    h.push_input(a, 1, 0, &val(99));
-    h.push_input(b, 1, 0, &val(98));
+    h.handle_input(a, 1, 0, &val(99));
+    h.handle_input(b, 1, 0, &val(98));
     let r = step(&mut h, &clock, 1);
     assert_eq!(r.left, vec![(a, LeaveReason::Kicked)]);
     assert_eq!(r.kicks.len(), 1);
@@ -182,7 +192,20 @@ fn zone_kicks_are_applied_and_reported() {
         ),
         (a, "asked for it", 1)
     );
-    assert_eq!(r.events.len(), 1);
+    let schema = h.schema();
+    let got: Vec<(PlayerId, usize)> = h
+        .drain_frames()
+        .unwrap()
+        .map(|f| {
+            let d = zonekeep_protocol::delta::decode_delta(f.bytes, &schema, &[]).unwrap();
+            (f.player, d.events.unwrap_or_default().len())
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![(b, 1)],
+        "the kicked player gets no frame; b gets its event"
+    );
     assert!(h.player(a).is_none());
     assert!(h.player(b).is_some());
 }
@@ -194,13 +217,21 @@ fn dispose_calls_hook_once_and_closes_the_host() {
     h.dispose();
     h.dispose();
     assert!(h.is_disposed());
-    assert_eq!(h.zone().log.iter().filter(|l| *l == "dispose").count(), 1);
     assert_eq!(
-        h.join(Principal::new("b"), Claims::new(), Role::Player),
+        h.zone::<Probe>()
+            .unwrap()
+            .log
+            .iter()
+            .filter(|l| *l == "dispose")
+            .count(),
+        1
+    );
+    assert_eq!(
+        h.handle_join(Principal::new("b"), Claims::new(), Role::Player),
         Err(JoinError::Disposed)
     );
-    assert_eq!(h.push_input(p, 1, 0, &val(1)), InputOutcome::Disposed);
-    assert_eq!(h.rejoin(p), Err(RejoinError::Disposed));
+    assert_eq!(h.handle_input(p, 1, 0, &val(1)), InputOutcome::Disposed);
+    assert_eq!(h.handle_rejoin(p), Err(RejoinError::Disposed));
     assert_eq!(step(&mut h, &clock, 10).ticks_run, 0);
 }
 
@@ -212,15 +243,15 @@ fn invalid_config_and_failing_create_are_refused() {
         ..cfg()
     };
     let err =
-        ZoneHost::<Probe>::new(init(serde_json::Value::Null), bad, clock.clone()).unwrap_err();
+        ZoneHost::new::<Probe>(init(serde_json::Value::Null), bad, clock.clone()).unwrap_err();
     assert_eq!(err, ZoneError::Config(ConfigError::TickHz(0)));
-    let err = ZoneHost::<Probe>::new(init(serde_json::json!({ "fail": true })), cfg(), clock)
+    let err = ZoneHost::new::<Probe>(init(serde_json::json!({ "fail": true })), cfg(), clock)
         .unwrap_err();
     assert!(matches!(err, ZoneError::InvalidParams(_)));
 }
 
 #[test]
-fn registry_builds_dyn_hosts_by_kind() {
+fn registry_builds_hosts_by_kind() {
     let mut kinds = ZoneKinds::new();
     kinds.register::<Probe>("probe");
     assert!(kinds.contains("probe"));
@@ -233,20 +264,20 @@ fn registry_builds_dyn_hosts_by_kind() {
     let err = kinds.create(other, cfg(), shared.clone()).err().unwrap();
     assert_eq!(err, ZoneError::UnknownKind("nope".into()));
 
-    let mut h: Box<dyn AnyZoneHost> = kinds
+    let mut h: ZoneHost = kinds
         .create(init(serde_json::Value::Null), cfg(), shared)
         .unwrap();
     assert_eq!((h.zone_id(), h.kind()), ("probe-1", "probe"));
     let p = h
-        .join(Principal::new("a"), Claims::new(), Role::Player)
+        .handle_join(Principal::new("a"), Claims::new(), Role::Player)
         .unwrap();
-    assert!(h.push_input(p, 1, 0, &val(3)).is_accepted());
+    assert!(h.handle_input(p, 1, 0, &val(3)).is_accepted());
     clock.advance(h.config().dt() * 2);
     let r = h.advance(clock.now());
     assert_eq!((r.ticks_run, h.tick()), (2, 2));
     assert_eq!(h.last_processed_seq(p), Some(1));
     assert_eq!(h.players().count(), 1);
     assert_eq!(h.state_hash(), Some(2));
-    let concrete = h.as_any().downcast_ref::<ZoneHost<Probe>>().unwrap();
-    assert_eq!(concrete.zone().inputs, vec![(1, p, 3, 1)]);
+    assert_eq!(h.zone::<Probe>().unwrap().inputs, vec![(1, p, 3, 1)]);
+    assert!(h.zone::<u32>().is_none(), "typed access checks the type");
 }

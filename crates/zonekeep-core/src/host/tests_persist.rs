@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::{
-    AnyZoneHost, Claims, Clock, Ctx, FactError, FactKey, FactOutcome, InputRefusal, ManualClock,
-    PlayerId, Principal, RestoreError, Role, Settlement, SnapshotError, Zone, ZoneConfig,
-    ZoneError, ZoneHost, ZoneInit, ZoneKinds,
+    Claims, Clock, Ctx, FactError, FactKey, FactOutcome, InputRefusal, ManualClock, PlayerId,
+    Principal, RestoreError, Role, Settlement, SnapshotError, Zone, ZoneConfig, ZoneError,
+    ZoneHost, ZoneInit, ZoneKinds,
 };
 
 /// Adds each input to a running total and emits one fact per input (the
@@ -99,9 +99,9 @@ fn cfg(max_facts: usize) -> ZoneConfig {
     }
 }
 
-fn setup(max_facts: usize, epoch: u64) -> (ZoneHost<Ledgerish>, ManualClock, PlayerId) {
+fn setup(max_facts: usize, epoch: u64) -> (ZoneHost, ManualClock, PlayerId) {
     let clock = ManualClock::new();
-    let mut h = ZoneHost::<Ledgerish>::with_boot_epoch(
+    let mut h = ZoneHost::with_boot_epoch::<Ledgerish>(
         init("ledgerish"),
         cfg(max_facts),
         Arc::new(clock.clone()),
@@ -109,18 +109,18 @@ fn setup(max_facts: usize, epoch: u64) -> (ZoneHost<Ledgerish>, ManualClock, Pla
     )
     .unwrap();
     let p = h
-        .join(Principal::new("alice"), Claims::new(), Role::Player)
+        .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
         .unwrap();
     (h, clock, p)
 }
 
 /// Pushes `v` with `seq` and runs exactly one tick.
-fn input_tick(h: &mut ZoneHost<Ledgerish>, clock: &ManualClock, p: PlayerId, seq: u32, v: i64) {
-    assert!(h.push_input(p, seq, 0, &v.to_le_bytes()).is_accepted());
+fn input_tick(h: &mut ZoneHost, clock: &ManualClock, p: PlayerId, seq: u32, v: i64) {
+    assert!(h.handle_input(p, seq, 0, &v.to_le_bytes()).is_accepted());
     one_tick(h, clock);
 }
 
-fn one_tick(h: &mut ZoneHost<Ledgerish>, clock: &ManualClock) -> crate::AdvanceReport {
+fn one_tick(h: &mut ZoneHost, clock: &ManualClock) -> crate::AdvanceReport {
     clock.advance(h.config().dt());
     let r = h.advance(clock.now());
     assert_eq!(r.ticks_run, 1);
@@ -133,13 +133,13 @@ fn fact_keys_are_stable_unique_and_carry_the_boot_epoch() {
     for seq in 1..=3 {
         input_tick(&mut h, &clock, p, seq, 10);
     }
-    let facts = h.take_facts();
+    let facts = h.drain_facts();
     let keys: Vec<&str> = facts.iter().map(|f| f.key.as_str()).collect();
     assert_eq!(keys, ["z1:5:0", "z1:5:1", "z1:5:2"]);
     assert_eq!(facts[1].payload, json!({"seq": 2, "add": {"score": 10}}));
     assert_eq!(facts[1].principal.as_deref(), Some("alice"));
     assert_eq!(facts[1].tick, 2);
-    assert!(h.take_facts().is_empty());
+    assert!(h.drain_facts().is_empty());
     assert_eq!(h.facts_in_flight(), 3);
 }
 
@@ -147,13 +147,13 @@ fn fact_keys_are_stable_unique_and_carry_the_boot_epoch() {
 fn fact_queue_is_bounded_and_overflow_is_reported() {
     let (mut h, clock, p) = setup(2, 1);
     for seq in 1..=3 {
-        assert!(h.push_input(p, seq, 0, &1i64.to_le_bytes()).is_accepted());
+        assert!(h.handle_input(p, seq, 0, &1i64.to_le_bytes()).is_accepted());
     }
     clock.advance(h.config().dt() * 3);
     let r = h.advance(clock.now());
     assert_eq!(r.ticks_run, 3);
     assert_eq!(r.facts_overflowed, 1);
-    let zone = h.zone();
+    let zone = h.zone::<Ledgerish>().unwrap();
     assert!(zone.emitted[0].is_ok() && zone.emitted[1].is_ok());
     assert_eq!(zone.emitted[2], Err(FactError::QueueFull { capacity: 2 }));
     assert_eq!(h.facts_in_flight(), 2);
@@ -163,28 +163,31 @@ fn fact_queue_is_bounded_and_overflow_is_reported() {
 fn settlement_is_delivered_on_the_next_tick_only() {
     let (mut h, clock, p) = setup(16, 1);
     input_tick(&mut h, &clock, p, 1, 7);
-    let fact = h.take_facts().pop().unwrap();
+    let fact = h.drain_facts().pop().unwrap();
     let s = Settlement {
         key: fact.key.clone(),
         outcome: FactOutcome::Ok(json!({"score": 7})),
     };
-    h.settle(s.clone());
-    assert!(h.zone().settled.is_empty(), "not delivered outside a tick");
+    h.handle_settlement(s.clone());
+    assert!(
+        h.zone::<Ledgerish>().unwrap().settled.is_empty(),
+        "not delivered outside a tick"
+    );
     assert_eq!(h.facts_in_flight(), 1, "in flight until delivered");
     let r = one_tick(&mut h, &clock);
     assert_eq!(r.facts_settled, 1);
-    assert_eq!(h.zone().settled, vec![(2, s.clone())]);
+    assert_eq!(h.zone::<Ledgerish>().unwrap().settled, vec![(2, s.clone())]);
     assert_eq!(h.facts_in_flight(), 0);
 
     // Settling again (a re-send's answer) or an unknown key is dropped and counted.
-    h.settle(s);
-    h.settle(Settlement {
+    h.handle_settlement(s);
+    h.handle_settlement(Settlement {
         key: FactKey("nope".into()),
         outcome: FactOutcome::Refused("x".into()),
     });
     let r = one_tick(&mut h, &clock);
     assert_eq!(r.settlements_unknown, 2);
-    assert_eq!(h.zone().settled.len(), 1);
+    assert_eq!(h.zone::<Ledgerish>().unwrap().settled.len(), 1);
 }
 
 #[test]
@@ -193,9 +196,9 @@ fn snapshot_restore_keeps_state_and_in_flight_facts() {
     for seq in 1..=3 {
         input_tick(&mut h, &clock, p, seq, 5);
     }
-    let sent = h.take_facts();
+    let sent = h.drain_facts();
     // The first fact settles; the other two stay in flight.
-    h.settle(Settlement {
+    h.handle_settlement(Settlement {
         key: sent[0].key.clone(),
         outcome: FactOutcome::Ok(json!(null)),
     });
@@ -203,7 +206,7 @@ fn snapshot_restore_keeps_state_and_in_flight_facts() {
     let envelope = h.snapshot().unwrap();
 
     let clock2 = ManualClock::new();
-    let mut r = ZoneHost::<Ledgerish>::restore(
+    let mut r = ZoneHost::restore::<Ledgerish>(
         init("ledgerish"),
         cfg(16),
         Arc::new(clock2.clone()),
@@ -211,25 +214,25 @@ fn snapshot_restore_keeps_state_and_in_flight_facts() {
         &envelope,
     )
     .unwrap();
-    assert_eq!(r.zone().total, 15);
+    assert_eq!(r.zone::<Ledgerish>().unwrap().total, 15);
     assert_eq!(r.tick(), 4, "tick numbering continues");
     assert_eq!(r.boot_epoch(), 4);
-    let resent = r.take_facts();
+    let resent = r.drain_facts();
     assert_eq!(resent, sent[1..].to_vec(), "same keys, payloads and order");
 
     // New facts use the new epoch and continue the counter.
     let p2 = r
-        .join(Principal::new("alice"), Claims::new(), Role::Player)
+        .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
         .unwrap();
-    assert!(r.push_input(p2, 1, 0, &1i64.to_le_bytes()).is_accepted());
+    assert!(r.handle_input(p2, 1, 0, &1i64.to_le_bytes()).is_accepted());
     clock2.advance(r.config().dt());
     r.advance(clock2.now());
-    let new = r.take_facts();
+    let new = r.drain_facts();
     assert_eq!(new.len(), 1);
     assert_eq!(new[0].key.as_str(), "z1:4:3");
 
     // A settlement of a re-sent fact reaches the restored zone.
-    r.settle(Settlement {
+    r.handle_settlement(Settlement {
         key: resent[0].key.clone(),
         outcome: FactOutcome::Ok(json!(1)),
     });
@@ -245,7 +248,7 @@ fn corrupt_or_unreadable_envelopes_are_typed_errors() {
     let envelope = h.snapshot().unwrap();
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new());
     let restore =
-        |bytes: &[u8]| ZoneHost::<Ledgerish>::restore(init("l"), cfg(16), clock.clone(), 2, bytes);
+        |bytes: &[u8]| ZoneHost::restore::<Ledgerish>(init("l"), cfg(16), clock.clone(), 2, bytes);
 
     let mut damaged = envelope.clone();
     let mid = damaged.len() / 2;
@@ -276,13 +279,13 @@ fn corrupt_or_unreadable_envelopes_are_typed_errors() {
 fn unsaved_kinds_have_no_snapshot_and_do_not_restore() {
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new());
     let h =
-        ZoneHost::<Unsaved>::new(init("unsaved"), ZoneConfig::default(), clock.clone()).unwrap();
+        ZoneHost::new::<Unsaved>(init("unsaved"), ZoneConfig::default(), clock.clone()).unwrap();
     assert_eq!(h.snapshot(), None);
 
     let (ledger, _c, _p) = setup(4, 1);
     let envelope = ledger.snapshot().unwrap();
     let err =
-        ZoneHost::<Unsaved>::restore(init("unsaved"), ZoneConfig::default(), clock, 2, &envelope)
+        ZoneHost::restore::<Unsaved>(init("unsaved"), ZoneConfig::default(), clock, 2, &envelope)
             .unwrap_err();
     assert_eq!(
         err,
@@ -291,21 +294,21 @@ fn unsaved_kinds_have_no_snapshot_and_do_not_restore() {
 }
 
 #[test]
-fn dyn_host_mirrors_facts_snapshot_and_restore() {
+fn registry_hosts_keep_facts_through_snapshot_and_restore() {
     let mut kinds = ZoneKinds::new();
     kinds.register::<Ledgerish>("ledgerish");
     let clock = ManualClock::new();
-    let mut h: Box<dyn AnyZoneHost> = kinds
+    let mut h: ZoneHost = kinds
         .create_at(init("ledgerish"), cfg(8), Arc::new(clock.clone()), 9)
         .unwrap();
     assert_eq!(h.boot_epoch(), 9);
     let p = h
-        .join(Principal::new("bob"), Claims::new(), Role::Player)
+        .handle_join(Principal::new("bob"), Claims::new(), Role::Player)
         .unwrap();
-    assert!(h.push_input(p, 1, 0, &4i64.to_le_bytes()).is_accepted());
+    assert!(h.handle_input(p, 1, 0, &4i64.to_le_bytes()).is_accepted());
     clock.advance(Duration::from_millis(40));
     h.advance(clock.now());
-    let facts = h.take_facts();
+    let facts = h.drain_facts();
     assert_eq!(facts.len(), 1);
     assert_eq!(h.facts_in_flight(), 1);
     let envelope = h.snapshot().unwrap();
@@ -319,8 +322,8 @@ fn dyn_host_mirrors_facts_snapshot_and_restore() {
             &envelope,
         )
         .unwrap();
-    assert_eq!(r.take_facts(), facts);
-    r.settle(Settlement {
+    assert_eq!(r.drain_facts(), facts);
+    r.handle_settlement(Settlement {
         key: facts[0].key.clone(),
         outcome: FactOutcome::Refused("no".into()),
     });

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::probe::{host, host_with, join, observe, step, val};
+use super::probe::{host, host_with, join, observe, step, val, Probe};
 use crate::{
     Clock, IdlePolicy, InputOutcome, InputPolicy, InputRefusal, Tier, TierTransition, ZoneConfig,
 };
@@ -27,10 +27,10 @@ fn runs_one_tick_per_dt() {
     clock.advance(Duration::from_nanos(1));
     let r = h.advance(clock.now());
     assert_eq!((r.ticks_run, r.tick), (1, 1));
-    assert_eq!(r.hashes, vec![(1, 1)]);
+    assert_eq!(h.state_hash(), Some(1));
     let r = step(&mut h, &clock, 30);
     assert_eq!((r.ticks_run, r.ticks_dropped, h.tick()), (30, 0, 31));
-    assert_eq!(h.zone().ticks, 31);
+    assert_eq!(h.zone::<Probe>().unwrap().ticks, 31);
     // Advancing again at the same time runs nothing.
     assert_eq!(h.advance(clock.now()).ticks_run, 0);
 }
@@ -90,7 +90,7 @@ fn patch_cadence_is_independent_of_tick_rate() {
 #[test]
 fn tick_durations_are_measured_with_the_clock() {
     let (mut h, clock) = host(cfg());
-    h.zone_mut().clock = Some(clock.clone());
+    h.zone_mut::<Probe>().unwrap().clock = Some(clock.clone());
     let r = step(&mut h, &clock, 3);
     assert_eq!(r.tick_durations, vec![Duration::from_millis(1); 3]);
 }
@@ -99,23 +99,30 @@ fn tick_durations_are_measured_with_the_clock() {
 fn timers_fire_in_simulation_ticks() {
     let (mut h, clock) = host_with(cfg(), serde_json::json!({ "every": 2 }));
     step(&mut h, &clock, 7);
-    assert_eq!(h.zone().timer_fires, vec![(2, 7), (4, 7), (6, 7)]);
+    assert_eq!(
+        h.zone::<Probe>().unwrap().timer_fires,
+        vec![(2, 7), (4, 7), (6, 7)]
+    );
 }
 
 #[test]
 fn events_are_bounded_and_overflow_counted() {
     let config = ZoneConfig {
         max_pending_events: 4,
+        // No patch tick: nothing builds frames, so the events wait to be drained.
+        patch_every: 1000,
         ..cfg()
     };
     let (mut h, clock) = host_with(config, serde_json::json!({ "events": 3 }));
     let r = step(&mut h, &clock, 2);
-    assert_eq!((r.events.len(), r.events_dropped), (4, 2));
-    assert_eq!(r.events[3].tick, 2);
+    assert_eq!(r.events_dropped, 2);
+    let events: Vec<_> = h.drain_events().collect();
+    assert_eq!(events.len(), 4);
+    assert_eq!(events[3].tick, 2);
     let r = step(&mut h, &clock, 1);
-    assert_eq!((r.events.len(), r.events_dropped), (3, 0));
+    assert_eq!((h.drain_events().count(), r.events_dropped), (3, 0));
     step(&mut h, &clock, 0);
-    assert!(h.take_events().is_empty());
+    assert_eq!(h.drain_events().count(), 0);
 }
 
 fn tier_cfg(policy: IdlePolicy) -> ZoneConfig {
@@ -146,7 +153,7 @@ fn empty_zone_goes_idle_and_ticks_slower() {
     assert_eq!((r.ticks_run, r.ticks_skipped), (0, 0));
     let r = step(&mut h, &clock, 9);
     assert_eq!((r.ticks_run, r.ticks_skipped, r.ticks_dropped), (3, 6, 0));
-    assert_eq!(h.zone().log, vec!["tier Hot->Idle"]);
+    assert_eq!(h.zone::<Probe>().unwrap().log, vec!["tier Hot->Idle"]);
 }
 
 #[test]
@@ -178,7 +185,7 @@ fn dormant_is_reported_and_stops_ticks() {
     let p = join(&mut h, "a");
     clock.set(Duration::from_secs(5));
     h.advance(clock.now());
-    h.leave(p, crate::LeaveReason::Left).unwrap(); // empty from 5 s
+    h.handle_leave(p, crate::LeaveReason::Left).unwrap(); // empty from 5 s
     clock.set(Duration::from_secs(20));
     let r = h.advance(clock.now());
     let steps: Vec<_> = r.tier_transitions.iter().map(|t| (t.from, t.to)).collect();
@@ -190,14 +197,18 @@ fn dormant_is_reported_and_stops_ticks() {
     assert_eq!(step(&mut h, &clock, 10).ticks_run, 0);
     observe(&mut h, "watcher");
     assert_eq!(h.tier(), Tier::Hot, "an observer also makes the zone Hot");
-    assert!(h.zone().log.contains(&"tier Dormant->Hot".to_string()));
+    assert!(h
+        .zone::<Probe>()
+        .unwrap()
+        .log
+        .contains(&"tier Dormant->Hot".to_string()));
 }
 
 #[test]
 fn present_players_keep_the_zone_hot() {
     let (mut h, clock) = host(tier_cfg(IdlePolicy::Pause));
     let p = join(&mut h, "a");
-    h.drop_player(p).unwrap(); // dropped but within grace: still present
+    h.handle_drop(p).unwrap(); // dropped but within grace: still present
     clock.set(Duration::from_secs(3));
     let r = h.advance(clock.now());
     assert_eq!(h.tier(), Tier::Hot);
@@ -211,16 +222,16 @@ fn duplicate_stale_overflow_and_counters() {
         ..cfg()
     });
     let p = join(&mut h, "a");
-    assert_eq!(h.push_input(p, 1, 0, &val(1)), InputOutcome::Accepted);
-    assert_eq!(h.push_input(p, 1, 0, &val(1)), InputOutcome::Duplicate);
-    assert_eq!(h.push_input(p, 3, 0, &val(3)), InputOutcome::Accepted);
-    assert_eq!(h.push_input(p, 2, 0, &val(2)), InputOutcome::Stale);
+    assert_eq!(h.handle_input(p, 1, 0, &val(1)), InputOutcome::Accepted);
+    assert_eq!(h.handle_input(p, 1, 0, &val(1)), InputOutcome::Duplicate);
+    assert_eq!(h.handle_input(p, 3, 0, &val(3)), InputOutcome::Accepted);
+    assert_eq!(h.handle_input(p, 2, 0, &val(2)), InputOutcome::Stale);
     assert_eq!(
-        h.push_input(p, 4, 0, &val(4)),
+        h.handle_input(p, 4, 0, &val(4)),
         InputOutcome::AcceptedDroppedOldest
     );
     assert_eq!(
-        h.push_input(p, 5, 0, &[1, 2]),
+        h.handle_input(p, 5, 0, &[1, 2]),
         InputOutcome::Refused(InputRefusal::new(1, "need 4 bytes"))
     );
     let r = step(&mut h, &clock, 3);
@@ -229,10 +240,16 @@ fn duplicate_stale_overflow_and_counters() {
         (c.accepted, c.duplicate, c.stale, c.overflowed, c.refused),
         (3, 1, 1, 1, 1)
     );
-    let seqs: Vec<u32> = h.zone().inputs.iter().map(|i| i.3).collect();
+    let seqs: Vec<u32> = h
+        .zone::<Probe>()
+        .unwrap()
+        .inputs
+        .iter()
+        .map(|i| i.3)
+        .collect();
     assert_eq!(seqs, vec![3, 4], "the oldest (seq 1) was dropped");
     // A refused seq was not recorded, so it can be resent.
-    assert_eq!(h.push_input(p, 5, 0, &val(5)), InputOutcome::Accepted);
+    assert_eq!(h.handle_input(p, 5, 0, &val(5)), InputOutcome::Accepted);
     assert_eq!(
         step(&mut h, &clock, 0).inputs.accepted,
         1,
@@ -244,9 +261,9 @@ fn duplicate_stale_overflow_and_counters() {
 fn sanitize_clamps_before_buffering() {
     let (mut h, clock) = host(cfg());
     let p = join(&mut h, "a");
-    h.push_input(p, 1, 0, &val(5000));
+    h.handle_input(p, 1, 0, &val(5000));
     step(&mut h, &clock, 1);
-    assert_eq!(h.zone().inputs, vec![(1, p, 100, 1)]);
+    assert_eq!(h.zone::<Probe>().unwrap().inputs, vec![(1, p, 100, 1)]);
 }
 
 fn run_policy(policy: InputPolicy) -> (Vec<(u64, u32)>, u64, Option<u32>) {
@@ -256,10 +273,16 @@ fn run_policy(policy: InputPolicy) -> (Vec<(u64, u32)>, u64, Option<u32>) {
     });
     let p = join(&mut h, "a");
     for seq in 1..=3 {
-        h.push_input(p, seq, 0, &val(0));
+        h.handle_input(p, seq, 0, &val(0));
     }
     let r = step(&mut h, &clock, 2);
-    let applied = h.zone().inputs.iter().map(|i| (i.0, i.3)).collect();
+    let applied = h
+        .zone::<Probe>()
+        .unwrap()
+        .inputs
+        .iter()
+        .map(|i| (i.0, i.3))
+        .collect();
     (applied, r.inputs.superseded, h.last_processed_seq(p))
 }
 
@@ -292,10 +315,16 @@ fn inputs_apply_in_player_id_order() {
     });
     let a = join(&mut h, "a");
     let b = join(&mut h, "b");
-    h.push_input(b, 1, 0, &val(2));
-    h.push_input(a, 1, 0, &val(1));
+    h.handle_input(b, 1, 0, &val(2));
+    h.handle_input(a, 1, 0, &val(1));
     step(&mut h, &clock, 1);
-    let who: Vec<_> = h.zone().inputs.iter().map(|i| i.1).collect();
+    let who: Vec<_> = h
+        .zone::<Probe>()
+        .unwrap()
+        .inputs
+        .iter()
+        .map(|i| i.1)
+        .collect();
     assert_eq!(who, vec![a, b]);
 }
 
@@ -304,8 +333,8 @@ fn last_processed_seq_tracks_consumption() {
     let (mut h, clock) = host(cfg());
     let p = join(&mut h, "a");
     assert_eq!(h.last_processed_seq(p), None);
-    h.push_input(p, 10, 0, &val(0));
-    h.push_input(p, 11, 0, &val(0));
+    h.handle_input(p, 10, 0, &val(0));
+    h.handle_input(p, 11, 0, &val(0));
     assert_eq!(h.last_processed_seq(p), None, "buffered is not processed");
     step(&mut h, &clock, 1);
     assert_eq!(h.last_processed_seq(p), Some(10));
@@ -319,15 +348,10 @@ fn view_tick_is_clamped_to_host_tick() {
     let (mut h, clock) = host(cfg());
     let p = join(&mut h, "a");
     step(&mut h, &clock, 4);
-    h.push_input(p, 1, 1_000_000, &val(0));
-    h.push_input(p, 2, 2, &val(0));
-    // Read the buffered metas directly (the Probe records only seqs).
-    let metas: Vec<u32> = {
-        let mut out = Vec::new();
-        let buf = h.buffers.get_mut(&p).unwrap();
-        buf.take(InputPolicy::Drain, p, &mut out);
-        out.iter().map(|(_, m, _)| m.view_tick).collect()
-    };
+    h.handle_input(p, 1, 1_000_000, &val(0));
+    h.handle_input(p, 2, 2, &val(0));
+    step(&mut h, &clock, 2); // one input per tick under the default policy
+    let metas: Vec<u32> = h.zone::<Probe>().unwrap().view_ticks.clone();
     assert_eq!(metas, vec![4, 2]);
 }
 
@@ -335,10 +359,10 @@ fn view_tick_is_clamped_to_host_tick() {
 fn observer_cannot_send_input() {
     let (mut h, clock) = host(cfg());
     let o = observe(&mut h, "watcher");
-    assert_eq!(h.push_input(o, 1, 0, &val(1)), InputOutcome::Observer);
+    assert_eq!(h.handle_input(o, 1, 0, &val(1)), InputOutcome::Observer);
     assert_eq!(h.last_processed_seq(o), None);
     let r = step(&mut h, &clock, 1);
     assert_eq!(r.inputs.unroutable, 1);
     assert_eq!(r.inputs.accepted, 0);
-    assert!(h.zone().inputs.is_empty());
+    assert!(h.zone::<Probe>().unwrap().inputs.is_empty());
 }

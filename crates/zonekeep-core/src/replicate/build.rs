@@ -2,7 +2,9 @@
 
 use super::budget::{send_selected, Cand};
 use super::cache::Span;
-use super::{BuildStats, Entry, FrameInput, ReplicateError, Replicator, Subscriber, SubscriberId};
+use super::{
+    BuildStats, Entry, FrameHead, FrameInput, ReplicateError, Replicator, Subscriber, SubscriberId,
+};
 use crate::interest::{Columns, ViewSpec};
 use crate::world::{EntityId, World};
 use zonekeep_protocol::delta::{DeltaHeader, DeltaWriter};
@@ -36,7 +38,7 @@ pub(super) fn build<'a, C, I, S>(
 where
     C: FnMut(SubscriberId, EntityId) -> bool,
     I: FnMut(SubscriberId) -> FrameInput<'a>,
-    S: FnMut(SubscriberId, &[u8]),
+    S: FnMut(SubscriberId, FrameHead, &[u8]),
 {
     let cols = world.columns();
     r.interest.rebuild(&cols);
@@ -81,10 +83,12 @@ where
             None => r.interest.update_view_all(&cols, &mut sub.view, &spec),
         }
         let input = inputs(sid);
-        if !r
+        let followed = r
             .share
-            .follow(done_subs, sub, tick, &input, &mut r.scratch.out, &mut stats)
-        {
+            .follow(done_subs, sub, tick, &input, &mut r.scratch.out, &mut stats);
+        let quiet = if let Some(quiet) = followed {
+            quiet
+        } else {
             let outer = sub.cfg.radius.max(0.0) + sub.cfg.margin.max(0.0);
             let d_max = if outer.is_finite() {
                 outer
@@ -124,11 +128,16 @@ where
                 r.share
                     .publish(pre_state, i, was_baseline, body, sub.state, done.sent);
             }
-        }
+            done.quiet
+        };
         let out = &r.scratch.out;
         stats.frames += 1;
         stats.bytes += out.len() as u64;
-        sink(sid, out);
+        let head = FrameHead {
+            ack: input.ack,
+            quiet,
+        };
+        sink(sid, head, out);
     }
     stats.shared_bodies = r.share.shared;
     stats.cache_hits = r.cache.hits;
@@ -172,6 +181,8 @@ struct Done {
     header_len: usize,
     events_len: usize,
     sent: Sent,
+    /// The frame says nothing new (see [`FrameHead::quiet`]).
+    quiet: bool,
 }
 
 /// Builds one subscriber's frame into `s.out` and advances what it was sent.
@@ -231,15 +242,17 @@ fn frame(
     stats.despawns += s.despawns.len() as u64;
     sub.baseline = false;
     sub.control_sent = Some(want_control);
+    let sent = Sent {
+        updates: stats.updates - before.updates,
+        spawns: stats.spawns - before.spawns,
+        despawns: s.despawns.len() as u64,
+    };
     Ok(Done {
+        quiet: share::is_quiet(&header, &sent),
         clean,
         header_len: share::header_len(&header),
         events_len: share::events_len(&input, &s.events),
-        sent: Sent {
-            updates: stats.updates - before.updates,
-            spawns: stats.spawns - before.spawns,
-            despawns: s.despawns.len() as u64,
-        },
+        sent,
     })
 }
 

@@ -108,6 +108,17 @@ pub struct FrameInput<'a> {
     pub events: &'a [(u16, &'a [u8])],
 }
 
+/// What the replicator knows about a frame it wrote, handed over with the bytes so that no
+/// layer parses a header back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHead {
+    /// The input ack the header carries.
+    pub ack: u32,
+    /// The frame says nothing new: not a BASELINE, no CONTROL, no events, and no despawns,
+    /// updates or spawns. A host may skip sending it when the ack did not change either.
+    pub quiet: bool,
+}
+
 /// Counters of one [`Replicator::build`], for metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BuildStats {
@@ -343,7 +354,27 @@ impl Replicator {
         I: FnMut(SubscriberId) -> FrameInput<'a>,
         S: FnMut(SubscriberId, &[u8]),
     {
+        let mut sink = sink;
+        let sink = move |sub, _head, bytes: &[u8]| sink(sub, bytes);
         build::build(self, world, tick, Some(can_see), inputs, sink)
+    }
+
+    /// [`Replicator::build`] that also hands each frame's [`FrameHead`] to `sink`; with
+    /// `can_see: None` it builds as [`Replicator::build_unfiltered`] does.
+    pub fn build_with_heads<'a, C, I, S>(
+        &mut self,
+        world: &World,
+        tick: u64,
+        can_see: Option<C>,
+        inputs: I,
+        sink: S,
+    ) -> Result<BuildStats, ReplicateError>
+    where
+        C: FnMut(SubscriberId, EntityId) -> bool,
+        I: FnMut(SubscriberId) -> FrameInput<'a>,
+        S: FnMut(SubscriberId, FrameHead, &[u8]),
+    {
+        build::build(self, world, tick, can_see, inputs, sink)
     }
 
     /// [`Replicator::build`] for a zone with no `can_see` restriction (every in-range entity is
@@ -360,13 +391,14 @@ impl Replicator {
         I: FnMut(SubscriberId) -> FrameInput<'a>,
         S: FnMut(SubscriberId, &[u8]),
     {
+        let mut sink = sink;
         build::build(
             self,
             world,
             tick,
             None::<fn(SubscriberId, EntityId) -> bool>,
             inputs,
-            sink,
+            move |sub, _head, bytes: &[u8]| sink(sub, bytes),
         )
     }
 }

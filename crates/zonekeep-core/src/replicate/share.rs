@@ -108,6 +108,17 @@ pub(super) fn filter_events(input: &FrameInput<'_>, kept: &mut Vec<u32>, stats: 
 }
 
 /// What a frame sent, for stats and for followers.
+/// Whether a frame with this header and these sections says nothing new (see
+/// [`FrameHead::quiet`](super::FrameHead::quiet)).
+pub(super) fn is_quiet(h: &DeltaHeader, sent: &Sent) -> bool {
+    !h.baseline
+        && h.control.is_none()
+        && !h.has_events
+        && sent.updates == 0
+        && sent.spawns == 0
+        && sent.despawns == 0
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Sent {
     pub(super) updates: u64,
@@ -217,20 +228,16 @@ impl Share {
         input: &FrameInput<'_>,
         out: &mut Vec<u8>,
         stats: &mut BuildStats,
-    ) -> bool {
+    ) -> Option<bool> {
         let Some(Some(l)) = self.leaders.get(&sub.state) else {
-            return false;
+            return None;
         };
-        let Some(leader) = done.get(l.index) else {
-            return false;
-        };
+        let leader = done.get(l.index)?;
         let same = l.baseline == sub.baseline && leader.view.visible() == sub.view.visible();
         if !same {
-            return false;
+            return None;
         }
-        let Some(body) = self.bodies.get(l.body.clone()) else {
-            return false;
-        };
+        let body = self.bodies.get(l.body.clone())?;
         let mut dropped = BuildStats::default();
         let mut kept = std::mem::take(&mut self.kept);
         filter_events(input, &mut kept, &mut dropped);
@@ -260,7 +267,7 @@ impl Share {
         let fits = sub.cfg.budget.is_none_or(|b| out.len() <= b);
         if !ok || !fits || out.len() > MAX_SERVER_MESSAGE {
             out.clear();
-            return false;
+            return None;
         }
         sub.entries = std::sync::Arc::clone(&leader.entries);
         sub.state = l.post_state;
@@ -271,6 +278,6 @@ impl Share {
         stats.spawns += l.sent.spawns;
         stats.despawns += l.sent.despawns;
         self.shared += 1;
-        true
+        Some(is_quiet(&header, &l.sent))
     }
 }

@@ -5,7 +5,7 @@
 pub mod read;
 pub mod write;
 
-pub use read::{decode_delta, Delta, Event, Spawn, Update};
+pub use read::{decode_delta, decode_delta_head, Delta, DeltaHead, Event, Spawn, Update};
 pub use write::{write_spawn_body, write_update_record, DeltaHeader, DeltaWriter, PosUpdate};
 
 /// The Delta message tag.

@@ -200,6 +200,38 @@ fn read_record(r: &mut Reader, kind: &KindDef) -> Result<Record, DecodeError> {
     Ok((pos, mask, fields))
 }
 
+/// The fixed start of a Delta message: what a client that keeps no replica (a load bot) reads,
+/// with the same code [`decode_delta`] starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeltaHead {
+    /// Server tick of this patch.
+    pub tick: u64,
+    /// Last input `seq` processed (0 = none).
+    pub ack: u32,
+    /// The flags byte (BASELINE, CONTROL, EVENTS), checked for unknown bits.
+    pub flags: u8,
+}
+
+/// Reads the tag, tick, ack and flags of a Delta message, leaving `r` at the rest.
+fn read_head(r: &mut Reader<'_>) -> Result<DeltaHead, DecodeError> {
+    let tag = r.u8()?;
+    if tag != TAG_DELTA {
+        return Err(DecodeError::UnknownTag(tag));
+    }
+    let tick = r.varint_u64()?;
+    let ack = r.varint_u32()?;
+    let flags = r.u8()?;
+    if flags & !(FLAG_BASELINE | FLAG_CONTROL | FLAG_EVENTS) != 0 {
+        return Err(invalid("unknown Delta flag bits"));
+    }
+    Ok(DeltaHead { tick, ack, flags })
+}
+
+/// Decodes only the fixed start of a Delta message (tag included); see [`DeltaHead`].
+pub fn decode_delta_head(bytes: &[u8]) -> Result<DeltaHead, DecodeError> {
+    read_head(&mut Reader::new(bytes))
+}
+
 /// Decodes a Delta message (tag included). `known` is the client's known set BEFORE this Delta:
 /// `(id, kind)` pairs strictly ascending by id. The decoder applies the despawns to resolve update
 /// indices to ids and kinds and checks every rule of §5.5: despawned ids known, indices in range,
@@ -218,16 +250,7 @@ pub fn decode_delta(
     }
     check_known(known).map_err(invalid)?;
     let mut r = Reader::new(bytes);
-    let tag = r.u8()?;
-    if tag != TAG_DELTA {
-        return Err(DecodeError::UnknownTag(tag));
-    }
-    let tick = r.varint_u64()?;
-    let ack = r.varint_u32()?;
-    let flags = r.u8()?;
-    if flags & !(FLAG_BASELINE | FLAG_CONTROL | FLAG_EVENTS) != 0 {
-        return Err(invalid("unknown Delta flag bits"));
-    }
+    let DeltaHead { tick, ack, flags } = read_head(&mut r)?;
     let baseline = flags & FLAG_BASELINE != 0;
     let control = if flags & FLAG_CONTROL != 0 {
         let c = r.varint_u64()?;

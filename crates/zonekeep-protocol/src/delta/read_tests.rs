@@ -220,3 +220,21 @@ fn baseline_and_control_edges() {
     d2.despawns = vec![2];
     assert!(d2.encode(&schema(), &KNOWN, &mut Vec::new()).is_err());
 }
+
+#[test]
+fn the_head_alone_reads_as_the_full_decoder_does() {
+    let d = sample();
+    let mut bytes = Vec::new();
+    d.encode(&schema(), &KNOWN, &mut bytes).unwrap();
+    let head = decode_delta_head(&bytes).unwrap();
+    assert_eq!((head.tick, head.ack), (d.tick, d.ack));
+    assert_eq!(head.flags, FLAG_CONTROL | FLAG_EVENTS);
+    assert_eq!(
+        decode_delta_head(&[0x84, 0, 0]),
+        Err(DecodeError::UnknownTag(0x84))
+    );
+    assert!(decode_delta_head(&bytes[..2]).is_err(), "cut short");
+    let mut bad = bytes.clone();
+    bad[4] |= 0x80; // tag, tick 500 (two bytes), ack 12, then the flags
+    assert!(decode_delta_head(&bad).is_err(), "unknown flag bits");
+}

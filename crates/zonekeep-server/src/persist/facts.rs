@@ -1,7 +1,7 @@
 //! The fact worker: per-zone bounded queues drained into a [`FactSink`].
 //!
 //! A simulation thread hands the facts it took from a zone
-//! ([`ZoneHost::take_facts`](zonekeep_core::ZoneHost::take_facts)) to the
+//! ([`ZoneHost::drain_facts`](zonekeep_core::ZoneHost::drain_facts)) to the
 //! zone's [`FactQueue`] with a non-blocking `try_send`. A pump task per zone
 //! moves them into commit tasks (at most
 //! [`FactWorkerConfig::max_concurrent`] host-wide); each commit retries with

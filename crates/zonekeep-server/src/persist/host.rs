@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use zonekeep_core::{AnyZoneHost, Clock, ZoneConfig, ZoneInit, ZoneKinds};
+use zonekeep_core::{Clock, ZoneConfig, ZoneHost, ZoneInit, ZoneKinds};
 use zonekeep_store::Store;
 
 use super::config::{open, ConfigError, PersistConfig};
@@ -138,7 +138,7 @@ impl Persistence {
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
         claimed: &ClaimedZone,
-    ) -> Result<(Box<dyn AnyZoneHost>, ZonePersist), StartFailure> {
+    ) -> Result<(ZoneHost, ZonePersist), StartFailure> {
         let zone_id = init.zone_id.clone();
         let save_every = self.config.save_every_for(&init.kind);
         let settle_budget = config.max_facts_in_flight;

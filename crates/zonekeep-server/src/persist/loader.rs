@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use zonekeep_core::{AnyZoneHost, Clock, ZoneConfig, ZoneInit, ZoneKinds};
+use zonekeep_core::{Clock, ZoneConfig, ZoneHost, ZoneInit, ZoneKinds};
 use zonekeep_store::{SaveRecord, SaveStore, StoreError};
 
 use super::metrics::PersistMetrics;
@@ -178,7 +178,7 @@ impl ZoneLoader {
         config: ZoneConfig,
         clock: Arc<dyn Clock>,
         claimed: &ClaimedZone,
-    ) -> Result<Box<dyn AnyZoneHost>, StartFailure> {
+    ) -> Result<ZoneHost, StartFailure> {
         let zone_id = init.zone_id.clone();
         let kind = init.kind.clone();
         let fail = |reason: String, save: Option<&SaveRecord>| {

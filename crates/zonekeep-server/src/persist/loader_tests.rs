@@ -80,12 +80,14 @@ async fn a_saved_zone_is_restored_under_a_new_epoch_with_its_facts() {
         )
         .unwrap();
     let p = host
-        .join(Principal::new("a"), Claims::new(), Role::Player)
+        .handle_join(Principal::new("a"), Claims::new(), Role::Player)
         .unwrap();
-    assert!(host.push_input(p, 1, 0, &41i64.to_le_bytes()).is_accepted());
+    assert!(host
+        .handle_input(p, 1, 0, &41i64.to_le_bytes())
+        .is_accepted());
     clock.advance(Duration::from_millis(40));
     host.advance(clock.now());
-    let sent = host.take_facts();
+    let sent = host.drain_facts();
     assert_eq!(sent[0].key.as_str(), "z:1:0");
 
     // Hibernate: final snapshot, close, unload. The next claim waits for the write.
@@ -108,15 +110,11 @@ async fn a_saved_zone_is_restored_under_a_new_epoch_with_its_facts() {
         .unwrap();
     assert_eq!(host.boot_epoch(), 2);
     assert_eq!(
-        host.take_facts(),
+        host.drain_facts(),
         sent,
         "in-flight facts re-sent under the same keys"
     );
-    let summer = host
-        .as_any()
-        .downcast_ref::<zonekeep_core::ZoneHost<Summer>>()
-        .unwrap();
-    assert_eq!(summer.zone().0, 41);
+    assert_eq!(host.zone::<Summer>().unwrap().0, 41);
     assert_eq!(storage.status("z").unwrap().epoch, 2);
 }
 

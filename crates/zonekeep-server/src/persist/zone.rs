@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::Serialize;
-use zonekeep_core::{AnyZoneHost, Fact};
+use zonekeep_core::{Fact, ZoneHost};
 
 use super::facts::{FactQueue, FactQueueError, FactWorker};
 use super::route::SettlementRoute;
@@ -90,18 +90,18 @@ impl ZonePersist {
 
     /// Hands the settlements that arrived since the last step to the zone
     /// (it sees them on its next tick).
-    pub fn before_advance(&mut self, host: &mut dyn AnyZoneHost) {
+    pub fn before_advance(&mut self, host: &mut ZoneHost) {
         for _ in 0..self.settle_budget {
             let Some(s) = self.route.try_recv() else {
                 break;
             };
-            host.settle(s);
+            host.handle_settlement(s);
         }
     }
 
     /// Sends the zone's new facts and takes the periodic snapshot when due.
-    pub fn after_advance(&mut self, host: &mut dyn AnyZoneHost, now: Duration) {
-        self.held.extend(host.take_facts());
+    pub fn after_advance(&mut self, host: &mut ZoneHost, now: Duration) {
+        self.held.extend(host.drain_facts());
         self.send_held();
         if self.timer.poll(now) {
             self.save(host);
@@ -127,7 +127,7 @@ impl ZonePersist {
     /// Takes a snapshot at this tick boundary and queues it for writing.
     /// Returns its sequence number, or `None` when the kind is not persisted
     /// or the storage worker refused it (logged and counted).
-    pub fn save(&mut self, host: &dyn AnyZoneHost) -> Option<u64> {
+    pub fn save(&mut self, host: &ZoneHost) -> Option<u64> {
         let bytes = host.snapshot()?;
         match self.storage.try_submit(&self.zone_id, bytes) {
             Ok(s) => Some(s.seq),
@@ -145,8 +145,8 @@ impl ZonePersist {
     /// The zone leaves its thread: last facts out, final snapshot queued,
     /// then the zone is closed for saving and its fact queue released.
     /// Returns the final snapshot's sequence number, if one was queued.
-    pub fn unload(mut self, host: &mut dyn AnyZoneHost, why: Unload) -> Option<u64> {
-        self.held.extend(host.take_facts());
+    pub fn unload(mut self, host: &mut ZoneHost, why: Unload) -> Option<u64> {
+        self.held.extend(host.drain_facts());
         self.send_held();
         let seq = self.save(host);
         if !self.held.is_empty() {
@@ -168,7 +168,7 @@ impl ZonePersist {
     }
 
     /// The admin view, given the zone's host.
-    pub fn detail(&self, host: &dyn AnyZoneHost) -> PersistDetail {
+    pub fn detail(&self, host: &ZoneHost) -> PersistDetail {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         PersistDetail {
             save: self.storage.status(&self.zone_id),

@@ -23,19 +23,19 @@ use std::time::Duration;
 use bytes::Bytes;
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use tokio::sync::oneshot;
-use zonekeep_core::{AnyZoneHost, Claims, JoinRefusal, PlayerId, Principal, Role};
+use zonekeep_core::{Claims, JoinRefusal, PlayerId, Principal, Role, ZoneHost};
 
 use crate::conn::ConnHandle;
 
 pub(crate) use frames::{kick_frame, pong_frame};
 pub use registry::{PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use registry::{Registry, ZoneEntry};
-pub(crate) use start::{abandon, mark_running, start_zone, wait_running, StartError, Startup};
+pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
 
 /// Called on the sim thread right before a zone is disposed (shutdown, stop,
 /// dormant unload). This is the persistence hook: save the zone here.
-pub type DisposeHook = Arc<dyn Fn(&str, &mut dyn AnyZoneHost) + Send + Sync>;
+pub type DisposeHook = Arc<dyn Fn(&str, &mut ZoneHost) + Send + Sync>;
 
 /// One input on its way to a zone's inbox.
 #[derive(Debug)]
@@ -46,7 +46,7 @@ pub(crate) struct InboxInput {
     pub payload: Bytes,
 }
 
-/// A registered zone, to be built by [`start_zone`].
+/// A registered zone, to be built and handed to its thread by [`admit_zone`].
 pub(crate) struct ZoneCreate {
     pub kind: String,
     pub params: serde_json::Value,
@@ -56,7 +56,7 @@ pub(crate) struct ZoneCreate {
 
 /// A built zone on its way to its thread.
 pub(crate) struct ZoneStart {
-    pub host: Box<dyn AnyZoneHost>,
+    pub host: ZoneHost,
     pub persist: Option<crate::persist::ZonePersist>,
     pub inbox: crossbeam_channel::Receiver<InboxInput>,
     pub metrics: crate::metrics::ZoneMetrics,
@@ -166,6 +166,18 @@ pub(crate) enum SimCommand {
     Shutdown {
         reply: std::sync::mpsc::Sender<()>,
     },
+}
+
+impl SimCommand {
+    /// The built zone a command carries to its thread, if any (to abandon it
+    /// when the command cannot be queued).
+    fn into_start(self) -> Option<ZoneStart> {
+        match self {
+            SimCommand::Join { create, .. } => create,
+            SimCommand::Create { create, .. } => Some(create),
+            _ => None,
+        }
+    }
 }
 
 /// The running threads and their command queues.

@@ -1,21 +1,24 @@
 //! Starting a zone: built on the tokio runtime (claim and restore with
 //! persistence, plain create without), then handed to its simulation thread.
 //!
-//! A new zone is registered first (so a second join for it finds the entry)
-//! and marked [`Startup::Starting`]; joins that find it starting wait for
-//! [`Startup::Running`] before queuing their Join, which keeps every Join
-//! behind the command that hands the zone to its thread. A zone that cannot
-//! start is unregistered and marked [`Startup::Failed`] with the reason,
+//! [`admit_zone`] is the one admission path, used by sessions and the admin API
+//! alike: the zone is registered first (so a second join for it finds the
+//! entry) and marked [`Startup::Starting`]; it is built; the command that
+//! hands it to its thread is queued; then it is marked [`Startup::Running`].
+//! Joins that find it starting wait for `Running` before queuing their Join,
+//! which keeps every Join behind the command that hands the zone to its
+//! thread. A zone that cannot start, or whose command cannot be queued, is
+//! abandoned: unregistered and marked [`Startup::Failed`] with the reason,
 //! which the waiting joins are refused with.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use zonekeep_core::{AnyZoneHost, ZoneInit};
+use zonekeep_core::{ZoneHost, ZoneInit};
 
 use super::registry::ZoneEntry;
 use super::thread::SimContext;
-use super::{ZoneCreate, ZoneStart};
+use super::{SimCommand, SimPool, ZoneCreate, ZoneStart};
 use crate::metrics::ZoneMetrics;
 use crate::persist::ZonePersist;
 
@@ -45,6 +48,40 @@ pub(crate) enum StartError {
     Unavailable(String),
 }
 
+/// Why [`admit_zone`] did not hand a new zone to its thread.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum AdmitError {
+    /// The zone did not start.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// The zone's thread queue is full; the built zone was abandoned.
+    #[error("the zone's thread is busy")]
+    Busy,
+}
+
+/// The one admission path for a zone registered as `entry` (see the module
+/// docs): build it from `create`, queue the command `hand_over` makes of it
+/// on its thread, and mark it running. On failure the zone is abandoned
+/// (unregistered, nothing saved) and waiting joins learn why.
+pub(crate) async fn admit_zone(
+    sim: &Arc<SimContext>,
+    pool: &SimPool,
+    entry: &Arc<ZoneEntry>,
+    create: ZoneCreate,
+    hand_over: impl FnOnce(ZoneStart) -> SimCommand,
+) -> Result<(), AdmitError> {
+    let start = start_zone(sim, entry, create).await?;
+    if let Err(cmd) = pool.send(entry.thread, hand_over(start)) {
+        if let Some(start) = cmd.into_start() {
+            abandon(sim, entry, start, &AdmitError::Busy.to_string());
+        }
+        return Err(AdmitError::Busy);
+    }
+    // Queued behind the start command: later joins may follow it.
+    mark_running(entry);
+    Ok(())
+}
+
 /// Unregisters a zone whose start was abandoned (failed, timed out, or the
 /// future was dropped), unless defused.
 struct StartGuard<'a> {
@@ -68,7 +105,7 @@ impl Drop for StartGuard<'_> {
 
 /// Builds the zone registered as `entry` from `create`. On failure the zone
 /// is unregistered, waiting joins learn why, and the reason is returned.
-pub(crate) async fn start_zone(
+async fn start_zone(
     sim: &Arc<SimContext>,
     entry: &Arc<ZoneEntry>,
     create: ZoneCreate,
@@ -114,13 +151,13 @@ pub(crate) async fn start_zone(
 }
 
 /// The zone's thread has it (its start command is queued): joins may go.
-pub(crate) fn mark_running(entry: &ZoneEntry) {
+fn mark_running(entry: &ZoneEntry) {
     entry.ready.send_replace(Startup::Running);
 }
 
 /// A built zone whose start command could not be queued: unregister it and
 /// release what it holds, without saving (it never ran).
-pub(crate) fn abandon(sim: &SimContext, entry: &Arc<ZoneEntry>, start: ZoneStart, reason: &str) {
+fn abandon(sim: &SimContext, entry: &Arc<ZoneEntry>, start: ZoneStart, reason: &str) {
     let ZoneStart {
         mut host,
         persist,
@@ -155,7 +192,7 @@ async fn build(
     zone_id: &str,
     kind: &str,
     params: serde_json::Value,
-) -> Result<(Box<dyn AnyZoneHost>, Option<ZonePersist>), StartError> {
+) -> Result<(ZoneHost, Option<ZonePersist>), StartError> {
     let spec = sim
         .specs
         .get(kind)

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use zonekeep_core::{
-    AdvanceReport, AnyZoneHost, Claims, InputOutcome, JoinError, PlayerId, Principal, RejoinError,
-    Role, Tier,
+    AdvanceReport, Claims, InputOutcome, JoinError, PlayerId, Principal, RejoinError, Role, Tier,
+    ZoneHost,
 };
 use zonekeep_protocol::messages::{KickCode, Role as WireRole, Welcome};
 
-use super::frames::{delta_ack, quiet_delta_ack, welcome_frame};
+use super::frames::welcome_frame;
 use super::notices::{input_refused_frame, known_set_check_frame, Notices};
 use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
@@ -32,7 +32,7 @@ struct Sub {
 }
 
 pub(crate) struct ZoneRun {
-    pub host: Box<dyn AnyZoneHost>,
+    pub host: ZoneHost,
     /// Facts, settlements and saves; `None` without persistence.
     persist: Option<ZonePersist>,
     pub entry: Arc<ZoneEntry>,
@@ -61,7 +61,7 @@ fn wire_role(r: Role) -> WireRole {
 
 impl ZoneRun {
     pub fn new(
-        host: Box<dyn AnyZoneHost>,
+        host: ZoneHost,
         persist: Option<ZonePersist>,
         entry: Arc<ZoneEntry>,
         inbox: crossbeam_channel::Receiver<InboxInput>,
@@ -152,7 +152,7 @@ impl ZoneRun {
     ) -> Result<Joined, JoinFailure> {
         let player = self
             .host
-            .join(principal, claims, role)
+            .handle_join(principal, claims, role)
             .map_err(|e| match e {
                 JoinError::Full { .. } => JoinFailure::Full,
                 JoinError::Refused(r) => JoinFailure::Refused(r),
@@ -161,7 +161,9 @@ impl ZoneRun {
             })?;
         let r = self.attach(ctx, player, version, conn);
         if r.is_err() {
-            let _ = self.host.leave(player, zonekeep_core::LeaveReason::Left);
+            let _ = self
+                .host
+                .handle_leave(player, zonekeep_core::LeaveReason::Left);
         }
         r
     }
@@ -182,9 +184,9 @@ impl ZoneRun {
         // A half-open old connection is replaced by the new one.
         if let Some(old) = self.subs.get_mut(&player).and_then(|s| s.conn.take()) {
             old.kick(KickCode::KICKED, "resumed on another connection");
-            let _ = self.host.drop_player(player);
+            let _ = self.host.handle_drop(player);
         }
-        self.host.rejoin(player).map_err(|e| {
+        self.host.handle_rejoin(player).map_err(|e| {
             JoinFailure::ReconnectRefused(match e {
                 RejoinError::GraceExpired(_) => "reconnect grace expired".into(),
                 other => other.to_string(),
@@ -202,7 +204,7 @@ impl ZoneRun {
             return; // a stale notice from a replaced connection
         }
         sub.conn = None;
-        if self.host.drop_player(player).is_ok() {
+        if self.host.handle_drop(player).is_ok() {
             let grace = self.host.config().reconnect_grace;
             ctx.reconnect
                 .detach(&self.entry.zone_id, player, Instant::now() + grace);
@@ -233,7 +235,7 @@ impl ZoneRun {
     pub fn kick(&mut self, ctx: &SimContext, player: PlayerId, reason: &str) -> bool {
         if self
             .host
-            .leave(player, zonekeep_core::LeaveReason::Kicked)
+            .handle_leave(player, zonekeep_core::LeaveReason::Kicked)
             .is_err()
         {
             return false;
@@ -257,11 +259,11 @@ impl ZoneRun {
             }
         }
         if let Some(p) = self.persist.take() {
-            let seq = p.unload(self.host.as_mut(), why);
+            let seq = p.unload(&mut self.host, why);
             tracing::info!(zone = %self.entry.zone_id, save_seq = ?seq, facts_in_flight = self.host.facts_in_flight(), "zone unloaded; final save queued");
         }
         if let Some(hook) = &ctx.dispose_hook {
-            hook(&self.entry.zone_id, self.host.as_mut());
+            hook(&self.entry.zone_id, &mut self.host);
         }
         self.host.dispose();
         ctx.reconnect.forget_zone(&self.entry.zone_id);
@@ -280,17 +282,17 @@ impl ZoneRun {
             // told to the client so its predictor drops the input.
             let outcome = self
                 .host
-                .push_input(i.player, i.seq, i.view_tick, &i.payload);
+                .handle_input(i.player, i.seq, i.view_tick, &i.payload);
             if let InputOutcome::Refused(r) = outcome {
                 self.notify_refused(ctx, i.player, i.seq, r.code);
             }
         }
         if let Some(p) = &mut self.persist {
-            p.before_advance(self.host.as_mut());
+            p.before_advance(&mut self.host);
         }
         let report = self.host.advance(now);
         if let Some(p) = &mut self.persist {
-            p.after_advance(self.host.as_mut(), now);
+            p.after_advance(&mut self.host, now);
         }
         self.absorb(ctx, &report)
     }
@@ -348,7 +350,7 @@ impl ZoneRun {
             ctx.metrics.events_dropped(report.events_dropped);
         }
         if !report.patch_ticks.is_empty() {
-            self.build_frames(ctx);
+            self.deliver_frames(ctx);
         }
         let mut dormant = false;
         for t in &report.tier_transitions {
@@ -361,49 +363,49 @@ impl ZoneRun {
         dormant
     }
 
-    /// Build every connected participant's Delta (the replicator: interest,
-    /// diffs, budget, ack, events) and hand each to its outbox without waiting.
+    /// Build the patch (the replicator: interest, diffs, budget, ack, events) and hand each
+    /// frame to its connection's outbox without waiting.
     ///
     /// A Delta that says nothing new (PROTOCOL.md §6: no entity changes, no events, the same ack)
     /// is not sent, except once a second as a keep-alive: idle connections then cost next to
     /// nothing.
-    fn build_frames(&mut self, ctx: &SimContext) {
-        let subs = &mut self.subs;
-        let metrics = &self.metrics;
+    fn deliver_frames(&mut self, ctx: &SimContext) {
         let tick = self.host.tick();
         let keepalive = u64::from(self.host.config().tick_hz);
         let mut checks_due: Vec<PlayerId> = Vec::new();
-        let mut sink = |player: PlayerId, bytes: &[u8]| {
-            let Some(sub) = subs.get_mut(&player) else {
-                return;
-            };
-            let Some(conn) = sub.conn.as_ref() else {
-                return;
-            };
-            let quiet = quiet_delta_ack(bytes);
-            if quiet.is_some()
-                && quiet == sub.last_ack
-                && tick.saturating_sub(sub.last_frame_tick) < keepalive
-            {
-                metrics.record_quiet_skipped();
-                return;
-            }
-            if send_frame(metrics, conn, Bytes::copy_from_slice(bytes)) {
-                sub.last_ack = Some(quiet.unwrap_or_else(|| delta_ack(bytes)));
-                sub.last_frame_tick = tick;
-                if sub.notices.frame_sent() {
-                    checks_due.push(player);
+        let frames = match self.host.drain_frames() {
+            Ok(frames) => frames,
+            Err(e) => {
+                tracing::error!(zone = %self.entry.zone_id, error = %e, "building frames failed");
+                for c in self.subs.values().filter_map(|s| s.conn.as_ref()) {
+                    c.kick(KickCode::INTERNAL_ERROR, "frame building failed");
                 }
+                return;
             }
         };
-        let built = self.host.build_frames(&mut sink);
-        self.send_known_set_checks(ctx, tick, &checks_due);
-        if let Err(e) = built {
-            tracing::error!(zone = %self.entry.zone_id, error = %e, "building frames failed");
-            for c in self.subs.values().filter_map(|s| s.conn.as_ref()) {
-                c.kick(KickCode::INTERNAL_ERROR, "frame building failed");
+        for frame in frames {
+            let Some(sub) = self.subs.get_mut(&frame.player) else {
+                continue;
+            };
+            let Some(conn) = sub.conn.as_ref() else {
+                continue;
+            };
+            if frame.quiet
+                && sub.last_ack == Some(frame.ack)
+                && tick.saturating_sub(sub.last_frame_tick) < keepalive
+            {
+                self.metrics.record_quiet_skipped();
+                continue;
+            }
+            if send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.bytes)) {
+                sub.last_ack = Some(frame.ack);
+                sub.last_frame_tick = tick;
+                if sub.notices.frame_sent() {
+                    checks_due.push(frame.player);
+                }
             }
         }
+        self.send_known_set_checks(ctx, tick, &checks_due);
     }
 
     /// Follow the Deltas just sent to `players` with a KnownSetCheck of what each client now holds
@@ -488,7 +490,7 @@ impl ZoneRun {
         ZoneDetail {
             summary,
             participants,
-            persistence: self.persist.as_ref().map(|p| p.detail(self.host.as_ref())),
+            persistence: self.persist.as_ref().map(|p| p.detail(&self.host)),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::movement::{snap, MAX_X, MIN_X, SPEED};
 use crate::movement::{DIR_DOWN, DIR_LEFT, DIR_RIGHT};
 
 struct Rig {
-    host: ZoneHost<Arena>,
+    host: ZoneHost,
     clock: ManualClock,
     mirrors: BTreeMap<PlayerId, Mirror>,
     events: BTreeMap<PlayerId, Vec<(u16, Vec<u8>)>>,
@@ -37,7 +37,7 @@ impl Rig {
         let clock = ManualClock::new();
         let mut config = zone_config();
         config.world_seed = seed;
-        let host = ZoneHost::new(init(params), config, Arc::new(clock.clone())).unwrap();
+        let host = ZoneHost::new::<Arena>(init(params), config, Arc::new(clock.clone())).unwrap();
         Rig {
             host,
             clock,
@@ -54,7 +54,7 @@ impl Rig {
         }
         let p = self
             .host
-            .join(Principal::new(principal), claims, role)
+            .handle_join(Principal::new(principal), claims, role)
             .unwrap();
         self.mirrors.insert(p, Mirror::new());
         p
@@ -69,10 +69,12 @@ impl Rig {
             if report.patch_ticks.is_empty() {
                 continue;
             }
-            let mut frames: Vec<(PlayerId, Vec<u8>)> = Vec::new();
-            self.host
-                .build_frames(&mut |p, bytes| frames.push((p, bytes.to_vec())))
-                .unwrap();
+            let frames: Vec<(PlayerId, Vec<u8>)> = self
+                .host
+                .drain_frames()
+                .unwrap()
+                .map(|f| (f.player, f.bytes.to_vec()))
+                .collect();
             for (p, bytes) in frames {
                 let d = self
                     .mirrors
@@ -90,7 +92,7 @@ impl Rig {
     fn input(&mut self, p: PlayerId, payload: &[u8]) {
         let seq = self.seqs.entry(p).or_insert(0);
         *seq += 1;
-        assert!(self.host.push_input(p, *seq, 0, payload).is_accepted());
+        assert!(self.host.handle_input(p, *seq, 0, payload).is_accepted());
     }
 
     /// One input per tick for `n` ticks.
@@ -106,11 +108,17 @@ impl Rig {
             x: snap(x),
             y: snap(y),
         };
-        self.host.zone_mut().players.get_mut(&p).unwrap().state = state;
+        self.host
+            .zone_mut::<Arena>()
+            .unwrap()
+            .players
+            .get_mut(&p)
+            .unwrap()
+            .state = state;
     }
 
     fn pos(&self, p: PlayerId) -> MoveState {
-        self.host.zone().position(p).unwrap()
+        self.host.zone::<Arena>().unwrap().position(p).unwrap()
     }
 
     fn sees(&self, viewer: PlayerId, entity: EntityId) -> bool {
@@ -145,7 +153,7 @@ fn players_spawn_near_the_centre_with_name_colour_and_control() {
     assert!(
         (s.x - ARENA_W / 2.0).abs() <= SPAWN_RADIUS && (s.y - ARENA_H / 2.0).abs() <= SPAWN_RADIUS
     );
-    let entity = rig.host.zone().avatar(a).unwrap();
+    let entity = rig.host.zone::<Arena>().unwrap().avatar(a).unwrap();
     let m = &rig.mirrors[&a];
     assert_eq!(
         m.control(),
@@ -189,8 +197,8 @@ fn movement_is_one_step_per_tick_whatever_the_client_sends() {
     assert_eq!(rig.host.last_processed_seq(a), Some(10));
     assert!((prev.x - 60.0 - 10.0 * SPEED * DT).abs() <= 10.0 * POS_STEP);
     // Garbage payloads are refused, never applied.
-    assert!(!rig.host.push_input(a, 11, 0, &[]).is_accepted());
-    assert!(!rig.host.push_input(a, 12, 0, &[1, 2, 3]).is_accepted());
+    assert!(!rig.host.handle_input(a, 11, 0, &[]).is_accepted());
+    assert!(!rig.host.handle_input(a, 12, 0, &[1, 2, 3]).is_accepted());
 }
 
 #[test]
@@ -226,7 +234,8 @@ fn drones_fly_deterministically_from_the_seed() {
             hashes.push(rig.host.state_hash().unwrap());
             positions.push(
                 rig.host
-                    .zone()
+                    .zone::<Arena>()
+                    .unwrap()
                     .drones
                     .iter()
                     .map(|d| d.path.pos())
@@ -259,8 +268,8 @@ fn far_players_do_not_see_each_other_near_ones_do() {
     rig.input(b, &[DIR_LEFT]);
     rig.ticks(2);
     let (ea, eb) = (
-        rig.host.zone().avatar(a).unwrap(),
-        rig.host.zone().avatar(b).unwrap(),
+        rig.host.zone::<Arena>().unwrap().avatar(a).unwrap(),
+        rig.host.zone::<Arena>().unwrap().avatar(b).unwrap(),
     );
     assert!(rig.sees(a, ea) && rig.sees(b, eb));
     assert!(!rig.sees(a, eb) && !rig.sees(b, ea), "far apart: hidden");
@@ -282,82 +291,86 @@ fn pickups_emit_facts_and_settlements_raise_the_saved_score() {
     let mut rig = Rig::new(json!({ "drones": 0, "pickups": 3 }), 9);
     let a = rig.join("alice", None, Role::Player);
     rig.ticks(1);
-    assert_eq!(rig.host.zone().pickups().len(), 3);
-    let (px, py) = rig.host.zone().pickups()[0];
+    assert_eq!(rig.host.zone::<Arena>().unwrap().pickups().len(), 3);
+    let (px, py) = rig.host.zone::<Arena>().unwrap().pickups()[0];
     rig.put(a, px, py);
     rig.ticks(1);
 
-    let facts = rig.host.take_facts();
+    let facts = rig.host.drain_facts();
     assert_eq!(facts.len(), 1);
     let fact = &facts[0];
     assert_eq!(fact.kind, FACT_PICKUP);
     assert_eq!(fact.principal.as_deref(), Some("alice"));
     assert_eq!(fact.payload, json!({ "add": { "score": 1 } }));
-    assert_eq!(rig.host.zone().pickups().len(), 2, "the pickup is gone");
-    assert_eq!(rig.host.zone().stats().picked, 1);
+    assert_eq!(
+        rig.host.zone::<Arena>().unwrap().pickups().len(),
+        2,
+        "the pickup is gone"
+    );
+    assert_eq!(rig.host.zone::<Arena>().unwrap().stats().picked, 1);
     assert_eq!(
         rig.events[&a],
         vec![(TOPIC_PICKED, 1u32.to_le_bytes().to_vec())]
     );
     // Standing on the spot does not pick it again.
     rig.ticks(3);
-    assert!(rig.host.take_facts().is_empty());
+    assert!(rig.host.drain_facts().is_empty());
 
     // The ledger settles with the principal's totals: the score becomes that total.
-    rig.host.settle(Settlement {
+    rig.host.handle_settlement(Settlement {
         key: fact.key.clone(),
         outcome: FactOutcome::Ok(json!({ "score": 7 })),
     });
     rig.ticks(1);
-    assert_eq!(rig.host.zone().score("alice"), 7);
+    assert_eq!(rig.host.zone::<Arena>().unwrap().score("alice"), 7);
     let mut saved = 1u32.to_le_bytes().to_vec();
     saved.extend_from_slice(&7u32.to_le_bytes());
     assert_eq!(rig.events[&a].last(), Some(&(TOPIC_SAVED, saved)));
-    let entity = rig.host.zone().avatar(a).unwrap();
+    let entity = rig.host.zone::<Arena>().unwrap().avatar(a).unwrap();
     assert_eq!(
         rig.mirrors[&a].get(entity.0).unwrap().fields[F_SCORE],
         FieldValue::U(7)
     );
-    assert_eq!(rig.host.zone().pending_facts(), 0);
+    assert_eq!(rig.host.zone::<Arena>().unwrap().pending_facts(), 0);
 
     // A refusal is reported to the player and changes nothing.
-    let (qx, qy) = rig.host.zone().pickups()[0];
+    let (qx, qy) = rig.host.zone::<Arena>().unwrap().pickups()[0];
     rig.put(a, qx, qy);
     rig.ticks(1);
-    let second = rig.host.take_facts();
+    let second = rig.host.drain_facts();
     assert_eq!(second.len(), 1);
-    rig.host.settle(Settlement {
+    rig.host.handle_settlement(Settlement {
         key: second[0].key.clone(),
         outcome: FactOutcome::Refused("nope".into()),
     });
     rig.ticks(1);
-    assert_eq!(rig.host.zone().score("alice"), 7);
+    assert_eq!(rig.host.zone::<Arena>().unwrap().score("alice"), 7);
     assert_eq!(
         rig.events[&a].last(),
         Some(&(TOPIC_REFUSED, b"nope".to_vec()))
     );
     // An unknown settlement is ignored.
-    rig.host.settle(Settlement {
+    rig.host.handle_settlement(Settlement {
         key: FactKey("other".into()),
         outcome: FactOutcome::Ok(json!({ "score": 100 })),
     });
     rig.ticks(1);
-    assert_eq!(rig.host.zone().score("alice"), 7);
+    assert_eq!(rig.host.zone::<Arena>().unwrap().score("alice"), 7);
 }
 
 #[test]
 fn collected_pickups_respawn() {
     let mut rig = Rig::new(json!({ "drones": 0, "pickups": 1 }), 2);
     let a = rig.join("alice", None, Role::Player);
-    let (px, py) = rig.host.zone().pickups()[0];
+    let (px, py) = rig.host.zone::<Arena>().unwrap().pickups()[0];
     rig.put(a, px, py);
     rig.ticks(1);
-    assert!(rig.host.zone().pickups().is_empty());
+    assert!(rig.host.zone::<Arena>().unwrap().pickups().is_empty());
     rig.put(a, 1.0, 1.0);
     rig.ticks(RESPAWN_TICKS as u32 - 1);
-    assert!(rig.host.zone().pickups().is_empty());
+    assert!(rig.host.zone::<Arena>().unwrap().pickups().is_empty());
     rig.ticks(1);
-    assert_eq!(rig.host.zone().pickups().len(), 1);
+    assert_eq!(rig.host.zone::<Arena>().unwrap().pickups().len(), 1);
     assert!(rig.kind_count(a, KIND_PICKUP) <= 1);
 }
 
@@ -365,24 +378,24 @@ fn collected_pickups_respawn() {
 fn save_and_restore_keep_scores_pending_facts_and_pickups() {
     let mut rig = Rig::new(json!({ "drones": 3, "pickups": 4 }), 3);
     let a = rig.join("alice", None, Role::Player);
-    let (px, py) = rig.host.zone().pickups()[0];
+    let (px, py) = rig.host.zone::<Arena>().unwrap().pickups()[0];
     rig.put(a, px, py);
     rig.ticks(1);
-    let fact = rig.host.take_facts().remove(0);
-    rig.host.settle(Settlement {
+    let fact = rig.host.drain_facts().remove(0);
+    rig.host.handle_settlement(Settlement {
         key: fact.key.clone(),
         outcome: FactOutcome::Ok(json!({ "score": 3 })),
     });
     rig.ticks(1);
-    let (qx, qy) = rig.host.zone().pickups()[0];
+    let (qx, qy) = rig.host.zone::<Arena>().unwrap().pickups()[0];
     rig.put(a, qx, qy);
     rig.ticks(1);
-    let in_flight = rig.host.take_facts().remove(0);
-    let pickups_before = rig.host.zone().pickups();
+    let in_flight = rig.host.drain_facts().remove(0);
+    let pickups_before = rig.host.zone::<Arena>().unwrap().pickups();
     let envelope = rig.host.snapshot().expect("the arena is persisted");
 
     let clock = ManualClock::new();
-    let mut restored = ZoneHost::<Arena>::restore(
+    let mut restored = ZoneHost::restore::<Arena>(
         init(json!({ "drones": 3, "pickups": 4 })),
         zone_config(),
         Arc::new(clock.clone()),
@@ -390,24 +403,24 @@ fn save_and_restore_keep_scores_pending_facts_and_pickups() {
         &envelope,
     )
     .unwrap();
-    assert_eq!(restored.zone().score("alice"), 3);
-    assert_eq!(restored.zone().pending_facts(), 1);
-    assert_eq!(restored.zone().pickups(), pickups_before);
+    assert_eq!(restored.zone::<Arena>().unwrap().score("alice"), 3);
+    assert_eq!(restored.zone::<Arena>().unwrap().pending_facts(), 1);
+    assert_eq!(restored.zone::<Arena>().unwrap().pickups(), pickups_before);
     // The unsettled fact is sent again under its key; settling it raises the score once.
-    let resent = restored.take_facts();
+    let resent = restored.drain_facts();
     assert_eq!(resent.len(), 1);
     assert_eq!(resent[0].key, in_flight.key);
     let b = restored
-        .join(Principal::new("alice"), Claims::new(), Role::Player)
+        .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
         .unwrap();
-    restored.settle(Settlement {
+    restored.handle_settlement(Settlement {
         key: in_flight.key,
         outcome: FactOutcome::Ok(json!({ "score": 4 })),
     });
     clock.advance(restored.config().dt());
     restored.advance(clock.now());
-    assert_eq!(restored.zone().score("alice"), 4);
-    let e = restored.zone().avatar(b).unwrap();
+    assert_eq!(restored.zone::<Arena>().unwrap().score("alice"), 4);
+    let e = restored.zone::<Arena>().unwrap().avatar(b).unwrap();
     assert_eq!(restored.world().get_uint(e, F_SCORE).unwrap(), 4);
 
     // A damaged envelope is a typed error, not a panic.
@@ -415,7 +428,7 @@ fn save_and_restore_keep_scores_pending_facts_and_pickups() {
     if let Some(b) = broken.last_mut() {
         *b ^= 0xff;
     }
-    assert!(ZoneHost::<Arena>::restore(
+    assert!(ZoneHost::restore::<Arena>(
         init(json!({})),
         zone_config(),
         Arc::new(ManualClock::new()),
@@ -433,19 +446,19 @@ fn bad_params_and_configs_are_refused() {
         json!({ "pickups": 10_000 }),
         json!({ "drones": "x" }),
     ] {
-        let err = ZoneHost::<Arena>::new(init(params), zone_config(), clock.clone()).unwrap_err();
+        let err = ZoneHost::new::<Arena>(init(params), zone_config(), clock.clone()).unwrap_err();
         assert!(matches!(err, ZoneError::InvalidParams(_)), "{err}");
     }
     let mut wrong_rate = zone_config();
     wrong_rate.tick_hz = 60;
     assert!(matches!(
-        ZoneHost::<Arena>::new(init(json!({})), wrong_rate, clock.clone()),
+        ZoneHost::new::<Arena>(init(json!({})), wrong_rate, clock.clone()),
         Err(ZoneError::InvalidParams(_))
     ));
     let mut wrong_step = zone_config();
     wrong_step.replication.pos_step = 0.05;
     assert!(matches!(
-        ZoneHost::<Arena>::new(init(json!({})), wrong_step, clock),
+        ZoneHost::new::<Arena>(init(json!({})), wrong_step, clock),
         Err(ZoneError::InvalidParams(_))
     ));
 }
@@ -456,13 +469,15 @@ fn leaving_removes_the_avatar_for_everyone() {
     let a = rig.join("alice", None, Role::Player);
     let b = rig.join("bob", None, Role::Player);
     rig.ticks(1);
-    let ea = rig.host.zone().avatar(a).unwrap();
+    let ea = rig.host.zone::<Arena>().unwrap().avatar(a).unwrap();
     assert!(rig.sees(b, ea));
-    rig.host.leave(a, zonekeep_core::LeaveReason::Left).unwrap();
+    rig.host
+        .handle_leave(a, zonekeep_core::LeaveReason::Left)
+        .unwrap();
     rig.mirrors.remove(&a);
     rig.ticks(1);
     assert!(!rig.sees(b, ea));
-    assert!(rig.host.zone().position(a).is_none());
+    assert!(rig.host.zone::<Arena>().unwrap().position(a).is_none());
 }
 
 #[test]
@@ -472,7 +487,7 @@ fn two_players_asking_for_one_name_get_distinct_names_and_colours() {
     let b = rig.join("guest:ann:2", Some("ann"), Role::Player);
     rig.ticks(1);
     let field = |who: PlayerId, f: usize| {
-        let e = rig.host.zone().avatar(who).unwrap();
+        let e = rig.host.zone::<Arena>().unwrap().avatar(who).unwrap();
         rig.mirrors[&a].get(e.0).unwrap().fields[f].clone()
     };
     assert_eq!(field(a, F_NAME), FieldValue::Str("ann".into()));
@@ -490,12 +505,12 @@ fn a_dropped_player_is_shown_disconnected_until_it_rejoins() {
     let a = rig.join("alice", Some("ann"), Role::Player);
     let b = rig.join("bob", Some("bo"), Role::Player);
     rig.ticks(1);
-    let b_entity = rig.host.zone().avatar(b).unwrap();
+    let b_entity = rig.host.zone::<Arena>().unwrap().avatar(b).unwrap();
     let connected =
         |rig: &Rig| rig.mirrors[&a].get(b_entity.0).unwrap().fields[F_CONNECTED].clone();
     assert_eq!(connected(&rig), FieldValue::Bool(true));
 
-    rig.host.drop_player(b).unwrap();
+    rig.host.handle_drop(b).unwrap();
     rig.ticks(1);
     assert_eq!(
         connected(&rig),
@@ -503,7 +518,7 @@ fn a_dropped_player_is_shown_disconnected_until_it_rejoins() {
         "seen as gone during the grace"
     );
 
-    rig.host.rejoin(b).unwrap();
+    rig.host.handle_rejoin(b).unwrap();
     rig.ticks(1);
     assert_eq!(
         connected(&rig),

@@ -12,43 +12,38 @@ use super::*;
 use crate::arena::math::{encode_input, npc_hp, ArenaConsts, BotParams};
 use crate::arena::{KIND_NPC, KIND_PLAYER};
 
-fn host(params: ArenaParams) -> (ZoneHost<ArenaZone>, ManualClock) {
+fn host(params: ArenaParams) -> (ZoneHost, ManualClock) {
     let clock = ManualClock::new();
     let init = ZoneInit {
         zone_id: "arena-1".into(),
         kind: kind_for(&params).into(),
         params: serde_json::to_value(params).unwrap(),
     };
-    let h = ZoneHost::<ArenaZone>::new(init, zone_config(params.budget), Arc::new(clock.clone()))
+    let h = ZoneHost::new::<ArenaZone>(init, zone_config(params.budget), Arc::new(clock.clone()))
         .unwrap();
     (h, clock)
 }
 
-fn join(h: &mut ZoneHost<ArenaZone>, bot: u32) -> PlayerId {
+fn join(h: &mut ZoneHost, bot: u32) -> PlayerId {
     let mut claims = Claims::new();
     claims.insert("bot".into(), bot.into());
-    h.join(Principal::new(format!("bot-{bot}")), claims, Role::Player)
+    h.handle_join(Principal::new(format!("bot-{bot}")), claims, Role::Player)
         .unwrap()
 }
 
 /// Advances one tick and decodes every participant's frame into its mirror.
-fn step(
-    h: &mut ZoneHost<ArenaZone>,
-    clock: &ManualClock,
-    mirrors: &mut BTreeMap<PlayerId, Mirror>,
-) {
+fn step(h: &mut ZoneHost, clock: &ManualClock, mirrors: &mut BTreeMap<PlayerId, Mirror>) {
     clock.advance(Duration::from_millis(50));
     let r = h.advance(clock.now());
     assert_eq!(r.ticks_run, 1);
     let schema = h.schema();
-    h.build_frames(&mut |p, bytes| {
+    for f in h.drain_frames().unwrap() {
         mirrors
-            .entry(p)
+            .entry(f.player)
             .or_default()
-            .decode_apply(bytes, &schema)
+            .decode_apply(f.bytes, &schema)
             .unwrap();
-    })
-    .unwrap();
+    }
 }
 
 #[test]
@@ -97,17 +92,17 @@ fn inputs_move_the_player_exactly_and_are_acked() {
     let c = ArenaConsts::default();
     let bp = BotParams::new(7, c.world);
     let mut want = (bp.x, bp.y);
-    assert_eq!(h.zone().player_pos(p), Some(want));
+    assert_eq!(h.zone::<ArenaZone>().unwrap().player_pos(p), Some(want));
     let mut mirrors = BTreeMap::new();
     for j in 0..30u32 {
         let (dx, dy) = bp.input(&c, u64::from(j));
         assert!(h
-            .push_input(p, j + 1, 0, &encode_input(dx, dy))
+            .handle_input(p, j + 1, 0, &encode_input(dx, dy))
             .is_accepted());
         want = apply_input(&c, want, dx, dy, (0.0, c.world)).unwrap();
         step(&mut h, &clock, &mut mirrors);
     }
-    assert_eq!(h.zone().player_pos(p), Some(want));
+    assert_eq!(h.zone::<ArenaZone>().unwrap().player_pos(p), Some(want));
     assert_eq!(h.last_processed_seq(p), Some(30));
     let m = &mirrors[&p];
     assert_eq!(m.ack(), 30);
@@ -119,13 +114,13 @@ fn inputs_move_the_player_exactly_and_are_acked() {
         (pos_encode(want.0, POS_STEP), pos_encode(want.1, POS_STEP))
     );
     // Malformed and non-finite inputs are refused, not applied.
-    assert!(!h.push_input(p, 31, 0, &[1, 2, 3]).is_accepted());
+    assert!(!h.handle_input(p, 31, 0, &[1, 2, 3]).is_accepted());
     assert!(!h
-        .push_input(p, 32, 0, &encode_input(f64::NAN, 0.0))
+        .handle_input(p, 32, 0, &encode_input(f64::NAN, 0.0))
         .is_accepted());
     step(&mut h, &clock, &mut mirrors);
-    assert_eq!(h.zone().player_pos(p), Some(want));
-    assert_eq!(h.zone().bad_inputs(), 2);
+    assert_eq!(h.zone::<ArenaZone>().unwrap().player_pos(p), Some(want));
+    assert_eq!(h.zone::<ArenaZone>().unwrap().bad_inputs(), 2);
 }
 
 #[test]
@@ -146,12 +141,12 @@ fn scenario_b_sends_exactly_the_entities_within_r() {
             if k % 2 == b as u64 % 2 {
                 seqs[b] += 1;
                 let (dx, dy) = BotParams::new(b as u32, c.world).input(&c, u64::from(seqs[b]));
-                h.push_input(p, seqs[b], 0, &encode_input(dx, dy));
+                h.handle_input(p, seqs[b], 0, &encode_input(dx, dy));
             }
         }
         step(&mut h, &clock, &mut mirrors);
         for &p in &players {
-            let me = h.zone().player_pos(p).unwrap();
+            let me = h.zone::<ArenaZone>().unwrap().player_pos(p).unwrap();
             let want: BTreeSet<u32> = h
                 .world()
                 .iter()
@@ -191,11 +186,11 @@ fn params_must_match_the_kind() {
         kind: KIND.into(),
         params: serde_json::json!({ "budget": 1200 }),
     };
-    assert!(ZoneHost::<ArenaZone>::new(bad, zone_config(None), Arc::new(clock.clone())).is_err());
+    assert!(ZoneHost::new::<ArenaZone>(bad, zone_config(None), Arc::new(clock.clone())).is_err());
     let bad_step = ZoneInit {
         zone_id: "a".into(),
         kind: KIND.into(),
         params: serde_json::json!({ "pos_step": 0.01 }),
     };
-    assert!(ZoneHost::<ArenaZone>::new(bad_step, zone_config(None), Arc::new(clock)).is_err());
+    assert!(ZoneHost::new::<ArenaZone>(bad_step, zone_config(None), Arc::new(clock)).is_err());
 }

@@ -1,0 +1,180 @@
+//! Calls in: participants joining, dropping, rejoining and leaving, and their inputs. Each runs
+//! the zone's hooks at once; inputs are checked and sanitized at once and wait in the player's
+//! buffer for the next tick.
+
+use super::ZoneHost;
+use crate::error::{JoinError, RejoinError, UnknownPlayer};
+use crate::input::{InputMeta, InputOutcome};
+use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role};
+use crate::replicate::SubscriberId;
+use crate::zone::LeaveReason;
+
+impl ZoneHost {
+    /// Admit a participant with a verified `principal` and ticket `claims`.
+    ///
+    /// Refused with [`JoinError::Full`] when the role is at capacity (dropped
+    /// participants within grace still hold their place), or with the zone's
+    /// own [`JoinRefusal`](crate::JoinRefusal). Wakes an Idle or Dormant zone.
+    pub fn handle_join(
+        &mut self,
+        principal: Principal,
+        claims: Claims,
+        role: Role,
+    ) -> Result<PlayerId, JoinError> {
+        if self.disposed {
+            return Err(JoinError::Disposed);
+        }
+        let max = match role {
+            Role::Player => self.config.max_players,
+            Role::Observer => self.config.max_observers,
+        };
+        let present = self.core.roster.values().filter(|p| p.role == role).count();
+        if present >= usize::try_from(max).unwrap_or(usize::MAX) {
+            return Err(JoinError::Full { role });
+        }
+        let id = PlayerId(self.next_player);
+        self.next_player = self
+            .next_player
+            .checked_add(1)
+            .ok_or(JoinError::IdsExhausted)?;
+        let info = PlayerInfo {
+            id,
+            principal,
+            role,
+            claims,
+            connected: true,
+        };
+        self.core.roster.insert(id, info.clone());
+        self.core.views.insert(id);
+        let verdict = self
+            .zone
+            .join(&mut self.core.ctx(None), &info, self.config.input_buffer);
+        if let Err(refusal) = verdict {
+            self.core.roster.remove(&id);
+            self.core.views.remove(id);
+            // Kicks requested for the refused participant are moot.
+            self.core.out.kicks.retain(|k| k.player != id);
+            self.apply_kicks();
+            return Err(JoinError::Refused(refusal));
+        }
+        self.subscribe(id);
+        if let Some((from, to)) = self.core.tier.occupied() {
+            self.transition(from, to);
+        }
+        self.apply_kicks();
+        Ok(id)
+    }
+
+    /// The participant's connection was lost: it keeps its place until
+    /// `reconnect_grace` passes (checked in [`advance`](ZoneHost::advance)).
+    /// Dropping an already dropped participant changes nothing.
+    pub fn handle_drop(&mut self, id: PlayerId) -> Result<(), UnknownPlayer> {
+        let info = self.core.roster.get_mut(&id).ok_or(UnknownPlayer(id))?;
+        if !info.connected {
+            return Ok(());
+        }
+        info.connected = false;
+        self.dropped_at.insert(id, self.clock.now());
+        // A dropped participant gets no frames; rejoining starts from a BASELINE.
+        let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        self.zone.on_drop(&mut self.core.ctx(None), id);
+        self.apply_kicks();
+        Ok(())
+    }
+
+    /// A dropped participant is back within the grace; it keeps its id,
+    /// buffered inputs and sequence numbers.
+    pub fn handle_rejoin(&mut self, id: PlayerId) -> Result<(), RejoinError> {
+        if self.disposed {
+            return Err(RejoinError::Disposed);
+        }
+        let connected = self
+            .core
+            .roster
+            .get(&id)
+            .map(|p| p.connected)
+            .ok_or(RejoinError::UnknownPlayer(id))?;
+        if connected {
+            return Err(RejoinError::NotDropped(id));
+        }
+        let now = self.clock.now();
+        if self.grace_expired(id, now) {
+            self.remove_player(id, LeaveReason::Dropped);
+            self.apply_kicks();
+            return Err(RejoinError::GraceExpired(id));
+        }
+        self.dropped_at.remove(&id);
+        if let Some(p) = self.core.roster.get_mut(&id) {
+            p.connected = true;
+        }
+        self.subscribe(id);
+        self.zone.on_rejoin(&mut self.core.ctx(None), id);
+        self.apply_kicks();
+        Ok(())
+    }
+
+    /// Remove a participant now, telling the zone why.
+    pub fn handle_leave(&mut self, id: PlayerId, why: LeaveReason) -> Result<(), UnknownPlayer> {
+        if !self.core.roster.contains_key(&id) {
+            return Err(UnknownPlayer(id));
+        }
+        self.remove_player(id, why);
+        self.apply_kicks();
+        Ok(())
+    }
+
+    /// Offer one input from player `id` with the client's sequence number
+    /// `seq` and the tick it was viewing. Duplicates and stale numbers are
+    /// dropped before `sanitize` runs; sanitized inputs are buffered (a full
+    /// buffer drops its oldest). Every outcome is counted for the next report
+    /// and returned, so a driver can tell the client about a refusal.
+    pub fn handle_input(
+        &mut self,
+        id: PlayerId,
+        seq: u32,
+        view_tick: u32,
+        payload: &[u8],
+    ) -> InputOutcome {
+        let outcome = self.classify_and_buffer(id, seq, view_tick, payload);
+        let c = &mut self.pending.inputs;
+        let slot = match &outcome {
+            InputOutcome::Accepted => &mut c.accepted,
+            InputOutcome::AcceptedDroppedOldest => {
+                c.overflowed = c.overflowed.saturating_add(1);
+                &mut c.accepted
+            }
+            InputOutcome::Duplicate => &mut c.duplicate,
+            InputOutcome::Stale => &mut c.stale,
+            InputOutcome::Refused(_) => &mut c.refused,
+            InputOutcome::UnknownPlayer
+            | InputOutcome::Observer
+            | InputOutcome::Disconnected
+            | InputOutcome::Disposed => &mut c.unroutable,
+        };
+        *slot = slot.saturating_add(1);
+        outcome
+    }
+
+    fn classify_and_buffer(
+        &mut self,
+        id: PlayerId,
+        seq: u32,
+        view_tick: u32,
+        payload: &[u8],
+    ) -> InputOutcome {
+        if self.disposed {
+            return InputOutcome::Disposed;
+        }
+        match self.core.roster.get(&id) {
+            None => return InputOutcome::UnknownPlayer,
+            Some(p) if p.role == Role::Observer => return InputOutcome::Observer,
+            Some(p) if !p.connected => return InputOutcome::Disconnected,
+            Some(_) => {}
+        }
+        let meta = InputMeta {
+            seq,
+            view_tick: view_tick.min(u32::try_from(self.core.tick).unwrap_or(u32::MAX)),
+        };
+        self.zone.offer(id, meta, payload)
+    }
+}

@@ -1,0 +1,224 @@
+//! The one place the zone's type is known: [`Slot<Z>`] holds the game code and its typed input
+//! buffers, and [`ZoneSlot`] is the object-safe face [`ZoneHost`](super::ZoneHost) calls through.
+//!
+//! The host's own state (schedule, roster, timers, world, replicator, outputs) is not generic, so
+//! every host method is written once; only what must touch `Z` or `Z::Input` crosses this trait.
+//! Replication's per-entity `can_see` check stays monomorphised: the whole frame build runs
+//! inside [`ZoneSlot::build_frames`].
+
+use std::any::Any;
+use std::collections::BTreeMap;
+
+use super::Core;
+use crate::ctx::Ctx;
+use crate::fact::Settlement;
+use crate::input::{InputBuffer, InputMeta, InputOutcome, InputPolicy, SeqCheck};
+use crate::player::{PlayerId, PlayerInfo, Role};
+use crate::replicate::SubscriberId;
+use crate::replicate::{BuildStats, FrameHead, FrameInput, ReplicateError, Replicator};
+use crate::tier::Tier;
+use crate::timer::TimerId;
+use crate::world::World;
+use crate::zone::{JoinRefusal, LeaveReason, Zone};
+
+/// Events of one build, split by recipient (see `frames::route_events`).
+pub(super) type EventsFor<'e> = dyn Fn(PlayerId) -> &'e [(u16, &'e [u8])] + 'e;
+
+/// The zone-typed half of a host, behind one trait object.
+pub(super) trait ZoneSlot: Send {
+    /// `on_join` or `on_observe`; a player gets an input buffer of `capacity` when admitted.
+    fn join(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        info: &PlayerInfo,
+        capacity: usize,
+    ) -> Result<(), JoinRefusal>;
+    /// `on_drop`.
+    fn on_drop(&mut self, ctx: &mut Ctx<'_>, id: PlayerId);
+    /// `on_rejoin`.
+    fn on_rejoin(&mut self, ctx: &mut Ctx<'_>, id: PlayerId);
+    /// Forget the participant's buffer, then `on_leave`.
+    fn leave(&mut self, ctx: &mut Ctx<'_>, id: PlayerId, why: LeaveReason);
+    /// Sequence check, `sanitize` and buffering of one input of a connected player.
+    fn offer(&mut self, id: PlayerId, meta: InputMeta, payload: &[u8]) -> InputOutcome;
+    /// The newest sequence number handed to the zone for `id`.
+    fn last_processed(&self, id: PlayerId) -> Option<u32>;
+    /// Take each buffer's inputs under `policy` and apply them; returns how many were superseded.
+    fn apply_inputs(&mut self, core: &mut Core, policy: InputPolicy) -> u64;
+    /// `on_fact_settled`.
+    fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement);
+    /// `tick`.
+    fn tick(&mut self, ctx: &mut Ctx<'_>);
+    /// `on_timer`.
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>, id: TimerId, tag: u64);
+    /// `on_tier`.
+    fn on_tier(&mut self, ctx: &mut Ctx<'_>, from: Tier, to: Tier);
+    /// `dispose`, then drop every input buffer.
+    fn dispose(&mut self, ctx: &mut Ctx<'_>);
+    /// `save`.
+    fn save(&self) -> Option<Vec<u8>>;
+    /// The zone's own state hash.
+    fn state_hash(&self) -> Option<u64>;
+    /// Build every subscriber's Delta (acks from the input buffers, `can_see` from the zone).
+    fn build_frames(
+        &self,
+        replicator: &mut Replicator,
+        world: &World,
+        tick: u64,
+        events: &EventsFor<'_>,
+        sink: &mut dyn FnMut(SubscriberId, FrameHead, &[u8]),
+    ) -> Result<BuildStats, ReplicateError>;
+    /// The zone value, for typed access in tests and tools.
+    fn zone_any(&self) -> &dyn Any;
+    /// The zone value, mutably.
+    fn zone_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// A zone and its players' typed input buffers.
+pub(super) struct Slot<Z: Zone> {
+    pub(super) zone: Z,
+    buffers: BTreeMap<PlayerId, InputBuffer<Z::Input>>,
+    /// Reused between ticks so applying inputs does not allocate.
+    scratch: Vec<(PlayerId, InputMeta, Z::Input)>,
+}
+
+impl<Z: Zone> Slot<Z> {
+    pub(super) fn new(zone: Z) -> Self {
+        Self {
+            zone,
+            buffers: BTreeMap::new(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl<Z: Zone> ZoneSlot for Slot<Z> {
+    fn join(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        info: &PlayerInfo,
+        capacity: usize,
+    ) -> Result<(), JoinRefusal> {
+        match info.role {
+            Role::Player => {
+                self.zone.on_join(ctx, info)?;
+                self.buffers.insert(info.id, InputBuffer::new(capacity));
+            }
+            Role::Observer => self.zone.on_observe(ctx, info)?,
+        }
+        Ok(())
+    }
+
+    fn on_drop(&mut self, ctx: &mut Ctx<'_>, id: PlayerId) {
+        self.zone.on_drop(ctx, id);
+    }
+
+    fn on_rejoin(&mut self, ctx: &mut Ctx<'_>, id: PlayerId) {
+        self.zone.on_rejoin(ctx, id);
+    }
+
+    fn leave(&mut self, ctx: &mut Ctx<'_>, id: PlayerId, why: LeaveReason) {
+        self.buffers.remove(&id);
+        self.zone.on_leave(ctx, id, why);
+    }
+
+    fn offer(&mut self, id: PlayerId, meta: InputMeta, payload: &[u8]) -> InputOutcome {
+        let Some(buffer) = self.buffers.get_mut(&id) else {
+            return InputOutcome::UnknownPlayer;
+        };
+        match buffer.check(meta.seq) {
+            SeqCheck::Duplicate => return InputOutcome::Duplicate,
+            SeqCheck::Stale => return InputOutcome::Stale,
+            SeqCheck::Fresh => {}
+        }
+        let input = match self.zone.sanitize(id, payload) {
+            Ok(input) => input,
+            Err(refusal) => return InputOutcome::Refused(refusal),
+        };
+        if buffer.push(meta, input) {
+            InputOutcome::AcceptedDroppedOldest
+        } else {
+            InputOutcome::Accepted
+        }
+    }
+
+    fn last_processed(&self, id: PlayerId) -> Option<u32> {
+        self.buffers.get(&id).and_then(InputBuffer::last_processed)
+    }
+
+    fn apply_inputs(&mut self, core: &mut Core, policy: InputPolicy) -> u64 {
+        let mut superseded = 0u64;
+        let mut batch = std::mem::take(&mut self.scratch);
+        for (id, buffer) in &mut self.buffers {
+            superseded = superseded.saturating_add(buffer.take(policy, *id, &mut batch));
+        }
+        for (id, meta, input) in batch.drain(..) {
+            self.zone.on_input(&mut core.ctx(Some(meta)), id, input);
+        }
+        self.scratch = batch;
+        superseded
+    }
+
+    fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {
+        self.zone.on_fact_settled(ctx, settlement);
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        self.zone.tick(ctx);
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>, id: TimerId, tag: u64) {
+        self.zone.on_timer(ctx, id, tag);
+    }
+
+    fn on_tier(&mut self, ctx: &mut Ctx<'_>, from: Tier, to: Tier) {
+        self.zone.on_tier(ctx, from, to);
+    }
+
+    fn dispose(&mut self, ctx: &mut Ctx<'_>) {
+        self.zone.dispose(ctx);
+        self.buffers.clear();
+    }
+
+    fn save(&self) -> Option<Vec<u8>> {
+        self.zone.save()
+    }
+
+    fn state_hash(&self) -> Option<u64> {
+        self.zone.state_hash()
+    }
+
+    fn build_frames(
+        &self,
+        replicator: &mut Replicator,
+        world: &World,
+        tick: u64,
+        events: &EventsFor<'_>,
+        sink: &mut dyn FnMut(SubscriberId, FrameHead, &[u8]),
+    ) -> Result<BuildStats, ReplicateError> {
+        let zone = &self.zone;
+        let buffers = &self.buffers;
+        let inputs = |sub: SubscriberId| {
+            let id = PlayerId(sub.0);
+            FrameInput {
+                ack: buffers
+                    .get(&id)
+                    .and_then(InputBuffer::last_processed)
+                    .unwrap_or(0),
+                events: events(id),
+            }
+        };
+        let can_see = zone
+            .uses_can_see()
+            .then_some(|sub: SubscriberId, entity| zone.can_see(PlayerId(sub.0), entity, world));
+        replicator.build_with_heads(world, tick, can_see, inputs, sink)
+    }
+
+    fn zone_any(&self) -> &dyn Any {
+        &self.zone
+    }
+
+    fn zone_any_mut(&mut self) -> &mut dyn Any {
+        &mut self.zone
+    }
+}
