@@ -56,8 +56,8 @@ struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:7350].
     #[arg(long, env = "ZONEKEEP_LISTEN")]
     listen: Option<SocketAddr>,
-    /// Dev mode: /dev/ticket mints guest tickets, /dev/netsim simulates bad networks; a random ticket
-    /// key is generated when none is configured.
+    /// Dev mode: /dev/ticket mints guest tickets, /dev/netsim simulates bad networks; when no ticket
+    /// key is configured, one is created in the data directory (dev-ticket.key) and reused.
     #[arg(long, env = "ZONEKEEP_DEV")]
     dev: bool,
     /// Admin bearer token (at least 16 bytes); without it the admin API is off.
