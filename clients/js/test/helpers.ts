@@ -154,6 +154,8 @@ export class FakeServer {
   /** Tokens the server honours: token hex → player id. */
   tokens = new Map<string, number>();
   refuseTokens = false;
+  /** Ticket check: a Kick code refusing `ticket`, or null to accept it (default: accept all). */
+  checkTicket: (ticket: string) => number | null = () => null;
   nextPlayer = 1;
   versionPick: number | null = null;
   /** Server-side input rule: applied to the controlled entity for each input. */
@@ -198,6 +200,12 @@ export class FakeServer {
         const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v === 1));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
+          s.socket.drop(1000);
+          return;
+        }
+        const refusal = this.checkTicket(m.ticket);
+        if (refusal !== null) {
+          this.send(s, { type: "kick", code: refusal, reason: "ticket refused" });
           s.socket.drop(1000);
           return;
         }
