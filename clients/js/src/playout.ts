@@ -18,7 +18,7 @@
 export interface PlayoutOptions {
   /** Smallest delay above the fastest recent delivery, ms (default 50). */
   minDelayMs?: number;
-  /** Largest such delay, ms (default 400). */
+  /** Largest such delay, ms (default 500). */
   maxDelayMs?: number;
   /** Margin in multiples of the measured interarrival jitter (default 1). */
   jitterFactor?: number;
@@ -32,6 +32,11 @@ export interface PlayoutOptions {
   growRate?: number;
   /** Delay shrink, ms of delay per ms of time (default 0.05: drawn time speeds up to 105%). */
   shrinkRate?: number;
+  /**
+   * Delay growth while the next Delta is overdue beyond the current delay (a stall longer than any
+   * measured), ms per ms (default 0.5: drawn time slows to half speed rather than running out of data).
+   */
+  starveRate?: number;
 }
 
 interface Arrival {
@@ -49,6 +54,7 @@ export class Playout {
   private readonly maxArrivals: number;
   private readonly growRate: number;
   private readonly shrinkRate: number;
+  private readonly starveRate: number;
   private arrivals: Arrival[] = [];
   private sorted: number[] | null = null;
   private point: number | null = null;
@@ -57,13 +63,14 @@ export class Playout {
   /** A playout with no arrivals yet. */
   constructor(options: PlayoutOptions = {}) {
     this.minDelayMs = Math.max(0, options.minDelayMs ?? 50);
-    this.maxDelayMs = Math.max(this.minDelayMs, options.maxDelayMs ?? 400);
+    this.maxDelayMs = Math.max(this.minDelayMs, options.maxDelayMs ?? 500);
     this.jitterFactor = options.jitterFactor ?? 1;
     this.quantile = Math.min(1, Math.max(0, options.quantile ?? 0.99));
     this.windowMs = Math.max(1, options.windowMs ?? 10_000);
     this.maxArrivals = Math.max(2, options.maxArrivals ?? 1024);
     this.growRate = Math.max(0, options.growRate ?? 0.25);
     this.shrinkRate = Math.max(0, options.shrinkRate ?? 0.05);
+    this.starveRate = Math.max(this.growRate, options.starveRate ?? 0.5);
   }
 
   /** Records the arrival at client time `recvMs` of the Delta for tick `tick` (`msPerTick` > 0). */
@@ -128,13 +135,16 @@ export class Playout {
       newestTick !== null && msPerTick > 0 ? nowMs - (newestTick + patchMs / msPerTick) * msPerTick : Number.NEGATIVE_INFINITY;
     const target = this.targetPoint(patchMs, jitterMs, overdue);
     if (target === null) return this.point;
+    const measured = this.targetPoint(patchMs, jitterMs);
+    const starving = measured !== null && target > measured;
     if (this.point === null || this.lastAt === null) {
       // First frame: nothing is on screen yet, so start where we want to be.
       this.point = target;
     } else {
       const dt = Math.min(100, Math.max(0, nowMs - this.lastAt));
       const step = target - this.point;
-      this.point += step > 0 ? Math.min(step, this.growRate * dt) : Math.max(step, -this.shrinkRate * dt);
+      const grow = starving ? this.starveRate : this.growRate;
+      this.point += step > 0 ? Math.min(step, grow * dt) : Math.max(step, -this.shrinkRate * dt);
     }
     this.lastAt = nowMs;
     return this.point;

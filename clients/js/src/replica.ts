@@ -23,9 +23,9 @@ import type { FieldValue, Schema } from "./schema.js";
 export interface ReplicaOptions extends PlayoutOptions {
   /** Samples kept per entity (default 32); older ones are dropped and counted. */
   maxSamples?: number;
-  /** How far past the newest data a moving entity is extrapolated, ms (default 100; 0 = never). */
+  /** How far past the newest data a moving entity is extrapolated, ms (default 150; 0 = never). */
   maxExtrapolationMs?: number;
-  /** How long the correction after an extrapolation takes to vanish, ms (default 100). */
+  /** How long the correction after an extrapolation takes to vanish, ms (default 150). */
   blendMs?: number;
 }
 
@@ -105,8 +105,8 @@ export class Replica {
     this.clock = clock;
     this.playout = new Playout(options);
     this.maxSamples = Math.max(2, options.maxSamples ?? 32);
-    this.maxExtrapolationMs = Math.max(0, options.maxExtrapolationMs ?? 100);
-    this.blendMs = Math.max(1, options.blendMs ?? 100);
+    this.maxExtrapolationMs = Math.max(0, options.maxExtrapolationMs ?? 150);
+    this.blendMs = Math.max(1, options.blendMs ?? 150);
   }
 
   /** Starts a zone session (on Welcome): the schema and cadence the samples are read with. */

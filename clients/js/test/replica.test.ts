@@ -169,7 +169,7 @@ describe("Replica under loss", () => {
     );
     assert.ok(errors.length > 1000, "the runner was drawn through the measured run");
     assert.ok(delayAfterWarmup > 200, `the delay grew to cover the 300 ms stalls (${delayAfterWarmup} ms)`);
-    assert.ok(delayAfterWarmup <= 400, "and stayed within the maximum");
+    assert.ok(delayAfterWarmup <= 500, "and stayed within the maximum");
     assert.ok(longestFreeze <= 100, `froze for ${longestFreeze} ms`);
     assert.ok(largestStep <= twoTicks, `jumped ${largestStep} units in one frame`);
   });

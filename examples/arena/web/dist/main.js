@@ -34,6 +34,7 @@ const debug = {
     corrections: 0,
     lastCorrection: 0,
     inputsSent: 0,
+    ack: 0,
     rttMs: Number.NaN,
     others: {},
     motion: {},
@@ -239,6 +240,7 @@ function frame(now) {
     debug.corrections = predictor.corrections;
     debug.lastCorrection = predictor.lastError;
     debug.rttMs = conn.clock.rttMs;
+    debug.ack = conn.ack;
     debug.delayMs = f.delayMs;
     debug.extrapolatedFrames = replica.extrapolatedFrames;
     renderer.draw({

@@ -63,6 +63,8 @@ export interface ArenaDebug {
   corrections: number;
   lastCorrection: number;
   inputsSent: number;
+  /** The last input seq the zone acknowledged (it restarts at 1 for a new player). */
+  ack: number;
   rttMs: number;
   /** Other players by entity id. */
   others: Record<number, PlayerSprite>;
@@ -103,6 +105,7 @@ const debug: ArenaDebug = {
   corrections: 0,
   lastCorrection: 0,
   inputsSent: 0,
+  ack: 0,
   rttMs: Number.NaN,
   others: {},
   motion: {},
@@ -310,6 +313,7 @@ function frame(now: number): void {
   debug.corrections = predictor.corrections;
   debug.lastCorrection = predictor.lastError;
   debug.rttMs = conn.clock.rttMs;
+  debug.ack = conn.ack;
   debug.delayMs = f.delayMs;
   debug.extrapolatedFrames = replica.extrapolatedFrames;
 

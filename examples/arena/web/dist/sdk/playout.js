@@ -23,6 +23,7 @@ export class Playout {
     maxArrivals;
     growRate;
     shrinkRate;
+    starveRate;
     arrivals = [];
     sorted = null;
     point = null;
@@ -30,13 +31,14 @@ export class Playout {
     /** A playout with no arrivals yet. */
     constructor(options = {}) {
         this.minDelayMs = Math.max(0, options.minDelayMs ?? 50);
-        this.maxDelayMs = Math.max(this.minDelayMs, options.maxDelayMs ?? 400);
+        this.maxDelayMs = Math.max(this.minDelayMs, options.maxDelayMs ?? 500);
         this.jitterFactor = options.jitterFactor ?? 1;
         this.quantile = Math.min(1, Math.max(0, options.quantile ?? 0.99));
         this.windowMs = Math.max(1, options.windowMs ?? 10_000);
         this.maxArrivals = Math.max(2, options.maxArrivals ?? 1024);
         this.growRate = Math.max(0, options.growRate ?? 0.25);
         this.shrinkRate = Math.max(0, options.shrinkRate ?? 0.05);
+        this.starveRate = Math.max(this.growRate, options.starveRate ?? 0.5);
     }
     /** Records the arrival at client time `recvMs` of the Delta for tick `tick` (`msPerTick` > 0). */
     observe(tick, recvMs, msPerTick) {
@@ -99,6 +101,8 @@ export class Playout {
         const target = this.targetPoint(patchMs, jitterMs, overdue);
         if (target === null)
             return this.point;
+        const measured = this.targetPoint(patchMs, jitterMs);
+        const starving = measured !== null && target > measured;
         if (this.point === null || this.lastAt === null) {
             // First frame: nothing is on screen yet, so start where we want to be.
             this.point = target;
@@ -106,7 +110,8 @@ export class Playout {
         else {
             const dt = Math.min(100, Math.max(0, nowMs - this.lastAt));
             const step = target - this.point;
-            this.point += step > 0 ? Math.min(step, this.growRate * dt) : Math.max(step, -this.shrinkRate * dt);
+            const grow = starving ? this.starveRate : this.growRate;
+            this.point += step > 0 ? Math.min(step, grow * dt) : Math.max(step, -this.shrinkRate * dt);
         }
         this.lastAt = nowMs;
         return this.point;

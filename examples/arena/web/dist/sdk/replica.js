@@ -36,8 +36,8 @@ export class Replica {
         this.clock = clock;
         this.playout = new Playout(options);
         this.maxSamples = Math.max(2, options.maxSamples ?? 32);
-        this.maxExtrapolationMs = Math.max(0, options.maxExtrapolationMs ?? 100);
-        this.blendMs = Math.max(1, options.blendMs ?? 100);
+        this.maxExtrapolationMs = Math.max(0, options.maxExtrapolationMs ?? 150);
+        this.blendMs = Math.max(1, options.blendMs ?? 150);
     }
     /** Starts a zone session (on Welcome): the schema and cadence the samples are read with. */
     setZone(schema, patchEvery) {
