@@ -142,7 +142,10 @@ export class Replica {
     const t = delta.tick;
     if (this.clock.hz > 0) this.playout.observe(t, recvMs, 1000 / this.clock.hz);
     // Entities a Delta does not mention were unchanged through the previous patch.
-    const confirmed = Math.max(this.lastDeltaTick ?? t, t - this.patchEvery);
+    // Entities a Delta does not mention were unchanged as of the previous Delta. (A host that fell
+    // behind a slow link sends one Delta for several patches, so the previous one may be older than
+    // one patch interval: a move it reports happened somewhere after the previous Delta.)
+    const confirmed = this.lastDeltaTick ?? t;
     if (delta.baseline) {
       const present = new Set(delta.spawns.map((s) => s.id));
       for (const [id, track] of this.live) {

@@ -158,6 +158,8 @@ export class FakeServer {
   checkTicket: (ticket: string) => number | null = () => null;
   nextPlayer = 1;
   versionPick: number | null = null;
+  /** Patch ticks sent no Delta (as a host behind a slow link does: the next Delta covers them). */
+  skipPatch: (tick: number) => boolean = () => false;
   /** Server-side input rule: applied to the controlled entity for each input. */
   applyInput: (e: FakeEntity, payload: Uint8Array, seq: number) => void = () => {};
 
@@ -317,7 +319,7 @@ export class FakeServer {
   step(simulate: (tick: number) => void = () => {}): void {
     this.tick += 1;
     simulate(this.tick);
-    if (this.tick % this.patchEvery === 0) {
+    if (this.tick % this.patchEvery === 0 && !this.skipPatch(this.tick)) {
       for (const s of this.sessions) if (s.welcomed && !s.socket.closed) this.sendDelta(s);
     }
   }

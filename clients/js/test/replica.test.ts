@@ -97,6 +97,37 @@ describe("Replica interpolation", () => {
   });
 });
 
+describe("Replica with patches the host coalesced", () => {
+  it("spreads a move one Delta reports for several ticks over all of them (no hold, then jump)", async () => {
+    const sched = new ManualScheduler(1000);
+    const server = new FakeServer(sched, () => 30);
+    server.entities.set(500, { kind: 0, qx: 0, qy: 0, fields: [100, "runner"] });
+    server.run((tick) => {
+      const e = server.entities.get(500);
+      if (e !== undefined) e.qx = 6 * tick;
+    });
+    const start = server.tick;
+    // Every 10th stretch of 4 ticks goes without a Delta.
+    server.skipPatch = (tick) => tick > start + 20 && tick % 10 < 4;
+    const conn = new ZoneConnection({ url: "ws://t", ticket: async () => "t", socket: server.factory, scheduler: sched });
+    const replica = new Replica(conn.clock, { minDelayMs: 200 });
+    replica.attach(conn);
+    void conn.connect();
+    let checked = 0;
+    for (let t = 0; t < 4000; t += 16) {
+      await flush();
+      sched.advance(16);
+      const f = replica.frame(sched.now());
+      const e = f.entities.get(500);
+      if (e === undefined || f.renderTick < start + 30) continue;
+      assert.ok(Math.abs(e.x - 6 * f.renderTick * STEP) < 1e-6, `x at ${f.renderTick}: ${e.x}`);
+      checked += 1;
+    }
+    conn.close();
+    assert.ok(checked > 100);
+  });
+});
+
 describe("Replica under loss", () => {
   /**
    * A zone whose entity 500 runs back and forth (6 quanta per tick, turning every 30 ticks), seen

@@ -156,6 +156,10 @@ pub struct Replica {
     cfg: ReplicaConfig,
     entities: BTreeMap<u32, Entity>,
     patch_tick: u64,
+    /// Tick of the patch before the current one (None before the second patch).
+    prev_patch_tick: Option<u64>,
+    /// Tick of the last patch begun.
+    last_patch_tick: Option<u64>,
     baseline: bool,
     delay: Option<f64>,
     last_server_tick: f64,
@@ -176,6 +180,8 @@ impl Replica {
             cfg,
             entities: BTreeMap::new(),
             patch_tick: 0,
+            prev_patch_tick: None,
+            last_patch_tick: None,
             baseline: false,
             delay: None,
             last_server_tick: f64::NEG_INFINITY,
@@ -238,6 +244,8 @@ impl Replica {
     /// spawn again; entities it spawns again keep their history, so a resume does not flicker.
     pub fn begin_patch(&mut self, tick: u64, baseline: bool) {
         self.patch_tick = tick;
+        self.prev_patch_tick = self.last_patch_tick;
+        self.last_patch_tick = Some(tick);
         self.baseline = baseline;
         if baseline {
             for e in self.entities.values_mut() {
@@ -249,19 +257,12 @@ impl Replica {
     /// An entity entered the view at the current patch's tick.
     pub fn spawn(&mut self, id: u32, kind: u32, x: f32, y: f32, fields: Vec<FieldValue>) {
         let tick = self.patch_tick;
+        let hold = self.hold_from(tick);
         if let Some(e) = self.entities.get_mut(&id) {
             if e.kind == kind && e.despawn_tick.is_none() {
                 // Same entity again (a baseline after a resume): a fresh sample and the full state.
                 e.seen = true;
-                push_sample(
-                    &mut e.samples,
-                    &self.cfg,
-                    &mut self.stats,
-                    tick,
-                    self.cfg.patch_every,
-                    x,
-                    y,
-                );
+                push_sample(&mut e.samples, &self.cfg, &mut self.stats, tick, hold, x, y);
                 for (i, v) in fields.into_iter().enumerate() {
                     let i = u8::try_from(i).unwrap_or(u8::MAX);
                     push_pending(e, &self.cfg, &mut self.stats, tick, i, v);
@@ -295,6 +296,15 @@ impl Replica {
         );
     }
 
+    /// Where an entity a patch moves was still known to stand: at the previous patch (a host that
+    /// fell behind a slow link sends one patch for several, so that may be more than one patch
+    /// interval back), or one patch interval back before there was a previous patch.
+    fn hold_from(&self, tick: u64) -> f64 {
+        self.prev_patch_tick
+            .filter(|&p| p < tick)
+            .map_or(tick as f64 - f64::from(self.cfg.patch_every), |p| p as f64)
+    }
+
     /// An entity already known changed at the current patch's tick.
     pub fn update(
         &mut self,
@@ -303,20 +313,13 @@ impl Replica {
         fields: impl IntoIterator<Item = (u8, FieldValue)>,
     ) {
         let tick = self.patch_tick;
+        let hold = self.hold_from(tick);
         let Some(e) = self.entities.get_mut(&id) else {
             self.stats.unknown_updates += 1;
             return;
         };
         if let Some((x, y)) = pos {
-            push_sample(
-                &mut e.samples,
-                &self.cfg,
-                &mut self.stats,
-                tick,
-                self.cfg.patch_every,
-                x,
-                y,
-            );
+            push_sample(&mut e.samples, &self.cfg, &mut self.stats, tick, hold, x, y);
         }
         for (i, v) in fields {
             push_pending(e, &self.cfg, &mut self.stats, tick, i, v);
@@ -354,6 +357,8 @@ impl Replica {
         );
         self.entities.clear();
         self.arrival_ages.clear();
+        self.prev_patch_tick = None;
+        self.last_patch_tick = None;
         self.delay = None;
         self.render_tick = f64::NEG_INFINITY;
         self.last_server_tick = f64::NEG_INFINITY;
@@ -489,14 +494,14 @@ fn view(id: u32, e: &Entity) -> EntityView<'_> {
 }
 
 /// Adds a position sample at `tick`. If the entity was last sampled before the previous patch, it
-/// stood still in between (otherwise that patch would have moved it): a hold sample one patch
-/// earlier keeps the interpolation from smearing the move over the whole quiet stretch.
+/// stood still in between (otherwise that patch would have moved it): a hold sample at `hold` (the
+/// previous patch) keeps the interpolation from smearing the move over the whole quiet stretch.
 fn push_sample(
     samples: &mut VecDeque<Sample>,
     cfg: &ReplicaConfig,
     stats: &mut ReplicaStats,
     tick: u64,
-    patch_every: u32,
+    hold: f64,
     x: f32,
     y: f32,
 ) {
@@ -510,7 +515,6 @@ fn push_sample(
             }
             return;
         }
-        let hold = t - f64::from(patch_every);
         if last.tick < hold {
             samples.push_back(Sample {
                 tick: hold,

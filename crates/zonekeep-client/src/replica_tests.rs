@@ -70,10 +70,29 @@ fn a_quiet_stretch_is_held_not_smeared() {
     let mut r = replica();
     r.apply(&spawned(10, 1, 0.0, 0.0, true));
     // Patches at 12 and 14 said nothing about entity 1: it stood still until 14.
+    r.apply(&Patch {
+        tick: 12,
+        ..Patch::default()
+    });
+    r.apply(&Patch {
+        tick: 14,
+        ..Patch::default()
+    });
     r.apply(&moved(16, 1, 6.0, 0.0));
     draw(&mut r, 14.0);
     assert_eq!(pos(&r, 1), (0.0, 0.0));
     draw(&mut r, 15.0);
+    assert_eq!(pos(&r, 1), (3.0, 0.0));
+}
+
+#[test]
+fn a_patch_covering_several_is_spread_over_them() {
+    // A host behind a slow link sends one patch for ticks 12..=16: the move it reports happened
+    // somewhere after 10, the last patch received, so it is drawn over that whole stretch.
+    let mut r = replica();
+    r.apply(&spawned(10, 1, 0.0, 0.0, true));
+    r.apply(&moved(16, 1, 6.0, 0.0));
+    draw(&mut r, 13.0);
     assert_eq!(pos(&r, 1), (3.0, 0.0));
 }
 
@@ -223,8 +242,8 @@ fn baseline_after_resume_keeps_history_and_drops_the_unseen() {
     r.apply(&spawned(20, 1, 10.0, 0.0, true));
     draw(&mut r, 19.0);
     assert!(r.entered().is_empty(), "entity 1 continues, no flicker");
-    // Tick 10 → 18 held, then the move over the last patch interval.
-    assert_eq!(pos(&r, 1), (5.0, 0.0));
+    // Nothing was received between 10 and 20: the move is spread over the gap.
+    assert_eq!(pos(&r, 1), (9.0, 0.0));
     assert!(r.get(2).is_some());
     draw(&mut r, 20.0);
     assert_eq!(r.left(), &[2]);
