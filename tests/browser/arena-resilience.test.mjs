@@ -104,15 +104,18 @@ function truthAt(samples, tick) {
   return [a[1] + (b[1] - a[1]) * k, a[2] + (b[2] - a[2]) * k];
 }
 
-/** Whether the zone is known to have moved the entity between two consecutive ticks in [from, to]. */
-function movedWithin(samples, from, to) {
+/**
+ * The first tick at or after `from` from which the zone is known to have moved the entity (two
+ * consecutive patches with different positions, the first of them before `to`), or null.
+ */
+function firstMove(samples, from, to) {
   for (let i = 1; i < samples.length; i++) {
     const [ta, xa, ya] = samples[i - 1];
     const [tb, xb, yb] = samples[i];
-    if (ta < from || tb > to) continue;
-    if (tb - ta === 1 && Math.hypot(xb - xa, yb - ya) > 1e-6) return true;
+    if (ta < from || ta >= to) continue;
+    if (tb - ta === 1 && Math.hypot(xb - xa, yb - ya) > 1e-6) return ta;
   }
-  return false;
+  return null;
 }
 
 /** Ticks the zone sent no patch for (a busy host skips them); the truth between is unknown. */
@@ -143,11 +146,14 @@ function analyse(frames, samples) {
       continue;
     }
     stillFrom ??= i - 1;
-    // A still picture is a freeze only if the zone is known to have moved the player during the
-    // ticks it covers (two consecutive patches with different positions).
-    const [t0, rt0] = frames[stillFrom];
-    if (movedWithin(samples, Math.floor(rt0), Math.ceil(tick))) {
-      longestFreeze = Math.max(longestFreeze, now - t0);
+    // A still picture is a freeze from the moment the zone is known to have moved the player
+    // (two consecutive patches with different positions) until the picture moves.
+    const [, rt0] = frames[stillFrom];
+    const moved = firstMove(samples, Math.floor(rt0), tick);
+    if (moved !== null) {
+      let k = stillFrom;
+      while (k < i && frames[k][1] <= moved) k++;
+      longestFreeze = Math.max(longestFreeze, now - frames[Math.max(stillFrom, k - 1)][0]);
     }
   }
   errors.sort((p, q) => p - q);

@@ -42,7 +42,7 @@ interface Track {
   spawnTick: number;
   despawnTick: number | null;
   samples: Sample[];
-  /** The last frame drew this track past its newest sample: that frame's tick and raw position (quanta). */
+  /** The last frame drew this track past the newest data: that frame's tick and raw position (quanta). */
   extrapolated: { renderTick: number; qx: number; qy: number } | null;
   /** Drawn minus true position after an extrapolation (quanta), decaying from `offsetAt`. */
   offsetX: number;
@@ -216,7 +216,9 @@ export class Replica {
     if (ahead > 0 && this.movedInNewest(track)) {
       return { ...this.rawAt(track, newest + ahead, true), extrapolated: true };
     }
-    return { ...this.rawAt(track, Math.min(renderTick, newest), false), extrapolated: false };
+    // Held past the newest data is a guess too ("it stays where it was"): when the data comes, the
+    // difference is blended like any other.
+    return { ...this.rawAt(track, Math.min(renderTick, newest), false), extrapolated: renderTick > newest };
   }
 
   /** Whether the newest Delta moved (or changed) this track: only then may it be extrapolated. */

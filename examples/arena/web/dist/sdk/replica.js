@@ -148,7 +148,9 @@ export class Replica {
         if (ahead > 0 && this.movedInNewest(track)) {
             return { ...this.rawAt(track, newest + ahead, true), extrapolated: true };
         }
-        return { ...this.rawAt(track, Math.min(renderTick, newest), false), extrapolated: false };
+        // Held past the newest data is a guess too ("it stays where it was"): when the data comes, the
+        // difference is blended like any other.
+        return { ...this.rawAt(track, Math.min(renderTick, newest), false), extrapolated: renderTick > newest };
     }
     /** Whether the newest Delta moved (or changed) this track: only then may it be extrapolated. */
     movedInNewest(track) {
