@@ -82,6 +82,12 @@ test("two pages: the watcher sees the mover move, prediction under 150 ms latenc
     response.moved - response.key <= 1,
     `own view moved ${response.moved - response.key} frames after the key press (want ≤ 1)`,
   );
+  // From here the watcher is in front, so it draws at the screen's rate (a background page's frames
+  // are throttled, and sparse frames would look like jumps); the mover keeps taking the key.
+  await watcher.page.bringToFront();
+  await watcher.page.evaluate((id) => {
+    delete window.arena.motion[id];
+  }, moverEntity);
   await mover.page.waitForFunction((n) => window.arena.inputsSent >= n, sentBefore + HOLD_INPUTS, { timeout: 20000 });
   await mover.page.keyboard.up("ArrowRight");
 
