@@ -80,11 +80,20 @@ test("two pages: the watcher sees the mover move, prediction under 150 ms latenc
     response.moved - response.key <= 1,
     `own view moved ${response.moved - response.key} frames after the key press (want ≤ 1)`,
   );
+  // From here the watcher is in front, so it draws at the screen's rate (a background page's frames
+  // are throttled, and sparse frames would look like jumps); the mover keeps taking the key.
+  await watcher.page.bringToFront();
+  await watcher.page.evaluate((id) => {
+    delete window.arena.motion[id];
+  }, moverEntity);
   await mover.page.waitForFunction((n) => window.arena.inputsSent >= n, sentBefore + HOLD_INPUTS, { timeout: 20000 });
   await mover.page.keyboard.up("ArrowRight");
 
   // The mover's prediction settles where the server puts it, with no correction: the TypeScript
-  // step is bit-identical to the zone's.
+  // step is bit-identical to the zone's. Read it once the zone has acknowledged every input (the
+  // drawn position glides between predicted steps, so right after the key is released it may still
+  // be on its way to the last one).
+  await mover.page.waitForFunction(() => window.arena.ack >= window.arena.inputsSent, null, { timeout: 10000 });
   const final = await mover.page.evaluate(() => ({ ...window.arena.me }));
   assert.ok(final.x > start.x + 5, `mover moved right: ${start.x} → ${final.x}`);
 

@@ -1,8 +1,8 @@
-// Shared helpers of the end-to-end tests: start and stop the real `zonekeep serve --dev` binary on a
-// free port, and launch Debian's Chromium through playwright-core (no downloaded browser).
+// Shared helpers of the end-to-end tests: start and stop the real `zonekeep serve --dev` binary (it
+// binds a free port itself and says which), and launch Debian's Chromium through playwright-core (no
+// downloaded browser).
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,45 +26,61 @@ export function chromiumPath() {
   return existsSync(p) ? p : null;
 }
 
-/** A TCP port free right now on 127.0.0.1. */
-export function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolvePort(typeof addr === "object" && addr !== null ? addr.port : 0));
-    });
+/**
+ * Resolves with the address from the host's listening line ("... listening on [http://]IP:PORT"),
+ * rejects if the process exits first. The host binds the port itself (port 0 = any free one), so no
+ * port is chosen here and hoped to stay free.
+ */
+function listeningAddress(child, lines) {
+  return new Promise((resolveAddr, reject) => {
+    let pending = "";
+    const onData = (buf) => {
+      pending += buf.toString();
+      let nl;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        const m = /listening\b.*?(\d+\.\d+\.\d+\.\d+):(\d+)/.exec(line);
+        if (m !== null) {
+          child.stdout.off("data", onData);
+          child.off("exit", onExit);
+          resolveAddr({ host: m[1], port: Number(m[2]) });
+          return;
+        }
+      }
+    };
+    const onExit = (code) => {
+      child.stdout.off("data", onData);
+      reject(new Error(`zonekeep exited with code ${code} before listening\n${lines.join("\n")}`));
+    };
+    child.stdout.on("data", onData);
+    child.once("exit", onExit);
   });
 }
 
-/** Resolves when `url` answers 200, polling while the process is alive (bounded by `attempts`). */
-async function waitHealthy(url, child, attempts = 300) {
-  for (let i = 0; i < attempts; i++) {
-    if (child.exitCode !== null) throw new Error(`zonekeep exited early with code ${child.exitCode}`);
-    try {
-      const r = await fetch(url);
-      if (r.ok) return;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`zonekeep did not become healthy at ${url}`);
-}
-
 /**
- * Starts `zonekeep serve --dev` on a free port with a fresh data directory. Returns
- * `{ base, port, stop(), log() }`; `stop()` sends SIGTERM and waits for the exit (SIGKILL after a bound).
- * `{ dev: false }` starts it without `--dev` (give it a ticket secret through `env`).
+ * Starts `zonekeep serve` (with `--dev` unless `dev: false`) in a scratch directory (its data, e.g.
+ * the dev ticket key, stays there). Options: `port` (default 0: the host picks a free one), `dir`
+ * (reuse the directory of an earlier run: the same data, as a restart would), `args` (more flags),
+ * `dev` (default true), `env` (more environment, e.g. a ticket secret for a host without `--dev`).
+ * An array as the first argument is taken as `args`, with the options second. Returns
+ * `{ base, port, dir, stop({ keepDir }), log() }`; `stop()` sends SIGTERM and waits for the exit
+ * (SIGKILL after a bound), then removes the directory unless `keepDir`.
  */
-export async function startServer(extraArgs = [], { dev = true, env = {} } = {}) {
+export async function startServer(options = {}, more = {}) {
+  const opts = Array.isArray(options) ? { ...more, args: options } : options;
+  const dev = opts.dev ?? true;
+  const env = opts.env ?? {};
   const bin = binaryPath();
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), "zonekeep-e2e-"));
-  const args = ["serve", ...(dev ? ["--dev"] : []), "--listen", `127.0.0.1:${port}`, ...extraArgs];
-  // Run in a scratch directory so anything the host writes (e.g. ./data) stays out of the repo.
+  const dataDir = opts.dir ?? mkdtempSync(join(tmpdir(), "zonekeep-e2e-"));
+  const args = [
+    "serve",
+    ...(dev ? ["--dev"] : []),
+    "--listen",
+    `127.0.0.1:${opts.port ?? 0}`,
+    ...(opts.args ?? []),
+  ];
+  // Run in the scratch directory so anything the host writes (./data) stays out of the repo.
   const child = spawn(bin, args, {
     cwd: dataDir,
     stdio: ["ignore", "pipe", "pipe"],
@@ -77,26 +93,28 @@ export async function startServer(extraArgs = [], { dev = true, env = {} } = {})
   };
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);
-  const base = `http://127.0.0.1:${port}`;
+  const exited = new Promise((r) => child.once("exit", r));
+  let addr;
   try {
-    await waitHealthy(`${base}/healthz`, child);
+    addr = await listeningAddress(child, lines);
   } catch (e) {
     child.kill("SIGKILL");
-    throw new Error(`${e.message}\n${lines.join("\n")}`);
+    throw e;
   }
+  const base = `http://${addr.host}:${addr.port}`;
   return {
     base,
-    port,
+    port: addr.port,
+    dir: dataDir,
     log: () => lines.join("\n"),
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
+    async stop({ keepDir = false } = {}) {
+      if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGTERM");
         const timer = setTimeout(() => child.kill("SIGKILL"), 15000);
         await exited;
         clearTimeout(timer);
       }
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!keepDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -5,8 +5,11 @@
  * host's pick), keeps the known set ({@link Mirror}) and the server clock estimate ({@link ServerClock}),
  * pings once a second, stamps inputs with seq and view tick, counts bytes and messages, and reconnects:
  * inside the grace window it resumes the same player with the reconnect token from Welcome; after it,
- * or when the host refuses the token, it asks the app for a fresh ticket. Attempts back off
- * exponentially with jitter and are bounded.
+ * or when the host refuses the token (e.g. it restarted and forgot it), it asks the app for a fresh
+ * ticket and joins as a new player. A ticket the host refuses on a resume (expired, replayed, or signed
+ * with a key it no longer has) is replaced by a fresh one too; a freshly fetched ticket refused for
+ * its signature is not retried, since another from the same source would fail the same way.
+ * Attempts back off exponentially with jitter and are bounded.
  *
  * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
  * socket and a manual clock.
@@ -55,26 +58,49 @@ export interface SocketLike {
 /** Opens a socket to `url`. */
 export type SocketFactory = (url: string) => SocketLike;
 
-/** What to do after the connection ends. */
-export type ReconnectDecision = "stop" | "retry" | "fresh";
+/**
+ * What to do after the connection ends: 'retry' the same way (the token inside the grace window),
+ * 'renew' the ticket (fetch a new one, still presenting the token inside the grace window), join
+ * 'fresh' as a new player with a new ticket and no token, or 'stop'.
+ */
+export type ReconnectDecision = "stop" | "retry" | "renew" | "fresh";
+
+/** What the connection knows about the attempt a Kick ended. */
+export interface ReconnectContext {
+  /**
+   * True when the ticket presented had been used before (a resume or a retry with the ticket of an
+   * earlier join); false when it was fetched for this attempt.
+   */
+  ticketReused: boolean;
+}
 
 /**
  * The default reconnect policy for a Kick code (null = the socket closed without a Kick):
- * 'fresh' retries with a new ticket, 'retry' resumes with the token when still inside the grace
- * window, 'stop' gives up (the reason will not go away by retrying).
+ * 'retry' resumes with the token when still inside the grace window, 'renew' fetches a new ticket
+ * for a refusal a new ticket fixes, 'fresh' joins as a new player (the token was refused), 'stop'
+ * gives up (the reason will not go away by retrying).
+ *
+ * A reused ticket refused for its signature or key (BAD_TICKET, unknown or retired key) was signed
+ * with a key the host no longer has — typically a host restarted with a new key — so a new ticket
+ * fixes it; a ticket fetched for this very attempt refused that way would be refused again.
  */
-export function defaultReconnectPolicy(code: number | null): ReconnectDecision {
+export function defaultReconnectPolicy(
+  code: number | null,
+  context: ReconnectContext = { ticketReused: false },
+): ReconnectDecision {
   switch (code) {
     case null:
       return "retry";
     case KickCode.RECONNECT_REFUSED:
+      return "fresh";
     case KickCode.TICKET_EXPIRED:
     case KickCode.TICKET_REPLAYED:
     case KickCode.TICKET_NOT_YET_VALID:
-      return "fresh";
+      return "renew";
     case KickCode.BAD_TICKET:
     case KickCode.TICKET_UNKNOWN_KEY:
     case KickCode.TICKET_RETIRED_KEY:
+      return context.ticketReused ? "renew" : "stop";
     case KickCode.TICKET_BAD_ALGORITHM:
     case KickCode.TICKET_WRONG_ZONE:
     case KickCode.VERSION_MISMATCH:
@@ -107,14 +133,17 @@ export interface ReconnectOptions {
   /** Source of jitter in [0, 1) (default Math.random). */
   random?: () => number;
   /** Overrides {@link defaultReconnectPolicy}. */
-  policy?: (code: number | null) => ReconnectDecision;
+  policy?: (code: number | null, context: ReconnectContext) => ReconnectDecision;
 }
 
 /** Options of a {@link ZoneConnection}. */
 export interface ZoneConnectionOptions {
   /** WebSocket URL of the zone, e.g. `ws://127.0.0.1:7350/zones/arena-1`. */
   url: string;
-  /** Gets a fresh ticket from the app's backend (called for the first join and after the grace window). */
+  /**
+   * Gets a fresh ticket from the app's backend: called for the first join, after the grace window,
+   * and when the host refuses a resume for a reason a new ticket fixes.
+   */
   ticket: () => Promise<string>;
   /** Opens sockets (default: the global WebSocket). */
   socket?: SocketFactory;
@@ -291,6 +320,10 @@ export class ZoneConnection {
   private attempts = 0;
   private disconnectedAt: number | null = null;
   private forceFresh = false;
+  /** The next attempt fetches a new ticket (the last one was refused). */
+  private renewTicket = false;
+  /** Whether the ticket of the current attempt had been presented before. */
+  private ticketReused = false;
   private seq = 0;
   private lastAck = 0;
   private controlled: number | null = null;
@@ -471,11 +504,14 @@ export class ZoneConnection {
     this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
     let ticket: string;
     try {
-      if (this.mode === "fresh" || this.ticketValue === null) {
+      if (this.mode === "fresh" || this.ticketValue === null || this.renewTicket) {
         ticket = await this.opts.ticket();
         this.ticketValue = ticket;
+        this.renewTicket = false;
+        this.ticketReused = false;
       } else {
         ticket = this.ticketValue;
+        this.ticketReused = true;
       }
     } catch (e) {
       if (gen !== this.gen) return;
@@ -688,9 +724,11 @@ export class ZoneConnection {
     const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
     // A Kick lost in transit is still known from the close code (§6: 4000 + the Kick code).
     const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
-    let decision: ReconnectDecision = localError instanceof DecodeError ? "stop" : policy(kickCode);
+    let decision: ReconnectDecision =
+      localError instanceof DecodeError ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
     if (kickCode === KickCode.VERSION_MISMATCH) decision = "stop";
     if (decision === "fresh") this.forceFresh = true;
+    if (decision === "renew") this.renewTicket = true;
     const maxAttempts = this.opts.reconnect?.maxAttempts ?? 8;
     this.attempts += 1;
     const willReconnect = decision !== "stop" && this.attempts <= maxAttempts;

@@ -16,6 +16,7 @@ export * from "./messages.js";
 export * from "./mirror.js";
 export * from "./clock.js";
 export * from "./scheduler.js";
+export * from "./playout.js";
 export * from "./replica.js";
 export * from "./predictor.js";
 export * from "./connection.js";

@@ -7,6 +7,10 @@
  * every input the server has acknowledged (processed or refused: `seq ≤ ack`), and replays the rest.
  * When the replayed prediction differs from what was shown, the difference is either applied at once
  * ('snap') or shown as an offset that decays to zero over `easeMs` ('ease').
+ *
+ * With `stepMs` (how long one input moves the player, e.g. one tick), the drawn position moves from
+ * where it was to the newest prediction over that time instead of stepping there at once: inputs go at
+ * the tick rate, screens refresh faster, and a 30 Hz staircase on a 60 Hz screen looks like judder.
  */
 
 import type { ZoneConnection } from "./connection.js";
@@ -37,6 +41,11 @@ export interface PredictorOptions<S, I> {
   snapDistance?: number;
   /** Unacknowledged inputs kept (default 256); older ones are dropped and counted. */
   maxPending?: number;
+  /**
+   * How long one input's step takes on screen, ms (e.g. 1000 / tick rate). When set, inputs recorded
+   * with a time are drawn moving there over this long; unset, the prediction is drawn as is.
+   */
+  stepMs?: number;
 }
 
 interface PendingInput<I> {
@@ -46,7 +55,10 @@ interface PendingInput<I> {
 
 /** Predicts the controlled entity's state ahead of the server. */
 export class Predictor<S, I> {
-  private readonly opts: Required<Omit<PredictorOptions<S, I>, "step" | "position">>;
+  private readonly opts: Required<Omit<PredictorOptions<S, I>, "step" | "position" | "stepMs">>;
+  private readonly stepMs: number | null;
+  /** The drawn step in progress: from where (without the easing offset) and since when. */
+  private glide: { from: Point; at: number } | null = null;
   private readonly stepFn: (state: S, input: I) => S;
   private readonly positionFn: (state: S) => Point;
   private pending: Array<PendingInput<I>> = [];
@@ -73,6 +85,7 @@ export class Predictor<S, I> {
       snapDistance: options.snapDistance ?? Number.POSITIVE_INFINITY,
       maxPending: Math.max(1, options.maxPending ?? 256),
     };
+    this.stepMs = options.stepMs !== undefined && options.stepMs > 0 ? options.stepMs : null;
   }
 
   /** The predicted state (null before the first server state). */
@@ -85,8 +98,11 @@ export class Predictor<S, I> {
     return this.pending.map((p) => p.seq);
   }
 
-  /** Records an input that was sent with `seq` and applies it to the prediction. */
-  record(seq: number, input: I): void {
+  /**
+   * Records an input that was sent with `seq` and applies it to the prediction. With `nowMs` (and
+   * `stepMs` set) the drawn position glides from where it is now to the new prediction.
+   */
+  record(seq: number, input: I, nowMs?: number): void {
     if (seq <= this.lastSeq) return; // a replayed or stale seq would corrupt the replay order
     this.lastSeq = seq;
     this.pending.push({ seq, input });
@@ -94,7 +110,20 @@ export class Predictor<S, I> {
       this.pending.shift();
       this.overflowed += 1;
     }
-    if (this.predicted !== null) this.predicted = this.stepFn(this.predicted, input);
+    if (this.predicted === null) return;
+    const from = nowMs !== undefined && this.stepMs !== null ? this.rawPosition(nowMs) : null;
+    this.predicted = this.stepFn(this.predicted, input);
+    this.glide = from !== null && nowMs !== undefined ? { from, at: nowMs } : null;
+  }
+
+  /** Where the prediction is drawn at `nowMs` without the easing offset (mid-glide or at rest). */
+  private rawPosition(nowMs: number): Point | null {
+    if (this.predicted === null) return null;
+    const to = this.positionFn(this.predicted);
+    const g = this.glide;
+    if (g === null || this.stepMs === null) return to;
+    const alpha = Math.min(1, Math.max(0, (nowMs - g.at) / this.stepMs));
+    return { x: g.from.x + (to.x - g.from.x) * alpha, y: g.from.y + (to.y - g.from.y) * alpha };
   }
 
   /** Forgets an input the client never managed to send. */
@@ -129,6 +158,7 @@ export class Predictor<S, I> {
       this.predicted = null;
       this.base = null;
       this.offset = { x: 0, y: 0 };
+      this.glide = null;
       return;
     }
     this.base = server;
@@ -143,6 +173,8 @@ export class Predictor<S, I> {
     const ey = a.y - b.y;
     const err = Math.hypot(ex, ey);
     if (err === 0) return;
+    // A glide in progress moves with the prediction, so only the offset below shows the correction.
+    if (this.glide !== null) this.glide = { ...this.glide, from: { x: this.glide.from.x - ex, y: this.glide.from.y - ey } };
     this.corrections += 1;
     this.lastError = err;
     if (this.opts.smoothing === "snap" || err > this.opts.snapDistance) {
@@ -160,21 +192,22 @@ export class Predictor<S, I> {
     return { x: this.offset.x * k, y: this.offset.y * k };
   }
 
-  /** Where to draw the controlled entity at `nowMs`: the prediction plus any easing offset. */
+  /** Where to draw the controlled entity at `nowMs`: the prediction (gliding) plus any easing offset. */
   renderPosition(nowMs: number): Point | null {
-    if (this.predicted === null) return null;
-    const p = this.positionFn(this.predicted);
+    const p = this.rawPosition(nowMs);
+    if (p === null) return null;
     const o = this.offsetNow(nowMs);
     return { x: p.x + o.x, y: p.y + o.y };
   }
 
   /**
-   * Sends `input` (encoded by `encode`) on `conn` and records it; returns its seq, or null when the
-   * connection is not open (nothing is predicted then, since the server will never apply it).
+   * Sends `input` (encoded by `encode`) on `conn` and records it (at `nowMs`, see {@link record});
+   * returns its seq, or null when the connection is not open (nothing is predicted then, since the
+   * server will never apply it).
    */
-  send(conn: ZoneConnection, input: I, encode: (input: I) => Uint8Array): number | null {
+  send(conn: ZoneConnection, input: I, encode: (input: I) => Uint8Array, nowMs?: number): number | null {
     const seq = conn.sendInput(encode(input));
-    if (seq !== null) this.record(seq, input);
+    if (seq !== null) this.record(seq, input, nowMs);
     return seq;
   }
 
@@ -204,6 +237,7 @@ export class Predictor<S, I> {
     this.predicted = null;
     this.base = null;
     this.offset = { x: 0, y: 0 };
+    this.glide = null;
     this.lastSeq = 0;
   }
 }

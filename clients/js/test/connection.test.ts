@@ -227,6 +227,65 @@ describe("ZoneConnection reconnect", () => {
     assert.equal(closes.length, 2);
   });
 
+  it("rejoins with a fresh ticket when a restarted host refuses the old ticket and token", async () => {
+    const { sched, server, conn, tickets } = setup({ graceMs: 60_000 });
+    const kicks: number[] = [];
+    conn.on("kick", (k) => kicks.push(k.code));
+    const welcomes: Array<[number, boolean]> = [];
+    conn.on("welcome", (w, i) => welcomes.push([w.playerId, i.resumed]));
+    void conn.connect();
+    await advance(sched, 100);
+    // The host restarts with a new key: every ticket issued before is a bad signature now, and the
+    // reconnect tokens it held are gone.
+    server.checkTicket = (t) => (t === "ticket-1" ? KickCode.BAD_TICKET : null);
+    server.tokens.clear();
+    server.last.socket.drop();
+    await advance(sched, 5_000);
+    assert.equal(conn.state, "open");
+    assert.deepEqual(kicks, [KickCode.BAD_TICKET, KickCode.RECONNECT_REFUSED]);
+    const hellos = server.sessions.map((s) => s.received[0]).map((h) => (h?.type === "hello" ? [h.ticket, h.reconnectToken.length > 0] : null));
+    assert.deepEqual(hellos, [
+      ["ticket-1", false],
+      ["ticket-1", true], // resume: refused for its ticket
+      ["ticket-2", true], // a new ticket, still trying to resume: the token is unknown
+      ["ticket-3", false], // a fresh join
+    ]);
+    assert.equal(tickets(), 3);
+    assert.deepEqual(welcomes[welcomes.length - 1], [2, false]);
+    assert.equal(conn.sendInput(new Uint8Array([1])), 1, "a new player's inputs start at 1");
+  });
+
+  it("renews an expired ticket on a resume and keeps the same player", async () => {
+    const { sched, server, conn, tickets } = setup({ graceMs: 60_000 });
+    const welcomes: Array<[number, boolean]> = [];
+    conn.on("welcome", (w, i) => welcomes.push([w.playerId, i.resumed]));
+    void conn.connect();
+    await advance(sched, 100);
+    server.checkTicket = (t) => (t === "ticket-1" ? KickCode.TICKET_EXPIRED : null);
+    server.last.socket.drop();
+    await advance(sched, 5_000);
+    assert.equal(conn.state, "open");
+    assert.equal(tickets(), 2);
+    assert.deepEqual(welcomes, [
+      [1, false],
+      [1, true],
+    ]);
+  });
+
+  it("stops when a ticket fetched for this attempt is refused for its signature", async () => {
+    const { sched, server, conn, closes, tickets } = setup();
+    server.checkTicket = () => KickCode.BAD_TICKET;
+    const p = conn.connect();
+    await advance(sched, 5_000);
+    await assert.rejects(p);
+    assert.equal(conn.state, "closed");
+    assert.equal(tickets(), 1, "another ticket from the same source would be refused the same way");
+    assert.deepEqual(
+      closes.map((c) => c.willReconnect),
+      [false],
+    );
+  });
+
   it("gives up after the bounded number of attempts", async () => {
     const { sched, server, conn, closes } = setup({ maxAttempts: 3 });
     void conn.connect();

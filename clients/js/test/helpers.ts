@@ -157,10 +157,14 @@ export class FakeServer {
   /** Tokens the server honours: token hex → player id. */
   tokens = new Map<string, number>();
   refuseTokens = false;
+  /** Ticket check: a Kick code refusing `ticket`, or null to accept it (default: accept all). */
+  checkTicket: (ticket: string) => number | null = () => null;
   nextPlayer = 1;
   versionPick: number | null = null;
   /** Answer the client's first Ping before sending the BASELINE (the protocol allows it). */
   pongBeforeBaseline = false;
+  /** Patch ticks sent no Delta (as a host behind a slow link does: the next Delta covers them). */
+  skipPatch: (tick: number) => boolean = () => false;
   /** Server-side input rule: applied to the controlled entity for each input. */
   applyInput: (e: FakeEntity, payload: Uint8Array, seq: number) => void = () => {};
 
@@ -203,6 +207,12 @@ export class FakeServer {
         const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v === 2));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
+          s.socket.drop(1000);
+          return;
+        }
+        const refusal = this.checkTicket(m.ticket);
+        if (refusal !== null) {
+          this.send(s, { type: "kick", code: refusal, reason: "ticket refused" });
           s.socket.drop(1000);
           return;
         }
@@ -332,7 +342,7 @@ export class FakeServer {
   step(simulate: (tick: number) => void = () => {}): void {
     this.tick += 1;
     simulate(this.tick);
-    if (this.tick % this.patchEvery === 0) {
+    if (this.tick % this.patchEvery === 0 && !this.skipPatch(this.tick)) {
       for (const s of this.sessions) if (s.welcomed && !s.socket.closed) this.sendDelta(s);
     }
   }

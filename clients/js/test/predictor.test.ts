@@ -109,3 +109,39 @@ describe("Predictor", () => {
     assert.deepEqual(p.state, { qx: 11 });
   });
 });
+
+describe("Predictor drawing between predicted steps", () => {
+  const make = () =>
+    new Predictor<S, number>({
+      step: (s, dx) => ({ qx: s.qx + dx }),
+      position: (s): Point => ({ x: s.qx, y: 0 }),
+      smoothing: "ease",
+      easeMs: 100,
+      stepMs: 32,
+    });
+
+  it("glides to each new prediction over one step instead of stepping at the input rate", () => {
+    const p = make();
+    p.reconcile(0, { qx: 0 }, 0);
+    p.record(1, 1, 0);
+    // A 60 Hz screen draws two frames per 30 Hz input: half way, then there.
+    assert.deepEqual([p.renderPosition(0)?.x, p.renderPosition(16)?.x, p.renderPosition(32)?.x, p.renderPosition(48)?.x], [0, 0.5, 1, 1]);
+    p.record(2, 1, 48);
+    assert.deepEqual([p.renderPosition(48)?.x, p.renderPosition(64)?.x, p.renderPosition(80)?.x], [1, 1.5, 2]);
+    // Without a time, an input is drawn at once (the predictor cannot know when it happened).
+    p.record(3, 1);
+    assert.equal(p.renderPosition(80)?.x, 3);
+  });
+
+  it("a correction mid-glide keeps the drawn position where it was and eases out", () => {
+    const p = make();
+    p.reconcile(0, { qx: 0 }, 0);
+    p.record(1, 1, 0);
+    const shown = p.renderPosition(16)?.x;
+    // The server says the player is 10 units further than predicted: no jump at that instant.
+    p.reconcile(0, { qx: 10 }, 16);
+    assert.equal(p.renderPosition(16)?.x, shown);
+    // Glide finished and ease over: drawn where the replayed prediction is.
+    assert.equal(p.renderPosition(200)?.x, 11);
+  });
+});

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { ManualScheduler, Replica, ZoneConnection, type ReplicaFrame } from "../src/index.js";
-import { FakeServer, flush } from "./helpers.js";
+import { FakeServer, flush, rng } from "./helpers.js";
 
 const STEP = Math.fround(0.01);
 
@@ -94,5 +94,154 @@ describe("Replica interpolation", () => {
     assert.ok(calm >= 50 && calm < 60, `calm delay ${calm}`);
     assert.ok(jittery > calm + 20, `jittery delay ${jittery} vs calm ${calm}`);
     assert.equal(wild, 100, "clamped to max");
+  });
+});
+
+describe("Replica with patches the host coalesced", () => {
+  it("spreads a move one Delta reports for several ticks over all of them (no hold, then jump)", async () => {
+    const sched = new ManualScheduler(1000);
+    const server = new FakeServer(sched, () => 30);
+    server.entities.set(500, { kind: 0, qx: 0, qy: 0, fields: [100, "runner"] });
+    server.run((tick) => {
+      const e = server.entities.get(500);
+      if (e !== undefined) e.qx = 6 * tick;
+    });
+    const start = server.tick;
+    // Every 10th stretch of 4 ticks goes without a Delta.
+    server.skipPatch = (tick) => tick > start + 20 && tick % 10 < 4;
+    const conn = new ZoneConnection({ url: "ws://t", ticket: async () => "t", socket: server.factory, scheduler: sched });
+    const replica = new Replica(conn.clock, { minDelayMs: 200 });
+    replica.attach(conn);
+    void conn.connect();
+    let checked = 0;
+    for (let t = 0; t < 4000; t += 16) {
+      await flush();
+      sched.advance(16);
+      const f = replica.frame(sched.now());
+      const e = f.entities.get(500);
+      if (e === undefined || f.renderTick < start + 30) continue;
+      assert.ok(Math.abs(e.x - 6 * f.renderTick * STEP) < 1e-6, `x at ${f.renderTick}: ${e.x}`);
+      checked += 1;
+    }
+    conn.close();
+    assert.ok(checked > 100);
+  });
+});
+
+describe("Replica under loss", () => {
+  /**
+   * A zone whose entity 500 runs back and forth (6 quanta per tick, turning every 30 ticks), seen
+   * through a link with 150 ms ± 10 ms one-way latency where 2 % of messages are lost and
+   * retransmitted 300 ms later, holding back every message behind them (TCP head-of-line blocking).
+   */
+  async function lossyRun(seconds: number, onFrame: (f: ReplicaFrame, now: number, truth: (tick: number) => number) => void): Promise<Replica> {
+    const sched = new ManualScheduler(1000);
+    const r = rng(7);
+    const server = new FakeServer(sched, () => 150 + r() * 10 + (r() < 0.02 ? 300 : 0));
+    const truthQ = (tick: number): number => {
+      const phase = ((tick % 60) + 60) % 60;
+      return 6 * (phase < 30 ? phase : 60 - phase);
+    };
+    server.entities.set(500, { kind: 0, qx: 0, qy: 0, fields: [100, "runner"] });
+    server.run((tick) => {
+      const e = server.entities.get(500);
+      if (e !== undefined) e.qx = truthQ(tick);
+    });
+    const conn = new ZoneConnection({ url: "ws://t", ticket: async () => "t", socket: server.factory, scheduler: sched });
+    const replica = new Replica(conn.clock);
+    replica.attach(conn);
+    void conn.connect();
+    // Truth between ticks is the straight line between them, as the zone's positions are per tick.
+    const truth = (tick: number): number => {
+      const t0 = Math.floor(tick);
+      return (truthQ(t0) + (truthQ(t0 + 1) - truthQ(t0)) * (tick - t0)) * STEP;
+    };
+    for (let t = 0; t < seconds * 1000; t += 16) {
+      await flush();
+      sched.advance(16);
+      onFrame(replica.frame(sched.now()), sched.now(), truth);
+    }
+    conn.close();
+    return replica;
+  }
+
+  it("adapts the delay to head-of-line stalls: after warm-up no freeze over 100 ms and no jump over two ticks' travel", async () => {
+    const WARMUP_MS = 10_000;
+    const twoTicks = 2 * 6 * STEP;
+    let startedAt: number | null = null;
+    let last: { x: number; at: number } | null = null;
+    let stillSince: number | null = null;
+    let longestFreeze = 0;
+    let largestStep = 0;
+    const errors: number[] = [];
+    let delayAfterWarmup = 0;
+    const replica = await lossyRun(40, (f, now, truth) => {
+      startedAt ??= now;
+      const e = f.entities.get(500);
+      if (e === undefined || now - startedAt < WARMUP_MS) return;
+      delayAfterWarmup = Math.max(delayAfterWarmup, f.delayMs);
+      errors.push(Math.abs(e.x - truth(f.renderTick)));
+      if (last !== null) {
+        const step = Math.abs(e.x - last.x);
+        largestStep = Math.max(largestStep, step);
+        if (step < 1e-9) {
+          stillSince ??= last.at;
+          longestFreeze = Math.max(longestFreeze, now - stillSince);
+        } else stillSince = null;
+      }
+      last = { x: e.x, at: now };
+    });
+    errors.sort((a, b) => a - b);
+    const p99 = errors[Math.floor(0.99 * (errors.length - 1))] ?? Number.NaN;
+    console.log(
+      `lossy link: delay ${replica.delayMs.toFixed(0)} ms, longest freeze ${longestFreeze} ms, largest frame step ` +
+        `${largestStep.toFixed(3)} (bound ${twoTicks.toFixed(3)}), p99 position error ${p99.toFixed(3)} units, ` +
+        `${replica.extrapolatedFrames} frames extrapolated`,
+    );
+    assert.ok(errors.length > 1000, "the runner was drawn through the measured run");
+    assert.ok(delayAfterWarmup > 200, `the delay grew to cover the 300 ms stalls (${delayAfterWarmup} ms)`);
+    assert.ok(delayAfterWarmup <= 500, "and stayed within the maximum");
+    assert.ok(longestFreeze <= 100, `froze for ${longestFreeze} ms`);
+    assert.ok(largestStep <= twoTicks, `jumped ${largestStep} units in one frame`);
+  });
+
+  it("extrapolates a moving entity a bounded amount past late data and blends the correction", async () => {
+    const sched = new ManualScheduler(1000);
+    // Calm for 5 s (the delay settles at its minimum), then one stall of 400 ms.
+    let stallAt = Number.POSITIVE_INFINITY;
+    const server = new FakeServer(sched, () => (sched.now() >= stallAt && sched.now() < stallAt + 40 ? 400 : 30));
+    server.entities.set(500, { kind: 0, qx: 0, qy: 0, fields: [100, "runner"] });
+    let turnTick = Number.POSITIVE_INFINITY;
+    server.run((tick) => {
+      const e = server.entities.get(500);
+      // Runs right at 6 quanta per tick; turns back at `turnTick`, during the stall.
+      if (e !== undefined) e.qx += tick < turnTick ? 6 : -6;
+    });
+    const conn = new ZoneConnection({ url: "ws://t", ticket: async () => "t", socket: server.factory, scheduler: sched });
+    const replica = new Replica(conn.clock, { maxExtrapolationMs: 100, blendMs: 100 });
+    replica.attach(conn);
+    void conn.connect();
+    const xs: number[] = [];
+    let maxAhead = 0;
+    for (let t = 0; t < 8000; t += 16) {
+      await flush();
+      if (t === 5008) {
+        stallAt = sched.now();
+        turnTick = server.tick + 3;
+      }
+      sched.advance(16);
+      const f = replica.frame(sched.now());
+      maxAhead = Math.max(maxAhead, f.extrapolatedTicks);
+      const e = f.entities.get(500);
+      if (e !== undefined && t >= 4000) xs.push(e.x);
+    }
+    conn.close();
+    assert.ok(replica.extrapolatedFrames > 0, "the stall was bridged by extrapolating");
+    assert.ok(maxAhead > 0 && maxAhead <= 3 + 1e-9, `extrapolated at most 100 ms = 3 ticks (${maxAhead})`);
+    let largest = 0;
+    for (let i = 1; i < xs.length; i++) largest = Math.max(largest, Math.abs((xs[i] ?? 0) - (xs[i - 1] ?? 0)));
+    // The guess ran on while the entity had turned back: the correction is spread, never jumped.
+    assert.ok(largest <= 2 * 6 * STEP, `largest frame step ${largest}`);
+    assert.ok(replica.delayMs > 50, "the stall raised the delay");
   });
 });

@@ -25,6 +25,10 @@
 //!     match event {
 //!         Event::Delta(patch) => {
 //!             replica.apply(&patch);
+//!             // How late patches arrive sizes the interpolation delay.
+//!             if let Some(now) = conn.server_tick_now() {
+//!                 replica.note_arrival(patch.tick, now);
+//!             }
 //!             if let Some(me) = patch.spawns.iter().find(|s| s.id == 5) {
 //!                 predictor.reconcile(patch.ack, (me.x, me.y), conn.now_us());
 //!             }

@@ -3,8 +3,11 @@
 //! Patches arrive in bursts and late; drawing them as they come makes motion stutter. The replica
 //! keeps a short history of positions per entity and draws everything `delay` ticks behind the
 //! estimated server time, between the two samples around that instant. The delay covers the one-way
-//! latency, one patch interval and a multiple of the measured jitter, and it slews (never jumps), so
-//! the drawn timeline never runs backwards. Spawns, despawns and field changes are held until the
+//! latency, one patch interval and the larger of a multiple of the measured jitter and the spread of
+//! recent patches' ages on arrival ([`Replica::note_arrival`]): on a WebSocket a lost packet holds
+//! every later one back until TCP retransmits it, and those stalls, not the mean jitter, are what
+//! the delay must cover. It slews (never jumps; faster up than down), so the drawn timeline never
+//! runs backwards. Spawns, despawns and field changes are held until the
 //! drawn time reaches the tick they happened at, so they line up with the motion.
 //!
 //! Pure: time enters as [`Timing`], patches through [`Replica::apply`] or the begin/spawn/update/
@@ -28,8 +31,14 @@ pub struct ReplicaConfig {
     pub max_delay_ticks: f64,
     /// How many jitters of margin the delay keeps.
     pub jitter_factor: f64,
-    /// How fast the delay may change, as a fraction of elapsed time (0.1 = time runs at 0.9×–1.1×).
+    /// How fast the delay may shrink, as a fraction of elapsed time (0.05 = time runs at up to 1.05×).
     pub slew: f64,
+    /// How fast the delay may grow, as a fraction of elapsed time (0.25 = time runs at down to 0.75×).
+    pub grow_slew: f64,
+    /// Patch arrivals whose age counts towards the delay (the most recent ones).
+    pub arrival_window: usize,
+    /// Quantile of the arrival ages' spread the delay covers (0.99: all but the rarest stalls).
+    pub arrival_quantile: f64,
     /// Position samples kept per entity; older ones are dropped (and counted) beyond it.
     pub buffer_capacity: usize,
     /// Pending field changes kept per entity; older ones are applied early (and counted) beyond it.
@@ -46,17 +55,22 @@ impl ReplicaConfig {
             min_delay_ticks: f64::from(patch_every),
             max_delay_ticks: f64::from(tick_hz.max(patch_every)),
             jitter_factor: 2.0,
-            slew: 0.1,
+            slew: 0.05,
+            grow_slew: 0.25,
+            // Ten seconds of patches.
+            arrival_window: (10 * tick_hz.max(1) / patch_every).max(16) as usize,
+            arrival_quantile: 0.99,
             buffer_capacity: 64,
             pending_capacity: 64,
         }
     }
 
-    /// The delay this config aims for given the measured one-way latency and jitter (ticks).
-    pub fn target_delay(&self, one_way_ticks: f64, jitter_ticks: f64) -> f64 {
+    /// The delay this config aims for given the measured one-way latency and jitter, and the
+    /// spread of arrival ages (all in ticks).
+    pub fn target_delay(&self, one_way_ticks: f64, jitter_ticks: f64, spread_ticks: f64) -> f64 {
         let want = one_way_ticks.max(0.0)
             + f64::from(self.patch_every)
-            + self.jitter_factor * jitter_ticks.max(0.0);
+            + (self.jitter_factor * jitter_ticks.max(0.0)).max(spread_ticks.max(0.0));
         want.clamp(
             self.min_delay_ticks,
             self.max_delay_ticks.max(self.min_delay_ticks),
@@ -142,6 +156,10 @@ pub struct Replica {
     cfg: ReplicaConfig,
     entities: BTreeMap<u32, Entity>,
     patch_tick: u64,
+    /// Tick of the patch before the current one (None before the second patch).
+    prev_patch_tick: Option<u64>,
+    /// Tick of the last patch begun.
+    last_patch_tick: Option<u64>,
     baseline: bool,
     delay: Option<f64>,
     last_server_tick: f64,
@@ -151,6 +169,8 @@ pub struct Replica {
     /// Ids `clear()` removed while visible, reported in the next frame's `left`.
     queued_left: Vec<u32>,
     stats: ReplicaStats,
+    /// Ages of recent patches on arrival (estimated server tick then, minus the patch's tick).
+    arrival_ages: VecDeque<f64>,
 }
 
 impl Replica {
@@ -160,6 +180,8 @@ impl Replica {
             cfg,
             entities: BTreeMap::new(),
             patch_tick: 0,
+            prev_patch_tick: None,
+            last_patch_tick: None,
             baseline: false,
             delay: None,
             last_server_tick: f64::NEG_INFINITY,
@@ -168,7 +190,34 @@ impl Replica {
             left: Vec::new(),
             queued_left: Vec::new(),
             stats: ReplicaStats::default(),
+            arrival_ages: VecDeque::new(),
         }
+    }
+
+    /// Records that the patch for `tick` arrived when the server was (by the clock's estimate) at
+    /// `server_tick`: call it as each patch is received. The spread of these ages — how much later
+    /// than the fastest recent patch the slow ones arrive — sizes the delay.
+    pub fn note_arrival(&mut self, tick: u64, server_tick: f64) {
+        if !server_tick.is_finite() {
+            return;
+        }
+        self.arrival_ages.push_back(server_tick - tick as f64);
+        while self.arrival_ages.len() > self.cfg.arrival_window.max(2) {
+            self.arrival_ages.pop_front();
+        }
+    }
+
+    /// How much later than the fastest recent patch nearly all of them arrived (ticks; the
+    /// configured quantile of the ages minus their minimum), 0 without arrivals.
+    pub fn arrival_spread_ticks(&self) -> f64 {
+        let mut ages: Vec<f64> = self.arrival_ages.iter().copied().collect();
+        if ages.is_empty() {
+            return 0.0;
+        }
+        ages.sort_by(f64::total_cmp);
+        let q = self.cfg.arrival_quantile.clamp(0.0, 1.0);
+        let i = ((ages.len() - 1) as f64 * q).floor() as usize;
+        ages[i.min(ages.len() - 1)] - ages[0]
     }
 
     /// The configuration.
@@ -195,6 +244,8 @@ impl Replica {
     /// spawn again; entities it spawns again keep their history, so a resume does not flicker.
     pub fn begin_patch(&mut self, tick: u64, baseline: bool) {
         self.patch_tick = tick;
+        self.prev_patch_tick = self.last_patch_tick;
+        self.last_patch_tick = Some(tick);
         self.baseline = baseline;
         if baseline {
             for e in self.entities.values_mut() {
@@ -206,19 +257,12 @@ impl Replica {
     /// An entity entered the view at the current patch's tick.
     pub fn spawn(&mut self, id: u32, kind: u32, x: f32, y: f32, fields: Vec<FieldValue>) {
         let tick = self.patch_tick;
+        let hold = self.hold_from(tick);
         if let Some(e) = self.entities.get_mut(&id) {
             if e.kind == kind && e.despawn_tick.is_none() {
                 // Same entity again (a baseline after a resume): a fresh sample and the full state.
                 e.seen = true;
-                push_sample(
-                    &mut e.samples,
-                    &self.cfg,
-                    &mut self.stats,
-                    tick,
-                    self.cfg.patch_every,
-                    x,
-                    y,
-                );
+                push_sample(&mut e.samples, &self.cfg, &mut self.stats, tick, hold, x, y);
                 for (i, v) in fields.into_iter().enumerate() {
                     let i = u8::try_from(i).unwrap_or(u8::MAX);
                     push_pending(e, &self.cfg, &mut self.stats, tick, i, v);
@@ -252,6 +296,15 @@ impl Replica {
         );
     }
 
+    /// Where an entity a patch moves was still known to stand: at the previous patch (a host that
+    /// fell behind a slow link sends one patch for several, so that may be more than one patch
+    /// interval back), or one patch interval back before there was a previous patch.
+    fn hold_from(&self, tick: u64) -> f64 {
+        self.prev_patch_tick
+            .filter(|&p| p < tick)
+            .map_or(tick as f64 - f64::from(self.cfg.patch_every), |p| p as f64)
+    }
+
     /// An entity already known changed at the current patch's tick.
     pub fn update(
         &mut self,
@@ -260,20 +313,13 @@ impl Replica {
         fields: impl IntoIterator<Item = (u8, FieldValue)>,
     ) {
         let tick = self.patch_tick;
+        let hold = self.hold_from(tick);
         let Some(e) = self.entities.get_mut(&id) else {
             self.stats.unknown_updates += 1;
             return;
         };
         if let Some((x, y)) = pos {
-            push_sample(
-                &mut e.samples,
-                &self.cfg,
-                &mut self.stats,
-                tick,
-                self.cfg.patch_every,
-                x,
-                y,
-            );
+            push_sample(&mut e.samples, &self.cfg, &mut self.stats, tick, hold, x, y);
         }
         for (i, v) in fields {
             push_pending(e, &self.cfg, &mut self.stats, tick, i, v);
@@ -310,6 +356,9 @@ impl Replica {
                 .map(|(&id, _)| id),
         );
         self.entities.clear();
+        self.arrival_ages.clear();
+        self.prev_patch_tick = None;
+        self.last_patch_tick = None;
         self.delay = None;
         self.render_tick = f64::NEG_INFINITY;
         self.last_server_tick = f64::NEG_INFINITY;
@@ -318,15 +367,18 @@ impl Replica {
     /// Advances the drawn time and recomputes every entity's drawn state, `entered` and `left`.
     /// Returns the drawn tick.
     pub fn frame(&mut self, timing: Timing) -> f64 {
-        let target = self
-            .cfg
-            .target_delay(timing.one_way_ticks, timing.jitter_ticks);
+        let target = self.cfg.target_delay(
+            timing.one_way_ticks,
+            timing.jitter_ticks,
+            self.arrival_spread_ticks(),
+        );
         let delay = match self.delay {
             None => target,
             Some(d) => {
                 let elapsed = (timing.server_tick - self.last_server_tick).max(0.0);
-                let step = self.cfg.slew * elapsed;
-                d + (target - d).clamp(-step, step)
+                let down = self.cfg.slew * elapsed;
+                let up = self.cfg.grow_slew * elapsed;
+                d + (target - d).clamp(-down, up)
             }
         };
         self.delay = Some(delay);
@@ -442,14 +494,14 @@ fn view(id: u32, e: &Entity) -> EntityView<'_> {
 }
 
 /// Adds a position sample at `tick`. If the entity was last sampled before the previous patch, it
-/// stood still in between (otherwise that patch would have moved it): a hold sample one patch
-/// earlier keeps the interpolation from smearing the move over the whole quiet stretch.
+/// stood still in between (otherwise that patch would have moved it): a hold sample at `hold` (the
+/// previous patch) keeps the interpolation from smearing the move over the whole quiet stretch.
 fn push_sample(
     samples: &mut VecDeque<Sample>,
     cfg: &ReplicaConfig,
     stats: &mut ReplicaStats,
     tick: u64,
-    patch_every: u32,
+    hold: f64,
     x: f32,
     y: f32,
 ) {
@@ -463,7 +515,6 @@ fn push_sample(
             }
             return;
         }
-        let hold = t - f64::from(patch_every);
         if last.tick < hold {
             samples.push_back(Sample {
                 tick: hold,

@@ -70,10 +70,29 @@ fn a_quiet_stretch_is_held_not_smeared() {
     let mut r = replica();
     r.apply(&spawned(10, 1, 0.0, 0.0, true));
     // Patches at 12 and 14 said nothing about entity 1: it stood still until 14.
+    r.apply(&Patch {
+        tick: 12,
+        ..Patch::default()
+    });
+    r.apply(&Patch {
+        tick: 14,
+        ..Patch::default()
+    });
     r.apply(&moved(16, 1, 6.0, 0.0));
     draw(&mut r, 14.0);
     assert_eq!(pos(&r, 1), (0.0, 0.0));
     draw(&mut r, 15.0);
+    assert_eq!(pos(&r, 1), (3.0, 0.0));
+}
+
+#[test]
+fn a_patch_covering_several_is_spread_over_them() {
+    // A host behind a slow link sends one patch for ticks 12..=16: the move it reports happened
+    // somewhere after 10, the last patch received, so it is drawn over that whole stretch.
+    let mut r = replica();
+    r.apply(&spawned(10, 1, 0.0, 0.0, true));
+    r.apply(&moved(16, 1, 6.0, 0.0));
+    draw(&mut r, 13.0);
     assert_eq!(pos(&r, 1), (3.0, 0.0));
 }
 
@@ -138,7 +157,7 @@ fn delay_adapts_to_jitter_by_slewing_and_time_never_runs_backwards() {
     });
     assert_eq!(r.delay_ticks(), Some(3.5));
     // Jitter of 3 ticks: the target becomes 1.5 + 2 + 2·3 = 9.5 ticks.
-    assert_eq!(cfg.target_delay(1.5, 3.0), 9.5);
+    assert_eq!(cfg.target_delay(1.5, 3.0, 0.0), 9.5);
     let mut last_render = r.render_tick();
     let mut last_delay = 3.5;
     for _ in 0..200 {
@@ -150,8 +169,8 @@ fn delay_adapts_to_jitter_by_slewing_and_time_never_runs_backwards() {
         });
         let d = r.delay_ticks().unwrap();
         assert!(
-            d - last_delay <= 0.1 + 1e-9,
-            "slews at most 10% of elapsed time"
+            d - last_delay <= 0.25 + 1e-9,
+            "grows at most 25% of elapsed time"
         );
         assert!(render >= last_render, "drawn time never goes back");
         last_render = render;
@@ -159,7 +178,7 @@ fn delay_adapts_to_jitter_by_slewing_and_time_never_runs_backwards() {
     }
     assert!((last_delay - 9.5).abs() < 1e-9);
     // Clamped to one second (30 ticks) however bad the jitter.
-    assert_eq!(cfg.target_delay(10.0, 100.0), 30.0);
+    assert_eq!(cfg.target_delay(10.0, 100.0, 0.0), 30.0);
     // A clock estimate stepping back does not move the drawn time back.
     let before = r.render_tick();
     r.frame(Timing {
@@ -168,6 +187,41 @@ fn delay_adapts_to_jitter_by_slewing_and_time_never_runs_backwards() {
         jitter_ticks: 3.0,
     });
     assert_eq!(r.render_tick(), before);
+}
+
+#[test]
+fn delay_covers_head_of_line_stalls_measured_on_arrival() {
+    // 30 Hz, a patch every tick; 5 ticks of latency. Every 50th patch is lost once and retransmitted
+    // 9 ticks (300 ms) later, holding back the ones behind it, as TCP does.
+    let mut r = Replica::new(ReplicaConfig::for_zone(30, 1));
+    r.apply(&spawned(0, 1, 0.0, 0.0, true));
+    let mut held_until = 0u64;
+    let mut delays = Vec::new();
+    for tick in 1..=900u64 {
+        let mut arrives = tick + 5;
+        if tick % 50 == 0 {
+            arrives += 9;
+        }
+        held_until = held_until.max(arrives);
+        r.apply(&moved(tick, 1, tick as f32, 0.0));
+        r.note_arrival(tick, held_until as f64);
+        r.frame(Timing {
+            server_tick: tick as f64 + 5.0,
+            one_way_ticks: 5.0,
+            jitter_ticks: 0.5,
+        });
+        delays.push(r.delay_ticks().unwrap());
+    }
+    assert_eq!(r.arrival_spread_ticks(), 9.0, "the stall is measured");
+    let last = *delays.last().unwrap();
+    // One-way latency, one patch and the 9-tick stall.
+    assert!((last - 15.0).abs() < 1e-9, "delay {last}");
+    // Without arrivals noted (or with a calm link) only latency, patch and jitter count.
+    let calm = ReplicaConfig::for_zone(30, 1).target_delay(5.0, 0.5, 0.0);
+    assert_eq!(calm, 7.0);
+    // After a fresh join the old link's stalls no longer count.
+    r.clear();
+    assert_eq!(r.arrival_spread_ticks(), 0.0);
 }
 
 #[test]
@@ -188,8 +242,8 @@ fn baseline_after_resume_keeps_history_and_drops_the_unseen() {
     r.apply(&spawned(20, 1, 10.0, 0.0, true));
     draw(&mut r, 19.0);
     assert!(r.entered().is_empty(), "entity 1 continues, no flicker");
-    // Tick 10 → 18 held, then the move over the last patch interval.
-    assert_eq!(pos(&r, 1), (5.0, 0.0));
+    // Nothing was received between 10 and 20: the move is spread over the gap.
+    assert_eq!(pos(&r, 1), (9.0, 0.0));
     assert!(r.get(2).is_some());
     draw(&mut r, 20.0);
     assert_eq!(r.left(), &[2]);

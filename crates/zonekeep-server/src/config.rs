@@ -57,7 +57,8 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Simulation threads; 0 = one per core. Default 0.
     pub sim_threads: usize,
-    /// Dev mode: `/dev/ticket` and `/dev/netsim` routes exist. Default false.
+    /// Dev mode: `/dev/ticket` and `/dev/netsim` routes exist, and without a configured ticket key
+    /// the host keeps its own in `data_dir/dev-ticket.key` (created once, reused). Default false.
     pub dev: bool,
     /// Total open TCP connections; more are closed at accept. Default 10000.
     pub max_connections: usize,

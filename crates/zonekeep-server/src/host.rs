@@ -63,6 +63,9 @@ pub enum HostError {
     /// An I/O failure (thread spawn, socket).
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// Dev mode could not load or create its ticket key in the data directory.
+    #[error(transparent)]
+    DevKey(#[from] crate::dev_key::DevKeyError),
 }
 
 /// What the accept loop knows about a connection, passed to handlers.
@@ -282,7 +285,7 @@ impl HostBuilder {
         }
         let ring = match config.key_ring()? {
             Some(r) => r,
-            None if config.dev => dev_key_ring()?,
+            None if config.dev => dev_key_ring(&config.data_dir)?,
             None => return Err(HostError::NoTicketKey),
         };
         let verifier = Verifier::new(ring, config.ticket_policy(), config.ticket_replay_capacity);
@@ -335,12 +338,11 @@ impl HostBuilder {
     }
 }
 
-/// A random key for dev mode when none is configured (tickets die with the process).
-fn dev_key_ring() -> Result<KeyRing, HostError> {
-    let mut secret = [0u8; 32];
-    getrandom::fill(&mut secret)
-        .map_err(|e| HostError::Io(std::io::Error::other(e.to_string())))?;
-    let key = TicketKey::new("dev", secret.to_vec(), false).map_err(ConfigError::from)?;
+/// The dev-mode key when none is configured: kept in the data directory, so the tickets a page
+/// holds stay valid across a restart of the host.
+fn dev_key_ring(data_dir: &std::path::Path) -> Result<KeyRing, HostError> {
+    let secret = crate::dev_key::load_or_create(data_dir)?;
+    let key = TicketKey::new("dev", secret, false).map_err(ConfigError::from)?;
     Ok(KeyRing::new(vec![key]).map_err(ConfigError::from)?)
 }
 

@@ -26,6 +26,7 @@ pub mod config;
 pub mod conn;
 pub mod conn_limit;
 mod dev;
+pub mod dev_key;
 pub mod error;
 pub mod examples;
 mod host;

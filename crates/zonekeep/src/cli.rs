@@ -61,8 +61,9 @@ struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:7350].
     #[arg(long, env = "ZONEKEEP_LISTEN")]
     listen: Option<SocketAddr>,
-    /// Dev mode: /dev/ticket mints guest tickets, /dev/netsim simulates bad networks; a random ticket
-    /// key is generated when none is configured; implies --dev-kinds.
+    /// Dev mode: /dev/ticket mints guest tickets, /dev/netsim simulates bad networks; when no ticket
+    /// key is configured, one is created in the data directory (dev-ticket.key) and reused; implies
+    /// --dev-kinds.
     #[arg(long, env = "ZONEKEEP_DEV")]
     dev: bool,
     /// Also register the dev and bench zone kinds (dots, ledger-test, arena-workload,

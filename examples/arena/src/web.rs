@@ -45,6 +45,7 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("sdk/index.js", JS),
     file!("sdk/messages.js", JS),
     file!("sdk/mirror.js", JS),
+    file!("sdk/playout.js", JS),
     file!("sdk/predictor.js", JS),
     file!("sdk/quant.js", JS),
     file!("sdk/replica.js", JS),

@@ -65,9 +65,22 @@ fn invites_reconnect(code: KickCode) -> bool {
     )
 }
 
-/// Kick codes a fresh ticket may cure.
-fn is_ticket_problem(code: KickCode) -> bool {
-    (1..=8).contains(&code.0)
+/// Kick codes a new ticket cures whoever issued the refused one: it aged out or was used up.
+fn ticket_expired(code: KickCode) -> bool {
+    matches!(
+        code,
+        KickCode::TICKET_EXPIRED | KickCode::TICKET_NOT_YET_VALID | KickCode::TICKET_REPLAYED
+    )
+}
+
+/// Kick codes refusing a ticket's signature or key. On a ticket the host accepted before, they
+/// mean the host no longer has that key (it restarted with another one), which a new ticket cures;
+/// on a ticket fetched for this very attempt, another from the same source would fail the same way.
+fn ticket_key_refused(code: KickCode) -> bool {
+    matches!(
+        code,
+        KickCode::BAD_TICKET | KickCode::TICKET_UNKNOWN_KEY | KickCode::TICKET_RETIRED_KEY
+    )
 }
 
 pub(crate) struct Driver {

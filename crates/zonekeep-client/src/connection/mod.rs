@@ -90,7 +90,9 @@ pub struct ConnectOptions {
     pub handshake_timeout: Duration,
     /// Reconnect behaviour.
     pub reconnect: ReconnectPolicy,
-    /// Where fresh tickets come from after the grace window; `None` = give up then.
+    /// Where fresh tickets come from: after the grace window, when the host refuses the reconnect
+    /// token (e.g. it restarted), and when it refuses the ticket of a resume for a reason a new
+    /// ticket fixes. `None` = give up then.
     pub fresh_ticket: Option<TicketSource>,
     /// Network simulation applied to messages in each direction (the handshake is not delayed).
     pub netsim: NetSimConfig,

@@ -22,6 +22,8 @@ const F_SCORE = 2;
 const F_CONNECTED = 3;
 /** Milliseconds per input: one input moves the player for one tick. */
 const INPUT_MS = 1000 / TICK_HZ;
+/** Entries a {@link MotionTrace} list keeps (a minute at 60 frames per second). */
+const TRACE_MAX = 3600;
 /** Longest name the dev ticket route takes, in bytes. */
 const MAX_NAME_BYTES = 32;
 /** `raw` cut to what the dev ticket route accepts: letters, digits, `-` and `_`, at most 32 bytes. */
@@ -65,6 +67,7 @@ const debug = {
     corrections: 0,
     lastCorrection: 0,
     inputsSent: 0,
+    ack: 0,
     rttMs: Number.NaN,
     others: {},
     motion: {},
@@ -75,6 +78,9 @@ const debug = {
     banners: [],
     myName: name,
     myHue: 0,
+    delayMs: 0,
+    extrapolatedFrames: 0,
+    trace: { entity: null, frames: [], samples: [] },
 };
 window.arena = debug;
 /**
@@ -179,8 +185,21 @@ const predictor = new Predictor({
     smoothing: "ease",
     easeMs: 120,
     snapDistance: 4,
+    // Inputs go at the tick rate; the player glides between them on faster screens.
+    stepMs: INPUT_MS,
 });
 predictor.attach(conn, (e, mirror) => ({ x: mirror.x(e), y: mirror.y(e) }));
+function pushBounded(list, item) {
+    list.push(item);
+    if (list.length > TRACE_MAX)
+        list.shift();
+}
+conn.on("delta", (d, info) => {
+    const id = debug.trace.entity;
+    const e = id === null ? undefined : info.mirror.get(id);
+    if (e !== undefined)
+        pushBounded(debug.trace.samples, [d.tick, info.mirror.x(e), info.mirror.y(e)]);
+});
 conn.on("event", (ev) => {
     const view = new DataView(ev.payload.buffer, ev.payload.byteOffset, ev.payload.byteLength);
     if (ev.topic === TOPIC_PICKED && ev.payload.byteLength >= 4) {
@@ -260,7 +279,7 @@ function sendInput(now) {
     const input = keys.current();
     if (input.dir === 0)
         return;
-    if (predictor.send(conn, input, encodeInput) !== null)
+    if (predictor.send(conn, input, encodeInput, performance.now()) !== null)
         debug.inputsSent += 1;
     nextSendAt = Math.max(nextSendAt + INPUT_MS, now - 3 * INPUT_MS);
 }
@@ -279,7 +298,8 @@ function frame(now) {
     while (keys.current().dir !== 0 && now >= nextSendAt && conn.state === "open")
         sendInput(now);
     const f = replica.frame(now);
-    const me = predictor.renderPosition(now);
+    // The clock inputs are recorded with (an event may run after this frame's timestamp was taken).
+    const me = predictor.renderPosition(performance.now());
     const own = conn.controlledId;
     const players = kinds.get("player");
     const drones = kinds.get("drone");
@@ -311,6 +331,8 @@ function frame(now) {
             }
             others.push(sprite);
             othersById[e.id] = sprite;
+            if (e.id === debug.trace.entity)
+                pushBounded(debug.trace.frames, [now, f.renderTick, e.x, e.y]);
             const m = debug.motion[e.id];
             if (m === undefined) {
                 debug.motion[e.id] = { frames: 1, travelled: 0, maxJump: 0, maxExcess: 0, x: e.x, y: e.y };
@@ -344,6 +366,9 @@ function frame(now) {
     debug.corrections = predictor.corrections;
     debug.lastCorrection = predictor.lastError;
     debug.rttMs = conn.clock.rttMs;
+    debug.ack = conn.ack;
+    debug.delayMs = f.delayMs;
+    debug.extrapolatedFrames = replica.extrapolatedFrames;
     renderer.draw({
         me: me === null ? null : { x: me.x, y: me.y, name: myName, hue: myHue, connected: true },
         others,

@@ -51,6 +51,20 @@ export interface MotionStats {
   y: number;
 }
 
+/**
+ * A recording of how one entity was drawn, for measuring the interpolation against the truth:
+ * `frames` are [client ms, render tick, x, y] as drawn, `samples` [tick, x, y] as received (the
+ * zone's positions). Set `entity` to start; both lists are bounded.
+ */
+export interface MotionTrace {
+  entity: number | null;
+  frames: Array<[number, number, number, number]>;
+  samples: Array<[number, number, number]>;
+}
+
+/** Entries a {@link MotionTrace} list keeps (a minute at 60 frames per second). */
+const TRACE_MAX = 3600;
+
 /** What the page publishes on `window.arena`. */
 export interface ArenaDebug {
   state: string;
@@ -66,6 +80,8 @@ export interface ArenaDebug {
   corrections: number;
   lastCorrection: number;
   inputsSent: number;
+  /** The last input seq the zone acknowledged (it restarts at 1 for a new player). */
+  ack: number;
   rttMs: number;
   /** Other players by entity id. */
   others: Record<number, PlayerSprite>;
@@ -82,6 +98,12 @@ export interface ArenaDebug {
   /** The name and hue the zone gave this player (made distinct from the players present). */
   myName: string;
   myHue: number;
+  /** The replica's interpolation delay, ms. */
+  delayMs: number;
+  /** Frames the replica drew past the newest data. */
+  extrapolatedFrames: number;
+  /** Motion recording of one entity (off until `trace.entity` is set). */
+  trace: MotionTrace;
 }
 
 declare global {
@@ -134,6 +156,7 @@ const debug: ArenaDebug = {
   corrections: 0,
   lastCorrection: 0,
   inputsSent: 0,
+  ack: 0,
   rttMs: Number.NaN,
   others: {},
   motion: {},
@@ -144,6 +167,9 @@ const debug: ArenaDebug = {
   banners: [],
   myName: name,
   myHue: 0,
+  delayMs: 0,
+  extrapolatedFrames: 0,
+  trace: { entity: null, frames: [], samples: [] },
 };
 window.arena = debug;
 
@@ -253,8 +279,21 @@ const predictor = new Predictor<MoveState, MoveInput>({
   smoothing: "ease",
   easeMs: 120,
   snapDistance: 4,
+  // Inputs go at the tick rate; the player glides between them on faster screens.
+  stepMs: INPUT_MS,
 });
 predictor.attach(conn, (e, mirror) => ({ x: mirror.x(e), y: mirror.y(e) }));
+
+function pushBounded<T>(list: T[], item: T): void {
+  list.push(item);
+  if (list.length > TRACE_MAX) list.shift();
+}
+
+conn.on("delta", (d, info) => {
+  const id = debug.trace.entity;
+  const e = id === null ? undefined : info.mirror.get(id);
+  if (e !== undefined) pushBounded(debug.trace.samples, [d.tick, info.mirror.x(e), info.mirror.y(e)]);
+});
 
 conn.on("event", (ev) => {
   const view = new DataView(ev.payload.buffer, ev.payload.byteOffset, ev.payload.byteLength);
@@ -333,7 +372,7 @@ let nextSendAt = 0;
 function sendInput(now: number): void {
   const input = keys.current();
   if (input.dir === 0) return;
-  if (predictor.send(conn, input, encodeInput) !== null) debug.inputsSent += 1;
+  if (predictor.send(conn, input, encodeInput, performance.now()) !== null) debug.inputsSent += 1;
   nextSendAt = Math.max(nextSendAt + INPUT_MS, now - 3 * INPUT_MS);
 }
 
@@ -355,7 +394,8 @@ function frame(now: number): void {
   while (keys.current().dir !== 0 && now >= nextSendAt && conn.state === "open") sendInput(now);
 
   const f = replica.frame(now);
-  const me = predictor.renderPosition(now);
+  // The clock inputs are recorded with (an event may run after this frame's timestamp was taken).
+  const me = predictor.renderPosition(performance.now());
   const own = conn.controlledId;
   const players = kinds.get("player");
   const drones = kinds.get("drone");
@@ -387,6 +427,7 @@ function frame(now: number): void {
       }
       others.push(sprite);
       othersById[e.id] = sprite;
+      if (e.id === debug.trace.entity) pushBounded(debug.trace.frames, [now, f.renderTick, e.x, e.y]);
       const m = debug.motion[e.id];
       if (m === undefined) {
         debug.motion[e.id] = { frames: 1, travelled: 0, maxJump: 0, maxExcess: 0, x: e.x, y: e.y };
@@ -416,6 +457,9 @@ function frame(now: number): void {
   debug.corrections = predictor.corrections;
   debug.lastCorrection = predictor.lastError;
   debug.rttMs = conn.clock.rttMs;
+  debug.ack = conn.ack;
+  debug.delayMs = f.delayMs;
+  debug.extrapolatedFrames = replica.extrapolatedFrames;
 
   renderer.draw({
     me: me === null ? null : { x: me.x, y: me.y, name: myName, hue: myHue, connected: true },

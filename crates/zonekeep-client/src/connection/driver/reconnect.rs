@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use zonekeep_protocol::messages::{Hello, KickCode, Welcome};
 use zonekeep_protocol::mirror::Mirror;
 
-use super::{invites_reconnect, is_ticket_problem, Driver, Flow};
+use super::{invites_reconnect, ticket_expired, ticket_key_refused, Driver, Flow};
 use crate::clock::ClockSync;
 use crate::connection::counters::add;
 use crate::connection::socket::{self, Ws};
@@ -28,7 +28,9 @@ impl Driver {
     }
 
     /// Reconnects: with the token while the grace window lasts and the host accepts it, else with a
-    /// fresh ticket as a new player.
+    /// fresh ticket as a new player. A ticket refused on the way (expired, replayed, or signed with a
+    /// key the host no longer has, as after a restart with a new key) is replaced by a fresh one
+    /// while the token is still tried; a fresh ticket refused for its signature ends the connection.
     pub(super) async fn reconnect(
         &mut self,
         out_rx: &mut mpsc::Receiver<Outgoing>,
@@ -49,7 +51,8 @@ impl Driver {
                 && !self.welcome.reconnect_token.is_empty()
                 && lost_at.elapsed() < policy.grace;
             // A new player needs a new ticket: tickets are single-use.
-            if !use_token || ticket_stale {
+            let fetched = !use_token || ticket_stale;
+            if fetched {
                 let Some(source) = self.opts.fresh_ticket.clone() else {
                     return Err(CloseReason::Lost(format!(
                         "cannot rejoin without a fresh ticket (last error: {last_err})"
@@ -89,9 +92,11 @@ impl Driver {
                 }
                 Err(ClientError::Kicked(k)) => {
                     last_err = format!("kicked: {} ({})", k.code, k.reason);
+                    let renewable =
+                        ticket_expired(k.code) || (ticket_key_refused(k.code) && !fetched);
                     if k.code == KickCode::RECONNECT_REFUSED {
                         token_refused = true;
-                    } else if is_ticket_problem(k.code) && self.opts.fresh_ticket.is_some() {
+                    } else if renewable && self.opts.fresh_ticket.is_some() {
                         ticket_stale = true;
                     } else if !invites_reconnect(k.code) {
                         return Err(CloseReason::Kicked(k));

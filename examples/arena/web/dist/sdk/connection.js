@@ -5,8 +5,11 @@
  * host's pick), keeps the known set ({@link Mirror}) and the server clock estimate ({@link ServerClock}),
  * pings once a second, stamps inputs with seq and view tick, counts bytes and messages, and reconnects:
  * inside the grace window it resumes the same player with the reconnect token from Welcome; after it,
- * or when the host refuses the token, it asks the app for a fresh ticket. Attempts back off
- * exponentially with jitter and are bounded.
+ * or when the host refuses the token (e.g. it restarted and forgot it), it asks the app for a fresh
+ * ticket and joins as a new player. A ticket the host refuses on a resume (expired, replayed, or signed
+ * with a key it no longer has) is replaced by a fresh one too; a freshly fetched ticket refused for
+ * its signature is not retried, since another from the same source would fail the same way.
+ * Attempts back off exponentially with jitter and are bounded.
  *
  * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
  * socket and a manual clock.
@@ -18,21 +21,28 @@ import { systemScheduler } from "./scheduler.js";
 import { DecodeError, Reader } from "./wire.js";
 /**
  * The default reconnect policy for a Kick code (null = the socket closed without a Kick):
- * 'fresh' retries with a new ticket, 'retry' resumes with the token when still inside the grace
- * window, 'stop' gives up (the reason will not go away by retrying).
+ * 'retry' resumes with the token when still inside the grace window, 'renew' fetches a new ticket
+ * for a refusal a new ticket fixes, 'fresh' joins as a new player (the token was refused), 'stop'
+ * gives up (the reason will not go away by retrying).
+ *
+ * A reused ticket refused for its signature or key (BAD_TICKET, unknown or retired key) was signed
+ * with a key the host no longer has — typically a host restarted with a new key — so a new ticket
+ * fixes it; a ticket fetched for this very attempt refused that way would be refused again.
  */
-export function defaultReconnectPolicy(code) {
+export function defaultReconnectPolicy(code, context = { ticketReused: false }) {
     switch (code) {
         case null:
             return "retry";
         case KickCode.RECONNECT_REFUSED:
+            return "fresh";
         case KickCode.TICKET_EXPIRED:
         case KickCode.TICKET_REPLAYED:
         case KickCode.TICKET_NOT_YET_VALID:
-            return "fresh";
+            return "renew";
         case KickCode.BAD_TICKET:
         case KickCode.TICKET_UNKNOWN_KEY:
         case KickCode.TICKET_RETIRED_KEY:
+            return context.ticketReused ? "renew" : "stop";
         case KickCode.TICKET_BAD_ALGORITHM:
         case KickCode.TICKET_WRONG_ZONE:
         case KickCode.VERSION_MISMATCH:
@@ -134,6 +144,10 @@ export class ZoneConnection {
     attempts = 0;
     disconnectedAt = null;
     forceFresh = false;
+    /** The next attempt fetches a new ticket (the last one was refused). */
+    renewTicket = false;
+    /** Whether the ticket of the current attempt had been presented before. */
+    ticketReused = false;
     seq = 0;
     lastAck = 0;
     controlled = null;
@@ -301,12 +315,15 @@ export class ZoneConnection {
         this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
         let ticket;
         try {
-            if (this.mode === "fresh" || this.ticketValue === null) {
+            if (this.mode === "fresh" || this.ticketValue === null || this.renewTicket) {
                 ticket = await this.opts.ticket();
                 this.ticketValue = ticket;
+                this.renewTicket = false;
+                this.ticketReused = false;
             }
             else {
                 ticket = this.ticketValue;
+                this.ticketReused = true;
             }
         }
         catch (e) {
@@ -532,11 +549,13 @@ export class ZoneConnection {
         const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
         // A Kick lost in transit is still known from the close code (§6: 4000 + the Kick code).
         const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
-        let decision = localError instanceof DecodeError ? "stop" : policy(kickCode);
+        let decision = localError instanceof DecodeError ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
         if (kickCode === KickCode.VERSION_MISMATCH)
             decision = "stop";
         if (decision === "fresh")
             this.forceFresh = true;
+        if (decision === "renew")
+            this.renewTicket = true;
         const maxAttempts = this.opts.reconnect?.maxAttempts ?? 8;
         this.attempts += 1;
         const willReconnect = decision !== "stop" && this.attempts <= maxAttempts;

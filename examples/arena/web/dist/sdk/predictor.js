@@ -7,10 +7,17 @@
  * every input the server has acknowledged (processed or refused: `seq ≤ ack`), and replays the rest.
  * When the replayed prediction differs from what was shown, the difference is either applied at once
  * ('snap') or shown as an offset that decays to zero over `easeMs` ('ease').
+ *
+ * With `stepMs` (how long one input moves the player, e.g. one tick), the drawn position moves from
+ * where it was to the newest prediction over that time instead of stepping there at once: inputs go at
+ * the tick rate, screens refresh faster, and a 30 Hz staircase on a 60 Hz screen looks like judder.
  */
 /** Predicts the controlled entity's state ahead of the server. */
 export class Predictor {
     opts;
+    stepMs;
+    /** The drawn step in progress: from where (without the easing offset) and since when. */
+    glide = null;
     stepFn;
     positionFn;
     pending = [];
@@ -36,6 +43,7 @@ export class Predictor {
             snapDistance: options.snapDistance ?? Number.POSITIVE_INFINITY,
             maxPending: Math.max(1, options.maxPending ?? 256),
         };
+        this.stepMs = options.stepMs !== undefined && options.stepMs > 0 ? options.stepMs : null;
     }
     /** The predicted state (null before the first server state). */
     get state() {
@@ -45,8 +53,11 @@ export class Predictor {
     get pendingSeqs() {
         return this.pending.map((p) => p.seq);
     }
-    /** Records an input that was sent with `seq` and applies it to the prediction. */
-    record(seq, input) {
+    /**
+     * Records an input that was sent with `seq` and applies it to the prediction. With `nowMs` (and
+     * `stepMs` set) the drawn position glides from where it is now to the new prediction.
+     */
+    record(seq, input, nowMs) {
         if (seq <= this.lastSeq)
             return; // a replayed or stale seq would corrupt the replay order
         this.lastSeq = seq;
@@ -55,8 +66,22 @@ export class Predictor {
             this.pending.shift();
             this.overflowed += 1;
         }
-        if (this.predicted !== null)
-            this.predicted = this.stepFn(this.predicted, input);
+        if (this.predicted === null)
+            return;
+        const from = nowMs !== undefined && this.stepMs !== null ? this.rawPosition(nowMs) : null;
+        this.predicted = this.stepFn(this.predicted, input);
+        this.glide = from !== null && nowMs !== undefined ? { from, at: nowMs } : null;
+    }
+    /** Where the prediction is drawn at `nowMs` without the easing offset (mid-glide or at rest). */
+    rawPosition(nowMs) {
+        if (this.predicted === null)
+            return null;
+        const to = this.positionFn(this.predicted);
+        const g = this.glide;
+        if (g === null || this.stepMs === null)
+            return to;
+        const alpha = Math.min(1, Math.max(0, (nowMs - g.at) / this.stepMs));
+        return { x: g.from.x + (to.x - g.from.x) * alpha, y: g.from.y + (to.y - g.from.y) * alpha };
     }
     /** Forgets an input the client never managed to send. */
     drop(seq) {
@@ -90,6 +115,7 @@ export class Predictor {
             this.predicted = null;
             this.base = null;
             this.offset = { x: 0, y: 0 };
+            this.glide = null;
             return;
         }
         this.base = server;
@@ -107,6 +133,9 @@ export class Predictor {
         const err = Math.hypot(ex, ey);
         if (err === 0)
             return;
+        // A glide in progress moves with the prediction, so only the offset below shows the correction.
+        if (this.glide !== null)
+            this.glide = { ...this.glide, from: { x: this.glide.from.x - ex, y: this.glide.from.y - ey } };
         this.corrections += 1;
         this.lastError = err;
         if (this.opts.smoothing === "snap" || err > this.opts.snapDistance) {
@@ -122,22 +151,23 @@ export class Predictor {
         const k = Math.max(0, 1 - (nowMs - this.offsetAt) / this.opts.easeMs);
         return { x: this.offset.x * k, y: this.offset.y * k };
     }
-    /** Where to draw the controlled entity at `nowMs`: the prediction plus any easing offset. */
+    /** Where to draw the controlled entity at `nowMs`: the prediction (gliding) plus any easing offset. */
     renderPosition(nowMs) {
-        if (this.predicted === null)
+        const p = this.rawPosition(nowMs);
+        if (p === null)
             return null;
-        const p = this.positionFn(this.predicted);
         const o = this.offsetNow(nowMs);
         return { x: p.x + o.x, y: p.y + o.y };
     }
     /**
-     * Sends `input` (encoded by `encode`) on `conn` and records it; returns its seq, or null when the
-     * connection is not open (nothing is predicted then, since the server will never apply it).
+     * Sends `input` (encoded by `encode`) on `conn` and records it (at `nowMs`, see {@link record});
+     * returns its seq, or null when the connection is not open (nothing is predicted then, since the
+     * server will never apply it).
      */
-    send(conn, input, encode) {
+    send(conn, input, encode, nowMs) {
         const seq = conn.sendInput(encode(input));
         if (seq !== null)
-            this.record(seq, input);
+            this.record(seq, input, nowMs);
         return seq;
     }
     /**
@@ -165,6 +195,7 @@ export class Predictor {
         this.predicted = null;
         this.base = null;
         this.offset = { x: 0, y: 0 };
+        this.glide = null;
         this.lastSeq = 0;
     }
 }

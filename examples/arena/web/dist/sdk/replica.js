@@ -2,66 +2,76 @@
  * The entities the client sees, drawn through an interpolation buffer.
  *
  * Every Delta adds timed samples (server tick → quantized position and field values) to each changed
- * entity's track. A frame is drawn `delay` behind the estimated server time: each entity's position is
+ * entity's track. A frame is drawn a delay behind the newest data: each entity's position is
  * interpolated between the two samples around that render tick; field values, spawns and despawns take
- * effect exactly at the tick they happened. The delay covers one patch interval plus a multiple of the
- * measured arrival jitter, clamped to [minDelayMs, maxDelayMs], and changes slowly (a bounded time warp)
- * so motion never jumps when it adapts.
+ * effect exactly at the tick they happened. The delay is measured ({@link Playout}): one patch interval
+ * plus the lateness of nearly every recent Delta (including head-of-line stalls) plus a jitter margin,
+ * clamped to [minDelayMs, maxDelayMs], and it changes at a bounded rate so motion never jumps when it
+ * adapts. When a Delta is later still, entities that were moving keep moving along their last velocity
+ * for at most `maxExtrapolationMs`; when the data arrives, the difference to what was drawn is blended
+ * away over `blendMs` instead of being jumped.
  */
+import { Playout } from "./playout.js";
 /** The client's interpolated view of the zone. */
 export class Replica {
     clock;
-    minDelayMs;
-    maxDelayMs;
-    jitterFactor;
-    adaptRate;
+    playout;
     maxSamples;
+    maxExtrapolationMs;
+    blendMs;
     schema = null;
     patchEvery = 1;
     live = new Map();
     retiring = [];
     lastDeltaTick = null;
-    delay;
     lastFrameAt = null;
     lastRenderTick = Number.NEGATIVE_INFINITY;
     visible = new Set();
     /** Samples dropped because a track was full. */
     droppedSamples = 0;
-    /** A replica drawing against `clock`'s server time estimate. */
+    /** Frames drawn past the newest data (extrapolating). */
+    extrapolatedFrames = 0;
+    /** A replica timed by `clock` (its tick rate and jitter) and by the Deltas' arrivals. */
     constructor(clock, options = {}) {
         this.clock = clock;
-        this.minDelayMs = options.minDelayMs ?? 50;
-        this.maxDelayMs = Math.max(this.minDelayMs, options.maxDelayMs ?? 400);
-        this.jitterFactor = options.jitterFactor ?? 2;
-        this.adaptRate = options.adaptRate ?? 0.1;
+        this.playout = new Playout(options);
         this.maxSamples = Math.max(2, options.maxSamples ?? 32);
-        this.delay = this.minDelayMs;
+        this.maxExtrapolationMs = Math.max(0, options.maxExtrapolationMs ?? 150);
+        this.blendMs = Math.max(1, options.blendMs ?? 150);
     }
     /** Starts a zone session (on Welcome): the schema and cadence the samples are read with. */
     setZone(schema, patchEvery) {
         this.schema = schema;
         this.patchEvery = patchEvery;
     }
-    /** The current interpolation delay in ms. */
+    /** The current interpolation delay in ms (above the fastest recent delivery). */
     get delayMs() {
-        return this.delay;
+        return this.playout.delayMs;
     }
     /** The server tick of the last frame, floored (what an Input's `view_tick` should carry). */
     get viewTick() {
         return Number.isFinite(this.lastRenderTick) ? Math.max(0, Math.floor(this.lastRenderTick)) : 0;
     }
+    patchMs() {
+        return (this.patchEvery * 1000) / (this.clock.hz || 1);
+    }
     /** The delay the replica is adapting towards. */
     targetDelayMs() {
-        const hz = this.clock.hz || 1;
-        const patchMs = (this.patchEvery * 1000) / hz;
-        const want = patchMs + this.jitterFactor * this.clock.jitterMs;
-        return Math.min(this.maxDelayMs, Math.max(this.minDelayMs, want));
+        return this.playout.targetDelayMs(this.patchMs(), this.clock.jitterMs);
     }
-    /** Records a Delta that was just applied to `mirror` (the mirror holds the state after it). */
-    onDelta(delta, mirror) {
+    /**
+     * Records a Delta that was just applied to `mirror` (the mirror holds the state after it) and
+     * arrived at client time `recvMs` (default: now, by `performance.now()`).
+     */
+    onDelta(delta, mirror, recvMs = performance.now()) {
         const t = delta.tick;
+        if (this.clock.hz > 0)
+            this.playout.observe(t, recvMs, 1000 / this.clock.hz);
         // Entities a Delta does not mention were unchanged through the previous patch.
-        const confirmed = Math.max(this.lastDeltaTick ?? t, t - this.patchEvery);
+        // Entities a Delta does not mention were unchanged as of the previous Delta. (A host that fell
+        // behind a slow link sends one Delta for several patches, so the previous one may be older than
+        // one patch interval: a move it reports happened somewhere after the previous Delta.)
+        const confirmed = this.lastDeltaTick ?? t;
         if (delta.baseline) {
             const present = new Set(delta.spawns.map((s) => s.id));
             for (const [id, track] of this.live) {
@@ -96,11 +106,59 @@ export class Replica {
                     spawnTick: t,
                     despawnTick: null,
                     samples: [{ tick: t, qx: e.qx, qy: e.qy, fields: [...e.fields] }],
+                    extrapolated: null,
+                    offsetX: 0,
+                    offsetY: 0,
+                    offsetAt: 0,
                 });
             }
         }
         if (this.lastDeltaTick === null || t > this.lastDeltaTick)
             this.lastDeltaTick = t;
+        this.settleExtrapolations();
+    }
+    /**
+     * New data replaces what was extrapolated: keep the picture where it was by turning the
+     * difference into an offset that fades over `blendMs` (a jump would show the guess was wrong).
+     */
+    settleExtrapolations() {
+        const at = this.lastFrameAt ?? 0;
+        for (const track of [...this.live.values(), ...this.retiring]) {
+            const shown = track.extrapolated;
+            if (shown === null)
+                continue;
+            // What that frame would have drawn with the data known now.
+            const now = this.rawFor(track, shown.renderTick);
+            const k = this.offsetWeight(track, at);
+            track.offsetX = track.offsetX * k + (shown.qx - now.qx);
+            track.offsetY = track.offsetY * k + (shown.qy - now.qy);
+            track.offsetAt = at;
+            track.extrapolated = now.extrapolated ? { renderTick: shown.renderTick, qx: now.qx, qy: now.qy } : null;
+        }
+    }
+    /**
+     * The raw position (quanta, no blending offset) of a track for a frame at `renderTick`: on or
+     * before the newest data, interpolated (or held); past it, a track the newest Delta moved goes on
+     * along its last velocity for at most `maxExtrapolationMs`, and the rest are held.
+     */
+    rawFor(track, renderTick) {
+        const newest = this.lastDeltaTick ?? renderTick;
+        const maxAhead = (this.maxExtrapolationMs * (this.clock.hz || 0)) / 1000;
+        const ahead = Math.max(0, Math.min(renderTick - newest, maxAhead));
+        if (ahead > 0 && this.movedInNewest(track)) {
+            return { ...this.rawAt(track, newest + ahead, true), extrapolated: true };
+        }
+        // Held past the newest data is a guess too ("it stays where it was"): when the data comes, the
+        // difference is blended like any other.
+        return { ...this.rawAt(track, Math.min(renderTick, newest), false), extrapolated: renderTick > newest };
+    }
+    /** Whether the newest Delta moved (or changed) this track: only then may it be extrapolated. */
+    movedInNewest(track) {
+        const last = track.samples[track.samples.length - 1];
+        return last !== undefined && this.lastDeltaTick !== null && last.tick >= this.lastDeltaTick && track.despawnTick === null;
+    }
+    offsetWeight(track, nowMs) {
+        return Math.max(0, 1 - (nowMs - track.offsetAt) / this.blendMs);
     }
     retire(id, tick) {
         const track = this.live.get(id);
@@ -140,7 +198,7 @@ export class Replica {
                 this.clear();
             this.setZone(w.schema, w.patchEvery);
         });
-        const offDelta = conn.on("delta", (d, info) => this.onDelta(d, info.mirror));
+        const offDelta = conn.on("delta", (d, info) => this.onDelta(d, info.mirror, info.recvMs));
         conn.setViewTickSource(() => this.viewTick);
         return () => {
             offWelcome();
@@ -155,22 +213,15 @@ export class Replica {
         this.lastDeltaTick = null;
         this.lastRenderTick = Number.NEGATIVE_INFINITY;
         this.visible = new Set();
+        // A fresh join may be on another host or zone whose ticks mean another time: measure again.
+        this.playout.reset();
     }
     /** Computes the frame to draw at client time `nowMs`. */
     frame(nowMs) {
-        const target = this.targetDelayMs();
-        if (this.lastFrameAt === null) {
-            // First frame: nothing is on screen yet, so start at the wanted delay.
-            this.delay = target;
-        }
-        else {
-            const dt = Math.min(100, Math.max(0, nowMs - this.lastFrameAt));
-            const maxChange = this.adaptRate * dt;
-            this.delay += Math.max(-maxChange, Math.min(maxChange, target - this.delay));
-        }
+        const hz = this.clock.hz;
+        const point = this.playout.advance(nowMs, this.patchMs(), this.clock.jitterMs, this.lastDeltaTick, hz > 0 ? 1000 / hz : 0);
         this.lastFrameAt = nowMs;
-        const behindMs = this.clock.deltaLagMs + this.delay;
-        let renderTick = this.clock.serverTick(nowMs) - (behindMs * this.clock.hz) / 1000;
+        let renderTick = point === null || !(hz > 0) ? Number.NaN : ((nowMs - point) * hz) / 1000;
         if (Number.isNaN(renderTick))
             renderTick = this.lastDeltaTick ?? Number.NaN;
         // Never draw backwards in time: a shrinking offset estimate holds the picture instead.
@@ -178,6 +229,12 @@ export class Replica {
             renderTick = this.lastRenderTick;
         if (Number.isFinite(renderTick))
             this.lastRenderTick = renderTick;
+        // Past the newest data: entities that moved in it go on for a bounded time; the rest held still.
+        const newest = this.lastDeltaTick ?? renderTick;
+        const maxAhead = (this.maxExtrapolationMs * hz) / 1000;
+        const ahead = Number.isFinite(renderTick) ? Math.max(0, Math.min(renderTick - newest, maxAhead)) : 0;
+        if (renderTick > newest)
+            this.extrapolatedFrames += 1;
         const entities = new Map();
         const step = this.schema?.posStep ?? 1;
         const draw = (track) => {
@@ -185,7 +242,7 @@ export class Replica {
                 return;
             if (track.despawnTick !== null && renderTick >= track.despawnTick)
                 return;
-            entities.set(track.id, this.sampleAt(track, renderTick, step));
+            entities.set(track.id, this.drawTrack(track, renderTick, step, nowMs));
         };
         for (const track of this.live.values())
             draw(track);
@@ -203,35 +260,64 @@ export class Replica {
         this.retiring = this.retiring.filter((t) => t.despawnTick !== null && !(renderTick >= t.despawnTick));
         for (const track of this.live.values())
             this.prune(track, renderTick);
-        return { renderTick, delayMs: this.delay, entities, entered, left };
+        return { renderTick, delayMs: this.playout.delayMs, extrapolatedTicks: ahead, entities, entered, left };
     }
-    sampleAt(track, renderTick, step) {
+    drawTrack(track, renderTick, step, nowMs) {
+        const raw = this.rawFor(track, renderTick);
+        const fields = this.fieldsAt(track, renderTick);
+        track.extrapolated = raw.extrapolated ? { renderTick, qx: raw.qx, qy: raw.qy } : null;
+        const k = this.offsetWeight(track, nowMs);
+        const qx = raw.qx + track.offsetX * k;
+        const qy = raw.qy + track.offsetY * k;
+        return { id: track.id, kind: track.kind, x: qx * step, y: qy * step, fields };
+    }
+    /**
+     * The position (quanta) of a track at `tick`: interpolated between samples; past the last one,
+     * held, or continued along the last segment when `extrapolate` (the caller bounds how far).
+     */
+    rawAt(track, tick, extrapolate) {
         const samples = track.samples;
-        let a = samples[0];
+        let a;
         let b;
-        for (let i = 0; i < samples.length; i++) {
-            const s = samples[i];
-            if (s === undefined)
-                continue;
-            if (s.tick <= renderTick)
+        for (const s of samples) {
+            if (s.tick <= tick)
                 a = s;
             else {
                 b = s;
                 break;
             }
         }
-        if (a === undefined)
-            return { id: track.id, kind: track.kind, x: 0, y: 0, fields: [] };
-        let qx = a.qx;
-        let qy = a.qy;
-        if (b !== undefined && b.tick > a.tick && renderTick >= a.tick) {
-            const alpha = (renderTick - a.tick) / (b.tick - a.tick);
-            qx = a.qx + (b.qx - a.qx) * alpha;
-            qy = a.qy + (b.qy - a.qy) * alpha;
+        if (a === undefined) {
+            const first = samples[0];
+            return first === undefined ? { qx: 0, qy: 0 } : { qx: first.qx, qy: first.qy };
         }
-        return { id: track.id, kind: track.kind, x: qx * step, y: qy * step, fields: a.fields };
+        if (b !== undefined && b.tick > a.tick) {
+            const alpha = (tick - a.tick) / (b.tick - a.tick);
+            return { qx: a.qx + (b.qx - a.qx) * alpha, qy: a.qy + (b.qy - a.qy) * alpha };
+        }
+        const prev = samples[samples.length - 2];
+        if (extrapolate && prev !== undefined && a.tick > prev.tick && tick > a.tick) {
+            const vx = (a.qx - prev.qx) / (a.tick - prev.tick);
+            const vy = (a.qy - prev.qy) / (a.tick - prev.tick);
+            return { qx: a.qx + vx * (tick - a.tick), qy: a.qy + vy * (tick - a.tick) };
+        }
+        return { qx: a.qx, qy: a.qy };
     }
-    /** Drops samples no frame will need again (all but the last one at or before `renderTick`). */
+    /** Field values as of `tick` (they change exactly at the tick they happened). */
+    fieldsAt(track, tick) {
+        let a = track.samples[0];
+        for (const s of track.samples) {
+            if (s.tick <= tick)
+                a = s;
+            else
+                break;
+        }
+        return a?.fields ?? [];
+    }
+    /**
+     * Drops samples no frame will need again: all before the last one at or before `renderTick`, but
+     * never the one before the newest (the last segment's velocity is what an extrapolation follows).
+     */
     prune(track, renderTick) {
         let keepFrom = 0;
         for (let i = 0; i < track.samples.length; i++) {
@@ -239,6 +325,7 @@ export class Replica {
             if (s !== undefined && s.tick <= renderTick)
                 keepFrom = i;
         }
+        keepFrom = Math.min(keepFrom, track.samples.length - 2);
         if (keepFrom > 0)
             track.samples.splice(0, keepFrom);
     }

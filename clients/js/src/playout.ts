@@ -1,0 +1,166 @@
+/**
+ * The playout point of a {@link Replica}: how far behind the newest data frames are drawn.
+ *
+ * Every Delta's arrival gives `a = arrival − tick × msPerTick` (client time minus the tick's place on
+ * the server's timeline: a constant clock offset plus that Delta's transit time). A frame drawn at
+ * client time `now` shows server time `now − P`; the sample after that moment has arrived when
+ * `P ≥ a + patch interval`. So the target P is a high quantile of the recent `a` values plus one
+ * patch interval plus a margin of the RFC 3550 jitter — measured, not assumed: on a WebSocket a lost
+ * packet holds every later message back until TCP retransmits it (head-of-line blocking), and those
+ * stalls, not the average jitter, are what the delay must cover.
+ *
+ * The delay (P above the fastest recent delivery) is clamped, and P moves at a bounded rate: drawn
+ * time runs at most `growRate` slower while the delay grows and `shrinkRate` faster while it shrinks,
+ * so adapting never jumps or freezes the picture.
+ */
+
+/** Tuning of a {@link Playout}. */
+export interface PlayoutOptions {
+  /** Smallest delay above the fastest recent delivery, ms (default 50). */
+  minDelayMs?: number;
+  /** Largest such delay, ms (default 500). */
+  maxDelayMs?: number;
+  /** Margin in multiples of the measured interarrival jitter (default 1). */
+  jitterFactor?: number;
+  /** Quantile of recent arrival lateness the delay covers (default 0.99). */
+  quantile?: number;
+  /** How long an arrival counts, ms (default 10000). */
+  windowMs?: number;
+  /** Arrivals kept at most (default 1024). */
+  maxArrivals?: number;
+  /** Delay growth, ms of delay per ms of time (default 0.25: drawn time slows to 75%). */
+  growRate?: number;
+  /** Delay shrink, ms of delay per ms of time (default 0.05: drawn time speeds up to 105%). */
+  shrinkRate?: number;
+  /**
+   * Delay growth while the next Delta is overdue beyond the current delay (a stall longer than any
+   * measured), ms per ms (default 0.5: drawn time slows to half speed rather than running out of data).
+   */
+  starveRate?: number;
+}
+
+interface Arrival {
+  at: number;
+  a: number;
+}
+
+/** Adaptive playout delay from measured Delta arrivals. */
+export class Playout {
+  private readonly minDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly jitterFactor: number;
+  private readonly quantile: number;
+  private readonly windowMs: number;
+  private readonly maxArrivals: number;
+  private readonly growRate: number;
+  private readonly shrinkRate: number;
+  private readonly starveRate: number;
+  private arrivals: Arrival[] = [];
+  private sorted: number[] | null = null;
+  private point: number | null = null;
+  private lastAt: number | null = null;
+
+  /** A playout with no arrivals yet. */
+  constructor(options: PlayoutOptions = {}) {
+    this.minDelayMs = Math.max(0, options.minDelayMs ?? 50);
+    this.maxDelayMs = Math.max(this.minDelayMs, options.maxDelayMs ?? 500);
+    this.jitterFactor = options.jitterFactor ?? 1;
+    this.quantile = Math.min(1, Math.max(0, options.quantile ?? 0.99));
+    this.windowMs = Math.max(1, options.windowMs ?? 10_000);
+    this.maxArrivals = Math.max(2, options.maxArrivals ?? 1024);
+    this.growRate = Math.max(0, options.growRate ?? 0.25);
+    this.shrinkRate = Math.max(0, options.shrinkRate ?? 0.05);
+    this.starveRate = Math.max(this.growRate, options.starveRate ?? 0.5);
+  }
+
+  /** Records the arrival at client time `recvMs` of the Delta for tick `tick` (`msPerTick` > 0). */
+  observe(tick: number, recvMs: number, msPerTick: number): void {
+    if (!(msPerTick > 0) || !Number.isFinite(recvMs)) return;
+    this.arrivals.push({ at: recvMs, a: recvMs - tick * msPerTick });
+    if (this.arrivals.length > this.maxArrivals) this.arrivals.shift();
+    this.sorted = null;
+  }
+
+  /** Forgets every arrival and the playout point (a new zone or host: a new timeline). */
+  reset(): void {
+    this.arrivals = [];
+    this.sorted = null;
+    this.point = null;
+    this.lastAt = null;
+  }
+
+  private expire(nowMs: number): void {
+    let drop = 0;
+    // Keep at least two arrivals, so a long quiet spell does not forget the timeline.
+    while (drop < this.arrivals.length - 2 && nowMs - (this.arrivals[drop]?.at ?? nowMs) > this.windowMs) drop++;
+    if (drop > 0) {
+      this.arrivals.splice(0, drop);
+      this.sorted = null;
+    }
+  }
+
+  private values(): number[] {
+    if (this.sorted === null) this.sorted = this.arrivals.map((r) => r.a).sort((x, y) => x - y);
+    return this.sorted;
+  }
+
+  /** The fastest recent delivery (the smallest `a`), or null before any arrival. */
+  private fastest(): number | null {
+    const v = this.values();
+    return v.length === 0 ? null : (v[0] ?? null);
+  }
+
+  /**
+   * The playout point wanted now, given the patch interval and jitter (null before any arrival).
+   * `overdue` is a lower bound of the lateness of a Delta that has not arrived yet.
+   */
+  targetPoint(patchMs: number, jitterMs: number, overdue = Number.NEGATIVE_INFINITY): number | null {
+    const v = this.values();
+    const lo = v[0];
+    if (lo === undefined) return null;
+    const hi = Math.max(v[Math.min(v.length - 1, Math.floor(this.quantile * (v.length - 1)))] ?? lo, overdue);
+    const want = hi + patchMs + this.jitterFactor * jitterMs;
+    return Math.min(lo + this.maxDelayMs, Math.max(lo + this.minDelayMs, want));
+  }
+
+  /**
+   * Moves the playout point towards its target for a frame at `nowMs` and returns it (client ms
+   * minus server-timeline ms: the frame shows server time `nowMs − point`), or null before any arrival.
+   * `newestTick` is the newest Delta's tick: while the next one is overdue (a stall in progress), its
+   * lateness so far already counts, so drawn time slows down before it runs out of data.
+   */
+  advance(nowMs: number, patchMs: number, jitterMs: number, newestTick: number | null = null, msPerTick = 0): number | null {
+    this.expire(nowMs);
+    const overdue =
+      newestTick !== null && msPerTick > 0 ? nowMs - (newestTick + patchMs / msPerTick) * msPerTick : Number.NEGATIVE_INFINITY;
+    const target = this.targetPoint(patchMs, jitterMs, overdue);
+    if (target === null) return this.point;
+    const measured = this.targetPoint(patchMs, jitterMs);
+    const starving = measured !== null && target > measured;
+    if (this.point === null || this.lastAt === null) {
+      // First frame: nothing is on screen yet, so start where we want to be.
+      this.point = target;
+    } else {
+      const dt = Math.min(100, Math.max(0, nowMs - this.lastAt));
+      const step = target - this.point;
+      const grow = starving ? this.starveRate : this.growRate;
+      this.point += step > 0 ? Math.min(step, grow * dt) : Math.max(step, -this.shrinkRate * dt);
+    }
+    this.lastAt = nowMs;
+    return this.point;
+  }
+
+  /** The current delay above the fastest recent delivery, ms (the minimum before any arrival). */
+  get delayMs(): number {
+    const lo = this.fastest();
+    if (lo === null || this.point === null) return this.minDelayMs;
+    return this.point - lo;
+  }
+
+  /** The delay the playout is moving towards, ms. */
+  targetDelayMs(patchMs: number, jitterMs: number): number {
+    const lo = this.fastest();
+    const target = this.targetPoint(patchMs, jitterMs);
+    return lo === null || target === null ? this.minDelayMs : target - lo;
+  }
+}
