@@ -114,7 +114,7 @@ async fn a_production_host_prints_its_url_logs_plain_text_and_serves_no_dev_kind
         .await
         .unwrap();
     let hello = ClientMessage::Hello(Hello {
-        versions: vec![1],
+        versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
         ticket,
         reconnect_token: vec![],
         content_version: String::new(),

@@ -158,24 +158,24 @@ mod tests {
             kind: "walkers".into(),
             params: json!(null),
         };
-        let mut host: ZoneHost<Walkers> =
-            ZoneHost::new(init, ZoneConfig::default(), Arc::new(clock.clone())).unwrap();
+        let mut host =
+            ZoneHost::new::<Walkers>(init, ZoneConfig::default(), Arc::new(clock.clone())).unwrap();
         let mut claims = Claims::new();
         claims.insert("name".into(), json!("ada <b>"));
         let ada = host
-            .join(Principal::new("ada"), claims, Role::Player)
+            .handle_join(Principal::new("ada"), claims, Role::Player)
             .unwrap();
         // 200 steps right: 50 units, more than the field is wide.
         // One input per tick, as a client sends them.
         for seq in 1..=200u32 {
-            host.push_input(ada, seq, 0, &[1, 0]);
+            host.handle_input(ada, seq, 0, &[1, 0]);
             clock.advance(Duration::from_millis(34));
             host.advance(clock.now());
         }
-        host.push_input(ada, 201, 0, &[1, 2, 3]); // refused: not [dx, dy]
+        host.handle_input(ada, 201, 0, &[1, 2, 3]); // refused: not [dx, dy]
         clock.advance(Duration::from_millis(34));
         host.advance(clock.now());
-        let entity = host.zone().dots[&ada];
+        let entity = host.zone::<Walkers>().unwrap().dots[&ada];
         assert_eq!(host.world().pos(entity).unwrap(), (SIZE, SIZE / 2.0));
         assert_eq!(host.world().get_str(entity, F_NAME).unwrap(), "adab");
     }
