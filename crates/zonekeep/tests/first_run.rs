@@ -3,16 +3,18 @@
 //! host that offers no dev zone kinds.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
-use zonekeep_protocol::messages::{ClientMessage, Hello, KickCode, ServerMessage};
+use zonekeep_protocol::messages::{KickCode, ServerMessage};
 
-const SECRET: &str = "first-run-test-secret-0123456789abcdef";
+mod support;
+
+use support::SECRET;
 
 /// Kill the child if the test fails before it exits.
 struct Reap(std::process::Child);
@@ -89,39 +91,14 @@ async fn a_production_host_prints_its_url_logs_plain_text_and_serves_no_dev_kind
     let stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let mut child = Reap(child);
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        line
-    })
-    .await
-    .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("zonekeep listening on http://")
-        .unwrap_or_else(|| panic!("the listen line is not a URL: {line:?}"))
-        .to_string();
+    let addr = support::listen_addr(stdout)
+        .await
+        .unwrap_or_else(|line| panic!("the listen line is not a URL: {line:?}"));
 
     let claims = json!({"sub": "newbie", "zone": "d-1", "exp": std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 60,
         "jti": "first-run-1", "kind": "dots"});
-    let ticket = zonekeep_server::ticket::sign_parts(
-        SECRET.as_bytes(),
-        &json!({"alg": "HS256", "kid": "default"}),
-        &claims,
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/zones/d-1"))
-        .await
-        .unwrap();
-    let hello = ClientMessage::Hello(Hello {
-        versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
-        ticket,
-        reconnect_token: vec![],
-        content_version: String::new(),
-    });
-    ws.send(Message::Binary(hello.to_bytes().unwrap().into()))
-        .await
-        .unwrap();
+    let mut ws = support::hello(&addr, "d-1", support::sign(&claims)).await;
     let kick = loop {
         let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
             .await

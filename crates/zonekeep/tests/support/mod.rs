@@ -1,7 +1,7 @@
 //! Helpers for tests that run the real `zonekeep serve` process with
 //! persistence: start/kill/stop it, drive `ledger-test` clients over
 //! WebSocket, and read the store behind it (SQLite file or PostgreSQL).
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unused_imports)]
 
 mod service;
 pub use service::service_url;
@@ -178,19 +178,15 @@ impl Server {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).unwrap();
-            line
-        })
-        .await
-        .unwrap();
-        let Some(addr) = line.trim().strip_prefix("zonekeep listening on http://") else {
-            let log = std::fs::read_to_string(log).unwrap_or_default();
-            panic!("server did not start: {line:?}\n{log}");
+        let addr = match listen_addr(stdout).await {
+            Ok(addr) => addr,
+            Err(line) => {
+                let log = std::fs::read_to_string(log).unwrap_or_default();
+                panic!("server did not start: {line:?}\n{log}");
+            }
         };
         Server {
-            addr: addr.to_owned(),
+            addr,
             child: Some(child),
             log: log.to_path_buf(),
         }
@@ -265,11 +261,53 @@ pub fn ticket(sub: &str, zone: &str) -> String {
         "sub": sub, "zone": zone, "exp": now() + 120, "kind": "ledger-test",
         "jti": format!("persist-{}-{n}", std::process::id()),
     });
+    sign(&claims)
+}
+
+/// `claims` signed with [`SECRET`] under the default key id.
+pub fn sign(claims: &Value) -> String {
     zonekeep_server::ticket::sign_parts(
         SECRET.as_bytes(),
         &json!({"alg": "HS256", "kid": "default"}),
-        &claims,
+        claims,
     )
+}
+
+/// The address from the host's first stdout line (`zonekeep listening on http://ADDR`), or the
+/// line itself when it is something else.
+pub async fn listen_addr(stdout: std::process::ChildStdout) -> Result<String, String> {
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    match line.trim().strip_prefix("zonekeep listening on http://") {
+        Some(addr) => Ok(addr.to_owned()),
+        None => Err(line),
+    }
+}
+
+/// A WebSocket to `zone` at `addr` that has sent its Hello with `ticket` (current protocol version).
+pub async fn hello(
+    addr: &str,
+    zone: &str,
+    ticket: String,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/zones/{zone}"))
+        .await
+        .unwrap();
+    let hello = ClientMessage::Hello(Hello {
+        versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
+        ticket,
+        reconnect_token: vec![],
+        content_version: String::new(),
+    });
+    ws.send(Message::Binary(hello.to_bytes().unwrap().into()))
+        .await
+        .unwrap();
+    ws
 }
 
 /// What one ledger-test client has seen so far.
