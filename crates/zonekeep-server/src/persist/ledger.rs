@@ -39,6 +39,7 @@ impl FactSink for LedgerSink {
             kind: out.fact.kind.clone(),
             principal: out.fact.principal.clone(),
             payload: out.fact.payload.clone(),
+            epoch: None,
         };
         match self.ledger.record(&record).await {
             Ok(r) => Ok(FactOutcome::Ok(r.result)),
