@@ -289,6 +289,51 @@ async fn fenced_facts_refused(db: &Db) {
     );
 }
 
+/// Facts of one owner race another host's claim of the zone: every fact recorded after the claim
+/// returned is refused, every recorder ends up fenced, and the ledger holds exactly the accepted
+/// ones.
+async fn facts_racing_a_claim_are_fenced_from_the_claim_on(db: &Db) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (owner, other) = tokio::join!(db.open(), db.open());
+    let epoch = owner.saves.claim("arena-1").await.unwrap().epoch;
+    let claimed = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let (store, claimed) = (owner.clone(), Arc::clone(&claimed));
+        tasks.push(tokio::spawn(async move {
+            let mut accepted = 0u64;
+            for i in 0..100_000 {
+                let after_claim = claimed.load(Ordering::SeqCst);
+                let f = FactRecord {
+                    epoch: Some(epoch),
+                    ..fact(&format!("race/{t}/{i}"), None, json!(null))
+                };
+                match store.facts.record(&f).await {
+                    Ok(r) => {
+                        assert!(r.first);
+                        assert!(!after_claim, "a fact recorded after the claim was accepted");
+                        accepted += 1;
+                    }
+                    Err(StoreError::Fenced { .. }) => return accepted,
+                    Err(e) => panic!("unexpected error: {e}"),
+                }
+            }
+            panic!("recorder {t} was never fenced");
+        }));
+    }
+    // Let the recorders get going, then claim from the other host.
+    while owner.facts.count().await.unwrap() < 8 && !tasks.iter().any(|t| t.is_finished()) {
+        tokio::task::yield_now().await;
+    }
+    other.saves.claim("arena-1").await.unwrap();
+    claimed.store(true, Ordering::SeqCst);
+    let mut accepted = 0;
+    for task in tasks {
+        accepted += task.await.unwrap();
+    }
+    assert_eq!(other.facts.count().await.unwrap(), accepted);
+}
+
 async fn concurrent_facts_exactly_once(db: &Db) {
     let (a, b) = tokio::join!(db.open(), db.open());
     const KEYS: usize = 24;
@@ -500,6 +545,7 @@ contract_tests!(
     idempotent_saves,
     idempotent_facts,
     fenced_facts_refused,
+    facts_racing_a_claim_are_fenced_from_the_claim_on,
     concurrent_facts_exactly_once,
     concurrent_claims_and_writes_fence,
     random_writes_match_model,
