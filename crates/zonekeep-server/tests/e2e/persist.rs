@@ -293,7 +293,7 @@ async fn a_fenced_host_stops_committing_facts_unloads_the_zone_and_kicks_its_pla
     let dir = tempfile::tempdir().unwrap();
     // No periodic save within the test: only the fact commit can find the fence.
     let (server, p) = persistent_every(dir.path(), None, Duration::from_secs(3600)).await;
-    let (mut ws, _, mut r) = join_tally(&server, "fz", "ann").await;
+    let (mut ws, welcome, mut r) = join_tally(&server, "fz", "ann").await;
     send_input(&mut ws, 1, &1u64.to_le_bytes()).await;
     read_until(&mut ws, &mut r, |r| !r.settled.is_empty()).await;
 
@@ -327,6 +327,11 @@ async fn a_fenced_host_stops_committing_facts_unloads_the_zone_and_kicks_its_pla
     // and this host does not claim it back.
     let hello = hello_bytes(&ticket("bob", "fz"), &[]);
     assert_eq!(refused(&server, "fz", hello).await, KickCode::SHUTTING_DOWN);
+    let resume = hello_bytes(&ticket("ann", "fz"), &welcome.reconnect_token);
+    assert_eq!(
+        refused(&server, "fz", resume).await,
+        KickCode::SHUTTING_DOWN
+    );
     let (status, _) = http(
         &server,
         "POST",
