@@ -287,7 +287,7 @@ async fn commit(
             Ok(outcome) => break outcome,
             Err(e @ SinkError::Fenced(_)) => {
                 m.fenced_write_refused("fact");
-                tracing::warn!(zone = %out.zone_id, key = %out.fact.key, epoch = ?out.epoch, error = %e, "fact refused: another host owns the zone; unloading it here");
+                tracing::warn!(zone = %out.zone_id, key = %out.fact.key, epoch = ?out.epoch, error = %e, "fact refused as fenced: a newer owner holds the zone; this owner stops");
                 alarm.raise();
                 m.facts_pending.dec();
                 return;

@@ -11,7 +11,9 @@
 //! [`ZoneLoader`](super::ZoneLoader)'s claim) and a sequence number that
 //! increases with each submission. Backend errors retry with capped
 //! exponential backoff, always with the newest snapshot; a fencing refusal
-//! means another owner has the zone, so the writer stops for good.
+//! means another owner has the zone, so the writer stops for good and raises
+//! the registration's [`FenceAlarm`](super::FenceAlarm), which tells the
+//! zone's simulation thread to unload it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
