@@ -137,6 +137,7 @@ impl Registry {
         f.order.push_back(zone_id.to_owned());
         if f.order.len() > FENCED_CAP {
             if let Some(old) = f.order.pop_front() {
+                tracing::warn!(zone = %old, "forgetting the oldest fenced zone: joins may claim it here again");
                 f.ids.remove(&old);
             }
         }
