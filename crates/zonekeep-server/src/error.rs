@@ -91,7 +91,9 @@ impl SessionError {
                 JoinFailure::Unavailable(_) | JoinFailure::TooManyZones => KickCode::JOIN_REFUSED,
                 JoinFailure::ReconnectRefused(_) => KickCode::RECONNECT_REFUSED,
                 JoinFailure::Busy => KickCode::INTERNAL_ERROR,
-                JoinFailure::ShuttingDown => KickCode::SHUTTING_DOWN,
+                // Both SDKs reconnect on SHUTTING_DOWN, which is what a client of a
+                // zone that moved to another host must do.
+                JoinFailure::ShuttingDown | JoinFailure::Fenced => KickCode::SHUTTING_DOWN,
             },
             SessionError::Version(_) => KickCode::VERSION_MISMATCH,
             SessionError::Protocol(_) | SessionError::BadZoneId => KickCode::PROTOCOL_ERROR,

@@ -151,6 +151,9 @@ impl Shared {
         if self.shutdown.is_cancelled() {
             return Err(JoinFailure::ShuttingDown);
         }
+        if self.registry.is_fenced(zone_id) {
+            return Err(JoinFailure::Fenced);
+        }
         if zones.len() >= self.config.max_zones {
             return Err(JoinFailure::TooManyZones);
         }
@@ -180,6 +183,11 @@ impl Shared {
         }
         if self.shutdown.is_cancelled() {
             return Err(AdminFailure::Unavailable("shutting down".into()));
+        }
+        if self.registry.is_fenced(zone_id) {
+            return Err(AdminFailure::Unavailable(format!(
+                "zone {zone_id:?} moved to another host; restart this host to serve it here again"
+            )));
         }
         if zones.len() >= self.config.max_zones {
             return Err(AdminFailure::Unavailable(

@@ -258,6 +258,11 @@ async fn admit(
 ) -> Result<usize, SessionError> {
     let now = unix_now();
     let ticket = shared.verifier.verify(&hello.ticket, zone_id, now)?;
+    // A zone another host claimed is not served here: refused before a token
+    // or the ticket's single-use id is spent, so the client can use both there.
+    if shared.registry.is_fenced(zone_id) {
+        return Err(JoinFailure::Fenced.into());
+    }
     if !hello.reconnect_token.is_empty() {
         // A resume may present the same ticket again: the token, not the jti, is single-use here.
         let player = shared.reconnect.redeem(

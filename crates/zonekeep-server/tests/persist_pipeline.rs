@@ -20,8 +20,8 @@ use zonekeep_core::{
     Settlement, Snapshot, Zone, ZoneConfig, ZoneError, ZoneInit, ZoneKinds,
 };
 use zonekeep_server::persist::{
-    open, Backoff, FactWorker, FactWorkerConfig, PersistConfig, PersistMetrics, SettlementInbox,
-    StorageConfig, StorageWorker, ZoneLoader,
+    open, Backoff, FactWorker, FactWorkerConfig, FenceAlarm, PersistConfig, PersistMetrics,
+    SettlementInbox, StorageConfig, StorageWorker, ZoneLoader,
 };
 
 /// Counts inputs; one fact `{"add": {"score": 1}}` per input, seq in the payload.
@@ -138,7 +138,7 @@ fn incarnation(dir: &Path, crash_after: Option<u32>, seen: &mut Seen) {
                 &claimed,
             )
             .unwrap();
-        let queue = facts.open_zone("z");
+        let queue = facts.open_zone("z", None, FenceAlarm::new());
         let p = host
             .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
             .unwrap();

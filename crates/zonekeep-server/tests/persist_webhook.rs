@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 use zonekeep_core::{Fact, FactKey, FactOutcome, Settlement};
 use zonekeep_server::persist::{
-    Backoff, FactSink, FactWorker, FactWorkerConfig, OutboundFact, PersistMetrics, SettlementInbox,
-    WebhookSink,
+    Backoff, FactSink, FactWorker, FactWorkerConfig, FenceAlarm, OutboundFact, PersistMetrics,
+    SettlementInbox, WebhookSink,
 };
 
 /// Each request's Idempotency-Key header and JSON body.
@@ -73,6 +73,7 @@ fn fact(key: &str) -> OutboundFact {
             principal: Some("alice".into()),
             tick: 12,
         },
+        epoch: None,
     }
 }
 
@@ -164,7 +165,7 @@ async fn the_worker_retries_5xx_with_a_stable_idempotency_key_then_settles() {
         ..FactWorkerConfig::default()
     };
     let worker = FactWorker::start(sink, inbox.clone(), config, metrics.clone());
-    let q = worker.open_zone("arena-1");
+    let q = worker.open_zone("arena-1", None, FenceAlarm::new());
     q.try_send(fact("arena-1:4:17").fact).unwrap();
     inbox.arrived.notified().await;
     let got = inbox.got.lock().unwrap().clone();

@@ -106,6 +106,7 @@ mod tests {
             kind: "kill".into(),
             principal: principal.map(str::to_owned),
             payload,
+            epoch: None,
         }
     }
 

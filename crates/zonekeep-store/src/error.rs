@@ -12,9 +12,10 @@ use thiserror::Error;
 /// and scrubbed of the configured password before they are wrapped (see [`StoreError::Backend`]).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum StoreError {
-    /// The write carried an epoch lower than the zone's fence: a newer owner has claimed the zone (or
-    /// written with a newer epoch), so this writer is stale and must stop writing.
-    #[error("zone save fenced: stored epoch {stored_epoch}, attempted epoch {attempted}")]
+    /// The write (a save, or a fact carrying an owner epoch) carried an epoch lower than the zone's
+    /// fence: a newer owner has claimed the zone (or written with a newer epoch), so this writer is
+    /// stale and must stop writing.
+    #[error("zone write fenced: stored epoch {stored_epoch}, attempted epoch {attempted}")]
     Fenced {
         /// The highest epoch the store has seen for the zone (claimed or written).
         stored_epoch: u64,

@@ -1,4 +1,4 @@
-//! The fencing decision for a zone save write, as a pure function.
+//! The fencing decisions for a zone save write and for any other owner write, as pure functions.
 //!
 //! Both backends read the zone's fence and stored save inside a locked transaction, ask [`decide`],
 //! and then carry out the answer. Keeping the rule here, free of SQL, means the two backends cannot
@@ -65,6 +65,19 @@ pub(crate) fn decide(
     Ok(Decision::Write { new_fence: epoch })
 }
 
+/// Decides whether a write carrying the owner `epoch` may commit against the zone's `fence` (the
+/// higher of its fence row and its stored save's epoch, 0 when none): every durable write other
+/// than a save (fact commits) only needs this check, made in the same transaction as the write.
+pub(crate) fn check_owner(fence: u64, epoch: u64) -> Result<()> {
+    if epoch < fence {
+        return Err(StoreError::Fenced {
+            stored_epoch: fence,
+            attempted: epoch,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +88,20 @@ mod tests {
             seq,
             same_content,
         })
+    }
+
+    #[test]
+    fn owner_check_refuses_only_older_epochs() {
+        assert_eq!(check_owner(0, 0), Ok(()));
+        assert_eq!(check_owner(3, 3), Ok(()));
+        assert_eq!(check_owner(3, 4), Ok(()));
+        assert_eq!(
+            check_owner(3, 2),
+            Err(StoreError::Fenced {
+                stored_epoch: 3,
+                attempted: 2
+            })
+        );
     }
 
     #[test]

@@ -14,6 +14,12 @@
 //! - **Fact**: a durable side effect recorded under an idempotency key. The first recording applies
 //!   its effect and stores the result in the same transaction; repeats return that result and apply
 //!   nothing, so a fact worker may retry freely.
+//! - **Every owner write is fenced**: a fact carries its zone owner's epoch
+//!   ([`FactRecord::epoch`]) and is checked against the zone's fence in the recording transaction,
+//!   exactly like a save. Once a newer owner has claimed the zone, the old owner's saves and facts
+//!   are both refused with [`StoreError::Fenced`], and a host that sees that error must stop
+//!   running the zone. The idempotency key is unchanged by the check: the new owner's re-send of a
+//!   fact from the restored save still settles once.
 //!
 //! # Backends
 //! Each backend is a cargo feature, both on by default: `sqlite` (the embedded default) and

@@ -57,6 +57,11 @@ pub trait SaveStore: Send + Sync {
 /// applies its built-in effect and stores the effect's result. A repeated key applies nothing and
 /// returns the stored result, so at-least-once delivery by a fact worker yields exactly-once effects.
 ///
+/// A fact with an owner [`epoch`](crate::FactRecord::epoch) is first checked against its zone's
+/// fence (the same fence [`SaveStore`] keeps) in that transaction: below it, the fact is refused
+/// with [`StoreError::Fenced`](crate::StoreError::Fenced) and nothing is recorded, even for a key
+/// that is already committed (a fenced owner learns it was fenced rather than a stored result).
+///
 /// The built-in effect: a payload `{"add": {"score": 50, "kills": 1}}` adds each amount to the
 /// fact's principal's totals (table `fact_totals(principal, name, total)`); the result is the
 /// principal's totals after the fact, as a JSON object. A payload without `add` has no effect and a

@@ -76,6 +76,14 @@ pub struct FactRecord {
     /// Free-form payload. `{"add": {"score": 50}}` adds to the principal's totals (see
     /// [`FactLedger`](crate::FactLedger)); other fields are stored and otherwise ignored.
     pub payload: serde_json::Value,
+    /// The epoch of the zone owner that emitted the fact (from its
+    /// [`claim`](crate::SaveStore::claim)). When set, the ledger checks it against the zone's
+    /// fence in the recording transaction and refuses a stale owner's fact with
+    /// [`StoreError::Fenced`](crate::StoreError::Fenced), so a host whose zone was taken over
+    /// cannot commit facts any more. `None` records without the check, for tools that record
+    /// facts outside any zone owner.
+    #[serde(default)]
+    pub epoch: Option<u64>,
 }
 
 /// The answer of [`FactLedger::record`](crate::FactLedger::record).

@@ -20,6 +20,7 @@ fn fact(key: &str, principal: Option<&str>, payload: serde_json::Value) -> FactR
         kind: "mob_killed".into(),
         principal: principal.map(str::to_owned),
         payload,
+        epoch: None,
     }
 }
 
@@ -211,6 +212,126 @@ async fn idempotent_facts(db: &Db) {
         Some(&75)
     );
     assert!(store.facts.totals("nobody").await.unwrap().is_empty());
+}
+
+/// A fact from a fenced owner (its epoch is below the zone's fence) is refused in the recording
+/// transaction and leaves no trace; the current owner's re-send of a committed key settles once.
+async fn fenced_facts_refused(db: &Db) {
+    let store = db.open().await;
+    let zone = "arena-1";
+    let old = store.saves.claim(zone).await.unwrap().epoch;
+    let with_epoch = |key: &str, epoch: u64| FactRecord {
+        epoch: Some(epoch),
+        ..fact(key, Some("ada"), json!({"add": {"score": 10}}))
+    };
+    let first = store.facts.record(&with_epoch("k1", old)).await.unwrap();
+    assert!(first.first);
+
+    // Another host takes the zone over: the old owner's facts are refused from now on, new
+    // keys and re-sends of committed ones alike.
+    let new = store.saves.claim(zone).await.unwrap().epoch;
+    let fenced = Err(StoreError::Fenced {
+        stored_epoch: new,
+        attempted: old,
+    });
+    assert_eq!(store.facts.record(&with_epoch("k2", old)).await, fenced);
+    assert_eq!(store.facts.record(&with_epoch("k1", old)).await, fenced);
+    assert_eq!(store.facts.get("k2").await.unwrap(), None);
+    assert_eq!(
+        store.facts.totals("ada").await.unwrap().get("score"),
+        Some(&10)
+    );
+
+    // The new owner restored a save that still had k1 in flight: it settles with the first
+    // result and applies nothing; its own new fact commits once.
+    let resent = store.facts.record(&with_epoch("k1", new)).await.unwrap();
+    assert_eq!((resent.first, &resent.result), (false, &first.result));
+    assert!(
+        store
+            .facts
+            .record(&with_epoch("k2", new))
+            .await
+            .unwrap()
+            .first
+    );
+    assert!(
+        !store
+            .facts
+            .record(&with_epoch("k2", new))
+            .await
+            .unwrap()
+            .first
+    );
+    assert_eq!(
+        store.facts.totals("ada").await.unwrap().get("score"),
+        Some(&20)
+    );
+    assert_eq!(store.facts.count().await.unwrap(), 2);
+
+    // A save written with a newer epoch fences too, even without a claim row of that epoch.
+    store
+        .saves
+        .write(zone, new + 1, 1, "arena", b"s")
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.facts.record(&with_epoch("k3", new)).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    // Facts recorded without an owner epoch (tools outside any zone owner) are not checked.
+    assert!(
+        store
+            .facts
+            .record(&fact("k4", None, json!(null)))
+            .await
+            .unwrap()
+            .first
+    );
+}
+
+/// Facts of one owner race another host's claim of the zone: every fact recorded after the claim
+/// returned is refused, every recorder ends up fenced, and the ledger holds exactly the accepted
+/// ones.
+async fn facts_racing_a_claim_are_fenced_from_the_claim_on(db: &Db) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (owner, other) = tokio::join!(db.open(), db.open());
+    let epoch = owner.saves.claim("arena-1").await.unwrap().epoch;
+    let claimed = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let (store, claimed) = (owner.clone(), Arc::clone(&claimed));
+        tasks.push(tokio::spawn(async move {
+            let mut accepted = 0u64;
+            for i in 0..100_000 {
+                let after_claim = claimed.load(Ordering::SeqCst);
+                let f = FactRecord {
+                    epoch: Some(epoch),
+                    ..fact(&format!("race/{t}/{i}"), None, json!(null))
+                };
+                match store.facts.record(&f).await {
+                    Ok(r) => {
+                        assert!(r.first);
+                        assert!(!after_claim, "a fact recorded after the claim was accepted");
+                        accepted += 1;
+                    }
+                    Err(StoreError::Fenced { .. }) => return accepted,
+                    Err(e) => panic!("unexpected error: {e}"),
+                }
+            }
+            panic!("recorder {t} was never fenced");
+        }));
+    }
+    // Let the recorders get going, then claim from the other host.
+    while owner.facts.count().await.unwrap() < 8 && !tasks.iter().any(|t| t.is_finished()) {
+        tokio::task::yield_now().await;
+    }
+    other.saves.claim("arena-1").await.unwrap();
+    claimed.store(true, Ordering::SeqCst);
+    let mut accepted = 0;
+    for task in tasks {
+        accepted += task.await.unwrap();
+    }
+    assert_eq!(other.facts.count().await.unwrap(), accepted);
 }
 
 async fn concurrent_facts_exactly_once(db: &Db) {
@@ -423,6 +544,8 @@ contract_tests!(
     fencing_refuses_stale_epoch,
     idempotent_saves,
     idempotent_facts,
+    fenced_facts_refused,
+    facts_racing_a_claim_are_fenced_from_the_claim_on,
     concurrent_facts_exactly_once,
     concurrent_claims_and_writes_fence,
     random_writes_match_model,

@@ -39,6 +39,7 @@ async fn slow_store_delays_every_write_and_still_stores_it() {
         kind: "kill".into(),
         principal: Some("p".into()),
         payload: json!({"add": {"score": 50}}),
+        epoch: None,
     };
     assert!(store.facts.record(&fact).await.unwrap().first);
     assert!(start.elapsed() >= delay);

@@ -9,6 +9,12 @@
 //! the [`Settlement`] goes back through the [`SettlementInbox`] to the zone's
 //! inbox. Facts are never dropped here for good: a fact abandoned at shutdown
 //! is still in flight in the zone's last snapshot and is re-sent after restart.
+//!
+//! Each fact carries its zone's owner epoch. When the sink refuses one as
+//! fenced (another host claimed the zone), the commit is not retried: the
+//! zone's [`FenceAlarm`] is raised so its simulation thread unloads it, and
+//! the zone's remaining facts are dropped here without being offered to the
+//! sink (the new owner re-sends them from the save it restored).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,8 +27,9 @@ use tokio_util::task::TaskTracker;
 use zonekeep_core::{Fact, FactOutcome, Settlement};
 
 use super::backoff::Backoff;
+use super::fence::FenceAlarm;
 use super::metrics::PersistMetrics;
-use super::sink::{FactSink, OutboundFact};
+use super::sink::{FactSink, OutboundFact, SinkError};
 
 /// Where settlements go: the server routes each to its zone's inbox.
 pub trait SettlementInbox: Send + Sync {
@@ -158,10 +165,17 @@ impl FactWorker {
 
     /// Opens (or reopens, after a restore) `zone_id`'s queue. A previous
     /// queue of the zone stops taking facts; what it holds is still committed.
-    pub fn open_zone(&self, zone_id: &str) -> FactQueue {
+    /// Its facts carry the owner `epoch` (`None`: the sink does not fence
+    /// them); a fenced refusal raises `alarm`.
+    pub fn open_zone(&self, zone_id: &str, epoch: Option<u64>, alarm: FenceAlarm) -> FactQueue {
         let (tx, rx) = mpsc::channel(self.shared.config.queue_per_zone.max(1));
         self.shared.queues().insert(zone_id.to_owned(), tx.clone());
-        let pump = pump(Arc::clone(&self.shared), zone_id.to_owned(), rx);
+        let owner = Owner {
+            zone_id: zone_id.into(),
+            epoch,
+            alarm,
+        };
+        let pump = pump(Arc::clone(&self.shared), owner, rx);
         self.shared
             .runtime
             .spawn(self.shared.tracker.track_future(pump));
@@ -203,9 +217,16 @@ impl FactWorker {
     }
 }
 
+/// Whose facts a pump moves: the zone, its owner epoch, its fence alarm.
+#[derive(Clone)]
+struct Owner {
+    zone_id: Arc<str>,
+    epoch: Option<u64>,
+    alarm: FenceAlarm,
+}
+
 /// Moves a zone's facts into commit tasks, bounded by the host-wide permits.
-async fn pump(shared: Arc<Shared>, zone_id: String, mut rx: mpsc::Receiver<Fact>) {
-    let zone_id: Arc<str> = zone_id.into();
+async fn pump(shared: Arc<Shared>, owner: Owner, mut rx: mpsc::Receiver<Fact>) {
     loop {
         // After shutdown starts, drain what is already queued, then stop.
         let fact = tokio::select! {
@@ -226,10 +247,11 @@ async fn pump(shared: Arc<Shared>, zone_id: String, mut rx: mpsc::Receiver<Fact>
             break;
         };
         let out = OutboundFact {
-            zone_id: zone_id.to_string(),
+            zone_id: owner.zone_id.to_string(),
             fact,
+            epoch: owner.epoch,
         };
-        let task = commit(Arc::clone(&shared), out, permit);
+        let task = commit(Arc::clone(&shared), out, owner.alarm.clone(), permit);
         shared.runtime.spawn(shared.tracker.track_future(task));
     }
     rx.close();
@@ -238,11 +260,22 @@ async fn pump(shared: Arc<Shared>, zone_id: String, mut rx: mpsc::Receiver<Fact>
     }
 }
 
-/// Commits one fact until the sink settles or refuses it.
-async fn commit(shared: Arc<Shared>, out: OutboundFact, _permit: OwnedSemaphorePermit) {
+/// Commits one fact until the sink settles or refuses it, or its owner is
+/// found fenced.
+async fn commit(
+    shared: Arc<Shared>,
+    out: OutboundFact,
+    alarm: FenceAlarm,
+    _permit: OwnedSemaphorePermit,
+) {
     let m = &shared.metrics;
     let mut failures: u32 = 0;
     let outcome = loop {
+        if alarm.is_raised() {
+            // The owner is fenced: the sink would refuse this fact too.
+            m.facts_pending.dec();
+            return;
+        }
         let attempt = tokio::select! {
             r = shared.sink.commit(&out) => r,
             () = shared.cancel.cancelled() => {
@@ -252,7 +285,14 @@ async fn commit(shared: Arc<Shared>, out: OutboundFact, _permit: OwnedSemaphoreP
         };
         match attempt {
             Ok(outcome) => break outcome,
-            Err(e) => {
+            Err(e @ SinkError::Fenced(_)) => {
+                m.fenced_write_refused("fact");
+                tracing::warn!(zone = %out.zone_id, key = %out.fact.key, epoch = ?out.epoch, error = %e, "fact refused as fenced: a newer owner holds the zone; this owner stops");
+                alarm.raise();
+                m.facts_pending.dec();
+                return;
+            }
+            Err(e @ SinkError::Unavailable(_)) => {
                 failures = failures.saturating_add(1);
                 m.fact_retries.inc();
                 tracing::warn!(zone = %out.zone_id, key = %out.fact.key, failures, error = %e, "fact commit failed; retrying");

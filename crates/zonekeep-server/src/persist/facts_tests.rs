@@ -10,7 +10,8 @@ use serde_json::json;
 use tokio::sync::Notify;
 use zonekeep_core::FactKey;
 use zonekeep_store::{
-    FactLedger, FactRecord, FactResult, Result as StoreResult, SqliteStore, StoreError, StoredFact,
+    FactLedger, FactRecord, FactResult, Result as StoreResult, SaveStore, SqliteStore, StoreError,
+    StoredFact,
 };
 
 use super::*;
@@ -122,8 +123,8 @@ async fn setup(
 #[tokio::test]
 async fn facts_settle_back_to_their_zone_after_retries() {
     let (worker, inbox, ledger, metrics) = setup(3, 16).await;
-    let qa = worker.open_zone("a");
-    let qb = worker.open_zone("b");
+    let qa = worker.open_zone("a", None, FenceAlarm::new());
+    let qb = worker.open_zone("b", None, FenceAlarm::new());
     qa.try_send(fact("a:1:0", "alice", 10)).unwrap();
     qa.try_send(fact("a:1:1", "alice", 5)).unwrap();
     qb.try_send(fact("b:1:0", "bob", 7)).unwrap();
@@ -145,10 +146,65 @@ async fn facts_settle_back_to_their_zone_after_retries() {
     assert_eq!(worker.pending(), 0);
 }
 
+/// Waits until no fact is queued or being committed. The fact worker reports
+/// a fenced commit only through its alarm and counters, so this re-checks.
+async fn until_idle(worker: &FactWorker) {
+    let guard = tokio::time::Instant::now() + Duration::from_secs(60);
+    while worker.pending() > 0 {
+        assert!(tokio::time::Instant::now() < guard, "facts never drained");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_fenced_owner_s_facts_are_refused_not_retried_and_raise_the_alarm() {
+    let (worker, inbox, ledger, metrics) = setup(0, 16).await;
+    let epoch = ledger.inner.claim("z").await.unwrap().epoch;
+    let alarm = FenceAlarm::new();
+    let q = worker.open_zone("z", Some(epoch), alarm.clone());
+    q.try_send(fact("z:1:0", "alice", 10)).unwrap();
+    inbox.wait_for(1).await;
+    assert!(!alarm.is_raised(), "the current owner commits");
+
+    // Another host claims the zone: this owner's next fact is refused, once.
+    ledger.inner.claim("z").await.unwrap();
+    q.try_send(fact("z:1:1", "alice", 5)).unwrap();
+    until_idle(&worker).await;
+    assert!(alarm.is_raised());
+    assert_eq!(ledger.get("z:1:1").await.unwrap(), None);
+    assert_eq!(
+        metrics.fact_retries.get(),
+        0,
+        "a fenced commit is not retried"
+    );
+    let fenced = || {
+        metrics
+            .fenced_writes_refused
+            .get_or_create(&vec![("write", "fact".to_owned())])
+            .get()
+    };
+    assert_eq!(fenced(), 1);
+
+    // Later facts of the fenced owner are not even offered to the sink.
+    q.try_send(fact("z:1:2", "alice", 1)).unwrap();
+    until_idle(&worker).await;
+    assert_eq!(fenced(), 1);
+    assert_eq!(ledger.count().await.unwrap(), 1);
+    assert_eq!(
+        ledger.totals("alice").await.unwrap().get("score"),
+        Some(&10)
+    );
+    assert_eq!(
+        inbox.got.lock().unwrap().len(),
+        1,
+        "nothing settles for them"
+    );
+}
+
 #[tokio::test]
 async fn invalid_facts_are_refused_not_retried() {
     let (worker, inbox, _ledger, metrics) = setup(0, 16).await;
-    let q = worker.open_zone("z");
+    let q = worker.open_zone("z", None, FenceAlarm::new());
     let mut bad = fact("z:1:0", "p", 1);
     bad.principal = None;
     q.try_send(bad).unwrap();
@@ -161,11 +217,11 @@ async fn invalid_facts_are_refused_not_retried() {
 #[tokio::test]
 async fn a_re_sent_key_takes_effect_once() {
     let (worker, inbox, ledger, _m) = setup(0, 16).await;
-    let q = worker.open_zone("z");
+    let q = worker.open_zone("z", None, FenceAlarm::new());
     q.try_send(fact("z:1:0", "p", 50)).unwrap();
     let first = inbox.wait_for(1).await;
     // As after a restore: the same fact again, through a reopened queue.
-    let q = worker.open_zone("z");
+    let q = worker.open_zone("z", None, FenceAlarm::new());
     q.try_send(fact("z:1:0", "p", 50)).unwrap();
     let both = inbox.wait_for(2).await;
     assert_eq!(both[1].1, first[0].1, "same key, same result");
@@ -175,7 +231,7 @@ async fn a_re_sent_key_takes_effect_once() {
 #[tokio::test]
 async fn the_queue_is_bounded_and_hands_the_fact_back() {
     let (worker, _inbox, _ledger, metrics) = setup(0, 2).await;
-    let q = worker.open_zone("z");
+    let q = worker.open_zone("z", None, FenceAlarm::new());
     // The test runtime is single-threaded: the pump cannot run between these calls.
     q.try_send(fact("k0", "p", 1)).unwrap();
     q.try_send(fact("k1", "p", 1)).unwrap();
@@ -188,7 +244,7 @@ async fn the_queue_is_bounded_and_hands_the_fact_back() {
 async fn settlements_for_unloaded_zones_are_counted() {
     let (worker, inbox, _ledger, metrics) = setup(0, 4).await;
     inbox.unloaded.lock().unwrap().push("gone".into());
-    let q = worker.open_zone("gone");
+    let q = worker.open_zone("gone", None, FenceAlarm::new());
     q.try_send(fact("g:1:0", "p", 1)).unwrap();
     inbox.arrived.notified().await;
     let left = worker.shutdown(Duration::from_secs(30)).await;
@@ -203,7 +259,7 @@ async fn settlements_for_unloaded_zones_are_counted() {
 #[tokio::test]
 async fn shutdown_abandons_unsettled_facts_after_its_timeout() {
     let (worker, _inbox, _ledger, metrics) = setup(u32::MAX, 4).await;
-    let q = worker.open_zone("z");
+    let q = worker.open_zone("z", None, FenceAlarm::new());
     q.try_send(fact("z:1:0", "p", 1)).unwrap();
     let left = worker.shutdown(Duration::from_millis(20)).await;
     assert_eq!(

@@ -150,6 +150,7 @@ impl Persistence {
         let route = self.router.open(&zone_id, settle_budget);
         let persist = ZonePersist::new(
             &zone_id,
+            claimed.epoch,
             self.storage.clone(),
             self.facts.clone(),
             route,

@@ -39,6 +39,7 @@ impl FactSink for LedgerSink {
             kind: out.fact.kind.clone(),
             principal: out.fact.principal.clone(),
             payload: out.fact.payload.clone(),
+            epoch: out.epoch,
         };
         match self.ledger.record(&record).await {
             Ok(r) => Ok(FactOutcome::Ok(r.result)),
@@ -46,11 +47,13 @@ impl FactSink for LedgerSink {
             Err(e @ (StoreError::InvalidFact { .. } | StoreError::InvalidArgument(_))) => {
                 Ok(FactOutcome::Refused(e.to_string()))
             }
+            // A verdict on the owner, not the fact: the zone must stop here.
+            Err(e @ StoreError::Fenced { .. }) => Err(SinkError::Fenced(e.to_string())),
             // Backend trouble (and corruption or a too-new schema, which an
             // operator can fix): keep the fact and retry.
             Err(e) => {
                 self.metrics.store_errors.inc();
-                Err(SinkError(e.to_string()))
+                Err(SinkError::Unavailable(e.to_string()))
             }
         }
     }
@@ -78,6 +81,7 @@ mod tests {
                 principal: principal.map(str::to_owned),
                 tick: 1,
             },
+            epoch: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! [`SaveStatus`](super::SaveStatus), so no zone label is needed here).
 
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
@@ -33,12 +34,24 @@ pub struct PersistMetrics {
     pub settlements_orphaned: Counter,
     /// Store calls (saves, claims, fact records) that returned an error.
     pub store_errors: Counter,
+    /// Writes the store refused because a newer owner holds the zone, by
+    /// `write` (`save` or `fact`).
+    pub fenced_writes_refused: Family<Vec<(&'static str, String)>, Counter>,
+    /// Zones unloaded because one of their writes was refused as fenced.
+    pub zones_fenced: Counter,
 }
 
 impl PersistMetrics {
     /// New zeroed metrics.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Counts one `write` (`save` or `fact`) refused as fenced.
+    pub fn fenced_write_refused(&self, write: &str) {
+        self.fenced_writes_refused
+            .get_or_create(&vec![("write", write.to_owned())])
+            .inc();
     }
 
     /// Adds every metric to `registry` under `zonekeep_`-prefixed names.
@@ -103,6 +116,16 @@ impl PersistMetrics {
             "zonekeep_store_errors",
             "Store calls that returned an error",
             self.store_errors.clone(),
+        );
+        r.register(
+            "zonekeep_fenced_writes_refused",
+            "Writes refused because a newer owner holds the zone, by write (save, fact)",
+            self.fenced_writes_refused.clone(),
+        );
+        r.register(
+            "zonekeep_zones_fenced",
+            "Zones unloaded because the store refused one of their writes as fenced",
+            self.zones_fenced.clone(),
         );
     }
 }

@@ -23,10 +23,14 @@
 //!   thread drives around every `advance` (facts out, settlements in,
 //!   periodic snapshots) and on unload (final snapshot: hibernation, stop,
 //!   shutdown).
+//! - [`FenceAlarm`]: raised by either worker when the store refuses one of a
+//!   zone's writes as fenced (a newer owner claimed it); the zone's simulation
+//!   thread then unloads it at once, with no final save.
 
 mod backoff;
 mod config;
 mod facts;
+mod fence;
 mod host;
 mod ledger;
 mod loader;
@@ -42,6 +46,7 @@ mod zone;
 pub use backoff::Backoff;
 pub use config::{open, parse_duration, ConfigError, FactSinkSpec, PersistConfig};
 pub use facts::{FactQueue, FactQueueError, FactWorker, FactWorkerConfig, SettlementInbox};
+pub use fence::FenceAlarm;
 pub use host::{PersistShutdown, Persistence};
 pub use ledger::LedgerSink;
 pub use loader::{ClaimedZone, LoadError, StartFailure, StartFailures, ZoneLoader};

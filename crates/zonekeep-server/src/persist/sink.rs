@@ -10,13 +10,25 @@ pub struct OutboundFact {
     pub zone_id: String,
     /// The fact, with its idempotency key.
     pub fact: Fact,
+    /// The emitting zone's owner epoch on this host, when the zone was
+    /// claimed from a store: a sink that can fence (the ledger) refuses the
+    /// fact once a newer owner holds the zone.
+    pub epoch: Option<u64>,
 }
 
-/// A failure that may pass: the fact worker retries it with backoff. (A
-/// definitive "no" is not an error but [`FactOutcome::Refused`].)
+/// Why a commit did not settle the fact. (A definitive "no" to the fact
+/// itself is not an error but [`FactOutcome::Refused`].)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("fact sink unavailable: {0}")]
-pub struct SinkError(pub String);
+pub enum SinkError {
+    /// A failure that may pass: the fact worker retries it with backoff.
+    #[error("fact sink unavailable: {0}")]
+    Unavailable(String),
+    /// The fact's owner epoch is stale: another host claimed the zone. Not
+    /// retried; the zone is unloaded here and its new owner re-sends the
+    /// fact from the save it restored.
+    #[error("fact refused, the zone has a newer owner: {0}")]
+    Fenced(String),
+}
 
 /// Where facts are committed. Implementations must be idempotent by
 /// `fact.key`: the worker delivers at least once (retries, re-sends after a

@@ -11,7 +11,9 @@
 //! [`ZoneLoader`](super::ZoneLoader)'s claim) and a sequence number that
 //! increases with each submission. Backend errors retry with capped
 //! exponential backoff, always with the newest snapshot; a fencing refusal
-//! means another owner has the zone, so the writer stops for good.
+//! means another owner has the zone, so the writer stops for good and raises
+//! the registration's [`FenceAlarm`](super::FenceAlarm), which tells the
+//! zone's simulation thread to unload it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +27,7 @@ use tokio_util::task::TaskTracker;
 use zonekeep_store::{SaveStore, StoreError};
 
 use super::backoff::Backoff;
+use super::fence::FenceAlarm;
 use super::metrics::PersistMetrics;
 use super::status::SaveStatus;
 
@@ -93,6 +96,8 @@ struct ZoneEntry {
     wake: Notify,
     /// `true` while nothing is waiting or being written.
     idle: watch::Sender<bool>,
+    /// Raised when the store refuses a save of this registration as fenced.
+    alarm: FenceAlarm,
 }
 
 impl ZoneEntry {
@@ -191,6 +196,7 @@ impl StorageHandle {
             }),
             wake: Notify::new(),
             idle,
+            alarm: FenceAlarm::new(),
         });
         let old = self
             .shared
@@ -303,6 +309,12 @@ impl StorageHandle {
     /// The zone's save status.
     pub fn status(&self, zone_id: &str) -> Option<SaveStatus> {
         self.shared.entry(zone_id).map(|e| e.lock().status.clone())
+    }
+
+    /// The fence alarm of the zone's current registration: raised when the
+    /// store refuses one of its saves as fenced.
+    pub fn alarm(&self, zone_id: &str) -> Option<FenceAlarm> {
+        self.shared.entry(zone_id).map(|e| e.alarm.clone())
     }
 
     /// Every known zone's save status, sorted by zone id.
@@ -423,6 +435,8 @@ async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
                 let fenced = matches!(e, StoreError::Fenced { .. });
                 if fenced {
                     m.saves_fenced.inc();
+                    m.fenced_write_refused("save");
+                    entry.alarm.raise();
                     tracing::warn!(zone = %entry.zone_id, epoch, error = %e, "zone save fenced: a newer owner holds the zone");
                 } else {
                     m.store_errors.inc();

@@ -176,14 +176,24 @@ async fn an_outage_is_visible_while_it_lasts() {
 async fn a_newer_owner_fences_this_writer() {
     let store = Faulty::new(0, None).await;
     let (h, metrics, _) = setup(Arc::clone(&store)).await;
+    let alarm = h.alarm("z").unwrap();
     h.try_submit("z", b"mine".to_vec()).unwrap();
     h.flush("z").await;
+    assert!(!alarm.is_raised());
     let successor = store.claim("z").await.unwrap();
     h.try_submit("z", b"stale".to_vec()).unwrap();
     h.flush("z").await;
     let st = h.status("z").unwrap();
     assert!(st.fenced);
+    assert!(alarm.is_raised(), "the zone's thread is told to stop");
     assert_eq!(metrics.saves_fenced.get(), 1);
+    assert_eq!(
+        metrics
+            .fenced_writes_refused
+            .get_or_create(&vec![("write", "save".to_owned())])
+            .get(),
+        1
+    );
     assert_eq!(
         h.try_submit("z", b"again".to_vec()),
         Err(SubmitError::Fenced("z".into()))

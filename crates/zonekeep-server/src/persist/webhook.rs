@@ -95,12 +95,12 @@ impl WebhookSink {
             .client
             .request(req)
             .await
-            .map_err(|e| SinkError(format!("webhook request failed: {e}")))?;
+            .map_err(|e| SinkError::Unavailable(format!("webhook request failed: {e}")))?;
         let status = resp.status().as_u16();
         let body = Limited::new(resp.into_body(), MAX_RESPONSE_BYTES)
             .collect()
             .await
-            .map_err(|e| SinkError(format!("webhook response body: {e}")))?
+            .map_err(|e| SinkError::Unavailable(format!("webhook response body: {e}")))?
             .to_bytes();
         Ok((status, body))
     }
@@ -136,10 +136,12 @@ impl FactSink for WebhookSink {
             .header(CONTENT_TYPE, "application/json")
             .header(IDEMPOTENCY_KEY, key_header)
             .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| SinkError(format!("building webhook request: {e}")))?;
+            .map_err(|e| SinkError::Unavailable(format!("building webhook request: {e}")))?;
         let (status, body) = tokio::time::timeout(self.timeout, self.post(req))
             .await
-            .map_err(|_| SinkError(format!("webhook timed out after {:?}", self.timeout)))??;
+            .map_err(|_| {
+                SinkError::Unavailable(format!("webhook timed out after {:?}", self.timeout))
+            })??;
         match status {
             200..=299 => {
                 let result = if body.is_empty() {
@@ -149,12 +151,12 @@ impl FactSink for WebhookSink {
                 };
                 Ok(FactOutcome::Ok(result))
             }
-            408 | 429 => Err(SinkError(format!("webhook answered {status}"))),
+            408 | 429 => Err(SinkError::Unavailable(format!("webhook answered {status}"))),
             400..=499 => Ok(FactOutcome::Refused(format!(
                 "webhook answered {status}: {}",
                 snippet(&body)
             ))),
-            _ => Err(SinkError(format!(
+            _ => Err(SinkError::Unavailable(format!(
                 "webhook answered {status}: {}",
                 snippet(&body)
             ))),

@@ -7,6 +7,12 @@
 //! queue full is kept, in order, for the next step), snapshots go to the
 //! storage worker's latest-wins slot, and settlements are drained from a
 //! bounded channel.
+//!
+//! When either worker finds the zone fenced (the store refused a save or a
+//! fact of this owner epoch: another host claimed the zone), the zone's
+//! [`FenceAlarm`] is raised; the thread reads it through
+//! [`ZonePersist::fenced`] and leaves through [`ZonePersist::discard`], which
+//! writes nothing more.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -15,6 +21,7 @@ use serde::Serialize;
 use zonekeep_core::{Fact, ZoneHost};
 
 use super::facts::{FactQueue, FactQueueError, FactWorker};
+use super::fence::FenceAlarm;
 use super::route::SettlementRoute;
 use super::schedule::SaveTimer;
 use super::status::SaveStatus;
@@ -61,13 +68,18 @@ pub struct ZonePersist {
     /// Most settlements handed to the zone per step (its in-flight bound:
     /// the channel never holds more for a well-behaved sink).
     settle_budget: usize,
+    /// Raised when a save or fact of this owner epoch was refused as fenced.
+    alarm: FenceAlarm,
 }
 
 impl ZonePersist {
-    /// Ties a zone to the workers. `now` is the host clock (the first
+    /// Ties a zone, claimed with the owner `epoch` (already registered with
+    /// `storage`), to the workers. `now` is the host clock (the first
     /// periodic save falls due `save_every` later).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         zone_id: &str,
+        epoch: u64,
         storage: StorageHandle,
         facts: FactWorker,
         route: SettlementRoute,
@@ -75,7 +87,10 @@ impl ZonePersist {
         settle_budget: usize,
         now: Duration,
     ) -> Self {
-        let queue = facts.open_zone(zone_id);
+        // The storage worker's alarm for this registration is shared with the
+        // fact queue, so either refusal is seen in one place.
+        let alarm = storage.alarm(zone_id).unwrap_or_default();
+        let queue = facts.open_zone(zone_id, Some(epoch), alarm.clone());
         ZonePersist {
             zone_id: zone_id.to_owned(),
             storage,
@@ -85,7 +100,14 @@ impl ZonePersist {
             route,
             timer: SaveTimer::new(save_every, now),
             settle_budget: settle_budget.max(1),
+            alarm,
         }
+    }
+
+    /// Whether the store refused one of this owner's writes as fenced: the
+    /// zone must stop at once (see [`ZonePersist::discard`]).
+    pub fn fenced(&self) -> bool {
+        self.alarm.is_raised()
     }
 
     /// Hands the settlements that arrived since the last step to the zone
@@ -132,6 +154,7 @@ impl ZonePersist {
         match self.storage.try_submit(&self.zone_id, bytes) {
             Ok(s) => Some(s.seq),
             Err(e @ SubmitError::Fenced(_)) => {
+                self.alarm.raise();
                 tracing::warn!(zone = %self.zone_id, error = %e, "zone not saved: another owner holds it");
                 None
             }
@@ -158,6 +181,18 @@ impl ZonePersist {
         }
         self.facts.close_zone(&self.zone_id);
         seq
+    }
+
+    /// The zone was fenced (another host owns it now): releases it writing
+    /// nothing more — no final save, and the facts still held here are
+    /// dropped (the new owner re-sends them from the save it restored).
+    /// Facts already queued are dropped by the fact worker unsent.
+    pub fn discard(self) {
+        if !self.held.is_empty() {
+            tracing::info!(zone = %self.zone_id, held = self.held.len(), "fenced zone unloaded; its unsent facts are left to the new owner");
+        }
+        self.storage.retire(&self.zone_id);
+        self.facts.close_zone(&self.zone_id);
     }
 
     /// The zone was built but never ran (its start could not be queued):

@@ -92,6 +92,10 @@ pub enum JoinFailure {
     /// The host is shutting down.
     #[error("host shutting down")]
     ShuttingDown,
+    /// Another host claimed the zone; this host unloaded it and does not
+    /// serve it any more.
+    #[error("the zone moved to another host")]
+    Fenced,
 }
 
 /// Why an admin operation failed.

@@ -1,7 +1,7 @@
 //! Which zones exist, which thread runs each, and what admin/metrics can read
 //! about them without waking the thread.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -91,10 +91,24 @@ impl ZoneEntry {
     }
 }
 
+/// Most fenced zone ids remembered; past it the oldest is forgotten (a join
+/// may then claim that zone back, which fences the other host in turn).
+const FENCED_CAP: usize = 4096;
+
+/// Zones this host unloaded because another host claimed them: joins are
+/// refused until the process restarts, so a client cannot make this host
+/// claim the zone back and two copies ping-pong. Bounded by [`FENCED_CAP`].
+#[derive(Debug, Default)]
+struct FencedZones {
+    order: VecDeque<String>,
+    ids: HashSet<String>,
+}
+
 /// Every zone of the host, by id.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     zones: Mutex<HashMap<String, Arc<ZoneEntry>>>,
+    fenced: Mutex<FencedZones>,
 }
 
 impl Registry {
@@ -112,6 +126,30 @@ impl Registry {
         if z.get(&entry.zone_id).is_some_and(|e| Arc::ptr_eq(e, entry)) {
             z.remove(&entry.zone_id);
         }
+    }
+
+    /// Remembers that another host owns `zone_id` now (see [`FencedZones`]).
+    pub fn mark_fenced(&self, zone_id: &str) {
+        let mut f = self.fenced.lock().unwrap_or_else(|p| p.into_inner());
+        if !f.ids.insert(zone_id.to_owned()) {
+            return;
+        }
+        f.order.push_back(zone_id.to_owned());
+        if f.order.len() > FENCED_CAP {
+            if let Some(old) = f.order.pop_front() {
+                tracing::warn!(zone = %old, "forgetting the oldest fenced zone: joins may claim it here again");
+                f.ids.remove(&old);
+            }
+        }
+    }
+
+    /// Whether this host unloaded `zone_id` because another host owns it.
+    pub fn is_fenced(&self, zone_id: &str) -> bool {
+        self.fenced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ids
+            .contains(zone_id)
     }
 
     pub fn summaries(&self) -> Vec<ZoneSummary> {

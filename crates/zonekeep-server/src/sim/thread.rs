@@ -100,9 +100,21 @@ pub(crate) fn run(index: usize, rx: Receiver<SimCommand>, ctx: Arc<SimContext>) 
 impl SimThread {
     fn run_due(&mut self, now: Duration) {
         let mut unload = Vec::new();
+        let mut fenced = Vec::new();
         for (id, z) in self.zones.iter_mut() {
-            if z.due(now) && z.step(&self.ctx, now) {
+            // Checked before anything else on every wake, due or not: a fenced
+            // zone runs no further tick and takes no further input.
+            if z.fenced() {
+                fenced.push(id.clone());
+            } else if z.due(now) && z.step(&self.ctx, now) {
                 unload.push(id.clone());
+            }
+        }
+        for id in fenced {
+            if let Some(mut z) = self.zones.remove(&id) {
+                tracing::warn!(zone = %id, "zone fenced: another host claimed it; unloading without a final save");
+                z.unload_fenced(&self.ctx);
+                self.ctx.metrics.release_zone(z.metrics);
             }
         }
         for id in unload {

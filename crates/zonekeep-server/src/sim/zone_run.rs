@@ -150,6 +150,9 @@ impl ZoneRun {
         version: u32,
         conn: ConnHandle,
     ) -> Result<Joined, JoinFailure> {
+        if self.fenced() {
+            return Err(JoinFailure::Fenced);
+        }
         let player = self
             .host
             .handle_join(principal, claims, role)
@@ -176,6 +179,9 @@ impl ZoneRun {
         version: u32,
         conn: ConnHandle,
     ) -> Result<Joined, JoinFailure> {
+        if self.fenced() {
+            return Err(JoinFailure::Fenced);
+        }
         if self.host.player(player).map(|p| &p.principal) != Some(principal) {
             return Err(JoinFailure::ReconnectRefused(
                 "not this principal's player".into(),
@@ -267,6 +273,39 @@ impl ZoneRun {
         }
         self.host.dispose();
         ctx.reconnect.forget_zone(&self.entry.zone_id);
+        ctx.registry.remove(&self.entry);
+    }
+
+    /// Whether the store refused a save or fact of this zone's owner epoch:
+    /// another host claimed it, and it must stop here at once.
+    pub fn fenced(&self) -> bool {
+        self.persist.as_ref().is_some_and(ZonePersist::fenced)
+    }
+
+    /// Another host owns the zone now: stop it without writing anything more
+    /// (no final save, no dispose hook, no further facts), tell every client to
+    /// reconnect (SHUTTING_DOWN: both SDKs reconnect on it), and refuse joins
+    /// to the zone on this host from now on. The zone is marked fenced before
+    /// it leaves the registry, so no join can slip in and claim it back.
+    pub fn unload_fenced(&mut self, ctx: &SimContext) {
+        let zone_id = self.entry.zone_id.clone();
+        ctx.registry.mark_fenced(&zone_id);
+        for (_, sub) in std::mem::take(&mut self.subs) {
+            if let Some(c) = sub.conn {
+                c.kick(
+                    KickCode::SHUTTING_DOWN,
+                    "the zone moved to another host; reconnect",
+                );
+            }
+        }
+        if let Some(p) = self.persist.take() {
+            p.discard();
+        }
+        if let Some(p) = &ctx.persist {
+            p.metrics().zones_fenced.inc();
+        }
+        self.host.dispose();
+        ctx.reconnect.forget_zone(&zone_id);
         ctx.registry.remove(&self.entry);
     }
 

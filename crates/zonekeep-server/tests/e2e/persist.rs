@@ -1,7 +1,8 @@
 //! Persistence in the host, end to end on a SQLite file: hibernation (Dormant
 //! → saved → unloaded → restored by the next join), a save the code cannot
-//! restore (kept, refused with the reason, reported by the admin API), and
-//! facts settling through slow storage.
+//! restore (kept, refused with the reason, reported by the admin API),
+//! facts settling through slow storage, and a host whose zone another host
+//! claimed (fenced): it stops committing, unloads the zone and kicks.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use zonekeep_core::{
 use zonekeep_protocol::messages::{KickCode, ServerMessage, Welcome};
 use zonekeep_server::persist::{PersistConfig, Persistence};
 use zonekeep_server::Host;
+use zonekeep_store::{FactLedger, SaveStore, SqliteStore, SQLITE_FILE_NAME};
 
 use crate::common::*;
 
@@ -75,9 +77,17 @@ impl Zone for Tally {
 }
 
 async fn persistent(dir: &Path, delay: Option<Duration>) -> (TestServer, Arc<Persistence>) {
+    persistent_every(dir, delay, Duration::from_millis(100)).await
+}
+
+async fn persistent_every(
+    dir: &Path,
+    delay: Option<Duration>,
+    save_every: Duration,
+) -> (TestServer, Arc<Persistence>) {
     let p = Persistence::open(PersistConfig {
         data_dir: dir.to_path_buf(),
-        save_every: Duration::from_millis(100),
+        save_every,
         store_delay: delay,
         ..PersistConfig::default()
     })
@@ -268,5 +278,95 @@ async fn facts_all_settle_through_a_store_that_takes_a_second_per_call() {
     assert_eq!(metric(&server, "zonekeep_facts_settled_total").await, 5.0);
     assert_eq!(metric(&server, "zonekeep_facts_pending").await, 0.0);
     drop(ws);
+    server.stop().await;
+}
+
+/// A second host on the same SQLite file claims `zone`, as a takeover does.
+async fn claim_from_another_host(dir: &Path, zone: &str) -> (SqliteStore, u64) {
+    let other = SqliteStore::open(dir.join(SQLITE_FILE_NAME)).await.unwrap();
+    let epoch = other.claim(zone).await.unwrap().epoch;
+    (other, epoch)
+}
+
+#[tokio::test]
+async fn a_fenced_host_stops_committing_facts_unloads_the_zone_and_kicks_its_players() {
+    let dir = tempfile::tempdir().unwrap();
+    // No periodic save within the test: only the fact commit can find the fence.
+    let (server, p) = persistent_every(dir.path(), None, Duration::from_secs(3600)).await;
+    let (mut ws, welcome, mut r) = join_tally(&server, "fz", "ann").await;
+    send_input(&mut ws, 1, &1u64.to_le_bytes()).await;
+    read_until(&mut ws, &mut r, |r| !r.settled.is_empty()).await;
+
+    let (other, _) = claim_from_another_host(dir.path(), "fz").await;
+    // The next fact is refused in the store; the zone is unloaded at once
+    // and its player told to reconnect.
+    send_input(&mut ws, 2, &2u64.to_le_bytes()).await;
+    assert_eq!(expect_kick(&mut ws).await, KickCode::SHUTTING_DOWN);
+
+    assert_eq!(other.count().await.unwrap(), 1, "only the owner's fact");
+    assert_eq!(other.totals("ann").await.unwrap().get("score"), Some(&1));
+    assert_eq!(
+        other.load("fz").await.unwrap(),
+        None,
+        "no final save from the fenced host"
+    );
+    assert_eq!(
+        metric(
+            &server,
+            "zonekeep_fenced_writes_refused_total{write=\"fact\"}"
+        )
+        .await,
+        1.0
+    );
+    assert_eq!(metric(&server, "zonekeep_zones_fenced_total").await, 1.0);
+    assert_eq!(p.facts().pending(), 0);
+    let (_, list) = admin_get(&server, "/admin/zones").await;
+    assert_eq!(list["zones"], json!([]), "the zone is unloaded");
+
+    // Joins to it are refused with the code that makes clients reconnect,
+    // and this host does not claim it back.
+    let hello = hello_bytes(&ticket("bob", "fz"), &[]);
+    assert_eq!(refused(&server, "fz", hello).await, KickCode::SHUTTING_DOWN);
+    let resume = hello_bytes(&ticket("ann", "fz"), &welcome.reconnect_token);
+    assert_eq!(
+        refused(&server, "fz", resume).await,
+        KickCode::SHUTTING_DOWN
+    );
+    let (status, _) = http(
+        &server,
+        "POST",
+        "/admin/zones",
+        Some(ADMIN),
+        Some(json!({"id": "fz", "kind": "tally"})),
+    )
+    .await;
+    assert_eq!(status, 503);
+    let epoch_now = other.claim("fz").await.unwrap().epoch;
+    assert_eq!(epoch_now, 3, "nobody claimed the zone after the takeover");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_refused_save_unloads_the_zone_without_waiting_for_a_fact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _p) = persistent(dir.path(), None).await;
+    let (mut ws, _, _) = join_tally(&server, "fs", "ann").await;
+    let (other, _) = claim_from_another_host(dir.path(), "fs").await;
+    let at_claim = other.load("fs").await.unwrap();
+    // The next periodic save is refused as fenced.
+    assert_eq!(expect_kick(&mut ws).await, KickCode::SHUTTING_DOWN);
+    assert_eq!(
+        other.load("fs").await.unwrap(),
+        at_claim,
+        "nothing saved under the old epoch after the claim"
+    );
+    assert_eq!(
+        metric(
+            &server,
+            "zonekeep_fenced_writes_refused_total{write=\"save\"}"
+        )
+        .await,
+        1.0
+    );
     server.stop().await;
 }

@@ -10,6 +10,7 @@ use tokio_postgres::{Client, GenericClient, Transaction};
 use super::{col, PgErr};
 use crate::effect::{self, Effect};
 use crate::error::{Result, StoreError};
+use crate::fence;
 use crate::types::{FactRecord, FactResult, StoredFact};
 use crate::validate::{check_id, from_db, now_ms};
 
@@ -25,6 +26,9 @@ pub(super) async fn record(
         check_id("principal", p)?;
     }
     let effect = effect::parse(fact)?;
+    if let Some(epoch) = fact.epoch {
+        check_owner(&tx, &fact.zone_id, epoch, err).await?;
+    }
 
     // Claim the key with a placeholder result; a concurrent recorder of the same key waits here on
     // the unique index until this transaction ends, then finds the row and the real result.
@@ -102,6 +106,32 @@ pub(super) async fn record(
         first: true,
         result,
     })
+}
+
+/// Refuses a fact whose owner `epoch` is below the zone's fence. The fence row is read `FOR SHARE`:
+/// a claim (which takes it `FOR UPDATE`) waits until this transaction ends, and this one waits for
+/// a claim in progress, so a fact is either committed before a newer owner's claim or refused.
+async fn check_owner(tx: &Transaction<'_>, zone_id: &str, epoch: u64, err: &PgErr) -> Result<()> {
+    let fence_row: Option<i64> = tx
+        .query_opt(
+            "SELECT epoch FROM zone_fences WHERE zone_id = $1 FOR SHARE",
+            &[&zone_id],
+        )
+        .await
+        .map_err(|e| err.map(e))?
+        .map(|row| col(&row, 0))
+        .transpose()?;
+    let save_epoch: Option<i64> = tx
+        .query_opt(
+            "SELECT epoch FROM zone_saves WHERE zone_id = $1",
+            &[&zone_id],
+        )
+        .await
+        .map_err(|e| err.map(e))?
+        .map(|row| col(&row, 0))
+        .transpose()?;
+    let fence = fence_row.unwrap_or(0).max(save_epoch.unwrap_or(0));
+    fence::check_owner(from_db("epoch", fence)?, epoch)
 }
 
 pub(super) async fn get(client: &Client, key: &str, err: &PgErr) -> Result<Option<StoredFact>> {

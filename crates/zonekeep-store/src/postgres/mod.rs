@@ -8,7 +8,9 @@
 //!   deletes of one zone are serialized across all hosts;
 //! - facts insert the ledger row first (`ON CONFLICT (key) DO NOTHING`): a concurrent recorder of the
 //!   same key blocks on the unique index until the first commits, then sees the conflict and reads
-//!   the committed result. Totals rows are updated in name order, so no two facts deadlock.
+//!   the committed result. Totals rows are updated in name order, so no two facts deadlock. A fact
+//!   carrying its owner's epoch first reads the zone's fence row `FOR SHARE` (before the ledger
+//!   row), so it serializes with claims of its zone but not with other facts.
 
 mod facts;
 mod migrations;

@@ -2,7 +2,9 @@
 //!
 //! `record` runs under `BEGIN IMMEDIATE`, i.e. holding the database's write lock from the first
 //! read: the "is this key new?" check, the effect and the insert are one serialized step, so two
-//! stores racing on a key cannot both see it as new.
+//! stores racing on a key cannot both see it as new. A fact carrying its owner's epoch is checked
+//! against the zone's fence inside that same step, so a claim by a newer owner either lands before
+//! the check (and the fact is refused) or after the commit.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +14,7 @@ use serde_json::Value;
 use super::sql_err;
 use crate::effect::{self, Effect};
 use crate::error::{Result, StoreError};
+use crate::fence;
 use crate::types::{FactRecord, FactResult, StoredFact};
 use crate::validate::{check_id, from_db, now_ms};
 
@@ -38,6 +41,10 @@ pub(super) fn record(conn: &mut Connection, fact: &FactRecord) -> Result<FactRes
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
+    if let Some(epoch) = fact.epoch {
+        let fence = from_db("epoch", super::saves::current_fence(&tx, &fact.zone_id)?)?;
+        fence::check_owner(fence, epoch)?;
+    }
     let existing: Option<(String, String)> = tx
         .query_row(
             "SELECT result, payload FROM facts WHERE key = ?1",

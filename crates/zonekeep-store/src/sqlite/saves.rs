@@ -35,7 +35,7 @@ fn to_record(raw: (String, String, i64, i64, Vec<u8>, i64)) -> Result<SaveRecord
 }
 
 /// The zone's fence: its fence row, but never below its stored save's epoch.
-fn current_fence(conn: &Connection, zone_id: &str) -> Result<i64> {
+pub(super) fn current_fence(conn: &Connection, zone_id: &str) -> Result<i64> {
     conn.query_row(
         "SELECT max(
              coalesce((SELECT epoch FROM zone_fences WHERE zone_id = ?1), 0),
