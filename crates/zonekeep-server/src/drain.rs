@@ -51,6 +51,12 @@ impl Deadline {
         self.at.saturating_duration_since(Instant::now())
     }
 
+    /// Log the start of `phase` with the time left for it and every later one.
+    fn begin(&self, phase: &'static str) {
+        let left_ms = u64::try_from(self.left().as_millis()).unwrap_or(u64::MAX);
+        tracing::info!(phase, left_ms, "shutting down");
+    }
+
     /// Note that `phase` did not finish by the deadline. Logged as a warning:
     /// what it costs (a lost save) is logged at ERROR where it happens.
     fn missed(&self, phase: &'static str) {
@@ -70,18 +76,19 @@ pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> 
     shared.shutdown.cancel();
     shared.sessions.close();
 
-    tracing::info!("shutting down: freezing zones");
+    deadline.begin("freeze");
     let (frozen, unfrozen_threads) = freeze(shared, &deadline).await;
     if unfrozen_threads > 0 {
         deadline.missed("freeze");
     }
 
-    tracing::info!(zones = frozen.len(), "shutting down: writing final saves");
+    tracing::info!(zones = frozen.len(), "zones frozen");
+    deadline.begin("final saves");
     let mut unsaved = confirm_and_release(shared, frozen, &deadline).await;
 
     // Sessions not attached to a zone (a handshake in progress), and clients of
     // zones that could not be frozen, are told now.
-    tracing::info!("shutting down: closing connections");
+    deadline.begin("closing connections");
     shared.sessions_end.cancel();
     if tokio::time::timeout_at(deadline.at, conns.wait())
         .await
@@ -93,7 +100,7 @@ pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> 
         deadline.missed("closing connections");
     }
 
-    tracing::info!("shutting down: stopping zones");
+    deadline.begin("stopping zones");
     let s = shared.clone();
     let left = deadline.left();
     if !matches!(
@@ -104,7 +111,7 @@ pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> 
     }
 
     if let Some(p) = &shared.sim.persist {
-        tracing::info!("shutting down: committing facts");
+        deadline.begin("committing facts");
         let done = p.shutdown(deadline.at).await;
         // Zones that were never frozen were saved (or not) by their thread's stop.
         unsaved.extend(done.saves.unsaved);
