@@ -269,8 +269,9 @@ impl HostBuilder {
         self
     }
 
-    /// Called on the zone's thread right before it is disposed (shutdown, admin
-    /// stop, dormant unload): the persistence hook where a zone is saved.
+    /// Called on the zone's thread when the zone stops for good (shutdown, admin
+    /// stop, dormant unload), after its last tick and before its clients are
+    /// kicked: the persistence hook where a zone is saved.
     pub fn on_dispose(
         mut self,
         hook: impl Fn(&str, &mut ZoneHost) + Send + Sync + 'static,

@@ -33,8 +33,9 @@ pub(crate) use registry::{Registry, ZoneEntry};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
 
-/// Called on the sim thread right before a zone is disposed (shutdown, stop,
-/// dormant unload). This is the persistence hook: save the zone here.
+/// Called on the sim thread when a zone stops for good (shutdown, stop,
+/// dormant unload), after its last tick and before its clients are kicked.
+/// This is the persistence hook: save the zone here.
 pub type DisposeHook = Arc<dyn Fn(&str, &mut ZoneHost) + Send + Sync>;
 
 /// One input on its way to a zone's inbox.
