@@ -34,11 +34,11 @@ fn left_ms(log: &str, phase: &str) -> u64 {
     v.split_whitespace().next().unwrap().parse().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_under_load_keeps_every_acknowledged_input_for_a_client_that_rejoins_at_once() {
+/// Clients play `zone` on one host under load; a second host on the same
+/// store is up; the first gets SIGTERM and each client, once kicked, rejoins
+/// the second at once and must find every input it saw acknowledged.
+async fn rejoin_at_once_after_sigterm(store: StoreSpec, zone: &str, principals: [String; 3]) {
     let dir = tempfile::tempdir().unwrap();
-    let store = StoreSpec::Sqlite(dir.path().join("data"));
-    let zone = "drain";
     // Only the shutdown saves this zone (a 1 h period), on a slowed store.
     let old_host = Server::start(
         &store,
@@ -46,9 +46,8 @@ async fn sigterm_under_load_keeps_every_acknowledged_input_for_a_client_that_rej
         &dir.path().join("old.log"),
     )
     .await;
-    let principals = ["ada", "bo", "cy"];
     let mut clients = Vec::new();
-    for p in principals {
+    for p in &principals {
         clients
             .push(LedgerClient::start(&old_host.addr, zone, p, 1, u64::MAX / 2, INPUT_EVERY).await);
     }
@@ -63,7 +62,7 @@ async fn sigterm_under_load_keeps_every_acknowledged_input_for_a_client_that_rej
     old_host.sigterm();
     let mut acked = 0u64;
     let mut sent = 0u64;
-    for (c, p) in clients.iter_mut().zip(principals) {
+    for (c, p) in clients.iter_mut().zip(&principals) {
         let l = c.until("the Kick", |l| l.closed).await;
         let (code, _) = l
             .kicked
@@ -75,8 +74,15 @@ async fn sigterm_under_load_keeps_every_acknowledged_input_for_a_client_that_rej
         sent += l.sent.len() as u64;
     }
     // At once, as an SDK does on SHUTTING_DOWN: the new host claims the zone from the store.
-    let mut back =
-        LedgerClient::start(&new_host.addr, zone, "ada", 1_000_000, 0, INPUT_EVERY).await;
+    let mut back = LedgerClient::start(
+        &new_host.addr,
+        zone,
+        &principals[0],
+        1_000_000,
+        0,
+        INPUT_EVERY,
+    )
+    .await;
     let state = back
         .until("the restored zone's state", |l| l.state.is_some())
         .await
@@ -92,9 +98,10 @@ async fn sigterm_under_load_keeps_every_acknowledged_input_for_a_client_that_rej
 
     let (status, log) = old_host.wait().await;
     assert!(status.success(), "exit status {status}\n{log}");
-    let saved = line_of(&log, &["final save written", "zone=drain"])
+    let zone_field = format!("zone={zone}");
+    let saved = line_of(&log, &["final save written", &zone_field])
         .unwrap_or_else(|| panic!("no final save logged:\n{log}"));
-    let kicked = line_of(&log, &["clients told SHUTTING_DOWN", "zone=drain"])
+    let kicked = line_of(&log, &["clients told SHUTTING_DOWN", &zone_field])
         .unwrap_or_else(|| panic!("no release logged:\n{log}"));
     assert!(
         saved < kicked,
@@ -103,6 +110,44 @@ async fn sigterm_under_load_keeps_every_acknowledged_input_for_a_client_that_rej
     assert!(!log.contains("shutdown deadline reached"), "{log}");
     assert!(!log.contains(" ERROR "), "{log}");
     new_host.terminate().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_keeps_every_acknowledged_input_for_a_client_that_rejoins_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let principals = ["ada", "bo", "cy"].map(String::from);
+    rejoin_at_once_after_sigterm(
+        StoreSpec::Sqlite(dir.path().join("data")),
+        "drain",
+        principals,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_keeps_every_acknowledged_input_on_postgres() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "sigterm_under_load_keeps_every_acknowledged_input_on_postgres",
+    ) else {
+        return;
+    };
+    // The database is shared between runs: this run's zone and principals are unique.
+    let run = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let principals = ["ada", "bo", "cy"].map(|p| format!("{p}-{run}"));
+    rejoin_at_once_after_sigterm(
+        StoreSpec::Postgres(url),
+        &format!("drain-{run}"),
+        principals,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

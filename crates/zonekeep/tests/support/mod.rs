@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 mod service;
-#[allow(unused_imports)] // not every test binary uses it
 pub use service::service_url;
 
 use std::collections::{BTreeMap, BTreeSet};
