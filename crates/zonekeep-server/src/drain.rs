@@ -41,12 +41,27 @@ impl DrainReport {
     }
 }
 
+/// Most of the bound kept for telling clients (see `Deadline::saves_by`).
+const TELL_CLIENTS_MAX: Duration = Duration::from_secs(1);
+
 /// The one deadline every phase shares.
 struct Deadline {
     at: Instant,
+    /// When waiting for final saves stops: a quarter of the bound (at most
+    /// [`TELL_CLIENTS_MAX`]) before `at`, kept for the Kicks to be written.
+    saves_by: Instant,
 }
 
 impl Deadline {
+    /// A deadline `bound` from now.
+    fn new(bound: Duration) -> Self {
+        let at = Instant::now() + bound;
+        Deadline {
+            at,
+            saves_by: at - (bound / 4).min(TELL_CLIENTS_MAX),
+        }
+    }
+
     fn left(&self) -> Duration {
         self.at.saturating_duration_since(Instant::now())
     }
@@ -69,9 +84,7 @@ impl Deadline {
 /// close the remaining sessions, commit what facts can be and stop the
 /// simulation threads — all within `shutdown_timeout_ms`.
 pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> DrainReport {
-    let deadline = Deadline {
-        at: Instant::now() + Duration::from_millis(shared.config.shutdown_timeout_ms),
-    };
+    let deadline = Deadline::new(Duration::from_millis(shared.config.shutdown_timeout_ms));
     // New joins and zone starts are refused from here; attached sessions stay.
     shared.shutdown.cancel();
     shared.sessions.close();
@@ -172,7 +185,7 @@ async fn confirm_and_release(
     frozen: Vec<FrozenZone>,
     deadline: &Deadline,
 ) -> Vec<String> {
-    let at = deadline.at;
+    let (at, end) = (deadline.saves_by, deadline.at);
     let results =
         futures_util::future::join_all(frozen.into_iter().map(|z| async move {
             let durable = confirm(shared, &z, at).await;
@@ -180,7 +193,7 @@ async fn confirm_and_release(
             let release = SimCommand::Release {
                 zone_id: z.zone_id.clone(),
             };
-            let left = at.saturating_duration_since(Instant::now());
+            let left = end.saturating_duration_since(Instant::now());
             if !send(shared, thread, release, left).await {
                 tracing::warn!(zone = %z.zone_id, "zone not released before the deadline; its thread's stop kicks its clients");
             }

@@ -176,7 +176,7 @@ async fn one_deadline_bounds_the_whole_shutdown_and_names_the_phase_that_hit_it(
     assert_eq!(
         l.kicked.map(|k| k.0),
         Some(KickCode::SHUTTING_DOWN.0),
-        "clients are still told, after the deadline"
+        "clients are still told when the saves run out of time"
     );
     let (status, log) = host.wait().await;
     assert!(!status.success(), "a lost final save fails the exit\n{log}");
@@ -200,11 +200,11 @@ async fn one_deadline_bounds_the_whole_shutdown_and_names_the_phase_that_hit_it(
         .is_some(),
         "{log}"
     );
-    // One deadline, not one per phase: the phases after the one that ran into it start with
-    // nothing left.
-    assert!(left_ms(&log, "freeze") > 0, "{log}");
+    // One deadline, not one per phase: waiting for the saves stops a quarter of the bound
+    // (400 ms) before the deadline, and every later phase starts with at most that left.
+    assert!(left_ms(&log, "freeze") <= 400, "{log}");
     for later in ["closing connections", "stopping zones", "committing facts"] {
-        assert_eq!(left_ms(&log, later), 0, "{later}\n{log}");
+        assert!(left_ms(&log, later) <= 100, "{later}\n{log}");
     }
     assert!(log.contains("zonekeep: shutdown lost state"), "{log}");
 }
