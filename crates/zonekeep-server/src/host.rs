@@ -423,7 +423,11 @@ impl Host {
         r.with_state(shared)
     }
 
-    /// Serve until `shutdown` resolves, then shut down gracefully.
+    /// Serve until `shutdown` resolves, then shut down gracefully: each zone
+    /// stops ticking, its final save is confirmed by the store, and only then
+    /// are its clients kicked with SHUTTING_DOWN, all within
+    /// `shutdown_timeout_ms`. Returns [`HostError::StateLost`] when a final
+    /// save was refused, dropped or not confirmed in time.
     pub async fn serve(
         self,
         listener: TcpListener,
