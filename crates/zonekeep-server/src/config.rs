@@ -118,7 +118,8 @@ pub struct ServerConfig {
     pub max_zones: usize,
     /// Zones labelled individually in metrics; the rest are `_other`. Default 32.
     pub metrics_zone_labels: usize,
-    /// Bound on graceful shutdown. Default 10000.
+    /// Bound on the whole graceful shutdown (one deadline shared by every
+    /// phase: freezing zones, final saves, closing connections, facts). Default 10000.
     pub shutdown_timeout_ms: u64,
     /// Clock-skew leeway for ticket `exp`/`nbf`, seconds. Default 5.
     pub ticket_leeway_secs: u64,
@@ -312,8 +313,8 @@ impl ServerConfig {
     }
 
     /// The persistence settings (`store`, `data_dir`, `save_every`,
-    /// `fact_sink`, `store_delay_ms`; final saves are bounded by
-    /// `shutdown_timeout_ms`), checked.
+    /// `fact_sink`, `store_delay_ms`), checked. Final saves at shutdown are
+    /// bounded by the host's one shutdown deadline (`shutdown_timeout_ms`).
     pub fn persist_config(&self) -> Result<crate::persist::PersistConfig, ConfigError> {
         use crate::persist::{parse_duration, FactSinkSpec, PersistConfig};
         let store = self.store.expose().trim();
@@ -359,7 +360,6 @@ impl ServerConfig {
             fact_sink,
             store_delay: (self.store_delay_ms > 0)
                 .then(|| Duration::from_millis(self.store_delay_ms)),
-            shutdown_timeout: Duration::from_millis(self.shutdown_timeout_ms),
             ..PersistConfig::default()
         })
     }

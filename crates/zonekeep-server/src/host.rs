@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, State};
@@ -66,6 +66,15 @@ pub enum HostError {
     /// Dev mode could not load or create its ticket key in the data directory.
     #[error(transparent)]
     DevKey(#[from] crate::dev_key::DevKeyError),
+    /// Graceful shutdown could not make every zone's acknowledged state durable:
+    /// a final save was refused, dropped or not confirmed within the shutdown bound.
+    #[error("shutdown lost state: final saves not written for zones {unsaved:?}{}", if *unfrozen_threads > 0 { format!(", {unfrozen_threads} simulation thread(s) did not freeze in time") } else { String::new() })]
+    StateLost {
+        /// Zones whose final save is not durable.
+        unsaved: Vec<String>,
+        /// Simulation threads whose zones could not be frozen in time.
+        unfrozen_threads: usize,
+    },
 }
 
 /// What the accept loop knows about a connection, passed to handlers.
@@ -85,7 +94,11 @@ pub(crate) struct Shared {
     pub reconnect: Arc<ReconnectStore>,
     pub clock: Arc<dyn Clock>,
     pub netsim: NetSim,
+    /// Cancelled when shutdown starts: no new joins or zones.
     pub shutdown: CancellationToken,
+    /// Cancelled once the zones' final saves are confirmed (or the deadline
+    /// passed): every session still open is told SHUTTING_DOWN.
+    pub sessions_end: CancellationToken,
     pub sessions: TaskTracker,
     pub next_conn: AtomicU64,
     pub default_kind: String,
@@ -264,8 +277,9 @@ impl HostBuilder {
         self
     }
 
-    /// Called on the zone's thread right before it is disposed (shutdown, admin
-    /// stop, dormant unload): the persistence hook where a zone is saved.
+    /// Called on the zone's thread when the zone stops for good (shutdown, admin
+    /// stop, dormant unload), after its last tick and before its clients are
+    /// kicked: the persistence hook where a zone is saved.
     pub fn on_dispose(
         mut self,
         hook: impl Fn(&str, &mut ZoneHost) + Send + Sync + 'static,
@@ -335,6 +349,7 @@ impl HostBuilder {
                 clock,
                 netsim: NetSim::default(),
                 shutdown: CancellationToken::new(),
+                sessions_end: CancellationToken::new(),
                 sessions: TaskTracker::new(),
                 next_conn: AtomicU64::new(1),
                 default_kind,
@@ -416,7 +431,11 @@ impl Host {
         r.with_state(shared)
     }
 
-    /// Serve until `shutdown` resolves, then shut down gracefully.
+    /// Serve until `shutdown` resolves, then shut down gracefully: each zone
+    /// stops ticking, its final save is confirmed by the store, and only then
+    /// are its clients kicked with SHUTTING_DOWN, all within
+    /// `shutdown_timeout_ms`. Returns [`HostError::StateLost`] when a final
+    /// save was refused, dropped or not confirmed in time.
     pub async fn serve(
         self,
         listener: TcpListener,
@@ -528,8 +547,15 @@ impl Host {
         }
         drop(listener);
         conns.close();
-        shutdown_host(&shared, &conns).await;
-        Ok(())
+        let report = crate::drain::shutdown_host(&shared, &conns).await;
+        if report.is_complete() {
+            Ok(())
+        } else {
+            Err(HostError::StateLost {
+                unsaved: report.unsaved,
+                unfrozen_threads: report.unfrozen_threads,
+            })
+        }
     }
 }
 
@@ -570,39 +596,6 @@ async fn bound_plain_requests(
         header::HeaderValue::from_static("close"),
     );
     r
-}
-
-/// Stop accepting (done by the caller), kick every session with
-/// SHUTTING_DOWN, close HTTP connections, dispose zones; all within the bound.
-async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) {
-    let bound = Duration::from_millis(shared.config.shutdown_timeout_ms);
-    let deadline = Instant::now() + bound;
-    tracing::info!("shutting down: telling clients");
-    shared.shutdown.cancel();
-    shared.sessions.close();
-    let left = || deadline.saturating_duration_since(Instant::now());
-    let _ = tokio::time::timeout(left(), conns.wait()).await;
-    if tokio::time::timeout(left(), shared.sessions.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("sessions did not close within the shutdown bound");
-    }
-    tracing::info!("shutting down: disposing zones");
-    let s = shared.clone();
-    let remaining = left();
-    let done = tokio::task::spawn_blocking(move || s.pool.shutdown(remaining)).await;
-    if !matches!(done, Ok(true)) {
-        tracing::warn!("zones did not dispose within the shutdown bound");
-    }
-    // Every zone's final snapshot is queued now (the threads submitted them
-    // while disposing); wait for the writes, bounded on their own so that a
-    // slow session close does not cost the saves.
-    if let Some(p) = &shared.sim.persist {
-        tracing::info!("shutting down: writing final saves");
-        p.shutdown(p.config().shutdown_timeout).await;
-    }
-    tracing::info!("shutdown complete");
 }
 
 async fn metrics_handler(State(shared): State<Arc<Shared>>) -> Response {

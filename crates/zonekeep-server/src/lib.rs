@@ -27,6 +27,7 @@ pub mod conn;
 pub mod conn_limit;
 mod dev;
 pub mod dev_key;
+mod drain;
 pub mod error;
 pub mod examples;
 mod host;

@@ -553,7 +553,9 @@ async fn write_loop(
         tokio::select! {
             biased;
             k = kick.wait_for(Option::is_some) => k.ok().and_then(|k| k.clone()),
-            _ = shared.shutdown.cancelled() => shutting_down(),
+            // Not `shutdown`: an attached client is kicked by its zone once the zone's final save
+            // is durable, so that it reconnects to the state it saw acknowledged.
+            _ = shared.sessions_end.cancelled() => shutting_down(),
         }
     };
     tokio::pin!(stop);

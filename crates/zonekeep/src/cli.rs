@@ -150,7 +150,7 @@ struct ServeArgs {
     /// Zones labelled individually in metrics; the rest are "_other" [default: 32].
     #[arg(long, env = "ZONEKEEP_METRICS_ZONE_LABELS")]
     metrics_zone_labels: Option<usize>,
-    /// Bound on graceful shutdown, ms [default: 10000].
+    /// Bound on the whole graceful shutdown (one deadline for every phase), ms [default: 10000].
     #[arg(long, env = "ZONEKEEP_SHUTDOWN_TIMEOUT_MS")]
     shutdown_timeout_ms: Option<u64>,
     /// Clock-skew leeway for ticket exp/nbf, seconds [default: 5].

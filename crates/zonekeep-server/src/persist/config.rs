@@ -92,8 +92,6 @@ pub struct PersistConfig {
     pub fact_sink: FactSinkSpec,
     /// Dev/bench: delay every store write by this much (wraps the store in [`SlowStore`]).
     pub store_delay: Option<Duration>,
-    /// How long graceful shutdown waits for final saves (and then for facts). Default 10 s.
-    pub shutdown_timeout: Duration,
     /// Per-attempt timeout of the webhook sink. Default 5 s.
     pub webhook_timeout: Duration,
     /// Storage worker settings.
@@ -111,7 +109,6 @@ impl Default for PersistConfig {
             save_every_by_kind: BTreeMap::new(),
             fact_sink: FactSinkSpec::Ledger,
             store_delay: None,
-            shutdown_timeout: Duration::from_secs(10),
             webhook_timeout: Duration::from_secs(5),
             storage: StorageConfig::default(),
             facts: FactWorkerConfig::default(),

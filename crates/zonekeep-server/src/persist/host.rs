@@ -3,7 +3,7 @@
 //! [`PersistConfig`] and handed to the host builder.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use zonekeep_core::{Clock, ZoneConfig, ZoneHost, ZoneInit, ZoneKinds};
 use zonekeep_store::Store;
@@ -162,16 +162,17 @@ impl Persistence {
     }
 
     /// Graceful shutdown, after every zone's final snapshot was submitted:
-    /// waits (at most `timeout` each) for the saves, then for the facts
-    /// being committed.
-    pub async fn shutdown(&self, timeout: Duration) -> PersistShutdown {
-        let saves = self.storage.shutdown(timeout).await;
+    /// waits for the saves, then for the facts being committed, all by one
+    /// `deadline` (a slow store cannot stretch the shutdown past it).
+    pub async fn shutdown(&self, deadline: tokio::time::Instant) -> PersistShutdown {
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let saves = self.storage.shutdown(left()).await;
         if saves.unsaved.is_empty() {
             tracing::info!(saved = saves.saved, "final saves written");
         } else {
-            tracing::warn!(saved = saves.saved, unsaved = ?saves.unsaved, "some zones' final saves were not written in time");
+            tracing::error!(saved = saves.saved, unsaved = ?saves.unsaved, "some zones' final saves were not written in time");
         }
-        let facts_abandoned = self.facts.shutdown(timeout).await;
+        let facts_abandoned = self.facts.shutdown(left()).await;
         if facts_abandoned > 0 {
             tracing::warn!(
                 facts_abandoned,

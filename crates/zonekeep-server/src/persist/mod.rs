@@ -59,4 +59,4 @@ pub use storage::{
     ShutdownReport, StorageConfig, StorageHandle, StorageWorker, SubmitError, Submitted,
 };
 pub use webhook::{WebhookError, WebhookSink};
-pub use zone::{PersistDetail, Unload, ZonePersist};
+pub use zone::{FinalSave, PersistDetail, Unload, ZonePersist};

@@ -38,6 +38,18 @@ pub enum Unload {
     Shutdown,
 }
 
+/// What became of a zone's final snapshot when it was unloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinalSave {
+    /// The kind keeps no state across restarts: there is nothing to save.
+    NotPersisted,
+    /// Queued for writing with this sequence number; it is durable once the
+    /// storage worker reports it saved.
+    Queued(u64),
+    /// The storage worker refused it (closed or fenced): this state is lost.
+    Refused(SubmitError),
+}
+
 /// What the admin zone detail shows about a zone's persistence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PersistDetail {
@@ -167,11 +179,25 @@ impl ZonePersist {
 
     /// The zone leaves its thread: last facts out, final snapshot queued,
     /// then the zone is closed for saving and its fact queue released.
-    /// Returns the final snapshot's sequence number, if one was queued.
-    pub fn unload(mut self, host: &mut ZoneHost, why: Unload) -> Option<u64> {
+    pub fn unload(mut self, host: &mut ZoneHost, why: Unload) -> FinalSave {
         self.held.extend(host.drain_facts());
         self.send_held();
-        let seq = self.save(host);
+        let save = match host.snapshot() {
+            None => FinalSave::NotPersisted,
+            Some(bytes) => match self.storage.try_submit(&self.zone_id, bytes) {
+                Ok(s) => FinalSave::Queued(s.seq),
+                Err(e) => {
+                    // At shutdown this state is lost for good; a hibernating zone is
+                    // refused only when another owner holds it.
+                    if why == Unload::Shutdown {
+                        tracing::error!(zone = %self.zone_id, error = %e, "final save refused");
+                    } else {
+                        tracing::warn!(zone = %self.zone_id, error = %e, "final save refused");
+                    }
+                    FinalSave::Refused(e)
+                }
+            },
+        };
         if !self.held.is_empty() {
             tracing::info!(zone = %self.zone_id, held = self.held.len(), "facts left unsent at unload; they are in the final save");
         }
@@ -180,7 +206,7 @@ impl ZonePersist {
             Unload::Shutdown => self.storage.close(&self.zone_id),
         }
         self.facts.close_zone(&self.zone_id);
-        seq
+        save
     }
 
     /// The zone was fenced (another host owns it now): releases it writing

@@ -33,8 +33,9 @@ pub(crate) use registry::{Registry, ZoneEntry};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
 
-/// Called on the sim thread right before a zone is disposed (shutdown, stop,
-/// dormant unload). This is the persistence hook: save the zone here.
+/// Called on the sim thread when a zone stops for good (shutdown, stop,
+/// dormant unload), after its last tick and before its clients are kicked.
+/// This is the persistence hook: save the zone here.
 pub type DisposeHook = Arc<dyn Fn(&str, &mut ZoneHost) + Send + Sync>;
 
 /// One input on its way to a zone's inbox.
@@ -167,9 +168,28 @@ pub(crate) enum SimCommand {
         zone_id: String,
         reply: oneshot::Sender<Result<(), AdminFailure>>,
     },
+    /// Graceful shutdown, step 1: stop ticking every zone of the thread and
+    /// queue their final saves; the zones stay, frozen, with their clients
+    /// attached until [`SimCommand::Release`].
+    Freeze {
+        reply: oneshot::Sender<Vec<FrozenZone>>,
+    },
+    /// Graceful shutdown, step 2: the frozen zone's final save is durable (or
+    /// given up on): kick its clients with SHUTTING_DOWN and dispose it.
+    Release {
+        zone_id: String,
+    },
     Shutdown {
         reply: std::sync::mpsc::Sender<()>,
     },
+}
+
+/// A zone frozen for shutdown: no longer ticking, its final save queued.
+#[derive(Debug, Clone)]
+pub(crate) struct FrozenZone {
+    pub zone_id: String,
+    pub thread: usize,
+    pub save: crate::persist::FinalSave,
 }
 
 impl SimCommand {
@@ -226,6 +246,19 @@ impl SimPool {
         tx.try_send(cmd).map_err(|e| match e {
             TrySendError::Full(c) | TrySendError::Disconnected(c) => Box::new(c),
         })
+    }
+
+    /// Queue a command, waiting at most `bound` for room: blocks the calling
+    /// thread (use from a blocking task). False when it could not be queued.
+    pub fn send_within(&self, thread: usize, cmd: SimCommand, bound: Duration) -> bool {
+        self.senders
+            .get(thread)
+            .is_some_and(|tx| tx.send_timeout(cmd, bound).is_ok())
+    }
+
+    /// How many threads the pool runs.
+    pub fn threads(&self) -> usize {
+        self.senders.len()
     }
 
     /// Queue a command that must not be lost (a disconnect): try now, and if

@@ -10,7 +10,7 @@ use zonekeep_protocol::messages::KickCode;
 
 use super::registry::Registry;
 use super::zone_run::ZoneRun;
-use super::{AdminFailure, DisposeHook, JoinFailure, SimCommand, ZoneStart};
+use super::{AdminFailure, DisposeHook, FrozenZone, JoinFailure, SimCommand, ZoneStart};
 use crate::metrics::Metrics;
 use crate::persist::{Persistence, Unload};
 use crate::reconnect::ReconnectStore;
@@ -18,6 +18,8 @@ use crate::reconnect::ReconnectStore;
 /// Longest sleep with no zone due (so a thread with no zones still notices shutdown promptly
 /// through its queue; this only bounds the idle wake-up rate).
 const MAX_SLEEP: Duration = Duration::from_millis(500);
+/// The Kick reason of a graceful shutdown.
+const RESTARTING: &str = "the server is restarting";
 /// Commands handled per wake-up before zones get their turn again.
 const COMMANDS_PER_WAKE: usize = 256;
 
@@ -54,14 +56,22 @@ pub(crate) struct SimContext {
 }
 
 struct SimThread {
+    index: usize,
     ctx: Arc<SimContext>,
     zones: BTreeMap<String, ZoneRun>,
+    /// Zones stopped for shutdown: not ticked, clients still attached, until released.
+    frozen: BTreeMap<String, ZoneRun>,
+    /// Set by the shutdown freeze: zones that arrive afterwards are not started.
+    draining: bool,
 }
 
 pub(crate) fn run(index: usize, rx: Receiver<SimCommand>, ctx: Arc<SimContext>) {
     let mut t = SimThread {
+        index,
         ctx,
         zones: BTreeMap::new(),
+        frozen: BTreeMap::new(),
+        draining: false,
     };
     tracing::debug!(thread = index, "sim thread started");
     loop {
@@ -133,7 +143,8 @@ impl SimThread {
 
     /// Takes over a zone built on the runtime (see `start.rs`).
     fn start(&mut self, zone_id: &str, start: ZoneStart) -> Result<(), String> {
-        let Some(entry) = self.ctx.registry.get(zone_id) else {
+        let entry = self.ctx.registry.get(zone_id).filter(|_| !self.draining);
+        let Some(entry) = entry else {
             let ZoneStart {
                 mut host,
                 persist,
@@ -145,7 +156,11 @@ impl SimThread {
             }
             host.dispose();
             self.ctx.metrics.release_zone(metrics);
-            return Err("zone was removed before it started".into());
+            return Err(if self.draining {
+                "the host is shutting down".into()
+            } else {
+                "zone was removed before it started".into()
+            });
         };
         let ZoneStart {
             host,
@@ -175,13 +190,13 @@ impl SimThread {
             } => {
                 if let Some(c) = create {
                     if let Err(e) = self.start(&zone_id, c) {
-                        let _ = reply.send(Err(JoinFailure::Unavailable(e)));
+                        let _ = reply.send(Err(self.unavailable(e)));
                         return false;
                     }
                 }
                 let r = match self.zones.get_mut(&zone_id) {
                     Some(z) => z.join(&self.ctx, principal, claims, role, version, conn),
-                    None => Err(JoinFailure::Unavailable("zone is not running".into())),
+                    None => Err(self.unavailable("zone is not running".into())),
                 };
                 let _ = reply.send(r);
             }
@@ -195,6 +210,7 @@ impl SimThread {
             } => {
                 let r = match self.zones.get_mut(&zone_id) {
                     Some(z) => z.resume(&self.ctx, player, &principal, version, conn),
+                    None if self.draining => Err(JoinFailure::ShuttingDown),
                     None => Err(JoinFailure::ReconnectRefused("zone is not running".into())),
                 };
                 let _ = reply.send(r);
@@ -228,7 +244,11 @@ impl SimThread {
                 let _ = reply.send(r);
             }
             SimCommand::Inspect { zone_id, reply } => {
-                let _ = reply.send(self.zones.get(&zone_id).map(ZoneRun::detail));
+                let z = self
+                    .zones
+                    .get(&zone_id)
+                    .or_else(|| self.frozen.get(&zone_id));
+                let _ = reply.send(z.map(ZoneRun::detail));
             }
             SimCommand::Kick {
                 zone_id,
@@ -265,6 +285,16 @@ impl SimThread {
                 };
                 let _ = reply.send(r);
             }
+            SimCommand::Freeze { reply } => {
+                let _ = reply.send(self.freeze());
+            }
+            SimCommand::Release { zone_id } => {
+                if let Some(mut z) = self.frozen.remove(&zone_id) {
+                    z.release(&self.ctx, KickCode::SHUTTING_DOWN, RESTARTING);
+                    self.ctx.metrics.release_zone(z.metrics);
+                    tracing::info!(zone = %zone_id, "zone released: clients told SHUTTING_DOWN");
+                }
+            }
             SimCommand::Shutdown { reply } => {
                 self.shutdown_all();
                 let _ = reply.send(());
@@ -274,12 +304,45 @@ impl SimThread {
         false
     }
 
+    /// A join or start that finds no running zone: during shutdown the client
+    /// is told so (and reconnects), otherwise the zone is unavailable.
+    fn unavailable(&self, why: String) -> JoinFailure {
+        if self.draining {
+            JoinFailure::ShuttingDown
+        } else {
+            JoinFailure::Unavailable(why)
+        }
+    }
+
+    /// Stop ticking every zone and queue its final save; nothing more is
+    /// acknowledged to their clients, who stay attached until the save is durable.
+    fn freeze(&mut self) -> Vec<FrozenZone> {
+        self.draining = true;
+        let mut out = Vec::with_capacity(self.zones.len());
+        for (id, mut z) in std::mem::take(&mut self.zones) {
+            let save = z.queue_final_save(&self.ctx, Unload::Shutdown);
+            out.push(FrozenZone {
+                zone_id: id.clone(),
+                thread: self.index,
+                save,
+            });
+            self.frozen.insert(id, z);
+        }
+        out
+    }
+
+    /// The end of the thread: zones still frozen (their saves were not
+    /// confirmed in time) and zones never frozen are kicked and disposed.
     fn shutdown_all(&mut self) {
+        for (_, mut z) in std::mem::take(&mut self.frozen) {
+            z.release(&self.ctx, KickCode::SHUTTING_DOWN, RESTARTING);
+            self.ctx.metrics.release_zone(z.metrics);
+        }
         for (_, mut z) in std::mem::take(&mut self.zones) {
             z.teardown(
                 &self.ctx,
                 KickCode::SHUTTING_DOWN,
-                "the server is restarting",
+                RESTARTING,
                 Unload::Shutdown,
             );
             self.ctx.metrics.release_zone(z.metrics);

@@ -19,7 +19,7 @@ use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
 use crate::conn::{ConnHandle, Offer};
 use crate::metrics::ZoneMetrics;
-use crate::persist::{Unload, ZonePersist};
+use crate::persist::{FinalSave, Unload, ZonePersist};
 
 /// One participant's connection (`None` while it is dropped, within the grace).
 struct Sub {
@@ -254,22 +254,37 @@ impl ZoneRun {
         true
     }
 
-    /// Kick every connection with `code`, queue the final save, run the
-    /// dispose hook and dispose. The save is queued before the zone leaves
+    /// Queue the final save, kick every connection with `code` and dispose
+    /// (hibernation, admin stop). The save is queued before the zone leaves
     /// the registry, so a join that recreates it finds the save pending and
     /// waits for it (`ZoneLoader::claim`).
     pub fn teardown(&mut self, ctx: &SimContext, code: KickCode, reason: &str, why: Unload) {
+        self.queue_final_save(ctx, why);
+        self.release(ctx, code, reason);
+    }
+
+    /// The zone's last act as a live zone: last facts handed to the fact
+    /// queue, final snapshot queued, the dispose hook run. The caller stops
+    /// ticking the zone from here on, so no input is acknowledged after the
+    /// state this save holds. Says what became of the final snapshot.
+    pub fn queue_final_save(&mut self, ctx: &SimContext, why: Unload) -> FinalSave {
+        let mut save = FinalSave::NotPersisted;
+        if let Some(p) = self.persist.take() {
+            save = p.unload(&mut self.host, why);
+            tracing::info!(zone = %self.entry.zone_id, save = ?save, facts_in_flight = self.host.facts_in_flight(), "zone frozen; final save queued");
+        }
+        if let Some(hook) = &ctx.dispose_hook {
+            hook(&self.entry.zone_id, &mut self.host);
+        }
+        save
+    }
+
+    /// Kick every connection with `code` and dispose the zone.
+    pub fn release(&mut self, ctx: &SimContext, code: KickCode, reason: &str) {
         for (_, sub) in std::mem::take(&mut self.subs) {
             if let Some(c) = sub.conn {
                 c.kick(code, reason);
             }
-        }
-        if let Some(p) = self.persist.take() {
-            let seq = p.unload(&mut self.host, why);
-            tracing::info!(zone = %self.entry.zone_id, save_seq = ?seq, facts_in_flight = self.host.facts_in_flight(), "zone unloaded; final save queued");
-        }
-        if let Some(hook) = &ctx.dispose_hook {
-            hook(&self.entry.zone_id, &mut self.host);
         }
         self.host.dispose();
         ctx.reconnect.forget_zone(&self.entry.zone_id);

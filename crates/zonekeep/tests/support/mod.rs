@@ -222,6 +222,28 @@ impl Server {
         assert!(log.contains("final saves written"), "{log}");
     }
 
+    /// Sends SIGTERM without waiting for the exit.
+    pub fn sigterm(&self) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+
+    /// Waits for the process to exit; returns its status and its log.
+    pub async fn wait(mut self) -> (std::process::ExitStatus, String) {
+        let mut child = self.child.take().unwrap();
+        let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+            .await
+            .unwrap();
+        (
+            status,
+            std::fs::read_to_string(&self.log).unwrap_or_default(),
+        )
+    }
+
     /// GET a path; returns the body.
     pub async fn get(&self, path: &str) -> String {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};

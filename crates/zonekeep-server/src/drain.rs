@@ -1,0 +1,269 @@
+//! Graceful shutdown: no acknowledged state is lost.
+//!
+//! A client trusts an input once a Delta acknowledged it, and a client kicked
+//! with SHUTTING_DOWN reconnects at once (to this host restarting, or to
+//! another). So the order is: stop admitting; freeze every zone (it stops
+//! ticking, so nothing more is acknowledged, and its final save and last
+//! facts are queued); per zone, wait until the store confirms that save, and
+//! only then kick that zone's clients. The zone's facts need not be committed
+//! before the kick: those still in flight are in the final save and are
+//! re-sent, under the same keys, by whichever host restores it.
+//!
+//! One deadline (`shutdown_timeout_ms`, computed once) bounds the whole
+//! shutdown; every phase gets what is left of it, and the phase that runs
+//! into it is logged. A final save that was refused or not confirmed by the
+//! deadline is logged at ERROR and reported, so the process exits non-zero.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
+
+use crate::host::Shared;
+use crate::persist::FinalSave;
+use crate::sim::{FrozenZone, SimCommand};
+
+/// What a graceful shutdown left undone.
+#[derive(Debug, Default)]
+pub(crate) struct DrainReport {
+    /// Zones whose final save is not durable, sorted.
+    pub unsaved: Vec<String>,
+    /// Simulation threads that did not freeze their zones in time (their
+    /// zones were saved, if at all, without confirmation).
+    pub unfrozen_threads: usize,
+}
+
+impl DrainReport {
+    /// Whether every zone's acknowledged state is known to be durable.
+    pub fn is_complete(&self) -> bool {
+        self.unsaved.is_empty() && self.unfrozen_threads == 0
+    }
+}
+
+/// Most of the bound kept for telling clients (see `Deadline::saves_by`).
+const TELL_CLIENTS_MAX: Duration = Duration::from_secs(1);
+
+/// The one deadline every phase shares.
+struct Deadline {
+    at: Instant,
+    /// When waiting for final saves stops: a quarter of the bound (at most
+    /// [`TELL_CLIENTS_MAX`]) before `at`, kept for the Kicks to be written.
+    saves_by: Instant,
+}
+
+impl Deadline {
+    /// A deadline `bound` from now.
+    fn new(bound: Duration) -> Self {
+        let at = Instant::now() + bound;
+        Deadline {
+            at,
+            saves_by: at - (bound / 4).min(TELL_CLIENTS_MAX),
+        }
+    }
+
+    fn left(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    /// Log the start of `phase` with the time left for it and every later one.
+    fn begin(&self, phase: &'static str) {
+        let left_ms = u64::try_from(self.left().as_millis()).unwrap_or(u64::MAX);
+        tracing::info!(phase, left_ms, "shutting down");
+    }
+
+    /// Note that `phase` did not finish by the deadline. Logged as a warning:
+    /// what it costs (a lost save) is logged at ERROR where it happens.
+    fn missed(&self, phase: &'static str) {
+        tracing::warn!(phase, "shutdown deadline reached");
+    }
+}
+
+/// Stop admitting (the accept loop has stopped), freeze the zones, confirm
+/// their final saves, kick each zone's clients once its save is durable, then
+/// close the remaining sessions, commit what facts can be and stop the
+/// simulation threads — all within `shutdown_timeout_ms`.
+pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> DrainReport {
+    let deadline = Deadline::new(Duration::from_millis(shared.config.shutdown_timeout_ms));
+    // New joins and zone starts are refused from here; attached sessions stay.
+    shared.shutdown.cancel();
+    shared.sessions.close();
+
+    deadline.begin("freeze");
+    let (frozen, unfrozen_threads) = freeze(shared, &deadline).await;
+    if unfrozen_threads > 0 {
+        deadline.missed("freeze");
+    }
+
+    tracing::info!(zones = frozen.len(), "zones frozen");
+    deadline.begin("final saves");
+    let mut unsaved = confirm_and_release(shared, frozen, &deadline).await;
+
+    // Sessions not attached to a zone (a handshake in progress), and clients of
+    // zones that could not be frozen, are told now.
+    deadline.begin("closing connections");
+    shared.sessions_end.cancel();
+    if tokio::time::timeout_at(deadline.at, conns.wait())
+        .await
+        .is_err()
+        || tokio::time::timeout_at(deadline.at, shared.sessions.wait())
+            .await
+            .is_err()
+    {
+        deadline.missed("closing connections");
+    }
+
+    deadline.begin("stopping zones");
+    let s = shared.clone();
+    let left = deadline.left();
+    if !matches!(
+        tokio::task::spawn_blocking(move || s.pool.shutdown(left)).await,
+        Ok(true)
+    ) {
+        deadline.missed("stopping zones");
+    }
+
+    if let Some(p) = &shared.sim.persist {
+        deadline.begin("committing facts");
+        let done = p.shutdown(deadline.at).await;
+        // Zones that were never frozen were saved (or not) by their thread's stop.
+        unsaved.extend(done.saves.unsaved);
+        if done.facts_abandoned > 0 {
+            deadline.missed("committing facts");
+        }
+    }
+    unsaved.sort();
+    unsaved.dedup();
+    let report = DrainReport {
+        unsaved,
+        unfrozen_threads,
+    };
+    if report.is_complete() {
+        tracing::info!("shutdown complete");
+    } else {
+        tracing::error!(unsaved = ?report.unsaved, unfrozen_threads, "shutdown complete, but acknowledged state may be lost");
+    }
+    report
+}
+
+/// Ask every simulation thread to freeze its zones; returns the frozen zones
+/// and how many threads did not answer by the deadline.
+async fn freeze(shared: &Arc<Shared>, deadline: &Deadline) -> (Vec<FrozenZone>, usize) {
+    let mut replies = Vec::new();
+    let mut missing = 0;
+    for thread in 0..shared.pool.threads() {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if send(
+            shared,
+            thread,
+            SimCommand::Freeze { reply: tx },
+            deadline.left(),
+        )
+        .await
+        {
+            replies.push(rx);
+        } else {
+            missing += 1;
+        }
+    }
+    let mut frozen = Vec::new();
+    for rx in replies {
+        match tokio::time::timeout_at(deadline.at, rx).await {
+            Ok(Ok(zones)) => frozen.extend(zones),
+            _ => missing += 1,
+        }
+    }
+    (frozen, missing)
+}
+
+/// Per zone, concurrently: wait for the store to confirm its final save, then
+/// release it (its clients get SHUTTING_DOWN). A zone whose save is not
+/// durable by the deadline is released too (the process is leaving) and
+/// returned as unsaved.
+async fn confirm_and_release(
+    shared: &Arc<Shared>,
+    frozen: Vec<FrozenZone>,
+    deadline: &Deadline,
+) -> Vec<String> {
+    let (at, end) = (deadline.saves_by, deadline.at);
+    let results =
+        futures_util::future::join_all(frozen.into_iter().map(|z| async move {
+            let durable = confirm(shared, &z, at).await;
+            let thread = z.thread;
+            let release = SimCommand::Release {
+                zone_id: z.zone_id.clone(),
+            };
+            let left = end.saturating_duration_since(Instant::now());
+            if !send(shared, thread, release, left).await {
+                tracing::warn!(zone = %z.zone_id, "zone not released before the deadline; its thread's stop kicks its clients");
+            }
+            (z.zone_id, durable)
+        }))
+        .await;
+    let mut unsaved = Vec::new();
+    let mut timed_out = false;
+    for (zone, durable) in results {
+        match durable {
+            Durable::Yes => {}
+            Durable::No => unsaved.push(zone),
+            Durable::NotYet => {
+                timed_out = true;
+                unsaved.push(zone);
+            }
+        }
+    }
+    if timed_out {
+        deadline.missed("final saves");
+    }
+    unsaved
+}
+
+/// Whether a frozen zone's final save reached the store.
+enum Durable {
+    Yes,
+    /// Refused: the state is lost whatever the deadline.
+    No,
+    /// Still unwritten at the deadline.
+    NotYet,
+}
+
+async fn confirm(shared: &Arc<Shared>, z: &FrozenZone, at: Instant) -> Durable {
+    let seq = match &z.save {
+        FinalSave::NotPersisted => return Durable::Yes,
+        // Logged at ERROR where it was refused.
+        FinalSave::Refused(_) => return Durable::No,
+        FinalSave::Queued(seq) => *seq,
+    };
+    let Some(p) = &shared.sim.persist else {
+        return Durable::Yes;
+    };
+    let storage = p.storage();
+    if tokio::time::timeout_at(at, storage.flush(&z.zone_id))
+        .await
+        .is_err()
+    {
+        tracing::error!(zone = %z.zone_id, seq, "final save not written by the shutdown deadline");
+        return Durable::NotYet;
+    }
+    let status = storage.status(&z.zone_id);
+    if status.as_ref().and_then(|s| s.last_saved_seq) >= Some(seq) {
+        tracing::info!(zone = %z.zone_id, seq, "final save written");
+        Durable::Yes
+    } else {
+        let error = status.and_then(|s| s.last_error).unwrap_or_default();
+        tracing::error!(zone = %z.zone_id, seq, %error, "final save dropped");
+        Durable::No
+    }
+}
+
+/// Queue a command for a simulation thread, waiting at most `bound` for room.
+async fn send(shared: &Arc<Shared>, thread: usize, cmd: SimCommand, bound: Duration) -> bool {
+    let cmd = match shared.pool.send(thread, cmd) {
+        Ok(()) => return true,
+        Err(cmd) => *cmd,
+    };
+    let s = shared.clone();
+    tokio::task::spawn_blocking(move || s.pool.send_within(thread, cmd, bound))
+        .await
+        .unwrap_or(false)
+}
