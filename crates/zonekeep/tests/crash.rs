@@ -188,14 +188,7 @@ async fn kill_9_at_random_moments_on_postgres() {
         return;
     };
     // The database is shared between runs: this run's zone and principals are unique.
-    let run = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
+    let run = support::unique_run();
     let dir = tempfile::tempdir().unwrap();
     let principals = vec![format!("alice-{run}"), format!("bob-{run}")];
     crash_rounds(

@@ -133,14 +133,7 @@ async fn sigterm_under_load_keeps_every_acknowledged_input_on_postgres() {
         return;
     };
     // The database is shared between runs: this run's zone and principals are unique.
-    let run = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
+    let run = support::unique_run();
     let principals = ["ada", "bo", "cy"].map(|p| format!("{p}-{run}"));
     rejoin_at_once_after_sigterm(
         StoreSpec::Postgres(url),

@@ -286,6 +286,19 @@ pub fn ticket(sub: &str, zone: &str) -> String {
     sign(&claims)
 }
 
+/// A suffix unique to this test run (process id and clock), for zone ids and principals in a
+/// database shared between runs.
+pub fn unique_run() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
 /// `claims` signed with [`SECRET`] under the default key id.
 pub fn sign(claims: &Value) -> String {
     zonekeep_server::ticket::sign_parts(
