@@ -14,17 +14,7 @@ use zonekeep_protocol::messages::{KickCode, ServerMessage};
 
 mod support;
 
-use support::SECRET;
-
-/// Kill the child if the test fails before it exits.
-struct Reap(std::process::Child);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::{Reap, SECRET};
 
 fn zonekeep() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zonekeep"))

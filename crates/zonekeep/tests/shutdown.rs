@@ -2,33 +2,25 @@
 //! clients are told SHUTTING_DOWN, zones are disposed, the process exits 0.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
-use zonekeep_protocol::messages::{ClientMessage, DeltaContext, Hello, KickCode, ServerMessage};
+use zonekeep_protocol::messages::{DeltaContext, KickCode, ServerMessage};
 use zonekeep_protocol::schema::Schema;
 
-const SECRET: &str = "shutdown-test-secret-0123456789abcdef";
+mod support;
+
+use support::{Reap, SECRET};
 
 fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
-}
-
-/// Kill the child if the test fails before it exits.
-struct Reap(std::process::Child);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[tokio::test]
@@ -55,37 +47,12 @@ async fn sigterm_kicks_clients_with_shutting_down_and_exits_cleanly() {
     let stdout = child.stdout.take().unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut child = Reap(child);
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        line
-    })
-    .await
-    .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("zonekeep listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
+    let addr = support::listen_addr(stdout)
+        .await
+        .unwrap_or_else(|line| panic!("unexpected first line {line:?}"));
 
     let claims = json!({"sub": "sam", "zone": "bye", "exp": now() + 60, "jti": "shutdown-1"});
-    let ticket = zonekeep_server::ticket::sign_parts(
-        SECRET.as_bytes(),
-        &json!({"alg": "HS256", "kid": "default"}),
-        &claims,
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/zones/bye"))
-        .await
-        .unwrap();
-    let hello = ClientMessage::Hello(Hello {
-        versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
-        ticket,
-        reconnect_token: vec![],
-        content_version: String::new(),
-    });
-    ws.send(Message::Binary(hello.to_bytes().unwrap().into()))
-        .await
-        .unwrap();
+    let mut ws = support::hello(&addr, "bye", support::sign(&claims)).await;
     let mut schema = Schema {
         pos_step: 0.01,
         kinds: vec![],

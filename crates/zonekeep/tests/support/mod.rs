@@ -286,6 +286,16 @@ pub fn ticket(sub: &str, zone: &str) -> String {
     sign(&claims)
 }
 
+/// Kill the child if the test fails before it exits.
+pub struct Reap(pub std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A suffix unique to this test run (process id and clock), for zone ids and principals in a
 /// database shared between runs.
 pub fn unique_run() -> String {
