@@ -39,6 +39,9 @@ pub struct PersistMetrics {
     pub fenced_writes_refused: Family<Vec<(&'static str, String)>, Counter>,
     /// Zones unloaded because one of their writes was refused as fenced.
     pub zones_fenced: Counter,
+    /// Fenced zones forgotten because the bounded set of them was full (joins
+    /// may then claim such a zone here again).
+    pub fenced_zones_forgotten: Counter,
 }
 
 impl PersistMetrics {
@@ -126,6 +129,11 @@ impl PersistMetrics {
             "zonekeep_zones_fenced",
             "Zones unloaded because the store refused one of their writes as fenced",
             self.zones_fenced.clone(),
+        );
+        r.register(
+            "zonekeep_fenced_zones_forgotten",
+            "Fenced zones forgotten because the bounded set of them was full",
+            self.fenced_zones_forgotten.clone(),
         );
     }
 }

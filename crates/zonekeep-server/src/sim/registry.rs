@@ -129,18 +129,23 @@ impl Registry {
     }
 
     /// Remembers that another host owns `zone_id` now (see [`FencedZones`]).
-    pub fn mark_fenced(&self, zone_id: &str) {
+    /// Returns whether the oldest remembered zone had to be forgotten for it
+    /// (the caller counts that overflow).
+    pub fn mark_fenced(&self, zone_id: &str) -> bool {
         let mut f = self.fenced.lock().unwrap_or_else(|p| p.into_inner());
         if !f.ids.insert(zone_id.to_owned()) {
-            return;
+            return false;
         }
         f.order.push_back(zone_id.to_owned());
-        if f.order.len() > FENCED_CAP {
-            if let Some(old) = f.order.pop_front() {
-                tracing::warn!(zone = %old, "forgetting the oldest fenced zone: joins may claim it here again");
-                f.ids.remove(&old);
-            }
+        if f.order.len() <= FENCED_CAP {
+            return false;
         }
+        let Some(old) = f.order.pop_front() else {
+            return false;
+        };
+        tracing::warn!(zone = %old, "forgetting the oldest fenced zone: joins may claim it here again");
+        f.ids.remove(&old);
+        true
     }
 
     /// Whether this host unloaded `zone_id` because another host owns it.
@@ -160,5 +165,28 @@ impl Registry {
             .collect();
         out.sort_by(|a, b| a.id.cmp(&b.id));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Registry, FENCED_CAP};
+
+    #[test]
+    fn the_fenced_set_is_bounded_and_reports_what_it_forgets() {
+        let r = Registry::default();
+        for i in 0..FENCED_CAP {
+            assert!(!r.mark_fenced(&format!("z-{i}")), "room for {i}");
+        }
+        assert!(
+            !r.mark_fenced("z-0"),
+            "a zone already remembered costs nothing"
+        );
+        assert!(
+            r.mark_fenced("z-new"),
+            "one past the bound forgets the oldest"
+        );
+        assert!(!r.is_fenced("z-0"));
+        assert!(r.is_fenced("z-1") && r.is_fenced("z-new"));
     }
 }

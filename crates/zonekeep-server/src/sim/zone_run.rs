@@ -304,7 +304,7 @@ impl ZoneRun {
     /// it leaves the registry, so no join can slip in and claim it back.
     pub fn unload_fenced(&mut self, ctx: &SimContext) {
         let zone_id = self.entry.zone_id.clone();
-        ctx.registry.mark_fenced(&zone_id);
+        let forgot = ctx.registry.mark_fenced(&zone_id);
         for (_, sub) in std::mem::take(&mut self.subs) {
             if let Some(c) = sub.conn {
                 c.kick(
@@ -318,6 +318,9 @@ impl ZoneRun {
         }
         if let Some(p) = &ctx.persist {
             p.metrics().zones_fenced.inc();
+            if forgot {
+                p.metrics().fenced_zones_forgotten.inc();
+            }
         }
         self.host.dispose();
         ctx.reconnect.forget_zone(&zone_id);
