@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -13,8 +13,6 @@ use tokio_tungstenite::tungstenite::Message;
 use zonekeep_protocol::messages::{KickCode, ServerMessage};
 
 mod support;
-
-use support::{Reap, SECRET};
 
 fn zonekeep() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zonekeep"))
@@ -62,28 +60,7 @@ fn a_bare_bench_says_which_flag_is_missing() {
 #[tokio::test]
 async fn a_production_host_prints_its_url_logs_plain_text_and_serves_no_dev_kinds() {
     let data = tempfile::tempdir().unwrap();
-    let mut child = zonekeep()
-        .args([
-            "serve",
-            "--data-dir",
-            data.path().to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--sim-threads",
-            "1",
-        ])
-        .env("ZONEKEEP_TICKET_SECRET", SECRET)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let mut child = Reap(child);
-    let addr = support::listen_addr(stdout)
-        .await
-        .unwrap_or_else(|line| panic!("the listen line is not a URL: {line:?}"));
+    let (mut child, mut stderr, addr) = support::serve_piped(data.path(), &[]).await;
 
     let claims = json!({"sub": "newbie", "zone": "d-1", "exp": std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 60,

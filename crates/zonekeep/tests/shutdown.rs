@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::io::BufReader;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -14,7 +14,7 @@ use zonekeep_protocol::schema::Schema;
 
 mod support;
 
-use support::{Reap, SECRET};
+use support::SECRET;
 
 fn now() -> u64 {
     std::time::SystemTime::now()
@@ -26,30 +26,8 @@ fn now() -> u64 {
 #[tokio::test]
 async fn sigterm_kicks_clients_with_shutting_down_and_exits_cleanly() {
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zonekeep"))
-        .args([
-            "serve",
-            "--data-dir",
-            data.path().to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--sim-threads",
-            "1",
-            "--shutdown-timeout-ms",
-            "5000",
-        ])
-        .env("ZONEKEEP_TICKET_SECRET", SECRET)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut child = Reap(child);
-    let addr = support::listen_addr(stdout)
-        .await
-        .unwrap_or_else(|line| panic!("unexpected first line {line:?}"));
+    let (mut child, stderr, addr) =
+        support::serve_piped(data.path(), &["--shutdown-timeout-ms", "5000"]).await;
 
     let claims = json!({"sub": "sam", "zone": "bye", "exp": now() + 60, "jti": "shutdown-1"});
     let mut ws = support::hello(&addr, "bye", support::sign(&claims)).await;

@@ -296,6 +296,36 @@ impl Drop for Reap {
     }
 }
 
+/// Starts `zonekeep serve` on 127.0.0.1:0 over the data directory `data`, with `extra` flags,
+/// [`SECRET`] and `RUST_LOG=info`; returns the process, its stderr (the log) and its address.
+pub async fn serve_piped(data: &Path, extra: &[&str]) -> (Reap, std::process::ChildStderr, String) {
+    let mut args = vec![
+        "serve",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--sim-threads",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zonekeep"))
+        .args(&args)
+        .env("ZONEKEEP_TICKET_SECRET", SECRET)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let child = Reap(child);
+    let addr = listen_addr(stdout)
+        .await
+        .unwrap_or_else(|line| panic!("the listen line is not a URL: {line:?}"));
+    (child, stderr, addr)
+}
+
 /// A suffix unique to this test run (process id and clock), for zone ids and principals in a
 /// database shared between runs.
 pub fn unique_run() -> String {
