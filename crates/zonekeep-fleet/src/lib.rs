@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod claim;
+pub mod failover;
 pub mod lease;
 mod timing;
 
