@@ -24,6 +24,7 @@
 pub mod claim;
 pub mod failover;
 pub mod lease;
+pub mod place;
 mod timing;
 
 pub use timing::Timing;
