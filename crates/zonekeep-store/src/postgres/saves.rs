@@ -46,6 +46,20 @@ async fn lock_fence(tx: &Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<
 pub(super) async fn claim(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<Claim> {
     check_id("zone id", zone_id)?;
     let fence = lock_fence(&tx, zone_id, err).await?;
+    let claim = raise_fence(&tx, zone_id, fence, err).await?;
+    tx.commit().await.map_err(|e| err.map(e))?;
+    Ok(claim)
+}
+
+/// Raises the zone's fence (`fence`, its row already locked by [`lock_fence`] in this transaction)
+/// to the next epoch above it and above the stored save's, and reads that save: the one fence raise
+/// behind every claim.
+async fn raise_fence(
+    tx: &Transaction<'_>,
+    zone_id: &str,
+    fence: i64,
+    err: &PgErr,
+) -> Result<Claim> {
     let last = tx
         .query_opt(SELECT_SAVE, &[&zone_id])
         .await
@@ -66,7 +80,6 @@ pub(super) async fn claim(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> Re
     )
     .await
     .map_err(|e| err.map(e))?;
-    tx.commit().await.map_err(|e| err.map(e))?;
     Ok(Claim {
         epoch: from_db("epoch", epoch)?,
         last,
