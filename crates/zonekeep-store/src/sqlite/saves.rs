@@ -57,8 +57,8 @@ pub(super) fn claim(conn: &mut Connection, zone_id: &str) -> Result<Claim> {
 }
 
 /// Raises the zone's fence to the next epoch and reads its latest save, inside the caller's write
-/// transaction: the one fence raise behind every claim.
-fn raise_fence(tx: &Connection, zone_id: &str) -> Result<Claim> {
+/// transaction: the one fence raise behind both [`claim`] and the directory's claims and moves.
+pub(super) fn raise_fence(tx: &Connection, zone_id: &str) -> Result<Claim> {
     let fence = current_fence(tx, zone_id)?;
     let epoch = fence
         .checked_add(1)
