@@ -57,6 +57,52 @@ pub enum StoreError {
         reason: String,
     },
 
+    /// [`Directory::register_host`](crate::Directory::register_host) found another incarnation of
+    /// the same host id that has not left and heartbeated within the silence bound: two processes
+    /// must never run under one host id. Registering succeeds once that process has left or stayed
+    /// silent for the bound, so this is reported (a second process started by mistake), not retried.
+    #[error(
+        "host id {host_id:?} is in use by another running process (last heartbeat {heartbeat_age_ms} ms ago)"
+    )]
+    HostIdInUse {
+        /// The contested host id.
+        host_id: String,
+        /// How long ago (database clock) the other incarnation last heartbeated.
+        heartbeat_age_ms: u64,
+    },
+
+    /// The host's lease does not hold: its directory row is missing, it left, another incarnation
+    /// replaced it, or (for a claim) its last heartbeat is older than the fence bound. The host must
+    /// stop acting on its zones.
+    #[error(
+        "host {host_id:?} lost its lease (replaced, left or silent too long); it must stop acting"
+    )]
+    LeaseLost {
+        /// The host whose lease does not hold.
+        host_id: String,
+    },
+
+    /// The host a zone was to be given to cannot take it: it is not registered, left, is silent
+    /// past the takeover bound, or is draining. The caller chooses another host.
+    #[error("host {host_id:?} cannot take zones (unknown, gone, dead or draining)")]
+    HostUnavailable {
+        /// The unusable host.
+        host_id: String,
+    },
+
+    /// A directory change only the zone's current owner may make was asked by a host that does not
+    /// own it under the epoch it gave (another host owns it, nobody does, or the epoch was never
+    /// handed out).
+    #[error("host {host_id:?} does not own zone {zone_id:?} under epoch {epoch}")]
+    NotOwner {
+        /// The zone.
+        zone_id: String,
+        /// The host that asked.
+        host_id: String,
+        /// The epoch it asked with.
+        epoch: u64,
+    },
+
     /// An argument the store cannot represent (empty id, too long, or a number beyond the backend's
     /// signed 64-bit integers).
     #[error("invalid argument: {0}")]
@@ -90,8 +136,9 @@ pub enum StoreError {
 impl StoreError {
     /// Whether the same call may succeed if retried later.
     ///
-    /// Only [`StoreError::Backend`] is transient. Fencing, staleness, conflicts and invalid input are
-    /// verdicts: retrying the same call yields the same answer.
+    /// Only [`StoreError::Backend`] is transient. Fencing, staleness, conflicts, invalid input and
+    /// the directory's refusals (a host id in use, a lost lease, an unusable host, not the owner)
+    /// are verdicts: the caller must act on them, not repeat the call.
     pub fn is_retryable(&self) -> bool {
         matches!(self, StoreError::Backend(_))
     }
@@ -130,6 +177,10 @@ mod tests {
         }
         .is_retryable());
         assert!(!StoreError::Corrupt("x".into()).is_retryable());
+        assert!(!StoreError::LeaseLost {
+            host_id: "h".into()
+        }
+        .is_retryable());
     }
 
     #[test]

@@ -1,11 +1,14 @@
-//! Zonekeep's persistence layer: zone saves fenced by owner epochs, and an exactly-once fact
-//! ledger, on SQLite (the embedded default: one file under the data dir, nothing to install) or
-//! PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same two traits,
-//! [`SaveStore`] and [`FactLedger`], and pass the same contract test suite.
+//! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
+//! and the fleet directory (hosts and who owns which zone), on SQLite (the embedded default: one
+//! file under the data dir, nothing to install) or PostgreSQL (the shared store for a fleet of
+//! hosts). Both backends implement the same three traits, [`SaveStore`], [`FactLedger`] and
+//! [`Directory`], and pass the same contract test suite.
 //!
-//! This crate owns the database schema, its migrations and the fencing and idempotency rules. It
-//! must not depend on the server, any network framework, or the simulation runtime: zone ids are
-//! strings and zone state is bytes, so the host, the CLI and admin tools can all use it.
+//! This crate owns the database schema, its migrations and the fencing, idempotency and directory
+//! rules. It must not depend on the server, any network framework, or the simulation runtime: zone
+//! ids are strings and zone state is bytes, so the host, the CLI and admin tools can all use it.
+//! The fleet protocol's pure rules (timing, liveness, who may claim a zone) come from
+//! `zonekeep_fleet`, which the store applies inside its transactions.
 //!
 //! # Concepts
 //! - **Save**: a zone's own state bytes, the latest one per zone. Written with the owner's
@@ -21,13 +24,30 @@
 //!   running the zone. The idempotency key is unchanged by the check: the new owner's re-send of a
 //!   fact from the restored save still settles once.
 //!
+//! # Directory
+//! The fleet's shared view, one per database ([`Directory`]): which hosts exist and which host owns
+//! which zone. SQLite holds the same directory for a fleet of one, with the same code.
+//! - **Hosts** register under a host id and an incarnation (one per process start) and heartbeat.
+//!   Every heartbeat is stamped, and every age computed, by the *database's* clock in SQL: it is
+//!   the one clock all hosts share, so no host's clock skew can make another look dead. A host id
+//!   is refused to a second live process ([`StoreError::HostIdInUse`]), and a replaced process
+//!   learns it on its next heartbeat ([`StoreError::LeaseLost`]).
+//! - **Zone entries** name the owner and keep the kind and params the zone runs with.
+//!   [`Directory::claim_zone`] applies `zonekeep_fleet::claim::decide` in one transaction under
+//!   the zone's fence lock (the lock saves and claims take): a granted claim (a new zone, a dead
+//!   owner's zone, or an assigned host loading its zone) makes the target the owner and raises the
+//!   fence; otherwise the caller learns where the zone lives ([`ZoneClaim::Owned`]).
+//! - **No second epoch**: a zone's epoch *is* its fence. Every claim or move through the directory
+//!   raises it, so the previous owner's saves and fact commits are refused
+//!   ([`StoreError::Fenced`]) from that moment, with nothing that could get out of step.
+//!
 //! # Backends
 //! Each backend is a cargo feature, both on by default: `sqlite` (the embedded default) and
 //! `postgres`. Either compiles alone.
 //!
 //! # Opening a store
 //! [`open_store`] takes the `--store` spec (`"sqlite"` or a `postgres://` URL) and returns a
-//! [`Store`] holding both halves as trait objects. [`SlowStore`] wraps one to simulate slow storage.
+//! [`Store`] holding the three parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
 //!
 //! # Blocking
 //! Nothing here blocks an async worker thread: SQLite calls run on tokio's blocking pool, and
@@ -37,6 +57,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod directory;
+mod directory_rows;
 mod effect;
 mod error;
 mod fence;
@@ -53,6 +75,10 @@ mod validate;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use directory::{
+    ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation, MAX_PARAMS_LEN,
+    MAX_URL_LEN,
+};
 pub use error::{Result, StoreError};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
@@ -61,17 +87,21 @@ pub use slow::SlowStore;
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use traits::{FactLedger, SaveStore};
 pub use types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+/// The fleet protocol's timing, re-exported because [`Directory`] methods take it.
+pub use zonekeep_fleet::Timing;
 
 /// File name of the SQLite database inside the data dir.
 pub const SQLITE_FILE_NAME: &str = "zonekeep.db";
 
-/// An opened store: both halves as shareable trait objects, plus a printable description.
+/// An opened store: its three parts as shareable trait objects, plus a printable description.
 #[derive(Clone)]
 pub struct Store {
     /// Zone saves.
     pub saves: Arc<dyn SaveStore>,
     /// The fact ledger.
     pub facts: Arc<dyn FactLedger>,
+    /// The fleet directory.
+    pub directory: Arc<dyn Directory>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -85,15 +115,16 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements both traits.
+    /// Bundles one backend that implements all three traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
-        B: SaveStore + FactLedger + 'static,
+        B: SaveStore + FactLedger + Directory + 'static,
     {
         let backend = Arc::new(backend);
         Store {
             saves: Arc::clone(&backend) as Arc<dyn SaveStore>,
-            facts: backend,
+            facts: Arc::clone(&backend) as Arc<dyn FactLedger>,
+            directory: backend,
             description,
         }
     }

@@ -11,6 +11,11 @@
 //!   primary key on `key` is what makes recording idempotent.
 //! - `fact_totals(principal, name, total, PK(principal, name))`: the built-in effect's table, meant
 //!   to be read by games (e.g. per-player scores).
+//! - `fleet_hosts(host_id PK, incarnation, url, capacity, draining, has_left, heartbeat_ms)`: the
+//!   directory's hosts; `heartbeat_ms` is stamped by the database's clock (ms since the Unix
+//!   epoch) and only ever compared with that same clock in SQL.
+//! - `zone_directory(zone_id PK, kind, params, owner)`: each placed zone's kind, params (JSON) and
+//!   owner (NULL while dormant). It has no epoch column on purpose: the zone's epoch is its fence.
 //!
 //! A migration is appended, never edited: databases in the field have already run the old ones.
 

@@ -9,17 +9,24 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use zonekeep_fleet::Timing;
+
+use crate::directory::{
+    ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
+};
 use crate::error::Result;
 use crate::traits::{FactLedger, SaveStore};
 use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
 use crate::Store;
 
-/// Delays every write (`claim`, `write`, `delete`, `record`) by a fixed duration, then delegates.
-/// Reads pass through undelayed.
+/// Delays every write (`claim`, `write`, `delete`, `record`, and every directory call that
+/// changes a row: registering, heartbeats, leaving, claiming, moving, releasing, forgetting) by a
+/// fixed duration, then delegates. Reads pass through undelayed.
 #[derive(Clone)]
 pub struct SlowStore {
     saves: Arc<dyn SaveStore>,
     facts: Arc<dyn FactLedger>,
+    directory: Arc<dyn Directory>,
     delay: Duration,
 }
 
@@ -32,11 +39,17 @@ impl std::fmt::Debug for SlowStore {
 }
 
 impl SlowStore {
-    /// Wraps the two halves of a store.
-    pub fn new(saves: Arc<dyn SaveStore>, facts: Arc<dyn FactLedger>, delay: Duration) -> Self {
+    /// Wraps the three parts of a store.
+    pub fn new(
+        saves: Arc<dyn SaveStore>,
+        facts: Arc<dyn FactLedger>,
+        directory: Arc<dyn Directory>,
+        delay: Duration,
+    ) -> Self {
         SlowStore {
             saves,
             facts,
+            directory,
             delay,
         }
     }
@@ -44,10 +57,16 @@ impl SlowStore {
     /// Wraps a whole [`Store`] and returns it as a [`Store`], keeping its description (with the
     /// delay noted) so logs say the storage is deliberately slowed.
     pub fn wrap(store: Store, delay: Duration) -> Store {
-        let slow = Arc::new(SlowStore::new(store.saves, store.facts, delay));
+        let slow = Arc::new(SlowStore::new(
+            store.saves,
+            store.facts,
+            store.directory,
+            delay,
+        ));
         Store {
             saves: Arc::clone(&slow) as Arc<dyn SaveStore>,
-            facts: slow,
+            facts: Arc::clone(&slow) as Arc<dyn FactLedger>,
+            directory: slow,
             description: format!("{} (slowed by {delay:?} per write)", store.description),
         }
     }
@@ -108,5 +127,63 @@ impl FactLedger for SlowStore {
 
     async fn count(&self) -> Result<u64> {
         self.facts.count().await
+    }
+}
+
+#[async_trait]
+impl Directory for SlowStore {
+    async fn register_host(&self, host: &HostRegistration, silent_after: Duration) -> Result<()> {
+        tokio::time::sleep(self.delay).await;
+        self.directory.register_host(host, silent_after).await
+    }
+
+    async fn heartbeat(&self, host_id: &str, incarnation: &str, draining: bool) -> Result<()> {
+        tokio::time::sleep(self.delay).await;
+        self.directory
+            .heartbeat(host_id, incarnation, draining)
+            .await
+    }
+
+    async fn leave_host(&self, host_id: &str, incarnation: &str) -> Result<()> {
+        tokio::time::sleep(self.delay).await;
+        self.directory.leave_host(host_id, incarnation).await
+    }
+
+    async fn hosts(&self) -> Result<Vec<HostRecord>> {
+        self.directory.hosts().await
+    }
+
+    async fn locate(&self, zone_id: &str, timing: Timing) -> Result<Option<ZoneLocation>> {
+        self.directory.locate(zone_id, timing).await
+    }
+
+    async fn zones(&self, timing: Timing, limit: u32) -> Result<Vec<ZoneLocation>> {
+        self.directory.zones(timing, limit).await
+    }
+
+    async fn claim_zone(&self, req: &ClaimRequest<'_>) -> Result<ZoneClaim> {
+        tokio::time::sleep(self.delay).await;
+        self.directory.claim_zone(req).await
+    }
+
+    async fn move_zone(&self, zone_id: &str, from: &str, from_epoch: u64, to: &str) -> Result<u64> {
+        tokio::time::sleep(self.delay).await;
+        self.directory
+            .move_zone(zone_id, from, from_epoch, to)
+            .await
+    }
+
+    async fn release_zone(&self, zone_id: &str, host: &str, epoch: u64) -> Result<bool> {
+        tokio::time::sleep(self.delay).await;
+        self.directory.release_zone(zone_id, host, epoch).await
+    }
+
+    async fn orphans(&self, timing: Timing, limit: u32) -> Result<Vec<ZoneLocation>> {
+        self.directory.orphans(timing, limit).await
+    }
+
+    async fn forget_zone(&self, zone_id: &str) -> Result<bool> {
+        tokio::time::sleep(self.delay).await;
+        self.directory.forget_zone(zone_id).await
     }
 }

@@ -22,6 +22,23 @@ pub(crate) fn check_id(what: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a URL that is empty, longer than `max` bytes, or not plain text (control characters or
+/// whitespace): URLs are handed to clients verbatim, so they must be one printable token.
+pub(crate) fn check_url(what: &str, value: &str, max: usize) -> Result<()> {
+    if value.is_empty() || value.len() > max {
+        return Err(StoreError::InvalidArgument(format!(
+            "{what} must be 1..={max} bytes, got {}",
+            value.len()
+        )));
+    }
+    if value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(StoreError::InvalidArgument(format!(
+            "{what} must not contain whitespace or control characters"
+        )));
+    }
+    Ok(())
+}
+
 /// Converts an API number to the backends' integer type.
 pub(crate) fn to_db(what: &str, value: u64) -> Result<i64> {
     i64::try_from(value)
@@ -49,6 +66,15 @@ mod tests {
         assert!(check_id("zone id", "").is_err());
         assert!(check_id("zone id", &"x".repeat(MAX_ID_LEN + 1)).is_err());
         assert!(check_id("zone id", "arena-1").is_ok());
+    }
+
+    #[test]
+    fn urls_are_bounded_printable_text() {
+        assert!(check_url("url", "ws://10.0.0.7:7400/ws", 512).is_ok());
+        assert!(check_url("url", "", 512).is_err());
+        assert!(check_url("url", &"u".repeat(513), 512).is_err());
+        assert!(check_url("url", "ws://a b", 512).is_err());
+        assert!(check_url("url", "ws://a\nb", 512).is_err());
     }
 
     #[test]

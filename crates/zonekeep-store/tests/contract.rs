@@ -1,14 +1,23 @@
-//! The store contract, written once as generic async functions over a [`Db`] and run against
-//! SQLite (a temp file) and PostgreSQL (a fresh schema per test, when `ZONEKEEP_TEST_POSTGRES` is
-//! set; otherwise those tests print that they were skipped).
+//! The store contract (saves, facts and the directory), written once as generic async functions
+//! over a [`Db`] and run against SQLite (a temp file) and PostgreSQL (a fresh schema per test, when
+//! `ZONEKEEP_TEST_POSTGRES` is set; otherwise those tests print that they were skipped).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
+// The directory's part of the contract, in files of their own (not test targets: cargo only builds
+// tests/*.rs).
+#[path = "contract/directory.rs"]
+mod directory;
+#[path = "contract/directory_zones.rs"]
+mod directory_zones;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use directory::*;
+use directory_zones::*;
 use serde_json::json;
 use support::{Db, Model, Rng, Verdict};
 use zonekeep_store::{FactRecord, StoreError, WriteOutcome};
@@ -550,4 +559,19 @@ contract_tests!(
     concurrent_claims_and_writes_fence,
     random_writes_match_model,
     reopen_keeps_data_and_migrates_once,
+    registration_is_refused_while_the_old_incarnation_is_fresh,
+    heartbeat_is_refused_after_being_replaced,
+    a_new_zone_is_claimed,
+    a_second_host_is_sent_to_the_owner,
+    an_assigned_zone_is_loaded_by_its_host_and_others_are_sent_there,
+    a_dead_owners_zone_is_taken_and_the_old_owner_is_fenced,
+    a_host_whose_lease_lapsed_cannot_claim,
+    a_draining_host_is_not_a_usable_target,
+    heartbeat_ages_come_from_the_database_clock,
+    move_zone_fences_the_old_owner,
+    a_released_zone_is_claimed_elsewhere,
+    orphans_are_only_zones_of_dead_owners,
+    a_forgotten_zone_keeps_its_fence,
+    concurrent_claims_of_a_new_zone_grant_exactly_one,
+    an_older_database_gains_the_directory,
 );

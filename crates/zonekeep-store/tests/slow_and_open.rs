@@ -1,4 +1,5 @@
-//! `SlowStore` really delays writes (and only writes), and `open_store` understands its specs.
+//! `SlowStore` really delays writes (directory changes included), and `open_store` understands its
+//! specs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use zonekeep_store::{
-    open_store, FactRecord, SlowStore, SqliteStore, Store, StoreError, WriteOutcome,
-    SQLITE_FILE_NAME,
+    open_store, FactRecord, HostRegistration, SlowStore, SqliteStore, Store, StoreError,
+    WriteOutcome, SQLITE_FILE_NAME,
 };
 
 // Paused tokio time: the delay is measured on the runtime's clock, deterministically, without
@@ -44,7 +45,33 @@ async fn slow_store_delays_every_write_and_still_stores_it() {
     assert!(store.facts.record(&fact).await.unwrap().first);
     assert!(start.elapsed() >= delay);
 
+    // Directory changes are writes too.
+    let host = HostRegistration {
+        host_id: "h".into(),
+        incarnation: "h-1".into(),
+        url: "ws://h:7400/ws".into(),
+        capacity: 1,
+    };
+    let start = tokio::time::Instant::now();
+    store
+        .directory
+        .register_host(&host, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(start.elapsed() >= delay);
+    let start = tokio::time::Instant::now();
+    store.directory.heartbeat("h", "h-1", true).await.unwrap();
+    assert!(start.elapsed() >= delay);
+
     // The writes went through to the real store.
+    let hosts = store.directory.hosts().await.unwrap();
+    assert_eq!(
+        hosts
+            .iter()
+            .map(|h| (h.host_id.as_str(), h.draining))
+            .collect::<Vec<_>>(),
+        [("h", true)]
+    );
     assert_eq!(store.saves.load("z").await.unwrap().unwrap().bytes, b"s");
     assert_eq!(
         store.facts.totals("p").await.unwrap().get("score"),

@@ -17,9 +17,10 @@ use crate::schema::Migration;
 const MIGRATION_LOCK_KEY: i64 = 0x7a6f_6e65_6b65_6570;
 
 /// Every migration, in order; index + 1 is its version number.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    name: "initial schema: fences, saves, facts, totals",
-    sql: "
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "initial schema: fences, saves, facts, totals",
+        sql: "
         CREATE TABLE zone_fences (
             zone_id TEXT PRIMARY KEY,
             epoch   BIGINT NOT NULL CHECK (epoch >= 0)
@@ -49,7 +50,29 @@ pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
             PRIMARY KEY (principal, name)
         );
     ",
-}];
+    },
+    Migration {
+        name: "fleet directory: hosts with heartbeats, zone ownership",
+        sql: "
+        CREATE TABLE fleet_hosts (
+            host_id      TEXT PRIMARY KEY,
+            incarnation  TEXT NOT NULL,
+            url          TEXT NOT NULL,
+            capacity     BIGINT NOT NULL CHECK (capacity >= 0),
+            draining     BOOLEAN NOT NULL,
+            has_left     BOOLEAN NOT NULL,
+            heartbeat_ms BIGINT NOT NULL
+        );
+        CREATE TABLE zone_directory (
+            zone_id TEXT PRIMARY KEY,
+            kind    TEXT NOT NULL,
+            params  JSONB NOT NULL,
+            owner   TEXT
+        );
+        CREATE INDEX zone_directory_by_owner ON zone_directory (owner);
+    ",
+    },
+];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's
 /// `search_path`, which the pool sets to that schema).

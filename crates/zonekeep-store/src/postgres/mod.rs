@@ -2,7 +2,7 @@
 //!
 //! Several hosts share one database, so atomicity comes from row locks rather than a process-wide
 //! mutex. Every transaction runs at READ COMMITTED (set explicitly, whatever the server's default)
-//! and follows one of two patterns:
+//! and follows one of these patterns:
 //! - zone saves lock the zone's fence row (`INSERT .. ON CONFLICT DO NOTHING`, then
 //!   `SELECT .. FOR UPDATE`) before reading or writing anything of that zone, so claims, writes and
 //!   deletes of one zone are serialized across all hosts;
@@ -10,8 +10,13 @@
 //!   same key blocks on the unique index until the first commits, then sees the conflict and reads
 //!   the committed result. Totals rows are updated in name order, so no two facts deadlock. A fact
 //!   carrying its owner's epoch first reads the zone's fence row `FOR SHARE` (before the ledger
-//!   row), so it serializes with claims of its zone but not with other facts.
+//!   row), so it serializes with claims of its zone but not with other facts;
+//! - directory changes of a zone (claim, move, release, forget) lock the zone's fence row first,
+//!   like saves, then read host rows without locking them; only a registration locks a host row,
+//!   and it touches no zone, so directory and save transactions cannot wait on each other in a
+//!   cycle.
 
+mod directory;
 mod facts;
 mod migrations;
 mod saves;
@@ -23,10 +28,16 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::types::FromSql;
 use tokio_postgres::{Config, IsolationLevel, NoTls, Row, Transaction};
+use zonekeep_fleet::Timing;
 
+use crate::directory::{
+    ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
+};
+use crate::directory_rows::{check_claim, check_registration};
 use crate::error::{redact, Result, StoreError};
 use crate::traits::{FactLedger, SaveStore};
 use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+use crate::validate::{check_id, to_db};
 
 /// Settings for [`PostgresStore::connect_with`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +111,7 @@ pub(crate) fn corrupt_column(e: tokio_postgres::Error) -> StoreError {
     StoreError::Corrupt(format!("postgres column: {e}"))
 }
 
-/// Zone saves and the fact ledger in a PostgreSQL database, pooled.
+/// Zone saves, the fact ledger and the fleet directory in a PostgreSQL database, pooled.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
@@ -283,6 +294,84 @@ impl FactLedger for PostgresStore {
     async fn count(&self) -> Result<u64> {
         let client = self.client().await?;
         facts::count(&client, &self.err).await
+    }
+}
+
+#[async_trait]
+impl Directory for PostgresStore {
+    async fn register_host(&self, host: &HostRegistration, silent_after: Duration) -> Result<()> {
+        check_registration(host)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        directory::register_host(tx, host, silent_after, &self.err).await
+    }
+
+    async fn heartbeat(&self, host_id: &str, incarnation: &str, draining: bool) -> Result<()> {
+        check_id("host id", host_id)?;
+        check_id("host incarnation", incarnation)?;
+        let client = self.client().await?;
+        directory::heartbeat(&client, host_id, incarnation, draining, &self.err).await
+    }
+
+    async fn leave_host(&self, host_id: &str, incarnation: &str) -> Result<()> {
+        check_id("host id", host_id)?;
+        check_id("host incarnation", incarnation)?;
+        let client = self.client().await?;
+        directory::leave_host(&client, host_id, incarnation, &self.err).await
+    }
+
+    async fn hosts(&self) -> Result<Vec<HostRecord>> {
+        let client = self.client().await?;
+        directory::hosts(&client, &self.err).await
+    }
+
+    async fn locate(&self, zone_id: &str, timing: Timing) -> Result<Option<ZoneLocation>> {
+        check_id("zone id", zone_id)?;
+        let client = self.client().await?;
+        directory::locate(&client, zone_id, &timing, &self.err).await
+    }
+
+    async fn zones(&self, timing: Timing, limit: u32) -> Result<Vec<ZoneLocation>> {
+        let client = self.client().await?;
+        directory::zones(&client, &timing, limit, &self.err).await
+    }
+
+    async fn claim_zone(&self, req: &ClaimRequest<'_>) -> Result<ZoneClaim> {
+        // The params are stored as JSONB from the value itself; the text only bounds their size.
+        check_claim(req)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        directory::claim_zone(tx, req, &self.err).await
+    }
+
+    async fn move_zone(&self, zone_id: &str, from: &str, from_epoch: u64, to: &str) -> Result<u64> {
+        check_id("zone id", zone_id)?;
+        check_id("host id", from)?;
+        check_id("host id", to)?;
+        to_db("epoch", from_epoch)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        directory::move_zone(tx, zone_id, from, from_epoch, to, &self.err).await
+    }
+
+    async fn release_zone(&self, zone_id: &str, host: &str, epoch: u64) -> Result<bool> {
+        check_id("zone id", zone_id)?;
+        check_id("host id", host)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        directory::release_zone(tx, zone_id, host, epoch, &self.err).await
+    }
+
+    async fn orphans(&self, timing: Timing, limit: u32) -> Result<Vec<ZoneLocation>> {
+        let client = self.client().await?;
+        directory::orphans(&client, &timing, limit, &self.err).await
+    }
+
+    async fn forget_zone(&self, zone_id: &str) -> Result<bool> {
+        check_id("zone id", zone_id)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        directory::forget_zone(tx, zone_id, &self.err).await
     }
 }
 

@@ -26,7 +26,7 @@ fn to_record(row: &Row) -> Result<SaveRecord> {
 
 /// Makes sure the zone has a fence row and locks it for the rest of the transaction; returns the
 /// fence. Every save operation starts here, which serializes them per zone across all hosts.
-async fn lock_fence(tx: &Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<i64> {
+pub(super) async fn lock_fence(tx: &Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<i64> {
     tx.execute(
         "INSERT INTO zone_fences (zone_id, epoch) VALUES ($1, 0) ON CONFLICT (zone_id) DO NOTHING",
         &[&zone_id],
@@ -46,6 +46,20 @@ async fn lock_fence(tx: &Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<
 pub(super) async fn claim(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<Claim> {
     check_id("zone id", zone_id)?;
     let fence = lock_fence(&tx, zone_id, err).await?;
+    let claim = raise_fence(&tx, zone_id, fence, err).await?;
+    tx.commit().await.map_err(|e| err.map(e))?;
+    Ok(claim)
+}
+
+/// Raises the zone's fence (`fence`, its row already locked by [`lock_fence`] in this transaction)
+/// to the next epoch above it and above the stored save's, and reads that save: the one fence raise
+/// behind both [`claim`] and the directory's claims and moves.
+pub(super) async fn raise_fence(
+    tx: &Transaction<'_>,
+    zone_id: &str,
+    fence: i64,
+    err: &PgErr,
+) -> Result<Claim> {
     let last = tx
         .query_opt(SELECT_SAVE, &[&zone_id])
         .await
@@ -66,11 +80,30 @@ pub(super) async fn claim(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> Re
     )
     .await
     .map_err(|e| err.map(e))?;
-    tx.commit().await.map_err(|e| err.map(e))?;
     Ok(Claim {
         epoch: from_db("epoch", epoch)?,
         last,
     })
+}
+
+/// Locks the zone's fence row (see [`lock_fence`]) and returns the zone's fence: the row, but never
+/// below the stored save's epoch.
+pub(super) async fn lock_current_fence(
+    tx: &Transaction<'_>,
+    zone_id: &str,
+    err: &PgErr,
+) -> Result<u64> {
+    let fence = lock_fence(tx, zone_id, err).await?;
+    let save_epoch: Option<i64> = tx
+        .query_opt(
+            "SELECT epoch FROM zone_saves WHERE zone_id = $1",
+            &[&zone_id],
+        )
+        .await
+        .map_err(|e| err.map(e))?
+        .map(|row| col(&row, 0))
+        .transpose()?;
+    from_db("epoch", fence.max(save_epoch.unwrap_or(0)))
 }
 
 pub(super) async fn write(

@@ -12,9 +12,10 @@ use crate::error::{Result, StoreError};
 use crate::schema::Migration;
 
 /// Every migration, in order; index + 1 is the version it brings the database to.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    name: "initial schema: fences, saves, facts, totals",
-    sql: "
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "initial schema: fences, saves, facts, totals",
+        sql: "
         CREATE TABLE zone_fences (
             zone_id TEXT PRIMARY KEY,
             epoch   INTEGER NOT NULL CHECK (epoch >= 0)
@@ -44,7 +45,29 @@ pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
             PRIMARY KEY (principal, name)
         ) STRICT;
     ",
-}];
+    },
+    Migration {
+        name: "fleet directory: hosts with heartbeats, zone ownership",
+        sql: "
+        CREATE TABLE fleet_hosts (
+            host_id      TEXT PRIMARY KEY,
+            incarnation  TEXT NOT NULL,
+            url          TEXT NOT NULL,
+            capacity     INTEGER NOT NULL CHECK (capacity >= 0),
+            draining     INTEGER NOT NULL CHECK (draining IN (0, 1)),
+            has_left     INTEGER NOT NULL CHECK (has_left IN (0, 1)),
+            heartbeat_ms INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE zone_directory (
+            zone_id TEXT PRIMARY KEY,
+            kind    TEXT NOT NULL,
+            params  TEXT NOT NULL,
+            owner   TEXT
+        ) STRICT;
+        CREATE INDEX zone_directory_by_owner ON zone_directory (owner);
+    ",
+    },
+];
 
 /// Brings the database to the newest schema this build knows; refuses a newer one.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {

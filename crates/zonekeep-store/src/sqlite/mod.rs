@@ -7,6 +7,7 @@
 //! (two processes, or the contract tests' two stores) then serialize instead of failing with
 //! `SQLITE_BUSY` on lock upgrade, waiting up to the busy timeout.
 
+mod directory;
 mod facts;
 mod migrations;
 mod saves;
@@ -19,6 +20,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::Connection;
 
+use zonekeep_fleet::Timing;
+
+use crate::directory::{
+    ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
+};
+use crate::directory_rows::check_claim;
 use crate::error::{Result, StoreError};
 use crate::traits::{FactLedger, SaveStore};
 use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
@@ -64,7 +71,8 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Zone saves and the fact ledger in one SQLite database file.
+/// Zone saves, the fact ledger and the fleet directory in one SQLite database file (a fleet of
+/// one host, or several processes on one machine sharing the file).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -203,5 +211,88 @@ impl FactLedger for SqliteStore {
 
     async fn count(&self) -> Result<u64> {
         self.run(|conn| facts::count(conn)).await
+    }
+}
+
+#[async_trait]
+impl Directory for SqliteStore {
+    async fn register_host(&self, host: &HostRegistration, silent_after: Duration) -> Result<()> {
+        let host = host.clone();
+        self.run(move |conn| directory::register_host(conn, &host, silent_after))
+            .await
+    }
+
+    async fn heartbeat(&self, host_id: &str, incarnation: &str, draining: bool) -> Result<()> {
+        let (host_id, incarnation) = (host_id.to_owned(), incarnation.to_owned());
+        self.run(move |conn| directory::heartbeat(conn, &host_id, &incarnation, draining))
+            .await
+    }
+
+    async fn leave_host(&self, host_id: &str, incarnation: &str) -> Result<()> {
+        let (host_id, incarnation) = (host_id.to_owned(), incarnation.to_owned());
+        self.run(move |conn| directory::leave_host(conn, &host_id, &incarnation))
+            .await
+    }
+
+    async fn hosts(&self) -> Result<Vec<HostRecord>> {
+        self.run(directory::hosts).await
+    }
+
+    async fn locate(&self, zone_id: &str, timing: Timing) -> Result<Option<ZoneLocation>> {
+        let zone_id = zone_id.to_owned();
+        self.run(move |conn| directory::locate(conn, &zone_id, &timing))
+            .await
+    }
+
+    async fn zones(&self, timing: Timing, limit: u32) -> Result<Vec<ZoneLocation>> {
+        self.run(move |conn| directory::zones(conn, &timing, limit))
+            .await
+    }
+
+    async fn claim_zone(&self, req: &ClaimRequest<'_>) -> Result<ZoneClaim> {
+        let params_text = check_claim(req)?;
+        let zone_id = req.zone_id.to_owned();
+        let kind = req.kind.to_owned();
+        let params = req.params.clone();
+        let by = req.by.to_owned();
+        let by_incarnation = req.by_incarnation.to_owned();
+        let to = req.to.to_owned();
+        let timing = req.timing;
+        self.run(move |conn| {
+            let req = ClaimRequest {
+                zone_id: &zone_id,
+                kind: &kind,
+                params: &params,
+                by: &by,
+                by_incarnation: &by_incarnation,
+                to: &to,
+                timing,
+            };
+            directory::claim_zone(conn, &req, &params_text)
+        })
+        .await
+    }
+
+    async fn move_zone(&self, zone_id: &str, from: &str, from_epoch: u64, to: &str) -> Result<u64> {
+        let (zone_id, from, to) = (zone_id.to_owned(), from.to_owned(), to.to_owned());
+        self.run(move |conn| directory::move_zone(conn, &zone_id, &from, from_epoch, &to))
+            .await
+    }
+
+    async fn release_zone(&self, zone_id: &str, host: &str, epoch: u64) -> Result<bool> {
+        let (zone_id, host) = (zone_id.to_owned(), host.to_owned());
+        self.run(move |conn| directory::release_zone(conn, &zone_id, &host, epoch))
+            .await
+    }
+
+    async fn orphans(&self, timing: Timing, limit: u32) -> Result<Vec<ZoneLocation>> {
+        self.run(move |conn| directory::orphans(conn, &timing, limit))
+            .await
+    }
+
+    async fn forget_zone(&self, zone_id: &str) -> Result<bool> {
+        let zone_id = zone_id.to_owned();
+        self.run(move |conn| directory::forget_zone(conn, &zone_id))
+            .await
     }
 }

@@ -51,7 +51,15 @@ pub(super) fn claim(conn: &mut Connection, zone_id: &str) -> Result<Claim> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
-    let fence = current_fence(&tx, zone_id)?;
+    let claim = raise_fence(&tx, zone_id)?;
+    tx.commit().map_err(sql_err)?;
+    Ok(claim)
+}
+
+/// Raises the zone's fence to the next epoch and reads its latest save, inside the caller's write
+/// transaction: the one fence raise behind both [`claim`] and the directory's claims and moves.
+pub(super) fn raise_fence(tx: &Connection, zone_id: &str) -> Result<Claim> {
+    let fence = current_fence(tx, zone_id)?;
     let epoch = fence
         .checked_add(1)
         .ok_or_else(|| StoreError::Corrupt(format!("epoch of zone {zone_id:?} exhausted")))?;
@@ -67,7 +75,6 @@ pub(super) fn claim(conn: &mut Connection, zone_id: &str) -> Result<Claim> {
         .map_err(sql_err)?
         .map(to_record)
         .transpose()?;
-    tx.commit().map_err(sql_err)?;
     Ok(Claim {
         epoch: from_db("epoch", epoch)?,
         last,

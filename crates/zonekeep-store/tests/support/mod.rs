@@ -80,6 +80,53 @@ impl Db {
         }
     }
 
+    /// Runs `sql` directly on the test database, outside any store (e.g. to backdate a heartbeat
+    /// instead of waiting for it to age).
+    pub async fn execute(&self, sql: &str) {
+        match self {
+            Db::Sqlite { path, .. } => {
+                let (path, sql) = (path.clone(), sql.to_owned());
+                tokio::task::spawn_blocking(move || raw_sqlite(&path).execute_batch(&sql).unwrap())
+                    .await
+                    .unwrap();
+            }
+            Db::Postgres { url, schema } => {
+                let client = RawPg::connect(url, schema).await;
+                client.client.batch_execute(sql).await.unwrap();
+            }
+        }
+    }
+
+    /// Runs a query answering one integer directly on the test database.
+    pub async fn query_i64(&self, sql: &str) -> i64 {
+        match self {
+            Db::Sqlite { path, .. } => {
+                let (path, sql) = (path.clone(), sql.to_owned());
+                tokio::task::spawn_blocking(move || {
+                    raw_sqlite(&path).query_row(&sql, [], |r| r.get(0)).unwrap()
+                })
+                .await
+                .unwrap()
+            }
+            Db::Postgres { url, schema } => {
+                let client = RawPg::connect(url, schema).await;
+                client.client.query_one(sql, &[]).await.unwrap().get(0)
+            }
+        }
+    }
+
+    /// The database's clock in milliseconds since the Unix epoch, read with the expression the
+    /// store stamps heartbeats with.
+    pub async fn now_ms(&self) -> i64 {
+        let sql = match self {
+            Db::Sqlite { .. } => {
+                "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+            }
+            Db::Postgres { .. } => "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint",
+        };
+        self.query_i64(sql).await
+    }
+
     /// Removes what the test created (the temp dir goes on drop; the schema is dropped here).
     pub async fn cleanup(self) {
         if let Db::Postgres { url, schema } = &self {
@@ -95,6 +142,54 @@ impl Db {
             let _ = driver.await;
         }
     }
+}
+
+/// A connection of the test's own to its SQLite file.
+fn raw_sqlite(path: &std::path::Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    conn
+}
+
+/// A connection of the test's own to its PostgreSQL schema; the driver task ends with it.
+struct RawPg {
+    client: tokio_postgres::Client,
+    driver: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+}
+
+impl RawPg {
+    async fn connect(url: &str, schema: &str) -> RawPg {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let driver = tokio::spawn(connection);
+        client
+            .batch_execute(&format!("SET search_path TO \"{schema}\""))
+            .await
+            .unwrap();
+        RawPg { client, driver }
+    }
+}
+
+impl Drop for RawPg {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+/// A name unique to this test run (process, counter, time), for ids that must not meet another
+/// run's rows on a shared database.
+pub fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{prefix}-{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Small deterministic generator (xorshift64*), so the randomized contract test replays exactly.
