@@ -129,9 +129,17 @@ pub trait Directory: Send + Sync {
     async fn register_host(&self, host: &HostRegistration, silent_after: Duration) -> Result<()>;
 
     /// Stamps the heartbeat with the database's now and sets the draining flag.
-    /// [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) when the row is missing, left, or has
-    /// another incarnation (this process was replaced: it must stop).
-    async fn heartbeat(&self, host_id: &str, incarnation: &str, draining: bool) -> Result<()>;
+    /// [`StoreError::LeaseLost`](crate::StoreError::LeaseLost) when the row is missing, left, has
+    /// another incarnation (this process was replaced: it must stop), or is already dead by
+    /// `timing.dead_after` — a late heartbeat (a paused process, a query that hung) must never
+    /// revive a host whose zones others may own by now.
+    async fn heartbeat(
+        &self,
+        host_id: &str,
+        incarnation: &str,
+        draining: bool,
+        timing: Timing,
+    ) -> Result<()>;
 
     /// Marks the host left (only this incarnation's row; nothing happens when another incarnation
     /// replaced it); its zones may be taken at once.

@@ -137,10 +137,16 @@ impl Directory for SlowStore {
         self.directory.register_host(host, silent_after).await
     }
 
-    async fn heartbeat(&self, host_id: &str, incarnation: &str, draining: bool) -> Result<()> {
+    async fn heartbeat(
+        &self,
+        host_id: &str,
+        incarnation: &str,
+        draining: bool,
+        timing: Timing,
+    ) -> Result<()> {
         tokio::time::sleep(self.delay).await;
         self.directory
-            .heartbeat(host_id, incarnation, draining)
+            .heartbeat(host_id, incarnation, draining, timing)
             .await
     }
 

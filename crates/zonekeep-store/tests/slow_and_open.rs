@@ -60,7 +60,11 @@ async fn slow_store_delays_every_write_and_still_stores_it() {
         .unwrap();
     assert!(start.elapsed() >= delay);
     let start = tokio::time::Instant::now();
-    store.directory.heartbeat("h", "h-1", true).await.unwrap();
+    store
+        .directory
+        .heartbeat("h", "h-1", true, zonekeep_store::Timing::default())
+        .await
+        .unwrap();
     assert!(start.elapsed() >= delay);
 
     // The writes went through to the real store.

@@ -172,17 +172,22 @@ pub(super) async fn heartbeat(
     host_id: &str,
     incarnation: &str,
     draining: bool,
+    timing: Timing,
     err: &PgErr,
 ) -> Result<()> {
+    let dead_after = duration_ms(timing.dead_after);
     let updated = client
         .execute(
             concat!(
                 "UPDATE fleet_hosts SET heartbeat_ms = ",
                 db_now_ms!(),
                 ", draining = $3
-                 WHERE host_id = $1 AND incarnation = $2 AND NOT has_left"
+                 WHERE host_id = $1 AND incarnation = $2 AND NOT has_left
+                   AND ",
+                db_now_ms!(),
+                " - heartbeat_ms <= $4"
             ),
-            &[&host_id, &incarnation, &draining],
+            &[&host_id, &incarnation, &draining, &dead_after],
         )
         .await
         .map_err(|e| err.map(e))?;

@@ -306,11 +306,17 @@ impl Directory for PostgresStore {
         directory::register_host(tx, host, silent_after, &self.err).await
     }
 
-    async fn heartbeat(&self, host_id: &str, incarnation: &str, draining: bool) -> Result<()> {
+    async fn heartbeat(
+        &self,
+        host_id: &str,
+        incarnation: &str,
+        draining: bool,
+        timing: Timing,
+    ) -> Result<()> {
         check_id("host id", host_id)?;
         check_id("host incarnation", incarnation)?;
         let client = self.client().await?;
-        directory::heartbeat(&client, host_id, incarnation, draining, &self.err).await
+        directory::heartbeat(&client, host_id, incarnation, draining, timing, &self.err).await
     }
 
     async fn leave_host(&self, host_id: &str, incarnation: &str) -> Result<()> {

@@ -155,6 +155,7 @@ pub(super) fn heartbeat(
     host_id: &str,
     incarnation: &str,
     draining: bool,
+    timing: Timing,
 ) -> Result<()> {
     check_id("host id", host_id)?;
     check_id("host incarnation", incarnation)?;
@@ -164,9 +165,17 @@ pub(super) fn heartbeat(
                 "UPDATE fleet_hosts SET heartbeat_ms = ",
                 db_now_ms!(),
                 ", draining = ?3
-                 WHERE host_id = ?1 AND incarnation = ?2 AND has_left = 0"
+                 WHERE host_id = ?1 AND incarnation = ?2 AND has_left = 0
+                   AND ",
+                db_now_ms!(),
+                " - heartbeat_ms <= ?4"
             ),
-            params![host_id, incarnation, draining],
+            params![
+                host_id,
+                incarnation,
+                draining,
+                duration_ms(timing.dead_after)
+            ],
         )
         .map_err(sql_err)?;
     if updated == 0 {

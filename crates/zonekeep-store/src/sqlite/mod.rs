@@ -222,9 +222,15 @@ impl Directory for SqliteStore {
             .await
     }
 
-    async fn heartbeat(&self, host_id: &str, incarnation: &str, draining: bool) -> Result<()> {
+    async fn heartbeat(
+        &self,
+        host_id: &str,
+        incarnation: &str,
+        draining: bool,
+        timing: Timing,
+    ) -> Result<()> {
         let (host_id, incarnation) = (host_id.to_owned(), incarnation.to_owned());
-        self.run(move |conn| directory::heartbeat(conn, &host_id, &incarnation, draining))
+        self.run(move |conn| directory::heartbeat(conn, &host_id, &incarnation, draining, timing))
             .await
     }
 

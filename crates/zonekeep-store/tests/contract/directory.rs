@@ -208,7 +208,7 @@ pub async fn heartbeat_is_refused_after_being_replaced(db: &Db) {
     join(&store, &old).await;
     store
         .directory
-        .heartbeat(&old.host_id, &old.incarnation, false)
+        .heartbeat(&old.host_id, &old.incarnation, false, T)
         .await
         .unwrap();
 
@@ -225,13 +225,13 @@ pub async fn heartbeat_is_refused_after_being_replaced(db: &Db) {
     assert_eq!(
         store
             .directory
-            .heartbeat(&old.host_id, &old.incarnation, false)
+            .heartbeat(&old.host_id, &old.incarnation, false, T)
             .await,
         lost
     );
     store
         .directory
-        .heartbeat(&new.host_id, &new.incarnation, false)
+        .heartbeat(&new.host_id, &new.incarnation, false, T)
         .await
         .unwrap();
     // The replaced process leaving on its way out does not mark its successor left.
@@ -252,7 +252,7 @@ pub async fn heartbeat_is_refused_after_being_replaced(db: &Db) {
     assert!(matches!(
         store
             .directory
-            .heartbeat(&new.host_id, &new.incarnation, false)
+            .heartbeat(&new.host_id, &new.incarnation, false, T)
             .await,
         Err(StoreError::LeaseLost { .. })
     ));
@@ -260,10 +260,29 @@ pub async fn heartbeat_is_refused_after_being_replaced(db: &Db) {
     assert!(matches!(
         store
             .directory
-            .heartbeat(&stranger.host_id, &stranger.incarnation, false)
+            .heartbeat(&stranger.host_id, &stranger.incarnation, false, T)
             .await,
         Err(StoreError::LeaseLost { .. })
     ));
+
+    // A heartbeat that arrives after the database already counts its host dead (a paused
+    // process, a query that hung) does not revive it: other hosts may own its zones by now.
+    let late = host(&run, "late");
+    join(&store, &late).await;
+    backdate(db, &late.host_id, DEAD).await;
+    assert_eq!(
+        store
+            .directory
+            .heartbeat(&late.host_id, &late.incarnation, false, T)
+            .await,
+        Err(StoreError::LeaseLost {
+            host_id: late.host_id.clone(),
+        })
+    );
+    assert!(
+        record_of(&store, &late.host_id).await.heartbeat_age_ms >= 3 * 3600 * 1000,
+        "the dead host's heartbeat was not renewed"
+    );
 }
 
 pub async fn a_new_zone_is_claimed(db: &Db) {
@@ -485,7 +504,7 @@ pub async fn a_host_whose_lease_lapsed_cannot_claim(db: &Db) {
     // A heartbeat that lands renews the lease.
     store
         .directory
-        .heartbeat(&a.host_id, &a.incarnation, false)
+        .heartbeat(&a.host_id, &a.incarnation, false, T)
         .await
         .unwrap();
     claimed(claim(&store, &z2, &a, &a.host_id).await);
@@ -502,7 +521,7 @@ pub async fn a_draining_host_is_not_a_usable_target(db: &Db) {
     claimed(claim(&store, &z1, &b, &b.host_id).await);
     store
         .directory
-        .heartbeat(&b.host_id, &b.incarnation, true)
+        .heartbeat(&b.host_id, &b.incarnation, true, T)
         .await
         .unwrap();
     assert!(record_of(&store, &b.host_id).await.draining);
@@ -540,7 +559,7 @@ pub async fn a_draining_host_is_not_a_usable_target(db: &Db) {
     // Back from draining, b is a target again.
     store
         .directory
-        .heartbeat(&b.host_id, &b.incarnation, false)
+        .heartbeat(&b.host_id, &b.incarnation, false, T)
         .await
         .unwrap();
     claimed(claim(&store, &z2, &a, &b.host_id).await);
@@ -555,7 +574,7 @@ pub async fn heartbeat_ages_come_from_the_database_clock(db: &Db) {
     let before = db.now_ms().await;
     store
         .directory
-        .heartbeat(&a.host_id, &a.incarnation, false)
+        .heartbeat(&a.host_id, &a.incarnation, false, T)
         .await
         .unwrap();
     let after = db.now_ms().await;
