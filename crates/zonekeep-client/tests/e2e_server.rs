@@ -88,7 +88,7 @@ async fn joins_acks_syncs_and_resumes_against_the_real_host() {
             ..ReconnectPolicy::default()
         };
         let (mut conn, welcome) = connect(&url, opts).await.unwrap();
-        assert_eq!(welcome.version, 2);
+        assert_eq!(welcome.version, zonekeep_protocol::limits::PROTOCOL_VERSION);
         assert_eq!(welcome.zone_id, ZONE);
         let me = welcome.player_id;
         let mut dots = Vec::new();

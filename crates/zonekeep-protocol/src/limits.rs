@@ -34,6 +34,14 @@ pub const MAX_DELTA_LIST: usize = 65_536;
 pub const MAX_EVENTS: usize = 1024;
 /// Longest event payload in bytes.
 pub const MAX_EVENT_PAYLOAD: usize = 16_384;
-/// The only protocol version this crate speaks. Version 2 added Welcome's timeouts, InputRefused,
-/// KnownSetCheck and Resync; a client offering only version 1 is answered `Kick(VERSION_MISMATCH)`.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// The newest protocol version, the one clients of this crate offer. Version 3 sends Redirect and
+/// adds the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS; its bytes are version 2's.
+/// Version 2 added Welcome's timeouts, InputRefused, KnownSetCheck and Resync.
+pub const PROTOCOL_VERSION: u32 = 3;
+/// The oldest protocol version a current host still accepts: a host speaks
+/// `MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION`, and a client offering only version 1 is answered
+/// `Kick(VERSION_MISMATCH)`.
+pub const MIN_PROTOCOL_VERSION: u32 = 2;
+/// Most Redirects a client follows in one connection attempt (PROTOCOL.md §5.3): a host refuses a
+/// further hop itself with `Kick(TOO_MANY_REDIRECTS)`, and a client refuses a further Redirect.
+pub const MAX_REDIRECTS: u32 = 3;

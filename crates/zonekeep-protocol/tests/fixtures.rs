@@ -145,7 +145,7 @@ fn delta(name: &'static str, description: &'static str, d: Delta, known: &[(u32,
 
 fn welcome() -> Welcome {
     Welcome {
-        version: 2,
+        version: 3,
         player_id: 42,
         zone_id: "arena-1".into(),
         role: Role::Player,
@@ -187,13 +187,13 @@ fn message_fixtures() -> Vec<Fixture> {
     let mut v = vec![
         client(
             "hello",
-            "Hello offering protocol versions 1 and 2 (the host answers with 2) with a ticket, no reconnect token and content version \"1.4.0\".",
-            ClientMessage::Hello(Hello { versions: vec![1, 2], ticket: "eyJ0.e30.sig".into(), reconnect_token: vec![], content_version: "1.4.0".into() }),
+            "Hello offering protocol versions 2 and 3 (a current host answers with 3) with a ticket, no reconnect token and content version \"1.4.0\".",
+            ClientMessage::Hello(Hello { versions: vec![2, 3], ticket: "eyJ0.e30.sig".into(), reconnect_token: vec![], content_version: "1.4.0".into() }),
         ),
         client(
             "hello_reconnect",
-            "Hello offering version 2 only, presenting an 8-byte reconnect token from an earlier Welcome and no content version.",
-            ClientMessage::Hello(Hello { versions: vec![2], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new() }),
+            "Hello offering version 3 only, presenting an 8-byte reconnect token from an earlier Welcome and no content version.",
+            ClientMessage::Hello(Hello { versions: vec![3], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new() }),
         ),
         client(
             "input",
@@ -210,7 +210,7 @@ fn message_fixtures() -> Vec<Fixture> {
         ),
         server(
             "welcome",
-            "Welcome (version 2) for player 42 in zone \"arena-1\" at 30 Hz, a Delta every 2 ticks, idle timeout 30 s, handshake timeout 5 s, reconnect grace 60 s, with the two-kind schema (player, pickup) that uses every field type.",
+            "Welcome (version 3) for player 42 in zone \"arena-1\" at 30 Hz, a Delta every 2 ticks, idle timeout 30 s, handshake timeout 5 s, reconnect grace 60 s, with the two-kind schema (player, pickup) that uses every field type.",
             ServerMessage::Welcome(welcome()),
         ),
         server(
@@ -220,8 +220,23 @@ fn message_fixtures() -> Vec<Fixture> {
         ),
         server("pong", "Pong echoing client time 1700000000000 at host time 5000000 µs, tick 1001.", ServerMessage::Pong(Pong { client_time: 1_700_000_000_000, server_time_us: 5_000_000, tick: 1001 })),
         server("kick", "Kick with VERSION_MISMATCH (10) and a reason.", ServerMessage::Kick(Kick { code: KickCode::VERSION_MISMATCH, reason: "no common version".into() })),
+        server(
+            "kick_zone_moved",
+            "Kick with ZONE_MOVED (24, protocol version 3): the zone moved to another host; the client resumes at once through its entry URL with its reconnect token.",
+            ServerMessage::Kick(Kick { code: KickCode::ZONE_MOVED, reason: "zone moved".into() }),
+        ),
+        server(
+            "kick_host_fenced",
+            "Kick with HOST_FENCED (25, protocol version 3): this host lost its lease on the zone; the client resumes at once through its entry URL.",
+            ServerMessage::Kick(Kick { code: KickCode::HOST_FENCED, reason: "lease lost".into() }),
+        ),
+        server(
+            "kick_too_many_redirects",
+            "Kick with TOO_MANY_REDIRECTS (26, protocol version 3): the Hello arrived after the third hop at a host that does not own the zone either.",
+            ServerMessage::Kick(Kick { code: KickCode::TOO_MANY_REDIRECTS, reason: "hops=3".into() }),
+        ),
         server("kick_unknown_code", "Kick with code 300, undefined here: decoders must accept it as-is.", ServerMessage::Kick(Kick { code: KickCode(300), reason: String::new() })),
-        server("redirect", "Redirect (reserved, not sent yet) to another host for zone \"arena-1\".", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1".into(), zone_id: "arena-1".into() })),
+        server("redirect", "Redirect (protocol version 3) to zone \"arena-1\" at its owner, after one hop: the client sends the same Hello there.", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1?hops=1".into(), zone_id: "arena-1".into() })),
         server("transfer", "Transfer (reserved, not sent yet) to zone \"lobby\" with a fresh ticket.", ServerMessage::Transfer(Transfer { zone_id: "lobby".into(), ticket: "eyJ0.e30.sig2".into(), url: "wss://a.example/zones/lobby".into() })),
     ];
 
@@ -410,5 +425,8 @@ fn protocol_md_examples_match_fixtures() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 4, "Hello, Input, Welcome and Delta examples");
+    assert_eq!(
+        checked, 6,
+        "Hello, Input, Welcome, Delta, Redirect and Kick examples"
+    );
 }

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 use zonekeep_protocol::delta::{Delta, Spawn};
+use zonekeep_protocol::limits::PROTOCOL_VERSION;
 use zonekeep_protocol::messages::{
     ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Pong, Role, ServerMessage, Welcome,
 };
@@ -202,7 +203,7 @@ pub fn schema() -> Schema {
 
 pub fn welcome(player_id: u32, token: &[u8], tick: u64) -> Welcome {
     Welcome {
-        version: 2,
+        version: PROTOCOL_VERSION,
         player_id,
         zone_id: "z1".into(),
         role: Role::Player,

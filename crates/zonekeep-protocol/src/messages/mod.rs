@@ -27,7 +27,7 @@ pub mod tag {
     pub const PONG: u8 = 0x83;
     /// Kick (server).
     pub const KICK: u8 = 0x84;
-    /// Redirect (server, reserved).
+    /// Redirect (server, protocol version 3).
     pub const REDIRECT: u8 = 0x85;
     /// Transfer (server, reserved).
     pub const TRANSFER: u8 = 0x86;

@@ -134,6 +134,18 @@ kick_codes! {
     ZONE_STOPPED = 21, "The zone was stopped.";
     TOO_MANY_CONNECTIONS = 22, "Per-address connection cap.";
     INTERNAL_ERROR = 23, "The host failed; the client may retry.";
+    ZONE_MOVED = 24, "The zone moved to another host; resume there (protocol version 3).";
+    HOST_FENCED = 25, "This host lost its lease on the zone; resume elsewhere (protocol version 3).";
+    TOO_MANY_REDIRECTS = 26, "The connection attempt was redirected too often; the host refused another hop (protocol version 3).";
+}
+
+impl KickCode {
+    /// Whether the code ends this connection but not the session: ZONE_MOVED and HOST_FENCED say
+    /// the zone now runs (or is about to run) on another host, so the client resumes at once
+    /// through its entry URL with its reconnect token, and any host redirects it to the owner.
+    pub fn resumes_elsewhere(self) -> bool {
+        matches!(self, KickCode::ZONE_MOVED | KickCode::HOST_FENCED)
+    }
 }
 
 impl std::fmt::Display for KickCode {
@@ -154,13 +166,26 @@ pub struct Kick {
     pub reason: String,
 }
 
-/// Reserved, not sent yet: go to another host for this zone (§5.3).
+/// The answer to a Hello at a host that does not own the zone (§5.3, protocol version 3): connect
+/// to `url` and send the same Hello again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redirect {
-    /// Where to connect (≤ 512 bytes).
+    /// The zone's full WebSocket URL at its owner, `ws://` or `wss://` (≤ 512 bytes).
     pub url: String,
     /// The zone to ask for there (≤ 128 bytes).
     pub zone_id: String,
+}
+
+impl Redirect {
+    /// The URL to follow, or `None` when it is not an absolute `ws://` or `wss://` URL, which a
+    /// client must refuse (§5.3): a Redirect must not send a client's ticket anywhere but to
+    /// another zone host. The scheme is matched without regard to case (RFC 3986 §3.1).
+    pub fn websocket_url(&self) -> Option<&str> {
+        let (scheme, rest) = self.url.split_once("://")?;
+        let ws = scheme.eq_ignore_ascii_case("ws") || scheme.eq_ignore_ascii_case("wss");
+        // An empty authority (`ws:///zones/a`) names no host.
+        (ws && !rest.is_empty() && !rest.starts_with('/')).then_some(self.url.as_str())
+    }
 }
 
 /// Reserved, not sent yet: move to another zone with a fresh ticket (§5.3).
@@ -195,7 +220,7 @@ pub enum ServerMessage {
     Pong(Pong),
     /// Tag `0x84`.
     Kick(Kick),
-    /// Tag `0x85`.
+    /// Tag `0x85` (protocol version 3).
     Redirect(Redirect),
     /// Tag `0x86`.
     Transfer(Transfer),
@@ -455,6 +480,14 @@ mod tests {
         }));
         assert_eq!(b, [0x84, 0xe7, 0x07, 0]);
         assert_eq!(KickCode::INTERNAL_ERROR.name(), Some("INTERNAL_ERROR"));
+        assert_eq!(KickCode(24).name(), Some("ZONE_MOVED"));
+        assert_eq!(KickCode(25).name(), Some("HOST_FENCED"));
+        assert_eq!(KickCode(26).name(), Some("TOO_MANY_REDIRECTS"));
+        assert_eq!(KickCode(27).name(), None);
+        let elsewhere: Vec<u16> = (0..=30)
+            .filter(|c| KickCode(*c).resumes_elsewhere())
+            .collect();
+        assert_eq!(elsewhere, [24, 25]);
         assert_eq!(KickCode(999).to_string(), "kick code 999");
         assert_eq!(
             ServerMessage::decode(&[0x84, 0x80, 0x80, 0x04, 0], None),
@@ -478,6 +511,34 @@ mod tests {
             ticket: "t".into(),
             url: "u".into(),
         }));
+    }
+
+    #[test]
+    fn redirects_lead_only_to_websocket_urls() {
+        let r = |url: &str| Redirect {
+            url: url.into(),
+            zone_id: "z".into(),
+        };
+        for ok in [
+            "ws://b:7350/zones/z?hops=1",
+            "wss://b.example/zones/z",
+            "WSS://B.example/zones/z",
+        ] {
+            assert_eq!(r(ok).websocket_url(), Some(ok), "{ok}");
+        }
+        for bad in [
+            "http://b/zones/z",
+            "https://b/zones/z",
+            "/zones/z",
+            "b:7350/zones/z",
+            "ws:/b/zones/z",
+            "ws://",
+            "ws:///zones/z",
+            "javascript://b",
+            "",
+        ] {
+            assert_eq!(r(bad).websocket_url(), None, "{bad}");
+        }
     }
 
     #[test]
