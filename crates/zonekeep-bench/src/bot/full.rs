@@ -263,10 +263,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
                         whole = false;
                         break;
                     }
-                    Event::Event { .. }
-                    | Event::InputRefused(_)
-                    | Event::Transfer(_)
-                    | Event::Redirect(_) => {}
+                    Event::Event { .. } | Event::InputRefused(_) | Event::Transfer(_) => {}
                 }
             }
             _ = sleep_until(input_at.into()), if next_input.is_some() => {
