@@ -2,14 +2,17 @@
  * `ZoneConnection`: one client's session with a zone over a WebSocket-like socket.
  *
  * It performs the Hello/Welcome handshake (offering the versions this SDK speaks and checking the
- * host's pick), keeps the known set ({@link Mirror}) and the server clock estimate ({@link ServerClock}),
+ * host's pick; following Redirects to the zone's owner: at most three per attempt, the same Hello
+ * at every hop, only to `ws://` or `wss://` URLs, every attempt starting at the entry URL), keeps
+ * the known set ({@link Mirror}) and the server clock estimate ({@link ServerClock}),
  * pings once a second, stamps inputs with seq and view tick, counts bytes and messages, and reconnects:
  * inside the grace window it resumes the same player with the reconnect token from Welcome; after it,
  * or when the host refuses the token (e.g. it restarted and forgot it), it asks the app for a fresh
  * ticket and joins as a new player. A ticket the host refuses on a resume (expired, replayed, or signed
  * with a key it no longer has) is replaced by a fresh one too; a freshly fetched ticket refused for
  * its signature is not retried, since another from the same source would fail the same way.
- * Attempts back off exponentially with jitter and are bounded.
+ * Attempts back off exponentially with jitter and are bounded. A Kick ZONE_MOVED or HOST_FENCED
+ * (the zone moved to another host) resumes at once: its first attempt waits for no backoff.
  *
  * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
  * socket and a manual clock.
@@ -22,10 +25,14 @@ import {
   encodeClientMessage,
   KickCode,
   kickCodeName,
+  kickResumesElsewhere,
+  LIMITS,
   peekTag,
+  redirectTarget,
   SUPPORTED_VERSIONS,
   Tag,
   type ClientMessage,
+  type Hello,
   type InputRefused,
   type Kick,
   type KnownSetCheck,
@@ -57,6 +64,30 @@ export interface SocketLike {
 
 /** Opens a socket to `url`. */
 export type SocketFactory = (url: string) => SocketLike;
+
+/**
+ * A Redirect the connection would not follow (§5.3.1): `too_many` — a Redirect after the three an
+ * attempt may follow (the attempt failed; the next starts at the entry URL again), or `scheme` — a
+ * URL that is not `ws://` or `wss://` (the connection stops: a host handing out such URLs would hand
+ * out the same again). Reported as the `error` of the {@link CloseInfo} that ends the attempt.
+ */
+export class RedirectError extends Error {
+  /** Why the Redirect was refused. */
+  readonly kind: "too_many" | "scheme";
+  /** The URL the refused Redirect named. */
+  readonly url: string;
+  /** An error for a refused Redirect to `url`. */
+  constructor(kind: "too_many" | "scheme", url: string) {
+    super(
+      kind === "too_many"
+        ? `too many redirects: another after ${LIMITS.redirects}`
+        : `redirected to a URL that is not ws:// or wss://: ${url}`,
+    );
+    this.name = "RedirectError";
+    this.kind = kind;
+    this.url = url;
+  }
+}
 
 /**
  * What to do after the connection ends: 'retry' the same way (the token inside the grace window),
@@ -111,8 +142,13 @@ export function defaultReconnectPolicy(
     case KickCode.ZONE_STOPPED:
     case KickCode.RATE_LIMITED:
       return "stop";
+    case KickCode.ZONE_MOVED:
+    case KickCode.HOST_FENCED:
+      // The session lives on at the zone's new owner: resume (at once, through the entry URL).
+      return "retry";
     default:
-      // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR and unknown codes.
+      // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR, TOO_MANY_REDIRECTS (the
+      // fleet is still settling who owns the zone) and unknown codes.
       return "retry";
   }
 }
@@ -121,7 +157,10 @@ export function defaultReconnectPolicy(
 export interface ReconnectOptions {
   /** Consecutive failed attempts before giving up (default 8; 0 disables reconnecting). */
   maxAttempts?: number;
-  /** First backoff delay in ms (default 250). */
+  /**
+   * First backoff delay in ms (default 250). After a Kick ZONE_MOVED or HOST_FENCED the first
+   * attempt waits for none: the zone has a new owner already, and the player is waiting.
+   */
   baseDelayMs?: number;
   /** Largest backoff delay in ms (default 8000). */
   maxDelayMs?: number;
@@ -138,7 +177,11 @@ export interface ReconnectOptions {
 
 /** Options of a {@link ZoneConnection}. */
 export interface ZoneConnectionOptions {
-  /** WebSocket URL of the zone, e.g. `ws://127.0.0.1:7350/zones/arena-1`. */
+  /**
+   * WebSocket URL of the zone, e.g. `ws://127.0.0.1:7350/zones/arena-1`: the entry URL. In a fleet
+   * any host answers there and redirects to the zone's owner; every reconnect starts here again,
+   * never at a URL a Redirect named, since the owner may have changed.
+   */
   url: string;
   /**
    * Gets a fresh ticket from the app's backend: called for the first join, after the grace window,
@@ -149,13 +192,13 @@ export interface ZoneConnectionOptions {
   socket?: SocketFactory;
   /** Time and timers (default: the platform's). */
   scheduler?: Scheduler;
-  /** Protocol versions offered (default: all this SDK speaks). */
+  /** Protocol versions offered (default: {@link SUPPORTED_VERSIONS}, the version this SDK implements). */
   versions?: number[];
   /** Game content version sent in Hello (default empty = none). */
   contentVersion?: string;
   /** Ping period in ms (default 1000). */
   pingIntervalMs?: number;
-  /** Give up on a handshake after this many ms without Welcome (default 10000). */
+  /** Give up on a handshake after this many ms without Welcome, Redirects included (default 10000). */
   handshakeTimeoutMs?: number;
   /** Reconnect tuning. */
   reconnect?: ReconnectOptions;
@@ -208,7 +251,10 @@ export interface ZoneConnectionEvents {
   inputRefused: (refused: InputRefused) => void;
   /** A Transfer (reserved, not sent yet). */
   transfer: (transfer: Transfer) => void;
-  /** A Redirect (reserved, not sent yet). */
+  /**
+   * The handshake is being redirected to `redirect.url` (§5.3.1): the connection follows on its own
+   * with the same Hello; this is for logs and HUDs. Counted in {@link ConnectionStats.redirects}.
+   */
   redirect: (redirect: Redirect) => void;
 }
 
@@ -229,6 +275,15 @@ export interface ConnectionStats {
   bytesInPerSec: number;
   /** Bytes sent over the last second. */
   bytesOutPerSec: number;
+  /** Redirects followed during handshakes (§5.3.1), the first join's included. */
+  redirects: number;
+  /** Welcomes that resumed the same player with the reconnect token. */
+  resumes: number;
+  /**
+   * Welcomes that started a new player: the first join, and every reconnect that could not resume
+   * (past the grace window, or the token refused).
+   */
+  freshJoins: number;
 }
 
 /** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
@@ -336,7 +391,19 @@ export class ZoneConnection {
   private viewTickSource: (() => number) | null = null;
   private readonly inMeter = new RateMeter();
   private readonly outMeter = new RateMeter();
-  private counters = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0 };
+  private counters = {
+    bytesIn: 0,
+    bytesOut: 0,
+    messagesIn: 0,
+    messagesOut: 0,
+    redirects: 0,
+    resumes: 0,
+    freshJoins: 0,
+  };
+  /** The Hello of the current attempt: every hop of it sends exactly this. */
+  private hello: Hello | null = null;
+  /** Redirects followed in the current attempt. */
+  private hops = 0;
   /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
   private awaitingBaseline = false;
   private syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
@@ -397,7 +464,7 @@ export class ZoneConnection {
     return this.lastDeltaTick;
   }
 
-  /** Byte and message counters. */
+  /** Byte, message, redirect and join counters. */
   get stats(): ConnectionStats {
     const now = this.sched.now();
     return {
@@ -519,32 +586,43 @@ export class ZoneConnection {
       return;
     }
     if (gen !== this.gen) return; // closed while waiting for the ticket
-    let sock: SocketLike;
-    try {
-      sock = (this.opts.socket ?? defaultSocketFactory)(this.opts.url);
-    } catch (e) {
-      this.onSocketGone(gen, 1006, "socket factory failed", e instanceof Error ? e : new Error(String(e)));
-      return;
-    }
-    this.socket = sock;
+    this.hello = {
+      type: "hello",
+      versions: this.versions,
+      ticket,
+      reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
+      contentVersion: this.opts.contentVersion ?? "",
+    };
+    this.hops = 0;
     this.lastKick = null;
     this.localError = null;
+    // Every attempt starts at the entry URL: the zone's owner may have changed since the last.
+    if (!this.openSocket(gen, this.opts.url)) return;
+    this.handshakeTimer = this.later(() => {
+      this.fail(gen, new Error("handshake timeout: no Welcome"));
+    }, this.opts.handshakeTimeoutMs ?? 10_000);
+  }
+
+  /** Opens a socket to `url` that sends this attempt's Hello; false if the factory failed. */
+  private openSocket(gen: number, url: string): boolean {
+    let sock: SocketLike;
+    try {
+      sock = (this.opts.socket ?? defaultSocketFactory)(url);
+    } catch (e) {
+      this.onSocketGone(gen, 1006, "socket factory failed", e instanceof Error ? e : new Error(String(e)));
+      return false;
+    }
+    this.socket = sock;
     sock.binaryType = "arraybuffer";
     sock.onopen = () => {
-      if (gen !== this.gen) return;
+      if (gen !== this.gen || this.hello === null) return;
       this.st = "handshaking";
-      this.send({
-        type: "hello",
-        versions: this.versions,
-        ticket,
-        reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
-        contentVersion: this.opts.contentVersion ?? "",
-      });
+      this.send(this.hello);
     };
     sock.onmessage = (ev) => {
       if (gen !== this.gen) return;
       try {
-        this.onMessage(ev.data);
+        this.onMessage(ev.data, gen);
       } catch (e) {
         // A message we cannot decode means the two sides disagree: end this socket.
         this.fail(gen, e instanceof Error ? e : new Error(String(e)));
@@ -554,9 +632,36 @@ export class ZoneConnection {
       // A close event always follows an error; it carries the code.
     };
     sock.onclose = (ev) => this.onSocketGone(gen, ev.code ?? 1006, ev.reason ?? "", null);
-    this.handshakeTimer = this.later(() => {
-      this.fail(gen, new Error("handshake timeout: no Welcome"));
-    }, this.opts.handshakeTimeoutMs ?? 10_000);
+    return true;
+  }
+
+  /**
+   * Follows a Redirect (§5.3.1): closes this socket quietly and sends the same Hello to the URL it
+   * names. Throws a {@link RedirectError} for a fourth Redirect or a URL that is not a WebSocket URL.
+   */
+  private follow(gen: number, r: Redirect): void {
+    if (this.hops >= LIMITS.redirects) throw new RedirectError("too_many", r.url);
+    const url = redirectTarget(r);
+    if (url === null) throw new RedirectError("scheme", r.url);
+    this.hops += 1;
+    this.counters.redirects += 1;
+    const old = this.socket;
+    this.socket = null;
+    if (old !== null) {
+      // Not a lost connection: this socket's close must not reach onSocketGone.
+      old.onopen = null;
+      old.onmessage = null;
+      old.onclose = null;
+      old.onerror = null;
+      try {
+        old.close(1000, "redirected");
+      } catch {
+        // The host closes after a Redirect anyway.
+      }
+    }
+    this.emit("redirect", r);
+    if (gen !== this.gen) return; // a handler closed the connection
+    this.openSocket(gen, url);
   }
 
   /** Ends the current socket because of a local error. */
@@ -572,7 +677,7 @@ export class ZoneConnection {
     this.onSocketGone(gen, 1006, error.message, error);
   }
 
-  private onMessage(data: unknown): void {
+  private onMessage(data: unknown, gen: number): void {
     const bytes = toBytes(data);
     if (bytes === null) throw new DecodeError("invalid", "text frame from the server");
     const now = this.sched.now();
@@ -581,7 +686,7 @@ export class ZoneConnection {
     this.inMeter.add(now, bytes.length);
     const tag = peekTag(bytes);
     if (this.st !== "open") {
-      if (tag !== Tag.Welcome && tag !== Tag.Kick) {
+      if (tag !== Tag.Welcome && tag !== Tag.Kick && tag !== Tag.Redirect) {
         throw new DecodeError("invalid", `message 0x${tag.toString(16)} before Welcome`);
       }
     }
@@ -637,7 +742,9 @@ export class ZoneConnection {
         this.emit("transfer", m);
         return;
       case "redirect":
-        this.emit("redirect", m);
+        // A Redirect answers a Hello only (§5.3.1).
+        if (this.st === "open") throw new DecodeError("invalid", "Redirect in the middle of a session");
+        this.follow(gen, m);
         return;
       case "delta":
         return; // handled above
@@ -671,6 +778,8 @@ export class ZoneConnection {
       throw new DecodeError("invalid", `host picked version ${w.version}, which was not offered`);
     }
     const resumed = this.mode === "resume" && this.playerId === w.playerId;
+    if (resumed) this.counters.resumes += 1;
+    else this.counters.freshJoins += 1;
     this.cancel(this.handshakeTimer);
     this.handshakeTimer = null;
     this.welcomeMsg = w;
@@ -724,8 +833,10 @@ export class ZoneConnection {
     const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
     // A Kick lost in transit is still known from the close code (§6: 4000 + the Kick code).
     const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
-    let decision: ReconnectDecision =
-      localError instanceof DecodeError ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
+    // Undecodable bytes, or a Redirect to a non-WebSocket URL: the next attempt would meet the same.
+    const hopeless =
+      localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
+    let decision: ReconnectDecision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
     if (kickCode === KickCode.VERSION_MISMATCH) decision = "stop";
     if (decision === "fresh") this.forceFresh = true;
     if (decision === "renew") this.renewTicket = true;
@@ -745,7 +856,10 @@ export class ZoneConnection {
       this.finish(info);
       return;
     }
-    info.retryInMs = this.backoffMs(this.attempts);
+    // The zone moved while the player was in it: its new owner waits for the resume, so the first
+    // attempt goes at once (later ones back off as usual).
+    const atOnce = wasOpen && kickCode !== null && kickResumesElsewhere(kickCode);
+    info.retryInMs = atOnce ? 0 : this.backoffMs(this.attempts);
     this.st = "reconnecting";
     this.emit("close", info);
     this.later(() => void this.attempt(), info.retryInMs);

@@ -36,10 +36,15 @@ export const LIMITS = {
   kickReason: 256,
   inputPayload: 4_096,
   url: 512,
+  /** Redirects a client follows in one connection attempt (§5.3.1). */
+  redirects: 3,
 } as const;
 
-/** The protocol versions this SDK speaks. */
-export const SUPPORTED_VERSIONS: readonly number[] = [2];
+/**
+ * The protocol versions this SDK implements, and offers by default: version 3 (Redirect, and the
+ * Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
+ */
+export const SUPPORTED_VERSIONS: readonly number[] = [3];
 
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
@@ -66,7 +71,21 @@ export const KickCode = {
   ZONE_STOPPED: 21,
   TOO_MANY_CONNECTIONS: 22,
   INTERNAL_ERROR: 23,
+  /** The zone moved to another host; resume there (version 3). */
+  ZONE_MOVED: 24,
+  /** This host lost its lease on the zone; resume elsewhere (version 3). */
+  HOST_FENCED: 25,
+  /** The connection attempt took too many hops; the host refused another (version 3). */
+  TOO_MANY_REDIRECTS: 26,
 } as const;
+
+/**
+ * Whether a Kick code ends the connection but not the session (§5.3): ZONE_MOVED and HOST_FENCED,
+ * after which the client resumes at once through its entry URL with its reconnect token.
+ */
+export function kickResumesElsewhere(code: number): boolean {
+  return code === KickCode.ZONE_MOVED || code === KickCode.HOST_FENCED;
+}
 
 /** The name of a kick code, or `UNKNOWN(n)`. */
 export function kickCodeName(code: number): string {
@@ -203,13 +222,31 @@ export function knownSetHash(ids: Iterable<number>): number {
   return h >>> 0;
 }
 
-/** §5.3 (reserved, not sent yet). */
+/**
+ * §5.3.1 (version 3): the answer to a Hello at a host that does not own the zone; the client sends
+ * the same Hello to `url`.
+ */
 export interface Redirect {
   type: "redirect";
-  /** Where to connect. */
+  /** The zone's full WebSocket URL at its owner (`ws://` or `wss://`). */
   url: string;
   /** The zone there. */
   zoneId: string;
+}
+
+/**
+ * The URL a Redirect leads to, or null when it is not an absolute `ws://` or `wss://` URL, which a
+ * client must refuse (§5.3.1): a Redirect must not send a ticket anywhere but to a zone host. The
+ * scheme is matched without regard to case. The same rule as the Rust `Redirect::websocket_url`.
+ */
+export function redirectTarget(r: Redirect): string | null {
+  const i = r.url.indexOf("://");
+  if (i < 0) return null;
+  const scheme = r.url.slice(0, i).toLowerCase();
+  const rest = r.url.slice(i + 3);
+  // An empty authority (`ws:///zones/a`) names no host.
+  if ((scheme !== "ws" && scheme !== "wss") || rest === "" || rest.startsWith("/")) return null;
+  return r.url;
 }
 
 /** §5.3 (reserved, not sent yet). */

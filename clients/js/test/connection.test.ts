@@ -9,7 +9,7 @@ import {
   type CloseInfo,
   type ReconnectOptions,
 } from "../src/index.js";
-import { FakeServer, flush, rng } from "./helpers.js";
+import { advance, FakeServer, rng } from "./helpers.js";
 
 function setup(reconnect: ReconnectOptions = {}, latency = 20) {
   const sched = new ManualScheduler(1000);
@@ -27,15 +27,6 @@ function setup(reconnect: ReconnectOptions = {}, latency = 20) {
   return { sched, server, conn, closes, tickets: () => tickets };
 }
 
-/** Advances the manual clock in small steps, letting promise callbacks run in between. */
-async function advance(sched: ManualScheduler, ms: number, stepMs = 5): Promise<void> {
-  for (let t = 0; t < ms; t += stepMs) {
-    await flush();
-    sched.advance(Math.min(stepMs, ms - t));
-  }
-  await flush();
-}
-
 describe("ZoneConnection handshake", () => {
   it("sends Hello, accepts Welcome and the BASELINE Delta, then pings", async () => {
     const { sched, server, conn } = setup();
@@ -47,13 +38,13 @@ describe("ZoneConnection handshake", () => {
     await advance(sched, 100);
     const w = await welcome;
     assert.equal(w.playerId, 1);
-    assert.equal(w.version, 2);
+    assert.equal(w.version, 3);
     assert.equal(w.idleTimeoutMs, 30_000);
     assert.equal(conn.state, "open");
     assert.deepEqual(resumedFlags, [false]);
     const hello = server.last.received[0];
     assert.ok(hello !== undefined && hello.type === "hello");
-    assert.deepEqual(hello.versions, [2]);
+    assert.deepEqual(hello.versions, [3]);
     assert.equal(hello.ticket, "ticket-1");
     assert.equal(hello.reconnectToken.length, 0);
     assert.equal(server.last.received[1]?.type, "ping");
@@ -95,14 +86,14 @@ describe("ZoneConnection handshake", () => {
 
   it("refuses a version it did not offer and does not reconnect", async () => {
     const { sched, server, conn, closes } = setup();
-    server.versionPick = 3;
+    server.versionPick = 4;
     const p = conn.connect();
     await advance(sched, 100);
     await assert.rejects(p);
     assert.equal(conn.state, "closed");
     assert.equal(closes.length, 1);
     assert.equal(closes[0]?.willReconnect, false);
-    assert.match(closes[0]?.reason ?? "", /version 3/);
+    assert.match(closes[0]?.reason ?? "", /version 4/);
   });
 
   it("stops on Kick(VERSION_MISMATCH)", async () => {

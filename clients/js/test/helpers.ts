@@ -1,6 +1,7 @@
 /**
  * Test doubles for driving a ZoneConnection without a network: a manual clock, sockets that deliver
- * through the clock with configurable latency, and a small zone server built on the SDK's own codec.
+ * through the clock with configurable latency, a small zone server built on the SDK's own codec, and
+ * a fleet of them behind one socket factory.
  */
 
 import {
@@ -17,6 +18,8 @@ import {
   type SocketLike,
   type Update,
   type ClientMessage,
+  type Hello,
+  type SocketFactory,
   knownSetHash,
 } from "../src/index.js";
 
@@ -35,6 +38,15 @@ export function rng(seed: number): () => number {
 /** Lets pending promise callbacks (the async ticket() call) run; not a sleep: no time passes. */
 export async function flush(): Promise<void> {
   for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+/** Advances the manual clock in small steps, letting promise callbacks run in between. */
+export async function advance(sched: ManualScheduler, ms: number, stepMs = 5): Promise<void> {
+  for (let t = 0; t < ms; t += stepMs) {
+    await flush();
+    sched.advance(Math.min(stepMs, ms - t));
+  }
+  await flush();
 }
 
 /** The test zone's schema: one "avatar" kind with an hp and a name. */
@@ -62,6 +74,8 @@ export interface FakeEntity {
 /** One client's socket as the server sees it. */
 export class ServerSession {
   readonly socket: FakeSocket;
+  /** The URL the client opened this socket with. */
+  url = "";
   /** What this client was last sent: id → state. */
   sent = new Map<number, FakeEntity>();
   playerId = 0;
@@ -159,6 +173,11 @@ export class FakeServer {
   refuseTokens = false;
   /** Ticket check: a Kick code refusing `ticket`, or null to accept it (default: accept all). */
   checkTicket: (ticket: string) => number | null = () => null;
+  /**
+   * Where a Hello that passed the ticket check is redirected (a fleet host that does not own the
+   * zone, §5.3.1), or null to admit it here (default).
+   */
+  redirect: (hello: Hello, session: ServerSession) => string | null = () => null;
   nextPlayer = 1;
   versionPick: number | null = null;
   /** Answer the client's first Ping before sending the BASELINE (the protocol allows it). */
@@ -174,10 +193,11 @@ export class FakeServer {
   }
 
   /** The socket factory to give the connection. */
-  factory = (_url: string): SocketLike => {
+  factory = (url: string): SocketLike => {
     let session!: ServerSession;
     const sock = new FakeSocket(this, () => session);
     session = new ServerSession(sock);
+    session.url = url;
     this.sessions.push(session);
     if (this.up) this.net.deliver(() => sock.onopen?.({}));
     else sock.drop(1006, "connection refused");
@@ -204,7 +224,8 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v === 2));
+        // A current host speaks versions 2 and 3.
+        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v === 2 || v === 3));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
           s.socket.drop(1000);
@@ -213,6 +234,12 @@ export class FakeServer {
         const refusal = this.checkTicket(m.ticket);
         if (refusal !== null) {
           this.send(s, { type: "kick", code: refusal, reason: "ticket refused" });
+          s.socket.drop(1000);
+          return;
+        }
+        const elsewhere = this.redirect(m, s);
+        if (elsewhere !== null) {
+          this.send(s, { type: "redirect", url: elsewhere, zoneId: "test-zone" });
           s.socket.drop(1000);
           return;
         }
@@ -287,6 +314,12 @@ export class FakeServer {
 
   onClientClosed(_s: ServerSession): void {}
 
+  /** Kicks the session and closes with 4000 + the code, as a host does (§6). */
+  kick(s: ServerSession, code: number, reason = ""): void {
+    this.send(s, { type: "kick", code, reason });
+    s.socket.drop(4000 + code);
+  }
+
   /** Sends the session a KnownSetCheck of what the server believes it sent. */
   sendKnownSetCheck(s: ServerSession): void {
     const ids = [...s.sent.keys()].sort((a, b) => a - b);
@@ -359,4 +392,30 @@ export class FakeServer {
     this.tick = Math.floor((this.serverMs() * this.tickHz) / 1000);
     loop();
   }
+}
+
+/**
+ * Hosts of a fleet on one manual clock, each a {@link FakeServer} reached at `ws://<name>/...`; the
+ * socket factory routes by the URL's host and records every URL opened.
+ */
+export class FakeFleet {
+  readonly hosts = new Map<string, FakeServer>();
+  readonly opened: string[] = [];
+  constructor(
+    readonly sched: ManualScheduler,
+    names: string[],
+  ) {
+    for (const n of names) this.hosts.set(n, new FakeServer(sched));
+  }
+
+  host(name: string): FakeServer {
+    const h = this.hosts.get(name);
+    if (h === undefined) throw new Error(`no host ${name}`);
+    return h;
+  }
+
+  factory: SocketFactory = (url: string): SocketLike => {
+    this.opened.push(url);
+    return this.host(new URL(url).host).factory(url);
+  };
 }

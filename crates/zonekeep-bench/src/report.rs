@@ -98,6 +98,12 @@ pub struct Counts {
     pub reconnects: u64,
     /// Reconnects that resumed the same player with the token.
     pub resumes: u64,
+    /// Reconnects that joined as a new player (each bot's first join not included).
+    #[serde(default)]
+    pub fresh_joins: u64,
+    /// Redirects the bots followed during handshakes (first joins included).
+    #[serde(default)]
+    pub redirects: u64,
     /// Kicks received after joining, by code name.
     pub kicks: BTreeMap<String, u64>,
     /// Bots connected for the whole window.
@@ -323,6 +329,8 @@ pub fn merge(reports: &[Report]) -> Result<Report, MergeError> {
         c.drops += o.drops;
         c.reconnects += o.reconnects;
         c.resumes += o.resumes;
+        c.fresh_joins += o.fresh_joins;
+        c.redirects += o.redirects;
         add_map(&mut c.kicks, &o.kicks);
         c.whole_window += o.whole_window;
         c.inputs_sent += o.inputs_sent;
@@ -371,6 +379,9 @@ mod tests {
         r.params.bot_offset = offset;
         r.counts.joined = u64::from(bots);
         r.counts.join_failed.insert("ZONE_FULL".into(), 1);
+        r.counts.resumes = u64::from(bots);
+        r.counts.fresh_joins = 1;
+        r.counts.redirects = u64::from(bots) * 2;
         for b in offset..offset + bots {
             r.raw.clients.push(ClientSample {
                 bot: b,
@@ -396,6 +407,10 @@ mod tests {
         assert_eq!(m.params.bots, 5);
         assert_eq!(m.counts.joined, 5);
         assert_eq!(m.counts.join_failed["ZONE_FULL"], 2);
+        assert_eq!(
+            (m.counts.resumes, m.counts.fresh_joins, m.counts.redirects),
+            (5, 2, 10)
+        );
         assert_eq!(m.runs, 2);
         let all = run(0, 5, 1.0);
         assert_eq!(m.per_client, all.per_client);
@@ -406,6 +421,18 @@ mod tests {
         let text = serde_json::to_string(&m).unwrap();
         let back: Report = serde_json::from_str(&text).unwrap();
         assert_eq!(back.per_client, m.per_client);
+        assert_eq!(back.counts, m.counts);
+    }
+
+    #[test]
+    fn reports_from_before_the_fleet_counters_still_load() {
+        let mut v = serde_json::to_value(run(0, 2, 1.0)).unwrap();
+        let counts = v["counts"].as_object_mut().unwrap();
+        counts.remove("fresh_joins").unwrap();
+        counts.remove("redirects").unwrap();
+        let back: Report = serde_json::from_value(v).unwrap();
+        assert_eq!((back.counts.fresh_joins, back.counts.redirects), (0, 0));
+        assert_eq!(back.counts.resumes, 2);
     }
 
     #[test]

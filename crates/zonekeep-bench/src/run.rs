@@ -239,6 +239,8 @@ fn counts(results: &[BotResult], shared: &RunShared) -> Counts {
         c.drops += r.drops;
         c.reconnects += r.reconnects;
         c.resumes += r.resumes;
+        c.fresh_joins += r.fresh_joins;
+        c.redirects += r.redirects;
         for (k, v) in &r.kicks {
             *c.kicks.entry(k.clone()).or_insert(0) += v;
         }

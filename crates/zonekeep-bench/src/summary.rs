@@ -63,8 +63,8 @@ pub fn render(r: &Report) -> String {
     row(
         "connections",
         format!(
-            "whole window {}; drops {}; reconnects {} (resumed {}); kicks {:?}",
-            c.whole_window, c.drops, c.reconnects, c.resumes, c.kicks
+            "whole window {}; drops {}; reconnects {} (resumed {}, fresh {}); redirects {}; kicks {:?}",
+            c.whole_window, c.drops, c.reconnects, c.resumes, c.fresh_joins, c.redirects, c.kicks
         ),
     );
     row(

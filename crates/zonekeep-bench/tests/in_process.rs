@@ -329,6 +329,8 @@ async fn dropped_bots_reconnect_with_their_token() {
         "the reconnect token resumed the same player: {:?}",
         r.counts
     );
+    assert_eq!(r.counts.fresh_joins, 0, "{:?}", r.counts);
+    assert_eq!(r.counts.redirects, 0, "a lone host redirects nobody");
     let _ = stop.send(());
 }
 

@@ -25,6 +25,14 @@ pub enum ClientError {
     /// No Welcome (or Kick) arrived within the handshake timeout.
     #[error("no Welcome within the handshake timeout")]
     HandshakeTimeout,
+    /// A Redirect named a URL that is not an absolute `ws://` or `wss://` URL (PROTOCOL.md §5.3.1);
+    /// it was not followed.
+    #[error("redirected to a URL that is not ws:// or wss://: {0}")]
+    RedirectScheme(String),
+    /// The connection attempt was redirected more often than a client follows (PROTOCOL.md
+    /// §5.3.1): this many Redirects were followed and one more arrived.
+    #[error("too many redirects: another after {0}")]
+    TooManyRedirects(u32),
     /// The host answered with a version the client did not offer.
     #[error("host chose protocol version {0}, which was not offered")]
     VersionMismatch(u32),

@@ -238,8 +238,11 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
                         res.reconnects += 1;
                         if resumed {
                             res.resumes += 1;
-                        } else if let Some(pr) = probe.as_mut() {
-                            pr.reset_player();
+                        } else {
+                            res.fresh_joins += 1;
+                            if let Some(pr) = probe.as_mut() {
+                                pr.reset_player();
+                            }
                         }
                         pending.clear();
                         last_patch = None;
@@ -263,10 +266,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
                         whole = false;
                         break;
                     }
-                    Event::Event { .. }
-                    | Event::InputRefused(_)
-                    | Event::Transfer(_)
-                    | Event::Redirect(_) => {}
+                    Event::Event { .. } | Event::InputRefused(_) | Event::Transfer(_) => {}
                 }
             }
             _ = sleep_until(input_at.into()), if next_input.is_some() => {
@@ -295,6 +295,8 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
     res.total_bytes_in = end.bytes_in;
     res.total_delta_bytes = end.delta_bytes;
     res.total_deltas = end.deltas;
+    // The connection follows Redirects itself (joins and resumes alike) and counts them.
+    res.redirects = end.redirects;
     res.outgoing_full += end.outgoing_full;
     res.probe = probe.map(|p| p.counts());
     if connected {

@@ -2,8 +2,10 @@
 //! buffers small. Used for every bot that does not decode, and for idle connection density.
 //!
 //! It still behaves like a client where the host can tell: it sends Pings, stamps inputs with the
-//! newest tick, reconnects with its reconnect token after a drop (a fresh ticket in the Hello, as
-//! tickets are single-use) and honours the client-side NetSim in both directions.
+//! newest tick, follows Redirects (at most three per attempt, the same Hello at every hop),
+//! reconnects with its reconnect token after a drop (a fresh ticket in the Hello, as tickets are
+//! single-use) — at once after ZONE_MOVED or HOST_FENCED, always through the entry URL — and honours
+//! the client-side NetSim in both directions.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use zonekeep_client::connection::ws_header_len;
 use zonekeep_client::NetSim;
 use zonekeep_protocol::delta::{decode_delta_head, DeltaHead};
-use zonekeep_protocol::limits::{MAX_SERVER_MESSAGE, PROTOCOL_VERSION};
+use zonekeep_protocol::limits::{MAX_REDIRECTS, MAX_SERVER_MESSAGE, PROTOCOL_VERSION};
 use zonekeep_protocol::messages::{
     ClientMessage, Hello, Input, KickCode, Ping, ServerMessage, Welcome,
 };
@@ -33,13 +35,15 @@ const TAG_KICK: u8 = 0x84;
 
 /// Kick codes after which a client comes back (as `zonekeep-client` does).
 pub(crate) fn invites_reconnect(code: KickCode) -> bool {
-    matches!(
-        code,
-        KickCode::SHUTTING_DOWN
-            | KickCode::INTERNAL_ERROR
-            | KickCode::SLOW_CONSUMER
-            | KickCode::IDLE_TIMEOUT
-    )
+    code.resumes_elsewhere()
+        || matches!(
+            code,
+            KickCode::SHUTTING_DOWN
+                | KickCode::INTERNAL_ERROR
+                | KickCode::SLOW_CONSUMER
+                | KickCode::IDLE_TIMEOUT
+                | KickCode::TOO_MANY_REDIRECTS
+        )
 }
 
 /// A Kick code's name, or its number for codes this build does not know.
@@ -58,13 +62,16 @@ fn ws_config() -> WebSocketConfig {
         .max_frame_size(Some(MAX_SERVER_MESSAGE))
 }
 
-/// Connects bot `bot` to `zone` and completes the handshake; `resume` = reconnect token. The error
-/// is a short reason for the report (Kick code name, `connect`, `timeout`, `ticket`, `closed`).
+/// Connects bot `bot` to `zone` through the entry URL and completes the handshake, following up
+/// to [`MAX_REDIRECTS`] Redirects with the same Hello (each counted in `redirects`, whatever the
+/// outcome); `resume` = reconnect token. The error is a short reason for the report (Kick code
+/// name, `connect`, `timeout`, `ticket`, `closed`, `too_many_redirects`, `redirect_scheme`).
 pub(crate) async fn open(
     shared: &RunShared,
     bot: u32,
     zone: &str,
     resume: Option<&[u8]>,
+    redirects: &mut u64,
 ) -> Result<(Ws, Welcome, usize), String> {
     let deadline = (Instant::now() + shared.cfg.handshake_timeout).min(shared.hard_deadline);
     let fut = async {
@@ -72,14 +79,6 @@ pub(crate) async fn open(
             tracing::debug!(bot, error = %e, "ticket");
             "ticket".to_owned()
         })?;
-        let url = shared.cfg.zone_url(&zone);
-        let (mut ws, _) =
-            tokio_tungstenite::connect_async_with_config(url.as_str(), Some(ws_config()), true)
-                .await
-                .map_err(|e| {
-                    tracing::debug!(bot, error = %e, "connect");
-                    "connect".to_owned()
-                })?;
         let hello = ClientMessage::Hello(Hello {
             versions: vec![PROTOCOL_VERSION],
             ticket,
@@ -88,28 +87,69 @@ pub(crate) async fn open(
         })
         .to_bytes()
         .map_err(|_| "encode".to_owned())?;
-        let sent = hello.len();
-        ws.send(Message::binary(hello))
-            .await
-            .map_err(|_| "connect".to_owned())?;
+        let mut url = shared.cfg.zone_url(&zone);
+        let mut followed = 0;
+        let mut bytes = 0;
         loop {
-            match ws.next().await {
-                Some(Ok(Message::Binary(b))) => {
-                    return match ServerMessage::decode(&b, None) {
-                        Ok(ServerMessage::Welcome(w)) => Ok((ws, w, sent + b.len())),
-                        Ok(ServerMessage::Kick(k)) => Err(kick_name(k.code)),
-                        _ => Err("protocol".to_owned()),
-                    };
-                }
-                Some(Ok(Message::Close(_))) | None => return Err("closed".to_owned()),
-                Some(Ok(_)) => {}
-                Some(Err(_)) => return Err("closed".to_owned()),
+            let (mut ws, answer, n) = handshake(bot, &url, &hello).await?;
+            bytes += n;
+            let redirect = match answer {
+                ServerMessage::Welcome(w) => return Ok((ws, w, bytes)),
+                ServerMessage::Kick(k) => return Err(kick_name(k.code)),
+                ServerMessage::Redirect(r) => r,
+                _ => return Err("protocol".to_owned()),
+            };
+            // The host closes after a Redirect; ours is a courtesy.
+            let _ = timeout_at(
+                (Instant::now() + Duration::from_millis(250)).into(),
+                ws.close(None),
+            )
+            .await;
+            if followed >= MAX_REDIRECTS {
+                return Err("too_many_redirects".to_owned());
             }
+            let Some(next) = redirect.websocket_url() else {
+                return Err("redirect_scheme".to_owned());
+            };
+            followed += 1;
+            *redirects += 1;
+            url = next.to_owned();
         }
     };
     timeout_at(deadline.into(), fut)
         .await
         .unwrap_or_else(|_| Err("timeout".to_owned()))
+}
+
+/// One hop: connects to `url`, sends the encoded Hello and reads the host's first message.
+/// Returns the socket, that message and the bytes sent and received.
+async fn handshake(
+    bot: u32,
+    url: &str,
+    hello: &[u8],
+) -> Result<(Ws, ServerMessage, usize), String> {
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(ws_config()), true)
+        .await
+        .map_err(|e| {
+            tracing::debug!(bot, error = %e, "connect");
+            "connect".to_owned()
+        })?;
+    ws.send(Message::binary(hello.to_vec()))
+        .await
+        .map_err(|_| "connect".to_owned())?;
+    loop {
+        match ws.next().await {
+            Some(Ok(Message::Binary(b))) => {
+                return match ServerMessage::decode(&b, None) {
+                    Ok(m) => Ok((ws, m, hello.len() + b.len())),
+                    Err(_) => Err("protocol".to_owned()),
+                };
+            }
+            Some(Ok(Message::Close(_))) | None => return Err("closed".to_owned()),
+            Some(Ok(_)) => {}
+            Some(Err(_)) => return Err("closed".to_owned()),
+        }
+    }
 }
 
 /// Messages the NetSim may hold back per direction. Incoming: the bot stops reading the socket
@@ -160,7 +200,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
             return res;
         };
         shared.mark_join_start(Instant::now());
-        open(&shared, bot, &zone, None).await
+        open(&shared, bot, &zone, None, &mut res.redirects).await
     };
     shared.first_join_done(index);
     let (ws, welcome, bytes) = match first {
@@ -305,13 +345,15 @@ async fn drive(
                 whole = false;
                 break;
             }
-            Some(End::Dropped | End::Kicked(_)) => {
+            Some(end @ (End::Dropped | End::Kicked(_))) => {
                 whole = false;
                 res.drops += 1;
                 shared
                     .connected
                     .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                if !reconnect(shared, bot, zone, s, res).await {
+                // The zone moved: its new owner waits for the resume, so no backoff first.
+                let at_once = matches!(end, End::Kicked(code) if code.resumes_elsewhere());
+                if !reconnect(shared, bot, zone, s, res, at_once).await {
                     res.whole_window = false;
                     return;
                 }
@@ -411,24 +453,32 @@ fn on_binary(
     }
 }
 
-/// Reconnects with the reconnect token; `false` if every attempt failed or the run ended.
+/// Reconnects through the entry URL with the reconnect token (`at_once`: the first attempt
+/// without backoff); `false` if every attempt failed or the run ended.
 async fn reconnect(
     shared: &RunShared,
     bot: u32,
     zone: &str,
     s: &mut Session,
     res: &mut BotResult,
+    at_once: bool,
 ) -> bool {
     let mut backoff = Duration::from_millis(100);
     let mut use_token = !s.welcome.reconnect_token.is_empty();
-    for _ in 0..shared.cfg.reconnect_attempts.max(1) {
-        if shared.phase_now() == Phase::Done || Instant::now() + backoff >= shared.hard_deadline {
+    for attempt in 0..shared.cfg.reconnect_attempts.max(1) {
+        let wait = if at_once && attempt == 0 {
+            Duration::ZERO
+        } else {
+            let b = backoff;
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+            b
+        };
+        if shared.phase_now() == Phase::Done || Instant::now() + wait >= shared.hard_deadline {
             return false;
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(2));
+        tokio::time::sleep(wait).await;
         let token = use_token.then(|| s.welcome.reconnect_token.clone());
-        match open(shared, bot, zone, token.as_deref()).await {
+        match open(shared, bot, zone, token.as_deref(), &mut res.redirects).await {
             Ok((ws, welcome, bytes)) => {
                 res.total_bytes_in += bytes as u64;
                 res.reconnects += 1;
@@ -436,6 +486,7 @@ async fn reconnect(
                     res.resumes += 1;
                 } else {
                     // A new player: its input sequence starts over.
+                    res.fresh_joins += 1;
                     s.seq = 1;
                 }
                 s.pending.clear();

@@ -116,6 +116,11 @@ pub struct BotResult {
     pub reconnects: u64,
     /// Reconnects that resumed the same player.
     pub resumes: u64,
+    /// Reconnects that joined as a new player (the bot's first join not included): the token was
+    /// refused or unusable. A fleet that moves zones without losing players keeps this at 0.
+    pub fresh_joins: u64,
+    /// Redirects followed during handshakes, the first join's included.
+    pub redirects: u64,
     /// Kicks received after joining, by code name.
     pub kicks: BTreeMap<String, u64>,
     /// Payload bytes received over the whole life.

@@ -48,6 +48,11 @@ pub struct CountersSnapshot {
     pub reconnects: u64,
     /// Reconnects that resumed the same player with the reconnect token.
     pub resumes: u64,
+    /// Welcomes that started a new player: the first join, and every reconnect that could not
+    /// resume (past the grace window, or the token refused).
+    pub fresh_joins: u64,
+    /// Redirects followed during handshakes (PROTOCOL.md §5.3.1), the first join's included.
+    pub redirects: u64,
     /// `send_input` calls refused because the outgoing queue was full.
     pub outgoing_full: u64,
     /// Queued inputs discarded because the connection rejoined as a new player.
@@ -90,6 +95,8 @@ pub(crate) struct Counters {
     pub pongs: AtomicU64,
     pub reconnects: AtomicU64,
     pub resumes: AtomicU64,
+    pub fresh_joins: AtomicU64,
+    pub redirects: AtomicU64,
     pub outgoing_full: AtomicU64,
     pub inputs_discarded: AtomicU64,
     pub events_full: AtomicU64,
@@ -131,6 +138,8 @@ impl Counters {
             pongs: g(&self.pongs),
             reconnects: g(&self.reconnects),
             resumes: g(&self.resumes),
+            fresh_joins: g(&self.fresh_joins),
+            redirects: g(&self.redirects),
             outgoing_full: g(&self.outgoing_full),
             inputs_discarded: g(&self.inputs_discarded),
             events_full: g(&self.events_full),

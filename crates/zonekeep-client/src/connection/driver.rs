@@ -54,15 +54,19 @@ fn lost(reason: impl Into<String>) -> Flow {
     }
 }
 
-/// Kick codes after which coming back is the right thing to do.
+/// Kick codes after which coming back is the right thing to do. TOO_MANY_REDIRECTS says the fleet
+/// is still settling who owns the zone; ZONE_MOVED and HOST_FENCED say the session lives on at
+/// another host.
 fn invites_reconnect(code: KickCode) -> bool {
-    matches!(
-        code,
-        KickCode::SHUTTING_DOWN
-            | KickCode::INTERNAL_ERROR
-            | KickCode::SLOW_CONSUMER
-            | KickCode::IDLE_TIMEOUT
-    )
+    code.resumes_elsewhere()
+        || matches!(
+            code,
+            KickCode::SHUTTING_DOWN
+                | KickCode::INTERNAL_ERROR
+                | KickCode::SLOW_CONSUMER
+                | KickCode::IDLE_TIMEOUT
+                | KickCode::TOO_MANY_REDIRECTS
+        )
 }
 
 /// Kick codes a new ticket cures whoever issued the refused one: it aged out or was used up.
@@ -172,13 +176,16 @@ impl Driver {
                     if !retry {
                         return kick.map_or(CloseReason::Lost(reason), CloseReason::Kicked);
                     }
+                    // The zone moved while the player is in it: its new owner is waiting for the
+                    // resume, so the first attempt goes without backoff.
+                    let at_once = kick.as_ref().is_some_and(|k| k.code.resumes_elsewhere());
                     tracing::debug!(zone = %self.welcome.zone_id, %reason, "transport lost; reconnecting");
                     if let Flow::Stop(r) = self.emit(Event::Disconnected { reason }).await {
                         return r;
                     }
                     let mut netsim = None;
                     let outcome = tokio::select! {
-                        r = self.reconnect(out_rx) => r,
+                        r = self.reconnect(out_rx, at_once) => r,
                         () = wait_close(cmd_rx, &mut netsim) => Err(CloseReason::Client),
                     };
                     if let Some(cfg) = netsim {
@@ -437,7 +444,8 @@ impl Driver {
             }
             Ok(ServerMessage::KnownSetCheck(c)) => self.check_known_set(&c).await,
             Ok(ServerMessage::Transfer(t)) => self.emit(Event::Transfer(t)).await,
-            Ok(ServerMessage::Redirect(r)) => self.emit(Event::Redirect(r)).await,
+            // A Redirect answers a Hello only (PROTOCOL.md §5.3.1).
+            Ok(ServerMessage::Redirect(_)) => lost("Redirect in the middle of a session"),
             Ok(ServerMessage::Welcome(_)) => lost("Welcome in the middle of a session"),
             Ok(ServerMessage::Delta(_)) => lost("Delta decoded without context"),
         }

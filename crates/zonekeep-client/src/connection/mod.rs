@@ -8,6 +8,13 @@
 //! baseline), then — after the grace window or a refusal — with a fresh ticket from the
 //! application's callback (a new player). The application reads [`Event`]s from a bounded channel
 //! and sends inputs with [`Connection::send_input`] or an [`InputSender`].
+//!
+//! In a fleet the URL given to [`connect`] is the **entry URL**: any host answers there, and one
+//! that does not own the zone redirects the handshake to the owner (PROTOCOL.md §5.3.1). The
+//! connection follows up to three Redirects per attempt with the same Hello, counts them
+//! ([`CountersSnapshot::redirects`]) and otherwise hides them. Every reconnect starts at the entry
+//! URL again, since the zone's owner may have changed; a Kick ZONE_MOVED or HOST_FENCED is such a
+//! change, and the connection resumes at once, without backoff on its first attempt.
 
 mod counters;
 mod driver;
@@ -23,7 +30,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use zonekeep_protocol::limits::{MAX_INPUT_PAYLOAD, PROTOCOL_VERSION};
 use zonekeep_protocol::messages::{
-    ClientMessage, Hello, Input, InputRefused, Kick, Redirect, Transfer, Welcome,
+    ClientMessage, Hello, Input, InputRefused, Kick, Transfer, Welcome,
 };
 use zonekeep_protocol::EncodeError;
 
@@ -44,7 +51,8 @@ pub type TicketSource = Arc<dyn Fn() -> TicketFuture + Send + Sync>;
 /// How the connection recovers from a dropped transport.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReconnectPolicy {
-    /// Reconnect at all. When false a dropped transport ends the connection.
+    /// Reconnect at all. When false a dropped transport (or a Kick ZONE_MOVED or HOST_FENCED) ends
+    /// the connection.
     pub enabled: bool,
     /// How long after the drop the reconnect token is still tried: at most this, and at most the
     /// grace window the host announced in Welcome (the host's default is 15 s). After it, or after
@@ -53,6 +61,8 @@ pub struct ReconnectPolicy {
     /// Attempts before giving up.
     pub max_attempts: u32,
     /// First backoff; it doubles per attempt up to `backoff_max`, each scaled by a random 50–100%.
+    /// After a Kick ZONE_MOVED or HOST_FENCED the first attempt waits for none: the zone has a new
+    /// owner already (or will in a moment), and the player is waiting.
     pub backoff_min: Duration,
     /// Largest backoff.
     pub backoff_max: Duration,
@@ -75,7 +85,7 @@ impl Default for ReconnectPolicy {
 pub struct ConnectOptions {
     /// The signed ticket for this zone.
     pub ticket: String,
-    /// Protocol versions offered (default: the one this crate speaks).
+    /// Protocol versions offered (default: `[PROTOCOL_VERSION]`, the version this crate implements).
     pub versions: Vec<u32>,
     /// The game content version (empty = none).
     pub content_version: String,
@@ -86,7 +96,7 @@ pub struct ConnectOptions {
     pub outgoing_capacity: usize,
     /// Interval between Pings.
     pub ping_interval: Duration,
-    /// Time allowed for connect + Hello → Welcome.
+    /// Time allowed for connect + Hello → Welcome, Redirects followed on the way included.
     pub handshake_timeout: Duration,
     /// Reconnect behaviour.
     pub reconnect: ReconnectPolicy,
@@ -179,7 +189,8 @@ pub enum Event {
         payload: Vec<u8>,
     },
     /// The host kicked this client. If the code invites it (`SHUTTING_DOWN`, `INTERNAL_ERROR`,
-    /// `SLOW_CONSUMER`, `IDLE_TIMEOUT`) a reconnect follows; otherwise `Closed` does.
+    /// `SLOW_CONSUMER`, `IDLE_TIMEOUT`, `TOO_MANY_REDIRECTS`, and `ZONE_MOVED` or `HOST_FENCED`,
+    /// which resume at once through the entry URL) a reconnect follows; otherwise `Closed` does.
     Kick(Kick),
     /// The zone refused one of this client's inputs (its `seq` and the zone's reason code): a
     /// predictor drops it ([`Predictor::refuse`](crate::predictor::Predictor::refuse)), since no
@@ -187,8 +198,6 @@ pub enum Event {
     InputRefused(InputRefused),
     /// The host asks the client to move to another zone (reserved, not sent yet).
     Transfer(Transfer),
-    /// The host asks the client to connect elsewhere (reserved, not sent yet).
-    Redirect(Redirect),
     /// The transport dropped; reconnecting now.
     Disconnected {
         /// What happened.
@@ -295,8 +304,11 @@ pub struct Connection {
 }
 
 /// Connects to the zone at `url` (e.g. `ws://127.0.0.1:7350/zones/arena-1`), performs the
-/// handshake and starts the connection's task. A Kick during the handshake is
-/// [`ClientError::Kicked`]. The BASELINE Delta that follows Welcome arrives as the first event.
+/// handshake and starts the connection's task. `url` is the entry URL: Redirects are followed
+/// (at most three; more is [`ClientError::TooManyRedirects`], a URL other than `ws://` or
+/// `wss://` is [`ClientError::RedirectScheme`]) and every reconnect starts there again. A Kick
+/// during the handshake is [`ClientError::Kicked`]. The BASELINE Delta that follows Welcome
+/// arrives as the first event.
 pub async fn connect(
     url: &str,
     opts: ConnectOptions,
@@ -317,6 +329,7 @@ pub async fn connect(
         content_version: opts.content_version.clone(),
     };
     let (ws, welcome) = socket::open(url, &hello, opts.handshake_timeout, &shared.counters).await?;
+    counters::add(&shared.counters.fresh_joins, 1);
     shared.player_id.store(welcome.player_id, Ordering::Relaxed);
     shared.last_tick.store(welcome.tick, Ordering::Relaxed);
     {

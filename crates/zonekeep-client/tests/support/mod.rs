@@ -6,18 +6,22 @@
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 use zonekeep_protocol::delta::{Delta, Spawn};
 use zonekeep_protocol::limits::PROTOCOL_VERSION;
 use zonekeep_protocol::messages::{
-    ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Pong, Role, ServerMessage, Welcome,
+    ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Pong, Redirect, Role, ServerMessage,
+    Welcome,
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
 
 /// Accepted server-side sockets, in order.
 pub struct TestHost {
     pub url: String,
+    /// `ws://127.0.0.1:port`, for URLs of other paths on this host.
+    pub base: String,
     conns: mpsc::Receiver<HostConn>,
 }
 
@@ -28,11 +32,19 @@ impl TestHost {
         let (tx, rx) = mpsc::channel(8);
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
-                let Ok(ws) = tokio_tungstenite::accept_async(tcp).await else {
+                let mut target = String::new();
+                // The callback's signature is tungstenite's, error response included.
+                #[allow(clippy::result_large_err)]
+                let record = |req: &Request, resp: Response| {
+                    target = req.uri().to_string();
+                    Ok(resp)
+                };
+                let Ok(ws) = tokio_tungstenite::accept_hdr_async(tcp, record).await else {
                     continue;
                 };
                 let conn = HostConn {
                     ws,
+                    target,
                     bytes_in: 0,
                     bytes_out: 0,
                     messages_in: 0,
@@ -46,6 +58,7 @@ impl TestHost {
         });
         Self {
             url: format!("ws://{addr}/zones/z1"),
+            base: format!("ws://{addr}"),
             conns: rx,
         }
     }
@@ -59,6 +72,8 @@ impl TestHost {
 /// One accepted connection with the byte tallies the client's counters must match.
 pub struct HostConn {
     pub ws: WebSocketStream<TcpStream>,
+    /// The request target the client asked for (path and query).
+    pub target: String,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub messages_in: u64,
@@ -172,6 +187,18 @@ impl HostConn {
             reason: reason.to_owned(),
         });
         self.send(&k, None).await;
+    }
+
+    /// Answers the Hello with a Redirect to `url` and waits for the client to go (a host closes
+    /// after a Redirect; reading until the client's close keeps the Redirect from being lost to a
+    /// TCP reset).
+    pub async fn redirect(mut self, url: &str) {
+        let r = ServerMessage::Redirect(Redirect {
+            url: url.to_owned(),
+            zone_id: "z1".into(),
+        });
+        self.send(&r, None).await;
+        while self.recv().await.is_some() {}
     }
 
     /// Welcome followed by the BASELINE Delta spawning entities 5 (controlled) and 9.

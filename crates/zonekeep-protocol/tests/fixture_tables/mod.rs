@@ -282,7 +282,7 @@ pub fn invalid_cases() -> Fixture {
             Dec::Server,
             vec![0x89],
             "unknown_tag",
-            "Tag 0x89 is not defined in version 2.",
+            "Tag 0x89 is not defined in version 3.",
         ),
         (
             Dec::Server,

@@ -240,6 +240,9 @@ function kickText(k) {
         [KickCode.JOIN_REFUSED]: "The zone refused to let you in",
         [KickCode.TOO_MANY_CONNECTIONS]: "The host has too many connections",
         [KickCode.VERSION_MISMATCH]: "This page speaks another protocol version than the host: reload it",
+        [KickCode.ZONE_MOVED]: "The zone moved to another host",
+        [KickCode.HOST_FENCED]: "The host lost this zone to another host",
+        [KickCode.TOO_MANY_REDIRECTS]: "The hosts do not agree yet where this zone runs",
     };
     const detail = k.reason !== "" ? `${kickCodeName(k.code)}: ${k.reason}` : kickCodeName(k.code);
     return `${why[k.code] ?? "The host closed the connection"} (${detail})`;

@@ -1,5 +1,6 @@
 //! Reconnecting: backoff, the token within the grace window, the fresh-ticket fallback, and
-//! installing the new socket.
+//! installing the new socket. Every attempt starts at the entry URL (`Driver::url`) and follows
+//! Redirects to the zone's current owner.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -30,10 +31,13 @@ impl Driver {
     /// Reconnects: with the token while the grace window lasts and the host accepts it, else with a
     /// fresh ticket as a new player. A ticket refused on the way (expired, replayed, or signed with a
     /// key the host no longer has, as after a restart with a new key) is replaced by a fresh one
-    /// while the token is still tried; a fresh ticket refused for its signature ends the connection.
+    /// while the token is still tried; a fresh ticket refused for its signature ends the connection,
+    /// and so does a Redirect to a URL that is not a WebSocket URL. `at_once`: the first attempt
+    /// waits for no backoff (the zone moved; PROTOCOL.md §5.3).
     pub(super) async fn reconnect(
         &mut self,
         out_rx: &mut mpsc::Receiver<Outgoing>,
+        at_once: bool,
     ) -> Result<(), CloseReason> {
         let lost_at = Instant::now();
         let mut policy = self.opts.reconnect.clone();
@@ -46,7 +50,9 @@ impl Driver {
         let mut ticket_stale = false;
         let mut last_err = String::from("no attempt made");
         for attempt in 0..policy.max_attempts {
-            tokio::time::sleep(self.backoff(attempt)).await;
+            if !(at_once && attempt == 0) {
+                tokio::time::sleep(self.backoff(attempt)).await;
+            }
             let use_token = !token_refused
                 && !self.welcome.reconnect_token.is_empty()
                 && lost_at.elapsed() < policy.grace;
@@ -102,6 +108,10 @@ impl Driver {
                         return Err(CloseReason::Kicked(k));
                     }
                 }
+                // A host handing out such URLs would hand out the same on the next attempt.
+                Err(e @ ClientError::RedirectScheme(_)) => {
+                    return Err(CloseReason::Lost(e.to_string()));
+                }
                 Err(e) => last_err = e.to_string(),
             }
         }
@@ -124,6 +134,7 @@ impl Driver {
         if resumed {
             add(&c.resumes, 1);
         } else {
+            add(&c.fresh_joins, 1);
             // A new player: its sequence starts again at 1, and inputs queued for the old player
             // mean nothing to it.
             while out_rx.try_recv().is_ok() {

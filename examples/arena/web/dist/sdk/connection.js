@@ -2,23 +2,47 @@
  * `ZoneConnection`: one client's session with a zone over a WebSocket-like socket.
  *
  * It performs the Hello/Welcome handshake (offering the versions this SDK speaks and checking the
- * host's pick), keeps the known set ({@link Mirror}) and the server clock estimate ({@link ServerClock}),
+ * host's pick; following Redirects to the zone's owner: at most three per attempt, the same Hello
+ * at every hop, only to `ws://` or `wss://` URLs, every attempt starting at the entry URL), keeps
+ * the known set ({@link Mirror}) and the server clock estimate ({@link ServerClock}),
  * pings once a second, stamps inputs with seq and view tick, counts bytes and messages, and reconnects:
  * inside the grace window it resumes the same player with the reconnect token from Welcome; after it,
  * or when the host refuses the token (e.g. it restarted and forgot it), it asks the app for a fresh
  * ticket and joins as a new player. A ticket the host refuses on a resume (expired, replayed, or signed
  * with a key it no longer has) is replaced by a fresh one too; a freshly fetched ticket refused for
  * its signature is not retried, since another from the same source would fail the same way.
- * Attempts back off exponentially with jitter and are bounded.
+ * Attempts back off exponentially with jitter and are bounded. A Kick ZONE_MOVED or HOST_FENCED
+ * (the zone moved to another host) resumes at once: its first attempt waits for no backoff.
  *
  * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
  * socket and a manual clock.
  */
 import { ServerClock } from "./clock.js";
-import { decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, peekTag, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
+import { decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
 import { Mirror } from "./mirror.js";
 import { systemScheduler } from "./scheduler.js";
 import { DecodeError, Reader } from "./wire.js";
+/**
+ * A Redirect the connection would not follow (§5.3.1): `too_many` — a Redirect after the three an
+ * attempt may follow (the attempt failed; the next starts at the entry URL again), or `scheme` — a
+ * URL that is not `ws://` or `wss://` (the connection stops: a host handing out such URLs would hand
+ * out the same again). Reported as the `error` of the {@link CloseInfo} that ends the attempt.
+ */
+export class RedirectError extends Error {
+    /** Why the Redirect was refused. */
+    kind;
+    /** The URL the refused Redirect named. */
+    url;
+    /** An error for a refused Redirect to `url`. */
+    constructor(kind, url) {
+        super(kind === "too_many"
+            ? `too many redirects: another after ${LIMITS.redirects}`
+            : `redirected to a URL that is not ws:// or wss://: ${url}`);
+        this.name = "RedirectError";
+        this.kind = kind;
+        this.url = url;
+    }
+}
 /**
  * The default reconnect policy for a Kick code (null = the socket closed without a Kick):
  * 'retry' resumes with the token when still inside the grace window, 'renew' fetches a new ticket
@@ -53,8 +77,13 @@ export function defaultReconnectPolicy(code, context = { ticketReused: false }) 
         case KickCode.ZONE_STOPPED:
         case KickCode.RATE_LIMITED:
             return "stop";
+        case KickCode.ZONE_MOVED:
+        case KickCode.HOST_FENCED:
+            // The session lives on at the zone's new owner: resume (at once, through the entry URL).
+            return "retry";
         default:
-            // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR and unknown codes.
+            // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR, TOO_MANY_REDIRECTS (the
+            // fleet is still settling who owns the zone) and unknown codes.
             return "retry";
     }
 }
@@ -160,7 +189,19 @@ export class ZoneConnection {
     viewTickSource = null;
     inMeter = new RateMeter();
     outMeter = new RateMeter();
-    counters = { bytesIn: 0, bytesOut: 0, messagesIn: 0, messagesOut: 0 };
+    counters = {
+        bytesIn: 0,
+        bytesOut: 0,
+        messagesIn: 0,
+        messagesOut: 0,
+        redirects: 0,
+        resumes: 0,
+        freshJoins: 0,
+    };
+    /** The Hello of the current attempt: every hop of it sends exactly this. */
+    hello = null;
+    /** Redirects followed in the current attempt. */
+    hops = 0;
     /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
     awaitingBaseline = false;
     syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
@@ -210,7 +251,7 @@ export class ZoneConnection {
     get latestTick() {
         return this.lastDeltaTick;
     }
-    /** Byte and message counters. */
+    /** Byte, message, redirect and join counters. */
     get stats() {
         const now = this.sched.now();
         return {
@@ -334,35 +375,46 @@ export class ZoneConnection {
         }
         if (gen !== this.gen)
             return; // closed while waiting for the ticket
+        this.hello = {
+            type: "hello",
+            versions: this.versions,
+            ticket,
+            reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
+            contentVersion: this.opts.contentVersion ?? "",
+        };
+        this.hops = 0;
+        this.lastKick = null;
+        this.localError = null;
+        // Every attempt starts at the entry URL: the zone's owner may have changed since the last.
+        if (!this.openSocket(gen, this.opts.url))
+            return;
+        this.handshakeTimer = this.later(() => {
+            this.fail(gen, new Error("handshake timeout: no Welcome"));
+        }, this.opts.handshakeTimeoutMs ?? 10_000);
+    }
+    /** Opens a socket to `url` that sends this attempt's Hello; false if the factory failed. */
+    openSocket(gen, url) {
         let sock;
         try {
-            sock = (this.opts.socket ?? defaultSocketFactory)(this.opts.url);
+            sock = (this.opts.socket ?? defaultSocketFactory)(url);
         }
         catch (e) {
             this.onSocketGone(gen, 1006, "socket factory failed", e instanceof Error ? e : new Error(String(e)));
-            return;
+            return false;
         }
         this.socket = sock;
-        this.lastKick = null;
-        this.localError = null;
         sock.binaryType = "arraybuffer";
         sock.onopen = () => {
-            if (gen !== this.gen)
+            if (gen !== this.gen || this.hello === null)
                 return;
             this.st = "handshaking";
-            this.send({
-                type: "hello",
-                versions: this.versions,
-                ticket,
-                reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
-                contentVersion: this.opts.contentVersion ?? "",
-            });
+            this.send(this.hello);
         };
         sock.onmessage = (ev) => {
             if (gen !== this.gen)
                 return;
             try {
-                this.onMessage(ev.data);
+                this.onMessage(ev.data, gen);
             }
             catch (e) {
                 // A message we cannot decode means the two sides disagree: end this socket.
@@ -373,9 +425,39 @@ export class ZoneConnection {
             // A close event always follows an error; it carries the code.
         };
         sock.onclose = (ev) => this.onSocketGone(gen, ev.code ?? 1006, ev.reason ?? "", null);
-        this.handshakeTimer = this.later(() => {
-            this.fail(gen, new Error("handshake timeout: no Welcome"));
-        }, this.opts.handshakeTimeoutMs ?? 10_000);
+        return true;
+    }
+    /**
+     * Follows a Redirect (§5.3.1): closes this socket quietly and sends the same Hello to the URL it
+     * names. Throws a {@link RedirectError} for a fourth Redirect or a URL that is not a WebSocket URL.
+     */
+    follow(gen, r) {
+        if (this.hops >= LIMITS.redirects)
+            throw new RedirectError("too_many", r.url);
+        const url = redirectTarget(r);
+        if (url === null)
+            throw new RedirectError("scheme", r.url);
+        this.hops += 1;
+        this.counters.redirects += 1;
+        const old = this.socket;
+        this.socket = null;
+        if (old !== null) {
+            // Not a lost connection: this socket's close must not reach onSocketGone.
+            old.onopen = null;
+            old.onmessage = null;
+            old.onclose = null;
+            old.onerror = null;
+            try {
+                old.close(1000, "redirected");
+            }
+            catch {
+                // The host closes after a Redirect anyway.
+            }
+        }
+        this.emit("redirect", r);
+        if (gen !== this.gen)
+            return; // a handler closed the connection
+        this.openSocket(gen, url);
     }
     /** Ends the current socket because of a local error. */
     fail(gen, error) {
@@ -391,7 +473,7 @@ export class ZoneConnection {
         }
         this.onSocketGone(gen, 1006, error.message, error);
     }
-    onMessage(data) {
+    onMessage(data, gen) {
         const bytes = toBytes(data);
         if (bytes === null)
             throw new DecodeError("invalid", "text frame from the server");
@@ -401,7 +483,7 @@ export class ZoneConnection {
         this.inMeter.add(now, bytes.length);
         const tag = peekTag(bytes);
         if (this.st !== "open") {
-            if (tag !== Tag.Welcome && tag !== Tag.Kick) {
+            if (tag !== Tag.Welcome && tag !== Tag.Kick && tag !== Tag.Redirect) {
                 throw new DecodeError("invalid", `message 0x${tag.toString(16)} before Welcome`);
             }
         }
@@ -464,7 +546,10 @@ export class ZoneConnection {
                 this.emit("transfer", m);
                 return;
             case "redirect":
-                this.emit("redirect", m);
+                // A Redirect answers a Hello only (§5.3.1).
+                if (this.st === "open")
+                    throw new DecodeError("invalid", "Redirect in the middle of a session");
+                this.follow(gen, m);
                 return;
             case "delta":
                 return; // handled above
@@ -496,6 +581,10 @@ export class ZoneConnection {
             throw new DecodeError("invalid", `host picked version ${w.version}, which was not offered`);
         }
         const resumed = this.mode === "resume" && this.playerId === w.playerId;
+        if (resumed)
+            this.counters.resumes += 1;
+        else
+            this.counters.freshJoins += 1;
         this.cancel(this.handshakeTimer);
         this.handshakeTimer = null;
         this.welcomeMsg = w;
@@ -549,7 +638,9 @@ export class ZoneConnection {
         const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
         // A Kick lost in transit is still known from the close code (§6: 4000 + the Kick code).
         const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
-        let decision = localError instanceof DecodeError ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
+        // Undecodable bytes, or a Redirect to a non-WebSocket URL: the next attempt would meet the same.
+        const hopeless = localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
+        let decision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
         if (kickCode === KickCode.VERSION_MISMATCH)
             decision = "stop";
         if (decision === "fresh")
@@ -572,7 +663,10 @@ export class ZoneConnection {
             this.finish(info);
             return;
         }
-        info.retryInMs = this.backoffMs(this.attempts);
+        // The zone moved while the player was in it: its new owner waits for the resume, so the first
+        // attempt goes at once (later ones back off as usual).
+        const atOnce = wasOpen && kickCode !== null && kickResumesElsewhere(kickCode);
+        info.retryInMs = atOnce ? 0 : this.backoffMs(this.attempts);
         this.st = "reconnecting";
         this.emit("close", info);
         this.later(() => void this.attempt(), info.retryInMs);

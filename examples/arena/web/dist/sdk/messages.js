@@ -33,9 +33,14 @@ export const LIMITS = {
     kickReason: 256,
     inputPayload: 4_096,
     url: 512,
+    /** Redirects a client follows in one connection attempt (§5.3.1). */
+    redirects: 3,
 };
-/** The protocol versions this SDK speaks. */
-export const SUPPORTED_VERSIONS = [2];
+/**
+ * The protocol versions this SDK implements, and offers by default: version 3 (Redirect, and the
+ * Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
+ */
+export const SUPPORTED_VERSIONS = [3];
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
     BAD_TICKET: 1,
@@ -61,7 +66,20 @@ export const KickCode = {
     ZONE_STOPPED: 21,
     TOO_MANY_CONNECTIONS: 22,
     INTERNAL_ERROR: 23,
+    /** The zone moved to another host; resume there (version 3). */
+    ZONE_MOVED: 24,
+    /** This host lost its lease on the zone; resume elsewhere (version 3). */
+    HOST_FENCED: 25,
+    /** The connection attempt took too many hops; the host refused another (version 3). */
+    TOO_MANY_REDIRECTS: 26,
 };
+/**
+ * Whether a Kick code ends the connection but not the session (§5.3): ZONE_MOVED and HOST_FENCED,
+ * after which the client resumes at once through its entry URL with its reconnect token.
+ */
+export function kickResumesElsewhere(code) {
+    return code === KickCode.ZONE_MOVED || code === KickCode.HOST_FENCED;
+}
 /** The name of a kick code, or `UNKNOWN(n)`. */
 export function kickCodeName(code) {
     for (const [name, value] of Object.entries(KickCode))
@@ -82,6 +100,22 @@ export function knownSetHash(ids) {
         }
     }
     return h >>> 0;
+}
+/**
+ * The URL a Redirect leads to, or null when it is not an absolute `ws://` or `wss://` URL, which a
+ * client must refuse (§5.3.1): a Redirect must not send a ticket anywhere but to a zone host. The
+ * scheme is matched without regard to case. The same rule as the Rust `Redirect::websocket_url`.
+ */
+export function redirectTarget(r) {
+    const i = r.url.indexOf("://");
+    if (i < 0)
+        return null;
+    const scheme = r.url.slice(0, i).toLowerCase();
+    const rest = r.url.slice(i + 3);
+    // An empty authority (`ws:///zones/a`) names no host.
+    if ((scheme !== "ws" && scheme !== "wss") || rest === "" || rest.startsWith("/"))
+        return null;
+    return r.url;
 }
 /** The tag of a message without decoding it (truncated input is a {@link DecodeError}). */
 export function peekTag(bytes) {
