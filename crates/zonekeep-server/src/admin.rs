@@ -7,9 +7,10 @@
 //!
 //! | route | body | answer |
 //! | --- | --- | --- |
-//! | `GET /admin/zones` | | `{"zones": [ZoneSummary], "start_failures": [StartFailure]}` |
-//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts), or for a zone that failed to start `{"id", "kind", "running": false, "start_failure"}` |
-//! | `POST /admin/zones` | `{"id", "kind", "params"?}` | 201 `{"id", "kind"}` |
+//! | `GET /admin/hosts` | | `{"self", "hosts": [{"id", "url", "capacity", "zones", "draining", "left", "heartbeat_age_ms", "alive"}]}` |
+//! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure]}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`) |
+//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a zone that failed to start `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
+//! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
 //! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}` |
 //!
@@ -52,6 +53,7 @@ pub(crate) fn router(shared: &Arc<Shared>) -> Router<Arc<Shared>> {
     }
     Router::new()
         .route("/admin/zones", get(list).post(create))
+        .route("/admin/hosts", get(hosts))
         .route("/admin/zones/{id}", get(detail))
         .route("/admin/zones/{id}/kick", post(kick))
         .route("/admin/zones/{id}/stop", post(stop))
@@ -132,6 +134,8 @@ async fn ask<T>(
     }
 }
 
+/// Every zone this host runs, then every other zone of the fleet's directory, each naming its
+/// owner (`host`) and `epoch`; any host answers for the whole fleet.
 async fn list(State(shared): State<Arc<Shared>>) -> Response {
     let failures = shared
         .sim
@@ -139,7 +143,89 @@ async fn list(State(shared): State<Arc<Shared>>) -> Response {
         .as_ref()
         .map(|p| p.failures().all())
         .unwrap_or_default();
-    Json(json!({"zones": shared.registry.summaries(), "start_failures": failures})).into_response()
+    let me = shared.fleet().map(|f| f.host_id.clone());
+    let mut zones: Vec<Value> = Vec::new();
+    let mut here = std::collections::HashSet::new();
+    for z in shared.registry.summaries() {
+        here.insert(z.id.clone());
+        let mut v = serde_json::to_value(&z).unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut v {
+            m.insert("host".into(), json!(me));
+            m.insert("epoch".into(), json!(local_epoch(&shared, &z.id)));
+            m.insert("running".into(), json!(true));
+        }
+        zones.push(v);
+    }
+    if let Some(fleet) = shared.fleet() {
+        match crate::fleet::query(
+            &fleet.metrics,
+            "zones",
+            fleet.directory.zones(fleet.timing, ADMIN_LIST_LIMIT),
+        )
+        .await
+        {
+            Ok(listed) => zones.extend(
+                listed
+                    .into_iter()
+                    .filter(|l| !here.contains(&l.zone_id))
+                    .map(|l| directory_entry(&l)),
+            ),
+            Err(e) => return failure(AdminFailure::Unavailable(format!("fleet directory: {e}"))),
+        }
+    }
+    Json(json!({"host": me, "zones": zones, "start_failures": failures})).into_response()
+}
+
+/// Directory entries listed by `GET /admin/zones` at most.
+const ADMIN_LIST_LIMIT: u32 = 10_000;
+
+/// The owner epoch of a zone running here (from its save registration).
+fn local_epoch(shared: &Shared, zone_id: &str) -> Option<u64> {
+    let p = shared.sim.persist.as_ref()?;
+    p.storage().status(zone_id).map(|s| s.epoch)
+}
+
+/// A zone of the directory that does not run on this host.
+fn directory_entry(l: &zonekeep_store::ZoneLocation) -> Value {
+    json!({
+        "id": l.zone_id,
+        "kind": l.kind,
+        "host": l.owner,
+        "epoch": l.epoch,
+        "url": l.owner_url,
+        "host_alive": l.owner_alive,
+        "running": false,
+    })
+}
+
+/// `GET /admin/hosts`: every host of the fleet, with its heartbeat age by the store's clock.
+async fn hosts(State(shared): State<Arc<Shared>>) -> Response {
+    let Some(fleet) = shared.fleet() else {
+        return failure(AdminFailure::Unavailable(
+            "this host has no store, so no fleet".into(),
+        ));
+    };
+    match crate::fleet::query(&fleet.metrics, "hosts", fleet.directory.hosts()).await {
+        Ok(hosts) => {
+            let list: Vec<Value> = hosts
+                .iter()
+                .map(|h| {
+                    json!({
+                        "id": h.host_id,
+                        "url": h.url,
+                        "capacity": h.capacity,
+                        "zones": h.zones,
+                        "draining": h.draining,
+                        "left": h.left,
+                        "heartbeat_age_ms": h.heartbeat_age_ms,
+                        "alive": fleet.timing.is_alive(Duration::from_millis(h.heartbeat_age_ms), h.left),
+                    })
+                })
+                .collect();
+            Json(json!({"self": fleet.host_id, "hosts": list})).into_response()
+        }
+        Err(e) => failure(AdminFailure::Unavailable(format!("fleet directory: {e}"))),
+    }
 }
 
 /// The detail of a zone that is not running but failed to start: why, and
@@ -160,11 +246,43 @@ async fn detail(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
     })
     .await
     {
-        Ok(Some(d)) => Json(d).into_response(),
+        Ok(Some(d)) => {
+            let mut v = serde_json::to_value(&d).unwrap_or(Value::Null);
+            if let Value::Object(m) = &mut v {
+                m.insert("host".into(), json!(shared.fleet().map(|f| &f.host_id)));
+                m.insert("epoch".into(), json!(local_epoch(&shared, &id)));
+                m.insert("running".into(), json!(true));
+            }
+            Json(v).into_response()
+        }
         Ok(None) | Err(AdminFailure::NoZone(_)) => {
-            start_failure(&shared, &id).unwrap_or_else(|| failure(AdminFailure::NoZone(id)))
+            if let Some(r) = start_failure(&shared, &id) {
+                return r;
+            }
+            match remote_detail(&shared, &id).await {
+                Some(r) => r,
+                None => failure(AdminFailure::NoZone(id)),
+            }
         }
         Err(f) => failure(f),
+    }
+}
+
+/// The directory's entry for a zone this host does not run.
+async fn remote_detail(shared: &Shared, id: &str) -> Option<Response> {
+    let fleet = shared.fleet()?;
+    match crate::fleet::query(
+        &fleet.metrics,
+        "locate",
+        fleet.directory.locate(id, fleet.timing),
+    )
+    .await
+    {
+        Ok(Some(l)) => Some(Json(directory_entry(&l)).into_response()),
+        Ok(None) => None,
+        Err(e) => Some(failure(AdminFailure::Unavailable(format!(
+            "fleet directory: {e}"
+        )))),
     }
 }
 
@@ -175,6 +293,9 @@ struct CreateBody {
     kind: String,
     #[serde(default)]
     params: Value,
+    /// Place the zone on this host of the fleet (default: placement).
+    #[serde(default)]
+    host: Option<String>,
 }
 
 async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
@@ -187,32 +308,107 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             "zone id must be 1..=128 bytes of [A-Za-z0-9._:-]".into(),
         ));
     }
-    let (entry, create) = match shared.register_new(&b.id, &b.kind, b.params) {
-        Ok(x) => x,
-        Err(f) => return failure(f),
-    };
+    if !shared.sim.specs.contains_key(&b.kind) {
+        return failure(AdminFailure::BadRequest(shared.unknown_kind(&b.kind)));
+    }
+    if let Some(fleet) = shared.fleet() {
+        let found = match crate::fleet::query(
+            &fleet.metrics,
+            "locate",
+            fleet.directory.locate(&b.id, fleet.timing),
+        )
+        .await
+        {
+            Ok(f) => f,
+            Err(e) => return failure(AdminFailure::Unavailable(format!("fleet directory: {e}"))),
+        };
+        if let Some(l) = found.filter(|l| l.owner_alive) {
+            let owner = l.owner.unwrap_or_default();
+            if owner != fleet.host_id || shared.registry.get(&b.id).is_some() {
+                return failure(AdminFailure::Exists(format!("{} (on host {owner})", b.id)));
+            }
+        }
+        match &b.host {
+            Some(h) if *h != fleet.host_id => {
+                return place_on(fleet, &b.id, &b.kind, &b.params, h).await
+            }
+            Some(_) => {}
+            None => match fleet.route(&b.id, &b.kind, &b.params).await {
+                Ok(crate::fleet::route::Route::Here(_)) => {}
+                Ok(crate::fleet::route::Route::Owner { host, .. }) => {
+                    return (
+                        StatusCode::CREATED,
+                        Json(json!({"id": b.id, "kind": b.kind, "host": host})),
+                    )
+                        .into_response()
+                }
+                Err(e) => return failure(AdminFailure::Unavailable(e.to_string())),
+            },
+        }
+    }
+    match start_here(&shared, &b.id, &b.kind, b.params).await {
+        Ok(()) => (
+            StatusCode::CREATED,
+            Json(json!({"id": b.id, "kind": b.kind, "host": shared.fleet().map(|f| &f.host_id), "epoch": local_epoch(&shared, &b.id)})),
+        )
+            .into_response(),
+        Err(f) => failure(f),
+    }
+}
+
+/// Assigns a new zone to another host of the fleet; that host starts it within a heartbeat.
+async fn place_on(
+    fleet: &crate::fleet::Fleet,
+    id: &str,
+    kind: &str,
+    params: &Value,
+    host: &str,
+) -> Response {
+    match fleet.claim_for(id, kind, params, host).await {
+        Ok(zonekeep_store::ZoneClaim::Claimed { epoch, .. }) => (
+            StatusCode::CREATED,
+            Json(json!({"id": id, "kind": kind, "host": host, "epoch": epoch})),
+        )
+            .into_response(),
+        Ok(zonekeep_store::ZoneClaim::Owned(l)) => failure(AdminFailure::Exists(format!(
+            "{id} (on host {})",
+            l.owner.unwrap_or_default()
+        ))),
+        Err(crate::fleet::FleetError::Store(zonekeep_store::StoreError::HostUnavailable {
+            ..
+        })) => failure(AdminFailure::BadRequest(format!(
+            "host {host:?} is not a live, non-draining host of the fleet"
+        ))),
+        Err(e) => failure(AdminFailure::Unavailable(e.to_string())),
+    }
+}
+
+/// Starts zone `id` of `kind` on this host without a join (admin create, fleet reconcile): the
+/// one admission path, then waits for the zone's thread to have it.
+pub(crate) async fn start_here(
+    shared: &Arc<Shared>,
+    id: &str,
+    kind: &str,
+    params: Value,
+) -> Result<(), AdminFailure> {
+    let (entry, create) = shared.register_new(id, kind, params)?;
     // Built here (claim and restore with persistence), never on the sim thread.
     let (tx, rx) = oneshot::channel();
     let hand_over = |start| SimCommand::Create {
-        zone_id: b.id.clone(),
+        zone_id: id.to_owned(),
         create: start,
         reply: tx,
     };
     match admit_zone(&shared.sim, &shared.pool, &entry, create, hand_over).await {
         Ok(()) => {}
         Err(AdmitError::Start(StartError::Invalid(reason))) => {
-            return failure(AdminFailure::BadRequest(reason))
+            return Err(AdminFailure::BadRequest(reason))
         }
-        Err(e) => return failure(AdminFailure::Unavailable(e.to_string())),
+        Err(e) => return Err(AdminFailure::Unavailable(e.to_string())),
     }
     match tokio::time::timeout(SIM_REPLY_TIMEOUT, rx).await {
-        Ok(Ok(Ok(()))) => (
-            StatusCode::CREATED,
-            Json(json!({"id": b.id, "kind": b.kind})),
-        )
-            .into_response(),
-        Ok(Ok(Err(f))) => failure(f),
-        _ => failure(AdminFailure::Unavailable(
+        Ok(Ok(r)) => r,
+        _ => Err(AdminFailure::Unavailable(
             "the zone's thread did not answer".into(),
         )),
     }

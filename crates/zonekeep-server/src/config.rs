@@ -150,6 +150,17 @@ pub struct ServerConfig {
     pub fact_sink: String,
     /// Dev/bench: delay every store call by this much, ms; 0 = none. Default 0.
     pub store_delay_ms: u64,
+    /// This host's id in the fleet directory (1..=128 of `[A-Za-z0-9._:-]`). Default: an id made
+    /// once and kept in `data_dir/host-id`, so a restart is the same host.
+    pub host_id: Option<String>,
+    /// The `ws://` or `wss://` base URL other hosts send clients to (no path). Default:
+    /// `ws://` and the address the host listens on (`127.0.0.1` for an unspecified address).
+    pub advertise: Option<String>,
+    /// Zones placement may put on this host (new zones go to the host with the most room).
+    /// Default: `max_zones`.
+    pub capacity: Option<u32>,
+    /// What a host does with a client whose zone another host owns. Default `redirect`.
+    pub route: crate::fleet::RouteMode,
 }
 
 impl Default for ServerConfig {
@@ -196,6 +207,10 @@ impl Default for ServerConfig {
             save_every: "5s".into(),
             fact_sink: "ledger".into(),
             store_delay_ms: 0,
+            host_id: None,
+            advertise: None,
+            capacity: None,
+            route: crate::fleet::RouteMode::Redirect,
         }
     }
 }
@@ -227,7 +242,7 @@ impl From<KeyError> for ConfigError {
     }
 }
 
-fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
         problem: problem.into(),
@@ -271,6 +286,7 @@ impl ServerConfig {
                 return Err(invalid(key, "must be greater than 0"));
             }
         }
+        crate::fleet::validate_config(self)?;
         if self.max_message_bytes > zonekeep_protocol::limits::MAX_CLIENT_MESSAGE {
             return Err(invalid(
                 "max_message_bytes",

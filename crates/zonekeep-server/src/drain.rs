@@ -23,6 +23,7 @@ use tokio_util::task::TaskTracker;
 use crate::host::Shared;
 use crate::persist::FinalSave;
 use crate::sim::{FrozenZone, SimCommand};
+use zonekeep_fleet::failover::rendezvous;
 
 /// What a graceful shutdown left undone.
 #[derive(Debug, Default)]
@@ -186,12 +187,25 @@ async fn confirm_and_release(
     deadline: &Deadline,
 ) -> Vec<String> {
     let (at, end) = (deadline.saves_by, deadline.at);
+    let began = Instant::now();
+    let heirs = heirs(shared).await;
+    let heirs = &heirs;
     let results =
         futures_util::future::join_all(frozen.into_iter().map(|z| async move {
             let durable = confirm(shared, &z, at).await;
+            let moved = matches!(durable, Durable::Yes)
+                && hand_over(shared, &z.zone_id, heirs, at).await;
+            if moved {
+                if let Some(f) = shared.fleet() {
+                    f.metrics
+                        .drain_seconds
+                        .observe(began.elapsed().as_secs_f64());
+                }
+            }
             let thread = z.thread;
             let release = SimCommand::Release {
                 zone_id: z.zone_id.clone(),
+                moved,
             };
             let left = end.saturating_duration_since(Instant::now());
             if !send(shared, thread, release, left).await {
@@ -216,6 +230,73 @@ async fn confirm_and_release(
         deadline.missed("final saves");
     }
     unsaved
+}
+
+/// The live, non-draining other hosts of the fleet a drain may hand zones to.
+async fn heirs(shared: &Shared) -> Vec<String> {
+    let Some(fleet) = shared.fleet() else {
+        return Vec::new();
+    };
+    match crate::fleet::query(&fleet.metrics, "hosts", fleet.directory.hosts()).await {
+        Ok(hosts) => hosts
+            .into_iter()
+            .filter(|h| {
+                h.host_id != fleet.host_id
+                    && !h.draining
+                    && fleet
+                        .timing
+                        .is_alive(Duration::from_millis(h.heartbeat_age_ms), h.left)
+            })
+            .map(|h| h.host_id)
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "no host list for the drain: zones are started elsewhere once this host has left");
+            Vec::new()
+        }
+    }
+}
+
+/// Moves a saved zone to its heir in the directory (a new epoch, which fences this host), so
+/// its clients resume there at once. Without an heir the zone stays this host's until it leaves,
+/// and is then taken over like a dead host's.
+async fn hand_over(shared: &Shared, zone_id: &str, heirs: &[String], by: Instant) -> bool {
+    let Some(fleet) = shared.fleet() else {
+        return false;
+    };
+    let Some(heir) = rendezvous(zone_id, heirs.iter().map(String::as_str)) else {
+        return false;
+    };
+    let Some(epoch) = shared
+        .sim
+        .persist
+        .as_ref()
+        .and_then(|p| p.storage().status(zone_id))
+        .map(|s| s.epoch)
+    else {
+        return false;
+    };
+    let moved = tokio::time::timeout_at(
+        by,
+        crate::fleet::query(
+            &fleet.metrics,
+            "move",
+            fleet
+                .directory
+                .move_zone(zone_id, &fleet.host_id, epoch, heir),
+        ),
+    )
+    .await;
+    match moved {
+        Ok(Ok(new_epoch)) => {
+            tracing::info!(zone = %zone_id, to = %heir, epoch = new_epoch, "zone handed over");
+            true
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(zone = %zone_id, to = %heir, error = %e, "zone not handed over; it is started elsewhere once this host has left");
+            false
+        }
+        Err(_) => false,
+    }
 }
 
 /// Whether a frozen zone's final save reached the store.

@@ -93,7 +93,9 @@ impl SessionError {
                 JoinFailure::Busy => KickCode::INTERNAL_ERROR,
                 // Both SDKs reconnect on SHUTTING_DOWN, which is what a client of a
                 // zone that moved to another host must do.
-                JoinFailure::ShuttingDown | JoinFailure::Fenced => KickCode::SHUTTING_DOWN,
+                JoinFailure::ShuttingDown => KickCode::SHUTTING_DOWN,
+                JoinFailure::Fenced => KickCode::HOST_FENCED,
+                JoinFailure::Moved { .. } => KickCode::ZONE_MOVED,
             },
             SessionError::Version(_) => KickCode::VERSION_MISMATCH,
             SessionError::Protocol(_) | SessionError::BadZoneId => KickCode::PROTOCOL_ERROR,

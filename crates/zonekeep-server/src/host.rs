@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -63,6 +63,9 @@ pub enum HostError {
     /// An I/O failure (thread spawn, socket).
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// The host could not join the fleet (register, or land its first heartbeat).
+    #[error("joining the fleet: {0}")]
+    Fleet(#[from] crate::fleet::FleetError),
     /// Dev mode could not load or create its ticket key in the data directory.
     #[error(transparent)]
     DevKey(#[from] crate::dev_key::DevKeyError),
@@ -104,6 +107,12 @@ pub(crate) struct Shared {
     pub default_kind: String,
     pub sim: Arc<SimContext>,
     pub admin_token_hash: Option<[u8; 32]>,
+    /// This host's fleet membership, set once it joined (hosts with a store).
+    pub fleet: std::sync::OnceLock<Arc<crate::fleet::Fleet>>,
+    /// Fleet metrics (registered on `/metrics` for hosts with a store).
+    pub fleet_metrics: crate::fleet::FleetMetrics,
+    /// Stops the fleet's heartbeat, reconcile and watchdog when the host has left.
+    pub fleet_stop: CancellationToken,
 }
 
 /// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.
@@ -116,6 +125,11 @@ pub fn valid_zone_id(id: &str) -> bool {
 }
 
 impl Shared {
+    /// This host's fleet membership, once joined.
+    pub fn fleet(&self) -> Option<&Arc<crate::fleet::Fleet>> {
+        self.fleet.get()
+    }
+
     fn new_entry(&self, zone_id: &str, kind: &str, params: Value) -> (Arc<ZoneEntry>, ZoneCreate) {
         // Unbounded channel, bounded by the sessions at `zone_inbox` (see `session::offer_input`):
         // its blocks are allocated as inputs arrive instead of all 8,192 slots up front.
@@ -141,7 +155,7 @@ impl Shared {
     }
 
     /// "unknown zone kind", naming the kinds this host has, so the fix is in the message.
-    fn unknown_kind(&self, kind: &str) -> String {
+    pub(crate) fn unknown_kind(&self, kind: &str) -> String {
         let mut known: Vec<&str> = self.sim.specs.keys().map(String::as_str).collect();
         known.sort_unstable();
         format!(
@@ -312,8 +326,10 @@ impl HostBuilder {
         };
         let verifier = Verifier::new(ring, config.ticket_policy(), config.ticket_replay_capacity);
         let mut metrics = Metrics::new(config.metrics_zone_labels);
+        let fleet_metrics = crate::fleet::FleetMetrics::default();
         if let Some(p) = &self.persistence {
             p.metrics().register(metrics.registry_mut());
+            fleet_metrics.register(metrics.registry_mut());
         }
         let metrics = Arc::new(metrics);
         let registry = Arc::new(Registry::default());
@@ -356,6 +372,9 @@ impl HostBuilder {
                 sim,
                 admin_token_hash,
                 config,
+                fleet: std::sync::OnceLock::new(),
+                fleet_metrics,
+                fleet_stop: CancellationToken::new(),
             }),
         })
     }
@@ -417,6 +436,17 @@ impl Host {
         crate::ticket::mint(key, req, crate::ticket::unix_now())
     }
 
+    /// Joins the fleet (a host with a store): registers in the directory with `bound` as the
+    /// default advertised address and lands the first heartbeat. [`serve`](Self::serve) does it
+    /// when it was not done before; call it first to know the host is a fleet member before
+    /// announcing it.
+    pub async fn join_fleet(&self, bound: std::net::SocketAddr) -> Result<(), HostError> {
+        if self.shared.fleet().is_none() {
+            crate::fleet::start(&self.shared, bound).await?;
+        }
+        Ok(())
+    }
+
     /// Every route of the host (zones, metrics, admin, dev).
     pub fn router(&self) -> Router {
         let shared = self.shared.clone();
@@ -475,6 +505,8 @@ impl Host {
             .timer(TokioTimer::new())
             .header_read_timeout(Duration::from_millis(cfg.header_read_timeout_ms));
         let conns = TaskTracker::new();
+        // A host with a store serves only as a fleet member holding a lease.
+        self.join_fleet(listener.local_addr()?).await?;
         tracing::info!(addr = %listener.local_addr()?, "zonekeep host listening");
         tokio::pin!(shutdown);
         loop {
@@ -547,7 +579,15 @@ impl Host {
         }
         drop(listener);
         conns.close();
+        if let Some(fleet) = shared.fleet() {
+            fleet.set_draining();
+        }
         let report = crate::drain::shutdown_host(&shared, &conns).await;
+        if let Some(fleet) = shared.fleet() {
+            // The final saves are durable (or given up on): other hosts may take the zones now.
+            fleet.leave().await;
+        }
+        shared.fleet_stop.cancel();
         if report.is_complete() {
             Ok(())
         } else {
@@ -612,9 +652,11 @@ async fn metrics_handler(State(shared): State<Arc<Shared>>) -> Response {
 async fn ws_handler(
     State(shared): State<Arc<Shared>>,
     Path(zone_id): Path<String>,
+    RawQuery(query): RawQuery,
     info: Option<Extension<ConnInfo>>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let hops = redirect_hops(query.as_deref());
     let cfg = &shared.config;
     // tungstenite's own caps sit at twice the host limit so that messages a
     // little over it arrive whole and get a precise MESSAGE_TOO_LARGE.
@@ -637,8 +679,19 @@ async fn ws_handler(
     }
     ws.on_upgrade(move |socket| async move {
         let _guard = guard;
-        session::run(socket, zone_id, shared, over).await;
+        session::run(socket, zone_id, shared, over, hops).await;
     })
+}
+
+/// The `hops` query parameter hosts put on a Redirect's URL (0 when absent or unreadable: a
+/// client that forges it only loops itself, and at most three more times).
+fn redirect_hops(query: Option<&str>) -> u32 {
+    query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|kv| kv.strip_prefix("hops="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 /// A JSON error body `{"error": {"code", "message"}}`.

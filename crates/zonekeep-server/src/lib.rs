@@ -7,6 +7,11 @@
 //! shutdown. It depends on `zonekeep-core` (zones) and `zonekeep-protocol`
 //! (bytes); it must never be depended on by them, and it holds no game rules.
 //!
+//! A host with a store is a member of a fleet ([`fleet`]): it holds a lease in
+//! the store's directory, runs the zones the directory gives it, and sends
+//! clients of other hosts' zones there. The fleet's rules are
+//! `zonekeep-fleet`'s; this crate drives them.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use zonekeep_server::{examples::Dots, Host, ServerConfig};
@@ -30,6 +35,7 @@ pub mod dev_key;
 mod drain;
 pub mod error;
 pub mod examples;
+pub mod fleet;
 mod host;
 pub mod metrics;
 pub mod netsim;

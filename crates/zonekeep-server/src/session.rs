@@ -12,23 +12,25 @@ use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use governor::{Quota, RateLimiter};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use zonekeep_core::PlayerId;
-use zonekeep_protocol::limits::PROTOCOL_VERSION;
+use zonekeep_protocol::limits::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello};
 
 use crate::conn::{ConnEnds, ConnHandle, KickNotice};
 use crate::error::{kick_label, SessionError};
+use crate::fleet::route::Route;
 use crate::host::Shared;
 use crate::netsim::DelayQueue;
 use crate::sim::{
     admit_zone, kick_frame, pong_frame, wait_running, AdmitError, InboxInput, JoinFailure, Joined,
-    SimCommand, ZoneEntry,
+    SimCommand, StartError, ZoneEntry,
 };
 use crate::ticket::unix_now;
 
-type Sink = SplitSink<WebSocket, Message>;
-type Stream = SplitStream<WebSocket>;
+pub(crate) type Sink = SplitSink<WebSocket, Message>;
+pub(crate) type Stream = SplitStream<WebSocket>;
 
 /// A session attached to a zone.
 struct Attached {
@@ -39,7 +41,13 @@ struct Attached {
 }
 
 /// Run one upgraded connection to its end.
-pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, over_ip_cap: bool) {
+pub(crate) async fn run(
+    ws: WebSocket,
+    zone_id: String,
+    shared: Arc<Shared>,
+    over_ip_cap: bool,
+    hops: u32,
+) {
     let _track = shared.sessions.token();
     let (mut sink, mut stream) = ws.split();
     if over_ip_cap {
@@ -55,9 +63,14 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
     let conn_id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
     let (conn, ends) = ConnHandle::new(conn_id, shared.config.outbox_frames);
     let attached = match handshake(&shared, &zone_id, &mut stream, &conn).await {
-        Ok(Some(a)) => a,
+        Ok(Handshake::Attached(a)) => a,
         // The client left before its Hello: a disconnect (already counted), nobody to tell.
-        Ok(None) => return,
+        Ok(Handshake::Gone) => return,
+        Ok(Handshake::Elsewhere(moved)) => {
+            crate::fleet::forward::send_elsewhere(&shared, &zone_id, hops, moved, sink, stream)
+                .await;
+            return;
+        }
         Err(e) => {
             tracing::debug!(zone = %zone_id, conn = conn_id, error = %e, "handshake refused");
             finish(&shared, &mut sink, &mut stream, Some(e.kick())).await;
@@ -89,7 +102,12 @@ pub(crate) async fn run(ws: WebSocket, zone_id: String, shared: Arc<Shared>, ove
 /// Dropping the socket while the client still has unread data in flight makes the kernel answer
 /// with a TCP reset, which can destroy the Kick before the client reads it; so after our Close we
 /// read and discard until the client's Close (or EOF), bounded by the same timeout.
-async fn finish(shared: &Shared, sink: &mut Sink, stream: &mut Stream, kick: Option<KickNotice>) {
+pub(crate) async fn finish(
+    shared: &Shared,
+    sink: &mut Sink,
+    stream: &mut Stream,
+    kick: Option<KickNotice>,
+) {
     let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
     let close = kick.as_ref().map(|k| CloseFrame {
         code: close_code(k.code),
@@ -195,12 +213,26 @@ fn read_error(
     }
 }
 
+/// Protocol versions this host speaks: 3 adds Redirect and the fleet's Kick codes; a version-2
+/// client is told ZONE_MOVED (with the owner's URL in the reason) instead of being redirected.
+const HOST_VERSIONS: [u32; 2] = [MIN_PROTOCOL_VERSION, PROTOCOL_VERSION];
+
+/// How a handshake ended without an error.
+enum Handshake {
+    /// Joined or resumed here.
+    Attached(Attached),
+    /// The client left before its Hello.
+    Gone,
+    /// Another host owns the zone: redirect or proxy the client there.
+    Elsewhere(crate::fleet::forward::Moved),
+}
+
 async fn handshake(
     shared: &Arc<Shared>,
     zone_id: &str,
     stream: &mut Stream,
     conn: &ConnHandle,
-) -> Result<Option<Attached>, SessionError> {
+) -> Result<Handshake, SessionError> {
     let timeout = Duration::from_millis(shared.config.handshake_timeout_ms);
     let max = shared.config.max_message_bytes;
     let first = tokio::select! {
@@ -210,7 +242,7 @@ async fn handshake(
         }
     };
     let Some(bytes) = first else {
-        return Ok(None);
+        return Ok(Handshake::Gone);
     };
     let hello = match ClientMessage::decode(&bytes) {
         Ok(ClientMessage::Hello(h)) => h,
@@ -221,14 +253,26 @@ async fn handshake(
         }
         Err(e) => return Err(SessionError::Protocol(format!("undecodable Hello: {e}"))),
     };
-    let version = negotiate_version(&hello.versions, &[PROTOCOL_VERSION])
+    let version = negotiate_version(&hello.versions, &HOST_VERSIONS)
         .ok_or(SessionError::Version(PROTOCOL_VERSION))?;
     let (tx, rx) = oneshot::channel();
     // Admission may start the zone (claim and restore from the store): the
     // client waits for it, but shutdown does not.
-    let thread = tokio::select! {
+    let admitted = tokio::select! {
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
-        r = admit(shared, zone_id, &hello, version, conn, tx) => r?,
+        r = admit(shared, zone_id, &hello, version, conn, tx) => r,
+    };
+    let thread = match admitted {
+        Ok(thread) => thread,
+        Err(SessionError::Join(JoinFailure::Moved { host, url })) => {
+            return Ok(Handshake::Elsewhere(crate::fleet::forward::Moved {
+                host,
+                url,
+                version,
+                hello: bytes,
+            }))
+        }
+        Err(e) => return Err(e),
     };
     let joined: Joined = tokio::select! {
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
@@ -239,7 +283,7 @@ async fn handshake(
         .get(zone_id)
         .filter(|e| e.thread == thread)
         .ok_or_else(|| JoinFailure::Unavailable("zone stopped".into()))?;
-    Ok(Some(Attached {
+    Ok(Handshake::Attached(Attached {
         entry,
         player: joined.player,
         conn_id: conn.id,
@@ -258,6 +302,31 @@ async fn admit(
 ) -> Result<usize, SessionError> {
     let now = unix_now();
     let ticket = shared.verifier.verify(&hello.ticket, zone_id, now)?;
+    // Where the zone lives, asked before a token or the ticket's single-use id
+    // is spent: a client sent elsewhere presents both to the owner, which
+    // spends them once, on admission.
+    let listed = match shared.fleet() {
+        Some(fleet) if shared.registry.get(zone_id).is_none() => {
+            let kind = ticket.kind.as_deref().unwrap_or(&shared.default_kind);
+            let params = ticket.params.clone().unwrap_or_else(|| {
+                shared
+                    .sim
+                    .specs
+                    .get(kind)
+                    .map_or(Value::Null, |s| s.default_params.clone())
+            });
+            match fleet.route(zone_id, kind, &params).await {
+                Ok(Route::Here(listed)) => listed,
+                Ok(Route::Owner { host, url }) => {
+                    return Err(JoinFailure::Moved { host, url }.into())
+                }
+                Err(e) => {
+                    return Err(JoinFailure::Unavailable(format!("fleet directory: {e}")).into())
+                }
+            }
+        }
+        _ => None,
+    };
     // A zone another host claimed is not served here: refused before a token
     // or the ticket's single-use id is spent, so the client can use both there.
     if shared.registry.is_fenced(zone_id) {
@@ -291,8 +360,12 @@ async fn admit(
         return Ok(entry.thread);
     }
     shared.verifier.consume(&ticket, now)?;
-    let (entry, create) =
-        shared.route_join(zone_id, ticket.kind.as_deref(), ticket.params.clone())?;
+    // A zone the directory knows runs as the kind and params it was created with.
+    let (kind, params) = match listed {
+        Some(l) => (Some(l.kind), Some(l.params)),
+        None => (ticket.kind.clone(), ticket.params.clone()),
+    };
+    let (entry, create) = shared.route_join(zone_id, kind.as_deref(), params)?;
     let join = |create| SimCommand::Join {
         zone_id: zone_id.to_owned(),
         create,
@@ -309,6 +382,7 @@ async fn admit(
         })
         .await
         .map_err(|e| match e {
+            AdmitError::Start(StartError::Moved { host, url }) => JoinFailure::Moved { host, url },
             AdmitError::Start(e) => JoinFailure::Unavailable(e.to_string()),
             AdmitError::Busy => JoinFailure::Busy,
         })?,

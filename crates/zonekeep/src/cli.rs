@@ -165,6 +165,22 @@ struct ServeArgs {
     /// Reconnect tokens held at most [default: 100000].
     #[arg(long, env = "ZONEKEEP_RECONNECT_CAPACITY")]
     reconnect_capacity: Option<usize>,
+    /// This host's id in the fleet directory; hosts sharing a PostgreSQL store need distinct
+    /// ids [default: made once and kept in DATA_DIR/host-id].
+    #[arg(long, env = "ZONEKEEP_HOST_ID")]
+    host_id: Option<String>,
+    /// Base URL other hosts send this host's clients to, ws:// or wss:// with host and port
+    /// [default: ws:// and the listen address].
+    #[arg(long, env = "ZONEKEEP_ADVERTISE")]
+    advertise: Option<String>,
+    /// Zones placement may put on this host; new zones go to the live host with the most room
+    /// [default: --max-zones].
+    #[arg(long, env = "ZONEKEEP_CAPACITY")]
+    capacity: Option<u32>,
+    /// A client whose zone another host owns is sent there with a Redirect (`redirect`), or its
+    /// WebSocket is forwarded there (`proxy`, when only one address is public) [default: redirect].
+    #[arg(long, env = "ZONEKEEP_ROUTE")]
+    route: Option<zonekeep_server::fleet::RouteMode>,
     #[command(flatten)]
     persist: crate::persist_args::PersistArgs,
 }
@@ -273,6 +289,18 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     if args.dev {
         cfg.dev = true;
     }
+    if let Some(id) = &args.host_id {
+        cfg.host_id = Some(id.clone());
+    }
+    if let Some(url) = &args.advertise {
+        cfg.advertise = Some(url.clone());
+    }
+    if let Some(c) = args.capacity {
+        cfg.capacity = Some(c);
+    }
+    if let Some(r) = args.route {
+        cfg.route = r;
+    }
     if let Some(t) = &args.admin_token {
         cfg.admin_token = Some(Secret::new(t.clone()));
     }
@@ -331,6 +359,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             .await
             .with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr()?;
+        host.join_fleet(addr).await?;
         // Scripts and tests read this line to find the port when listening on :0; it is a URL a
         // terminal lets you open (the arena page is at `/`).
         println!("zonekeep listening on http://{addr}");

@@ -192,7 +192,7 @@ async fn kill_9_at_random_moments_on_postgres() {
     let dir = tempfile::tempdir().unwrap();
     let principals = vec![format!("alice-{run}"), format!("bob-{run}")];
     crash_rounds(
-        StoreSpec::Postgres(url),
+        StoreSpec::postgres_isolated(&url, &run).await,
         &format!("crash-{run}"),
         &principals,
         dir.path(),

@@ -1,8 +1,9 @@
 //! Graceful shutdown of real `zonekeep serve` processes never loses state a
 //! client saw acknowledged: a zone stops ticking, its final save is confirmed
-//! by the store, and only then are its clients kicked with SHUTTING_DOWN, so a
-//! client that reconnects at once (here: to a second host on the same store,
-//! as in a rolling deploy) finds every input it saw acknowledged. One deadline
+//! by the store, the zone is handed to a live host of the fleet, and only then
+//! are its clients kicked (ZONE_MOVED: resume there), so a client that
+//! reconnects at once (here: to the second host, as in a rolling deploy) finds
+//! every input it saw acknowledged. One deadline
 //! bounds the whole shutdown, and a final save that cannot be written makes
 //! the process exit non-zero with an ERROR in its log.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -68,7 +69,8 @@ async fn rejoin_at_once_after_sigterm(store: StoreSpec, zone: &str, principals: 
             .kicked
             .clone()
             .unwrap_or_else(|| panic!("{p}: closed without a Kick"));
-        assert_eq!(code, KickCode::SHUTTING_DOWN.0, "{p}");
+        // The second host is live: the drain hands the zone to it, and says so.
+        assert_eq!(code, KickCode::ZONE_MOVED.0, "{p}");
         println!("{p}: sent {}, saw {} acknowledged", l.sent.len(), l.acked);
         acked += u64::from(l.acked);
         sent += l.sent.len() as u64;
@@ -101,11 +103,13 @@ async fn rejoin_at_once_after_sigterm(store: StoreSpec, zone: &str, principals: 
     let zone_field = format!("zone={zone}");
     let saved = line_of(&log, &["final save written", &zone_field])
         .unwrap_or_else(|| panic!("no final save logged:\n{log}"));
-    let kicked = line_of(&log, &["clients told SHUTTING_DOWN", &zone_field])
+    let handed = line_of(&log, &["zone handed over", &zone_field])
+        .unwrap_or_else(|| panic!("no hand-over logged:\n{log}"));
+    let kicked = line_of(&log, &["zone released", &zone_field])
         .unwrap_or_else(|| panic!("no release logged:\n{log}"));
     assert!(
-        saved < kicked,
-        "the save is confirmed before the kick:\n{log}"
+        saved < handed && handed < kicked,
+        "the save is confirmed, then the zone handed over, then its clients told:\n{log}"
     );
     assert!(!log.contains("shutdown deadline reached"), "{log}");
     assert!(!log.contains(" ERROR "), "{log}");
@@ -136,7 +140,7 @@ async fn sigterm_under_load_keeps_every_acknowledged_input_on_postgres() {
     let run = support::unique_run();
     let principals = ["ada", "bo", "cy"].map(|p| format!("{p}-{run}"));
     rejoin_at_once_after_sigterm(
-        StoreSpec::Postgres(url),
+        StoreSpec::postgres_isolated(&url, &run).await,
         &format!("drain-{run}"),
         principals,
     )

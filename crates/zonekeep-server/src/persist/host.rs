@@ -15,6 +15,7 @@ use super::metrics::PersistMetrics;
 use super::route::SettlementRouter;
 use super::storage::{ShutdownReport, StorageHandle, StorageWorker};
 use super::zone::ZonePersist;
+use crate::fleet::{Fleet, LeaseGate};
 
 /// What graceful shutdown of persistence achieved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,6 +38,43 @@ pub struct Persistence {
     facts: FactWorker,
     router: SettlementRouter,
     metrics: PersistMetrics,
+    /// The host's lease; every save and fact of a zone checks it.
+    gate: Arc<LeaseGate>,
+    /// The fleet membership, once the host has joined: claims go through its directory.
+    fleet: std::sync::OnceLock<Arc<Fleet>>,
+}
+
+/// Why [`Persistence::claim`] did not hand out the zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimRefusal {
+    /// The store failed or refused; recorded as the zone's start failure.
+    Failed(StartFailure),
+    /// Another live host of the fleet owns the zone.
+    Moved {
+        /// Its host id.
+        host: String,
+        /// Its advertised base URL.
+        url: String,
+    },
+}
+
+impl Persistence {
+    /// The host's lease gate (armed by the fleet when the host joins).
+    pub fn gate(&self) -> &Arc<LeaseGate> {
+        &self.gate
+    }
+
+    /// From now on zones are claimed through `fleet`'s directory, and a zone retired after its
+    /// final save gives its ownership up there. Set once, when the host joins the fleet.
+    pub fn set_fleet(&self, fleet: Arc<Fleet>) {
+        let release = Arc::clone(&fleet);
+        self.storage
+            .on_retired(Arc::new(move |zone_id: String, epoch: u64| {
+                let fleet = Arc::clone(&release);
+                Box::pin(async move { fleet.release(&zone_id, epoch).await })
+            }));
+        let _ = self.fleet.set(fleet);
+    }
 }
 
 impl std::fmt::Debug for Persistence {
@@ -60,7 +98,13 @@ impl Persistence {
     pub async fn open(config: PersistConfig) -> Result<Arc<Persistence>, ConfigError> {
         let metrics = PersistMetrics::new();
         let (store, sink) = open(&config, &metrics).await?;
-        let storage = StorageWorker::start(store.saves.clone(), config.storage, metrics.clone());
+        let gate = Arc::new(LeaseGate::new());
+        let storage = StorageWorker::start_leased(
+            store.saves.clone(),
+            config.storage,
+            metrics.clone(),
+            Arc::clone(&gate),
+        );
         let loader = ZoneLoader::new(store.saves.clone(), storage.clone(), metrics.clone());
         let router = SettlementRouter::new();
         let facts = FactWorker::start(
@@ -78,6 +122,8 @@ impl Persistence {
             facts,
             router,
             metrics,
+            gate,
+            fleet: std::sync::OnceLock::new(),
         }))
     }
 
@@ -112,20 +158,52 @@ impl Persistence {
     }
 
     /// Waits for this host's unwritten save of the zone, then claims it (a
-    /// new owner epoch). A store failure is recorded as the zone's start failure.
-    pub async fn claim(&self, zone_id: &str, kind: &str) -> Result<ClaimedZone, StartFailure> {
-        self.loader.claim(zone_id).await.map_err(|e| {
+    /// new owner epoch) — through the fleet directory once the host joined
+    /// one, where another live owner answers [`ClaimRefusal::Moved`]. A store
+    /// failure is recorded as the zone's start failure.
+    pub async fn claim(
+        &self,
+        zone_id: &str,
+        kind: &str,
+        params: &serde_json::Value,
+    ) -> Result<ClaimedZone, ClaimRefusal> {
+        let failed = |reason: String| {
             let f = StartFailure {
                 zone_id: zone_id.to_owned(),
                 kind: kind.to_owned(),
-                reason: e.to_string(),
+                reason,
                 save: None,
                 at_ms: now_ms(),
             };
             tracing::error!(zone = %zone_id, reason = %f.reason, "zone did not start");
             self.loader.failures().record(f.clone());
-            f
-        })
+            ClaimRefusal::Failed(f)
+        };
+        let Some(fleet) = self.fleet.get() else {
+            return self
+                .loader
+                .claim(zone_id)
+                .await
+                .map_err(|e| failed(e.to_string()));
+        };
+        self.storage.flush(zone_id).await;
+        match fleet.claim_here(zone_id, kind, params).await {
+            Ok(zonekeep_store::ZoneClaim::Claimed { epoch, last, .. }) => {
+                Ok(ClaimedZone { epoch, last })
+            }
+            Ok(zonekeep_store::ZoneClaim::Owned(loc)) => match (loc.owner, loc.owner_url) {
+                (Some(host), Some(url)) if loc.owner_alive => {
+                    Err(ClaimRefusal::Moved { host, url })
+                }
+                _ => Err(failed(
+                    "the zone's owner could not be settled; retry".into(),
+                )),
+            },
+            Err(e) => {
+                self.metrics.store_errors.inc();
+                Err(failed(format!("claiming the zone failed: {e}")))
+            }
+        }
     }
 
     /// Builds the zone from its claim (restoring its last save, if any) and

@@ -47,7 +47,7 @@ pub use backoff::Backoff;
 pub use config::{open, parse_duration, ConfigError, FactSinkSpec, PersistConfig};
 pub use facts::{FactQueue, FactQueueError, FactWorker, FactWorkerConfig, SettlementInbox};
 pub use fence::FenceAlarm;
-pub use host::{PersistShutdown, Persistence};
+pub use host::{ClaimRefusal, PersistShutdown, Persistence};
 pub use ledger::LedgerSink;
 pub use loader::{ClaimedZone, LoadError, StartFailure, StartFailures, ZoneLoader};
 pub use metrics::PersistMetrics;

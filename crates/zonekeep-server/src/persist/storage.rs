@@ -30,6 +30,7 @@ use super::backoff::Backoff;
 use super::fence::FenceAlarm;
 use super::metrics::PersistMetrics;
 use super::status::SaveStatus;
+use crate::fleet::LeaseGate;
 
 /// Storage worker settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +119,16 @@ struct Shared {
     cancel: CancellationToken,
     runtime: Handle,
     closing: AtomicBool,
+    /// The host's lease: no save is written for a zone whose lease generation ended.
+    gate: Arc<LeaseGate>,
+    /// Called for a retired zone whose last save is durable, before it is forgotten (the fleet
+    /// gives up its ownership there, so the next join anywhere may place it).
+    on_retired: std::sync::OnceLock<RetiredHook>,
 }
+
+/// See [`StorageHandle::on_retired`]: the zone id and the epoch it was saved under.
+pub type RetiredHook =
+    Arc<dyn Fn(String, u64) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
 impl Shared {
     fn zones(&self) -> MutexGuard<'_, HashMap<String, Arc<ZoneEntry>>> {
@@ -143,6 +153,17 @@ impl StorageWorker {
         config: StorageConfig,
         metrics: PersistMetrics,
     ) -> StorageHandle {
+        Self::start_leased(saves, config, metrics, Arc::new(LeaseGate::new()))
+    }
+
+    /// Like [`start`](Self::start), writing only while `gate` holds for the zone's lease
+    /// generation (captured when the zone is registered, right after its claim).
+    pub fn start_leased(
+        saves: Arc<dyn SaveStore>,
+        config: StorageConfig,
+        metrics: PersistMetrics,
+        gate: Arc<LeaseGate>,
+    ) -> StorageHandle {
         StorageHandle {
             shared: Arc::new(Shared {
                 saves,
@@ -154,6 +175,8 @@ impl StorageWorker {
                 cancel: CancellationToken::new(),
                 runtime: Handle::current(),
                 closing: AtomicBool::new(false),
+                gate,
+                on_retired: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -196,7 +219,7 @@ impl StorageHandle {
             }),
             wake: Notify::new(),
             idle,
-            alarm: FenceAlarm::new(),
+            alarm: FenceAlarm::leased(Arc::clone(&self.shared.gate)),
         });
         let old = self
             .shared
@@ -276,6 +299,19 @@ impl StorageHandle {
                 _ = rx.wait_for(|idle| *idle) => {}
                 () = shared.cancel.cancelled() => return,
             }
+            let saved = {
+                let st = entry.lock();
+                (!st.status.fenced && st.pending.is_none() && !entry.alarm.is_raised())
+                    .then_some(st.status.epoch)
+            };
+            if let (Some(epoch), Some(hook)) = (saved, shared.on_retired.get()) {
+                let still_current = shared
+                    .entry(&entry.zone_id)
+                    .is_some_and(|e| Arc::ptr_eq(&e, &entry));
+                if still_current {
+                    hook(entry.zone_id.clone(), epoch).await;
+                }
+            }
             let mut zones = shared.zones();
             if zones
                 .get(&entry.zone_id)
@@ -287,6 +323,17 @@ impl StorageHandle {
         self.shared
             .runtime
             .spawn(self.shared.tracker.track_future(task));
+    }
+
+    /// Sets the hook called for each retired zone whose last save is durable, while the worker
+    /// still knows the zone (so [`knows`](Self::knows) is true until the hook returned). Set once.
+    pub fn on_retired(&self, hook: RetiredHook) {
+        let _ = self.shared.on_retired.set(hook);
+    }
+
+    /// Whether the worker still knows the zone (registered, or retired and not yet forgotten).
+    pub fn knows(&self, zone_id: &str) -> bool {
+        self.shared.entry(zone_id).is_some()
     }
 
     /// Zones the worker currently knows (registered and not yet forgotten).
@@ -391,6 +438,16 @@ async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
             }
             continue;
         };
+        if entry.alarm.is_raised() {
+            // The lease lapsed (or a write was already refused): this owner writes nothing more.
+            shared.metrics.fenced_write_refused("save");
+            tracing::warn!(zone = %entry.zone_id, epoch, seq, "save not written: this host's lease on the zone ended");
+            let mut st = entry.lock();
+            st.writing = false;
+            st.status.fenced = true;
+            st.pending = None;
+            continue;
+        }
 
         let result = tokio::select! {
             r = write(&shared, &entry.zone_id, epoch, seq, &kind, &bytes) => r,

@@ -122,6 +122,11 @@ impl ZonePersist {
         self.alarm.is_raised()
     }
 
+    /// Whether the host's lease generation the zone was claimed under ended.
+    pub fn lease_ended(&self) -> bool {
+        self.alarm.lease_ended()
+    }
+
     /// Hands the settlements that arrived since the last step to the zone
     /// (it sees them on its next tick).
     pub fn before_advance(&mut self, host: &mut ZoneHost) {

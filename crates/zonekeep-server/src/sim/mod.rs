@@ -97,6 +97,14 @@ pub enum JoinFailure {
     /// serve it any more.
     #[error("the zone moved to another host")]
     Fenced,
+    /// Another host of the fleet owns the zone; `url` is its advertised base URL.
+    #[error("the zone is served by host {host:?}")]
+    Moved {
+        /// The owner's host id.
+        host: String,
+        /// The owner's advertised base URL.
+        url: String,
+    },
 }
 
 /// Why an admin operation failed.
@@ -175,13 +183,17 @@ pub(crate) enum SimCommand {
         reply: oneshot::Sender<Vec<FrozenZone>>,
     },
     /// Graceful shutdown, step 2: the frozen zone's final save is durable (or
-    /// given up on): kick its clients with SHUTTING_DOWN and dispose it.
+    /// given up on): kick its clients — ZONE_MOVED when the directory handed
+    /// the zone to another host, SHUTTING_DOWN otherwise — and dispose it.
     Release {
         zone_id: String,
+        moved: bool,
     },
     Shutdown {
         reply: std::sync::mpsc::Sender<()>,
     },
+    /// Look at every zone now (the lease watchdog saw the lease lapse).
+    Wake,
 }
 
 /// A zone frozen for shutdown: no longer ticking, its final save queued.
@@ -257,6 +269,11 @@ impl SimPool {
     }
 
     /// How many threads the pool runs.
+    /// Senders that can wake every thread from outside (the lease watchdog's thread).
+    pub fn wakers(&self) -> Vec<Sender<SimCommand>> {
+        self.senders.clone()
+    }
+
     pub fn threads(&self) -> usize {
         self.senders.len()
     }

@@ -148,6 +148,14 @@ impl Registry {
         true
     }
 
+    /// Forgets that `zone_id` was fenced here: the fleet directory handed it back to this host.
+    pub fn unmark_fenced(&self, zone_id: &str) {
+        let mut f = self.fenced.lock().unwrap_or_else(|p| p.into_inner());
+        if f.ids.remove(zone_id) {
+            f.order.retain(|z| z != zone_id);
+        }
+    }
+
     /// Whether this host unloaded `zone_id` because another host owns it.
     pub fn is_fenced(&self, zone_id: &str) -> bool {
         self.fenced

@@ -20,7 +20,7 @@ use super::registry::ZoneEntry;
 use super::thread::SimContext;
 use super::{SimCommand, SimPool, ZoneCreate, ZoneStart};
 use crate::metrics::ZoneMetrics;
-use crate::persist::ZonePersist;
+use crate::persist::{ClaimRefusal, ZonePersist};
 
 /// Longest a zone may take to start (claim, load, restore). A store that
 /// does not answer within it fails the join instead of holding it forever.
@@ -46,6 +46,14 @@ pub(crate) enum StartError {
     /// The store failed, the save cannot be restored, or the start timed out.
     #[error("{0}")]
     Unavailable(String),
+    /// Another live host of the fleet owns the zone.
+    #[error("the zone is served by host {host:?}")]
+    Moved {
+        /// Its host id.
+        host: String,
+        /// Its advertised base URL.
+        url: String,
+    },
 }
 
 /// Why [`admit_zone`] did not hand a new zone to its thread.
@@ -215,9 +223,15 @@ async fn build(
             Ok((host, None))
         }
         Some(p) => {
-            let claimed = p.claim(zone_id, kind).await.map_err(|f| {
-                StartError::Unavailable(format!("zone did not start: {}", f.reason))
-            })?;
+            let claimed = p
+                .claim(zone_id, kind, &init.params)
+                .await
+                .map_err(|r| match r {
+                    ClaimRefusal::Failed(f) => {
+                        StartError::Unavailable(format!("zone did not start: {}", f.reason))
+                    }
+                    ClaimRefusal::Moved { host, url } => StartError::Moved { host, url },
+                })?;
             let (host, persist) = tokio::task::spawn_blocking(move || {
                 p.build(&s.kinds, init, config, Arc::clone(&s.clock), &claimed)
             })

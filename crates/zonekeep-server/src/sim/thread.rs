@@ -20,6 +20,8 @@ use crate::reconnect::ReconnectStore;
 const MAX_SLEEP: Duration = Duration::from_millis(500);
 /// The Kick reason of a graceful shutdown.
 const RESTARTING: &str = "the server is restarting";
+/// The Kick reason of a zone handed to another host by a drain.
+const MOVED: &str = "the zone moved to another host; resume there";
 /// Commands handled per wake-up before zones get their turn again.
 const COMMANDS_PER_WAKE: usize = 256;
 
@@ -122,7 +124,11 @@ impl SimThread {
         }
         for id in fenced {
             if let Some(mut z) = self.zones.remove(&id) {
-                tracing::warn!(zone = %id, "zone fenced: another host claimed it; unloading without a final save");
+                if z.lease_ended() {
+                    tracing::error!(zone = %id, "zone stopped: this host's lease lapsed; unloading without a final save");
+                } else {
+                    tracing::warn!(zone = %id, "zone fenced: another host claimed it; unloading without a final save");
+                }
                 z.unload_fenced(&self.ctx);
                 self.ctx.metrics.release_zone(z.metrics);
             }
@@ -288,11 +294,16 @@ impl SimThread {
             SimCommand::Freeze { reply } => {
                 let _ = reply.send(self.freeze());
             }
-            SimCommand::Release { zone_id } => {
+            SimCommand::Release { zone_id, moved } => {
                 if let Some(mut z) = self.frozen.remove(&zone_id) {
-                    z.release(&self.ctx, KickCode::SHUTTING_DOWN, RESTARTING);
+                    let (code, reason) = if moved {
+                        (KickCode::ZONE_MOVED, MOVED)
+                    } else {
+                        (KickCode::SHUTTING_DOWN, RESTARTING)
+                    };
+                    z.release(&self.ctx, code, reason);
                     self.ctx.metrics.release_zone(z.metrics);
-                    tracing::info!(zone = %zone_id, "zone released: clients told SHUTTING_DOWN");
+                    tracing::info!(zone = %zone_id, moved, "zone released: clients told to reconnect");
                 }
             }
             SimCommand::Shutdown { reply } => {
@@ -300,6 +311,8 @@ impl SimThread {
                 let _ = reply.send(());
                 return true;
             }
+            // The loop looks at every zone (lease included) right after this.
+            SimCommand::Wake => {}
         }
         false
     }

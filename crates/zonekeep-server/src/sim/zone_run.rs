@@ -297,20 +297,32 @@ impl ZoneRun {
         self.persist.as_ref().is_some_and(ZonePersist::fenced)
     }
 
-    /// Another host owns the zone now: stop it without writing anything more
-    /// (no final save, no dispose hook, no further facts), tell every client to
-    /// reconnect (SHUTTING_DOWN: both SDKs reconnect on it), and refuse joins
-    /// to the zone on this host from now on. The zone is marked fenced before
-    /// it leaves the registry, so no join can slip in and claim it back.
+    /// Whether the zone stops because this host's lease lapsed (rather than
+    /// because the store refused one of its writes).
+    pub fn lease_ended(&self) -> bool {
+        self.persist.as_ref().is_some_and(ZonePersist::lease_ended)
+    }
+
+    /// This host may not act for the zone any more — another host claimed it,
+    /// or this host's lease lapsed: stop it without writing anything more (no
+    /// final save, no dispose hook, no further facts) and tell every client to
+    /// resume elsewhere (HOST_FENCED: both SDKs resume through their entry URL,
+    /// which leads to the zone's owner). A zone another host claimed is marked
+    /// fenced before it leaves the registry, so no join can slip in and claim
+    /// it back; one stopped by a lapse may be claimed here again once the lease
+    /// holds (with a new epoch).
     pub fn unload_fenced(&mut self, ctx: &SimContext) {
         let zone_id = self.entry.zone_id.clone();
-        let forgot = ctx.registry.mark_fenced(&zone_id);
+        let lapsed = self.lease_ended();
+        let forgot = !lapsed && ctx.registry.mark_fenced(&zone_id);
+        let reason = if lapsed {
+            "this host lost its lease on the zone; resume elsewhere"
+        } else {
+            "the zone moved to another host; resume there"
+        };
         for (_, sub) in std::mem::take(&mut self.subs) {
             if let Some(c) = sub.conn {
-                c.kick(
-                    KickCode::SHUTTING_DOWN,
-                    "the zone moved to another host; reconnect",
-                );
+                c.kick(KickCode::HOST_FENCED, reason);
             }
         }
         if let Some(p) = self.persist.take() {

@@ -42,7 +42,7 @@ async fn join_send_inputs_and_see_the_ack_advance() {
     let server = TestServer::start().await;
     let (mut ws, welcome) = join(&server, "join-1", &ticket("alice", "join-1")).await;
     assert_eq!(welcome.zone_id, "join-1");
-    assert_eq!(welcome.version, 2);
+    assert_eq!(welcome.version, zonekeep_protocol::limits::PROTOCOL_VERSION);
     assert_eq!(welcome.idle_timeout_ms, 5_000, "the host's idle timeout");
     assert_eq!(
         welcome.handshake_timeout_ms, 300,

@@ -53,6 +53,13 @@ pub struct PostgresOptions {
     /// How long an operation waits for a free pooled connection before failing (retryably), so a
     /// database outage surfaces as errors instead of hanging storage workers forever.
     pub wait_timeout: Duration,
+    /// The database ends a session that sits this long inside a transaction without sending
+    /// anything (`idle_in_transaction_session_timeout`), releasing its row locks: a host that was
+    /// paused, or cut off, mid-transaction must not hold a zone's fence row and stall every other
+    /// host's claim of that zone. Far above what any of our transactions take between statements.
+    pub idle_in_transaction_timeout: Duration,
+    /// Longest a statement waits for a row lock (`lock_timeout`) before failing retryably.
+    pub lock_timeout: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -62,6 +69,8 @@ impl Default for PostgresOptions {
             schema: None,
             connect_timeout: Duration::from_secs(10),
             wait_timeout: Duration::from_secs(30),
+            idle_in_transaction_timeout: Duration::from_secs(3),
+            lock_timeout: Duration::from_secs(3),
         }
     }
 }
@@ -153,19 +162,24 @@ impl PostgresStore {
                 .get_password()
                 .map(|p| String::from_utf8_lossy(p).into_owned()),
         };
+        let mut settings = format!(
+            "-c idle_in_transaction_session_timeout={} -c lock_timeout={}",
+            options.idle_in_transaction_timeout.as_millis(),
+            options.lock_timeout.as_millis()
+        );
         if let Some(schema) = &options.schema {
             if !valid_schema_name(schema) {
                 return Err(StoreError::InvalidArgument(format!(
                     "schema name {schema:?} must match [a-z_][a-z0-9_]* (at most 63 bytes)"
                 )));
             }
-            let search_path = format!("-c search_path={schema}");
-            let combined = match config.get_options() {
-                Some(existing) if !existing.is_empty() => format!("{existing} {search_path}"),
-                _ => search_path,
-            };
-            config.options(&combined);
+            settings.push_str(&format!(" -c search_path={schema}"));
         }
+        let combined = match config.get_options() {
+            Some(existing) if !existing.is_empty() => format!("{existing} {settings}"),
+            _ => settings,
+        };
+        config.options(&combined);
         config.connect_timeout(options.connect_timeout);
         let description = describe(&config, options.schema.as_deref());
 

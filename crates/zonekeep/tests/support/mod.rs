@@ -21,6 +21,8 @@ use zonekeep_protocol::messages::{ClientMessage, DeltaContext, Hello, Input, Ser
 use zonekeep_protocol::schema::Schema;
 
 pub const SECRET: &str = "persist-test-secret-0123456789abcdef";
+/// The admin token hosts get with `--admin-token` in tests that read the admin API.
+pub const ADMIN_TOKEN: &str = "fleet-admin-token-0123456789abcdef";
 /// ledger-test event topics (see crates/zonekeep/src/ledger_zone.rs).
 pub const TOPIC_STATE: u16 = 1;
 pub const TOPIC_SETTLED: u16 = 2;
@@ -33,6 +35,24 @@ pub enum StoreSpec {
 }
 
 impl StoreSpec {
+    /// A PostgreSQL store in a schema of its own (created here), so this test's hosts, zones and
+    /// facts meet no other run's in the shared database.
+    pub async fn postgres_isolated(url: &str, run: &str) -> StoreSpec {
+        let schema: String = format!("t_{run}")
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .take(63)
+            .collect();
+        let client = pg(url).await;
+        client
+            .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            .await
+            .unwrap();
+        let sep = if url.contains('?') { '&' } else { '?' };
+        StoreSpec::Postgres(format!("{url}{sep}options=-csearch_path%3D{schema}"))
+    }
+
     /// The `serve` flags selecting this store.
     pub fn args(&self) -> Vec<String> {
         match self {
@@ -142,6 +162,21 @@ async fn pg(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// The host id [`Server::start`] gives a host logging to `log`: the log's name and its
+/// directory's, which tests make unique (a temporary directory).
+pub fn host_id_for(log: &Path) -> String {
+    let name = |p: Option<&std::ffi::OsStr>| p.map(|s| s.to_string_lossy().into_owned());
+    let raw = format!(
+        "{}-{}",
+        name(log.file_stem()).unwrap_or_default(),
+        name(log.parent().and_then(Path::file_name)).unwrap_or_default()
+    );
+    raw.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(100)
+        .collect()
+}
+
 /// A running `zonekeep serve`.
 pub struct Server {
     child: Option<Child>,
@@ -163,6 +198,12 @@ impl Server {
             "--dev-kinds".into(),
         ];
         args.extend(store.args());
+        if !extra.contains(&"--host-id") {
+            // One host id per log file: a restart writing to the same log is the same host (it
+            // waits for its previous process's lease), two hosts of one test are two hosts.
+            args.push("--host-id".into());
+            args.push(host_id_for(log));
+        }
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         let log_file = std::fs::OpenOptions::new()
             .create(true)
@@ -242,6 +283,40 @@ impl Server {
             status,
             std::fs::read_to_string(&self.log).unwrap_or_default(),
         )
+    }
+
+    /// GET an admin path with [`ADMIN_TOKEN`] (the host must run with `--admin-token`); returns
+    /// the body as JSON.
+    pub async fn admin(&self, path: &str) -> Value {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nConnection: close\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        let text = String::from_utf8_lossy(&out).to_string();
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Sends `signal` (e.g. `-STOP`, `-CONT`) to the process.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.pid().to_string();
+        assert!(Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap()
+            .success());
     }
 
     /// GET a path; returns the body.
@@ -370,9 +445,15 @@ pub async fn hello(
     zone: &str,
     ticket: String,
 ) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/zones/{zone}"))
-        .await
-        .unwrap();
+    hello_at(&format!("ws://{addr}/zones/{zone}"), ticket).await
+}
+
+/// A WebSocket to the zone URL `url` that has sent its Hello with `ticket`.
+pub async fn hello_at(
+    url: &str,
+    ticket: String,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
     let hello = ClientMessage::Hello(Hello {
         versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
         ticket,
@@ -400,6 +481,10 @@ pub struct ClientLog {
     pub kicked: Option<(u16, String)>,
     /// The socket closed.
     pub closed: bool,
+    /// Redirects followed before the Welcome.
+    pub redirects: u32,
+    /// The URL the client was welcomed at.
+    pub landed: Option<String>,
 }
 
 /// A connected ledger-test client sending inputs on a timer.
@@ -419,7 +504,8 @@ impl LedgerClient {
         count: u64,
         every: Duration,
     ) -> LedgerClient {
-        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/zones/{zone}"))
+        let url = format!("ws://{addr}/zones/{zone}");
+        let (ws, _) = tokio_tungstenite::connect_async(url.as_str())
             .await
             .unwrap();
         let (tx, rx) = watch::channel(ClientLog::default());
@@ -429,7 +515,7 @@ impl LedgerClient {
             reconnect_token: vec![],
             content_version: String::new(),
         });
-        let task = tokio::spawn(run(ws, hello, tx, first, count, every));
+        let task = tokio::spawn(run(ws, url, hello, tx, first, count, every));
         LedgerClient { log: rx, task }
     }
 
@@ -462,6 +548,7 @@ type Ws =
 
 async fn run(
     mut ws: Ws,
+    mut url: String,
     hello: ClientMessage,
     log: watch::Sender<ClientLog>,
     first: u64,
@@ -506,6 +593,24 @@ async fn run(
                     Ok(ServerMessage::Welcome(w)) => {
                         schema = w.schema;
                         welcomed = true;
+                        let at = url.clone();
+                        log.send_modify(|l| l.landed = Some(at));
+                    }
+                    Ok(ServerMessage::Redirect(r)) => {
+                        // As the SDKs do: the same Hello, at the owner.
+                        let Ok((next, _)) = tokio_tungstenite::connect_async(r.url.as_str()).await else {
+                            break;
+                        };
+                        ws = next;
+                        url = r.url;
+                        log.send_modify(|l| l.redirects += 1);
+                        if ws
+                            .send(Message::Binary(hello.to_bytes().unwrap().into()))
+                            .await
+                            .is_err()
+                        {
+                            break;
+                        }
                     }
                     Ok(ServerMessage::Delta(d)) => log.send_modify(|l| {
                         l.acked = l.acked.max(d.ack);

@@ -1,0 +1,399 @@
+//! A fleet of real `zonekeep serve` processes on one PostgreSQL store: any host accepts a client
+//! and sends it to the zone's owner (a Redirect, or a forwarded WebSocket with `--route proxy`),
+//! a redirect loop is cut, a killed owner's zone is taken over by a live host from its last save
+//! with every fact committed once, and a paused owner fences itself before anyone takes over and
+//! writes nothing under its old epoch when it resumes.
+//!
+//! Each test runs in a PostgreSQL schema of its own (the database is shared).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+use zonekeep_protocol::messages::{KickCode, ServerMessage};
+
+use support::{LedgerClient, Server, StoreSpec, ADMIN_TOKEN};
+
+/// Inputs per client per second (under the host's default 60/s limit).
+const INPUT_EVERY: Duration = Duration::from_millis(25);
+
+/// `n` hosts named `h1`..`hn` on `store`, each with the admin API and `extra` flags.
+async fn fleet(store: &StoreSpec, dir: &Path, n: usize, extra: &[&str]) -> Vec<Server> {
+    let mut hosts = Vec::new();
+    for i in 1..=n {
+        let mut args = vec!["--admin-token", ADMIN_TOKEN, "--save-every", "200ms"];
+        args.extend_from_slice(extra);
+        hosts.push(Server::start(store, &args, &dir.join(format!("h{i}.log"))).await);
+    }
+    hosts
+}
+
+/// The host id of `server` (from its admin API).
+async fn host_id(server: &Server) -> String {
+    server.admin("/admin/hosts").await["self"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A Prometheus counter or gauge of `server`, 0 when absent.
+async fn metric(server: &Server, name: &str) -> f64 {
+    let text = server.get("/metrics").await;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Polls `f` against the admin API of `server` until it holds (bounded), returning the value.
+async fn admin_until(server: &Server, path: &str, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        let v = server.admin(path).await;
+        if f(&v) {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The zone entry named `zone` in an `/admin/zones` answer.
+fn zone_entry<'a>(list: &'a Value, zone: &str) -> Option<&'a Value> {
+    list["zones"]
+        .as_array()?
+        .iter()
+        .find(|z| z["id"].as_str() == Some(zone))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_of_every_host_land_in_the_one_zone_by_redirect() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "clients_of_every_host_land_in_the_one_zone_by_redirect",
+    ) else {
+        return;
+    };
+    let run = support::unique_run();
+    let store = StoreSpec::postgres_isolated(&url, &run).await;
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = fleet(&store, dir.path(), 3, &[]).await;
+    let zone = "route-1";
+    let hosts_view = hosts[1].admin("/admin/hosts").await;
+    assert_eq!(
+        hosts_view["hosts"].as_array().unwrap().len(),
+        3,
+        "{hosts_view}"
+    );
+    assert!(
+        hosts_view["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["alive"] == true),
+        "{hosts_view}"
+    );
+
+    let mut clients = Vec::new();
+    for (i, h) in hosts.iter().enumerate() {
+        let who = format!("p{i}-{run}");
+        clients.push(LedgerClient::start(&h.addr, zone, &who, 1, u64::MAX / 2, INPUT_EVERY).await);
+    }
+    let mut landed = BTreeSet::new();
+    let mut redirected = 0;
+    for c in &mut clients {
+        let l = c.until("inputs acknowledged", |l| l.acked >= 3).await;
+        // The host the client plays at (a redirected URL also carries its hop count).
+        let at = l.landed.clone().unwrap();
+        landed.insert(at.split('?').next().unwrap().to_owned());
+        redirected += l.redirects;
+    }
+    assert_eq!(
+        landed.len(),
+        1,
+        "every client plays at the same host: {landed:?}"
+    );
+    assert_eq!(
+        redirected, 2,
+        "the two clients of other hosts were redirected once each"
+    );
+
+    // Every host names the same owner and epoch for the zone.
+    let mut owners = BTreeSet::new();
+    for h in &hosts {
+        let list = h.admin("/admin/zones").await;
+        let z = zone_entry(&list, zone).unwrap_or_else(|| panic!("{list}"));
+        owners.insert((z["host"].clone().to_string(), z["epoch"].to_string()));
+    }
+    assert_eq!(
+        owners.len(),
+        1,
+        "one owner and epoch on every host: {owners:?}"
+    );
+    let mut redirects = 0.0;
+    for h in &hosts {
+        redirects += metric(h, "zonekeep_fleet_redirects_total").await;
+    }
+    assert_eq!(redirects, 2.0);
+
+    // A Hello that already took three hops is refused rather than sent on.
+    let owner_addr = landed.iter().next().unwrap().clone();
+    let other = hosts
+        .iter()
+        .find(|h| !owner_addr.contains(&h.addr))
+        .unwrap();
+    let code = hello_kick(
+        &format!("ws://{}/zones/{zone}?hops=3", other.addr),
+        support::ticket(&format!("loop-{run}"), zone),
+    )
+    .await;
+    assert_eq!(code, KickCode::TOO_MANY_REDIRECTS);
+    assert_eq!(
+        metric(other, "zonekeep_fleet_redirect_loops_total").await,
+        1.0
+    );
+
+    for c in clients {
+        c.stop();
+    }
+    for h in hosts {
+        h.terminate().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_route_proxy_a_host_forwards_the_connection_to_the_owner() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "with_route_proxy_a_host_forwards_the_connection_to_the_owner",
+    ) else {
+        return;
+    };
+    let run = support::unique_run();
+    let store = StoreSpec::postgres_isolated(&url, &run).await;
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = fleet(&store, dir.path(), 2, &["--route", "proxy"]).await;
+    let zone = "proxied-1";
+    let mut first = LedgerClient::start(
+        &hosts[0].addr,
+        zone,
+        &format!("a-{run}"),
+        1,
+        u64::MAX / 2,
+        INPUT_EVERY,
+    )
+    .await;
+    first.until("inputs acknowledged", |l| l.acked >= 3).await;
+    let mut second = LedgerClient::start(
+        &hosts[1].addr,
+        zone,
+        &format!("b-{run}"),
+        1,
+        u64::MAX / 2,
+        INPUT_EVERY,
+    )
+    .await;
+    let l = second
+        .until("inputs acknowledged through the proxy", |l| l.acked >= 3)
+        .await;
+    assert_eq!(l.redirects, 0, "no redirect: the connection is forwarded");
+    let list = hosts[1].admin("/admin/zones").await;
+    let z = zone_entry(&list, zone).unwrap();
+    assert_eq!(
+        z["running"], false,
+        "the zone does not run on the proxying host: {z}"
+    );
+    assert_eq!(z["host"].as_str(), Some(host_id(&hosts[0]).await.as_str()));
+    assert_eq!(
+        metric(&hosts[1], "zonekeep_fleet_proxied_connections_total").await,
+        1.0
+    );
+    first.stop();
+    second.stop();
+    for h in hosts {
+        h.terminate().await;
+    }
+}
+
+/// Connects to `url`, sends a Hello with `ticket` and returns the Kick it gets.
+async fn hello_kick(url: &str, ticket: String) -> KickCode {
+    let mut ws = support::hello_at(url, ticket).await;
+    while let Some(Ok(m)) = ws.next().await {
+        if let Message::Binary(b) = m {
+            if let Ok(ServerMessage::Kick(k)) = ServerMessage::decode(&b, None) {
+                return k.code;
+            }
+        }
+    }
+    panic!("closed without a Kick");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_owners_zone_is_taken_over_from_its_last_save_with_every_fact_once() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "a_killed_owners_zone_is_taken_over_from_its_last_save_with_every_fact_once",
+    ) else {
+        return;
+    };
+    let run = support::unique_run();
+    let store = StoreSpec::postgres_isolated(&url, &run).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut hosts = fleet(&store, dir.path(), 3, &[]).await;
+    let zone = "failover-1";
+    let principals: Vec<String> = (0..3).map(|i| format!("f{i}-{run}")).collect();
+    let mut sent: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut clients = Vec::new();
+    for p in &principals {
+        clients
+            .push(LedgerClient::start(&hosts[0].addr, zone, p, 1, u64::MAX / 2, INPUT_EVERY).await);
+    }
+    let mut owner_addr = String::new();
+    for c in &mut clients {
+        let l = c.until("facts settled", |l| l.settled.len() >= 5).await;
+        owner_addr = l.landed.unwrap();
+    }
+    let owner_at = hosts
+        .iter()
+        .position(|h| owner_addr.contains(&h.addr))
+        .unwrap();
+    let owner = hosts.remove(owner_at);
+    let owner_id = host_id(&owner).await;
+
+    owner.kill().await;
+    let killed_at = tokio::time::Instant::now();
+    for (c, p) in clients.into_iter().zip(&principals) {
+        let mut c = c;
+        let l = c.until("the connection to end", |l| l.closed).await;
+        sent.entry(p.clone())
+            .or_default()
+            .extend(l.sent.iter().copied());
+    }
+
+    // A live host takes the zone over once the owner has been silent for the takeover bound.
+    let survivor = &hosts[0];
+    let taken = admin_until(survivor, "/admin/zones", "the takeover", |v| {
+        zone_entry(v, zone).is_some_and(|z| {
+            z["host"].as_str().is_some_and(|h| h != owner_id) && z["running"].is_boolean()
+        })
+    })
+    .await;
+    let z = zone_entry(&taken, zone).unwrap();
+    println!(
+        "taken over by {} after {:?}: {z}",
+        z["host"],
+        killed_at.elapsed()
+    );
+
+    // Clients come back through a live host and play on.
+    let mut next = BTreeMap::new();
+    for p in &principals {
+        next.insert(p.clone(), 1_000_000u64);
+    }
+    let mut back = Vec::new();
+    for p in &principals {
+        back.push(
+            LedgerClient::start(&survivor.addr, zone, p, next[p], u64::MAX / 2, INPUT_EVERY).await,
+        );
+    }
+    for c in &mut back {
+        c.until("facts settled after the takeover", |l| l.settled.len() >= 3)
+            .await;
+    }
+    let takeovers: f64 = {
+        let mut t = 0.0;
+        for h in &hosts {
+            t += metric(h, "zonekeep_fleet_takeovers_total").await;
+        }
+        t
+    };
+    assert_eq!(takeovers, 1.0, "exactly one host took the zone over");
+    for (c, p) in back.into_iter().zip(&principals) {
+        let l = c.stop();
+        sent.entry(p.clone())
+            .or_default()
+            .extend(l.sent.iter().copied());
+    }
+    for h in hosts {
+        h.terminate().await;
+    }
+    // Every fact committed once: no number of a principal twice, totals equal to the rows.
+    let rows = support::check_ledger(&store, zone, &BTreeSet::new(), &sent).await;
+    for p in &principals {
+        assert!(rows.get(p).copied().unwrap_or(0) >= 5, "{p}: {rows:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_owner_fences_itself_and_writes_nothing_after_it_resumes() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "a_paused_owner_fences_itself_and_writes_nothing_after_it_resumes",
+    ) else {
+        return;
+    };
+    let run = support::unique_run();
+    let store = StoreSpec::postgres_isolated(&url, &run).await;
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = fleet(&store, dir.path(), 2, &[]).await;
+    let zone = "paused-1";
+    let p = format!("s-{run}");
+    let mut c = LedgerClient::start(&hosts[0].addr, zone, &p, 1, u64::MAX / 2, INPUT_EVERY).await;
+    let l = c.until("facts settled", |l| l.settled.len() >= 5).await;
+    let owner_addr = l.landed.unwrap();
+    let (owner, other) = if owner_addr.contains(&hosts[0].addr) {
+        (&hosts[0], &hosts[1])
+    } else {
+        (&hosts[1], &hosts[0])
+    };
+    let owner_id = host_id(owner).await;
+
+    owner.signal("-STOP");
+    // The other host takes over after the takeover bound.
+    admin_until(other, "/admin/zones", "the takeover", |v| {
+        zone_entry(v, zone).is_some_and(|z| {
+            z["host"].as_str().is_some_and(|h| h != owner_id) && z["running"] == true
+        })
+    })
+    .await;
+    owner.signal("-CONT");
+    // After resuming, the paused host checks its lease before anything else: it stops the zone,
+    // logs the lapse, and writes nothing under its old epoch.
+    let lapses = {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let n = metric(owner, "zonekeep_fleet_lease_lapses_total").await;
+            if n >= 1.0 {
+                break n;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no lease lapse counted"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    assert_eq!(lapses, 1.0);
+    let l = c
+        .until("the client is told to resume elsewhere", |l| l.closed)
+        .await;
+    assert_eq!(l.kicked.map(|k| k.0), Some(KickCode::HOST_FENCED.0));
+    let log = std::fs::read_to_string(&owner.log).unwrap();
+    assert!(log.contains("lease lapsed"), "{log}");
+    // The paused host stopped itself: it never even sent a save or a fact under its old epoch
+    // for the store to refuse (the store would have: the takeover raised the epoch).
+    assert!(!log.contains("zone save fenced"), "{log}");
+    assert!(!log.contains("fact refused as fenced"), "{log}");
+    c.stop();
+    for h in hosts {
+        h.terminate().await;
+    }
+}
