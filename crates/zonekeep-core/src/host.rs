@@ -175,6 +175,15 @@ impl ZoneHost {
     /// continue from the snapshot, and every fact that was in flight is queued
     /// again under its original key (so [`drain_facts`](ZoneHost::drain_facts)
     /// returns them for re-sending). `boot_epoch` is the new owner's epoch.
+    ///
+    /// The saved participants come back as dropped, within their reconnect
+    /// grace from now, with their ids and input sequences: each is admitted
+    /// through [`Zone::on_join`] (or `on_observe`) and at once
+    /// [`Zone::on_drop`], so the zone finds it in its restored state (a zone
+    /// keys a returning player's state by principal) and a client resuming
+    /// on this host — a deploy moved the zone here — keeps its place with
+    /// [`handle_rejoin`](ZoneHost::handle_rejoin). One the zone refuses is
+    /// left out.
     pub fn restore<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
@@ -190,7 +199,43 @@ impl ZoneHost {
         for fact in snap.facts {
             host.core.facts.insert(fact);
         }
+        host.readmit(snap.next_player, snap.roster);
         Ok(host)
+    }
+
+    /// Restored participants, admitted again as dropped (see [`restore`](ZoneHost::restore)).
+    fn readmit(&mut self, next_player: u32, roster: Vec<crate::snapshot::SavedParticipant>) {
+        let now = self.clock.now();
+        let mut next = next_player.max(1);
+        for p in roster {
+            let id = p.id;
+            next = next.max(id.0.saturating_add(1));
+            let info = PlayerInfo {
+                id,
+                principal: p.principal,
+                role: p.role,
+                claims: p.claims,
+                connected: false,
+            };
+            self.core.roster.insert(id, info.clone());
+            self.core.views.insert(id);
+            let verdict = self
+                .zone
+                .join(&mut self.core.ctx(None), &info, self.config.input_buffer);
+            if verdict.is_err() {
+                self.core.roster.remove(&id);
+                self.core.views.remove(id);
+                self.core.out.kicks.retain(|k| k.player != id);
+                continue;
+            }
+            if let Some(seq) = p.last_seq {
+                self.zone.resume_after(id, seq);
+            }
+            self.dropped_at.insert(id, now);
+            self.zone.on_drop(&mut self.core.ctx(None), id);
+        }
+        self.next_player = next;
+        self.apply_kicks();
     }
 
     fn build(
@@ -360,6 +405,19 @@ impl ZoneHost {
                 fact_counter: self.core.facts.counter(),
                 facts: self.core.facts.in_flight().cloned().collect(),
                 zone,
+                next_player: self.next_player,
+                roster: self
+                    .core
+                    .roster
+                    .values()
+                    .map(|p| crate::snapshot::SavedParticipant {
+                        id: p.id,
+                        principal: p.principal.clone(),
+                        role: p.role,
+                        claims: p.claims.clone(),
+                        last_seq: self.zone.last_processed(p.id),
+                    })
+                    .collect(),
             }
             .encode(),
         )

@@ -106,6 +106,13 @@ impl<I> InputBuffer<I> {
         }
     }
 
+    /// Continues a player's sequence after a restore: `seq` counts as consumed, so the client's
+    /// resent older inputs are dropped as duplicates and acknowledgements carry on from it.
+    pub(crate) fn resume_after(&mut self, seq: u32) {
+        self.highest = Some(seq);
+        self.last_processed = Some(seq);
+    }
+
     /// Sequence numbers must increase; anything else is a duplicate or stale.
     pub(crate) fn check(&self, seq: u32) -> SeqCheck {
         match self.highest {

@@ -167,7 +167,7 @@ pub use kinds::{RestoreFactory, ZoneFactory, ZoneKinds};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 pub use report::{AdvanceReport, InputCounters};
 pub use rng::{zone_rng, ZoneRng};
-pub use snapshot::{RestoreError, Snapshot, SnapshotError};
+pub use snapshot::{RestoreError, SavedParticipant, Snapshot, SnapshotError};
 pub use tier::{IdlePolicy, Tier, TierTransition};
 pub use timer::{TimerId, Timers};
 pub use view::ReplicationSettings;

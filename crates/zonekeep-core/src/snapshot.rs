@@ -22,17 +22,26 @@
 //! is `str key`, `str kind`, `u8 has_principal` (0 or 1) and, if 1,
 //! `str principal`, then `str payload` (JSON text) and `u64 tick`. A `str` is a
 //! `u32` byte length and that many UTF-8 bytes.
+//!
+//! Version 2 appends the roster, so a zone restored on another host (a
+//! deploy drain, a failover) still knows its participants and each player
+//! can resume there, keeping its id and its input sequence: `u32 next_player`,
+//! `u32 R`, then `R` participants, each `u32 id`, `str principal`, `u8 role`
+//! (0 player, 1 observer), `str claims` (a JSON object), `u8 has_seq` (0 or 1)
+//! and, if 1, `u32 last_seq` (the newest input the zone consumed). Version 1
+//! envelopes are still read, with an empty roster.
 
 use std::hash::Hasher;
 
 use crate::error::ZoneError;
 use crate::fact::{Fact, FactKey};
 use crate::hash::StateHasher;
+use crate::player::{Claims, PlayerId, Principal, Role};
 
 /// The envelope's first four bytes.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"ZKSN";
-/// The envelope version this build writes and reads.
-pub const SNAPSHOT_VERSION: u16 = 1;
+/// The envelope version this build writes (it also reads version 1).
+pub const SNAPSHOT_VERSION: u16 = 2;
 const HEADER_LEN: usize = 16;
 const CHECKSUM_LEN: usize = 8;
 
@@ -81,6 +90,25 @@ pub struct Snapshot {
     pub facts: Vec<Fact>,
     /// The zone's own [`Zone::save`](crate::Zone::save) bytes.
     pub zone: Vec<u8>,
+    /// The next participant id the host would hand out (0 in a version-1 envelope).
+    pub next_player: u32,
+    /// The participants present when it was taken (empty in a version-1 envelope).
+    pub roster: Vec<SavedParticipant>,
+}
+
+/// One participant as a snapshot keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedParticipant {
+    /// Its id.
+    pub id: PlayerId,
+    /// Its verified principal.
+    pub principal: Principal,
+    /// Player or observer.
+    pub role: Role,
+    /// Its ticket's claims.
+    pub claims: Claims,
+    /// The newest input sequence number the zone consumed from it.
+    pub last_seq: Option<u32>,
 }
 
 impl Snapshot {
@@ -106,6 +134,27 @@ impl Snapshot {
         }
         put_u64(&mut body, self.zone.len() as u64);
         body.extend_from_slice(&self.zone);
+        put_u32(&mut body, self.next_player);
+        put_u32(&mut body, len_u32(self.roster.len()));
+        for p in &self.roster {
+            put_u32(&mut body, p.id.0);
+            put_str(&mut body, p.principal.as_str());
+            body.push(match p.role {
+                Role::Player => 0,
+                Role::Observer => 1,
+            });
+            put_str(
+                &mut body,
+                &serde_json::Value::Object(p.claims.clone()).to_string(),
+            );
+            match p.last_seq {
+                Some(seq) => {
+                    body.push(1);
+                    put_u32(&mut body, seq);
+                }
+                None => body.push(0),
+            }
+        }
 
         let mut out = Vec::with_capacity(HEADER_LEN + body.len() + CHECKSUM_LEN);
         out.extend_from_slice(&SNAPSHOT_MAGIC);
@@ -130,7 +179,7 @@ impl Snapshot {
         }
         let mut r = Reader { bytes, pos: 4 };
         let version = r.u16()?;
-        if version != SNAPSHOT_VERSION {
+        if version != 1 && version != SNAPSHOT_VERSION {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         let flags = r.u16()?;
@@ -189,6 +238,11 @@ impl Snapshot {
         }
         let zone_len = usize::try_from(r.u64()?).map_err(|_| SnapshotError::Truncated)?;
         let zone = r.take(zone_len)?.to_vec();
+        let (next_player, roster) = if version >= 2 {
+            read_roster(&mut r)?
+        } else {
+            (0, Vec::new())
+        };
         if r.remaining() != 0 {
             return Err(SnapshotError::Malformed("trailing bytes in body".into()));
         }
@@ -198,8 +252,48 @@ impl Snapshot {
             fact_counter,
             facts,
             zone,
+            next_player,
+            roster,
         })
     }
+}
+
+/// The version-2 roster: next id, then the participants.
+fn read_roster(r: &mut Reader<'_>) -> Result<(u32, Vec<SavedParticipant>), SnapshotError> {
+    let next_player = r.u32()?;
+    let count = r.u32()?;
+    // Each participant takes at least 14 bytes: the count cannot over-reserve.
+    let mut roster = Vec::with_capacity((count as usize).min(r.remaining() / 14));
+    for _ in 0..count {
+        let id = PlayerId(r.u32()?);
+        let principal = Principal::new(r.string()?);
+        let role = match r.u8()? {
+            0 => Role::Player,
+            1 => Role::Observer,
+            b => return Err(SnapshotError::Malformed(format!("participant role {b}"))),
+        };
+        let claims = match serde_json::from_str(&r.string()?) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => {
+                return Err(SnapshotError::Malformed(
+                    "participant claims are not a JSON object".into(),
+                ))
+            }
+        };
+        let last_seq = match r.u8()? {
+            0 => None,
+            1 => Some(r.u32()?),
+            b => return Err(SnapshotError::Malformed(format!("sequence flag {b}"))),
+        };
+        roster.push(SavedParticipant {
+            id,
+            principal,
+            role,
+            claims,
+            last_seq,
+        });
+    }
+    Ok((next_player, roster))
 }
 
 fn checksum(bytes: &[u8]) -> u64 {
@@ -307,7 +401,47 @@ mod tests {
                 },
             ],
             zone: vec![1, 2, 3, 0, 255],
+            next_player: 4,
+            roster: vec![
+                SavedParticipant {
+                    id: PlayerId(1),
+                    principal: Principal::new("alice"),
+                    role: Role::Player,
+                    claims: json!({"name": "Al"})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                    last_seq: Some(17),
+                },
+                SavedParticipant {
+                    id: PlayerId(3),
+                    principal: Principal::new("watcher"),
+                    role: Role::Observer,
+                    claims: Claims::new(),
+                    last_seq: None,
+                },
+            ],
         }
+    }
+
+    #[test]
+    fn a_version_1_envelope_is_read_with_an_empty_roster() {
+        // Version 1 is version 2 without the roster: rebuild one from a version-2 body.
+        let mut s = sample();
+        s.roster.clear();
+        s.next_player = 0;
+        let v2 = s.encode();
+        let body_len = u64::from_le_bytes(v2[8..16].try_into().unwrap()) as usize;
+        let v1_body = &v2[16..16 + body_len - 8];
+        let mut v1 = Vec::new();
+        v1.extend_from_slice(&SNAPSHOT_MAGIC);
+        v1.extend_from_slice(&1u16.to_le_bytes());
+        v1.extend_from_slice(&0u16.to_le_bytes());
+        v1.extend_from_slice(&(v1_body.len() as u64).to_le_bytes());
+        v1.extend_from_slice(v1_body);
+        let sum = checksum(&v1);
+        v1.extend_from_slice(&sum.to_le_bytes());
+        assert_eq!(Snapshot::decode(&v1).unwrap(), s);
     }
 
     #[test]
@@ -341,10 +475,10 @@ mod tests {
         b[0] = b'X';
         assert_eq!(Snapshot::decode(&b), Err(SnapshotError::BadMagic));
         let mut b = bytes.clone();
-        b[4] = 2;
+        b[4] = 3;
         assert_eq!(
             Snapshot::decode(&b),
-            Err(SnapshotError::UnsupportedVersion(2))
+            Err(SnapshotError::UnsupportedVersion(3))
         );
         let mut b = bytes.clone();
         let last = b.len() - 1;

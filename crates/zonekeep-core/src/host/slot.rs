@@ -43,6 +43,8 @@ pub(super) trait ZoneSlot: Send {
     fn offer(&mut self, id: PlayerId, meta: InputMeta, payload: &[u8]) -> InputOutcome;
     /// The newest sequence number handed to the zone for `id`.
     fn last_processed(&self, id: PlayerId) -> Option<u32>;
+    /// Continues `id`'s input sequence after `seq` (a restored participant).
+    fn resume_after(&mut self, id: PlayerId, seq: u32);
     /// Take each buffer's inputs under `policy` and apply them; returns how many were superseded.
     fn apply_inputs(&mut self, core: &mut Core, policy: InputPolicy) -> u64;
     /// `on_fact_settled`.
@@ -144,6 +146,12 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
 
     fn last_processed(&self, id: PlayerId) -> Option<u32> {
         self.buffers.get(&id).and_then(InputBuffer::last_processed)
+    }
+
+    fn resume_after(&mut self, id: PlayerId, seq: u32) {
+        if let Some(b) = self.buffers.get_mut(&id) {
+            b.resume_after(seq);
+        }
     }
 
     fn apply_inputs(&mut self, core: &mut Core, policy: InputPolicy) -> u64 {

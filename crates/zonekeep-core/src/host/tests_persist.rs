@@ -242,6 +242,55 @@ fn snapshot_restore_keeps_state_and_in_flight_facts() {
 }
 
 #[test]
+fn a_restored_zone_keeps_its_participants_for_their_resume() {
+    let (mut h, clock, p) = setup(16, 3);
+    for seq in 1..=3 {
+        input_tick(&mut h, &clock, p, seq, 5);
+    }
+    let watcher = h
+        .handle_join(Principal::new("watcher"), Claims::new(), Role::Observer)
+        .unwrap();
+    let envelope = h.snapshot().unwrap();
+
+    // Another host restores it: the participants are there, dropped, within their grace.
+    let clock2 = ManualClock::new();
+    let mut r = ZoneHost::restore::<Ledgerish>(
+        init("ledgerish"),
+        cfg(16),
+        Arc::new(clock2.clone()),
+        4,
+        &envelope,
+    )
+    .unwrap();
+    let info = r.player(p).unwrap();
+    assert_eq!(info.principal.as_str(), "alice");
+    assert!(!info.connected, "back as dropped until the client resumes");
+    assert_eq!(r.player(watcher).unwrap().role, Role::Observer);
+
+    // The player resumes with its id; its acknowledged inputs stay consumed and new ones follow.
+    r.handle_rejoin(p).unwrap();
+    assert!(
+        !r.handle_input(p, 3, 0, &5i64.to_le_bytes()).is_accepted(),
+        "an input the old host consumed is a duplicate here"
+    );
+    assert!(r.handle_input(p, 4, 0, &5i64.to_le_bytes()).is_accepted());
+    clock2.advance(r.config().dt());
+    r.advance(clock2.now());
+    assert_eq!(r.zone::<Ledgerish>().unwrap().total, 20);
+
+    // New participants never reuse a restored id.
+    let newcomer = r
+        .handle_join(Principal::new("bob"), Claims::new(), Role::Player)
+        .unwrap();
+    assert!(newcomer.0 > watcher.0 && newcomer.0 > p.0);
+
+    // One that does not come back within the grace is removed as dropped.
+    clock2.advance(r.config().reconnect_grace * 2);
+    r.advance(clock2.now());
+    assert!(r.player(watcher).is_none());
+}
+
+#[test]
 fn corrupt_or_unreadable_envelopes_are_typed_errors() {
     let (mut h, clock, p) = setup(16, 1);
     input_tick(&mut h, &clock, p, 1, 5);
