@@ -333,7 +333,11 @@ impl HostBuilder {
         }
         let metrics = Arc::new(metrics);
         let registry = Arc::new(Registry::default());
-        let reconnect = Arc::new(ReconnectStore::new(config.reconnect_capacity));
+        // Signed with the ticket keys, so a player's token is good at every host of the fleet.
+        let reconnect = Arc::new(ReconnectStore::with_signer(
+            config.reconnect_capacity,
+            crate::reconnect::TokenSigner::new(verifier.keys()),
+        ));
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let sim = Arc::new(SimContext {
             kinds: self.kinds,

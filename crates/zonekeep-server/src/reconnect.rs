@@ -1,4 +1,14 @@
-//! Reconnect tokens: 32 random bytes bound to (principal, zone, player).
+//! Reconnect tokens: 32 bytes bound to (principal, zone, player), signed so
+//! that every host of a fleet sharing the ticket keys can check them.
+//!
+//! A token is the player id (4 bytes), the role (1), a random nonce (11) and
+//! an HMAC-SHA256 (first 16 bytes) over those and the zone and principal,
+//! under the primary ticket key ([`TokenSigner`]). The host that issued it
+//! also remembers it (below). Another host — the zone moved there in a deploy
+//! or a failover — has no memory of it, checks its MAC against the ticket's
+//! principal and the zone instead, and resumes the player if the zone it
+//! restored still holds that player within its grace. Each nonce is accepted
+//! once per host (a bounded set remembers the ones redeemed).
 //!
 //! A token is issued with every Welcome and replaces the player's previous
 //! one. It remembers the role it was issued for: a resume is admitted only
@@ -49,6 +59,108 @@ pub enum ReconnectError {
     Random,
 }
 
+/// The purpose string reconnect-token MACs are made for.
+const PURPOSE: &str = "zonekeep reconnect token v1";
+/// Bytes of a token before its MAC: player id, role, nonce.
+const HEAD_LEN: usize = 16;
+
+/// Signs and checks reconnect tokens with the host's active ticket keys (the primary signs;
+/// every active key verifies, so a key rotation does not strand resuming players).
+#[derive(Clone, Default)]
+pub struct TokenSigner {
+    keys: Vec<crate::ticket::TicketKey>,
+}
+
+impl std::fmt::Debug for TokenSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenSigner")
+            .field("keys", &self.keys.len())
+            .finish()
+    }
+}
+
+impl TokenSigner {
+    /// A signer with `ring`'s active keys, the primary first.
+    pub fn new(ring: &crate::ticket::KeyRing) -> Self {
+        let primary = ring.primary().cloned();
+        let primary_kid = primary.as_ref().map(|k| k.kid.clone());
+        let mut keys: Vec<_> = primary.into_iter().collect();
+        keys.extend(
+            ring.keys()
+                .iter()
+                .filter(|k| !k.retired && Some(&k.kid) != primary_kid.as_ref())
+                .cloned(),
+        );
+        TokenSigner { keys }
+    }
+
+    fn mac(
+        key: &crate::ticket::TicketKey,
+        zone: &str,
+        principal: &Principal,
+        head: &[u8],
+    ) -> [u8; 16] {
+        let mut data = Vec::with_capacity(zone.len() + principal.as_str().len() + 2 + head.len());
+        data.extend_from_slice(zone.as_bytes());
+        data.push(0);
+        data.extend_from_slice(principal.as_str().as_bytes());
+        data.push(0);
+        data.extend_from_slice(head);
+        let full = key.purpose_mac(PURPOSE, &data);
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&full[..16]);
+        out
+    }
+
+    /// A signed token for `player` in `role`, or `None` without a key.
+    fn sign(
+        &self,
+        zone: &str,
+        principal: &Principal,
+        player: PlayerId,
+        role: Role,
+    ) -> Result<Option<Token>, ReconnectError> {
+        let Some(key) = self.keys.first() else {
+            return Ok(None);
+        };
+        let mut token = [0u8; TOKEN_LEN];
+        token[..4].copy_from_slice(&player.0.to_le_bytes());
+        token[4] = u8::from(role == Role::Observer);
+        getrandom::fill(&mut token[5..HEAD_LEN]).map_err(|_| ReconnectError::Random)?;
+        let mac = Self::mac(key, zone, principal, &token[..HEAD_LEN]);
+        token[HEAD_LEN..].copy_from_slice(&mac);
+        Ok(Some(token))
+    }
+
+    /// The player and role a token signed for `principal` in `zone` names, if its MAC checks
+    /// out under any active key (compared in constant time).
+    fn verify(&self, token: &Token, zone: &str, principal: &Principal) -> Option<(PlayerId, Role)> {
+        use subtle::ConstantTimeEq as _;
+        let (head, mac) = token.split_at(HEAD_LEN);
+        let ok = self
+            .keys
+            .iter()
+            .any(|k| bool::from(Self::mac(k, zone, principal, head).ct_eq(mac)));
+        if !ok {
+            return None;
+        }
+        let player = PlayerId(u32::from_le_bytes([head[0], head[1], head[2], head[3]]));
+        let role = match head[4] {
+            0 => Role::Player,
+            1 => Role::Observer,
+            _ => return None,
+        };
+        Some((player, role))
+    }
+}
+
+/// Nonces of tokens redeemed on this host, bounded (the oldest is forgotten first).
+#[derive(Debug, Default)]
+struct Redeemed {
+    order: std::collections::VecDeque<[u8; HEAD_LEN]>,
+    set: std::collections::HashSet<[u8; HEAD_LEN]>,
+}
+
 #[derive(Debug)]
 struct Entry {
     principal: Principal,
@@ -62,6 +174,25 @@ struct Entry {
 struct Inner {
     by_token: HashMap<Token, Entry>,
     by_player: HashMap<(String, PlayerId), Token>,
+    redeemed: Redeemed,
+}
+
+impl Inner {
+    /// Remembers a redeemed token's head; false when it was redeemed before.
+    fn spend(&mut self, token: &Token, cap: usize) -> bool {
+        let mut head = [0u8; HEAD_LEN];
+        head.copy_from_slice(&token[..HEAD_LEN]);
+        if !self.redeemed.set.insert(head) {
+            return false;
+        }
+        self.redeemed.order.push_back(head);
+        while self.redeemed.order.len() > cap {
+            if let Some(old) = self.redeemed.order.pop_front() {
+                self.redeemed.set.remove(&old);
+            }
+        }
+        true
+    }
 }
 
 /// Every live reconnect token of the host.
@@ -69,14 +200,22 @@ struct Inner {
 pub struct ReconnectStore {
     capacity: usize,
     inner: Mutex<Inner>,
+    signer: TokenSigner,
 }
 
 impl ReconnectStore {
     /// A store holding at most `capacity` tokens.
     pub fn new(capacity: usize) -> Self {
+        Self::with_signer(capacity, TokenSigner::default())
+    }
+
+    /// A store holding at most `capacity` tokens, signing them with `signer` so other hosts of
+    /// the fleet accept them (see the module docs).
+    pub fn with_signer(capacity: usize, signer: TokenSigner) -> Self {
         Self {
             capacity,
             inner: Mutex::new(Inner::default()),
+            signer,
         }
     }
 
@@ -93,8 +232,14 @@ impl ReconnectStore {
         role: Role,
         now: Instant,
     ) -> Result<Token, ReconnectError> {
-        let mut token = [0u8; TOKEN_LEN];
-        getrandom::fill(&mut token).map_err(|_| ReconnectError::Random)?;
+        let token = match self.signer.sign(zone, principal, player, role)? {
+            Some(t) => t,
+            None => {
+                let mut t = [0u8; TOKEN_LEN];
+                getrandom::fill(&mut t).map_err(|_| ReconnectError::Random)?;
+                t
+            }
+        };
         let mut g = self.lock();
         if let Some(old) = g.by_player.remove(&(zone.to_owned(), player)) {
             g.by_token.remove(&old);
@@ -151,7 +296,23 @@ impl ReconnectStore {
     ) -> Result<PlayerId, ReconnectError> {
         let key: Token = token.try_into().map_err(|_| ReconnectError::Unknown)?;
         let mut g = self.lock();
-        let e = g.by_token.get(&key).ok_or(ReconnectError::Unknown)?;
+        let Some(e) = g.by_token.get(&key) else {
+            // Not issued here: a token of another host of the fleet, if its MAC says so.
+            let (player, token_role) = self
+                .signer
+                .verify(&key, zone, principal)
+                .ok_or(ReconnectError::Unknown)?;
+            if token_role != role {
+                return Err(ReconnectError::WrongRole {
+                    ticket: role,
+                    token: token_role,
+                });
+            }
+            if !g.spend(&key, self.capacity) {
+                return Err(ReconnectError::Unknown);
+            }
+            return Ok(player);
+        };
         if &e.principal != principal || e.zone != zone {
             return Err(ReconnectError::NotYours);
         }
@@ -163,6 +324,7 @@ impl ReconnectStore {
         }
         let expired = e.expires.is_some_and(|t| t <= now);
         let player = e.player;
+        g.spend(&key, self.capacity);
         g.by_token.remove(&key);
         g.by_player.remove(&(zone.to_owned(), player));
         if expired {
@@ -248,6 +410,65 @@ mod tests {
         assert_eq!(
             s.redeem(&t2, &alice, "z", P, now + Duration::from_millis(1)),
             Err(ReconnectError::Expired)
+        );
+    }
+
+    fn ring() -> crate::ticket::KeyRing {
+        let key = crate::ticket::TicketKey::new("k1", vec![7u8; 32], false).unwrap();
+        crate::ticket::KeyRing::new(vec![key]).unwrap()
+    }
+
+    #[test]
+    fn a_token_issued_by_one_host_resumes_once_at_another_of_the_fleet() {
+        let issuer = ReconnectStore::with_signer(8, TokenSigner::new(&ring()));
+        let other = ReconnectStore::with_signer(8, TokenSigner::new(&ring()));
+        let alice = Principal::new("alice");
+        let now = Instant::now();
+        let t = issuer.issue(&alice, "z", PlayerId(7), P, now).unwrap();
+        // Not its principal, not its zone, or tampered: not a token of this fleet.
+        assert_eq!(
+            other.redeem(&t, &Principal::new("bob"), "z", P, now),
+            Err(ReconnectError::Unknown)
+        );
+        assert_eq!(
+            other.redeem(&t, &alice, "y", P, now),
+            Err(ReconnectError::Unknown)
+        );
+        let mut bad = t;
+        bad[2] ^= 1;
+        assert_eq!(
+            other.redeem(&bad, &alice, "z", P, now),
+            Err(ReconnectError::Unknown)
+        );
+        assert!(matches!(
+            other.redeem(&t, &alice, "z", Role::Observer, now),
+            Err(ReconnectError::WrongRole { .. })
+        ));
+        assert_eq!(other.redeem(&t, &alice, "z", P, now), Ok(PlayerId(7)));
+        assert_eq!(
+            other.redeem(&t, &alice, "z", P, now),
+            Err(ReconnectError::Unknown),
+            "single use on every host"
+        );
+        // A host with other keys does not accept it.
+        let stranger_ring = crate::ticket::KeyRing::new(vec![crate::ticket::TicketKey::new(
+            "k2",
+            vec![9u8; 32],
+            false,
+        )
+        .unwrap()])
+        .unwrap();
+        let stranger = ReconnectStore::with_signer(8, TokenSigner::new(&stranger_ring));
+        let t2 = issuer.issue(&alice, "z", PlayerId(7), P, now).unwrap();
+        assert_eq!(
+            stranger.redeem(&t2, &alice, "z", P, now),
+            Err(ReconnectError::Unknown)
+        );
+        // The issuer itself accepts it once, and not again as a stranger's token.
+        assert_eq!(issuer.redeem(&t2, &alice, "z", P, now), Ok(PlayerId(7)));
+        assert_eq!(
+            issuer.redeem(&t2, &alice, "z", P, now),
+            Err(ReconnectError::Unknown)
         );
     }
 

@@ -341,10 +341,15 @@ async fn admit(
             ticket.role,
             Instant::now(),
         )?;
-        let entry = shared
-            .registry
-            .get(zone_id)
-            .ok_or_else(|| JoinFailure::ReconnectRefused("zone is not running".into()))?;
+        let entry = match shared.registry.get(zone_id) {
+            Some(e) => e,
+            // The zone moved here (a drain, a failover) and has not started yet: start it from
+            // its save, which holds the player, and resume there.
+            None => start_for_resume(shared, zone_id, listed).await?,
+        };
+        wait_running(&entry)
+            .await
+            .map_err(JoinFailure::ReconnectRefused)?;
         let cmd = SimCommand::Resume {
             zone_id: zone_id.to_owned(),
             player,
@@ -397,6 +402,36 @@ async fn admit(
         }
     }
     Ok(entry.thread)
+}
+
+/// Starts a zone this host owns (per the directory) but does not run, for a resuming client.
+async fn start_for_resume(
+    shared: &Arc<Shared>,
+    zone_id: &str,
+    listed: Option<zonekeep_store::ZoneLocation>,
+) -> Result<Arc<ZoneEntry>, SessionError> {
+    let Some(listed) = listed else {
+        return Err(JoinFailure::ReconnectRefused("zone is not running".into()).into());
+    };
+    let (entry, create) =
+        shared.route_join(zone_id, Some(&listed.kind), Some(listed.params.clone()))?;
+    if let Some(create) = create {
+        let (tx, _rx) = oneshot::channel();
+        let hand_over = |start| SimCommand::Create {
+            zone_id: zone_id.to_owned(),
+            create: start,
+            reply: tx,
+        };
+        admit_zone(&shared.sim, &shared.pool, &entry, create, hand_over)
+            .await
+            .map_err(|e| match e {
+                AdmitError::Start(StartError::Moved { host, url }) => {
+                    JoinFailure::Moved { host, url }
+                }
+                other => JoinFailure::ReconnectRefused(other.to_string()),
+            })?;
+    }
+    Ok(entry)
 }
 
 /// Run reader and writer until one ends; the Kick to send, if any.

@@ -51,6 +51,22 @@ impl TicketKey {
     pub(crate) fn secret(&self) -> &[u8] {
         &self.secret
     }
+
+    /// An HMAC-SHA256 of `data` under this key, for another `purpose` than tickets (e.g.
+    /// reconnect tokens every host of a fleet can check). The purpose is MACed first, followed by
+    /// a zero byte, so no MAC for one purpose — nor a ticket signature, whose input is base64url
+    /// text without zero bytes — is ever valid for another.
+    pub fn purpose_mac(&self, purpose: &str, data: &[u8]) -> [u8; 32] {
+        use hmac::Mac as _;
+        let mut out = [0u8; 32];
+        if let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.secret) {
+            mac.update(purpose.as_bytes());
+            mac.update(&[0]);
+            mac.update(data);
+            out.copy_from_slice(&mac.finalize().into_bytes());
+        }
+        out
+    }
 }
 
 // Secrets never reach logs: Debug shows only the kid and state.

@@ -233,6 +233,8 @@ async fn a_save_that_cannot_be_restored_is_kept_refused_with_the_reason_and_repo
         fact_counter: 0,
         facts: vec![],
         zone: vec![1, 2, 3],
+        next_player: 1,
+        roster: vec![],
     }
     .encode();
     p.store()

@@ -304,6 +304,26 @@ impl Server {
         serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
     }
 
+    /// POSTs `body` to an admin path with [`ADMIN_TOKEN`]; returns the answer as JSON.
+    pub async fn post_admin(&self, path: &str, body: &Value) -> Value {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = body.to_string();
+        let mut s = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
+        let req = format!(
+            "POST {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        let text = String::from_utf8_lossy(&out).to_string();
+        let answer = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        serde_json::from_str(answer).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
