@@ -89,6 +89,10 @@ pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> 
     // New joins and zone starts are refused from here; attached sessions stay.
     shared.shutdown.cancel();
     shared.sessions.close();
+    if let Some(fleet) = shared.fleet() {
+        // Other hosts stop choosing this one for placement, failover and their own drains.
+        let _ = tokio::time::timeout_at(deadline.at, fleet.start_draining()).await;
+    }
 
     deadline.begin("freeze");
     let (frozen, unfrozen_threads) = freeze(shared, &deadline).await;
@@ -203,12 +207,16 @@ async fn confirm_and_release(
                 }
             }
             let thread = z.thread;
+            let (done, told) = tokio::sync::oneshot::channel();
             let release = SimCommand::Release {
                 zone_id: z.zone_id.clone(),
                 moved,
+                done,
             };
             let left = end.saturating_duration_since(Instant::now());
-            if !send(shared, thread, release, left).await {
+            if !send(shared, thread, release, left).await
+                || tokio::time::timeout_at(end, told).await.is_err()
+            {
                 tracing::warn!(zone = %z.zone_id, "zone not released before the deadline; its thread's stop kicks its clients");
             }
             (z.zone_id, durable)

@@ -583,9 +583,6 @@ impl Host {
         }
         drop(listener);
         conns.close();
-        if let Some(fleet) = shared.fleet() {
-            fleet.set_draining();
-        }
         let report = crate::drain::shutdown_host(&shared, &conns).await;
         if let Some(fleet) = shared.fleet() {
             // The final saves are durable (or given up on): other hosts may take the zones now.

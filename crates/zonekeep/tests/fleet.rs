@@ -397,3 +397,49 @@ async fn a_paused_owner_fences_itself_and_writes_nothing_after_it_resumes() {
         h.terminate().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_every_host_drains_at_once_the_zones_start_on_the_first_host_back() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "when_every_host_drains_at_once_the_zones_start_on_the_first_host_back",
+    ) else {
+        return;
+    };
+    let run = support::unique_run();
+    let store = StoreSpec::postgres_isolated(&url, &run).await;
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = fleet(&store, dir.path(), 2, &[]).await;
+    let zone = "alone-1";
+    let p = format!("a-{run}");
+    let mut c = LedgerClient::start(&hosts[0].addr, zone, &p, 1, u64::MAX / 2, INPUT_EVERY).await;
+    let l = c.until("inputs acknowledged", |l| l.acked >= 10).await;
+    println!("played at {:?}", l.landed);
+    // Both hosts leave at once: nobody to hand the zone to. Each saves and exits 0.
+    for h in &hosts {
+        h.sigterm();
+    }
+    let closed = c.until("the Kick", |l| l.closed).await;
+    let acked = u64::from(closed.acked);
+    for h in hosts {
+        let (status, log) = h.wait().await;
+        assert!(status.success(), "exit status {status}\n{log}");
+    }
+    // The first host back starts the zone from its final save, without anyone joining.
+    let back = Server::start(
+        &store,
+        &["--admin-token", ADMIN_TOKEN],
+        &dir.path().join("h2.log"),
+    )
+    .await;
+    admin_until(&back, "/admin/zones", "the zone to start", |v| {
+        zone_entry(v, zone).is_some_and(|z| z["running"] == true)
+    })
+    .await;
+    let (_, state) = store.last_save(zone).await.unwrap();
+    assert!(
+        state["inputs"].as_u64().unwrap() >= acked,
+        "every acknowledged input is in the save: {state}, {acked} acknowledged"
+    );
+    back.terminate().await;
+}

@@ -163,9 +163,20 @@ impl Fleet {
         self.draining.load(Ordering::Relaxed)
     }
 
-    /// Marks the host draining; the next heartbeat tells the directory.
-    pub fn set_draining(&self) {
+    /// Marks the host draining and tells the directory at once (placement, failover and other
+    /// hosts' drains stop choosing it); the heartbeats that follow keep saying so.
+    pub async fn start_draining(&self) {
         self.draining.store(true, Ordering::Relaxed);
+        let r = query(
+            &self.metrics,
+            "heartbeat",
+            self.directory
+                .heartbeat(&self.host_id, &self.incarnation(), true, self.timing),
+        )
+        .await;
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "could not tell the directory this host is draining");
+        }
     }
 
     /// Whether the host has left the fleet (heartbeats stopped for good).

@@ -188,6 +188,9 @@ pub(crate) enum SimCommand {
     Release {
         zone_id: String,
         moved: bool,
+        /// Answered once the clients were told, so the shutdown closes the remaining sessions
+        /// only after (they would otherwise hear SHUTTING_DOWN instead of ZONE_MOVED).
+        done: oneshot::Sender<()>,
     },
     Shutdown {
         reply: std::sync::mpsc::Sender<()>,

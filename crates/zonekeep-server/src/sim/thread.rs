@@ -294,7 +294,11 @@ impl SimThread {
             SimCommand::Freeze { reply } => {
                 let _ = reply.send(self.freeze());
             }
-            SimCommand::Release { zone_id, moved } => {
+            SimCommand::Release {
+                zone_id,
+                moved,
+                done,
+            } => {
                 if let Some(mut z) = self.frozen.remove(&zone_id) {
                     let (code, reason) = if moved {
                         (KickCode::ZONE_MOVED, MOVED)
@@ -305,6 +309,7 @@ impl SimThread {
                     self.ctx.metrics.release_zone(z.metrics);
                     tracing::info!(zone = %zone_id, moved, "zone released: clients told to reconnect");
                 }
+                let _ = done.send(());
             }
             SimCommand::Shutdown { reply } => {
                 self.shutdown_all();
