@@ -308,6 +308,11 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             "zone id must be 1..=128 bytes of [A-Za-z0-9._:-]".into(),
         ));
     }
+    if b.host.as_deref().is_some_and(|h| !valid_zone_id(h)) {
+        return failure(AdminFailure::BadRequest(
+            "host must be a host id: 1..=128 bytes of [A-Za-z0-9._:-]".into(),
+        ));
+    }
     if !shared.sim.specs.contains_key(&b.kind) {
         return failure(AdminFailure::BadRequest(shared.unknown_kind(&b.kind)));
     }

@@ -443,3 +443,33 @@ async fn when_every_host_drains_at_once_the_zones_start_on_the_first_host_back()
     );
     back.terminate().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_restarting_under_its_id_waits_for_its_killed_process_to_go_silent() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "a_host_restarting_under_its_id_waits_for_its_killed_process_to_go_silent",
+    ) else {
+        return;
+    };
+    let run = support::unique_run();
+    let store = StoreSpec::postgres_isolated(&url, &run).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("h1.log");
+    let first = Server::start(&store, &["--admin-token", ADMIN_TOKEN], &log).await;
+    let id = host_id(&first).await;
+    first.kill().await;
+    // The same id at once: the directory still counts the killed process alive, so the new one
+    // waits until it has been silent for the takeover bound, then joins (and announces itself).
+    let second = Server::start(&store, &["--admin-token", ADMIN_TOKEN], &log).await;
+    assert_eq!(host_id(&second).await, id);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("has not left; waiting until it has been silent"),
+        "{text}"
+    );
+    let hosts = second.admin("/admin/hosts").await;
+    assert_eq!(hosts["hosts"].as_array().unwrap().len(), 1, "{hosts}");
+    assert_eq!(hosts["hosts"][0]["alive"], true);
+    second.terminate().await;
+}
