@@ -1,0 +1,410 @@
+//! A host whose database stops answering — the connections stay open, nothing comes back — fences
+//! itself: although every store call hangs, its lease lapses, its zones stop and their clients are
+//! told HOST_FENCED, and only after that does another host take the zones over (after the takeover
+//! bound, by the database's clock). Clients rejoining through that host play on, and the ledger
+//! holds every fact once. The test asserts that order, the order that makes the takeover safe, and
+//! prints how long each step took after the freeze rather than asserting wall-clock times.
+//!
+//! The hang is made by a TCP proxy in the test between one host and PostgreSQL that, when frozen,
+//! neither reads nor writes any byte and closes no socket: the host sees neither an error nor a
+//! closed connection, only silence — the case timeouts and the lease must cover on their own.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use zonekeep_protocol::messages::KickCode;
+
+use support::{LedgerClient, Server, StoreSpec, ADMIN_TOKEN};
+
+/// Inputs per client per second (under the host's default 60/s limit).
+const INPUT_EVERY: Duration = Duration::from_millis(25);
+/// Overall bound on each wait after the freeze: generous, only there so a broken host fails the
+/// test instead of hanging it (the fence and takeover bounds are seconds).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A TCP proxy to one upstream address that can be frozen: while frozen it forwards nothing in
+/// either direction and closes no socket, and connections it accepts meanwhile stay open without
+/// reaching the upstream. Dropping it closes everything.
+struct FreezableProxy {
+    addr: SocketAddr,
+    frozen: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FreezableProxy {
+    /// Listens on 127.0.0.1:0 and forwards each connection to `upstream` (`host:port`).
+    async fn start(upstream: String) -> FreezableProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (frozen, _) = watch::channel(false);
+        let switch = frozen.clone();
+        let task = tokio::spawn(async move {
+            // Dropping the set (when the accept task is aborted) aborts every connection's task.
+            let mut conns = tokio::task::JoinSet::new();
+            while let Ok((down, _)) = listener.accept().await {
+                while conns.try_join_next().is_some() {}
+                let upstream = upstream.clone();
+                let mut rx = switch.subscribe();
+                conns.spawn(async move {
+                    // A connection accepted while frozen does not even reach the upstream.
+                    if !thawed(&mut rx).await {
+                        return;
+                    }
+                    let Ok(up) = TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let (down_r, down_w) = down.into_split();
+                    let (up_r, up_w) = up.into_split();
+                    tokio::join!(
+                        pump(down_r, up_w, rx.clone()),
+                        pump(up_r, down_w, rx.clone())
+                    );
+                });
+            }
+        });
+        FreezableProxy { addr, frozen, task }
+    }
+
+    /// Stops (`true`) or resumes (`false`) all forwarding.
+    fn set_frozen(&self, frozen: bool) {
+        self.frozen.send_replace(frozen);
+    }
+}
+
+impl Drop for FreezableProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Waits until the proxy is not frozen; false when the proxy is gone.
+async fn thawed(rx: &mut watch::Receiver<bool>) -> bool {
+    rx.wait_for(|frozen| !*frozen).await.is_ok()
+}
+
+/// Copies `from` to `to` while the proxy is not frozen. A freeze interrupts a pending read or
+/// write (both are cancel-safe: a read that did not complete took no bytes, a write that did not
+/// complete sent none); bytes already read wait for the thaw.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut rx: watch::Receiver<bool>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        if !thawed(&mut rx).await {
+            return;
+        }
+        let n = tokio::select! {
+            biased;
+            _ = rx.wait_for(|frozen| *frozen) => continue,
+            r = from.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+        };
+        let mut off = 0;
+        while off < n {
+            if !thawed(&mut rx).await {
+                return;
+            }
+            tokio::select! {
+                biased;
+                _ = rx.wait_for(|frozen| *frozen) => {}
+                r = to.write(&buf[off..n]) => match r {
+                    Ok(0) | Err(_) => return,
+                    Ok(k) => off += k,
+                },
+            }
+        }
+    }
+    // The peer closed its side: pass the end of stream on.
+    let _ = to.shutdown().await;
+}
+
+/// A `postgres://` URL split around its host and port, so the same URL (user, database, options)
+/// can name another address. Only single-host URLs (what the tests use) are understood.
+struct PgUrl {
+    /// Scheme and user, up to the host: `postgres://user@`.
+    head: String,
+    /// `host` or `host:port`.
+    hostport: String,
+    /// Database and query: `/test?options=...`.
+    tail: String,
+}
+
+impl PgUrl {
+    fn parse(url: &str) -> PgUrl {
+        let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        let (user, hostport) = match authority.rsplit_once('@') {
+            Some((user, hostport)) => (format!("{user}@"), hostport),
+            None => (String::new(), authority),
+        };
+        assert!(
+            !hostport.is_empty() && !hostport.contains(',') && !hostport.starts_with('['),
+            "only a single IPv4 or named host is supported here: {hostport}"
+        );
+        PgUrl {
+            head: format!("{scheme}://{user}"),
+            hostport: hostport.to_owned(),
+            tail: tail.to_owned(),
+        }
+    }
+
+    /// The `host:port` the URL names (PostgreSQL's default port when it names none).
+    fn upstream(&self) -> String {
+        if self.hostport.contains(':') {
+            self.hostport.clone()
+        } else {
+            format!("{}:5432", self.hostport)
+        }
+    }
+
+    /// The same URL naming `addr` instead.
+    fn at(&self, addr: SocketAddr) -> String {
+        format!("{}{addr}{}", self.head, self.tail)
+    }
+}
+
+/// POSTs `body` to an admin path with [`ADMIN_TOKEN`]; returns the status and the body as JSON.
+async fn admin_post(server: &Server, path: &str, body: &Value) -> (u16, Value) {
+    let mut s = TcpStream::connect(&server.addr).await.unwrap();
+    let body = body.to_string();
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{path}: no status line: {text}"));
+    let json = text
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+/// A Prometheus counter or gauge of `server`, 0 when absent.
+async fn metric(server: &Server, name: &str) -> f64 {
+    let text = server.get("/metrics").await;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The zone entry named `zone` in an `/admin/zones` answer.
+fn zone_entry<'a>(list: &'a Value, zone: &str) -> Option<&'a Value> {
+    list["zones"]
+        .as_array()?
+        .iter()
+        .find(|z| z["id"].as_str() == Some(zone))
+}
+
+/// The host id of `server` (from its admin API).
+async fn host_id_of(server: &Server) -> String {
+    server.admin("/admin/hosts").await["self"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Polls `server`'s `/admin/zones` until `zone` runs there; returns when the test saw it.
+async fn running_on(server: &Server, zone: &str) -> Instant {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let list = server.admin("/admin/zones").await;
+        if zone_entry(&list, zone).is_some_and(|z| z["running"] == true) {
+            return Instant::now();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{zone} never ran on the surviving host: {list}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until `client` is kicked; returns when the test saw it and the client's log.
+async fn kicked(client: &mut LedgerClient) -> (Instant, support::ClientLog) {
+    let seen = tokio::time::timeout(PATIENCE, client.log.wait_for(|l| l.kicked.is_some()))
+        .await
+        .map(|r| r.map(|l| l.clone()));
+    match seen {
+        Ok(Ok(l)) => (Instant::now(), l),
+        _ => panic!("the client was never kicked: {:?}", client.snapshot()),
+    }
+}
+
+/// The lines of `log` about the lease, heartbeats and zones stopping (printed for the record).
+fn fleet_lines(log: &str) -> String {
+    log.lines()
+        .filter(|l| {
+            ["lease", "heartbeat", "fenced", "fleet", "final save"]
+                .iter()
+                .any(|w| l.contains(w))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_whose_database_hangs_fences_itself_within_the_bound() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "a_host_whose_database_hangs_fences_itself_within_the_bound",
+    ) else {
+        return;
+    };
+    let run = support::unique_run();
+    let store = StoreSpec::postgres_isolated(&url, &run).await;
+    let StoreSpec::Postgres(direct) = &store else {
+        unreachable!("an isolated PostgreSQL store")
+    };
+    let url = PgUrl::parse(direct);
+    let proxy = FreezableProxy::start(url.upstream()).await;
+    // Host A reaches the database only through the proxy; B and the test reach it directly.
+    let via_proxy = url.at(proxy.addr);
+    let store_a = StoreSpec::Postgres(via_proxy);
+
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--admin-token", ADMIN_TOKEN, "--save-every", "200ms"];
+    let a = Server::start(&store_a, &flags, &dir.path().join("a.log")).await;
+    let b = Server::start(&store, &flags, &dir.path().join("b.log")).await;
+    let a_id = host_id_of(&a).await;
+    let zone = "hang-1";
+    let (status, created) = admin_post(
+        &a,
+        "/admin/zones",
+        &json!({"id": zone, "kind": "ledger-test", "host": a_id}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let list = a.admin("/admin/zones").await;
+    let entry = zone_entry(&list, zone).unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(entry["host"].as_str(), Some(a_id.as_str()), "{entry}");
+    assert_eq!(entry["running"], true, "{entry}");
+
+    let principals: Vec<String> = (0..2).map(|i| format!("h{i}-{run}")).collect();
+    let mut clients = Vec::new();
+    for p in &principals {
+        clients.push(LedgerClient::start(&a.addr, zone, p, 1, u64::MAX / 2, INPUT_EVERY).await);
+    }
+    for c in &mut clients {
+        let l = c.until("facts settled", |l| l.settled.len() >= 5).await;
+        assert_eq!(l.redirects, 0, "the zone plays on A");
+    }
+
+    proxy.set_frozen(true);
+    let frozen_at = Instant::now();
+    // Watch A's clients and B's directory at once, so each instant is when the test saw it.
+    let (kicks, served_at) = tokio::join!(
+        futures_util::future::join_all(clients.iter_mut().map(kicked)),
+        running_on(&b, zone),
+    );
+    let last_kick = kicks.iter().map(|(at, _)| *at).max().unwrap();
+    println!(
+        "freeze -> A's clients kicked: {:?} (last); freeze -> B serving: {:?}",
+        last_kick - frozen_at,
+        served_at - frozen_at
+    );
+    for (_, l) in &kicks {
+        let (code, reason) = l.kicked.clone().unwrap();
+        assert_eq!(code, KickCode::HOST_FENCED.0, "kicked with {reason:?}");
+    }
+    assert!(
+        last_kick < served_at,
+        "A stops its zone before B takes it over: kicks {:?}, B serving {:?} after the freeze",
+        last_kick - frozen_at,
+        served_at - frozen_at
+    );
+    let log_a = std::fs::read_to_string(&a.log).unwrap();
+    assert!(log_a.contains("lease lapsed"), "{log_a}");
+    // Read while the database still hangs: one lapse, not one per failed heartbeat.
+    assert_eq!(
+        metric(&a, "zonekeep_fleet_lease_lapses_total").await,
+        1.0,
+        "{log_a}"
+    );
+    let list = b.admin("/admin/zones").await;
+    let entry = zone_entry(&list, zone).unwrap();
+    assert_eq!(
+        entry["host"].as_str(),
+        Some(host_id_of(&b).await.as_str()),
+        "{entry}"
+    );
+
+    // Every fact a client was told settled must be in the ledger; every number sent may be.
+    let mut sent: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut settled: BTreeSet<String> = BTreeSet::new();
+    for (c, p) in clients.into_iter().zip(&principals) {
+        let l = c.stop();
+        sent.entry(p.clone()).or_default().extend(&l.sent);
+        settled.extend(l.settled.into_keys());
+    }
+
+    // The clients come back through B and play on.
+    let mut back = Vec::new();
+    for p in &principals {
+        back.push(
+            LedgerClient::start(&b.addr, zone, p, 1_000_000, u64::MAX / 2, INPUT_EVERY).await,
+        );
+    }
+    for c in &mut back {
+        let l = c
+            .until("inputs acknowledged and facts settled on B", |l| {
+                l.acked >= 10 && l.settled.len() >= 3
+            })
+            .await;
+        assert!(
+            l.landed.as_deref().is_some_and(|u| u.contains(&b.addr)),
+            "{l:?}"
+        );
+    }
+    for (c, p) in back.into_iter().zip(&principals) {
+        let l = c.stop();
+        sent.entry(p.clone()).or_default().extend(&l.sent);
+        settled.extend(l.settled.into_keys());
+    }
+
+    // The database answers A again; A stops (its last writes may have failed: any exit status),
+    // then B stops cleanly with its final saves.
+    proxy.set_frozen(false);
+    a.sigterm();
+    let pid_a = a.pid();
+    let mut a_exit = tokio::spawn(a.wait());
+    let (status_a, log_a) = match tokio::time::timeout(PATIENCE, &mut a_exit).await {
+        Ok(r) => r.unwrap(),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid_a.to_string()])
+                .status();
+            let (_, log) = a_exit.await.unwrap();
+            panic!("A did not exit after SIGTERM:\n{log}");
+        }
+    };
+    println!(
+        "A exited with {status_a}; its fleet log:\n{}",
+        fleet_lines(&log_a)
+    );
+    b.terminate().await;
+    drop(proxy);
+
+    let rows = support::check_ledger(&store, zone, &settled, &sent).await;
+    for p in &principals {
+        assert!(rows.get(p).copied().unwrap_or(0) >= 8, "{p}: {rows:?}");
+    }
+}
