@@ -400,6 +400,13 @@ async fn a_host_whose_database_hangs_fences_itself_within_the_bound() {
         "A exited with {status_a}; its fleet log:\n{}",
         fleet_lines(&log_a)
     );
+    // Writes queued behind the hung database when the lease lapsed were abandoned, not sent once
+    // it answered again: the store never had to refuse an old-epoch write from A.
+    assert!(
+        !log_a.contains("fact refused as fenced") && !log_a.contains("zone save fenced"),
+        "A sent writes under its old epoch after its lease ended:\n{}",
+        fleet_lines(&log_a)
+    );
     b.terminate().await;
     drop(proxy);
 

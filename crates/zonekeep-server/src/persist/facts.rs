@@ -282,6 +282,12 @@ async fn commit(
                 m.facts_pending.dec();
                 return;
             }
+            // The lease lapsed (or the owner was fenced) while the commit waited: abandon it.
+            () = alarm.raised() => {
+                m.fenced_write_refused("fact");
+                m.facts_pending.dec();
+                return;
+            }
         };
         match attempt {
             Ok(outcome) => break outcome,

@@ -54,6 +54,16 @@ impl FenceAlarm {
         self.raised.load(Ordering::Acquire) || self.lease_ended()
     }
 
+    /// Resolves once the alarm is raised (checked every 50 ms). A store call
+    /// raced against it is abandoned when the lease lapses while the call
+    /// still waits for a pooled connection or an answer, so a write queued
+    /// behind a hung database is never sent after the lease ended.
+    pub async fn raised(&self) {
+        while !self.is_raised() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// Whether the host's lease generation this zone was claimed under ended
     /// (as opposed to a write refused by the store).
     pub fn lease_ended(&self) -> bool {

@@ -452,6 +452,15 @@ async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
         let result = tokio::select! {
             r = write(&shared, &entry.zone_id, epoch, seq, &kind, &bytes) => r,
             () = shared.cancel.cancelled() => return,
+            // The lease lapsed while the write waited (a hung database): abandon it.
+            () = entry.alarm.raised() => {
+                shared.metrics.fenced_write_refused("save");
+                let mut st = entry.lock();
+                st.writing = false;
+                st.status.fenced = true;
+                st.pending = None;
+                continue;
+            }
         };
         let m = &shared.metrics;
         match result {
