@@ -18,7 +18,8 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 use zonekeep_protocol::messages::{KickCode, ServerMessage};
 
-use support::{LedgerClient, Server, StoreSpec, ADMIN_TOKEN};
+use serde_json::json;
+use support::{sdk, LedgerClient, Server, StoreSpec, ADMIN_TOKEN};
 
 /// Inputs per client per second (under the host's default 60/s limit).
 const INPUT_EVERY: Duration = Duration::from_millis(25);
@@ -249,78 +250,54 @@ async fn a_killed_owners_zone_is_taken_over_from_its_last_save_with_every_fact_o
     let dir = tempfile::tempdir().unwrap();
     let mut hosts = fleet(&store, dir.path(), 3, &[]).await;
     let zone = "failover-1";
+    // The zone lives on the first host; players enter through the second, which survives.
+    let owner_id = host_id(&hosts[0]).await;
+    let created = hosts[1]
+        .post_admin(
+            "/admin/zones",
+            &json!({"id": zone, "kind": "ledger-test", "host": owner_id}),
+        )
+        .await;
+    assert_eq!(created["host"], owner_id.as_str(), "{created}");
     let principals: Vec<String> = (0..3).map(|i| format!("f{i}-{run}")).collect();
-    let mut sent: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    let mut clients = Vec::new();
+    let mut players = Vec::new();
     for p in &principals {
-        clients
-            .push(LedgerClient::start(&hosts[0].addr, zone, p, 1, u64::MAX / 2, INPUT_EVERY).await);
+        players.push(sdk::player(hosts[1].addr.clone(), zone.to_owned(), p.clone()).await);
     }
-    let mut owner_addr = String::new();
-    for c in &mut clients {
-        let l = c.until("facts settled", |l| l.settled.len() >= 5).await;
-        owner_addr = l.landed.unwrap();
+    for p in &mut players {
+        sdk::until(p, "inputs acknowledged", |s| s.acked >= 20).await;
     }
-    let owner_at = hosts
-        .iter()
-        .position(|h| owner_addr.contains(&h.addr))
-        .unwrap();
-    let owner = hosts.remove(owner_at);
-    let owner_id = host_id(&owner).await;
+    let before: Vec<u32> = players.iter().map(|p| p.borrow().acked).collect();
 
+    let owner = hosts.remove(0);
     owner.kill().await;
     let killed_at = tokio::time::Instant::now();
-    for (c, p) in clients.into_iter().zip(&principals) {
-        let mut c = c;
-        let l = c.until("the connection to end", |l| l.closed).await;
-        sent.entry(p.clone())
-            .or_default()
-            .extend(l.sent.iter().copied());
+    // A live host takes the zone over once the owner has been silent for the takeover bound, and
+    // the players come back by themselves (through their entry host) and play on.
+    for (p, b) in players.iter_mut().zip(&before) {
+        let b = *b;
+        sdk::until(p, "play to go on after the takeover", |s| s.acked > b + 10).await;
     }
-
-    // A live host takes the zone over once the owner has been silent for the takeover bound.
-    let survivor = &hosts[0];
-    let taken = admin_until(survivor, "/admin/zones", "the takeover", |v| {
-        zone_entry(v, zone).is_some_and(|z| {
-            z["host"].as_str().is_some_and(|h| h != owner_id) && z["running"].is_boolean()
-        })
-    })
-    .await;
-    let z = zone_entry(&taken, zone).unwrap();
-    println!(
-        "taken over by {} after {:?}: {z}",
-        z["host"],
-        killed_at.elapsed()
-    );
-
-    // Clients come back through a live host and play on.
-    let mut next = BTreeMap::new();
-    for p in &principals {
-        next.insert(p.clone(), 1_000_000u64);
+    println!("playing again {:?} after the kill", killed_at.elapsed());
+    let list = hosts[0].admin("/admin/zones").await;
+    let z = zone_entry(&list, zone).unwrap();
+    assert_ne!(z["host"].as_str(), Some(owner_id.as_str()), "{z}");
+    let mut takeovers = 0.0;
+    for h in &hosts {
+        takeovers += metric(h, "zonekeep_fleet_takeovers_total").await;
     }
-    let mut back = Vec::new();
-    for p in &principals {
-        back.push(
-            LedgerClient::start(&survivor.addr, zone, p, next[p], u64::MAX / 2, INPUT_EVERY).await,
-        );
-    }
-    for c in &mut back {
-        c.until("facts settled after the takeover", |l| l.settled.len() >= 3)
-            .await;
-    }
-    let takeovers: f64 = {
-        let mut t = 0.0;
-        for h in &hosts {
-            t += metric(h, "zonekeep_fleet_takeovers_total").await;
-        }
-        t
-    };
     assert_eq!(takeovers, 1.0, "exactly one host took the zone over");
-    for (c, p) in back.into_iter().zip(&principals) {
-        let l = c.stop();
-        sent.entry(p.clone())
-            .or_default()
-            .extend(l.sent.iter().copied());
+    for (i, p) in players.iter().enumerate() {
+        let s = p.borrow().clone();
+        println!(
+            "player {i}: {} resumes, {} fresh joins, longest gap {} ms",
+            s.resumed, s.fresh_joins, s.longest_gap_ms
+        );
+        assert!(!s.closed, "player {i} reconnected by itself: {s:?}");
+    }
+    let mut sent: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for (p, w) in principals.iter().zip(&players) {
+        sent.insert(p.clone(), (1..=w.borrow().sent).collect());
     }
     for h in hosts {
         h.terminate().await;
@@ -328,7 +305,7 @@ async fn a_killed_owners_zone_is_taken_over_from_its_last_save_with_every_fact_o
     // Every fact committed once: no number of a principal twice, totals equal to the rows.
     let rows = support::check_ledger(&store, zone, &BTreeSet::new(), &sent).await;
     for p in &principals {
-        assert!(rows.get(p).copied().unwrap_or(0) >= 5, "{p}: {rows:?}");
+        assert!(rows.get(p).copied().unwrap_or(0) >= 20, "{p}: {rows:?}");
     }
 }
 

@@ -9,87 +9,8 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::sdk::{player, until};
 use support::{Server, StoreSpec, ADMIN_TOKEN};
-use tokio::sync::watch;
-use zonekeep_client::{connect, ConnectOptions, Event};
-
-/// What one player has seen.
-#[derive(Debug, Clone, Default)]
-struct Seen {
-    /// Highest input acknowledged.
-    acked: u32,
-    /// Player ids it was welcomed as.
-    players: Vec<u32>,
-    /// Resumed Welcomes.
-    resumed: u32,
-    /// Longest gap between two Deltas, ms.
-    longest_gap_ms: u64,
-    /// Counters of the SDK at the last Delta.
-    fresh_joins: u64,
-    closed: bool,
-}
-
-/// A player of `zone` entering at `entry`: sends an input every 25 ms, records acks and Welcomes.
-async fn player(entry: String, zone: String, principal: String) -> watch::Receiver<Seen> {
-    let url = format!("ws://{entry}/zones/{zone}");
-    let (z, p) = (zone.clone(), principal.clone());
-    let opts =
-        ConnectOptions::new(support::ticket(&principal, &zone)).with_fresh_ticket(move || {
-            let t = support::ticket(&p, &z);
-            async move { Ok::<_, String>(t) }
-        });
-    let (mut conn, welcome) = connect(&url, opts).await.unwrap();
-    let (tx, rx) = watch::channel(Seen {
-        players: vec![welcome.player_id],
-        ..Seen::default()
-    });
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(Duration::from_millis(25));
-        let mut n = 0u64;
-        let mut last = tokio::time::Instant::now();
-        loop {
-            tokio::select! {
-                _ = every.tick() => {
-                    n += 1;
-                    let _ = conn.send_input(&n.to_le_bytes());
-                }
-                e = conn.recv() => match e {
-                    Some(Event::Delta(d)) => {
-                        let gap = u64::try_from(last.elapsed().as_millis()).unwrap_or(u64::MAX);
-                        last = tokio::time::Instant::now();
-                        let fresh = conn.counters().fresh_joins;
-                        tx.send_modify(|s| {
-                            s.acked = s.acked.max(d.ack);
-                            s.longest_gap_ms = s.longest_gap_ms.max(gap);
-                            s.fresh_joins = fresh;
-                        });
-                    }
-                    Some(Event::Welcome { welcome, resumed }) => tx.send_modify(|s| {
-                        s.players.push(welcome.player_id);
-                        s.resumed += u32::from(resumed);
-                    }),
-                    Some(Event::Closed(_)) | None => {
-                        tx.send_modify(|s| s.closed = true);
-                        return;
-                    }
-                    Some(_) => {}
-                },
-            }
-        }
-    });
-    rx
-}
-
-/// Waits (bounded) until `f` holds for `rx`.
-async fn until(rx: &mut watch::Receiver<Seen>, what: &str, f: impl Fn(&Seen) -> bool) -> Seen {
-    let r = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|s| f(s)))
-        .await
-        .map(|r| r.map(|s| s.clone()));
-    match r {
-        Ok(Ok(s)) => s,
-        _ => panic!("timed out waiting for {what}: {:?}", *rx.borrow()),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_deploy_keeps_every_player_in_its_zone() {

@@ -17,6 +17,10 @@ use crate::connection::socket::{self, Ws};
 use crate::connection::{CloseReason, Event, Outgoing};
 use crate::error::ClientError;
 
+/// Inputs queued during an outage that are still sent after a resume (the newest ones): well
+/// under the host's input burst allowance.
+const RESUME_BACKLOG: usize = 16;
+
 impl Driver {
     fn backoff(&mut self, attempt: u32) -> Duration {
         let p = &self.opts.reconnect;
@@ -133,6 +137,18 @@ impl Driver {
         add(&c.reconnects, 1);
         if resumed {
             add(&c.resumes, 1);
+            // Inputs queued while the transport was down: the newest few still matter (the
+            // player's latest intent); a long outage's backlog would only reach the host as one
+            // burst over its input rate, and be refused, so it is dropped.
+            let mut queued = Vec::new();
+            while let Ok(o) = out_rx.try_recv() {
+                queued.push(o);
+            }
+            let stale = queued.len().saturating_sub(RESUME_BACKLOG);
+            add(&c.inputs_discarded, stale as u64);
+            for o in queued.into_iter().skip(stale) {
+                self.out_delay.push_back((0, o.bytes, o.is_input));
+            }
         } else {
             add(&c.fresh_joins, 1);
             // A new player: its sequence starts again at 1, and inputs queued for the old player
