@@ -365,6 +365,19 @@ async fn admit(
         return Ok(entry.thread);
     }
     shared.verifier.consume(&ticket, now)?;
+    if let Some(fleet) = shared.fleet() {
+        // Single use across the fleet, not only on this host: a ticket for `arena-*` must not
+        // admit its bearer once per host, nor again at a zone's new owner after a move.
+        let forget_after = ticket
+            .exp
+            .saturating_add(shared.config.ticket_leeway_secs)
+            .saturating_mul(1000);
+        match fleet.spend_ticket(&ticket.jti, forget_after).await {
+            Ok(true) => {}
+            Ok(false) => return Err(crate::ticket::TicketError::Replayed.into()),
+            Err(e) => return Err(JoinFailure::Unavailable(format!("fleet directory: {e}")).into()),
+        }
+    }
     // A zone the directory knows runs as the kind and params it was created with.
     let (kind, params) = match listed {
         Some(l) => (Some(l.kind), Some(l.params)),

@@ -189,4 +189,24 @@ pub trait Directory: Send + Sync {
     /// Removes the zone's directory entry (admin delete); the fence is kept. Returns whether it
     /// existed.
     async fn forget_zone(&self, zone_id: &str) -> Result<bool>;
+
+    /// Spends a ticket's single-use id for the whole fleet: `true` the first time `jti` is spent,
+    /// `false` ever after (until `expires_at_ms`, milliseconds since the Unix epoch, has passed
+    /// by the database's clock, after which the ticket is refused as expired anyway and the id may
+    /// be forgotten). Each call also forgets a few ids long expired, so the table stays bounded
+    /// by the tickets alive at once.
+    async fn spend_ticket(&self, jti: &str, expires_at_ms: u64) -> Result<bool>;
+}
+
+/// Longest ticket id [`Directory::spend_ticket`] accepts, bytes.
+pub const MAX_JTI_LEN: usize = 256;
+
+/// Checks a ticket id for [`Directory::spend_ticket`].
+pub(crate) fn check_jti(jti: &str) -> Result<()> {
+    if jti.is_empty() || jti.len() > MAX_JTI_LEN || jti.chars().any(char::is_control) {
+        return Err(crate::StoreError::InvalidArgument(format!(
+            "ticket id must be 1..={MAX_JTI_LEN} bytes of printable text"
+        )));
+    }
+    Ok(())
 }

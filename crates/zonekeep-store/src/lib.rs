@@ -76,8 +76,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use directory::{
-    ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation, MAX_PARAMS_LEN,
-    MAX_URL_LEN,
+    ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation, MAX_JTI_LEN,
+    MAX_PARAMS_LEN, MAX_URL_LEN,
 };
 pub use error::{Result, StoreError};
 #[cfg(feature = "postgres")]

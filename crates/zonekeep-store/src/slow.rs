@@ -192,4 +192,9 @@ impl Directory for SlowStore {
         tokio::time::sleep(self.delay).await;
         self.directory.forget_zone(zone_id).await
     }
+
+    async fn spend_ticket(&self, jti: &str, expires_at_ms: u64) -> Result<bool> {
+        tokio::time::sleep(self.delay).await;
+        self.directory.spend_ticket(jti, expires_at_ms).await
+    }
 }

@@ -574,4 +574,5 @@ contract_tests!(
     a_forgotten_zone_keeps_its_fence,
     concurrent_claims_of_a_new_zone_grant_exactly_one,
     an_older_database_gains_the_directory,
+    a_ticket_id_is_spent_once_across_the_fleet,
 );

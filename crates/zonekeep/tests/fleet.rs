@@ -162,6 +162,46 @@ async fn clients_of_every_host_land_in_the_one_zone_by_redirect() {
         1.0
     );
 
+    // A ticket is single-use across the fleet: one for every zone `twice-*` admits its bearer to
+    // one of them, not once per host.
+    let pattern = support::sign(&json!({
+        "sub": format!("twice-{run}"), "zone": "twice-*", "kind": "ledger-test",
+        "exp": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 60,
+        "jti": format!("twice-{run}"),
+    }));
+    for (i, h) in hosts.iter().enumerate() {
+        let id = host_id(h).await;
+        h.post_admin(
+            "/admin/zones",
+            &json!({"id": format!("twice-{i}"), "kind": "ledger-test", "host": id}),
+        )
+        .await;
+    }
+    let mut first = support::hello_at(
+        &format!("ws://{}/zones/twice-0", hosts[0].addr),
+        pattern.clone(),
+    )
+    .await;
+    let welcomed = loop {
+        match first.next().await {
+            Some(Ok(Message::Binary(b))) => match ServerMessage::decode(&b, None) {
+                Ok(ServerMessage::Welcome(_)) => break true,
+                Ok(ServerMessage::Kick(_)) => break false,
+                _ => {}
+            },
+            Some(Ok(_)) => {}
+            _ => break false,
+        }
+    };
+    assert!(welcomed, "the first use of the ticket is admitted");
+    let code = hello_kick(&format!("ws://{}/zones/twice-1", hosts[1].addr), pattern).await;
+    assert_eq!(
+        code,
+        KickCode::TICKET_REPLAYED,
+        "the same ticket at another host"
+    );
+    drop(first);
+
     for c in clients {
         c.stop();
     }

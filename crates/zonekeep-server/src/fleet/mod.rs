@@ -230,6 +230,17 @@ impl Fleet {
         }
     }
 
+    /// Spends a ticket's single-use id in the directory: `true` the first time anywhere in the
+    /// fleet.
+    pub async fn spend_ticket(&self, jti: &str, forget_after_ms: u64) -> Result<bool, FleetError> {
+        query(
+            &self.metrics,
+            "spend_ticket",
+            self.directory.spend_ticket(jti, forget_after_ms),
+        )
+        .await
+    }
+
     /// The host leaves the fleet: its zones may be taken at once. Called at the end of a graceful
     /// shutdown, after the final saves; the lease is revoked first, so nothing more is written.
     pub async fn leave(&self) {

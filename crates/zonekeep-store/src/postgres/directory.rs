@@ -392,6 +392,35 @@ pub(super) async fn release_zone(
     Ok(true)
 }
 
+pub(super) async fn spend_ticket(
+    client: &Client,
+    jti: &str,
+    expires_at_ms: u64,
+    err: &PgErr,
+) -> Result<bool> {
+    crate::directory::check_jti(jti)?;
+    let expires = to_db("ticket expiry", expires_at_ms)?;
+    client
+        .execute(
+            concat!(
+                "DELETE FROM spent_tickets WHERE jti IN (SELECT jti FROM spent_tickets WHERE expires_ms < ",
+                db_now_ms!(),
+                " LIMIT 64)"
+            ),
+            &[],
+        )
+        .await
+        .map_err(|e| err.map(e))?;
+    let added = client
+        .execute(
+            "INSERT INTO spent_tickets (jti, expires_ms) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING",
+            &[&jti, &expires],
+        )
+        .await
+        .map_err(|e| err.map(e))?;
+    Ok(added == 1)
+}
+
 pub(super) async fn forget_zone(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<bool> {
     lock_fence(&tx, zone_id, err).await?;
     let deleted = tx

@@ -72,6 +72,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX zone_directory_by_owner ON zone_directory (owner);
     ",
     },
+    Migration {
+        name: "spent tickets: single-use ticket ids across the fleet",
+        sql: "
+        CREATE TABLE spent_tickets (
+            jti        TEXT PRIMARY KEY,
+            expires_ms BIGINT NOT NULL
+        );
+        CREATE INDEX spent_tickets_by_expiry ON spent_tickets (expires_ms);
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

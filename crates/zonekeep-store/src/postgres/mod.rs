@@ -393,6 +393,11 @@ impl Directory for PostgresStore {
         let tx = self.begin(&mut client).await?;
         directory::forget_zone(tx, zone_id, &self.err).await
     }
+
+    async fn spend_ticket(&self, jti: &str, expires_at_ms: u64) -> Result<bool> {
+        let client = self.client().await?;
+        directory::spend_ticket(&client, jti, expires_at_ms, &self.err).await
+    }
 }
 
 #[cfg(test)]

@@ -389,6 +389,31 @@ pub(super) fn release_zone(
     Ok(true)
 }
 
+pub(super) fn spend_ticket(conn: &mut Connection, jti: &str, expires_at_ms: u64) -> Result<bool> {
+    crate::directory::check_jti(jti)?;
+    let expires = to_db("ticket expiry", expires_at_ms)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_err)?;
+    tx.execute(
+        concat!(
+            "DELETE FROM spent_tickets WHERE rowid IN (SELECT rowid FROM spent_tickets WHERE expires_ms < ",
+            db_now_ms!(),
+            " LIMIT 64)"
+        ),
+        [],
+    )
+    .map_err(sql_err)?;
+    let added = tx
+        .execute(
+            "INSERT INTO spent_tickets (jti, expires_ms) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING",
+            params![jti, expires],
+        )
+        .map_err(sql_err)?;
+    tx.commit().map_err(sql_err)?;
+    Ok(added == 1)
+}
+
 pub(super) fn forget_zone(conn: &mut Connection, zone_id: &str) -> Result<bool> {
     check_id("zone id", zone_id)?;
     let deleted = conn

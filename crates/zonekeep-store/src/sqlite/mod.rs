@@ -301,4 +301,10 @@ impl Directory for SqliteStore {
         self.run(move |conn| directory::forget_zone(conn, &zone_id))
             .await
     }
+
+    async fn spend_ticket(&self, jti: &str, expires_at_ms: u64) -> Result<bool> {
+        let jti = jti.to_owned();
+        self.run(move |conn| directory::spend_ticket(conn, &jti, expires_at_ms))
+            .await
+    }
 }

@@ -603,3 +603,56 @@ pub async fn heartbeat_ages_come_from_the_database_clock(db: &Db) {
         t2 - stamp
     );
 }
+
+pub async fn a_ticket_id_is_spent_once_across_the_fleet(db: &Db) {
+    let store = db.open().await;
+    let other_host = db.open().await;
+    let run = unique("jti");
+    let in_an_hour = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 3_600_000;
+    let jti = format!("{run}-live");
+    assert!(store
+        .directory
+        .spend_ticket(&jti, in_an_hour)
+        .await
+        .unwrap());
+    assert!(
+        !other_host
+            .directory
+            .spend_ticket(&jti, in_an_hour)
+            .await
+            .unwrap(),
+        "another host of the fleet sees it spent"
+    );
+    assert!(!store
+        .directory
+        .spend_ticket(&jti, in_an_hour)
+        .await
+        .unwrap());
+    // Ids long expired are forgotten by later calls (their tickets are refused as expired anyway).
+    let old = format!("{run}-old");
+    assert!(store.directory.spend_ticket(&old, 1).await.unwrap());
+    assert!(store
+        .directory
+        .spend_ticket(&format!("{run}-next"), in_an_hour)
+        .await
+        .unwrap());
+    assert!(
+        store.directory.spend_ticket(&old, 1).await.unwrap(),
+        "an expired id was forgotten"
+    );
+    assert!(matches!(
+        store.directory.spend_ticket("", in_an_hour).await,
+        Err(StoreError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        store
+            .directory
+            .spend_ticket(&"x".repeat(300), in_an_hour)
+            .await,
+        Err(StoreError::InvalidArgument(_))
+    ));
+}

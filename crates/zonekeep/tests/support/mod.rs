@@ -377,7 +377,7 @@ pub fn ticket(sub: &str, zone: &str) -> String {
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let claims = json!({
         "sub": sub, "zone": zone, "exp": now() + 120, "kind": "ledger-test",
-        "jti": format!("persist-{}-{n}", std::process::id()),
+        "jti": format!("persist-{}-{n}", unique_run()),
     });
     sign(&claims)
 }
