@@ -247,3 +247,54 @@ async fn host_fenced_with_a_token_the_owner_does_not_know_joins_fresh() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_resume_sends_only_the_newest_inputs_queued_during_the_outage() {
+    guarded(async {
+        let mut entry = TestHost::start().await;
+        let mut owner = TestHost::start().await;
+        let mut heir = TestHost::start().await;
+        let url = entry.url.clone();
+        let client =
+            tokio::spawn(
+                async move { connect(&url, options("t1", Duration::from_secs(3600))).await },
+            );
+        let mut ha = entry.accept().await;
+        ha.hello().await;
+        ha.redirect(&hop(&owner, 1)).await;
+        let mut h1 = owner.accept().await;
+        h1.hello().await;
+        h1.admit(7, b"tok-1", 100).await;
+        let (mut conn, _) = client.await.unwrap().unwrap();
+        assert!(matches!(next(&mut conn).await, Event::Delta(_)));
+        h1.kick(KickCode::ZONE_MOVED, "zone moved").await;
+        h1.drain();
+        assert!(matches!(next(&mut conn).await, Event::Kick(_)));
+        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
+
+        // While the new owner is not there yet, the game keeps producing inputs.
+        let mut ha = entry.accept().await;
+        ha.hello().await;
+        for expected in 1..=40u32 {
+            assert_eq!(conn.send_input(b"x").unwrap(), expected);
+        }
+        ha.redirect(&hop(&heir, 1)).await;
+        let mut h2 = heir.accept().await;
+        h2.hello().await;
+        h2.admit(7, b"tok-2", 200).await;
+        assert!(matches!(
+            next(&mut conn).await,
+            Event::Welcome { resumed: true, .. }
+        ));
+        // The backlog reaches the host as its newest 16 inputs, not as one burst of 40.
+        let first = h2.input(200).await.seq;
+        assert_eq!(first, 25, "inputs 1..=24 were dropped as stale");
+        for seq in 26..=40 {
+            assert_eq!(h2.input(200).await.seq, seq);
+        }
+        assert_eq!(conn.counters().inputs_discarded, 24);
+        h2.drain();
+        conn.close().await;
+    })
+    .await;
+}
