@@ -3,15 +3,15 @@
 //! A host with a store is always a fleet member (with the embedded SQLite default, a fleet of
 //! one). On start it registers in the store's directory under its host id and advertised URL and
 //! must land a heartbeat before it serves anyone. Then:
-//! - a heartbeat task stamps the directory about once a second ([`heartbeat`]) and publishes each
+//! - a heartbeat task stamps the directory about once a second and publishes each
 //!   landed heartbeat to the [`LeaseGate`]; every zone's storage and fact writes, and its
 //!   simulation thread, check that gate, so a host whose heartbeats stop landing stops acting
 //!   within the fence bound (5 s) even when store calls hang;
-//! - a watchdog on its own OS thread ([`watchdog`]) notices the lapse even when the async runtime
+//! - a watchdog on its own OS thread notices the lapse even when the async runtime
 //!   is stuck, logs it, counts it and wakes the simulation threads so they stop their zones;
-//! - a reconcile task ([`reconcile`]) starts the zones the directory assigns to this host and
+//! - a reconcile task starts the zones the directory assigns to this host and
 //!   takes over the zones of dead hosts for which this host is the failover winner;
-//! - a Hello for a zone another host owns is redirected (or proxied) there ([`route`]).
+//! - a Hello for a zone another host owns is redirected (or proxied) there.
 //!
 //! The rules themselves (timing, claims, placement, failover choice) are `zonekeep-fleet`'s; the
 //! store applies the claim rule in its own transaction. This module only drives them.
