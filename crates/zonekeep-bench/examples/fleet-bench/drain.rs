@@ -85,6 +85,10 @@ pub async fn run(ctx: &Ctx, zones: usize, recover: Duration) -> Result<(String, 
     let handed = a.log_count("zone handed over");
     let saved = a.log_count("final save written");
     let not_handed = a.log_count("zone not handed over");
+    let restored: usize = hosts[1..]
+        .iter()
+        .map(|h| h.log_count("zone restored from its save"))
+        .sum();
     let exit_text = match exit {
         Some(s) => format!("exited {s} after {:.2} s", exited_after.as_secs_f64()),
         None => format!(
@@ -121,7 +125,10 @@ pub async fn run(ctx: &Ctx, zones: usize, recover: Duration) -> Result<(String, 
     text += &format!(
         "  host a log: {saved} final saves written, {handed} zones handed over, {not_handed} not handed over\n"
     );
-    text += &format!("  zones now on: {}\n", fmt_counts(&owners));
+    text += &format!(
+        "  zones now on: {} ({restored} restored from a save by b and c)\n",
+        fmt_counts(&owners)
+    );
     for s in stuck.iter().take(10) {
         text += &format!("  not back: {s}\n");
     }
@@ -140,7 +147,7 @@ pub async fn run(ctx: &Ctx, zones: usize, recover: Duration) -> Result<(String, 
         "kicks": kicks, "not_told_zone_moved": not_moved,
         "resumed": resumed, "fresh_joins": fresh, "disconnects": disconnects,
         "redirects": redirects, "exit": exit_text, "final_saves_written": saved,
-        "handed_over": handed, "not_handed_over": not_handed, "owners": owners,
+        "handed_over": handed, "not_handed_over": not_handed, "owners": owners, "restored": restored,
         "hosts": metrics_json, "not_back": stuck,
     });
     for h in hosts.iter_mut() {

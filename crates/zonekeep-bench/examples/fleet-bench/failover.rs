@@ -83,15 +83,17 @@ pub async fn run(ctx: &Ctx, zones: usize, recover: Duration) -> Result<(String, 
         let assigned = h.log_count("assigned a dead host's zone to its failover winner");
         let takeovers = counter(m, "zonekeep_fleet_takeovers_total");
         let redirected = counter(m, "zonekeep_fleet_redirects_total");
+        let restored = h.log_count("zone restored from its save");
         text += &format!(
             "  host {}: takeovers (metric) {takeovers}, 'took over' log lines {took}, \
-             'assigned … to its failover winner' log lines {assigned}, redirects sent {redirected}\n",
+             'assigned … to its failover winner' log lines {assigned}, redirects sent {redirected}, \
+             zones restored from a save {restored}\n",
             h.name
         );
         host_json.insert(
             h.name.clone(),
             json!({"takeovers_metric": takeovers, "took_over_log_lines": took,
-                   "assigned_log_lines": assigned, "redirects": redirected,
+                   "assigned_log_lines": assigned, "redirects": redirected, "restored": restored,
                    "directory_queries": by_label(m, "zonekeep_fleet_directory_queries_total", "op")}),
         );
     }

@@ -78,6 +78,10 @@ struct Args {
     /// The directory scenario's window, seconds.
     #[arg(long, default_value_t = 30)]
     window_secs: u64,
+    /// Time between every client playing and the kill or SIGTERM, seconds: longer than the hosts'
+    /// `--save-every` (default 5 s), so every zone has a save to be restored from.
+    #[arg(long, default_value_t = 6)]
+    settle_secs: u64,
     /// Largest backoff between a client's reconnect attempts, ms (the client's default is 5,000).
     #[arg(long, default_value_t = 1_000)]
     backoff_max_ms: u64,
@@ -103,6 +107,8 @@ pub struct Ctx {
     pub backoff: Backoff,
     /// The zone kind.
     pub kind: String,
+    /// How long a stage settles before the kill or SIGTERM.
+    pub settle: Duration,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -184,6 +190,7 @@ async fn scenario(
             attempts: args.reconnect_attempts,
         },
         kind: args.kind.clone(),
+        settle: Duration::from_secs(args.settle_secs),
     };
     let recover = Duration::from_secs(args.recover_secs);
     let outcome = match which {

@@ -1,6 +1,7 @@
 //! The stage `failover` and `drain` share: three hosts (`a`, `b`, `c`), N zones placed on `a`,
 //! and one client per zone that entered through `b` (so it was redirected to `a`) and is playing:
-//! it has received a Delta.
+//! it has received a Delta. Then the stage settles for a while, so that every zone has a periodic
+//! save behind it and a takeover restores a save rather than starting the zone afresh.
 
 use std::time::Duration;
 
@@ -32,5 +33,6 @@ pub async fn set(ctx: &Ctx, prefix: &str, zones: usize) -> Result<Stage, String>
     if !playing {
         return Err("not every client received a Delta through host b within 60 s".into());
     }
+    tokio::time::sleep(ctx.settle).await;
     Ok(Stage { hosts, probes })
 }
