@@ -578,6 +578,12 @@ fn handle_message(
     limits: &Limits,
     bytes: &[u8],
 ) -> Result<Option<Bytes>, SessionError> {
+    // A host whose lease lapsed (paused, cut off from its store) acts for no zone: the client is
+    // sent to resume elsewhere before anything it sent is looked at — after a pause, what it sent
+    // meanwhile arrives as one burst that is no fault of the client's.
+    if shared.fleet().is_some_and(|f| !f.gate.holds_now()) {
+        return Err(JoinFailure::Fenced.into());
+    }
     match ClientMessage::decode(bytes) {
         Ok(ClientMessage::Input(i)) => {
             if limits.inputs.check().is_err() {

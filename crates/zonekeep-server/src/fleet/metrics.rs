@@ -18,7 +18,9 @@ pub struct FleetMetrics {
     pub heartbeats: Family<Labels, Counter>,
     /// Times the lease lapsed (every zone of the host stopped).
     pub lease_lapses: Counter,
-    /// Zones this host took over from a dead or departed host.
+    /// Zones this host took from a dead or departed host (starting them itself, or assigning
+    /// them to the failover winner when a client asked for one first); summed over the fleet,
+    /// one per takeover.
     pub takeovers: Counter,
     /// Hellos answered with a Redirect to the zone's owner.
     pub redirects: Counter,

@@ -102,6 +102,9 @@ impl Fleet {
         .ok_or(RouteError::NoRoom)?
         .to_owned();
         if target == self.host_id {
+            if dead_owner {
+                self.metrics.takeovers.inc();
+            }
             return Ok(Route::Here(found));
         }
         let (kind, params) = match &found {
@@ -111,6 +114,9 @@ impl Fleet {
         let loc = match self.claim_for(zone_id, kind, params, &target).await? {
             ZoneClaim::Claimed { location, .. } => {
                 if dead_owner {
+                    // Counted here, by the host that took the zone from the dead one; the winner
+                    // then only loads it.
+                    self.metrics.takeovers.inc();
                     tracing::info!(zone = %zone_id, to = %target, "assigned a dead host's zone to its failover winner");
                 }
                 location

@@ -53,10 +53,17 @@ impl Driver {
         let mut token_refused = false;
         let mut ticket_stale = false;
         let mut last_err = String::from("no attempt made");
-        for attempt in 0..policy.max_attempts {
-            if !(at_once && attempt == 0) {
+        // A refused token is not a failed attempt: the host answered, and the fresh join it calls
+        // for goes at once, on a budget of its own (a failover's new owner may not know a player
+        // that joined after the zone's last save).
+        let mut budget = policy.max_attempts;
+        let mut at_once = at_once;
+        let mut attempt = 0;
+        while attempt < budget {
+            if !std::mem::take(&mut at_once) {
                 tokio::time::sleep(self.backoff(attempt)).await;
             }
+            attempt += 1;
             let use_token = !token_refused
                 && !self.welcome.reconnect_token.is_empty()
                 && lost_at.elapsed() < policy.grace;
@@ -105,7 +112,11 @@ impl Driver {
                     let renewable =
                         ticket_expired(k.code) || (ticket_key_refused(k.code) && !fetched);
                     if k.code == KickCode::RECONNECT_REFUSED {
-                        token_refused = true;
+                        if !token_refused {
+                            token_refused = true;
+                            budget = budget.saturating_add(1);
+                            at_once = true;
+                        }
                     } else if renewable && self.opts.fresh_ticket.is_some() {
                         ticket_stale = true;
                     } else if !invites_reconnect(k.code) {
