@@ -267,7 +267,7 @@ fn server_half(a: &Args) -> Result<(), Error> {
         t1[3],
         cw.cores
     );
-    print_perf(&perf, a.perf_seconds);
+    print_perf(&perf, a.perf_seconds, " after the window");
     println!(
         "RESULT variant={} n={} cores={:.4} cs_per_s={:.0} vol_per_s={:.0} invol_per_s={:.0} \
          recv_per_client={:.0} frames_per_client={:.2} busy={:.2} load={}",
@@ -312,7 +312,12 @@ fn attach(a: &Args) -> Result<(), Error> {
         );
     }
     let perf = run_perf(pid, a.perf_seconds)?;
-    print_perf(&perf, a.perf_seconds);
+    let after = if a.seconds > 0.0 {
+        " after the window"
+    } else {
+        ""
+    };
+    print_perf(&perf, a.perf_seconds, after);
     Ok(())
 }
 
@@ -339,11 +344,12 @@ fn print_window(who: &str, w: &Window) {
     );
 }
 
-fn print_perf(perf: &Option<PerfCounts>, seconds: f64) {
+/// `after` says when perf ran ("after the window"), empty when there was no window.
+fn print_perf(perf: &Option<PerfCounts>, seconds: f64, after: &str) {
     let Some(p) = perf else { return };
     let rate = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{:.0}/s", v / seconds));
     println!(
-        "perf stat over {seconds} s after the window: task-clock {} ({}), context-switches {}, \
+        "perf stat over {seconds} s{after}: task-clock {} ({}), context-switches {}, \
          cpu-migrations {}, syscalls {}",
         p.task_clock_ms
             .map_or("n/a".into(), |ms| format!("{ms:.0} ms")),
