@@ -379,6 +379,7 @@ async fn admit(
         }
     }
     // A zone the directory knows runs as the kind and params it was created with.
+    let took_over = is_takeover(shared, listed.as_ref());
     let (kind, params) = match listed {
         Some(l) => (Some(l.kind), Some(l.params)),
         None => (ticket.kind.clone(), ticket.params.clone()),
@@ -403,7 +404,8 @@ async fn admit(
             AdmitError::Start(StartError::Moved { host, url }) => JoinFailure::Moved { host, url },
             AdmitError::Start(e) => JoinFailure::Unavailable(e.to_string()),
             AdmitError::Busy => JoinFailure::Busy,
-        })?,
+        })
+        .map(|()| count_takeover(shared, took_over))?,
         None => {
             wait_running(&entry)
                 .await
@@ -423,6 +425,7 @@ async fn start_for_resume(
     zone_id: &str,
     listed: Option<zonekeep_store::ZoneLocation>,
 ) -> Result<Arc<ZoneEntry>, SessionError> {
+    let took_over = is_takeover(shared, listed.as_ref());
     let Some(listed) = listed else {
         return Err(JoinFailure::ReconnectRefused("zone is not running".into()).into());
     };
@@ -443,8 +446,23 @@ async fn start_for_resume(
                 }
                 other => JoinFailure::ReconnectRefused(other.to_string()),
             })?;
+        count_takeover(shared, took_over);
     }
     Ok(entry)
+}
+
+/// Whether starting the zone listed so takes it from a dead or departed host.
+fn is_takeover(shared: &Shared, listed: Option<&zonekeep_store::ZoneLocation>) -> bool {
+    let me = shared.fleet().map(|f| f.host_id.as_str());
+    listed.is_some_and(|l| l.owner.is_some() && l.owner.as_deref() != me && !l.owner_alive)
+}
+
+/// Counts a takeover that happened on a client's Hello (the reconcile pass counts its own).
+fn count_takeover(shared: &Shared, took_over: bool) {
+    if let (true, Some(f)) = (took_over, shared.fleet()) {
+        f.metrics.takeovers.inc();
+        tracing::info!("took over a dead host's zone on a client's Hello");
+    }
 }
 
 /// Run reader and writer until one ends; the Kick to send, if any.

@@ -102,9 +102,7 @@ impl Fleet {
         .ok_or(RouteError::NoRoom)?
         .to_owned();
         if target == self.host_id {
-            if dead_owner {
-                self.metrics.takeovers.inc();
-            }
+            // Counted once the zone has started here (the claim decides between racing Hellos).
             return Ok(Route::Here(found));
         }
         let (kind, params) = match &found {
