@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::Message;
 use zonekeep_protocol::messages::{KickCode, ServerMessage};
 
 use serde_json::json;
-use support::{sdk, LedgerClient, Server, StoreSpec, ADMIN_TOKEN};
+use support::{sdk, zone_entry, LedgerClient, Server, StoreSpec, ADMIN_TOKEN};
 
 /// Inputs per client per second (under the host's default 60/s limit).
 const INPUT_EVERY: Duration = Duration::from_millis(25);
@@ -33,22 +33,6 @@ async fn fleet(store: &StoreSpec, dir: &Path, n: usize, extra: &[&str]) -> Vec<S
         hosts.push(Server::start(store, &args, &dir.join(format!("h{i}.log"))).await);
     }
     hosts
-}
-
-/// The host id of `server` (from its admin API).
-async fn host_id(server: &Server) -> String {
-    server.admin("/admin/hosts").await["self"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-/// A Prometheus counter or gauge of `server`, 0 when absent.
-async fn metric(server: &Server, name: &str) -> f64 {
-    let text = server.get("/metrics").await;
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or(0.0)
 }
 
 /// Polls `f` against the admin API of `server` until it holds (bounded), returning the value.
@@ -65,14 +49,6 @@ async fn admin_until(server: &Server, path: &str, what: &str, f: impl Fn(&Value)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// The zone entry named `zone` in an `/admin/zones` answer.
-fn zone_entry<'a>(list: &'a Value, zone: &str) -> Option<&'a Value> {
-    list["zones"]
-        .as_array()?
-        .iter()
-        .find(|z| z["id"].as_str() == Some(zone))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,7 +117,7 @@ async fn clients_of_every_host_land_in_the_one_zone_by_redirect() {
     );
     let mut redirects = 0.0;
     for h in &hosts {
-        redirects += metric(h, "zonekeep_fleet_redirects_total").await;
+        redirects += h.metric("zonekeep_fleet_redirects_total").await;
     }
     assert_eq!(redirects, 2.0);
 
@@ -158,7 +134,7 @@ async fn clients_of_every_host_land_in_the_one_zone_by_redirect() {
     .await;
     assert_eq!(code, KickCode::TOO_MANY_REDIRECTS);
     assert_eq!(
-        metric(other, "zonekeep_fleet_redirect_loops_total").await,
+        other.metric("zonekeep_fleet_redirect_loops_total").await,
         1.0
     );
 
@@ -170,7 +146,7 @@ async fn clients_of_every_host_land_in_the_one_zone_by_redirect() {
         "jti": format!("twice-{run}"),
     }));
     for (i, h) in hosts.iter().enumerate() {
-        let id = host_id(h).await;
+        let id = h.host_id().await;
         h.post_admin(
             "/admin/zones",
             &json!({"id": format!("twice-{i}"), "kind": "ledger-test", "host": id}),
@@ -252,9 +228,11 @@ async fn with_route_proxy_a_host_forwards_the_connection_to_the_owner() {
         z["running"], false,
         "the zone does not run on the proxying host: {z}"
     );
-    assert_eq!(z["host"].as_str(), Some(host_id(&hosts[0]).await.as_str()));
+    assert_eq!(z["host"].as_str(), Some(hosts[0].host_id().await.as_str()));
     assert_eq!(
-        metric(&hosts[1], "zonekeep_fleet_proxied_connections_total").await,
+        hosts[1]
+            .metric("zonekeep_fleet_proxied_connections_total")
+            .await,
         1.0
     );
     first.stop();
@@ -291,7 +269,7 @@ async fn a_killed_owners_zone_is_taken_over_from_its_last_save_with_every_fact_o
     let mut hosts = fleet(&store, dir.path(), 3, &[]).await;
     let zone = "failover-1";
     // The zone lives on the first host; players enter through the second, which survives.
-    let owner_id = host_id(&hosts[0]).await;
+    let owner_id = hosts[0].host_id().await;
     let created = hosts[1]
         .post_admin(
             "/admin/zones",
@@ -324,7 +302,7 @@ async fn a_killed_owners_zone_is_taken_over_from_its_last_save_with_every_fact_o
     assert_ne!(z["host"].as_str(), Some(owner_id.as_str()), "{z}");
     let mut takeovers = 0.0;
     for h in &hosts {
-        takeovers += metric(h, "zonekeep_fleet_takeovers_total").await;
+        takeovers += h.metric("zonekeep_fleet_takeovers_total").await;
     }
     assert_eq!(takeovers, 1.0, "exactly one host took the zone over");
     for (i, p) in players.iter().enumerate() {
@@ -371,7 +349,7 @@ async fn a_paused_owner_fences_itself_and_writes_nothing_after_it_resumes() {
     } else {
         (&hosts[1], &hosts[0])
     };
-    let owner_id = host_id(owner).await;
+    let owner_id = owner.host_id().await;
 
     owner.signal("-STOP");
     // The other host takes over after the takeover bound.
@@ -387,7 +365,7 @@ async fn a_paused_owner_fences_itself_and_writes_nothing_after_it_resumes() {
     let lapses = {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         loop {
-            let n = metric(owner, "zonekeep_fleet_lease_lapses_total").await;
+            let n = owner.metric("zonekeep_fleet_lease_lapses_total").await;
             if n >= 1.0 {
                 break n;
             }
@@ -474,12 +452,12 @@ async fn a_host_restarting_under_its_id_waits_for_its_killed_process_to_go_silen
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("h1.log");
     let first = Server::start(&store, &["--admin-token", ADMIN_TOKEN], &log).await;
-    let id = host_id(&first).await;
+    let id = first.host_id().await;
     first.kill().await;
     // The same id at once: the directory still counts the killed process alive, so the new one
     // waits until it has been silent for the takeover bound, then joins (and announces itself).
     let second = Server::start(&store, &["--admin-token", ADMIN_TOKEN], &log).await;
-    assert_eq!(host_id(&second).await, id);
+    assert_eq!(second.host_id().await, id);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
         text.contains("has not left; waiting until it has been silent"),

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -24,7 +24,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use zonekeep_protocol::messages::KickCode;
 
-use support::{LedgerClient, Server, StoreSpec, ADMIN_TOKEN};
+use support::{zone_entry, LedgerClient, Server, StoreSpec, ADMIN_TOKEN};
 
 /// Inputs per client per second (under the host's default 60/s limit).
 const INPUT_EVERY: Duration = Duration::from_millis(25);
@@ -174,54 +174,6 @@ impl PgUrl {
     }
 }
 
-/// POSTs `body` to an admin path with [`ADMIN_TOKEN`]; returns the status and the body as JSON.
-async fn admin_post(server: &Server, path: &str, body: &Value) -> (u16, Value) {
-    let mut s = TcpStream::connect(&server.addr).await.unwrap();
-    let body = body.to_string();
-    let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let text = String::from_utf8_lossy(&out).to_string();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{path}: no status line: {text}"));
-    let json = text
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b).ok())
-        .unwrap_or(Value::Null);
-    (status, json)
-}
-
-/// A Prometheus counter or gauge of `server`, 0 when absent.
-async fn metric(server: &Server, name: &str) -> f64 {
-    let text = server.get("/metrics").await;
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
-/// The zone entry named `zone` in an `/admin/zones` answer.
-fn zone_entry<'a>(list: &'a Value, zone: &str) -> Option<&'a Value> {
-    list["zones"]
-        .as_array()?
-        .iter()
-        .find(|z| z["id"].as_str() == Some(zone))
-}
-
-/// The host id of `server` (from its admin API).
-async fn host_id_of(server: &Server) -> String {
-    server.admin("/admin/hosts").await["self"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// Polls `server`'s `/admin/zones` until `zone` runs there; returns when the test saw it.
 async fn running_on(server: &Server, zone: &str) -> Instant {
     let deadline = Instant::now() + PATIENCE;
@@ -284,14 +236,15 @@ async fn a_host_whose_database_hangs_fences_itself_within_the_bound() {
     let flags = ["--admin-token", ADMIN_TOKEN, "--save-every", "200ms"];
     let a = Server::start(&store_a, &flags, &dir.path().join("a.log")).await;
     let b = Server::start(&store, &flags, &dir.path().join("b.log")).await;
-    let a_id = host_id_of(&a).await;
+    let a_id = a.host_id().await;
     let zone = "hang-1";
-    let (status, created) = admin_post(
-        &a,
-        "/admin/zones",
-        &json!({"id": zone, "kind": "ledger-test", "host": a_id}),
-    )
-    .await;
+    let (status, created) = a
+        .admin_request(
+            "POST",
+            "/admin/zones",
+            Some(&json!({"id": zone, "kind": "ledger-test", "host": a_id})),
+        )
+        .await;
     assert_eq!(status, 201, "{created}");
     let list = a.admin("/admin/zones").await;
     let entry = zone_entry(&list, zone).unwrap_or_else(|| panic!("{list}"));
@@ -335,7 +288,7 @@ async fn a_host_whose_database_hangs_fences_itself_within_the_bound() {
     assert!(log_a.contains("lease lapsed"), "{log_a}");
     // Read while the database still hangs: one lapse, not one per failed heartbeat.
     assert_eq!(
-        metric(&a, "zonekeep_fleet_lease_lapses_total").await,
+        a.metric("zonekeep_fleet_lease_lapses_total").await,
         1.0,
         "{log_a}"
     );
@@ -343,7 +296,7 @@ async fn a_host_whose_database_hangs_fences_itself_within_the_bound() {
     let entry = zone_entry(&list, zone).unwrap();
     assert_eq!(
         entry["host"].as_str(),
-        Some(host_id_of(&b).await.as_str()),
+        Some(b.host_id().await.as_str()),
         "{entry}"
     );
 

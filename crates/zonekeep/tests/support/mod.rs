@@ -286,43 +286,61 @@ impl Server {
         )
     }
 
-    /// GET an admin path with [`ADMIN_TOKEN`] (the host must run with `--admin-token`); returns
-    /// the body as JSON.
-    pub async fn admin(&self, path: &str) -> Value {
+    /// An admin request with [`ADMIN_TOKEN`] (the host must run with `--admin-token`): the
+    /// status and the body as JSON (`null` when it is not JSON).
+    pub async fn admin_request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = body.map(Value::to_string).unwrap_or_default();
         let mut s = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
         let req = format!(
-            "GET {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nConnection: close\r\n\r\n"
-        );
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut out = Vec::new();
-        s.read_to_end(&mut out).await.unwrap();
-        let text = String::from_utf8_lossy(&out).to_string();
-        let body = text
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b)
-            .unwrap_or_default();
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
-    }
-
-    /// POSTs `body` to an admin path with [`ADMIN_TOKEN`]; returns the answer as JSON.
-    pub async fn post_admin(&self, path: &str, body: &Value) -> Value {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let body = body.to_string();
-        let mut s = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
-        let req = format!(
-            "POST {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         s.write_all(req.as_bytes()).await.unwrap();
         let mut out = Vec::new();
         s.read_to_end(&mut out).await.unwrap();
         let text = String::from_utf8_lossy(&out).to_string();
-        let answer = text
+        let status = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{path}: no status line: {text}"));
+        let json = text
             .split_once("\r\n\r\n")
-            .map(|(_, b)| b)
-            .unwrap_or_default();
-        serde_json::from_str(answer).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
+            .and_then(|(_, b)| serde_json::from_str(b).ok())
+            .unwrap_or(Value::Null);
+        (status, json)
+    }
+
+    /// GET an admin path; the answer as JSON.
+    pub async fn admin(&self, path: &str) -> Value {
+        self.admin_request("GET", path, None).await.1
+    }
+
+    /// POSTs `body` to an admin path; the answer as JSON.
+    pub async fn post_admin(&self, path: &str, body: &Value) -> Value {
+        self.admin_request("POST", path, Some(body)).await.1
+    }
+
+    /// This host's id in the fleet (from its admin API).
+    pub async fn host_id(&self) -> String {
+        self.admin("/admin/hosts").await["self"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A Prometheus counter or gauge of this host, 0 when absent.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let text = self.get("/metrics").await;
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or(0.0)
     }
 
     /// The process id.
@@ -718,4 +736,12 @@ pub async fn check_ledger(
         out.insert(principal.clone(), ns.len());
     }
     out
+}
+
+/// The zone entry named `zone` in an `/admin/zones` answer.
+pub fn zone_entry<'a>(list: &'a Value, zone: &str) -> Option<&'a Value> {
+    list["zones"]
+        .as_array()?
+        .iter()
+        .find(|z| z["id"].as_str() == Some(zone))
 }
