@@ -90,8 +90,13 @@ pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> 
     shared.shutdown.cancel();
     shared.sessions.close();
     if let Some(fleet) = shared.fleet() {
-        // Other hosts stop choosing this one for placement, failover and their own drains.
-        let _ = tokio::time::timeout_at(deadline.at, fleet.start_draining()).await;
+        // Other hosts stop choosing this one for placement, failover and their own drains. Told
+        // alongside the freeze, not before it: a slow store must not eat the shutdown's bound.
+        let fleet = std::sync::Arc::clone(fleet);
+        let at = deadline.at;
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout_at(at, fleet.start_draining()).await;
+        });
     }
 
     deadline.begin("freeze");
