@@ -42,6 +42,10 @@ impl DrainReport {
     }
 }
 
+/// Save writes allowed in flight during a drain beyond the normal cap (the final saves of every
+/// zone are written at once, and each zone's players wait for theirs).
+const DRAIN_EXTRA_WRITES: usize = 4;
+
 /// Most of the bound kept for telling clients (see `Deadline::saves_by`).
 const TELL_CLIENTS_MAX: Duration = Duration::from_secs(1);
 
@@ -99,6 +103,9 @@ pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> 
         });
     }
 
+    if let Some(p) = &shared.sim.persist {
+        p.storage().widen_for_drain(DRAIN_EXTRA_WRITES);
+    }
     deadline.begin("freeze");
     let (frozen, unfrozen_threads) = freeze(shared, &deadline).await;
     if unfrozen_threads > 0 {

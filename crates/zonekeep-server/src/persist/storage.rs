@@ -372,6 +372,13 @@ impl StorageHandle {
         out
     }
 
+    /// A drain writes every zone's final save at once, and each zone's
+    /// clients wait for their own: allow `more` writes in flight from now on
+    /// (the store's connection pool still bounds them).
+    pub fn widen_for_drain(&self, more: usize) {
+        self.shared.writes.add_permits(more);
+    }
+
     /// Graceful shutdown: refuses new snapshots, waits (at most `timeout`)
     /// for every queued snapshot to be written, then stops the writers.
     /// Submit each zone's final snapshot before calling this.
