@@ -6,15 +6,11 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { artifactsDir, chromiumPath, launchChromium, setNetSim, startServer } from "./harness.mjs";
+import { artifactsDir, launchChromium, setNetSim, startServer } from "./harness.mjs";
+import { requireChromium } from "./services.mjs";
 
-const chromium = chromiumPath();
-if (chromium === null) {
-  if (process.env.CI === "true") {
-    throw new Error("CI=true but no Chromium at $ZONEKEEP_CHROMIUM or /usr/bin/chromium: the browser tests cannot run");
-  }
-  console.log("arena resilience browser tests SKIPPED: no Chromium at $ZONEKEEP_CHROMIUM or /usr/bin/chromium");
-}
+// Skipped (and listed as such) without Chromium; under CI=true that fails the run instead.
+const chromium = requireChromium("arena-resilience");
 const skip = chromium === null ? "no chromium" : false;
 
 /** World units per second and ticks per second (SPEED and TICK_HZ in movement.rs). */
