@@ -66,9 +66,13 @@ test("restarting the host under an open page: it rejoins and plays without a rel
   const second = await startServer({ dir: first.dir, port: first.port });
   servers.push(second);
 
-  await page.waitForFunction(() => window.arena.state === "open" && window.arena.entityId !== null, null, {
-    timeout: 30000,
-  });
+  // Back in play: open, and the player's own entity arrived (a resumed player keeps its entity id
+  // from before, so the id alone does not say the new BASELINE is in).
+  await page.waitForFunction(
+    () => window.arena.state === "open" && window.arena.entityId !== null && window.arena.me !== null,
+    null,
+    { timeout: 30000 },
+  );
   const closes = await page.evaluate(() => window.arena.closes);
   console.log(`closes seen by the page across the restart: ${JSON.stringify(closes)}`);
   assert.ok(closes.length >= 1, "the page saw its connection close");
