@@ -116,6 +116,8 @@ pub struct ZoneHost {
     start: Duration,
     /// Index of the next wall-clock slot not yet accounted for.
     next_slot: u64,
+    /// [`ZoneHost::tick_at_once`] was used (it may be, once, before the first tick).
+    ticked_at_once: bool,
     /// Due slots seen while Idle, for `IdlePolicy::Slow` (slot runs when `phase % n == 0`).
     idle_phase: u64,
     pending: Pending,
@@ -277,6 +279,7 @@ impl ZoneHost {
             next_player: 1,
             start,
             next_slot: 1,
+            ticked_at_once: false,
             idle_phase: 0,
             pending: Pending::default(),
             disposed: false,
@@ -435,6 +438,19 @@ impl ZoneHost {
     /// for a key not in flight is dropped and counted.
     pub fn handle_settlement(&mut self, settlement: Settlement) {
         self.core.facts.queue_settlement(settlement);
+    }
+
+    /// Makes the first tick due at once instead of one tick interval after the zone was built
+    /// or restored, for a zone started because a client waits on it (a deploy moved it here
+    /// and the player resumed with its start): the next [`advance`](ZoneHost::advance) runs a
+    /// tick and its patch carries that player's BASELINE. The schedule keeps its phase. Once
+    /// the zone has ticked, this does nothing.
+    pub fn tick_at_once(&mut self) {
+        // Slot 0 is the build itself: it runs only when asked for here, and only once.
+        if self.next_slot == 1 && !self.ticked_at_once {
+            self.next_slot = 0;
+            self.ticked_at_once = true;
+        }
     }
 
     /// Bring the zone up to clock time `now`: expire reconnect graces, update

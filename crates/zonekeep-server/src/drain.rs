@@ -1,13 +1,19 @@
 //! Graceful shutdown: no acknowledged state is lost.
 //!
 //! A client trusts an input once a Delta acknowledged it, and a client kicked
-//! with SHUTTING_DOWN reconnects at once (to this host restarting, or to
-//! another). So the order is: stop admitting; freeze every zone (it stops
-//! ticking, so nothing more is acknowledged, and its final save and last
-//! facts are queued); per zone, wait until the store confirms that save, and
-//! only then kick that zone's clients. The zone's facts need not be committed
-//! before the kick: those still in flight are in the final save and are
-//! re-sent, under the same keys, by whichever host restores it.
+//! with SHUTTING_DOWN or ZONE_MOVED reconnects at once (to this host
+//! restarting, or to another). So the order, per zone, is: freeze it (it stops
+//! ticking, so nothing more is acknowledged, and its final save and last facts
+//! are queued), wait until the store confirms that save, hand it to an heir in
+//! the directory, and only then kick its clients. The zone's facts need not be
+//! committed before the kick: those still in flight are in the final save and
+//! are re-sent, under the same keys, by whichever host restores it.
+//!
+//! Zones are handed over a few at a time ([`HANDOVERS_AT_ONCE`]), each frozen
+//! only when its turn comes: a zone's players see the game stand still only
+//! for their own zone's save and move, never for a queue of every zone's
+//! saves, and the zones waiting for their turn keep ticking. Zones still
+//! running when half the bound has passed are frozen all at once.
 //!
 //! One deadline (`shutdown_timeout_ms`, computed once) bounds the whole
 //! shutdown; every phase gets what is left of it, and the phase that runs
@@ -49,21 +55,30 @@ const DRAIN_EXTRA_WRITES: usize = 4;
 /// Most of the bound kept for telling clients (see `Deadline::saves_by`).
 const TELL_CLIENTS_MAX: Duration = Duration::from_secs(1);
 
+/// Zones frozen, saved and handed over at once while the drain goes zone by zone: the normal
+/// write cap plus [`DRAIN_EXTRA_WRITES`], so each zone's final save finds a writer free.
+const HANDOVERS_AT_ONCE: usize = 4;
+
 /// The one deadline every phase shares.
 struct Deadline {
     at: Instant,
     /// When waiting for final saves stops: a quarter of the bound (at most
     /// [`TELL_CLIENTS_MAX`]) before `at`, kept for the Kicks to be written.
     saves_by: Instant,
+    /// When the drain stops freezing zones one by one and freezes the rest at
+    /// once: half the bound.
+    one_by_one_until: Instant,
 }
 
 impl Deadline {
     /// A deadline `bound` from now.
     fn new(bound: Duration) -> Self {
-        let at = Instant::now() + bound;
+        let now = Instant::now();
+        let at = now + bound;
         Deadline {
             at,
             saves_by: at - (bound / 4).min(TELL_CLIENTS_MAX),
+            one_by_one_until: now + bound / 2,
         }
     }
 
@@ -106,15 +121,29 @@ pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> 
     if let Some(p) = &shared.sim.persist {
         p.storage().widen_for_drain(DRAIN_EXTRA_WRITES);
     }
+    let began = Instant::now();
+    let heirs = heirs(shared).await;
+    deadline.begin("zone by zone");
+    let (mut unsaved, mut timed_out) = one_by_one(shared, &heirs, &deadline, began).await;
+
+    // Zones the one-by-one pass did not reach in time (or that started meanwhile).
     deadline.begin("freeze");
     let (frozen, unfrozen_threads) = freeze(shared, &deadline).await;
     if unfrozen_threads > 0 {
         deadline.missed("freeze");
     }
-
-    tracing::info!(zones = frozen.len(), "zones frozen");
+    tracing::info!(zones = frozen.len(), "remaining zones frozen at once");
     deadline.begin("final saves");
-    let mut unsaved = confirm_and_release(shared, frozen, &deadline).await;
+    let outcomes = futures_util::future::join_all(
+        frozen
+            .into_iter()
+            .map(|z| hand_over_frozen(shared, z, &heirs, &deadline, began)),
+    )
+    .await;
+    note_outcomes(outcomes, &mut unsaved, &mut timed_out);
+    if timed_out {
+        deadline.missed("final saves");
+    }
 
     // Sessions not attached to a zone (a handshake in progress), and clients of
     // zones that could not be frozen, are told now.
@@ -193,63 +222,107 @@ async fn freeze(shared: &Arc<Shared>, deadline: &Deadline) -> (Vec<FrozenZone>, 
     (frozen, missing)
 }
 
-/// Per zone, concurrently: wait for the store to confirm its final save, then
-/// release it (its clients get SHUTTING_DOWN). A zone whose save is not
-/// durable by the deadline is released too (the process is leaving) and
-/// returned as unsaved.
-async fn confirm_and_release(
+/// Freezes, saves, hands over and releases the running zones [`HANDOVERS_AT_ONCE`] at a time,
+/// each frozen only when its turn comes, until half the bound has passed. Returns the zones
+/// whose final save is not durable and whether a save was still unconfirmed at the deadline.
+async fn one_by_one(
     shared: &Arc<Shared>,
-    frozen: Vec<FrozenZone>,
+    heirs: &[String],
     deadline: &Deadline,
-) -> Vec<String> {
-    let (at, end) = (deadline.saves_by, deadline.at);
-    let began = Instant::now();
-    let heirs = heirs(shared).await;
-    let heirs = &heirs;
-    let results =
-        futures_util::future::join_all(frozen.into_iter().map(|z| async move {
-            let durable = confirm(shared, &z, at).await;
-            let moved = matches!(durable, Durable::Yes)
-                && hand_over(shared, &z.zone_id, heirs, at).await;
-            if moved {
-                if let Some(f) = shared.fleet() {
-                    f.metrics
-                        .drain_seconds
-                        .observe(began.elapsed().as_secs_f64());
+    began: Instant,
+) -> (Vec<String>, bool) {
+    use futures_util::StreamExt;
+    let zones: Vec<(String, usize)> = shared
+        .registry
+        .lock()
+        .values()
+        .map(|e| (e.zone_id.clone(), e.thread))
+        .collect();
+    let outcomes: Vec<Option<(String, Durable)>> = futures_util::stream::iter(zones)
+        .map(|(zone_id, thread)| async move {
+            if Instant::now() >= deadline.one_by_one_until {
+                return None; // frozen with the rest
+            }
+            let (reply, frozen) = tokio::sync::oneshot::channel();
+            let freeze = SimCommand::FreezeZone {
+                zone_id: zone_id.clone(),
+                reply,
+            };
+            if !send(shared, thread, freeze, deadline.left()).await {
+                return None;
+            }
+            match tokio::time::timeout_at(deadline.saves_by, frozen).await {
+                // Gone meanwhile (stopped, fenced, dormant): nothing of it to hand over.
+                Ok(Ok(None)) | Ok(Err(_)) => None,
+                Ok(Ok(Some(z))) => Some(hand_over_frozen(shared, z, heirs, deadline, began).await),
+                // The thread did not answer in time: the zone may be frozen with no one to
+                // confirm its save, so it is reported as unsaved.
+                Err(_) => {
+                    tracing::error!(zone = %zone_id, "zone not frozen by the shutdown deadline");
+                    Some((zone_id, Durable::NotYet))
                 }
             }
-            let thread = z.thread;
-            let (done, told) = tokio::sync::oneshot::channel();
-            let release = SimCommand::Release {
-                zone_id: z.zone_id.clone(),
-                moved,
-                done,
-            };
-            let left = end.saturating_duration_since(Instant::now());
-            if !send(shared, thread, release, left).await
-                || tokio::time::timeout_at(end, told).await.is_err()
-            {
-                tracing::warn!(zone = %z.zone_id, "zone not released before the deadline; its thread's stop kicks its clients");
-            }
-            (z.zone_id, durable)
-        }))
+        })
+        .buffer_unordered(HANDOVERS_AT_ONCE)
+        .collect()
         .await;
-    let mut unsaved = Vec::new();
-    let mut timed_out = false;
-    for (zone, durable) in results {
+    let (mut unsaved, mut timed_out) = (Vec::new(), false);
+    note_outcomes(outcomes.into_iter().flatten(), &mut unsaved, &mut timed_out);
+    (unsaved, timed_out)
+}
+
+/// Adds the zones whose final save is not durable to `unsaved`; sets `timed_out` when one was
+/// still unwritten at the deadline.
+fn note_outcomes(
+    outcomes: impl IntoIterator<Item = (String, Durable)>,
+    unsaved: &mut Vec<String>,
+    timed_out: &mut bool,
+) {
+    for (zone, durable) in outcomes {
         match durable {
             Durable::Yes => {}
             Durable::No => unsaved.push(zone),
             Durable::NotYet => {
-                timed_out = true;
+                *timed_out = true;
                 unsaved.push(zone);
             }
         }
     }
-    if timed_out {
-        deadline.missed("final saves");
+}
+
+/// One frozen zone: wait for the store to confirm its final save, move it to its heir, then
+/// release it (its clients get ZONE_MOVED, or SHUTTING_DOWN when it was not handed over). A
+/// zone whose save is not durable by the deadline is released too (the process is leaving).
+async fn hand_over_frozen(
+    shared: &Arc<Shared>,
+    z: FrozenZone,
+    heirs: &[String],
+    deadline: &Deadline,
+    began: Instant,
+) -> (String, Durable) {
+    let (at, end) = (deadline.saves_by, deadline.at);
+    let durable = confirm(shared, &z, at).await;
+    let moved = matches!(durable, Durable::Yes) && hand_over(shared, &z.zone_id, heirs, at).await;
+    if moved {
+        if let Some(f) = shared.fleet() {
+            f.metrics
+                .drain_seconds
+                .observe(began.elapsed().as_secs_f64());
+        }
     }
-    unsaved
+    let (done, told) = tokio::sync::oneshot::channel();
+    let release = SimCommand::Release {
+        zone_id: z.zone_id.clone(),
+        moved,
+        done,
+    };
+    let left = end.saturating_duration_since(Instant::now());
+    if !send(shared, z.thread, release, left).await
+        || tokio::time::timeout_at(end, told).await.is_err()
+    {
+        tracing::warn!(zone = %z.zone_id, "zone not released before the deadline; its thread's stop kicks its clients");
+    }
+    (z.zone_id, durable)
 }
 
 /// The live, non-draining other hosts of the fleet a drain may hand zones to.

@@ -25,7 +25,7 @@ use crate::host::Shared;
 use crate::netsim::DelayQueue;
 use crate::sim::{
     admit_zone, kick_frame, pong_frame, wait_running, AdmitError, InboxInput, JoinFailure, Joined,
-    SimCommand, StartError, ZoneEntry,
+    SimCommand, StartError, ZoneCreate, ZoneEntry, ZoneStart,
 };
 use crate::ticket::unix_now;
 
@@ -341,27 +341,31 @@ async fn admit(
             ticket.role,
             Instant::now(),
         )?;
-        let entry = match shared.registry.get(zone_id) {
-            Some(e) => e,
-            // The zone moved here (a drain, a failover) and has not started yet: start it from
-            // its save, which holds the player, and resume there.
-            None => start_for_resume(shared, zone_id, listed).await?,
-        };
-        wait_running(&entry)
-            .await
-            .map_err(JoinFailure::ReconnectRefused)?;
-        let cmd = SimCommand::Resume {
+        let resume = |create| SimCommand::Resume {
             zone_id: zone_id.to_owned(),
+            create,
             player,
             principal: ticket.sub,
             version,
             conn: conn.clone(),
             reply,
         };
-        shared
-            .pool
-            .send(entry.thread, cmd)
-            .map_err(|_| JoinFailure::Busy)?;
+        let (entry, create, took_over) = match shared.registry.get(zone_id) {
+            Some(entry) => (entry, None, false),
+            // The zone moved here (a drain, a failover) and has not started yet: start it from
+            // its save, which holds the player, and resume there.
+            None => {
+                let took_over = is_takeover(shared, listed.as_ref());
+                let Some(listed) = listed else {
+                    return Err(JoinFailure::ReconnectRefused("zone is not running".into()).into());
+                };
+                let (entry, create) =
+                    shared.route_join(zone_id, Some(&listed.kind), Some(listed.params))?;
+                (entry, create, took_over)
+            }
+        };
+        let refused = JoinFailure::ReconnectRefused;
+        enter_zone(shared, &entry, create, took_over, refused, resume).await?;
         return Ok(entry.thread);
     }
     shared.verifier.consume(&ticket, now)?;
@@ -395,60 +399,46 @@ async fn admit(
         conn: conn.clone(),
         reply,
     };
-    match create {
-        Some(c) => admit_zone(&shared.sim, &shared.pool, &entry, c, |start| {
-            join(Some(start))
-        })
-        .await
-        .map_err(|e| match e {
-            AdmitError::Start(StartError::Moved { host, url }) => JoinFailure::Moved { host, url },
-            AdmitError::Start(e) => JoinFailure::Unavailable(e.to_string()),
-            AdmitError::Busy => JoinFailure::Busy,
-        })
-        .map(|()| count_takeover(shared, took_over))?,
-        None => {
-            wait_running(&entry)
-                .await
-                .map_err(JoinFailure::Unavailable)?;
-            shared
-                .pool
-                .send(entry.thread, join(None))
-                .map_err(|_| JoinFailure::Busy)?;
-        }
-    }
+    let unavailable = JoinFailure::Unavailable;
+    enter_zone(shared, &entry, create, took_over, unavailable, join).await?;
     Ok(entry.thread)
 }
 
-/// Starts a zone this host owns (per the directory) but does not run, for a resuming client.
-async fn start_for_resume(
+/// Hands a join or resume (`cmd`) to the zone's simulation thread: together with the zone's start
+/// when this Hello is what starts it here (`create`), otherwise once the zone runs. `refused`
+/// words a zone that cannot be started or is not running for the client.
+async fn enter_zone(
     shared: &Arc<Shared>,
-    zone_id: &str,
-    listed: Option<zonekeep_store::ZoneLocation>,
-) -> Result<Arc<ZoneEntry>, SessionError> {
-    let took_over = is_takeover(shared, listed.as_ref());
-    let Some(listed) = listed else {
-        return Err(JoinFailure::ReconnectRefused("zone is not running".into()).into());
-    };
-    let (entry, create) =
-        shared.route_join(zone_id, Some(&listed.kind), Some(listed.params.clone()))?;
-    if let Some(create) = create {
-        let (tx, _rx) = oneshot::channel();
-        let hand_over = |start| SimCommand::Create {
-            zone_id: zone_id.to_owned(),
-            create: start,
-            reply: tx,
-        };
-        admit_zone(&shared.sim, &shared.pool, &entry, create, hand_over)
+    entry: &Arc<ZoneEntry>,
+    create: Option<ZoneCreate>,
+    took_over: bool,
+    refused: fn(String) -> JoinFailure,
+    cmd: impl FnOnce(Option<ZoneStart>) -> SimCommand,
+) -> Result<(), JoinFailure> {
+    match create {
+        Some(c) => {
+            admit_zone(&shared.sim, &shared.pool, entry, c, |start| {
+                cmd(Some(start))
+            })
             .await
             .map_err(|e| match e {
                 AdmitError::Start(StartError::Moved { host, url }) => {
                     JoinFailure::Moved { host, url }
                 }
-                other => JoinFailure::ReconnectRefused(other.to_string()),
+                AdmitError::Start(e) => refused(e.to_string()),
+                AdmitError::Busy => JoinFailure::Busy,
             })?;
-        count_takeover(shared, took_over);
+            count_takeover(shared, took_over);
+        }
+        None => {
+            wait_running(entry).await.map_err(refused)?;
+            shared
+                .pool
+                .send(entry.thread, cmd(None))
+                .map_err(|_| JoinFailure::Busy)?;
+        }
     }
-    Ok(entry)
+    Ok(())
 }
 
 /// Whether starting the zone listed so takes it from a dead or departed host.

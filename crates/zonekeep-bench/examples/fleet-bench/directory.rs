@@ -35,7 +35,14 @@ pub async fn run(
         .enumerate()
         .map(|(i, z)| (z, i % n))
         .collect();
-    place(&hosts, &plan, &ctx.kind, Duration::from_secs(300)).await?;
+    place(
+        &hosts,
+        &plan,
+        &ctx.kind,
+        &ctx.params,
+        Duration::from_secs(300),
+    )
+    .await?;
     // Let the placement's own queries fall out of the first reconcile passes.
     tokio::time::sleep(Duration::from_secs(2)).await;
 

@@ -127,9 +127,18 @@ impl Host {
         r.json()
     }
 
-    /// Creates `zone` of `kind` on host `on` (an id) through this host's admin API.
-    pub async fn create_zone(&self, zone: &str, kind: &str, on: &str) -> Result<(), String> {
-        let body = json!({"id": zone, "kind": kind, "host": on});
+    /// Creates `zone` of `kind` with `params` on host `on` (an id) through this host's admin API.
+    pub async fn create_zone(
+        &self,
+        zone: &str,
+        kind: &str,
+        params: &serde_json::Value,
+        on: &str,
+    ) -> Result<(), String> {
+        let mut body = json!({"id": zone, "kind": kind, "host": on});
+        if !params.is_null() {
+            body["params"] = params.clone();
+        }
         let r = http::request(
             &self.addr,
             "POST",

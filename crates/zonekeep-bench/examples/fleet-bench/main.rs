@@ -72,6 +72,10 @@ struct Args {
     /// The zone kind (a dev kind the host serves with `--dev-kinds`).
     #[arg(long, default_value = "ledger-test")]
     kind: String,
+    /// The zones' create params, JSON (e.g. `{"npcs":20}` for `--kind arena-workload`, whose
+    /// server-driven NPCs keep a Delta going to every client at each patch).
+    #[arg(long, default_value = "null", value_parser = parse_json)]
+    params: Value,
     /// Longest wait for every client to be back in play after the kill or SIGTERM, seconds.
     #[arg(long, default_value_t = 60)]
     recover_secs: u64,
@@ -107,8 +111,15 @@ pub struct Ctx {
     pub backoff: Backoff,
     /// The zone kind.
     pub kind: String,
+    /// The zones' create params.
+    pub params: Value,
     /// How long a stage settles before the kill or SIGTERM.
     pub settle: Duration,
+}
+
+/// `--params`: any JSON value.
+fn parse_json(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -190,6 +201,7 @@ async fn scenario(
             attempts: args.reconnect_attempts,
         },
         kind: args.kind.clone(),
+        params: args.params.clone(),
         settle: Duration::from_secs(args.settle_secs),
     };
     let recover = Duration::from_secs(args.recover_secs);

@@ -23,13 +23,14 @@ pub async fn place(
     hosts: &[Host],
     plan: &[(String, usize)],
     kind: &str,
+    params: &serde_json::Value,
     bound: Duration,
 ) -> Result<(), String> {
     let creates = plan.iter().map(|(zone, at)| async move {
         let host = hosts
             .get(*at)
             .ok_or_else(|| format!("no host {at} for {zone}"))?;
-        host.create_zone(zone, kind, &host.id).await
+        host.create_zone(zone, kind, params, &host.id).await
     });
     let results: Vec<Result<(), String>> = futures_util::stream::iter(creates)
         .buffer_unordered(CREATES_AT_ONCE)

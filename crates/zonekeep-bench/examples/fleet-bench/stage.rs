@@ -23,7 +23,14 @@ pub async fn set(ctx: &Ctx, prefix: &str, zones: usize) -> Result<Stage, String>
     let hosts = ctx.spec.start(&["a", "b", "c"]).await?;
     let ids = zone_ids(prefix, zones);
     let plan: Vec<(String, usize)> = ids.iter().map(|z| (z.clone(), 0)).collect();
-    place(&hosts, &plan, &ctx.kind, Duration::from_secs(120)).await?;
+    place(
+        &hosts,
+        &plan,
+        &ctx.kind,
+        &ctx.params,
+        Duration::from_secs(120),
+    )
+    .await?;
     let entry = &hosts[1];
     let probes = probe::start_all(&ids, |z| entry.zone_url(z), &ctx.tickets, ctx.backoff).await?;
     let playing = probe::wait_all(&probes, Duration::from_secs(60), |t| {

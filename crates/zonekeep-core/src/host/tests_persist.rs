@@ -389,3 +389,42 @@ fn registry_hosts_keep_facts_through_snapshot_and_restore() {
         RestoreError::Zone(ZoneError::UnknownKind("other".into()))
     );
 }
+
+#[test]
+fn a_zone_started_for_a_waiting_player_ticks_at_once_and_frames_it() {
+    let (mut h, clock, p) = setup(16, 3);
+    input_tick(&mut h, &clock, p, 1, 5);
+    let envelope = h.snapshot().unwrap();
+    let restore = |clock: &ManualClock| {
+        ZoneHost::restore::<Ledgerish>(
+            init("ledgerish"),
+            cfg(16),
+            Arc::new(clock.clone()),
+            4,
+            &envelope,
+        )
+        .unwrap()
+    };
+
+    // A restored zone's first tick is one interval away…
+    let plain_clock = ManualClock::new();
+    let mut plain = restore(&plain_clock);
+    assert_eq!(plain.advance(plain_clock.now()).ticks_run, 0);
+
+    // …unless a player resumed with its start: then the first advance runs a tick and that
+    // player gets a frame from it, not one interval later.
+    let clock2 = ManualClock::new();
+    let mut r = restore(&clock2);
+    r.handle_rejoin(p).unwrap();
+    r.tick_at_once();
+    assert_eq!(r.next_tick_due(), clock2.now());
+    let report = r.advance(clock2.now());
+    assert_eq!(report.ticks_run, 1);
+    assert_eq!(report.tick, 2, "the tick count continues from the snapshot");
+    assert!(r.drain_frames().unwrap().any(|f| f.player == p));
+
+    // Then the schedule is the ordinary one, and asking again changes nothing.
+    r.tick_at_once();
+    assert_eq!(r.next_tick_due(), clock2.now() + r.config().dt());
+    assert_eq!(r.advance(clock2.now()).ticks_run, 0);
+}

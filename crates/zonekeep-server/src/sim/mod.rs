@@ -140,6 +140,10 @@ pub(crate) enum SimCommand {
     },
     Resume {
         zone_id: String,
+        /// The zone to start first, when the resume is what starts it here (a deploy or a
+        /// failover moved it to this host): started and resumed in one command, so the restored
+        /// zone's first tick already carries this player's BASELINE.
+        create: Option<ZoneStart>,
         player: PlayerId,
         principal: Principal,
         version: u32,
@@ -182,6 +186,15 @@ pub(crate) enum SimCommand {
     Freeze {
         reply: oneshot::Sender<Vec<FrozenZone>>,
     },
+    /// Graceful shutdown, one zone at a time: freeze only `zone_id` (as
+    /// [`SimCommand::Freeze`] does every zone), right after its next tick, so
+    /// its clients' last Delta is as recent as the freeze and the thread's
+    /// other zones keep ticking until their own turn. `None` when the thread
+    /// does not run it (or it was fenced or went dormant before its tick).
+    FreezeZone {
+        zone_id: String,
+        reply: oneshot::Sender<Option<FrozenZone>>,
+    },
     /// Graceful shutdown, step 2: the frozen zone's final save is durable (or
     /// given up on): kick its clients — ZONE_MOVED when the directory handed
     /// the zone to another host, SHUTTING_DOWN otherwise — and dispose it.
@@ -212,7 +225,7 @@ impl SimCommand {
     /// when the command cannot be queued).
     fn into_start(self) -> Option<ZoneStart> {
         match self {
-            SimCommand::Join { create, .. } => create,
+            SimCommand::Join { create, .. } | SimCommand::Resume { create, .. } => create,
             SimCommand::Create { create, .. } => Some(create),
             _ => None,
         }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use tokio::sync::oneshot;
 use zonekeep_core::{Clock, ZoneConfig, ZoneKinds};
 use zonekeep_protocol::messages::KickCode;
 
@@ -65,6 +66,9 @@ struct SimThread {
     frozen: BTreeMap<String, ZoneRun>,
     /// Set by the shutdown freeze: zones that arrive afterwards are not started.
     draining: bool,
+    /// Zones to freeze right after their next tick (see [`SimCommand::FreezeZone`]), with
+    /// whoever waits for them.
+    freeze_after_tick: Vec<(String, oneshot::Sender<Option<FrozenZone>>)>,
 }
 
 pub(crate) fn run(index: usize, rx: Receiver<SimCommand>, ctx: Arc<SimContext>) {
@@ -74,6 +78,7 @@ pub(crate) fn run(index: usize, rx: Receiver<SimCommand>, ctx: Arc<SimContext>) 
         zones: BTreeMap::new(),
         frozen: BTreeMap::new(),
         draining: false,
+        freeze_after_tick: Vec::new(),
     };
     tracing::debug!(thread = index, "sim thread started");
     loop {
@@ -113,14 +118,21 @@ impl SimThread {
     fn run_due(&mut self, now: Duration) {
         let mut unload = Vec::new();
         let mut fenced = Vec::new();
+        let mut stepped = Vec::new();
         for (id, z) in self.zones.iter_mut() {
             // Checked before anything else on every wake, due or not: a fenced
             // zone runs no further tick and takes no further input.
             if z.fenced() {
                 fenced.push(id.clone());
-            } else if z.due(now) && z.step(&self.ctx, now) {
-                unload.push(id.clone());
+            } else if z.due(now) {
+                if z.step(&self.ctx, now) {
+                    unload.push(id.clone());
+                }
+                stepped.push(id.clone());
             }
+        }
+        if !self.freeze_after_tick.is_empty() {
+            self.freeze_stepped(&stepped, &fenced, &unload);
         }
         for id in fenced {
             if let Some(mut z) = self.zones.remove(&id) {
@@ -208,14 +220,29 @@ impl SimThread {
             }
             SimCommand::Resume {
                 zone_id,
+                create,
                 player,
                 principal,
                 version,
                 conn,
                 reply,
             } => {
+                let started = create.is_some();
+                if let Some(c) = create {
+                    if let Err(e) = self.start(&zone_id, c) {
+                        let _ = reply.send(Err(self.unavailable(e)));
+                        return false;
+                    }
+                }
                 let r = match self.zones.get_mut(&zone_id) {
-                    Some(z) => z.resume(&self.ctx, player, &principal, version, conn),
+                    Some(z) => {
+                        let r = z.resume(&self.ctx, player, &principal, version, conn);
+                        if started && r.is_ok() {
+                            // The player waits on this zone: its BASELINE comes from a tick now.
+                            z.host.tick_at_once();
+                        }
+                        r
+                    }
                     None if self.draining => Err(JoinFailure::ShuttingDown),
                     None => Err(JoinFailure::ReconnectRefused("zone is not running".into())),
                 };
@@ -294,6 +321,14 @@ impl SimThread {
             SimCommand::Freeze { reply } => {
                 let _ = reply.send(self.freeze());
             }
+            SimCommand::FreezeZone { zone_id, reply } => {
+                self.draining = true;
+                if self.zones.contains_key(&zone_id) {
+                    self.freeze_after_tick.push((zone_id, reply));
+                } else {
+                    let _ = reply.send(None);
+                }
+            }
             SimCommand::Release {
                 zone_id,
                 moved,
@@ -336,17 +371,46 @@ impl SimThread {
     /// acknowledged to their clients, who stay attached until the save is durable.
     fn freeze(&mut self) -> Vec<FrozenZone> {
         self.draining = true;
-        let mut out = Vec::with_capacity(self.zones.len());
-        for (id, mut z) in std::mem::take(&mut self.zones) {
-            let save = z.queue_final_save(&self.ctx, Unload::Shutdown);
-            out.push(FrozenZone {
-                zone_id: id.clone(),
-                thread: self.index,
-                save,
-            });
-            self.frozen.insert(id, z);
+        // Whoever waited for one of these alone has given up (the drain freezes the rest at once
+        // only after its zone-by-zone pass); the zones are in this freeze's answer.
+        for (_, reply) in std::mem::take(&mut self.freeze_after_tick) {
+            let _ = reply.send(None);
         }
-        out
+        let zones = std::mem::take(&mut self.zones);
+        zones
+            .into_iter()
+            .map(|(id, z)| self.freeze_one(id, z))
+            .collect()
+    }
+
+    /// Freezes the zones waiting for their next tick that have just run it, so their clients'
+    /// last Delta is as recent as the freeze (the game stands still for them only from here).
+    /// Zones that were fenced or went dormant meanwhile are answered `None`: nothing of them is
+    /// left to hand over.
+    fn freeze_stepped(&mut self, stepped: &[String], fenced: &[String], unload: &[String]) {
+        let waiting = std::mem::take(&mut self.freeze_after_tick);
+        for (id, reply) in waiting {
+            if fenced.contains(&id) || unload.contains(&id) {
+                let _ = reply.send(None);
+            } else if stepped.contains(&id) {
+                let frozen = self.zones.remove(&id).map(|z| self.freeze_one(id, z));
+                let _ = reply.send(frozen);
+            } else {
+                self.freeze_after_tick.push((id, reply));
+            }
+        }
+    }
+
+    /// Stop ticking one zone (already taken out of the running ones) and queue its final save;
+    /// it stays, frozen, with its clients attached until it is released.
+    fn freeze_one(&mut self, id: String, mut z: ZoneRun) -> FrozenZone {
+        let save = z.queue_final_save(&self.ctx, Unload::Shutdown);
+        self.frozen.insert(id.clone(), z);
+        FrozenZone {
+            zone_id: id,
+            thread: self.index,
+            save,
+        }
     }
 
     /// The end of the thread: zones still frozen (their saves were not
