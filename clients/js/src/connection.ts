@@ -240,9 +240,15 @@ export interface ZoneConnectionEvents {
   delta: (delta: Delta, info: DeltaInfo) => void;
   /** One zone event from a Delta (delivered after the Delta's 'delta'). */
   event: (event: ZoneEvent, tick: number) => void;
-  /** A Kick (a 'close' follows). */
+  /**
+   * A Kick. A 'close' follows, except after ZONE_MOVED or HOST_FENCED when the resume at the zone's
+   * new owner lands on its first attempt: then a 'welcome' with `resumed: true` follows instead.
+   */
   kick: (kick: Kick) => void;
-  /** The socket closed; `willReconnect` says whether the connection carries on. */
+  /**
+   * The socket closed; `willReconnect` says whether the connection carries on. Not emitted for a
+   * move (ZONE_MOVED, HOST_FENCED) that resumes at once: the player never left the game.
+   */
   close: (info: CloseInfo) => void;
   /**
    * The zone refused one of this client's inputs (PROTOCOL.md §5.6): no ack will ever cover its
@@ -374,6 +380,11 @@ export class ZoneConnection {
   private mode: "fresh" | "resume" = "fresh";
   private attempts = 0;
   private disconnectedAt: number | null = null;
+  /**
+   * The 'close' of a session the host moved (ZONE_MOVED or HOST_FENCED), held back while the first
+   * attempt at the new owner is under way: it is emitted only if that attempt does not land.
+   */
+  private untoldMove: CloseInfo | null = null;
   private forceFresh = false;
   /** The next attempt fetches a new ticket (the last one was refused). */
   private renewTicket = false;
@@ -791,6 +802,7 @@ export class ZoneConnection {
     this.lastDeltaTick = w.tick;
     this.attempts = 0;
     this.disconnectedAt = null;
+    this.untoldMove = null;
     this.forceFresh = false;
     if (!resumed) {
       // A new player: its input sequence starts again at 1.
@@ -828,6 +840,10 @@ export class ZoneConnection {
     const kick = this.lastKick;
     const localError = error ?? this.localError;
     this.teardown();
+    // A move whose first attempt did not land is a disconnect after all: told now, before this one.
+    const untold = this.untoldMove;
+    this.untoldMove = null;
+    if (untold !== null) this.emit("close", untold);
     // The grace window runs from the moment an established session was lost.
     if (wasOpen && this.disconnectedAt === null) this.disconnectedAt = this.sched.now();
     const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
@@ -861,7 +877,10 @@ export class ZoneConnection {
     const atOnce = wasOpen && kickCode !== null && kickResumesElsewhere(kickCode);
     info.retryInMs = atOnce ? 0 : this.backoffMs(this.attempts);
     this.st = "reconnecting";
-    this.emit("close", info);
+    // The player's socket changes, the player does not: a move that lands at once is told by its
+    // 'kick' and the resumed 'welcome' alone.
+    if (atOnce) this.untoldMove = info;
+    else this.emit("close", info);
     this.later(() => void this.attempt(), info.retryInMs);
   }
 

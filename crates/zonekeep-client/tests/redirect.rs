@@ -163,7 +163,6 @@ async fn zone_moved_resumes_at_once_through_the_entry_url_with_the_token() {
             Event::Kick(k) => assert_eq!(k.code, KickCode::ZONE_MOVED),
             other => panic!("expected the Kick, got {other:?}"),
         }
-        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
 
         // Back at the entry, not at the last owner's URL: the owner changed.
         let mut ha = entry.accept().await;
@@ -175,6 +174,8 @@ async fn zone_moved_resumes_at_once_through_the_entry_url_with_the_token() {
         let mut h2 = new_owner.accept().await;
         assert_eq!(h2.hello().await, resume);
         h2.admit(7, b"tok-2", 200).await;
+        // The move landed on its first attempt: the application hears the Kick and the resume,
+        // never a disconnect.
         match next(&mut conn).await {
             Event::Welcome { welcome, resumed } => {
                 assert!(resumed);
@@ -214,7 +215,6 @@ async fn host_fenced_with_a_token_the_owner_does_not_know_joins_fresh() {
         ha.kick(KickCode::HOST_FENCED, "lease lost").await;
         ha.drain();
         assert!(matches!(next(&mut conn).await, Event::Kick(k) if k.code == KickCode::HOST_FENCED));
-        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
 
         // The resume is redirected to the new owner, which lost the token with the old host.
         let mut ha = entry.accept().await;
@@ -224,6 +224,8 @@ async fn host_fenced_with_a_token_the_owner_does_not_know_joins_fresh() {
         ho.hello().await;
         ho.kick(KickCode::RECONNECT_REFUSED, "unknown token").await;
         drop(ho);
+        // The move did not land on its first attempt: now it is a disconnect to the application.
+        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
         // So the client joins afresh, again through the entry.
         let mut ha = entry.accept().await;
         let fresh = ha.hello().await;
@@ -270,7 +272,6 @@ async fn a_resume_sends_only_the_newest_inputs_queued_during_the_outage() {
         h1.kick(KickCode::ZONE_MOVED, "zone moved").await;
         h1.drain();
         assert!(matches!(next(&mut conn).await, Event::Kick(_)));
-        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
 
         // While the new owner is not there yet, the game keeps producing inputs.
         let mut ha = entry.accept().await;

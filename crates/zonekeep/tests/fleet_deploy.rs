@@ -95,6 +95,10 @@ async fn a_rolling_deploy_keeps_every_player_in_its_zone() {
             s.resumed >= 1,
             "player {i}'s zone moved at least once: {s:?}"
         );
+        assert_eq!(
+            s.disconnects, 0,
+            "a move is no disconnect to the game: each landed on its first attempt: {s:?}"
+        );
         assert!(!s.closed);
     }
     // No acknowledged input was lost: each zone counted at least every input its player saw

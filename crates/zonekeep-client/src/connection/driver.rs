@@ -178,14 +178,19 @@ impl Driver {
                     }
                     // The zone moved while the player is in it: its new owner is waiting for the
                     // resume, so the first attempt goes without backoff.
+                    // The player's socket changes, the player does not: the application hears
+                    // of a disconnect only if that first attempt does not land.
                     let at_once = kick.as_ref().is_some_and(|k| k.code.resumes_elsewhere());
                     tracing::debug!(zone = %self.welcome.zone_id, %reason, "transport lost; reconnecting");
-                    if let Flow::Stop(r) = self.emit(Event::Disconnected { reason }).await {
+                    let mut untold = None;
+                    if at_once {
+                        untold = Some(reason);
+                    } else if let Flow::Stop(r) = self.emit(Event::Disconnected { reason }).await {
                         return r;
                     }
                     let mut netsim = None;
                     let outcome = tokio::select! {
-                        r = self.reconnect(out_rx, at_once) => r,
+                        r = self.reconnect(out_rx, untold) => r,
                         () = wait_close(cmd_rx, &mut netsim) => Err(CloseReason::Client),
                     };
                     if let Some(cfg) = netsim {

@@ -198,7 +198,10 @@ pub enum Event {
     InputRefused(InputRefused),
     /// The host asks the client to move to another zone (reserved, not sent yet).
     Transfer(Transfer),
-    /// The transport dropped; reconnecting now.
+    /// The transport dropped; reconnecting now. Not emitted when a Kick ZONE_MOVED or
+    /// HOST_FENCED moves the session and the first attempt at the zone's new owner lands: the
+    /// Kick and the `Welcome { resumed: true }` that follows tell of the move, and the player
+    /// never left (a drain or a failover is no disconnect to the game).
     Disconnected {
         /// What happened.
         reason: String,

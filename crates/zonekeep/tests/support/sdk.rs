@@ -25,6 +25,8 @@ pub struct Seen {
     pub sent: u64,
     /// Kick codes received.
     pub kicks: Vec<u16>,
+    /// `Disconnected` events: sessions the SDK told the game it lost.
+    pub disconnects: u32,
 }
 
 /// A player of `zone` entering at `entry`: sends an input every 25 ms, records acks and Welcomes.
@@ -74,7 +76,10 @@ pub async fn player(entry: String, zone: String, principal: String) -> watch::Re
                             s.resumed += u32::from(resumed);
                         });
                     }
-                    Some(Event::Disconnected { .. }) => online = false,
+                    Some(Event::Disconnected { .. }) => {
+                        online = false;
+                        tx.send_modify(|s| s.disconnects += 1);
+                    }
                     Some(Event::Kick(k)) => {
                         online = false;
                         tx.send_modify(|s| s.kicks.push(k.code.0));

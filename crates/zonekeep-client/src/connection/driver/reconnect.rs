@@ -36,13 +36,16 @@ impl Driver {
     /// fresh ticket as a new player. A ticket refused on the way (expired, replayed, or signed with a
     /// key the host no longer has, as after a restart with a new key) is replaced by a fresh one
     /// while the token is still tried; a fresh ticket refused for its signature ends the connection,
-    /// and so does a Redirect to a URL that is not a WebSocket URL. `at_once`: the first attempt
-    /// waits for no backoff (the zone moved; PROTOCOL.md §5.3).
+    /// and so does a Redirect to a URL that is not a WebSocket URL. `moved`: the zone moved (a
+    /// Kick ZONE_MOVED or HOST_FENCED; PROTOCOL.md §5.3), so the first attempt waits for no
+    /// backoff, and the `Disconnected` event (with this reason) is emitted only if that attempt
+    /// does not land.
     pub(super) async fn reconnect(
         &mut self,
         out_rx: &mut mpsc::Receiver<Outgoing>,
-        at_once: bool,
+        mut moved: Option<String>,
     ) -> Result<(), CloseReason> {
+        let at_once = moved.is_some();
         let lost_at = Instant::now();
         let mut policy = self.opts.reconnect.clone();
         // The host announces its grace window in Welcome; past it the token is refused anyway.
@@ -60,6 +63,13 @@ impl Driver {
         let mut at_once = at_once;
         let mut attempt = 0;
         while attempt < budget {
+            if attempt > 0 {
+                if let Some(reason) = moved.take() {
+                    if let Flow::Stop(r) = self.emit(Event::Disconnected { reason }).await {
+                        return Err(r);
+                    }
+                }
+            }
             if !std::mem::take(&mut at_once) {
                 tokio::time::sleep(self.backoff(attempt)).await;
             }

@@ -172,6 +172,11 @@ export class ZoneConnection {
     mode = "fresh";
     attempts = 0;
     disconnectedAt = null;
+    /**
+     * The 'close' of a session the host moved (ZONE_MOVED or HOST_FENCED), held back while the first
+     * attempt at the new owner is under way: it is emitted only if that attempt does not land.
+     */
+    untoldMove = null;
     forceFresh = false;
     /** The next attempt fetches a new ticket (the last one was refused). */
     renewTicket = false;
@@ -596,6 +601,7 @@ export class ZoneConnection {
         this.lastDeltaTick = w.tick;
         this.attempts = 0;
         this.disconnectedAt = null;
+        this.untoldMove = null;
         this.forceFresh = false;
         if (!resumed) {
             // A new player: its input sequence starts again at 1.
@@ -632,6 +638,11 @@ export class ZoneConnection {
         const kick = this.lastKick;
         const localError = error ?? this.localError;
         this.teardown();
+        // A move whose first attempt did not land is a disconnect after all: told now, before this one.
+        const untold = this.untoldMove;
+        this.untoldMove = null;
+        if (untold !== null)
+            this.emit("close", untold);
         // The grace window runs from the moment an established session was lost.
         if (wasOpen && this.disconnectedAt === null)
             this.disconnectedAt = this.sched.now();
@@ -668,7 +679,12 @@ export class ZoneConnection {
         const atOnce = wasOpen && kickCode !== null && kickResumesElsewhere(kickCode);
         info.retryInMs = atOnce ? 0 : this.backoffMs(this.attempts);
         this.st = "reconnecting";
-        this.emit("close", info);
+        // The player's socket changes, the player does not: a move that lands at once is told by its
+        // 'kick' and the resumed 'welcome' alone.
+        if (atOnce)
+            this.untoldMove = info;
+        else
+            this.emit("close", info);
         this.later(() => void this.attempt(), info.retryInMs);
     }
     finish(info) {
