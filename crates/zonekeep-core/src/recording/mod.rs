@@ -10,9 +10,9 @@
 //! state hash after each tick run, and a digest of the frames and facts handed out. A replay
 //! feeds the calls and clock readings to a fresh host of the same kind and compares every effect.
 //!
-//! Recording is a [`ZoneHost`](crate::ZoneHost) feature ([`ZoneHost::start_recording`]): the
+//! Recording is a [`ZoneHost`](crate::ZoneHost) feature ([`ZoneHost::start_recording`](crate::ZoneHost::start_recording)): the
 //! host appends to an in-memory buffer bounded by [`RecordLimits`]; the driver takes the bytes
-//! ([`ZoneHost::take_recorded`]) and writes them off the simulation thread. Past the size cap or
+//! ([`ZoneHost::take_recorded`](crate::ZoneHost::take_recorded)) and writes them off the simulation thread. Past the size cap or
 //! the buffer bound the recording stops with a [`StopReason`]; it never waits. When nothing is
 //! recorded each call costs one branch.
 //!

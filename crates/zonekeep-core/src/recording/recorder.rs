@@ -23,7 +23,7 @@ pub struct RecordLimits {
     /// Size cap of the whole recording, header included: the record that would pass it stops
     /// the recording ([`StopReason::SizeCap`]).
     pub max_bytes: u64,
-    /// Most bytes waiting in memory for [`ZoneHost::take_recorded`]: past it the recording stops
+    /// Most bytes waiting in memory for [`ZoneHost::take_recorded`](crate::ZoneHost::take_recorded): past it the recording stops
     /// ([`StopReason::BufferFull`]).
     pub max_buffered: usize,
 }

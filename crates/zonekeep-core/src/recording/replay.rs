@@ -80,7 +80,7 @@ pub struct Divergence {
     pub expected: String,
     /// What the replay did instead.
     pub actual: String,
-    /// The calls since the last matching tick (the most recent [`MAX_STIMULI`]), oldest first.
+    /// The calls since the last matching tick (the most recent 256), oldest first.
     pub stimuli: Vec<String>,
     /// Earlier calls since the last matching tick left out of `stimuli`.
     pub stimuli_omitted: u64,
