@@ -130,6 +130,11 @@ pub struct ZoneHost {
     frames: FrameQueue,
     /// Counters of the last frame build.
     last_build: BuildStats,
+    /// The recording in progress, if any (one branch per call when there is none).
+    pub(crate) recorder: Option<Box<crate::recording::Recorder>>,
+    /// Something was called since the host was built: a recording starting now starts from a
+    /// snapshot rather than from the creation.
+    pub(crate) touched: bool,
 }
 
 impl std::fmt::Debug for ZoneHost {
@@ -207,7 +212,9 @@ impl ZoneHost {
 
     /// Restored participants, admitted again as dropped (see [`restore`](ZoneHost::restore)).
     fn readmit(&mut self, next_player: u32, roster: Vec<crate::snapshot::SavedParticipant>) {
-        let now = self.clock.now();
+        // The graces run from the restore instant (the schedule's start), so a host restored at
+        // one clock reading has one state, which a replay reproduces.
+        let now = self.start;
         let mut next = next_player.max(1);
         for p in roster {
             let id = p.id;
@@ -287,6 +294,8 @@ impl ZoneHost {
             patch_due: false,
             frames: FrameQueue::default(),
             last_build: BuildStats::default(),
+            recorder: None,
+            touched: false,
         })
     }
 
@@ -388,7 +397,12 @@ impl ZoneHost {
     /// in flight (and in snapshots) until settled with
     /// [`handle_settlement`](ZoneHost::handle_settlement).
     pub fn drain_facts(&mut self) -> Vec<Fact> {
-        self.core.facts.take_unsent()
+        self.tap_call(|| crate::recording::Record::DrainFacts);
+        let facts = self.core.facts.take_unsent();
+        if self.recording() {
+            self.tap_effect(crate::recording::facts_digest(&facts));
+        }
+        facts
     }
 
     /// How many facts are in flight (emitted, not yet settled and delivered).
@@ -437,6 +451,7 @@ impl ZoneHost {
     /// [`Zone::on_fact_settled`] at the start of its next tick. A settlement
     /// for a key not in flight is dropped and counted.
     pub fn handle_settlement(&mut self, settlement: Settlement) {
+        self.tap_call(|| crate::recording::Record::Settle(settlement.clone()));
         self.core.facts.queue_settlement(settlement);
     }
 
@@ -446,6 +461,7 @@ impl ZoneHost {
     /// tick and its patch carries that player's BASELINE. The schedule keeps its phase. Once
     /// the zone has ticked, this does nothing.
     pub fn tick_at_once(&mut self) {
+        self.tap_call(|| crate::recording::Record::TickAtOnce);
         // Slot 0 is the build itself: it runs only when asked for here, and only once.
         if self.next_slot == 1 && !self.ticked_at_once {
             self.next_slot = 0;
@@ -458,6 +474,7 @@ impl ZoneHost {
     /// patch tick ran, the next [`drain_frames`](ZoneHost::drain_frames) builds
     /// and returns the patch. A disposed host reports nothing.
     pub fn advance(&mut self, now: Duration) -> AdvanceReport {
+        self.tap_call(|| crate::recording::Record::Advance(now));
         if self.disposed {
             return AdvanceReport {
                 tick: self.core.tick,
@@ -513,11 +530,13 @@ impl ZoneHost {
         if self.disposed {
             return;
         }
+        self.tap_call(|| crate::recording::Record::Dispose);
         self.zone.dispose(&mut self.core.ctx(None));
         self.disposed = true;
         self.core.roster.clear();
         self.core.out.kicks.clear();
         self.dropped_at.clear();
+        self.stop_recording(crate::recording::StopReason::ZoneEnded);
     }
 
     /// Count the wall-clock slots due by `now` and consume them.
@@ -534,7 +553,7 @@ impl ZoneHost {
     }
 
     fn run_tick(&mut self, report: &mut AdvanceReport) {
-        let started = self.clock.now();
+        let started = self.read_clock();
         self.core.tick = self.core.tick.saturating_add(1);
         let tick = self.core.tick;
 
@@ -559,9 +578,9 @@ impl ZoneHost {
         if self.is_patch_tick(tick) {
             report.patch_ticks.push(tick);
         }
-        report
-            .tick_durations
-            .push(self.clock.now().saturating_sub(started));
+        self.tap_tick();
+        let ended = self.read_clock();
+        report.tick_durations.push(ended.saturating_sub(started));
     }
 
     fn grace_expired(&self, id: PlayerId, now: Duration) -> bool {
@@ -605,7 +624,8 @@ impl ZoneHost {
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
         self.pending.left.push((id, why));
         if self.core.roster.is_empty() {
-            self.core.tier.emptied(self.clock.now());
+            let now = self.read_clock();
+            self.core.tier.emptied(now);
         }
         self.zone.leave(&mut self.core.ctx(None), id, why);
     }
@@ -629,6 +649,7 @@ mod calls;
 mod frames;
 #[cfg(test)]
 mod probe;
+mod record;
 mod slot;
 #[cfg(test)]
 mod tests_frames;

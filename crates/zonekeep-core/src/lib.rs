@@ -145,6 +145,7 @@ pub mod input;
 pub mod interest;
 pub mod kinds;
 pub mod player;
+pub mod recording;
 pub mod replicate;
 pub mod report;
 pub mod rng;

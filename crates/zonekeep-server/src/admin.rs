@@ -13,6 +13,13 @@
 //! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
 //! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}` |
+//! | `POST /admin/zones/{id}/recording` | `{"max_bytes"?}` (default 64 MiB, at most 256 MiB) | 201 `RecordingInfo`: the running zone is recorded from its snapshot at the next tick boundary |
+//! | `POST /admin/zones/{id}/recording/stop` | | 200 `RecordingInfo` |
+//! | `GET /admin/zones/{id}/recording` | | `RecordingInfo` `{"zone", "state", "reason", "detail", "bytes", "ticks", "max_bytes", "file_complete"}` |
+//! | `GET /admin/zones/{id}/recording/file` | | the recording (`application/octet-stream`) once it stopped; 409 `running` before |
+//!
+//! `POST /admin/zones` also takes `"record": {"max_bytes"?}` to record the new zone from its
+//! creation (the one way to record a kind whose save leaves out state its hash covers).
 //!
 //! Errors: `{"error": {"code", "message"}}` with codes `unauthorized`,
 //! `admin_disabled`, `bad_request`, `not_found`, `exists`, `ambiguous`, `unavailable`.
@@ -57,6 +64,18 @@ pub(crate) fn router(shared: &Arc<Shared>) -> Router<Arc<Shared>> {
         .route("/admin/zones/{id}", get(detail))
         .route("/admin/zones/{id}/kick", post(kick))
         .route("/admin/zones/{id}/stop", post(stop))
+        .route(
+            "/admin/zones/{id}/recording",
+            get(crate::admin_recording::status).post(crate::admin_recording::start),
+        )
+        .route(
+            "/admin/zones/{id}/recording/stop",
+            post(crate::admin_recording::stop),
+        )
+        .route(
+            "/admin/zones/{id}/recording/file",
+            get(crate::admin_recording::file),
+        )
         .route_layer(middleware::from_fn_with_state(shared.clone(), auth))
 }
 
@@ -93,7 +112,7 @@ async fn auth(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Re
     next.run(req).await
 }
 
-fn failure(f: AdminFailure) -> Response {
+pub(crate) fn failure(f: AdminFailure) -> Response {
     let (status, code) = match &f {
         AdminFailure::NoZone(_) | AdminFailure::NoPlayer(_) => (StatusCode::NOT_FOUND, "not_found"),
         AdminFailure::Exists(_) => (StatusCode::CONFLICT, "exists"),
@@ -103,16 +122,16 @@ fn failure(f: AdminFailure) -> Response {
     json_error(status, code, f.to_string())
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, String> {
+pub(crate) fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, String> {
     serde_json::from_slice(body).map_err(|e| e.to_string())
 }
 
-fn bad_body(e: String) -> Response {
+pub(crate) fn bad_body(e: String) -> Response {
     json_error(StatusCode::BAD_REQUEST, "bad_request", e)
 }
 
 /// Send a command to the zone's thread and await its answer (bounded).
-async fn ask<T>(
+pub(crate) async fn ask<T>(
     shared: &Shared,
     zone_id: &str,
     make: impl FnOnce(oneshot::Sender<T>) -> SimCommand,
@@ -296,6 +315,9 @@ struct CreateBody {
     /// Place the zone on this host of the fleet (default: placement).
     #[serde(default)]
     host: Option<String>,
+    /// Record the zone from its creation (on this host only).
+    #[serde(default)]
+    record: Option<crate::admin_recording::RecordBody>,
 }
 
 async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
@@ -334,6 +356,12 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             }
         }
         match &b.host {
+            Some(h) if *h != fleet.host_id && b.record.is_some() => {
+                return failure(AdminFailure::BadRequest(
+                    "a zone is recorded from its creation only on the host asked to create it"
+                        .into(),
+                ))
+            }
             Some(h) if *h != fleet.host_id => {
                 return place_on(fleet, &b.id, &b.kind, &b.params, h).await
             }
@@ -351,7 +379,11 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             },
         }
     }
-    match start_here(&shared, &b.id, &b.kind, b.params).await {
+    let record = match b.record.map(|r| r.limits()).transpose() {
+        Ok(r) => r,
+        Err(e) => return failure(AdminFailure::BadRequest(e)),
+    };
+    match start_recorded(&shared, &b.id, &b.kind, b.params, record).await {
         Ok(()) => (
             StatusCode::CREATED,
             Json(json!({"id": b.id, "kind": b.kind, "host": shared.fleet().map(|f| &f.host_id), "epoch": local_epoch(&shared, &b.id)})),
@@ -396,13 +428,27 @@ pub(crate) async fn start_here(
     kind: &str,
     params: Value,
 ) -> Result<(), AdminFailure> {
+    start_recorded(shared, id, kind, params, None).await
+}
+
+/// [`start_here`], recording the zone from its creation when `record` is set.
+async fn start_recorded(
+    shared: &Arc<Shared>,
+    id: &str,
+    kind: &str,
+    params: Value,
+    record: Option<zonekeep_core::recording::RecordLimits>,
+) -> Result<(), AdminFailure> {
     let (entry, create) = shared.register_new(id, kind, params)?;
     // Built here (claim and restore with persistence), never on the sim thread.
     let (tx, rx) = oneshot::channel();
-    let hand_over = |start| SimCommand::Create {
-        zone_id: id.to_owned(),
-        create: start,
-        reply: tx,
+    let hand_over = |mut start: crate::sim::ZoneStart| {
+        start.record = record;
+        SimCommand::Create {
+            zone_id: id.to_owned(),
+            create: start,
+            reply: tx,
+        }
     };
     match admit_zone(&shared.sim, &shared.pool, &entry, create, hand_over).await {
         Ok(()) => {}

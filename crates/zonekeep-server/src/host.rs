@@ -285,6 +285,11 @@ impl HostBuilder {
         self
     }
 
+    /// The zone kinds registered so far (a replay creates its zones from the same registry).
+    pub fn kinds(&self) -> &ZoneKinds {
+        &self.kinds
+    }
+
     /// The kind created when a ticket names none (default: the first registered).
     pub fn default_kind(mut self, kind: &str) -> Self {
         self.default_kind = Some(kind.to_owned());
@@ -353,6 +358,10 @@ impl HostBuilder {
                 handshake_ms: u32::try_from(config.handshake_timeout_ms).unwrap_or(u32::MAX),
             },
             persist: self.persistence,
+            recordings: Arc::new(crate::recording::Recordings::new(
+                config.data_dir.join("recordings"),
+                metrics.clone(),
+            )),
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
         let admin_token_hash = config

@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod admin_recording;
 pub mod config;
 pub mod conn;
 pub mod conn_limit;
@@ -41,6 +42,7 @@ pub mod metrics;
 pub mod netsim;
 pub mod persist;
 pub mod reconnect;
+pub mod recording;
 mod session;
 pub mod sim;
 /// Tickets (minting, verification, keys, replay cache), re-exported from `zonekeep-ticket`.

@@ -22,7 +22,7 @@ use crate::workload::RegisterArenaWorkload;
     name = "zonekeep",
     version,
     about = "Zonekeep, an authoritative multiplayer game server: run a host (serve), mint a ticket \
-             (ticket), load-test a host with bots (bench)."
+             (ticket), load-test a host with bots (bench), replay a zone recording (replay)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -38,6 +38,10 @@ enum Command {
     /// Load bots: join zones, send inputs, measure bytes, RTT and the server's cost (`bench merge`
     /// combines reports).
     Bench(Box<crate::bench::BenchArgs>),
+    /// Replay a zone recording (from the admin API) against this build's zone kinds: exit 0 when
+    /// every tick matches, 1 with a report of the first divergent tick, 2 when the file or its
+    /// kind cannot be replayed.
+    Replay(crate::replay::ReplayArgs),
 }
 
 /// Config file and secrets, shared by every subcommand.
@@ -216,11 +220,13 @@ struct TicketArgs {
 }
 
 /// Run the parsed command.
-pub fn run(cli: Cli) -> Result<()> {
+pub fn run(cli: Cli) -> Result<std::process::ExitCode> {
+    let done = std::process::ExitCode::SUCCESS;
     match cli.command {
-        Command::Serve(args) => serve(*args),
-        Command::Ticket(args) => ticket(*args),
-        Command::Bench(args) => crate::bench::run(*args),
+        Command::Serve(args) => serve(*args).map(|()| done),
+        Command::Ticket(args) => ticket(*args).map(|()| done),
+        Command::Bench(args) => crate::bench::run(*args).map(|()| done),
+        Command::Replay(args) => Ok(crate::replay::run(&args)),
     }
 }
 
@@ -311,7 +317,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
 
 /// The zone kinds a host registers: the arena always (the default kind, its page at `/`); the
 /// dev and bench kinds only when asked for, so a production host offers no test zones.
-fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuilder {
+pub(crate) fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuilder {
     let builder = builder.zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null);
     if !dev_kinds {
         return builder;

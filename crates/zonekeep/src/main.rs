@@ -1,4 +1,5 @@
-//! `zonekeep`: run a host (`serve`), mint a ticket (`ticket`) or load-test a host (`bench`).
+//! `zonekeep`: run a host (`serve`), mint a ticket (`ticket`), load-test a host (`bench`) or
+//! replay a zone recording (`replay`).
 //!
 //! Configuration precedence for every setting: command-line flag >
 //! environment variable (`ZONEKEEP_*`) > TOML file (`--config`) > default.
@@ -10,6 +11,7 @@ mod bench;
 mod cli;
 mod ledger_zone;
 mod persist_args;
+mod replay;
 mod workload;
 
 use std::process::ExitCode;
@@ -19,7 +21,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cli::run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("zonekeep: {e:#}");
             ExitCode::FAILURE

@@ -6,6 +6,7 @@ use super::ZoneHost;
 use crate::error::{JoinError, RejoinError, UnknownPlayer};
 use crate::input::{InputMeta, InputOutcome};
 use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role};
+use crate::recording::{Outcome, Record};
 use crate::replicate::SubscriberId;
 use crate::zone::LeaveReason;
 
@@ -16,6 +17,30 @@ impl ZoneHost {
     /// participants within grace still hold their place), or with the zone's
     /// own [`JoinRefusal`](crate::JoinRefusal). Wakes an Idle or Dormant zone.
     pub fn handle_join(
+        &mut self,
+        principal: Principal,
+        claims: Claims,
+        role: Role,
+    ) -> Result<PlayerId, JoinError> {
+        self.tap_call(|| Record::Join {
+            principal: principal.as_str().to_owned(),
+            claims: serde_json::Value::Object(claims.clone()).to_string(),
+            role,
+        });
+        let joined = self.join_participant(principal, claims, role);
+        if self.recording() {
+            self.tap_effect(Record::Outcome(match &joined {
+                Ok(id) => Outcome::Joined(*id),
+                Err(JoinError::Full { .. }) => Outcome::Full,
+                Err(JoinError::Refused(r)) => Outcome::Refused(r.code),
+                Err(JoinError::Disposed) => Outcome::Disposed,
+                Err(JoinError::IdsExhausted) => Outcome::IdsExhausted,
+            }));
+        }
+        joined
+    }
+
+    fn join_participant(
         &mut self,
         principal: Principal,
         claims: Claims,
@@ -69,12 +94,20 @@ impl ZoneHost {
     /// `reconnect_grace` passes (checked in [`advance`](ZoneHost::advance)).
     /// Dropping an already dropped participant changes nothing.
     pub fn handle_drop(&mut self, id: PlayerId) -> Result<(), UnknownPlayer> {
+        self.tap_call(|| Record::Drop(id));
+        let dropped = self.drop_participant(id);
+        self.tap_player_outcome(dropped.map_err(|_| Outcome::UnknownPlayer));
+        dropped
+    }
+
+    fn drop_participant(&mut self, id: PlayerId) -> Result<(), UnknownPlayer> {
         let info = self.core.roster.get_mut(&id).ok_or(UnknownPlayer(id))?;
         if !info.connected {
             return Ok(());
         }
         info.connected = false;
-        self.dropped_at.insert(id, self.clock.now());
+        let now = self.read_clock();
+        self.dropped_at.insert(id, now);
         // A dropped participant gets no frames; rejoining starts from a BASELINE.
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
         self.zone.on_drop(&mut self.core.ctx(None), id);
@@ -85,6 +118,18 @@ impl ZoneHost {
     /// A dropped participant is back within the grace; it keeps its id,
     /// buffered inputs and sequence numbers.
     pub fn handle_rejoin(&mut self, id: PlayerId) -> Result<(), RejoinError> {
+        self.tap_call(|| Record::Rejoin(id));
+        let rejoined = self.rejoin_participant(id);
+        self.tap_player_outcome(rejoined.as_ref().map(|_| ()).map_err(|e| match e {
+            RejoinError::UnknownPlayer(_) => Outcome::UnknownPlayer,
+            RejoinError::NotDropped(_) => Outcome::NotDropped,
+            RejoinError::GraceExpired(_) => Outcome::GraceExpired,
+            RejoinError::Disposed => Outcome::Disposed,
+        }));
+        rejoined
+    }
+
+    fn rejoin_participant(&mut self, id: PlayerId) -> Result<(), RejoinError> {
         if self.disposed {
             return Err(RejoinError::Disposed);
         }
@@ -97,7 +142,7 @@ impl ZoneHost {
         if connected {
             return Err(RejoinError::NotDropped(id));
         }
-        let now = self.clock.now();
+        let now = self.read_clock();
         if self.grace_expired(id, now) {
             self.remove_player(id, LeaveReason::Dropped);
             self.apply_kicks();
@@ -115,12 +160,25 @@ impl ZoneHost {
 
     /// Remove a participant now, telling the zone why.
     pub fn handle_leave(&mut self, id: PlayerId, why: LeaveReason) -> Result<(), UnknownPlayer> {
-        if !self.core.roster.contains_key(&id) {
-            return Err(UnknownPlayer(id));
+        self.tap_call(|| Record::Leave {
+            player: id,
+            reason: why,
+        });
+        let known = self.core.roster.contains_key(&id);
+        if known {
+            self.remove_player(id, why);
+            self.apply_kicks();
         }
-        self.remove_player(id, why);
-        self.apply_kicks();
-        Ok(())
+        self.tap_player_outcome(if known {
+            Ok(())
+        } else {
+            Err(Outcome::UnknownPlayer)
+        });
+        if known {
+            Ok(())
+        } else {
+            Err(UnknownPlayer(id))
+        }
     }
 
     /// Offer one input from player `id` with the client's sequence number
@@ -135,7 +193,26 @@ impl ZoneHost {
         view_tick: u32,
         payload: &[u8],
     ) -> InputOutcome {
+        self.tap_call(|| Record::Input {
+            player: id,
+            seq,
+            view_tick,
+            payload: payload.to_vec(),
+        });
         let outcome = self.classify_and_buffer(id, seq, view_tick, payload);
+        if self.recording() {
+            self.tap_effect(Record::Outcome(match &outcome {
+                InputOutcome::Accepted => Outcome::Ok,
+                InputOutcome::AcceptedDroppedOldest => Outcome::DroppedOldest,
+                InputOutcome::Duplicate => Outcome::Duplicate,
+                InputOutcome::Stale => Outcome::Stale,
+                InputOutcome::Refused(r) => Outcome::Refused(r.code),
+                InputOutcome::UnknownPlayer => Outcome::UnknownPlayer,
+                InputOutcome::Observer => Outcome::Observer,
+                InputOutcome::Disconnected => Outcome::Disconnected,
+                InputOutcome::Disposed => Outcome::Disposed,
+            }));
+        }
         let c = &mut self.pending.inputs;
         let slot = match &outcome {
             InputOutcome::Accepted => &mut c.accepted,

@@ -95,7 +95,34 @@ impl<'a> Iterator for Frames<'a> {
 
 impl ExactSizeIterator for Frames<'_> {}
 
+impl FrameQueue {
+    /// How many frames, their bytes and a hash of each one's recipient, header facts and bytes.
+    fn digest(&self) -> crate::recording::Record {
+        let mut h = 0;
+        let mut at = 0;
+        for q in &self.items {
+            let head = u64::from(q.player.0) | u64::from(q.head.ack) << 32;
+            h = crate::recording::digest_bytes(h ^ head, &[u8::from(q.head.quiet)]);
+            h = crate::recording::digest_bytes(h, self.bytes.get(at..q.end).unwrap_or_default());
+            at = q.end;
+        }
+        crate::recording::Record::Frames {
+            count: u32::try_from(self.items.len()).unwrap_or(u32::MAX),
+            bytes: self.bytes.len() as u64,
+            hash: h,
+        }
+    }
+}
+
 impl ZoneHost {
+    /// Record the digest of the frames about to be handed out, when recording.
+    fn tap_frames(&mut self) {
+        if self.recording() {
+            let digest = self.frames.digest();
+            self.tap_effect(digest);
+        }
+    }
+
     /// The entity schema clients decode with (what Welcome carries).
     pub fn schema(&self) -> Schema {
         self.core.world.schema()
@@ -114,6 +141,7 @@ impl ZoneHost {
     /// The participant's next frame is a BASELINE (full state), e.g. after its client
     /// reconnected or lost track. Unknown or dropped participants are ignored.
     pub fn resync(&mut self, id: PlayerId) {
+        self.tap_call(|| crate::recording::Record::Resync(id));
         let _ = self.replicator.reset_subscriber(SubscriberId(id.0));
     }
 
@@ -134,13 +162,16 @@ impl ZoneHost {
     /// broken invariant: the participant it hit starts over from a BASELINE, the rest of that
     /// patch is not built, and a host should drop its connections.
     pub fn drain_frames(&mut self) -> Result<Frames<'_>, ReplicateError> {
+        self.tap_call(|| crate::recording::Record::DrainFrames);
         self.frames.clear();
         if std::mem::take(&mut self.patch_due) {
             if let Err(e) = self.build_frames() {
                 self.frames.clear();
+                self.tap_frames();
                 return Err(e);
             }
         }
+        self.tap_frames();
         let queue = &mut self.frames;
         Ok(Frames {
             bytes: &queue.bytes,

@@ -77,6 +77,9 @@ pub struct Metrics {
     kicks: Family<Labels, Counter>,
     zones: Gauge,
     events_dropped: Counter,
+    recording_bytes: Counter,
+    recordings_running: Gauge,
+    recordings_stopped: Family<Labels, Counter>,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
 }
@@ -108,6 +111,9 @@ impl Metrics {
             kicks: Family::default(),
             zones: Gauge::default(),
             events_dropped: Counter::default(),
+            recording_bytes: Counter::default(),
+            recordings_running: Gauge::default(),
+            recordings_stopped: Family::default(),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
             registry: Registry::default(),
@@ -184,6 +190,21 @@ impl Metrics {
         );
         registry.register("zonekeep_kicks", "Kicks sent, by code", m.kicks.clone());
         registry.register("zonekeep_zones", "Zones running", m.zones.clone());
+        registry.register(
+            "zonekeep_recording_bytes",
+            "Bytes of zone recordings handed to their writers",
+            m.recording_bytes.clone(),
+        );
+        registry.register(
+            "zonekeep_recordings_running",
+            "Zone recordings in progress",
+            m.recordings_running.clone(),
+        );
+        registry.register(
+            "zonekeep_recordings_stopped",
+            "Zone recordings stopped, by reason",
+            m.recordings_stopped.clone(),
+        );
         registry.register(
             "zonekeep_events_dropped",
             "Zone events not delivered (oversize, or a subscriber's queue full)",
@@ -323,6 +344,24 @@ impl Metrics {
     /// Zone events that could not be delivered.
     pub fn events_dropped(&self, n: u64) {
         self.events_dropped.inc_by(n);
+    }
+
+    /// A zone recording started.
+    pub fn recording_started(&self) {
+        self.recordings_running.inc();
+    }
+
+    /// `n` recorded bytes went to a recording's writer.
+    pub fn recording_bytes(&self, n: u64) {
+        self.recording_bytes.inc_by(n);
+    }
+
+    /// A zone recording stopped (`reason`: its snake_case stop reason).
+    pub fn recording_stopped(&self, reason: &str) {
+        self.recordings_running.dec();
+        self.recordings_stopped
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
     }
 
     /// A Kick was sent with `code` (its PROTOCOL.md name, lower case).

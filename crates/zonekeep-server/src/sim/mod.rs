@@ -61,6 +61,8 @@ pub(crate) struct ZoneStart {
     pub persist: Option<crate::persist::ZonePersist>,
     pub inbox: crossbeam_channel::Receiver<InboxInput>,
     pub metrics: crate::metrics::ZoneMetrics,
+    /// Record the zone from its first tick, within these limits.
+    pub record: Option<zonekeep_core::recording::RecordLimits>,
 }
 
 /// A successful join or resume.
@@ -177,6 +179,17 @@ pub(crate) enum SimCommand {
         reply: oneshot::Sender<Result<(), AdminFailure>>,
     },
     Stop {
+        zone_id: String,
+        reply: oneshot::Sender<Result<(), AdminFailure>>,
+    },
+    /// Start recording a running zone (from its snapshot, at the next tick boundary).
+    Record {
+        zone_id: String,
+        limits: zonekeep_core::recording::RecordLimits,
+        reply: oneshot::Sender<Result<(), AdminFailure>>,
+    },
+    /// Stop a zone's recording.
+    StopRecording {
         zone_id: String,
         reply: oneshot::Sender<Result<(), AdminFailure>>,
     },

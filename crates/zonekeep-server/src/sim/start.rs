@@ -149,6 +149,7 @@ async fn start_zone(
                 persist,
                 inbox,
                 metrics,
+                record: None,
             })
         }
         Err(e) => {

@@ -56,6 +56,8 @@ pub(crate) struct SimContext {
     pub timeouts: SessionTimeouts,
     /// Saves, hibernation and facts; `None` runs zones in memory only.
     pub persist: Option<Arc<Persistence>>,
+    /// Zone recordings.
+    pub recordings: Arc<crate::recording::Recordings>,
 }
 
 struct SimThread {
@@ -185,10 +187,17 @@ impl SimThread {
             persist,
             inbox,
             mut metrics,
+            record,
         } = start;
         self.ctx.metrics.set_tier(&mut metrics, host.tier());
         tracing::info!(zone = %zone_id, kind = %host.kind(), tick = host.tick(), "zone started");
-        let run = ZoneRun::new(host, persist, entry, inbox, self.ctx.zone_inbox, metrics);
+        let mut run = ZoneRun::new(host, persist, entry, inbox, self.ctx.zone_inbox, metrics);
+        if let Some(limits) = record {
+            // Before its first tick: the recording starts at the zone's creation (or restore).
+            if let Err(e) = run.start_recording(&self.ctx, limits) {
+                tracing::warn!(zone = %zone_id, error = %e, "the zone's recording did not start");
+            }
+        }
         self.zones.insert(zone_id.to_owned(), run);
         Ok(())
     }
@@ -313,6 +322,29 @@ impl SimThread {
                         );
                         self.ctx.metrics.release_zone(z.metrics);
                         tracing::info!(zone = %zone_id, "zone stopped");
+                        Ok(())
+                    }
+                };
+                let _ = reply.send(r);
+            }
+            SimCommand::Record {
+                zone_id,
+                limits,
+                reply,
+            } => {
+                let r = match self.zones.get_mut(&zone_id) {
+                    None => Err(AdminFailure::NoZone(zone_id)),
+                    Some(z) => z
+                        .start_recording(&self.ctx, limits)
+                        .map_err(AdminFailure::BadRequest),
+                };
+                let _ = reply.send(r);
+            }
+            SimCommand::StopRecording { zone_id, reply } => {
+                let r = match self.zones.get_mut(&zone_id) {
+                    None => Err(AdminFailure::NoZone(zone_id)),
+                    Some(z) => {
+                        z.stop_recording();
                         Ok(())
                     }
                 };

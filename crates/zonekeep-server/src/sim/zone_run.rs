@@ -20,6 +20,7 @@ use super::{InboxInput, JoinFailure, Joined, SimContext};
 use crate::conn::{ConnHandle, Offer};
 use crate::metrics::ZoneMetrics;
 use crate::persist::{FinalSave, Unload, ZonePersist};
+use crate::recording::ZoneRecording;
 
 /// One participant's connection (`None` while it is dropped, within the grace).
 struct Sub {
@@ -42,6 +43,8 @@ pub(crate) struct ZoneRun {
     inbox_capacity: usize,
     tick_stats: (u64, u128, u64),
     ticks_dropped: u64,
+    /// The zone's recording, while one runs.
+    recording: Option<ZoneRecording>,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -78,6 +81,7 @@ impl ZoneRun {
             inbox_capacity,
             tick_stats: (0, 0, 0),
             ticks_dropped: 0,
+            recording: None,
         };
         run.publish();
         run
@@ -287,8 +291,40 @@ impl ZoneRun {
             }
         }
         self.host.dispose();
+        self.pump_recording();
         ctx.reconnect.forget_zone(&self.entry.zone_id);
         ctx.registry.remove(&self.entry);
+    }
+
+    /// Start recording the zone (see [`ZoneHost::start_recording`]).
+    pub fn start_recording(
+        &mut self,
+        ctx: &SimContext,
+        limits: zonekeep_core::recording::RecordLimits,
+    ) -> Result<(), String> {
+        let rec =
+            ZoneRecording::start(&ctx.recordings, &self.entry.zone_id, &mut self.host, limits)?;
+        self.recording = Some(rec);
+        Ok(())
+    }
+
+    /// Stop the zone's recording, if one runs.
+    pub fn stop_recording(&mut self) {
+        if let Some(r) = self.recording.take() {
+            r.stop(
+                &mut self.host,
+                zonekeep_core::recording::StopReason::Requested,
+            );
+        }
+    }
+
+    /// Hand the recorded bytes to the recording's writer; forget a recording that ended.
+    fn pump_recording(&mut self) {
+        if let Some(r) = &mut self.recording {
+            if !r.pump(&mut self.host) {
+                self.recording = None;
+            }
+        }
     }
 
     /// Whether the store refused a save or fact of this zone's owner epoch:
@@ -335,6 +371,7 @@ impl ZoneRun {
             }
         }
         self.host.dispose();
+        self.pump_recording();
         ctx.reconnect.forget_zone(&zone_id);
         ctx.registry.remove(&self.entry);
     }
@@ -363,7 +400,9 @@ impl ZoneRun {
         if let Some(p) = &mut self.persist {
             p.after_advance(&mut self.host, now);
         }
-        self.absorb(ctx, &report)
+        let dormant = self.absorb(ctx, &report);
+        self.pump_recording();
+        dormant
     }
 
     /// Send InputRefused for `seq` to `player`'s connection, within its per-second bound.

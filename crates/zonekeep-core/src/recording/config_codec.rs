@@ -1,0 +1,139 @@
+//! A [`ZoneConfig`] in a recording's header: every field, so a replay runs under the settings
+//! the zone ran with, whatever the replaying host's defaults are.
+
+use std::time::Duration;
+
+use zonekeep_protocol::wire::{put_f32, put_varint, Reader};
+
+use crate::config::ZoneConfig;
+use crate::input::InputPolicy;
+use crate::tier::IdlePolicy;
+use crate::view::ReplicationSettings;
+
+/// Largest value a size field (buffers, queues, budgets) may take when read back: far above any
+/// sane setting, low enough that a corrupt header cannot make the replaying host reserve
+/// gigabytes.
+const MAX_SIZE_FIELD: u64 = 1 << 24;
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Appends every field of `c`.
+pub(super) fn put_config(out: &mut Vec<u8>, c: &ZoneConfig) {
+    for v in [
+        c.tick_hz,
+        c.patch_every,
+        c.max_catch_up,
+        c.max_players,
+        c.max_observers,
+    ] {
+        put_varint(out, u64::from(v));
+    }
+    put_varint(out, nanos(c.idle_after));
+    put_varint(out, nanos(c.dormant_after));
+    match c.idle_policy {
+        IdlePolicy::Pause => put_varint(out, 0),
+        IdlePolicy::Slow(n) => put_varint(out, u64::from(n) + 1),
+    }
+    put_varint(out, c.input_buffer as u64);
+    out.push(match c.input_policy {
+        InputPolicy::Next => 0,
+        InputPolicy::Latest => 1,
+        InputPolicy::Drain => 2,
+    });
+    put_varint(out, nanos(c.reconnect_grace));
+    put_varint(out, c.world_seed);
+    put_varint(out, c.max_timers as u64);
+    put_varint(out, c.max_pending_events as u64);
+    put_varint(out, c.max_facts_in_flight as u64);
+    let r = &c.replication;
+    put_f32(out, r.pos_step);
+    put_f32(out, r.cell_size);
+    put_f32(out, r.view_radius);
+    put_f32(out, r.margin);
+    put_varint(out, r.budget.map_or(0, |b| b as u64 + 1));
+    put_f32(out, r.priority_distance);
+}
+
+fn size(r: &mut Reader<'_>, what: &str) -> Result<usize, String> {
+    let v = r.varint_u64().map_err(|e| e.to_string())?;
+    if v > MAX_SIZE_FIELD {
+        return Err(format!("config {what} {v} is out of range"));
+    }
+    usize::try_from(v).map_err(|_| format!("config {what} {v} is out of range"))
+}
+
+fn u32v(r: &mut Reader<'_>) -> Result<u32, String> {
+    r.varint_u32().map_err(|e| e.to_string())
+}
+
+fn duration(r: &mut Reader<'_>) -> Result<Duration, String> {
+    r.varint_u64()
+        .map(Duration::from_nanos)
+        .map_err(|e| e.to_string())
+}
+
+fn f32v(r: &mut Reader<'_>) -> Result<f32, String> {
+    r.f32().map_err(|e| e.to_string())
+}
+
+/// Reads what [`put_config`] wrote and validates it.
+pub(super) fn get_config(r: &mut Reader<'_>) -> Result<ZoneConfig, String> {
+    let tick_hz = u32v(r)?;
+    let patch_every = u32v(r)?;
+    let max_catch_up = u32v(r)?;
+    let max_players = u32v(r)?;
+    let max_observers = u32v(r)?;
+    let idle_after = duration(r)?;
+    let dormant_after = duration(r)?;
+    let idle_policy = match u32v(r)? {
+        0 => IdlePolicy::Pause,
+        n => IdlePolicy::Slow(n - 1),
+    };
+    let input_buffer = size(r, "input_buffer")?;
+    let input_policy = match r.u8().map_err(|e| e.to_string())? {
+        0 => InputPolicy::Next,
+        1 => InputPolicy::Latest,
+        2 => InputPolicy::Drain,
+        n => return Err(format!("unknown input policy {n}")),
+    };
+    let reconnect_grace = duration(r)?;
+    let world_seed = r.varint_u64().map_err(|e| e.to_string())?;
+    let max_timers = size(r, "max_timers")?;
+    let max_pending_events = size(r, "max_pending_events")?;
+    let max_facts_in_flight = size(r, "max_facts_in_flight")?;
+    let replication = ReplicationSettings {
+        pos_step: f32v(r)?,
+        cell_size: f32v(r)?,
+        view_radius: f32v(r)?,
+        margin: f32v(r)?,
+        budget: match size(r, "budget")? {
+            0 => None,
+            n => Some(n - 1),
+        },
+        priority_distance: f32v(r)?,
+    };
+    let config = ZoneConfig {
+        tick_hz,
+        patch_every,
+        max_catch_up,
+        max_players,
+        max_observers,
+        idle_after,
+        dormant_after,
+        idle_policy,
+        input_buffer,
+        input_policy,
+        reconnect_grace,
+        world_seed,
+        max_timers,
+        max_pending_events,
+        max_facts_in_flight,
+        replication,
+    };
+    config
+        .validate()
+        .map_err(|e| format!("recorded config is invalid: {e}"))?;
+    Ok(config)
+}

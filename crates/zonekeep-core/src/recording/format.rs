@@ -1,0 +1,849 @@
+//! The recording file: header and records, their encoding and a total decoder (see the
+//! [module docs](super) for the layout).
+
+use std::time::Duration;
+
+use zonekeep_protocol::error::DecodeError;
+use zonekeep_protocol::wire::{put_varint, put_zigzag64, Reader};
+
+use super::config_codec::{get_config, put_config};
+use crate::config::ZoneConfig;
+use crate::fact::{FactKey, FactOutcome, Settlement};
+use crate::player::{PlayerId, Role};
+use crate::zone::LeaveReason;
+
+/// A recording's first four bytes.
+pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
+/// The format version this build writes and reads.
+pub const RECORDING_VERSION: u16 = 1;
+/// Bytes before the header record: magic, version, flags.
+pub(crate) const PREAMBLE_LEN: usize = 8;
+/// Largest body a record other than the header may have (an input payload, a claims object, a
+/// settlement's result are all far smaller): a corrupt length never makes a reader allocate more.
+pub const MAX_RECORD_BODY: usize = 1 << 20;
+/// Largest header body (it carries the snapshot a recording starts from).
+pub const MAX_HEADER_BODY: usize = 256 << 20;
+
+/// Why a recording could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordingError {
+    /// The first bytes are not `ZKRC`: not a Zonekeep recording.
+    #[error("not a zonekeep recording (bad magic)")]
+    BadMagic,
+    /// Written by another format version.
+    #[error(
+        "unsupported recording version {found} (this build reads version {RECORDING_VERSION})"
+    )]
+    UnsupportedVersion {
+        /// The version in the file.
+        found: u16,
+    },
+    /// The file ends in the middle of a record (at byte `offset`).
+    #[error("recording truncated at byte {offset}")]
+    Truncated {
+        /// Where the incomplete record starts.
+        offset: usize,
+    },
+    /// A record is malformed (at byte `offset`): bad varint, length past its limit, bad UTF-8,
+    /// unknown tag or inconsistent content.
+    #[error("corrupt recording at byte {offset}: {reason}")]
+    Corrupt {
+        /// Where the bad record starts.
+        offset: usize,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// How the recorded zone came to be: the state the replay starts from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    /// Recorded from its creation: the replay creates the zone afresh.
+    Created,
+    /// Recorded from a running (or just restored) zone: the replay restores this snapshot
+    /// envelope, rejoins the participants that were connected, and checks the state hash.
+    Snapshot {
+        /// The envelope of [`ZoneHost::snapshot`](crate::ZoneHost::snapshot).
+        envelope: Vec<u8>,
+        /// The zone's state hash when the recording started.
+        state_hash: u64,
+        /// Participants connected when the recording started (restore admits everyone as
+        /// dropped; these are rejoined).
+        connected: Vec<PlayerId>,
+    },
+}
+
+/// What a recording starts with: everything that makes the zone what it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    /// The zone's id.
+    pub zone_id: String,
+    /// The zone's kind (looked up in the replaying host's [`ZoneKinds`](crate::ZoneKinds)).
+    pub kind: String,
+    /// Create parameters, as JSON text.
+    pub params: String,
+    /// The configuration the zone ran with (its world seed seeds the zone's RNG).
+    pub config: ZoneConfig,
+    /// The owner epoch the zone ran under (part of its fact keys).
+    pub boot_epoch: u64,
+    /// The clock reading the zone's tick schedule starts from.
+    pub start: Duration,
+    /// The last tick run when the recording starts.
+    pub start_tick: u64,
+    /// The starting state.
+    pub origin: Origin,
+}
+
+/// Why a recording stopped (the last record of a complete recording).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// Someone asked.
+    Requested,
+    /// The next record would have passed the size cap.
+    SizeCap,
+    /// Recorded bytes waited in memory past their bound: the driver did not take them.
+    BufferFull,
+    /// The file writer fell behind, failed or went away (the host drops the rest, never waits).
+    WriterFailed(String),
+    /// The zone was disposed.
+    ZoneEnded,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Requested => f.write_str("stopped on request"),
+            Self::SizeCap => f.write_str("size cap reached"),
+            Self::BufferFull => f.write_str("recorded bytes were not taken in time"),
+            Self::WriterFailed(why) => write!(f, "writer failed: {why}"),
+            Self::ZoneEnded => f.write_str("the zone ended"),
+        }
+    }
+}
+
+impl StopReason {
+    /// A stable snake_case name (for metrics labels and JSON).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Requested => "requested",
+            Self::SizeCap => "size_cap",
+            Self::BufferFull => "buffer_full",
+            Self::WriterFailed(_) => "writer_failed",
+            Self::ZoneEnded => "zone_ended",
+        }
+    }
+}
+
+/// What a call returned, as recorded (compared on replay).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Succeeded (drop, rejoin, leave) or the input was buffered.
+    Ok,
+    /// A join admitted this id.
+    Joined(PlayerId),
+    /// The zone refused a join or an input with its own code.
+    Refused(u16),
+    /// A join found the role full.
+    Full,
+    /// The host was disposed.
+    Disposed,
+    /// A join found no id left.
+    IdsExhausted,
+    /// No such participant.
+    UnknownPlayer,
+    /// A rejoin for a participant who is connected.
+    NotDropped,
+    /// A rejoin after the grace.
+    GraceExpired,
+    /// An input was buffered by dropping the oldest.
+    DroppedOldest,
+    /// An input repeated a sequence number.
+    Duplicate,
+    /// An input was older than the newest received.
+    Stale,
+    /// An observer sent an input.
+    Observer,
+    /// A dropped participant sent an input.
+    Disconnected,
+}
+
+/// One entry after the header: a call into the host (a stimulus) or what the host did in
+/// answer (an effect, compared on replay).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// [`ZoneHost::handle_join`](crate::ZoneHost::handle_join).
+    Join {
+        /// The verified principal.
+        principal: String,
+        /// The ticket claims, as JSON object text.
+        claims: String,
+        /// The role.
+        role: Role,
+    },
+    /// [`ZoneHost::handle_input`](crate::ZoneHost::handle_input).
+    Input {
+        /// The sender.
+        player: PlayerId,
+        /// The client's sequence number.
+        seq: u32,
+        /// The tick the client was viewing.
+        view_tick: u32,
+        /// The input's bytes.
+        payload: Vec<u8>,
+    },
+    /// [`ZoneHost::handle_drop`](crate::ZoneHost::handle_drop).
+    Drop(PlayerId),
+    /// [`ZoneHost::handle_rejoin`](crate::ZoneHost::handle_rejoin).
+    Rejoin(PlayerId),
+    /// [`ZoneHost::handle_leave`](crate::ZoneHost::handle_leave).
+    Leave {
+        /// Who leaves.
+        player: PlayerId,
+        /// Why.
+        reason: LeaveReason,
+    },
+    /// [`ZoneHost::handle_settlement`](crate::ZoneHost::handle_settlement).
+    Settle(Settlement),
+    /// [`ZoneHost::resync`](crate::ZoneHost::resync).
+    Resync(PlayerId),
+    /// [`ZoneHost::advance`](crate::ZoneHost::advance) with this clock time.
+    Advance(Duration),
+    /// [`ZoneHost::drain_frames`](crate::ZoneHost::drain_frames).
+    DrainFrames,
+    /// [`ZoneHost::drain_facts`](crate::ZoneHost::drain_facts).
+    DrainFacts,
+    /// [`ZoneHost::dispose`](crate::ZoneHost::dispose).
+    Dispose,
+    /// [`ZoneHost::tick_at_once`](crate::ZoneHost::tick_at_once).
+    TickAtOnce,
+    /// Effect: the host read its clock and got this.
+    Clock(Duration),
+    /// Effect: what the preceding call returned.
+    Outcome(Outcome),
+    /// Effect: a tick ran; the zone's state hash after it.
+    Tick {
+        /// The tick's number (not stored: one more than the previous).
+        tick: u64,
+        /// [`ZoneHost::state_hash`](crate::ZoneHost::state_hash) after the tick.
+        hash: u64,
+    },
+    /// Effect: the frames a drain handed out.
+    Frames {
+        /// How many.
+        count: u32,
+        /// Their bytes in total.
+        bytes: u64,
+        /// A hash of every frame's recipient, ack, quiet flag and bytes.
+        hash: u64,
+    },
+    /// Effect: the facts a drain handed out.
+    Facts {
+        /// How many.
+        count: u32,
+        /// A hash of every fact's key, kind, principal, payload and tick.
+        hash: u64,
+    },
+    /// The recording stopped.
+    End(StopReason),
+}
+
+impl Record {
+    /// Whether this is a call into the host (a stimulus) rather than an effect.
+    pub fn is_call(&self) -> bool {
+        !matches!(
+            self,
+            Record::Clock(_)
+                | Record::Outcome(_)
+                | Record::Tick { .. }
+                | Record::Frames { .. }
+                | Record::Facts { .. }
+                | Record::End(_)
+        )
+    }
+}
+
+impl std::fmt::Display for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Record::Join {
+                principal,
+                claims,
+                role,
+            } => write!(f, "join {principal:?} as {role:?} claims {claims}"),
+            Record::Input {
+                player,
+                seq,
+                view_tick,
+                payload,
+            } => {
+                write!(f, "input from {player} seq {seq} view tick {view_tick} [")?;
+                for (i, b) in payload.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write!(f, "{b:02x}")?;
+                }
+                f.write_str("]")
+            }
+            Record::Drop(p) => write!(f, "drop {p}"),
+            Record::Rejoin(p) => write!(f, "rejoin {p}"),
+            Record::Leave { player, reason } => write!(f, "leave {player} ({reason:?})"),
+            Record::Settle(s) => match &s.outcome {
+                FactOutcome::Ok(v) => write!(f, "settle {} ok {v}", s.key.as_str()),
+                FactOutcome::Refused(why) => write!(f, "settle {} refused {why:?}", s.key.as_str()),
+            },
+            Record::Resync(p) => write!(f, "resync {p}"),
+            Record::Advance(now) => write!(f, "advance to {} ns", now.as_nanos()),
+            Record::DrainFrames => f.write_str("drain frames"),
+            Record::DrainFacts => f.write_str("drain facts"),
+            Record::Dispose => f.write_str("dispose"),
+            Record::TickAtOnce => f.write_str("tick at once"),
+            Record::Clock(t) => write!(f, "clock read {} ns", t.as_nanos()),
+            Record::Outcome(o) => write!(f, "outcome {o:?}"),
+            Record::Tick { tick, hash } => write!(f, "tick {tick} state hash {hash:016x}"),
+            Record::Frames { count, bytes, hash } => {
+                write!(f, "{count} frames, {bytes} bytes, hash {hash:016x}")
+            }
+            Record::Facts { count, hash } => write!(f, "{count} facts, hash {hash:016x}"),
+            Record::End(why) => write!(f, "end: {why}"),
+        }
+    }
+}
+
+mod tag {
+    pub const JOIN: u8 = 0x01;
+    pub const INPUT: u8 = 0x02;
+    pub const DROP: u8 = 0x03;
+    pub const REJOIN: u8 = 0x04;
+    pub const LEAVE: u8 = 0x05;
+    pub const SETTLE: u8 = 0x06;
+    pub const RESYNC: u8 = 0x07;
+    pub const ADVANCE: u8 = 0x08;
+    pub const DRAIN_FRAMES: u8 = 0x09;
+    pub const DRAIN_FACTS: u8 = 0x0a;
+    pub const DISPOSE: u8 = 0x0b;
+    pub const TICK_AT_ONCE: u8 = 0x0c;
+    pub const CLOCK: u8 = 0x40;
+    pub const OUTCOME: u8 = 0x41;
+    pub const TICK: u8 = 0x42;
+    pub const FRAMES: u8 = 0x43;
+    pub const FACTS: u8 = 0x44;
+    pub const END: u8 = 0x7f;
+}
+
+/// What the encoder and decoder of one stream both track, so times are written as differences
+/// and view ticks relative to the current tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct StreamState {
+    /// Nanoseconds of the last time written (clock reads and advances).
+    pub last_time: u64,
+    /// The last tick run.
+    pub tick: u64,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Appends `tag`, the body's length and the body.
+fn frame(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
+    out.push(tag);
+    put_varint(out, body.len() as u64);
+    out.extend_from_slice(body);
+}
+
+fn put_blob(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn put_time(out: &mut Vec<u8>, state: &mut StreamState, t: Duration) {
+    let n = nanos(t);
+    put_zigzag64(out, n.wrapping_sub(state.last_time) as i64);
+    state.last_time = n;
+}
+
+fn role_code(r: Role) -> u8 {
+    match r {
+        Role::Player => 0,
+        Role::Observer => 1,
+    }
+}
+
+fn leave_code(r: LeaveReason) -> u8 {
+    match r {
+        LeaveReason::Left => 0,
+        LeaveReason::Dropped => 1,
+        LeaveReason::Kicked => 2,
+        LeaveReason::Transferred => 3,
+    }
+}
+
+fn put_outcome(out: &mut Vec<u8>, o: Outcome) {
+    let (code, detail) = match o {
+        Outcome::Ok => (0, None),
+        Outcome::Joined(p) => (1, Some(u64::from(p.0))),
+        Outcome::Refused(c) => (2, Some(u64::from(c))),
+        Outcome::Full => (3, None),
+        Outcome::Disposed => (4, None),
+        Outcome::IdsExhausted => (5, None),
+        Outcome::UnknownPlayer => (6, None),
+        Outcome::NotDropped => (7, None),
+        Outcome::GraceExpired => (8, None),
+        Outcome::DroppedOldest => (9, None),
+        Outcome::Duplicate => (10, None),
+        Outcome::Stale => (11, None),
+        Outcome::Observer => (12, None),
+        Outcome::Disconnected => (13, None),
+    };
+    out.push(code);
+    if let Some(d) = detail {
+        put_varint(out, d);
+    }
+}
+
+fn put_stop(out: &mut Vec<u8>, why: &StopReason) {
+    match why {
+        StopReason::Requested => out.push(0),
+        StopReason::SizeCap => out.push(1),
+        StopReason::BufferFull => out.push(2),
+        StopReason::WriterFailed(s) => {
+            out.push(3);
+            put_blob(out, s.as_bytes());
+        }
+        StopReason::ZoneEnded => out.push(4),
+    }
+}
+
+/// Appends `record` to `out`, writing its body through `scratch` (reused between records).
+pub(crate) fn encode_record(
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    state: &mut StreamState,
+    record: &Record,
+) {
+    scratch.clear();
+    let b = &mut *scratch;
+    let t = match record {
+        Record::Join {
+            principal,
+            claims,
+            role,
+        } => {
+            put_blob(b, principal.as_bytes());
+            put_blob(b, claims.as_bytes());
+            b.push(role_code(*role));
+            tag::JOIN
+        }
+        Record::Input {
+            player,
+            seq,
+            view_tick,
+            payload,
+        } => {
+            put_varint(b, u64::from(player.0));
+            put_varint(b, u64::from(*seq));
+            put_zigzag64(b, state.tick.wrapping_sub(u64::from(*view_tick)) as i64);
+            b.extend_from_slice(payload);
+            tag::INPUT
+        }
+        Record::Drop(p) => {
+            put_varint(b, u64::from(p.0));
+            tag::DROP
+        }
+        Record::Rejoin(p) => {
+            put_varint(b, u64::from(p.0));
+            tag::REJOIN
+        }
+        Record::Leave { player, reason } => {
+            put_varint(b, u64::from(player.0));
+            b.push(leave_code(*reason));
+            tag::LEAVE
+        }
+        Record::Settle(s) => {
+            put_blob(b, s.key.as_str().as_bytes());
+            match &s.outcome {
+                FactOutcome::Ok(v) => {
+                    b.push(0);
+                    b.extend_from_slice(v.to_string().as_bytes());
+                }
+                FactOutcome::Refused(why) => {
+                    b.push(1);
+                    b.extend_from_slice(why.as_bytes());
+                }
+            }
+            tag::SETTLE
+        }
+        Record::Resync(p) => {
+            put_varint(b, u64::from(p.0));
+            tag::RESYNC
+        }
+        Record::Advance(now) => {
+            put_time(b, state, *now);
+            tag::ADVANCE
+        }
+        Record::DrainFrames => tag::DRAIN_FRAMES,
+        Record::DrainFacts => tag::DRAIN_FACTS,
+        Record::Dispose => tag::DISPOSE,
+        Record::TickAtOnce => tag::TICK_AT_ONCE,
+        Record::Clock(t) => {
+            put_time(b, state, *t);
+            tag::CLOCK
+        }
+        Record::Outcome(o) => {
+            put_outcome(b, *o);
+            tag::OUTCOME
+        }
+        Record::Tick { tick, hash } => {
+            state.tick = *tick;
+            b.extend_from_slice(&hash.to_le_bytes());
+            tag::TICK
+        }
+        Record::Frames { count, bytes, hash } => {
+            put_varint(b, u64::from(*count));
+            put_varint(b, *bytes);
+            b.extend_from_slice(&hash.to_le_bytes());
+            tag::FRAMES
+        }
+        Record::Facts { count, hash } => {
+            put_varint(b, u64::from(*count));
+            b.extend_from_slice(&hash.to_le_bytes());
+            tag::FACTS
+        }
+        Record::End(why) => {
+            put_stop(b, why);
+            tag::END
+        }
+    };
+    frame(out, t, scratch);
+}
+
+/// Appends the preamble and the header record.
+pub(crate) fn encode_header(out: &mut Vec<u8>, header: &Header) {
+    out.extend_from_slice(&RECORDING_MAGIC);
+    out.extend_from_slice(&RECORDING_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    let mut b = Vec::new();
+    put_blob(&mut b, header.zone_id.as_bytes());
+    put_blob(&mut b, header.kind.as_bytes());
+    put_blob(&mut b, header.params.as_bytes());
+    put_config(&mut b, &header.config);
+    put_varint(&mut b, header.boot_epoch);
+    put_varint(&mut b, nanos(header.start));
+    put_varint(&mut b, header.start_tick);
+    match &header.origin {
+        Origin::Created => b.push(0),
+        Origin::Snapshot {
+            envelope,
+            state_hash,
+            connected,
+        } => {
+            b.push(1);
+            put_blob(&mut b, envelope);
+            b.extend_from_slice(&state_hash.to_le_bytes());
+            put_varint(&mut b, connected.len() as u64);
+            for p in connected {
+                put_varint(&mut b, u64::from(p.0));
+            }
+        }
+    }
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(&b);
+}
+
+/// A reading error inside one record body, before its offset is known.
+fn bad(e: DecodeError) -> String {
+    e.to_string()
+}
+
+fn u64_le(r: &mut Reader<'_>) -> Result<u64, String> {
+    let b = r.take(8).map_err(bad)?;
+    let arr: [u8; 8] = b.try_into().map_err(|_| "short u64".to_owned())?;
+    Ok(u64::from_le_bytes(arr))
+}
+
+fn text<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<&'a str, String> {
+    r.str_named(what, MAX_RECORD_BODY).map_err(bad)
+}
+
+fn rest_text(r: &mut Reader<'_>) -> Result<String, String> {
+    let b = r.take(r.remaining()).map_err(bad)?;
+    std::str::from_utf8(b)
+        .map(str::to_owned)
+        .map_err(|_| "text is not UTF-8".to_owned())
+}
+
+fn player(r: &mut Reader<'_>) -> Result<PlayerId, String> {
+    r.varint_u32().map(PlayerId).map_err(bad)
+}
+
+fn get_time(r: &mut Reader<'_>, state: &mut StreamState) -> Result<Duration, String> {
+    let d = r.zigzag64().map_err(bad)?;
+    let n = state.last_time.wrapping_add(d as u64);
+    state.last_time = n;
+    Ok(Duration::from_nanos(n))
+}
+
+fn get_outcome(r: &mut Reader<'_>) -> Result<Outcome, String> {
+    Ok(match r.u8().map_err(bad)? {
+        0 => Outcome::Ok,
+        1 => Outcome::Joined(player(r)?),
+        2 => Outcome::Refused(r.varint_u16().map_err(bad)?),
+        3 => Outcome::Full,
+        4 => Outcome::Disposed,
+        5 => Outcome::IdsExhausted,
+        6 => Outcome::UnknownPlayer,
+        7 => Outcome::NotDropped,
+        8 => Outcome::GraceExpired,
+        9 => Outcome::DroppedOldest,
+        10 => Outcome::Duplicate,
+        11 => Outcome::Stale,
+        12 => Outcome::Observer,
+        13 => Outcome::Disconnected,
+        n => return Err(format!("unknown outcome {n}")),
+    })
+}
+
+fn get_stop(r: &mut Reader<'_>) -> Result<StopReason, String> {
+    Ok(match r.u8().map_err(bad)? {
+        0 => StopReason::Requested,
+        1 => StopReason::SizeCap,
+        2 => StopReason::BufferFull,
+        3 => StopReason::WriterFailed(text(r, "reason")?.to_owned()),
+        4 => StopReason::ZoneEnded,
+        n => return Err(format!("unknown stop reason {n}")),
+    })
+}
+
+fn get_role(code: u8) -> Result<Role, String> {
+    match code {
+        0 => Ok(Role::Player),
+        1 => Ok(Role::Observer),
+        n => Err(format!("unknown role {n}")),
+    }
+}
+
+fn get_leave(code: u8) -> Result<LeaveReason, String> {
+    Ok(match code {
+        0 => LeaveReason::Left,
+        1 => LeaveReason::Dropped,
+        2 => LeaveReason::Kicked,
+        3 => LeaveReason::Transferred,
+        n => return Err(format!("unknown leave reason {n}")),
+    })
+}
+
+fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Record, String> {
+    let rec = match t {
+        tag::JOIN => Record::Join {
+            principal: text(r, "principal")?.to_owned(),
+            claims: text(r, "claims")?.to_owned(),
+            role: get_role(r.u8().map_err(bad)?)?,
+        },
+        tag::INPUT => {
+            let player = player(r)?;
+            let seq = r.varint_u32().map_err(bad)?;
+            let back = r.zigzag64().map_err(bad)?;
+            let view_tick = u32::try_from(state.tick.wrapping_sub(back as u64))
+                .map_err(|_| "view tick out of range".to_owned())?;
+            Record::Input {
+                player,
+                seq,
+                view_tick,
+                payload: r.take(r.remaining()).map_err(bad)?.to_vec(),
+            }
+        }
+        tag::DROP => Record::Drop(player(r)?),
+        tag::REJOIN => Record::Rejoin(player(r)?),
+        tag::LEAVE => Record::Leave {
+            player: player(r)?,
+            reason: get_leave(r.u8().map_err(bad)?)?,
+        },
+        tag::SETTLE => {
+            let key = FactKey(text(r, "fact key")?.to_owned());
+            let outcome = match r.u8().map_err(bad)? {
+                0 => FactOutcome::Ok(
+                    serde_json::from_str(&rest_text(r)?)
+                        .map_err(|e| format!("settlement result: {e}"))?,
+                ),
+                1 => FactOutcome::Refused(rest_text(r)?),
+                n => return Err(format!("unknown settlement outcome {n}")),
+            };
+            Record::Settle(Settlement { key, outcome })
+        }
+        tag::RESYNC => Record::Resync(player(r)?),
+        tag::ADVANCE => Record::Advance(get_time(r, state)?),
+        tag::DRAIN_FRAMES => Record::DrainFrames,
+        tag::DRAIN_FACTS => Record::DrainFacts,
+        tag::DISPOSE => Record::Dispose,
+        tag::TICK_AT_ONCE => Record::TickAtOnce,
+        tag::CLOCK => Record::Clock(get_time(r, state)?),
+        tag::OUTCOME => Record::Outcome(get_outcome(r)?),
+        tag::TICK => {
+            let hash = u64_le(r)?;
+            state.tick = state.tick.wrapping_add(1);
+            Record::Tick {
+                tick: state.tick,
+                hash,
+            }
+        }
+        tag::FRAMES => Record::Frames {
+            count: r.varint_u32().map_err(bad)?,
+            bytes: r.varint_u64().map_err(bad)?,
+            hash: u64_le(r)?,
+        },
+        tag::FACTS => Record::Facts {
+            count: r.varint_u32().map_err(bad)?,
+            hash: u64_le(r)?,
+        },
+        tag::END => Record::End(get_stop(r)?),
+        other => return Err(format!("unknown record tag 0x{other:02x}")),
+    };
+    r.finish().map_err(bad)?;
+    Ok(rec)
+}
+
+/// Reads a recording's records one by one from a byte slice, never allocating more than the
+/// slice holds.
+#[derive(Debug)]
+pub struct RecordReader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    state: StreamState,
+    ended: bool,
+}
+
+impl<'a> RecordReader<'a> {
+    /// Reads the preamble and the header of `bytes`, leaving the reader at the first record.
+    pub fn open(bytes: &'a [u8]) -> Result<(Header, Self), RecordingError> {
+        let truncated = RecordingError::Truncated { offset: 0 };
+        let magic = bytes.get(0..4).ok_or(truncated.clone())?;
+        if magic != RECORDING_MAGIC {
+            return Err(RecordingError::BadMagic);
+        }
+        let version = bytes
+            .get(4..6)
+            .map(|v| u16::from_le_bytes([v[0], v[1]]))
+            .ok_or(truncated.clone())?;
+        if version != RECORDING_VERSION {
+            return Err(RecordingError::UnsupportedVersion { found: version });
+        }
+        let flags = bytes
+            .get(6..8)
+            .map(|v| u16::from_le_bytes([v[0], v[1]]))
+            .ok_or(truncated)?;
+        let corrupt = |offset: usize, reason: String| RecordingError::Corrupt { offset, reason };
+        if flags != 0 {
+            return Err(corrupt(4, format!("unknown flags {flags:#06x}")));
+        }
+        let mut r = Reader::new(bytes.get(PREAMBLE_LEN..).unwrap_or_default());
+        let len = r.count("header", MAX_HEADER_BODY).map_err(|e| match e {
+            DecodeError::Truncated => RecordingError::Truncated {
+                offset: PREAMBLE_LEN,
+            },
+            e => corrupt(PREAMBLE_LEN, e.to_string()),
+        })?;
+        let body = r.take(len).map_err(|_| RecordingError::Truncated {
+            offset: PREAMBLE_LEN,
+        })?;
+        let header = decode_header(&mut Reader::new(body)).map_err(|e| corrupt(PREAMBLE_LEN, e))?;
+        let reader = Self {
+            bytes,
+            pos: PREAMBLE_LEN + r.position(),
+            state: StreamState {
+                last_time: nanos(header.start),
+                tick: header.start_tick,
+            },
+            ended: false,
+        };
+        Ok((header, reader))
+    }
+
+    /// Byte offset of the next record.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// The next record; `None` at the end of the bytes or after an [`Record::End`]. Records
+    /// after an `End` are an error.
+    pub fn next_record(&mut self) -> Result<Option<Record>, RecordingError> {
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        if rest.is_empty() {
+            return Ok(None);
+        }
+        let offset = self.pos;
+        if self.ended {
+            return Err(RecordingError::Corrupt {
+                offset,
+                reason: "bytes after the end record".into(),
+            });
+        }
+        let mut r = Reader::new(rest);
+        let corrupt = |reason: String| RecordingError::Corrupt { offset, reason };
+        let trunc = |e: DecodeError| match e {
+            DecodeError::Truncated => RecordingError::Truncated { offset },
+            e => RecordingError::Corrupt {
+                offset,
+                reason: e.to_string(),
+            },
+        };
+        let t = r.u8().map_err(trunc)?;
+        let len = r.count("record", MAX_RECORD_BODY).map_err(trunc)?;
+        let body = r.take(len).map_err(trunc)?;
+        let record = decode_body(t, &mut Reader::new(body), &mut self.state).map_err(corrupt)?;
+        self.pos += r.position();
+        self.ended = matches!(record, Record::End(_));
+        Ok(Some(record))
+    }
+}
+
+fn decode_header(r: &mut Reader<'_>) -> Result<Header, String> {
+    let zone_id = text(r, "zone id")?.to_owned();
+    let kind = text(r, "kind")?.to_owned();
+    let params = text(r, "params")?.to_owned();
+    let config = get_config(r)?;
+    let boot_epoch = r.varint_u64().map_err(bad)?;
+    let start = Duration::from_nanos(r.varint_u64().map_err(bad)?);
+    let start_tick = r.varint_u64().map_err(bad)?;
+    let origin = match r.u8().map_err(bad)? {
+        0 => Origin::Created,
+        1 => {
+            let envelope = r
+                .bytes_named("snapshot", MAX_HEADER_BODY)
+                .map_err(bad)?
+                .to_vec();
+            let state_hash = u64_le(r)?;
+            // Each id takes at least one byte, so the count is bounded by what is left.
+            let n = r.count("connected", r.remaining()).map_err(bad)?;
+            let mut connected = Vec::with_capacity(n);
+            for _ in 0..n {
+                connected.push(player(r)?);
+            }
+            Origin::Snapshot {
+                envelope,
+                state_hash,
+                connected,
+            }
+        }
+        n => return Err(format!("unknown origin {n}")),
+    };
+    r.finish().map_err(bad)?;
+    Ok(Header {
+        zone_id,
+        kind,
+        params,
+        config,
+        boot_epoch,
+        start,
+        start_tick,
+        origin,
+    })
+}
+
+/// Reads one framed record (the replay decodes what its own host recorded with this).
+pub(crate) fn decode_one(r: &mut Reader<'_>, state: &mut StreamState) -> Result<Record, String> {
+    let t = r.u8().map_err(bad)?;
+    let len = r.count("record", MAX_RECORD_BODY).map_err(bad)?;
+    let body = r.take(len).map_err(bad)?;
+    decode_body(t, &mut Reader::new(body), state)
+}

@@ -1,0 +1,83 @@
+//! Recordings: a zone's every stimulus and a state hash per tick in a compact file, so a bug
+//! seen in production becomes a test ([`replay`] re-runs it and names the first divergent tick).
+//!
+//! The host is deterministic: time comes from the `now` of each `advance` and the injected
+//! [`Clock`](crate::Clock) (read only by the host itself: zone code sees ticks), randomness from
+//! the seeded [`ZoneRng`](crate::ZoneRng). So a recording holds the zone's creation (kind, id,
+//! params, whole config with its world seed, owner epoch, the clock reading its schedule starts
+//! at) or the snapshot a running zone was recorded from, then every call in, in order, each
+//! followed by its effects: the clock readings the host took during it, what it returned, the
+//! state hash after each tick run, and a digest of the frames and facts handed out. A replay
+//! feeds the calls and clock readings to a fresh host of the same kind and compares every effect.
+//!
+//! Recording is a [`ZoneHost`](crate::ZoneHost) feature ([`ZoneHost::start_recording`](crate::ZoneHost::start_recording)): the
+//! host appends to an in-memory buffer bounded by [`RecordLimits`]; the driver takes the bytes
+//! ([`ZoneHost::take_recorded`](crate::ZoneHost::take_recorded)) and writes them off the simulation thread. Past the size cap or
+//! the buffer bound the recording stops with a [`StopReason`]; it never waits. When nothing is
+//! recorded each call costs one branch.
+//!
+//! # Format, version 1
+//!
+//! | bytes | field |
+//! | --- | --- |
+//! | 4 | magic `ZKRC` |
+//! | 2 | version, `u16` little-endian (`1`) |
+//! | 2 | flags, `u16` little-endian (`0`; readers refuse others) |
+//! | varint + N | the header body |
+//! | ... | records: a tag byte, a varint body length (at most [`MAX_RECORD_BODY`]), the body |
+//!
+//! Varints are the protocol's canonical LEB128 (`zonekeep_protocol::wire`); a `str`/`bytes` is a
+//! varint length and the bytes. Header: `str zone_id`, `str kind`, `str params` (JSON),
+//! the config (every [`ZoneConfig`](crate::ZoneConfig) field: varints, durations as
+//! nanoseconds, `f32` little-endian), `varint boot_epoch`, `varint start` (nanoseconds),
+//! `varint start_tick`, then `u8 origin`: 0 created, or 1 snapshot followed by `bytes envelope`,
+//! `u64 state_hash` (LE) and the ids of the connected participants (a varint count, varints).
+//!
+//! Times (advance, clock readings) are zig-zag differences from the previous time in the
+//! stream (the first from `start`); an input's view tick is a zig-zag difference from the
+//! current tick; tick records carry only the hash (the tick is one more than the last).
+//!
+//! | tag | record | body |
+//! | --- | --- | --- |
+//! | `01` | join | `str principal`, `str claims` (JSON object), `u8 role` |
+//! | `02` | input | `varint player`, `varint seq`, `zigzag tick - view_tick`, payload (the rest) |
+//! | `03` / `04` / `07` | drop / rejoin / resync | `varint player` |
+//! | `05` | leave | `varint player`, `u8 reason` |
+//! | `06` | settlement | `str key`, `u8` 0 ok + JSON result / 1 refused + reason (the rest) |
+//! | `08` | advance | time |
+//! | `09` / `0a` / `0b` / `0c` | drain frames / drain facts / dispose / tick at once | empty |
+//! | `40` | clock reading | time |
+//! | `41` | outcome | `u8 code` (+ `varint` id or refusal code) |
+//! | `42` | tick | `u64` state hash (LE) |
+//! | `43` | frames | `varint count`, `varint bytes`, `u64` hash |
+//! | `44` | facts | `varint count`, `u64` hash |
+//! | `7f` | end | `u8 reason` (+ `str` for a writer failure) |
+//!
+//! [`RecordReader`] decodes any byte string to records or a typed [`RecordingError`]
+//! (truncated, corrupt, bad magic, unknown version) without allocating past the input's size.
+//!
+//! # From a snapshot
+//!
+//! A zone recorded while running starts from its snapshot: the replay restores it, rejoins the
+//! participants who were connected, and first compares the state hash with the one recorded.
+//! A kind whose save leaves out state its hash covers (the arena saves scores and pickups, not
+//! positions) diverges right there, and the report says so: such zones are recorded from their
+//! creation. Subscribers' replication state is not saved either, so for such a recording only
+//! frame counts are compared, not their bytes.
+
+mod config_codec;
+mod format;
+mod recorder;
+mod replay;
+#[cfg(test)]
+mod tests;
+
+pub use format::{
+    Header, Origin, Outcome, Record, RecordReader, RecordingError, StopReason, MAX_HEADER_BODY,
+    MAX_RECORD_BODY, RECORDING_MAGIC, RECORDING_VERSION,
+};
+pub(crate) use recorder::{digest_bytes, facts_digest, Recorder};
+pub use recorder::{
+    RecordLimits, RecordingStatus, StartRecordingError, DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BYTES,
+};
+pub use replay::{replay, Divergence, ReplayError, ReplayReport, ScriptedClock};
