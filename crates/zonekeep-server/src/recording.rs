@@ -155,8 +155,9 @@ impl Recordings {
         }
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| format!("creating {}: {e}", self.dir.display()))?;
-        // Zone ids are [A-Za-z0-9._:-]; ':' is kept out of file names for other systems' sake.
-        let path = self.dir.join(format!("{}.zkrec", zone.replace(':', "_")));
+        // Zone ids are `[A-Za-z0-9._:-]`: `~` is no id character, so the name is unique per zone
+        // (and has no `:`, which some file systems refuse).
+        let path = self.dir.join(format!("{}.zkrec", zone.replace(':', "~")));
         let file = std::fs::File::create(&path)
             .map_err(|e| format!("creating {}: {e}", path.display()))?;
         let (complete, _) = tokio::sync::watch::channel(false);
