@@ -19,4 +19,5 @@ export * from "./scheduler.js";
 export * from "./playout.js";
 export * from "./replica.js";
 export * from "./predictor.js";
+export * from "./reconnect.js";
 export * from "./connection.js";

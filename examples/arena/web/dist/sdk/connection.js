@@ -20,6 +20,7 @@
 import { ServerClock } from "./clock.js";
 import { decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
 import { Mirror } from "./mirror.js";
+import { backoffMs, defaultReconnectPolicy } from "./reconnect.js";
 import { systemScheduler } from "./scheduler.js";
 import { DecodeError, Reader } from "./wire.js";
 /**
@@ -41,50 +42,6 @@ export class RedirectError extends Error {
         this.name = "RedirectError";
         this.kind = kind;
         this.url = url;
-    }
-}
-/**
- * The default reconnect policy for a Kick code (null = the socket closed without a Kick):
- * 'retry' resumes with the token when still inside the grace window, 'renew' fetches a new ticket
- * for a refusal a new ticket fixes, 'fresh' joins as a new player (the token was refused), 'stop'
- * gives up (the reason will not go away by retrying).
- *
- * A reused ticket refused for its signature or key (BAD_TICKET, unknown or retired key) was signed
- * with a key the host no longer has — typically a host restarted with a new key — so a new ticket
- * fixes it; a ticket fetched for this very attempt refused that way would be refused again.
- */
-export function defaultReconnectPolicy(code, context = { ticketReused: false }) {
-    switch (code) {
-        case null:
-            return "retry";
-        case KickCode.RECONNECT_REFUSED:
-            return "fresh";
-        case KickCode.TICKET_EXPIRED:
-        case KickCode.TICKET_REPLAYED:
-        case KickCode.TICKET_NOT_YET_VALID:
-            return "renew";
-        case KickCode.BAD_TICKET:
-        case KickCode.TICKET_UNKNOWN_KEY:
-        case KickCode.TICKET_RETIRED_KEY:
-            return context.ticketReused ? "renew" : "stop";
-        case KickCode.TICKET_BAD_ALGORITHM:
-        case KickCode.TICKET_WRONG_ZONE:
-        case KickCode.VERSION_MISMATCH:
-        case KickCode.KICKED:
-        case KickCode.PROTOCOL_ERROR:
-        case KickCode.MESSAGE_TOO_LARGE:
-        case KickCode.JOIN_REFUSED:
-        case KickCode.ZONE_STOPPED:
-        case KickCode.RATE_LIMITED:
-            return "stop";
-        case KickCode.ZONE_MOVED:
-        case KickCode.HOST_FENCED:
-            // The session lives on at the zone's new owner: resume (at once, through the entry URL).
-            return "retry";
-        default:
-            // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR, TOO_MANY_REDIRECTS (the
-            // fleet is still settling who owns the zone) and unknown codes.
-            return "retry";
     }
 }
 /** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
@@ -622,15 +579,6 @@ export class ZoneConnection {
         this.send({ type: "ping", clientTime: Math.max(0, Math.floor(this.sched.now())) });
         this.pingTimer = this.later(() => this.ping(), this.opts.pingIntervalMs ?? 1000);
     }
-    backoffMs(attempt) {
-        const r = this.opts.reconnect ?? {};
-        const base = r.baseDelayMs ?? 250;
-        const cap = r.maxDelayMs ?? 8000;
-        const exp = Math.min(cap, base * 2 ** Math.max(0, attempt - 1));
-        const random = r.random ?? Math.random;
-        // "Equal jitter": half fixed, half random, so attempts spread out but never collapse to zero.
-        return exp / 2 + (exp / 2) * random();
-    }
     onSocketGone(gen, code, reason, error) {
         if (gen !== this.gen || this.st === "closed")
             return;
@@ -677,7 +625,7 @@ export class ZoneConnection {
         // The zone moved while the player was in it: its new owner waits for the resume, so the first
         // attempt goes at once (later ones back off as usual).
         const atOnce = wasOpen && kickCode !== null && kickResumesElsewhere(kickCode);
-        info.retryInMs = atOnce ? 0 : this.backoffMs(this.attempts);
+        info.retryInMs = atOnce ? 0 : backoffMs(this.opts.reconnect ?? {}, this.attempts);
         this.st = "reconnecting";
         // The player's socket changes, the player does not: a move that lands at once is told by its
         // 'kick' and the resumed 'welcome' alone.
