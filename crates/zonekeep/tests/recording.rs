@@ -8,11 +8,10 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::replay_cli::{assert_changed_input_diverges, replay};
 use support::{Server, StoreSpec, ADMIN_TOKEN};
 use zonekeep_client::{connect, ConnectOptions, Connection, Event};
 use zonekeep_core::recording::{Origin, Outcome, Record, RecordReader, StopReason};
@@ -102,20 +101,6 @@ async fn play(addr: String, zone: String, principal: String, drop_after: Option<
         player: welcome.player_id,
         resumed,
     }
-}
-
-/// Runs the built `zonekeep replay` on `path`: exit code, stdout, stderr.
-fn replay(path: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zonekeep"))
-        .arg("replay")
-        .arg(path)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// The `{"error": {"code", "message"}}` of an admin answer.
@@ -349,23 +334,10 @@ async fn a_played_zone_recorded_through_the_admin_api_replays_to_a_match() {
     // arena's centre, where players spawn clear of pillars, a step right always moves: a pillar
     // in the way makes it slide): the state differs from the tick that consumed it, the one after
     // it arrived, and every tick before matches.
-    let mut changed = file.clone();
     let resumed = played[1].player;
     let seq = u32::try_from(INPUTS / 2 + 1).unwrap();
     let (at, arrived) = input_of(&file, resumed, seq);
-    changed[at] ^= RIGHT;
-    let changed_path = dir.path().join("changed.zkrec");
-    std::fs::write(&changed_path, &changed).unwrap();
-    let (code, out, err) = replay(&changed_path);
-    assert_eq!(code, 1, "{out}{err}");
-    assert!(
-        out.contains(&format!("DIVERGED at tick {}\n", arrived + 1)),
-        "arrived after tick {arrived}: {out}"
-    );
-    assert!(
-        out.contains(&format!("last matching tick: {arrived}\n")),
-        "{out}"
-    );
+    let out = assert_changed_input_diverges(dir.path(), &file, at, RIGHT, arrived);
     assert!(
         out.contains(&format!("input from {resumed} seq {seq} view tick")),
         "the changed input is listed: {out}"
