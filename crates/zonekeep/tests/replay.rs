@@ -3,25 +3,14 @@
 //! tick that consumed it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::process::Command;
+mod support;
 
+use std::collections::BTreeMap;
+
+use support::replay_cli::{assert_changed_input_diverges, replay};
 use zonekeep_core::recording::{Record, RecordReader};
 
 const RECORDING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/arena.zkrec");
-
-fn replay(path: &std::path::Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zonekeep"))
-        .arg("replay")
-        .arg(path)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn the_committed_arena_recording_replays_to_a_match() {
@@ -36,7 +25,7 @@ fn the_committed_arena_recording_replays_to_a_match() {
 
 #[test]
 fn a_changed_input_is_reported_at_the_tick_that_consumed_it() {
-    let mut bytes = std::fs::read(RECORDING).unwrap();
+    let bytes = std::fs::read(RECORDING).unwrap();
     // An input offered with its sender's buffer empty (its previous input two ticks back or
     // more), so the next tick consumes it; its direction bit 0 flipped.
     let (_, mut reader) = RecordReader::open(&bytes).unwrap();
@@ -60,22 +49,10 @@ fn a_changed_input_is_reported_at_the_tick_that_consumed_it() {
             _ => {}
         }
     };
-    bytes[at] ^= 0x01;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("changed.zkrec");
-    std::fs::write(&path, &bytes).unwrap();
-    let (code, out, err) = replay(&path);
-    assert_eq!(code, 1, "{out}{err}");
+    let out = assert_changed_input_diverges(dir.path(), &bytes, at, 0x01, offered);
     assert!(
-        out.contains(&format!("DIVERGED at tick {}", offered + 1)),
-        "offered at tick {offered}: {out}"
-    );
-    assert!(
-        out.contains(&format!("last matching tick: {offered}")),
-        "{out}"
-    );
-    assert!(
-        out.contains(&format!("[{:02x}]", bytes[at])),
+        out.contains(&format!("[{:02x}]", bytes[at] ^ 0x01)),
         "the input is listed: {out}"
     );
 }

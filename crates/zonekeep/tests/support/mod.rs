@@ -3,6 +3,7 @@
 //! WebSocket, and read the store behind it (SQLite file or PostgreSQL).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unused_imports)]
 
+pub mod replay_cli;
 pub mod sdk;
 mod service;
 pub use service::service_url;
@@ -294,6 +295,20 @@ impl Server {
         path: &str,
         body: Option<&Value>,
     ) -> (u16, Value) {
+        let (status, bytes) = self.admin_bytes(method, path, body).await;
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// An admin request with [`ADMIN_TOKEN`]: the status and the body's bytes (a download).
+    pub async fn admin_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Vec<u8>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let body = body.map(Value::to_string).unwrap_or_default();
         let mut s = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
@@ -304,17 +319,17 @@ impl Server {
         s.write_all(req.as_bytes()).await.unwrap();
         let mut out = Vec::new();
         s.read_to_end(&mut out).await.unwrap();
-        let text = String::from_utf8_lossy(&out).to_string();
-        let status = text
+        let split = out
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("{path}: no header end: {}", String::from_utf8_lossy(&out)));
+        let head = String::from_utf8_lossy(&out[..split]).to_string();
+        let status = head
             .split_whitespace()
             .nth(1)
             .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("{path}: no status line: {text}"));
-        let json = text
-            .split_once("\r\n\r\n")
-            .and_then(|(_, b)| serde_json::from_str(b).ok())
-            .unwrap_or(Value::Null);
-        (status, json)
+            .unwrap_or_else(|| panic!("{path}: no status line: {head}"));
+        (status, out[split + 4..].to_vec())
     }
 
     /// GET an admin path; the answer as JSON.
