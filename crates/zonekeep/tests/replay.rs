@@ -1,6 +1,13 @@
 //! `zonekeep replay` on the committed arena recording (made from a running host through the
 //! admin API with bench bots): it matches all the way, and a changed input is reported at the
 //! tick that consumed it.
+//!
+//! The recording (format version 2) was made so, with a release build and a ticket secret in
+//! `ZONEKEEP_TICKET_SECRET`: `zonekeep serve --dev --admin-token T`, then
+//! `POST /admin/zones {"id":"arena-demo","kind":"arena","record":{"max_bytes":1000000}}`,
+//! `zonekeep bench --url ws://HOST --zone arena-demo --bots 6 --rate 10 --duration 12s
+//! --input-format bytes --input '["$int:0:255"]'`, `POST /admin/zones/arena-demo/recording/stop`
+//! and `GET /admin/zones/arena-demo/recording/file` (511 ticks, 37 kB).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;

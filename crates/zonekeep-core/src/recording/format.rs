@@ -15,7 +15,7 @@ use crate::zone::LeaveReason;
 /// A recording's first four bytes.
 pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
 /// The format version this build writes and reads.
-pub const RECORDING_VERSION: u16 = 1;
+pub const RECORDING_VERSION: u16 = 2;
 /// Bytes before the header record: magic, version, flags.
 pub(crate) const PREAMBLE_LEN: usize = 8;
 /// Largest body a record other than the header may have (an input payload, a claims object, a
@@ -233,7 +233,9 @@ pub enum Record {
         count: u32,
         /// Their bytes in total.
         bytes: u64,
-        /// A hash of every frame's recipient, ack, quiet flag and bytes.
+        /// A hash of every frame's recipient, ack, quiet flag and length, and of the bytes of
+        /// one participant's frames in 16 by turns (id + tick), so every participant's bytes
+        /// are checked every 16 patches.
         hash: u64,
     },
     /// Effect: the facts a drain handed out.

@@ -16,12 +16,12 @@
 //! the buffer bound the recording stops with a [`StopReason`]; it never waits. When nothing is
 //! recorded each call costs one branch.
 //!
-//! # Format, version 1
+//! # Format, version 2
 //!
 //! | bytes | field |
 //! | --- | --- |
 //! | 4 | magic `ZKRC` |
-//! | 2 | version, `u16` little-endian (`1`) |
+//! | 2 | version, `u16` little-endian (`2`) |
 //! | 2 | flags, `u16` little-endian (`0`; readers refuse others) |
 //! | varint + N | the header body |
 //! | ... | records: a tag byte, a varint body length (at most [`MAX_RECORD_BODY`]), the body |
@@ -49,9 +49,14 @@
 //! | `40` | clock reading | time |
 //! | `41` | outcome | `u8 code` (+ `varint` id or refusal code) |
 //! | `42` | tick | `u64` state hash (LE) |
-//! | `43` | frames | `varint count`, `varint bytes`, `u64` hash |
+//! | `43` | frames | `varint count`, `varint bytes`, `u64` hash (headers and lengths of all, bytes of one participant's frames in 16 by turns) |
 //! | `44` | facts | `varint count`, `u64` hash |
 //! | `7f` | end | `u8 reason` (+ `str` for a writer failure) |
+//!
+//! Version 2 changed what the hashes are, not the layout: the world's default state hash and the
+//! frame digest are taken a word at a time (and the frame digest reads the bytes of one frame in
+//! 16), so a version 1 file would report a divergence at its first tick; it is refused as an
+//! unsupported version instead.
 //!
 //! [`RecordReader`] decodes any byte string to records or a typed [`RecordingError`]
 //! (truncated, corrupt, bad magic, unknown version) without allocating past the input's size.
@@ -76,7 +81,7 @@ pub use format::{
     Header, Origin, Outcome, Record, RecordReader, RecordingError, StopReason, MAX_HEADER_BODY,
     MAX_RECORD_BODY, RECORDING_MAGIC, RECORDING_VERSION,
 };
-pub(crate) use recorder::{digest_bytes, facts_digest, Recorder};
+pub(crate) use recorder::{facts_digest, Recorder};
 pub use recorder::{
     RecordLimits, RecordingStatus, StartRecordingError, DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BYTES,
 };

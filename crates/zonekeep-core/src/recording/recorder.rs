@@ -182,24 +182,6 @@ impl Recorder {
     }
 }
 
-/// A fast, stable hash of frame bytes (eight bytes at a step; the frames of a crowded patch are
-/// tens of kilobytes, so a byte-wise hash would cost the recorded tick too much).
-pub(crate) fn digest_bytes(mut h: u64, bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        h ^= h >> 29;
-    }
-    for b in chunks.remainder() {
-        h = (h ^ u64::from(*b)).wrapping_mul(K);
-        h ^= h >> 29;
-    }
-    (h ^ bytes.len() as u64).wrapping_mul(K)
-}
-
 /// Count and hash of drained facts.
 pub(crate) fn facts_digest(facts: &[Fact]) -> Record {
     let mut h = StateHasher::new();
