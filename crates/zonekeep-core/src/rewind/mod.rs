@@ -60,6 +60,8 @@ mod geom;
 mod history;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_host;
 
 use std::time::Duration;
 
