@@ -401,6 +401,15 @@ impl ZoneHost {
         self.rewind.as_ref().map(RewindHistory::heap_bytes)
     }
 
+    /// The world as `player` drew it at `view_tick`, judged as an input arriving now would be in
+    /// the next tick (with the same clamps), for tools, tests and benchmarks; `None` for a zone
+    /// without lag compensation, view tick 0 or a participant not sent a frame yet.
+    pub fn rewind_at(&self, player: PlayerId, view_tick: u32) -> Option<crate::Rewind<'_>> {
+        self.rewind
+            .as_ref()?
+            .rewind_for(player, view_tick, self.core.tick.saturating_add(1))
+    }
+
     /// The owner epoch this host was created or restored with.
     pub fn boot_epoch(&self) -> u64 {
         self.core.facts.boot_epoch()

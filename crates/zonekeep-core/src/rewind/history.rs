@@ -1,5 +1,12 @@
 //! The history of what every subscriber was sent, kept for `history_ticks`, and the clamps that
 //! turn an input's view tick into a [`Rewind`](super::Rewind).
+//!
+//! Per patch, one record holds every entity's quantized position (shared by all subscribers)
+//! and, per subscriber, a bitset of the entities its client holds. An entity whose update the
+//! byte budget deferred is held at a position an earlier patch sent; the subscriber's set then
+//! carries one age byte per rank (how many patches back that position was sent), and older
+//! records are kept, for their positions only, as long as an age refers to them. Positions
+//! deferred for longer than an age can say are listed explicitly.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -13,17 +20,25 @@ use crate::world::World;
 /// Records kept beyond the window for reuse (their buffers' capacity), at most.
 const SPARE_RECORDS: usize = 2;
 
+/// An age marker: the sent position is in [`SentSet::lagging`], not in an older record.
+const LISTED: u8 = u8::MAX;
+
 /// One patch: every entity's quantized position as replicated, and what each subscriber's client
 /// held after it.
 #[derive(Debug, Default)]
 pub(crate) struct PatchRecord {
     tick: u64,
+    /// Numbers the records: consecutive, so an age in patches is a distance in the deque.
+    seq: u64,
     /// Entity ids by rank, ascending (the world's columns at this patch).
     ids: Vec<u32>,
     /// Quantized positions by rank.
     pos: Vec<(i32, i32)>,
-    /// Ascending by subscriber; one per subscriber that was sent a frame at this patch.
+    /// Ascending by subscriber; one per subscriber that was sent a frame at this patch. Emptied
+    /// once the record falls out of the window and is kept only for its positions.
     subs: Vec<SentSet>,
+    /// The largest age any of `subs` refers to: how many records before this one must stay.
+    max_age: u8,
 }
 
 /// What one subscriber's client held after one patch.
@@ -34,8 +49,11 @@ pub(crate) struct SentSet {
     quiet: bool,
     /// One bit per rank: the client holds this entity.
     known: Vec<u64>,
-    /// Held entities whose sent position is not the world's at this patch (the byte budget
-    /// deferred their update): `(rank, qx, qy)`, ascending by rank.
+    /// Empty when every held entity's sent position is the world's at this patch. Otherwise one
+    /// byte per rank: 0 for those, else how many patches back the position the client holds was
+    /// sent (the byte budget deferred its updates since), or [`LISTED`].
+    ages: Vec<u8>,
+    /// Sent positions too old for an age, `(rank, qx, qy)`, ascending by rank.
     lagging: Vec<(u32, i32, i32)>,
 }
 
@@ -48,6 +66,7 @@ impl SentSet {
 
     fn heap_bytes(&self) -> usize {
         self.known.capacity() * std::mem::size_of::<u64>()
+            + self.ages.capacity()
             + self.lagging.capacity() * std::mem::size_of::<(u32, i32, i32)>()
     }
 }
@@ -60,6 +79,14 @@ impl PatchRecord {
             .and_then(|i| self.subs.get(i))
     }
 
+    /// The rank of `id` here; `hint` is its rank in a record of the same layout.
+    fn rank_of(&self, id: u32, hint: usize) -> Option<usize> {
+        if self.ids.get(hint) == Some(&id) {
+            return Some(hint);
+        }
+        self.ids.binary_search(&id).ok()
+    }
+
     fn heap_bytes(&self) -> usize {
         self.ids.capacity() * std::mem::size_of::<u32>()
             + self.pos.capacity() * std::mem::size_of::<(i32, i32)>()
@@ -68,28 +95,54 @@ impl PatchRecord {
     }
 }
 
+/// The quantized position the client of `set` (recorded in `records[at]`) held for the entity
+/// at `rank` there, if it held it.
+fn held(
+    records: &VecDeque<PatchRecord>,
+    at: usize,
+    set: &SentSet,
+    rank: usize,
+) -> Option<(i32, i32)> {
+    if !set.holds(rank) {
+        return None;
+    }
+    let rec = records.get(at)?;
+    match set.ages.get(rank).copied().unwrap_or(0) {
+        0 => rec.pos.get(rank).copied(),
+        LISTED => {
+            let rank32 = u32::try_from(rank).ok()?;
+            let i = set.lagging.binary_search_by_key(&rank32, |l| l.0).ok()?;
+            set.lagging.get(i).map(|l| (l.1, l.2))
+        }
+        age => {
+            let then = records.get(at.checked_sub(usize::from(age))?)?;
+            let id = *rec.ids.get(rank)?;
+            then.pos.get(then.rank_of(id, rank)?).copied()
+        }
+    }
+}
+
 /// One recorded state of one subscriber.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Drawn<'h> {
-    rec: &'h PatchRecord,
+    records: &'h VecDeque<PatchRecord>,
+    at: usize,
     sent: &'h SentSet,
 }
 
-impl Drawn<'_> {
-    /// The quantized position the client held for the entity at `rank`, if it held it.
-    fn held(&self, rank: usize) -> Option<(i32, i32)> {
-        if !self.sent.holds(rank) {
-            return None;
-        }
-        let rank32 = u32::try_from(rank).ok()?;
-        match self.sent.lagging.binary_search_by_key(&rank32, |l| l.0) {
-            Ok(i) => self.sent.lagging.get(i).map(|l| (l.1, l.2)),
-            Err(_) => self.rec.pos.get(rank).copied(),
-        }
+impl<'h> Drawn<'h> {
+    fn rec(&self) -> Option<&'h PatchRecord> {
+        self.records.get(self.at)
     }
 
-    fn held_id(&self, id: u32) -> Option<(i32, i32)> {
-        let rank = self.rec.ids.binary_search(&id).ok()?;
+    /// The quantized position the client held for the entity at `rank`, if it held it.
+    fn held(&self, rank: usize) -> Option<(i32, i32)> {
+        held(self.records, self.at, self.sent, rank)
+    }
+
+    /// [`held`](Self::held) by id; `hint` is its rank in a record of the same layout.
+    fn held_id(&self, id: u32, hint: usize) -> Option<(i32, i32)> {
+        let rank = self.rec()?.rank_of(id, hint)?;
         self.held(rank)
     }
 }
@@ -104,8 +157,8 @@ pub(crate) struct Span<'h> {
 }
 
 impl Span<'_> {
-    fn place(&self, id: u32, qa: (i32, i32)) -> (f32, f32) {
-        let q = match self.b.and_then(|b| b.held_id(id)) {
+    fn place(&self, id: u32, rank: usize, qa: (i32, i32)) -> (f32, f32) {
+        let q = match self.b.and_then(|b| b.held_id(id, rank)) {
             // As the SDKs do: interpolate in quanta, then scale.
             Some(qb) => (
                 f64::from(qa.0) + (f64::from(qb.0) - f64::from(qa.0)) * self.frac,
@@ -118,12 +171,14 @@ impl Span<'_> {
     }
 
     pub(super) fn position_of(&self, id: u32) -> Option<(f32, f32)> {
-        let qa = self.a.held_id(id)?;
-        Some(self.place(id, qa))
+        let rank = self.a.rec()?.ids.binary_search(&id).ok()?;
+        let qa = self.a.held(rank)?;
+        Some(self.place(id, rank, qa))
     }
 
     pub(super) fn drawn(&self) -> impl Iterator<Item = (u32, (f32, f32))> + '_ {
         let a = self.a;
+        let ids: &[u32] = a.rec().map_or(&[], |r| &r.ids);
         a.sent
             .known
             .iter()
@@ -140,9 +195,9 @@ impl Span<'_> {
                 })
             })
             .filter_map(move |rank| {
-                let id = *a.rec.ids.get(rank)?;
+                let id = *ids.get(rank)?;
                 let qa = a.held(rank)?;
-                Some((id, self.place(id, qa)))
+                Some((id, self.place(id, rank, qa)))
             })
     }
 }
@@ -156,6 +211,8 @@ pub(crate) struct RewindHistory {
     step: f64,
     colliders: Vec<Option<Capsule>>,
     records: VecDeque<PatchRecord>,
+    /// The next record's number.
+    next_seq: u64,
     spare: Vec<PatchRecord>,
     rtt: BTreeMap<PlayerId, Duration>,
 }
@@ -169,6 +226,7 @@ impl RewindHistory {
             step: f64::from(pos_step),
             colliders: super::colliders(&settings.colliders),
             records: VecDeque::new(),
+            next_seq: 0,
             spare: Vec::new(),
             rtt: BTreeMap::new(),
         }
@@ -195,6 +253,9 @@ impl RewindHistory {
     ) {
         let mut rec = self.spare.pop().unwrap_or_default();
         rec.tick = tick;
+        rec.seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        rec.max_age = 0;
         let cols = world.columns();
         rec.ids.clear();
         rec.ids.extend_from_slice(cols.ids);
@@ -202,13 +263,20 @@ impl RewindHistory {
         rec.pos
             .extend((0..cols.ids.len()).map(|r| world.rank_qpos(r).unwrap_or((0, 0))));
         let words = cols.ids.len().div_ceil(64);
+        let records = &self.records;
+        // The previous record, when it is the previous patch (ages count patches).
+        let last = records.len().checked_sub(1).filter(|&at| {
+            records
+                .get(at)
+                .is_some_and(|r| r.seq.wrapping_add(1) == rec.seq)
+        });
         let mut used = 0usize;
         let mut prev: Option<SentView<'a>> = None;
         for (sub, view) in subs {
             if used == rec.subs.len() {
                 rec.subs.push(SentSet::default());
             }
-            let shared = prev.as_ref().is_some_and(|p| p.same_as(&view)) && used > 0;
+            let shared = used > 0 && prev.as_ref().is_some_and(|p| p.same_as(&view));
             let (done, rest) = rec.subs.split_at_mut(used);
             let Some(set) = rest.first_mut() else {
                 break;
@@ -216,22 +284,51 @@ impl RewindHistory {
             set.sub = sub.0;
             set.quiet = quiet(sub);
             set.known.clear();
+            set.ages.clear();
             set.lagging.clear();
             match done.last() {
                 // The replicator shares one sent state between subscribers in it: so do we.
-                Some(last) if shared => {
-                    set.known.extend_from_slice(&last.known);
-                    set.lagging.extend_from_slice(&last.lagging);
+                Some(first) if shared => {
+                    set.known.extend_from_slice(&first.known);
+                    set.ages.extend_from_slice(&first.ages);
+                    set.lagging.extend_from_slice(&first.lagging);
                 }
                 _ => {
+                    let before = last.and_then(|at| {
+                        let r = records.get(at)?;
+                        Some((at, r, r.sent(sub.0)?))
+                    });
                     set.known.resize(words, 0);
                     for (rank, qx, qy) in view.held() {
                         let r = rank as usize;
                         if let Some(w) = set.known.get_mut(r / 64) {
                             *w |= 1 << (r % 64);
                         }
-                        if rec.pos.get(r) != Some(&(qx, qy)) {
-                            set.lagging.push((rank, qx, qy));
+                        if rec.pos.get(r) == Some(&(qx, qy)) {
+                            continue;
+                        }
+                        // Not sent this patch, so held since the previous one: one patch older.
+                        let age = before.and_then(|(at, prec, pset)| {
+                            let id = *rec.ids.get(r)?;
+                            let pr = prec.rank_of(id, r)?;
+                            let age = pset.ages.get(pr).copied().unwrap_or(0);
+                            let held_then = held(records, at, pset, pr)?;
+                            (age < LISTED - 1 && held_then == (qx, qy)).then_some(age + 1)
+                        });
+                        if set.ages.is_empty() {
+                            set.ages.resize(cols.ids.len(), 0);
+                        }
+                        match (age, set.ages.get_mut(r)) {
+                            (Some(age), Some(slot)) => {
+                                *slot = age;
+                                rec.max_age = rec.max_age.max(age);
+                            }
+                            (_, slot) => {
+                                if let Some(slot) = slot {
+                                    *slot = LISTED;
+                                }
+                                set.lagging.push((rank, qx, qy));
+                            }
                         }
                     }
                 }
@@ -245,18 +342,42 @@ impl RewindHistory {
     }
 
     /// Keeps the records an input applied after `newest` may need: those after
-    /// `newest − history_ticks`, and the one at or before it (the earlier side of a span).
+    /// `newest − history_ticks` and the one at or before it (the earlier side of a span), with
+    /// their subscribers' sets; and, for their positions only, the older ones their ages refer to.
     fn prune(&mut self, newest: u64) {
         let boundary = newest.saturating_sub(self.history_ticks);
-        while self.records.len() >= 2 && self.records.get(1).is_some_and(|r| r.tick <= boundary)
-            || self.records.len() as u64 > self.history_ticks + 2
-        {
+        let window = self
+            .records
+            .iter()
+            .rposition(|r| r.tick <= boundary)
+            .unwrap_or(0);
+        let Some(first_kept) = self.records.get(window).map(|r| r.tick) else {
+            return;
+        };
+        let needed = self
+            .records
+            .iter()
+            .skip(window)
+            .map(|r| r.seq.saturating_sub(u64::from(r.max_age)))
+            .min()
+            .unwrap_or(0);
+        while self.records.front().is_some_and(|r| r.seq < needed) {
             if let Some(old) = self.records.pop_front() {
                 if self.spare.len() < SPARE_RECORDS {
                     self.spare.push(old);
                 }
             }
         }
+        for r in self.records.iter_mut().take_while(|r| r.tick < first_kept) {
+            r.subs.clear();
+            r.max_age = 0;
+        }
+    }
+
+    /// The oldest sent position any kept record refers to, in patches back.
+    #[cfg(test)]
+    pub(crate) fn max_age(&self) -> u8 {
+        self.records.iter().map(|r| r.max_age).max().unwrap_or(0)
     }
 
     /// How many patches are kept.
@@ -305,14 +426,14 @@ impl RewindHistory {
             .max(oldest);
         let tick = u64::from(view_tick).max(floor).min(newest);
 
-        // The later side first: the first state after `tick` that the client was sent.
         let a_at = self
             .records
             .iter()
             .rposition(|r| r.tick <= tick && r.sent(sub).is_some())?;
         let a_rec = self.records.get(a_at)?;
         let a = Drawn {
-            rec: a_rec,
+            records: &self.records,
+            at: a_at,
             sent: a_rec.sent(sub)?,
         };
         // A quiet frame gave the client no sample: the earlier sample is the last frame that said
@@ -323,14 +444,22 @@ impl RewindHistory {
             .rev()
             .find(|r| r.sent(sub).is_some_and(|s| !s.quiet))
             .map_or(a_rec.tick, |r| r.tick);
-        let b = self.records.range(a_at + 1..).find_map(|r| {
-            r.sent(sub)
-                .filter(|s| !s.quiet)
-                .map(|sent| Drawn { rec: r, sent })
-        });
-        let frac = match b {
-            Some(b) if b.rec.tick > a_tick => {
-                (tick.saturating_sub(a_tick)) as f64 / (b.rec.tick - a_tick) as f64
+        // The later side: the first state after it that said something to the client.
+        let b = self
+            .records
+            .iter()
+            .enumerate()
+            .skip(a_at + 1)
+            .find_map(|(at, r)| {
+                r.sent(sub).filter(|s| !s.quiet).map(|sent| Drawn {
+                    records: &self.records,
+                    at,
+                    sent,
+                })
+            });
+        let frac = match b.and_then(|b| b.rec()) {
+            Some(r) if r.tick > a_tick => {
+                tick.saturating_sub(a_tick) as f64 / (r.tick - a_tick) as f64
             }
             _ => 0.0,
         };
