@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use zonekeep_core::rand_core::RngCore;
 use zonekeep_core::{
     Claims, Clock, Ctx, EntityId, InputRefusal, LagCompensation, ManualClock, PlayerId, PlayerInfo,
     Principal, Role, Shape, Zone, ZoneConfig, ZoneError, ZoneHost, ZoneInit,
@@ -35,29 +36,20 @@ const ENTITIES: u32 = 1_000;
 const HISTORY: u32 = 10;
 const MAP: f32 = 400.0;
 
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> f32 {
-        let mut s = self.0;
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        self.0 = s;
-        (s >> 40) as f32 / 16_777_216.0
-    }
+/// A uniform draw in [0, 1) from the zone's seeded RNG.
+fn unit(ctx: &mut Ctx<'_>) -> f32 {
+    (ctx.rng().next_u32() >> 8) as f32 / 16_777_216.0
 }
 
 /// Entities walking at random; players control one each. `OPT_IN` turns lag compensation on.
 struct Crowd<const OPT_IN: bool> {
     kind: zonekeep_core::KindId,
     walkers: Vec<(EntityId, f32, f32)>,
-    rng: XorShift,
 }
 
 impl<const OPT_IN: bool> Crowd<OPT_IN> {
     fn add(&mut self, ctx: &mut Ctx<'_>) -> EntityId {
-        let (x, y) = (self.rng.next() * MAP, self.rng.next() * MAP);
+        let (x, y) = (unit(ctx) * MAP, unit(ctx) * MAP);
         let id = ctx.world().spawn(self.kind, x, y).unwrap();
         self.walkers.push((id, x, y));
         id
@@ -78,7 +70,6 @@ impl<const OPT_IN: bool> Zone for Crowd<OPT_IN> {
         let mut zone = Self {
             kind,
             walkers: Vec::new(),
-            rng: XorShift(0x9E37_79B9_7F4A_7C15),
         };
         for _ in 0..ENTITIES - PLAYERS {
             zone.add(ctx);
@@ -113,8 +104,8 @@ impl<const OPT_IN: bool> Zone for Crowd<OPT_IN> {
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
         for (id, x, y) in &mut self.walkers {
-            *x = (*x + self.rng.next() - 0.5).clamp(0.0, MAP);
-            *y = (*y + self.rng.next() - 0.5).clamp(0.0, MAP);
+            *x = (*x + unit(ctx) - 0.5).clamp(0.0, MAP);
+            *y = (*y + unit(ctx) - 0.5).clamp(0.0, MAP);
             ctx.world().set_pos(*id, *x, *y).unwrap();
         }
     }

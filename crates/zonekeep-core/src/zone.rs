@@ -73,6 +73,10 @@ impl std::fmt::Display for JoinRefusal {
 /// A zone must take time only from [`Ctx::time`]/[`Ctx::tick`] and randomness
 /// only from [`Ctx::rng`]; then the same inputs at the same ticks give the same
 /// state.
+///
+/// A zone that opts in to lag compensation ([`lag_compensation`](Zone::lag_compensation))
+/// receives inputs carrying a view tick through [`apply_input_at`](Zone::apply_input_at), with
+/// the world as that player drew it, instead of `on_input`.
 pub trait Zone: Send + 'static {
     /// A sanitized input, produced by [`sanitize`](Zone::sanitize).
     type Input: Send + 'static;

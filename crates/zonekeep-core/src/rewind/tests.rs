@@ -460,6 +460,9 @@ fn entities_near_a_point() {
     let _ = b;
 }
 
+/// An entity id and where it is drawn.
+type Placed = (u32, (f32, f32));
+
 #[test]
 fn long_deferrals_are_drawn_from_the_patch_that_sent_them() {
     let lc = LagCompensation {
@@ -470,14 +473,14 @@ fn long_deferrals_are_drawn_from_the_patch_that_sent_them() {
     let mut s = Scene::new(&lc);
     let ids: Vec<EntityId> = (0..60).map(|i| s.spawn(i as f32, 0.0)).collect();
     s.subscribe(2, (0.0, 0.0), f32::INFINITY, Some(60));
-    let mut held_at: BTreeMap<u64, Vec<(u32, (f32, f32))>> = BTreeMap::new();
+    let mut held_at: BTreeMap<u64, Vec<Placed>> = BTreeMap::new();
     for t in 1..=80u64 {
         for (i, &e) in ids.iter().enumerate() {
             let (x, y) = s.world.pos(e).unwrap();
             s.world.set_pos(e, x + 0.5, y + (i % 3) as f32).unwrap();
         }
         s.patch_at(t);
-        let held: Vec<(u32, (f32, f32))> = s.mirrors[&2]
+        let held: Vec<Placed> = s.mirrors[&2]
             .iter()
             .map(|(id, m)| (id, (m.qx as f32 * STEP, m.qy as f32 * STEP)))
             .collect();
@@ -490,7 +493,7 @@ fn long_deferrals_are_drawn_from_the_patch_that_sent_them() {
     for t in 69..=80u64 {
         let r = s.rewind(2, t as u32, 81);
         assert_eq!(r.tick(), t);
-        let drawn: Vec<(u32, (f32, f32))> = r.drawn().map(|(id, p)| (id.0, p)).collect();
+        let drawn: Vec<Placed> = r.drawn().map(|(id, p)| (id.0, p)).collect();
         assert_eq!(drawn, held_at[&t], "what the client held after patch {t}");
     }
 }
