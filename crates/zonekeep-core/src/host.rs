@@ -41,6 +41,7 @@ use crate::input::InputMeta;
 use crate::player::{PlayerId, PlayerInfo, Roster};
 use crate::replicate::{BuildStats, ReplicationConfig, Replicator, SubscriberId};
 use crate::report::{AdvanceReport, InputCounters};
+use crate::rewind::RewindHistory;
 use crate::rng::{zone_rng, ZoneRng};
 use crate::snapshot::{RestoreError, Snapshot};
 use crate::tier::{IdlePolicy, Tier, TierState, TierTransition};
@@ -130,6 +131,8 @@ pub struct ZoneHost {
     frames: FrameQueue,
     /// Counters of the last frame build.
     last_build: BuildStats,
+    /// What every subscriber was sent, for a zone that opted in to lag compensation.
+    rewind: Option<RewindHistory>,
     /// The recording in progress, if any (one branch per call when there is none).
     pub(crate) recorder: Option<Box<crate::recording::Recorder>>,
     /// Something was called since the host was built: a recording starting now starts from a
@@ -276,6 +279,9 @@ impl ZoneHost {
             views: ViewRequests::default(),
         };
         let zone = make(&init, &mut core.ctx(None))?;
+        let rewind = zone
+            .lag_compensation()
+            .map(|lc| RewindHistory::new(&lc, core.dt, config.replication.pos_step));
         Ok(Self {
             init,
             config,
@@ -294,6 +300,7 @@ impl ZoneHost {
             patch_due: false,
             frames: FrameQueue::default(),
             last_build: BuildStats::default(),
+            rewind,
             recorder: None,
             touched: false,
         })
@@ -386,6 +393,21 @@ impl ZoneHost {
     /// The newest input sequence number handed to the zone for `id` (the ack).
     pub fn last_processed_seq(&self, id: PlayerId) -> Option<u32> {
         self.zone.last_processed(id)
+    }
+
+    /// Heap bytes of the lag compensation history (what every subscriber was sent over the
+    /// zone's `history_ticks`); `None` for a zone that did not opt in.
+    pub fn rewind_history_bytes(&self) -> Option<usize> {
+        self.rewind.as_ref().map(RewindHistory::heap_bytes)
+    }
+
+    /// The world as `player` drew it at `view_tick`, judged as an input arriving now would be in
+    /// the next tick (with the same clamps), for tools, tests and benchmarks; `None` for a zone
+    /// without lag compensation, view tick 0 or a participant not sent a frame yet.
+    pub fn rewind_at(&self, player: PlayerId, view_tick: u32) -> Option<crate::Rewind<'_>> {
+        self.rewind
+            .as_ref()?
+            .rewind_for(player, view_tick, self.core.tick.saturating_add(1))
     }
 
     /// The owner epoch this host was created or restored with.
@@ -563,9 +585,11 @@ impl ZoneHost {
             report.facts_settled = report.facts_settled.saturating_add(1);
         }
 
-        let superseded = self
-            .zone
-            .apply_inputs(&mut self.core, self.config.input_policy);
+        let superseded = self.zone.apply_inputs(
+            &mut self.core,
+            self.config.input_policy,
+            self.rewind.as_ref(),
+        );
         let c = &mut self.pending.inputs.superseded;
         *c = c.saturating_add(superseded);
 
@@ -621,6 +645,9 @@ impl ZoneHost {
         }
         self.dropped_at.remove(&id);
         self.core.views.remove(id);
+        if let Some(history) = self.rewind.as_mut() {
+            history.forget(id);
+        }
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
         self.pending.left.push((id, why));
         if self.core.roster.is_empty() {

@@ -23,7 +23,7 @@
 //!   (returns its [`InputOutcome`], so a driver can answer a refusal),
 //!   [`ZoneHost::handle_drop`], [`ZoneHost::handle_rejoin`],
 //!   [`ZoneHost::handle_leave`], [`ZoneHost::handle_settlement`],
-//!   [`ZoneHost::resync`], and [`ZoneHost::advance`]`(now)`.
+//!   [`ZoneHost::resync`], [`ZoneHost::set_rtt`], and [`ZoneHost::advance`]`(now)`.
 //! - **Outputs**, each handed out exactly once and never copied into two:
 //!   [`ZoneHost::advance`] returns an [`AdvanceReport`] (counters, tick
 //!   durations, patch ticks, and the departures, kicks and tier changes since
@@ -52,6 +52,11 @@
 //!   tick consumes; [`ZoneHost::last_processed_seq`] is the ack.
 //! - **Ticks** run in [`ZoneHost::advance`]; patches follow every
 //!   `patch_every`-th tick.
+//! - **Lag compensation** is opt-in per zone ([`Zone::lag_compensation`]): the host
+//!   then keeps what every subscriber was sent and hands inputs carrying a view
+//!   tick to [`Zone::apply_input_at`] with a [`Rewind`] of the world as that
+//!   player drew it ([`rewind`]); a driver reports round trips with
+//!   [`ZoneHost::set_rtt`]. Zones that do not opt in pay nothing.
 //! - **Tiers** ([`Tier`]) slow or pause empty zones and flag dormant ones.
 //!
 //! # Designed for what comes next
@@ -148,6 +153,7 @@ pub mod player;
 pub mod recording;
 pub mod replicate;
 pub mod report;
+pub mod rewind;
 pub mod rng;
 pub mod snapshot;
 pub mod tier;
@@ -167,6 +173,7 @@ pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
 pub use kinds::{RestoreFactory, ZoneFactory, ZoneKinds};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 pub use report::{AdvanceReport, InputCounters};
+pub use rewind::{Collider, Hit, HitTarget, LagCompensation, Rewind, Shape};
 pub use rng::{zone_rng, ZoneRng};
 pub use snapshot::{RestoreError, SavedParticipant, Snapshot, SnapshotError};
 pub use tier::{IdlePolicy, Tier, TierTransition};

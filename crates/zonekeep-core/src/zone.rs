@@ -5,6 +5,7 @@ use crate::error::ZoneError;
 use crate::fact::Settlement;
 use crate::input::InputRefusal;
 use crate::player::{PlayerId, PlayerInfo};
+use crate::rewind::{LagCompensation, Rewind};
 use crate::tier::Tier;
 use crate::timer::TimerId;
 use crate::world::{EntityId, World};
@@ -72,6 +73,10 @@ impl std::fmt::Display for JoinRefusal {
 /// A zone must take time only from [`Ctx::time`]/[`Ctx::tick`] and randomness
 /// only from [`Ctx::rng`]; then the same inputs at the same ticks give the same
 /// state.
+///
+/// A zone that opts in to lag compensation ([`lag_compensation`](Zone::lag_compensation))
+/// receives inputs carrying a view tick through [`apply_input_at`](Zone::apply_input_at), with
+/// the world as that player drew it, instead of `on_input`.
 pub trait Zone: Send + 'static {
     /// A sanitized input, produced by [`sanitize`](Zone::sanitize).
     type Input: Send + 'static;
@@ -118,6 +123,32 @@ pub trait Zone: Send + 'static {
     /// Apply one sanitized input (inside a tick, before [`tick`](Zone::tick)).
     fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, input: Self::Input) {
         let _ = (ctx, player, input);
+    }
+
+    /// Opt in to lag compensation: return the settings and the host keeps what every subscriber
+    /// was sent, and hands inputs that carry a view tick to
+    /// [`apply_input_at`](Zone::apply_input_at) with the world as that player drew it (see
+    /// [`crate::rewind`]). Asked once, right after [`create`](Zone::create) or
+    /// [`restore`](Zone::restore). The default `None` keeps nothing and costs nothing: every
+    /// input goes to [`on_input`](Zone::on_input).
+    fn lag_compensation(&self) -> Option<LagCompensation> {
+        None
+    }
+
+    /// Apply one sanitized input judged against what `player` saw: `rewind` places every entity
+    /// where that player drew it at the input's (clamped) view tick, for hit tests. Only called
+    /// for a zone that opted in ([`lag_compensation`](Zone::lag_compensation)) and for inputs with
+    /// a view tick once the player was sent a frame; the rest go to
+    /// [`on_input`](Zone::on_input), which is also the default here.
+    fn apply_input_at(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        player: PlayerId,
+        input: Self::Input,
+        rewind: &Rewind<'_>,
+    ) {
+        let _ = rewind;
+        self.on_input(ctx, player, input);
     }
 
     /// Advance the simulation by one fixed step of `ctx.dt()`.

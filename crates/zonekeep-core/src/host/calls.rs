@@ -181,6 +181,21 @@ impl ZoneHost {
         }
     }
 
+    /// The driver measured participant `id`'s round trip (say, from its connection's Ping and
+    /// Pong). Lag compensation lets its inputs reach at most this plus
+    /// [`LagCompensation::max_view_delay`](crate::LagCompensation::max_view_delay) into the past;
+    /// until it is told, `max_view_delay` alone. Recorded, since it changes how inputs are
+    /// judged; ignored by a zone without lag compensation and for unknown participants.
+    pub fn set_rtt(&mut self, id: PlayerId, rtt: std::time::Duration) {
+        self.tap_call(|| Record::Rtt { player: id, rtt });
+        if !self.core.roster.contains_key(&id) {
+            return;
+        }
+        if let Some(history) = self.rewind.as_mut() {
+            history.set_rtt(id, rtt);
+        }
+    }
+
     /// Offer one input from player `id` with the client's sequence number
     /// `seq` and the tick it was viewing. Duplicates and stale numbers are
     /// dropped before `sanitize` runs; sanitized inputs are buffered (a full

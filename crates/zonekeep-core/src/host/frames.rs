@@ -220,7 +220,30 @@ impl ZoneHost {
         }
         let stats = built?;
         self.last_build = stats;
+        self.record_sent();
         Ok(stats)
+    }
+
+    /// For a zone with lag compensation: keep what every subscriber holds after this patch.
+    fn record_sent(&mut self) {
+        let Some(history) = self.rewind.as_mut() else {
+            return;
+        };
+        let items = &self.frames.items;
+        // The frames are in participant id order, like the replicator's subscribers.
+        let quiet = |sub: SubscriberId| {
+            items
+                .binary_search_by_key(&sub.0, |q| q.player.0)
+                .ok()
+                .and_then(|i| items.get(i))
+                .is_some_and(|q| q.head.quiet)
+        };
+        history.record(
+            self.core.tick,
+            &self.core.world,
+            self.replicator.sent_views(),
+            quiet,
+        );
     }
 
     /// Register a (re)connected participant with the replicator; its first frame is a BASELINE.

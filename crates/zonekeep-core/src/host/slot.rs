@@ -16,6 +16,7 @@ use crate::input::{InputBuffer, InputMeta, InputOutcome, InputPolicy, SeqCheck};
 use crate::player::{PlayerId, PlayerInfo, Role};
 use crate::replicate::SubscriberId;
 use crate::replicate::{BuildStats, FrameHead, FrameInput, ReplicateError, Replicator};
+use crate::rewind::{LagCompensation, RewindHistory};
 use crate::tier::Tier;
 use crate::timer::TimerId;
 use crate::world::World;
@@ -46,7 +47,16 @@ pub(super) trait ZoneSlot: Send {
     /// Continues `id`'s input sequence after `seq` (a restored participant).
     fn resume_after(&mut self, id: PlayerId, seq: u32);
     /// Take each buffer's inputs under `policy` and apply them; returns how many were superseded.
-    fn apply_inputs(&mut self, core: &mut Core, policy: InputPolicy) -> u64;
+    /// With a history (the zone opted in to lag compensation), inputs with a view tick are
+    /// judged against what their player was sent.
+    fn apply_inputs(
+        &mut self,
+        core: &mut Core,
+        policy: InputPolicy,
+        history: Option<&RewindHistory>,
+    ) -> u64;
+    /// The zone's lag compensation settings (asked once, after create or restore).
+    fn lag_compensation(&self) -> Option<LagCompensation>;
     /// `on_fact_settled`.
     fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement);
     /// `tick`.
@@ -154,17 +164,33 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
         }
     }
 
-    fn apply_inputs(&mut self, core: &mut Core, policy: InputPolicy) -> u64 {
+    fn apply_inputs(
+        &mut self,
+        core: &mut Core,
+        policy: InputPolicy,
+        history: Option<&RewindHistory>,
+    ) -> u64 {
         let mut superseded = 0u64;
         let mut batch = std::mem::take(&mut self.scratch);
         for (id, buffer) in &mut self.buffers {
             superseded = superseded.saturating_add(buffer.take(policy, *id, &mut batch));
         }
         for (id, meta, input) in batch.drain(..) {
-            self.zone.on_input(&mut core.ctx(Some(meta)), id, input);
+            let tick = core.tick;
+            match history.and_then(|h| h.rewind_for(id, meta.view_tick, tick)) {
+                Some(rewind) => {
+                    self.zone
+                        .apply_input_at(&mut core.ctx(Some(meta)), id, input, &rewind)
+                }
+                None => self.zone.on_input(&mut core.ctx(Some(meta)), id, input),
+            }
         }
         self.scratch = batch;
         superseded
+    }
+
+    fn lag_compensation(&self) -> Option<LagCompensation> {
+        self.zone.lag_compensation()
     }
 
     fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {

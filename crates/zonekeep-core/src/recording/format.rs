@@ -216,6 +216,13 @@ pub enum Record {
     Dispose,
     /// [`ZoneHost::tick_at_once`](crate::ZoneHost::tick_at_once).
     TickAtOnce,
+    /// [`ZoneHost::set_rtt`](crate::ZoneHost::set_rtt).
+    Rtt {
+        /// Whose round trip.
+        player: PlayerId,
+        /// The measured round trip.
+        rtt: Duration,
+    },
     /// Effect: the host read its clock and got this.
     Clock(Duration),
     /// Effect: what the preceding call returned.
@@ -300,6 +307,7 @@ impl std::fmt::Display for Record {
             Record::DrainFacts => f.write_str("drain facts"),
             Record::Dispose => f.write_str("dispose"),
             Record::TickAtOnce => f.write_str("tick at once"),
+            Record::Rtt { player, rtt } => write!(f, "rtt of {player} {} ns", rtt.as_nanos()),
             Record::Clock(t) => write!(f, "clock read {} ns", t.as_nanos()),
             Record::Outcome(o) => write!(f, "outcome {o:?}"),
             Record::Tick { tick, hash } => write!(f, "tick {tick} state hash {hash:016x}"),
@@ -325,6 +333,7 @@ mod tag {
     pub const DRAIN_FACTS: u8 = 0x0a;
     pub const DISPOSE: u8 = 0x0b;
     pub const TICK_AT_ONCE: u8 = 0x0c;
+    pub const RTT: u8 = 0x0d;
     pub const CLOCK: u8 = 0x40;
     pub const OUTCOME: u8 = 0x41;
     pub const TICK: u8 = 0x42;
@@ -488,6 +497,11 @@ pub(crate) fn encode_record(
         Record::DrainFacts => tag::DRAIN_FACTS,
         Record::Dispose => tag::DISPOSE,
         Record::TickAtOnce => tag::TICK_AT_ONCE,
+        Record::Rtt { player, rtt } => {
+            put_varint(b, u64::from(player.0));
+            put_varint(b, u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX));
+            tag::RTT
+        }
         Record::Clock(t) => {
             put_time(b, state, *t);
             tag::CLOCK
@@ -679,6 +693,10 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
         tag::DRAIN_FACTS => Record::DrainFacts,
         tag::DISPOSE => Record::Dispose,
         tag::TICK_AT_ONCE => Record::TickAtOnce,
+        tag::RTT => Record::Rtt {
+            player: player(r)?,
+            rtt: Duration::from_nanos(r.varint_u64().map_err(bad)?),
+        },
         tag::CLOCK => Record::Clock(get_time(r, state)?),
         tag::OUTCOME => Record::Outcome(get_outcome(r)?),
         tag::TICK => {

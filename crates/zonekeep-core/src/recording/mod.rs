@@ -46,6 +46,7 @@
 //! | `06` | settlement | `str key`, `u8` 0 ok + JSON result / 1 refused + reason (the rest) |
 //! | `08` | advance | time |
 //! | `09` / `0a` / `0b` / `0c` | drain frames / drain facts / dispose / tick at once | empty |
+//! | `0d` | round trip | `varint player`, `varint` nanoseconds |
 //! | `40` | clock reading | time |
 //! | `41` | outcome | `u8 code` (+ `varint` id or refusal code) |
 //! | `42` | tick | `u64` state hash (LE) |

@@ -457,6 +457,7 @@ impl Replay {
             }
             Record::Dispose => h.dispose(),
             Record::TickAtOnce => h.tick_at_once(),
+            Record::Rtt { player, rtt } => h.set_rtt(*player, *rtt),
             _ => {}
         }
         Ok(())

@@ -232,6 +232,7 @@ fn play(d: &mut Driver) -> (PlayerId, PlayerId) {
         if i == 30 {
             d.host.handle_rejoin(b).unwrap();
             d.host.resync(b);
+            d.host.set_rtt(a, Duration::from_millis(85));
         }
         d.step(if i % 4 == 0 { 50 } else { 33 });
     }
@@ -287,6 +288,7 @@ fn the_file_holds_every_call_and_effect() {
         "Leave",
         "Settle",
         "Resync",
+        "Rtt",
         "Advance",
         "DrainFrames",
         "DrainFacts",

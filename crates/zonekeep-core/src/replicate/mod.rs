@@ -220,6 +220,29 @@ fn swap_entries(entries: &mut Arc<Vec<Entry>>, v: &mut Vec<Entry>) {
     }
 }
 
+/// What one subscriber's client holds after the last build, read by lag compensation's history.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentView<'a> {
+    entries: &'a Arc<Vec<Entry>>,
+    ranks: &'a [u32],
+}
+
+impl<'a> SentView<'a> {
+    /// Whether both are the one sent state the replicator shares between subscribers in it.
+    pub(crate) fn same_as(&self, other: &SentView<'_>) -> bool {
+        Arc::ptr_eq(self.entries, other.entries)
+    }
+
+    /// `(rank, qx, qy)` of every entity the client holds, as last sent, ascending by rank.
+    pub(crate) fn held(&self) -> impl Iterator<Item = (u32, i32, i32)> + 'a {
+        self.entries
+            .iter()
+            .zip(self.ranks)
+            .filter(|(e, _)| e.sent)
+            .map(|(e, &rank)| (rank, e.qx, e.qy))
+    }
+}
+
 /// Builds every subscriber's Delta each patch. See the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct Replicator {
@@ -331,6 +354,19 @@ impl Replicator {
         let sent = || s.entries.iter().filter(|e| e.sent).map(|e| e.id);
         let count = u32::try_from(sent().count()).unwrap_or(u32::MAX);
         Ok((count, zonekeep_protocol::known_set_hash(sent())))
+    }
+
+    /// Every subscriber's sent state after the last build, in subscriber id order.
+    pub(crate) fn sent_views(&self) -> impl Iterator<Item = (SubscriberId, SentView<'_>)> {
+        self.subs.iter().map(|s| {
+            (
+                s.id,
+                SentView {
+                    entries: &s.entries,
+                    ranks: s.view.visible_ranks(),
+                },
+            )
+        })
     }
 
     /// Builds and hands every subscriber's Delta for this patch to `sink`, in subscriber id order.
