@@ -139,12 +139,12 @@ pub(crate) fn close_code(code: zonekeep_protocol::messages::KickCode) -> u16 {
 
 /// The next binary message; `Ok(None)` when the client closed or the socket broke (counted in
 /// `metrics` as a disconnect, not an error). WebSocket Pongs answering the host's read-progress
-/// Pings raise `pongs` to the highest sequence answered.
+/// Pings are noted in `progress` (the highest sequence answered, and the round trip).
 async fn next_message(
     stream: &mut Stream,
     max: usize,
     idle: Option<Duration>,
-    pongs: Option<&AtomicU64>,
+    progress: Option<&ReadProgress>,
     metrics: &crate::metrics::Metrics,
 ) -> Result<Option<Bytes>, SessionError> {
     loop {
@@ -173,8 +173,8 @@ async fn next_message(
                 return Err(SessionError::Protocol("text frame (binary only)".into()))
             }
             Some(Ok(Message::Pong(p))) => {
-                if let (Some(pongs), Ok(seq)) = (pongs, <[u8; 8]>::try_from(&p[..])) {
-                    pongs.fetch_max(u64::from_be_bytes(seq), Ordering::Relaxed);
+                if let (Some(progress), Ok(seq)) = (progress, <[u8; 8]>::try_from(&p[..])) {
+                    progress.answered(u64::from_be_bytes(seq));
                 }
             }
             Some(Ok(Message::Ping(_))) => continue,
@@ -466,17 +466,17 @@ async fn serve(
     conn_id: u64,
 ) -> Option<KickNotice> {
     let ConnEnds { outbox, kick } = ends;
-    // The highest read-progress Ping the client has answered (see `ReadProbe`).
-    let pongs = AtomicU64::new(0);
+    // The read-progress Pings sent and answered (see `ReadProbe`).
+    let progress = ReadProgress::new();
     tokio::select! {
-        r = read_loop(shared, a, stream, conn, conn_id, &pongs) => match r {
+        r = read_loop(shared, a, stream, conn, conn_id, &progress) => match r {
             Ok(()) => None,
             Err(e) => {
                 conn.kick(e.code(), e.to_string());
                 Some(e.kick())
             }
         },
-        k = write_loop(shared, sink, outbox, kick, conn_id, &pongs) => k,
+        k = write_loop(shared, sink, outbox, kick, conn_id, &progress) => k,
     }
 }
 
@@ -486,7 +486,7 @@ async fn read_loop(
     stream: &mut Stream,
     conn: &ConnHandle,
     conn_id: u64,
-    pongs: &AtomicU64,
+    progress: &ReadProgress,
 ) -> Result<(), SessionError> {
     let cfg = &shared.config;
     let max = cfg.max_message_bytes;
@@ -549,9 +549,12 @@ async fn read_loop(
                     }
                 }
             }
-            m = next_message(stream, max, None, Some(pongs), &shared.metrics),
+            m = next_message(stream, max, None, Some(progress), &shared.metrics),
                 if !delayed.is_full() =>
             {
+                if let Some(rtt) = progress.take_round_trip() {
+                    report_round_trip(shared, a, rtt);
+                }
                 let Some(bytes) = m? else { return Ok(()) };
                 let now = tokio::time::Instant::now();
                 last_seen = now;
@@ -668,7 +671,7 @@ async fn write_loop(
     mut outbox: mpsc::Receiver<Bytes>,
     mut kick: watch::Receiver<Option<KickNotice>>,
     conn_id: u64,
-    pongs: &AtomicU64,
+    progress: &ReadProgress,
 ) -> Option<KickNotice> {
     let shutting_down = || Some(SessionError::ShuttingDown.kick());
     let mut probe = ReadProbe::new(
@@ -703,10 +706,11 @@ async fn write_loop(
             k = &mut stop => return k,
             () = &mut probe_timer => {
                 let now = tokio::time::Instant::now();
-                match probe.step(pongs.load(Ordering::Relaxed), now) {
+                match probe.step(progress.highest_answered(), now) {
                     ProbeStep::Wait => {}
                     ProbeStep::Stalled => return Some(stalled_kick()),
                     ProbeStep::Send(seq) => {
+                        progress.sent(seq);
                         let ping = Message::Ping(Bytes::copy_from_slice(&seq.to_be_bytes()));
                         tokio::select! {
                             biased;
@@ -780,7 +784,8 @@ impl ReadProbe {
             timeout,
             sent: 0,
             sent_at: now,
-            next: now + timeout / 2,
+            // The first answer also gives the connection's round trip: asked for early.
+            next: now + (timeout / 2).min(FIRST_PROBE),
         }
     }
 
@@ -799,6 +804,92 @@ impl ReadProbe {
         self.next = deadline;
         ProbeStep::Wait
     }
+}
+
+/// When the first read-progress Ping goes out (later ones every half timeout).
+const FIRST_PROBE: Duration = Duration::from_secs(1);
+
+/// The read-progress Pings of one connection, shared by its writer (which sends them) and its
+/// reader (which sees the Pongs): the highest sequence answered, and the round trip of the
+/// latest answered Ping, timed by the host alone (a Pong's payload is only the sequence, so a
+/// client cannot claim a longer round trip than it takes).
+#[derive(Debug)]
+struct ReadProgress {
+    epoch: std::time::Instant,
+    answered: AtomicU64,
+    /// The highest sequence sent.
+    last_sent: AtomicU64,
+    /// The sequence of the Ping in flight and when it went out (µs after `epoch`).
+    in_flight: std::sync::Mutex<(u64, u64)>,
+    /// A round trip measured and not yet reported, µs (`u64::MAX` = none).
+    fresh_rtt_us: AtomicU64,
+}
+
+impl ReadProgress {
+    fn new() -> Self {
+        Self {
+            epoch: std::time::Instant::now(),
+            answered: AtomicU64::new(0),
+            last_sent: AtomicU64::new(0),
+            in_flight: std::sync::Mutex::new((0, 0)),
+            fresh_rtt_us: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// The writer sent Ping `seq`.
+    fn sent(&self, seq: u64) {
+        let now = self.now_us();
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = (seq, now);
+        self.last_sent.fetch_max(seq, Ordering::Relaxed);
+    }
+
+    /// The reader saw the Pong of `seq`.
+    fn answered(&self, seq: u64) {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        // A Pong for a Ping never sent proves nothing: a client must not answer ahead of the
+        // probe and so stay unprobed while it stops reading.
+        if seq <= self.last_sent.load(Ordering::Relaxed) {
+            self.answered.fetch_max(seq, Ordering::Relaxed);
+        }
+        // Only the Ping in flight times a round trip, and only once (a repeated Pong is ignored).
+        if seq == in_flight.0 && seq != 0 {
+            let rtt = self.now_us().saturating_sub(in_flight.1);
+            *in_flight = (0, 0);
+            self.fresh_rtt_us.store(rtt, Ordering::Relaxed);
+        }
+    }
+
+    fn highest_answered(&self) -> u64 {
+        self.answered.load(Ordering::Relaxed)
+    }
+
+    /// The round trip measured since the last call, if any.
+    fn take_round_trip(&self) -> Option<Duration> {
+        match self.fresh_rtt_us.swap(u64::MAX, Ordering::Relaxed) {
+            u64::MAX => None,
+            us => Some(Duration::from_micros(us)),
+        }
+    }
+}
+
+/// Tell the zone a connection's round trip. NetSim (dev) delays messages but not the WebSocket
+/// Ping and Pong, so its mean added round trip (latency both ways, half the jitter each way) is
+/// added: lag compensation then allows for the network the player actually plays over. A full
+/// command queue drops it; the next Pong brings another.
+fn report_round_trip(shared: &Shared, a: &Attached, measured: Duration) {
+    let sim = shared.netsim.get();
+    let added = Duration::from_millis(2 * u64::from(sim.latency_ms) + u64::from(sim.jitter_ms));
+    let cmd = SimCommand::RoundTrip {
+        zone_id: a.entry.zone_id.clone(),
+        player: a.player,
+        conn_id: a.conn_id,
+        rtt: measured + added,
+    };
+    let _ = shared.pool.send(a.entry.thread, cmd);
 }
 
 /// Refuse a session that never reached the handshake (bad zone id).
@@ -826,7 +917,7 @@ mod tests {
         let t0 = tokio::time::Instant::now();
         let timeout = Duration::from_secs(10);
         let mut p = ReadProbe::new(timeout, t0);
-        assert_eq!(p.next, t0 + timeout / 2);
+        assert_eq!(p.next, t0 + FIRST_PROBE, "the first Ping goes out early");
         assert_eq!(p.step(0, p.next), ProbeStep::Send(1));
         let sent = p.sent_at;
         // Answered by the next firing: the next Ping goes out.
@@ -844,6 +935,34 @@ mod tests {
             q.step(1, q.next - Duration::from_millis(1)),
             ProbeStep::Send(2)
         );
+    }
+
+    #[test]
+    fn a_round_trip_is_timed_by_the_host_from_the_ping_in_flight_once() {
+        let p = ReadProgress::new();
+        assert_eq!(p.take_round_trip(), None, "nothing measured before a Ping");
+        p.sent(1);
+        p.answered(1);
+        assert_eq!(p.highest_answered(), 1);
+        assert!(p.take_round_trip().is_some());
+        assert_eq!(p.take_round_trip(), None, "reported once");
+        p.answered(1);
+        assert_eq!(p.take_round_trip(), None, "a repeated Pong times nothing");
+        p.sent(2);
+        p.answered(7);
+        assert_eq!(
+            p.highest_answered(),
+            1,
+            "a Pong for a Ping never sent is not an answer"
+        );
+        assert_eq!(
+            p.take_round_trip(),
+            None,
+            "a Pong for another sequence than the Ping in flight times nothing"
+        );
+        p.answered(2);
+        assert_eq!(p.highest_answered(), 2);
+        assert!(p.take_round_trip().is_some());
     }
 
     #[test]

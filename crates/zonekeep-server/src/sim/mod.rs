@@ -163,6 +163,14 @@ pub(crate) enum SimCommand {
         player: PlayerId,
         conn_id: u64,
     },
+    /// The connection measured its round trip (a WebSocket Ping and its Pong): lag
+    /// compensation bounds the player's reach into the past by it.
+    RoundTrip {
+        zone_id: String,
+        player: PlayerId,
+        conn_id: u64,
+        rtt: Duration,
+    },
     Create {
         zone_id: String,
         create: ZoneStart,

@@ -275,6 +275,16 @@ impl SimThread {
                     z.resync(&self.ctx, player, conn_id);
                 }
             }
+            SimCommand::RoundTrip {
+                zone_id,
+                player,
+                conn_id,
+                rtt,
+            } => {
+                if let Some(z) = self.zones.get_mut(&zone_id) {
+                    z.round_trip(player, conn_id, rtt);
+                }
+            }
             SimCommand::Create {
                 zone_id,
                 create,

@@ -222,6 +222,19 @@ impl ZoneRun {
         self.publish();
     }
 
+    /// The connection `conn_id` of `player` measured its round trip; a replaced connection's
+    /// measurement is ignored.
+    pub fn round_trip(&mut self, player: PlayerId, conn_id: u64, rtt: Duration) {
+        let current = self
+            .subs
+            .get(&player)
+            .and_then(|s| s.conn.as_ref())
+            .map(|c| c.id);
+        if current == Some(conn_id) {
+            self.host.set_rtt(player, rtt);
+        }
+    }
+
     /// The client of `player` asked for a BASELINE (its known set failed a check): honoured at most
     /// once a second per connection, since each one resends the subscriber's whole view.
     pub fn resync(&mut self, ctx: &SimContext, player: PlayerId, conn_id: u64) {
