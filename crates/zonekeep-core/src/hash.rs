@@ -74,26 +74,36 @@ impl Hasher for StateHasher {
     }
 }
 
-/// A stable word-at-a-time hash for bulk state (the replicated world, frame bytes): each 64-bit
-/// word is folded in with one multiply and a shift, so hashing a crowded world or a patch's
-/// frames costs a fraction of a byte-wise FNV. Internal: the values it gives are not part of any
-/// wire or file contract beyond "the same build gives the same value".
+/// A stable word-at-a-time hash for bulk state (the replicated world, frame bytes): words are
+/// folded in with a full 64 × 64 → 128-bit multiply ("mum", as wyhash does), which mixes two
+/// words per multiply, so hashing a crowded world or a patch's frames costs a fraction of a
+/// byte-wise FNV. Internal: the values it gives are not part of any wire or file contract beyond
+/// "the same build gives the same value" (recordings carry them, under their format version).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WordHasher(u64);
 
-impl WordHasher {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+/// wyhash's secrets: odd, with well-spread bits, so that no small word zeroes a product.
+const P0: u64 = 0xa076_1d64_78bd_642f;
+const P1: u64 = 0xe703_7ed1_a0b4_28db;
+const P2: u64 = 0x8ebc_6af0_9c88_c6e3;
 
+/// The folded 128-bit product of two words.
+#[inline]
+pub(crate) fn mum(a: u64, b: u64) -> u64 {
+    let r = u128::from(a) * u128::from(b);
+    (r as u64) ^ ((r >> 64) as u64)
+}
+
+impl WordHasher {
     /// A hasher at a fixed seed.
     pub(crate) fn new(seed: u64) -> Self {
-        Self(seed)
+        Self(seed ^ P0)
     }
 
     /// Folds in one word.
     #[inline]
     pub(crate) fn word(&mut self, w: u64) {
-        let h = (self.0 ^ w).wrapping_mul(Self::K);
-        self.0 = h ^ (h >> 29);
+        self.0 = mum(self.0 ^ P1, w ^ P2);
     }
 
     /// Folds in two 32-bit values as one word.
@@ -102,26 +112,32 @@ impl WordHasher {
         self.word(u64::from(hi) << 32 | u64::from(lo));
     }
 
-    /// Folds in bytes, eight at a step, then their length.
+    /// Folds in bytes, thirty-two at a step on two independent chains (two words per multiply,
+    /// so the chains' multiplies overlap), then their length.
     pub(crate) fn bytes(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
+        let word = |c: &[u8]| {
             let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.word(u64::from_le_bytes(w));
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        };
+        let (mut a, mut b) = (self.0, self.0 ^ P2);
+        let mut blocks = bytes.chunks_exact(32);
+        for c in &mut blocks {
+            a = mum(word(&c[0..8]) ^ P1 ^ a, word(&c[8..16]) ^ P2);
+            b = mum(word(&c[16..24]) ^ P1 ^ b, word(&c[24..32]) ^ P2);
         }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.word(u64::from_le_bytes(w));
+        let mut h = a ^ b.rotate_left(32);
+        for c in blocks.remainder().chunks(16) {
+            let (x, y) = c.split_at(c.len().min(8));
+            h = mum(word(x) ^ P1 ^ h, word(y) ^ P2);
         }
+        self.0 = h;
         self.word(bytes.len() as u64);
     }
 
     /// The hash.
     pub(crate) fn finish(self) -> u64 {
-        self.0.wrapping_mul(Self::K)
+        mum(self.0 ^ P0, P1)
     }
 }
 

@@ -208,12 +208,9 @@ impl ZoneHost {
         view_tick: u32,
         payload: &[u8],
     ) -> InputOutcome {
-        self.tap_call(|| Record::Input {
-            player: id,
-            seq,
-            view_tick,
-            payload: payload.to_vec(),
-        });
+        if let Some(r) = self.tap() {
+            r.record_input((id, seq, view_tick, payload));
+        }
         let outcome = self.classify_and_buffer(id, seq, view_tick, payload);
         if self.recording() {
             self.tap_effect(Record::Outcome(match &outcome {

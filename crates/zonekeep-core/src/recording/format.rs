@@ -452,10 +452,7 @@ pub(crate) fn encode_record(
             view_tick,
             payload,
         } => {
-            put_varint(b, u64::from(player.0));
-            put_varint(b, u64::from(*seq));
-            put_zigzag64(b, state.tick.wrapping_sub(u64::from(*view_tick)) as i64);
-            b.extend_from_slice(payload);
+            put_input(b, state, *player, *seq, *view_tick, payload);
             tag::INPUT
         }
         Record::Drop(p) => {
@@ -532,6 +529,35 @@ pub(crate) fn encode_record(
         }
     };
     frame(out, t, scratch);
+}
+
+/// An input record's body.
+fn put_input(
+    b: &mut Vec<u8>,
+    state: &StreamState,
+    player: PlayerId,
+    seq: u32,
+    view_tick: u32,
+    payload: &[u8],
+) {
+    put_varint(b, u64::from(player.0));
+    put_varint(b, u64::from(seq));
+    put_zigzag64(b, state.tick.wrapping_sub(u64::from(view_tick)) as i64);
+    b.extend_from_slice(payload);
+}
+
+/// Appends an input record from borrowed parts: the most frequent record, written without
+/// building a [`Record`] (which would copy the payload once more).
+pub(crate) fn encode_input_record(
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    state: &StreamState,
+    input: (PlayerId, u32, u32, &[u8]),
+) {
+    scratch.clear();
+    let (player, seq, view_tick, payload) = input;
+    put_input(scratch, state, player, seq, view_tick, payload);
+    frame(out, tag::INPUT, scratch);
 }
 
 /// Appends the preamble and the header record.

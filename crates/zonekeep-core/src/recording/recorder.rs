@@ -4,9 +4,12 @@
 
 use std::hash::Hasher;
 
-use super::format::{encode_header, encode_record, Header, Record, StopReason, StreamState};
+use super::format::{
+    encode_header, encode_input_record, encode_record, Header, Record, StopReason, StreamState,
+};
 use crate::fact::Fact;
 use crate::hash::StateHasher;
+use crate::player::PlayerId;
 
 /// Default size cap of one recording (64 MiB).
 pub const DEFAULT_MAX_BYTES: u64 = 64 << 20;
@@ -126,6 +129,22 @@ impl Recorder {
         }
         let (before, state) = (self.out.len(), self.state);
         encode_record(&mut self.out, &mut self.scratch, &mut self.state, record);
+        self.appended(before, state, matches!(record, Record::Tick { .. }));
+    }
+
+    /// Append an input record (see [`encode_input_record`]).
+    pub(crate) fn record_input(&mut self, input: (PlayerId, u32, u32, &[u8])) {
+        if self.stopped.is_some() {
+            return;
+        }
+        let (before, state) = (self.out.len(), self.state);
+        encode_input_record(&mut self.out, &mut self.scratch, &self.state, input);
+        self.appended(before, state, false);
+    }
+
+    /// Account for what the last record added since `before` (stream state then `state`):
+    /// undone, with the recording stopped, past the size cap; stopped past the buffer bound.
+    fn appended(&mut self, before: usize, state: StreamState, tick: bool) {
         let added = (self.out.len() - before) as u64;
         if self.bytes.saturating_add(added).saturating_add(END_RESERVE) > self.limits.max_bytes {
             self.out.truncate(before);
@@ -134,7 +153,7 @@ impl Recorder {
             return;
         }
         self.bytes += added;
-        if matches!(record, Record::Tick { .. }) {
+        if tick {
             self.ticks += 1;
         }
         if self.out.len() > self.limits.max_buffered {

@@ -333,39 +333,57 @@ impl World {
     ///
     /// Word at a time, each entity on its own, the entity hashes folded in ascending id order (it
     /// runs after every tick of a recorded zone, over every entity): seeded with `pos_step` bits,
-    /// for every live entity its id and kind, its quantized x and y, the global flag with the field count, and each field value as a type
-    /// tag and its content (codes and integers as u32/i32, bools, `f32` bits, strings as their
-    /// bytes and length). True (unquantized) positions are excluded: a move smaller than the
+    /// for every live entity its id, kind and global flag, its quantized x and y, and each field
+    /// value as a type tag and its content (codes and integers as u32/i32, bools, `f32` bits,
+    /// strings as their bytes and length), then the count of entities. True (unquantized) positions are excluded: a move smaller than the
     /// quantum changes nothing any client can see, so it does not change the hash.
     pub fn hash(&self) -> u64 {
         let seed = u64::from(self.pos_step.to_bits());
-        // Each entity is hashed on its own (no entity waits on the previous one's multiplies), and
-        // the entity hashes are folded in order with a rotate and xor, which costs next to nothing.
+        // Each entity is hashed on its own (no entity waits on the previous one's multiply), over
+        // the columns directly, and the entity hashes are folded in order with a rotate and xor.
         let mut acc = seed;
         let mut count = 0u64;
-        for e in self.iter() {
-            let mut h = WordHasher::new(seed);
-            h.pair(e.id.0, e.kind.0);
-            h.pair(e.qx as u32, e.qy as u32);
-            h.pair(u32::from(e.global), e.values.len() as u32);
-            for v in e.values {
-                match v {
-                    FieldValue::Q(q) => h.pair(0, *q),
-                    FieldValue::U(u) => h.pair(1, *u),
-                    FieldValue::I(i) => h.pair(2, *i as u32),
-                    FieldValue::Bool(b) => h.pair(3, u32::from(*b)),
-                    FieldValue::Str(s) => {
-                        h.pair(4, s.len() as u32);
-                        h.bytes(s.as_bytes());
-                    }
-                    FieldValue::F32(f) => h.pair(5, f.to_bits()),
-                }
+        let columns = self
+            .ids
+            .iter()
+            .zip(&self.kind_of)
+            .zip(self.qxs.iter().zip(&self.qys))
+            .zip(self.flags.iter().zip(&self.values));
+        for (((&id, &kind), (&qx, &qy)), (&flags, values)) in columns {
+            if flags & ALIVE == 0 {
+                continue;
             }
-            acc = acc.rotate_left(23) ^ h.finish();
+            // Kind ids are indices into a short list: their top bit is free for the global flag.
+            let global = u64::from(flags & GLOBAL != 0);
+            let head = u64::from(id) | u64::from(kind) << 32 | global << 63;
+            let pos = u64::from(qx as u32) | u64::from(qy as u32) << 32;
+            let mut h = crate::hash::mum(head ^ seed, pos ^ !seed);
+            if !values.is_empty() {
+                // The field values folded without a multiply (each shifted by its place, so a
+                // value that differs always shows), then one multiply mixes them in.
+                let mut fields = values.len() as u64;
+                for value in values.iter() {
+                    let word = match value {
+                        FieldValue::Q(q) => u64::from(*q),
+                        FieldValue::U(u) => 1 << 32 | u64::from(*u),
+                        FieldValue::I(i) => 2 << 32 | u64::from(*i as u32),
+                        FieldValue::Bool(b) => 3 << 32 | u64::from(*b),
+                        FieldValue::Str(s) => {
+                            let mut t = WordHasher::new(4);
+                            t.bytes(s.as_bytes());
+                            t.finish()
+                        }
+                        FieldValue::F32(f) => 5 << 32 | u64::from(f.to_bits()),
+                    };
+                    fields = fields.rotate_left(19) ^ word;
+                }
+                h = crate::hash::mum(h ^ fields, !h);
+            }
+            acc = acc.rotate_left(23) ^ h;
             count += 1;
         }
         let mut h = WordHasher::new(seed);
-        h.pair((count >> 32) as u32, count as u32);
+        h.word(count);
         h.word(acc);
         h.finish()
     }
