@@ -48,6 +48,7 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("sdk/playout.js", JS),
     file!("sdk/predictor.js", JS),
     file!("sdk/quant.js", JS),
+    file!("sdk/reconnect.js", JS),
     file!("sdk/replica.js", JS),
     file!("sdk/scheduler.js", JS),
     file!("sdk/schema.js", JS),
