@@ -5,7 +5,7 @@
 //! The point of the zone is to let a player *feel* lag compensation: over a slow link a target
 //! drawn under the cursor has moved on by the time the shot arrives, so without compensation a
 //! shot at the drawn target misses; with it, the zone rewinds to the shooter's picture and the
-//! shot hits. Both are judged by the same code ([`Gallery::judge`]); only the positions it is
+//! shot hits. Both are judged by the same hit test; only the positions it is
 //! handed differ.
 //!
 //! A shot ([`Shot`]) is a hitscan at a point of the gallery wall: a ray fired into the wall at
@@ -302,7 +302,10 @@ impl Zone for Gallery {
     ) {
         let aim = (shot.x, shot.y);
         let (hit, behind) = if shot.compensated {
-            (self.judge(rewind, aim, rewind.drawn()), rewind.ticks_behind())
+            (
+                self.judge(rewind, aim, rewind.drawn()),
+                rewind.ticks_behind(),
+            )
         } else {
             let present = self.present(ctx);
             (self.judge(rewind, aim, present), 0)

@@ -95,9 +95,15 @@ mod tests {
         let rail = RAILS[0];
         let len = rail.length();
         assert_eq!(rail.position(0.0, 0.0), (RAIL_MARGIN, rail.y));
-        assert_eq!(rail.position(0.0, f64::from(len)).0, GALLERY_W - RAIL_MARGIN);
+        assert_eq!(
+            rail.position(0.0, f64::from(len)).0,
+            GALLERY_W - RAIL_MARGIN
+        );
         // Past the far end it comes back.
-        assert_eq!(rail.position(0.0, f64::from(len) + 1.0).0, GALLERY_W - RAIL_MARGIN - 1.0);
+        assert_eq!(
+            rail.position(0.0, f64::from(len) + 1.0).0,
+            GALLERY_W - RAIL_MARGIN - 1.0
+        );
         assert_eq!(rail.position(0.0, 2.0 * f64::from(len)).0, RAIL_MARGIN);
         let left = RAILS[1];
         assert_eq!(left.position(0.0, 1.0).0, GALLERY_W - RAIL_MARGIN - 1.0);
@@ -119,8 +125,14 @@ mod tests {
     #[test]
     fn every_rail_outruns_a_radius_in_a_quarter_second_but_not_in_a_tick() {
         for rail in RAILS {
-            assert!(rail.speed * 0.25 > 1.5 * super::super::TARGET_RADIUS, "{rail:?}");
-            assert!(rail.speed / 30.0 < super::super::TARGET_RADIUS / 2.5, "{rail:?}");
+            assert!(
+                rail.speed * 0.25 > 1.5 * super::super::TARGET_RADIUS,
+                "{rail:?}"
+            );
+            assert!(
+                rail.speed / 30.0 < super::super::TARGET_RADIUS / 2.5,
+                "{rail:?}"
+            );
         }
     }
 }

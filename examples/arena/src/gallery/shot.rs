@@ -38,7 +38,11 @@ impl Shot {
     /// The shot as sent: `flags: u8`, `x: f32`, `y: f32`.
     pub fn encode(&self) -> [u8; SHOT_LEN] {
         let mut out = [0u8; SHOT_LEN];
-        out[0] = if self.compensated { FLAG_COMPENSATED } else { 0 };
+        out[0] = if self.compensated {
+            FLAG_COMPENSATED
+        } else {
+            0
+        };
         out[1..5].copy_from_slice(&self.x.to_le_bytes());
         out[5..9].copy_from_slice(&self.y.to_le_bytes());
         out
@@ -121,7 +125,11 @@ impl Verdict {
         let mut out = Vec::with_capacity(VERDICT_LEN);
         out.extend_from_slice(&self.seq.to_le_bytes());
         out.push(self.outcome as u8);
-        out.push(if self.compensated { FLAG_COMPENSATED } else { 0 });
+        out.push(if self.compensated {
+            FLAG_COMPENSATED
+        } else {
+            0
+        });
         out.extend_from_slice(&self.target.to_le_bytes());
         out.extend_from_slice(&self.ticks_behind.to_le_bytes());
         out.extend_from_slice(&self.hits.to_le_bytes());

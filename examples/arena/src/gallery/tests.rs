@@ -9,6 +9,9 @@ use zonekeep_protocol::Mirror;
 
 use super::*;
 
+/// Every target and its world position at one tick.
+type Targets = Vec<(EntityId, (f32, f32))>;
+
 struct Rig {
     host: ZoneHost,
     clock: ManualClock,
@@ -17,7 +20,7 @@ struct Rig {
     seq: u32,
     verdicts: Vec<Verdict>,
     /// Every target's world position after each tick, by tick.
-    seen: BTreeMap<u64, Vec<(EntityId, (f32, f32))>>,
+    seen: BTreeMap<u64, Targets>,
 }
 
 impl Rig {
@@ -118,7 +121,10 @@ fn a_compensated_shot_at_the_drawn_target_hits_and_an_uncompensated_one_misses()
     assert_eq!(hit.outcome, Outcome::Hit);
     assert_eq!(hit.target, first.0);
     assert!(hit.compensated);
-    assert_eq!(hit.ticks_behind, 11, "applied in tick 21, judged at tick 10");
+    assert_eq!(
+        hit.ticks_behind, 11,
+        "applied in tick 21, judged at tick 10"
+    );
 
     // Eleven ticks later every target is more than its radius away from where it was drawn.
     let miss = rig.verdict(off);
@@ -138,7 +144,12 @@ fn a_compensated_shot_at_the_drawn_target_hits_and_an_uncompensated_one_misses()
     assert_eq!(rig.verdict(present).outcome, Outcome::Hit);
     let s = rig.gallery().stats();
     assert_eq!(
-        (s.compensated_shots, s.compensated_hits, s.present_shots, s.present_hits),
+        (
+            s.compensated_shots,
+            s.compensated_hits,
+            s.present_shots,
+            s.present_hits
+        ),
         (1, 1, 2, 1)
     );
 }
@@ -153,7 +164,10 @@ fn a_hit_target_leaves_its_rail_and_a_new_one_comes_later() {
     assert_eq!(rig.verdict(seq).target, target.0);
     assert_eq!(rig.gallery().targets().next(), Some(None));
     assert!(!rig.host.world().contains(target));
-    assert!(rig.mirror.get(target.0).is_none(), "the client is told it is gone");
+    assert!(
+        rig.mirror.get(target.0).is_none(),
+        "the client is told it is gone"
+    );
 
     // The same target cannot be hit twice, even by a shot that saw it before it fell.
     let again = rig.shoot(5, at, true);

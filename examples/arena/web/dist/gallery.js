@@ -9,9 +9,9 @@
  * Page state for tools and the browser test is published as `window.gallery` ({@link GalleryDebug}).
  */
 import { GalleryView, MARK_MS, TARGET_RADIUS } from "./gallery-view.js";
-import { GuestTickets, HostUnreachable, playerName } from "./guest.js";
-import { Banner, NetSimPanel } from "./hud.js";
-import { defaultReconnectPolicy, kickCodeName, Replica, ZoneConnection } from "./sdk/index.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { Banner, hostNetSimPanel } from "./hud.js";
+import { kickCodeName, Replica } from "./sdk/index.js";
 /** Event topic of a shot's verdict (`TOPIC_VERDICT` in examples/arena/src/gallery/mod.rs). */
 const TOPIC_VERDICT = 1;
 /** Shot flag: judge against what the shooter drew (`FLAG_COMPENSATED` in gallery/shot.rs). */
@@ -33,15 +33,7 @@ const readout = document.createElement("pre");
 readout.className = "hud";
 root.appendChild(readout);
 const banner = new Banner(root);
-const netsim = new NetSimPanel(root, async (s) => {
-    const r = await fetch("/dev/netsim", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(s),
-    });
-    if (!r.ok)
-        throw new Error(`HTTP ${r.status} ${await r.text()}`);
-});
+hostNetSimPanel(root);
 const controls = document.createElement("label");
 controls.className = "gallery-toggle";
 const toggle = document.createElement("input");
@@ -78,15 +70,7 @@ window.gallery = debug;
 toggle.addEventListener("change", () => {
     debug.compensated = toggle.checked;
 });
-const wsScheme = location.protocol === "https:" ? "wss" : "ws";
-const conn = new ZoneConnection({
-    url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zoneId)}`,
-    ticket: () => tickets.fetch(),
-    reconnect: {
-        maxAttempts: Number.POSITIVE_INFINITY,
-        policy: (...args) => tickets.cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
-    },
-});
+const conn = guestConnection(zoneId, tickets);
 // The Replica both draws the targets and stamps every shot with the tick it drew.
 const replica = new Replica(conn.clock);
 replica.attach(conn);
@@ -250,18 +234,6 @@ function frame(now) {
     ].join("\n");
     requestAnimationFrame(frame);
 }
-/** Reads the host's NetSim setting into the panel (another page may change it). */
-async function pollNetSim() {
-    try {
-        const r = await fetch("/dev/netsim", { cache: "no-store" });
-        if (r.ok)
-            netsim.show((await r.json()));
-    }
-    catch {
-        // The next poll tries again.
-    }
-    setTimeout(() => void pollNetSim(), 2000);
-}
 conn.connect().then(() => {
     debug.state = conn.state;
 }, (e) => {
@@ -271,4 +243,3 @@ conn.connect().then(() => {
     debug.state = `failed: ${msg}`;
 });
 requestAnimationFrame(frame);
-void pollNetSim();

@@ -6,12 +6,12 @@
  * tab, so two windows are two different players).
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
-import { GuestTickets, HostUnreachable, playerName } from "./guest.js";
-import { Banner, Hud, NetSimPanel, Toasts } from "./hud.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
 import { DT, encodeInput, SPEED, step, TICK_HZ } from "./movement.js";
 import { Renderer } from "./render.js";
-import { defaultReconnectPolicy, KickCode, kickCodeName, Predictor, Replica, ZoneConnection, } from "./sdk/index.js";
+import { KickCode, kickCodeName, Predictor, Replica, } from "./sdk/index.js";
 /** Event topics of the arena zone (`TOPIC_*` in examples/arena/src/zone/mod.rs). */
 const TOPIC_PICKED = 1;
 const TOPIC_SAVED = 2;
@@ -57,15 +57,6 @@ const debug = {
     trace: { entity: null, frames: [], samples: [] },
 };
 window.arena = debug;
-async function postNetSim(s) {
-    const r = await fetch("/dev/netsim", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(s),
-    });
-    if (!r.ok)
-        throw new Error(`HTTP ${r.status} ${await r.text()}`);
-}
 const root = document.getElementById("app") ?? document.body;
 const canvas = document.createElement("canvas");
 canvas.className = "view";
@@ -74,18 +65,9 @@ const renderer = new Renderer(canvas);
 const hud = new Hud(root);
 const banner = new Banner(root);
 const toasts = new Toasts(root);
-const netsim = new NetSimPanel(root, postNetSim);
+hostNetSimPanel(root);
 debug.toasts = toasts.shown;
-const wsScheme = location.protocol === "https:" ? "wss" : "ws";
-const conn = new ZoneConnection({
-    url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zoneId)}`,
-    ticket: () => tickets.fetch(),
-    reconnect: {
-        // A demo page keeps trying (backoff caps at 8 s), so a restarted host is found again.
-        maxAttempts: Number.POSITIVE_INFINITY,
-        policy: (...args) => tickets.cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
-    },
-});
+const conn = guestConnection(zoneId, tickets);
 const replica = new Replica(conn.clock);
 /** Kind ids by name, from the Welcome's schema. */
 let kinds = new Map();
@@ -318,18 +300,6 @@ function frame(now) {
     });
     requestAnimationFrame(frame);
 }
-/** Reads the host's NetSim setting into the panel (it may change from another page). */
-async function pollNetSim() {
-    try {
-        const r = await fetch("/dev/netsim", { cache: "no-store" });
-        if (r.ok)
-            netsim.show((await r.json()));
-    }
-    catch {
-        // The next poll tries again; the panel keeps its last value meanwhile.
-    }
-    setTimeout(() => void pollNetSim(), 2000);
-}
 let hudAt = 0;
 function hudLoop() {
     const now = performance.now();
@@ -362,4 +332,3 @@ conn.connect().then(() => {
 });
 requestAnimationFrame(frame);
 hudLoop();
-void pollNetSim();

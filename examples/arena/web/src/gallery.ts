@@ -10,9 +10,9 @@
  */
 
 import { GalleryView, MARK_MS, TARGET_RADIUS, type ShotMark, type TargetSprite } from "./gallery-view.js";
-import { GuestTickets, HostUnreachable, playerName } from "./guest.js";
-import { Banner, NetSimPanel, type NetSimSetting } from "./hud.js";
-import { defaultReconnectPolicy, kickCodeName, Replica, ZoneConnection, type Welcome } from "./sdk/index.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { Banner, hostNetSimPanel } from "./hud.js";
+import { kickCodeName, Replica, type Welcome } from "./sdk/index.js";
 
 /** Event topic of a shot's verdict (`TOPIC_VERDICT` in examples/arena/src/gallery/mod.rs). */
 const TOPIC_VERDICT = 1;
@@ -96,14 +96,7 @@ const readout = document.createElement("pre");
 readout.className = "hud";
 root.appendChild(readout);
 const banner = new Banner(root);
-const netsim = new NetSimPanel(root, async (s: NetSimSetting) => {
-  const r = await fetch("/dev/netsim", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(s),
-  });
-  if (!r.ok) throw new Error(`HTTP ${r.status} ${await r.text()}`);
-});
+hostNetSimPanel(root);
 
 const controls = document.createElement("label");
 controls.className = "gallery-toggle";
@@ -143,16 +136,7 @@ toggle.addEventListener("change", () => {
   debug.compensated = toggle.checked;
 });
 
-const wsScheme = location.protocol === "https:" ? "wss" : "ws";
-const conn = new ZoneConnection({
-  url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zoneId)}`,
-  ticket: () => tickets.fetch(),
-  reconnect: {
-    maxAttempts: Number.POSITIVE_INFINITY,
-    policy: (...args: Parameters<typeof defaultReconnectPolicy>) =>
-      tickets.cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
-  },
-});
+const conn = guestConnection(zoneId, tickets);
 // The Replica both draws the targets and stamps every shot with the tick it drew.
 const replica = new Replica(conn.clock);
 replica.attach(conn);
@@ -312,17 +296,6 @@ function frame(now: number): void {
   requestAnimationFrame(frame);
 }
 
-/** Reads the host's NetSim setting into the panel (another page may change it). */
-async function pollNetSim(): Promise<void> {
-  try {
-    const r = await fetch("/dev/netsim", { cache: "no-store" });
-    if (r.ok) netsim.show((await r.json()) as NetSimSetting);
-  } catch {
-    // The next poll tries again.
-  }
-  setTimeout(() => void pollNetSim(), 2000);
-}
-
 conn.connect().then(
   () => {
     debug.state = conn.state;
@@ -334,4 +307,3 @@ conn.connect().then(
   },
 );
 requestAnimationFrame(frame);
-void pollNetSim();

@@ -1,7 +1,10 @@
 /**
- * Joining as a guest, shared by the demo pages: the player's name for this tab, and tickets from the
- * dev host's `/dev/ticket` route, with a clear reason when no retry can help.
+ * Joining as a guest, shared by the demo pages: the player's name for this tab, tickets from the
+ * dev host's `/dev/ticket` route (with a clear reason when no retry can help), and the connection
+ * that uses them.
  */
+
+import { defaultReconnectPolicy, ZoneConnection } from "./sdk/index.js";
 
 /** Longest name the dev ticket route takes, in bytes. */
 const MAX_NAME_BYTES = 32;
@@ -77,4 +80,22 @@ export class GuestTickets {
     }
     return body.trim();
   }
+}
+
+/**
+ * A connection to `zone` on the host that served the page, with guest tickets from `tickets`. A demo
+ * page keeps trying (backoff caps at 8 s), so a restarted host is found again, until the tickets say
+ * no retry can help.
+ */
+export function guestConnection(zone: string, tickets: GuestTickets): ZoneConnection {
+  const wsScheme = location.protocol === "https:" ? "wss" : "ws";
+  return new ZoneConnection({
+    url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zone)}`,
+    ticket: () => tickets.fetch(),
+    reconnect: {
+      maxAttempts: Number.POSITIVE_INFINITY,
+      policy: (...args: Parameters<typeof defaultReconnectPolicy>) =>
+        tickets.cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
+    },
+  });
 }

@@ -7,18 +7,16 @@
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
 
-import { GuestTickets, HostUnreachable, playerName } from "./guest.js";
-import { Banner, Hud, NetSimPanel, Toasts, type NetSimSetting } from "./hud.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
 import { DT, encodeInput, SPEED, step, TICK_HZ, type MoveInput, type MoveState, type Pillar } from "./movement.js";
 import { Renderer, type PlayerSprite } from "./render.js";
 import {
-  defaultReconnectPolicy,
   KickCode,
   kickCodeName,
   Predictor,
   Replica,
-  ZoneConnection,
   type CloseInfo,
   type Kick,
   type Mirror,
@@ -147,15 +145,6 @@ const debug: ArenaDebug = {
 };
 window.arena = debug;
 
-async function postNetSim(s: NetSimSetting): Promise<void> {
-  const r = await fetch("/dev/netsim", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(s),
-  });
-  if (!r.ok) throw new Error(`HTTP ${r.status} ${await r.text()}`);
-}
-
 const root = document.getElementById("app") ?? document.body;
 const canvas = document.createElement("canvas");
 canvas.className = "view";
@@ -164,20 +153,10 @@ const renderer = new Renderer(canvas);
 const hud = new Hud(root);
 const banner = new Banner(root);
 const toasts = new Toasts(root);
-const netsim = new NetSimPanel(root, postNetSim);
+hostNetSimPanel(root);
 debug.toasts = toasts.shown;
 
-const wsScheme = location.protocol === "https:" ? "wss" : "ws";
-const conn = new ZoneConnection({
-  url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zoneId)}`,
-  ticket: () => tickets.fetch(),
-  reconnect: {
-    // A demo page keeps trying (backoff caps at 8 s), so a restarted host is found again.
-    maxAttempts: Number.POSITIVE_INFINITY,
-    policy: (...args: Parameters<typeof defaultReconnectPolicy>) =>
-      tickets.cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
-  },
-});
+const conn = guestConnection(zoneId, tickets);
 const replica = new Replica(conn.clock);
 
 /** Kind ids by name, from the Welcome's schema. */
@@ -412,17 +391,6 @@ function frame(now: number): void {
   requestAnimationFrame(frame);
 }
 
-/** Reads the host's NetSim setting into the panel (it may change from another page). */
-async function pollNetSim(): Promise<void> {
-  try {
-    const r = await fetch("/dev/netsim", { cache: "no-store" });
-    if (r.ok) netsim.show((await r.json()) as NetSimSetting);
-  } catch {
-    // The next poll tries again; the panel keeps its last value meanwhile.
-  }
-  setTimeout(() => void pollNetSim(), 2000);
-}
-
 let hudAt = 0;
 function hudLoop(): void {
   const now = performance.now();
@@ -458,4 +426,3 @@ conn.connect().then(
 );
 requestAnimationFrame(frame);
 hudLoop();
-void pollNetSim();
