@@ -83,6 +83,9 @@ pub enum Workload {
     },
     /// The arena workload: inputs per WORKLOADS.md arena §3, probe checks per §5.
     Arena(ArenaParams),
+    /// Shots at `rate` per second at an entity as each bot draws it (every bot decodes); the
+    /// zone's verdicts are counted ([`crate::aim`]).
+    Aim(crate::aim::AimTarget),
     /// Idle connections: no inputs, a Ping every `ping_every` to stay within the idle timeout.
     Idle {
         /// Interval between keep-alive Pings.
@@ -91,11 +94,12 @@ pub enum Workload {
 }
 
 impl Workload {
-    /// `generic`, `arena` or `idle`.
+    /// `generic`, `arena`, `aim` or `idle`.
     pub fn name(&self) -> &'static str {
         match self {
             Workload::Generic { .. } => "generic",
             Workload::Arena(_) => "arena",
+            Workload::Aim(_) => "aim",
             Workload::Idle { .. } => "idle",
         }
     }
@@ -223,7 +227,9 @@ impl BenchConfig {
     pub fn input_interval(&self) -> Option<Duration> {
         match &self.workload {
             Workload::Arena(_) => Some(Duration::from_millis(100)),
-            Workload::Generic { .. } if self.rate > 0.0 && self.rate.is_finite() => {
+            Workload::Generic { .. } | Workload::Aim(_)
+                if self.rate > 0.0 && self.rate.is_finite() =>
+            {
                 Some(Duration::from_secs_f64(1.0 / self.rate))
             }
             _ => None,

@@ -6,7 +6,9 @@
 //! its exact [`report::merge`], and the readers of the server's cost (`/proc/<pid>` and
 //! `/metrics`). It sits above `zonekeep-client` (bots are ordinary clients) and `zonekeep-core`
 //! (the workload zone) and mints tickets with `zonekeep-ticket`, the host's own ticket code; it
-//! does not link the server (the `zonekeep` binary registers the workload kinds on a host).
+//! does not link the server (the `zonekeep` binary registers the workload kinds on a host). The
+//! **aim** workload ([`aim`]) shoots at the shooting gallery of `zonekeep-arena` in its own wire
+//! format.
 //! Nothing below it may depend on it.
 //!
 //! # Running it
@@ -30,6 +32,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod aim;
 pub mod arena;
 pub mod bot;
 pub mod config;
@@ -46,6 +49,7 @@ pub mod summary;
 pub mod template;
 pub mod tickets;
 
+pub use aim::{AimCounts, AimTarget};
 pub use config::{Auth, BenchConfig, DecodeMode, ServerSource, Workload, ZoneTarget};
 pub use error::BenchError;
 pub use report::{merge, Report};

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::aim::AimCounts;
 use crate::arena::probe::ProbeCounts;
 use crate::stats::{summarize, Histogram, Summary};
 
@@ -233,6 +234,9 @@ pub struct Report {
     pub bots_process: BotsProcess,
     /// Probe results (arena).
     pub probe: Option<ProbeCounts>,
+    /// Aimed shots and their verdicts, summed over bots (aim workload).
+    #[serde(default)]
+    pub aim: Option<AimCounts>,
     /// Runs merged into this one (1 for a single run).
     pub runs: u32,
     /// Raw material.
@@ -348,6 +352,13 @@ pub fn merge(reports: &[Report]) -> Result<Report, MergeError> {
         out.raw.loop_lag_us.merge(&r.raw.loop_lag_us);
         out.bots_process.cpu_util_cores += r.bots_process.cpu_util_cores;
         out.probe = match (out.probe, r.probe) {
+            (Some(mut a), Some(b)) => {
+                a.add(&b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
+        out.aim = match (out.aim, r.aim) {
             (Some(mut a), Some(b)) => {
                 a.add(&b);
                 Some(a)

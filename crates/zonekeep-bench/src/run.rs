@@ -43,6 +43,11 @@ fn validate(cfg: &BenchConfig) -> Result<(), BenchError> {
             return bad("a generic workload with --rate > 0 needs at least one --input template");
         }
     }
+    if matches!(cfg.workload, Workload::Aim(_)) && cfg.decode != crate::DecodeMode::All {
+        return bad(
+            "the aim workload needs every bot to decode (--decode all): bots aim where they draw",
+        );
+    }
     if cfg.zones.pattern.contains("{i}") && cfg.zones.count == 0 {
         return bad("--zone-count must be at least 1");
     }
@@ -188,6 +193,10 @@ pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
             },
         },
         probe: results.iter().find_map(|r| r.probe),
+        aim: results.iter().filter_map(|r| r.aim).reduce(|mut a, b| {
+            a.add(&b);
+            a
+        }),
         runs: 1,
         raw: Raw {
             clients: results
@@ -282,7 +291,7 @@ fn run_params(cfg: &BenchConfig, params: Option<serde_json::Value>) -> RunParams
         rate: match &cfg.workload {
             Workload::Arena(_) => 10.0,
             Workload::Idle { .. } => 0.0,
-            Workload::Generic { .. } => cfg.rate,
+            Workload::Generic { .. } | Workload::Aim(_) => cfg.rate,
         },
         duration_s: cfg.duration.as_secs_f64(),
         warmup_s: cfg.warmup.as_secs_f64(),

@@ -162,6 +162,23 @@ pub fn render(r: &Report) -> String {
             ),
         );
     }
+    if let Some(a) = &r.aim {
+        row(
+            "aim",
+            format!(
+                "{} shots at drawn targets: {} hits, {} misses (hit rate {}), {} unjudged, {} refused, {} unanswered; nothing drawn {} times",
+                a.shots,
+                a.hits,
+                a.misses,
+                a.hit_rate()
+                    .map_or_else(|| "-".to_owned(), |h| format!("{:.1} %", 100.0 * h)),
+                a.unjudged,
+                a.refused,
+                a.unanswered,
+                a.nothing_drawn
+            ),
+        );
+    }
     let w = rows
         .iter()
         .map(|(k, _)| k.chars().count())

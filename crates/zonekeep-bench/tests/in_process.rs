@@ -37,6 +37,11 @@ async fn start_host_with(base: ServerConfig) -> (String, oneshot::Sender<()>) {
             serde_json::json!({ "budget": BUDGET_BYTES }),
         )
         .zone::<Dots>("dots")
+        .zone_with::<zonekeep_arena::Gallery>(
+            "gallery",
+            zonekeep_arena::gallery_config(),
+            serde_json::Value::Null,
+        )
         .build()
         .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -157,6 +162,29 @@ async fn assert_bytes_match_host(url: &str, r: &Report, bots: u32) {
         bytes - got_bytes <= lost * max_frame,
         "bytes {bytes} vs {got_bytes}, {lost} frames lost"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aiming_bot_hits_the_gallery_targets_where_it_draws_them() {
+    let (url, stop) = start_host().await;
+    let target = zonekeep_bench::AimTarget::Kind("target".into());
+    let mut cfg = config(&url, "gallery-aim", 1, Workload::Aim(target));
+    cfg.decode = DecodeMode::All;
+    cfg.zone_kind = Some("gallery".into());
+    cfg.rate = 10.0;
+    cfg.duration = Duration::from_secs(2);
+    let r = run(cfg).await.unwrap();
+    let a = r.aim.expect("the aim workload counts shots");
+    assert!(a.shots >= 10, "{a:?}");
+    // Every shot is accounted for: judged, or sent too late in the window for its verdict.
+    assert_eq!(a.hits + a.misses + a.unanswered, a.shots, "{a:?}");
+    assert_eq!((a.refused, a.unjudged), (0, 0), "{a:?}");
+    assert!(a.unanswered <= 2, "{a:?}");
+    // Aimed at the centre as drawn, judged as drawn: a miss would be a disagreement between the
+    // bot's replica and the host's rewind.
+    assert!(a.hit_rate().unwrap() >= 0.95, "{a:?}");
+    assert_eq!(r.params.workload, "aim");
+    let _ = stop.send(());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! Dev-mode routes (they exist only with `--dev`):
-//! `GET /dev/ticket?zone=..&name=..[&role=observer]` mints a short guest
-//! ticket; `GET`/`POST /dev/netsim` reads or replaces the NetSim setting.
+//! `GET /dev/ticket?zone=..&name=..[&role=observer][&kind=..]` mints a short guest
+//! ticket (`kind`: the zone kind to create the zone as, if it is not running; one this host
+//! serves); `GET`/`POST /dev/netsim` reads or replaces the NetSim setting.
 
 use std::sync::Arc;
 
@@ -32,6 +33,7 @@ struct TicketQuery {
     zone: String,
     name: Option<String>,
     role: Option<String>,
+    kind: Option<String>,
 }
 
 async fn ticket(State(shared): State<Arc<Shared>>, Query(q): Query<TicketQuery>) -> Response {
@@ -62,6 +64,17 @@ async fn ticket(State(shared): State<Arc<Shared>>, Query(q): Query<TicketQuery>)
             )
         }
     };
+    // A kind this host cannot create is refused here, where the page can say so, rather than at
+    // the join.
+    if let Some(kind) = &q.kind {
+        if !shared.sim.specs.contains_key(kind) {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                shared.unknown_kind(kind),
+            );
+        }
+    }
     let mut nonce = [0u8; 6];
     if getrandom::fill(&mut nonce).is_err() {
         return json_error(
@@ -74,6 +87,9 @@ async fn ticket(State(shared): State<Arc<Shared>>, Query(q): Query<TicketQuery>)
     let sub = format!("guest:{name}:{suffix}");
     let mut claims = Claims::new();
     claims.insert("name".into(), json!(name));
+    if let Some(kind) = &q.kind {
+        claims.insert("kind".into(), json!(kind));
+    }
     let ttl = GUEST_TTL_SECS.min(shared.config.ticket_max_lifetime_secs);
     let req = MintRequest {
         sub: sub.clone(),

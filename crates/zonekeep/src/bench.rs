@@ -8,7 +8,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use zonekeep_bench::arena::{zone::kind_for, ArenaParams, Scenario};
 use zonekeep_bench::template::{InputFormat, Template};
-use zonekeep_bench::{Auth, BenchConfig, DecodeMode, Report, ServerSource, Workload, ZoneTarget};
+use zonekeep_bench::{
+    AimTarget, Auth, BenchConfig, DecodeMode, Report, ServerSource, Workload, ZoneTarget,
+};
 use zonekeep_client::NetSimConfig;
 
 /// Parses `20s`, `500ms`, `2m` or a plain number of seconds.
@@ -133,6 +135,12 @@ pub struct RunArgs {
     /// What bots do.
     #[arg(long, value_enum, default_value = "generic")]
     workload: WorkloadArg,
+    /// Shoot instead of sending --input: every bot draws the zone like a client and shoots at an
+    /// entity of this kind (or the entity with this id) where it draws it, at --rate shots per
+    /// second, and the zone's verdicts are counted (the shooting gallery: kind `target`; --kind
+    /// defaults to `gallery`). Every bot decodes.
+    #[arg(long, value_name = "KIND_OR_ENTITY", conflicts_with_all = ["inputs", "workload"])]
+    aim: Option<String>,
     /// Arena scenario.
     #[arg(long, value_enum, default_value = "a")]
     scenario: ScenarioArg,
@@ -216,7 +224,7 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
         (None, Some(url)) => Auth::Join { url: url.clone() },
         _ => bail!("{NO_TICKETS}"),
     };
-    if matches!(a.workload, WorkloadArg::Generic) && a.inputs.is_empty() {
+    if matches!(a.workload, WorkloadArg::Generic) && a.inputs.is_empty() && a.aim.is_none() {
         bail!("{NO_INPUTS}");
     }
     let zone = a.zones.clone().unwrap_or_else(|| a.zone.clone());
@@ -266,6 +274,13 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
         .transpose()
         .context("--params is not JSON")?;
     cfg.workload = match a.workload {
+        WorkloadArg::Generic if a.aim.is_some() => {
+            let target = AimTarget::parse(a.aim.as_deref().unwrap_or_default())
+                .map_err(anyhow::Error::msg)?;
+            cfg.decode = DecodeMode::All;
+            cfg.zone_kind.get_or_insert_with(|| "gallery".to_owned());
+            Workload::Aim(target)
+        }
         WorkloadArg::Generic => Workload::Generic {
             templates: a
                 .inputs
@@ -325,6 +340,21 @@ fn run_warnings(report: &Report) -> Vec<String> {
              check --input against the zone's input format and --kind",
             c.inputs_sent
         ));
+    }
+    if let Some(a) = &report.aim {
+        if a.shots > 0 && a.hits + a.misses + a.unjudged == 0 {
+            w.push(format!(
+                "no verdict came back for {} aimed shots: --aim shoots at the shooting gallery \
+                 (zone kind `gallery`); check --kind and --zone",
+                a.shots
+            ));
+        }
+        if a.shots == 0 && a.nothing_drawn > 0 {
+            w.push(
+                "the bots drew nothing to aim at: check --aim against the zone's entity kinds"
+                    .into(),
+            );
+        }
     }
     w
 }
@@ -390,6 +420,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn parse(argv: &[&str]) -> RunArgs {
@@ -430,6 +461,56 @@ mod tests {
             "0123456789abcdef0123456789abcdef",
         ]);
         assert!(config(&arena).is_ok());
+    }
+
+    #[test]
+    fn aim_shoots_at_the_gallery_with_every_bot_decoding() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let cfg = config(&parse(&["--aim", "target", "--ticket-secret", secret])).unwrap();
+        assert!(matches!(&cfg.workload, Workload::Aim(AimTarget::Kind(k)) if k == "target"));
+        assert_eq!(cfg.decode, DecodeMode::All);
+        assert_eq!(cfg.zone_kind.as_deref(), Some("gallery"));
+        let by_id = config(&parse(&[
+            "--aim",
+            "12",
+            "--kind",
+            "mine",
+            "--ticket-secret",
+            secret,
+        ]));
+        let by_id = by_id.unwrap();
+        assert!(matches!(
+            by_id.workload,
+            Workload::Aim(AimTarget::Entity(12))
+        ));
+        assert_eq!(by_id.zone_kind.as_deref(), Some("mine"));
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let both = ["bench", "--aim", "target", "--input", "[1]"];
+        assert!(Cmd::try_parse_from(both).is_err(), "--aim replaces --input");
+    }
+
+    #[test]
+    fn aimed_shots_without_verdicts_are_warned_about() {
+        let mut r = Report {
+            aim: Some(zonekeep_bench::AimCounts {
+                shots: 10,
+                ..Default::default()
+            }),
+            ..Report::default()
+        };
+        assert!(run_warnings(&r).iter().any(|w| w.contains("gallery")));
+        r.aim = Some(zonekeep_bench::AimCounts {
+            shots: 10,
+            hits: 9,
+            misses: 1,
+            ..Default::default()
+        });
+        assert!(run_warnings(&r).is_empty());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
-use zonekeep_arena::Arena;
+use zonekeep_arena::{Arena, Gallery};
 use zonekeep_core::{Claims, Role};
 use zonekeep_server::examples::Dots;
 use zonekeep_server::persist::Persistence;
@@ -318,7 +318,9 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
 /// The zone kinds a host registers: the arena always (the default kind, its page at `/`); the
 /// dev and bench kinds only when asked for, so a production host offers no test zones.
 pub(crate) fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuilder {
-    let builder = builder.zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null);
+    let builder = builder
+        .zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null)
+        .zone_with::<Gallery>("gallery", zonekeep_arena::gallery_config(), Value::Null);
     if !dev_kinds {
         return builder;
     }
@@ -370,9 +372,10 @@ fn serve(args: ServeArgs) -> Result<()> {
         // terminal lets you open (the arena page is at `/`).
         println!("zonekeep listening on http://{addr}");
         let kinds = if dev_kinds {
-            "arena (default, page at /), dots, ledger-test, arena-workload, arena-workload-budget"
+            "arena (default, page at /), gallery (page at /gallery), dots, ledger-test, \
+             arena-workload, arena-workload-budget"
         } else {
-            "arena (default, page at /)"
+            "arena (default, page at /), gallery (page at /gallery)"
         };
         tracing::info!(%addr, dev, admin_api = admin, "zone kinds: {kinds}");
         host.serve_with(listener, zonekeep_arena::web_routes(), shutdown_signal())

@@ -5,6 +5,9 @@
 //! drones fly loops, pickups respawn, and each pickup is a durable fact that raises the player's
 //! saved score.
 //!
+//! The crate also holds a second game, the shooting [`gallery`]: targets on rails, hitscan shots
+//! judged with lag compensation (or, when the page switches it off, against the present world).
+//!
 //! This crate owns the game rules ([`Arena`], registered by a host with [`zone_config`]) and the
 //! page's built files ([`web_routes`], merged into the host's router). It depends on
 //! `zonekeep-core`, `zonekeep-protocol` and axum's `Router` type, never on the server.
@@ -12,12 +15,14 @@
 #![forbid(unsafe_code)]
 
 pub mod drones;
+pub mod gallery;
 pub mod identity;
 pub mod map;
 pub mod movement;
 pub mod web;
 pub mod zone;
 
+pub use gallery::{gallery_config, Gallery};
 pub use movement::{step, MoveInput, MoveState, Pillar};
 pub use web::{web_routes, WebFile, WEB_FILES};
 pub use zone::{zone_config, Arena, ArenaStats};

@@ -1,4 +1,5 @@
-//! The arena's web page, embedded in the binary so `cargo run` needs no Node.
+//! The demo pages (the arena at `/`, the shooting gallery at `/gallery`), embedded in the binary
+//! so `cargo run` needs no Node.
 //!
 //! `web/dist/` is built by `npm run build` in `examples/arena/web` and committed; the page's test
 //! checks it is fresh, and the tests below check that every built file is listed here.
@@ -33,7 +34,11 @@ macro_rules! file {
 /// Every file of the built page.
 pub const WEB_FILES: &[WebFile] = &[
     file!("index.html", "text/html; charset=utf-8"),
+    file!("gallery.html", "text/html; charset=utf-8"),
     file!("style.css", "text/css; charset=utf-8"),
+    file!("gallery.js", JS),
+    file!("gallery-view.js", JS),
+    file!("guest.js", JS),
     file!("hud.js", JS),
     file!("keys.js", JS),
     file!("main.js", JS),
@@ -55,7 +60,8 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("sdk/wire.js", JS),
 ];
 
-/// Routes serving the page: `/` (index.html) and every file of [`WEB_FILES`] at its path. Merge
+/// Routes serving the pages: `/` (index.html, the arena), `/gallery` (gallery.html) and every file
+/// of [`WEB_FILES`] at its path. Merge
 /// them into the host's router (`Host::serve_with`). `no-cache` makes browsers revalidate, so a
 /// rebuilt binary never serves a stale mix of old and new modules.
 pub fn web_routes() -> Router {
@@ -68,8 +74,10 @@ pub fn web_routes() -> Router {
                 f.bytes,
             )
         };
-        if f.path == "/index.html" {
-            router = router.route("/", get(handler));
+        match f.path {
+            "/index.html" => router = router.route("/", get(handler)),
+            "/gallery.html" => router = router.route("/gallery", get(handler)),
+            _ => {}
         }
         router = router.route(f.path, get(handler));
     }
@@ -113,6 +121,11 @@ mod tests {
         use tower::ServiceExt;
         for (path, mime, body) in [
             ("/", "text/html", WEB_FILES[0].bytes),
+            (
+                "/gallery",
+                "text/html",
+                file!("gallery.html", "text/html").bytes,
+            ),
             ("/main.js", "text/javascript", file!("main.js", JS).bytes),
             (
                 "/sdk/index.js",

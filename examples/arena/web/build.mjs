@@ -1,4 +1,4 @@
-// Builds the arena page into a directory (default `dist/`): the SDK sources of clients/js compiled to
+// Builds the demo pages (the arena, the shooting gallery) into a directory (default `dist/`): the SDK sources of clients/js compiled to
 // `sdk/`, the page's TypeScript compiled beside them, and the static files copied. No bundler: the
 // browser loads plain ES modules. Output is deterministic, so `dist/` is committed and a test rebuilds
 // into a temporary directory and compares (a fresh clone needs only cargo to run the demo).
@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const sdkSrc = resolve(here, "../../../clients/js/src");
-const STATIC = ["index.html", "style.css"];
+const STATIC = ["index.html", "gallery.html", "style.css"];
 
 const compilerOptions = {
   target: "ES2022",

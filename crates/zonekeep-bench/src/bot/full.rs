@@ -17,6 +17,7 @@ use zonekeep_protocol::schema::FieldValue;
 use super::light::kick_name;
 use super::schedule::{first_input_at, InputGen};
 use super::{micros, BotResult, Pending, Phase, RunShared, WindowCounts};
+use crate::aim::Aimer;
 use crate::arena::probe::{HeldEntity, Probe};
 use crate::config::Workload;
 
@@ -173,6 +174,14 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
         _ => None,
     };
     let mut held = Held::default();
+    let mut aimer = match &cfg.workload {
+        Workload::Aim(target) => {
+            let mut a = Aimer::new(target.clone(), bot);
+            a.on_welcome(&welcome.schema, false);
+            Some(a)
+        }
+        _ => None,
+    };
     let mut gen = InputGen::new(cfg, bot);
     let interval = cfg.input_interval();
     let mut next_input = interval.map(|i| first_input_at(Instant::now(), i, index, cfg.bots));
@@ -234,7 +243,10 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
                             shared.mismatches.store(m, std::sync::atomic::Ordering::Relaxed);
                         }
                     }
-                    Event::Welcome { resumed, .. } => {
+                    Event::Welcome { welcome, resumed } => {
+                        if let Some(a) = aimer.as_mut() {
+                            a.on_welcome(&welcome.schema, resumed);
+                        }
                         res.reconnects += 1;
                         if resumed {
                             res.resumes += 1;
@@ -266,12 +278,44 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
                         whole = false;
                         break;
                     }
-                    Event::Event { .. } | Event::InputRefused(_) | Event::Transfer(_) => {}
+                    Event::Event { topic, payload, .. } => {
+                        if let Some(a) = aimer.as_mut() {
+                            a.on_event(topic, &payload);
+                        }
+                    }
+                    Event::InputRefused(r) => {
+                        if let Some(a) = aimer.as_mut() {
+                            a.on_refused(r.seq);
+                        }
+                    }
+                    Event::Transfer(_) => {}
                 }
             }
             _ = sleep_until(input_at.into()), if next_input.is_some() => {
                 next_input = interval.map(|i| input_at + i);
-                if let Some(input) = gen.next(last_tick) {
+                if let Some(a) = aimer.as_mut() {
+                    // Draw now, as a client's frame would, aim at what is drawn, and stamp the
+                    // tick drawn (whole, as the SDKs do).
+                    let measuring = start.is_some() && shared.phase_now() == Phase::Measure;
+                    let Some(t) = Timing::from_clock(&conn.clock(), conn.now_us()) else {
+                        a.nothing_drawn(measuring);
+                        continue;
+                    };
+                    let drawn = replica.frame(t);
+                    let Some(at) = a.aim(&replica) else {
+                        a.nothing_drawn(measuring);
+                        continue;
+                    };
+                    conn.set_view_tick(drawn.max(0.0).floor() as u64);
+                    match conn.send_input(&Aimer::shot(at)) {
+                        Ok(seq) => {
+                            pending.push(seq, Instant::now());
+                            a.fired(seq, measuring);
+                        }
+                        Err(ClientError::Backpressure) => res.outgoing_full += 1,
+                        Err(_) => {}
+                    }
+                } else if let Some(input) = gen.next(last_tick) {
                     match conn.send_input(&input.payload) {
                         Ok(seq) => {
                             pending.push(seq, Instant::now());
@@ -299,6 +343,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
     res.redirects = end.redirects;
     res.outgoing_full += end.outgoing_full;
     res.probe = probe.map(|p| p.counts());
+    res.aim = aimer.map(Aimer::finish);
     if connected {
         shared
             .connected

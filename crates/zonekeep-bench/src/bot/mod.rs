@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use tokio::sync::{watch, Semaphore};
 
+use crate::aim::AimCounts;
 use crate::arena::probe::ProbeCounts;
 use crate::config::BenchConfig;
 use crate::stats::Histogram;
@@ -133,6 +134,8 @@ pub struct BotResult {
     pub outgoing_full: u64,
     /// Probe counters (the arena probe only).
     pub probe: Option<ProbeCounts>,
+    /// Aimed shots (aim workload).
+    pub aim: Option<AimCounts>,
     /// Highest ack seen.
     pub last_ack: u32,
 }

@@ -171,6 +171,30 @@ async fn dev_ticket_mints_a_playable_guest_ticket() {
     assert!(v["sub"].as_str().unwrap().starts_with("guest:ann:"));
     let (_ws, w) = join(&server, "guest-zone", v["ticket"].as_str().unwrap()).await;
     assert_eq!(w.zone_id, "guest-zone");
+
+    // A kind names what a new zone is created as; one the host does not serve is refused.
+    let (s, b) = http(
+        &server,
+        "GET",
+        "/dev/ticket?zone=kinded&kind=nope",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.contains("unknown zone kind"), "{b}");
+    let (s, b) = http(
+        &server,
+        "GET",
+        "/dev/ticket?zone=kinded&kind=blob",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(s, 200, "{b}");
+    let (_ws, _) = join(&server, "kinded", parse(&b)["ticket"].as_str().unwrap()).await;
+    let (_, b) = http(&server, "GET", "/admin/zones/kinded", Some(ADMIN), None).await;
+    assert_eq!(parse(&b)["kind"], json!("blob"), "{b}");
     server.stop().await;
 }
 

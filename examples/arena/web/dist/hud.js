@@ -153,3 +153,33 @@ export class NetSimPanel {
         return input;
     }
 }
+/** POSTs a setting to the dev host's `/dev/netsim`. */
+async function postNetSim(s) {
+    const r = await fetch("/dev/netsim", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(s),
+    });
+    if (!r.ok)
+        throw new Error(`HTTP ${r.status} ${await r.text()}`);
+}
+/**
+ * A NetSim panel wired to the dev host: each change is POSTed to `/dev/netsim`, and the host's setting
+ * is read back every two seconds (it is shared by every connection, so another page may change it).
+ */
+export function hostNetSimPanel(root) {
+    const panel = new NetSimPanel(root, postNetSim);
+    const poll = async () => {
+        try {
+            const r = await fetch("/dev/netsim", { cache: "no-store" });
+            if (r.ok)
+                panel.show((await r.json()));
+        }
+        catch {
+            // The next poll tries again; the panel keeps its last value meanwhile.
+        }
+        setTimeout(() => void poll(), 2000);
+    };
+    void poll();
+    return panel;
+}

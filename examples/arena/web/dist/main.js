@@ -6,11 +6,12 @@
  * tab, so two windows are two different players).
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
-import { Banner, Hud, NetSimPanel, Toasts } from "./hud.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
 import { DT, encodeInput, SPEED, step, TICK_HZ } from "./movement.js";
 import { Renderer } from "./render.js";
-import { defaultReconnectPolicy, KickCode, kickCodeName, Predictor, Replica, ZoneConnection, } from "./sdk/index.js";
+import { KickCode, kickCodeName, Predictor, Replica, } from "./sdk/index.js";
 /** Event topics of the arena zone (`TOPIC_*` in examples/arena/src/zone/mod.rs). */
 const TOPIC_PICKED = 1;
 const TOPIC_SAVED = 2;
@@ -24,37 +25,10 @@ const F_CONNECTED = 3;
 const INPUT_MS = 1000 / TICK_HZ;
 /** Entries a {@link MotionTrace} list keeps (a minute at 60 frames per second). */
 const TRACE_MAX = 3600;
-/** Longest name the dev ticket route takes, in bytes. */
-const MAX_NAME_BYTES = 32;
-/** `raw` cut to what the dev ticket route accepts: letters, digits, `-` and `_`, at most 32 bytes. */
-function ticketName(raw) {
-    const utf8 = new TextEncoder();
-    let out = "";
-    for (const c of raw.replace(/[^\p{Alphabetic}\p{N}_-]+/gu, "-")) {
-        if (utf8.encode(out + c).length > MAX_NAME_BYTES)
-            break;
-        out += c;
-    }
-    return out.replace(/^-+|-+$/g, "");
-}
-/** This tab's name: `?name=`, else one made up once per tab (sessionStorage is per tab, so a second
- * window gets its own; a reload keeps it). */
-function playerName() {
-    const asked = ticketName(params.get("name") ?? "");
-    if (asked !== "")
-        return asked;
-    const kept = sessionStorage.getItem("arena.name");
-    if (kept !== null && ticketName(kept) === kept && kept !== "")
-        return kept;
-    const made = `player-${Math.floor(Math.random() * 0x10000)
-        .toString(16)
-        .padStart(4, "0")}`;
-    sessionStorage.setItem("arena.name", made);
-    return made;
-}
 const params = new URLSearchParams(location.search);
 const zoneId = params.get("zone") ?? "arena-1";
-const name = playerName();
+const name = playerName(params);
+const tickets = new GuestTickets(zoneId, name);
 const debug = {
     state: "idle",
     frame: 0,
@@ -83,53 +57,6 @@ const debug = {
     trace: { entity: null, frames: [], samples: [] },
 };
 window.arena = debug;
-/**
- * Why the page cannot join at all (no retry helps), or null. Set by {@link fetchTicket}; the
- * reconnect policy then stops and the banner says what to do.
- */
-let cannotJoin = null;
-/** The host could not be reached (fetch failed before any answer). */
-class HostUnreachable extends Error {
-}
-async function fetchTicket() {
-    const url = `/dev/ticket?zone=${encodeURIComponent(zoneId)}&name=${encodeURIComponent(name)}`;
-    let r;
-    try {
-        r = await fetch(url, { method: "GET", cache: "no-store" });
-    }
-    catch (e) {
-        throw new HostUnreachable(`host unreachable (${e instanceof Error ? e.message : String(e)})`);
-    }
-    const body = await r.text();
-    if (r.status === 404) {
-        // The page is served but the guest-ticket route is not: the host runs without --dev.
-        cannotJoin =
-            "This host hands out no guest tickets: start it with zonekeep serve --dev (or sign tickets in your own backend), then reload.";
-        throw new Error("ticket: /dev/ticket not found (host started without --dev)");
-    }
-    if (r.status >= 400 && r.status < 500) {
-        cannotJoin = `The host refused a guest ticket: HTTP ${r.status} ${body}`;
-        throw new Error(`ticket: HTTP ${r.status} ${body}`);
-    }
-    if (!r.ok)
-        throw new Error(`ticket: HTTP ${r.status} ${body}`);
-    if ((r.headers.get("content-type") ?? "").includes("json")) {
-        const j = JSON.parse(body);
-        if (typeof j.ticket !== "string")
-            throw new Error("ticket: no `ticket` in the response");
-        return j.ticket;
-    }
-    return body.trim();
-}
-async function postNetSim(s) {
-    const r = await fetch("/dev/netsim", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(s),
-    });
-    if (!r.ok)
-        throw new Error(`HTTP ${r.status} ${await r.text()}`);
-}
 const root = document.getElementById("app") ?? document.body;
 const canvas = document.createElement("canvas");
 canvas.className = "view";
@@ -138,18 +65,9 @@ const renderer = new Renderer(canvas);
 const hud = new Hud(root);
 const banner = new Banner(root);
 const toasts = new Toasts(root);
-const netsim = new NetSimPanel(root, postNetSim);
+hostNetSimPanel(root);
 debug.toasts = toasts.shown;
-const wsScheme = location.protocol === "https:" ? "wss" : "ws";
-const conn = new ZoneConnection({
-    url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zoneId)}`,
-    ticket: fetchTicket,
-    reconnect: {
-        // A demo page keeps trying (backoff caps at 8 s), so a restarted host is found again.
-        maxAttempts: Number.POSITIVE_INFINITY,
-        policy: (...args) => cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
-    },
-});
+const conn = guestConnection(zoneId, tickets);
 const replica = new Replica(conn.clock);
 /** Kind ids by name, from the Welcome's schema. */
 let kinds = new Map();
@@ -248,8 +166,8 @@ function kickText(k) {
     return `${why[k.code] ?? "The host closed the connection"} (${detail})`;
 }
 function onClose(info) {
-    if (cannotJoin !== null) {
-        showBanner("error", cannotJoin);
+    if (tickets.cannotJoin !== null) {
+        showBanner("error", tickets.cannotJoin);
         return;
     }
     const again = info.willReconnect
@@ -382,18 +300,6 @@ function frame(now) {
     });
     requestAnimationFrame(frame);
 }
-/** Reads the host's NetSim setting into the panel (it may change from another page). */
-async function pollNetSim() {
-    try {
-        const r = await fetch("/dev/netsim", { cache: "no-store" });
-        if (r.ok)
-            netsim.show((await r.json()));
-    }
-    catch {
-        // The next poll tries again; the panel keeps its last value meanwhile.
-    }
-    setTimeout(() => void pollNetSim(), 2000);
-}
 let hudAt = 0;
 function hudLoop() {
     const now = performance.now();
@@ -420,10 +326,9 @@ conn.connect().then(() => {
 }, (e) => {
     // The banner already says why (the close that ended the connection came first).
     const msg = e instanceof Error ? e.message : String(e);
-    if (cannotJoin === null)
+    if (tickets.cannotJoin === null)
         debug.errors.push(msg);
     debug.state = `failed: ${msg}`;
 });
 requestAnimationFrame(frame);
 hudLoop();
-void pollNetSim();

@@ -7,17 +7,16 @@
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
 
-import { Banner, Hud, NetSimPanel, Toasts, type NetSimSetting } from "./hud.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
 import { DT, encodeInput, SPEED, step, TICK_HZ, type MoveInput, type MoveState, type Pillar } from "./movement.js";
 import { Renderer, type PlayerSprite } from "./render.js";
 import {
-  defaultReconnectPolicy,
   KickCode,
   kickCodeName,
   Predictor,
   Replica,
-  ZoneConnection,
   type CloseInfo,
   type Kick,
   type Mirror,
@@ -112,37 +111,10 @@ declare global {
   }
 }
 
-/** Longest name the dev ticket route takes, in bytes. */
-const MAX_NAME_BYTES = 32;
-
-/** `raw` cut to what the dev ticket route accepts: letters, digits, `-` and `_`, at most 32 bytes. */
-function ticketName(raw: string): string {
-  const utf8 = new TextEncoder();
-  let out = "";
-  for (const c of raw.replace(/[^\p{Alphabetic}\p{N}_-]+/gu, "-")) {
-    if (utf8.encode(out + c).length > MAX_NAME_BYTES) break;
-    out += c;
-  }
-  return out.replace(/^-+|-+$/g, "");
-}
-
-/** This tab's name: `?name=`, else one made up once per tab (sessionStorage is per tab, so a second
- * window gets its own; a reload keeps it). */
-function playerName(): string {
-  const asked = ticketName(params.get("name") ?? "");
-  if (asked !== "") return asked;
-  const kept = sessionStorage.getItem("arena.name");
-  if (kept !== null && ticketName(kept) === kept && kept !== "") return kept;
-  const made = `player-${Math.floor(Math.random() * 0x10000)
-    .toString(16)
-    .padStart(4, "0")}`;
-  sessionStorage.setItem("arena.name", made);
-  return made;
-}
-
 const params = new URLSearchParams(location.search);
 const zoneId = params.get("zone") ?? "arena-1";
-const name = playerName();
+const name = playerName(params);
+const tickets = new GuestTickets(zoneId, name);
 
 const debug: ArenaDebug = {
   state: "idle",
@@ -173,52 +145,6 @@ const debug: ArenaDebug = {
 };
 window.arena = debug;
 
-/**
- * Why the page cannot join at all (no retry helps), or null. Set by {@link fetchTicket}; the
- * reconnect policy then stops and the banner says what to do.
- */
-let cannotJoin: string | null = null;
-
-/** The host could not be reached (fetch failed before any answer). */
-class HostUnreachable extends Error {}
-
-async function fetchTicket(): Promise<string> {
-  const url = `/dev/ticket?zone=${encodeURIComponent(zoneId)}&name=${encodeURIComponent(name)}`;
-  let r: Response;
-  try {
-    r = await fetch(url, { method: "GET", cache: "no-store" });
-  } catch (e) {
-    throw new HostUnreachable(`host unreachable (${e instanceof Error ? e.message : String(e)})`);
-  }
-  const body = await r.text();
-  if (r.status === 404) {
-    // The page is served but the guest-ticket route is not: the host runs without --dev.
-    cannotJoin =
-      "This host hands out no guest tickets: start it with zonekeep serve --dev (or sign tickets in your own backend), then reload.";
-    throw new Error("ticket: /dev/ticket not found (host started without --dev)");
-  }
-  if (r.status >= 400 && r.status < 500) {
-    cannotJoin = `The host refused a guest ticket: HTTP ${r.status} ${body}`;
-    throw new Error(`ticket: HTTP ${r.status} ${body}`);
-  }
-  if (!r.ok) throw new Error(`ticket: HTTP ${r.status} ${body}`);
-  if ((r.headers.get("content-type") ?? "").includes("json")) {
-    const j = JSON.parse(body) as { ticket?: unknown };
-    if (typeof j.ticket !== "string") throw new Error("ticket: no `ticket` in the response");
-    return j.ticket;
-  }
-  return body.trim();
-}
-
-async function postNetSim(s: NetSimSetting): Promise<void> {
-  const r = await fetch("/dev/netsim", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(s),
-  });
-  if (!r.ok) throw new Error(`HTTP ${r.status} ${await r.text()}`);
-}
-
 const root = document.getElementById("app") ?? document.body;
 const canvas = document.createElement("canvas");
 canvas.className = "view";
@@ -227,20 +153,10 @@ const renderer = new Renderer(canvas);
 const hud = new Hud(root);
 const banner = new Banner(root);
 const toasts = new Toasts(root);
-const netsim = new NetSimPanel(root, postNetSim);
+hostNetSimPanel(root);
 debug.toasts = toasts.shown;
 
-const wsScheme = location.protocol === "https:" ? "wss" : "ws";
-const conn = new ZoneConnection({
-  url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zoneId)}`,
-  ticket: fetchTicket,
-  reconnect: {
-    // A demo page keeps trying (backoff caps at 8 s), so a restarted host is found again.
-    maxAttempts: Number.POSITIVE_INFINITY,
-    policy: (...args: Parameters<typeof defaultReconnectPolicy>) =>
-      cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
-  },
-});
+const conn = guestConnection(zoneId, tickets);
 const replica = new Replica(conn.clock);
 
 /** Kind ids by name, from the Welcome's schema. */
@@ -341,8 +257,8 @@ function kickText(k: Kick): string {
 }
 
 function onClose(info: CloseInfo): void {
-  if (cannotJoin !== null) {
-    showBanner("error", cannotJoin);
+  if (tickets.cannotJoin !== null) {
+    showBanner("error", tickets.cannotJoin);
     return;
   }
   const again = info.willReconnect
@@ -475,17 +391,6 @@ function frame(now: number): void {
   requestAnimationFrame(frame);
 }
 
-/** Reads the host's NetSim setting into the panel (it may change from another page). */
-async function pollNetSim(): Promise<void> {
-  try {
-    const r = await fetch("/dev/netsim", { cache: "no-store" });
-    if (r.ok) netsim.show((await r.json()) as NetSimSetting);
-  } catch {
-    // The next poll tries again; the panel keeps its last value meanwhile.
-  }
-  setTimeout(() => void pollNetSim(), 2000);
-}
-
 let hudAt = 0;
 function hudLoop(): void {
   const now = performance.now();
@@ -515,10 +420,9 @@ conn.connect().then(
   (e: unknown) => {
     // The banner already says why (the close that ended the connection came first).
     const msg = e instanceof Error ? e.message : String(e);
-    if (cannotJoin === null) debug.errors.push(msg);
+    if (tickets.cannotJoin === null) debug.errors.push(msg);
     debug.state = `failed: ${msg}`;
   },
 );
 requestAnimationFrame(frame);
 hudLoop();
-void pollNetSim();

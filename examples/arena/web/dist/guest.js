@@ -1,0 +1,101 @@
+/**
+ * Joining as a guest, shared by the demo pages: the player's name for this tab, tickets from the
+ * dev host's `/dev/ticket` route (with a clear reason when no retry can help), and the connection
+ * that uses them.
+ */
+import { defaultReconnectPolicy, ZoneConnection } from "./sdk/index.js";
+/** Longest name the dev ticket route takes, in bytes. */
+const MAX_NAME_BYTES = 32;
+/** `raw` cut to what the dev ticket route accepts: letters, digits, `-` and `_`, at most 32 bytes. */
+export function ticketName(raw) {
+    const utf8 = new TextEncoder();
+    let out = "";
+    for (const c of raw.replace(/[^\p{Alphabetic}\p{N}_-]+/gu, "-")) {
+        if (utf8.encode(out + c).length > MAX_NAME_BYTES)
+            break;
+        out += c;
+    }
+    return out.replace(/^-+|-+$/g, "");
+}
+/** This tab's name: `?name=`, else one made up once per tab (sessionStorage is per tab, so a second
+ * window gets its own; a reload keeps it). */
+export function playerName(params) {
+    const asked = ticketName(params.get("name") ?? "");
+    if (asked !== "")
+        return asked;
+    const kept = sessionStorage.getItem("arena.name");
+    if (kept !== null && ticketName(kept) === kept && kept !== "")
+        return kept;
+    const made = `player-${Math.floor(Math.random() * 0x10000)
+        .toString(16)
+        .padStart(4, "0")}`;
+    sessionStorage.setItem("arena.name", made);
+    return made;
+}
+/** The host could not be reached (fetch failed before any answer). */
+export class HostUnreachable extends Error {
+}
+/** Fetches guest tickets for one zone (and, if given, the kind to create it as). */
+export class GuestTickets {
+    zone;
+    name;
+    kind;
+    /**
+     * Why the page cannot join at all (no retry helps), or null. Set by {@link fetch}; a page's
+     * reconnect policy then stops and its banner says what to do.
+     */
+    cannotJoin = null;
+    constructor(zone, name, kind = null) {
+        this.zone = zone;
+        this.name = name;
+        this.kind = kind;
+    }
+    /** A fresh ticket (the connection's `ticket` source). */
+    async fetch() {
+        const kind = this.kind === null ? "" : `&kind=${encodeURIComponent(this.kind)}`;
+        const url = `/dev/ticket?zone=${encodeURIComponent(this.zone)}&name=${encodeURIComponent(this.name)}${kind}`;
+        let r;
+        try {
+            r = await fetch(url, { method: "GET", cache: "no-store" });
+        }
+        catch (e) {
+            throw new HostUnreachable(`host unreachable (${e instanceof Error ? e.message : String(e)})`);
+        }
+        const body = await r.text();
+        if (r.status === 404) {
+            // The page is served but the guest-ticket route is not: the host runs without --dev.
+            this.cannotJoin =
+                "This host hands out no guest tickets: start it with zonekeep serve --dev (or sign tickets in your own backend), then reload.";
+            throw new Error("ticket: /dev/ticket not found (host started without --dev)");
+        }
+        if (r.status >= 400 && r.status < 500) {
+            this.cannotJoin = `The host refused a guest ticket: HTTP ${r.status} ${body}`;
+            throw new Error(`ticket: HTTP ${r.status} ${body}`);
+        }
+        if (!r.ok)
+            throw new Error(`ticket: HTTP ${r.status} ${body}`);
+        if ((r.headers.get("content-type") ?? "").includes("json")) {
+            const j = JSON.parse(body);
+            if (typeof j.ticket !== "string")
+                throw new Error("ticket: no `ticket` in the response");
+            return j.ticket;
+        }
+        return body.trim();
+    }
+}
+/**
+ * A connection to `zone` on the host that served the page, with guest tickets from `tickets`. A demo
+ * page keeps trying (backoff caps at 8 s), so a restarted host is found again, until the tickets say
+ * no retry can help.
+ */
+export function guestConnection(zone, tickets) {
+    const wsScheme = location.protocol === "https:" ? "wss" : "ws";
+    return new ZoneConnection({
+        url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zone)}`,
+        ticket: () => tickets.fetch(),
+        reconnect: {
+            maxAttempts: Number.POSITIVE_INFINITY,
+            policy: (...args) => tickets.cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
+        },
+    });
+}
