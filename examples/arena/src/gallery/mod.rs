@@ -50,9 +50,9 @@ pub const REFUSE_BAD_SHOT: u16 = 1;
 /// How many ticks of what each player was sent the zone keeps (2 s at 30 Hz).
 pub const HISTORY_TICKS: u32 = 60;
 /// How far behind its round trip a shooter may draw: the replica's interpolation delay and the
-/// wait for the next tick, with room for jitter. While the host reports no round trip, this alone
-/// bounds how far back a shot reaches, so it also covers a 150 ms each-way link.
-pub const MAX_VIEW_DELAY: Duration = Duration::from_millis(1000);
+/// wait for the next tick, with room for jitter (the runtime's default). The host measures each
+/// connection's round trip and adds it, so a 150 ms each-way link reaches back about 560 ms.
+pub const MAX_VIEW_DELAY: Duration = Duration::from_millis(250);
 
 /// One rail's target, or the wait for the next.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -108,6 +108,9 @@ impl Rig {
 #[test]
 fn a_compensated_shot_at_the_drawn_target_hits_and_an_uncompensated_one_misses() {
     let mut rig = Rig::new(7);
+    // A 150 ms each-way link, as the host measures it from its Pings.
+    rig.host
+        .set_rtt(rig.player, std::time::Duration::from_millis(300));
     rig.ticks(20);
     // The player drew tick 10; both shots aim at the centre of a target as it was then.
     let drawn = rig.seen[&10].clone();
