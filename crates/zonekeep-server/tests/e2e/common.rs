@@ -197,6 +197,7 @@ pub fn hello_bytes(ticket: &str, token: &[u8]) -> Vec<u8> {
         ticket: ticket.into(),
         reconnect_token: token.to_vec(),
         content_version: String::new(),
+        resume_from: None,
     })
     .to_bytes()
     .unwrap()

@@ -125,6 +125,7 @@ async fn the_close_after_a_kick_carries_the_kick_code() {
         ticket: "t".into(),
         reconnect_token: vec![],
         content_version: String::new(),
+        resume_from: None,
     });
     send(&mut ws, old.to_bytes().unwrap()).await;
     let mut close = None;
