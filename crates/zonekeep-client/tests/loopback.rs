@@ -64,7 +64,7 @@ async fn handshake_inputs_acked_clock_events_and_counters() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![3]);
+        assert_eq!(hello.versions, vec![4]);
         assert_eq!(hello.ticket, "t1");
         assert!(hello.reconnect_token.is_empty());
         hc.admit(7, b"tok-1", 100).await;
@@ -383,7 +383,7 @@ async fn kicks_at_handshake_and_in_session() {
         let mut hc = host.accept().await;
         hc.hello().await;
         let mut w = support::welcome(1, b"", 0);
-        w.version = 4;
+        w.version = 5;
         hc.send(
             &zonekeep_protocol::messages::ServerMessage::Welcome(w),
             None,
@@ -391,7 +391,7 @@ async fn kicks_at_handshake_and_in_session() {
         .await;
         assert!(matches!(
             client.await.unwrap(),
-            Err(ClientError::VersionMismatch(4))
+            Err(ClientError::VersionMismatch(5))
         ));
 
         // In session, a final Kick: the event, then Closed, and no reconnect.
