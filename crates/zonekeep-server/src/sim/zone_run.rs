@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use zonekeep_core::{
-    AdvanceReport, Claims, InputOutcome, JoinError, PlayerId, Principal, RejoinError, ResumeOutcome, Role, Tier,
-    ZoneHost,
+    AdvanceReport, Claims, InputOutcome, JoinError, PlayerId, Principal, RejoinError,
+    ResumeOutcome, Role, Tier, ZoneHost,
 };
 use zonekeep_protocol::messages::{KickCode, ResumeFrom, Role as WireRole, Welcome};
 
