@@ -5,15 +5,14 @@
 
 mod support;
 
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{ack_only, TestHost, KNOWN};
+use support::{ack_only, guarded, options, TestHost, KNOWN};
 use zonekeep_client::{
-    connect, ClientError, CloseReason, ConnectOptions, Connection, Event, NetSimConfig, Patch,
-    ReconnectPolicy, Replica, ReplicaConfig, Timing,
+    connect, ClientError, CloseReason, Connection, Event, NetSimConfig, Patch, Replica,
+    ReplicaConfig, Timing,
 };
 use zonekeep_protocol::delta::{Delta, Event as ZoneEvent, PosForm, Spawn, Update};
 use zonekeep_protocol::known_set_hash;
@@ -21,25 +20,6 @@ use zonekeep_protocol::messages::{
     ClientMessage, InputRefused, KickCode, KnownSetCheck, ServerMessage,
 };
 use zonekeep_protocol::schema::FieldValue;
-
-/// Guards against a hang (a bug), not a performance bound.
-async fn guarded<F: Future<Output = ()>>(f: F) {
-    tokio::time::timeout(Duration::from_secs(30), f)
-        .await
-        .expect("test hung");
-}
-
-fn options(ticket: &str) -> ConnectOptions {
-    let mut o = ConnectOptions::new(ticket);
-    // Only the immediate first Ping; the tests answer it explicitly.
-    o.ping_interval = Duration::from_secs(3600);
-    o.reconnect = ReconnectPolicy {
-        backoff_min: Duration::from_millis(1),
-        backoff_max: Duration::from_millis(5),
-        ..ReconnectPolicy::default()
-    };
-    o
-}
 
 async fn next(conn: &mut Connection) -> Event {
     conn.recv().await.expect("event channel ended")

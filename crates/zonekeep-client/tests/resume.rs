@@ -7,31 +7,16 @@
 
 mod support;
 
-use std::time::Duration;
-
-use support::{ack_only, welcome, HostConn, TestHost, KNOWN};
-use zonekeep_client::{connect, ConnectOptions, Connection, Event, Patch, ReconnectPolicy};
+use support::{ack_only, guarded, welcome, HostConn, TestHost, KNOWN};
+use zonekeep_client::{connect, ConnectOptions, Connection, Event, Patch};
 use zonekeep_protocol::delta::{Delta, PosForm, Update};
 use zonekeep_protocol::known_set_hash;
 use zonekeep_protocol::messages::{KickCode, KnownSetCheck, ServerMessage};
 use zonekeep_protocol::ResumeFrom;
 
-/// Guards against a hang (a bug), not a performance bound.
-async fn guarded<F: std::future::Future<Output = ()>>(f: F) {
-    tokio::time::timeout(Duration::from_secs(30), f)
-        .await
-        .expect("test hung");
-}
-
 fn options(versions: Vec<u32>) -> ConnectOptions {
-    let mut o = ConnectOptions::new("t1");
+    let mut o = support::options("t1");
     o.versions = versions;
-    o.ping_interval = Duration::from_secs(3600);
-    o.reconnect = ReconnectPolicy {
-        backoff_min: Duration::from_millis(1),
-        backoff_max: Duration::from_millis(5),
-        ..ReconnectPolicy::default()
-    };
     o
 }
 

@@ -4,9 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::StreamExt;
 use serde_json::Value;
-use tokio_tungstenite::tungstenite::Message;
 use zonekeep_core::{
     Ctx, EntityId, InputRefusal, JoinRefusal, KindId, LeaveReason, PlayerId, PlayerInfo, Zone,
     ZoneConfig, ZoneError, ZoneInit,
@@ -107,23 +105,6 @@ async fn server() -> TestServer {
     TestServer::serve(host).await
 }
 
-/// The next server message, a Delta decoded and applied to `mirror`.
-async fn next(ws: &mut Ws, mirror: &mut Mirror, schema: &Schema) -> ServerMessage {
-    loop {
-        // Guards against a hang (a bug), as `recv` does; not a performance bound.
-        let m = tokio::time::timeout(std::time::Duration::from_secs(10), ws.next())
-            .await
-            .expect("no message within 10 s")
-            .expect("closed")
-            .expect("socket error");
-        let Message::Binary(b) = m else { continue };
-        if b.first() == Some(&0x82) {
-            return ServerMessage::Delta(mirror.decode_apply(&b, schema).expect("Delta applies"));
-        }
-        return ServerMessage::decode(&b, None).expect("decodable");
-    }
-}
-
 /// Sends `hello` on a new socket and returns it with the Welcome.
 async fn hello(server: &TestServer, zone: &str, hello: Hello) -> (Ws, Welcome) {
     let mut ws = connect(server, zone).await;
@@ -150,7 +131,7 @@ fn resume(ticket: &str, token: &[u8], from: Option<ResumeFrom>) -> Hello {
 async fn settle(ws: &mut Ws, mirror: &mut Mirror, schema: &Schema, mut seq: u32) -> u32 {
     let mut checked = false;
     loop {
-        match next(ws, mirror, schema).await {
+        match next_applied(ws, mirror, schema).await {
             ServerMessage::Delta(d) if checked && d.ack == seq => return seq,
             ServerMessage::Delta(_) if !checked => {
                 seq += 1;
@@ -203,7 +184,7 @@ async fn a_resume_from_the_last_frame_continues_with_a_delta_and_a_wrong_one_get
     .await;
     assert_eq!(w2.player_id, w1.player_id, "resumed");
     let first = loop {
-        if let ServerMessage::Delta(d) = next(&mut ws, &mut mirror, &schema).await {
+        if let ServerMessage::Delta(d) = next_applied(&mut ws, &mut mirror, &schema).await {
             break d;
         }
     };
@@ -227,7 +208,7 @@ async fn a_resume_from_the_last_frame_continues_with_a_delta_and_a_wrong_one_get
     wrong.hash ^= 1;
     let (mut ws, _) = hello(&server, zone, resume(&t, &w2.reconnect_token, Some(wrong))).await;
     let first = loop {
-        if let ServerMessage::Delta(d) = next(&mut ws, &mut mirror, &schema).await {
+        if let ServerMessage::Delta(d) = next_applied(&mut ws, &mut mirror, &schema).await {
             break d;
         }
     };
