@@ -216,6 +216,22 @@ pub enum ResumeOutcome {
 }
 
 impl Subscriber {
+    /// A subscriber that was sent nothing: its first frame is a BASELINE.
+    fn new(id: SubscriberId, cfg: SubscriberConfig) -> Self {
+        Subscriber {
+            id,
+            cfg,
+            view: View::new(),
+            entries: Arc::default(),
+            baseline: true,
+            control_sent: None,
+            centre: None,
+            state: share::EMPTY_STATE,
+            built_tick: 0,
+            changed_tick: 0,
+        }
+    }
+
     /// Forgets what was sent: the next frame is a BASELINE.
     fn reset(&mut self) {
         self.baseline = true;
@@ -328,21 +344,7 @@ impl Replicator {
         match self.subs.binary_search_by_key(&id, |s| s.id) {
             Ok(_) => Err(ReplicateError::DuplicateSubscriber(id)),
             Err(at) => {
-                self.subs.insert(
-                    at,
-                    Subscriber {
-                        id,
-                        cfg,
-                        view: View::new(),
-                        entries: Arc::default(),
-                        baseline: true,
-                        control_sent: None,
-                        centre: None,
-                        state: share::EMPTY_STATE,
-                        built_tick: 0,
-                        changed_tick: 0,
-                    },
-                );
+                self.subs.insert(at, Subscriber::new(id, cfg));
                 Ok(())
             }
         }
@@ -399,11 +401,12 @@ impl Replicator {
             .binary_search_by_key(&id, |s| s.id)
             .map_err(|_| ReplicateError::UnknownSubscriber(id))?;
         let mut sub = self.parked.remove(i);
-        sub.cfg = cfg;
         let outcome = if from.is_some_and(|f| sub.resumes_from(f)) {
+            sub.cfg = cfg;
             ResumeOutcome::Delta
         } else {
-            sub.reset();
+            // Exactly as if it had never been here.
+            sub = Subscriber::new(id, cfg);
             ResumeOutcome::Baseline
         };
         let at = self
