@@ -29,6 +29,7 @@ import {
   LIMITS,
   peekTag,
   redirectTarget,
+  RESUME_FROM_VERSION,
   SUPPORTED_VERSIONS,
   Tag,
   type ClientMessage,
@@ -37,6 +38,7 @@ import {
   type Kick,
   type KnownSetCheck,
   type Redirect,
+  type ResumeFrom,
   type Transfer,
   type Welcome,
 } from "./messages.js";
@@ -293,6 +295,11 @@ export class ZoneConnection {
   private token: Uint8Array = new Uint8Array(0);
   private playerId: number | null = null;
   private mode: "fresh" | "resume" = "fresh";
+  /**
+   * A host refused this session's Hello with resume_from as a protocol error (a fleet part way
+   * through an upgrade, §4.1.1): resume without it until a Welcome lands.
+   */
+  private resumeFromRefused = false;
   private attempts = 0;
   private disconnectedAt: number | null = null;
   /**
@@ -518,6 +525,7 @@ export class ZoneConnection {
       ticket,
       reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
       contentVersion: this.opts.contentVersion ?? "",
+      resumeFrom: this.mode === "resume" ? this.resumeFrom() : null,
     };
     this.hops = 0;
     this.lastKick = null;
@@ -699,6 +707,23 @@ export class ZoneConnection {
     return { ...this.syncCounters };
   }
 
+  /**
+   * What a resuming Hello says the mirror holds (§4.1.1): only when the session's Welcome
+   * negotiated version 4 (a host that never spoke it would refuse the field) and the mirror is
+   * sound (a Delta applied, no Resync waiting for its BASELINE).
+   */
+  private resumeFrom(): ResumeFrom | null {
+    if (
+      this.resumeFromRefused ||
+      this.awaitingBaseline ||
+      (this.welcomeMsg?.version ?? 0) < RESUME_FROM_VERSION ||
+      !this.versions.includes(RESUME_FROM_VERSION)
+    ) {
+      return null;
+    }
+    return this.mirrorState?.resumeFrom() ?? null;
+  }
+
   private onWelcome(w: Welcome, now: number): void {
     if (!this.versions.includes(w.version)) {
       throw new DecodeError("invalid", `host picked version ${w.version}, which was not offered`);
@@ -711,8 +736,13 @@ export class ZoneConnection {
     this.welcomeMsg = w;
     this.playerId = w.playerId;
     this.token = w.reconnectToken;
-    this.mirrorState = new Mirror(w.schema);
+    // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an ordinary
+    // Delta continues from it. Anything else starts from nothing.
+    const keep =
+      resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.mirrorState !== null;
+    if (!keep) this.mirrorState = new Mirror(w.schema);
     this.awaitingBaseline = false;
+    this.resumeFromRefused = false;
     this.clock.reset(w.tickHz, w.tick, now);
     this.lastDeltaTick = w.tick;
     this.attempts = 0;
@@ -759,6 +789,11 @@ export class ZoneConnection {
       localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
     let decision: ReconnectDecision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
     if (kickCode === KickCode.VERSION_MISMATCH) decision = "stop";
+    // A host that speaks no version 4 reads resume_from as trailing bytes: try again without it.
+    if (!wasOpen && kickCode === KickCode.PROTOCOL_ERROR && this.hello?.resumeFrom != null && !this.resumeFromRefused) {
+      this.resumeFromRefused = true;
+      decision = "retry";
+    }
     if (decision === "fresh") this.forceFresh = true;
     if (decision === "renew") this.renewTicket = true;
     const maxAttempts = this.opts.reconnect?.maxAttempts ?? 8;

@@ -6,7 +6,7 @@
  */
 
 import { decodeDelta, type Delta, type KnownEntry } from "./delta.js";
-import { knownSetHash, type KnownSetCheck } from "./messages.js";
+import { knownSetHash, type KnownSetCheck, type ResumeFrom } from "./messages.js";
 import { posDecode } from "./quant.js";
 import type { FieldValue, Schema } from "./schema.js";
 import { DecodeError } from "./wire.js";
@@ -97,6 +97,15 @@ export class Mirror {
    */
   matches(check: KnownSetCheck): boolean {
     return this.ids.length === check.count && knownSetHash(this.ids) === check.hash;
+  }
+
+  /**
+   * What a resuming Hello says this known set holds (§4.1.1): the tick of the last applied Delta
+   * and the count and hash a KnownSetCheck would state; null before any Delta was applied.
+   */
+  resumeFrom(): ResumeFrom | null {
+    if (this.lastTick === 0) return null;
+    return { tick: this.lastTick, count: this.ids.length, hash: knownSetHash(this.ids) };
   }
 
   /** Forgets every entity. */

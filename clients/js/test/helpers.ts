@@ -78,6 +78,8 @@ export class ServerSession {
   url = "";
   /** What this client was last sent: id → state. */
   sent = new Map<number, FakeEntity>();
+  /** Tick of the last Delta sent on this socket (0 = none). */
+  lastDeltaTick = 0;
   playerId = 0;
   ack = 0;
   controlled: number | null = null;
@@ -180,6 +182,8 @@ export class FakeServer {
   redirect: (hello: Hello, session: ServerSession) => string | null = () => null;
   nextPlayer = 1;
   versionPick: number | null = null;
+  /** How each resume's first Delta came out (§4.1.1), in order. */
+  resumes: Array<"delta" | "baseline"> = [];
   /** Answer the client's first Ping before sending the BASELINE (the protocol allows it). */
   pongBeforeBaseline = false;
   /** Patch ticks sent no Delta (as a host behind a slow link does: the next Delta covers them). */
@@ -224,8 +228,8 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        // A current host speaks versions 2 and 3.
-        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v === 2 || v === 3));
+        // A current host speaks versions 2, 3 and 4.
+        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v >= 2 && v <= 4));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
           s.socket.drop(1000);
@@ -243,6 +247,13 @@ export class FakeServer {
           s.socket.drop(1000);
           return;
         }
+        if (version < 4 && m.resumeFrom != null) {
+          // What a version 3 host makes of the field: trailing bytes, a protocol error.
+          this.send(s, { type: "kick", code: 14, reason: "undecodable Hello: trailing bytes" });
+          s.socket.drop(1000);
+          return;
+        }
+        let continued = false;
         const tokenHex = Buffer.from(m.reconnectToken).toString("hex");
         if (m.reconnectToken.length > 0) {
           const pid = this.tokens.get(tokenHex);
@@ -252,10 +263,21 @@ export class FakeServer {
             return;
           }
           s.playerId = pid;
-          const prev = this.sessions.find((o) => o !== s && o.playerId === pid);
+          // The newest earlier session of this player holds what its client was last sent.
+          const prev = [...this.sessions].reverse().find((o) => o !== s && o.playerId === pid);
           if (prev !== undefined) {
             s.ack = prev.ack;
             s.controlled = prev.controlled;
+            // As the real host: continue from what the client holds when it says exactly that.
+            const ids = [...prev.sent.keys()].sort((a, b) => a - b);
+            const from = m.resumeFrom;
+            continued =
+              from != null &&
+              from.tick === prev.lastDeltaTick &&
+              from.count === ids.length &&
+              from.hash === knownSetHash(ids);
+            if (continued) s.sent = new Map(prev.sent);
+            this.resumes.push(continued ? "delta" : "baseline");
           }
         } else {
           s.playerId = this.nextPlayer++;
@@ -281,10 +303,10 @@ export class FakeServer {
           schema: SCHEMA,
         });
         s.welcomed = true;
-        s.sent.clear();
+        if (!continued) s.sent.clear();
         s.controlDirty = true;
         if (this.pongBeforeBaseline) s.baselineHeld = true;
-        else this.sendDelta(s, true);
+        else this.sendDelta(s, !continued);
         return;
       }
       case "input": {
@@ -365,6 +387,7 @@ export class FakeServer {
       s.controlDirty = false;
     }
     s.socket.push(encodeDelta(delta, SCHEMA, knownBefore));
+    s.lastDeltaTick = delta.tick;
     if (baseline) s.sent.clear();
     for (const id of despawns) s.sent.delete(id);
     for (const [id, e] of this.entities) s.sent.set(id, { ...e, fields: [...e.fields] });

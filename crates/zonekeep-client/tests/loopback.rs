@@ -5,15 +5,14 @@
 
 mod support;
 
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{ack_only, TestHost, KNOWN};
+use support::{ack_only, guarded, options, TestHost, KNOWN};
 use zonekeep_client::{
-    connect, ClientError, CloseReason, ConnectOptions, Connection, Event, NetSimConfig, Patch,
-    ReconnectPolicy, Replica, ReplicaConfig, Timing,
+    connect, ClientError, CloseReason, Connection, Event, NetSimConfig, Patch, Replica,
+    ReplicaConfig, Timing,
 };
 use zonekeep_protocol::delta::{Delta, Event as ZoneEvent, PosForm, Spawn, Update};
 use zonekeep_protocol::known_set_hash;
@@ -21,25 +20,6 @@ use zonekeep_protocol::messages::{
     ClientMessage, InputRefused, KickCode, KnownSetCheck, ServerMessage,
 };
 use zonekeep_protocol::schema::FieldValue;
-
-/// Guards against a hang (a bug), not a performance bound.
-async fn guarded<F: Future<Output = ()>>(f: F) {
-    tokio::time::timeout(Duration::from_secs(30), f)
-        .await
-        .expect("test hung");
-}
-
-fn options(ticket: &str) -> ConnectOptions {
-    let mut o = ConnectOptions::new(ticket);
-    // Only the immediate first Ping; the tests answer it explicitly.
-    o.ping_interval = Duration::from_secs(3600);
-    o.reconnect = ReconnectPolicy {
-        backoff_min: Duration::from_millis(1),
-        backoff_max: Duration::from_millis(5),
-        ..ReconnectPolicy::default()
-    };
-    o
-}
 
 async fn next(conn: &mut Connection) -> Event {
     conn.recv().await.expect("event channel ended")
@@ -64,7 +44,7 @@ async fn handshake_inputs_acked_clock_events_and_counters() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![3]);
+        assert_eq!(hello.versions, vec![4]);
         assert_eq!(hello.ticket, "t1");
         assert!(hello.reconnect_token.is_empty());
         hc.admit(7, b"tok-1", 100).await;
@@ -383,7 +363,7 @@ async fn kicks_at_handshake_and_in_session() {
         let mut hc = host.accept().await;
         hc.hello().await;
         let mut w = support::welcome(1, b"", 0);
-        w.version = 4;
+        w.version = 5;
         hc.send(
             &zonekeep_protocol::messages::ServerMessage::Welcome(w),
             None,
@@ -391,7 +371,7 @@ async fn kicks_at_handshake_and_in_session() {
         .await;
         assert!(matches!(
             client.await.unwrap(),
-            Err(ClientError::VersionMismatch(4))
+            Err(ClientError::VersionMismatch(5))
         ));
 
         // In session, a final Kick: the event, then Closed, and no reconnect.

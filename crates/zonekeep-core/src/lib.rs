@@ -172,6 +172,7 @@ pub use host::{Frame, Frames, ZoneHost};
 pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
 pub use kinds::{RestoreFactory, ZoneFactory, ZoneKinds};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
+pub use replicate::ResumeOutcome;
 pub use report::{AdvanceReport, InputCounters};
 pub use rewind::{Collider, Hit, HitTarget, LagCompensation, Rewind, Shape};
 pub use rng::{zone_rng, ZoneRng};

@@ -1,4 +1,4 @@
-//! Zonekeep wire protocol (version 3; hosts accept 2 and 3), as specified normatively in `PROTOCOL.md` at the repository root.
+//! Zonekeep wire protocol (version 4; hosts accept 2, 3 and 4), as specified normatively in `PROTOCOL.md` at the repository root.
 //!
 //! This crate owns the bytes: varints and other primitives ([`wire`]), the bit-exact quantization rules
 //! ([`quant`]), the known-set check ([`known`]), the entity schema ([`schema`]), the limits ([`limits`]), the Delta streaming writer and
@@ -27,7 +27,7 @@ pub use error::{DecodeError, EncodeError};
 pub use known::known_set_hash;
 pub use messages::{
     ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
-    Pong, Redirect, Resync, Role, ServerMessage, Transfer, Welcome,
+    Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
 };
 pub use mirror::{Mirror, MirrorEntity, MirrorError};
 pub use schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};

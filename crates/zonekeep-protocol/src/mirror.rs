@@ -6,7 +6,7 @@
 use crate::delta::{decode_delta, Delta};
 use crate::error::DecodeError;
 use crate::known::known_set_hash;
-use crate::messages::KnownSetCheck;
+use crate::messages::{KnownSetCheck, ResumeFrom};
 use crate::schema::{FieldValue, Schema};
 
 /// One entity as the client holds it.
@@ -102,6 +102,20 @@ impl Mirror {
     pub fn matches(&self, check: &KnownSetCheck) -> bool {
         u32::try_from(self.known.len()).ok() == Some(check.count)
             && known_set_hash(self.known.iter().map(|e| e.0)) == check.hash
+    }
+
+    /// What a resuming Hello carries for this known set (§4.1.1): the tick of the last applied
+    /// Delta and the count and hash a KnownSetCheck would state. `None` before any Delta was
+    /// applied (tick 0), when there is nothing to resume from.
+    pub fn resume_from(&self) -> Option<ResumeFrom> {
+        if self.tick == 0 {
+            return None;
+        }
+        Some(ResumeFrom {
+            tick: self.tick,
+            count: u32::try_from(self.known.len()).ok()?,
+            hash: known_set_hash(self.known.iter().map(|e| e.0)),
+        })
     }
 
     /// Decodes `bytes` against this mirror's known set and applies the result; returns the Delta so the

@@ -245,3 +245,24 @@ fn known_set_check_matches_only_the_same_ids() {
     assert!(!m.matches(&check(2, &[1, 4])), "a missing id");
     assert!(!m.matches(&check(4, &[1, 4, 7])), "the count disagrees");
 }
+
+#[test]
+fn resume_from_states_the_last_tick_and_what_a_known_set_check_would() {
+    let mut m = Mirror::new();
+    assert_eq!(
+        m.resume_from(),
+        None,
+        "nothing applied yet: nothing to resume from"
+    );
+    m.apply(&baseline()).unwrap();
+    let ids: Vec<u32> = m.known().iter().map(|e| e.0).collect();
+    let from = m.resume_from().unwrap();
+    assert_eq!(from.tick, m.tick());
+    assert_eq!(from.count as usize, ids.len());
+    assert_eq!(from.hash, crate::known_set_hash(ids));
+    assert!(m.matches(&KnownSetCheck {
+        tick: from.tick,
+        count: from.count,
+        hash: from.hash,
+    }));
+}

@@ -194,6 +194,15 @@ impl<'a> Reader<'a> {
         Ok(unzigzag64(self.varint_u64()?))
     }
 
+    /// A `u32`, 4 bytes little-endian (a KnownSetCheck's or a resume_from's hash).
+    pub fn u32_le(&mut self) -> Result<u32, DecodeError> {
+        let b: [u8; 4] = self
+            .take(4)?
+            .try_into()
+            .map_err(|_| DecodeError::Truncated)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
     /// Reads a little-endian `f32` (bit pattern preserved).
     pub fn f32(&mut self) -> Result<f32, DecodeError> {
         let b = self.take(4)?;

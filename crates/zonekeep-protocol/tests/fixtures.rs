@@ -13,7 +13,7 @@ use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Updat
 use zonekeep_protocol::known_set_hash;
 use zonekeep_protocol::messages::{
     ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
-    Pong, Redirect, Resync, Role, ServerMessage, Transfer, Welcome,
+    Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
 
@@ -188,12 +188,17 @@ fn message_fixtures() -> Vec<Fixture> {
         client(
             "hello",
             "Hello offering protocol versions 2 and 3 (a current host answers with 3) with a ticket, no reconnect token and content version \"1.4.0\".",
-            ClientMessage::Hello(Hello { versions: vec![2, 3], ticket: "eyJ0.e30.sig".into(), reconnect_token: vec![], content_version: "1.4.0".into() }),
+            ClientMessage::Hello(Hello { versions: vec![2, 3], ticket: "eyJ0.e30.sig".into(), reconnect_token: vec![], content_version: "1.4.0".into(), resume_from: None }),
         ),
         client(
             "hello_reconnect",
             "Hello offering version 3 only, presenting an 8-byte reconnect token from an earlier Welcome and no content version.",
-            ClientMessage::Hello(Hello { versions: vec![3], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new() }),
+            ClientMessage::Hello(Hello { versions: vec![3], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new(), resume_from: None }),
+        ),
+        client(
+            "hello_resume",
+            "Hello offering versions 3 and 4, resuming with an 8-byte reconnect token and resume_from (version 4): the last Delta applied was tick 1002 and the known set holds 41 entities with hash 0x0962af8b (the state known_set_check.json describes).",
+            ClientMessage::Hello(Hello { versions: vec![3, 4], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new(), resume_from: Some(ResumeFrom { tick: 1002, count: 41, hash: 0x0962_af8b }) }),
         ),
         client(
             "input",
@@ -426,7 +431,7 @@ fn protocol_md_examples_match_fixtures() {
         checked += 1;
     }
     assert_eq!(
-        checked, 6,
-        "Hello, Input, Welcome, Delta, Redirect and Kick examples"
+        checked, 7,
+        "Hello, Input, Welcome, Delta, Redirect, Kick and resuming Hello examples"
     );
 }

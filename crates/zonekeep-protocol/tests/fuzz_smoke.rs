@@ -81,6 +81,18 @@ fn client_seeds() -> Vec<Vec<u8>> {
             ticket: "abc.def.ghi".into(),
             reconnect_token: vec![7; 4],
             content_version: "1.0".into(),
+            resume_from: None,
+        }),
+        ClientMessage::Hello(Hello {
+            versions: vec![4],
+            ticket: "abc.def.ghi".into(),
+            reconnect_token: vec![7; 4],
+            content_version: String::new(),
+            resume_from: Some(zonekeep_protocol::ResumeFrom {
+                tick: 1002,
+                count: 41,
+                hash: 0x0962_af8b,
+            }),
         }),
         ClientMessage::Input(Input {
             seq: 300,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Update};
 use zonekeep_protocol::messages::{
     ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
-    Pong, Redirect, Resync, Role, ServerMessage, Transfer, Welcome,
+    Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
 };
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::quant::*;
@@ -326,14 +326,26 @@ fn arb_client() -> impl Strategy<Value = ClientMessage> {
             proptest::collection::btree_set(any::<u32>(), 1..=8),
             arb_string(4096),
             proptest::collection::vec(any::<u8>(), 0..=64),
-            arb_string(64)
+            arb_string(64),
+            proptest::option::of((any::<u64>(), any::<u32>(), any::<u32>()))
         )
-            .prop_map(|(v, ticket, reconnect_token, content_version)| {
+            .prop_map(|(v, ticket, reconnect_token, content_version, resume)| {
+                let mut versions: Vec<u32> = v.into_iter().rev().collect();
+                // resume_from needs a reconnect token and version 4 offered.
+                let resume_from = resume
+                    .filter(|_| !reconnect_token.is_empty())
+                    .map(|(tick, count, hash)| ResumeFrom { tick, count, hash });
+                if resume_from.is_some() && !versions.contains(&4) {
+                    if let Some(first) = versions.first_mut() {
+                        *first = 4;
+                    }
+                }
                 ClientMessage::Hello(Hello {
-                    versions: v.into_iter().rev().collect(),
+                    versions,
                     ticket,
                     reconnect_token,
                     content_version,
+                    resume_from,
                 })
             }),
         (

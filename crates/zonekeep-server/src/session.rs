@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use zonekeep_core::PlayerId;
 use zonekeep_protocol::limits::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
-use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello};
+use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello, RESUME_FROM_VERSION};
 
 use crate::conn::{ConnEnds, ConnHandle, KickNotice};
 use crate::error::{kick_label, SessionError};
@@ -213,9 +213,10 @@ fn read_error(
     }
 }
 
-/// Protocol versions this host speaks: 3 adds Redirect and the fleet's Kick codes; a version-2
-/// client is told ZONE_MOVED (with the owner's URL in the reason) instead of being redirected.
-const HOST_VERSIONS: [u32; 2] = [MIN_PROTOCOL_VERSION, PROTOCOL_VERSION];
+/// Protocol versions this host speaks: 3 adds Redirect and the fleet's Kick codes (a version-2
+/// client is told ZONE_MOVED, with the owner's URL in the reason, instead of being redirected);
+/// 4 adds a resuming Hello's `resume_from`.
+const HOST_VERSIONS: [u32; 3] = [MIN_PROTOCOL_VERSION, 3, PROTOCOL_VERSION];
 
 /// How a handshake ended without an error.
 enum Handshake {
@@ -347,6 +348,8 @@ async fn admit(
             player,
             principal: ticket.sub,
             version,
+            // Only a version 4 session continues from what the client holds (§4.1.1).
+            resume_from: hello.resume_from.filter(|_| version >= RESUME_FROM_VERSION),
             conn: conn.clone(),
             reply,
         };

@@ -132,7 +132,7 @@ fn contents(bytes: &[u8]) -> Contents {
             Record::Join { .. } => c.joins += 1,
             Record::Input { player, .. } => *c.inputs.entry(player.0).or_default() += 1,
             Record::Drop(p) => c.dropped.push(p.0),
-            Record::Rejoin(p) => last_rejoin = Some(p.0),
+            Record::Rejoin(p) | Record::RejoinFrom { player: p, .. } => last_rejoin = Some(p.0),
             Record::Outcome(o) => {
                 if let Some(p) = last_rejoin.take() {
                     c.rejoined.push((p, o));
@@ -312,7 +312,15 @@ async fn a_played_zone_recorded_through_the_admin_api_replays_to_a_match() {
         let drops = c.dropped.iter().filter(|d| **d == p.player).count();
         assert_eq!(drops, if i == 1 { 2 } else { 1 }, "{c:?}");
     }
-    assert_eq!(c.rejoined, [(played[1].player, Outcome::Ok)], "{c:?}");
+    // The client resumes from its mirror (protocol version 4); whether the host still held that
+    // state depends on the frames in flight when the socket closed: either is a resume.
+    assert!(
+        matches!(
+            c.rejoined[..],
+            [(p, Outcome::ResumedDelta | Outcome::ResumedBaseline)] if p == played[1].player
+        ),
+        "{c:?}"
+    );
     assert_eq!(c.end, Some(StopReason::Requested), "{c:?}");
 
     let path = dir.path().join("arena.zkrec");

@@ -84,6 +84,7 @@ pub(crate) async fn open(
             ticket,
             reconnect_token: resume.map(<[u8]>::to_vec).unwrap_or_default(),
             content_version: String::new(),
+            resume_from: None,
         })
         .to_bytes()
         .map_err(|_| "encode".to_owned())?;

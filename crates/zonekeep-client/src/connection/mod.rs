@@ -330,6 +330,7 @@ pub async fn connect(
         ticket: opts.ticket.clone(),
         reconnect_token: Vec::new(),
         content_version: opts.content_version.clone(),
+        resume_from: None,
     };
     let (ws, welcome) = socket::open(url, &hello, opts.handshake_timeout, &shared.counters).await?;
     counters::add(&shared.counters.fresh_joins, 1);

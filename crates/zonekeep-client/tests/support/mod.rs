@@ -17,6 +17,26 @@ use zonekeep_protocol::messages::{
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
 
+/// Guards a test against a hang (a bug), not a performance bound.
+pub async fn guarded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(std::time::Duration::from_secs(30), f)
+        .await
+        .expect("test hung");
+}
+
+/// Client options for these tests: only the immediate first Ping (the tests answer it
+/// explicitly) and reconnect backoff of a few milliseconds.
+pub fn options(ticket: &str) -> zonekeep_client::ConnectOptions {
+    let mut o = zonekeep_client::ConnectOptions::new(ticket);
+    o.ping_interval = std::time::Duration::from_secs(3600);
+    o.reconnect = zonekeep_client::ReconnectPolicy {
+        backoff_min: std::time::Duration::from_millis(1),
+        backoff_max: std::time::Duration::from_millis(5),
+        ..zonekeep_client::ReconnectPolicy::default()
+    };
+    o
+}
+
 /// Accepted server-side sockets, in order.
 pub struct TestHost {
     pub url: String,

@@ -7,8 +7,9 @@ use crate::error::{JoinError, RejoinError, UnknownPlayer};
 use crate::input::{InputMeta, InputOutcome};
 use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 use crate::recording::{Outcome, Record};
-use crate::replicate::SubscriberId;
+use crate::replicate::{ResumeOutcome, SubscriberId};
 use crate::zone::LeaveReason;
+use zonekeep_protocol::ResumeFrom;
 
 impl ZoneHost {
     /// Admit a participant with a verified `principal` and ticket `claims`.
@@ -108,28 +109,51 @@ impl ZoneHost {
         info.connected = false;
         let now = self.read_clock();
         self.dropped_at.insert(id, now);
-        // A dropped participant gets no frames; rejoining starts from a BASELINE.
-        let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        // A dropped participant gets no frames, but what it was sent is kept until it rejoins
+        // (perhaps continuing from it) or its grace passes.
+        let _ = self.replicator.park_subscriber(SubscriberId(id.0));
         self.zone.on_drop(&mut self.core.ctx(None), id);
         self.apply_kicks();
         Ok(())
     }
 
     /// A dropped participant is back within the grace; it keeps its id,
-    /// buffered inputs and sequence numbers.
+    /// buffered inputs and sequence numbers. Its next frame is a BASELINE.
     pub fn handle_rejoin(&mut self, id: PlayerId) -> Result<(), RejoinError> {
         self.tap_call(|| Record::Rejoin(id));
-        let rejoined = self.rejoin_participant(id);
-        self.tap_player_outcome(rejoined.as_ref().map(|_| ()).map_err(|e| match e {
-            RejoinError::UnknownPlayer(_) => Outcome::UnknownPlayer,
-            RejoinError::NotDropped(_) => Outcome::NotDropped,
-            RejoinError::GraceExpired(_) => Outcome::GraceExpired,
-            RejoinError::Disposed => Outcome::Disposed,
-        }));
+        let rejoined = self.rejoin_participant(id, None);
+        self.tap_player_outcome(rejoined.as_ref().map(|_| ()).map_err(rejoin_outcome));
+        rejoined.map(|_| ())
+    }
+
+    /// [`handle_rejoin`](ZoneHost::handle_rejoin) for a client that says what it holds
+    /// (PROTOCOL.md §4.1.1): when `from` names the participant's last Delta (or a later quiet one)
+    /// and the count and hash of the known set it was last sent, its next frame is an ordinary
+    /// Delta against that state ([`ResumeOutcome::Delta`]); otherwise a BASELINE, as after
+    /// [`handle_rejoin`](ZoneHost::handle_rejoin). The state is kept from the drop until the
+    /// rejoin, a leave or the end of the grace.
+    pub fn handle_rejoin_from(
+        &mut self,
+        id: PlayerId,
+        from: ResumeFrom,
+    ) -> Result<ResumeOutcome, RejoinError> {
+        self.tap_call(|| Record::RejoinFrom { player: id, from });
+        let rejoined = self.rejoin_participant(id, Some(&from));
+        if self.recording() {
+            self.tap_effect(Record::Outcome(match &rejoined {
+                Ok(ResumeOutcome::Delta) => Outcome::ResumedDelta,
+                Ok(ResumeOutcome::Baseline) => Outcome::ResumedBaseline,
+                Err(e) => rejoin_outcome(e),
+            }));
+        }
         rejoined
     }
 
-    fn rejoin_participant(&mut self, id: PlayerId) -> Result<(), RejoinError> {
+    fn rejoin_participant(
+        &mut self,
+        id: PlayerId,
+        from: Option<&ResumeFrom>,
+    ) -> Result<ResumeOutcome, RejoinError> {
         if self.disposed {
             return Err(RejoinError::Disposed);
         }
@@ -152,10 +176,10 @@ impl ZoneHost {
         if let Some(p) = self.core.roster.get_mut(&id) {
             p.connected = true;
         }
-        self.subscribe(id);
+        let resumed = self.resubscribe(id, from);
         self.zone.on_rejoin(&mut self.core.ctx(None), id);
         self.apply_kicks();
-        Ok(())
+        Ok(resumed)
     }
 
     /// Remove a participant now, telling the zone why.
@@ -265,5 +289,15 @@ impl ZoneHost {
             view_tick: view_tick.min(u32::try_from(self.core.tick).unwrap_or(u32::MAX)),
         };
         self.zone.offer(id, meta, payload)
+    }
+}
+
+/// How a refused rejoin is recorded.
+fn rejoin_outcome(e: &RejoinError) -> Outcome {
+    match e {
+        RejoinError::UnknownPlayer(_) => Outcome::UnknownPlayer,
+        RejoinError::NotDropped(_) => Outcome::NotDropped,
+        RejoinError::GraceExpired(_) => Outcome::GraceExpired,
+        RejoinError::Disposed => Outcome::Disposed,
     }
 }

@@ -10,9 +10,10 @@ use super::slot::EventsFor;
 use super::ZoneHost;
 use crate::ctx::{Event, EventTarget};
 use crate::player::PlayerId;
-use crate::replicate::{BuildStats, FrameHead, ReplicateError, SubscriberId};
+use crate::replicate::{BuildStats, FrameHead, ReplicateError, ResumeOutcome, SubscriberId};
 use crate::view::subscriber_config;
 use crate::world::World;
+use zonekeep_protocol::ResumeFrom;
 
 /// One participant's Delta for a patch, taken with [`drain_frames`](ZoneHost::drain_frames).
 ///
@@ -257,6 +258,26 @@ impl ZoneHost {
             // Already subscribed: start it over from a baseline with the current settings.
             let _ = self.replicator.update_subscriber(sub, cfg);
             let _ = self.replicator.reset_subscriber(sub);
+        }
+    }
+
+    /// Register a rejoining participant again: its parked replication state continues when
+    /// `from` matches it, else it starts over from a BASELINE (as it does when nothing was kept,
+    /// say in a zone restored from a save).
+    pub(super) fn resubscribe(&mut self, id: PlayerId, from: Option<&ResumeFrom>) -> ResumeOutcome {
+        let (Some(info), Some(view)) = (self.core.roster.get(&id), self.core.views.get(id)) else {
+            return ResumeOutcome::Baseline;
+        };
+        let cfg = subscriber_config(&self.config.replication, info.role, view);
+        match self
+            .replicator
+            .unpark_subscriber(SubscriberId(id.0), cfg, from)
+        {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                self.subscribe(id);
+                ResumeOutcome::Baseline
+            }
         }
     }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
+use crate::replicate::SubscriberId;
 use crate::{
     Claims, Clock, Ctx, EntityId, EventTarget, InputRefusal, JoinRefusal, KindId, ManualClock,
     PlayerId, PlayerInfo, Principal, ReplicationSettings, Role, Zone, ZoneConfig, ZoneError,
@@ -264,4 +265,179 @@ fn leaving_despawns_for_the_others_and_the_default_hash_follows_the_world() {
     step(&mut h, &clock, &mut m);
     assert_eq!(m[&a].len(), 1);
     assert_ne!(h.state_hash().unwrap(), before);
+}
+
+/// What a resuming client sends: where its mirror stands.
+fn resume_point(m: &Mirror) -> zonekeep_protocol::ResumeFrom {
+    m.resume_from().expect("the mirror applied a Delta")
+}
+
+/// Players a, b and d see each other; b drops after `before` patches and, while it is away, a
+/// walks, d leaves (a despawn for b) and c joins (a spawn). Returns the host, b, b's mirror as
+/// of its drop (every frame it was sent applied) and the clock.
+fn away_while_the_world_changes() -> (ZoneHost, ManualClock, PlayerId, Mirror) {
+    let (mut h, clock) = host(f32::INFINITY);
+    let a = join(&mut h, "a", Role::Player);
+    let b = join(&mut h, "b", Role::Player);
+    let d = join(&mut h, "d", Role::Player);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    h.handle_input(b, 1, 0, &[3]);
+    step(&mut h, &clock, &mut m);
+    h.handle_drop(b).unwrap();
+    for seq in 1..=3 {
+        h.handle_input(a, seq, 0, &[2]);
+        step(&mut h, &clock, &mut m);
+    }
+    h.handle_leave(d, crate::LeaveReason::Left).unwrap();
+    join(&mut h, "c", Role::Player);
+    step(&mut h, &clock, &mut m);
+    let mirror = m.remove(&b).unwrap();
+    (h, clock, b, mirror)
+}
+
+/// b's first frame after rejoining (with `resume` or without), whether it is a BASELINE, and
+/// b's mirror after applying it.
+fn first_frame_after(
+    resume: Option<fn(&Mirror) -> zonekeep_protocol::ResumeFrom>,
+) -> (crate::ResumeOutcome, bool, usize, Mirror) {
+    let (mut h, clock, b, mut mirror) = away_while_the_world_changes();
+    let outcome = match resume {
+        Some(from) => h.handle_rejoin_from(b, from(&mirror)).unwrap(),
+        None => {
+            h.handle_rejoin(b).unwrap();
+            crate::ResumeOutcome::Baseline
+        }
+    };
+    clock.advance(Duration::from_millis(100));
+    h.advance(clock.now());
+    let schema = h.schema();
+    let frame = h.drain_frames().unwrap().find(|f| f.player == b).unwrap();
+    let len = frame.bytes.len();
+    let d = mirror.decode_apply(frame.bytes, &schema).unwrap();
+    (outcome, d.baseline, len, mirror)
+}
+
+#[test]
+fn a_resume_from_the_last_frame_continues_with_a_delta_equal_to_a_baseline() {
+    let (outcome, baseline, delta_len, resumed) =
+        first_frame_after(Some(resume_point as fn(&Mirror) -> _));
+    assert_eq!(outcome, crate::ResumeOutcome::Delta);
+    assert!(
+        !baseline,
+        "the first frame after the resume is an ordinary Delta"
+    );
+    let (outcome, baseline, baseline_len, fresh) = first_frame_after(None);
+    assert_eq!(outcome, crate::ResumeOutcome::Baseline);
+    assert!(baseline);
+    // Same tick, same ack, same control, same entities with the same positions and fields.
+    assert_eq!(resumed, fresh);
+    assert_eq!(resumed.len(), 3, "a, b and c; d left while b was away");
+    assert!(delta_len < baseline_len, "{delta_len} vs {baseline_len}");
+}
+
+#[test]
+fn a_resume_from_another_tick_or_known_set_starts_from_a_baseline() {
+    let older = |m: &Mirror| zonekeep_protocol::ResumeFrom {
+        tick: m.tick() - 1,
+        ..resume_point(m)
+    };
+    let newer = |m: &Mirror| zonekeep_protocol::ResumeFrom {
+        tick: m.tick() + 100,
+        ..resume_point(m)
+    };
+    let other_hash = |m: &Mirror| zonekeep_protocol::ResumeFrom {
+        hash: resume_point(m).hash ^ 1,
+        ..resume_point(m)
+    };
+    let other_count = |m: &Mirror| zonekeep_protocol::ResumeFrom {
+        count: resume_point(m).count + 1,
+        ..resume_point(m)
+    };
+    let cases: [fn(&Mirror) -> zonekeep_protocol::ResumeFrom; 4] =
+        [older, newer, other_hash, other_count];
+    for from in cases {
+        let (outcome, baseline, _, resumed) = first_frame_after(Some(from));
+        assert_eq!(outcome, crate::ResumeOutcome::Baseline);
+        assert!(baseline);
+        assert_eq!(resumed.len(), 3);
+    }
+}
+
+#[test]
+fn a_client_that_missed_a_frame_in_flight_gets_a_baseline_but_skipped_quiet_frames_do_not_matter() {
+    let (mut h, clock) = host(f32::INFINITY);
+    let a = join(&mut h, "a", Role::Player);
+    let b = join(&mut h, "b", Role::Player);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    let schema = h.schema();
+    // Quiet frames (nothing moved) that a host does not send: b's client never sees them.
+    for _ in 0..3 {
+        clock.advance(Duration::from_millis(100));
+        h.advance(clock.now());
+        assert!(h.drain_frames().unwrap().all(|f| f.quiet));
+    }
+    let held = m[&b].clone();
+    h.handle_drop(b).unwrap();
+    h.handle_rejoin_from(b, resume_point(&held))
+        .map(|o| {
+            assert_eq!(
+                o,
+                crate::ResumeOutcome::Delta,
+                "quiet frames change nothing it holds"
+            );
+        })
+        .unwrap();
+
+    // Now a frame that moves a is built for b but lost with its connection.
+    h.handle_input(a, 1, 0, &[4]);
+    clock.advance(Duration::from_millis(100));
+    h.advance(clock.now());
+    let lost: Vec<_> = h
+        .drain_frames()
+        .unwrap()
+        .map(|f| (f.player, f.quiet))
+        .collect();
+    assert!(lost.contains(&(b, false)));
+    h.handle_drop(b).unwrap();
+    let outcome = h.handle_rejoin_from(b, resume_point(&held)).unwrap();
+    assert_eq!(outcome, crate::ResumeOutcome::Baseline);
+    clock.advance(Duration::from_millis(100));
+    h.advance(clock.now());
+    let mut mirror = held;
+    for f in h.drain_frames().unwrap().filter(|f| f.player == b) {
+        assert!(mirror.decode_apply(f.bytes, &schema).unwrap().baseline);
+    }
+    let e = h.zone::<Walkers>().unwrap().mine[&a];
+    let got = mirror.get(e.0).unwrap();
+    assert_eq!((got.qx, got.qy), h.world().qpos(e).unwrap());
+}
+
+#[test]
+fn the_kept_state_goes_with_the_grace_or_a_leave() {
+    let (mut h, clock) = host(f32::INFINITY);
+    let _a = join(&mut h, "a", Role::Player);
+    let b = join(&mut h, "b", Role::Player);
+    let c = join(&mut h, "c", Role::Player);
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    h.handle_drop(b).unwrap();
+    h.handle_drop(c).unwrap();
+    assert!(h.replicator.is_parked(SubscriberId(b.0)));
+    h.handle_leave(c, crate::LeaveReason::Left).unwrap();
+    assert!(
+        !h.replicator.is_parked(SubscriberId(c.0)),
+        "a leave frees it"
+    );
+    clock.advance(ZoneConfig::default().reconnect_grace + Duration::from_millis(100));
+    h.advance(clock.now());
+    assert!(
+        !h.replicator.is_parked(SubscriberId(b.0)),
+        "the grace's end frees it"
+    );
+    assert!(matches!(
+        h.handle_rejoin_from(b, resume_point(&m[&b])),
+        Err(crate::RejoinError::UnknownPlayer(_))
+    ));
 }

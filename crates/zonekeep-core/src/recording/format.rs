@@ -165,6 +165,10 @@ pub enum Outcome {
     Observer,
     /// A dropped participant sent an input.
     Disconnected,
+    /// A rejoin with a resume point continues with an ordinary Delta.
+    ResumedDelta,
+    /// A rejoin with a resume point starts over from a BASELINE.
+    ResumedBaseline,
 }
 
 /// One entry after the header: a call into the host (a stimulus) or what the host did in
@@ -195,6 +199,13 @@ pub enum Record {
     Drop(PlayerId),
     /// [`ZoneHost::handle_rejoin`](crate::ZoneHost::handle_rejoin).
     Rejoin(PlayerId),
+    /// [`ZoneHost::handle_rejoin_from`](crate::ZoneHost::handle_rejoin_from).
+    RejoinFrom {
+        /// Who rejoins.
+        player: PlayerId,
+        /// What its client says it holds.
+        from: zonekeep_protocol::ResumeFrom,
+    },
     /// [`ZoneHost::handle_leave`](crate::ZoneHost::handle_leave).
     Leave {
         /// Who leaves.
@@ -296,6 +307,11 @@ impl std::fmt::Display for Record {
             }
             Record::Drop(p) => write!(f, "drop {p}"),
             Record::Rejoin(p) => write!(f, "rejoin {p}"),
+            Record::RejoinFrom { player, from } => write!(
+                f,
+                "rejoin {player} from tick {} known {} hash {:08x}",
+                from.tick, from.count, from.hash
+            ),
             Record::Leave { player, reason } => write!(f, "leave {player} ({reason:?})"),
             Record::Settle(s) => match &s.outcome {
                 FactOutcome::Ok(v) => write!(f, "settle {} ok {v}", s.key.as_str()),
@@ -334,6 +350,7 @@ mod tag {
     pub const DISPOSE: u8 = 0x0b;
     pub const TICK_AT_ONCE: u8 = 0x0c;
     pub const RTT: u8 = 0x0d;
+    pub const REJOIN_FROM: u8 = 0x0e;
     pub const CLOCK: u8 = 0x40;
     pub const OUTCOME: u8 = 0x41;
     pub const TICK: u8 = 0x42;
@@ -406,6 +423,8 @@ fn put_outcome(out: &mut Vec<u8>, o: Outcome) {
         Outcome::Stale => (11, None),
         Outcome::Observer => (12, None),
         Outcome::Disconnected => (13, None),
+        Outcome::ResumedDelta => (14, None),
+        Outcome::ResumedBaseline => (15, None),
     };
     out.push(code);
     if let Some(d) = detail {
@@ -462,6 +481,13 @@ pub(crate) fn encode_record(
         Record::Rejoin(p) => {
             put_varint(b, u64::from(p.0));
             tag::REJOIN
+        }
+        Record::RejoinFrom { player, from } => {
+            put_varint(b, u64::from(player.0));
+            put_varint(b, from.tick);
+            put_varint(b, u64::from(from.count));
+            b.extend_from_slice(&from.hash.to_le_bytes());
+            tag::REJOIN_FROM
         }
         Record::Leave { player, reason } => {
             put_varint(b, u64::from(player.0));
@@ -642,6 +668,8 @@ fn get_outcome(r: &mut Reader<'_>) -> Result<Outcome, String> {
         11 => Outcome::Stale,
         12 => Outcome::Observer,
         13 => Outcome::Disconnected,
+        14 => Outcome::ResumedDelta,
+        15 => Outcome::ResumedBaseline,
         n => return Err(format!("unknown outcome {n}")),
     })
 }
@@ -697,6 +725,14 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
         }
         tag::DROP => Record::Drop(player(r)?),
         tag::REJOIN => Record::Rejoin(player(r)?),
+        tag::REJOIN_FROM => Record::RejoinFrom {
+            player: player(r)?,
+            from: zonekeep_protocol::ResumeFrom {
+                tick: r.varint_u64().map_err(bad)?,
+                count: r.varint_u32().map_err(bad)?,
+                hash: r.u32_le().map_err(bad)?,
+            },
+        },
         tag::LEAVE => Record::Leave {
             player: player(r)?,
             reason: get_leave(r.u8().map_err(bad)?)?,

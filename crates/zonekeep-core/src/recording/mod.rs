@@ -47,8 +47,9 @@
 //! | `08` | advance | time |
 //! | `09` / `0a` / `0b` / `0c` | drain frames / drain facts / dispose / tick at once | empty |
 //! | `0d` | round trip | `varint player`, `varint` nanoseconds |
+//! | `0e` | rejoin from a resume point | `varint player`, `varint tick`, `varint count`, `u32 hash` (LE) |
 //! | `40` | clock reading | time |
-//! | `41` | outcome | `u8 code` (+ `varint` id or refusal code) |
+//! | `41` | outcome | `u8 code` (+ `varint` id or refusal code); a rejoin from a resume point answers 14 (continues with a Delta) or 15 (a BASELINE) |
 //! | `42` | tick | `u64` state hash (LE) |
 //! | `43` | frames | `varint count`, `varint bytes`, `u64` hash (headers and lengths of all, bytes of one participant's frames in 16 by turns) |
 //! | `44` | facts | `varint count`, `u64` hash |

@@ -440,6 +440,9 @@ impl Replay {
             Record::Rejoin(p) => {
                 let _ = h.handle_rejoin(*p);
             }
+            Record::RejoinFrom { player, from } => {
+                let _ = h.handle_rejoin_from(*player, *from);
+            }
             Record::Leave { player, reason } => {
                 let _ = h.handle_leave(*player, *reason);
             }

@@ -154,6 +154,8 @@ struct Driver {
     host: ZoneHost,
     clock: ManualClock,
     file: Vec<u8>,
+    /// The tick of the last patch handed out.
+    last_patch: u64,
 }
 
 impl Driver {
@@ -176,6 +178,7 @@ impl Driver {
             host,
             clock,
             file: Vec::new(),
+            last_patch: 0,
         }
     }
 
@@ -192,7 +195,8 @@ impl Driver {
     fn step(&mut self, ms: u64) {
         self.clock.advance(Duration::from_millis(ms));
         let report = self.host.advance(self.clock.now());
-        if !report.patch_ticks.is_empty() {
+        if let Some(&t) = report.patch_ticks.last() {
+            self.last_patch = t;
             let n = self.host.drain_frames().unwrap().count();
             assert!(n <= 16);
         }
@@ -214,12 +218,13 @@ impl Driver {
 }
 
 /// A session touching every call: joins (a refused one too), inputs of every outcome, facts and
-/// settlements, a drop and rejoin, a resync, a leave, and steps of uneven length.
+/// settlements, a drop and rejoin, a drop and rejoin from a resume point, a resync, a leave, and steps of uneven length.
 fn play(d: &mut Driver) -> (PlayerId, PlayerId) {
     let a = d.join("ann", Role::Player);
     let b = d.join("bob", Role::Player);
     let _watcher = d.join("eve", Role::Observer);
     let mut seq = 0;
+    let mut resume = None;
     for i in 0..60u32 {
         seq += 1;
         let step = if i % 7 == 3 { 100u8 } else { (i % 5) as u8 };
@@ -233,6 +238,21 @@ fn play(d: &mut Driver) -> (PlayerId, PlayerId) {
             d.host.handle_rejoin(b).unwrap();
             d.host.resync(b);
             d.host.set_rtt(a, Duration::from_millis(85));
+        }
+        if i == 40 {
+            // Dropped, and back next step from the frame it last got: continues with a Delta.
+            let (count, hash) = d.host.known_set_check(b).unwrap();
+            resume = Some(zonekeep_protocol::ResumeFrom {
+                tick: d.last_patch,
+                count,
+                hash,
+            });
+            d.host.handle_drop(b).unwrap();
+        }
+        if i == 41 {
+            let from = resume.take().unwrap();
+            let resumed = d.host.handle_rejoin_from(b, from).unwrap();
+            assert_eq!(resumed, crate::ResumeOutcome::Delta);
         }
         d.step(if i % 4 == 0 { 50 } else { 33 });
     }
@@ -285,6 +305,7 @@ fn the_file_holds_every_call_and_effect() {
         "Input",
         "Drop",
         "Rejoin",
+        "RejoinFrom",
         "Leave",
         "Settle",
         "Resync",

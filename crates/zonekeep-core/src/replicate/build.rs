@@ -130,6 +130,10 @@ where
             }
             done.quiet
         };
+        sub.built_tick = tick;
+        if !quiet {
+            sub.changed_tick = tick;
+        }
         let out = &r.scratch.out;
         stats.frames += 1;
         stats.bytes += out.len() as u64;

@@ -8,6 +8,14 @@
 //! ack, its control entity when that changes, and the zone events addressed to it. The first frame
 //! (and the first after [`Replicator::reset_subscriber`]) is a BASELINE.
 //!
+//! **Parked subscribers.** A subscriber whose client dropped is parked
+//! ([`Replicator::park_subscriber`]): no frames are built for it, but what it was sent is kept, so
+//! a client that comes back holding exactly that ([`Replicator::unpark_subscriber`] with a
+//! [`ResumeFrom`] naming the tick of its last Delta and its known set's count and hash) continues
+//! with an ordinary Delta; anything else starts over from a BASELINE. The diff across the pause is
+//! the same diff as across one patch: entity ids are never reused, and every field change since
+//! the last send is stamped with a later world version.
+//!
 //! **Encode once, share bytes.** An update record depends only on (entity, base position, field
 //! mask), and a spawn body only on the entity, so both are encoded at most once per patch into a
 //! shared arena and copied into every frame that needs them. In the steady state without a budget,
@@ -49,7 +57,7 @@ use crate::interest::{Interest, View};
 use crate::world::{EntityId, World};
 use std::sync::Arc;
 use thiserror::Error;
-use zonekeep_protocol::EncodeError;
+use zonekeep_protocol::{EncodeError, ResumeFrom};
 
 /// A subscriber (a player's or observer's connection) of one zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -190,9 +198,40 @@ struct Subscriber {
     centre: Option<(f32, f32)>,
     /// Sent-state id (see `share`).
     state: u64,
+    /// Tick of the last frame built for it (0 = none since the last reset).
+    built_tick: u64,
+    /// Tick of the last frame built for it that was not quiet: one that changed what its client
+    /// holds. A client whose last Delta is at or after this tick (and not after `built_tick`)
+    /// holds exactly `entries`' sent state.
+    changed_tick: u64,
+}
+
+/// How a parked subscriber came back ([`Replicator::unpark_subscriber`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeOutcome {
+    /// The client holds what it was last sent: its next frame is an ordinary Delta.
+    Delta,
+    /// Its next frame is a BASELINE (no resume point, a mismatched one, or no state kept).
+    Baseline,
 }
 
 impl Subscriber {
+    /// A subscriber that was sent nothing: its first frame is a BASELINE.
+    fn new(id: SubscriberId, cfg: SubscriberConfig) -> Self {
+        Subscriber {
+            id,
+            cfg,
+            view: View::new(),
+            entries: Arc::default(),
+            baseline: true,
+            control_sent: None,
+            centre: None,
+            state: share::EMPTY_STATE,
+            built_tick: 0,
+            changed_tick: 0,
+        }
+    }
+
     /// Forgets what was sent: the next frame is a BASELINE.
     fn reset(&mut self) {
         self.baseline = true;
@@ -200,6 +239,23 @@ impl Subscriber {
         self.view.clear();
         self.control_sent = None;
         self.state = share::EMPTY_STATE;
+        self.built_tick = 0;
+        self.changed_tick = 0;
+    }
+
+    /// The count and known-set hash of the ids its client holds (PROTOCOL.md §5.7).
+    fn known_check(&self) -> (u32, u32) {
+        let sent = || self.entries.iter().filter(|e| e.sent).map(|e| e.id);
+        let count = u32::try_from(sent().count()).unwrap_or(u32::MAX);
+        (count, zonekeep_protocol::known_set_hash(sent()))
+    }
+
+    /// Whether a client resuming from `from` holds exactly what this subscriber was sent.
+    fn resumes_from(&self, from: &ResumeFrom) -> bool {
+        !self.baseline
+            && self.built_tick != 0
+            && (self.changed_tick..=self.built_tick).contains(&from.tick)
+            && self.known_check() == (from.count, from.hash)
     }
 }
 
@@ -249,6 +305,8 @@ pub struct Replicator {
     cfg: ReplicationConfig,
     interest: Interest,
     subs: Vec<Subscriber>,
+    /// Subscribers whose clients dropped, kept for a resume; ascending by id, never built.
+    parked: Vec<Subscriber>,
     cache: cache::Cache,
     scratch: build::Scratch,
     share: share::Share,
@@ -261,6 +319,7 @@ impl Replicator {
             cfg,
             interest: Interest::new(cfg.cell_size),
             subs: Vec::new(),
+            parked: Vec::new(),
             cache: cache::Cache::default(),
             scratch: build::Scratch::default(),
             share: share::Share::default(),
@@ -279,22 +338,13 @@ impl Replicator {
         id: SubscriberId,
         cfg: SubscriberConfig,
     ) -> Result<(), ReplicateError> {
+        if self.parked.binary_search_by_key(&id, |s| s.id).is_ok() {
+            return Err(ReplicateError::DuplicateSubscriber(id));
+        }
         match self.subs.binary_search_by_key(&id, |s| s.id) {
             Ok(_) => Err(ReplicateError::DuplicateSubscriber(id)),
             Err(at) => {
-                self.subs.insert(
-                    at,
-                    Subscriber {
-                        id,
-                        cfg,
-                        view: View::new(),
-                        entries: Arc::default(),
-                        baseline: true,
-                        control_sent: None,
-                        centre: None,
-                        state: share::EMPTY_STATE,
-                    },
-                );
+                self.subs.insert(at, Subscriber::new(id, cfg));
                 Ok(())
             }
         }
@@ -311,11 +361,65 @@ impl Replicator {
         Ok(())
     }
 
-    /// Removes a subscriber.
+    /// Removes a subscriber, active or parked, with everything kept for it.
     pub fn remove_subscriber(&mut self, id: SubscriberId) -> Result<(), ReplicateError> {
+        if let Ok(i) = self.parked.binary_search_by_key(&id, |s| s.id) {
+            self.parked.remove(i);
+            return Ok(());
+        }
         let i = self.find(id)?;
         self.subs.remove(i);
         Ok(())
+    }
+
+    /// Stops building frames for a subscriber whose client dropped, keeping what it was sent
+    /// for [`Replicator::unpark_subscriber`]. Until then it is not among the subscribers
+    /// ([`Replicator::len`], [`Replicator::known`] and the like do not see it).
+    pub fn park_subscriber(&mut self, id: SubscriberId) -> Result<(), ReplicateError> {
+        let i = self.find(id)?;
+        let sub = self.subs.remove(i);
+        let at = self
+            .parked
+            .binary_search_by_key(&id, |s| s.id)
+            .unwrap_or_else(|at| at);
+        self.parked.insert(at, sub);
+        Ok(())
+    }
+
+    /// Builds frames for a parked subscriber again, with settings `cfg`. With a `from` that
+    /// matches what it was last sent (see [`ResumeFrom`] and the [module docs](self)) its next
+    /// frame is an ordinary Delta against that state; otherwise it is reset and its next frame
+    /// is a BASELINE. An unknown or active subscriber is an error.
+    pub fn unpark_subscriber(
+        &mut self,
+        id: SubscriberId,
+        cfg: SubscriberConfig,
+        from: Option<&ResumeFrom>,
+    ) -> Result<ResumeOutcome, ReplicateError> {
+        let i = self
+            .parked
+            .binary_search_by_key(&id, |s| s.id)
+            .map_err(|_| ReplicateError::UnknownSubscriber(id))?;
+        let mut sub = self.parked.remove(i);
+        let outcome = if from.is_some_and(|f| sub.resumes_from(f)) {
+            sub.cfg = cfg;
+            ResumeOutcome::Delta
+        } else {
+            // Exactly as if it had never been here.
+            sub = Subscriber::new(id, cfg);
+            ResumeOutcome::Baseline
+        };
+        let at = self
+            .subs
+            .binary_search_by_key(&id, |s| s.id)
+            .unwrap_or_else(|at| at);
+        self.subs.insert(at, sub);
+        Ok(outcome)
+    }
+
+    /// Whether a subscriber is parked.
+    pub fn is_parked(&self, id: SubscriberId) -> bool {
+        self.parked.binary_search_by_key(&id, |s| s.id).is_ok()
     }
 
     /// Forgets what the subscriber was sent: its next frame is a BASELINE (e.g. after a reconnect).
@@ -350,10 +454,7 @@ impl Replicator {
     /// subscriber's client holds: what a KnownSetCheck (PROTOCOL.md §5.7) carries. Walks the
     /// entries without allocating, so a periodic check costs one pass over the known set.
     pub fn known_check(&self, id: SubscriberId) -> Result<(u32, u32), ReplicateError> {
-        let s = &self.subs[self.find(id)?];
-        let sent = || s.entries.iter().filter(|e| e.sent).map(|e| e.id);
-        let count = u32::try_from(sent().count()).unwrap_or(u32::MAX);
-        Ok((count, zonekeep_protocol::known_set_hash(sent())))
+        Ok(self.subs[self.find(id)?].known_check())
     }
 
     /// Every subscriber's sent state after the last build, in subscriber id order.

@@ -8,6 +8,11 @@ use crate::limits::{
 };
 use crate::wire::{put_bytes_named, put_str_named, put_varint, Reader};
 
+/// The version that added [`ResumeFrom`] to Hello (§4.1.1).
+pub const RESUME_FROM_VERSION: u32 = 4;
+/// The byte that announces a [`ResumeFrom`] after a Hello's content version (§4.1.1).
+const RESUME_FROM_PRESENT: u8 = 1;
+
 /// The client's opening message (§4.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {
@@ -19,6 +24,24 @@ pub struct Hello {
     pub reconnect_token: Vec<u8>,
     /// The client's content version; empty = none (≤ 64 bytes).
     pub content_version: String,
+    /// Where a resuming client's known set stands (§4.1.1, version 4): with it the host may
+    /// continue with a Delta against that state instead of a BASELINE. Only with a reconnect
+    /// token and only when `versions` offers 4.
+    pub resume_from: Option<ResumeFrom>,
+}
+
+/// What a resuming client holds (§4.1.1): the tick of the last Delta it applied and the count and
+/// [`known_set_hash`](crate::known_set_hash) of its known set, exactly as a KnownSetCheck (§5.7)
+/// states them. The host continues with an ordinary Delta only when all three match what it last
+/// built for that player.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ResumeFrom {
+    /// The tick of the last Delta the client applied.
+    pub tick: u64,
+    /// How many entities its known set holds.
+    pub count: u32,
+    /// FNV-1a (32 bit) of the known set's ids, ascending, each as 4 little-endian bytes.
+    pub hash: u32,
 }
 
 /// One input (§4.2).
@@ -69,6 +92,20 @@ pub fn negotiate_version(offered: &[u32], supported: &[u32]) -> Option<u32> {
         .copied()
 }
 
+/// A `resume_from` needs a reconnect token to resume and a version that defines it.
+fn check_resume_from(h: &Hello) -> Result<(), &'static str> {
+    if h.resume_from.is_none() {
+        return Ok(());
+    }
+    if h.reconnect_token.is_empty() {
+        return Err("Hello has resume_from without a reconnect token");
+    }
+    if !h.versions.contains(&RESUME_FROM_VERSION) {
+        return Err("Hello has resume_from without offering version 4");
+    }
+    Ok(())
+}
+
 fn check_versions(versions: &[u32]) -> Result<(), &'static str> {
     if versions.is_empty() {
         return Err("Hello offers no version");
@@ -114,6 +151,7 @@ impl ClientMessage {
                     });
                 }
                 check_versions(&h.versions).map_err(EncodeError::Invalid)?;
+                check_resume_from(h).map_err(EncodeError::Invalid)?;
                 out.push(tag::HELLO);
                 put_varint(out, h.versions.len() as u64);
                 for v in &h.versions {
@@ -132,6 +170,12 @@ impl ClientMessage {
                     &h.content_version,
                     MAX_CONTENT_VERSION,
                 )?;
+                if let Some(from) = h.resume_from {
+                    out.push(RESUME_FROM_PRESENT);
+                    put_varint(out, from.tick);
+                    put_varint(out, u64::from(from.count));
+                    out.extend_from_slice(&from.hash.to_le_bytes());
+                }
             }
             ClientMessage::Input(i) => {
                 if i.seq == 0 {
@@ -186,12 +230,28 @@ impl ClientMessage {
                 let content_version = r
                     .str_named("content version", MAX_CONTENT_VERSION)?
                     .to_owned();
-                ClientMessage::Hello(Hello {
+                // Absent unless bytes follow the content version (§4.1.1).
+                let resume_from = if r.remaining() == 0 {
+                    None
+                } else {
+                    if r.u8()? != RESUME_FROM_PRESENT {
+                        return Err(DecodeError::Invalid("Hello resume_from marker is not 1"));
+                    }
+                    Some(ResumeFrom {
+                        tick: r.varint_u64()?,
+                        count: r.varint_u32()?,
+                        hash: r.u32_le()?,
+                    })
+                };
+                let hello = Hello {
                     versions,
                     ticket,
                     reconnect_token,
                     content_version,
-                })
+                    resume_from,
+                };
+                check_resume_from(&hello).map_err(DecodeError::Invalid)?;
+                ClientMessage::Hello(hello)
             }
             tag::INPUT => {
                 let seq = r.varint_u32()?;
@@ -230,7 +290,65 @@ mod tests {
             ticket: "t.k.s".into(),
             reconnect_token: vec![1, 2, 3],
             content_version: "v7".into(),
+            resume_from: None,
         }
+    }
+
+    #[test]
+    fn resume_from_trails_a_version_4_hello() {
+        let mut h = hello();
+        h.versions = vec![4];
+        h.resume_from = Some(ResumeFrom {
+            tick: 300,
+            count: 2,
+            hash: 0x0403_0201,
+        });
+        let m = ClientMessage::Hello(h.clone());
+        let b = m.to_bytes().unwrap();
+        let tail = [1, 0xac, 0x02, 2, 1, 2, 3, 4];
+        assert!(b.ends_with(&tail), "{b:02x?}");
+        assert_eq!(ClientMessage::decode(&b).unwrap(), m);
+        // Without it the Hello is byte for byte a version 3 one.
+        h.resume_from = None;
+        let plain = ClientMessage::Hello(h.clone()).to_bytes().unwrap();
+        assert_eq!(plain, b[..b.len() - tail.len()]);
+
+        // Refused both ways: no token, no version 4, a marker other than 1, cut short.
+        let mut no_token = hello();
+        no_token.versions = vec![4];
+        no_token.reconnect_token.clear();
+        no_token.resume_from = Some(ResumeFrom {
+            tick: 1,
+            count: 0,
+            hash: 0,
+        });
+        assert!(ClientMessage::Hello(no_token.clone()).to_bytes().is_err());
+        let mut v3 = hello();
+        v3.versions = vec![3];
+        v3.resume_from = Some(ResumeFrom {
+            tick: 1,
+            count: 0,
+            hash: 0,
+        });
+        assert!(ClientMessage::Hello(v3).to_bytes().is_err());
+        let mut wire = plain.clone();
+        wire.extend_from_slice(&[2, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            ClientMessage::decode(&wire),
+            Err(DecodeError::Invalid("Hello resume_from marker is not 1"))
+        );
+        let mut cut = plain.clone();
+        cut.extend_from_slice(&tail[..tail.len() - 1]);
+        assert_eq!(ClientMessage::decode(&cut), Err(DecodeError::Truncated));
+        no_token.resume_from = None;
+        let mut wire = ClientMessage::Hello(no_token).to_bytes().unwrap();
+        wire.extend_from_slice(&tail);
+        assert_eq!(
+            ClientMessage::decode(&wire),
+            Err(DecodeError::Invalid(
+                "Hello has resume_from without a reconnect token"
+            ))
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 pub mod client;
 pub mod server;
 
-pub use client::{negotiate_version, ClientMessage, Hello, Input, Ping, Resync};
+pub use client::{
+    negotiate_version, ClientMessage, Hello, Input, Ping, ResumeFrom, Resync, RESUME_FROM_VERSION,
+};
 pub use server::{
     peek_tag, DeltaContext, InputRefused, Kick, KickCode, KnownSetCheck, Pong, Redirect, Role,
     ServerMessage, Transfer, Welcome,

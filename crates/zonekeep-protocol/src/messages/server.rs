@@ -445,8 +445,7 @@ impl ServerMessage {
             tag::KNOWN_SET_CHECK => {
                 let tick = r.varint_u64()?;
                 let count = r.varint_u32()?;
-                let b: [u8; 4] = r.take(4)?.try_into().map_err(|_| DecodeError::Truncated)?;
-                let hash = u32::from_le_bytes(b);
+                let hash = r.u32_le()?;
                 ServerMessage::KnownSetCheck(KnownSetCheck { tick, count, hash })
             }
             t => return Err(DecodeError::UnknownTag(t)),

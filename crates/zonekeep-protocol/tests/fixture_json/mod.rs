@@ -120,6 +120,9 @@ pub fn client_json(m: &ClientMessage) -> Value {
             "ticket": h.ticket,
             "reconnect_token": hex(&h.reconnect_token),
             "content_version": h.content_version,
+            "resume_from": h.resume_from.map(|r| json!({
+                "tick": r.tick, "count": r.count, "hash": r.hash,
+            })),
         }),
         ClientMessage::Input(i) => json!({
             "type": "input", "seq": i.seq, "view_tick": i.view_tick, "payload": hex(&i.payload),

@@ -244,6 +244,30 @@ pub fn invalid_cases() -> Fixture {
         ),
         (
             Dec::Client,
+            vec![0x01, 0x01, 0x04, 0x00, 0x00, 0x00, 0x01, 0xea, 0x07, 0x00, 0xc5, 0x9d, 0x1c, 0x81],
+            "invalid",
+            "Hello (version 4) with resume_from but no reconnect token: there is nothing to resume.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x03, 0x00, 0x01, 0x07, 0x00, 0x01, 0xea, 0x07, 0x00, 0xc5, 0x9d, 0x1c, 0x81],
+            "invalid",
+            "Hello offering only version 3 with resume_from, which version 4 defines.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x04, 0x00, 0x01, 0x07, 0x00, 0x02, 0xea, 0x07, 0x00, 0xc5, 0x9d, 0x1c, 0x81],
+            "invalid",
+            "Hello whose byte after the content version (the resume_from marker) is 2, not 1.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x04, 0x00, 0x01, 0x07, 0x00, 0x01, 0xea, 0x07, 0x00, 0xc5, 0x9d, 0x1c],
+            "truncated",
+            "Hello whose resume_from hash is cut short (3 of 4 bytes).",
+        ),
+        (
+            Dec::Client,
             vec![0x02, 0x00, 0x00, 0x00],
             "invalid",
             "Input with seq 0.",

@@ -70,6 +70,7 @@ pub struct Metrics {
     frames_out: Family<Labels, Counter>,
     quiet_skipped: Family<Labels, Counter>,
     sync_notices: Family<Labels, Counter>,
+    resumes: Family<Labels, Counter>,
     connections: Gauge,
     connections_refused: Family<Labels, Counter>,
     disconnects: Family<Labels, Counter>,
@@ -104,6 +105,7 @@ impl Metrics {
             frames_out: Family::default(),
             quiet_skipped: Family::default(),
             sync_notices: Family::default(),
+            resumes: Family::default(),
             connections: Gauge::default(),
             connections_refused: Family::default(),
             disconnects: Family::default(),
@@ -166,6 +168,13 @@ impl Metrics {
             "zonekeep_sync_notices",
             "InputRefused and KnownSetCheck frames sent or suppressed, Resync requests honoured or suppressed",
             m.sync_notices.clone(),
+        );
+        registry.register(
+            "zonekeep_resumes",
+            "Players resumed within their reconnect grace, by what their first frame was: `delta` \
+             (continued from the known set the client said it held, protocol version 4) or \
+             `baseline` (full state)",
+            m.resumes.clone(),
         );
         registry.register(
             "zonekeep_connections",
@@ -234,6 +243,14 @@ impl Metrics {
     pub fn sync_notice(&self, kind: &'static str) {
         self.sync_notices
             .get_or_create(&vec![("kind", kind.to_owned())])
+            .inc();
+    }
+
+    /// Count one resumed player by its first frame: `delta` (continued from what its client
+    /// held) or `baseline`.
+    pub fn resumed(&self, from: &'static str) {
+        self.resumes
+            .get_or_create(&vec![("from", from.to_owned())])
             .inc();
     }
 

@@ -24,6 +24,7 @@ use bytes::Bytes;
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use tokio::sync::oneshot;
 use zonekeep_core::{Claims, JoinRefusal, PlayerId, Principal, Role, ZoneHost};
+use zonekeep_protocol::ResumeFrom;
 
 use crate::conn::ConnHandle;
 
@@ -149,6 +150,9 @@ pub(crate) enum SimCommand {
         player: PlayerId,
         principal: Principal,
         version: u32,
+        /// What the client says it holds (PROTOCOL.md §4.1.1; version 4 only): the first frame
+        /// continues from it when the zone still holds that state.
+        resume_from: Option<ResumeFrom>,
         conn: ConnHandle,
         reply: oneshot::Sender<Result<Joined, JoinFailure>>,
     },

@@ -233,6 +233,7 @@ impl SimThread {
                 player,
                 principal,
                 version,
+                resume_from,
                 conn,
                 reply,
             } => {
@@ -245,7 +246,7 @@ impl SimThread {
                 }
                 let r = match self.zones.get_mut(&zone_id) {
                     Some(z) => {
-                        let r = z.resume(&self.ctx, player, &principal, version, conn);
+                        let r = z.resume(&self.ctx, player, &principal, version, resume_from, conn);
                         if started && r.is_ok() {
                             // The player waits on this zone: its BASELINE comes from a tick now.
                             z.host.tick_at_once();

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use zonekeep_core::{
-    AdvanceReport, Claims, InputOutcome, JoinError, PlayerId, Principal, RejoinError, Role, Tier,
-    ZoneHost,
+    AdvanceReport, Claims, InputOutcome, JoinError, PlayerId, Principal, RejoinError,
+    ResumeOutcome, Role, Tier, ZoneHost,
 };
-use zonekeep_protocol::messages::{KickCode, Role as WireRole, Welcome};
+use zonekeep_protocol::messages::{KickCode, ResumeFrom, Role as WireRole, Welcome};
 
 use super::frames::welcome_frame;
 use super::notices::{input_refused_frame, known_set_check_frame, Notices};
@@ -87,14 +87,16 @@ impl ZoneRun {
         run
     }
 
-    /// Send Welcome and attach `conn` to `player`; the replicator makes its
-    /// next frame a BASELINE (PROTOCOL.md §6).
+    /// Send Welcome and attach `conn` to `player`. Its next frame is a BASELINE (PROTOCOL.md
+    /// §6) unless it resumes from what its client holds (`first` is [`ResumeOutcome::Delta`],
+    /// §4.1.1).
     fn attach(
         &mut self,
         ctx: &SimContext,
         player: PlayerId,
         version: u32,
         conn: ConnHandle,
+        first: ResumeOutcome,
     ) -> Result<Joined, JoinFailure> {
         let Some(info) = self.host.player(player) else {
             return Err(JoinFailure::Unavailable("player vanished".into()));
@@ -130,7 +132,9 @@ impl ZoneRun {
         };
         let frame = welcome_frame(welcome)
             .map_err(|e| JoinFailure::Unavailable(format!("welcome: {e}")))?;
-        self.host.resync(player);
+        if first == ResumeOutcome::Baseline {
+            self.host.resync(player);
+        }
         send_frame(&self.metrics, &conn, frame);
         self.subs.insert(
             player,
@@ -166,7 +170,7 @@ impl ZoneRun {
                 JoinError::Disposed => JoinFailure::Unavailable("zone stopped".into()),
                 JoinError::IdsExhausted => JoinFailure::Unavailable("player ids exhausted".into()),
             })?;
-        let r = self.attach(ctx, player, version, conn);
+        let r = self.attach(ctx, player, version, conn, ResumeOutcome::Baseline);
         if r.is_err() {
             let _ = self
                 .host
@@ -181,6 +185,7 @@ impl ZoneRun {
         player: PlayerId,
         principal: &Principal,
         version: u32,
+        resume_from: Option<ResumeFrom>,
         conn: ConnHandle,
     ) -> Result<Joined, JoinFailure> {
         if self.fenced() {
@@ -196,13 +201,24 @@ impl ZoneRun {
             old.kick(KickCode::KICKED, "resumed on another connection");
             let _ = self.host.handle_drop(player);
         }
-        self.host.handle_rejoin(player).map_err(|e| {
+        let rejoined = match resume_from {
+            Some(from) => self.host.handle_rejoin_from(player, from),
+            None => self
+                .host
+                .handle_rejoin(player)
+                .map(|()| ResumeOutcome::Baseline),
+        };
+        let resumed = rejoined.map_err(|e| {
             JoinFailure::ReconnectRefused(match e {
                 RejoinError::GraceExpired(_) => "reconnect grace expired".into(),
                 other => other.to_string(),
             })
         })?;
-        self.attach(ctx, player, version, conn)
+        ctx.metrics.resumed(match resumed {
+            ResumeOutcome::Delta => "delta",
+            ResumeOutcome::Baseline => "baseline",
+        });
+        self.attach(ctx, player, version, conn, resumed)
     }
 
     /// The connection of `player` is gone: its reconnect grace starts.

@@ -197,6 +197,7 @@ pub fn hello_bytes(ticket: &str, token: &[u8]) -> Vec<u8> {
         ticket: ticket.into(),
         reconnect_token: token.to_vec(),
         content_version: String::new(),
+        resume_from: None,
     })
     .to_bytes()
     .unwrap()
@@ -251,6 +252,27 @@ pub async fn recv(ws: &mut Ws, schema: &Schema) -> Seen {
             }
             Some(Ok(_)) => continue,
         }
+    }
+}
+
+/// The next server message, a Delta decoded against `mirror`'s known set and applied to it.
+pub async fn next_applied(
+    ws: &mut Ws,
+    mirror: &mut zonekeep_protocol::mirror::Mirror,
+    schema: &Schema,
+) -> ServerMessage {
+    loop {
+        // Guards against a hang (a bug), as `recv` does; not a performance bound.
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("no message within 10 s")
+            .expect("closed")
+            .expect("socket error");
+        let Message::Binary(b) = m else { continue };
+        if b.first() == Some(&0x82) {
+            return ServerMessage::Delta(mirror.decode_apply(&b, schema).expect("Delta applies"));
+        }
+        return ServerMessage::decode(&b, None).expect("decodable");
     }
 }
 

@@ -10,4 +10,5 @@ mod limits;
 mod metrics;
 mod persist;
 mod refusals;
+mod resume;
 mod sync;

@@ -11,27 +11,6 @@ use zonekeep_protocol::mirror::Mirror;
 
 use crate::common::*;
 
-/// The next server message, Deltas decoded and applied against `mirror`.
-async fn next(
-    ws: &mut Ws,
-    mirror: &mut Mirror,
-    schema: &zonekeep_protocol::Schema,
-) -> ServerMessage {
-    loop {
-        // Guards against a hang (a bug), as `recv` does; not a performance bound.
-        let m = tokio::time::timeout(std::time::Duration::from_secs(10), ws.next())
-            .await
-            .expect("no message within 10 s")
-            .expect("closed")
-            .expect("socket error");
-        let Message::Binary(b) = m else { continue };
-        if b.first() == Some(&0x82) {
-            return ServerMessage::Delta(mirror.decode_apply(&b, schema).expect("Delta applies"));
-        }
-        return ServerMessage::decode(&b, None).expect("decodable");
-    }
-}
-
 #[tokio::test]
 async fn a_refused_input_is_reported_and_a_drifted_known_set_is_repaired() {
     let server = TestServer::start().await;
@@ -42,7 +21,7 @@ async fn a_refused_input_is_reported_and_a_drifted_known_set_is_repaired() {
     // The dots zone takes two-byte inputs only (refusal code 1).
     send_input(&mut ws, 1, &[1]).await;
     loop {
-        match next(&mut ws, &mut mirror, &schema).await {
+        match next_applied(&mut ws, &mut mirror, &schema).await {
             ServerMessage::InputRefused(r) => {
                 assert_eq!((r.seq, r.code), (1, 1));
                 break;
@@ -77,7 +56,7 @@ async fn a_refused_input_is_reported_and_a_drifted_known_set_is_repaired() {
     let mut repaired = false;
     let mut seq = 1;
     for _ in 0..1000 {
-        match next(&mut ws, &mut mirror, &schema).await {
+        match next_applied(&mut ws, &mut mirror, &schema).await {
             ServerMessage::KnownSetCheck(c) => {
                 if mirror.matches(&c) {
                     if resynced {
@@ -125,6 +104,7 @@ async fn the_close_after_a_kick_carries_the_kick_code() {
         ticket: "t".into(),
         reconnect_token: vec![],
         content_version: String::new(),
+        resume_from: None,
     });
     send(&mut ws, old.to_bytes().unwrap()).await;
     let mut close = None;

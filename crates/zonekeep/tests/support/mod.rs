@@ -513,6 +513,7 @@ pub async fn hello_at(
         ticket,
         reconnect_token: vec![],
         content_version: String::new(),
+        resume_from: None,
     });
     ws.send(Message::Binary(hello.to_bytes().unwrap().into()))
         .await
@@ -568,6 +569,7 @@ impl LedgerClient {
             ticket: ticket(principal, zone),
             reconnect_token: vec![],
             content_version: String::new(),
+            resume_from: None,
         });
         let task = tokio::spawn(run(ws, url, hello, tx, first, count, every));
         LedgerClient { log: rx, task }

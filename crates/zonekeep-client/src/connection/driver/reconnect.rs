@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rand_core::RngCore;
 use tokio::sync::mpsc;
-use zonekeep_protocol::messages::{Hello, KickCode, Welcome};
+use zonekeep_protocol::messages::{Hello, KickCode, ResumeFrom, Welcome, RESUME_FROM_VERSION};
 use zonekeep_protocol::mirror::Mirror;
 
 use super::{invites_reconnect, ticket_expired, ticket_key_refused, Driver, Flow};
@@ -54,6 +54,9 @@ impl Driver {
             policy.grace = policy.grace.min(announced);
         }
         let mut token_refused = false;
+        // A host that refused a Hello carrying resume_from as a protocol error speaks no version
+        // 4 (a fleet part way through an upgrade): resume without it.
+        let mut resume_from_refused = false;
         let mut ticket_stale = false;
         let mut last_err = String::from("no attempt made");
         // A refused token is not a failed attempt: the host answered, and the fresh join it calls
@@ -96,6 +99,11 @@ impl Driver {
                     }
                 }
             }
+            let resume_from = if use_token && !resume_from_refused {
+                self.resume_from()
+            } else {
+                None
+            };
             let hello = Hello {
                 versions: self.opts.versions.clone(),
                 ticket: self.ticket.clone(),
@@ -105,6 +113,7 @@ impl Driver {
                     Vec::new()
                 },
                 content_version: self.opts.content_version.clone(),
+                resume_from,
             };
             match socket::open(
                 &self.url,
@@ -115,7 +124,17 @@ impl Driver {
             .await
             {
                 Ok((ws, welcome)) => {
-                    return self.install(ws, welcome, use_token, out_rx).await;
+                    return self
+                        .install(ws, welcome, use_token, resume_from.is_some(), out_rx)
+                        .await;
+                }
+                Err(ClientError::Kicked(k))
+                    if k.code == KickCode::PROTOCOL_ERROR && resume_from.is_some() =>
+                {
+                    last_err = format!("kicked: {} ({})", k.code, k.reason);
+                    resume_from_refused = true;
+                    budget = budget.saturating_add(1);
+                    at_once = true;
                 }
                 Err(ClientError::Kicked(k)) => {
                     last_err = format!("kicked: {} ({})", k.code, k.reason);
@@ -146,11 +165,25 @@ impl Driver {
         )))
     }
 
+    /// What a resuming Hello says the mirror holds (PROTOCOL.md §4.1.1): only when the session's
+    /// Welcome negotiated version 4 (a host that never spoke it would refuse the field) and the
+    /// mirror is sound (a Delta applied, and no Resync waiting for its BASELINE).
+    fn resume_from(&self) -> Option<ResumeFrom> {
+        if self.welcome.version < RESUME_FROM_VERSION
+            || !self.opts.versions.contains(&RESUME_FROM_VERSION)
+            || self.awaiting_baseline
+        {
+            return None;
+        }
+        self.mirror.resume_from()
+    }
+
     async fn install(
         &mut self,
         ws: Ws,
         welcome: Welcome,
         used_token: bool,
+        sent_resume_from: bool,
         out_rx: &mut mpsc::Receiver<Outgoing>,
     ) -> Result<(), CloseReason> {
         let resumed = used_token && welcome.player_id == self.welcome.player_id;
@@ -190,7 +223,12 @@ impl Driver {
             clock.on_welcome(welcome.tick, self.shared.now_us());
         }
         self.ws = Some(ws);
-        self.mirror = Mirror::new();
+        // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an
+        // ordinary Delta continues from it. Anything else starts from nothing.
+        if !(resumed && sent_resume_from && welcome.version >= RESUME_FROM_VERSION) {
+            self.mirror = Mirror::new();
+        }
+        self.awaiting_baseline = false;
         self.welcome = welcome.clone();
         tracing::debug!(zone = %welcome.zone_id, player = welcome.player_id, resumed, "reconnected");
         match self.emit(Event::Welcome { welcome, resumed }).await {

@@ -18,7 +18,7 @@
  * socket and a manual clock.
  */
 import { ServerClock } from "./clock.js";
-import { decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
+import { decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
 import { Mirror } from "./mirror.js";
 import { backoffMs, defaultReconnectPolicy } from "./reconnect.js";
 import { systemScheduler } from "./scheduler.js";
@@ -127,6 +127,11 @@ export class ZoneConnection {
     token = new Uint8Array(0);
     playerId = null;
     mode = "fresh";
+    /**
+     * A host refused this session's Hello with resume_from as a protocol error (a fleet part way
+     * through an upgrade, §4.1.1): resume without it until a Welcome lands.
+     */
+    resumeFromRefused = false;
     attempts = 0;
     disconnectedAt = null;
     /**
@@ -343,6 +348,7 @@ export class ZoneConnection {
             ticket,
             reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
             contentVersion: this.opts.contentVersion ?? "",
+            resumeFrom: this.mode === "resume" ? this.resumeFrom() : null,
         };
         this.hops = 0;
         this.lastKick = null;
@@ -538,6 +544,20 @@ export class ZoneConnection {
     get syncStats() {
         return { ...this.syncCounters };
     }
+    /**
+     * What a resuming Hello says the mirror holds (§4.1.1): only when the session's Welcome
+     * negotiated version 4 (a host that never spoke it would refuse the field) and the mirror is
+     * sound (a Delta applied, no Resync waiting for its BASELINE).
+     */
+    resumeFrom() {
+        if (this.resumeFromRefused ||
+            this.awaitingBaseline ||
+            (this.welcomeMsg?.version ?? 0) < RESUME_FROM_VERSION ||
+            !this.versions.includes(RESUME_FROM_VERSION)) {
+            return null;
+        }
+        return this.mirrorState?.resumeFrom() ?? null;
+    }
     onWelcome(w, now) {
         if (!this.versions.includes(w.version)) {
             throw new DecodeError("invalid", `host picked version ${w.version}, which was not offered`);
@@ -552,8 +572,13 @@ export class ZoneConnection {
         this.welcomeMsg = w;
         this.playerId = w.playerId;
         this.token = w.reconnectToken;
-        this.mirrorState = new Mirror(w.schema);
+        // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an ordinary
+        // Delta continues from it. Anything else starts from nothing.
+        const keep = resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.mirrorState !== null;
+        if (!keep)
+            this.mirrorState = new Mirror(w.schema);
         this.awaitingBaseline = false;
+        this.resumeFromRefused = false;
         this.clock.reset(w.tickHz, w.tick, now);
         this.lastDeltaTick = w.tick;
         this.attempts = 0;
@@ -602,6 +627,11 @@ export class ZoneConnection {
         let decision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
         if (kickCode === KickCode.VERSION_MISMATCH)
             decision = "stop";
+        // A host that speaks no version 4 reads resume_from as trailing bytes: try again without it.
+        if (!wasOpen && kickCode === KickCode.PROTOCOL_ERROR && this.hello?.resumeFrom != null && !this.resumeFromRefused) {
+            this.resumeFromRefused = true;
+            decision = "retry";
+        }
         if (decision === "fresh")
             this.forceFresh = true;
         if (decision === "renew")

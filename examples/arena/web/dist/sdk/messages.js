@@ -37,10 +37,13 @@ export const LIMITS = {
     redirects: 3,
 };
 /**
- * The protocol versions this SDK implements, and offers by default: version 3 (Redirect, and the
- * Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
+ * The protocol versions this SDK implements, and offers by default: version 4 (a resuming Hello's
+ * `resumeFrom`, §4.1.1), which has version 3's bytes otherwise (Redirect, and the Kick codes
+ * ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS = [3];
+export const SUPPORTED_VERSIONS = [4];
+/** The version that added {@link ResumeFrom} to Hello (§4.1.1). */
+export const RESUME_FROM_VERSION = 4;
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
     BAD_TICKET: 1,
@@ -124,6 +127,15 @@ export function peekTag(bytes) {
         throw new DecodeError("truncated", "empty message");
     return t;
 }
+/** A `resumeFrom` needs a reconnect token to resume and version 4 offered (§4.1.1). */
+function checkResumeFrom(m, err) {
+    if (m.resumeFrom == null)
+        return;
+    if (m.reconnectToken.length === 0)
+        throw err("Hello has resume_from without a reconnect token");
+    if (!m.versions.includes(RESUME_FROM_VERSION))
+        throw err("Hello has resume_from without offering version 4");
+}
 function checkVersions(versions, err) {
     if (versions.length < 1 || versions.length > LIMITS.versions)
         throw err("versions count not in 1..=8");
@@ -142,6 +154,12 @@ export function encodeClientMessage(m) {
             w.str(m.ticket, LIMITS.ticket, "ticket");
             w.bytesField(m.reconnectToken, LIMITS.reconnectToken, "reconnect token");
             w.str(m.contentVersion, LIMITS.contentVersion, "content version");
+            checkResumeFrom(m, (s) => new EncodeError("invalid", s));
+            if (m.resumeFrom != null) {
+                const h = m.resumeFrom.hash >>> 0;
+                w.u8(1).varint(m.resumeFrom.tick).varintU32(m.resumeFrom.count);
+                w.u8(h & 0xff).u8((h >>> 8) & 0xff).u8((h >>> 16) & 0xff).u8(h >>> 24);
+            }
             break;
         case "input":
             if (m.seq === 0)
@@ -182,7 +200,20 @@ export function decodeClientMessage(bytes) {
             const ticket = r.str(LIMITS.ticket, "ticket");
             const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
             const contentVersion = r.str(LIMITS.contentVersion, "content version");
-            m = { type: "hello", versions, ticket, reconnectToken, contentVersion };
+            // Absent unless bytes follow the content version (§4.1.1).
+            let resumeFrom = null;
+            if (r.remaining() > 0) {
+                if (r.u8() !== 1)
+                    throw new DecodeError("invalid", "Hello resume_from marker is not 1");
+                const tick = r.varintU64();
+                const count = r.varintU32();
+                const b = r.raw(4);
+                const hash = ((b[0] ?? 0) | ((b[1] ?? 0) << 8) | ((b[2] ?? 0) << 16) | ((b[3] ?? 0) << 24)) >>> 0;
+                resumeFrom = { tick, count, hash };
+            }
+            const hello = { type: "hello", versions, ticket, reconnectToken, contentVersion, resumeFrom };
+            checkResumeFrom(hello, (s) => new DecodeError("invalid", s));
+            m = hello;
             break;
         }
         case Tag.Input: {

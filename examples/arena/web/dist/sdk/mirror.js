@@ -63,6 +63,15 @@ export class Mirror {
     matches(check) {
         return this.ids.length === check.count && knownSetHash(this.ids) === check.hash;
     }
+    /**
+     * What a resuming Hello says this known set holds (§4.1.1): the tick of the last applied Delta
+     * and the count and hash a KnownSetCheck would state; null before any Delta was applied.
+     */
+    resumeFrom() {
+        if (this.lastTick === 0)
+            return null;
+        return { tick: this.lastTick, count: this.ids.length, hash: knownSetHash(this.ids) };
+    }
     /** Forgets every entity. */
     clear() {
         this.ids = [];
