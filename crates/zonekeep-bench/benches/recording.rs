@@ -5,7 +5,8 @@
 //! Two identical hosts of the `arena-workload` zone (the kind `zonekeep serve` registers) on one
 //! manual clock, one of them recorded from its creation, are stepped in lockstep as a host's
 //! simulation thread steps a zone: the tick's inputs offered (`handle_input`), `advance`,
-//! `drain_frames` (every byte of every frame read, as the outboxes would), `drain_facts` and
+//! `drain_frames` (every frame copied out, as the thread copies it into its connection's
+//! outbox), `drain_facts` and
 //! `take_recorded` (the bytes a writer thread would get). Each step of each host is timed alone;
 //! which host goes first alternates every tick, so neither is favoured by the cache or by load
 //! from other processes. Bots send as §3 says: 10 inputs a second each, bot `b`'s first
@@ -96,11 +97,15 @@ impl Arena {
         }
         let report = self.host.advance(now);
         assert_eq!(report.ticks_run, 1, "one tick per step");
+        // Each frame is copied out as the simulation thread copies it into its connection's
+        // outbox (`Bytes::copy_from_slice`); the outboxes themselves are not modelled.
         let mut read = 0;
+        let mut outboxes = Vec::with_capacity(self.players.len());
         for f in self.host.drain_frames().unwrap() {
             read += f.bytes.len();
-            black_box(f.bytes);
+            outboxes.push(bytes::Bytes::copy_from_slice(f.bytes));
         }
+        black_box(outboxes);
         black_box(self.host.drain_facts());
         (read, self.host.take_recorded())
     }

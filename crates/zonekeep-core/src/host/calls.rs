@@ -236,7 +236,9 @@ impl ZoneHost {
             r.record_input((id, seq, view_tick, payload));
         }
         let outcome = self.classify_and_buffer(id, seq, view_tick, payload);
-        if self.recording() {
+        // An accepted input (nearly every one) records no outcome: the replay records its own
+        // the same way, so one that is not accepted there still shows as a difference.
+        if self.recording() && !matches!(outcome, InputOutcome::Accepted) {
             self.tap_effect(Record::Outcome(match &outcome {
                 InputOutcome::Accepted => Outcome::Ok,
                 InputOutcome::AcceptedDroppedOldest => Outcome::DroppedOldest,

@@ -49,7 +49,7 @@
 //! | `0d` | round trip | `varint player`, `varint` nanoseconds |
 //! | `0e` | rejoin from a resume point | `varint player`, `varint tick`, `varint count`, `u32 hash` (LE) |
 //! | `40` | clock reading | time |
-//! | `41` | outcome | `u8 code` (+ `varint` id or refusal code); a rejoin from a resume point answers 14 (continues with a Delta) or 15 (a BASELINE) |
+//! | `41` | outcome | `u8 code` (+ `varint` id or refusal code); a rejoin from a resume point answers 14 (continues with a Delta) or 15 (a BASELINE); an accepted input has none |
 //! | `42` | tick | `u64` state hash (LE) |
 //! | `43` | frames | `varint count`, `varint bytes`, `u64` hash (headers and lengths of all, bytes of one participant's frames in 16 by turns) |
 //! | `44` | facts | `varint count`, `u64` hash |

@@ -60,6 +60,28 @@ pub struct World {
     layout: u64,
 }
 
+/// An entity's field values folded into one word without a multiply (each value shifted by its
+/// place, so a value that differs always shows); the entity's multiply mixes it in.
+fn fields_word(values: &[FieldValue]) -> u64 {
+    let mut fields = values.len() as u64;
+    for value in values {
+        let word = match value {
+            FieldValue::Q(q) => u64::from(*q),
+            FieldValue::U(u) => 1 << 32 | u64::from(*u),
+            FieldValue::I(i) => 2 << 32 | u64::from(*i as u32),
+            FieldValue::Bool(b) => 3 << 32 | u64::from(*b),
+            FieldValue::Str(s) => {
+                let mut t = WordHasher::new(4);
+                t.bytes(s.as_bytes());
+                t.finish()
+            }
+            FieldValue::F32(f) => 5 << 32 | u64::from(f.to_bits()),
+        };
+        fields = fields.rotate_left(19) ^ word;
+    }
+    fields
+}
+
 /// A read-only view of one entity, as yielded by [`World::iter`].
 #[derive(Debug, Clone, Copy)]
 pub struct EntityRef<'a> {
@@ -335,8 +357,9 @@ impl World {
     /// runs after every tick of a recorded zone, over every entity): seeded with `pos_step` bits,
     /// for every live entity its id, kind and global flag, its quantized x and y, and each field
     /// value as a type tag and its content (codes and integers as u32/i32, bools, `f32` bits,
-    /// strings as their bytes and length), then the count of entities. True (unquantized) positions are excluded: a move smaller than the
-    /// quantum changes nothing any client can see, so it does not change the hash.
+    /// strings as their bytes and length), then the count of entities. True (unquantized)
+    /// positions are excluded: a move smaller than the quantum changes nothing any client can
+    /// see, so it does not change the hash.
     pub fn hash(&self) -> u64 {
         let seed = u64::from(self.pos_step.to_bits());
         // Each entity is hashed on its own (no entity waits on the previous one's multiply), over
@@ -357,28 +380,8 @@ impl World {
             let global = u64::from(flags & GLOBAL != 0);
             let head = u64::from(id) | u64::from(kind) << 32 | global << 63;
             let pos = u64::from(qx as u32) | u64::from(qy as u32) << 32;
-            let mut h = crate::hash::mum(head ^ seed, pos ^ !seed);
-            if !values.is_empty() {
-                // The field values folded without a multiply (each shifted by its place, so a
-                // value that differs always shows), then one multiply mixes them in.
-                let mut fields = values.len() as u64;
-                for value in values.iter() {
-                    let word = match value {
-                        FieldValue::Q(q) => u64::from(*q),
-                        FieldValue::U(u) => 1 << 32 | u64::from(*u),
-                        FieldValue::I(i) => 2 << 32 | u64::from(*i as u32),
-                        FieldValue::Bool(b) => 3 << 32 | u64::from(*b),
-                        FieldValue::Str(s) => {
-                            let mut t = WordHasher::new(4);
-                            t.bytes(s.as_bytes());
-                            t.finish()
-                        }
-                        FieldValue::F32(f) => 5 << 32 | u64::from(f.to_bits()),
-                    };
-                    fields = fields.rotate_left(19) ^ word;
-                }
-                h = crate::hash::mum(h ^ fields, !h);
-            }
+            let fields = fields_word(values);
+            let h = crate::hash::mum(head ^ seed ^ fields.rotate_left(41), pos ^ !seed);
             acc = acc.rotate_left(23) ^ h;
             count += 1;
         }
