@@ -7,7 +7,7 @@
 //! `POST /admin/zones {"id":"arena-demo","kind":"arena","record":{"max_bytes":1000000}}`,
 //! `zonekeep bench --url ws://HOST --zone arena-demo --bots 6 --rate 10 --duration 12s
 //! --input-format bytes --input '["$int:0:255"]'`, `POST /admin/zones/arena-demo/recording/stop`
-//! and `GET /admin/zones/arena-demo/recording/file` (511 ticks, 37 kB).
+//! and `GET /admin/zones/arena-demo/recording/file` (511 ticks, 34 kB).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
