@@ -505,6 +505,26 @@ async fn reopen_keeps_data_and_migrates_once(db: &Db) {
     assert_eq!(again.facts.count().await.unwrap(), 1);
 }
 
+/// Hosts sharing one SQLite file start together (a fleet of processes on one machine): every one of
+/// them opens the fresh file, even when their switches to WAL collide. Many rounds, because the
+/// collision needs two connections to meet inside the switch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_stores_opening_a_new_file_at_once_all_open() {
+    for round in 0..40 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zonekeep.db");
+        let mut opening = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let path = path.clone();
+            opening.spawn(async move { zonekeep_store::SqliteStore::open(path).await });
+        }
+        while let Some(opened) = opening.join_next().await {
+            let opened = opened.unwrap();
+            assert!(opened.is_ok(), "round {round}: {:?}", opened.err());
+        }
+    }
+}
+
 /// Runs a contract function in its own task and cleans the database up even when it panics (so a
 /// failing PostgreSQL test does not leave its schema behind), then re-raises the panic.
 async fn run_and_clean_up<F, Fut>(db: Db, body: F)

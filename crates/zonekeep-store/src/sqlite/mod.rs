@@ -15,7 +15,7 @@ mod saves;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::Connection;
@@ -125,10 +125,7 @@ impl SqliteStore {
 fn open_connection(path: &Path, options: SqliteOptions) -> Result<Connection> {
     let mut conn = Connection::open(path).map_err(sql_err)?;
     conn.busy_timeout(options.busy_timeout).map_err(sql_err)?;
-    // journal_mode answers with the mode in force; an in-memory database stays "memory".
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        .map_err(sql_err)?;
+    let mode = switch_to_wal(&conn, options.busy_timeout)?;
     if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
         return Err(StoreError::Backend(format!(
             "sqlite refused WAL journal mode (got {mode})"
@@ -138,6 +135,36 @@ fn open_connection(path: &Path, options: SqliteOptions) -> Result<Connection> {
         .map_err(sql_err)?;
     migrations::migrate(&mut conn)?;
     Ok(conn)
+}
+
+/// Switches the file to WAL and answers the journal mode in force (an in-memory database stays
+/// "memory").
+///
+/// Two connections converting a fresh file at once each hold a shared lock and want the exclusive
+/// one; SQLite breaks that deadlock by answering `SQLITE_BUSY` to one of them at once, without
+/// consulting the busy handler. So the switch is retried here, within the same busy timeout, and
+/// once the other connection has finished, this one finds the file already in WAL.
+fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> Result<String> {
+    let deadline = Instant::now() + busy_timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+            Ok(mode) => return Ok(mode),
+            Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(e) => return Err(sql_err(e)),
+        }
+    }
+}
+
+/// Whether SQLite refused for a lock another connection holds.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Maps a rusqlite error into the store's error. Conversion failures mean a row holds something the
