@@ -1,6 +1,8 @@
 //! The zone's random number generator and its stable seed derivation.
 
 use rand_core::SeedableRng;
+use zonekeep_protocol::error::DecodeError;
+use zonekeep_protocol::wire::Reader;
 
 /// The one RNG a zone may use: xoshiro256** (fast, 256-bit state, stable
 /// output across versions of `rand_xoshiro` 0.7).
@@ -50,10 +52,100 @@ pub fn zone_rng(world_seed: u64, zone_id: &str) -> ZoneRng {
     ZoneRng::from_seed(seed)
 }
 
+/// The generator's four state words, read through its serde form (`{"s": [w0, w1, w2, w3]}`):
+/// `rand_xoshiro` has no getter for them.
+fn state_words(rng: &ZoneRng) -> Option<[u64; 4]> {
+    let value = serde_json::to_value(rng).ok()?;
+    let words = value.get("s")?.as_array()?;
+    let mut state = [0u64; 4];
+    if words.len() != state.len() {
+        return None;
+    }
+    for (slot, word) in state.iter_mut().zip(words) {
+        *slot = word.as_u64()?;
+    }
+    Some(state)
+}
+
+/// Appends the RNG's part of a zone image: its four state words, each `u64` little-endian, so a
+/// restored RNG continues the stream exactly. Were the words ever unreadable (a `rand_xoshiro`
+/// that changed its serde form), the all-zero state is written, which [`get_rng`] refuses:
+/// the image fails to load instead of continuing a different stream.
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the zone image reads and writes it")
+)]
+pub(crate) fn put_rng(rng: &ZoneRng, out: &mut Vec<u8>) {
+    for word in state_words(rng).unwrap_or_default() {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+}
+
+/// Reads what [`put_rng`] wrote. The all-zero state is refused: xoshiro never reaches it and
+/// never leaves it (it would draw only zeros).
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the zone image reads and writes it")
+)]
+pub(crate) fn get_rng(r: &mut Reader<'_>) -> Result<ZoneRng, DecodeError> {
+    let bytes = r.take(32)?;
+    let mut seed = [0u8; 32];
+    seed.copy_from_slice(bytes);
+    if seed == [0; 32] {
+        return Err(DecodeError::Invalid("the all-zero xoshiro state"));
+    }
+    // `from_seed` reads the four words back little-endian as the state itself (see `zone_rng`).
+    Ok(ZoneRng::from_seed(seed))
+}
+
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use rand_core::RngCore;
+
+    #[test]
+    fn image_continues_the_stream() {
+        let mut rng = zone_rng(42, "arena-1");
+        // A fresh RNG's image is its seed: the state words in order, little-endian.
+        let mut fresh = Vec::new();
+        put_rng(&rng, &mut fresh);
+        let mut state = 42 ^ fnv1a64(b"arena-1");
+        let seed: Vec<u8> = (0..4)
+            .flat_map(|_| splitmix64(&mut state).to_le_bytes())
+            .collect();
+        assert_eq!(fresh, seed);
+
+        for _ in 0..37 {
+            rng.next_u64();
+        }
+        rng.next_u32();
+        let mut out = vec![0xee];
+        put_rng(&rng, &mut out);
+        assert_eq!(out.len(), 33);
+        let mut r = Reader::new(&out[1..]);
+        let mut copy = get_rng(&mut r).unwrap();
+        r.finish().unwrap();
+        assert_eq!(copy, rng);
+        let a: Vec<u64> = (0..100).map(|_| rng.next_u64()).collect();
+        let b: Vec<u64> = (0..100).map(|_| copy.next_u64()).collect();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn damaged_rng_images_are_refused() {
+        assert_eq!(
+            get_rng(&mut Reader::new(&[0; 32])).err(),
+            Some(DecodeError::Invalid("the all-zero xoshiro state"))
+        );
+        assert_eq!(
+            get_rng(&mut Reader::new(&[1; 31])).err(),
+            Some(DecodeError::Truncated)
+        );
+        let mut one = [0u8; 32];
+        one[31] = 1;
+        assert!(get_rng(&mut Reader::new(&one)).is_ok());
+    }
 
     #[test]
     fn fnv_matches_reference_vectors() {

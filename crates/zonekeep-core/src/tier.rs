@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use zonekeep_protocol::error::DecodeError;
+use zonekeep_protocol::wire::{put_varint, Reader};
+
 /// A zone's activity tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tier {
@@ -88,10 +91,64 @@ impl TierState {
         self.tier = to;
         Some((from, to))
     }
+
+    /// Appends the tier's part of a zone image: `u8 tier` (0 Hot, 1 Idle, 2 Dormant), then
+    /// `u8 0` if the zone is occupied or `u8 1` and `varint` nanoseconds since the clock's zero
+    /// it has been empty since. A time past `u64` nanoseconds (584 years) is written as the
+    /// largest, as a recording's config does.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the zone image reads and writes it")
+    )]
+    pub(crate) fn put_image(&self, out: &mut Vec<u8>) {
+        out.push(match self.tier {
+            Tier::Hot => 0,
+            Tier::Idle => 1,
+            Tier::Dormant => 2,
+        });
+        match self.empty_since {
+            None => out.push(0),
+            Some(since) => {
+                out.push(1);
+                put_varint(out, u64::try_from(since.as_nanos()).unwrap_or(u64::MAX));
+            }
+        }
+    }
+
+    /// Reads what [`TierState::put_image`] wrote. An Idle or Dormant zone that is not empty is
+    /// refused: only an empty zone leaves Hot, and a zone becoming occupied returns to it.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the zone image reads and writes it")
+    )]
+    pub(crate) fn get_image(r: &mut Reader<'_>) -> Result<TierState, DecodeError> {
+        let tier = match r.u8()? {
+            0 => Tier::Hot,
+            1 => Tier::Idle,
+            2 => Tier::Dormant,
+            _ => return Err(DecodeError::Invalid("unknown tier")),
+        };
+        let empty_since = match r.u8()? {
+            0 => None,
+            1 => Some(Duration::from_nanos(r.varint_u64()?)),
+            _ => {
+                return Err(DecodeError::Invalid(
+                    "tier emptiness flag other than 0 or 1",
+                ))
+            }
+        };
+        if tier != Tier::Hot && empty_since.is_none() {
+            return Err(DecodeError::Invalid(
+                "an idle or dormant zone that is occupied",
+            ));
+        }
+        Ok(TierState { tier, empty_since })
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     const S: fn(u64) -> Duration = Duration::from_secs;
@@ -115,6 +172,47 @@ mod tests {
         assert_eq!(
             all_steps(&mut t, S(100)),
             vec![(Tier::Hot, Tier::Idle), (Tier::Idle, Tier::Dormant)]
+        );
+    }
+
+    fn image(t: &TierState) -> Vec<u8> {
+        let mut out = Vec::new();
+        t.put_image(&mut out);
+        out
+    }
+
+    fn read(bytes: &[u8]) -> Result<TierState, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let t = TierState::get_image(&mut r)?;
+        r.finish()?;
+        Ok(t)
+    }
+
+    #[test]
+    fn image_round_trip() {
+        let mut idle = TierState::new(Duration::new(3, 123_456_789));
+        all_steps(&mut idle, S(20));
+        let mut occupied = TierState::new(S(0));
+        occupied.occupied();
+        for t in [TierState::new(S(0)), idle, occupied] {
+            let bytes = image(&t);
+            let mut copy = read(&bytes).unwrap();
+            assert_eq!((copy.tier, copy.empty_since), (t.tier, t.empty_since));
+            assert_eq!(image(&copy), bytes);
+            for len in 0..bytes.len() {
+                assert!(read(&bytes[..len]).is_err());
+            }
+            // And what follows is the same.
+            let mut t = t;
+            assert_eq!(all_steps(&mut copy, S(100)), all_steps(&mut t, S(100)));
+        }
+        assert!(read(&[3, 0]).is_err());
+        assert!(read(&[0, 2]).is_err());
+        assert_eq!(
+            read(&[1, 0]).err(),
+            Some(DecodeError::Invalid(
+                "an idle or dormant zone that is occupied"
+            ))
         );
     }
 

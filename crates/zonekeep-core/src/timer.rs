@@ -6,7 +6,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use zonekeep_protocol::error::DecodeError;
+use zonekeep_protocol::wire::{put_varint, Reader};
+
 use crate::error::TimerError;
+
+/// The fewest bytes a timer takes in an image (due, id, tag, period flag): what bounds the count
+/// against the input before anything is reserved.
+const MIN_IMAGE_ENTRY: usize = 4;
 
 /// Identifies one scheduled timer; never reused within a host's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -142,6 +149,88 @@ impl Timers {
         }
         Some((TimerId(id), entry.tag))
     }
+
+    /// Appends the timers' part of a zone image: `varint Q` and the `Q` scheduled timers in
+    /// firing order, each `varint due`, `varint id`, `varint tag` and its period (`u8 0` for a
+    /// one-shot timer, `u8 1` and `varint period` for a repeating one); then `varint next_id`,
+    /// `varint current`, `varint capacity` and `varint refused`. `due_of` is not written: it is
+    /// the queue's keys the other way round.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the zone image reads and writes it")
+    )]
+    pub(crate) fn put_image(&self, out: &mut Vec<u8>) {
+        put_varint(out, self.queue.len() as u64);
+        for (&(due, id), entry) in &self.queue {
+            put_varint(out, due);
+            put_varint(out, id);
+            put_varint(out, entry.tag);
+            match entry.period {
+                None => out.push(0),
+                Some(period) => {
+                    out.push(1);
+                    put_varint(out, period);
+                }
+            }
+        }
+        put_varint(out, self.next_id);
+        put_varint(out, self.current);
+        put_varint(out, self.capacity as u64);
+        put_varint(out, self.refused);
+    }
+
+    /// Reads what [`Timers::put_image`] wrote. Refused: timers out of firing order, an id seen
+    /// twice or not below `next_id` (ids are issued from 1, so `next_id` is never 0), and a
+    /// repeating timer with period 0 (it would fire forever within one tick).
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the zone image reads and writes it")
+    )]
+    pub(crate) fn get_image(r: &mut Reader<'_>) -> Result<Timers, DecodeError> {
+        let n = r.count("timers", r.remaining() / MIN_IMAGE_ENTRY)?;
+        let mut queue = BTreeMap::new();
+        let mut due_of = HashMap::with_capacity(n);
+        let mut last: Option<(u64, u64)> = None;
+        for _ in 0..n {
+            let due = r.varint_u64()?;
+            let id = r.varint_u64()?;
+            let tag = r.varint_u64()?;
+            let period = match r.u8()? {
+                0 => None,
+                1 => match r.varint_u64()? {
+                    0 => return Err(DecodeError::Invalid("a repeating timer with period 0")),
+                    p => Some(p),
+                },
+                _ => return Err(DecodeError::Invalid("timer period flag other than 0 or 1")),
+            };
+            if last.is_some_and(|k| k >= (due, id)) {
+                return Err(DecodeError::Invalid("timers out of firing order"));
+            }
+            last = Some((due, id));
+            if due_of.insert(id, due).is_some() {
+                return Err(DecodeError::Invalid("a timer id scheduled twice"));
+            }
+            queue.insert((due, id), Entry { tag, period });
+        }
+        let next_id = r.varint_u64()?;
+        if next_id == 0 {
+            return Err(DecodeError::Invalid("timer ids start at 1"));
+        }
+        if due_of.keys().any(|&id| id >= next_id) {
+            return Err(DecodeError::Invalid("a timer id was never issued"));
+        }
+        let current = r.varint_u64()?;
+        let capacity = usize::try_from(r.varint_u64()?).map_err(|_| DecodeError::Overflow)?;
+        let refused = r.varint_u64()?;
+        Ok(Self {
+            queue,
+            due_of,
+            next_id,
+            current,
+            capacity,
+            refused,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -219,6 +308,122 @@ mod tests {
         t.after(1, 0).unwrap();
         assert_eq!(t.after(1, 0), Err(TimerError::Full { capacity: 1 }));
         assert_eq!(t.refused(), 1);
+    }
+
+    fn image(t: &Timers) -> Vec<u8> {
+        let mut out = Vec::new();
+        t.put_image(&mut out);
+        out
+    }
+
+    fn read(bytes: &[u8]) -> Result<Timers, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let t = Timers::get_image(&mut r)?;
+        r.finish()?;
+        Ok(t)
+    }
+
+    /// Schedules, cancels and fires the same way on any wheel; returns what fired, and where.
+    fn run(t: &mut Timers, from: u64) -> Vec<(u64, TimerId, u64)> {
+        let mut fired = Vec::new();
+        for tick in from..from + 40 {
+            for (id, tag) in fire_all(t, tick) {
+                fired.push((tick, id, tag));
+                if tag % 5 == 0 {
+                    t.cancel(id);
+                }
+            }
+            let _ = t.after(tick % 7 + 1, tick * 10);
+            if tick % 5 == 0 {
+                let _ = t.every(tick % 4 + 1, tick * 10 + 1);
+            }
+            if tick % 13 == 0 {
+                t.cancel(TimerId(tick / 2));
+            }
+        }
+        fired
+    }
+
+    #[test]
+    fn image_round_trip_fires_the_same() {
+        let mut t = Timers::new(9);
+        for i in 1..=8 {
+            t.after(i * 2, i).unwrap();
+        }
+        let every = t.every(3, 100).unwrap();
+        t.cancel(TimerId(2));
+        let first = run(&mut t, 1);
+        assert!(!first.is_empty());
+        assert!(t.refused() > 0, "the wheel filled up at least once");
+        let bytes = image(&t);
+        let mut copy = read(&bytes).unwrap();
+        assert_eq!(image(&copy), bytes);
+        assert_eq!(
+            (copy.len(), copy.refused(), copy.due_at(every)),
+            (t.len(), t.refused(), t.due_at(every))
+        );
+        for id in 0..t.next_id + 2 {
+            assert_eq!(copy.due_at(TimerId(id)), t.due_at(TimerId(id)));
+        }
+        let a = run(&mut t, 41);
+        let b = run(&mut copy, 41);
+        assert!(!a.is_empty());
+        assert_eq!(a, b);
+        assert_eq!(image(&t), image(&copy));
+    }
+
+    #[test]
+    fn damaged_timer_images_are_refused() {
+        let mut t = Timers::new(4);
+        t.after(2, 7).unwrap();
+        t.every(5, 8).unwrap();
+        let bytes = image(&t);
+        for len in 0..bytes.len() {
+            assert!(read(&bytes[..len]).is_err(), "cut at {len}");
+        }
+        let entry = |out: &mut Vec<u8>, due: u64, id: u64, period: Option<u64>| {
+            put_varint(out, due);
+            put_varint(out, id);
+            put_varint(out, 0);
+            match period {
+                None => out.push(0),
+                Some(p) => {
+                    out.push(1);
+                    put_varint(out, p);
+                }
+            }
+        };
+        let tail = |out: &mut Vec<u8>, next_id: u64| {
+            for v in [next_id, 0, 4, 0] {
+                put_varint(out, v);
+            }
+        };
+        // (what, entries as (due, id, period), next_id)
+        type Case<'a> = (&'a str, &'a [(u64, u64, Option<u64>)], u64);
+        let cases: [Case; 5] = [
+            ("id twice", &[(1, 1, None), (2, 1, None)], 5),
+            ("id never issued", &[(1, 5, None)], 5),
+            ("zero period", &[(1, 1, Some(0))], 5),
+            ("out of order", &[(2, 1, None), (1, 2, None)], 5),
+            ("next id 0", &[], 0),
+        ];
+        for (what, entries, next_id) in cases {
+            let mut out = Vec::new();
+            put_varint(&mut out, entries.len() as u64);
+            for &(due, id, period) in entries {
+                entry(&mut out, due, id, period);
+            }
+            tail(&mut out, next_id);
+            assert!(
+                matches!(read(&out), Err(DecodeError::Invalid(_))),
+                "{what} was accepted"
+            );
+        }
+        let mut ok = Vec::new();
+        put_varint(&mut ok, 1);
+        entry(&mut ok, 1, 4, Some(2));
+        tail(&mut ok, 5);
+        assert!(read(&ok).is_ok());
     }
 
     #[test]

@@ -10,6 +10,7 @@ const PAGE: usize = 1 << PAGE_BITS;
 const EMPTY: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct IdMap {
     pages: Vec<Option<Box<[u32]>>>,
     /// Live entries per page.
@@ -40,6 +41,46 @@ impl IdMap {
         }
         self.live[p] += 1;
         self.issued[p] += 1;
+    }
+
+    /// The map that inserting every id below `next_id` in order and removing all but `live` leaves
+    /// (a restored world): the same page table, the same live and issued counts, and a page
+    /// allocated exactly when that history would have left it allocated, so memory and page
+    /// retirement carry on as they would have. `live` must be ascending ids below `next_id`.
+    pub(crate) fn rebuild(live: impl Iterator<Item = (u32, usize)>, next_id: u32) -> Self {
+        let pages = (next_id as usize).div_ceil(PAGE);
+        let issued = (0..pages)
+            .map(|p| {
+                let first = p * PAGE;
+                // Every page but the last is full: ids are issued in order, without gaps.
+                (next_id as usize).saturating_sub(first).min(PAGE) as u32
+            })
+            .collect();
+        let mut map = IdMap {
+            pages: vec![None; pages],
+            live: vec![0; pages],
+            issued,
+        };
+        for (id, index) in live {
+            let p = (id >> PAGE_BITS) as usize;
+            let (Some(entry), Some(count)) = (map.pages.get_mut(p), map.live.get_mut(p)) else {
+                continue;
+            };
+            let page = entry.get_or_insert_with(|| vec![EMPTY; PAGE].into_boxed_slice());
+            if let Some(slot) = page.get_mut(id as usize & (PAGE - 1)) {
+                *slot = index as u32;
+                *count += 1;
+            }
+        }
+        // A page still receiving ids stays allocated even with no live id (it was allocated on
+        // its first insert and is retired only once full and empty); a full page without a live
+        // id was retired by its last removal.
+        for (entry, &issued) in map.pages.iter_mut().zip(&map.issued) {
+            if entry.is_none() && (issued as usize) < PAGE {
+                *entry = Some(vec![EMPTY; PAGE].into_boxed_slice());
+            }
+        }
+        map
     }
 
     /// Points a live id at a new index (after compaction).

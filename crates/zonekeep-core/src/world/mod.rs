@@ -14,6 +14,7 @@
 mod error;
 mod fields;
 mod idmap;
+mod image;
 
 pub use error::WorldError;
 
@@ -421,3 +422,5 @@ impl World {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_image;

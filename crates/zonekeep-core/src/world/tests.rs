@@ -4,7 +4,7 @@ use super::*;
 use zonekeep_protocol::quant::pos_decode;
 use zonekeep_protocol::schema::{FieldDef, FieldType};
 
-fn unit_kind() -> KindDef {
+pub(super) fn unit_kind() -> KindDef {
     KindDef {
         name: "unit".into(),
         fields: vec![
