@@ -283,10 +283,6 @@ impl FactBook {
     ///
     /// JSON text keeps every value exactly except possibly a float's last bit: serde_json reads
     /// floats back exactly only with its `float_roundtrip` feature.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn put_image(&self, out: &mut Vec<u8>) {
         put_text(out, &self.zone_id);
         for v in [
@@ -338,10 +334,6 @@ impl FactBook {
     /// strictly ascending or not below `next_order`, a key in flight twice, and a queued
     /// settlement whose key is not in flight or is queued twice (the book drops those on
     /// arrival, so it never holds one).
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn get_image(r: &mut Reader<'_>) -> Result<FactBook, DecodeError> {
         let zone_id = get_text(r)?;
         let boot_epoch = r.varint_u64()?;

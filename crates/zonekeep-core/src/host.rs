@@ -258,6 +258,20 @@ impl ZoneHost {
         tick: u64,
         make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Box<dyn ZoneSlot>, ZoneError>,
     ) -> Result<Self, ZoneError> {
+        Self::build_with(init, config, clock, boot_epoch, tick, |_| {}, make)
+    }
+
+    /// Like `build`, with `prepare` putting state into the host's core before the zone is made
+    /// (a zone image brings the world, RNG, timers, facts and roster back).
+    fn build_with(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        tick: u64,
+        prepare: impl FnOnce(&mut Core),
+        make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Box<dyn ZoneSlot>, ZoneError>,
+    ) -> Result<Self, ZoneError> {
         config.validate()?;
         let world = World::new(config.replication.pos_step)
             .map_err(|e| ZoneError::Config(crate::error::ConfigError::World(e.to_string())))?;
@@ -278,6 +292,7 @@ impl ZoneHost {
             world,
             views: ViewRequests::default(),
         };
+        prepare(&mut core);
         let zone = make(&init, &mut core.ctx(None))?;
         let rewind = zone
             .lag_compensation()
@@ -674,6 +689,7 @@ impl ZoneHost {
 
 mod calls;
 mod frames;
+mod image;
 #[cfg(test)]
 mod probe;
 mod record;

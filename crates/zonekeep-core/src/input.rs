@@ -87,10 +87,23 @@ pub(crate) enum SeqCheck {
     Stale,
 }
 
+/// One player's input queue as a zone image holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueueImage {
+    /// The newest sequence number seen.
+    pub(crate) highest: Option<u32>,
+    /// The newest handed to the zone.
+    pub(crate) last_processed: Option<u32>,
+    /// Queued inputs, oldest first, with the payloads the client sent.
+    pub(crate) queued: Vec<(InputMeta, Vec<u8>)>,
+}
+
 /// One player's bounded input queue.
 #[derive(Debug)]
 pub(crate) struct InputBuffer<I> {
-    queue: VecDeque<(InputMeta, I)>,
+    /// Each input with the payload the client sent (a zone image stores the queue as sent: the
+    /// sanitized input is the zone's own type, which the host cannot write).
+    queue: VecDeque<(InputMeta, I, Box<[u8]>)>,
     capacity: usize,
     highest: Option<u32>,
     last_processed: Option<u32>,
@@ -118,7 +131,7 @@ impl<I> InputBuffer<I> {
         match self.highest {
             Some(h) if seq == h => SeqCheck::Duplicate,
             Some(h) if seq < h => {
-                if self.queue.iter().any(|(m, _)| m.seq == seq) {
+                if self.queue.iter().any(|(m, ..)| m.seq == seq) {
                     SeqCheck::Duplicate
                 } else {
                     SeqCheck::Stale
@@ -130,14 +143,14 @@ impl<I> InputBuffer<I> {
 
     /// Buffer a fresh input (caller ran [`check`](Self::check)); returns
     /// whether the oldest input was dropped to make room.
-    pub(crate) fn push(&mut self, meta: InputMeta, input: I) -> bool {
+    pub(crate) fn push(&mut self, meta: InputMeta, input: I, raw: Box<[u8]>) -> bool {
         let overflowed = if self.queue.len() >= self.capacity {
             self.queue.pop_front().is_some()
         } else {
             false
         };
         self.highest = Some(meta.seq);
-        self.queue.push_back((meta, input));
+        self.queue.push_back((meta, input, raw));
         overflowed
     }
 
@@ -152,13 +165,13 @@ impl<I> InputBuffer<I> {
         let mut superseded = 0u64;
         match policy {
             InputPolicy::Next => {
-                if let Some((m, i)) = self.queue.pop_front() {
+                if let Some((m, i, _)) = self.queue.pop_front() {
                     self.last_processed = Some(m.seq);
                     out.push((player, m, i));
                 }
             }
             InputPolicy::Latest => {
-                if let Some((m, i)) = self.queue.pop_back() {
+                if let Some((m, i, _)) = self.queue.pop_back() {
                     superseded = self.queue.len() as u64;
                     self.queue.clear();
                     self.last_processed = Some(m.seq);
@@ -166,13 +179,34 @@ impl<I> InputBuffer<I> {
                 }
             }
             InputPolicy::Drain => {
-                for (m, i) in self.queue.drain(..) {
+                for (m, i, _) in self.queue.drain(..) {
                     self.last_processed = Some(m.seq);
                     out.push((player, m, i));
                 }
             }
         }
         superseded
+    }
+
+    /// The queue as an image stores it: each input's meta and payload, the newest sequence
+    /// number seen and the newest handed to the zone.
+    pub(crate) fn image(&self) -> QueueImage {
+        QueueImage {
+            highest: self.highest,
+            last_processed: self.last_processed,
+            queued: self
+                .queue
+                .iter()
+                .map(|(m, _, raw)| (*m, raw.to_vec()))
+                .collect(),
+        }
+    }
+
+    /// Puts back the sequence numbers of an image (its queued inputs are offered again by the
+    /// caller, through the zone's `sanitize`, and pushed).
+    pub(crate) fn set_seqs(&mut self, highest: Option<u32>, last_processed: Option<u32>) {
+        self.highest = highest;
+        self.last_processed = last_processed;
     }
 
     /// The newest sequence number handed to the zone (for the ack).
@@ -204,8 +238,8 @@ mod tests {
     fn duplicates_and_stale_are_classified() {
         let mut b = InputBuffer::new(4);
         assert_eq!(b.check(5), SeqCheck::Fresh);
-        b.push(meta(5), 5);
-        b.push(meta(7), 7);
+        b.push(meta(5), 5, Box::new([]));
+        b.push(meta(7), 7, Box::new([]));
         assert_eq!(b.check(7), SeqCheck::Duplicate);
         assert_eq!(b.check(5), SeqCheck::Duplicate); // still buffered
         assert_eq!(b.check(6), SeqCheck::Stale); // skipped over, never buffered
@@ -217,9 +251,9 @@ mod tests {
     #[test]
     fn overflow_drops_oldest() {
         let mut b = InputBuffer::new(2);
-        assert!(!b.push(meta(1), 1));
-        assert!(!b.push(meta(2), 2));
-        assert!(b.push(meta(3), 3));
+        assert!(!b.push(meta(1), 1, Box::new([])));
+        assert!(!b.push(meta(2), 2, Box::new([])));
+        assert!(b.push(meta(3), 3, Box::new([])));
         assert_eq!(b.len(), 2);
         assert_eq!(take(&mut b, InputPolicy::Drain), (vec![2, 3], 0));
     }
@@ -228,7 +262,7 @@ mod tests {
     fn policies() {
         let mut b = InputBuffer::new(8);
         for s in 1..=3 {
-            b.push(meta(s), s);
+            b.push(meta(s), s, Box::new([]));
         }
         assert_eq!(take(&mut b, InputPolicy::Next), (vec![1], 0));
         assert_eq!(b.last_processed(), Some(1));
@@ -237,7 +271,7 @@ mod tests {
         assert_eq!(take(&mut b, InputPolicy::Next), (vec![], 0));
         assert_eq!(b.last_processed(), Some(3));
         for s in 4..=6 {
-            b.push(meta(s), s);
+            b.push(meta(s), s, Box::new([]));
         }
         assert_eq!(take(&mut b, InputPolicy::Drain), (vec![4, 5, 6], 0));
         assert_eq!(b.last_processed(), Some(6));
@@ -259,7 +293,7 @@ mod tests {
                     0 | 1 => {
                         if b.check(seq) == SeqCheck::Fresh {
                             fresh += 1;
-                            dropped += u64::from(b.push(meta(seq), seq));
+                            dropped += u64::from(b.push(meta(seq), seq, Box::new([])));
                         }
                     }
                     2 => {

@@ -8,6 +8,7 @@ use crate::clock::Clock;
 use crate::config::ZoneConfig;
 use crate::error::ZoneError;
 use crate::host::ZoneHost;
+use crate::image::ImageError;
 use crate::snapshot::RestoreError;
 use crate::zone::{Zone, ZoneInit};
 
@@ -20,10 +21,15 @@ pub type ZoneFactory = fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64) -> Result<Z
 pub type RestoreFactory =
     fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64, &[u8]) -> Result<ZoneHost, RestoreError>;
 
+/// Builds a host of one zone kind from a zone image ([`ZoneHost::from_image`]).
+pub type ImageFactory =
+    fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, &[u8]) -> Result<ZoneHost, ImageError>;
+
 #[derive(Debug, Clone, Copy)]
 struct KindEntry {
     create: ZoneFactory,
     restore: Option<RestoreFactory>,
+    image: Option<ImageFactory>,
 }
 
 /// Maps zone kind names to factories.
@@ -45,6 +51,7 @@ impl ZoneKinds {
             KindEntry {
                 create: ZoneHost::with_boot_epoch::<Z>,
                 restore: Some(ZoneHost::restore::<Z>),
+                image: Some(ZoneHost::from_image::<Z>),
             },
         );
         self
@@ -58,6 +65,7 @@ impl ZoneKinds {
             KindEntry {
                 create: factory,
                 restore: None,
+                image: None,
             },
         );
         self
@@ -115,5 +123,23 @@ impl ZoneKinds {
             .restore
             .ok_or_else(|| ZoneError::NotRestorable(init.kind.clone()))?;
         restore(init, config, clock, boot_epoch, envelope)
+    }
+
+    /// Builds a zone of `init.kind` from a zone image (see [`ZoneHost::from_image`]).
+    pub fn from_image(
+        &self,
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        image: &[u8],
+    ) -> Result<ZoneHost, ImageError> {
+        let entry = self
+            .factories
+            .get(&init.kind)
+            .ok_or_else(|| ZoneError::UnknownKind(init.kind.clone()))?;
+        let from_image = entry
+            .image
+            .ok_or_else(|| ImageError::NoImage(init.kind.clone()))?;
+        from_image(init, config, clock, image)
     }
 }

@@ -146,6 +146,7 @@ pub mod error;
 pub mod fact;
 pub mod hash;
 pub mod host;
+pub mod image;
 pub mod input;
 pub mod interest;
 pub mod kinds;
@@ -169,8 +170,9 @@ pub use error::{ConfigError, JoinError, RejoinError, TimerError, UnknownPlayer, 
 pub use fact::{Fact, FactError, FactKey, FactOutcome, Settlement};
 pub use hash::StateHasher;
 pub use host::{Frame, Frames, ZoneHost};
+pub use image::ImageError;
 pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
-pub use kinds::{RestoreFactory, ZoneFactory, ZoneKinds};
+pub use kinds::{ImageFactory, RestoreFactory, ZoneFactory, ZoneKinds};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 pub use replicate::ResumeOutcome;
 pub use report::{AdvanceReport, InputCounters};

@@ -71,10 +71,6 @@ fn state_words(rng: &ZoneRng) -> Option<[u64; 4]> {
 /// restored RNG continues the stream exactly. Were the words ever unreadable (a `rand_xoshiro`
 /// that changed its serde form), the all-zero state is written, which [`get_rng`] refuses:
 /// the image fails to load instead of continuing a different stream.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the zone image reads and writes it")
-)]
 pub(crate) fn put_rng(rng: &ZoneRng, out: &mut Vec<u8>) {
     for word in state_words(rng).unwrap_or_default() {
         out.extend_from_slice(&word.to_le_bytes());
@@ -83,10 +79,6 @@ pub(crate) fn put_rng(rng: &ZoneRng, out: &mut Vec<u8>) {
 
 /// Reads what [`put_rng`] wrote. The all-zero state is refused: xoshiro never reaches it and
 /// never leaves it (it would draw only zeros).
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the zone image reads and writes it")
-)]
 pub(crate) fn get_rng(r: &mut Reader<'_>) -> Result<ZoneRng, DecodeError> {
     let bytes = r.take(32)?;
     let mut seed = [0u8; 32];

@@ -96,10 +96,6 @@ impl TierState {
     /// `u8 0` if the zone is occupied or `u8 1` and `varint` nanoseconds since the clock's zero
     /// it has been empty since. A time past `u64` nanoseconds (584 years) is written as the
     /// largest, as a recording's config does.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn put_image(&self, out: &mut Vec<u8>) {
         out.push(match self.tier {
             Tier::Hot => 0,
@@ -117,10 +113,6 @@ impl TierState {
 
     /// Reads what [`TierState::put_image`] wrote. An Idle or Dormant zone that is not empty is
     /// refused: only an empty zone leaves Hot, and a zone becoming occupied returns to it.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn get_image(r: &mut Reader<'_>) -> Result<TierState, DecodeError> {
         let tier = match r.u8()? {
             0 => Tier::Hot,

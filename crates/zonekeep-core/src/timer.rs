@@ -155,10 +155,6 @@ impl Timers {
     /// one-shot timer, `u8 1` and `varint period` for a repeating one); then `varint next_id`,
     /// `varint current`, `varint capacity` and `varint refused`. `due_of` is not written: it is
     /// the queue's keys the other way round.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn put_image(&self, out: &mut Vec<u8>) {
         put_varint(out, self.queue.len() as u64);
         for (&(due, id), entry) in &self.queue {
@@ -182,10 +178,6 @@ impl Timers {
     /// Reads what [`Timers::put_image`] wrote. Refused: timers out of firing order, an id seen
     /// twice or not below `next_id` (ids are issued from 1, so `next_id` is never 0), and a
     /// repeating timer with period 0 (it would fire forever within one tick).
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn get_image(r: &mut Reader<'_>) -> Result<Timers, DecodeError> {
         let n = r.count("timers", r.remaining() / MIN_IMAGE_ENTRY)?;
         let mut queue = BTreeMap::new();

@@ -128,10 +128,6 @@ impl ViewRequests {
     /// each `varint player`, then `control`, `radius` and `focus`, each `u8 0` for none or `u8 1`
     /// and `varint entity`, `f32 radius` or `f32 x, f32 y` (bit patterns); then `varint D` and
     /// the `D` dirty players in the order they changed.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn put_image(&self, out: &mut Vec<u8>) {
         put_varint(out, self.views.len() as u64);
         for (id, view) in &self.views {
@@ -168,10 +164,6 @@ impl ViewRequests {
     /// Reads what [`ViewRequests::put_image`] wrote. Refused: requests not in ascending player
     /// order, and a player dirty twice. A dirty player need not have a request: one removed
     /// after its change stays listed until the host takes the list.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn get_image(r: &mut Reader<'_>) -> Result<ViewRequests, DecodeError> {
         // A request takes at least its id and three flag bytes.
         let n = r.count("view requests", r.remaining() / 4)?;

@@ -215,6 +215,30 @@ pub trait Zone: Send + 'static {
         Err(ZoneError::NotRestorable(init.kind.clone()))
     }
 
+    /// The zone's whole in-memory state as bytes, for a recording started while the zone runs
+    /// (an *image*, not a save: it is read back only by this same build, by
+    /// [`from_image`](Zone::from_image), and must keep everything the zone's behaviour depends
+    /// on — entity ids, cooldowns, per-player state). `None` (the default) means the kind has no
+    /// image: a running zone is then recorded from its [`save`](Zone::save), which diverges
+    /// wherever the save leaves state out.
+    fn image(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Rebuild the zone from bytes produced by [`image`](Zone::image). Unlike
+    /// [`restore`](Zone::restore), everything the host owns is already back as it was when the
+    /// image was taken: the world with its entities and ids, the RNG's position, the timers, the
+    /// facts in flight and the participants (whose hooks are not called again). So this only
+    /// reads the bytes back; it must not spawn, schedule or draw from the RNG. The default
+    /// refuses with [`ZoneError::NotRestorable`].
+    fn from_image(init: &ZoneInit, ctx: &mut Ctx<'_>, bytes: &[u8]) -> Result<Self, ZoneError>
+    where
+        Self: Sized,
+    {
+        let _ = (ctx, bytes);
+        Err(ZoneError::NotRestorable(init.kind.clone()))
+    }
+
     /// A fact emitted with [`Ctx::emit_fact`] was settled by the sink
     /// (delivered at the start of the tick after the settlement arrived,
     /// before inputs). After a restore, a re-sent fact may be settled here

@@ -51,7 +51,8 @@ pub(crate) async fn status(State(shared): State<Arc<Shared>>, Path(id): Path<Str
     }
 }
 
-/// `POST /admin/zones/{id}/recording`: record a running zone from its snapshot.
+/// `POST /admin/zones/{id}/recording`: record a running zone from its image (or, for a kind
+/// without one, its snapshot).
 pub(crate) async fn start(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,

@@ -103,6 +103,18 @@ async fn play(addr: String, zone: String, principal: String, drop_after: Option<
     }
 }
 
+/// A host on its own SQLite store under `dir`, with the admin API on.
+async fn start_host(dir: &std::path::Path) -> Server {
+    let store = StoreSpec::Sqlite(dir.join("data"));
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    Server::start(
+        &store,
+        &["--admin-token", ADMIN_TOKEN],
+        &dir.join("host.log"),
+    )
+    .await
+}
+
 /// The `{"error": {"code", "message"}}` of an admin answer.
 fn error_of(v: &Value) -> (&str, &str) {
     (
@@ -170,14 +182,7 @@ fn input_of(bytes: &[u8], player: u32, seq: u32) -> (usize, u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_played_zone_recorded_through_the_admin_api_replays_to_a_match() {
     let dir = tempfile::tempdir().unwrap();
-    let store = StoreSpec::Sqlite(dir.path().join("data"));
-    std::fs::create_dir_all(dir.path().join("data")).unwrap();
-    let server = Server::start(
-        &store,
-        &["--admin-token", ADMIN_TOKEN],
-        &dir.path().join("host.log"),
-    )
-    .await;
+    let server = start_host(dir.path()).await;
     let zone = "rec-arena";
     let recording = format!("/admin/zones/{zone}/recording");
 
@@ -349,5 +354,93 @@ async fn a_played_zone_recorded_through_the_admin_api_replays_to_a_match() {
     assert!(
         out.contains(&format!("input from {resumed} seq {seq} view tick")),
         "the changed input is listed: {out}"
+    );
+}
+
+/// A zone already played in is recorded from then on: the recording starts from the zone's
+/// image (drones mid-flight, players who left still within their grace, the RNG where it was),
+/// and the replay matches every tick from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_zone_recorded_midway_replays_from_its_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_host(dir.path()).await;
+    let zone = "rec-midway";
+    let recording = format!("/admin/zones/{zone}/recording");
+    let (status, body) = server
+        .admin_request(
+            "POST",
+            "/admin/zones",
+            Some(&json!({"id": zone, "kind": "arena"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    // Before the recording: two players play and leave (they stay in the zone's roster, dropped,
+    // for their grace).
+    for i in 0..2 {
+        play(
+            server.addr.clone(),
+            zone.to_owned(),
+            format!("early-{i}"),
+            None,
+        )
+        .await;
+    }
+    let (status, body) = server
+        .admin_request("POST", &recording, Some(&json!({})))
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    // During it: two other players, one of whom loses its transport and resumes.
+    let players: Vec<_> = (0..2)
+        .map(|i| {
+            tokio::spawn(play(
+                server.addr.clone(),
+                zone.to_owned(),
+                format!("late-{i}"),
+                (i == 1).then_some(INPUTS / 2),
+            ))
+        })
+        .collect();
+    for p in players {
+        p.await.unwrap();
+    }
+    let (status, stopped) = server
+        .admin_request("POST", &format!("{recording}/stop"), None)
+        .await;
+    assert_eq!(status, 200, "{stopped}");
+    let ticks = stopped["ticks"].as_u64().unwrap();
+    let (status, file) = server
+        .admin_bytes("GET", &format!("{recording}/file"), None)
+        .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&file));
+
+    let (header, _) = RecordReader::open(&file).unwrap();
+    assert!(
+        matches!(header.origin, Origin::Image { .. }),
+        "{:?}",
+        header.start_tick
+    );
+    assert!(header.start_tick > 0);
+    let c = contents(&file);
+    assert_eq!(
+        c.joins, 2,
+        "only the late players join in the recording: {c:?}"
+    );
+
+    let path = dir.path().join("midway.zkrec");
+    std::fs::write(&path, &file).unwrap();
+    let (code, out, err) = replay(&path);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("MATCH: {ticks} ticks and ")),
+        "every tick matched: {out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "recorded from its image at tick {}",
+            header.start_tick
+        )),
+        "{out}"
     );
 }

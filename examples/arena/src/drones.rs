@@ -22,7 +22,7 @@ const PATROL_HALF: f32 = 14.0;
 const EDGE: f32 = 2.0;
 
 /// One drone's loop and where it is on it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DronePath {
     waypoints: Vec<(f32, f32)>,
     next: usize,

@@ -18,8 +18,10 @@ impl ZoneHost {
     ///
     /// A host that nothing has been called on since it was created is recorded from its
     /// creation (a replay creates the zone afresh); otherwise, between two `advance` calls, from
-    /// its [`snapshot`](ZoneHost::snapshot) and the participants connected now (a replay
-    /// restores, rejoins them and checks the state hash first).
+    /// its [`image`](ZoneHost::image) (a replay builds the zone from it and checks the state
+    /// hash first), or, for a kind that keeps no image, from its
+    /// [`snapshot`](ZoneHost::snapshot) and the participants connected now (a replay restores,
+    /// rejoins them and checks the state hash, which differs where the save leaves state out).
     pub fn start_recording(&mut self, limits: RecordLimits) -> Result<(), StartRecordingError> {
         if self.disposed {
             return Err(StartRecordingError::Disposed);
@@ -34,13 +36,22 @@ impl ZoneHost {
 
     /// The header a recording starting now begins with.
     fn recording_header(&self) -> Result<Header, StartRecordingError> {
-        let (start, origin) = if self.touched {
+        // A restored host's schedule starts at its clock reading with slot 1 next; this reading
+        // puts the next slot at the time this host's next slot is due.
+        let resumed_start = self.next_tick_due().saturating_sub(self.core.dt);
+        let image = if self.touched {
+            self.image().ok()
+        } else {
+            None
+        };
+        let (start, origin) = if let Some(image) = image {
+            let state_hash = self.state_hash().unwrap_or(0);
+            (resumed_start, Origin::Image { image, state_hash })
+        } else if self.touched {
             let envelope = self
                 .snapshot()
                 .ok_or_else(|| StartRecordingError::NotRestorable(self.init.kind.clone()))?;
-            // A restored host's schedule starts at its clock reading with slot 1 next; this
-            // reading puts the next slot at the time this host's next slot is due.
-            let start = self.next_tick_due().saturating_sub(self.core.dt);
+            let start = resumed_start;
             let connected = self
                 .core
                 .roster

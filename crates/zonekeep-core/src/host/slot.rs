@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use super::Core;
 use crate::ctx::Ctx;
 use crate::fact::Settlement;
-use crate::input::{InputBuffer, InputMeta, InputOutcome, InputPolicy, SeqCheck};
+use crate::input::{
+    InputBuffer, InputMeta, InputOutcome, InputPolicy, InputRefusal, QueueImage, SeqCheck,
+};
 use crate::player::{PlayerId, PlayerInfo, Role};
 use crate::replicate::SubscriberId;
 use crate::replicate::{BuildStats, FrameHead, FrameInput, ReplicateError, Replicator};
@@ -69,6 +71,20 @@ pub(super) trait ZoneSlot: Send {
     fn dispose(&mut self, ctx: &mut Ctx<'_>);
     /// `save`.
     fn save(&self) -> Option<Vec<u8>>;
+
+    /// The zone's [`Zone::image`].
+    fn image(&self) -> Option<Vec<u8>>;
+
+    /// Every player's input queue, with the payloads as sent.
+    fn queues_image(&self) -> Vec<(PlayerId, QueueImage)>;
+
+    /// Rebuilds a player's input queue from an image, sanitizing its payloads again.
+    fn restore_queue(
+        &mut self,
+        id: PlayerId,
+        image: QueueImage,
+        capacity: usize,
+    ) -> Result<(), InputRefusal>;
     /// The zone's own state hash.
     fn state_hash(&self) -> Option<u64>;
     /// Build every subscriber's Delta (acks from the input buffers, `can_see` from the zone).
@@ -147,7 +163,7 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
             Ok(input) => input,
             Err(refusal) => return InputOutcome::Refused(refusal),
         };
-        if buffer.push(meta, input) {
+        if buffer.push(meta, input, payload.into()) {
             InputOutcome::AcceptedDroppedOldest
         } else {
             InputOutcome::Accepted
@@ -216,6 +232,33 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
 
     fn save(&self) -> Option<Vec<u8>> {
         self.zone.save()
+    }
+
+    fn image(&self) -> Option<Vec<u8>> {
+        self.zone.image()
+    }
+
+    fn queues_image(&self) -> Vec<(PlayerId, QueueImage)> {
+        self.buffers
+            .iter()
+            .map(|(id, b)| (*id, b.image()))
+            .collect()
+    }
+
+    fn restore_queue(
+        &mut self,
+        id: PlayerId,
+        image: QueueImage,
+        capacity: usize,
+    ) -> Result<(), InputRefusal> {
+        let mut buffer = InputBuffer::new(capacity);
+        for (meta, payload) in image.queued {
+            let input = self.zone.sanitize(id, &payload)?;
+            buffer.push(meta, input, payload.into());
+        }
+        buffer.set_seqs(image.highest, image.last_processed);
+        self.buffers.insert(id, buffer);
+        Ok(())
     }
 
     fn state_hash(&self) -> Option<u64> {

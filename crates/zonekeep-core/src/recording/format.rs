@@ -14,8 +14,10 @@ use crate::zone::LeaveReason;
 
 /// A recording's first four bytes.
 pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
-/// The format version this build writes and reads.
-pub const RECORDING_VERSION: u16 = 2;
+/// The format version this build writes (it also reads [`OLDEST_READ_VERSION`] and later).
+pub const RECORDING_VERSION: u16 = 3;
+/// The oldest format version this build reads (version 3 only added an origin).
+pub const OLDEST_READ_VERSION: u16 = 2;
 /// Bytes before the header record: magic, version, flags.
 pub(crate) const PREAMBLE_LEN: usize = 8;
 /// Largest body a record other than the header may have (an input payload, a claims object, a
@@ -32,7 +34,7 @@ pub enum RecordingError {
     BadMagic,
     /// Written by another format version.
     #[error(
-        "unsupported recording version {found} (this build reads version {RECORDING_VERSION})"
+        "unsupported recording version {found} (this build reads versions {OLDEST_READ_VERSION} to {RECORDING_VERSION})"
     )]
     UnsupportedVersion {
         /// The version in the file.
@@ -60,8 +62,18 @@ pub enum RecordingError {
 pub enum Origin {
     /// Recorded from its creation: the replay creates the zone afresh.
     Created,
-    /// Recorded from a running (or just restored) zone: the replay restores this snapshot
-    /// envelope, rejoins the participants that were connected, and checks the state hash.
+    /// Recorded from a running zone whose kind keeps an image: the replay builds the zone from
+    /// this [`ZoneHost::image`](crate::ZoneHost::image) and checks the state hash. Since
+    /// version 3.
+    Image {
+        /// The image.
+        image: Vec<u8>,
+        /// The zone's state hash when the recording started.
+        state_hash: u64,
+    },
+    /// Recorded from a running (or just restored) zone of a kind without an image: the replay
+    /// restores this snapshot envelope, rejoins the participants that were connected, and
+    /// checks the state hash.
     Snapshot {
         /// The envelope of [`ZoneHost::snapshot`](crate::ZoneHost::snapshot).
         envelope: Vec<u8>,
@@ -601,6 +613,11 @@ pub(crate) fn encode_header(out: &mut Vec<u8>, header: &Header) {
     put_varint(&mut b, header.start_tick);
     match &header.origin {
         Origin::Created => b.push(0),
+        Origin::Image { image, state_hash } => {
+            b.push(2);
+            put_blob(&mut b, image);
+            b.extend_from_slice(&state_hash.to_le_bytes());
+        }
         Origin::Snapshot {
             envelope,
             state_hash,
@@ -807,7 +824,7 @@ impl<'a> RecordReader<'a> {
             .get(4..6)
             .map(|v| u16::from_le_bytes([v[0], v[1]]))
             .ok_or(truncated.clone())?;
-        if version != RECORDING_VERSION {
+        if !(OLDEST_READ_VERSION..=RECORDING_VERSION).contains(&version) {
             return Err(RecordingError::UnsupportedVersion { found: version });
         }
         let flags = bytes
@@ -906,6 +923,14 @@ fn decode_header(r: &mut Reader<'_>) -> Result<Header, String> {
                 state_hash,
                 connected,
             }
+        }
+        2 => {
+            let image = r
+                .bytes_named("image", MAX_HEADER_BODY)
+                .map_err(bad)?
+                .to_vec();
+            let state_hash = u64_le(r)?;
+            Origin::Image { image, state_hash }
         }
         n => return Err(format!("unknown origin {n}")),
     };

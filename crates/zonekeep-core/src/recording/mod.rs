@@ -5,7 +5,7 @@
 //! [`Clock`](crate::Clock) (read only by the host itself: zone code sees ticks), randomness from
 //! the seeded [`ZoneRng`](crate::ZoneRng). So a recording holds the zone's creation (kind, id,
 //! params, whole config with its world seed, owner epoch, the clock reading its schedule starts
-//! at) or the snapshot a running zone was recorded from, then every call in, in order, each
+//! at) or the image (or, for a kind without one, the snapshot) a running zone was recorded from, then every call in, in order, each
 //! followed by its effects: the clock readings the host took during it, what it returned, the
 //! state hash after each tick run, and a digest of the frames and facts handed out. A replay
 //! feeds the calls and clock readings to a fresh host of the same kind and compares every effect.
@@ -16,12 +16,12 @@
 //! the buffer bound the recording stops with a [`StopReason`]; it never waits. When nothing is
 //! recorded each call costs one branch.
 //!
-//! # Format, version 2
+//! # Format, version 3
 //!
 //! | bytes | field |
 //! | --- | --- |
 //! | 4 | magic `ZKRC` |
-//! | 2 | version, `u16` little-endian (`2`) |
+//! | 2 | version, `u16` little-endian (`3`; version `2` is still read) |
 //! | 2 | flags, `u16` little-endian (`0`; readers refuse others) |
 //! | varint + N | the header body |
 //! | ... | records: a tag byte, a varint body length (at most [`MAX_RECORD_BODY`]), the body |
@@ -30,8 +30,9 @@
 //! varint length and the bytes. Header: `str zone_id`, `str kind`, `str params` (JSON),
 //! the config (every [`ZoneConfig`](crate::ZoneConfig) field: varints, durations as
 //! nanoseconds, `f32` little-endian), `varint boot_epoch`, `varint start` (nanoseconds),
-//! `varint start_tick`, then `u8 origin`: 0 created, or 1 snapshot followed by `bytes envelope`,
-//! `u64 state_hash` (LE) and the ids of the connected participants (a varint count, varints).
+//! `varint start_tick`, then `u8 origin`: 0 created; 1 snapshot followed by `bytes envelope`,
+//! `u64 state_hash` (LE) and the ids of the connected participants (a varint count, varints); or
+//! (since version 3) 2 image followed by `bytes image` ([`crate::image`]) and `u64 state_hash`.
 //!
 //! Times (advance, clock readings) are zig-zag differences from the previous time in the
 //! stream (the first from `start`); an input's view tick is a zig-zag difference from the
@@ -63,14 +64,20 @@
 //! [`RecordReader`] decodes any byte string to records or a typed [`RecordingError`]
 //! (truncated, corrupt, bad magic, unknown version) without allocating past the input's size.
 //!
-//! # From a snapshot
+//! # From a running zone
 //!
-//! A zone recorded while running starts from its snapshot: the replay restores it, rejoins the
-//! participants who were connected, and first compares the state hash with the one recorded.
-//! A kind whose save leaves out state its hash covers (the arena saves scores and pickups, not
-//! positions) diverges right there, and the report says so: such zones are recorded from their
-//! creation. Subscribers' replication state is not saved either, so for such a recording only
-//! frame counts are compared, not their bytes.
+//! A zone recorded while running starts from its [image](crate::image): everything the host
+//! holds — world, RNG position, timers, facts, participants and their queued inputs — and the
+//! zone's own [`Zone::image`](crate::Zone::image). The replay builds the zone from it and first
+//! compares the state hash with the one recorded. Subscribers' replication state is not in the
+//! image (a replay starts them from a BASELINE), so with participants connected only frame
+//! counts are compared, not their bytes; and a lag-compensated zone's history of what each
+//! subscriber was sent starts empty, so a shot aimed at a frame sent before the recording
+//! started may be judged differently.
+//!
+//! A kind that keeps no image is recorded from its snapshot instead: the replay restores it and
+//! rejoins the participants who were connected. Where the save leaves out state the hash
+//! covers, the replay diverges right there, and the report says so.
 
 mod config_codec;
 mod format;
@@ -78,10 +85,12 @@ mod recorder;
 mod replay;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_image;
 
 pub use format::{
     Header, Origin, Outcome, Record, RecordReader, RecordingError, StopReason, MAX_HEADER_BODY,
-    MAX_RECORD_BODY, RECORDING_MAGIC, RECORDING_VERSION,
+    MAX_RECORD_BODY, OLDEST_READ_VERSION, RECORDING_MAGIC, RECORDING_VERSION,
 };
 pub(crate) use recorder::{facts_digest, Recorder};
 pub use recorder::{

@@ -14,6 +14,7 @@ use super::format::{
 use crate::clock::Clock;
 use crate::error::ZoneError;
 use crate::host::ZoneHost;
+use crate::image::ImageError;
 use crate::kinds::ZoneKinds;
 use crate::player::{Claims, Principal};
 use crate::snapshot::RestoreError;
@@ -93,8 +94,10 @@ pub struct ReplayReport {
     pub zone_id: String,
     /// Its kind.
     pub kind: String,
-    /// Whether the recording starts at the zone's creation (else from a snapshot).
+    /// Whether the recording starts at the zone's creation (else from an image or a snapshot).
     pub from_creation: bool,
+    /// Whether the recording starts from a zone image (see [`crate::image`]).
+    pub from_image: bool,
     /// The tick the recording starts after.
     pub start_tick: u64,
     /// Tick state hashes that matched.
@@ -103,8 +106,9 @@ pub struct ReplayReport {
     pub calls: u64,
     /// Why the recording stopped; `None` when the file has no end record (it was cut short).
     pub ended: Option<StopReason>,
-    /// Frame digests were compared (a recording started from a snapshot while participants
-    /// were connected can only compare frame counts: their replication state is not saved).
+    /// Frame digests were compared (a recording started from an image or a snapshot while
+    /// participants were connected can only compare frame counts: their replication state is
+    /// not kept).
     pub frames_compared: bool,
     /// The first difference, if any.
     pub divergence: Option<Divergence>,
@@ -121,6 +125,8 @@ impl std::fmt::Display for ReplayReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let origin = if self.from_creation {
             "its creation".to_owned()
+        } else if self.from_image {
+            format!("its image at tick {}", self.start_tick)
         } else {
             format!("a snapshot at tick {}", self.start_tick)
         };
@@ -215,6 +221,35 @@ impl Replay {
                     .map_err(|e| start_error(kind, e))?,
                 true,
             ),
+            Origin::Image { image, state_hash } => {
+                let host =
+                    kinds
+                        .from_image(init, config, dyn_clock, image)
+                        .map_err(|e| match e {
+                            ImageError::Zone(z) => start_error(kind, z),
+                            e => ReplayError::Start(format!("the recorded zone image: {e}")),
+                        })?;
+                let actual = host.state_hash().unwrap_or(0);
+                let connected = host.players().any(|p| p.connected);
+                // Subscribers start from a BASELINE here, not from what the original had sent:
+                // with anyone connected, frames are compared by count.
+                let mut replay = Self::new(host, clock, &header, !connected);
+                if actual != *state_hash {
+                    replay.report.divergence = Some(Divergence {
+                        tick: header.start_tick,
+                        last_match: None,
+                        expected: format!(
+                            "state hash {state_hash:016x} when the recording started"
+                        ),
+                        actual: format!(
+                            "state hash {actual:016x} after building the zone from its image"
+                        ),
+                        stimuli: vec!["build from the recorded image".into()],
+                        stimuli_omitted: 0,
+                    });
+                }
+                return Ok(replay);
+            }
             Origin::Snapshot {
                 envelope,
                 state_hash,
@@ -272,6 +307,7 @@ impl Replay {
                 zone_id: header.zone_id.clone(),
                 kind: header.kind.clone(),
                 from_creation: header.origin == Origin::Created,
+                from_image: matches!(header.origin, Origin::Image { .. }),
                 start_tick: header.start_tick,
                 ticks_matched: 0,
                 calls: 0,

@@ -32,10 +32,6 @@ impl World {
     /// Every kind and value was checked when it entered the world, so the protocol's encoders
     /// cannot refuse them; were one ever to, the image written is a lone NaN `pos_step`, which
     /// [`World::get_image`] refuses at once rather than misreading what follows.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn put_image(&self, out: &mut Vec<u8>) {
         let start = out.len();
         if self.write_image(out).is_err() {
@@ -95,10 +91,6 @@ impl World {
     /// none; a live row holding exactly its kind's values (each valid for its field) and stamps,
     /// a tombstone none; no stamp above its row's `last_change` nor that above `version`; `dead`
     /// equal to the tombstones, and not so many that a despawn would already have compacted them.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the zone image reads and writes it")
-    )]
     pub(crate) fn get_image(r: &mut Reader<'_>) -> Result<World, DecodeError> {
         let Schema { pos_step, kinds } = Schema::decode(r)?;
         let next_id = r.varint_u32()?;

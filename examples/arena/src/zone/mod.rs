@@ -1,5 +1,6 @@
 //! The arena zone: players, drones, pickups and pillars in one replicated world.
 
+mod image;
 mod pickups;
 #[cfg(test)]
 mod tests;
@@ -404,6 +405,14 @@ impl Zone for Arena {
         arena.scores = saved.scores;
         arena.pending = saved.pending;
         Ok(arena)
+    }
+
+    fn image(&self) -> Option<Vec<u8>> {
+        self.take_image()
+    }
+
+    fn from_image(_init: &ZoneInit, ctx: &mut Ctx<'_>, bytes: &[u8]) -> Result<Self, ZoneError> {
+        Self::from_image_bytes(ctx, bytes)
     }
 
     fn save(&self) -> Option<Vec<u8>> {
