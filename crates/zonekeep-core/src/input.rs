@@ -87,6 +87,10 @@ pub(crate) enum SeqCheck {
     Stale,
 }
 
+/// An input's payload as the client sent it. Most are a few bytes and stay inline, so keeping
+/// them costs a queued input no allocation.
+pub(crate) type RawPayload = smallvec::SmallVec<[u8; 24]>;
+
 /// One player's input queue as a zone image holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct QueueImage {
@@ -103,7 +107,7 @@ pub(crate) struct QueueImage {
 pub(crate) struct InputBuffer<I> {
     /// Each input with the payload the client sent (a zone image stores the queue as sent: the
     /// sanitized input is the zone's own type, which the host cannot write).
-    queue: VecDeque<(InputMeta, I, Box<[u8]>)>,
+    queue: VecDeque<(InputMeta, I, RawPayload)>,
     capacity: usize,
     highest: Option<u32>,
     last_processed: Option<u32>,
@@ -143,7 +147,7 @@ impl<I> InputBuffer<I> {
 
     /// Buffer a fresh input (caller ran [`check`](Self::check)); returns
     /// whether the oldest input was dropped to make room.
-    pub(crate) fn push(&mut self, meta: InputMeta, input: I, raw: Box<[u8]>) -> bool {
+    pub(crate) fn push(&mut self, meta: InputMeta, input: I, raw: RawPayload) -> bool {
         let overflowed = if self.queue.len() >= self.capacity {
             self.queue.pop_front().is_some()
         } else {
@@ -238,8 +242,8 @@ mod tests {
     fn duplicates_and_stale_are_classified() {
         let mut b = InputBuffer::new(4);
         assert_eq!(b.check(5), SeqCheck::Fresh);
-        b.push(meta(5), 5, Box::new([]));
-        b.push(meta(7), 7, Box::new([]));
+        b.push(meta(5), 5, RawPayload::new());
+        b.push(meta(7), 7, RawPayload::new());
         assert_eq!(b.check(7), SeqCheck::Duplicate);
         assert_eq!(b.check(5), SeqCheck::Duplicate); // still buffered
         assert_eq!(b.check(6), SeqCheck::Stale); // skipped over, never buffered
@@ -251,9 +255,9 @@ mod tests {
     #[test]
     fn overflow_drops_oldest() {
         let mut b = InputBuffer::new(2);
-        assert!(!b.push(meta(1), 1, Box::new([])));
-        assert!(!b.push(meta(2), 2, Box::new([])));
-        assert!(b.push(meta(3), 3, Box::new([])));
+        assert!(!b.push(meta(1), 1, RawPayload::new()));
+        assert!(!b.push(meta(2), 2, RawPayload::new()));
+        assert!(b.push(meta(3), 3, RawPayload::new()));
         assert_eq!(b.len(), 2);
         assert_eq!(take(&mut b, InputPolicy::Drain), (vec![2, 3], 0));
     }
@@ -262,7 +266,7 @@ mod tests {
     fn policies() {
         let mut b = InputBuffer::new(8);
         for s in 1..=3 {
-            b.push(meta(s), s, Box::new([]));
+            b.push(meta(s), s, RawPayload::new());
         }
         assert_eq!(take(&mut b, InputPolicy::Next), (vec![1], 0));
         assert_eq!(b.last_processed(), Some(1));
@@ -271,7 +275,7 @@ mod tests {
         assert_eq!(take(&mut b, InputPolicy::Next), (vec![], 0));
         assert_eq!(b.last_processed(), Some(3));
         for s in 4..=6 {
-            b.push(meta(s), s, Box::new([]));
+            b.push(meta(s), s, RawPayload::new());
         }
         assert_eq!(take(&mut b, InputPolicy::Drain), (vec![4, 5, 6], 0));
         assert_eq!(b.last_processed(), Some(6));
@@ -293,7 +297,7 @@ mod tests {
                     0 | 1 => {
                         if b.check(seq) == SeqCheck::Fresh {
                             fresh += 1;
-                            dropped += u64::from(b.push(meta(seq), seq, Box::new([])));
+                            dropped += u64::from(b.push(meta(seq), seq, RawPayload::new()));
                         }
                     }
                     2 => {

@@ -13,7 +13,8 @@ use super::Core;
 use crate::ctx::Ctx;
 use crate::fact::Settlement;
 use crate::input::{
-    InputBuffer, InputMeta, InputOutcome, InputPolicy, InputRefusal, QueueImage, SeqCheck,
+    InputBuffer, InputMeta, InputOutcome, InputPolicy, InputRefusal, QueueImage, RawPayload,
+    SeqCheck,
 };
 use crate::player::{PlayerId, PlayerInfo, Role};
 use crate::replicate::SubscriberId;
@@ -163,7 +164,7 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
             Ok(input) => input,
             Err(refusal) => return InputOutcome::Refused(refusal),
         };
-        if buffer.push(meta, input, payload.into()) {
+        if buffer.push(meta, input, RawPayload::from_slice(payload)) {
             InputOutcome::AcceptedDroppedOldest
         } else {
             InputOutcome::Accepted
@@ -254,7 +255,7 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
         let mut buffer = InputBuffer::new(capacity);
         for (meta, payload) in image.queued {
             let input = self.zone.sanitize(id, &payload)?;
-            buffer.push(meta, input, payload.into());
+            buffer.push(meta, input, RawPayload::from_vec(payload));
         }
         buffer.set_seqs(image.highest, image.last_processed);
         self.buffers.insert(id, buffer);

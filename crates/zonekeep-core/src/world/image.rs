@@ -207,6 +207,7 @@ impl World {
             flags,
             kind_of,
             values,
+            words: Default::default(),
             changed,
             last_change,
             map,

@@ -18,6 +18,8 @@ mod image;
 
 pub use error::WorldError;
 
+use std::cell::RefCell;
+
 use crate::hash::WordHasher;
 use crate::interest::{Columns, ALIVE, GLOBAL};
 use idmap::IdMap;
@@ -49,6 +51,9 @@ pub struct World {
     flags: Vec<u8>,
     kind_of: Vec<u32>,
     values: Vec<Box<[FieldValue]>>,
+    /// The state hash's per-entity field words, recomputed only for entities changed since the
+    /// last hash (a recorded zone hashes its world every tick).
+    words: RefCell<WordCache>,
     /// Per entity, per field: the world version at which the value last changed.
     changed: Vec<Box<[u64]>>,
     /// Per entity: the largest of its `changed` stamps (a quick "nothing changed" test).
@@ -81,6 +86,41 @@ fn fields_word(values: &[FieldValue]) -> u64 {
         fields = fields.rotate_left(19) ^ word;
     }
     fields
+}
+
+/// Each entity's [`fields_word`] as of world version `at` under column layout `layout`. An
+/// entity whose `last_change` is later has changed (or was spawned) since; a compaction moves
+/// rows, so a new layout starts the cache over.
+#[derive(Debug, Clone, Default)]
+struct WordCache {
+    words: Vec<u64>,
+    at: u64,
+    /// `None` until the first refresh.
+    layout: Option<u64>,
+}
+
+impl WordCache {
+    /// Brings every word up to date with `world`, reading the values only of changed entities.
+    fn refresh(&mut self, world: &World) {
+        if self.layout != Some(world.layout) {
+            self.words.clear();
+            self.at = 0;
+            self.layout = Some(world.layout);
+        }
+        // Rows only grow between compactions; a new row was stamped when it was spawned.
+        self.words.resize(world.values.len(), 0);
+        let rows = self
+            .words
+            .iter_mut()
+            .zip(&world.last_change)
+            .zip(&world.values);
+        for ((word, &changed), values) in rows {
+            if changed > self.at {
+                *word = fields_word(values);
+            }
+        }
+        self.at = world.version;
+    }
 }
 
 /// A read-only view of one entity, as yielded by [`World::iter`].
@@ -121,6 +161,7 @@ impl World {
             flags: Vec::new(),
             kind_of: Vec::new(),
             values: Vec::new(),
+            words: RefCell::default(),
             changed: Vec::new(),
             last_change: Vec::new(),
             map: IdMap::default(),
@@ -367,13 +408,15 @@ impl World {
         // the columns directly, and the entity hashes are folded in order with a rotate and xor.
         let mut acc = seed;
         let mut count = 0u64;
+        let mut cache = self.words.borrow_mut();
+        cache.refresh(self);
         let columns = self
             .ids
             .iter()
             .zip(&self.kind_of)
             .zip(self.qxs.iter().zip(&self.qys))
-            .zip(self.flags.iter().zip(&self.values));
-        for (((&id, &kind), (&qx, &qy)), (&flags, values)) in columns {
+            .zip(self.flags.iter().zip(&cache.words));
+        for (((&id, &kind), (&qx, &qy)), (&flags, &fields)) in columns {
             if flags & ALIVE == 0 {
                 continue;
             }
@@ -381,7 +424,6 @@ impl World {
             let global = u64::from(flags & GLOBAL != 0);
             let head = u64::from(id) | u64::from(kind) << 32 | global << 63;
             let pos = u64::from(qx as u32) | u64::from(qy as u32) << 32;
-            let fields = fields_word(values);
             let h = crate::hash::mum(head ^ seed ^ fields.rotate_left(41), pos ^ !seed);
             acc = acc.rotate_left(23) ^ h;
             count += 1;
