@@ -45,6 +45,10 @@ pub struct AimCounts {
     pub hits: u64,
     /// Judged misses.
     pub misses: u64,
+    /// Shots that hit a target as drawn that another shooter had already taken down (neither a
+    /// hit nor a miss: the compensation was right, someone was faster).
+    #[serde(default)]
+    pub taken: u64,
     /// Shots the zone did not judge (the bot had not been sent the world yet).
     pub unjudged: u64,
     /// Shots the zone refused (InputRefused).
@@ -62,13 +66,15 @@ impl AimCounts {
         self.shots += o.shots;
         self.hits += o.hits;
         self.misses += o.misses;
+        self.taken += o.taken;
         self.unjudged += o.unjudged;
         self.refused += o.refused;
         self.unanswered += o.unanswered;
         self.nothing_drawn += o.nothing_drawn;
     }
 
-    /// Confirmed hits over judged shots, or `None` before any was judged.
+    /// Confirmed hits over shots judged a hit or a miss (a shot beaten to its target is
+    /// neither), or `None` before any was judged.
     pub fn hit_rate(&self) -> Option<f64> {
         let judged = self.hits + self.misses;
         (judged > 0).then(|| self.hits as f64 / judged as f64)
@@ -187,6 +193,7 @@ impl Aimer {
         match v.outcome {
             Outcome::Hit => self.counts.hits += 1,
             Outcome::Miss => self.counts.misses += 1,
+            Outcome::Taken => self.counts.taken += 1,
             Outcome::Unjudged => self.counts.unjudged += 1,
         }
     }
@@ -311,6 +318,7 @@ mod tests {
         aimer.on_event(TOPIC_VERDICT, &verdict(1, Outcome::Hit));
         aimer.on_event(TOPIC_VERDICT, &verdict(2, Outcome::Hit));
         aimer.on_event(TOPIC_VERDICT, &verdict(3, Outcome::Miss));
+        aimer.on_event(TOPIC_VERDICT, &verdict(5, Outcome::Taken));
         aimer.on_event(TOPIC_VERDICT, &verdict(3, Outcome::Hit)); // a repeat is not counted twice
         aimer.on_event(9, &verdict(4, Outcome::Hit)); // another topic
         aimer.on_event(TOPIC_VERDICT, &[1, 2, 3]); // malformed
@@ -322,9 +330,10 @@ mod tests {
                 shots: 4,
                 hits: 1,
                 misses: 1,
+                taken: 1,
                 unjudged: 0,
                 refused: 1,
-                unanswered: 1,
+                unanswered: 0,
                 nothing_drawn: 1,
             }
         );

@@ -166,12 +166,13 @@ pub fn render(r: &Report) -> String {
         row(
             "aim",
             format!(
-                "{} shots at drawn targets: {} hits, {} misses (hit rate {}), {} unjudged, {} refused, {} unanswered; nothing drawn {} times",
+                "{} shots at drawn targets: {} hits, {} misses (hit rate {}), {} taken first by another, {} unjudged, {} refused, {} unanswered; nothing drawn {} times",
                 a.shots,
                 a.hits,
                 a.misses,
                 a.hit_rate()
                     .map_or_else(|| "-".to_owned(), |h| format!("{:.1} %", 100.0 * h)),
+                a.taken,
                 a.unjudged,
                 a.refused,
                 a.unanswered,

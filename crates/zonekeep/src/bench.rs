@@ -342,7 +342,7 @@ fn run_warnings(report: &Report) -> Vec<String> {
         ));
     }
     if let Some(a) = &report.aim {
-        if a.shots > 0 && a.hits + a.misses + a.unjudged == 0 {
+        if a.shots > 0 && a.hits + a.misses + a.taken + a.unjudged == 0 {
             w.push(format!(
                 "no verdict came back for {} aimed shots: --aim shoots at the shooting gallery \
                  (zone kind `gallery`); check --kind and --zone",

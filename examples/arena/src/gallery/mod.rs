@@ -18,7 +18,7 @@ mod shot;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
@@ -87,6 +87,8 @@ pub struct GalleryStats {
     pub present_hits: u64,
     /// Shots from a player that had not been sent the world yet.
     pub unjudged: u64,
+    /// Compensated shots that hit a target someone else had already taken down.
+    pub taken: u64,
 }
 
 /// The shooting gallery zone. Create params: none (`null` or `{}`). Inputs: [`Shot`] payloads.
@@ -97,6 +99,9 @@ pub struct Gallery {
     hz: u32,
     slots: Vec<Slot>,
     tallies: BTreeMap<PlayerId, Tally>,
+    /// Targets knocked down within the history, and the tick each went down: a later shot that
+    /// hits one as its shooter drew it was beaten to it ([`Outcome::Taken`]), not a miss.
+    downed: VecDeque<(EntityId, u64)>,
     stats: GalleryStats,
 }
 
@@ -176,6 +181,40 @@ impl Gallery {
         }
         // The entity is ours and alive (it was judged a target this tick).
         let _ = ctx.world().despawn(entity);
+        let now = ctx.tick();
+        // A shot reaches at most the history back: older downed targets can no longer be drawn.
+        while self
+            .downed
+            .front()
+            .is_some_and(|(_, at)| now.saturating_sub(*at) > u64::from(HISTORY_TICKS))
+        {
+            self.downed.pop_front();
+        }
+        self.downed.push_back((entity, now));
+    }
+
+    /// The target among `candidates` that a shot at `aim` would have hit had it not been taken
+    /// down already.
+    fn judge_taken(
+        &self,
+        rewind: &Rewind<'_>,
+        aim: (f32, f32),
+        candidates: impl IntoIterator<Item = (EntityId, (f32, f32))>,
+    ) -> Option<EntityId> {
+        let shape = |id| {
+            self.downed
+                .iter()
+                .any(|(e, _)| *e == id)
+                .then_some(Shape::Circle {
+                    radius: TARGET_RADIUS,
+                })
+        };
+        rewind
+            .raycast_among(aim, (0.0, 0.0), 0.0, candidates, shape)
+            .and_then(|hit| match hit.target {
+                zonekeep_core::HitTarget::Entity(id) => Some(id),
+                zonekeep_core::HitTarget::Collider(_) => None,
+            })
     }
 
     fn verdict(
@@ -257,6 +296,7 @@ impl Zone for Gallery {
             hz,
             slots: Vec::with_capacity(RAILS.len()),
             tallies: BTreeMap::new(),
+            downed: VecDeque::new(),
             stats: GalleryStats::default(),
         };
         for rail in 0..RAILS.len() {
@@ -324,13 +364,20 @@ impl Zone for Gallery {
         }
         if let Some(entity) = hit {
             self.knock_down(ctx, entity);
+            self.verdict(ctx, player, Outcome::Hit, shot.compensated, hit, behind);
+            return;
         }
-        let outcome = if hit.is_some() {
-            Outcome::Hit
+        // Only a compensated shot can have drawn a target that is gone now.
+        let taken = shot
+            .compensated
+            .then(|| self.judge_taken(rewind, aim, rewind.drawn()))
+            .flatten();
+        if taken.is_some() {
+            self.stats.taken += 1;
+            self.verdict(ctx, player, Outcome::Taken, shot.compensated, taken, behind);
         } else {
-            Outcome::Miss
-        };
-        self.verdict(ctx, player, outcome, shot.compensated, hit, behind);
+            self.verdict(ctx, player, Outcome::Miss, shot.compensated, None, behind);
+        }
     }
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
@@ -380,6 +427,10 @@ impl Zone for Gallery {
         for (id, t) in &self.tallies {
             id.0.hash(&mut h);
             t.hash(&mut h);
+        }
+        for (id, at) in &self.downed {
+            id.0.hash(&mut h);
+            at.hash(&mut h);
         }
         Some(h.finish())
     }

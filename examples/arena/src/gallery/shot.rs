@@ -81,6 +81,9 @@ pub enum Outcome {
     /// The shooter had not been sent the world yet (no view tick, or no frame sent), so there
     /// was nothing it could have aimed at: the shot is not judged and not counted.
     Unjudged = 2,
+    /// The shot hit a target as the shooter drew it, but someone else's shot had already taken
+    /// that target down: a fair shot, beaten to it. Counted as a shot, not a hit.
+    Taken = 3,
 }
 
 /// Bytes of an encoded [`Verdict`].
@@ -92,11 +95,11 @@ pub const VERDICT_LEN: usize = 20;
 pub struct Verdict {
     /// The shot's input sequence number (what the client's `sendInput` returned).
     pub seq: u32,
-    /// Hit, miss or not judged.
+    /// Hit, miss, taken or not judged.
     pub outcome: Outcome,
     /// Whether it was judged against what the shooter saw.
     pub compensated: bool,
-    /// The target hit (its entity id), 0 when none.
+    /// The target hit (its entity id; for [`Outcome::Taken`] the one already down), 0 when none.
     pub target: u32,
     /// How many ticks behind the tick it was applied in the shot was judged (0 when judged
     /// against the present).
@@ -147,6 +150,7 @@ impl Verdict {
             0 => Outcome::Miss,
             1 => Outcome::Hit,
             2 => Outcome::Unjudged,
+            3 => Outcome::Taken,
             other => return Err(VerdictError::Outcome(other)),
         };
         Ok(Verdict {
@@ -204,5 +208,11 @@ mod tests {
         let mut bad = bytes.clone();
         bad[4] = 9;
         assert_eq!(Verdict::decode(&bad), Err(VerdictError::Outcome(9)));
+        let mut taken = bytes.clone();
+        taken[4] = 3;
+        assert_eq!(
+            Verdict::decode(&taken).map(|v| v.outcome),
+            Ok(Outcome::Taken)
+        );
     }
 }

@@ -172,10 +172,18 @@ fn a_hit_target_leaves_its_rail_and_a_new_one_comes_later() {
         "the client is told it is gone"
     );
 
-    // The same target cannot be hit twice, even by a shot that saw it before it fell.
+    // The same target cannot be hit twice. A shot that drew it before it fell is told it was
+    // taken (a fair shot, beaten to it), which counts as a shot and not a hit; judged against
+    // the present, where the target no longer is, the same shot is a miss.
     let again = rig.shoot(5, at, true);
+    let late = rig.shoot(5, at, false);
     rig.ticks(1);
-    assert_eq!(rig.verdict(again).outcome, Outcome::Miss);
+    let taken = rig.verdict(again);
+    assert_eq!(taken.outcome, Outcome::Taken);
+    assert_eq!(taken.target, target.0);
+    assert_eq!((taken.hits, taken.shots), (1, 2));
+    assert_eq!(rig.verdict(late).outcome, Outcome::Miss);
+    assert_eq!(rig.gallery().stats().taken, 1);
 
     rig.ticks(u32::try_from(RESPAWN_TICKS).unwrap());
     let new = rig.gallery().targets().next().unwrap().expect("respawned");

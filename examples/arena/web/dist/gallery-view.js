@@ -86,7 +86,14 @@ export class GalleryView {
             if (age > MARK_MS)
                 continue;
             c.globalAlpha = 1 - age / MARK_MS;
-            c.strokeStyle = m.outcome === "hit" ? "#5fe38a" : m.outcome === "pending" ? "#c8d0e0" : "#ff8080";
+            c.strokeStyle =
+                m.outcome === "hit"
+                    ? "#5fe38a"
+                    : m.outcome === "pending"
+                        ? "#c8d0e0"
+                        : m.outcome === "taken"
+                            ? "#f0c060"
+                            : "#ff8080";
             c.lineWidth = 2;
             const r = 0.35 * s;
             c.beginPath();
@@ -95,10 +102,10 @@ export class GalleryView {
             c.moveTo(m.x * s + r, m.y * s - r);
             c.lineTo(m.x * s - r, m.y * s + r);
             c.stroke();
-            if (m.outcome === "hit" || m.outcome === "miss") {
+            if (m.outcome === "hit" || m.outcome === "miss" || m.outcome === "taken") {
                 c.fillStyle = c.strokeStyle;
                 c.font = "600 13px system-ui, sans-serif";
-                c.fillText(m.outcome, m.x * s + r + 3, m.y * s - r);
+                c.fillText(m.outcome === "taken" ? "taken first" : m.outcome, m.x * s + r + 3, m.y * s - r);
             }
             c.globalAlpha = 1;
         }

@@ -17,7 +17,7 @@ const TOPIC_VERDICT = 1;
 /** Shot flag: judge against what the shooter drew (`FLAG_COMPENSATED` in gallery/shot.rs). */
 const FLAG_COMPENSATED = 1;
 /** Verdict outcomes (`Outcome` in gallery/shot.rs). */
-const OUTCOMES = ["miss", "hit", "unjudged"];
+const OUTCOMES = ["miss", "hit", "unjudged", "taken"];
 /** Shot records kept for the test hooks. */
 const MAX_RECORDS = 2000;
 const params = new URLSearchParams(location.search);
@@ -56,6 +56,7 @@ const debug = {
     confirmed: 0,
     hits: 0,
     misses: 0,
+    taken: 0,
     unjudged: 0,
     score: { hits: 0, shots: 0 },
     shots: [],
@@ -104,6 +105,8 @@ conn.on("event", (ev) => {
         debug.hits += 1;
     else if (outcome === "miss")
         debug.misses += 1;
+    else if (outcome === "taken")
+        debug.taken += 1;
     else
         debug.unjudged += 1;
     const r = pending.get(seq);
@@ -229,7 +232,7 @@ function frame(now) {
         `${conn.state} · ${zoneId} · ${name}`,
         `score ${s.hits} / ${s.shots} shots · hit rate ${rate}`,
         `shots you saw hit: ${debug.sawHit}, confirmed ${debug.confirmed}`,
-        `last: ${last === undefined ? "–" : `${last.outcome ?? "…"}${last.outcome === "hit" || last.outcome === "miss" ? ` (judged ${last.ticksBehind} ticks back)` : ""}`}`,
+        `last: ${last === undefined ? "–" : `${last.outcome ?? "…"}${last.outcome === "hit" || last.outcome === "miss" || last.outcome === "taken" ? ` (judged ${last.ticksBehind} ticks back)` : ""}`}`,
         `rtt ${Number.isFinite(debug.rttMs) ? Math.round(debug.rttMs) : "–"} ms · drawn ${Math.round(f.delayMs)} ms behind`,
     ].join("\n");
     requestAnimationFrame(frame);

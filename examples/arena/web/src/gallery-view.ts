@@ -21,7 +21,7 @@ export interface ShotMark {
   x: number;
   y: number;
   /** `pending` until the verdict arrives. */
-  outcome: "pending" | "hit" | "miss" | "unjudged";
+  outcome: "pending" | "hit" | "miss" | "unjudged" | "taken";
   /** Client time of the shot, ms (marks fade out). */
   at: number;
 }
@@ -119,7 +119,14 @@ export class GalleryView {
       const age = scene.nowMs - m.at;
       if (age > MARK_MS) continue;
       c.globalAlpha = 1 - age / MARK_MS;
-      c.strokeStyle = m.outcome === "hit" ? "#5fe38a" : m.outcome === "pending" ? "#c8d0e0" : "#ff8080";
+      c.strokeStyle =
+        m.outcome === "hit"
+          ? "#5fe38a"
+          : m.outcome === "pending"
+            ? "#c8d0e0"
+            : m.outcome === "taken"
+              ? "#f0c060"
+              : "#ff8080";
       c.lineWidth = 2;
       const r = 0.35 * s;
       c.beginPath();
@@ -128,10 +135,10 @@ export class GalleryView {
       c.moveTo(m.x * s + r, m.y * s - r);
       c.lineTo(m.x * s - r, m.y * s + r);
       c.stroke();
-      if (m.outcome === "hit" || m.outcome === "miss") {
+      if (m.outcome === "hit" || m.outcome === "miss" || m.outcome === "taken") {
         c.fillStyle = c.strokeStyle;
         c.font = "600 13px system-ui, sans-serif";
-        c.fillText(m.outcome, m.x * s + r + 3, m.y * s - r);
+        c.fillText(m.outcome === "taken" ? "taken first" : m.outcome, m.x * s + r + 3, m.y * s - r);
       }
       c.globalAlpha = 1;
     }

@@ -19,7 +19,7 @@ const TOPIC_VERDICT = 1;
 /** Shot flag: judge against what the shooter drew (`FLAG_COMPENSATED` in gallery/shot.rs). */
 const FLAG_COMPENSATED = 1;
 /** Verdict outcomes (`Outcome` in gallery/shot.rs). */
-const OUTCOMES = ["miss", "hit", "unjudged"] as const;
+const OUTCOMES = ["miss", "hit", "unjudged", "taken"] as const;
 /** Shot records kept for the test hooks. */
 const MAX_RECORDS = 2000;
 
@@ -34,8 +34,11 @@ export interface ShotRecord {
   viewTick: number;
   /** The target drawn under the aim point when the shot was fired (what the player saw hit), or null. */
   saw: number | null;
-  /** The zone's verdict; null until it arrives, `lost` when the session that sent it ended. */
-  outcome: "hit" | "miss" | "unjudged" | "lost" | null;
+  /**
+   * The zone's verdict; null until it arrives, `lost` when the session that sent it ended.
+   * `taken`: the shot hit the target as drawn, but another player had already taken it down.
+   */
+  outcome: "hit" | "miss" | "unjudged" | "taken" | "lost" | null;
   /** The target the zone says was hit (0: none). */
   target: number;
   /** How many ticks back the zone judged it. */
@@ -64,6 +67,8 @@ export interface GalleryDebug {
   /** Verdicts by outcome. */
   hits: number;
   misses: number;
+  /** Shots beaten to their target by another player. */
+  taken: number;
   unjudged: number;
   /** The zone's tally for this player (judged shots). */
   score: { hits: number; shots: number };
@@ -121,6 +126,7 @@ const debug: GalleryDebug = {
   confirmed: 0,
   hits: 0,
   misses: 0,
+  taken: 0,
   unjudged: 0,
   score: { hits: 0, shots: 0 },
   shots: [],
@@ -168,6 +174,7 @@ conn.on("event", (ev) => {
   debug.score = { hits: v.getUint32(12, true), shots: v.getUint32(16, true) };
   if (outcome === "hit") debug.hits += 1;
   else if (outcome === "miss") debug.misses += 1;
+  else if (outcome === "taken") debug.taken += 1;
   else debug.unjudged += 1;
   const r = pending.get(seq);
   if (r === undefined) return;
@@ -290,7 +297,7 @@ function frame(now: number): void {
     `${conn.state} · ${zoneId} · ${name}`,
     `score ${s.hits} / ${s.shots} shots · hit rate ${rate}`,
     `shots you saw hit: ${debug.sawHit}, confirmed ${debug.confirmed}`,
-    `last: ${last === undefined ? "–" : `${last.outcome ?? "…"}${last.outcome === "hit" || last.outcome === "miss" ? ` (judged ${last.ticksBehind} ticks back)` : ""}`}`,
+    `last: ${last === undefined ? "–" : `${last.outcome ?? "…"}${last.outcome === "hit" || last.outcome === "miss" || last.outcome === "taken" ? ` (judged ${last.ticksBehind} ticks back)` : ""}`}`,
     `rtt ${Number.isFinite(debug.rttMs) ? Math.round(debug.rttMs) : "–"} ms · drawn ${Math.round(f.delayMs)} ms behind`,
   ].join("\n");
   requestAnimationFrame(frame);
