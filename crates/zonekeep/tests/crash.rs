@@ -38,8 +38,10 @@ fn next(state: &mut u64) -> u64 {
     state.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
-/// Joins every principal in turn; checks that the first joiner sees the
-/// zone exactly as its last save left it (nothing ran in between).
+/// Joins every principal in turn; checks that the first joiner sees the zone continuing from its
+/// last save. The restarted host may already run the zone when the first joiner arrives (it
+/// starts the zones the directory assigns it), so ticks may have passed and re-sent facts may
+/// have settled since the restore; no input can have been applied, and no fact lost.
 async fn join_all(
     server: &Server,
     store: &StoreSpec,
@@ -64,12 +66,21 @@ async fn join_all(
                         state["inputs"], saved_state["inputs"],
                         "resumed from the last save"
                     );
-                    assert_eq!(state["settled"], saved_state["settled"]);
-                    assert_eq!(state["pending"].as_u64(), Some(snap.facts.len() as u64));
+                    let (settled, pending) = (
+                        state["settled"].as_u64().unwrap(),
+                        state["pending"].as_u64().unwrap(),
+                    );
+                    let saved_settled = saved_state["settled"].as_u64().unwrap();
+                    assert!(settled >= saved_settled, "{state} after {saved_state}");
                     assert_eq!(
-                        state["tick"].as_u64(),
-                        Some(snap.tick),
-                        "the tick continues"
+                        settled + pending,
+                        saved_settled + snap.facts.len() as u64,
+                        "every fact in flight at the save is still pending or settled once: {state}"
+                    );
+                    assert!(
+                        state["tick"].as_u64().unwrap() >= snap.tick,
+                        "the tick continues from the save: {state}, saved at {}",
+                        snap.tick
                     );
                 }
             }
