@@ -331,6 +331,20 @@ add --input '<template>' in the zone's input format (e.g. --input '[\"$int:-1:1\
 or try --workload arena (the host needs --dev or --dev-kinds)";
 
 /// Warnings about a run whose figures do not measure what was meant.
+/// Aimed shots over the bots' own NetSim: it delays their messages, not the WebSocket Pings the
+/// host times each connection's round trip with, so lag compensation allows them only the real
+/// round trip plus its view delay and judges shots aimed further back there.
+fn aim_over_client_netsim(cfg: &zonekeep_bench::BenchConfig) -> Option<&'static str> {
+    let slowed = !cfg.netsim.delay.is_zero() || !cfg.netsim.jitter.is_zero();
+    (matches!(cfg.workload, Workload::Aim(_)) && slowed).then_some(
+        "--net-delay/--net-jitter slow the bots' messages but not the WebSocket Pings the host \
+         times round trips with, so lag compensation reaches back only the real round trip \
+         plus its view delay: shots drawn further back are judged there and miss. For aimed \
+         shots over a slow link, set the host's NetSim instead (POST /dev/netsim on a --dev \
+         host), which the host adds to the round trips it reports",
+    )
+}
+
 fn run_warnings(report: &Report) -> Vec<String> {
     let c = &report.counts;
     let mut w = Vec::new();
@@ -394,6 +408,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     let a = *args.run;
     let cfg = config(&a)?;
+    if let Some(note) = aim_over_client_netsim(&cfg) {
+        eprintln!("zonekeep bench: warning: {note}");
+    }
     crate::cli::init_logging("warn");
     // One thread: the bots must not compete with the server for more than one core.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -461,6 +478,33 @@ mod tests {
             "0123456789abcdef0123456789abcdef",
         ]);
         assert!(config(&arena).is_ok());
+    }
+
+    #[test]
+    fn aimed_shots_over_the_bots_own_netsim_are_warned_about() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let aim = |extra: &[&str]| {
+            let mut args = vec!["--aim", "target", "--ticket-secret", secret];
+            args.extend_from_slice(extra);
+            aim_over_client_netsim(&config(&parse(&args)).unwrap())
+        };
+        assert!(aim(&["--net-delay", "150"]).is_some_and(|w| w.contains("/dev/netsim")));
+        assert!(aim(&["--net-jitter", "10"]).is_some());
+        assert_eq!(aim(&[]), None, "no NetSim, nothing to warn about");
+        let arena = config(&parse(&[
+            "--workload",
+            "arena",
+            "--net-delay",
+            "150",
+            "--ticket-secret",
+            secret,
+        ]))
+        .unwrap();
+        assert_eq!(
+            aim_over_client_netsim(&arena),
+            None,
+            "only aimed shots care"
+        );
     }
 
     #[test]
