@@ -105,6 +105,27 @@ pub struct Gallery {
     stats: GalleryStats,
 }
 
+/// The entity among `candidates` (those `shootable` says are targets, as circles of
+/// [`TARGET_RADIUS`]) that a shot at `aim` hits first.
+fn ray_at_targets(
+    rewind: &Rewind<'_>,
+    aim: (f32, f32),
+    candidates: impl IntoIterator<Item = (EntityId, (f32, f32))>,
+    shootable: impl Fn(EntityId) -> bool,
+) -> Option<EntityId> {
+    let shape = |id| {
+        shootable(id).then_some(Shape::Circle {
+            radius: TARGET_RADIUS,
+        })
+    };
+    rewind
+        .raycast_among(aim, (0.0, 0.0), 0.0, candidates, shape)
+        .and_then(|hit| match hit.target {
+            zonekeep_core::HitTarget::Entity(id) => Some(id),
+            zonekeep_core::HitTarget::Collider(_) => None,
+        })
+}
+
 /// The zone configuration a gallery kind is registered with: 30 Hz ticks and patches (so the
 /// rails' speeds mean what their docs say), the 0.01 position quantum, and every shot applied
 /// (a burst of clicks is a burst of shots, not the newest one).
@@ -149,17 +170,7 @@ impl Gallery {
         aim: (f32, f32),
         candidates: impl IntoIterator<Item = (EntityId, (f32, f32))>,
     ) -> Option<EntityId> {
-        let shape = |id| {
-            self.is_target(id).then_some(Shape::Circle {
-                radius: TARGET_RADIUS,
-            })
-        };
-        rewind
-            .raycast_among(aim, (0.0, 0.0), 0.0, candidates, shape)
-            .and_then(|hit| match hit.target {
-                zonekeep_core::HitTarget::Entity(id) => Some(id),
-                zonekeep_core::HitTarget::Collider(_) => None,
-            })
+        ray_at_targets(rewind, aim, candidates, |id| self.is_target(id))
     }
 
     /// Every target where the world has it now.
@@ -201,20 +212,9 @@ impl Gallery {
         aim: (f32, f32),
         candidates: impl IntoIterator<Item = (EntityId, (f32, f32))>,
     ) -> Option<EntityId> {
-        let shape = |id| {
-            self.downed
-                .iter()
-                .any(|(e, _)| *e == id)
-                .then_some(Shape::Circle {
-                    radius: TARGET_RADIUS,
-                })
-        };
-        rewind
-            .raycast_among(aim, (0.0, 0.0), 0.0, candidates, shape)
-            .and_then(|hit| match hit.target {
-                zonekeep_core::HitTarget::Entity(id) => Some(id),
-                zonekeep_core::HitTarget::Collider(_) => None,
-            })
+        ray_at_targets(rewind, aim, candidates, |id| {
+            self.downed.iter().any(|(e, _)| *e == id)
+        })
     }
 
     fn verdict(
