@@ -1,14 +1,12 @@
-//! The recording file: header and records, their encoding and a total decoder (see the
-//! [module docs](super) for the layout).
+//! The records of a recording: what each call and effect is, and how it is written (see the
+//! [module docs](super) for the layout; `header.rs` writes and reads the header, `read.rs`
+//! reads records back).
 
 use std::time::Duration;
 
-use zonekeep_protocol::error::DecodeError;
-use zonekeep_protocol::wire::{put_varint, put_zigzag64, Reader};
+use zonekeep_protocol::wire::{put_varint, put_zigzag64};
 
-use super::config_codec::{get_config, put_config};
-use crate::config::ZoneConfig;
-use crate::fact::{FactKey, FactOutcome, Settlement};
+use crate::fact::{FactOutcome, Settlement};
 use crate::player::{PlayerId, Role};
 use crate::zone::LeaveReason;
 
@@ -55,55 +53,6 @@ pub enum RecordingError {
         /// What is wrong.
         reason: String,
     },
-}
-
-/// How the recorded zone came to be: the state the replay starts from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Origin {
-    /// Recorded from its creation: the replay creates the zone afresh.
-    Created,
-    /// Recorded from a running zone whose kind keeps an image: the replay builds the zone from
-    /// this [`ZoneHost::image`](crate::ZoneHost::image) and checks the state hash. Since
-    /// version 3.
-    Image {
-        /// The image.
-        image: Vec<u8>,
-        /// The zone's state hash when the recording started.
-        state_hash: u64,
-    },
-    /// Recorded from a running (or just restored) zone of a kind without an image: the replay
-    /// restores this snapshot envelope, rejoins the participants that were connected, and
-    /// checks the state hash.
-    Snapshot {
-        /// The envelope of [`ZoneHost::snapshot`](crate::ZoneHost::snapshot).
-        envelope: Vec<u8>,
-        /// The zone's state hash when the recording started.
-        state_hash: u64,
-        /// Participants connected when the recording started (restore admits everyone as
-        /// dropped; these are rejoined).
-        connected: Vec<PlayerId>,
-    },
-}
-
-/// What a recording starts with: everything that makes the zone what it is.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Header {
-    /// The zone's id.
-    pub zone_id: String,
-    /// The zone's kind (looked up in the replaying host's [`ZoneKinds`](crate::ZoneKinds)).
-    pub kind: String,
-    /// Create parameters, as JSON text.
-    pub params: String,
-    /// The configuration the zone ran with (its world seed seeds the zone's RNG).
-    pub config: ZoneConfig,
-    /// The owner epoch the zone ran under (part of its fact keys).
-    pub boot_epoch: u64,
-    /// The clock reading the zone's tick schedule starts from.
-    pub start: Duration,
-    /// The last tick run when the recording starts.
-    pub start_tick: u64,
-    /// The starting state.
-    pub origin: Origin,
 }
 
 /// Why a recording stopped (the last record of a complete recording).
@@ -348,7 +297,7 @@ impl std::fmt::Display for Record {
     }
 }
 
-mod tag {
+pub(super) mod tag {
     pub const JOIN: u8 = 0x01;
     pub const INPUT: u8 = 0x02;
     pub const DROP: u8 = 0x03;
@@ -381,7 +330,7 @@ pub(crate) struct StreamState {
     pub tick: u64,
 }
 
-fn nanos(d: Duration) -> u64 {
+pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -392,7 +341,7 @@ fn frame(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
     out.extend_from_slice(body);
 }
 
-fn put_blob(out: &mut Vec<u8>, b: &[u8]) {
+pub(super) fn put_blob(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }
@@ -596,361 +545,4 @@ pub(crate) fn encode_input_record(
     let (player, seq, view_tick, payload) = input;
     put_input(scratch, state, player, seq, view_tick, payload);
     frame(out, tag::INPUT, scratch);
-}
-
-/// Appends the preamble and the header record.
-pub(crate) fn encode_header(out: &mut Vec<u8>, header: &Header) {
-    out.extend_from_slice(&RECORDING_MAGIC);
-    out.extend_from_slice(&RECORDING_VERSION.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    let mut b = Vec::new();
-    put_blob(&mut b, header.zone_id.as_bytes());
-    put_blob(&mut b, header.kind.as_bytes());
-    put_blob(&mut b, header.params.as_bytes());
-    put_config(&mut b, &header.config);
-    put_varint(&mut b, header.boot_epoch);
-    put_varint(&mut b, nanos(header.start));
-    put_varint(&mut b, header.start_tick);
-    match &header.origin {
-        Origin::Created => b.push(0),
-        Origin::Image { image, state_hash } => {
-            b.push(2);
-            put_blob(&mut b, image);
-            b.extend_from_slice(&state_hash.to_le_bytes());
-        }
-        Origin::Snapshot {
-            envelope,
-            state_hash,
-            connected,
-        } => {
-            b.push(1);
-            put_blob(&mut b, envelope);
-            b.extend_from_slice(&state_hash.to_le_bytes());
-            put_varint(&mut b, connected.len() as u64);
-            for p in connected {
-                put_varint(&mut b, u64::from(p.0));
-            }
-        }
-    }
-    put_varint(out, b.len() as u64);
-    out.extend_from_slice(&b);
-}
-
-/// A reading error inside one record body, before its offset is known.
-fn bad(e: DecodeError) -> String {
-    e.to_string()
-}
-
-fn u64_le(r: &mut Reader<'_>) -> Result<u64, String> {
-    let b = r.take(8).map_err(bad)?;
-    let arr: [u8; 8] = b.try_into().map_err(|_| "short u64".to_owned())?;
-    Ok(u64::from_le_bytes(arr))
-}
-
-fn text<'a>(r: &mut Reader<'a>, what: &'static str) -> Result<&'a str, String> {
-    r.str_named(what, MAX_RECORD_BODY).map_err(bad)
-}
-
-fn rest_text(r: &mut Reader<'_>) -> Result<String, String> {
-    let b = r.take(r.remaining()).map_err(bad)?;
-    std::str::from_utf8(b)
-        .map(str::to_owned)
-        .map_err(|_| "text is not UTF-8".to_owned())
-}
-
-fn player(r: &mut Reader<'_>) -> Result<PlayerId, String> {
-    r.varint_u32().map(PlayerId).map_err(bad)
-}
-
-fn get_time(r: &mut Reader<'_>, state: &mut StreamState) -> Result<Duration, String> {
-    let d = r.zigzag64().map_err(bad)?;
-    let n = state.last_time.wrapping_add(d as u64);
-    state.last_time = n;
-    Ok(Duration::from_nanos(n))
-}
-
-fn get_outcome(r: &mut Reader<'_>) -> Result<Outcome, String> {
-    Ok(match r.u8().map_err(bad)? {
-        0 => Outcome::Ok,
-        1 => Outcome::Joined(player(r)?),
-        2 => Outcome::Refused(r.varint_u16().map_err(bad)?),
-        3 => Outcome::Full,
-        4 => Outcome::Disposed,
-        5 => Outcome::IdsExhausted,
-        6 => Outcome::UnknownPlayer,
-        7 => Outcome::NotDropped,
-        8 => Outcome::GraceExpired,
-        9 => Outcome::DroppedOldest,
-        10 => Outcome::Duplicate,
-        11 => Outcome::Stale,
-        12 => Outcome::Observer,
-        13 => Outcome::Disconnected,
-        14 => Outcome::ResumedDelta,
-        15 => Outcome::ResumedBaseline,
-        n => return Err(format!("unknown outcome {n}")),
-    })
-}
-
-fn get_stop(r: &mut Reader<'_>) -> Result<StopReason, String> {
-    Ok(match r.u8().map_err(bad)? {
-        0 => StopReason::Requested,
-        1 => StopReason::SizeCap,
-        2 => StopReason::BufferFull,
-        3 => StopReason::WriterFailed(text(r, "reason")?.to_owned()),
-        4 => StopReason::ZoneEnded,
-        n => return Err(format!("unknown stop reason {n}")),
-    })
-}
-
-fn get_role(code: u8) -> Result<Role, String> {
-    match code {
-        0 => Ok(Role::Player),
-        1 => Ok(Role::Observer),
-        n => Err(format!("unknown role {n}")),
-    }
-}
-
-fn get_leave(code: u8) -> Result<LeaveReason, String> {
-    Ok(match code {
-        0 => LeaveReason::Left,
-        1 => LeaveReason::Dropped,
-        2 => LeaveReason::Kicked,
-        3 => LeaveReason::Transferred,
-        n => return Err(format!("unknown leave reason {n}")),
-    })
-}
-
-fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Record, String> {
-    let rec = match t {
-        tag::JOIN => Record::Join {
-            principal: text(r, "principal")?.to_owned(),
-            claims: text(r, "claims")?.to_owned(),
-            role: get_role(r.u8().map_err(bad)?)?,
-        },
-        tag::INPUT => {
-            let player = player(r)?;
-            let seq = r.varint_u32().map_err(bad)?;
-            let back = r.zigzag64().map_err(bad)?;
-            let view_tick = u32::try_from(state.tick.wrapping_sub(back as u64))
-                .map_err(|_| "view tick out of range".to_owned())?;
-            Record::Input {
-                player,
-                seq,
-                view_tick,
-                payload: r.take(r.remaining()).map_err(bad)?.to_vec(),
-            }
-        }
-        tag::DROP => Record::Drop(player(r)?),
-        tag::REJOIN => Record::Rejoin(player(r)?),
-        tag::REJOIN_FROM => Record::RejoinFrom {
-            player: player(r)?,
-            from: zonekeep_protocol::ResumeFrom {
-                tick: r.varint_u64().map_err(bad)?,
-                count: r.varint_u32().map_err(bad)?,
-                hash: r.u32_le().map_err(bad)?,
-            },
-        },
-        tag::LEAVE => Record::Leave {
-            player: player(r)?,
-            reason: get_leave(r.u8().map_err(bad)?)?,
-        },
-        tag::SETTLE => {
-            let key = FactKey(text(r, "fact key")?.to_owned());
-            let outcome = match r.u8().map_err(bad)? {
-                0 => FactOutcome::Ok(
-                    serde_json::from_str(&rest_text(r)?)
-                        .map_err(|e| format!("settlement result: {e}"))?,
-                ),
-                1 => FactOutcome::Refused(rest_text(r)?),
-                n => return Err(format!("unknown settlement outcome {n}")),
-            };
-            Record::Settle(Settlement { key, outcome })
-        }
-        tag::RESYNC => Record::Resync(player(r)?),
-        tag::ADVANCE => Record::Advance(get_time(r, state)?),
-        tag::DRAIN_FRAMES => Record::DrainFrames,
-        tag::DRAIN_FACTS => Record::DrainFacts,
-        tag::DISPOSE => Record::Dispose,
-        tag::TICK_AT_ONCE => Record::TickAtOnce,
-        tag::RTT => Record::Rtt {
-            player: player(r)?,
-            rtt: Duration::from_nanos(r.varint_u64().map_err(bad)?),
-        },
-        tag::CLOCK => Record::Clock(get_time(r, state)?),
-        tag::OUTCOME => Record::Outcome(get_outcome(r)?),
-        tag::TICK => {
-            let hash = u64_le(r)?;
-            state.tick = state.tick.wrapping_add(1);
-            Record::Tick {
-                tick: state.tick,
-                hash,
-            }
-        }
-        tag::FRAMES => Record::Frames {
-            count: r.varint_u32().map_err(bad)?,
-            bytes: r.varint_u64().map_err(bad)?,
-            hash: u64_le(r)?,
-        },
-        tag::FACTS => Record::Facts {
-            count: r.varint_u32().map_err(bad)?,
-            hash: u64_le(r)?,
-        },
-        tag::END => Record::End(get_stop(r)?),
-        other => return Err(format!("unknown record tag 0x{other:02x}")),
-    };
-    r.finish().map_err(bad)?;
-    Ok(rec)
-}
-
-/// Reads a recording's records one by one from a byte slice, never allocating more than the
-/// slice holds.
-#[derive(Debug)]
-pub struct RecordReader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    state: StreamState,
-    ended: bool,
-}
-
-impl<'a> RecordReader<'a> {
-    /// Reads the preamble and the header of `bytes`, leaving the reader at the first record.
-    pub fn open(bytes: &'a [u8]) -> Result<(Header, Self), RecordingError> {
-        let truncated = RecordingError::Truncated { offset: 0 };
-        let magic = bytes.get(0..4).ok_or(truncated.clone())?;
-        if magic != RECORDING_MAGIC {
-            return Err(RecordingError::BadMagic);
-        }
-        let version = bytes
-            .get(4..6)
-            .map(|v| u16::from_le_bytes([v[0], v[1]]))
-            .ok_or(truncated.clone())?;
-        if !(OLDEST_READ_VERSION..=RECORDING_VERSION).contains(&version) {
-            return Err(RecordingError::UnsupportedVersion { found: version });
-        }
-        let flags = bytes
-            .get(6..8)
-            .map(|v| u16::from_le_bytes([v[0], v[1]]))
-            .ok_or(truncated)?;
-        let corrupt = |offset: usize, reason: String| RecordingError::Corrupt { offset, reason };
-        if flags != 0 {
-            return Err(corrupt(4, format!("unknown flags {flags:#06x}")));
-        }
-        let mut r = Reader::new(bytes.get(PREAMBLE_LEN..).unwrap_or_default());
-        let len = r.count("header", MAX_HEADER_BODY).map_err(|e| match e {
-            DecodeError::Truncated => RecordingError::Truncated {
-                offset: PREAMBLE_LEN,
-            },
-            e => corrupt(PREAMBLE_LEN, e.to_string()),
-        })?;
-        let body = r.take(len).map_err(|_| RecordingError::Truncated {
-            offset: PREAMBLE_LEN,
-        })?;
-        let header = decode_header(&mut Reader::new(body)).map_err(|e| corrupt(PREAMBLE_LEN, e))?;
-        let reader = Self {
-            bytes,
-            pos: PREAMBLE_LEN + r.position(),
-            state: StreamState {
-                last_time: nanos(header.start),
-                tick: header.start_tick,
-            },
-            ended: false,
-        };
-        Ok((header, reader))
-    }
-
-    /// Byte offset of the next record.
-    pub fn offset(&self) -> usize {
-        self.pos
-    }
-
-    /// The next record; `None` at the end of the bytes or after an [`Record::End`]. Records
-    /// after an `End` are an error.
-    pub fn next_record(&mut self) -> Result<Option<Record>, RecordingError> {
-        let rest = self.bytes.get(self.pos..).unwrap_or_default();
-        if rest.is_empty() {
-            return Ok(None);
-        }
-        let offset = self.pos;
-        if self.ended {
-            return Err(RecordingError::Corrupt {
-                offset,
-                reason: "bytes after the end record".into(),
-            });
-        }
-        let mut r = Reader::new(rest);
-        let corrupt = |reason: String| RecordingError::Corrupt { offset, reason };
-        let trunc = |e: DecodeError| match e {
-            DecodeError::Truncated => RecordingError::Truncated { offset },
-            e => RecordingError::Corrupt {
-                offset,
-                reason: e.to_string(),
-            },
-        };
-        let t = r.u8().map_err(trunc)?;
-        let len = r.count("record", MAX_RECORD_BODY).map_err(trunc)?;
-        let body = r.take(len).map_err(trunc)?;
-        let record = decode_body(t, &mut Reader::new(body), &mut self.state).map_err(corrupt)?;
-        self.pos += r.position();
-        self.ended = matches!(record, Record::End(_));
-        Ok(Some(record))
-    }
-}
-
-fn decode_header(r: &mut Reader<'_>) -> Result<Header, String> {
-    let zone_id = text(r, "zone id")?.to_owned();
-    let kind = text(r, "kind")?.to_owned();
-    let params = text(r, "params")?.to_owned();
-    let config = get_config(r)?;
-    let boot_epoch = r.varint_u64().map_err(bad)?;
-    let start = Duration::from_nanos(r.varint_u64().map_err(bad)?);
-    let start_tick = r.varint_u64().map_err(bad)?;
-    let origin = match r.u8().map_err(bad)? {
-        0 => Origin::Created,
-        1 => {
-            let envelope = r
-                .bytes_named("snapshot", MAX_HEADER_BODY)
-                .map_err(bad)?
-                .to_vec();
-            let state_hash = u64_le(r)?;
-            // Each id takes at least one byte, so the count is bounded by what is left.
-            let n = r.count("connected", r.remaining()).map_err(bad)?;
-            let mut connected = Vec::with_capacity(n);
-            for _ in 0..n {
-                connected.push(player(r)?);
-            }
-            Origin::Snapshot {
-                envelope,
-                state_hash,
-                connected,
-            }
-        }
-        2 => {
-            let image = r
-                .bytes_named("image", MAX_HEADER_BODY)
-                .map_err(bad)?
-                .to_vec();
-            let state_hash = u64_le(r)?;
-            Origin::Image { image, state_hash }
-        }
-        n => return Err(format!("unknown origin {n}")),
-    };
-    r.finish().map_err(bad)?;
-    Ok(Header {
-        zone_id,
-        kind,
-        params,
-        config,
-        boot_epoch,
-        start,
-        start_tick,
-        origin,
-    })
-}
-
-/// Reads one framed record (the replay decodes what its own host recorded with this).
-pub(crate) fn decode_one(r: &mut Reader<'_>, state: &mut StreamState) -> Result<Record, String> {
-    let t = r.u8().map_err(bad)?;
-    let len = r.count("record", MAX_RECORD_BODY).map_err(bad)?;
-    let body = r.take(len).map_err(bad)?;
-    decode_body(t, &mut Reader::new(body), state)
 }

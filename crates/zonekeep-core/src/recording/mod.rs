@@ -81,6 +81,8 @@
 
 mod config_codec;
 mod format;
+mod header;
+mod read;
 mod recorder;
 mod replay;
 #[cfg(test)]
@@ -89,9 +91,11 @@ mod tests;
 mod tests_image;
 
 pub use format::{
-    Header, Origin, Outcome, Record, RecordReader, RecordingError, StopReason, MAX_HEADER_BODY,
-    MAX_RECORD_BODY, OLDEST_READ_VERSION, RECORDING_MAGIC, RECORDING_VERSION,
+    Outcome, Record, RecordingError, StopReason, MAX_HEADER_BODY, MAX_RECORD_BODY,
+    OLDEST_READ_VERSION, RECORDING_MAGIC, RECORDING_VERSION,
 };
+pub use header::{Header, Origin};
+pub use read::RecordReader;
 pub(crate) use recorder::{facts_digest, Recorder};
 pub use recorder::{
     RecordLimits, RecordingStatus, StartRecordingError, DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BYTES,

@@ -4,9 +4,8 @@
 
 use std::hash::Hasher;
 
-use super::format::{
-    encode_header, encode_input_record, encode_record, Header, Record, StopReason, StreamState,
-};
+use super::format::{encode_input_record, encode_record, Record, StopReason, StreamState};
+use super::header::{encode_header, Header};
 use crate::fact::Fact;
 use crate::hash::StateHasher;
 use crate::player::PlayerId;

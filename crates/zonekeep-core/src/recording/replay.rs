@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use zonekeep_protocol::wire::Reader;
 
-use super::format::{
-    Header, Origin, Record, RecordReader, RecordingError, StopReason, StreamState,
-};
+use super::format::{Record, RecordingError, StopReason, StreamState};
+use super::header::{Header, Origin};
+use super::read::RecordReader;
 use crate::clock::Clock;
 use crate::error::ZoneError;
 use crate::host::ZoneHost;
@@ -388,7 +388,7 @@ impl Replay {
         let mut r = Reader::new(&bytes);
         while r.remaining() > 0 {
             let rec =
-                super::format::decode_one(&mut r, &mut self.actual_state).map_err(|reason| {
+                super::read::decode_one(&mut r, &mut self.actual_state).map_err(|reason| {
                     ReplayError::Start(format!("the replay's own records are unreadable: {reason}"))
                 })?;
             if !rec.is_call() && !matches!(rec, Record::End(_)) {
