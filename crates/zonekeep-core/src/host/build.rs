@@ -1,0 +1,194 @@
+//! Making a host: a zone created afresh ([`ZoneHost::new`]), or restored from a snapshot
+//! ([`ZoneHost::restore`]) with its participants readmitted as dropped. (A host built from a
+//! zone image is in `image.rs`.)
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::frames::FrameQueue;
+use super::slot::{Slot, ZoneSlot};
+use super::{Core, Pending, ZoneHost};
+use crate::clock::Clock;
+use crate::config::ZoneConfig;
+use crate::ctx::{Ctx, Outputs};
+use crate::error::ZoneError;
+use crate::fact::FactBook;
+use crate::player::{PlayerInfo, Roster};
+use crate::replicate::{BuildStats, ReplicationConfig, Replicator};
+use crate::rewind::RewindHistory;
+use crate::rng::zone_rng;
+use crate::snapshot::{RestoreError, Snapshot};
+use crate::tier::TierState;
+use crate::timer::Timers;
+use crate::view::ViewRequests;
+use crate::world::World;
+use crate::zone::{Zone, ZoneInit};
+
+impl ZoneHost {
+    /// Validate `config`, seed the RNG from `(config.world_seed, init.zone_id)`
+    /// and create a zone of type `Z`. The tick schedule starts at `clock.now()`.
+    /// The boot epoch is 0; a host that persists facts uses
+    /// [`with_boot_epoch`](ZoneHost::with_boot_epoch).
+    pub fn new<Z: Zone>(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, ZoneError> {
+        Self::with_boot_epoch::<Z>(init, config, clock, 0)
+    }
+
+    /// Like [`new`](ZoneHost::new), with the owner epoch this host runs under
+    /// (the store's claim epoch). It becomes part of generated fact keys, so
+    /// keys never repeat across restarts.
+    pub fn with_boot_epoch<Z: Zone>(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+    ) -> Result<Self, ZoneError> {
+        Self::build(init, config, clock, boot_epoch, 0, |init, ctx| {
+            Ok(Box::new(Slot::new(Z::create(init, ctx)?)))
+        })
+    }
+
+    /// Rebuild a zone of type `Z` from an envelope made by [`snapshot`](ZoneHost::snapshot):
+    /// the zone comes from [`Zone::restore`], the tick count and fact counter
+    /// continue from the snapshot, and every fact that was in flight is queued
+    /// again under its original key (so [`drain_facts`](ZoneHost::drain_facts)
+    /// returns them for re-sending). `boot_epoch` is the new owner's epoch.
+    ///
+    /// The saved participants come back as dropped, within their reconnect
+    /// grace from now, with their ids and input sequences: each is admitted
+    /// through [`Zone::on_join`] (or `on_observe`) and at once
+    /// [`Zone::on_drop`], so the zone finds it in its restored state (a zone
+    /// keys a returning player's state by principal) and a client resuming
+    /// on this host — a deploy moved the zone here — keeps its place with
+    /// [`handle_rejoin`](ZoneHost::handle_rejoin). One the zone refuses is
+    /// left out.
+    pub fn restore<Z: Zone>(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        envelope: &[u8],
+    ) -> Result<Self, RestoreError> {
+        let snap = Snapshot::decode(envelope)?;
+        let mut host = Self::build(init, config, clock, boot_epoch, snap.tick, |init, ctx| {
+            Ok(Box::new(Slot::new(Z::restore(init, ctx, &snap.zone)?)))
+        })?;
+        host.core.facts.set_counter(snap.fact_counter);
+        for fact in snap.facts {
+            host.core.facts.insert(fact);
+        }
+        host.readmit(snap.next_player, snap.roster);
+        Ok(host)
+    }
+
+    /// Restored participants, admitted again as dropped (see [`restore`](ZoneHost::restore)).
+    fn readmit(&mut self, next_player: u32, roster: Vec<crate::snapshot::SavedParticipant>) {
+        // The graces run from the restore instant (the schedule's start), so a host restored at
+        // one clock reading has one state, which a replay reproduces.
+        let now = self.start;
+        let mut next = next_player.max(1);
+        for p in roster {
+            let id = p.id;
+            next = next.max(id.0.saturating_add(1));
+            let info = PlayerInfo {
+                id,
+                principal: p.principal,
+                role: p.role,
+                claims: p.claims,
+                connected: false,
+            };
+            self.core.roster.insert(id, info.clone());
+            self.core.views.insert(id);
+            let verdict = self
+                .zone
+                .join(&mut self.core.ctx(None), &info, self.config.input_buffer);
+            if verdict.is_err() {
+                self.core.roster.remove(&id);
+                self.core.views.remove(id);
+                self.core.out.kicks.retain(|k| k.player != id);
+                continue;
+            }
+            if let Some(seq) = p.last_seq {
+                self.zone.resume_after(id, seq);
+            }
+            self.dropped_at.insert(id, now);
+            self.zone.on_drop(&mut self.core.ctx(None), id);
+        }
+        self.next_player = next;
+        self.apply_kicks();
+    }
+
+    fn build(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        tick: u64,
+        make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Box<dyn ZoneSlot>, ZoneError>,
+    ) -> Result<Self, ZoneError> {
+        Self::build_with(init, config, clock, boot_epoch, tick, |_| {}, make)
+    }
+
+    /// Like `build`, with `prepare` putting state into the host's core before the zone is made
+    /// (a zone image brings the world, RNG, timers, facts and roster back).
+    pub(super) fn build_with(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        tick: u64,
+        prepare: impl FnOnce(&mut Core),
+        make: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Box<dyn ZoneSlot>, ZoneError>,
+    ) -> Result<Self, ZoneError> {
+        config.validate()?;
+        let world = World::new(config.replication.pos_step)
+            .map_err(|e| ZoneError::Config(crate::error::ConfigError::World(e.to_string())))?;
+        let replicator = Replicator::new(ReplicationConfig {
+            cell_size: config.replication.cell_size,
+            priority_distance: config.replication.priority_distance,
+        });
+        let start = clock.now();
+        let mut core = Core {
+            tick,
+            dt: config.dt(),
+            tier: TierState::new(start),
+            rng: zone_rng(config.world_seed, &init.zone_id),
+            timers: Timers::new(config.max_timers),
+            roster: Roster::new(),
+            out: Outputs::new(config.max_pending_events),
+            facts: FactBook::new(&init.zone_id, boot_epoch, config.max_facts_in_flight),
+            world,
+            views: ViewRequests::default(),
+        };
+        prepare(&mut core);
+        let zone = make(&init, &mut core.ctx(None))?;
+        let rewind = zone
+            .lag_compensation()
+            .map(|lc| RewindHistory::new(&lc, core.dt, config.replication.pos_step));
+        Ok(Self {
+            init,
+            config,
+            clock,
+            zone,
+            core,
+            dropped_at: BTreeMap::new(),
+            next_player: 1,
+            start,
+            next_slot: 1,
+            ticked_at_once: false,
+            idle_phase: 0,
+            pending: Pending::default(),
+            disposed: false,
+            replicator,
+            patch_due: false,
+            frames: FrameQueue::default(),
+            last_build: BuildStats::default(),
+            rewind,
+            recorder: None,
+            touched: false,
+        })
+    }
+}
