@@ -287,6 +287,38 @@ fn main() {
         measured_bytes as f64 / minutes as f64,
         measured_bytes as f64 / ticks as f64
     );
+    // Starting a recording of a running zone takes its image on the simulation thread: that
+    // tick waits for it. How long, how large, and how long a replay takes to build it back.
+    let mut take = Vec::new();
+    let mut build = Vec::new();
+    let mut image_bytes = 0;
+    for _ in 0..20 {
+        let t = Instant::now();
+        let image = plain
+            .host
+            .image()
+            .expect("the arena workload keeps an image");
+        take.push(t.elapsed());
+        image_bytes = image.len();
+        let t = Instant::now();
+        let copy = ZoneHost::from_image::<ArenaZone>(
+            plain.host.init().clone(),
+            plain.host.config().clone(),
+            Arc::new(clock.clone()),
+            &image,
+        )
+        .expect("the image builds a host");
+        build.push(t.elapsed());
+        assert_eq!(copy.state_hash(), plain.host.state_hash());
+    }
+    take.sort();
+    build.sort();
+    println!(
+        "image (what a recording of the running zone starts from): {image_bytes} bytes, taken in {:.2} ms (p50 of 20, max {:.2}), built back in {:.2} ms",
+        ms(percentile(&take, 0.5)),
+        ms(percentile(&take, 1.0)),
+        ms(percentile(&build, 0.5)),
+    );
     let records: u64 = kinds.values().map(|v| v.0).sum();
     println!("records per tick: {:.2}", records as f64 / ticks as f64);
     println!("| record | per tick | bytes per tick |");

@@ -172,6 +172,83 @@ impl Zone for ArenaZone {
         })
     }
 
+    /// The whole state, for a recording started while the zone runs: the NPCs' circles follow
+    /// from the params, so the params, the entity ids, the hit points and the players do.
+    fn image(&self) -> Option<Vec<u8>> {
+        let players: Vec<(u32, u32, f32, f32)> = self
+            .players
+            .iter()
+            .map(|(id, p)| (id.0, p.entity.0, p.pos.0, p.pos.1))
+            .collect();
+        let ids: Vec<u32> = self.npc_ids.iter().map(|e| e.0).collect();
+        let image = (
+            &self.params,
+            [self.npc_kind.0, self.player_kind.0],
+            ids,
+            &self.hp,
+            players,
+            self.bad_inputs,
+        );
+        serde_json::to_vec(&image).ok()
+    }
+
+    fn from_image(_init: &ZoneInit, ctx: &mut Ctx<'_>, bytes: &[u8]) -> Result<Self, ZoneError> {
+        type Image = (
+            ArenaParams,
+            [u32; 2],
+            Vec<u32>,
+            Vec<u8>,
+            Vec<(u32, u32, f32, f32)>,
+            u64,
+        );
+        let refused = |why: String| ZoneError::Restore(format!("arena workload image: {why}"));
+        let (params, [npc_kind, player_kind], ids, hp, players, bad_inputs): Image =
+            serde_json::from_slice(bytes).map_err(|e| refused(e.to_string()))?;
+        let world = ctx.world_ref();
+        let alive = |id: u32| {
+            let e = EntityId(id);
+            world
+                .contains(e)
+                .then_some(e)
+                .ok_or_else(|| refused(format!("entity {id} is not in the world")))
+        };
+        if params.npcs as usize != ids.len() || ids.len() != hp.len() {
+            return Err(refused(
+                "NPC ids and hit points do not match the params".into(),
+            ));
+        }
+        if [npc_kind, player_kind]
+            .iter()
+            .any(|k| *k as usize >= world.kinds().len())
+        {
+            return Err(refused("an undeclared kind".into()));
+        }
+        let npc_ids = ids.into_iter().map(alive).collect::<Result<Vec<_>, _>>()?;
+        let players = players
+            .into_iter()
+            .map(|(id, e, x, y)| {
+                let entity = alive(e)?;
+                Ok((
+                    PlayerId(id),
+                    Player {
+                        entity,
+                        pos: (x, y),
+                    },
+                ))
+            })
+            .collect::<Result<BTreeMap<_, _>, ZoneError>>()?;
+        Ok(Self {
+            npcs: NpcParams::new(params.npcs as usize, params.seed, params.consts.world),
+            params,
+            npc_ids,
+            npc_kind: KindId(npc_kind),
+            player_kind: KindId(player_kind),
+            hp,
+            players,
+            bad_inputs,
+        })
+    }
+
     fn on_join(&mut self, ctx: &mut Ctx<'_>, player: &PlayerInfo) -> Result<(), JoinRefusal> {
         let bot = player
             .claims

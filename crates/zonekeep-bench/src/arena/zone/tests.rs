@@ -194,3 +194,44 @@ fn params_must_match_the_kind() {
     };
     assert!(ZoneHost::new::<ArenaZone>(bad_step, zone_config(None), Arc::new(clock)).is_err());
 }
+
+#[test]
+fn a_host_built_from_the_image_plays_on_as_the_original() {
+    // Mid-run (NPCs circling, hit points waving, two players moved): a copy built from the image
+    // stays equal to the original tick for tick, so a running arena A can be recorded.
+    let (mut h, clock) = host(ArenaParams::default());
+    let players = [join(&mut h, 0), join(&mut h, 1)];
+    let mut mirrors = BTreeMap::new();
+    for k in 0..60u32 {
+        for (i, p) in players.iter().enumerate() {
+            h.handle_input(*p, k + 1, k, &encode_input(1.0 + i as f64, -2.0));
+        }
+        step(&mut h, &clock, &mut mirrors);
+    }
+    let image = h.image().unwrap();
+    let copy_clock = ManualClock::new();
+    copy_clock.set(h.next_tick_due() - h.config().dt());
+    let mut copy = ZoneHost::from_image::<ArenaZone>(
+        h.init().clone(),
+        h.config().clone(),
+        Arc::new(copy_clock.clone()),
+        &image,
+    )
+    .unwrap();
+    assert_eq!(copy.state_hash(), h.state_hash());
+    for k in 60..120u32 {
+        for host in [&mut h, &mut copy] {
+            host.handle_input(players[0], k + 1, k, &encode_input(-1.5, 0.5));
+        }
+        step(&mut h, &clock, &mut mirrors);
+        copy_clock.set(clock.now());
+        let r = copy.advance(copy_clock.now());
+        assert_eq!(r.ticks_run, 1);
+        let _ = copy.drain_frames().unwrap().count();
+        assert_eq!(copy.state_hash(), h.state_hash(), "tick {}", h.tick());
+        assert_eq!(
+            copy.zone::<ArenaZone>().unwrap().player_pos(players[0]),
+            h.zone::<ArenaZone>().unwrap().player_pos(players[0])
+        );
+    }
+}
