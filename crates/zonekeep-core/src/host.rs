@@ -213,6 +213,12 @@ impl ZoneHost {
             .or_else(|| Some(self.core.world.hash()))
     }
 
+    /// Why the zone can no longer run ([`Zone::failure`](crate::Zone::failure)): `Some` once its
+    /// sandboxed game code trapped, panicked or overran its budget. The caller stops the zone.
+    pub fn failure(&self) -> Option<&str> {
+        self.zone.failure()
+    }
+
     /// Whether a replication patch follows `tick` (`tick % patch_every == 0`;
     /// tick 0 never runs, so it is never a patch tick).
     pub fn is_patch_tick(&self, tick: u64) -> bool {

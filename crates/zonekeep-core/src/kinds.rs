@@ -14,18 +14,26 @@ use crate::zone::{Zone, ZoneInit};
 
 /// Builds a host for one zone kind, under a boot epoch (see
 /// [`ZoneHost::with_boot_epoch`]).
-pub type ZoneFactory = fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64) -> Result<ZoneHost, ZoneError>;
+pub type ZoneFactory = Arc<
+    dyn Fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64) -> Result<ZoneHost, ZoneError> + Send + Sync,
+>;
 
 /// Rebuilds a host of one zone kind from a snapshot envelope (see
 /// [`ZoneHost::restore`]).
-pub type RestoreFactory =
-    fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64, &[u8]) -> Result<ZoneHost, RestoreError>;
+pub type RestoreFactory = Arc<
+    dyn Fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, u64, &[u8]) -> Result<ZoneHost, RestoreError>
+        + Send
+        + Sync,
+>;
 
 /// Builds a host of one zone kind from a zone image ([`ZoneHost::from_image`]).
-pub type ImageFactory =
-    fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, &[u8]) -> Result<ZoneHost, ImageError>;
+pub type ImageFactory = Arc<
+    dyn Fn(ZoneInit, ZoneConfig, Arc<dyn Clock>, &[u8]) -> Result<ZoneHost, ImageError>
+        + Send
+        + Sync,
+>;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 struct KindEntry {
     create: ZoneFactory,
     restore: Option<RestoreFactory>,
@@ -33,9 +41,15 @@ struct KindEntry {
 }
 
 /// Maps zone kind names to factories.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ZoneKinds {
     factories: BTreeMap<String, KindEntry>,
+}
+
+impl std::fmt::Debug for ZoneKinds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.factories.keys()).finish()
+    }
 }
 
 impl ZoneKinds {
@@ -49,22 +63,29 @@ impl ZoneKinds {
         self.factories.insert(
             kind.into(),
             KindEntry {
-                create: ZoneHost::with_boot_epoch::<Z>,
-                restore: Some(ZoneHost::restore::<Z>),
-                image: Some(ZoneHost::from_image::<Z>),
+                create: Arc::new(ZoneHost::with_boot_epoch::<Z>),
+                restore: Some(Arc::new(ZoneHost::restore::<Z>)),
+                image: Some(Arc::new(ZoneHost::from_image::<Z>)),
             },
         );
         self
     }
 
-    /// Register a custom factory under `kind`; zones of that kind cannot be
-    /// restored from a snapshot.
-    pub fn register_factory(&mut self, kind: impl Into<String>, factory: ZoneFactory) -> &mut Self {
+    /// Register factories under `kind` (replacing any earlier registration): for kinds whose
+    /// zones are made from data loaded at run time, such as a module (see
+    /// [`ZoneHost::create_with`]). Without `restore`, zones of the kind cannot be restored from
+    /// a snapshot; such kinds have no image either.
+    pub fn register_factory(
+        &mut self,
+        kind: impl Into<String>,
+        create: ZoneFactory,
+        restore: Option<RestoreFactory>,
+    ) -> &mut Self {
         self.factories.insert(
             kind.into(),
             KindEntry {
-                create: factory,
-                restore: None,
+                create,
+                restore,
                 image: None,
             },
         );
@@ -121,6 +142,7 @@ impl ZoneKinds {
             .ok_or_else(|| ZoneError::UnknownKind(init.kind.clone()))?;
         let restore = entry
             .restore
+            .as_ref()
             .ok_or_else(|| ZoneError::NotRestorable(init.kind.clone()))?;
         restore(init, config, clock, boot_epoch, envelope)
     }
@@ -139,6 +161,7 @@ impl ZoneKinds {
             .ok_or_else(|| ZoneError::UnknownKind(init.kind.clone()))?;
         let from_image = entry
             .image
+            .as_ref()
             .ok_or_else(|| ImageError::NoImage(init.kind.clone()))?;
         from_image(init, config, clock, image)
     }

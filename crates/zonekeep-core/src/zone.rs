@@ -247,4 +247,13 @@ pub trait Zone: Send + 'static {
     fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {
         let _ = (ctx, settlement);
     }
+
+    /// Why this zone can no longer run, once it cannot: game code run in a sandbox (a module)
+    /// that trapped, panicked or overran its budget answers with the reason. The server stops
+    /// such a zone after the call that failed: its players are kicked with the reason, no final
+    /// save is written (its last save stays as it was) and every other zone keeps its tick. A
+    /// native zone never fails this way (a panic in Rust code is a bug of the host's build).
+    fn failure(&self) -> Option<&str> {
+        None
+    }
 }

@@ -46,8 +46,21 @@ impl ZoneHost {
         clock: Arc<dyn Clock>,
         boot_epoch: u64,
     ) -> Result<Self, ZoneError> {
+        Self::create_with(init, config, clock, boot_epoch, Z::create)
+    }
+
+    /// Like [`with_boot_epoch`](ZoneHost::with_boot_epoch), with the zone made by `create`
+    /// instead of [`Zone::create`]: for game code whose zones are made from data loaded at run
+    /// time (a module), which a type's associated function cannot reach.
+    pub fn create_with<Z: Zone>(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        create: impl FnOnce(&ZoneInit, &mut Ctx<'_>) -> Result<Z, ZoneError>,
+    ) -> Result<Self, ZoneError> {
         Self::build(init, config, clock, boot_epoch, 0, |init, ctx| {
-            Ok(Box::new(Slot::new(Z::create(init, ctx)?)))
+            Ok(Box::new(Slot::new(create(init, ctx)?)))
         })
     }
 
@@ -72,9 +85,22 @@ impl ZoneHost {
         boot_epoch: u64,
         envelope: &[u8],
     ) -> Result<Self, RestoreError> {
+        Self::restore_with(init, config, clock, boot_epoch, envelope, Z::restore)
+    }
+
+    /// Like [`restore`](ZoneHost::restore), with the zone rebuilt from its saved bytes by
+    /// `restore` instead of [`Zone::restore`] (see [`create_with`](ZoneHost::create_with)).
+    pub fn restore_with<Z: Zone>(
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        boot_epoch: u64,
+        envelope: &[u8],
+        restore: impl FnOnce(&ZoneInit, &mut Ctx<'_>, &[u8]) -> Result<Z, ZoneError>,
+    ) -> Result<Self, RestoreError> {
         let snap = Snapshot::decode(envelope)?;
         let mut host = Self::build(init, config, clock, boot_epoch, snap.tick, |init, ctx| {
-            Ok(Box::new(Slot::new(Z::restore(init, ctx, &snap.zone)?)))
+            Ok(Box::new(Slot::new(restore(init, ctx, &snap.zone)?)))
         })?;
         host.core.facts.set_counter(snap.fact_counter);
         for fact in snap.facts {

@@ -88,6 +88,8 @@ pub(super) trait ZoneSlot: Send {
     ) -> Result<(), InputRefusal>;
     /// The zone's own state hash.
     fn state_hash(&self) -> Option<u64>;
+    /// Why the zone can no longer run ([`Zone::failure`]).
+    fn failure(&self) -> Option<&str>;
     /// Build every subscriber's Delta (acks from the input buffers, `can_see` from the zone).
     fn build_frames(
         &self,
@@ -264,6 +266,10 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
 
     fn state_hash(&self) -> Option<u64> {
         self.zone.state_hash()
+    }
+
+    fn failure(&self) -> Option<&str> {
+        self.zone.failure()
     }
 
     fn build_frames(
