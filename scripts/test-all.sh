@@ -21,6 +21,12 @@ report_skipped() {
 }
 trap report_skipped EXIT
 
+# The module tests build the example zone modules for WebAssembly.
+if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  echo "== installing the wasm32-unknown-unknown target (zone modules)"
+  rustup target add wasm32-unknown-unknown
+fi
+
 echo "== rust workspace"
 cargo test --workspace --no-fail-fast
 

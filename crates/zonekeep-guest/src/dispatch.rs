@@ -1,0 +1,439 @@
+//! One host call, decoded and run: [`dispatch`], the function the exports call, usable natively
+//! over byte buffers.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::ctx::{Ctx, SdkState};
+use crate::log::{log, Level};
+use crate::rng::Rng;
+use crate::wire::{DecodeError, Reader, Writer};
+use crate::zone::{LeaveReason, Player, PlayerId, Role, Zone};
+
+/// The ABI version this SDK speaks (`zk_abi`).
+pub const ABI_VERSION: i32 = 1;
+
+/// The first byte of every save the SDK writes: the version of its header.
+pub const SAVE_FORMAT: u8 = 1;
+
+/// Bytes of the SDK's save header: [`SAVE_FORMAT`], then the RNG state as 4 × `u64`.
+pub const SAVE_HEADER_LEN: usize = 1 + 4 * 8;
+
+/// A call's `op` (docs/MODULES.md, "Calls").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// 1: build the zone.
+    Create = 1,
+    /// 2: a participant asks to join.
+    Join = 2,
+    /// 3: a participant left.
+    Leave = 3,
+    /// 4: a participant's connection was lost.
+    Drop = 4,
+    /// 5: a dropped participant came back.
+    Rejoin = 5,
+    /// 6: accept or refuse a raw input.
+    Sanitize = 6,
+    /// 7: apply an accepted input.
+    Input = 7,
+    /// 8: run one tick.
+    Tick = 8,
+    /// 9: a timer fired.
+    Timer = 9,
+    /// 10: the save's bytes.
+    Save = 10,
+    /// 11: rebuild the zone from a save.
+    Restore = 11,
+    /// 12: the zone's state hash.
+    StateHash = 12,
+    /// 13: a fact was settled.
+    Settled = 13,
+}
+
+impl Op {
+    /// Every op, in number order.
+    pub const ALL: [Op; 13] = [
+        Op::Create,
+        Op::Join,
+        Op::Leave,
+        Op::Drop,
+        Op::Rejoin,
+        Op::Sanitize,
+        Op::Input,
+        Op::Tick,
+        Op::Timer,
+        Op::Save,
+        Op::Restore,
+        Op::StateHash,
+        Op::Settled,
+    ];
+
+    /// The op numbered `n`, if any.
+    pub fn from_number(n: u32) -> Option<Self> {
+        let i = usize::try_from(n.checked_sub(1)?).ok()?;
+        Self::ALL.get(i).copied()
+    }
+
+    /// The op's number.
+    pub fn number(self) -> u32 {
+        self as u32
+    }
+}
+
+/// Why a call cannot go on: the exports log it at [`Level::Panic`] and trap, and the host stops
+/// the zone with the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fatal {
+    /// An op number the ABI does not have.
+    UnknownOp(u32),
+    /// The call's input could not be read.
+    Malformed {
+        /// The call.
+        op: Op,
+        /// What was wrong.
+        error: DecodeError,
+    },
+    /// A hook call before CREATE or RESTORE built the zone.
+    NotCreated(Op),
+    /// CREATE or RESTORE on a zone already built.
+    AlreadyCreated(Op),
+    /// [`Zone::create`] returned an error.
+    Create(String),
+    /// [`Zone::restore`] returned an error.
+    Restore(String),
+    /// RESTORE's save was not written by this SDK (bad header).
+    BadSave(String),
+    /// The input length the host passed to `zk_call` is not one the guest allocated.
+    BadLength {
+        /// The length passed.
+        len: i64,
+        /// The bytes allocated by the last `zk_alloc`.
+        allocated: usize,
+    },
+}
+
+impl fmt::Display for Fatal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownOp(op) => write!(f, "unknown op {op}"),
+            Self::Malformed { op, error } => write!(f, "malformed {op:?} input: {error}"),
+            Self::NotCreated(op) => write!(f, "{op:?} before CREATE or RESTORE"),
+            Self::AlreadyCreated(op) => write!(f, "{op:?} on a zone already created"),
+            Self::Create(e) => write!(f, "create failed: {e}"),
+            Self::Restore(e) => write!(f, "restore failed: {e}"),
+            Self::BadSave(e) => write!(f, "restore failed: bad save: {e}"),
+            Self::BadLength { len, allocated } => write!(
+                f,
+                "zk_call with {len} input bytes, but zk_alloc gave {allocated}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Fatal {}
+
+/// Everything a module keeps between calls: the zone (once created) and the SDK's own state.
+pub struct Guest<Z> {
+    zone: Option<Z>,
+    sdk: SdkState,
+}
+
+impl<Z> Default for Guest<Z> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<Z> Guest<Z> {
+    /// A module before CREATE.
+    pub fn new() -> Self {
+        Self {
+            zone: None,
+            sdk: SdkState::new(Rng::from_state([0; 4])),
+        }
+    }
+
+    /// The zone, once created or restored.
+    pub fn zone(&self) -> Option<&Z> {
+        self.zone.as_ref()
+    }
+
+    /// The zone, mutably (for tests).
+    pub fn zone_mut(&mut self) -> Option<&mut Z> {
+        self.zone.as_mut()
+    }
+
+    /// The RNG's current state.
+    pub fn rng_state(&self) -> [u64; 4] {
+        self.sdk.rng.state()
+    }
+
+    /// How many entities the zone has alive (spawned and not despawned).
+    pub fn live_entities(&self) -> usize {
+        self.sdk.handles.live_count()
+    }
+}
+
+/// Run call `op` on `input` (the bytes the host wrote), writing the call's output to `out`
+/// (cleared first). This is all the `zk_call` export does besides moving bytes, so tests drive
+/// a zone natively through it.
+pub fn dispatch<Z: Zone>(
+    guest: &mut Guest<Z>,
+    op: u32,
+    input: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), Fatal> {
+    out.clear();
+    let op = Op::from_number(op).ok_or(Fatal::UnknownOp(op))?;
+    let mut w = Writer::from_vec(std::mem::take(out));
+    let result = run(guest, op, input, &mut w);
+    *out = w.into_vec();
+    result
+}
+
+fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> Result<(), Fatal> {
+    let malformed = |error| Fatal::Malformed { op, error };
+    let mut r = Reader::new(input);
+    let tick = r.u64().map_err(malformed)?;
+    // Read every field first, so a malformed input runs no hook.
+    let call = Call::read(op, &mut r).map_err(malformed)?;
+    r.finish().map_err(malformed)?;
+
+    let sdk = &mut guest.sdk;
+    match call {
+        Call::Create {
+            seed,
+            zone_id,
+            params,
+        } => {
+            if guest.zone.is_some() {
+                return Err(Fatal::AlreadyCreated(op));
+            }
+            *sdk = SdkState::new(Rng::for_zone(seed, zone_id));
+            let mut ctx = Ctx::new(tick, Duration::ZERO, sdk, w);
+            guest.zone = Some(Z::create(&mut ctx, params).map_err(Fatal::Create)?);
+        }
+        Call::Restore { params, save } => {
+            if guest.zone.is_some() {
+                return Err(Fatal::AlreadyCreated(op));
+            }
+            let (rng, bytes) = split_save(save)?;
+            *sdk = SdkState::new(rng);
+            let mut ctx = Ctx::new(tick, Duration::ZERO, sdk, w);
+            guest.zone = Some(Z::restore(&mut ctx, params, bytes).map_err(Fatal::Restore)?);
+        }
+        Call::Save => {
+            let zone = guest.zone.as_ref().ok_or(Fatal::NotCreated(op))?;
+            w.u8(SAVE_FORMAT);
+            for word in sdk.rng.state() {
+                w.u64(word);
+            }
+            w.raw(&zone.save());
+        }
+        Call::StateHash => {
+            let zone = guest.zone.as_ref().ok_or(Fatal::NotCreated(op))?;
+            if let Some(h) = zone.state_hash() {
+                w.u64(h);
+            }
+        }
+        Call::Sanitize { player, payload } => {
+            let zone = guest.zone.as_mut().ok_or(Fatal::NotCreated(op))?;
+            if let Err(refusal) = zone.sanitize(player, payload) {
+                w.u16(refusal.code).str(&refusal.reason);
+            }
+        }
+        hook => {
+            let zone = guest.zone.as_mut().ok_or(Fatal::NotCreated(op))?;
+            let time = match hook {
+                Call::Tick { time_us, dt_us } => {
+                    sdk.dt = Duration::from_micros(u64::from(dt_us));
+                    Duration::from_micros(time_us)
+                }
+                _ => tick_time(sdk.dt, tick),
+            };
+            let mut ctx = Ctx::new(tick, time, sdk, w);
+            run_hook(zone, &mut ctx, hook);
+        }
+    }
+    Ok(())
+}
+
+/// `tick × dt`, saturating.
+fn tick_time(dt: Duration, tick: u64) -> Duration {
+    let nanos = dt.as_nanos().saturating_mul(u128::from(tick));
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+}
+
+/// A hook call that builds a [`Ctx`] and appends commands.
+fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
+    match call {
+        Call::Join {
+            player,
+            principal,
+            role,
+        } => {
+            let player = Player {
+                id: player,
+                principal: principal.to_owned(),
+                role,
+            };
+            if let Err(refusal) = zone.on_join(ctx, player) {
+                ctx.refuse(refusal.code, &refusal.reason);
+            }
+        }
+        Call::Leave { player, why } => zone.on_leave(ctx, player, why),
+        Call::Drop { player } => zone.on_drop(ctx, player),
+        Call::Rejoin { player } => zone.on_rejoin(ctx, player),
+        Call::Input { player, payload } => match zone.sanitize(player, payload) {
+            Ok(input) => zone.on_input(ctx, player, input),
+            Err(refusal) => log(
+                Level::Warn,
+                &format!("input of player {player} refused when applied: {refusal}"),
+            ),
+        },
+        Call::Tick { .. } => zone.tick(ctx),
+        Call::Timer { tag } => zone.on_timer(ctx, tag),
+        Call::Settled { key, ok, detail } => {
+            let outcome = if ok { Ok(detail) } else { Err(detail) };
+            zone.on_fact_settled(ctx, key, outcome);
+        }
+        Call::Create { .. }
+        | Call::Restore { .. }
+        | Call::Save
+        | Call::StateHash
+        | Call::Sanitize { .. } => {}
+    }
+}
+
+/// The SDK's header off the front of a save: the RNG, and the zone's own bytes.
+fn split_save(save: &[u8]) -> Result<(Rng, &[u8]), Fatal> {
+    let mut r = Reader::new(save);
+    let bad = |e: DecodeError| Fatal::BadSave(e.to_string());
+    let format = r.u8().map_err(bad)?;
+    if format != SAVE_FORMAT {
+        return Err(Fatal::BadSave(format!(
+            "format {format}, this SDK reads {SAVE_FORMAT}"
+        )));
+    }
+    let mut s = [0u64; 4];
+    for word in &mut s {
+        *word = r.u64().map_err(bad)?;
+    }
+    Ok((Rng::from_state(s), r.rest()))
+}
+
+/// A call's fields after the tick.
+enum Call<'a> {
+    Create {
+        seed: u64,
+        zone_id: &'a str,
+        params: &'a str,
+    },
+    Join {
+        player: PlayerId,
+        principal: &'a str,
+        role: Role,
+    },
+    Leave {
+        player: PlayerId,
+        why: LeaveReason,
+    },
+    Drop {
+        player: PlayerId,
+    },
+    Rejoin {
+        player: PlayerId,
+    },
+    Sanitize {
+        player: PlayerId,
+        payload: &'a [u8],
+    },
+    Input {
+        player: PlayerId,
+        payload: &'a [u8],
+    },
+    Tick {
+        time_us: u64,
+        dt_us: u32,
+    },
+    Timer {
+        tag: u64,
+    },
+    Save,
+    /// The seed and zone id are read and not used: the RNG comes back from the save.
+    Restore {
+        params: &'a str,
+        save: &'a [u8],
+    },
+    StateHash,
+    Settled {
+        key: &'a str,
+        ok: bool,
+        detail: &'a str,
+    },
+}
+
+impl<'a> Call<'a> {
+    fn read(op: Op, r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+        let player = |r: &mut Reader<'a>| r.u32().map(PlayerId);
+        Ok(match op {
+            Op::Create => Call::Create {
+                seed: r.u64()?,
+                zone_id: r.str()?,
+                params: r.str()?,
+            },
+            Op::Join => Call::Join {
+                player: player(r)?,
+                principal: r.str()?,
+                role: match r.u8()? {
+                    0 => Role::Player,
+                    1 => Role::Observer,
+                    _ => return Err(DecodeError::Invalid("role must be 0 or 1")),
+                },
+            },
+            Op::Leave => Call::Leave {
+                player: player(r)?,
+                why: match r.u8()? {
+                    0 => LeaveReason::Left,
+                    1 => LeaveReason::Dropped,
+                    2 => LeaveReason::Kicked,
+                    3 => LeaveReason::Transferred,
+                    _ => return Err(DecodeError::Invalid("leave reason must be 0..=3")),
+                },
+            },
+            Op::Drop => Call::Drop { player: player(r)? },
+            Op::Rejoin => Call::Rejoin { player: player(r)? },
+            Op::Sanitize => Call::Sanitize {
+                player: player(r)?,
+                payload: r.bytes()?,
+            },
+            Op::Input => Call::Input {
+                player: player(r)?,
+                payload: r.bytes()?,
+            },
+            Op::Tick => Call::Tick {
+                time_us: r.u64()?,
+                dt_us: r.u32()?,
+            },
+            Op::Timer => Call::Timer { tag: r.u64()? },
+            Op::Save => Call::Save,
+            Op::Restore => {
+                let (_seed, _zone_id) = (r.u64()?, r.str()?);
+                Call::Restore {
+                    params: r.str()?,
+                    save: r.bytes()?,
+                }
+            }
+            Op::StateHash => Call::StateHash,
+            Op::Settled => Call::Settled {
+                key: r.str()?,
+                ok: match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(DecodeError::Invalid("settled ok must be 0 or 1")),
+                },
+                detail: r.str()?,
+            },
+        })
+    }
+}

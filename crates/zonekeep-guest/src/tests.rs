@@ -1,0 +1,1083 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use crate::ctx::{Handles, SdkState};
+use crate::testing::{decode_commands, input, Command, TestHost};
+use crate::{
+    dispatch, Ctx, DecodeError, Entity, EventTarget, Fatal, FieldType, Guest, Input, Kind, KindDef,
+    LeaveReason, Op, Player, PlayerId, Reader, Refusal, Rng, Role, Writer, Zone,
+    REFUSE_UNDECODABLE, SAVE_FORMAT, SAVE_HEADER_LEN,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reader and Writer
+
+#[test]
+fn writer_and_reader_round_trip_every_type() {
+    let mut w = Writer::new();
+    w.u8(0xab)
+        .u16(0xbeef)
+        .u32(0xdead_beef)
+        .u64(0x0123_4567_89ab_cdef)
+        .i8(-2)
+        .i16(-300)
+        .i32(-70_000)
+        .i64(-5)
+        .f32(1.5)
+        .bool(true)
+        .bytes(&[1, 2, 3])
+        .str("héllo");
+    let bytes = w.into_vec();
+    let mut r = Reader::new(&bytes);
+    assert_eq!(r.u8(), Ok(0xab));
+    assert_eq!(r.u16(), Ok(0xbeef));
+    assert_eq!(r.u32(), Ok(0xdead_beef));
+    assert_eq!(r.u64(), Ok(0x0123_4567_89ab_cdef));
+    assert_eq!(r.i8(), Ok(-2));
+    assert_eq!(r.i16(), Ok(-300));
+    assert_eq!(r.i32(), Ok(-70_000));
+    assert_eq!(r.i64(), Ok(-5));
+    assert_eq!(r.f32(), Ok(1.5));
+    assert_eq!(r.bool(), Ok(true));
+    assert_eq!(r.bytes(), Ok(&[1u8, 2, 3][..]));
+    assert_eq!(r.str(), Ok("héllo"));
+    assert_eq!(r.finish(), Ok(()));
+}
+
+#[test]
+fn writer_is_little_endian() {
+    let mut w = Writer::new();
+    w.u16(0x0102).u32(0x0304_0506).f32(1.0).str("ab");
+    assert_eq!(
+        w.as_bytes(),
+        &[0x02, 0x01, 0x06, 0x05, 0x04, 0x03, 0, 0, 0x80, 0x3f, 2, 0, 0, 0, b'a', b'b']
+    );
+}
+
+#[test]
+fn reader_refuses_every_truncation() {
+    let mut w = Writer::new();
+    w.u8(1)
+        .u16(2)
+        .u32(3)
+        .u64(4)
+        .f32(5.0)
+        .bytes(&[6, 7])
+        .str("eight");
+    let bytes = w.into_vec();
+    let read_all = |b: &[u8]| -> Result<(), DecodeError> {
+        let mut r = Reader::new(b);
+        r.u8()?;
+        r.u16()?;
+        r.u32()?;
+        r.u64()?;
+        r.f32()?;
+        r.bytes()?;
+        r.str()?;
+        r.finish()
+    };
+    assert_eq!(read_all(&bytes), Ok(()));
+    for cut in 0..bytes.len() {
+        let err = read_all(&bytes[..cut]).unwrap_err();
+        assert!(
+            matches!(err, DecodeError::Truncated { .. }),
+            "cut {cut}: {err:?}"
+        );
+    }
+}
+
+#[test]
+fn reader_checks_lengths_before_taking() {
+    // A length of 4 GiB - 1 with two bytes behind it.
+    let bytes = [0xff, 0xff, 0xff, 0xff, 1, 2];
+    let mut r = Reader::new(&bytes);
+    assert_eq!(
+        r.bytes(),
+        Err(DecodeError::Truncated {
+            needed: 0xffff_ffff,
+            remaining: 2
+        })
+    );
+    // Nothing was consumed but the length.
+    assert_eq!(r.remaining(), 2);
+}
+
+#[test]
+fn reader_refuses_bad_values_and_trailing_bytes() {
+    assert!(matches!(
+        Reader::new(&[2]).bool(),
+        Err(DecodeError::Invalid(_))
+    ));
+    assert!(matches!(
+        Reader::new(&[2, 0, 0, 0, 0xc3, 0x28]).str(),
+        Err(DecodeError::Invalid(_))
+    ));
+    let mut r = Reader::new(&[1, 2, 3]);
+    r.u8().unwrap();
+    assert_eq!(r.finish(), Err(DecodeError::Trailing(2)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+fn with_ctx(f: impl FnOnce(&mut Ctx<'_>)) -> Vec<u8> {
+    let mut sdk = SdkState::new(Rng::for_zone(1, "z"));
+    let mut w = Writer::new();
+    let mut ctx = Ctx::new(0, Duration::ZERO, &mut sdk, &mut w);
+    f(&mut ctx);
+    w.into_vec()
+}
+
+fn le(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+#[test]
+fn declare_kind_encodes_every_field_type() {
+    let kind = KindDef::new("k")
+        .quant("q", -1.0, 1.0, 8)
+        .centered("c", 2.0, 10)
+        .angle("a", 12)
+        .uint("u")
+        .sint("s")
+        .bool("b")
+        .str("t", 24)
+        .f32("f");
+    let bytes = with_ctx(|ctx| assert_eq!(ctx.declare_kind(kind.clone()), Kind(0)));
+    let s = |v: &str| le(&[&(v.len() as u32).to_le_bytes(), v.as_bytes()]);
+    let expected = le(&[
+        &[1],
+        &s("k"),
+        &[8],
+        &s("q"),
+        &[0],
+        &(-1.0f32).to_le_bytes(),
+        &1.0f32.to_le_bytes(),
+        &[8],
+        &s("c"),
+        &[1],
+        &2.0f32.to_le_bytes(),
+        &[10],
+        &s("a"),
+        &[2, 12],
+        &s("u"),
+        &[3],
+        &s("s"),
+        &[4],
+        &s("b"),
+        &[5],
+        &s("t"),
+        &[6, 24],
+        &s("f"),
+        &[7],
+    ]);
+    assert_eq!(bytes, expected);
+    assert_eq!(
+        decode_commands(&bytes).unwrap(),
+        vec![Command::DeclareKind {
+            name: "k".into(),
+            fields: kind.fields().to_vec()
+        }]
+    );
+}
+
+#[test]
+fn kinds_are_numbered_in_declaration_order() {
+    with_ctx(|ctx| {
+        assert_eq!(ctx.declare_kind(KindDef::new("a")), Kind(0));
+        assert_eq!(ctx.declare_kind(KindDef::new("b")), Kind(1));
+    });
+}
+
+#[test]
+fn every_entity_command_has_its_exact_bytes() {
+    let bytes = with_ctx(|ctx| {
+        let e = ctx.spawn(Kind(3), 1.5, -2.0);
+        assert_eq!(e.handle(), 1);
+        ctx.set_pos(e, 4.0, 5.0);
+        ctx.set_f32(e, 1, 0.25);
+        ctx.set_uint(e, 2, 70_000);
+        ctx.set_sint(e, 3, -9);
+        ctx.set_bool(e, 4, true);
+        ctx.set_str(e, 5, "hi");
+        ctx.set_global(e, true);
+        ctx.despawn(e);
+    });
+    let h = 1u32.to_le_bytes();
+    let expected = le(&[
+        &[2],
+        &h,
+        &3u16.to_le_bytes(),
+        &1.5f32.to_le_bytes(),
+        &(-2.0f32).to_le_bytes(),
+        &[4],
+        &h,
+        &4.0f32.to_le_bytes(),
+        &5.0f32.to_le_bytes(),
+        &[5],
+        &h,
+        &[1],
+        &0.25f32.to_le_bytes(),
+        &[6],
+        &h,
+        &[2],
+        &70_000u32.to_le_bytes(),
+        &[7],
+        &h,
+        &[3],
+        &(-9i32).to_le_bytes(),
+        &[8],
+        &h,
+        &[4, 1],
+        &[9],
+        &h,
+        &[5],
+        &2u32.to_le_bytes(),
+        b"hi",
+        &[10],
+        &h,
+        &[1],
+        &[3],
+        &h,
+    ]);
+    assert_eq!(bytes, expected);
+    assert_eq!(
+        decode_commands(&bytes).unwrap(),
+        vec![
+            Command::Spawn {
+                handle: 1,
+                kind: 3,
+                x: 1.5,
+                y: -2.0
+            },
+            Command::SetPos {
+                handle: 1,
+                x: 4.0,
+                y: 5.0
+            },
+            Command::SetF32 {
+                handle: 1,
+                field: 1,
+                value: 0.25
+            },
+            Command::SetUint {
+                handle: 1,
+                field: 2,
+                value: 70_000
+            },
+            Command::SetSint {
+                handle: 1,
+                field: 3,
+                value: -9
+            },
+            Command::SetBool {
+                handle: 1,
+                field: 4,
+                value: 1
+            },
+            Command::SetStr {
+                handle: 1,
+                field: 5,
+                value: "hi".into()
+            },
+            Command::SetGlobal {
+                handle: 1,
+                global: 1
+            },
+            Command::Despawn { handle: 1 },
+        ]
+    );
+}
+
+#[test]
+fn every_player_and_timer_command_has_its_exact_bytes() {
+    let p = PlayerId(7);
+    let bytes = with_ctx(|ctx| {
+        let e = ctx.spawn(Kind(0), 0.0, 0.0);
+        ctx.set_control(p, Some(e));
+        ctx.set_control(p, None);
+        ctx.set_view(p, Some(30.0), Some((1.0, 2.0)));
+        ctx.set_view(p, None, None);
+        ctx.kick(p, "bye");
+        ctx.event(EventTarget::All, 9, &[1, 2]);
+        ctx.event(EventTarget::Player(p), 10, &[]);
+        ctx.timer_after(5, 11);
+        ctx.timer_every(6, 12);
+        ctx.timer_cancel(13);
+        ctx.emit_fact("score", "{\"n\":1}", Some("alice"), Some("k1"));
+        ctx.emit_fact("ping", "null", None, None);
+        ctx.refuse(3, "full");
+    });
+    let p7 = 7u32.to_le_bytes();
+    let s = |v: &str| le(&[&(v.len() as u32).to_le_bytes(), v.as_bytes()]);
+    let expected = le(&[
+        &[2],
+        &1u32.to_le_bytes(),
+        &0u16.to_le_bytes(),
+        &0f32.to_le_bytes(),
+        &0f32.to_le_bytes(),
+        &[11],
+        &p7,
+        &1u32.to_le_bytes(),
+        &[11],
+        &p7,
+        &0u32.to_le_bytes(),
+        &[12],
+        &p7,
+        &30f32.to_le_bytes(),
+        &[1],
+        &1f32.to_le_bytes(),
+        &2f32.to_le_bytes(),
+        &[12],
+        &p7,
+        &f32::NAN.to_le_bytes(),
+        &[0],
+        &0f32.to_le_bytes(),
+        &0f32.to_le_bytes(),
+        &[13],
+        &p7,
+        &s("bye"),
+        &[14],
+        &0u32.to_le_bytes(),
+        &9u16.to_le_bytes(),
+        &2u32.to_le_bytes(),
+        &[1, 2],
+        &[14],
+        &p7,
+        &10u16.to_le_bytes(),
+        &0u32.to_le_bytes(),
+        &[15],
+        &5u64.to_le_bytes(),
+        &11u64.to_le_bytes(),
+        &[16],
+        &6u64.to_le_bytes(),
+        &12u64.to_le_bytes(),
+        &[17],
+        &13u64.to_le_bytes(),
+        &[19],
+        &s("score"),
+        &s("{\"n\":1}"),
+        &s("alice"),
+        &s("k1"),
+        &[19],
+        &s("ping"),
+        &s("null"),
+        &s(""),
+        &s(""),
+        &[18],
+        &3u16.to_le_bytes(),
+        &s("full"),
+    ]);
+    assert_eq!(bytes, expected);
+    let commands = decode_commands(&bytes).unwrap();
+    assert_eq!(commands.len(), 14);
+    assert!(matches!(
+        commands[4],
+        Command::SetView { player: 7, radius, focus: 0, .. } if radius.is_nan()
+    ));
+    assert_eq!(
+        commands[13],
+        Command::Refuse {
+            code: 3,
+            reason: "full".into()
+        }
+    );
+}
+
+#[test]
+fn decode_commands_refuses_truncated_and_unknown() {
+    let bytes = with_ctx(|ctx| {
+        let e = ctx.spawn(Kind(0), 1.0, 2.0);
+        ctx.set_str(e, 0, "abc");
+    });
+    // Every cut but the one between the two commands (SPAWN is 15 bytes).
+    for cut in (1..bytes.len()).filter(|c| *c != 15) {
+        assert!(decode_commands(&bytes[..cut]).is_err(), "cut {cut}");
+    }
+    assert_eq!(decode_commands(&bytes[..15]).unwrap().len(), 1);
+    assert!(decode_commands(&[0]).is_err());
+    assert!(decode_commands(&[20]).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handles
+
+#[test]
+fn handles_are_never_zero_unique_and_reused_after_despawn() {
+    let mut h = Handles::new();
+    let a = h.allocate();
+    let b = h.allocate();
+    let c = h.allocate();
+    assert_eq!((a.handle(), b.handle(), c.handle()), (1, 2, 3));
+    assert!(h.release(b));
+    assert!(!h.release(b), "a second release changes nothing");
+    assert!(!h.is_live(b));
+    assert_eq!(h.live_count(), 2);
+    let d = h.allocate();
+    assert_eq!(d.handle(), 2, "the freed handle is reused");
+    let e = h.allocate();
+    assert_eq!(e.handle(), 4);
+    assert_eq!(h.live_count(), 4);
+    assert!(!h.release(Entity::from_handle(99).unwrap()));
+    assert_eq!(Entity::from_handle(0), None);
+}
+
+#[test]
+fn ctx_spawn_and_despawn_share_the_handle_pool() {
+    with_ctx(|ctx| {
+        let a = ctx.spawn(Kind(0), 0.0, 0.0);
+        let b = ctx.spawn(Kind(0), 0.0, 0.0);
+        ctx.despawn(a);
+        let c = ctx.spawn(Kind(0), 0.0, 0.0);
+        assert_eq!(c, a);
+        assert_ne!(b, c);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// RNG
+
+#[test]
+fn rng_matches_the_native_zone_derivation() {
+    // Reference values: rand_xoshiro's Xoshiro256StarStar seeded as zonekeep-core's
+    // `zone_rng(42, "tag-1")`.
+    let mut r = Rng::for_zone(42, "tag-1");
+    assert_eq!(r.next_u64(), 0xc0d2_427c_675f_5444);
+    assert_eq!(r.next_u64(), 0x7f11_a81f_cf15_19d8);
+    assert_eq!(r.next_u64(), 0xb5cb_8eb4_d61b_534b);
+    assert_eq!(r.next_u32(), 0xc5cb_9e14);
+}
+
+#[test]
+fn rng_helpers_stay_in_range() {
+    let mut r = Rng::for_zone(7, "z");
+    for n in [1u32, 2, 3, 10, 1000, u32::MAX] {
+        for _ in 0..200 {
+            assert!(r.below(n) < n);
+        }
+    }
+    assert_eq!(r.below(0), 0);
+    for _ in 0..1000 {
+        let f = r.next_f32();
+        assert!((0.0..1.0).contains(&f));
+        let g = r.range_f32(-5.0, 5.0);
+        assert!((-5.0..5.0).contains(&g));
+        assert!((0.0..1.0).contains(&r.next_f64()));
+    }
+    assert_eq!(r.range_f32(3.0, 3.0), 3.0);
+    assert!(!r.chance(0.0));
+    assert!(r.chance(1.0));
+}
+
+#[test]
+fn rng_state_round_trips() {
+    let mut a = Rng::for_zone(1, "x");
+    a.next_u64();
+    let mut b = Rng::from_state(a.state());
+    for _ in 0..10 {
+        assert_eq!(a.next_u64(), b.next_u64());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch: a zone that records every hook.
+
+#[derive(Debug, Default, PartialEq)]
+struct Probe {
+    calls: Vec<String>,
+    kind: Option<Kind>,
+    draws: Vec<u32>,
+    saved: Vec<u8>,
+}
+
+const REFUSE_BANNED: u16 = 4;
+
+impl Zone for Probe {
+    type Input = Vec<u8>;
+
+    fn create(ctx: &mut Ctx<'_>, params: &str) -> Result<Self, String> {
+        if params == "fail" {
+            return Err("params say fail".into());
+        }
+        let kind = ctx.declare_kind(KindDef::new("thing").uint("n"));
+        let draw = ctx.rng().next_u32();
+        Ok(Self {
+            calls: vec![format!("create {params} tick={}", ctx.tick())],
+            kind: Some(kind),
+            draws: vec![draw],
+            saved: Vec::new(),
+        })
+    }
+
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, player: Player) -> Result<(), Refusal> {
+        self.calls.push(format!(
+            "join {} {} {:?} tick={}",
+            player.id,
+            player.principal,
+            player.role,
+            ctx.tick()
+        ));
+        if player.principal == "banned" {
+            return Err(Refusal::new(REFUSE_BANNED, "banned"));
+        }
+        if let Some(kind) = self.kind {
+            let e = ctx.spawn(kind, 1.0, 2.0);
+            ctx.set_control(player.id, Some(e));
+        }
+        Ok(())
+    }
+
+    fn on_leave(&mut self, _ctx: &mut Ctx<'_>, player: PlayerId, why: LeaveReason) {
+        self.calls.push(format!("leave {player} {why:?}"));
+    }
+
+    fn on_drop(&mut self, _ctx: &mut Ctx<'_>, player: PlayerId) {
+        self.calls.push(format!("drop {player}"));
+    }
+
+    fn on_rejoin(&mut self, _ctx: &mut Ctx<'_>, player: PlayerId) {
+        self.calls.push(format!("rejoin {player}"));
+    }
+
+    fn sanitize(&mut self, player: PlayerId, payload: &[u8]) -> Result<Vec<u8>, Refusal> {
+        if payload.is_empty() {
+            return Err(Refusal::new(9, format!("empty from {player}")));
+        }
+        Ok(payload.to_vec())
+    }
+
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, input: Vec<u8>) {
+        self.calls
+            .push(format!("input {player} {input:?} tick={}", ctx.tick()));
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        self.calls.push(format!(
+            "tick {} time={:?} dt={:?}",
+            ctx.tick(),
+            ctx.time(),
+            ctx.dt()
+        ));
+        let draw = ctx.rng().next_u32();
+        self.draws.push(draw);
+        ctx.timer_after(2, 77);
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>, tag: u64) {
+        self.calls.push(format!(
+            "timer {tag} tick={} time={:?}",
+            ctx.tick(),
+            ctx.time()
+        ));
+    }
+
+    fn save(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u32(self.calls.len() as u32);
+        w.into_vec()
+    }
+
+    fn restore(ctx: &mut Ctx<'_>, params: &str, bytes: &[u8]) -> Result<Self, String> {
+        let mut r = Reader::new(bytes);
+        let n = r.u32().map_err(|e| e.to_string())?;
+        r.finish().map_err(|e| e.to_string())?;
+        let kind = ctx.declare_kind(KindDef::new("thing").uint("n"));
+        Ok(Self {
+            calls: vec![format!("restore {params} n={n} tick={}", ctx.tick())],
+            kind: Some(kind),
+            draws: Vec::new(),
+            saved: bytes.to_vec(),
+        })
+    }
+
+    fn state_hash(&self) -> Option<u64> {
+        (!self.calls.is_empty()).then_some(self.calls.len() as u64)
+    }
+
+    fn on_fact_settled(&mut self, _ctx: &mut Ctx<'_>, key: &str, outcome: Result<&str, &str>) {
+        self.calls.push(format!("settled {key} {outcome:?}"));
+    }
+}
+
+fn created() -> TestHost<Probe> {
+    let mut host = TestHost::<Probe>::new(50_000);
+    let commands = host.create(42, "probe-1", "{}").unwrap();
+    assert_eq!(
+        commands,
+        vec![Command::DeclareKind {
+            name: "thing".into(),
+            fields: vec![("n".into(), FieldType::Uint)]
+        }]
+    );
+    host
+}
+
+fn last_call(host: &TestHost<Probe>) -> &str {
+    host.zone().unwrap().calls.last().unwrap()
+}
+
+#[test]
+fn create_seeds_the_rng_from_seed_and_zone_id() {
+    let host = created();
+    let zone = host.zone().unwrap();
+    assert_eq!(zone.calls, vec!["create {} tick=0"]);
+    let mut expected = Rng::for_zone(42, "probe-1");
+    assert_eq!(zone.draws, vec![expected.next_u32()]);
+    assert_eq!(host.guest().rng_state(), expected.state());
+}
+
+#[test]
+fn join_runs_on_join_and_a_refusal_becomes_refuse() {
+    let mut host = created();
+    let commands = host.join(3, "alice", Role::Player).unwrap();
+    assert_eq!(last_call(&host), "join 3 alice Player tick=0");
+    assert_eq!(
+        commands,
+        vec![
+            Command::Spawn {
+                handle: 1,
+                kind: 0,
+                x: 1.0,
+                y: 2.0
+            },
+            Command::SetControl {
+                player: 3,
+                handle: 1
+            }
+        ]
+    );
+    let commands = host.join(4, "banned", Role::Observer).unwrap();
+    assert_eq!(last_call(&host), "join 4 banned Observer tick=0");
+    assert_eq!(
+        commands,
+        vec![Command::Refuse {
+            code: REFUSE_BANNED,
+            reason: "banned".into()
+        }]
+    );
+}
+
+#[test]
+fn leave_drop_rejoin_and_settled_reach_their_hooks() {
+    let mut host = created();
+    for (why, name) in [
+        (LeaveReason::Left, "Left"),
+        (LeaveReason::Dropped, "Dropped"),
+        (LeaveReason::Kicked, "Kicked"),
+        (LeaveReason::Transferred, "Transferred"),
+    ] {
+        assert_eq!(host.leave(5, why).unwrap(), vec![]);
+        assert_eq!(last_call(&host), format!("leave 5 {name}"));
+    }
+    host.drop_player(6).unwrap();
+    assert_eq!(last_call(&host), "drop 6");
+    host.rejoin(6).unwrap();
+    assert_eq!(last_call(&host), "rejoin 6");
+    host.settled("k1", true, "{\"total\":3}").unwrap();
+    assert_eq!(last_call(&host), "settled k1 Ok(\"{\\\"total\\\":3}\")");
+    host.settled("k2", false, "nope").unwrap();
+    assert_eq!(last_call(&host), "settled k2 Err(\"nope\")");
+}
+
+#[test]
+fn sanitize_answers_empty_or_a_refusal_and_input_reaches_on_input() {
+    let mut host = created();
+    assert_eq!(host.sanitize(2, &[1, 2]).unwrap(), None);
+    assert_eq!(
+        host.sanitize(2, &[]).unwrap(),
+        Some((9, "empty from 2".into()))
+    );
+    let before = host.zone().unwrap().calls.len();
+    assert_eq!(host.input(2, &[7]).unwrap(), vec![]);
+    assert_eq!(last_call(&host), "input 2 [7] tick=1");
+    // An input refused when applied is dropped (and logged), not applied.
+    host.input(2, &[]).unwrap();
+    assert_eq!(host.zone().unwrap().calls.len(), before + 1);
+}
+
+#[test]
+fn default_sanitize_refuses_undecodable_payloads() {
+    #[derive(Debug, PartialEq, Input)]
+    struct Two {
+        a: u8,
+        b: u8,
+    }
+    struct Strict;
+    impl Zone for Strict {
+        type Input = Two;
+        fn create(_ctx: &mut Ctx<'_>, _params: &str) -> Result<Self, String> {
+            Ok(Self)
+        }
+        fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+    }
+    let mut host = TestHost::<Strict>::new(1000);
+    host.create(0, "s", "").unwrap();
+    assert_eq!(host.sanitize(1, &[1, 2]).unwrap(), None);
+    let (code, reason) = host.sanitize(1, &[1]).unwrap().unwrap();
+    assert_eq!(code, REFUSE_UNDECODABLE);
+    assert!(reason.contains("truncated"), "{reason}");
+    assert_eq!(
+        host.sanitize(1, &[1, 2, 3]).unwrap().unwrap().0,
+        REFUSE_UNDECODABLE
+    );
+    // The defaults: no save, no restore, no hash.
+    assert_eq!(host.state_hash().unwrap(), None);
+    let save = host.save().unwrap();
+    assert_eq!(save.len(), SAVE_HEADER_LEN);
+    let mut other = TestHost::<Strict>::new(1000);
+    assert!(matches!(
+        other.restore(0, "s", "", &save),
+        Err(Fatal::Restore(_))
+    ));
+}
+
+#[test]
+fn tick_sets_time_and_dt_and_other_hooks_see_tick_times_dt() {
+    let mut host = created();
+    let commands = host.tick().unwrap();
+    assert_eq!(last_call(&host), "tick 1 time=50ms dt=50ms");
+    assert_eq!(commands, vec![Command::TimerAfter { ticks: 2, tag: 77 }]);
+    host.tick().unwrap();
+    assert_eq!(last_call(&host), "tick 2 time=100ms dt=50ms");
+    host.timer(77).unwrap();
+    assert_eq!(last_call(&host), "timer 77 tick=2 time=100ms");
+}
+
+#[test]
+fn state_hash_is_empty_or_eight_bytes() {
+    let mut host = created();
+    assert_eq!(host.state_hash().unwrap(), Some(1));
+    let out = host
+        .call_raw(Op::StateHash.number(), &input::bare(0))
+        .unwrap();
+    assert_eq!(out, 1u64.to_le_bytes());
+}
+
+#[test]
+fn save_carries_the_rng_and_restore_puts_it_back() {
+    let mut host = created();
+    host.tick().unwrap();
+    host.tick().unwrap();
+    let save = host.save().unwrap();
+    assert_eq!(save[0], SAVE_FORMAT);
+    assert_eq!(save.len(), SAVE_HEADER_LEN + 4);
+    assert_eq!(&save[SAVE_HEADER_LEN..], &3u32.to_le_bytes());
+
+    // The original goes on drawing...
+    host.tick().unwrap();
+    let next = *host.zone().unwrap().draws.last().unwrap();
+
+    // ...and a restored copy (with another seed: the save's RNG wins) draws the same.
+    let mut copy = TestHost::<Probe>::new(50_000);
+    let commands = copy.restore(999, "probe-1", "{\"p\":1}", &save).unwrap();
+    assert_eq!(commands.len(), 1, "restore declares the kind again");
+    assert_eq!(
+        copy.zone().unwrap().calls,
+        vec!["restore {\"p\":1} n=3 tick=0"]
+    );
+    assert_eq!(copy.zone().unwrap().saved, 3u32.to_le_bytes());
+    copy.tick().unwrap();
+    assert_eq!(*copy.zone().unwrap().draws.last().unwrap(), next);
+}
+
+#[test]
+fn restore_refuses_a_save_without_the_sdk_header() {
+    let mut host = TestHost::<Probe>::new(1000);
+    assert!(matches!(
+        host.restore(0, "p", "", &[]),
+        Err(Fatal::BadSave(_))
+    ));
+    assert!(matches!(
+        host.restore(0, "p", "", &[2; SAVE_HEADER_LEN]),
+        Err(Fatal::BadSave(_))
+    ));
+    assert!(matches!(
+        host.restore(0, "p", "", &[SAVE_FORMAT, 0, 0]),
+        Err(Fatal::BadSave(_))
+    ));
+    // A good header with zone bytes the zone refuses.
+    let mut save = vec![SAVE_FORMAT];
+    save.extend_from_slice(&[0; 32]);
+    save.push(1);
+    assert!(matches!(
+        host.restore(0, "p", "", &save),
+        Err(Fatal::Restore(_))
+    ));
+    assert!(host.zone().is_none());
+}
+
+#[test]
+fn create_errors_are_fatal() {
+    let mut host = TestHost::<Probe>::new(1000);
+    let err = host.create(0, "p", "fail").unwrap_err();
+    assert_eq!(err, Fatal::Create("params say fail".into()));
+    assert_eq!(err.to_string(), "create failed: params say fail");
+    assert!(host.zone().is_none());
+}
+
+#[test]
+fn hooks_before_create_are_fatal() {
+    for op in Op::ALL {
+        if matches!(op, Op::Create | Op::Restore) {
+            continue;
+        }
+        let mut guest = Guest::<Probe>::new();
+        let mut out = Vec::new();
+        let input = valid_input(op);
+        assert_eq!(
+            dispatch(&mut guest, op.number(), &input, &mut out),
+            Err(Fatal::NotCreated(op)),
+            "{op:?}"
+        );
+    }
+}
+
+#[test]
+fn a_second_create_or_restore_is_fatal() {
+    let mut host = created();
+    assert_eq!(
+        host.create(1, "p", "{}").unwrap_err(),
+        Fatal::AlreadyCreated(Op::Create)
+    );
+    let save = host.save().unwrap();
+    assert_eq!(
+        host.restore(1, "p", "{}", &save).unwrap_err(),
+        Fatal::AlreadyCreated(Op::Restore)
+    );
+}
+
+#[test]
+fn unknown_ops_are_fatal() {
+    let mut host = created();
+    for op in [0, 14, u32::MAX] {
+        assert_eq!(
+            host.call_raw(op, &input::bare(0)).unwrap_err(),
+            Fatal::UnknownOp(op)
+        );
+    }
+}
+
+/// A well-formed input for each op.
+fn valid_input(op: Op) -> Vec<u8> {
+    match op {
+        Op::Create => input::create(0, 1, "p", "{}"),
+        Op::Join => input::join(0, 1, "a", Role::Player),
+        Op::Leave => input::leave(0, 1, LeaveReason::Left),
+        Op::Drop | Op::Rejoin => input::player(0, 1),
+        Op::Sanitize | Op::Input => input::payload(0, 1, &[1]),
+        Op::Tick => input::tick(1, 1000, 1000),
+        Op::Timer => input::timer(0, 1),
+        Op::Save | Op::StateHash => input::bare(0),
+        Op::Restore => {
+            let mut save = vec![SAVE_FORMAT];
+            save.extend_from_slice(&[0; 32]);
+            save.extend_from_slice(&0u32.to_le_bytes());
+            input::restore(0, 1, "p", "{}", &save)
+        }
+        Op::Settled => input::settled(0, "k", true, "{}"),
+    }
+}
+
+#[test]
+fn every_op_runs_on_its_valid_input_and_refuses_truncated_or_trailing_input() {
+    for op in Op::ALL {
+        let good = valid_input(op);
+        let fresh = || {
+            if matches!(op, Op::Create | Op::Restore) {
+                Guest::<Probe>::new()
+            } else {
+                let mut g = Guest::<Probe>::new();
+                dispatch(&mut g, 1, &valid_input(Op::Create), &mut Vec::new()).unwrap();
+                g
+            }
+        };
+        let mut out = Vec::new();
+        dispatch(&mut fresh(), op.number(), &good, &mut out)
+            .unwrap_or_else(|e| panic!("{op:?}: {e}"));
+        for cut in 0..good.len() {
+            let err = dispatch(&mut fresh(), op.number(), &good[..cut], &mut out).unwrap_err();
+            assert!(
+                matches!(err, Fatal::Malformed { op: o, error: DecodeError::Truncated { .. } } if o == op),
+                "{op:?} cut at {cut}: {err:?}"
+            );
+        }
+        let mut long = good.clone();
+        long.push(0);
+        let err = dispatch(&mut fresh(), op.number(), &long, &mut out).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Fatal::Malformed {
+                    error: DecodeError::Trailing(1),
+                    ..
+                }
+            ),
+            "{op:?}: {err:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_enum_bytes_are_malformed() {
+    let mut host = created();
+    let mut join = input::join(0, 1, "a", Role::Player);
+    *join.last_mut().unwrap() = 2;
+    assert!(matches!(
+        host.call_raw(Op::Join.number(), &join),
+        Err(Fatal::Malformed {
+            op: Op::Join,
+            error: DecodeError::Invalid(_)
+        })
+    ));
+    let mut leave = input::leave(0, 1, LeaveReason::Left);
+    *leave.last_mut().unwrap() = 4;
+    assert!(matches!(
+        host.call_raw(Op::Leave.number(), &leave),
+        Err(Fatal::Malformed { op: Op::Leave, .. })
+    ));
+    let mut settled = Writer::new();
+    settled.u64(0).str("k").u8(2).str("x");
+    assert!(matches!(
+        host.call_raw(Op::Settled.number(), settled.as_bytes()),
+        Err(Fatal::Malformed {
+            op: Op::Settled,
+            ..
+        })
+    ));
+    let mut bad_utf8 = Writer::new();
+    bad_utf8.u64(0).u32(1).bytes(&[0xff]).u8(0);
+    assert!(matches!(
+        host.call_raw(Op::Join.number(), bad_utf8.as_bytes()),
+        Err(Fatal::Malformed {
+            op: Op::Join,
+            error: DecodeError::Invalid(_)
+        })
+    ));
+}
+
+#[test]
+fn output_is_cleared_between_calls() {
+    let mut guest = Guest::<Probe>::new();
+    let mut out = vec![0xee; 10];
+    dispatch(&mut guest, 1, &valid_input(Op::Create), &mut out).unwrap();
+    assert!(decode_commands(&out).is_ok());
+    dispatch(&mut guest, 4, &valid_input(Op::Drop), &mut out).unwrap();
+    assert!(out.is_empty());
+    assert_eq!(guest.live_entities(), 0);
+}
+
+#[test]
+fn op_numbers_match_the_abi() {
+    for (i, op) in Op::ALL.iter().enumerate() {
+        assert_eq!(op.number() as usize, i + 1);
+        assert_eq!(Op::from_number(op.number()), Some(*op));
+    }
+    assert_eq!(Op::from_number(0), None);
+    assert_eq!(Op::from_number(14), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime behind the exports (natively: addresses are placeholders, but the checks hold).
+
+#[test]
+fn runtime_runs_calls_written_to_its_buffer() {
+    let mut rt = crate::Runtime::<Probe>::new();
+    let create = valid_input(Op::Create);
+    rt.alloc(create.len() as i32);
+    rt.write_input(&create);
+    let packed = rt.call(1, create.len() as i32);
+    let out_len = (packed as u64 & 0xffff_ffff) as usize;
+    assert_eq!(out_len, rt.output().len());
+    assert_eq!(decode_commands(rt.output()).unwrap().len(), 1);
+    // A smaller alloc keeps the buffer; the next call reads only its own length.
+    let drop = valid_input(Op::Drop);
+    rt.alloc(drop.len() as i32);
+    rt.write_input(&drop);
+    assert_eq!(rt.call(4, drop.len() as i32) as u64 & 0xffff_ffff, 0);
+}
+
+#[test]
+#[should_panic(expected = "zk_call with 9 input bytes, but zk_alloc gave 8")]
+fn runtime_refuses_a_length_beyond_the_buffer() {
+    let mut rt = crate::Runtime::<Probe>::new();
+    rt.alloc(8);
+    rt.call(1, 9);
+}
+
+#[test]
+#[should_panic(expected = "malformed Create input")]
+fn runtime_refuses_malformed_input() {
+    let mut rt = crate::Runtime::<Probe>::new();
+    rt.alloc(8);
+    rt.call(1, 8);
+}
+
+#[test]
+#[should_panic(expected = "a negative length")]
+fn runtime_refuses_a_negative_alloc() {
+    let mut rt = crate::Runtime::<Probe>::new();
+    rt.alloc(-1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input
+
+#[test]
+fn derived_input_reads_fields_in_order_little_endian() {
+    #[derive(Debug, PartialEq, Input)]
+    struct All {
+        a: u8,
+        b: u16,
+        c: u32,
+        d: u64,
+        e: i8,
+        f: i16,
+        g: i32,
+        h: f32,
+        i: bool,
+    }
+    let mut w = Writer::new();
+    w.u8(1)
+        .u16(2)
+        .u32(3)
+        .u64(4)
+        .i8(-5)
+        .i16(-6)
+        .i32(-7)
+        .f32(8.5)
+        .bool(true);
+    let bytes = w.into_vec();
+    assert_eq!(
+        All::decode(&bytes),
+        Ok(All {
+            a: 1,
+            b: 2,
+            c: 3,
+            d: 4,
+            e: -5,
+            f: -6,
+            g: -7,
+            h: 8.5,
+            i: true
+        })
+    );
+    for cut in 0..bytes.len() {
+        assert!(All::decode(&bytes[..cut]).is_err());
+    }
+    let mut long = bytes.clone();
+    long.push(0);
+    assert_eq!(All::decode(&long), Err(DecodeError::Trailing(1)));
+    let mut bad_bool = bytes;
+    *bad_bool.last_mut().unwrap() = 2;
+    assert!(matches!(
+        All::decode(&bad_bool),
+        Err(DecodeError::Invalid(_))
+    ));
+}
+
+#[test]
+fn vec_input_takes_the_payload_as_is() {
+    assert_eq!(Vec::<u8>::decode(&[1, 2]), Ok(vec![1, 2]));
+    assert_eq!(Vec::<u8>::decode(&[]), Ok(vec![]));
+}

@@ -1,0 +1,227 @@
+//! The [`Zone`] trait a module implements, its hook types, and input decoding ([`Input`]).
+
+use std::fmt;
+
+use crate::ctx::Ctx;
+use crate::wire::{DecodeError, Reader};
+
+/// A participant's id, assigned by the host (from 1, never 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PlayerId(pub u32);
+
+impl fmt::Display for PlayerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What a participant may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Controls something; may send inputs.
+    Player,
+    /// Watches read-only; the host refuses its inputs.
+    Observer,
+}
+
+/// A participant asking to join.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Player {
+    /// Host-assigned id.
+    pub id: PlayerId,
+    /// The verified identity from its ticket.
+    pub principal: String,
+    /// Player or observer.
+    pub role: Role,
+}
+
+/// Why a participant left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LeaveReason {
+    /// Left on purpose.
+    Left,
+    /// Connection lost and not restored within the reconnect grace.
+    Dropped,
+    /// Removed by the zone or the host.
+    Kicked,
+    /// Moved to another zone.
+    Transferred,
+}
+
+/// A zone's refusal of a join or of an input, with its own code (the meaning of codes is the
+/// game's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Game-defined reason code.
+    pub code: u16,
+    /// Human-readable reason.
+    pub reason: String,
+}
+
+impl Refusal {
+    /// A refusal with `code` and `reason`.
+    pub fn new(code: u16, reason: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.reason, self.code)
+    }
+}
+
+/// The code the default [`Zone::sanitize`] refuses an undecodable payload with.
+pub const REFUSE_UNDECODABLE: u16 = u16::MAX;
+
+/// An input payload decoded from the bytes a client sent.
+///
+/// `#[derive(Input)]` implements it for a struct with named fields of `u8`, `u16`, `u32`, `u64`,
+/// `i8`, `i16`, `i32`, `f32` and `bool`, read in field order, little-endian, with no byte left
+/// over:
+///
+/// ```
+/// use zonekeep_guest::Input;
+///
+/// #[derive(Debug, PartialEq, Input)]
+/// struct Move {
+///     dx: i8,
+///     dy: i8,
+/// }
+///
+/// assert_eq!(Move::decode(&[1, 0xff]), Ok(Move { dx: 1, dy: -1 }));
+/// assert!(Move::decode(&[1]).is_err());
+/// ```
+///
+/// Only named fields of those types are accepted:
+///
+/// ```compile_fail
+/// #[derive(zonekeep_guest::Input)]
+/// struct Tuple(u8, u8);
+/// ```
+///
+/// ```compile_fail
+/// #[derive(zonekeep_guest::Input)]
+/// struct Text {
+///     s: String,
+/// }
+/// ```
+pub trait Input: Sized {
+    /// Decode a whole payload.
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError>;
+}
+
+impl Input for Vec<u8> {
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Ok(bytes.to_vec())
+    }
+}
+
+/// A type `#[derive(Input)]` can read as a field.
+pub trait InputField: Sized {
+    /// Read one value.
+    fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError>;
+}
+
+macro_rules! input_field {
+    ($($t:ident),*) => {$(
+        impl InputField for $t {
+            fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+                r.$t()
+            }
+        }
+    )*};
+}
+
+input_field!(u8, u16, u32, u64, i8, i16, i32, f32, bool);
+
+/// One zone: game code run by the host in its own WebAssembly instance, with the hooks of a
+/// native zone. Export it with [`export_zone!`](crate::export_zone).
+///
+/// Hooks run one at a time. Within a tick the host applies each player's inputs
+/// ([`on_input`](Zone::on_input)), runs [`tick`](Zone::tick), then fires due timers
+/// ([`on_timer`](Zone::on_timer)). Take time only from [`Ctx::tick`]/[`Ctx::time`] and
+/// randomness only from [`Ctx::rng`]: the same calls then give the same state.
+pub trait Zone: Sized {
+    /// A sanitized input, produced by [`sanitize`](Zone::sanitize).
+    type Input: Input;
+
+    /// Build the zone from its create params (JSON text). Declare the entity kinds here. An
+    /// `Err` stops the zone with the message.
+    fn create(ctx: &mut Ctx<'_>, params: &str) -> Result<Self, String>;
+
+    /// A participant asks to join (see [`Player::role`]); an `Err` turns it away.
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, player: Player) -> Result<(), Refusal> {
+        let _ = (ctx, player);
+        Ok(())
+    }
+
+    /// A participant has left.
+    fn on_leave(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, why: LeaveReason) {
+        let _ = (ctx, player, why);
+    }
+
+    /// A participant's connection was lost; it keeps its place during the reconnect grace.
+    fn on_drop(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        let _ = (ctx, player);
+    }
+
+    /// A dropped participant came back within the grace.
+    fn on_rejoin(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        let _ = (ctx, player);
+    }
+
+    /// Decode, validate and clamp a raw input. Called when the input arrives (a refusal is
+    /// reported to the client and the input is never applied) and again when it is applied,
+    /// before [`on_input`](Zone::on_input): it must not change the simulation. The default
+    /// decodes with [`Input::decode`] and refuses undecodable payloads with
+    /// [`REFUSE_UNDECODABLE`].
+    fn sanitize(&mut self, player: PlayerId, payload: &[u8]) -> Result<Self::Input, Refusal> {
+        let _ = player;
+        Self::Input::decode(payload)
+            .map_err(|e| Refusal::new(REFUSE_UNDECODABLE, format!("undecodable input: {e}")))
+    }
+
+    /// Apply one sanitized input (inside a tick, before [`tick`](Zone::tick)).
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, input: Self::Input) {
+        let _ = (ctx, player, input);
+    }
+
+    /// Advance the simulation by one step of [`Ctx::dt`].
+    fn tick(&mut self, ctx: &mut Ctx<'_>);
+
+    /// A timer set with [`Ctx::timer_after`] or [`Ctx::timer_every`] fired.
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>, tag: u64) {
+        let _ = (ctx, tag);
+    }
+
+    /// The zone's own state as bytes, for a save (the SDK adds its RNG state in front). The
+    /// default saves nothing. Participants are not part of a save: after a restore they join
+    /// again.
+    fn save(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Rebuild the zone from bytes produced by [`save`](Zone::save), instead of
+    /// [`create`](Zone::create): declare the same kinds and spawn the world again. An `Err`
+    /// stops the zone with the message. The default refuses.
+    fn restore(ctx: &mut Ctx<'_>, params: &str, bytes: &[u8]) -> Result<Self, String> {
+        let _ = (ctx, params, bytes);
+        Err("this zone kind cannot be restored from a save".to_owned())
+    }
+
+    /// A hash of the whole simulation state, for determinism checks; `None` (the default): the
+    /// host hashes the replicated world.
+    fn state_hash(&self) -> Option<u64> {
+        None
+    }
+
+    /// A fact emitted with [`Ctx::emit_fact`] was settled: `Ok` with the sink's JSON result, or
+    /// `Err` with the refusal.
+    fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, key: &str, outcome: Result<&str, &str>) {
+        let _ = (ctx, key, outcome);
+    }
+}

@@ -1,0 +1,266 @@
+//! Applying a module's command buffer to its zone: the world, views, kicks, events, timers and
+//! facts, in the order the module wrote them (docs/MODULES.md, "Commands").
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use zonekeep_core::{Ctx, EntityId, EventTarget, JoinRefusal, KindId, PlayerId, TimerId};
+use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
+
+use crate::error::Failure;
+use crate::wire::Reader;
+
+/// Command tags.
+mod tag {
+    pub const DECLARE_KIND: u8 = 1;
+    pub const SPAWN: u8 = 2;
+    pub const DESPAWN: u8 = 3;
+    pub const SET_POS: u8 = 4;
+    pub const SET_F32: u8 = 5;
+    pub const SET_UINT: u8 = 6;
+    pub const SET_SINT: u8 = 7;
+    pub const SET_BOOL: u8 = 8;
+    pub const SET_STR: u8 = 9;
+    pub const SET_GLOBAL: u8 = 10;
+    pub const SET_CONTROL: u8 = 11;
+    pub const SET_VIEW: u8 = 12;
+    pub const KICK: u8 = 13;
+    pub const EVENT: u8 = 14;
+    pub const TIMER_AFTER: u8 = 15;
+    pub const TIMER_EVERY: u8 = 16;
+    pub const TIMER_CANCEL: u8 = 17;
+    pub const REFUSE: u8 = 18;
+    pub const FACT: u8 = 19;
+}
+
+/// What the host keeps of a module zone to apply its commands: its entity handles, its declared
+/// kinds and its timers by tag.
+#[derive(Debug, Default)]
+pub(crate) struct Mirror {
+    handles: HashMap<u32, EntityId>,
+    kinds: Vec<KindId>,
+    timers: BTreeMap<u64, Vec<TimerId>>,
+    repeating: BTreeSet<TimerId>,
+}
+
+fn refused(what: &str, e: impl std::fmt::Display) -> Failure {
+    Failure::Command(format!("{what}: {e}"))
+}
+
+fn field_type(r: &mut Reader<'_>) -> Result<FieldType, Failure> {
+    Ok(match r.u8("field type")? {
+        0 => FieldType::Quant {
+            min: r.f32("quant min")?,
+            max: r.f32("quant max")?,
+            bits: r.u8("quant bits")?,
+        },
+        1 => FieldType::Centered {
+            range: r.f32("centered range")?,
+            bits: r.u8("centered bits")?,
+        },
+        2 => FieldType::Angle {
+            bits: r.u8("angle bits")?,
+        },
+        3 => FieldType::UInt,
+        4 => FieldType::SInt,
+        5 => FieldType::Bool,
+        6 => FieldType::Str {
+            max_len: r.u8("str max_len")?,
+        },
+        7 => FieldType::F32,
+        t => return Err(Failure::Abi(format!("unknown field type {t}"))),
+    })
+}
+
+impl Mirror {
+    fn entity(&self, handle: u32) -> Result<EntityId, Failure> {
+        self.handles
+            .get(&handle)
+            .copied()
+            .ok_or_else(|| Failure::Command(format!("no live entity has handle {handle}")))
+    }
+
+    /// A timer fired: a one-shot timer is forgotten.
+    pub fn timer_fired(&mut self, id: TimerId, tag: u64) {
+        if self.repeating.contains(&id) {
+            return;
+        }
+        if let Some(ids) = self.timers.get_mut(&tag) {
+            ids.retain(|t| *t != id);
+            if ids.is_empty() {
+                self.timers.remove(&tag);
+            }
+        }
+    }
+
+    /// Applies `buf` to the zone through `ctx`. In a JOIN's answer a REFUSE is allowed and
+    /// returned; anywhere else it is an ABI error.
+    pub fn apply(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        buf: &[u8],
+        join: bool,
+    ) -> Result<Option<JoinRefusal>, Failure> {
+        let mut r = Reader::new(buf);
+        let mut refusal = None;
+        while !r.is_empty() {
+            match r.u8("command tag")? {
+                tag::DECLARE_KIND => {
+                    let name = r.str("kind name")?.to_owned();
+                    let n = r.u8("field count")?;
+                    let mut fields = Vec::with_capacity(usize::from(n));
+                    for _ in 0..n {
+                        let name = r.str("field name")?.to_owned();
+                        fields.push(FieldDef {
+                            name,
+                            ty: field_type(&mut r)?,
+                        });
+                    }
+                    let def = KindDef { name, fields };
+                    let id = ctx
+                        .world()
+                        .declare_kind(def)
+                        .map_err(|e| refused("declare kind", e))?;
+                    self.kinds.push(id);
+                }
+                tag::SPAWN => {
+                    let handle = r.u32("handle")?;
+                    let kind = r.u16("kind")?;
+                    let (x, y) = (r.f32("x")?, r.f32("y")?);
+                    if handle == 0 || self.handles.contains_key(&handle) {
+                        return Err(Failure::Command(format!(
+                            "spawn: handle {handle} is 0 or already live"
+                        )));
+                    }
+                    let kind = *self.kinds.get(usize::from(kind)).ok_or_else(|| {
+                        Failure::Command(format!("spawn: kind {kind} was not declared"))
+                    })?;
+                    let id = ctx
+                        .world()
+                        .spawn(kind, x, y)
+                        .map_err(|e| refused("spawn", e))?;
+                    self.handles.insert(handle, id);
+                }
+                tag::DESPAWN => {
+                    let handle = r.u32("handle")?;
+                    let id = self.entity(handle)?;
+                    self.handles.remove(&handle);
+                    ctx.world().despawn(id).map_err(|e| refused("despawn", e))?;
+                }
+                tag::SET_POS => {
+                    let id = self.entity(r.u32("handle")?)?;
+                    let (x, y) = (r.f32("x")?, r.f32("y")?);
+                    ctx.world()
+                        .set_pos(id, x, y)
+                        .map_err(|e| refused("set_pos", e))?;
+                }
+                t @ (tag::SET_F32
+                | tag::SET_UINT
+                | tag::SET_SINT
+                | tag::SET_BOOL
+                | tag::SET_STR) => {
+                    let id = self.entity(r.u32("handle")?)?;
+                    let field = usize::from(r.u8("field")?);
+                    let world = ctx.world();
+                    let done = match t {
+                        tag::SET_F32 => world.set_f32(id, field, r.f32("value")?),
+                        tag::SET_UINT => world.set_uint(id, field, r.u32("value")?),
+                        tag::SET_SINT => world.set_int(id, field, r.i32("value")?),
+                        tag::SET_BOOL => world.set_bool(id, field, r.u8("value")? != 0),
+                        _ => world.set_str(id, field, r.str("value")?),
+                    };
+                    done.map_err(|e| refused("set field", e))?;
+                }
+                tag::SET_GLOBAL => {
+                    let id = self.entity(r.u32("handle")?)?;
+                    let global = r.u8("global")? != 0;
+                    ctx.world()
+                        .set_global(id, global)
+                        .map_err(|e| refused("set_global", e))?;
+                }
+                tag::SET_CONTROL => {
+                    let player = PlayerId(r.u32("player")?);
+                    let handle = r.u32("handle")?;
+                    let entity = if handle == 0 {
+                        None
+                    } else {
+                        Some(self.entity(handle)?)
+                    };
+                    ctx.set_control(player, entity);
+                }
+                tag::SET_VIEW => {
+                    let player = PlayerId(r.u32("player")?);
+                    let radius = r.f32("radius")?;
+                    let focus = r.u8("focus")? != 0;
+                    let (fx, fy) = (r.f32("focus x")?, r.f32("focus y")?);
+                    let radius = (!radius.is_nan()).then_some(radius);
+                    ctx.set_view(player, radius, focus.then_some((fx, fy)));
+                }
+                tag::KICK => {
+                    let player = PlayerId(r.u32("player")?);
+                    let reason = r.str("reason")?.to_owned();
+                    ctx.kick(player, reason);
+                }
+                tag::EVENT => {
+                    let player = r.u32("player")?;
+                    let topic = r.u16("topic")?;
+                    let payload = r.bytes("payload")?.to_vec();
+                    let target = if player == 0 {
+                        EventTarget::All
+                    } else {
+                        EventTarget::Player(PlayerId(player))
+                    };
+                    ctx.emit_event(target, topic, payload);
+                }
+                t @ (tag::TIMER_AFTER | tag::TIMER_EVERY) => {
+                    let ticks = r.u64("ticks")?;
+                    let tag = r.u64("tag")?;
+                    let every = t == tag::TIMER_EVERY;
+                    let timers = ctx.timers();
+                    let id = if every {
+                        timers.every(ticks, tag)
+                    } else {
+                        timers.after(ticks, tag)
+                    }
+                    .map_err(|e| refused("timer", e))?;
+                    if every {
+                        self.repeating.insert(id);
+                    }
+                    self.timers.entry(tag).or_default().push(id);
+                }
+                tag::TIMER_CANCEL => {
+                    let tag = r.u64("tag")?;
+                    for id in self.timers.remove(&tag).unwrap_or_default() {
+                        self.repeating.remove(&id);
+                        ctx.timers().cancel(id);
+                    }
+                }
+                tag::REFUSE => {
+                    let code = r.u16("code")?;
+                    let reason = r.str("reason")?;
+                    if !join {
+                        return Err(Failure::Abi("REFUSE outside a JOIN".into()));
+                    }
+                    refusal = Some(JoinRefusal::new(code, reason));
+                }
+                tag::FACT => {
+                    let kind = r.str("fact kind")?;
+                    let payload = r.str("fact payload")?;
+                    let principal = r.str("fact principal")?;
+                    let key = r.str("fact key")?;
+                    let payload: zonekeep_core::serde_json::Value =
+                        zonekeep_core::serde_json::from_str(payload)
+                            .map_err(|e| refused("fact payload is not JSON", e))?;
+                    let principal = (!principal.is_empty()).then_some(principal);
+                    let key = (!key.is_empty()).then(|| key.to_owned());
+                    // A full queue is counted by the host (facts_overflowed), as for a native
+                    // zone that ignores the error; the module cannot be answered mid-buffer.
+                    if let Err(e) = ctx.emit_fact(kind, payload, principal, key) {
+                        tracing::warn!(target: "zonekeep::module", error = %e, "fact not emitted");
+                    }
+                }
+                t => return Err(Failure::Abi(format!("unknown command tag {t}"))),
+            }
+        }
+        Ok(refusal)
+    }
+}

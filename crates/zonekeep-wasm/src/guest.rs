@@ -1,0 +1,385 @@
+//! One module instance: its store (with the budgets and the log's state), its memory and its
+//! exports; one call at a time, each under fresh fuel and a wall-time deadline. Every way a call
+//! can end badly comes back as a [`Failure`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::{
+    Caller, Extern, Linker, Memory, ResourceLimiter, Store, Trap, TypedFunc, UpdateDeadline,
+};
+
+use crate::error::{Failure, LoadError};
+use crate::load::{ZoneModule, LOG_IMPORT};
+use crate::sandbox::{ModuleEngine, Sandbox};
+
+/// Log level of a panic message (docs/MODULES.md).
+const LEVEL_PANIC: i32 = 5;
+
+/// The memory and table caps of one instance, and what the module asked for past them.
+#[derive(Debug)]
+struct Caps {
+    memory: usize,
+    table: usize,
+    denied: Option<usize>,
+}
+
+impl ResourceLimiter for Caps {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory {
+            self.denied = Some(desired);
+            return Err(wasmtime::Error::msg("memory cap exceeded"));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= self.table)
+    }
+
+    fn instances(&self) -> usize {
+        1
+    }
+
+    fn tables(&self) -> usize {
+        4
+    }
+
+    fn memories(&self) -> usize {
+        1
+    }
+}
+
+/// Why the epoch callback ended a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interrupt {
+    Deadline,
+    Stopped,
+}
+
+/// The log's rate: a token bucket refilled in wall time (it shapes only what reaches the host's
+/// log, never the zone's state, so wall time is fine here).
+#[derive(Debug)]
+struct LogBucket {
+    tokens: f64,
+    burst: f64,
+    per_second: f64,
+    at: Instant,
+}
+
+impl LogBucket {
+    fn allow(&mut self, now: Instant) -> bool {
+        let dt = now.saturating_duration_since(self.at).as_secs_f64();
+        self.at = now;
+        self.tokens = (self.tokens + dt * self.per_second).min(self.burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A zone instance's store data.
+#[derive(Debug)]
+pub(crate) struct GuestState {
+    zone_id: String,
+    caps: Caps,
+    log: LogBucket,
+    log_calls: u32,
+    log_calls_per_call: u32,
+    log_line_bytes: usize,
+    log_suppressed: u64,
+    flood: bool,
+    panic: Option<String>,
+    interrupt: Option<Interrupt>,
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    deadline: Duration,
+}
+
+impl GuestState {
+    fn new(zone_id: &str, sandbox: &Sandbox) -> Self {
+        Self {
+            zone_id: zone_id.to_owned(),
+            caps: Caps {
+                memory: sandbox.memory_bytes,
+                table: sandbox.table_elements,
+                denied: None,
+            },
+            log: LogBucket {
+                tokens: f64::from(sandbox.log_burst),
+                burst: f64::from(sandbox.log_burst),
+                per_second: f64::from(sandbox.log_per_second),
+                at: Instant::now(),
+            },
+            log_calls: 0,
+            log_calls_per_call: sandbox.log_calls_per_call,
+            log_line_bytes: sandbox.log_line_bytes,
+            log_suppressed: 0,
+            flood: false,
+            panic: None,
+            interrupt: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            started: Instant::now(),
+            deadline: sandbox.call_deadline,
+        }
+    }
+}
+
+/// A log line as it may reach the host's log: cut, lossily decoded, control characters shown as
+/// `?` (a module cannot forge log lines of its own).
+fn clean_line(bytes: &[u8], cap: usize) -> String {
+    let cut = &bytes[..bytes.len().min(cap)];
+    String::from_utf8_lossy(cut)
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+fn log(mut caller: Caller<'_, GuestState>, level: i32, ptr: i32, len: i32) -> wasmtime::Result<()> {
+    {
+        let st = caller.data_mut();
+        st.log_calls = st.log_calls.saturating_add(1);
+        if st.log_calls > st.log_calls_per_call {
+            st.flood = true;
+            return Err(wasmtime::Error::msg("log flood"));
+        }
+    }
+    let Some(Extern::Memory(memory)) = caller.get_export("memory") else {
+        return Err(wasmtime::Error::msg("log called without a memory"));
+    };
+    let start = ptr as u32 as usize;
+    let len = len as u32 as usize;
+    let cap = caller.data().log_line_bytes;
+    let line = match start
+        .checked_add(len)
+        .and_then(|end| memory.data(&caller).get(start..end))
+    {
+        Some(bytes) => clean_line(bytes, cap),
+        None => return Err(wasmtime::Error::msg("log line outside the module's memory")),
+    };
+    let st = caller.data_mut();
+    if level == LEVEL_PANIC {
+        st.panic.get_or_insert(line);
+        return Ok(());
+    }
+    if !st.log.allow(Instant::now()) {
+        st.log_suppressed = st.log_suppressed.saturating_add(1);
+        return Ok(());
+    }
+    let zone = st.zone_id.as_str();
+    match level {
+        i32::MIN..=0 => tracing::trace!(target: "zonekeep::module", zone, "{line}"),
+        1 => tracing::debug!(target: "zonekeep::module", zone, "{line}"),
+        2 => tracing::info!(target: "zonekeep::module", zone, "{line}"),
+        3 => tracing::warn!(target: "zonekeep::module", zone, "{line}"),
+        _ => tracing::error!(target: "zonekeep::module", zone, "{line}"),
+    }
+    Ok(())
+}
+
+/// The linker every instance is made with: the log and nothing else.
+pub(crate) fn linker(engine: &ModuleEngine) -> Result<Linker<GuestState>, LoadError> {
+    let mut linker = Linker::new(engine.engine());
+    linker
+        .func_wrap(LOG_IMPORT.0, LOG_IMPORT.1, log)
+        .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+    Ok(linker)
+}
+
+/// One zone's instance of a module.
+pub(crate) struct Guest {
+    store: Store<GuestState>,
+    memory: Memory,
+    alloc: TypedFunc<i32, i32>,
+    call: TypedFunc<(i32, i32), i64>,
+    abi: TypedFunc<(), i32>,
+    fuel: u64,
+    /// The next call's input; the caller encodes into it.
+    pub input: Vec<u8>,
+    output: Vec<u8>,
+    fuel_used: u64,
+}
+
+impl Guest {
+    /// Instantiates `module` for `zone_id` (its start function, if any, runs under the budgets).
+    pub fn new(module: &ZoneModule, zone_id: &str) -> Result<Self, Failure> {
+        let sandbox = module.engine().sandbox();
+        let mut store = Store::new(module.engine().engine(), GuestState::new(zone_id, sandbox));
+        store.limiter(|s| &mut s.caps);
+        store.epoch_deadline_callback(|mut ctx| {
+            let st = ctx.data_mut();
+            if st.stop.load(Ordering::Relaxed) {
+                st.interrupt = Some(Interrupt::Stopped);
+                return Err(wasmtime::Error::msg("stopped by the host"));
+            }
+            if st.started.elapsed() > st.deadline {
+                st.interrupt = Some(Interrupt::Deadline);
+                return Err(wasmtime::Error::msg("call deadline passed"));
+            }
+            Ok(UpdateDeadline::Continue(1))
+        });
+        let fuel = sandbox.fuel_per_call;
+        Self::arm(&mut store, fuel);
+        let instance = module
+            .linker()
+            .instantiate(&mut store, module.module())
+            .map_err(|e| classify(&mut store, fuel, e))?;
+        let abi = |e: wasmtime::Error| Failure::Abi(format!("{e:#}"));
+        let memory = instance
+            .get_memory(&mut store, "memory")
+            .ok_or_else(|| Failure::Abi("no memory export".into()))?;
+        let alloc = instance
+            .get_typed_func::<i32, i32>(&mut store, "zk_alloc")
+            .map_err(abi)?;
+        let call = instance
+            .get_typed_func::<(i32, i32), i64>(&mut store, "zk_call")
+            .map_err(abi)?;
+        let abi = instance
+            .get_typed_func::<(), i32>(&mut store, "zk_abi")
+            .map_err(abi)?;
+        Ok(Self {
+            store,
+            memory,
+            alloc,
+            call,
+            abi,
+            fuel,
+            input: Vec::with_capacity(256),
+            output: Vec::with_capacity(256),
+            fuel_used: 0,
+        })
+    }
+
+    /// Asks a throwaway instance of `module` its ABI version.
+    pub fn abi_version(module: &ZoneModule) -> Result<i32, LoadError> {
+        let mut guest =
+            Self::new(module, "(load check)").map_err(|f| LoadError::Start(f.to_string()))?;
+        let fuel = guest.fuel;
+        Self::arm(&mut guest.store, fuel);
+        guest
+            .abi
+            .call(&mut guest.store, ())
+            .map_err(|e| LoadError::Start(classify(&mut guest.store, fuel, e).to_string()))
+    }
+
+    /// Fresh fuel and a fresh deadline for the next call.
+    fn arm(store: &mut Store<GuestState>, fuel: u64) {
+        // Setting fuel fails only on an engine without fuel metering, which ours always has.
+        let _ = store.set_fuel(fuel);
+        store.set_epoch_deadline(1);
+        let st = store.data_mut();
+        st.started = Instant::now();
+        st.log_calls = 0;
+    }
+
+    /// A handle that stops this instance's running (or next) call, from any thread, within one
+    /// epoch period.
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        self.store.data().stop.clone()
+    }
+
+    /// Fuel the last call used.
+    pub fn fuel_used(&self) -> u64 {
+        self.fuel_used
+    }
+
+    /// Log lines dropped by the rate limit so far.
+    pub fn log_suppressed(&self) -> u64 {
+        self.store.data().log_suppressed
+    }
+
+    /// The instance's linear memory, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory.data_size(&self.store)
+    }
+
+    /// Runs hook `op` on [`input`](Self::input); the output stays valid until the next call.
+    pub fn call(&mut self, op: u32) -> Result<&[u8], Failure> {
+        let fuel = self.fuel;
+        Self::arm(&mut self.store, fuel);
+        let len = i32::try_from(self.input.len())
+            .map_err(|_| Failure::Abi("a call's input is over 2 GiB".into()))?;
+        let result = self.call_inner(op, len);
+        self.fuel_used = fuel.saturating_sub(self.store.get_fuel().unwrap_or(0));
+        result.map_err(|e| classify(&mut self.store, fuel, e))?;
+        Ok(&self.output)
+    }
+
+    fn call_inner(&mut self, op: u32, len: i32) -> wasmtime::Result<()> {
+        let ptr = self.alloc.call(&mut self.store, len)?;
+        self.memory
+            .write(&mut self.store, ptr as u32 as usize, &self.input)
+            .map_err(|_| {
+                wasmtime::Error::new(AbiViolation("zk_alloc returned a buffer outside memory"))
+            })?;
+        let op = i32::try_from(op).map_err(|_| wasmtime::Error::msg("op out of range"))?;
+        let packed = self.call.call(&mut self.store, (op, len))? as u64;
+        let (ptr, out_len) = ((packed >> 32) as usize, (packed & 0xffff_ffff) as usize);
+        let out = ptr
+            .checked_add(out_len)
+            .and_then(|end| self.memory.data(&self.store).get(ptr..end))
+            .ok_or_else(|| {
+                wasmtime::Error::new(AbiViolation("zk_call returned an output outside memory"))
+            })?;
+        self.output.clear();
+        self.output.extend_from_slice(out);
+        Ok(())
+    }
+}
+
+/// The module broke the ABI at the boundary.
+#[derive(Debug)]
+struct AbiViolation(&'static str);
+
+impl std::fmt::Display for AbiViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for AbiViolation {}
+
+/// What a failed call means, from what the store saw during it and the error it ended with.
+fn classify(store: &mut Store<GuestState>, fuel: u64, e: wasmtime::Error) -> Failure {
+    let st = store.data_mut();
+    if st.flood {
+        return Failure::LogFlood(st.log_calls_per_call);
+    }
+    if let Some(msg) = st.panic.take() {
+        return Failure::Panic(msg);
+    }
+    if let Some(asked) = st.caps.denied.take() {
+        return Failure::Memory {
+            asked,
+            cap: st.caps.memory,
+        };
+    }
+    match st.interrupt.take() {
+        Some(Interrupt::Deadline) => return Failure::Deadline(st.deadline.as_millis()),
+        Some(Interrupt::Stopped) => return Failure::Stopped,
+        None => {}
+    }
+    if let Some(v) = e.downcast_ref::<AbiViolation>() {
+        return Failure::Abi(v.0.to_owned());
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => Failure::Fuel(fuel),
+        Some(Trap::StackOverflow) => Failure::Stack,
+        Some(t) => Failure::Trap(t.to_string()),
+        None => Failure::Trap(format!("{e:#}")),
+    }
+}

@@ -1,0 +1,343 @@
+//! A zone whose game code is a module: each hook is one call into the instance, and its answer,
+//! a command buffer, is applied to the zone's world and context.
+
+use std::cell::{OnceCell, RefCell};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use zonekeep_core::rand_core::RngCore;
+use zonekeep_core::{
+    Ctx, FactOutcome, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo, Role,
+    Settlement, TimerId, Zone, ZoneError, ZoneInit,
+};
+
+use crate::commands::Mirror;
+use crate::error::Failure;
+use crate::guest::Guest;
+use crate::load::ZoneModule;
+use crate::wire::{put_bytes, put_str, put_u32, put_u64, put_u8, Reader};
+
+/// The calls of docs/MODULES.md.
+mod op {
+    pub const CREATE: u32 = 1;
+    pub const JOIN: u32 = 2;
+    pub const LEAVE: u32 = 3;
+    pub const DROP: u32 = 4;
+    pub const REJOIN: u32 = 5;
+    pub const SANITIZE: u32 = 6;
+    pub const INPUT: u32 = 7;
+    pub const TICK: u32 = 8;
+    pub const TIMER: u32 = 9;
+    pub const SAVE: u32 = 10;
+    pub const RESTORE: u32 = 11;
+    pub const STATE_HASH: u32 = 12;
+    pub const SETTLED: u32 = 13;
+}
+
+/// Refusal code of an input or join offered to a failed zone.
+pub const FAILED_CODE: u16 = u16::MAX;
+
+/// The instance: behind a `RefCell` because saving and hashing are calls too, and the zone
+/// model asks for them through `&self`.
+struct Instance {
+    guest: Guest,
+    /// The zone's tick as of the last call that knew it (a sanitize or save is not told it).
+    tick: u64,
+}
+
+/// Fails the zone for good with `f` (the first failure is the reason).
+fn fail(failed: &OnceCell<String>, f: &Failure) {
+    if failed.get().is_none() {
+        tracing::error!(target: "zonekeep::module", reason = %f, "module zone failed");
+        let _ = failed.set(f.to_string());
+    }
+}
+
+impl Instance {
+    /// Calls `op` with `body` after the tick; on failure the zone is failed for good.
+    fn call(
+        &mut self,
+        failed: &OnceCell<String>,
+        op: u32,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) -> Option<&[u8]> {
+        if failed.get().is_some() {
+            return None;
+        }
+        let input = &mut self.guest.input;
+        input.clear();
+        put_u64(input, self.tick);
+        body(input);
+        match self.guest.call(op) {
+            Ok(out) => Some(out),
+            Err(f) => {
+                fail(failed, &f);
+                None
+            }
+        }
+    }
+}
+
+/// A zone running a module's game code (see the [crate docs](crate)).
+pub struct ModuleZone {
+    module: Arc<ZoneModule>,
+    instance: RefCell<Instance>,
+    failed: OnceCell<String>,
+    mirror: Mirror,
+}
+
+impl std::fmt::Debug for ModuleZone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModuleZone")
+            .field("module", &self.module)
+            .field("failed", &self.failed.get())
+            .finish_non_exhaustive()
+    }
+}
+
+fn put_init(input: &mut Vec<u8>, seed: u64, init: &ZoneInit) {
+    put_u64(input, seed);
+    put_str(input, &init.zone_id);
+    put_str(input, &init.params.to_string());
+}
+
+impl ModuleZone {
+    fn start(
+        module: &Arc<ZoneModule>,
+        init: &ZoneInit,
+        ctx: &mut Ctx<'_>,
+        op: u32,
+        save: Option<&[u8]>,
+    ) -> Result<Self, ZoneError> {
+        let guest =
+            Guest::new(module, &init.zone_id).map_err(|f| ZoneError::Failed(f.to_string()))?;
+        let seed = ctx.rng().next_u64();
+        let mut zone = Self {
+            module: module.clone(),
+            instance: RefCell::new(Instance {
+                guest,
+                tick: ctx.tick(),
+            }),
+            failed: OnceCell::new(),
+            mirror: Mirror::default(),
+        };
+        zone.run(ctx, op, |input| {
+            put_init(input, seed, init);
+            if let Some(save) = save {
+                put_bytes(input, save);
+            }
+        });
+        match zone.failure() {
+            None => Ok(zone),
+            Some(why) if save.is_some() => Err(ZoneError::Restore(why.to_owned())),
+            Some(why) => Err(ZoneError::Failed(why.to_owned())),
+        }
+    }
+
+    /// A new zone of `module`'s game (its CREATE call).
+    pub fn create(
+        module: &Arc<ZoneModule>,
+        init: &ZoneInit,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Self, ZoneError> {
+        Self::start(module, init, ctx, op::CREATE, None)
+    }
+
+    /// A zone of `module`'s game rebuilt from `save` (its RESTORE call). A module that cannot
+    /// read the save fails here, with its reason, and the save is kept.
+    pub fn restore(
+        module: &Arc<ZoneModule>,
+        init: &ZoneInit,
+        ctx: &mut Ctx<'_>,
+        save: &[u8],
+    ) -> Result<Self, ZoneError> {
+        Self::start(module, init, ctx, op::RESTORE, Some(save))
+    }
+
+    /// The module this zone runs.
+    pub fn module(&self) -> &Arc<ZoneModule> {
+        &self.module
+    }
+
+    /// Stops the zone's running call (or its next one) from any thread, within one epoch period;
+    /// the zone then fails with "stopped by the host".
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        self.instance.borrow().guest.stop_handle()
+    }
+
+    /// Fuel the last call used.
+    pub fn fuel_used(&self) -> u64 {
+        self.instance.borrow().guest.fuel_used()
+    }
+
+    /// Log lines the rate limit dropped so far.
+    pub fn log_suppressed(&self) -> u64 {
+        self.instance.borrow().guest.log_suppressed()
+    }
+
+    /// The instance's linear memory, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.instance.borrow().guest.memory_bytes()
+    }
+
+    /// One hook: the call, then its commands applied. A failure of either fails the zone.
+    fn run(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        op: u32,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) -> Option<JoinRefusal> {
+        let inst = self.instance.get_mut();
+        inst.tick = ctx.tick();
+        let out = inst.call(&self.failed, op, body)?;
+        match self.mirror.apply(ctx, out, op == op::JOIN) {
+            Ok(refusal) => refusal,
+            Err(f) => {
+                fail(&self.failed, &f);
+                None
+            }
+        }
+    }
+
+    fn failed_refusal(&self) -> Option<JoinRefusal> {
+        self.failure()
+            .map(|why| JoinRefusal::new(FAILED_CODE, format!("zone failed: {why}")))
+    }
+}
+
+impl Zone for ModuleZone {
+    type Input = Vec<u8>;
+
+    /// A module zone is made by its kind's factory ([`crate::register`]), which holds the
+    /// module; a type alone cannot make one.
+    fn create(init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        Err(ZoneError::Failed(format!(
+            "zone kind {:?} is a module: register it with zonekeep_wasm::register",
+            init.kind
+        )))
+    }
+
+    fn restore(init: &ZoneInit, ctx: &mut Ctx<'_>, _bytes: &[u8]) -> Result<Self, ZoneError> {
+        <Self as Zone>::create(init, ctx)
+    }
+
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, player: &PlayerInfo) -> Result<(), JoinRefusal> {
+        let refusal = self.run(ctx, op::JOIN, |input| {
+            put_u32(input, player.id.0);
+            put_str(input, player.principal.as_str());
+            put_u8(input, u8::from(player.role == Role::Observer));
+        });
+        match refusal.or_else(|| self.failed_refusal()) {
+            Some(r) => Err(r),
+            None => Ok(()),
+        }
+    }
+
+    fn on_observe(&mut self, ctx: &mut Ctx<'_>, observer: &PlayerInfo) -> Result<(), JoinRefusal> {
+        self.on_join(ctx, observer)
+    }
+
+    fn on_leave(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, why: LeaveReason) {
+        let why = match why {
+            LeaveReason::Left => 0,
+            LeaveReason::Dropped => 1,
+            LeaveReason::Kicked => 2,
+            LeaveReason::Transferred => 3,
+        };
+        self.run(ctx, op::LEAVE, |input| {
+            put_u32(input, player.0);
+            put_u8(input, why);
+        });
+    }
+
+    fn on_drop(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        self.run(ctx, op::DROP, |input| put_u32(input, player.0));
+    }
+
+    fn on_rejoin(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        self.run(ctx, op::REJOIN, |input| put_u32(input, player.0));
+    }
+
+    fn sanitize(&mut self, player: PlayerId, payload: &[u8]) -> Result<Vec<u8>, InputRefusal> {
+        let inst = self.instance.get_mut();
+        let Some(out) = inst.call(&self.failed, op::SANITIZE, |input| {
+            put_u32(input, player.0);
+            put_bytes(input, payload);
+        }) else {
+            return Err(InputRefusal::new(FAILED_CODE, "zone failed"));
+        };
+        if out.is_empty() {
+            return Ok(payload.to_vec());
+        }
+        let mut r = Reader::new(out);
+        let refusal = r
+            .u16("refusal code")
+            .and_then(|code| Ok(InputRefusal::new(code, r.str("refusal reason")?)));
+        match refusal {
+            Ok(refusal) => Err(refusal),
+            Err(f) => {
+                fail(&self.failed, &f);
+                Err(InputRefusal::new(FAILED_CODE, "zone failed"))
+            }
+        }
+    }
+
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, input: Vec<u8>) {
+        self.run(ctx, op::INPUT, |buf| {
+            put_u32(buf, player.0);
+            put_bytes(buf, &input);
+        });
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        let time_us = u64::try_from(ctx.time().as_micros()).unwrap_or(u64::MAX);
+        let dt_us = u32::try_from(ctx.dt().as_micros()).unwrap_or(u32::MAX);
+        self.run(ctx, op::TICK, |input| {
+            put_u64(input, time_us);
+            put_u32(input, dt_us);
+        });
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>, id: TimerId, tag: u64) {
+        self.mirror.timer_fired(id, tag);
+        self.run(ctx, op::TIMER, |input| put_u64(input, tag));
+    }
+
+    fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {
+        let (ok, detail) = match &settlement.outcome {
+            FactOutcome::Ok(v) => (1, v.to_string()),
+            FactOutcome::Refused(why) => (0, why.clone()),
+        };
+        self.run(ctx, op::SETTLED, |input| {
+            put_str(input, settlement.key.as_str());
+            put_u8(input, ok);
+            put_str(input, &detail);
+        });
+    }
+
+    fn state_hash(&self) -> Option<u64> {
+        let mut inst = self.instance.borrow_mut();
+        let out = inst.call(&self.failed, op::STATE_HASH, |_| {})?;
+        if out.is_empty() {
+            return None;
+        }
+        match Reader::new(out).u64("state hash") {
+            Ok(h) => Some(h),
+            Err(f) => {
+                fail(&self.failed, &f);
+                None
+            }
+        }
+    }
+
+    /// The module's save; none once the zone has failed, so its last good save is kept.
+    fn save(&self) -> Option<Vec<u8>> {
+        let mut inst = self.instance.borrow_mut();
+        inst.call(&self.failed, op::SAVE, |_| {})
+            .map(<[u8]>::to_vec)
+    }
+
+    fn failure(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
+    }
+}

@@ -1,0 +1,374 @@
+//! Hostile and broken modules, each stopped with its reason, while a native zone ticking beside
+//! them on the same thread keeps every tick. The modules are written in the text format here and
+//! compiled to binaries with `wat`: each one is a complete module of the ABI in docs/MODULES.md.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zonekeep_core::{
+    Claims, Clock, Ctx, ManualClock, PlayerId, Principal, Role, Zone, ZoneConfig, ZoneError,
+    ZoneInit, ZoneKinds,
+};
+use zonekeep_wasm::{register, LoadError, ModuleEngine, ModuleKind, Sandbox, ZoneModule};
+
+/// A module that answers every call with an empty command buffer, except TICK (op 8), which runs
+/// `tick`; `extra` adds functions, imports or data.
+fn module(tick: &str, extra: &str) -> Vec<u8> {
+    wat::parse_str(format!(
+        r#"(module
+            (import "zonekeep" "log" (func $log (param i32 i32 i32)))
+            {extra}
+            (memory (export "memory") 1)
+            (func (export "zk_abi") (result i32) i32.const 1)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (if (i32.eq (local.get $op) (i32.const 8)) (then {tick}))
+                i64.const 0))"#
+    ))
+    .unwrap()
+}
+
+fn engine(sandbox: Sandbox) -> Arc<ModuleEngine> {
+    ModuleEngine::new(sandbox).unwrap()
+}
+
+/// A native zone that counts its ticks.
+struct Native {
+    ticks: u64,
+}
+
+impl Zone for Native {
+    type Input = ();
+    fn create(_: &ZoneInit, _: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        Ok(Self { ticks: 0 })
+    }
+    fn sanitize(&mut self, _: PlayerId, _: &[u8]) -> Result<(), zonekeep_core::InputRefusal> {
+        Ok(())
+    }
+    fn tick(&mut self, _: &mut Ctx<'_>) {
+        self.ticks += 1;
+    }
+}
+
+fn init(kind: &str, id: &str) -> ZoneInit {
+    ZoneInit {
+        zone_id: id.into(),
+        kind: kind.into(),
+        params: zonekeep_core::serde_json::json!({}),
+    }
+}
+
+/// Runs a module zone of `bytes` beside a native zone on one clock until the module zone fails
+/// (or 20 ticks pass): returns its failure. The native zone must have run every tick.
+fn run_beside_native(engine: &Arc<ModuleEngine>, bytes: &[u8]) -> Option<String> {
+    let module = ZoneModule::load(engine, bytes).unwrap();
+    let mut kinds = ZoneKinds::new();
+    register(&mut kinds, &ModuleKind::new("hostile", module));
+    kinds.register::<Native>("native");
+    let clock = Arc::new(ManualClock::new());
+    let config = ZoneConfig::default();
+    let dt = config.dt();
+    let mut hostile = kinds
+        .create(init("hostile", "h-1"), config.clone(), clock.clone())
+        .unwrap();
+    let mut native = kinds
+        .create(init("native", "n-1"), config, clock.clone())
+        .unwrap();
+    let mut failure = None;
+    for tick in 1..=20u64 {
+        clock.advance(dt);
+        if failure.is_none() {
+            hostile.advance(clock.now());
+            failure = hostile.failure().map(str::to_owned);
+        }
+        let report = native.advance(clock.now());
+        assert_eq!(report.ticks_dropped, 0);
+        assert_eq!(native.tick(), tick, "the native zone keeps its tick");
+    }
+    failure
+}
+
+#[test]
+fn an_infinite_loop_runs_out_of_fuel() {
+    let e = engine(Sandbox {
+        fuel_per_call: 1_000_000,
+        ..Sandbox::default()
+    });
+    let why = run_beside_native(&e, &module("(loop $l (br $l))", "")).unwrap();
+    assert_eq!(
+        why,
+        "CPU budget exceeded: a call used more than 1000000 fuel"
+    );
+}
+
+#[test]
+fn a_memory_bomb_stops_at_the_cap() {
+    let e = engine(Sandbox {
+        memory_bytes: 8 << 20,
+        ..Sandbox::default()
+    });
+    let bomb = "(loop $l (drop (memory.grow (i32.const 16))) (br $l))";
+    let why = run_beside_native(&e, &module(bomb, "")).unwrap();
+    assert!(
+        why == "memory cap exceeded: the module asked for 8454144 bytes, the cap is 8388608",
+        "{why}"
+    );
+}
+
+#[test]
+fn deep_recursion_overflows_the_capped_stack() {
+    let e = engine(Sandbox::default());
+    let recurse =
+        r#"(func $r (param i32) (result i32) (call $r (i32.add (local.get 0) (i32.const 1))))"#;
+    let why = run_beside_native(&e, &module("(drop (call $r (i32.const 0)))", recurse)).unwrap();
+    assert_eq!(why, "stack overflow (recursion too deep)");
+}
+
+#[test]
+fn a_panic_stops_the_zone_with_its_message() {
+    let e = engine(Sandbox::default());
+    let msg = "panicked at src/lib.rs:7:5: the floor is lava";
+    let data = format!(r#"(data (i32.const 0) "{msg}")"#);
+    let panic = format!(
+        "(call $log (i32.const 5) (i32.const 0) (i32.const {})) unreachable",
+        msg.len()
+    );
+    let why = run_beside_native(&e, &module(&panic, &data)).unwrap();
+    assert_eq!(why, format!("panicked: {msg}"));
+}
+
+#[test]
+fn a_log_flood_is_stopped_and_the_rate_limit_drops_the_rest() {
+    let e = engine(Sandbox::default());
+    let flood = "(loop $l (call $log (i32.const 2) (i32.const 0) (i32.const 5)) (br $l))";
+    let why = run_beside_native(&e, &module(flood, r#"(data (i32.const 0) "spam!")"#)).unwrap();
+    assert_eq!(why, "log flood: more than 10000 log lines in one call");
+}
+
+#[test]
+fn a_wasi_module_is_refused_at_load_naming_the_import() {
+    let e = engine(Sandbox::default());
+    let bytes = wat::parse_str(
+        r#"(module
+            (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))
+            (memory (export "memory") 1))"#,
+    )
+    .unwrap();
+    let e = ZoneModule::load(&e, &bytes).unwrap_err();
+    assert!(matches!(e, LoadError::ForbiddenImport { .. }));
+    assert_eq!(
+        e.to_string(),
+        "the module imports wasi_snapshot_preview1.fd_write: a zone module may import only \
+         zonekeep.log (it was built for WASI: build it for wasm32-unknown-unknown)"
+    );
+}
+
+#[test]
+fn any_other_import_is_refused_at_load_naming_it() {
+    let e = engine(Sandbox::default());
+    let bytes = module("", r#"(import "env" "now" (func (result i64)))"#);
+    let e = ZoneModule::load(&e, &bytes).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the module imports env.now: a zone module may import only zonekeep.log"
+    );
+    let bytes = wat::parse_str(
+        r#"(module (import "zonekeep" "log" (func (param i64))) (memory (export "memory") 1))"#,
+    )
+    .unwrap();
+    let e = ZoneModule::load(&engine(Sandbox::default()), &bytes).unwrap_err();
+    assert!(matches!(e, LoadError::LogSignature(_)), "{e}");
+}
+
+#[test]
+fn broken_modules_are_refused_at_load() {
+    let e = engine(Sandbox {
+        fuel_per_call: 1_000_000,
+        ..Sandbox::default()
+    });
+    // Not WebAssembly, and the text format is not accepted either.
+    assert!(matches!(
+        ZoneModule::load(&e, b"hello"),
+        Err(LoadError::Invalid(_))
+    ));
+    assert!(matches!(
+        ZoneModule::load(&e, b"(module)"),
+        Err(LoadError::Invalid(_))
+    ));
+    // Truncated binary.
+    let good = module("", "");
+    assert!(matches!(
+        ZoneModule::load(&e, &good[..good.len() - 3]),
+        Err(LoadError::Invalid(_))
+    ));
+    // Missing export.
+    let no_call = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "zk_abi") (result i32) i32.const 1))"#).unwrap();
+    assert_eq!(
+        ZoneModule::load(&e, &no_call).unwrap_err().to_string(),
+        "the module must export zk_alloc as a function (i32) -> i32"
+    );
+    // Another ABI version.
+    let other = wat::parse_str(
+        r#"(module (memory (export "memory") 1)
+            (func (export "zk_abi") (result i32) i32.const 2)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
+            (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#,
+    )
+    .unwrap();
+    assert_eq!(
+        ZoneModule::load(&e, &other).unwrap_err(),
+        LoadError::AbiVersion(2)
+    );
+    // A start function that never returns is stopped by the fuel budget at load.
+    let looping_start = module("", "(func $s (loop $l (br $l))) (start $s)");
+    let err = ZoneModule::load(&e, &looping_start).unwrap_err();
+    assert!(err.to_string().contains("CPU budget exceeded"), "{err}");
+    // A memory declared larger than the cap never instantiates.
+    let huge = wat::parse_str(
+        r#"(module (memory (export "memory") 2000)
+            (func (export "zk_abi") (result i32) i32.const 1)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
+            (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#,
+    )
+    .unwrap();
+    let err = ZoneModule::load(&e, &huge).unwrap_err();
+    assert!(err.to_string().contains("memory cap exceeded"), "{err}");
+    // Too large to accept at all.
+    let small = engine(Sandbox {
+        module_bytes: 16,
+        ..Sandbox::default()
+    });
+    assert!(matches!(
+        ZoneModule::load(&small, &good),
+        Err(LoadError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn an_output_outside_memory_or_an_undecodable_buffer_fails_the_zone() {
+    let e = engine(Sandbox::default());
+    // (ptr 0x10000 = one past the only page) << 32 | len 4
+    let outside = "(return (i64.const 0x0001000000000004))";
+    let why = run_beside_native(&e, &module(outside, "")).unwrap();
+    assert_eq!(
+        why,
+        "bad command buffer: zk_call returned an output outside memory"
+    );
+    // Command tag 200 at address 0, length 1.
+    let unknown = "(i32.store8 (i32.const 0) (i32.const 200)) (return (i64.const 1))";
+    let why = run_beside_native(&e, &module(unknown, "")).unwrap();
+    assert_eq!(why, "bad command buffer: unknown command tag 200");
+    // DESPAWN (3) of handle 9, which was never spawned.
+    let despawn = "(i32.store8 (i32.const 0) (i32.const 3)) (i32.store (i32.const 1) (i32.const 9)) (return (i64.const 5))";
+    let why = run_beside_native(&e, &module(despawn, "")).unwrap();
+    assert_eq!(why, "refused command: no live entity has handle 9");
+}
+
+#[test]
+fn a_budget_trap_happens_at_the_same_tick_every_run() {
+    // Work grows with the tick (the tick is the first 8 input bytes): 200k iterations per tick.
+    let grows = r#"
+        (local.set $len (i32.wrap_i64 (i64.mul (i64.load (i32.const 4096)) (i64.const 200000))))
+        (loop $l (local.set $len (i32.sub (local.get $len) (i32.const 1)))
+                 (br_if $l (i32.gt_s (local.get $len) (i32.const 0))))"#;
+    let e = engine(Sandbox {
+        fuel_per_call: 3_000_000,
+        ..Sandbox::default()
+    });
+    let ticks_to_fail = || {
+        let module = ZoneModule::load(&e, &module(grows, "")).unwrap();
+        let mut kinds = ZoneKinds::new();
+        register(&mut kinds, &ModuleKind::new("grows", module));
+        let clock = Arc::new(ManualClock::new());
+        let config = ZoneConfig::default();
+        let mut z = kinds
+            .create(init("grows", "g"), config.clone(), clock.clone())
+            .unwrap();
+        for _ in 0..40 {
+            clock.advance(config.dt());
+            z.advance(clock.now());
+            if z.failure().is_some() {
+                return z.tick();
+            }
+        }
+        panic!("never ran out of fuel");
+    };
+    let first = ticks_to_fail();
+    assert!(first > 1, "not at once: {first}");
+    assert_eq!(ticks_to_fail(), first);
+}
+
+#[test]
+fn the_host_stops_a_running_call_from_another_thread() {
+    // Fuel enough for hours: only the stop handle can end this call.
+    let e = engine(Sandbox {
+        fuel_per_call: u64::MAX / 2,
+        call_deadline: Duration::from_secs(3600),
+        ..Sandbox::default()
+    });
+    let module = ZoneModule::load(&e, &module("(loop $l (br $l))", "")).unwrap();
+    let mut kinds = ZoneKinds::new();
+    register(&mut kinds, &ModuleKind::new("spin", module));
+    let clock = Arc::new(ManualClock::new());
+    let config = ZoneConfig::default();
+    let mut z = kinds
+        .create(init("spin", "s"), config.clone(), clock.clone())
+        .unwrap();
+    let stop = z.zone::<zonekeep_wasm::ModuleZone>().unwrap().stop_handle();
+    // Whether the flag lands before the call or during it, the call ends within an epoch.
+    let stopper = std::thread::spawn(move || stop.store(true, Ordering::Relaxed));
+    clock.advance(config.dt());
+    z.advance(clock.now());
+    stopper.join().unwrap();
+    assert_eq!(z.failure(), Some("stopped by the host"));
+}
+
+#[test]
+fn a_call_past_its_wall_deadline_is_interrupted() {
+    let e = engine(Sandbox {
+        fuel_per_call: u64::MAX / 2,
+        call_deadline: Duration::from_millis(50),
+        ..Sandbox::default()
+    });
+    let why = run_beside_native(&e, &module("(loop $l (br $l))", "")).unwrap();
+    assert_eq!(why, "a call ran longer than 50 ms");
+}
+
+#[test]
+fn a_failed_zone_refuses_joins_and_inputs_with_the_reason() {
+    let e = engine(Sandbox {
+        fuel_per_call: 1_000_000,
+        ..Sandbox::default()
+    });
+    let module = ZoneModule::load(&e, &module("(loop $l (br $l))", "")).unwrap();
+    let mut kinds = ZoneKinds::new();
+    register(&mut kinds, &ModuleKind::new("k", module));
+    let clock = Arc::new(ManualClock::new());
+    let config = ZoneConfig::default();
+    let mut z = kinds
+        .create(init("k", "z"), config.clone(), clock.clone())
+        .unwrap();
+    let p = z
+        .handle_join(Principal::new("ann"), Claims::new(), Role::Player)
+        .unwrap();
+    clock.advance(config.dt());
+    z.advance(clock.now());
+    assert!(z.failure().is_some());
+    let refused = z
+        .handle_join(Principal::new("bob"), Claims::new(), Role::Player)
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("zone failed: CPU budget exceeded"),
+        "{refused}"
+    );
+    assert!(matches!(
+        z.handle_input(p, 1, 0, b"x"),
+        zonekeep_core::InputOutcome::Refused(_)
+    ));
+    // No save is made of a failed zone: its last good save is what stays.
+    assert_eq!(z.snapshot(), None);
+}

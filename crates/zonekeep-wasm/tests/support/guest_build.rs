@@ -1,0 +1,54 @@
+//! Builds the example zone modules for `wasm32-unknown-unknown` (profile `module`), once per test
+//! process, into `target/modules` (a target directory of their own, so the build never waits on
+//! the one running the tests). Needs the target: `rustup target add wasm32-unknown-unknown`.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The workspace root.
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// The tag example (`examples/module-tag`) as a `.wasm` file.
+pub fn tag_module() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = workspace();
+            let target = root.join("target").join("modules");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let out = Command::new(cargo)
+                .current_dir(&root)
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "zonekeep-module-tag",
+                    "--target",
+                    "wasm32-unknown-unknown",
+                    "--profile",
+                    "module",
+                    "--target-dir",
+                ])
+                .arg(&target)
+                .output()
+                .expect("running cargo to build the tag module");
+            assert!(
+                out.status.success(),
+                "building the tag module failed (is the wasm32-unknown-unknown target installed?):\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            target
+                .join("wasm32-unknown-unknown")
+                .join("module")
+                .join("zonekeep_module_tag.wasm")
+        })
+        .clone()
+}
