@@ -8,11 +8,11 @@
 //! | route | body | answer |
 //! | --- | --- | --- |
 //! | `GET /admin/hosts` | | `{"self", "hosts": [{"id", "url", "capacity", "zones", "draining", "left", "heartbeat_age_ms", "alive"}]}` |
-//! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure]}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`) |
-//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a zone that failed to start `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
+//! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure], "failed_zones": [FailedZone]}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`) |
+//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a zone that failed to start `{"id", "kind", "running": false, "start_failure"}`; for a zone whose game code failed (a module's trap, panic or budget overrun) `{"id", "kind", "running": false, "failed": {"reason", "tick", "at_ms"}}`, until it is stopped; for a zone another host runs, its directory entry |
 //! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
-//! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}` |
+//! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}`; for a failed zone, removes it (`"removed_failure": true`): it may run again, from its last save |
 //! | `POST /admin/zones/{id}/recording` | `{"max_bytes"?}` (default 64 MiB, at most 256 MiB) | 201 `RecordingInfo`: the running zone is recorded from its snapshot at the next tick boundary |
 //! | `POST /admin/zones/{id}/recording/stop` | | 200 `RecordingInfo` |
 //! | `GET /admin/zones/{id}/recording` | | `RecordingInfo` `{"zone", "state", "reason", "detail", "bytes", "ticks", "max_bytes", "file_complete"}` |
@@ -192,7 +192,13 @@ async fn list(State(shared): State<Arc<Shared>>) -> Response {
             Err(e) => return failure(AdminFailure::Unavailable(format!("fleet directory: {e}"))),
         }
     }
-    Json(json!({"host": me, "zones": zones, "start_failures": failures})).into_response()
+    Json(json!({
+        "host": me,
+        "zones": zones,
+        "start_failures": failures,
+        "failed_zones": shared.registry.failures(),
+    }))
+    .into_response()
 }
 
 /// Directory entries listed by `GET /admin/zones` at most.
@@ -275,6 +281,10 @@ async fn detail(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
             Json(v).into_response()
         }
         Ok(None) | Err(AdminFailure::NoZone(_)) => {
+            if let Some(f) = shared.registry.failure(&id) {
+                return Json(json!({"id": id, "kind": f.kind, "running": false, "failed": f}))
+                    .into_response();
+            }
             if let Some(r) = start_failure(&shared, &id) {
                 return r;
             }
@@ -541,6 +551,11 @@ async fn kick(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: B
 }
 
 async fn stop(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    // A failed zone is no longer running: stopping it removes it, so it may run again (from
+    // its last save) when next joined or created.
+    if shared.registry.remove_failed(&id) {
+        return Json(json!({"stopped": id, "removed_failure": true})).into_response();
+    }
     let zone = id.clone();
     match ask(&shared, &id, |reply| SimCommand::Stop {
         zone_id: zone,

@@ -181,6 +181,9 @@ impl Shared {
         if self.registry.is_fenced(zone_id) {
             return Err(JoinFailure::Fenced);
         }
+        if let Some(f) = self.registry.failure(zone_id) {
+            return Err(JoinFailure::Unavailable(failed_message(&f)));
+        }
         if zones.len() >= self.config.max_zones {
             return Err(JoinFailure::TooManyZones);
         }
@@ -215,6 +218,9 @@ impl Shared {
             return Err(AdminFailure::Unavailable(format!(
                 "zone {zone_id:?} moved to another host; restart this host to serve it here again"
             )));
+        }
+        if let Some(f) = self.registry.failure(zone_id) {
+            return Err(AdminFailure::Unavailable(failed_message(&f)));
         }
         if zones.len() >= self.config.max_zones {
             return Err(AdminFailure::Unavailable(
@@ -272,6 +278,23 @@ impl HostBuilder {
         default_params: Value,
     ) -> Self {
         self.kinds.register::<Z>(kind);
+        self.kind_spec(kind, config, default_params)
+    }
+
+    /// Register a zone kind whose zones are made by factories rather than a Rust type (a
+    /// module's, see `zonekeep-wasm`): `register` puts them on the registry under `kind`.
+    pub fn zone_factory(
+        mut self,
+        kind: &str,
+        config: ZoneConfig,
+        default_params: Value,
+        register: impl FnOnce(&mut ZoneKinds),
+    ) -> Self {
+        register(&mut self.kinds);
+        self.kind_spec(kind, config, default_params)
+    }
+
+    fn kind_spec(mut self, kind: &str, config: ZoneConfig, default_params: Value) -> Self {
         if !self.order.iter().any(|k| k == kind) {
             self.order.push(kind.to_owned());
         }
@@ -708,4 +731,12 @@ fn redirect_hops(query: Option<&str>) -> u32 {
 pub(crate) fn json_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
     (status, axum::Json(body)).into_response()
+}
+
+/// What a join or create of a failed zone is told.
+fn failed_message(f: &crate::sim::FailedZone) -> String {
+    format!(
+        "zone {:?} failed at tick {}: {}; an operator must remove it (POST /admin/zones/{}/stop) before it runs again",
+        f.id, f.tick, f.reason, f.id
+    )
 }

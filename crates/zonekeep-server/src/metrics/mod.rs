@@ -78,6 +78,7 @@ pub struct Metrics {
     kicks: Family<Labels, Counter>,
     zones: Gauge,
     events_dropped: Counter,
+    zones_failed: Counter,
     recording_bytes: Counter,
     recordings_running: Gauge,
     recordings_stopped: Family<Labels, Counter>,
@@ -113,6 +114,7 @@ impl Metrics {
             kicks: Family::default(),
             zones: Gauge::default(),
             events_dropped: Counter::default(),
+            zones_failed: Counter::default(),
             recording_bytes: Counter::default(),
             recordings_running: Gauge::default(),
             recordings_stopped: Family::default(),
@@ -218,6 +220,11 @@ impl Metrics {
             "zonekeep_events_dropped",
             "Zone events not delivered (oversize, or a subscriber's queue full)",
             m.events_dropped.clone(),
+        );
+        registry.register(
+            "zonekeep_zones_failed",
+            "Zones stopped because their game code failed (a module trap, panic or budget overrun)",
+            m.zones_failed.clone(),
         );
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
@@ -361,6 +368,11 @@ impl Metrics {
     /// Zone events that could not be delivered.
     pub fn events_dropped(&self, n: u64) {
         self.events_dropped.inc_by(n);
+    }
+
+    /// A zone's game code failed (a module trapped, panicked or overran its budget).
+    pub fn zone_failed(&self) {
+        self.zones_failed.inc();
     }
 
     /// A zone recording started.

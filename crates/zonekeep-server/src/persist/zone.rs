@@ -226,6 +226,14 @@ impl ZonePersist {
         self.facts.close_zone(&self.zone_id);
     }
 
+    /// The zone's game code failed: the facts it emitted go out, but no final save is written,
+    /// so its last good save stays the one a restart restores.
+    pub fn fail(mut self) {
+        self.send_held();
+        self.storage.retire(&self.zone_id);
+        self.facts.close_zone(&self.zone_id);
+    }
+
     /// The zone was built but never ran (its start could not be queued):
     /// releases it without saving, so its last save stays as it was.
     pub fn abandon(self) {

@@ -29,7 +29,7 @@ use zonekeep_protocol::ResumeFrom;
 use crate::conn::ConnHandle;
 
 pub(crate) use frames::{kick_frame, pong_frame};
-pub use registry::{PlayerSummary, ZoneDetail, ZoneSummary};
+pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use registry::{Registry, ZoneEntry};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};

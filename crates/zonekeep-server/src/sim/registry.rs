@@ -104,11 +104,31 @@ struct FencedZones {
     ids: HashSet<String>,
 }
 
+/// A zone whose game code failed (a module trapped, panicked or overran its budget), as the
+/// admin API lists it until an operator removes it. Joins are refused meanwhile.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FailedZone {
+    /// Zone id.
+    pub id: String,
+    /// Zone kind.
+    pub kind: String,
+    /// Why it failed.
+    pub reason: String,
+    /// The tick it failed at.
+    pub tick: u64,
+    /// When it failed, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+}
+
+/// Most failed zones remembered; past it the oldest is forgotten (and counted).
+const FAILED_CAP: usize = 4096;
+
 /// Every zone of the host, by id.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     zones: Mutex<HashMap<String, Arc<ZoneEntry>>>,
     fenced: Mutex<FencedZones>,
+    failed: Mutex<VecDeque<FailedZone>>,
 }
 
 impl Registry {
@@ -163,6 +183,40 @@ impl Registry {
             .unwrap_or_else(|p| p.into_inner())
             .ids
             .contains(zone_id)
+    }
+
+    /// Remembers that `zone`'s game code failed. Returns whether the oldest remembered failure
+    /// had to be forgotten for it.
+    pub fn mark_failed(&self, zone: FailedZone) -> bool {
+        let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        f.retain(|z| z.id != zone.id);
+        f.push_back(zone);
+        if f.len() > FAILED_CAP {
+            f.pop_front();
+            return true;
+        }
+        false
+    }
+
+    /// Why `zone_id` failed, while it is remembered.
+    pub fn failure(&self, zone_id: &str) -> Option<FailedZone> {
+        let f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        f.iter().find(|z| z.id == zone_id).cloned()
+    }
+
+    /// Every remembered failure, oldest first.
+    pub fn failures(&self) -> Vec<FailedZone> {
+        let f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        f.iter().cloned().collect()
+    }
+
+    /// Forgets `zone_id`'s failure (an operator removed the zone): joins may create it again,
+    /// from its last save. Returns whether it was remembered.
+    pub fn remove_failed(&self, zone_id: &str) -> bool {
+        let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        let before = f.len();
+        f.retain(|z| z.id != zone_id);
+        f.len() != before
     }
 
     pub fn summaries(&self) -> Vec<ZoneSummary> {

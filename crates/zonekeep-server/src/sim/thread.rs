@@ -121,6 +121,7 @@ impl SimThread {
         let mut unload = Vec::new();
         let mut fenced = Vec::new();
         let mut stepped = Vec::new();
+        let mut failed = Vec::new();
         for (id, z) in self.zones.iter_mut() {
             // Checked before anything else on every wake, due or not: a fenced
             // zone runs no further tick and takes no further input.
@@ -130,7 +131,19 @@ impl SimThread {
                 if z.step(&self.ctx, now) {
                     unload.push(id.clone());
                 }
+                if z.failure().is_some() {
+                    failed.push(id.clone());
+                }
                 stepped.push(id.clone());
+            }
+        }
+        for id in failed {
+            if let Some(mut z) = self.zones.remove(&id) {
+                let reason = z.failure().unwrap_or_default().to_owned();
+                tracing::error!(zone = %id, %reason, "zone failed: stopped without a final save");
+                z.fail(&self.ctx, &reason);
+                // A freeze waiting on it finds it gone and is answered `None`.
+                self.ctx.metrics.release_zone(z.metrics);
             }
         }
         if !self.freeze_after_tick.is_empty() {

@@ -325,6 +325,34 @@ impl ZoneRun {
         ctx.registry.remove(&self.entry);
     }
 
+    /// The zone's game code failed with `reason` (see [`ZoneHost::failure`]): its players are
+    /// kicked with ZONE_STOPPED and the reason, no final save is written (the last good one
+    /// stays), and the failure is listed by the admin API, and refuses joins, until an operator
+    /// removes it.
+    pub fn fail(&mut self, ctx: &SimContext, reason: &str) {
+        let failed = super::FailedZone {
+            id: self.entry.zone_id.clone(),
+            kind: self.host.kind().to_owned(),
+            reason: reason.to_owned(),
+            tick: self.host.tick(),
+            at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        };
+        if ctx.registry.mark_failed(failed) {
+            tracing::warn!("more failed zones than the host remembers: the oldest was forgotten");
+        }
+        ctx.metrics.zone_failed();
+        if let Some(p) = self.persist.take() {
+            p.fail();
+        }
+        self.release(
+            ctx,
+            KickCode::ZONE_STOPPED,
+            &format!("zone failed: {reason}"),
+        );
+    }
+
     /// Start recording the zone (see [`ZoneHost::start_recording`]).
     pub fn start_recording(
         &mut self,
@@ -403,6 +431,11 @@ impl ZoneRun {
         self.pump_recording();
         ctx.reconnect.forget_zone(&zone_id);
         ctx.registry.remove(&self.entry);
+    }
+
+    /// Why the zone's game code failed, once it has ([`ZoneHost::failure`]).
+    pub fn failure(&self) -> Option<&str> {
+        self.host.failure()
     }
 
     pub fn due(&self, now: Duration) -> bool {
