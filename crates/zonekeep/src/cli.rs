@@ -75,6 +75,11 @@ struct ServeArgs {
     /// against a host with signed tickets only. A production host serves the arena alone.
     #[arg(long, env = "ZONEKEEP_DEV_KINDS")]
     dev_kinds: bool,
+    /// A zone kind whose game code is a WebAssembly module (docs/MODULES.md), as KIND=FILE; may be
+    /// given more than once. The file is watched: when it changes, zones created from then on run
+    /// the new module.
+    #[arg(long = "module", value_name = "KIND=FILE", value_parser = crate::modules::parse_module_arg)]
+    modules: Vec<crate::modules::ModuleArg>,
     /// Admin bearer token (at least 16 bytes); without it the admin API is off.
     #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
     admin_token: Option<String>,
@@ -360,7 +365,8 @@ fn serve(args: ServeArgs) -> Result<()> {
             .context("opening the store")?;
         // The arena demo is the default kind (a ticket without a `kind` claim gets it) and its
         // page is served at `/`.
-        let host = register_kinds(Host::builder().config(cfg), dev_kinds)
+        let builder = register_kinds(Host::builder().config(cfg), dev_kinds);
+        let host = crate::modules::register_modules(builder, &args.modules)?
             .persistence(persistence)
             .build()?;
         let listener = tokio::net::TcpListener::bind(listen)
@@ -377,7 +383,8 @@ fn serve(args: ServeArgs) -> Result<()> {
         } else {
             "arena (default, page at /), gallery (page at /gallery)"
         };
-        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: {kinds}");
+        let modules: Vec<&str> = args.modules.iter().map(|m| m.kind.as_str()).collect();
+        tracing::info!(%addr, dev, admin_api = admin, "zone kinds: {kinds}; modules: {modules:?}");
         host.serve_with(listener, zonekeep_arena::web_routes(), shutdown_signal())
             .await?;
         Ok(())
