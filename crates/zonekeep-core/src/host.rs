@@ -213,6 +213,12 @@ impl ZoneHost {
             .or_else(|| Some(self.core.world.hash()))
     }
 
+    /// Inputs accepted and not yet applied, over every participant: what a save leaves out (a
+    /// zone rebuilt from its save starts with empty queues).
+    pub fn inputs_queued(&self) -> usize {
+        self.zone.inputs_queued()
+    }
+
     /// Why the zone can no longer run ([`Zone::failure`](crate::Zone::failure)): `Some` once its
     /// sandboxed game code trapped, panicked or overran its budget. The caller stops the zone.
     pub fn failure(&self) -> Option<&str> {

@@ -218,7 +218,7 @@ impl<I> InputBuffer<I> {
         self.last_processed
     }
 
-    #[cfg(test)]
+    /// Inputs accepted and not yet handed to the zone.
     pub(crate) fn len(&self) -> usize {
         self.queue.len()
     }

@@ -18,6 +18,8 @@
 //! | `GET /admin/zones/{id}/recording` | | `RecordingInfo` `{"zone", "state", "reason", "detail", "bytes", "ticks", "max_bytes", "file_complete"}` |
 //! | `GET /admin/zones/{id}/recording/file` | | the recording (`application/octet-stream`) once it stopped; 409 `running` before |
 //!
+//! The module routes (`/admin/modules`) are in `admin_modules.rs`.
+//!
 //! `POST /admin/zones` also takes `"record": {"max_bytes"?}` to record the new zone from its
 //! creation (the one way to record a kind whose save leaves out state its hash covers).
 //!
@@ -76,6 +78,7 @@ pub(crate) fn router(shared: &Arc<Shared>) -> Router<Arc<Shared>> {
             "/admin/zones/{id}/recording/file",
             get(crate::admin_recording::file),
         )
+        .merge(crate::admin_modules::routes())
         .route_layer(middleware::from_fn_with_state(shared.clone(), auth))
 }
 

@@ -431,7 +431,12 @@ async fn confirm(shared: &Arc<Shared>, z: &FrozenZone, at: Instant) -> Durable {
 }
 
 /// Queue a command for a simulation thread, waiting at most `bound` for room.
-async fn send(shared: &Arc<Shared>, thread: usize, cmd: SimCommand, bound: Duration) -> bool {
+pub(crate) async fn send(
+    shared: &Arc<Shared>,
+    thread: usize,
+    cmd: SimCommand,
+    bound: Duration,
+) -> bool {
     let cmd = match shared.pool.send(thread, cmd) {
         Ok(()) => return true,
         Err(cmd) => *cmd,

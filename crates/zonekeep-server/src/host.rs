@@ -113,6 +113,8 @@ pub(crate) struct Shared {
     pub fleet_metrics: crate::fleet::FleetMetrics,
     /// Stops the fleet's heartbeat, reconcile and watchdog when the host has left.
     pub fleet_stop: CancellationToken,
+    /// The module kinds, when the host has any (see [`crate::code`]).
+    pub code: Option<Arc<dyn crate::code::CodeKinds>>,
 }
 
 /// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.
@@ -245,9 +247,17 @@ pub struct HostBuilder {
     default_kind: Option<String>,
     dispose_hook: Option<DisposeHook>,
     persistence: Option<Arc<Persistence>>,
+    code: Option<Arc<dyn crate::code::CodeKinds>>,
 }
 
 impl HostBuilder {
+    /// The host's module kinds (registered with [`zone_factory`](Self::zone_factory) too):
+    /// deployable through the admin API, and kept in step with the store's deploys.
+    pub fn code_kinds(mut self, code: Arc<dyn crate::code::CodeKinds>) -> Self {
+        self.code = Some(code);
+        self
+    }
+
     /// Persist zones and facts with `persistence` (opened with
     /// [`Persistence::open`]): zones are claimed and restored from their
     /// last save when they start, saved periodically, when they go Dormant
@@ -411,6 +421,7 @@ impl HostBuilder {
                 fleet: std::sync::OnceLock::new(),
                 fleet_metrics,
                 fleet_stop: CancellationToken::new(),
+                code: self.code,
             }),
         })
     }
@@ -430,6 +441,34 @@ pub struct Host {
 }
 
 impl Host {
+    /// Installs the store's module deploys for this host's module kinds now, then follows them
+    /// (see [`crate::code`]) until the host leaves. Nothing to do without a store or modules.
+    async fn follow_module_deploys(&self) {
+        let shared = &self.shared;
+        let (Some(code), Some(p)) = (shared.code.clone(), shared.sim.persist.as_ref()) else {
+            return;
+        };
+        let store = p.store().clone();
+        if let Err(e) = crate::code::sync_once(code.as_ref(), &store, Some(&self.upgrader())).await
+        {
+            tracing::warn!(error = %e, "reading module deploys from the store");
+        }
+        tokio::spawn(crate::code::follow(
+            code,
+            store,
+            self.upgrader(),
+            shared.fleet_stop.clone(),
+        ));
+    }
+
+    /// A handle that upgrades this host's running zones to their kind's current game code
+    /// (see [`crate::upgrade`]).
+    pub fn upgrader(&self) -> crate::upgrade::Upgrader {
+        crate::upgrade::Upgrader {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Start building a host.
     pub fn builder() -> HostBuilder {
         HostBuilder {
@@ -440,6 +479,7 @@ impl Host {
             default_kind: None,
             dispose_hook: None,
             persistence: None,
+            code: None,
         }
     }
 
@@ -543,6 +583,7 @@ impl Host {
         let conns = TaskTracker::new();
         // A host with a store serves only as a fleet member holding a lease.
         self.join_fleet(listener.local_addr()?).await?;
+        self.follow_module_deploys().await;
         tracing::info!(addr = %listener.local_addr()?, "zonekeep host listening");
         tokio::pin!(shutdown);
         loop {

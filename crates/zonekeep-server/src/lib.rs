@@ -27,7 +27,9 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod admin_modules;
 mod admin_recording;
+pub mod code;
 pub mod config;
 pub mod conn;
 pub mod conn_limit;
@@ -45,6 +47,7 @@ pub mod reconnect;
 pub mod recording;
 mod session;
 pub mod sim;
+pub mod upgrade;
 /// Tickets (minting, verification, keys, replay cache), re-exported from `zonekeep-ticket`.
 pub use zonekeep_ticket as ticket;
 

@@ -103,6 +103,12 @@ pub enum StoreError {
         epoch: u64,
     },
 
+    /// A zone module the store refuses: empty, over
+    /// [`MAX_MODULE_BYTES`](crate::MAX_MODULE_BYTES), or (for a deploy) a digest under which no
+    /// module is stored. Retrying the same call cannot help.
+    #[error("invalid zone module: {0}")]
+    InvalidModule(String),
+
     /// An argument the store cannot represent (empty id, too long, or a number beyond the backend's
     /// signed 64-bit integers).
     #[error("invalid argument: {0}")]
@@ -177,6 +183,7 @@ mod tests {
         }
         .is_retryable());
         assert!(!StoreError::Corrupt("x".into()).is_retryable());
+        assert!(!StoreError::InvalidModule("empty".into()).is_retryable());
         assert!(!StoreError::LeaseLost {
             host_id: "h".into()
         }

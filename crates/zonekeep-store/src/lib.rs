@@ -1,8 +1,9 @@
 //! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
-//! and the fleet directory (hosts and who owns which zone), on SQLite (the embedded default: one
-//! file under the data dir, nothing to install) or PostgreSQL (the shared store for a fleet of
-//! hosts). Both backends implement the same three traits, [`SaveStore`], [`FactLedger`] and
-//! [`Directory`], and pass the same contract test suite.
+//! the fleet directory (hosts and who owns which zone) and zone modules (game code by content
+//! address), on SQLite (the embedded default: one file under the data dir, nothing to install) or
+//! PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same four
+//! traits, [`SaveStore`], [`FactLedger`], [`Directory`] and [`ModuleStore`], and pass the same
+//! contract test suite.
 //!
 //! This crate owns the database schema, its migrations and the fencing, idempotency and directory
 //! rules. It must not depend on the server, any network framework, or the simulation runtime: zone
@@ -23,6 +24,11 @@
 //!   are both refused with [`StoreError::Fenced`], and a host that sees that error must stop
 //!   running the zone. The idempotency key is unchanged by the check: the new owner's re-send of a
 //!   fact from the restored save still settles once.
+//! - **Module**: a zone kind's game code (WebAssembly), stored once under the SHA-256 of its bytes
+//!   ([`ModuleStore::put_module`]) so every host of a fleet loads exactly the same bytes. Each
+//!   module kind points at the module it runs, with a version raised by every
+//!   [`ModuleStore::deploy_module`] (stamped by the database's clock); hosts follow
+//!   [`ModuleStore::module_kinds`] to pick up new deploys.
 //!
 //! # Directory
 //! The fleet's shared view, one per database ([`Directory`]): which hosts exist and which host owns
@@ -47,7 +53,7 @@
 //!
 //! # Opening a store
 //! [`open_store`] takes the `--store` spec (`"sqlite"` or a `postgres://` URL) and returns a
-//! [`Store`] holding the three parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
+//! [`Store`] holding the four parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
 //!
 //! # Blocking
 //! Nothing here blocks an async worker thread: SQLite calls run on tokio's blocking pool, and
@@ -62,6 +68,7 @@ mod directory_rows;
 mod effect;
 mod error;
 mod fence;
+mod modules;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod schema;
@@ -85,15 +92,17 @@ pub use postgres::{PostgresOptions, PostgresStore};
 pub use slow::SlowStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
-pub use traits::{FactLedger, SaveStore};
-pub use types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+pub use traits::{FactLedger, ModuleStore, SaveStore, MAX_MODULE_BYTES};
+pub use types::{
+    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+};
 /// The fleet protocol's timing, re-exported because [`Directory`] methods take it.
 pub use zonekeep_fleet::Timing;
 
 /// File name of the SQLite database inside the data dir.
 pub const SQLITE_FILE_NAME: &str = "zonekeep.db";
 
-/// An opened store: its three parts as shareable trait objects, plus a printable description.
+/// An opened store: its four parts as shareable trait objects, plus a printable description.
 #[derive(Clone)]
 pub struct Store {
     /// Zone saves.
@@ -102,6 +111,8 @@ pub struct Store {
     pub facts: Arc<dyn FactLedger>,
     /// The fleet directory.
     pub directory: Arc<dyn Directory>,
+    /// Zone modules and the module each kind runs.
+    pub modules: Arc<dyn ModuleStore>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -115,16 +126,17 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements all three traits.
+    /// Bundles one backend that implements all four traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
-        B: SaveStore + FactLedger + Directory + 'static,
+        B: SaveStore + FactLedger + Directory + ModuleStore + 'static,
     {
         let backend = Arc::new(backend);
         Store {
             saves: Arc::clone(&backend) as Arc<dyn SaveStore>,
             facts: Arc::clone(&backend) as Arc<dyn FactLedger>,
-            directory: backend,
+            directory: Arc::clone(&backend) as Arc<dyn Directory>,
+            modules: backend,
             description,
         }
     }

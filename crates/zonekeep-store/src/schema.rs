@@ -16,6 +16,13 @@
 //!   epoch) and only ever compared with that same clock in SQL.
 //! - `zone_directory(zone_id PK, kind, params, owner)`: each placed zone's kind, params (JSON) and
 //!   owner (NULL while dormant). It has no epoch column on purpose: the zone's epoch is its fence.
+//! - `spent_tickets(jti PK, expires_ms)`: ticket ids already used, kept until they expire.
+//! - `modules(sha256 PK, bytes, size, created_at_ms)`: zone modules by content address (the
+//!   lowercase hex SHA-256 of `bytes`); rows are only ever added.
+//! - `module_kinds(kind PK, sha256 -> modules, version, deployed_at_ms)`: the module each module
+//!   kind runs and how many deploys it has had; `deployed_at_ms` is stamped by the database's clock.
+//!   The deploy checks in its transaction that the module is stored (SQLite does not enforce the
+//!   reference, as its foreign keys are off).
 //!
 //! A migration is appended, never edited: databases in the field have already run the old ones.
 

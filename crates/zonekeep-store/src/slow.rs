@@ -15,18 +15,21 @@ use crate::directory::{
     ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
 };
 use crate::error::Result;
-use crate::traits::{FactLedger, SaveStore};
-use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+use crate::traits::{FactLedger, ModuleStore, SaveStore};
+use crate::types::{
+    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+};
 use crate::Store;
 
-/// Delays every write (`claim`, `write`, `delete`, `record`, and every directory call that
-/// changes a row: registering, heartbeats, leaving, claiming, moving, releasing, forgetting) by a
-/// fixed duration, then delegates. Reads pass through undelayed.
+/// Delays every write (`claim`, `write`, `delete`, `record`, every directory call that changes a
+/// row: registering, heartbeats, leaving, claiming, moving, releasing, forgetting, and storing and
+/// deploying modules) by a fixed duration, then delegates. Reads pass through undelayed.
 #[derive(Clone)]
 pub struct SlowStore {
     saves: Arc<dyn SaveStore>,
     facts: Arc<dyn FactLedger>,
     directory: Arc<dyn Directory>,
+    modules: Arc<dyn ModuleStore>,
     delay: Duration,
 }
 
@@ -39,17 +42,19 @@ impl std::fmt::Debug for SlowStore {
 }
 
 impl SlowStore {
-    /// Wraps the three parts of a store.
+    /// Wraps the four parts of a store.
     pub fn new(
         saves: Arc<dyn SaveStore>,
         facts: Arc<dyn FactLedger>,
         directory: Arc<dyn Directory>,
+        modules: Arc<dyn ModuleStore>,
         delay: Duration,
     ) -> Self {
         SlowStore {
             saves,
             facts,
             directory,
+            modules,
             delay,
         }
     }
@@ -61,12 +66,14 @@ impl SlowStore {
             store.saves,
             store.facts,
             store.directory,
+            store.modules,
             delay,
         ));
         Store {
             saves: Arc::clone(&slow) as Arc<dyn SaveStore>,
             facts: Arc::clone(&slow) as Arc<dyn FactLedger>,
-            directory: slow,
+            directory: Arc::clone(&slow) as Arc<dyn Directory>,
+            modules: slow,
             description: format!("{} (slowed by {delay:?} per write)", store.description),
         }
     }
@@ -196,5 +203,26 @@ impl Directory for SlowStore {
     async fn spend_ticket(&self, jti: &str, expires_at_ms: u64) -> Result<bool> {
         tokio::time::sleep(self.delay).await;
         self.directory.spend_ticket(jti, expires_at_ms).await
+    }
+}
+
+#[async_trait]
+impl ModuleStore for SlowStore {
+    async fn put_module(&self, bytes: &[u8]) -> Result<String> {
+        tokio::time::sleep(self.delay).await;
+        self.modules.put_module(bytes).await
+    }
+
+    async fn get_module(&self, sha256: &str) -> Result<Option<Vec<u8>>> {
+        self.modules.get_module(sha256).await
+    }
+
+    async fn deploy_module(&self, kind: &str, sha256: &str) -> Result<ModuleDeploy> {
+        tokio::time::sleep(self.delay).await;
+        self.modules.deploy_module(kind, sha256).await
+    }
+
+    async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
+        self.modules.module_kinds().await
     }
 }

@@ -1,6 +1,7 @@
-//! The two store contracts every backend implements.
+//! The store contracts of saves, facts and zone modules, which every backend implements (the
+//! directory's, [`Directory`](crate::Directory), has a module of its own).
 //!
-//! Both traits are object safe (via `async_trait`) so the host holds them as `Arc<dyn ...>` and can
+//! Every trait is object safe (via `async_trait`) so the host holds them as `Arc<dyn ...>` and can
 //! stack decorators such as [`SlowStore`](crate::SlowStore) without knowing the backend.
 
 use std::collections::BTreeMap;
@@ -8,7 +9,12 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+use crate::types::{
+    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+};
+
+/// Largest zone module [`ModuleStore::put_module`] accepts, in bytes (32 MiB).
+pub const MAX_MODULE_BYTES: usize = 32 << 20;
 
 /// Zone saves fenced by owner epochs.
 ///
@@ -80,4 +86,40 @@ pub trait FactLedger: Send + Sync {
 
     /// How many facts the ledger holds.
     async fn count(&self) -> Result<u64>;
+}
+
+/// Zone modules kept by content address, and the module each module kind runs.
+///
+/// A module (WebAssembly game code of a zone kind) is stored once under the SHA-256 of its bytes,
+/// so every host of a fleet loads exactly the bytes it asks for. Each module kind points at the
+/// module it runs, with a version raised by every deploy: a host that sees a kind's version or
+/// digest change loads the new module. Modules are never deleted, so a kind can always be pointed
+/// back at a module it ran before.
+///
+/// Every method is atomic with respect to other stores on the same database: concurrent deploys of
+/// one kind, from any hosts, each get a version of their own.
+#[async_trait]
+pub trait ModuleStore: Send + Sync {
+    /// Keeps `bytes` under their SHA-256 (lowercase hex, computed here) and returns it.
+    /// Idempotent: storing the same bytes again changes nothing. Refuses an empty module or
+    /// one over [`MAX_MODULE_BYTES`] (32 MiB) with
+    /// [`StoreError::InvalidModule`](crate::StoreError::InvalidModule).
+    async fn put_module(&self, bytes: &[u8]) -> Result<String>;
+
+    /// The module stored under `sha256`, if any (a malformed digest is simply not found). The
+    /// bytes are checked against their address on the way out: a module whose stored bytes no
+    /// longer hash to it is [`StoreError::Corrupt`](crate::StoreError::Corrupt).
+    async fn get_module(&self, sha256: &str) -> Result<Option<Vec<u8>>>;
+
+    /// Makes the stored module `sha256` the one `kind` runs, raising the kind's version by one
+    /// (the first deploy of a kind is version 1). Refuses a digest that is not stored
+    /// ([`StoreError::InvalidModule`](crate::StoreError::InvalidModule)) and a kind name that is
+    /// empty or longer than 64 bytes
+    /// ([`StoreError::InvalidArgument`](crate::StoreError::InvalidArgument)); a refused deploy
+    /// changes nothing. Deploying the digest the kind already runs still raises the version (a
+    /// redeploy).
+    async fn deploy_module(&self, kind: &str, sha256: &str) -> Result<ModuleDeploy>;
+
+    /// Every kind's current module, sorted by kind (by bytes, on every backend).
+    async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>>;
 }

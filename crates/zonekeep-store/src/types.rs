@@ -114,3 +114,21 @@ pub struct StoredFact {
     /// When it was first recorded, in milliseconds since the Unix epoch.
     pub recorded_at_ms: u64,
 }
+
+/// The module a module kind runs, from [`ModuleStore::deploy_module`](crate::ModuleStore::deploy_module)
+/// and [`ModuleStore::module_kinds`](crate::ModuleStore::module_kinds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModuleDeploy {
+    /// The module kind (the zone kind whose game code the module is).
+    pub kind: String,
+    /// The module's content address: the SHA-256 of its bytes, 64 lowercase hex digits.
+    pub sha256: String,
+    /// How many deploys the kind has had, this one included: 1 for its first deploy, one more for
+    /// every deploy after it (a redeploy of the same module too).
+    pub version: u64,
+    /// Length of the module's bytes.
+    pub size: u64,
+    /// When this version was deployed, in milliseconds since the Unix epoch, by the database's
+    /// clock (the one clock every host of a fleet shares).
+    pub deployed_at_ms: u64,
+}

@@ -1,4 +1,4 @@
-//! The store contract (saves, facts and the directory), written once as generic async functions
+//! The store contract (saves, facts, the directory and zone modules), written once as generic async functions
 //! over a [`Db`] and run against SQLite (a temp file) and PostgreSQL (a fresh schema per test, when
 //! `ZONEKEEP_TEST_POSTGRES` is set; otherwise those tests print that they were skipped).
 
@@ -6,18 +6,21 @@
 
 mod support;
 
-// The directory's part of the contract, in files of their own (not test targets: cargo only builds
+// The directory's and the modules' parts of the contract, in files of their own (not test targets: cargo only builds
 // tests/*.rs).
 #[path = "contract/directory.rs"]
 mod directory;
 #[path = "contract/directory_zones.rs"]
 mod directory_zones;
+#[path = "contract/modules.rs"]
+mod modules;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use directory::*;
 use directory_zones::*;
+use modules::*;
 use serde_json::json;
 use support::{Db, Model, Rng, Verdict};
 use zonekeep_store::{FactRecord, StoreError, WriteOutcome};
@@ -595,4 +598,14 @@ contract_tests!(
     concurrent_claims_of_a_new_zone_grant_exactly_one,
     an_older_database_gains_the_directory,
     a_ticket_id_is_spent_once_across_the_fleet,
+    modules_are_kept_by_their_sha256,
+    empty_and_oversize_modules_are_refused,
+    unknown_or_malformed_digests_are_not_found,
+    deploys_raise_each_kinds_version,
+    a_deploy_of_an_unknown_module_is_refused_and_changes_nothing,
+    module_kinds_are_sorted_by_kind,
+    two_hosts_see_each_others_modules_and_deploys,
+    concurrent_deploys_of_a_kind_get_distinct_versions,
+    a_module_whose_bytes_changed_is_corrupt,
+    an_older_database_gains_the_module_tables,
 );

@@ -1,5 +1,5 @@
-//! `SlowStore` really delays writes (directory changes included), and `open_store` understands its
-//! specs.
+//! `SlowStore` really delays writes (directory changes and modules included), and `open_store`
+//! understands its specs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -66,6 +66,29 @@ async fn slow_store_delays_every_write_and_still_stores_it() {
         .await
         .unwrap();
     assert!(start.elapsed() >= delay);
+
+    // So are storing and deploying a module; reading them back is not delayed.
+    let start = tokio::time::Instant::now();
+    let sha = store.modules.put_module(b"\0asm").await.unwrap();
+    assert!(start.elapsed() >= delay);
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        store
+            .modules
+            .deploy_module("tag", &sha)
+            .await
+            .unwrap()
+            .version,
+        1
+    );
+    assert!(start.elapsed() >= delay);
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        store.modules.get_module(&sha).await.unwrap().as_deref(),
+        Some(&b"\0asm"[..])
+    );
+    assert_eq!(store.modules.module_kinds().await.unwrap().len(), 1);
+    assert!(start.elapsed() < delay);
 
     // The writes went through to the real store.
     let hosts = store.directory.hosts().await.unwrap();

@@ -22,7 +22,8 @@ use crate::workload::RegisterArenaWorkload;
     name = "zonekeep",
     version,
     about = "Zonekeep, an authoritative multiplayer game server: run a host (serve), mint a ticket \
-             (ticket), load-test a host with bots (bench), replay a zone recording (replay)."
+             (ticket), load-test a host with bots (bench), replay a zone recording (replay), deploy a \
+             zone module (module push)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -42,6 +43,8 @@ enum Command {
     /// every tick matches, 1 with a report of the first divergent tick, 2 when the file or its
     /// kind cannot be replayed.
     Replay(crate::replay::ReplayArgs),
+    /// Zone modules: deploy one to a host (and through it to the fleet).
+    Module(crate::module_cmd::ModuleArgs),
 }
 
 /// Config file and secrets, shared by every subcommand.
@@ -75,10 +78,10 @@ struct ServeArgs {
     /// against a host with signed tickets only. A production host serves the arena alone.
     #[arg(long, env = "ZONEKEEP_DEV_KINDS")]
     dev_kinds: bool,
-    /// A zone kind whose game code is a WebAssembly module (docs/MODULES.md), as KIND=FILE; may be
-    /// given more than once. The file is watched: when it changes, zones created from then on run
-    /// the new module.
-    #[arg(long = "module", value_name = "KIND=FILE", value_parser = crate::modules::parse_module_arg)]
+    /// A zone kind whose game code is a WebAssembly module (docs/MODULES.md), as KIND=FILE (the
+    /// file is watched and deployed here when it changes) or KIND (it runs what `zonekeep module
+    /// push` deployed to the store, as every host of a fleet does); may be given more than once.
+    #[arg(long = "module", value_name = "KIND[=FILE]", value_parser = crate::modules::parse_module_arg)]
     modules: Vec<crate::modules::ModuleArg>,
     /// Admin bearer token (at least 16 bytes); without it the admin API is off.
     #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
@@ -232,6 +235,7 @@ pub fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::Ticket(args) => ticket(*args).map(|()| done),
         Command::Bench(args) => crate::bench::run(*args).map(|()| done),
         Command::Replay(args) => Ok(crate::replay::run(&args)),
+        Command::Module(args) => crate::module_cmd::run(args),
     }
 }
 
@@ -366,9 +370,11 @@ fn serve(args: ServeArgs) -> Result<()> {
         // The arena demo is the default kind (a ticket without a `kind` claim gets it) and its
         // page is served at `/`.
         let builder = register_kinds(Host::builder().config(cfg), dev_kinds);
-        let host = crate::modules::register_modules(builder, &args.modules)?
-            .persistence(persistence)
-            .build()?;
+        let (builder, modules) = crate::modules::register_modules(builder, &args.modules)?;
+        let host = builder.persistence(persistence).build()?;
+        if let Some(modules) = &modules {
+            crate::modules::watch_files(modules, &args.modules, host.upgrader())?;
+        }
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;

@@ -10,6 +10,7 @@
 mod bench;
 mod cli;
 mod ledger_zone;
+mod module_cmd;
 mod modules;
 mod persist_args;
 mod replay;

@@ -1,35 +1,44 @@
-//! `zonekeep serve --module KIND=FILE`: zone kinds whose game code is a WebAssembly module read
-//! from a file, for local development. The file is watched: when it changes and the new module
-//! loads, zones of the kind created or restored from then on run it (a zone already running
-//! keeps its instance); when it does not load, the kind keeps the module it had and the log says
-//! why.
+//! `zonekeep serve --module KIND[=FILE]`: zone kinds whose game code is a WebAssembly module.
+//!
+//! With a file (local development) the module is read at start and the file is watched: when it
+//! changes, the new module is deployed to this host as an admin deploy would (running zones are
+//! frozen, saved and restored into it; if one refuses its save, every zone stays on the old
+//! module). Without a file the kind runs what the store's deploys say (`zonekeep module push`),
+//! as every host of a fleet does.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde_json::Value;
 use zonekeep_core::ZoneConfig;
+use zonekeep_server::code::{CodeKinds, OnRefusal};
+use zonekeep_server::upgrade::Upgrader;
 use zonekeep_server::HostBuilder;
 use zonekeep_wasm::{ModuleEngine, ModuleKind, Sandbox, ZoneModule};
 
 /// How often a module file is checked for a change.
 const WATCH_PERIOD: Duration = Duration::from_millis(500);
 
-/// One `--module KIND=FILE`.
+/// One `--module KIND[=FILE]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ModuleArg {
     /// The zone kind it registers.
     pub kind: String,
-    /// The `.wasm` file.
-    pub file: PathBuf,
+    /// The `.wasm` file; none: the store's deploy.
+    pub file: Option<PathBuf>,
 }
 
-/// Parses `KIND=FILE` (clap value parser).
+/// Parses `KIND` or `KIND=FILE` (clap value parser).
 pub(crate) fn parse_module_arg(s: &str) -> Result<ModuleArg, String> {
-    let Some((kind, file)) = s.split_once('=') else {
-        return Err(format!("expected KIND=FILE, got {s:?}"));
+    let (kind, file) = match s.split_once('=') {
+        Some((kind, file)) if file.is_empty() => {
+            return Err(format!("{kind}=: the module file is empty"))
+        }
+        Some((kind, file)) => (kind, Some(PathBuf::from(file))),
+        None => (s, None),
     };
     if kind.is_empty()
         || kind.len() > 64
@@ -41,18 +50,47 @@ pub(crate) fn parse_module_arg(s: &str) -> Result<ModuleArg, String> {
             "zone kind {kind:?}: 1 to 64 characters of a-z, A-Z, 0-9, '-' and '_'"
         ));
     }
-    if file.is_empty() {
-        return Err("the module file is empty".into());
-    }
     Ok(ModuleArg {
         kind: kind.to_owned(),
-        file: PathBuf::from(file),
+        file,
     })
 }
 
-fn load(engine: &Arc<ModuleEngine>, file: &Path) -> Result<Arc<ZoneModule>> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    ZoneModule::load(engine, &bytes).with_context(|| format!("loading {}", file.display()))
+/// This host's module kinds, on one engine: what the server deploys to (see
+/// [`zonekeep_server::code`]).
+#[derive(Debug)]
+pub(crate) struct ModuleHost {
+    engine: Arc<ModuleEngine>,
+    kinds: BTreeMap<String, Arc<ModuleKind>>,
+}
+
+impl CodeKinds for ModuleHost {
+    fn kinds(&self) -> Vec<String> {
+        self.kinds.keys().cloned().collect()
+    }
+
+    fn current(&self, kind: &str) -> Option<String> {
+        self.kinds.get(kind)?.current().map(|m| m.digest_hex())
+    }
+
+    fn install(&self, kind: &str, code: &[u8]) -> Result<String, String> {
+        let k = self
+            .kinds
+            .get(kind)
+            .ok_or_else(|| format!("no module kind {kind:?} here"))?;
+        let module = ZoneModule::load(&self.engine, code).map_err(|e| e.to_string())?;
+        let digest = module.digest_hex();
+        k.replace(module);
+        Ok(digest)
+    }
+
+    fn revert(&self, kind: &str) -> bool {
+        self.kinds.get(kind).is_some_and(|k| k.revert())
+    }
+}
+
+fn read(file: &Path) -> Result<Vec<u8>> {
+    std::fs::read(file).with_context(|| format!("reading {}", file.display()))
 }
 
 /// What a file looks like now: a change of either means it was rewritten.
@@ -65,52 +103,93 @@ fn stamp(file: &Path) -> Option<(SystemTime, u64)> {
 pub(crate) fn register_modules(
     mut builder: HostBuilder,
     args: &[ModuleArg],
-) -> Result<HostBuilder> {
+) -> Result<(HostBuilder, Option<Arc<ModuleHost>>)> {
     if args.is_empty() {
-        return Ok(builder);
+        return Ok((builder, None));
     }
     let engine = ModuleEngine::new(Sandbox::default())?;
+    let mut kinds = BTreeMap::new();
     for arg in args {
-        if args.iter().filter(|a| a.kind == arg.kind).count() > 1 {
-            bail!("zone kind {:?} is given more than one --module", arg.kind);
-        }
-        let module = load(&engine, &arg.file)?;
-        tracing::info!(kind = %arg.kind, file = %arg.file.display(), sha256 = %module.digest_hex(), bytes = module.size(), "module loaded");
-        let kind = ModuleKind::new(arg.kind.clone(), module);
-        builder = builder.zone_factory(&arg.kind, ZoneConfig::default(), Value::Null, |kinds| {
-            zonekeep_wasm::register(kinds, &kind)
+        anyhow::ensure!(
+            !kinds.contains_key(&arg.kind),
+            "zone kind {:?} is given more than one --module",
+            arg.kind
+        );
+        let kind = match &arg.file {
+            Some(file) => {
+                let module = ZoneModule::load(&engine, &read(file)?)
+                    .with_context(|| format!("loading {}", file.display()))?;
+                tracing::info!(kind = %arg.kind, file = %file.display(), sha256 = %module.digest_hex(), bytes = module.size(), "module loaded");
+                ModuleKind::new(arg.kind.clone(), module)
+            }
+            None => ModuleKind::empty(arg.kind.clone()),
+        };
+        builder = builder.zone_factory(&arg.kind, ZoneConfig::default(), Value::Null, |k| {
+            zonekeep_wasm::register(k, &kind)
         });
-        watch(engine.clone(), kind, arg.file.clone())?;
+        kinds.insert(arg.kind.clone(), kind);
     }
-    Ok(builder)
+    let host = Arc::new(ModuleHost { engine, kinds });
+    Ok((builder.code_kinds(host.clone()), Some(host)))
 }
 
-/// Reloads `kind` from `file` whenever the file changes, for the life of the process.
-fn watch(engine: Arc<ModuleEngine>, kind: Arc<ModuleKind>, file: PathBuf) -> Result<()> {
-    let mut seen = stamp(&file);
-    std::thread::Builder::new()
-        .name(format!("zonekeep-module-watch-{}", kind.name()))
-        .spawn(move || loop {
-            std::thread::sleep(WATCH_PERIOD);
-            let now = stamp(&file);
-            if now == seen || now.is_none() {
-                continue;
-            }
-            seen = now;
-            match load(&engine, &file) {
-                Ok(module) => {
-                    let digest = module.digest_hex();
-                    let old = kind.replace(module);
-                    if old.digest() != kind.current().digest() {
-                        tracing::info!(kind = %kind.name(), sha256 = %digest, "module reloaded: zones created or restored from now on run it");
+/// Watches every `--module KIND=FILE` file for the life of the process, deploying it to this
+/// host when it changes (see the [module docs](self)).
+pub(crate) fn watch_files(
+    host: &Arc<ModuleHost>,
+    args: &[ModuleArg],
+    upgrader: Upgrader,
+) -> Result<()> {
+    let runtime = tokio::runtime::Handle::current();
+    for arg in args {
+        let Some(file) = arg.file.clone() else {
+            continue;
+        };
+        let (host, kind, upgrader, runtime) = (
+            host.clone(),
+            arg.kind.clone(),
+            upgrader.clone(),
+            runtime.clone(),
+        );
+        let mut seen = stamp(&file);
+        std::thread::Builder::new()
+            .name(format!("zonekeep-module-watch-{kind}"))
+            .spawn(move || loop {
+                std::thread::sleep(WATCH_PERIOD);
+                let now = stamp(&file);
+                if now == seen || now.is_none() {
+                    continue;
+                }
+                seen = now;
+                let bytes = match read(&file) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::error!(%kind, error = %format!("{e:#}"), "module file changed but cannot be read");
+                        continue;
+                    }
+                };
+                let deployed = runtime.block_on(zonekeep_server::code::deploy(
+                    host.as_ref(),
+                    None,
+                    &upgrader,
+                    &kind,
+                    &bytes,
+                    OnRefusal::RollBack,
+                ));
+                match deployed {
+                    Ok(o) if o.rolled_back => {
+                        tracing::error!(%kind, refused = ?o.upgrade.refused().collect::<Vec<_>>(), "module file changed; a zone refused its save in it, so every zone stays on the module it had");
+                    }
+                    Ok(o) => {
+                        tracing::info!(%kind, sha256 = %o.sha256, zones = o.upgrade.zones.len(), frozen_inputs = o.upgrade.frozen_inputs(), "module file changed; deployed");
+                    }
+                    Err(e) => {
+                        tracing::error!(%kind, error = %e, "module file changed but does not load; the kind keeps the module it had");
                     }
                 }
-                Err(e) => {
-                    tracing::error!(kind = %kind.name(), error = %format!("{e:#}"), "module changed but does not load; the kind keeps the module it had");
-                }
-            }
-        })
-        .context("starting the module watcher")?;
+            })
+            .context("starting the module watcher")?;
+    }
     Ok(())
 }
 
@@ -119,15 +198,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn module_args_are_kind_equals_file() {
+    fn module_args_are_a_kind_with_an_optional_file() {
         assert_eq!(
             parse_module_arg("tag=mods/tag.wasm"),
             Ok(ModuleArg {
                 kind: "tag".into(),
-                file: "mods/tag.wasm".into()
+                file: Some("mods/tag.wasm".into())
             })
         );
-        for bad in ["tag", "=x.wasm", "tag=", "ta g=x.wasm", "t/x=y"] {
+        assert_eq!(
+            parse_module_arg("tag"),
+            Ok(ModuleArg {
+                kind: "tag".into(),
+                file: None
+            })
+        );
+        for bad in ["=x.wasm", "tag=", "ta g=x.wasm", "t/x=y", ""] {
             assert!(parse_module_arg(bad).is_err(), "{bad}");
         }
     }

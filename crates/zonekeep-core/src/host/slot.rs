@@ -78,6 +78,8 @@ pub(super) trait ZoneSlot: Send {
 
     /// Every player's input queue, with the payloads as sent.
     fn queues_image(&self) -> Vec<(PlayerId, QueueImage)>;
+    /// Inputs accepted and not yet applied, over every participant.
+    fn inputs_queued(&self) -> usize;
 
     /// Rebuilds a player's input queue from an image, sanitizing its payloads again.
     fn restore_queue(
@@ -246,6 +248,10 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
             .iter()
             .map(|(id, b)| (*id, b.image()))
             .collect()
+    }
+
+    fn inputs_queued(&self) -> usize {
+        self.buffers.values().map(|b| b.len()).sum()
     }
 
     fn restore_queue(

@@ -79,6 +79,8 @@ pub struct Metrics {
     zones: Gauge,
     events_dropped: Counter,
     zones_failed: Counter,
+    zones_upgraded: Counter,
+    inputs_frozen: Counter,
     recording_bytes: Counter,
     recordings_running: Gauge,
     recordings_stopped: Family<Labels, Counter>,
@@ -115,6 +117,8 @@ impl Metrics {
             zones: Gauge::default(),
             events_dropped: Counter::default(),
             zones_failed: Counter::default(),
+            zones_upgraded: Counter::default(),
+            inputs_frozen: Counter::default(),
             recording_bytes: Counter::default(),
             recordings_running: Gauge::default(),
             recordings_stopped: Family::default(),
@@ -225,6 +229,16 @@ impl Metrics {
             "zonekeep_zones_failed",
             "Zones stopped because their game code failed (a module trap, panic or budget overrun)",
             m.zones_failed.clone(),
+        );
+        registry.register(
+            "zonekeep_zones_upgraded",
+            "Zones rebuilt into their kind's new game code (a module deploy)",
+            m.zones_upgraded.clone(),
+        );
+        registry.register(
+            "zonekeep_inputs_frozen",
+            "Inputs dropped because they were queued when their zone was frozen for an upgrade",
+            m.inputs_frozen.clone(),
         );
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
@@ -368,6 +382,12 @@ impl Metrics {
     /// Zone events that could not be delivered.
     pub fn events_dropped(&self, n: u64) {
         self.events_dropped.inc_by(n);
+    }
+
+    /// A zone was rebuilt into its kind's new game code; `frozen_inputs` were dropped with it.
+    pub fn zone_upgraded(&self, frozen_inputs: u64) {
+        self.zones_upgraded.inc();
+        self.inputs_frozen.inc_by(frozen_inputs);
     }
 
     /// A zone's game code failed (a module trapped, panicked or overran its budget).

@@ -33,6 +33,7 @@ pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use registry::{Registry, ZoneEntry};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
+pub use zone_run::ZoneUpgrade;
 
 /// Called on the sim thread when a zone stops for good (shutdown, stop,
 /// dormant unload), after its last tick and before its clients are kicked.
@@ -235,6 +236,12 @@ pub(crate) enum SimCommand {
     },
     /// Look at every zone now (the lease watchdog saw the lease lapse).
     Wake,
+    /// Rebuild every running zone of `kind` into the kind's current game code (a module
+    /// deploy), one at a time between ticks.
+    Upgrade {
+        kind: String,
+        reply: oneshot::Sender<Vec<ZoneUpgrade>>,
+    },
 }
 
 /// A zone frozen for shutdown: no longer ticking, its final save queued.

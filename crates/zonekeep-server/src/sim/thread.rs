@@ -409,6 +409,15 @@ impl SimThread {
             }
             // The loop looks at every zone (lease included) right after this.
             SimCommand::Wake => {}
+            SimCommand::Upgrade { kind, reply } => {
+                let upgraded = self
+                    .zones
+                    .values_mut()
+                    .filter(|z| z.host.kind() == kind)
+                    .map(|z| z.upgrade(&self.ctx))
+                    .collect();
+                let _ = reply.send(upgraded);
+            }
         }
         false
     }

@@ -1,6 +1,9 @@
 //! One zone on its simulation thread: the host, its subscribers (connections)
 //! and the per-advance work of the hot path.
 
+mod upgrade;
+pub use upgrade::ZoneUpgrade;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -25,14 +25,6 @@ use crate::directory_rows::{
 use crate::error::{Result, StoreError};
 use crate::validate::{from_db, to_db};
 
-/// The database's clock in milliseconds since the Unix epoch (the same expression everywhere, so
-/// stamps and ages agree).
-macro_rules! db_now_ms {
-    () => {
-        "(extract(epoch from clock_timestamp()) * 1000)::bigint"
-    };
-}
-
 /// A zone's entry joined with its owner's host row and its fence. The age is NULL when the owner
 /// has no host row (`GREATEST` alone would turn that NULL into 0).
 macro_rules! select_location {

@@ -82,6 +82,23 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX spent_tickets_by_expiry ON spent_tickets (expires_ms);
     ",
     },
+    Migration {
+        name: "zone modules: content-addressed modules, the module each kind runs",
+        sql: "
+        CREATE TABLE modules (
+            sha256        TEXT PRIMARY KEY CHECK (octet_length(sha256) = 64),
+            bytes         BYTEA NOT NULL,
+            size          BIGINT NOT NULL CHECK (size > 0),
+            created_at_ms BIGINT NOT NULL
+        );
+        CREATE TABLE module_kinds (
+            kind           TEXT PRIMARY KEY,
+            sha256         TEXT NOT NULL REFERENCES modules (sha256),
+            version        BIGINT NOT NULL CHECK (version >= 1),
+            deployed_at_ms BIGINT NOT NULL
+        );
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

@@ -14,11 +14,22 @@
 //! - directory changes of a zone (claim, move, release, forget) lock the zone's fence row first,
 //!   like saves, then read host rows without locking them; only a registration locks a host row,
 //!   and it touches no zone, so directory and save transactions cannot wait on each other in a
-//!   cycle.
+//!   cycle;
+//! - a module deploy is one upsert of the kind's row, which serializes deploys of one kind; it
+//!   touches no zone or host row, so it waits on nothing else.
+
+/// The database's clock in milliseconds since the Unix epoch (the same expression everywhere, so
+/// stamps and ages agree). Defined before the submodules, which use it in their SQL.
+macro_rules! db_now_ms {
+    () => {
+        "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+    };
+}
 
 mod directory;
 mod facts;
 mod migrations;
+mod modules;
 mod saves;
 
 use std::collections::BTreeMap;
@@ -35,8 +46,10 @@ use crate::directory::{
 };
 use crate::directory_rows::{check_claim, check_registration};
 use crate::error::{redact, Result, StoreError};
-use crate::traits::{FactLedger, SaveStore};
-use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+use crate::traits::{FactLedger, ModuleStore, SaveStore};
+use crate::types::{
+    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+};
 use crate::validate::{check_id, to_db};
 
 /// Settings for [`PostgresStore::connect_with`].
@@ -120,7 +133,8 @@ pub(crate) fn corrupt_column(e: tokio_postgres::Error) -> StoreError {
     StoreError::Corrupt(format!("postgres column: {e}"))
 }
 
-/// Zone saves, the fact ledger and the fleet directory in a PostgreSQL database, pooled.
+/// Zone saves, the fact ledger, the fleet directory and zone modules in a PostgreSQL database,
+/// pooled.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
@@ -397,6 +411,37 @@ impl Directory for PostgresStore {
     async fn spend_ticket(&self, jti: &str, expires_at_ms: u64) -> Result<bool> {
         let client = self.client().await?;
         directory::spend_ticket(&client, jti, expires_at_ms, &self.err).await
+    }
+}
+
+#[async_trait]
+impl ModuleStore for PostgresStore {
+    async fn put_module(&self, bytes: &[u8]) -> Result<String> {
+        crate::modules::check_module(bytes)?;
+        let sha256 = crate::modules::digest_off_thread(bytes).await?;
+        let client = self.client().await?;
+        modules::put_module(&client, &sha256, bytes, &self.err).await?;
+        Ok(sha256)
+    }
+
+    async fn get_module(&self, sha256: &str) -> Result<Option<Vec<u8>>> {
+        if !crate::modules::is_digest(sha256) {
+            return Ok(None);
+        }
+        let client = self.client().await?;
+        modules::get_module(&client, sha256, &self.err).await
+    }
+
+    async fn deploy_module(&self, kind: &str, sha256: &str) -> Result<ModuleDeploy> {
+        crate::modules::check_deploy(kind, sha256)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        modules::deploy_module(tx, kind, sha256, &self.err).await
+    }
+
+    async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
+        let client = self.client().await?;
+        modules::module_kinds(&client, &self.err).await
     }
 }
 

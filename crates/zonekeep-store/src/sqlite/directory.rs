@@ -23,14 +23,6 @@ use crate::directory_rows::{
 use crate::error::{Result, StoreError};
 use crate::validate::{check_id, from_db, to_db};
 
-/// The database's clock in milliseconds since the Unix epoch (the same expression everywhere, so
-/// stamps and ages agree).
-macro_rules! db_now_ms {
-    () => {
-        "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
-    };
-}
-
 /// A zone's entry joined with its owner's host row and its fence. The multi-argument `max` is NULL
 /// when the owner has no host row, which is how that case reaches Rust.
 macro_rules! select_location {

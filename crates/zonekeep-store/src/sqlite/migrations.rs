@@ -77,6 +77,23 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX spent_tickets_by_expiry ON spent_tickets (expires_ms);
     ",
     },
+    Migration {
+        name: "zone modules: content-addressed modules, the module each kind runs",
+        sql: "
+        CREATE TABLE modules (
+            sha256        TEXT PRIMARY KEY CHECK (length(sha256) = 64),
+            bytes         BLOB NOT NULL,
+            size          INTEGER NOT NULL CHECK (size > 0),
+            created_at_ms INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE module_kinds (
+            kind           TEXT PRIMARY KEY,
+            sha256         TEXT NOT NULL REFERENCES modules (sha256),
+            version        INTEGER NOT NULL CHECK (version >= 1),
+            deployed_at_ms INTEGER NOT NULL
+        ) STRICT;
+    ",
+    },
 ];
 
 /// Brings the database to the newest schema this build knows; refuses a newer one.

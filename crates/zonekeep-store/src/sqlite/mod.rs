@@ -7,9 +7,18 @@
 //! (two processes, or the contract tests' two stores) then serialize instead of failing with
 //! `SQLITE_BUSY` on lock upgrade, waiting up to the busy timeout.
 
+/// The database's clock in milliseconds since the Unix epoch (the same expression everywhere, so
+/// stamps and ages agree). Defined before the submodules, which use it in their SQL.
+macro_rules! db_now_ms {
+    () => {
+        "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+    };
+}
+
 mod directory;
 mod facts;
 mod migrations;
+mod modules;
 mod saves;
 
 use std::collections::BTreeMap;
@@ -27,8 +36,10 @@ use crate::directory::{
 };
 use crate::directory_rows::check_claim;
 use crate::error::{Result, StoreError};
-use crate::traits::{FactLedger, SaveStore};
-use crate::types::{Claim, FactRecord, FactResult, SaveMeta, SaveRecord, StoredFact, WriteOutcome};
+use crate::traits::{FactLedger, ModuleStore, SaveStore};
+use crate::types::{
+    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+};
 
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,8 +82,8 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Zone saves, the fact ledger and the fleet directory in one SQLite database file (a fleet of
-/// one host, or several processes on one machine sharing the file).
+/// Zone saves, the fact ledger, the fleet directory and zone modules in one SQLite database file
+/// (a fleet of one host, or several processes on one machine sharing the file).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -333,5 +344,32 @@ impl Directory for SqliteStore {
         let jti = jti.to_owned();
         self.run(move |conn| directory::spend_ticket(conn, &jti, expires_at_ms))
             .await
+    }
+}
+
+#[async_trait]
+impl ModuleStore for SqliteStore {
+    async fn put_module(&self, bytes: &[u8]) -> Result<String> {
+        // Refuse before copying up to the limit's worth of bytes for the blocking pool.
+        crate::modules::check_module(bytes)?;
+        let bytes = bytes.to_vec();
+        self.run(move |conn| modules::put_module(conn, &bytes))
+            .await
+    }
+
+    async fn get_module(&self, sha256: &str) -> Result<Option<Vec<u8>>> {
+        let sha256 = sha256.to_owned();
+        self.run(move |conn| modules::get_module(conn, &sha256))
+            .await
+    }
+
+    async fn deploy_module(&self, kind: &str, sha256: &str) -> Result<ModuleDeploy> {
+        let (kind, sha256) = (kind.to_owned(), sha256.to_owned());
+        self.run(move |conn| modules::deploy_module(conn, &kind, &sha256))
+            .await
+    }
+
+    async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
+        self.run(modules::module_kinds).await
     }
 }

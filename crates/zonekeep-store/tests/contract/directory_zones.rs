@@ -345,7 +345,8 @@ pub async fn an_older_database_gains_the_directory(db: &Db) {
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 2",
     };
     db.execute(&format!(
-        "DROP TABLE zone_directory; DROP TABLE fleet_hosts; DROP TABLE spent_tickets; {rewind};"
+        "DROP TABLE zone_directory; DROP TABLE fleet_hosts; DROP TABLE spent_tickets;
+         DROP TABLE module_kinds; DROP TABLE modules; {rewind};"
     ))
     .await;
 

@@ -1,0 +1,94 @@
+//! Upgrading a running zone to its kind's current game code (a new module version) at a tick
+//! boundary: save, restore into the new code, carry the connections over.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use zonekeep_protocol::messages::KickCode;
+
+use super::ZoneRun;
+use crate::sim::SimContext;
+
+/// What became of one zone in an upgrade of its kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ZoneUpgrade {
+    /// Zone id.
+    pub zone: String,
+    /// True when the zone runs the new code now; false when it stays on the code it had.
+    pub upgraded: bool,
+    /// Why it stays on the old code (its new code refused its save, or it keeps no save).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// Inputs accepted but not yet applied when the zone was frozen: a save leaves them out,
+    /// so they are dropped (the client's prediction corrects itself from the next Delta).
+    pub frozen_inputs: u64,
+    /// Connections carried over to the new code, still connected (their next frame is a
+    /// BASELINE).
+    pub kept: u32,
+    /// Connections told to resume (ZONE_MOVED) because the new code's entity schema differs
+    /// from the one their Welcome announced.
+    pub resumed: u32,
+}
+
+impl ZoneRun {
+    /// Rebuilds the zone from its save through the kind's current factory (the freeze barrier
+    /// of a module deploy: nothing ticks between the save and the restore, both happen here at
+    /// a tick boundary). When the new code refuses the save the zone stays as it was. When the
+    /// entity schema is unchanged, every connection stays connected and gets a BASELINE of the
+    /// rebuilt world; otherwise each is told to resume, and gets the new schema in its Welcome.
+    pub fn upgrade(&mut self, ctx: &SimContext) -> ZoneUpgrade {
+        let mut report = ZoneUpgrade {
+            zone: self.entry.zone_id.clone(),
+            upgraded: false,
+            refused: None,
+            frozen_inputs: 0,
+            kept: 0,
+            resumed: 0,
+        };
+        let Some(envelope) = self.host.snapshot() else {
+            report.refused = Some("the zone keeps no save to carry over".into());
+            return report;
+        };
+        let mut next = match ctx.kinds.restore(
+            self.host.init().clone(),
+            self.host.config().clone(),
+            ctx.clock.clone(),
+            self.host.boot_epoch(),
+            &envelope,
+        ) {
+            Ok(next) => next,
+            Err(e) => {
+                report.refused = Some(e.to_string());
+                return report;
+            }
+        };
+        report.frozen_inputs = self.host.inputs_queued() as u64;
+        // A recording holds the old code's stimuli; it ends here.
+        self.stop_recording();
+        let same_schema = next.schema() == self.host.schema();
+        let grace = next.config().reconnect_grace;
+        for (player, sub) in &mut self.subs {
+            let Some(conn) = sub.conn.as_ref() else {
+                continue; // still within its grace, as it was
+            };
+            if same_schema && next.handle_rejoin(*player).is_ok() {
+                next.resync(*player);
+                report.kept += 1;
+            } else {
+                conn.kick(
+                    KickCode::ZONE_MOVED,
+                    "the zone's game was upgraded; resume to get its new schema",
+                );
+                sub.conn = None;
+                ctx.reconnect
+                    .detach(&self.entry.zone_id, *player, Instant::now() + grace);
+                report.resumed += 1;
+            }
+        }
+        self.host = next;
+        report.upgraded = true;
+        ctx.metrics.zone_upgraded(report.frozen_inputs);
+        self.publish();
+        report
+    }
+}

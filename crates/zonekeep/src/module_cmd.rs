@@ -1,0 +1,130 @@
+//! `zonekeep module push FILE --kind KIND --url URL`: deploy a zone module through a host's admin
+//! API (`POST /admin/modules/{kind}`). The module is kept in the store, reaches the host's running
+//! zones through the freeze barrier, and every host of the fleet follows. Exit 0 when deployed, 1
+//! when a zone refused its save and the deploy was rolled back (or only partly applied), 2 when
+//! the module or the request was refused.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use clap::{Args, Subcommand};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+
+/// Largest answer read from the host.
+const MAX_ANSWER: usize = 4 << 20;
+
+/// `zonekeep module ...`.
+#[derive(Debug, Args)]
+pub(crate) struct ModuleArgs {
+    #[command(subcommand)]
+    command: ModuleCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ModuleCommand {
+    /// Deploy a module (a .wasm file) as the game code of a zone kind.
+    Push(PushArgs),
+}
+
+#[derive(Debug, Args)]
+struct PushArgs {
+    /// The module, built for wasm32-unknown-unknown.
+    file: PathBuf,
+    /// The zone kind it runs (the host must serve it as a module kind: `serve --module KIND`).
+    #[arg(long)]
+    kind: String,
+    /// Any host of the fleet, e.g. http://127.0.0.1:7350.
+    #[arg(long, env = "ZONEKEEP_URL", default_value = "http://127.0.0.1:7350")]
+    url: String,
+    /// The host's admin token.
+    #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: String,
+    /// When a running zone's new module refuses its save: roll every zone back (roll_back), or
+    /// keep the zones that upgraded (keep_upgraded).
+    #[arg(long, default_value = "roll_back", value_parser = ["roll_back", "keep_upgraded"])]
+    on_refusal: String,
+    /// How long to wait for the host's answer, in seconds.
+    #[arg(long, default_value_t = 60)]
+    timeout_secs: u64,
+}
+
+/// Runs `zonekeep module ...`.
+pub(crate) fn run(args: ModuleArgs) -> Result<ExitCode> {
+    match args.command {
+        ModuleCommand::Push(p) => push(p),
+    }
+}
+
+fn push(args: PushArgs) -> Result<ExitCode> {
+    let bytes =
+        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let url = format!(
+        "{}/admin/modules/{}?on_refusal={}",
+        args.url.trim_end_matches('/'),
+        args.kind,
+        args.on_refusal
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (status, answer) = runtime.block_on(async {
+        let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+        let req = hyper::Request::post(&url)
+            .header("authorization", format!("Bearer {}", args.admin_token))
+            .header("content-type", "application/wasm")
+            .body(Full::new(Bytes::from(bytes)))
+            .context("building the request")?;
+        let resp =
+            tokio::time::timeout(Duration::from_secs(args.timeout_secs), client.request(req))
+                .await
+                .context("the host did not answer in time")?
+                .with_context(|| format!("POST {url}"))?;
+        let status = resp.status();
+        let body = Limited::new(resp.into_body(), MAX_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| anyhow::anyhow!("reading the answer: {e}"))?
+            .to_bytes();
+        anyhow::Ok((status, body))
+    })?;
+    let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
+    println!("{}", serde_json::to_string_pretty(&answer)?);
+    if !status.is_success() {
+        eprintln!(
+            "deploy refused ({status}): {}",
+            answer["error"]["message"]
+                .as_str()
+                .unwrap_or("no reason given")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let refused = answer["upgrade"]["zones"]
+        .as_array()
+        .map_or(0, |z| z.iter().filter(|z| z["upgraded"] == false).count());
+    if answer["rolled_back"] == true {
+        eprintln!("rolled back: {refused} zone(s) refused their save in the new module");
+        return Ok(ExitCode::from(1));
+    }
+    if refused > 0 {
+        eprintln!("deployed; {refused} zone(s) refused their save and stay on the old module");
+        return Ok(ExitCode::from(1));
+    }
+    eprintln!(
+        "deployed {} as {} (version {}); {} zone(s) upgraded, {} input(s) frozen",
+        answer["sha256"].as_str().unwrap_or("?"),
+        args.kind,
+        answer["version"],
+        answer["upgrade"]["zones"].as_array().map_or(0, Vec::len),
+        answer["upgrade"]["zones"].as_array().map_or(0, |z| z
+            .iter()
+            .filter_map(|z| z["frozen_inputs"].as_u64())
+            .sum::<u64>()),
+    );
+    Ok(ExitCode::SUCCESS)
+}
