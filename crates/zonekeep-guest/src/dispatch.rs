@@ -34,9 +34,9 @@ pub enum Op {
     Rejoin = 5,
     /// 6: accept or refuse a raw input.
     Sanitize = 6,
-    /// 7: apply an accepted input.
-    Input = 7,
-    /// 8: run one tick.
+    /// 7: apply accepted inputs, in order (those not followed by a tick).
+    Inputs = 7,
+    /// 8: apply the tick's accepted inputs, in order, then run the tick.
     Tick = 8,
     /// 9: a timer fired.
     Timer = 9,
@@ -59,7 +59,7 @@ impl Op {
         Op::Drop,
         Op::Rejoin,
         Op::Sanitize,
-        Op::Input,
+        Op::Inputs,
         Op::Tick,
         Op::Timer,
         Op::Save,
@@ -245,7 +245,7 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
         hook => {
             let zone = guest.zone.as_mut().ok_or(Fatal::NotCreated(op))?;
             let time = match hook {
-                Call::Tick { time_us, dt_us } => {
+                Call::Tick { time_us, dt_us, .. } => {
                     sdk.dt = Duration::from_micros(u64::from(dt_us));
                     Duration::from_micros(time_us)
                 }
@@ -262,6 +262,19 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
 fn tick_time(dt: Duration, tick: u64) -> Duration {
     let nanos = dt.as_nanos().saturating_mul(u128::from(tick));
     Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+}
+
+/// Each input decoded again (the host sanitized it on arrival) and handed to the zone, in order.
+fn apply_inputs<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, inputs: Vec<(PlayerId, &[u8])>) {
+    for (player, payload) in inputs {
+        match zone.sanitize(player, payload) {
+            Ok(input) => zone.on_input(ctx, player, input),
+            Err(refusal) => log(
+                Level::Warn,
+                &format!("input of player {player} refused when applied: {refusal}"),
+            ),
+        }
+    }
 }
 
 /// A hook call that builds a [`Ctx`] and appends commands.
@@ -284,14 +297,11 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
         Call::Leave { player, why } => zone.on_leave(ctx, player, why),
         Call::Drop { player } => zone.on_drop(ctx, player),
         Call::Rejoin { player } => zone.on_rejoin(ctx, player),
-        Call::Input { player, payload } => match zone.sanitize(player, payload) {
-            Ok(input) => zone.on_input(ctx, player, input),
-            Err(refusal) => log(
-                Level::Warn,
-                &format!("input of player {player} refused when applied: {refusal}"),
-            ),
-        },
-        Call::Tick { .. } => zone.tick(ctx),
+        Call::Inputs { inputs } => apply_inputs(zone, ctx, inputs),
+        Call::Tick { inputs, .. } => {
+            apply_inputs(zone, ctx, inputs);
+            zone.tick(ctx);
+        }
         Call::Timer { tag } => zone.on_timer(ctx, tag),
         Call::Settled { key, ok, detail } => {
             let outcome = if ok { Ok(detail) } else { Err(detail) };
@@ -348,13 +358,13 @@ enum Call<'a> {
         player: PlayerId,
         payload: &'a [u8],
     },
-    Input {
-        player: PlayerId,
-        payload: &'a [u8],
+    Inputs {
+        inputs: Vec<(PlayerId, &'a [u8])>,
     },
     Tick {
         time_us: u64,
         dt_us: u32,
+        inputs: Vec<(PlayerId, &'a [u8])>,
     },
     Timer {
         tag: u64,
@@ -371,6 +381,24 @@ enum Call<'a> {
         ok: bool,
         detail: &'a str,
     },
+}
+
+/// `u32 n`, then `n` × (`u32 player`, `bytes payload`): inputs in the order they apply. The
+/// count is checked against what remains (each input takes at least 8 bytes) before anything
+/// is allocated for it.
+fn read_inputs<'a>(r: &mut Reader<'a>) -> Result<Vec<(PlayerId, &'a [u8])>, DecodeError> {
+    let n = r.u32()? as usize;
+    if n > r.remaining() / 8 {
+        return Err(DecodeError::Truncated {
+            needed: n.saturating_mul(8),
+            remaining: r.remaining(),
+        });
+    }
+    let mut inputs = Vec::with_capacity(n);
+    for _ in 0..n {
+        inputs.push((PlayerId(r.u32()?), r.bytes()?));
+    }
+    Ok(inputs)
 }
 
 impl<'a> Call<'a> {
@@ -407,13 +435,13 @@ impl<'a> Call<'a> {
                 player: player(r)?,
                 payload: r.bytes()?,
             },
-            Op::Input => Call::Input {
-                player: player(r)?,
-                payload: r.bytes()?,
+            Op::Inputs => Call::Inputs {
+                inputs: read_inputs(r)?,
             },
             Op::Tick => Call::Tick {
                 time_us: r.u64()?,
                 dt_us: r.u32()?,
+                inputs: read_inputs(r)?,
             },
             Op::Timer => Call::Timer { tag: r.u64()? },
             Op::Save => Call::Save,

@@ -337,17 +337,38 @@ pub mod input {
         w.into_vec()
     }
 
-    /// SANITIZE or INPUT: `u32 player`, `bytes payload`.
+    /// SANITIZE: `u32 player`, `bytes payload`.
     pub fn payload(tick: u64, player: u32, payload: &[u8]) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(tick).u32(player).bytes(payload);
         w.into_vec()
     }
 
-    /// TICK: `u64 time_us`, `u32 dt_us`.
+    fn put_inputs(w: &mut Writer, inputs: &[(u32, &[u8])]) {
+        w.u32(u32::try_from(inputs.len()).unwrap_or(u32::MAX));
+        for (player, payload) in inputs {
+            w.u32(*player).bytes(payload);
+        }
+    }
+
+    /// INPUTS: `u32 n`, then `n` × (`u32 player`, `bytes payload`).
+    pub fn inputs(tick: u64, inputs: &[(u32, &[u8])]) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(tick);
+        put_inputs(&mut w, inputs);
+        w.into_vec()
+    }
+
+    /// TICK without inputs: `u64 time_us`, `u32 dt_us`, `u32 0`.
     pub fn tick(tick: u64, time_us: u64, dt_us: u32) -> Vec<u8> {
+        tick_with(tick, time_us, dt_us, &[])
+    }
+
+    /// TICK: `u64 time_us`, `u32 dt_us`, then the tick's inputs as in [`inputs`].
+    pub fn tick_with(tick: u64, time_us: u64, dt_us: u32, inputs: &[(u32, &[u8])]) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(tick).u64(time_us).u32(dt_us);
+        put_inputs(&mut w, inputs);
         w.into_vec()
     }
 
@@ -493,10 +514,11 @@ impl<Z: Zone> TestHost<Z> {
         }
     }
 
-    /// INPUT (applied at the next tick's number, as the host does inside a tick).
+    /// INPUTS with one input (applied at the next tick's number, as the host does inside a
+    /// tick).
     pub fn input(&mut self, player: u32, payload: &[u8]) -> Result<Vec<Command>, Fatal> {
-        let input = input::payload(self.tick + 1, player, payload);
-        self.call(Op::Input, &input)
+        let input = input::inputs(self.tick + 1, &[(player, payload)]);
+        self.call(Op::Inputs, &input)
     }
 
     /// TICK: advance the tick by one and run it.

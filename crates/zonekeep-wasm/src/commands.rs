@@ -32,10 +32,12 @@ mod tag {
     pub const FACT: u8 = 19;
 }
 
-/// What the host keeps of a module zone to apply its commands: its entity handles, its declared
-/// kinds and its timers by tag.
+/// What the host keeps of a module zone to apply its command buffers: its entity handles, its
+/// declared kinds and its timers by tag. [`ModuleZone`](crate::ModuleZone) applies every call's
+/// answer with one; a tool running a guest's Rust code natively (a benchmark comparing it with
+/// its module) applies the same buffers with another.
 #[derive(Debug, Default)]
-pub(crate) struct Mirror {
+pub struct CommandApplier {
     handles: HashMap<u32, EntityId>,
     kinds: Vec<KindId>,
     timers: BTreeMap<u64, Vec<TimerId>>,
@@ -71,7 +73,7 @@ fn field_type(r: &mut Reader<'_>) -> Result<FieldType, Failure> {
     })
 }
 
-impl Mirror {
+impl CommandApplier {
     fn entity(&self, handle: u32) -> Result<EntityId, Failure> {
         self.handles
             .get(&handle)
@@ -79,7 +81,7 @@ impl Mirror {
             .ok_or_else(|| Failure::Command(format!("no live entity has handle {handle}")))
     }
 
-    /// A timer fired: a one-shot timer is forgotten.
+    /// A timer fired (before its TIMER call): a one-shot timer is forgotten.
     pub fn timer_fired(&mut self, id: TimerId, tag: u64) {
         if self.repeating.contains(&id) {
             return;
@@ -92,8 +94,8 @@ impl Mirror {
         }
     }
 
-    /// Applies `buf` to the zone through `ctx`. In a JOIN's answer a REFUSE is allowed and
-    /// returned; anywhere else it is an ABI error.
+    /// Applies the command buffer `buf` to the zone through `ctx`. In a JOIN's answer (`join`)
+    /// a REFUSE is allowed and returned; anywhere else it is an ABI error.
     pub fn apply(
         &mut self,
         ctx: &mut Ctx<'_>,

@@ -12,7 +12,7 @@ use wasmtime::{
 
 use crate::error::{Failure, LoadError};
 use crate::load::{ZoneModule, LOG_IMPORT};
-use crate::sandbox::{ModuleEngine, Sandbox};
+use crate::sandbox::{ModuleEngine, Sandbox, EPOCH_PERIOD};
 
 /// Log level of a panic message (docs/MODULES.md).
 const LEVEL_PANIC: i32 = 5;
@@ -106,7 +106,11 @@ pub(crate) struct GuestState {
     panic: Option<String>,
     interrupt: Option<Interrupt>,
     stop: Arc<AtomicBool>,
-    started: Instant,
+    /// Epochs the running call has seen (counted rather than timed, so arming a call costs no
+    /// clock read).
+    epochs: u32,
+    /// Epochs a call may see: its deadline in [`EPOCH_PERIOD`]s, rounded up.
+    max_epochs: u32,
     deadline: Duration,
 }
 
@@ -133,7 +137,14 @@ impl GuestState {
             panic: None,
             interrupt: None,
             stop: Arc::new(AtomicBool::new(false)),
-            started: Instant::now(),
+            epochs: 0,
+            max_epochs: u32::try_from(
+                sandbox
+                    .call_deadline
+                    .as_nanos()
+                    .div_ceil(EPOCH_PERIOD.as_nanos()),
+            )
+            .unwrap_or(u32::MAX),
             deadline: sandbox.call_deadline,
         }
     }
@@ -226,7 +237,8 @@ impl Guest {
                 st.interrupt = Some(Interrupt::Stopped);
                 return Err(wasmtime::Error::msg("stopped by the host"));
             }
-            if st.started.elapsed() > st.deadline {
+            st.epochs += 1;
+            if st.epochs > st.max_epochs {
                 st.interrupt = Some(Interrupt::Deadline);
                 return Err(wasmtime::Error::msg("call deadline passed"));
             }
@@ -282,7 +294,7 @@ impl Guest {
         let _ = store.set_fuel(fuel);
         store.set_epoch_deadline(1);
         let st = store.data_mut();
-        st.started = Instant::now();
+        st.epochs = 0;
         st.log_calls = 0;
     }
 

@@ -28,6 +28,7 @@ mod sandbox;
 pub mod wire;
 mod zone;
 
+pub use commands::CommandApplier;
 pub use error::{Failure, LoadError};
 pub use kind::{register, ModuleKind};
 pub use load::{ZoneModule, LOG_IMPORT};

@@ -11,7 +11,7 @@ use zonekeep_core::{
     Settlement, TimerId, Zone, ZoneError, ZoneInit,
 };
 
-use crate::commands::Mirror;
+use crate::commands::CommandApplier;
 use crate::error::Failure;
 use crate::guest::Guest;
 use crate::load::ZoneModule;
@@ -25,7 +25,7 @@ mod op {
     pub const DROP: u32 = 4;
     pub const REJOIN: u32 = 5;
     pub const SANITIZE: u32 = 6;
-    pub const INPUT: u32 = 7;
+    pub const INPUTS: u32 = 7;
     pub const TICK: u32 = 8;
     pub const TIMER: u32 = 9;
     pub const SAVE: u32 = 10;
@@ -83,7 +83,12 @@ pub struct ModuleZone {
     module: Arc<ZoneModule>,
     instance: RefCell<Instance>,
     failed: OnceCell<String>,
-    mirror: Mirror,
+    mirror: CommandApplier,
+    /// The inputs handed over since the last call, encoded (`u32 player`, `bytes payload` each):
+    /// they go with the tick that follows them (one call per tick rather than one per input),
+    /// or ahead of any other call.
+    inputs: Vec<u8>,
+    inputs_n: u32,
 }
 
 impl std::fmt::Debug for ModuleZone {
@@ -119,7 +124,9 @@ impl ModuleZone {
                 tick: ctx.tick(),
             }),
             failed: OnceCell::new(),
-            mirror: Mirror::default(),
+            mirror: CommandApplier::default(),
+            inputs: Vec::new(),
+            inputs_n: 0,
         };
         zone.run(ctx, op, |input| {
             put_init(input, seed, init);
@@ -180,8 +187,36 @@ impl ModuleZone {
         self.instance.borrow().guest.memory_bytes()
     }
 
+    /// The inputs waiting for their tick, as a call's trailing field (`u32 n`, then each), and
+    /// forgotten here.
+    fn take_inputs(&mut self) -> (u32, Vec<u8>) {
+        (
+            std::mem::take(&mut self.inputs_n),
+            std::mem::take(&mut self.inputs),
+        )
+    }
+
     /// One hook: the call, then its commands applied. A failure of either fails the zone.
+    /// Inputs still waiting go first, in an INPUTS call of their own.
     fn run(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        op: u32,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) -> Option<JoinRefusal> {
+        if op != op::TICK && self.inputs_n > 0 {
+            let (n, inputs) = self.take_inputs();
+            self.call(ctx, op::INPUTS, |buf| {
+                put_u32(buf, n);
+                buf.extend_from_slice(&inputs);
+            });
+            self.inputs = inputs;
+            self.inputs.clear();
+        }
+        self.call(ctx, op, body)
+    }
+
+    fn call(
         &mut self,
         ctx: &mut Ctx<'_>,
         op: u32,
@@ -282,20 +317,25 @@ impl Zone for ModuleZone {
         }
     }
 
-    fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, input: Vec<u8>) {
-        self.run(ctx, op::INPUT, |buf| {
-            put_u32(buf, player.0);
-            put_bytes(buf, &input);
-        });
+    /// Kept for the tick that follows (see `inputs`).
+    fn on_input(&mut self, _ctx: &mut Ctx<'_>, player: PlayerId, input: Vec<u8>) {
+        put_u32(&mut self.inputs, player.0);
+        put_bytes(&mut self.inputs, &input);
+        self.inputs_n = self.inputs_n.saturating_add(1);
     }
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
         let time_us = u64::try_from(ctx.time().as_micros()).unwrap_or(u64::MAX);
         let dt_us = u32::try_from(ctx.dt().as_micros()).unwrap_or(u32::MAX);
+        let (n, inputs) = self.take_inputs();
         self.run(ctx, op::TICK, |input| {
             put_u64(input, time_us);
             put_u32(input, dt_us);
+            put_u32(input, n);
+            input.extend_from_slice(&inputs);
         });
+        self.inputs = inputs;
+        self.inputs.clear();
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<'_>, id: TimerId, tag: u64) {
