@@ -275,6 +275,10 @@ fn main() {
         }
         round_times.push(start.elapsed());
     }
+    for host in &created {
+        assert_eq!(host.tick(), rounds as u64, "every zone ran every tick");
+        assert_eq!(host.world().len(), 1, "and holds its player");
+    }
     round_times.drain(..6);
     round_times.sort();
     let p50 = percentile(&round_times, 0.5);
