@@ -225,6 +225,12 @@ impl ZoneHost {
         self.zone.failure()
     }
 
+    /// The flag that stops the zone's running call from another thread, when its game code can
+    /// be interrupted ([`Zone::stop_handle`](crate::Zone::stop_handle)).
+    pub fn stop_handle(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        self.zone.stop_handle()
+    }
+
     /// Whether a replication patch follows `tick` (`tick % patch_every == 0`;
     /// tick 0 never runs, so it is never a patch tick).
     pub fn is_patch_tick(&self, tick: u64) -> bool {

@@ -256,4 +256,12 @@ pub trait Zone: Send + 'static {
     fn failure(&self) -> Option<&str> {
         None
     }
+
+    /// A flag another thread may set to stop the zone's running call, for game code that can be
+    /// interrupted (a module): the server sets it when its lease lapses, so a long call does not
+    /// keep acting for a host that may no longer own the zone. The zone then fails
+    /// ([`failure`](Zone::failure)). Native code cannot be interrupted and has none.
+    fn stop_handle(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        None
+    }
 }

@@ -166,12 +166,6 @@ impl ModuleZone {
         &self.module
     }
 
-    /// Stops the zone's running call (or its next one) from any thread, within one epoch period;
-    /// the zone then fails with "stopped by the host".
-    pub fn stop_handle(&self) -> Arc<AtomicBool> {
-        self.instance.borrow().guest.stop_handle()
-    }
-
     /// Fuel the last call used.
     pub fn fuel_used(&self) -> u64 {
         self.instance.borrow().guest.fuel_used()
@@ -379,5 +373,11 @@ impl Zone for ModuleZone {
 
     fn failure(&self) -> Option<&str> {
         self.failed.get().map(String::as_str)
+    }
+
+    /// Stops the zone's running call (or its next one) from any thread, within one epoch
+    /// period; the zone then fails with "stopped by the host".
+    fn stop_handle(&self) -> Option<Arc<AtomicBool>> {
+        Some(self.instance.borrow().guest.stop_handle())
     }
 }

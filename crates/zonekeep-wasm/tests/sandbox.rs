@@ -316,7 +316,7 @@ fn the_host_stops_a_running_call_from_another_thread() {
     let mut z = kinds
         .create(init("spin", "s"), config.clone(), clock.clone())
         .unwrap();
-    let stop = z.zone::<zonekeep_wasm::ModuleZone>().unwrap().stop_handle();
+    let stop = z.stop_handle().expect("a module zone can be stopped");
     // Whether the flag lands before the call or during it, the call ends within an epoch.
     let stopper = std::thread::spawn(move || stop.store(true, Ordering::Relaxed));
     clock.advance(config.dt());

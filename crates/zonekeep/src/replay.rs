@@ -26,11 +26,14 @@ pub struct ReplayArgs {
     /// (dots, ledger-test, arena-workload, arena-workload-budget).
     #[arg(long, alias = "dev")]
     dev_kinds: bool,
+    /// A zone kind whose game code is a module, as KIND=FILE: the module the recorded zone ran.
+    #[arg(long = "module", value_name = "KIND=FILE", value_parser = crate::modules::parse_module_arg)]
+    modules: Vec<crate::modules::ModuleArg>,
 }
 
 /// Replay and print the report; the exit status says how it went.
 pub fn run(args: &ReplayArgs) -> ExitCode {
-    match replay_file(&args.file, args.dev_kinds) {
+    match replay_file(&args.file, args.dev_kinds, &args.modules) {
         Ok(report) => {
             println!("{report}");
             if report.matched() {
@@ -46,9 +49,21 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
     }
 }
 
-fn replay_file(path: &Path, dev_kinds: bool) -> Result<ReplayReport> {
+fn replay_file(
+    path: &Path,
+    dev_kinds: bool,
+    modules: &[crate::modules::ModuleArg],
+) -> Result<ReplayReport> {
+    if let Some(m) = modules.iter().find(|m| m.file.is_none()) {
+        bail!(
+            "--module {}: a replay needs the module the zone ran, as --module {}=FILE",
+            m.kind,
+            m.kind
+        );
+    }
     let bytes = read_bounded(path)?;
     let builder = crate::cli::register_kinds(Host::builder(), dev_kinds);
+    let (builder, _) = crate::modules::register_modules(builder, modules)?;
     replay(builder.kinds(), &bytes).with_context(|| {
         let hint = if dev_kinds {
             ""

@@ -235,3 +235,77 @@ async fn a_module_importing_anything_but_the_log_keeps_the_host_from_starting() 
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_module_zone_replays_to_its_budget_trap_at_the_same_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    // TICK's work grows with the tick (the tick is the first 8 input bytes, at 4096): it runs
+    // out of its fuel a few ticks in, at a tick fuel alone decides.
+    let grows = wat::parse_str(
+        r#"(module
+            (memory (export "memory") 1)
+            (func (export "zk_abi") (result i32) i32.const 1)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (if (i32.eq (local.get $op) (i32.const 8)) (then
+                    (local.set $len (i32.wrap_i64 (i64.mul (i64.load (i32.const 4096)) (i64.const 1000000))))
+                    (loop $l (local.set $len (i32.sub (local.get $len) (i32.const 1)))
+                             (br_if $l (i32.gt_s (local.get $len) (i32.const 0))))))
+                i64.const 0))"#,
+    )
+    .unwrap();
+    let file = write(dir.path(), "grows.wasm", &grows);
+    let module = format!("grows={file}");
+    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
+    let server = Server::start(
+        &store,
+        &["--admin-token", ADMIN_TOKEN, "--module", &module],
+        &dir.path().join("host.log"),
+    )
+    .await;
+    let created = server
+        .post_admin(
+            "/admin/zones",
+            &json!({"id": "grows-1", "kind": "grows", "record": {}}),
+        )
+        .await;
+    assert_eq!(created["id"], "grows-1", "{created}");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let failed = loop {
+        let d = server.admin("/admin/zones/grows-1").await;
+        if d["failed"].is_object() {
+            break d["failed"].clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never failed: {d}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let reason = failed["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("CPU budget exceeded"), "{failed}");
+    let (status, bytes) = server
+        .admin_bytes("GET", "/admin/zones/grows-1/recording/file", None)
+        .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let path = dir.path().join("grows.zkrec");
+    std::fs::write(&path, &bytes).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zonekeep"))
+        .arg("replay")
+        .arg(&path)
+        .args(["--module", &module])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!(
+            "the zone's game code failed at tick {}: {reason}",
+            failed["tick"]
+        )),
+        "the replay fails where the zone did ({failed}): {stdout}"
+    );
+    assert!(stdout.contains("MATCH"), "{stdout}");
+    server.terminate().await;
+}

@@ -92,6 +92,8 @@ pub(super) trait ZoneSlot: Send {
     fn state_hash(&self) -> Option<u64>;
     /// Why the zone can no longer run ([`Zone::failure`]).
     fn failure(&self) -> Option<&str>;
+    /// The zone's stop flag ([`Zone::stop_handle`]).
+    fn stop_handle(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>>;
     /// Build every subscriber's Delta (acks from the input buffers, `can_see` from the zone).
     fn build_frames(
         &self,
@@ -276,6 +278,10 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
 
     fn failure(&self) -> Option<&str> {
         self.zone.failure()
+    }
+
+    fn stop_handle(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        self.zone.stop_handle()
     }
 
     fn build_frames(

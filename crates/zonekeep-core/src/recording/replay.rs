@@ -112,6 +112,9 @@ pub struct ReplayReport {
     pub frames_compared: bool,
     /// The first difference, if any.
     pub divergence: Option<Divergence>,
+    /// The tick at which the replayed zone's game code failed, and why ([`ZoneHost::failure`]):
+    /// a module's budget trap is deterministic, so its replay fails at the same tick.
+    pub failure: Option<(u64, String)>,
 }
 
 impl ReplayReport {
@@ -137,6 +140,9 @@ impl std::fmt::Display for ReplayReport {
         )?;
         if !self.frames_compared {
             writeln!(f, "frames: counts compared only (participants were connected when the recording started)")?;
+        }
+        if let Some((tick, why)) = &self.failure {
+            writeln!(f, "the zone's game code failed at tick {tick}: {why}")?;
         }
         match &self.divergence {
             None => {
@@ -314,6 +320,7 @@ impl Replay {
                 ended: None,
                 frames_compared,
                 divergence: None,
+                failure: None,
             },
             last_match: None,
             stimuli: VecDeque::new(),
@@ -486,6 +493,11 @@ impl Replay {
             Record::Resync(p) => h.resync(*p),
             Record::Advance(now) => {
                 let _ = h.advance(*now);
+                if self.report.failure.is_none() {
+                    if let Some(why) = h.failure() {
+                        self.report.failure = Some((h.tick(), why.to_owned()));
+                    }
+                }
             }
             Record::DrainFrames => {
                 // Frames not iterated are discarded; the digest was taken when they were built.
