@@ -47,6 +47,8 @@ pub mod tag {
     pub const REFUSE: u8 = 18;
     /// `str kind`, `str payload`, `str principal`, `str key`.
     pub const FACT: u8 = 19;
+    /// `u32 handle`, `u32 n` (`u32::MAX`: everyone in range again), then `n` × `u32 player`.
+    pub const SET_SEEN_BY: u8 = 20;
 }
 
 /// An entity of the replicated world, named by the handle the SDK gave it (never 0).
@@ -487,6 +489,25 @@ impl<'a> Ctx<'a> {
             .u8(tag::SET_GLOBAL)
             .u32(entity.handle())
             .bool(global);
+    }
+
+    /// Who may see `entity` while it is in their range (stealth, fog of war, teams): `Some(players)`
+    /// only those players (and whoever controls it), `None` everyone again. The host answers
+    /// replication's "can this viewer see it" from this list without calling the module.
+    pub fn set_seen_by(&mut self, entity: Entity, players: Option<&[PlayerId]>) {
+        self.out.u8(tag::SET_SEEN_BY).u32(entity.handle());
+        match players {
+            None => {
+                self.out.u32(u32::MAX);
+            }
+            Some(list) => {
+                self.out
+                    .u32(u32::try_from(list.len()).unwrap_or(u32::MAX - 1));
+                for p in list.iter().take(u32::MAX as usize - 1) {
+                    self.out.u32(p.0);
+                }
+            }
+        }
     }
 
     /// Say which entity `player` controls (`None`: none); its view follows that entity.

@@ -1082,3 +1082,38 @@ fn vec_input_takes_the_payload_as_is() {
     assert_eq!(Vec::<u8>::decode(&[1, 2]), Ok(vec![1, 2]));
     assert_eq!(Vec::<u8>::decode(&[]), Ok(vec![]));
 }
+
+#[test]
+fn seen_by_lists_its_players_or_everyone_again() {
+    let bytes = with_ctx(|ctx| {
+        let e = ctx.spawn(Kind(0), 0.0, 0.0);
+        ctx.set_seen_by(e, Some(&[PlayerId(3), PlayerId(9)]));
+        ctx.set_seen_by(e, None);
+    });
+    let commands = decode_commands(&bytes).unwrap();
+    assert_eq!(
+        commands[1..],
+        [
+            Command::SetSeenBy {
+                handle: 1,
+                players: Some(vec![3, 9])
+            },
+            Command::SetSeenBy {
+                handle: 1,
+                players: None
+            },
+        ]
+    );
+    let h = 1u32.to_le_bytes();
+    let tail = le(&[
+        &[20],
+        &h,
+        &2u32.to_le_bytes(),
+        &3u32.to_le_bytes(),
+        &9u32.to_le_bytes(),
+        &[20],
+        &h,
+        &u32::MAX.to_le_bytes(),
+    ]);
+    assert!(bytes.ends_with(&tail));
+}

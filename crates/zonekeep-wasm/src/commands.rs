@@ -30,6 +30,7 @@ mod tag {
     pub const TIMER_CANCEL: u8 = 17;
     pub const REFUSE: u8 = 18;
     pub const FACT: u8 = 19;
+    pub const SET_SEEN_BY: u8 = 20;
 }
 
 /// What the host keeps of a module zone to apply its command buffers: its entity handles, its
@@ -42,6 +43,8 @@ pub struct CommandApplier {
     kinds: Vec<KindId>,
     timers: BTreeMap<u64, Vec<TimerId>>,
     repeating: BTreeSet<TimerId>,
+    /// Entities only some players may see (sorted lists); absent: everyone in range.
+    seen_by: HashMap<EntityId, Vec<PlayerId>>,
 }
 
 fn refused(what: &str, e: impl std::fmt::Display) -> Failure {
@@ -79,6 +82,20 @@ impl CommandApplier {
             .get(&handle)
             .copied()
             .ok_or_else(|| Failure::Command(format!("no live entity has handle {handle}")))
+    }
+
+    /// Whether `viewer` may see `entity` while it is in range (SET_SEEN_BY); answered here, so
+    /// replication never calls into the module.
+    pub fn can_see(&self, viewer: PlayerId, entity: EntityId) -> bool {
+        self.seen_by
+            .get(&entity)
+            .is_none_or(|list| list.binary_search(&viewer).is_ok())
+    }
+
+    /// Whether any entity is hidden from someone (replication may skip [`can_see`](Self::can_see)
+    /// otherwise).
+    pub fn hides_anything(&self) -> bool {
+        !self.seen_by.is_empty()
     }
 
     /// A timer fired (before its TIMER call): a one-shot timer is forgotten.
@@ -146,6 +163,7 @@ impl CommandApplier {
                     let handle = r.u32("handle")?;
                     let id = self.entity(handle)?;
                     self.handles.remove(&handle);
+                    self.seen_by.remove(&id);
                     ctx.world().despawn(id).map_err(|e| refused("despawn", e))?;
                 }
                 tag::SET_POS => {
@@ -259,6 +277,28 @@ impl CommandApplier {
                     if let Err(e) = ctx.emit_fact(kind, payload, principal, key) {
                         tracing::warn!(target: "zonekeep::module", error = %e, "fact not emitted");
                     }
+                }
+                tag::SET_SEEN_BY => {
+                    let id = self.entity(r.u32("handle")?)?;
+                    let n = r.u32("player count")?;
+                    if n == u32::MAX {
+                        self.seen_by.remove(&id);
+                        continue;
+                    }
+                    // Each player takes 4 bytes: a count the buffer cannot hold is refused before
+                    // anything is allocated for it.
+                    if n as usize > r.remaining() / 4 {
+                        return Err(Failure::Abi(format!(
+                            "{n} players run past the end of the buffer"
+                        )));
+                    }
+                    let mut list = Vec::with_capacity(n as usize);
+                    for _ in 0..n {
+                        list.push(PlayerId(r.u32("player")?));
+                    }
+                    list.sort_unstable();
+                    list.dedup();
+                    self.seen_by.insert(id, list);
                 }
                 t => return Err(Failure::Abi(format!("unknown command tag {t}"))),
             }

@@ -45,6 +45,11 @@ impl<'a> Reader<'a> {
         Self { buf, pos: 0 }
     }
 
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
     /// Whether everything was read.
     pub fn is_empty(&self) -> bool {
         self.pos >= self.buf.len()

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use zonekeep_core::rand_core::RngCore;
 use zonekeep_core::{
-    Ctx, FactOutcome, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo, Role,
-    Settlement, TimerId, Zone, ZoneError, ZoneInit,
+    Ctx, EntityId, FactOutcome, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo, Role,
+    Settlement, TimerId, World, Zone, ZoneError, ZoneInit,
 };
 
 use crate::commands::CommandApplier;
@@ -347,6 +347,15 @@ impl Zone for ModuleZone {
             put_u8(input, ok);
             put_str(input, &detail);
         });
+    }
+
+    /// Answered from the zone's SET_SEEN_BY lists, without a call.
+    fn can_see(&self, viewer: PlayerId, entity: EntityId, _world: &World) -> bool {
+        self.mirror.can_see(viewer, entity)
+    }
+
+    fn uses_can_see(&self) -> bool {
+        self.mirror.hides_anything()
     }
 
     fn state_hash(&self) -> Option<u64> {

@@ -1,0 +1,95 @@
+//! Command buffers written by hand (the bytes of docs/MODULES.md), applied to a zone's world.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use zonekeep_core::{
+    Claims, Clock, ManualClock, PlayerId, Principal, Role, World, Zone, ZoneConfig, ZoneInit,
+    ZoneKinds,
+};
+use zonekeep_wasm::{register, ModuleEngine, ModuleKind, ModuleZone, Sandbox, ZoneModule};
+
+/// A module whose CREATE answers the 52 bytes at address 0 and every other call nothing.
+fn answering_create(data: &str) -> Vec<u8> {
+    wat::parse_str(format!(
+        r#"(module
+            (memory (export "memory") 1)
+            (data (i32.const 0) "{data}")
+            (func (export "zk_abi") (result i32) i32.const 1)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (if (i32.eq (local.get $op) (i32.const 1)) (then (return (i64.const 52))))
+                i64.const 0))"#
+    ))
+    .unwrap()
+}
+
+#[test]
+fn an_entity_seen_by_some_players_is_hidden_from_the_others() {
+    // DECLARE_KIND "dot" (no fields); SPAWN 1 at (10, 10); SPAWN 2 at (11, 10);
+    // SET_SEEN_BY 2: player 1 only.
+    let data = concat!(
+        r"\01\03\00\00\00dot\00",
+        r"\02\01\00\00\00\00\00\00\00\20\41\00\00\20\41",
+        r"\02\02\00\00\00\00\00\00\00\30\41\00\00\20\41",
+        r"\14\02\00\00\00\01\00\00\00\01\00\00\00",
+    );
+    let engine = ModuleEngine::new(Sandbox::default()).unwrap();
+    let module = ZoneModule::load(&engine, &answering_create(data)).unwrap();
+    let mut kinds = ZoneKinds::new();
+    register(&mut kinds, &ModuleKind::new("seen", module));
+    let clock = Arc::new(ManualClock::new());
+    let config = ZoneConfig::default();
+    let init = ZoneInit {
+        zone_id: "seen-1".into(),
+        kind: "seen".into(),
+        params: zonekeep_core::serde_json::json!({}),
+    };
+    let mut host = kinds.create(init, config.clone(), clock.clone()).unwrap();
+    let ann = host
+        .handle_join(Principal::new("ann"), Claims::new(), Role::Player)
+        .unwrap();
+    let bob = host
+        .handle_join(Principal::new("bob"), Claims::new(), Role::Player)
+        .unwrap();
+    assert_eq!((ann, bob), (PlayerId(1), PlayerId(2)));
+    clock.advance(config.dt());
+    host.advance(clock.now());
+    assert_eq!(host.failure(), None);
+    let world: &World = host.world();
+    let ids: Vec<_> = world.iter().map(|e| e.id).collect();
+    assert_eq!(ids.len(), 2);
+    let zone = host.zone::<ModuleZone>().unwrap();
+    assert!(zone.uses_can_see());
+    assert!(zone.can_see(ann, ids[0], world) && zone.can_see(bob, ids[0], world));
+    assert!(zone.can_see(ann, ids[1], world), "ann is on the list");
+    assert!(!zone.can_see(bob, ids[1], world), "bob is not");
+}
+
+#[test]
+fn a_player_list_longer_than_the_buffer_is_refused() {
+    // DECLARE_KIND, SPAWN 1, then SET_SEEN_BY 1 claiming 1,000,000 players in 4 bytes.
+    let data = concat!(
+        r"\01\03\00\00\00dot\00",
+        r"\02\01\00\00\00\00\00\00\00\20\41\00\00\20\41",
+        r"\14\01\00\00\00\40\42\0f\00\01\00\00\00",
+        r"\00\00\00\00\00\00\00\00\00\00\00\00\00\00\00",
+    );
+    let engine = ModuleEngine::new(Sandbox::default()).unwrap();
+    let module = ZoneModule::load(&engine, &answering_create(data)).unwrap();
+    let mut kinds = ZoneKinds::new();
+    register(&mut kinds, &ModuleKind::new("seen", module));
+    let init = ZoneInit {
+        zone_id: "seen-2".into(),
+        kind: "seen".into(),
+        params: zonekeep_core::serde_json::json!({}),
+    };
+    let err = kinds
+        .create(init, ZoneConfig::default(), Arc::new(ManualClock::new()))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("1000000 players run past the end of the buffer"),
+        "{err}"
+    );
+}
