@@ -93,3 +93,69 @@ fn a_player_list_longer_than_the_buffer_is_refused() {
         "{err}"
     );
 }
+
+/// A native zone whose every tick applies the next of `buffers` with a fresh applier, as a
+/// module's answer would be: whatever the bytes, the answer is applied or refused, never a panic.
+struct Applies {
+    buffers: Vec<Vec<u8>>,
+    outcomes: Vec<bool>,
+}
+
+impl Zone for Applies {
+    type Input = ();
+    fn create(
+        _: &ZoneInit,
+        _: &mut zonekeep_core::Ctx<'_>,
+    ) -> Result<Self, zonekeep_core::ZoneError> {
+        Ok(Self {
+            buffers: Vec::new(),
+            outcomes: Vec::new(),
+        })
+    }
+    fn sanitize(&mut self, _: PlayerId, _: &[u8]) -> Result<(), zonekeep_core::InputRefusal> {
+        Ok(())
+    }
+    fn tick(&mut self, ctx: &mut zonekeep_core::Ctx<'_>) {
+        let mut applier = zonekeep_wasm::CommandApplier::default();
+        for (i, b) in self.buffers.iter().enumerate() {
+            let ok = applier.apply(ctx, b, i % 2 == 0).is_ok();
+            self.outcomes.push(ok);
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+    #[test]
+    fn arbitrary_command_buffers_are_applied_or_refused_never_a_panic(
+        buffers in proptest::collection::vec(
+            proptest::collection::vec(proptest::prelude::any::<u8>(), 0..96),
+            1..6,
+        ),
+        // A valid prefix makes the later commands reach deeper than the tag check.
+        with_kind in proptest::prelude::any::<bool>(),
+    ) {
+        let clock = Arc::new(ManualClock::new());
+        let config = ZoneConfig::default();
+        let init = ZoneInit {
+            zone_id: "fuzz".into(),
+            kind: "applies".into(),
+            params: zonekeep_core::serde_json::json!({}),
+        };
+        let mut host = zonekeep_core::ZoneHost::new::<Applies>(init, config.clone(), clock.clone()).unwrap();
+        let mut buffers = buffers;
+        if with_kind {
+            let mut prefix = b"\x01\x03\x00\x00\x00dot\x00\x02\x01\x00\x00\x00\x00\x00\x00\x00\x20\x41\x00\x00\x20\x41".to_vec();
+            prefix.extend_from_slice(&buffers[0]);
+            buffers[0] = prefix;
+        }
+        host.zone_mut::<Applies>().unwrap().buffers = buffers.clone();
+        clock.advance(config.dt());
+        host.advance(clock.now());
+        let outcomes = &host.zone::<Applies>().unwrap().outcomes;
+        proptest::prop_assert_eq!(outcomes.len(), buffers.len());
+        if with_kind && buffers[0].len() == 24 {
+            proptest::prop_assert!(outcomes[0], "the valid prefix alone applies");
+        }
+    }
+}
