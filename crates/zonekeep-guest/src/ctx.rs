@@ -7,49 +7,8 @@ use crate::rng::Rng;
 use crate::wire::Writer;
 use crate::zone::PlayerId;
 
-/// Command tags (docs/MODULES.md, "Commands").
-pub mod tag {
-    /// `str name`, `u8 n`, then `n` × (`str field`, `u8 type`, params).
-    pub const DECLARE_KIND: u8 = 1;
-    /// `u32 handle`, `u16 kind`, `f32 x`, `f32 y`.
-    pub const SPAWN: u8 = 2;
-    /// `u32 handle`.
-    pub const DESPAWN: u8 = 3;
-    /// `u32 handle`, `f32 x`, `f32 y`.
-    pub const SET_POS: u8 = 4;
-    /// `u32 handle`, `u8 field`, `f32`.
-    pub const SET_F32: u8 = 5;
-    /// `u32 handle`, `u8 field`, `u32`.
-    pub const SET_UINT: u8 = 6;
-    /// `u32 handle`, `u8 field`, `i32`.
-    pub const SET_SINT: u8 = 7;
-    /// `u32 handle`, `u8 field`, `u8`.
-    pub const SET_BOOL: u8 = 8;
-    /// `u32 handle`, `u8 field`, `str`.
-    pub const SET_STR: u8 = 9;
-    /// `u32 handle`, `u8`.
-    pub const SET_GLOBAL: u8 = 10;
-    /// `u32 player`, `u32 handle` (0: none).
-    pub const SET_CONTROL: u8 = 11;
-    /// `u32 player`, `f32 radius`, `u8 focus`, `f32 fx`, `f32 fy`.
-    pub const SET_VIEW: u8 = 12;
-    /// `u32 player`, `str reason`.
-    pub const KICK: u8 = 13;
-    /// `u32 player` (0: everyone), `u16 topic`, `bytes payload`.
-    pub const EVENT: u8 = 14;
-    /// `u64 ticks`, `u64 tag`.
-    pub const TIMER_AFTER: u8 = 15;
-    /// `u64 ticks`, `u64 tag`.
-    pub const TIMER_EVERY: u8 = 16;
-    /// `u64 tag`.
-    pub const TIMER_CANCEL: u8 = 17;
-    /// `u16 code`, `str reason`.
-    pub const REFUSE: u8 = 18;
-    /// `str kind`, `str payload`, `str principal`, `str key`.
-    pub const FACT: u8 = 19;
-    /// `u32 handle`, `u32 n` (`u32::MAX`: everyone in range again), then `n` × `u32 player`.
-    pub const SET_SEEN_BY: u8 = 20;
-}
+/// Command tags (docs/MODULES.md, "Commands"), from the ABI crate.
+pub use zonekeep_abi::tag;
 
 /// An entity of the replicated world, named by the handle the SDK gave it (never 0).
 ///

@@ -11,7 +11,7 @@ use crate::wire::{DecodeError, Reader, Writer};
 use crate::zone::{LeaveReason, Player, PlayerId, Role, Zone};
 
 /// The ABI version this SDK speaks (`zk_abi`).
-pub const ABI_VERSION: i32 = 1;
+pub const ABI_VERSION: i32 = zonekeep_abi::ABI_VERSION;
 
 /// The first byte of every save the SDK writes: the version of its header.
 pub const SAVE_FORMAT: u8 = 1;
@@ -23,31 +23,31 @@ pub const SAVE_HEADER_LEN: usize = 1 + 4 * 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     /// 1: build the zone.
-    Create = 1,
+    Create = zonekeep_abi::op::CREATE as isize,
     /// 2: a participant asks to join.
-    Join = 2,
+    Join = zonekeep_abi::op::JOIN as isize,
     /// 3: a participant left.
-    Leave = 3,
+    Leave = zonekeep_abi::op::LEAVE as isize,
     /// 4: a participant's connection was lost.
-    Drop = 4,
+    Drop = zonekeep_abi::op::DROP as isize,
     /// 5: a dropped participant came back.
-    Rejoin = 5,
+    Rejoin = zonekeep_abi::op::REJOIN as isize,
     /// 6: accept or refuse a raw input.
-    Sanitize = 6,
+    Sanitize = zonekeep_abi::op::SANITIZE as isize,
     /// 7: apply accepted inputs, in order (those not followed by a tick).
-    Inputs = 7,
+    Inputs = zonekeep_abi::op::INPUTS as isize,
     /// 8: apply the tick's accepted inputs, in order, then run the tick.
-    Tick = 8,
+    Tick = zonekeep_abi::op::TICK as isize,
     /// 9: a timer fired.
-    Timer = 9,
+    Timer = zonekeep_abi::op::TIMER as isize,
     /// 10: the save's bytes.
-    Save = 10,
+    Save = zonekeep_abi::op::SAVE as isize,
     /// 11: rebuild the zone from a save.
-    Restore = 11,
+    Restore = zonekeep_abi::op::RESTORE as isize,
     /// 12: the zone's state hash.
-    StateHash = 12,
+    StateHash = zonekeep_abi::op::STATE_HASH as isize,
     /// 13: a fact was settled.
-    Settled = 13,
+    Settled = zonekeep_abi::op::SETTLED as isize,
 }
 
 impl Op {

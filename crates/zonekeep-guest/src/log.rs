@@ -10,17 +10,17 @@ use std::sync::Once;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Level {
     /// 0: fine detail.
-    Trace = 0,
+    Trace = zonekeep_abi::level::TRACE as isize,
     /// 1: debugging.
-    Debug = 1,
+    Debug = zonekeep_abi::level::DEBUG as isize,
     /// 2: information.
-    Info = 2,
+    Info = zonekeep_abi::level::INFO as isize,
     /// 3: something unexpected that the zone survives.
-    Warn = 3,
+    Warn = zonekeep_abi::level::WARN as isize,
     /// 4: an error.
-    Error = 4,
+    Error = zonekeep_abi::level::ERROR as isize,
     /// 5: the panic message of a call that is about to trap (sent by the SDK).
-    Panic = 5,
+    Panic = zonekeep_abi::level::PANIC as isize,
 }
 
 impl Level {

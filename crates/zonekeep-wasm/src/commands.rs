@@ -8,30 +8,7 @@ use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use crate::error::Failure;
 use crate::wire::Reader;
-
-/// Command tags.
-mod tag {
-    pub const DECLARE_KIND: u8 = 1;
-    pub const SPAWN: u8 = 2;
-    pub const DESPAWN: u8 = 3;
-    pub const SET_POS: u8 = 4;
-    pub const SET_F32: u8 = 5;
-    pub const SET_UINT: u8 = 6;
-    pub const SET_SINT: u8 = 7;
-    pub const SET_BOOL: u8 = 8;
-    pub const SET_STR: u8 = 9;
-    pub const SET_GLOBAL: u8 = 10;
-    pub const SET_CONTROL: u8 = 11;
-    pub const SET_VIEW: u8 = 12;
-    pub const KICK: u8 = 13;
-    pub const EVENT: u8 = 14;
-    pub const TIMER_AFTER: u8 = 15;
-    pub const TIMER_EVERY: u8 = 16;
-    pub const TIMER_CANCEL: u8 = 17;
-    pub const REFUSE: u8 = 18;
-    pub const FACT: u8 = 19;
-    pub const SET_SEEN_BY: u8 = 20;
-}
+use zonekeep_abi::tag;
 
 /// What the host keeps of a module zone to apply its command buffers: its entity handles, its
 /// declared kinds and its timers by tag. [`ModuleZone`](crate::ModuleZone) applies every call's

@@ -14,9 +14,6 @@ use crate::error::{Failure, LoadError};
 use crate::load::{ZoneModule, LOG_IMPORT};
 use crate::sandbox::{ModuleEngine, Sandbox, EPOCH_PERIOD};
 
-/// Log level of a panic message (docs/MODULES.md).
-const LEVEL_PANIC: i32 = 5;
-
 /// The memory and table caps of one instance, and what the module asked for past them.
 #[derive(Debug)]
 struct Caps {
@@ -183,7 +180,7 @@ fn log(mut caller: Caller<'_, GuestState>, level: i32, ptr: i32, len: i32) -> wa
         None => return Err(wasmtime::Error::msg("log line outside the module's memory")),
     };
     let st = caller.data_mut();
-    if level == LEVEL_PANIC {
+    if level == zonekeep_abi::level::PANIC {
         st.panic.get_or_insert(line);
         return Ok(());
     }
@@ -192,11 +189,12 @@ fn log(mut caller: Caller<'_, GuestState>, level: i32, ptr: i32, len: i32) -> wa
         return Ok(());
     }
     let zone = st.zone_id.as_str();
+    use zonekeep_abi::level;
     match level {
-        i32::MIN..=0 => tracing::trace!(target: "zonekeep::module", zone, "{line}"),
-        1 => tracing::debug!(target: "zonekeep::module", zone, "{line}"),
-        2 => tracing::info!(target: "zonekeep::module", zone, "{line}"),
-        3 => tracing::warn!(target: "zonekeep::module", zone, "{line}"),
+        i32::MIN..=level::TRACE => tracing::trace!(target: "zonekeep::module", zone, "{line}"),
+        level::DEBUG => tracing::debug!(target: "zonekeep::module", zone, "{line}"),
+        level::INFO => tracing::info!(target: "zonekeep::module", zone, "{line}"),
+        level::WARN => tracing::warn!(target: "zonekeep::module", zone, "{line}"),
         _ => tracing::error!(target: "zonekeep::module", zone, "{line}"),
     }
     Ok(())

@@ -140,7 +140,7 @@ impl ZoneModule {
             size: bytes.len(),
         });
         let version = Guest::abi_version(&loaded)?;
-        if version != 1 {
+        if version != zonekeep_abi::ABI_VERSION {
             return Err(LoadError::AbiVersion(version));
         }
         Ok(loaded)

@@ -16,23 +16,7 @@ use crate::error::Failure;
 use crate::guest::Guest;
 use crate::load::ZoneModule;
 use crate::wire::{put_bytes, put_str, put_u32, put_u64, put_u8, Reader};
-
-/// The calls of docs/MODULES.md.
-mod op {
-    pub const CREATE: u32 = 1;
-    pub const JOIN: u32 = 2;
-    pub const LEAVE: u32 = 3;
-    pub const DROP: u32 = 4;
-    pub const REJOIN: u32 = 5;
-    pub const SANITIZE: u32 = 6;
-    pub const INPUTS: u32 = 7;
-    pub const TICK: u32 = 8;
-    pub const TIMER: u32 = 9;
-    pub const SAVE: u32 = 10;
-    pub const RESTORE: u32 = 11;
-    pub const STATE_HASH: u32 = 12;
-    pub const SETTLED: u32 = 13;
-}
+use zonekeep_abi::op;
 
 /// Refusal code of an input or join offered to a failed zone.
 pub const FAILED_CODE: u16 = u16::MAX;

@@ -34,9 +34,7 @@ pub(crate) struct ModuleArg {
 /// Parses `KIND` or `KIND=FILE` (clap value parser).
 pub(crate) fn parse_module_arg(s: &str) -> Result<ModuleArg, String> {
     let (kind, file) = match s.split_once('=') {
-        Some((kind, file)) if file.is_empty() => {
-            return Err(format!("{kind}=: the module file is empty"))
-        }
+        Some((kind, "")) => return Err(format!("{kind}=: the module file is empty")),
         Some((kind, file)) => (kind, Some(PathBuf::from(file))),
         None => (s, None),
     };

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use futures_util::StreamExt;
 use serde_json::json;
-use support::{hello, sign, unique_run, Server, StoreSpec, ADMIN_TOKEN};
+use support::{hello, ticket_for, Server, StoreSpec, ADMIN_TOKEN};
 use tokio_tungstenite::tungstenite::Message;
 use zonekeep_protocol::messages::{KickCode, ServerMessage};
 
@@ -77,23 +77,9 @@ fn hostiles() -> Vec<(&'static str, Vec<u8>, String)> {
     ]
 }
 
-fn ticket(sub: &str, zone: &str, kind: &str) -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let exp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 120;
-    sign(&json!({
-        "sub": sub, "zone": zone, "kind": kind, "exp": exp,
-        "jti": format!("modules-{}-{n}", unique_run()),
-    }))
-}
-
 /// Joins `zone` of `kind` and reads until the host's Kick: (Welcome seen, Deltas seen, Kick).
 async fn join_until_kick(addr: &str, zone: &str, kind: &str) -> (bool, usize, KickCode, String) {
-    let mut ws = hello(addr, zone, ticket("ann", zone, kind)).await;
+    let mut ws = hello(addr, zone, ticket_for("ann", zone, kind)).await;
     let (mut welcomed, mut deltas) = (false, 0);
     while let Some(Ok(m)) = ws.next().await {
         let Message::Binary(b) = m else { continue };
@@ -145,7 +131,7 @@ async fn hostile_modules_stop_alone_while_a_native_zone_keeps_every_tick() {
     assert_eq!(created["id"], "native-1", "{created}");
 
     // The tag game, from its Rust source, plays as any zone does.
-    let mut ws = hello(&server.addr, "tag-1", ticket("ann", "tag-1", "tag")).await;
+    let mut ws = hello(&server.addr, "tag-1", ticket_for("ann", "tag-1", "tag")).await;
     let mut schema = None;
     let mut deltas = 0;
     while deltas < 3 {

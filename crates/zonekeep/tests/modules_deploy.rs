@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use support::{hello_at, sign, unique_run, Server, StoreSpec, ADMIN_TOKEN};
+use support::{hello_at, ticket_for, unique_run, Server, StoreSpec, ADMIN_TOKEN};
 use tokio_tungstenite::tungstenite::Message;
 use zonekeep_protocol::messages::{ClientMessage, Input, ServerMessage};
 
@@ -43,20 +43,6 @@ fn refuses_saves() -> Vec<u8> {
                 i64.const 0))"#,
     )
     .unwrap()
-}
-
-fn ticket(sub: &str, zone: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let exp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 120;
-    sign(&json!({
-        "sub": sub, "zone": zone, "kind": "tag", "exp": exp,
-        "jti": format!("deploy-{}-{n}", unique_run()),
-    }))
 }
 
 /// POSTs the module to `/admin/modules/{kind}`: status and answer.
@@ -94,7 +80,7 @@ struct Seen {
 /// A player of `zone` that joins at `url` (following redirects), then moves every 30 ms and
 /// counts Deltas until `stop`; `ended` records a Kick or a closed connection.
 async fn player(url: String, zone: String, who: String, seen: Arc<Seen>, stop: Arc<AtomicBool>) {
-    let mut ws = hello_at(&format!("{url}/zones/{zone}"), ticket(&who, &zone)).await;
+    let mut ws = hello_at(&format!("{url}/zones/{zone}"), ticket_for(&who, &zone, "tag")).await;
     let mut welcomed = false;
     let mut seq = 0u32;
     let mut every = tokio::time::interval(Duration::from_millis(30));
@@ -112,7 +98,7 @@ async fn player(url: String, zone: String, who: String, seen: Arc<Seen>, stop: A
                     Some(0x84) => { seen.ended.store(true, Ordering::Relaxed); return; }
                     Some(0x85) => {
                         let Ok(ServerMessage::Redirect(r)) = ServerMessage::decode(&b, None) else { panic!("bad Redirect") };
-                        ws = hello_at(&r.url, ticket(&who, &zone)).await;
+                        ws = hello_at(&r.url, ticket_for(&who, &zone, "tag")).await;
                     }
                     _ => {}
                 }

@@ -415,6 +415,16 @@ pub fn ticket(sub: &str, zone: &str) -> String {
     sign(&claims)
 }
 
+/// A signed ticket for `sub` to zone `zone` of kind `kind`, single-use.
+pub fn ticket_for(sub: &str, zone: &str, kind: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    sign(&json!({
+        "sub": sub, "zone": zone, "kind": kind, "exp": now() + 120,
+        "jti": format!("{kind}-{}-{n}", unique_run()),
+    }))
+}
+
 /// Kill the child if the test fails before it exits.
 pub struct Reap(pub std::process::Child);
 

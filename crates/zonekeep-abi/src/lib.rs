@@ -1,0 +1,100 @@
+//! The numbers of the host↔module ABI (docs/MODULES.md): the ABI version, the calls a host makes,
+//! the command tags a module answers with, and the log levels. The module host (`zonekeep-wasm`)
+//! and the guest SDK (`zonekeep-guest`) both take them from here, so a number stands once.
+//!
+//! This crate owns only these constants. It must depend on nothing (it is compiled into every
+//! module) and holds no logic: the byte layouts around the numbers live with each side's reader
+//! and writer, checked against each other by their tests.
+
+/// The ABI version (`zk_abi`).
+pub const ABI_VERSION: i32 = 1;
+
+/// The calls (`op` of `zk_call`), docs/MODULES.md "Calls".
+pub mod op {
+    /// `u64 seed`, `str zone_id`, `str params`: build the zone.
+    pub const CREATE: u32 = 1;
+    /// `u32 player`, `str principal`, `u8 role`: a participant asks to join.
+    pub const JOIN: u32 = 2;
+    /// `u32 player`, `u8 why`: a participant left.
+    pub const LEAVE: u32 = 3;
+    /// `u32 player`: a participant's connection was lost.
+    pub const DROP: u32 = 4;
+    /// `u32 player`: a dropped participant came back.
+    pub const REJOIN: u32 = 5;
+    /// `u32 player`, `bytes payload`: accept or refuse a raw input.
+    pub const SANITIZE: u32 = 6;
+    /// `u32 n`, then `n` × (`u32 player`, `bytes payload`): apply accepted inputs.
+    pub const INPUTS: u32 = 7;
+    /// `u64 time_us`, `u32 dt_us`, then the tick's inputs as in [`INPUTS`]: run one tick.
+    pub const TICK: u32 = 8;
+    /// `u64 tag`: a timer fired.
+    pub const TIMER: u32 = 9;
+    /// The save's bytes.
+    pub const SAVE: u32 = 10;
+    /// `u64 seed`, `str zone_id`, `str params`, `bytes save`: rebuild the zone from a save.
+    pub const RESTORE: u32 = 11;
+    /// Empty, or `u64`: the zone's state hash.
+    pub const STATE_HASH: u32 = 12;
+    /// `str key`, `u8 ok`, `str detail`: a fact was settled.
+    pub const SETTLED: u32 = 13;
+}
+
+/// Command tags (docs/MODULES.md, "Commands").
+pub mod tag {
+    /// `str name`, `u8 n`, then `n` × (`str field`, `u8 type`, params).
+    pub const DECLARE_KIND: u8 = 1;
+    /// `u32 handle`, `u16 kind`, `f32 x`, `f32 y`.
+    pub const SPAWN: u8 = 2;
+    /// `u32 handle`.
+    pub const DESPAWN: u8 = 3;
+    /// `u32 handle`, `f32 x`, `f32 y`.
+    pub const SET_POS: u8 = 4;
+    /// `u32 handle`, `u8 field`, `f32`.
+    pub const SET_F32: u8 = 5;
+    /// `u32 handle`, `u8 field`, `u32`.
+    pub const SET_UINT: u8 = 6;
+    /// `u32 handle`, `u8 field`, `i32`.
+    pub const SET_SINT: u8 = 7;
+    /// `u32 handle`, `u8 field`, `u8`.
+    pub const SET_BOOL: u8 = 8;
+    /// `u32 handle`, `u8 field`, `str`.
+    pub const SET_STR: u8 = 9;
+    /// `u32 handle`, `u8`.
+    pub const SET_GLOBAL: u8 = 10;
+    /// `u32 player`, `u32 handle` (0: none).
+    pub const SET_CONTROL: u8 = 11;
+    /// `u32 player`, `f32 radius`, `u8 focus`, `f32 fx`, `f32 fy`.
+    pub const SET_VIEW: u8 = 12;
+    /// `u32 player`, `str reason`.
+    pub const KICK: u8 = 13;
+    /// `u32 player` (0: everyone), `u16 topic`, `bytes payload`.
+    pub const EVENT: u8 = 14;
+    /// `u64 ticks`, `u64 tag`.
+    pub const TIMER_AFTER: u8 = 15;
+    /// `u64 ticks`, `u64 tag`.
+    pub const TIMER_EVERY: u8 = 16;
+    /// `u64 tag`.
+    pub const TIMER_CANCEL: u8 = 17;
+    /// `u16 code`, `str reason`.
+    pub const REFUSE: u8 = 18;
+    /// `str kind`, `str payload`, `str principal`, `str key`.
+    pub const FACT: u8 = 19;
+    /// `u32 handle`, `u32 n` (`u32::MAX`: everyone in range again), then `n` × `u32 player`.
+    pub const SET_SEEN_BY: u8 = 20;
+}
+
+/// Log levels of the `zonekeep.log` import.
+pub mod level {
+    /// Trace.
+    pub const TRACE: i32 = 0;
+    /// Debug.
+    pub const DEBUG: i32 = 1;
+    /// Info.
+    pub const INFO: i32 = 2;
+    /// Warn.
+    pub const WARN: i32 = 3;
+    /// Error.
+    pub const ERROR: i32 = 4;
+    /// A panic's message: the call that logs it is about to trap.
+    pub const PANIC: i32 = 5;
+}
