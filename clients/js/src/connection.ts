@@ -14,6 +14,12 @@
  * Attempts back off exponentially with jitter and are bounded. A Kick ZONE_MOVED or HOST_FENCED
  * (the zone moved to another host) resumes at once: its first attempt waits for no backoff.
  *
+ * Content versions (§4.1.2): the Hello carries `contentVersion` (the content this build was made
+ * for), every version 5 Welcome the host's ({@link Welcome.contentVersion}). A host that requires
+ * newer content answers Kick CONTENT_OUTDATED: the connection stops for good (no reconnect loop)
+ * and emits 'reload' with {@link RELOAD_MESSAGE}, then a 'close' whose `reload` is true;
+ * `connect()` rejects with a {@link ContentOutdatedError}. The app reloads the page.
+ *
  * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
  * socket and a manual clock.
  */
@@ -92,6 +98,40 @@ export class RedirectError extends Error {
   }
 }
 
+/**
+ * What a {@link ZoneConnection} tells the app when the host refuses its content version: the page
+ * must be reloaded to get the current build.
+ */
+export const RELOAD_MESSAGE = "The game was updated: reload the page to play the current version.";
+
+/**
+ * The host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): the rejection of
+ * {@link ZoneConnection.connect} when it happens before the first Welcome. Its message is
+ * {@link RELOAD_MESSAGE} followed by the host's reason.
+ */
+export class ContentOutdatedError extends Error {
+  /** The Kick, or null when only its close code (4027) arrived. */
+  readonly kick: Kick | null;
+  /** An error for the refusal `kick`. */
+  constructor(kick: Kick | null) {
+    super(reloadMessage(kick));
+    this.name = "ContentOutdatedError";
+    this.kick = kick;
+  }
+}
+
+/** What 'reload' carries. */
+export interface ReloadInfo {
+  /** {@link RELOAD_MESSAGE}, followed by the host's reason (which names the content version it needs). */
+  message: string;
+  /** The Kick CONTENT_OUTDATED, or null when only its close code (4027) arrived. */
+  kick: Kick | null;
+}
+
+function reloadMessage(kick: Kick | null): string {
+  return kick !== null && kick.reason !== "" ? `${RELOAD_MESSAGE} (${kick.reason})` : RELOAD_MESSAGE;
+}
+
 /** Options of a {@link ZoneConnection}. */
 export interface ZoneConnectionOptions {
   /**
@@ -111,7 +151,11 @@ export interface ZoneConnectionOptions {
   scheduler?: Scheduler;
   /** Protocol versions offered (default: {@link SUPPORTED_VERSIONS}, the version this SDK implements). */
   versions?: number[];
-  /** Game content version sent in Hello (default empty = none). */
+  /**
+   * The game content version this client was built for, sent in Hello: a dotted number such as
+   * `1.4.0` (default empty = none). A host requiring a minimum refuses older (or no) content with
+   * CONTENT_OUTDATED, which ends the connection with 'reload' (§4.1.2).
+   */
   contentVersion?: string;
   /** Ping period in ms (default 1000). */
   pingIntervalMs?: number;
@@ -135,6 +179,12 @@ export interface CloseInfo {
   error: Error | null;
   /** True if another attempt is scheduled. */
   willReconnect: boolean;
+  /**
+   * True when the host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): the
+   * connection stopped for good and the app should reload the page; `reason` is then the
+   * {@link ReloadInfo.message}. A 'reload' event came just before this 'close'.
+   */
+  reload: boolean;
   /** Delay before that attempt, in ms (0 when not reconnecting). */
   retryInMs: number;
 }
@@ -174,6 +224,13 @@ export interface ZoneConnectionEvents {
   inputRefused: (refused: InputRefused) => void;
   /** A Transfer (reserved, not sent yet). */
   transfer: (transfer: Transfer) => void;
+  /**
+   * The host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): it was built
+   * for older game content than the host now runs. The connection has stopped for good (a 'close'
+   * with `reload: true` follows); the app should tell the player and reload the page, e.g.
+   * `conn.on("reload", (r) => { showBanner(r.message); location.reload(); })`.
+   */
+  reload: (info: ReloadInfo) => void;
   /**
    * The handshake is being redirected to `redirect.url` (§5.3.1): the connection follows on its own
    * with the same Hello; this is for logs and HUDs. Counted in {@link ConnectionStats.redirects}.
@@ -285,6 +342,7 @@ export class ZoneConnection {
     inputRefused: new Set(),
     transfer: new Set(),
     redirect: new Set(),
+    reload: new Set(),
   };
   private socket: SocketLike | null = null;
   private gen = 0;
@@ -435,7 +493,7 @@ export class ZoneConnection {
         // Closing an already-failed socket is not an error worth reporting.
       }
     }
-    this.finish({ code: 1000, reason, kick: null, error: null, willReconnect: false, retryInMs: 0 });
+    this.finish({ code: 1000, reason, kick: null, error: null, willReconnect: false, retryInMs: 0, reload: false });
   }
 
   /**
@@ -709,7 +767,7 @@ export class ZoneConnection {
 
   /**
    * What a resuming Hello says the mirror holds (§4.1.1): only when the session's Welcome
-   * negotiated version 4 (a host that never spoke it would refuse the field) and the mirror is
+   * negotiated version 4 or later (a host that never spoke it would refuse the field) and the mirror is
    * sound (a Delta applied, no Resync waiting for its BASELINE).
    */
   private resumeFrom(): ResumeFrom | null {
@@ -717,7 +775,7 @@ export class ZoneConnection {
       this.resumeFromRefused ||
       this.awaitingBaseline ||
       (this.welcomeMsg?.version ?? 0) < RESUME_FROM_VERSION ||
-      !this.versions.includes(RESUME_FROM_VERSION)
+      !this.versions.some((v) => v >= RESUME_FROM_VERSION)
     ) {
       return null;
     }
@@ -789,6 +847,8 @@ export class ZoneConnection {
       localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
     let decision: ReconnectDecision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
     if (kickCode === KickCode.VERSION_MISMATCH) decision = "stop";
+    // Outdated content stays outdated on every attempt: only a reload fixes it.
+    if (kickCode === KickCode.CONTENT_OUTDATED) decision = "reload";
     // A host that speaks no version 4 reads resume_from as trailing bytes: try again without it.
     if (!wasOpen && kickCode === KickCode.PROTOCOL_ERROR && this.hello?.resumeFrom != null && !this.resumeFromRefused) {
       this.resumeFromRefused = true;
@@ -798,17 +858,24 @@ export class ZoneConnection {
     if (decision === "renew") this.renewTicket = true;
     const maxAttempts = this.opts.reconnect?.maxAttempts ?? 8;
     this.attempts += 1;
-    const willReconnect = decision !== "stop" && this.attempts <= maxAttempts;
+    const reload = decision === "reload";
+    const willReconnect = decision !== "stop" && !reload && this.attempts <= maxAttempts;
     const info: CloseInfo = {
       code,
-      reason: kick !== null ? `${kickCodeName(kick.code)}: ${kick.reason}` : localError?.message ?? reason,
+      reason: reload
+        ? reloadMessage(kick)
+        : kick !== null
+          ? `${kickCodeName(kick.code)}: ${kick.reason}`
+          : localError?.message ?? reason,
       kick,
       error: localError,
       willReconnect,
       retryInMs: 0,
+      reload,
     };
     if (!willReconnect) {
       this.st = "closed";
+      if (reload) this.emit("reload", { message: reloadMessage(kick), kick });
       this.finish(info);
       return;
     }
@@ -828,6 +895,8 @@ export class ZoneConnection {
     this.emit("close", info);
     const first = this.firstWelcome;
     this.firstWelcome = null;
-    first?.reject(new Error(`connection closed before Welcome: ${info.reason}`));
+    first?.reject(
+      info.reload ? new ContentOutdatedError(info.kick) : new Error(`connection closed before Welcome: ${info.reason}`),
+    );
   }
 }

@@ -41,14 +41,21 @@ export const LIMITS = {
 } as const;
 
 /**
- * The protocol versions this SDK implements, and offers by default: version 4 (a resuming Hello's
- * `resumeFrom`, §4.1.1), which has version 3's bytes otherwise (Redirect, and the Kick codes
- * ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
+ * The protocol versions this SDK implements, and offers by default: version 5 (Welcome's
+ * `contentVersion` and the Kick code CONTENT_OUTDATED, §4.1.2), which includes version 4 (a
+ * resuming Hello's `resumeFrom`, §4.1.1) and version 3 (Redirect, and the Kick codes ZONE_MOVED,
+ * HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS: readonly number[] = [4];
+export const SUPPORTED_VERSIONS: readonly number[] = [5];
 
 /** The version that added {@link ResumeFrom} to Hello (§4.1.1). */
 export const RESUME_FROM_VERSION = 4;
+
+/**
+ * The version that added {@link Welcome.contentVersion} and {@link KickCode.CONTENT_OUTDATED}
+ * (§4.1.2): a Welcome of an older version carries no content version.
+ */
+export const CONTENT_VERSION_PROTOCOL = 5;
 
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
@@ -81,6 +88,11 @@ export const KickCode = {
   HOST_FENCED: 25,
   /** The connection attempt took too many hops; the host refused another (version 3). */
   TOO_MANY_REDIRECTS: 26,
+  /**
+   * The client's content version is older than the host accepts; reload the client (version 5,
+   * §4.1.2). Final: {@link ZoneConnection} stops and emits 'reload'.
+   */
+  CONTENT_OUTDATED: 27,
 } as const;
 
 /**
@@ -89,6 +101,32 @@ export const KickCode = {
  */
 export function kickResumesElsewhere(code: number): boolean {
   return code === KickCode.ZONE_MOVED || code === KickCode.HOST_FENCED;
+}
+
+/**
+ * Compares two content versions (§4.1.2), dotted numbers such as `1.4.0`, numerically component by
+ * component, a missing component counting as 0: negative when `a` is older than `b`, 0 when they
+ * are the same version (`1.4` and `1.4.0`), positive when `a` is newer. Null when either is not a
+ * dotted number (empty included) or is longer than 64 bytes.
+ */
+export function compareContentVersions(a: string, b: string): number | null {
+  const parse = (v: string): string[] | null => {
+    if (v.length === 0 || v.length > LIMITS.contentVersion || !/^[0-9]+(\.[0-9]+)*$/.test(v)) return null;
+    const parts = v.split(".").map((p) => p.replace(/^0+/, ""));
+    while (parts.length > 0 && parts[parts.length - 1] === "") parts.pop();
+    return parts;
+  };
+  const pa = parse(a);
+  const pb = parse(b);
+  if (pa === null || pb === null) return null;
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i] ?? "";
+    const y = pb[i] ?? "";
+    // Without leading zeros, the longer run of digits is the larger number (no precision limit).
+    if (x.length !== y.length) return x.length < y.length ? -1 : 1;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
 }
 
 /** The name of a kick code, or `UNKNOWN(n)`. */
@@ -106,11 +144,12 @@ export interface Hello {
   ticket: string;
   /** Token from an earlier Welcome; empty = none. */
   reconnectToken: Uint8Array;
-  /** The client's content version; empty = none. */
+  /** The content version the client was built for, a dotted number (§4.1.2); empty = none. */
   contentVersion: string;
   /**
    * §4.1.1 (version 4): what a resuming client's known set holds, so the host may continue with a
-   * Delta instead of a BASELINE. Only with a reconnect token and version 4 offered; absent = none.
+   * Delta instead of a BASELINE. Only with a reconnect token and version 4 (or later) offered;
+   * absent = none.
    */
   resumeFrom?: ResumeFrom | null;
 }
@@ -182,6 +221,12 @@ export interface Welcome {
   reconnectToken: Uint8Array;
   /** How to decode entities. */
   schema: Schema;
+  /**
+   * The game content version the host runs (§4.1.2), a dotted number; empty = none. Only a Welcome
+   * of version 5 or later carries it ({@link CONTENT_VERSION_PROTOCOL}): an older one decodes with
+   * `""`, and encoding a non-empty one for an older version is an error.
+   */
+  contentVersion: string;
 }
 
 /** A Delta as a message (§5.5). */
@@ -310,11 +355,14 @@ export function peekTag(bytes: Uint8Array): number {
   return t;
 }
 
-/** A `resumeFrom` needs a reconnect token to resume and version 4 offered (§4.1.1). */
+/** A `resumeFrom` needs a reconnect token to resume and version 4 (or later) offered (§4.1.1). */
 function checkResumeFrom(m: Hello, err: (m: string) => Error): void {
   if (m.resumeFrom == null) return;
   if (m.reconnectToken.length === 0) throw err("Hello has resume_from without a reconnect token");
-  if (!m.versions.includes(RESUME_FROM_VERSION)) throw err("Hello has resume_from without offering version 4");
+  // Any version from 4 on defines it: a version 5 client offers only 5.
+  if (!m.versions.some((v) => v >= RESUME_FROM_VERSION)) {
+    throw err("Hello has resume_from without offering version 4 or later");
+  }
 }
 
 function checkVersions(versions: readonly number[], err: (m: string) => Error): void {
@@ -421,6 +469,10 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
       if (!Number.isInteger(m.patchEvery) || m.patchEvery < 1) {
         throw new EncodeError("invalid", "patch_every must be ≥ 1");
       }
+      const contentVersion = m.contentVersion ?? "";
+      if (m.version < CONTENT_VERSION_PROTOCOL && contentVersion !== "") {
+        throw new EncodeError("invalid", "Welcome content_version needs version 5");
+      }
       w.u8(Tag.Welcome).varint(m.version).varintU32(m.playerId);
       w.str(m.zoneId, LIMITS.zoneId, "zone id");
       w.u8(m.role === "player" ? 0 : 1);
@@ -428,6 +480,8 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
       w.varintU32(m.idleTimeoutMs).varintU32(m.handshakeTimeoutMs).varintU32(m.reconnectGraceMs);
       w.bytesField(m.reconnectToken, LIMITS.reconnectToken, "reconnect token");
       encodeSchema(w, m.schema);
+      // Version 5 on: the host's content version follows the schema (§5.1).
+      if (m.version >= CONTENT_VERSION_PROTOCOL) w.str(contentVersion, LIMITS.contentVersion, "content version");
       break;
     }
     case "delta":
@@ -498,6 +552,7 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
       const reconnectGraceMs = r.varintU32();
       const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
       const schema = decodeSchema(r);
+      const contentVersion = version >= CONTENT_VERSION_PROTOCOL ? r.str(LIMITS.contentVersion, "content version") : "";
       m = {
         type: "welcome",
         version,
@@ -513,6 +568,7 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
         reconnectGraceMs,
         reconnectToken,
         schema,
+        contentVersion,
       };
       break;
     }

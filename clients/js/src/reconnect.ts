@@ -8,9 +8,11 @@ import { KickCode } from "./messages.js";
 /**
  * What to do after the connection ends: 'retry' the same way (the token inside the grace window),
  * 'renew' the ticket (fetch a new one, still presenting the token inside the grace window), join
- * 'fresh' as a new player with a new ticket and no token, or 'stop'.
+ * 'fresh' as a new player with a new ticket and no token, 'stop', or 'reload': stop because this
+ * client is built for older game content than the host accepts (Kick CONTENT_OUTDATED, §4.1.2), so
+ * the app must reload the page (or update the game) to get the current client.
  */
-export type ReconnectDecision = "stop" | "retry" | "renew" | "fresh";
+export type ReconnectDecision = "stop" | "retry" | "renew" | "fresh" | "reload";
 
 /** What the connection knows about the attempt a Kick ended. */
 export interface ReconnectContext {
@@ -58,6 +60,9 @@ export function defaultReconnectPolicy(
     case KickCode.ZONE_STOPPED:
     case KickCode.RATE_LIMITED:
       return "stop";
+    case KickCode.CONTENT_OUTDATED:
+      // No attempt can succeed until the client is the current build.
+      return "reload";
     case KickCode.ZONE_MOVED:
     case KickCode.HOST_FENCED:
       // The session lives on at the zone's new owner: resume (at once, through the entry URL).
@@ -87,7 +92,10 @@ export interface ReconnectOptions {
   graceMs?: number;
   /** Source of jitter in [0, 1) (default Math.random). */
   random?: () => number;
-  /** Overrides {@link defaultReconnectPolicy}. */
+  /**
+   * Overrides {@link defaultReconnectPolicy}. VERSION_MISMATCH always stops and CONTENT_OUTDATED
+   * always reloads, whatever it returns.
+   */
   policy?: (code: number | null, context: ReconnectContext) => ReconnectDecision;
 }
 

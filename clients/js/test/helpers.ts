@@ -6,6 +6,7 @@
 
 import {
   canonicalPosForm,
+  compareContentVersions,
   decodeClientMessage,
   encodeDelta,
   encodeServerMessage,
@@ -182,6 +183,13 @@ export class FakeServer {
   redirect: (hello: Hello, session: ServerSession) => string | null = () => null;
   nextPlayer = 1;
   versionPick: number | null = null;
+  /** The content version the host runs, in version 5 Welcomes (§4.1.2). */
+  contentVersion = "1.0.0";
+  /**
+   * The oldest content version the host admits, or null to admit every client (default). As the
+   * real host: checked right after the protocol version, before the ticket.
+   */
+  minContentVersion: string | null = null;
   /** How each resume's first Delta came out (§4.1.1), in order. */
   resumes: Array<"delta" | "baseline"> = [];
   /** Answer the client's first Ping before sending the BASELINE (the protocol allows it). */
@@ -228,12 +236,27 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        // A current host speaks versions 2, 3 and 4.
-        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v >= 2 && v <= 4));
+        // A current host speaks versions 2, 3, 4 and 5.
+        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v >= 2 && v <= 5));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
           s.socket.drop(1000);
           return;
+        }
+        const min = this.minContentVersion;
+        if (min !== null) {
+          const cmp = compareContentVersions(m.contentVersion, min);
+          const refusal =
+            version < 5
+              ? { code: 10, reason: `this host needs content version ${min} or newer, which takes protocol version 5` }
+              : cmp === null || cmp < 0
+                ? { code: 27, reason: `this host needs content version ${min} or newer` }
+                : null;
+          if (refusal !== null) {
+            this.send(s, { type: "kick", ...refusal });
+            s.socket.drop(4000 + refusal.code);
+            return;
+          }
         }
         const refusal = this.checkTicket(m.ticket);
         if (refusal !== null) {
@@ -301,6 +324,7 @@ export class FakeServer {
           reconnectGraceMs: 30_000,
           reconnectToken: token,
           schema: SCHEMA,
+          contentVersion: version >= 5 ? this.contentVersion : "",
         });
         s.welcomed = true;
         if (!continued) s.sent.clear();

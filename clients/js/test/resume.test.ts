@@ -1,8 +1,8 @@
 /**
- * Resuming from the mirror (PROTOCOL.md §4.1.1): a version 4 resume says what the mirror holds and
- * keeps it for an ordinary Delta; a host that no longer holds that state sends a BASELINE; a
- * version 3 session never sends the field; a host refusing it as a protocol error gets the Hello
- * again without it.
+ * Resuming from the mirror (PROTOCOL.md §4.1.1): a version 4 (or later) resume says what the mirror
+ * holds and keeps it for an ordinary Delta; a host that no longer holds that state sends a
+ * BASELINE; a version 3 session never sends the field; a host refusing it as a protocol error gets
+ * the Hello again without it.
  */
 
 import assert from "node:assert/strict";

@@ -13,6 +13,12 @@ pub enum ClientError {
     /// The host sent Kick; it closes the connection after it.
     #[error("kicked: {} ({})", .0.code, .0.reason)]
     Kicked(Kick),
+    /// The host refused this client's content version with Kick CONTENT_OUTDATED (PROTOCOL.md
+    /// §4.1.2): it was built for older game content than the host accepts. Final: retrying cannot
+    /// help, the application must update (or reload) the client. The reason names the content
+    /// version the host needs; the ticket presented was not spent.
+    #[error("the client's content is outdated, update or reload it: {}", .0.reason)]
+    ContentOutdated(Kick),
     /// A server message could not be decoded.
     #[error("undecodable server message: {0}")]
     Decode(#[from] DecodeError),

@@ -44,7 +44,7 @@ async fn handshake_inputs_acked_clock_events_and_counters() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![4]);
+        assert_eq!(hello.versions, vec![5]);
         assert_eq!(hello.ticket, "t1");
         assert!(hello.reconnect_token.is_empty());
         hc.admit(7, b"tok-1", 100).await;
@@ -363,7 +363,7 @@ async fn kicks_at_handshake_and_in_session() {
         let mut hc = host.accept().await;
         hc.hello().await;
         let mut w = support::welcome(1, b"", 0);
-        w.version = 5;
+        w.version = 6;
         hc.send(
             &zonekeep_protocol::messages::ServerMessage::Welcome(w),
             None,
@@ -371,7 +371,7 @@ async fn kicks_at_handshake_and_in_session() {
         .await;
         assert!(matches!(
             client.await.unwrap(),
-            Err(ClientError::VersionMismatch(5))
+            Err(ClientError::VersionMismatch(6))
         ));
 
         // In session, a final Kick: the event, then Closed, and no reconnect.

@@ -34,11 +34,21 @@ async fn next_delta(conn: &mut Connection) -> Patch {
     }
 }
 
-/// Joins offering versions 3 and 4 (Welcome of `version`, the support BASELINE at tick 100, an ack at 102) and drops the
-/// transport; returns the client and the host's side of the resuming connection.
+/// Joins offering versions 3 to 5 (Welcome of `version`, the support BASELINE at tick 100, an ack
+/// at 102) and drops the transport; returns the client and the host's side of the resuming
+/// connection. The host answers the resume with version 5, the support Welcome's.
 async fn joined_then_dropped(host: &mut TestHost, version: u32) -> (Connection, HostConn) {
+    joined_offering_then_dropped(host, vec![3, 4, 5], version).await
+}
+
+/// [`joined_then_dropped`], offering `offered`.
+async fn joined_offering_then_dropped(
+    host: &mut TestHost,
+    offered: Vec<u32>,
+    version: u32,
+) -> (Connection, HostConn) {
     let url = host.url.clone();
-    let client = tokio::spawn(async move { connect(&url, options(vec![3, 4])).await });
+    let client = tokio::spawn(async move { connect(&url, options(offered)).await });
     let mut hc = host.accept().await;
     hc.hello().await;
     let mut w = welcome(7, b"tok-1", 100);
@@ -118,6 +128,26 @@ async fn a_version_4_resume_sends_the_mirror_and_keeps_it_for_an_ordinary_delta(
         hc.delta(move_nine(302), KNOWN).await;
         assert!(!next_delta(&mut conn).await.baseline);
         assert_eq!(conn.counters().resyncs, 0);
+        hc.drain();
+        conn.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_version_5_client_offering_only_5_sends_resume_from_too() {
+    guarded(async {
+        let mut host = TestHost::start().await;
+        let (mut conn, mut hc) = joined_offering_then_dropped(&mut host, vec![5], 5).await;
+        let hello = hc.hello().await;
+        assert_eq!(hello.versions, vec![5]);
+        assert_eq!(hello.resume_from.map(|r| (r.tick, r.count)), Some((102, 2)));
+        hc.welcome(7, b"tok-2", 200).await;
+        hc.delta(move_nine(202), KNOWN).await;
+        assert!(
+            !next_delta(&mut conn).await.baseline,
+            "continued from the mirror"
+        );
         hc.drain();
         conn.close().await;
     })

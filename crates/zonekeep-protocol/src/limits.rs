@@ -12,7 +12,7 @@ pub const MAX_TICKET: usize = 4096;
 pub const MAX_RECONNECT_TOKEN: usize = 64;
 /// Longest zone id in bytes.
 pub const MAX_ZONE_ID: usize = 128;
-/// Longest content version in bytes.
+/// Longest content version in bytes (a Hello's and a Welcome's).
 pub const MAX_CONTENT_VERSION: usize = 64;
 /// Longest kick reason in bytes.
 pub const MAX_KICK_REASON: usize = 256;
@@ -34,12 +34,14 @@ pub const MAX_DELTA_LIST: usize = 65_536;
 pub const MAX_EVENTS: usize = 1024;
 /// Longest event payload in bytes.
 pub const MAX_EVENT_PAYLOAD: usize = 16_384;
-/// The newest protocol version, the one clients of this crate offer. Version 4 lets a resuming
+/// The newest protocol version, the one clients of this crate offer. Version 5 adds the host's
+/// content version to Welcome and the Kick code CONTENT_OUTDATED, with which a host that requires a
+/// minimum content version refuses an older client (PROTOCOL.md §4.1.2). Version 4 lets a resuming
 /// Hello carry `resume_from`, so the host may continue with a Delta instead of a BASELINE; its
 /// bytes are version 3's otherwise. Version 3 sends Redirect and
 /// adds the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS; its bytes are version 2's.
 /// Version 2 added Welcome's timeouts, InputRefused, KnownSetCheck and Resync.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 /// The oldest protocol version a current host still accepts: a host speaks
 /// `MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION`, and a client offering only version 1 is answered
 /// `Kick(VERSION_MISMATCH)`.

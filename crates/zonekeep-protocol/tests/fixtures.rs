@@ -158,6 +158,21 @@ fn welcome() -> Welcome {
         reconnect_grace_ms: 60_000,
         reconnect_token: vec![0xa1, 0xb2, 0xc3, 0xd4],
         schema: schema(),
+        content_version: String::new(),
+    }
+}
+
+/// A version 5 Welcome: the fixture's session values, an empty schema and the host's content
+/// version after it.
+fn welcome_content() -> Welcome {
+    Welcome {
+        version: 5,
+        schema: Schema {
+            pos_step: 0.5,
+            kinds: vec![],
+        },
+        content_version: "1.4.0".into(),
+        ..welcome()
     }
 }
 
@@ -223,6 +238,11 @@ fn message_fixtures() -> Vec<Fixture> {
             "Welcome for observer 7 with an empty schema (no kinds) and a 0.5 position step.",
             ServerMessage::Welcome(Welcome { player_id: 7, role: Role::Observer, schema: Schema { pos_step: 0.5, kinds: vec![] }, reconnect_token: vec![], ..welcome() }),
         ),
+        server(
+            "welcome_content_version",
+            "Welcome (version 5) for player 42 with an empty schema (no kinds, a 0.5 position step), then the content version the host runs, \"1.4.0\": only a version 5 Welcome carries it, after the schema.",
+            ServerMessage::Welcome(welcome_content()),
+        ),
         server("pong", "Pong echoing client time 1700000000000 at host time 5000000 µs, tick 1001.", ServerMessage::Pong(Pong { client_time: 1_700_000_000_000, server_time_us: 5_000_000, tick: 1001 })),
         server("kick", "Kick with VERSION_MISMATCH (10) and a reason.", ServerMessage::Kick(Kick { code: KickCode::VERSION_MISMATCH, reason: "no common version".into() })),
         server(
@@ -239,6 +259,11 @@ fn message_fixtures() -> Vec<Fixture> {
             "kick_too_many_redirects",
             "Kick with TOO_MANY_REDIRECTS (26, protocol version 3): the Hello arrived after the third hop at a host that does not own the zone either.",
             ServerMessage::Kick(Kick { code: KickCode::TOO_MANY_REDIRECTS, reason: "hops=3".into() }),
+        ),
+        server(
+            "kick_content_outdated",
+            "Kick with CONTENT_OUTDATED (27, protocol version 5): the client's content version is older than the host accepts; the client stops and tells its user to reload.",
+            ServerMessage::Kick(Kick { code: KickCode::CONTENT_OUTDATED, reason: "content version 1.2 is older than 1.4, the oldest this host accepts".into() }),
         ),
         server("kick_unknown_code", "Kick with code 300, undefined here: decoders must accept it as-is.", ServerMessage::Kick(Kick { code: KickCode(300), reason: String::new() })),
         server("redirect", "Redirect (protocol version 3) to zone \"arena-1\" at its owner, after one hop: the client sends the same Hello there.", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1?hops=1".into(), zone_id: "arena-1".into() })),
@@ -431,7 +456,7 @@ fn protocol_md_examples_match_fixtures() {
         checked += 1;
     }
     assert_eq!(
-        checked, 7,
-        "Hello, Input, Welcome, Delta, Redirect, Kick and resuming Hello examples"
+        checked, 8,
+        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello and content version Welcome examples"
     );
 }

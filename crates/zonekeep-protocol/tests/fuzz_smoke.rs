@@ -164,7 +164,7 @@ fn client_message_target() {
 #[test]
 fn server_message_target() {
     let schema = fuzzing::fuzz_schema();
-    let welcome = ServerMessage::Welcome(Welcome {
+    let w = Welcome {
         version: 2,
         player_id: 3,
         zone_id: "z".into(),
@@ -178,15 +178,23 @@ fn server_message_target() {
         reconnect_grace_ms: 60_000,
         reconnect_token: vec![1; 8],
         schema: schema.clone(),
-    });
+        content_version: String::new(),
+    };
     let baseline = [0x82, 1, 0, 1, 0, 0, 1, 4, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0];
     let ctx = DeltaContext {
         schema: &schema,
         known: &[],
     };
     assert!(ServerMessage::decode(&baseline, Some(ctx)).is_ok());
+    // Version 5 adds the content version after the schema.
+    let welcome_v5 = ServerMessage::Welcome(Welcome {
+        version: 5,
+        content_version: "1.4.0".into(),
+        ..w.clone()
+    });
     let seeds = vec![
-        welcome.to_bytes(None).unwrap(),
+        ServerMessage::Welcome(w).to_bytes(None).unwrap(),
+        welcome_v5.to_bytes(None).unwrap(),
         baseline.to_vec(),
         vec![0x84, 14, 1, b'x'],
     ];

@@ -9,6 +9,7 @@ use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Updat
 use zonekeep_protocol::messages::{
     ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
     Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
+    CONTENT_VERSION_PROTOCOL,
 };
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::quant::*;
@@ -371,30 +372,39 @@ fn arb_server() -> impl Strategy<Value = ServerMessage> {
             any::<bool>(),
             1..=1000u32,
             1..=u32::MAX,
-            arb_string(128)
+            arb_string(128),
+            arb_string(64)
         )
-            .prop_map(|(seed, n, observer, tick_hz, patch_every, zone_id)| {
-                let mut r = Rng(seed);
-                ServerMessage::Welcome(Welcome {
-                    version: n[0],
-                    player_id: n[1],
-                    zone_id,
-                    role: if observer {
-                        Role::Observer
-                    } else {
-                        Role::Player
-                    },
-                    tick_hz,
-                    patch_every,
-                    tick: seed,
-                    features: n[2],
-                    idle_timeout_ms: n[4],
-                    handshake_timeout_ms: n[5],
-                    reconnect_grace_ms: n[6],
-                    reconnect_token: n[3].to_le_bytes().to_vec(),
-                    schema: gen_schema(&mut r),
-                })
-            }),
+            .prop_map(
+                |(seed, n, observer, tick_hz, patch_every, zone_id, content)| {
+                    let mut r = Rng(seed);
+                    ServerMessage::Welcome(Welcome {
+                        version: n[0],
+                        player_id: n[1],
+                        zone_id,
+                        role: if observer {
+                            Role::Observer
+                        } else {
+                            Role::Player
+                        },
+                        tick_hz,
+                        patch_every,
+                        tick: seed,
+                        features: n[2],
+                        idle_timeout_ms: n[4],
+                        handshake_timeout_ms: n[5],
+                        reconnect_grace_ms: n[6],
+                        reconnect_token: n[3].to_le_bytes().to_vec(),
+                        schema: gen_schema(&mut r),
+                        // Only a version 5 (or later) Welcome carries a content version.
+                        content_version: if n[0] >= CONTENT_VERSION_PROTOCOL {
+                            content
+                        } else {
+                            String::new()
+                        },
+                    })
+                }
+            ),
         any::<[u64; 3]>().prop_map(|t| ServerMessage::Pong(Pong {
             client_time: t[0],
             server_time_us: t[1],

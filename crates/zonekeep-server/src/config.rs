@@ -161,6 +161,14 @@ pub struct ServerConfig {
     pub capacity: Option<u32>,
     /// What a host does with a client whose zone another host owns. Default `redirect`.
     pub route: crate::fleet::RouteMode,
+    /// The game content version this host runs, a dotted number such as `1.4.0` (PROTOCOL.md
+    /// §4.1.2), which Welcome tells clients of protocol version 5. Default empty (none).
+    pub content_version: String,
+    /// The oldest content version a client may have, a dotted number: a Hello with an older,
+    /// empty or malformed content version is refused with `CONTENT_OUTDATED`, one below protocol
+    /// version 5 with `VERSION_MISMATCH`, before its ticket is verified or spent. Default none:
+    /// every client is admitted.
+    pub min_content_version: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -211,6 +219,8 @@ impl Default for ServerConfig {
             advertise: None,
             capacity: None,
             route: crate::fleet::RouteMode::Redirect,
+            content_version: String::new(),
+            min_content_version: None,
         }
     }
 }
@@ -234,6 +244,16 @@ pub enum ConfigError {
     // otherwise say the same thing twice.
     #[error("config: {0}")]
     Key(KeyError),
+    /// A content version (`content_version`, `min_content_version`) is not a dotted number.
+    #[error("config: {key} (--{flag}) {error}")]
+    ContentVersion {
+        /// The key.
+        key: &'static str,
+        /// The `zonekeep serve` flag that sets it.
+        flag: &'static str,
+        /// What is wrong.
+        error: crate::content::ContentVersionError,
+    },
 }
 
 impl From<KeyError> for ConfigError {
@@ -325,7 +345,48 @@ impl ServerConfig {
         }
         self.key_ring()?;
         self.persist_config()?;
+        self.content_policy()?;
         Ok(())
+    }
+
+    /// The content versions (`content_version`, `min_content_version`), checked: each must be a
+    /// dotted number (PROTOCOL.md §4.1.2), and the host's own must not be older than the minimum
+    /// it requires of clients.
+    pub fn content_policy(&self) -> Result<crate::content::ContentPolicy, ConfigError> {
+        use crate::content::{ContentPolicy, ContentVersion};
+        let current = match self.content_version.as_str() {
+            "" => None,
+            v => Some(
+                ContentVersion::parse(v).map_err(|error| ConfigError::ContentVersion {
+                    key: "content_version",
+                    flag: "content-version",
+                    error,
+                })?,
+            ),
+        };
+        let min = match &self.min_content_version {
+            None => None,
+            Some(v) => {
+                Some(
+                    ContentVersion::parse(v).map_err(|error| ConfigError::ContentVersion {
+                        key: "min_content_version",
+                        flag: "min-content-version",
+                        error,
+                    })?,
+                )
+            }
+        };
+        if let (Some(c), Some(m)) = (&current, &min) {
+            if c < m {
+                return Err(invalid(
+                    "content_version",
+                    format!(
+                        "{c} is older than min_content_version {m}: the host would refuse its own clients"
+                    ),
+                ));
+            }
+        }
+        Ok(ContentPolicy::new(current, min))
     }
 
     /// The persistence settings (`store`, `data_dir`, `save_every`,
@@ -490,6 +551,70 @@ mod tests {
             ..ServerConfig::default()
         };
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn content_versions_are_dotted_numbers_named_by_key_and_flag() {
+        let c = ServerConfig::from_toml_str(
+            "content_version = \"1.5.0\"\nmin_content_version = \"1.4\"\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        let p = c.content_policy().unwrap();
+        assert_eq!(p.current().map(|v| v.as_str()), Some("1.5.0"));
+        assert_eq!(p.min().map(|v| v.as_str()), Some("1.4"));
+        let d = ServerConfig::default().content_policy().unwrap();
+        assert_eq!((d.current(), d.min()), (None, None));
+
+        for (c, key, flag) in [
+            (
+                ServerConfig {
+                    min_content_version: Some("1.4-beta".into()),
+                    ..ServerConfig::default()
+                },
+                "min_content_version",
+                "--min-content-version",
+            ),
+            (
+                ServerConfig {
+                    min_content_version: Some(String::new()),
+                    ..ServerConfig::default()
+                },
+                "min_content_version",
+                "--min-content-version",
+            ),
+            (
+                ServerConfig {
+                    content_version: "v2".into(),
+                    ..ServerConfig::default()
+                },
+                "content_version",
+                "--content-version",
+            ),
+            (
+                ServerConfig {
+                    content_version: "1".repeat(65),
+                    ..ServerConfig::default()
+                },
+                "content_version",
+                "--content-version",
+            ),
+        ] {
+            let e = c.validate().unwrap_err();
+            assert!(
+                matches!(e, ConfigError::ContentVersion { key: k, .. } if k == key),
+                "{e:?}"
+            );
+            let text = e.to_string();
+            assert!(text.contains(key) && text.contains(flag), "{text}");
+        }
+        let behind = ServerConfig {
+            content_version: "1.3".into(),
+            min_content_version: Some("1.4".into()),
+            ..ServerConfig::default()
+        };
+        let e = behind.validate().unwrap_err().to_string();
+        assert!(e.contains("content_version") && e.contains("older"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use zonekeep_protocol::messages::KickCode;
 
 use crate::conn::KickNotice;
+use crate::content::ContentRefusal;
 use crate::reconnect::ReconnectError;
 use crate::sim::JoinFailure;
 use crate::ticket::TicketError;
@@ -26,6 +27,10 @@ pub enum SessionError {
     /// No common protocol version.
     #[error("no common protocol version (the host speaks {0})")]
     Version(u32),
+    /// The Hello's content version (or its protocol version, below 5) is refused by a host that
+    /// requires a minimum content version (PROTOCOL.md §4.1.2).
+    #[error(transparent)]
+    Content(#[from] ContentRefusal),
     /// A text frame, an undecodable message or a message out of place.
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -98,6 +103,7 @@ impl SessionError {
                 JoinFailure::Moved { .. } => KickCode::ZONE_MOVED,
             },
             SessionError::Version(_) => KickCode::VERSION_MISMATCH,
+            SessionError::Content(c) => c.code(),
             SessionError::Protocol(_) | SessionError::BadZoneId => KickCode::PROTOCOL_ERROR,
             SessionError::TooLarge { .. } => KickCode::MESSAGE_TOO_LARGE,
             SessionError::HandshakeTimeout => KickCode::HANDSHAKE_TIMEOUT,
@@ -153,7 +159,16 @@ mod tests {
         for (e, code) in cases {
             assert_eq!(SessionError::from(e).code(), code);
         }
+        let outdated = SessionError::from(ContentRefusal::Missing { min: "1.4".into() });
+        assert_eq!(outdated.code(), KickCode::CONTENT_OUTDATED);
+        assert_eq!(outdated.kick().reason, outdated.to_string());
+        let old = SessionError::from(ContentRefusal::OldProtocol {
+            version: 4,
+            min: "1.4".into(),
+        });
+        assert_eq!(old.code(), KickCode::VERSION_MISMATCH);
         assert_eq!(kick_label(KickCode::SLOW_CONSUMER), "slow_consumer");
+        assert_eq!(kick_label(KickCode::CONTENT_OUTDATED), "content_outdated");
         assert_eq!(kick_label(KickCode(999)), "code_999");
     }
 }

@@ -390,6 +390,7 @@ impl HostBuilder {
                 idle_ms: u32::try_from(config.idle_timeout_ms).unwrap_or(u32::MAX),
                 handshake_ms: u32::try_from(config.handshake_timeout_ms).unwrap_or(u32::MAX),
             },
+            content: config.content_policy()?,
             persist: self.persistence,
             recordings: Arc::new(crate::recording::Recordings::new(
                 config.data_dir.join("recordings"),

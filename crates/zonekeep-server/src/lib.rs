@@ -33,6 +33,7 @@ pub mod code;
 pub mod config;
 pub mod conn;
 pub mod conn_limit;
+pub mod content;
 mod dev;
 pub mod dev_key;
 mod drain;

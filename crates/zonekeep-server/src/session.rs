@@ -215,8 +215,8 @@ fn read_error(
 
 /// Protocol versions this host speaks: 3 adds Redirect and the fleet's Kick codes (a version-2
 /// client is told ZONE_MOVED, with the owner's URL in the reason, instead of being redirected);
-/// 4 adds a resuming Hello's `resume_from`.
-const HOST_VERSIONS: [u32; 3] = [MIN_PROTOCOL_VERSION, 3, PROTOCOL_VERSION];
+/// 4 adds a resuming Hello's `resume_from`; 5 adds Welcome's content version and CONTENT_OUTDATED.
+const HOST_VERSIONS: [u32; 4] = [MIN_PROTOCOL_VERSION, 3, 4, PROTOCOL_VERSION];
 
 /// How a handshake ended without an error.
 enum Handshake {
@@ -256,6 +256,12 @@ async fn handshake(
     };
     let version = negotiate_version(&hello.versions, &HOST_VERSIONS)
         .ok_or(SessionError::Version(PROTOCOL_VERSION))?;
+    // A host that requires a minimum content version refuses older content here, before the
+    // ticket is verified or its single-use id spent: the client reloads and presents it again.
+    if let Err(refusal) = shared.sim.content.admit(version, &hello.content_version) {
+        shared.metrics.connection_refused("content_outdated");
+        return Err(refusal.into());
+    }
     let (tx, rx) = oneshot::channel();
     // Admission may start the zone (claim and restore from the store): the
     // client waits for it, but shutdown does not.

@@ -193,6 +193,15 @@ struct ServeArgs {
     /// WebSocket is forwarded there (`proxy`, when only one address is public) [default: redirect].
     #[arg(long, env = "ZONEKEEP_ROUTE")]
     route: Option<zonekeep_server::fleet::RouteMode>,
+    /// The game content version this host runs, a dotted number such as 1.4.0, which Welcome tells
+    /// clients (protocol version 5) [default: none].
+    #[arg(long, env = "ZONEKEEP_CONTENT_VERSION")]
+    content_version: Option<String>,
+    /// The oldest content version a client may have, a dotted number: a client with older, missing
+    /// or malformed content is refused with CONTENT_OUTDATED (the SDKs stop and ask for a reload),
+    /// one below protocol version 5 with VERSION_MISMATCH [default: none, every client admitted].
+    #[arg(long, env = "ZONEKEEP_MIN_CONTENT_VERSION")]
+    min_content_version: Option<String>,
     #[command(flatten)]
     persist: crate::persist_args::PersistArgs,
 }
@@ -315,6 +324,12 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(r) = args.route {
         cfg.route = r;
+    }
+    if let Some(v) = &args.content_version {
+        cfg.content_version = v.clone();
+    }
+    if let Some(v) = &args.min_content_version {
+        cfg.min_content_version = Some(v.clone());
     }
     if let Some(t) = &args.admin_token {
         cfg.admin_token = Some(Secret::new(t.clone()));
@@ -512,6 +527,39 @@ mod tests {
         };
         let err = format!("{:#}", serve_config(&args).unwrap_err());
         assert!(err.contains("no_such_key"), "{err}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn content_version_flags_layer_over_the_file_and_bad_values_name_the_flag() {
+        let path =
+            std::env::temp_dir().join(format!("zonekeep-cli-content-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            "content_version = \"1.4.0\"\nmin_content_version = \"1.2\"\n",
+        )
+        .unwrap();
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["zonekeep", "serve", "--config", path.to_str().unwrap()];
+            argv.extend_from_slice(extra);
+            let Command::Serve(args) = Cli::try_parse_from(argv).unwrap().command else {
+                panic!("serve expected")
+            };
+            serve_config(&args)
+        };
+        let cfg = parse(&[]).unwrap();
+        assert_eq!(cfg.content_version, "1.4.0", "file over default");
+        assert_eq!(cfg.min_content_version.as_deref(), Some("1.2"));
+        let cfg = parse(&["--content-version", "2.0", "--min-content-version", "1.9"]).unwrap();
+        assert_eq!(cfg.content_version, "2.0", "flag over file");
+        assert_eq!(cfg.min_content_version.as_deref(), Some("1.9"));
+        for (flags, flag) in [
+            (["--min-content-version", "1.x"], "--min-content-version"),
+            (["--content-version", "latest"], "--content-version"),
+        ] {
+            let err = format!("{:#}", parse(&flags).unwrap_err());
+            assert!(err.contains(flag) && err.contains("dotted"), "{err}");
+        }
         let _ = std::fs::remove_file(&path);
     }
 

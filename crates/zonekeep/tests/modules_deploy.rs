@@ -80,7 +80,11 @@ struct Seen {
 /// A player of `zone` that joins at `url` (following redirects), then moves every 30 ms and
 /// counts Deltas until `stop`; `ended` records a Kick or a closed connection.
 async fn player(url: String, zone: String, who: String, seen: Arc<Seen>, stop: Arc<AtomicBool>) {
-    let mut ws = hello_at(&format!("{url}/zones/{zone}"), ticket_for(&who, &zone, "tag")).await;
+    let mut ws = hello_at(
+        &format!("{url}/zones/{zone}"),
+        ticket_for(&who, &zone, "tag"),
+    )
+    .await;
     let mut welcomed = false;
     let mut seq = 0u32;
     let mut every = tokio::time::interval(Duration::from_millis(30));

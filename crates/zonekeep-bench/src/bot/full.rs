@@ -139,7 +139,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
             connect(&cfg.zone_url(&zone), opts)
                 .await
                 .map_err(|e| match e {
-                    ClientError::Kicked(k) => kick_name(k.code),
+                    ClientError::Kicked(k) | ClientError::ContentOutdated(k) => kick_name(k.code),
                     ClientError::HandshakeTimeout => "timeout".to_owned(),
                     other => {
                         tracing::debug!(bot, error = %other, "connect");

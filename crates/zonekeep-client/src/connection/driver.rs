@@ -69,6 +69,16 @@ fn invites_reconnect(code: KickCode) -> bool {
         )
 }
 
+/// How a Kick that does not invite a reconnect ends the connection: CONTENT_OUTDATED has its own
+/// reason, since the application must update the client rather than just report it.
+fn final_kick(kick: Kick) -> CloseReason {
+    if kick.code == KickCode::CONTENT_OUTDATED {
+        CloseReason::ContentOutdated(kick)
+    } else {
+        CloseReason::Kicked(kick)
+    }
+}
+
 /// Kick codes a new ticket cures whoever issued the refused one: it aged out or was used up.
 fn ticket_expired(code: KickCode) -> bool {
     matches!(
@@ -174,7 +184,7 @@ impl Driver {
                     let retry = self.opts.reconnect.enabled
                         && kick.as_ref().is_none_or(|k| invites_reconnect(k.code));
                     if !retry {
-                        return kick.map_or(CloseReason::Lost(reason), CloseReason::Kicked);
+                        return kick.map_or(CloseReason::Lost(reason), final_kick);
                     }
                     // The zone moved while the player is in it: its new owner is waiting for the
                     // resume, so the first attempt goes without backoff.

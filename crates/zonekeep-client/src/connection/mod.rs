@@ -15,6 +15,13 @@
 //! ([`CountersSnapshot::redirects`]) and otherwise hides them. Every reconnect starts at the entry
 //! URL again, since the zone's owner may have changed; a Kick ZONE_MOVED or HOST_FENCED is such a
 //! change, and the connection resumes at once, without backoff on its first attempt.
+//!
+//! Content versions (PROTOCOL.md §4.1.2): [`ConnectOptions::content_version`] tells the host which
+//! game content this client was built for, and every Welcome of protocol version 5 says which
+//! content the host runs ([`Welcome::content_version`]). A host that requires newer content
+//! refuses the client with Kick CONTENT_OUTDATED, which is final: [`connect`] returns
+//! [`ClientError::ContentOutdated`], and a running connection ends with
+//! [`CloseReason::ContentOutdated`] instead of reconnecting.
 
 mod counters;
 mod driver;
@@ -87,7 +94,9 @@ pub struct ConnectOptions {
     pub ticket: String,
     /// Protocol versions offered (default: `[PROTOCOL_VERSION]`, the version this crate implements).
     pub versions: Vec<u32>,
-    /// The game content version (empty = none).
+    /// The game content version this client was built for, a dotted number such as `1.4.0`
+    /// (empty = none). A host requiring a minimum refuses older (or no) content with Kick
+    /// CONTENT_OUTDATED, which ends the connection for good (PROTOCOL.md §4.1.2).
     pub content_version: String,
     /// Capacity of the event channel. When full the connection stops reading the socket until
     /// the application catches up (the host then sees a slow consumer), never drops an event.
@@ -161,6 +170,11 @@ pub enum CloseReason {
     Client,
     /// The host kicked this client with a code that does not invite a reconnect.
     Kicked(Kick),
+    /// The host refused this client's content version (Kick CONTENT_OUTDATED, PROTOCOL.md
+    /// §4.1.2), typically on a reconnect after the game was updated: the client was built for
+    /// older content than the host now accepts. The application must update (or reload) the
+    /// client; reconnecting cannot help.
+    ContentOutdated(Kick),
     /// The transport dropped and reconnecting was disabled, impossible or failed every attempt.
     Lost(String),
 }
@@ -310,8 +324,9 @@ pub struct Connection {
 /// handshake and starts the connection's task. `url` is the entry URL: Redirects are followed
 /// (at most three; more is [`ClientError::TooManyRedirects`], a URL other than `ws://` or
 /// `wss://` is [`ClientError::RedirectScheme`]) and every reconnect starts there again. A Kick
-/// during the handshake is [`ClientError::Kicked`]. The BASELINE Delta that follows Welcome
-/// arrives as the first event.
+/// during the handshake is [`ClientError::Kicked`], or [`ClientError::ContentOutdated`] when the
+/// host refuses the client's content version. The BASELINE Delta that follows Welcome arrives as
+/// the first event.
 pub async fn connect(
     url: &str,
     opts: ConnectOptions,

@@ -8,7 +8,9 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use zonekeep_protocol::limits::{MAX_REDIRECTS, MAX_SERVER_MESSAGE};
-use zonekeep_protocol::messages::{ClientMessage, Hello, Redirect, ServerMessage, Welcome};
+use zonekeep_protocol::messages::{
+    ClientMessage, Hello, KickCode, Redirect, ServerMessage, Welcome,
+};
 
 use super::counters::{add, Counters};
 use crate::error::ClientError;
@@ -102,6 +104,9 @@ async fn handshake(
                         Ok(Answer::Welcome(ws, w))
                     }
                     ServerMessage::Redirect(r) => Ok(Answer::Redirect(ws, r)),
+                    ServerMessage::Kick(k) if k.code == KickCode::CONTENT_OUTDATED => {
+                        Err(ClientError::ContentOutdated(k))
+                    }
                     ServerMessage::Kick(k) => Err(ClientError::Kicked(k)),
                     _ => Err(ClientError::Protocol(
                         "expected Welcome, Redirect or Kick first",

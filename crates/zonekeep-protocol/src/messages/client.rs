@@ -22,11 +22,12 @@ pub struct Hello {
     pub ticket: String,
     /// Reconnect token from an earlier Welcome; empty = none (≤ 64 bytes).
     pub reconnect_token: Vec<u8>,
-    /// The client's content version; empty = none (≤ 64 bytes).
+    /// The game content the client was built for, a dotted number such as `1.4.0` (§4.1.2);
+    /// empty = none (≤ 64 bytes).
     pub content_version: String,
     /// Where a resuming client's known set stands (§4.1.1, version 4): with it the host may
     /// continue with a Delta against that state instead of a BASELINE. Only with a reconnect
-    /// token and only when `versions` offers 4.
+    /// token and only when `versions` offers 4 or a later version.
     pub resume_from: Option<ResumeFrom>,
 }
 
@@ -100,8 +101,9 @@ fn check_resume_from(h: &Hello) -> Result<(), &'static str> {
     if h.reconnect_token.is_empty() {
         return Err("Hello has resume_from without a reconnect token");
     }
-    if !h.versions.contains(&RESUME_FROM_VERSION) {
-        return Err("Hello has resume_from without offering version 4");
+    // Any version from 4 on defines it: a version 5 client offers only 5.
+    if !h.versions.iter().any(|v| *v >= RESUME_FROM_VERSION) {
+        return Err("Hello has resume_from without offering version 4 or later");
     }
     Ok(())
 }
@@ -330,7 +332,22 @@ mod tests {
             count: 0,
             hash: 0,
         });
-        assert!(ClientMessage::Hello(v3).to_bytes().is_err());
+        assert_eq!(
+            ClientMessage::Hello(v3).to_bytes(),
+            Err(EncodeError::Invalid(
+                "Hello has resume_from without offering version 4 or later"
+            ))
+        );
+        // A later version defines it too: a version 5 client offers only 5.
+        let mut v5 = hello();
+        v5.versions = vec![5];
+        v5.resume_from = Some(ResumeFrom {
+            tick: 1,
+            count: 0,
+            hash: 0,
+        });
+        let m = ClientMessage::Hello(v5);
+        assert_eq!(ClientMessage::decode(&m.to_bytes().unwrap()).unwrap(), m);
         let mut wire = plain.clone();
         wire.extend_from_slice(&[2, 1, 0, 0, 0, 0, 0]);
         assert_eq!(

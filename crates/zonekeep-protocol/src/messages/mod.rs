@@ -8,7 +8,7 @@ pub use client::{
 };
 pub use server::{
     peek_tag, DeltaContext, InputRefused, Kick, KickCode, KnownSetCheck, Pong, Redirect, Role,
-    ServerMessage, Transfer, Welcome,
+    ServerMessage, Transfer, Welcome, CONTENT_VERSION_PROTOCOL,
 };
 
 /// Message tags (PROTOCOL.md §1: client → server `0x01..=0x7f`, server → client `0x80..=0xff`).

@@ -11,7 +11,8 @@ use super::tag;
 use crate::delta::{decode_delta, Delta};
 use crate::error::{DecodeError, EncodeError};
 use crate::limits::{
-    MAX_KICK_REASON, MAX_RECONNECT_TOKEN, MAX_SERVER_MESSAGE, MAX_TICKET, MAX_URL, MAX_ZONE_ID,
+    MAX_CONTENT_VERSION, MAX_KICK_REASON, MAX_RECONNECT_TOKEN, MAX_SERVER_MESSAGE, MAX_TICKET,
+    MAX_URL, MAX_ZONE_ID,
 };
 use crate::schema::Schema;
 use crate::wire::{put_bytes_named, put_str_named, put_varint, Reader};
@@ -24,6 +25,10 @@ pub enum Role {
     /// Wire value 1.
     Observer,
 }
+
+/// The version that added [`Welcome::content_version`] and [`KickCode::CONTENT_OUTDATED`]
+/// (§4.1.2): a Welcome built for an older version carries no content version.
+pub const CONTENT_VERSION_PROTOCOL: u32 = 5;
 
 /// The server's answer to a valid Hello (§5.1).
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +60,11 @@ pub struct Welcome {
     pub reconnect_token: Vec<u8>,
     /// How to decode entities.
     pub schema: Schema,
+    /// The game content version the host runs (≤ 64 bytes; empty = none), so a client can tell
+    /// it was built for other content (§4.1.2). Only a Welcome of version 5 or later carries it
+    /// ([`CONTENT_VERSION_PROTOCOL`]): for an older `version` it must be empty, and it decodes as
+    /// empty.
+    pub content_version: String,
 }
 
 /// The answer to a Ping (§5.2).
@@ -137,6 +147,7 @@ kick_codes! {
     ZONE_MOVED = 24, "The zone moved to another host; resume there (protocol version 3).";
     HOST_FENCED = 25, "This host lost its lease on the zone; resume elsewhere (protocol version 3).";
     TOO_MANY_REDIRECTS = 26, "The connection attempt was redirected too often; the host refused another hop (protocol version 3).";
+    CONTENT_OUTDATED = 27, "The client's content version is older than the host accepts; reload the client (protocol version 5).";
 }
 
 impl KickCode {
@@ -235,6 +246,14 @@ pub fn peek_tag(bytes: &[u8]) -> Result<u8, DecodeError> {
     bytes.first().copied().ok_or(DecodeError::Truncated)
 }
 
+/// A content version needs a Welcome of version 5 or later to carry it (§5.1).
+fn check_content_version(w: &Welcome) -> Result<(), &'static str> {
+    if w.version < CONTENT_VERSION_PROTOCOL && !w.content_version.is_empty() {
+        return Err("Welcome content_version needs version 5");
+    }
+    Ok(())
+}
+
 fn welcome_ranges(tick_hz: u32, patch_every: u32) -> Result<(), &'static str> {
     if !(1..=1000).contains(&tick_hz) {
         return Err("tick_hz must be 1..=1000");
@@ -279,6 +298,7 @@ impl ServerMessage {
         match self {
             ServerMessage::Welcome(w) => {
                 welcome_ranges(w.tick_hz, w.patch_every).map_err(EncodeError::Invalid)?;
+                check_content_version(w).map_err(EncodeError::Invalid)?;
                 out.push(tag::WELCOME);
                 put_varint(out, u64::from(w.version));
                 put_varint(out, u64::from(w.player_id));
@@ -301,6 +321,14 @@ impl ServerMessage {
                     MAX_RECONNECT_TOKEN,
                 )?;
                 w.schema.encode(out)?;
+                if w.version >= CONTENT_VERSION_PROTOCOL {
+                    put_str_named(
+                        out,
+                        "content version",
+                        &w.content_version,
+                        MAX_CONTENT_VERSION,
+                    )?;
+                }
             }
             ServerMessage::Delta(d) => {
                 let ctx = ctx.ok_or(EncodeError::Invalid(
@@ -391,6 +419,13 @@ impl ServerMessage {
                     .bytes_named("reconnect token", MAX_RECONNECT_TOKEN)?
                     .to_vec();
                 let schema = Schema::decode(&mut r)?;
+                // Only a version 5 (or later) Welcome carries it, after the schema (§5.1).
+                let content_version = if version >= CONTENT_VERSION_PROTOCOL {
+                    r.str_named("content version", MAX_CONTENT_VERSION)?
+                        .to_owned()
+                } else {
+                    String::new()
+                };
                 ServerMessage::Welcome(Welcome {
                     version,
                     player_id,
@@ -405,6 +440,7 @@ impl ServerMessage {
                     reconnect_grace_ms,
                     reconnect_token,
                     schema,
+                    content_version,
                 })
             }
             tag::DELTA => {
@@ -482,7 +518,10 @@ mod tests {
         assert_eq!(KickCode(24).name(), Some("ZONE_MOVED"));
         assert_eq!(KickCode(25).name(), Some("HOST_FENCED"));
         assert_eq!(KickCode(26).name(), Some("TOO_MANY_REDIRECTS"));
-        assert_eq!(KickCode(27).name(), None);
+        assert_eq!(KickCode(27).name(), Some("CONTENT_OUTDATED"));
+        assert_eq!(KickCode::CONTENT_OUTDATED, KickCode(27));
+        assert!(!KickCode::CONTENT_OUTDATED.resumes_elsewhere());
+        assert_eq!(KickCode(28).name(), None);
         let elsewhere: Vec<u16> = (0..=30)
             .filter(|c| KickCode(*c).resumes_elsewhere())
             .collect();
@@ -582,6 +621,7 @@ mod tests {
                 pos_step: 0.5,
                 kinds: vec![],
             },
+            content_version: String::new(),
         };
         let b = rt(&ServerMessage::Welcome(w.clone()));
         let mut bad = b.clone();
@@ -593,6 +633,78 @@ mod tests {
         let mut w0 = w;
         w0.tick_hz = 0;
         assert!(ServerMessage::Welcome(w0).to_bytes(None).is_err());
+    }
+
+    #[test]
+    fn welcome_carries_a_content_version_from_version_5() {
+        let w = |version: u32, content_version: &str| Welcome {
+            version,
+            player_id: 1,
+            zone_id: "z".into(),
+            role: Role::Player,
+            tick_hz: 20,
+            patch_every: 1,
+            tick: 0,
+            features: 0,
+            idle_timeout_ms: 0,
+            handshake_timeout_ms: 0,
+            reconnect_grace_ms: 0,
+            reconnect_token: vec![],
+            schema: Schema {
+                pos_step: 1.0,
+                kinds: vec![],
+            },
+            content_version: content_version.into(),
+        };
+        // Version 5: the content version follows the schema.
+        let v4 = rt(&ServerMessage::Welcome(w(4, "")));
+        let v5 = rt(&ServerMessage::Welcome(w(5, "1.4")));
+        assert_eq!(v5[1], 5);
+        assert_eq!(&v5[2..], [&v4[2..], &[3, b'1', b'.', b'4']].concat());
+        // An empty one is still written (its length byte), and read back as empty.
+        let empty = rt(&ServerMessage::Welcome(w(5, "")));
+        assert_eq!(empty.last(), Some(&0));
+        assert_eq!(empty.len(), v4.len() + 1);
+        // Later versions carry it too.
+        rt(&ServerMessage::Welcome(w(6, "2")));
+
+        // A Welcome for an older version cannot carry one: refused, not dropped.
+        assert_eq!(
+            ServerMessage::Welcome(w(4, "1.4")).to_bytes(None),
+            Err(EncodeError::Invalid(
+                "Welcome content_version needs version 5"
+            ))
+        );
+        // Decoding follows the Welcome's own version: version 4 bytes followed by a content
+        // version are trailing bytes, and version 5 bytes without one are cut short.
+        let mut v4_extra = v4.clone();
+        v4_extra.extend_from_slice(&[3, b'1', b'.', b'4']);
+        assert_eq!(
+            ServerMessage::decode(&v4_extra, None),
+            Err(DecodeError::TrailingBytes(4))
+        );
+        let mut v5_short = v4.clone();
+        v5_short[1] = 5;
+        assert_eq!(
+            ServerMessage::decode(&v5_short, None),
+            Err(DecodeError::Truncated)
+        );
+        // At most 64 bytes.
+        rt(&ServerMessage::Welcome(w(5, &"9".repeat(64))));
+        assert!(ServerMessage::Welcome(w(5, &"9".repeat(65)))
+            .to_bytes(None)
+            .is_err());
+        let mut long = empty.clone();
+        long.pop();
+        long.push(65);
+        long.extend_from_slice(&[b'9'; 65]);
+        assert!(matches!(
+            ServerMessage::decode(&long, None),
+            Err(DecodeError::TooLong {
+                what: "content version",
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use serde_json::{json, Map, Value};
 use zonekeep_protocol::delta::{Delta, PosForm};
-use zonekeep_protocol::messages::{ClientMessage, Role, ServerMessage};
+use zonekeep_protocol::messages::{
+    ClientMessage, Role, ServerMessage, Welcome, CONTENT_VERSION_PROTOCOL,
+};
 use zonekeep_protocol::schema::{FieldType, FieldValue, Schema};
 
 /// Lowercase hex of `b`.
@@ -134,22 +136,7 @@ pub fn client_json(m: &ClientMessage) -> Value {
 
 pub fn server_json(m: &ServerMessage) -> Value {
     match m {
-        ServerMessage::Welcome(w) => json!({
-            "type": "welcome",
-            "version": w.version,
-            "player_id": w.player_id,
-            "zone_id": w.zone_id,
-            "role": match w.role { Role::Player => "player", Role::Observer => "observer" },
-            "tick_hz": w.tick_hz,
-            "patch_every": w.patch_every,
-            "tick": w.tick,
-            "features": w.features,
-            "idle_timeout_ms": w.idle_timeout_ms,
-            "handshake_timeout_ms": w.handshake_timeout_ms,
-            "reconnect_grace_ms": w.reconnect_grace_ms,
-            "reconnect_token": hex(&w.reconnect_token),
-            "schema": schema_json(&w.schema),
-        }),
+        ServerMessage::Welcome(w) => welcome_json(w),
         ServerMessage::Delta(d) => delta_json(d),
         ServerMessage::Pong(p) => json!({
             "type": "pong", "client_time": p.client_time, "server_time_us": p.server_time_us, "tick": p.tick,
@@ -168,4 +155,29 @@ pub fn server_json(m: &ServerMessage) -> Value {
             json!({"type": "known_set_check", "tick": k.tick, "count": k.count, "hash": k.hash})
         }
     }
+}
+
+/// A Welcome's value. `content_version` is there only from version 5, the first Welcome that
+/// carries it, so the fixtures of older versions keep their exact shape.
+pub fn welcome_json(w: &Welcome) -> Value {
+    let mut v = json!({
+        "type": "welcome",
+        "version": w.version,
+        "player_id": w.player_id,
+        "zone_id": w.zone_id,
+        "role": match w.role { Role::Player => "player", Role::Observer => "observer" },
+        "tick_hz": w.tick_hz,
+        "patch_every": w.patch_every,
+        "tick": w.tick,
+        "features": w.features,
+        "idle_timeout_ms": w.idle_timeout_ms,
+        "handshake_timeout_ms": w.handshake_timeout_ms,
+        "reconnect_grace_ms": w.reconnect_grace_ms,
+        "reconnect_token": hex(&w.reconnect_token),
+        "schema": schema_json(&w.schema),
+    });
+    if w.version >= CONTENT_VERSION_PROTOCOL {
+        v["content_version"] = json!(w.content_version);
+    }
+    v
 }

@@ -1,7 +1,7 @@
 //! Table fixtures: primitives.json, quant.json, invalid.json and canonical_pos.json (shapes in tests/fixtures/protocol/README.md).
 
 use super::fixture_json::*;
-use super::{big_known, context_json, schema, welcome, Fixture};
+use super::{big_known, context_json, schema, welcome, welcome_content, Fixture};
 use serde_json::json;
 use zonekeep_protocol::delta::{decode_delta, write_update_record, PosUpdate};
 use zonekeep_protocol::messages::{ClientMessage, ServerMessage};
@@ -179,6 +179,17 @@ pub fn invalid_cases() -> Fixture {
     zero_step[schema_at..schema_at + 4].copy_from_slice(&[0, 0, 0, 0]);
     welcome_bytes.push(0);
     let trailing_welcome = welcome_bytes;
+    // The version 5 Welcome fixture ends with its content version "1.4.0" (1 + 5 bytes).
+    let content_welcome = ServerMessage::Welcome(welcome_content())
+        .to_bytes(None)
+        .unwrap();
+    let no_content = content_welcome[..content_welcome.len() - 6].to_vec();
+    let mut v4_with_content = content_welcome.clone();
+    v4_with_content[1] = 4;
+    let mut long_content = no_content.clone();
+    long_content.push(65);
+    let mut bad_utf8_content = no_content.clone();
+    bad_utf8_content.extend_from_slice(&[2, 0xc3, 0x28]);
 
     // Deltas against big_known(): header tick 1 (01), ack 0 (00).
     let d = |rest: &[u8]| {
@@ -379,6 +390,30 @@ pub fn invalid_cases() -> Fixture {
             trailing_welcome,
             "trailing_bytes",
             "The welcome fixture plus one byte.",
+        ),
+        (
+            Dec::Server,
+            no_content,
+            "truncated",
+            "The welcome_content_version fixture without its content version: a version 5 Welcome carries one after the schema.",
+        ),
+        (
+            Dec::Server,
+            v4_with_content,
+            "trailing_bytes",
+            "The welcome_content_version fixture saying version 4: a version 4 Welcome ends with its schema, so the content version is trailing bytes.",
+        ),
+        (
+            Dec::Server,
+            long_content,
+            "too_long",
+            "A version 5 Welcome whose content version declares 65 bytes (limit 64), refused before reading them.",
+        ),
+        (
+            Dec::Server,
+            bad_utf8_content,
+            "invalid_utf8",
+            "A version 5 Welcome whose content version is not UTF-8.",
         ),
         (
             Dec::Delta,

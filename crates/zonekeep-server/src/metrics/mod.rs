@@ -190,7 +190,8 @@ impl Metrics {
         registry.register(
             "zonekeep_connections_refused",
             "Connections refused or closed before being served: a cap (per_ip, total), no request \
-             head in time (header_timeout), an HTTP/2 preface (http2)",
+             head in time (header_timeout), an HTTP/2 preface (http2), a Hello whose content version \
+             the host refuses (content_outdated)",
             m.connections_refused.clone(),
         );
         registry.register(
@@ -372,7 +373,8 @@ impl Metrics {
     }
 
     /// A connection was refused or closed before being served (`reason`: `per_ip`, `total`,
-    /// `header_timeout` or `http2`).
+    /// `header_timeout`, `http2`, or `content_outdated` for a Hello refused for its content
+    /// version, whether with CONTENT_OUTDATED or, below protocol version 5, VERSION_MISMATCH).
     pub fn connection_refused(&self, reason: &'static str) {
         self.connections_refused
             .get_or_create(&vec![("reason", reason.to_owned())])

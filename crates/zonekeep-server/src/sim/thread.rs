@@ -54,6 +54,8 @@ pub(crate) struct SimContext {
     pub zone_inbox: usize,
     /// What Welcome tells clients about the host's session timeouts.
     pub timeouts: SessionTimeouts,
+    /// The content version Welcome tells clients, and the oldest a Hello may carry.
+    pub content: crate::content::ContentPolicy,
     /// Saves, hibernation and facts; `None` runs zones in memory only.
     pub persist: Option<Arc<Persistence>>,
     /// Zone recordings.

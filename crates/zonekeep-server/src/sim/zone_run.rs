@@ -132,6 +132,7 @@ impl ZoneRun {
             reconnect_grace_ms: u32::try_from(cfg.reconnect_grace.as_millis()).unwrap_or(u32::MAX),
             reconnect_token: token,
             schema: self.host.schema(),
+            content_version: ctx.content.welcome_content_version(version),
         };
         let frame = welcome_frame(welcome)
             .map_err(|e| JoinFailure::Unavailable(format!("welcome: {e}")))?;

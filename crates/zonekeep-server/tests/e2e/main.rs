@@ -4,6 +4,7 @@
 
 mod admin;
 mod common;
+mod content;
 mod hardening;
 mod join;
 mod limits;

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use zonekeep_protocol::messages::{Hello, KickCode, ResumeFrom, Welcome, RESUME_FROM_VERSION};
 use zonekeep_protocol::mirror::Mirror;
 
-use super::{invites_reconnect, ticket_expired, ticket_key_refused, Driver, Flow};
+use super::{final_kick, invites_reconnect, ticket_expired, ticket_key_refused, Driver, Flow};
 use crate::clock::ClockSync;
 use crate::connection::counters::add;
 use crate::connection::socket::{self, Ws};
@@ -149,8 +149,12 @@ impl Driver {
                     } else if renewable && self.opts.fresh_ticket.is_some() {
                         ticket_stale = true;
                     } else if !invites_reconnect(k.code) {
-                        return Err(CloseReason::Kicked(k));
+                        return Err(final_kick(k));
                     }
+                }
+                // The game was updated while this client was away: no attempt can succeed.
+                Err(ClientError::ContentOutdated(k)) => {
+                    return Err(CloseReason::ContentOutdated(k));
                 }
                 // A host handing out such URLs would hand out the same on the next attempt.
                 Err(e @ ClientError::RedirectScheme(_)) => {
@@ -166,11 +170,11 @@ impl Driver {
     }
 
     /// What a resuming Hello says the mirror holds (PROTOCOL.md §4.1.1): only when the session's
-    /// Welcome negotiated version 4 (a host that never spoke it would refuse the field) and the
-    /// mirror is sound (a Delta applied, and no Resync waiting for its BASELINE).
+    /// Welcome negotiated version 4 or later (a host that never spoke it would refuse the field)
+    /// and the mirror is sound (a Delta applied, and no Resync waiting for its BASELINE).
     fn resume_from(&self) -> Option<ResumeFrom> {
         if self.welcome.version < RESUME_FROM_VERSION
-            || !self.opts.versions.contains(&RESUME_FROM_VERSION)
+            || !self.opts.versions.iter().any(|v| *v >= RESUME_FROM_VERSION)
             || self.awaiting_baseline
         {
             return None;

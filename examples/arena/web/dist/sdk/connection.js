@@ -14,6 +14,12 @@
  * Attempts back off exponentially with jitter and are bounded. A Kick ZONE_MOVED or HOST_FENCED
  * (the zone moved to another host) resumes at once: its first attempt waits for no backoff.
  *
+ * Content versions (§4.1.2): the Hello carries `contentVersion` (the content this build was made
+ * for), every version 5 Welcome the host's ({@link Welcome.contentVersion}). A host that requires
+ * newer content answers Kick CONTENT_OUTDATED: the connection stops for good (no reconnect loop)
+ * and emits 'reload' with {@link RELOAD_MESSAGE}, then a 'close' whose `reload` is true;
+ * `connect()` rejects with a {@link ContentOutdatedError}. The app reloads the page.
+ *
  * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
  * socket and a manual clock.
  */
@@ -43,6 +49,29 @@ export class RedirectError extends Error {
         this.kind = kind;
         this.url = url;
     }
+}
+/**
+ * What a {@link ZoneConnection} tells the app when the host refuses its content version: the page
+ * must be reloaded to get the current build.
+ */
+export const RELOAD_MESSAGE = "The game was updated: reload the page to play the current version.";
+/**
+ * The host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): the rejection of
+ * {@link ZoneConnection.connect} when it happens before the first Welcome. Its message is
+ * {@link RELOAD_MESSAGE} followed by the host's reason.
+ */
+export class ContentOutdatedError extends Error {
+    /** The Kick, or null when only its close code (4027) arrived. */
+    kick;
+    /** An error for the refusal `kick`. */
+    constructor(kick) {
+        super(reloadMessage(kick));
+        this.name = "ContentOutdatedError";
+        this.kick = kick;
+    }
+}
+function reloadMessage(kick) {
+    return kick !== null && kick.reason !== "" ? `${RELOAD_MESSAGE} (${kick.reason})` : RELOAD_MESSAGE;
 }
 /** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
 class RateMeter {
@@ -117,6 +146,7 @@ export class ZoneConnection {
         inputRefused: new Set(),
         transfer: new Set(),
         redirect: new Set(),
+        reload: new Set(),
     };
     socket = null;
     gen = 0;
@@ -256,7 +286,7 @@ export class ZoneConnection {
                 // Closing an already-failed socket is not an error worth reporting.
             }
         }
-        this.finish({ code: 1000, reason, kick: null, error: null, willReconnect: false, retryInMs: 0 });
+        this.finish({ code: 1000, reason, kick: null, error: null, willReconnect: false, retryInMs: 0, reload: false });
     }
     /**
      * Sends an input stamped with the next seq and the view tick; returns the seq, or null when the
@@ -546,14 +576,14 @@ export class ZoneConnection {
     }
     /**
      * What a resuming Hello says the mirror holds (§4.1.1): only when the session's Welcome
-     * negotiated version 4 (a host that never spoke it would refuse the field) and the mirror is
+     * negotiated version 4 or later (a host that never spoke it would refuse the field) and the mirror is
      * sound (a Delta applied, no Resync waiting for its BASELINE).
      */
     resumeFrom() {
         if (this.resumeFromRefused ||
             this.awaitingBaseline ||
             (this.welcomeMsg?.version ?? 0) < RESUME_FROM_VERSION ||
-            !this.versions.includes(RESUME_FROM_VERSION)) {
+            !this.versions.some((v) => v >= RESUME_FROM_VERSION)) {
             return null;
         }
         return this.mirrorState?.resumeFrom() ?? null;
@@ -627,6 +657,9 @@ export class ZoneConnection {
         let decision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
         if (kickCode === KickCode.VERSION_MISMATCH)
             decision = "stop";
+        // Outdated content stays outdated on every attempt: only a reload fixes it.
+        if (kickCode === KickCode.CONTENT_OUTDATED)
+            decision = "reload";
         // A host that speaks no version 4 reads resume_from as trailing bytes: try again without it.
         if (!wasOpen && kickCode === KickCode.PROTOCOL_ERROR && this.hello?.resumeFrom != null && !this.resumeFromRefused) {
             this.resumeFromRefused = true;
@@ -638,17 +671,25 @@ export class ZoneConnection {
             this.renewTicket = true;
         const maxAttempts = this.opts.reconnect?.maxAttempts ?? 8;
         this.attempts += 1;
-        const willReconnect = decision !== "stop" && this.attempts <= maxAttempts;
+        const reload = decision === "reload";
+        const willReconnect = decision !== "stop" && !reload && this.attempts <= maxAttempts;
         const info = {
             code,
-            reason: kick !== null ? `${kickCodeName(kick.code)}: ${kick.reason}` : localError?.message ?? reason,
+            reason: reload
+                ? reloadMessage(kick)
+                : kick !== null
+                    ? `${kickCodeName(kick.code)}: ${kick.reason}`
+                    : localError?.message ?? reason,
             kick,
             error: localError,
             willReconnect,
             retryInMs: 0,
+            reload,
         };
         if (!willReconnect) {
             this.st = "closed";
+            if (reload)
+                this.emit("reload", { message: reloadMessage(kick), kick });
             this.finish(info);
             return;
         }
@@ -669,6 +710,6 @@ export class ZoneConnection {
         this.emit("close", info);
         const first = this.firstWelcome;
         this.firstWelcome = null;
-        first?.reject(new Error(`connection closed before Welcome: ${info.reason}`));
+        first?.reject(info.reload ? new ContentOutdatedError(info.kick) : new Error(`connection closed before Welcome: ${info.reason}`));
     }
 }

@@ -1,7 +1,7 @@
 /**
  * @zonekeep/client — the TypeScript SDK of Zonekeep.
  *
- * - Codec (PROTOCOL.md, protocol version 4, byte-exact with the Rust codec): {@link encodeClientMessage},
+ * - Codec (PROTOCOL.md, protocol version 5, byte-exact with the Rust codec): {@link encodeClientMessage},
  *   {@link decodeServerMessage}, {@link decodeDelta}, {@link encodeDelta}, quantization helpers.
  * - {@link ZoneConnection}: handshake, events, reconnect, clock sync, inputs, counters.
  * - {@link Replica}: interpolated view of the zone's entities.

@@ -37,13 +37,19 @@ export const LIMITS = {
     redirects: 3,
 };
 /**
- * The protocol versions this SDK implements, and offers by default: version 4 (a resuming Hello's
- * `resumeFrom`, §4.1.1), which has version 3's bytes otherwise (Redirect, and the Kick codes
- * ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
+ * The protocol versions this SDK implements, and offers by default: version 5 (Welcome's
+ * `contentVersion` and the Kick code CONTENT_OUTDATED, §4.1.2), which includes version 4 (a
+ * resuming Hello's `resumeFrom`, §4.1.1) and version 3 (Redirect, and the Kick codes ZONE_MOVED,
+ * HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS = [4];
+export const SUPPORTED_VERSIONS = [5];
 /** The version that added {@link ResumeFrom} to Hello (§4.1.1). */
 export const RESUME_FROM_VERSION = 4;
+/**
+ * The version that added {@link Welcome.contentVersion} and {@link KickCode.CONTENT_OUTDATED}
+ * (§4.1.2): a Welcome of an older version carries no content version.
+ */
+export const CONTENT_VERSION_PROTOCOL = 5;
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
     BAD_TICKET: 1,
@@ -75,6 +81,11 @@ export const KickCode = {
     HOST_FENCED: 25,
     /** The connection attempt took too many hops; the host refused another (version 3). */
     TOO_MANY_REDIRECTS: 26,
+    /**
+     * The client's content version is older than the host accepts; reload the client (version 5,
+     * §4.1.2). Final: {@link ZoneConnection} stops and emits 'reload'.
+     */
+    CONTENT_OUTDATED: 27,
 };
 /**
  * Whether a Kick code ends the connection but not the session (§5.3): ZONE_MOVED and HOST_FENCED,
@@ -82,6 +93,36 @@ export const KickCode = {
  */
 export function kickResumesElsewhere(code) {
     return code === KickCode.ZONE_MOVED || code === KickCode.HOST_FENCED;
+}
+/**
+ * Compares two content versions (§4.1.2), dotted numbers such as `1.4.0`, numerically component by
+ * component, a missing component counting as 0: negative when `a` is older than `b`, 0 when they
+ * are the same version (`1.4` and `1.4.0`), positive when `a` is newer. Null when either is not a
+ * dotted number (empty included) or is longer than 64 bytes.
+ */
+export function compareContentVersions(a, b) {
+    const parse = (v) => {
+        if (v.length === 0 || v.length > LIMITS.contentVersion || !/^[0-9]+(\.[0-9]+)*$/.test(v))
+            return null;
+        const parts = v.split(".").map((p) => p.replace(/^0+/, ""));
+        while (parts.length > 0 && parts[parts.length - 1] === "")
+            parts.pop();
+        return parts;
+    };
+    const pa = parse(a);
+    const pb = parse(b);
+    if (pa === null || pb === null)
+        return null;
+    for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+        const x = pa[i] ?? "";
+        const y = pb[i] ?? "";
+        // Without leading zeros, the longer run of digits is the larger number (no precision limit).
+        if (x.length !== y.length)
+            return x.length < y.length ? -1 : 1;
+        if (x !== y)
+            return x < y ? -1 : 1;
+    }
+    return 0;
 }
 /** The name of a kick code, or `UNKNOWN(n)`. */
 export function kickCodeName(code) {
@@ -127,14 +168,16 @@ export function peekTag(bytes) {
         throw new DecodeError("truncated", "empty message");
     return t;
 }
-/** A `resumeFrom` needs a reconnect token to resume and version 4 offered (§4.1.1). */
+/** A `resumeFrom` needs a reconnect token to resume and version 4 (or later) offered (§4.1.1). */
 function checkResumeFrom(m, err) {
     if (m.resumeFrom == null)
         return;
     if (m.reconnectToken.length === 0)
         throw err("Hello has resume_from without a reconnect token");
-    if (!m.versions.includes(RESUME_FROM_VERSION))
-        throw err("Hello has resume_from without offering version 4");
+    // Any version from 4 on defines it: a version 5 client offers only 5.
+    if (!m.versions.some((v) => v >= RESUME_FROM_VERSION)) {
+        throw err("Hello has resume_from without offering version 4 or later");
+    }
 }
 function checkVersions(versions, err) {
     if (versions.length < 1 || versions.length > LIMITS.versions)
@@ -247,6 +290,10 @@ export function encodeServerMessage(m, ctx) {
             if (!Number.isInteger(m.patchEvery) || m.patchEvery < 1) {
                 throw new EncodeError("invalid", "patch_every must be ≥ 1");
             }
+            const contentVersion = m.contentVersion ?? "";
+            if (m.version < CONTENT_VERSION_PROTOCOL && contentVersion !== "") {
+                throw new EncodeError("invalid", "Welcome content_version needs version 5");
+            }
             w.u8(Tag.Welcome).varint(m.version).varintU32(m.playerId);
             w.str(m.zoneId, LIMITS.zoneId, "zone id");
             w.u8(m.role === "player" ? 0 : 1);
@@ -254,6 +301,9 @@ export function encodeServerMessage(m, ctx) {
             w.varintU32(m.idleTimeoutMs).varintU32(m.handshakeTimeoutMs).varintU32(m.reconnectGraceMs);
             w.bytesField(m.reconnectToken, LIMITS.reconnectToken, "reconnect token");
             encodeSchema(w, m.schema);
+            // Version 5 on: the host's content version follows the schema (§5.1).
+            if (m.version >= CONTENT_VERSION_PROTOCOL)
+                w.str(contentVersion, LIMITS.contentVersion, "content version");
             break;
         }
         case "delta":
@@ -329,6 +379,7 @@ export function decodeServerMessage(bytes, ctx) {
             const reconnectGraceMs = r.varintU32();
             const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
             const schema = decodeSchema(r);
+            const contentVersion = version >= CONTENT_VERSION_PROTOCOL ? r.str(LIMITS.contentVersion, "content version") : "";
             m = {
                 type: "welcome",
                 version,
@@ -344,6 +395,7 @@ export function decodeServerMessage(bytes, ctx) {
                 reconnectGraceMs,
                 reconnectToken,
                 schema,
+                contentVersion,
             };
             break;
         }

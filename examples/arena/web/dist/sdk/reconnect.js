@@ -37,6 +37,9 @@ export function defaultReconnectPolicy(code, context = { ticketReused: false }) 
         case KickCode.ZONE_STOPPED:
         case KickCode.RATE_LIMITED:
             return "stop";
+        case KickCode.CONTENT_OUTDATED:
+            // No attempt can succeed until the client is the current build.
+            return "reload";
         case KickCode.ZONE_MOVED:
         case KickCode.HOST_FENCED:
             // The session lives on at the zone's new owner: resume (at once, through the entry URL).
