@@ -1,12 +1,10 @@
 //! The movement rule shared by the zone and the page.
 //!
-//! [`step`] is the only place a player's position changes. The page runs the same rule
-//! (`web/src/movement.ts`) to predict its own player, so both must give **bit-identical** results:
-//! every operation here is a single IEEE-754 `f32` operation (Rust never fuses them), the only
-//! non-trivial function is `sqrt` (correctly rounded in both languages), and the TypeScript mirror
-//! rounds with `Math.fround` after each operation, in the same order. Computing an `f32` operation in
-//! `f64` and rounding once gives the correctly rounded `f32` result for `+ - * / sqrt`, which is why
-//! the mirror is exact. A fixture (`tests/fixtures/arena/movement.json`) replayed by both proves it.
+//! [`step`] is the only place a player's position changes. The page runs this same code, compiled
+//! to WebAssembly, to predict its own player: every operation is a single IEEE-754 `f32`
+//! operation (Rust never fuses them, and WebAssembly's `f32` arithmetic and `sqrt` are correctly
+//! rounded), so the server and the prediction agree to the bit. A fixture
+//! (`tests/fixtures/arena/movement.json`) replayed natively and through the page's module shows it.
 //!
 //! The step ends by snapping the position to the replication quantum, so the state a client decodes
 //! from the wire is exactly the server's state and replaying unacknowledged inputs from it reproduces

@@ -18,7 +18,8 @@ pub mod drones;
 pub mod gallery;
 pub mod identity;
 pub mod map;
-pub mod movement;
+/// The movement rule, shared with the page (which runs it compiled to WebAssembly).
+pub use zonekeep_arena_rules::movement;
 pub mod web;
 pub mod zone;
 

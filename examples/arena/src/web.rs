@@ -36,6 +36,7 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("index.html", "text/html; charset=utf-8"),
     file!("gallery.html", "text/html; charset=utf-8"),
     file!("style.css", "text/css; charset=utf-8"),
+    file!("arena-rules.wasm", "application/wasm"),
     file!("gallery.js", JS),
     file!("gallery-view.js", JS),
     file!("guest.js", JS),

@@ -1,5 +1,7 @@
 // Builds the demo pages (the arena, the shooting gallery) into a directory (default `dist/`): the SDK sources of clients/js compiled to
-// `sdk/`, the page's TypeScript compiled beside them, and the static files copied. No bundler: the
+// `sdk/`, the page's TypeScript compiled beside them, the arena's movement rule compiled to
+// WebAssembly by cargo (`arena-rules.wasm`, from examples/arena-rules; needs rustup's
+// wasm32-unknown-unknown target), and the static files copied. No bundler: the
 // browser loads plain ES modules. Output is deterministic, so `dist/` is committed and a test rebuilds
 // into a temporary directory and compares (a fresh clone needs only cargo to run the demo).
 //
@@ -12,6 +14,7 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const sdkSrc = resolve(here, "../../../clients/js/src");
+const root = resolve(here, "../../..");
 const STATIC = ["index.html", "gallery.html", "style.css"];
 
 const compilerOptions = {
@@ -73,6 +76,15 @@ export function build(outDir) {
       if (f.endsWith(".js")) copyFileSync(join(sdkTypes, "sdk", f), join(out, "sdk", f));
     }
     for (const f of STATIC) copyFileSync(join(here, f), join(out, f));
+
+    // 3. The movement rule, the zone's own Rust code, for the prediction.
+    const target = join(root, "target", "modules");
+    execFileSync(
+      process.env.CARGO ?? "cargo",
+      ["build", "--quiet", "-p", "zonekeep-arena-rules", "--target", "wasm32-unknown-unknown", "--profile", "module", "--target-dir", target],
+      { cwd: root, stdio: "inherit" },
+    );
+    copyFileSync(join(target, "wasm32-unknown-unknown", "module", "zonekeep_arena_rules.wasm"), join(out, "arena-rules.wasm"));
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

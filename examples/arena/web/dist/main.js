@@ -9,7 +9,7 @@
 import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
-import { DT, encodeInput, SPEED, step, TICK_HZ } from "./movement.js";
+import { DT, encodeInput, loadRules, SPEED, step, TICK_HZ } from "./movement.js";
 import { Renderer } from "./render.js";
 import { KickCode, kickCodeName, Predictor, Replica, } from "./sdk/index.js";
 /** Event topics of the arena zone (`TOPIC_*` in examples/arena/src/zone/mod.rs). */
@@ -67,6 +67,17 @@ const banner = new Banner(root);
 const toasts = new Toasts(root);
 hostNetSimPanel(root);
 debug.toasts = toasts.shown;
+// The rule the prediction steps with: the zone's own Rust code, compiled to WebAssembly.
+try {
+    const res = await fetch("./arena-rules.wasm");
+    if (!res.ok)
+        throw new Error(`HTTP ${res.status}`);
+    await loadRules(await res.arrayBuffer());
+}
+catch (e) {
+    banner.show(`The movement rule (arena-rules.wasm) did not load: ${String(e)}. Reload the page.`, "error");
+    throw e;
+}
 const conn = guestConnection(zoneId, tickets);
 const replica = new Replica(conn.clock);
 /** Kind ids by name, from the Welcome's schema. */
@@ -161,6 +172,7 @@ function kickText(k) {
         [KickCode.ZONE_MOVED]: "The zone moved to another host",
         [KickCode.HOST_FENCED]: "The host lost this zone to another host",
         [KickCode.TOO_MANY_REDIRECTS]: "The hosts do not agree yet where this zone runs",
+        [KickCode.CONTENT_OUTDATED]: "The game was updated since this page loaded: reload it",
     };
     const detail = k.reason !== "" ? `${kickCodeName(k.code)}: ${k.reason}` : kickCodeName(k.code);
     return `${why[k.code] ?? "The host closed the connection"} (${detail})`;

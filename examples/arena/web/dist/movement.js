@@ -1,12 +1,12 @@
 /**
- * The arena's movement rule, mirrored bit-exactly from `examples/arena/src/movement.rs`.
+ * The arena's movement rule for the page's prediction: the zone's own Rust code
+ * (`examples/arena-rules`), compiled to WebAssembly and served as `arena-rules.wasm`, so the
+ * prediction and the server agree to the bit without a second copy of the rule. {@link loadRules}
+ * must have finished before the first {@link step}.
  *
- * Every value is an f32 held in a JS number. Each arithmetic operation is computed in f64 and rounded
- * with `Math.fround`, which for `+ - * / sqrt` of f32 operands equals the correctly rounded f32
- * operation Rust performs; the operations happen in the same order as in Rust. Change both files
- * together and regenerate the fixture (`ZONEKEEP_BLESS=1 cargo test -p zonekeep-arena`).
+ * The constants below are the rule's, for drawing and input; the fixture test checks them bit for
+ * bit against Rust's (`ZONEKEEP_BLESS=1 cargo test -p zonekeep-arena` regenerates the fixture).
  */
-import { posDecode, posEncode } from "./sdk/index.js";
 const f = Math.fround;
 /** Width of the arena in world units. */
 export const ARENA_W = f(120);
@@ -54,58 +54,39 @@ export function encodeInput(input) {
     const flags = input.flags & FLAG_MASK;
     return flags === 0 ? Uint8Array.of(dir) : Uint8Array.of(dir, flags);
 }
-/** Snaps a coordinate to the position quantum, as the wire carries it. */
-export function snap(v) {
-    return posDecode(posEncode(v, POS_STEP), POS_STEP);
-}
-/** Rust's `f32::max(a, b)` for non-NaN operands. */
-function max(a, b) {
-    return a > b ? a : b;
-}
-/** Rust's `f32::min(a, b)` for non-NaN operands. */
-function min(a, b) {
-    return a < b ? a : b;
+let rules = null;
+/**
+ * Instantiates the compiled movement rule from the bytes of `arena-rules.wasm`. It imports
+ * nothing; a module without the rule's exports is refused.
+ */
+export async function loadRules(bytes) {
+    const { instance } = await WebAssembly.instantiate(bytes, {});
+    const e = instance.exports;
+    if (!(e.memory instanceof WebAssembly.Memory) || typeof e.arena_pillars !== "function" || typeof e.arena_step !== "function") {
+        throw new Error("arena-rules.wasm lacks the movement rule's exports");
+    }
+    rules = e;
 }
 /**
- * One input's movement over `dt` seconds: the Rust `step`, operation for operation.
- * Does not mutate its arguments.
+ * One input's movement over `dt` seconds, by the compiled Rust `step`. Does not mutate its
+ * arguments. Throws before {@link loadRules} finished.
  */
 export function step(state, input, dt, pillars) {
-    let dx = 0;
-    let dy = 0;
-    if ((input.dir & DIR_RIGHT) !== 0)
-        dx = f(dx + 1);
-    if ((input.dir & DIR_LEFT) !== 0)
-        dx = f(dx - 1);
-    if ((input.dir & DIR_DOWN) !== 0)
-        dy = f(dy + 1);
-    if ((input.dir & DIR_UP) !== 0)
-        dy = f(dy - 1);
-    if (dx === 0 && dy === 0)
-        return state;
-    const speed = (input.flags & FLAG_WALK) !== 0 ? WALK_SPEED : SPEED;
-    let len = f(speed * f(dt));
-    if (dx !== 0 && dy !== 0)
-        len = f(len * DIAGONAL);
-    let x = f(state.x + f(dx * len));
-    let y = f(state.y + f(dy * len));
-    for (const p of pillars) {
-        const ex = f(x - p.x);
-        const ey = f(y - p.y);
-        const m = f(p.r + PLAYER_RADIUS);
-        const d2 = f(f(ex * ex) + f(ey * ey));
-        if (d2 >= f(m * m))
-            continue;
-        if (d2 > 0) {
-            const k = f(m / f(Math.sqrt(d2)));
-            x = f(p.x + f(ex * k));
-            y = f(p.y + f(ey * k));
-        }
-        else {
-            x = f(p.x + m);
-        }
-    }
-    x = min(max(x, MIN_X), MAX_X);
-    y = min(max(y, MIN_Y), MAX_Y);
-    return { x: snap(x), y: snap(y) };
+    if (rules === null)
+        throw new Error("the movement rule is not loaded: await loadRules() first");
+    const at = rules.arena_pillars(pillars.length);
+    // A view made after the call: the call may have grown (and so replaced) the memory's buffer.
+    const room = new Float32Array(rules.memory.buffer, at, pillars.length * 3);
+    pillars.forEach((p, i) => {
+        room[i * 3] = p.x;
+        room[i * 3 + 1] = p.y;
+        room[i * 3 + 2] = p.r;
+    });
+    const out = rules.arena_step(state.x, state.y, input.dir & DIR_MASK, input.flags & FLAG_MASK, dt, pillars.length);
+    const xy = new Float32Array(rules.memory.buffer, out, 2);
+    const x = xy[0];
+    const y = xy[1];
+    if (x === undefined || y === undefined)
+        throw new Error("arena_step answered outside its memory");
+    return { x, y };
 }

@@ -1,6 +1,7 @@
 // Replays the Rust-generated movement fixture through the page's movement step (the committed
-// dist/movement.js, which dist-fresh.test.mjs proves is built from src/) and asserts bit-identical
-// results: the server's authoritative step and the client's prediction agree to the bit.
+// dist/movement.js running the committed dist/arena-rules.wasm, both of which dist-fresh.test.mjs
+// proves are built from source) and asserts bit-identical results: the server's authoritative step
+// and the client's prediction agree to the bit.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
@@ -8,8 +9,10 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import * as movement from "../dist/movement.js";
+import { posDecode, posEncode } from "../dist/sdk/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
+await movement.loadRules(readFileSync(resolve(here, "../dist/arena-rules.wasm")));
 const fixture = JSON.parse(readFileSync(resolve(here, "../../../../tests/fixtures/arena/movement.json"), "utf8"));
 
 const buf = new DataView(new ArrayBuffer(4));
@@ -63,8 +66,9 @@ test("the step does not mutate its arguments and ignores unknown bits", () => {
 test("the page collides with the map's pillars", () => {
   // The page reads pillars from the world; the zone spawns exactly these (map_pillars).
   assert.equal(fixture.map_pillars.length, 10);
+  const snap = (v) => posDecode(posEncode(v, movement.POS_STEP), movement.POS_STEP);
   for (const [x, y] of fixture.map_pillars) {
-    assert.equal(movement.snap(fromBits(x)), fromBits(x), "pillar centres are on the wire grid");
-    assert.equal(movement.snap(fromBits(y)), fromBits(y));
+    assert.equal(snap(fromBits(x)), fromBits(x), "pillar centres are on the wire grid");
+    assert.equal(snap(fromBits(y)), fromBits(y));
   }
 });
