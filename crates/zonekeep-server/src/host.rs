@@ -396,6 +396,7 @@ impl HostBuilder {
                 config.data_dir.join("recordings"),
                 metrics.clone(),
             )),
+            interrupts: Arc::default(),
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
         let admin_token_hash = config

@@ -302,7 +302,13 @@ pub(crate) async fn start(
     ));
     let halt = Arc::new(AtomicBool::new(false));
     let wakers = shared.pool.wakers();
+    let interrupts = Arc::clone(&shared.sim.interrupts);
     watchdog::spawn(Arc::clone(&fleet), Arc::clone(&halt), move || {
+        // A module call running now stops within an epoch rather than at its deadline.
+        let stopped = interrupts.stop_all();
+        if stopped > 0 {
+            tracing::error!(stopped, "lease lapsed: stopping the running module calls");
+        }
         for w in &wakers {
             let _ = w.try_send(crate::sim::SimCommand::Wake);
         }

@@ -9,6 +9,7 @@
 //! outbox with `try_send`, so the tick never waits on the network.
 
 mod frames;
+mod interrupts;
 mod notices;
 mod registry;
 mod start;
@@ -29,6 +30,7 @@ use zonekeep_protocol::ResumeFrom;
 use crate::conn::ConnHandle;
 
 pub(crate) use frames::{kick_frame, pong_frame};
+pub(crate) use interrupts::Interrupts;
 pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use registry::{Registry, ZoneEntry};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};

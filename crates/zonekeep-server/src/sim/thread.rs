@@ -60,6 +60,8 @@ pub(crate) struct SimContext {
     pub persist: Option<Arc<Persistence>>,
     /// Zone recordings.
     pub recordings: Arc<crate::recording::Recordings>,
+    /// Stop flags of the running zones whose game code can be interrupted.
+    pub interrupts: Arc<super::Interrupts>,
 }
 
 struct SimThread {
@@ -133,7 +135,8 @@ impl SimThread {
                 if z.step(&self.ctx, now) {
                     unload.push(id.clone());
                 }
-                if z.failure().is_some() {
+                // A call stopped because the lease lapsed is the fence's business, next wake.
+                if z.failure().is_some() && !z.fenced() {
                     failed.push(id.clone());
                 }
                 stepped.push(id.clone());
@@ -206,6 +209,9 @@ impl SimThread {
         } = start;
         self.ctx.metrics.set_tier(&mut metrics, host.tier());
         tracing::info!(zone = %zone_id, kind = %host.kind(), tick = host.tick(), "zone started");
+        if let Some(flag) = host.stop_handle() {
+            self.ctx.interrupts.register(&flag);
+        }
         let mut run = ZoneRun::new(host, persist, entry, inbox, self.ctx.zone_inbox, metrics);
         if let Some(limits) = record {
             // Before its first tick: the recording starts at the zone's creation (or restore).

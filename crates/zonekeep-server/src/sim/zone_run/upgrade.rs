@@ -85,6 +85,9 @@ impl ZoneRun {
                 report.resumed += 1;
             }
         }
+        if let Some(flag) = next.stop_handle() {
+            ctx.interrupts.register(&flag);
+        }
         self.host = next;
         report.upgraded = true;
         ctx.metrics.zone_upgraded(report.frozen_inputs);
