@@ -223,6 +223,37 @@ fn main() {
         );
     }
 
+    // A deploy's freeze: a zone of `players` players saved and restored into a new instance
+    // (what the server's upgrade does between two ticks).
+    {
+        let clock = Arc::new(ManualClock::new());
+        let mut host = kinds
+            .create(init("freeze"), config.clone(), clock.clone())
+            .unwrap();
+        for i in 0..players {
+            host.handle_join(Principal::new(format!("p{i}")), Claims::new(), Role::Player)
+                .unwrap();
+        }
+        clock.advance(config.dt());
+        host.advance(clock.now());
+        let mut times = Vec::new();
+        for _ in 0..50 {
+            let start = Instant::now();
+            let save = host.snapshot().unwrap();
+            let next = kinds
+                .restore(init("freeze"), config.clone(), clock.clone(), 1, &save)
+                .unwrap();
+            times.push(start.elapsed());
+            assert_eq!(next.world().len(), players as usize);
+        }
+        times.sort();
+        println!(
+            "deploy freeze (save + new instance + restore), {players} players: p50 {:.0} µs, max {:.0} µs",
+            us(percentile(&times, 0.5)),
+            us(*times.last().unwrap())
+        );
+    }
+
     // Instantiation and memory: `zones` idle zones (created, one player each, nothing ticked).
     let clock = Arc::new(ManualClock::new());
     let before = rss();

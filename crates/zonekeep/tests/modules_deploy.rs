@@ -179,6 +179,10 @@ async fn a_hot_deploy_under_load_disconnects_nobody_and_a_refused_one_rolls_back
             z["frozen_inputs"].is_u64(),
             "the frozen inputs are reported: {z}"
         );
+        assert!(
+            z["frozen_us"].as_u64().unwrap() > 0,
+            "and how long the zone was frozen: {z}"
+        );
     }
     assert_eq!(out["version"], 1, "{out}");
     let after: Vec<u64> = seen

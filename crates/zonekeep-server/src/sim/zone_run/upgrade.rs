@@ -28,6 +28,9 @@ pub struct ZoneUpgrade {
     /// Connections told to resume (ZONE_MOVED) because the new code's entity schema differs
     /// from the one their Welcome announced.
     pub resumed: u32,
+    /// How long the zone was frozen: from its save to running in the new code (or back on the
+    /// old one), in microseconds. Its simulation thread did nothing else meanwhile.
+    pub frozen_us: u64,
 }
 
 impl ZoneRun {
@@ -37,6 +40,7 @@ impl ZoneRun {
     /// entity schema is unchanged, every connection stays connected and gets a BASELINE of the
     /// rebuilt world; otherwise each is told to resume, and gets the new schema in its Welcome.
     pub fn upgrade(&mut self, ctx: &SimContext) -> ZoneUpgrade {
+        let started = Instant::now();
         let mut report = ZoneUpgrade {
             zone: self.entry.zone_id.clone(),
             upgraded: false,
@@ -44,9 +48,12 @@ impl ZoneRun {
             frozen_inputs: 0,
             kept: 0,
             resumed: 0,
+            frozen_us: 0,
         };
+        let frozen_us = || u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let Some(envelope) = self.host.snapshot() else {
             report.refused = Some("the zone keeps no save to carry over".into());
+            report.frozen_us = frozen_us();
             return report;
         };
         let mut next = match ctx.kinds.restore(
@@ -59,6 +66,7 @@ impl ZoneRun {
             Ok(next) => next,
             Err(e) => {
                 report.refused = Some(e.to_string());
+                report.frozen_us = frozen_us();
                 return report;
             }
         };
@@ -90,6 +98,7 @@ impl ZoneRun {
         }
         self.host = next;
         report.upgraded = true;
+        report.frozen_us = frozen_us();
         ctx.metrics.zone_upgraded(report.frozen_inputs);
         self.publish();
         report
