@@ -3,6 +3,7 @@
 // abrupt socket drop resumed with the reconnect token. Uses the SDK build the page ships
 // (examples/arena/web/dist/sdk, proven fresh against clients/js/src by the page's own test).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 
@@ -12,6 +13,8 @@ import { devTicket, movementPath, sdkPath, startServer } from "./harness.mjs";
 
 const sdk = await import(pathToFileURL(sdkPath).href);
 const movement = await import(pathToFileURL(movementPath).href);
+// The page's movement step runs the arena's Rust rule compiled to WebAssembly, built beside it.
+await movement.loadRules(readFileSync(new URL("arena-rules.wasm", pathToFileURL(movementPath))));
 
 const ZONE = "arena-1";
 let server;
