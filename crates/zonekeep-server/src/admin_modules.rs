@@ -3,6 +3,7 @@
 //! | route | body | answer |
 //! | --- | --- | --- |
 //! | `GET /admin/modules` | | `{"kinds": [{"kind", "sha256"}], "deploys": [{"kind", "sha256", "version", "size", "deployed_at_ms"}]}`: this host's module kinds and what they run, and the store's record of every kind's deploy |
+//! | `POST /admin/modules/{kind}/rollback` | | 200 `DeployOutcome` (`"rolled_back": true`): the kind goes back to the module it ran before its last deploy on this host, through the same freeze barrier, and the store records it, so every host follows; 409 `nothing_to_roll_back` when there is none |
 //! | `POST /admin/modules/{kind}?on_refusal=roll_back\|keep_upgraded` | the module (`application/wasm`, at most 32 MiB) | 200 `DeployOutcome`: the module is kept in the store, installed here, and every running zone of the kind is frozen, saved and restored into it; when a zone's new code refuses its save every zone goes back to the old code (`roll_back`, the default, answers `"rolled_back": true`) or only that zone stays on it (`keep_upgraded`). Other hosts of the fleet follow within a second. 422 `refused` for a module that does not load (the reason names the import or export). |
 
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::code::{deploy, DeployError, OnRefusal};
+use crate::code::{deploy, roll_back, DeployError, OnRefusal};
 use crate::host::{json_error, Shared};
 
 /// The largest module body accepted (the store's limit).
@@ -24,10 +25,27 @@ const MAX_MODULE_BODY: usize = 32 << 20;
 
 /// The module routes; the caller puts them behind the admin token.
 pub(crate) fn routes() -> Router<Arc<Shared>> {
-    Router::new().route("/admin/modules", get(list)).route(
-        "/admin/modules/{kind}",
-        axum::routing::post(push).layer(DefaultBodyLimit::max(MAX_MODULE_BODY)),
-    )
+    Router::new()
+        .route("/admin/modules", get(list))
+        .route(
+            "/admin/modules/{kind}",
+            axum::routing::post(push).layer(DefaultBodyLimit::max(MAX_MODULE_BODY)),
+        )
+        .route(
+            "/admin/modules/{kind}/rollback",
+            axum::routing::post(rollback),
+        )
+}
+
+/// The host's module kinds, or the answer for a host without any.
+fn code_kinds(shared: &Shared) -> Result<Arc<dyn crate::code::CodeKinds>, Response> {
+    shared.code.clone().ok_or_else(|| {
+        json_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "this host runs no module kinds (start it with --module KIND)",
+        )
+    })
 }
 
 async fn list(State(shared): State<Arc<Shared>>) -> Response {
@@ -69,18 +87,15 @@ async fn push(
     Query(q): Query<PushQuery>,
     body: Bytes,
 ) -> Response {
-    let Some(code) = shared.code.clone() else {
-        return json_error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "this host runs no module kinds (start it with --module KIND)",
-        );
+    let code = match code_kinds(&shared) {
+        Ok(code) => code,
+        Err(r) => return r,
     };
     let store = shared.sim.persist.as_ref().map(|p| p.store().clone());
     let upgrader = crate::upgrade::Upgrader {
         shared: shared.clone(),
     };
-    match deploy(
+    let deployed = deploy(
         code.as_ref(),
         store.as_ref(),
         &upgrader,
@@ -88,8 +103,25 @@ async fn push(
         &body,
         q.on_refusal,
     )
-    .await
-    {
+    .await;
+    answer(deployed)
+}
+
+async fn rollback(State(shared): State<Arc<Shared>>, Path(kind): Path<String>) -> Response {
+    let code = match code_kinds(&shared) {
+        Ok(code) => code,
+        Err(r) => return r,
+    };
+    let store = shared.sim.persist.as_ref().map(|p| p.store().clone());
+    let upgrader = crate::upgrade::Upgrader {
+        shared: shared.clone(),
+    };
+    answer(roll_back(code.as_ref(), store.as_ref(), &upgrader, &kind).await)
+}
+
+/// A deploy's or rollback's answer.
+fn answer(outcome: Result<crate::code::DeployOutcome, DeployError>) -> Response {
+    match outcome {
         Ok(outcome) => Json(outcome).into_response(),
         Err(e @ DeployError::UnknownKind(_)) => {
             json_error(StatusCode::NOT_FOUND, "not_found", e.to_string())
@@ -102,5 +134,8 @@ async fn push(
             "unavailable",
             e.to_string(),
         ),
+        Err(e @ DeployError::NothingToRollBack(_)) => {
+            json_error(StatusCode::CONFLICT, "nothing_to_roll_back", e.to_string())
+        }
     }
 }

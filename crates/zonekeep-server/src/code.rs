@@ -29,8 +29,11 @@ pub trait CodeKinds: Send + Sync {
     /// Checks `code` and makes it the module new zones of `kind` run (the one it replaces is
     /// kept for [`revert`](Self::revert)); answers its SHA-256, or why it was refused.
     fn install(&self, kind: &str, code: &[u8]) -> Result<String, String>;
-    /// Goes back to the module `kind` ran before the last install; false when there is none.
+    /// Goes back to the module `kind` ran before the last install (undoing it); false when
+    /// there is none.
     fn revert(&self, kind: &str) -> bool;
+    /// The bytes of the module a [`revert`](Self::revert) would go back to, if any.
+    fn previous(&self, kind: &str) -> Option<Vec<u8>>;
 }
 
 /// What to do when a running zone's new code refuses its save.
@@ -75,6 +78,9 @@ pub enum DeployError {
     /// The store could not keep the module or record the deploy.
     #[error("store: {0}")]
     Store(String),
+    /// A rollback with no earlier module on this host to go back to.
+    #[error("zone kind {0:?} has no earlier module on this host to go back to")]
+    NothingToRollBack(String),
 }
 
 /// Deploys `code` to `kind` on this host (see the [module docs](self)).
@@ -129,6 +135,57 @@ pub async fn deploy(
         sha256,
         version,
         rolled_back: false,
+        upgrade,
+        rollback: None,
+    })
+}
+
+/// Takes `kind` back to the module it ran before its last deploy on this host (an operator's
+/// abort): every running zone is upgraded into it through the same freeze barrier, and the store
+/// records it as the kind's new version, so every other host follows.
+pub async fn roll_back(
+    code: &dyn CodeKinds,
+    store: Option<&zonekeep_store::Store>,
+    upgrader: &Upgrader,
+    kind: &str,
+) -> Result<DeployOutcome, DeployError> {
+    if !code.kinds().iter().any(|k| k == kind) {
+        return Err(DeployError::UnknownKind(kind.to_owned()));
+    }
+    let earlier = code
+        .previous(kind)
+        .ok_or_else(|| DeployError::NothingToRollBack(kind.to_owned()))?;
+    // Kept in the store first (a module loaded from a file never was), so other hosts can load
+    // it and nothing here has changed if the store refuses.
+    if let Some(store) = store {
+        store
+            .modules
+            .put_module(&earlier)
+            .await
+            .map_err(|e| DeployError::Store(e.to_string()))?;
+    }
+    if !code.revert(kind) {
+        return Err(DeployError::NothingToRollBack(kind.to_owned()));
+    }
+    let sha256 = code.current(kind).unwrap_or_default();
+    let upgrade = upgrader.upgrade_kind(kind).await;
+    let version = match store {
+        Some(store) => Some(
+            store
+                .modules
+                .deploy_module(kind, &sha256)
+                .await
+                .map_err(|e| DeployError::Store(e.to_string()))?
+                .version,
+        ),
+        None => None,
+    };
+    tracing::warn!(%kind, %sha256, ?version, zones = upgrade.zones.len(), "module deploy rolled back by an operator");
+    Ok(DeployOutcome {
+        kind: kind.to_owned(),
+        sha256,
+        version,
+        rolled_back: true,
         upgrade,
         rollback: None,
     })

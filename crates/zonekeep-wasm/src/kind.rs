@@ -7,11 +7,14 @@ use zonekeep_core::{ZoneError, ZoneHost, ZoneKinds};
 use crate::load::ZoneModule;
 use crate::zone::ModuleZone;
 
-/// The module a kind runs now and the one it ran before.
+/// Earlier modules kept for [`ModuleKind::revert`], at most.
+const HISTORY: usize = 8;
+
+/// The module a kind runs now and the ones it ran before, latest last.
 #[derive(Debug, Default)]
 struct Versions {
     current: Option<Arc<ZoneModule>>,
-    previous: Option<Arc<ZoneModule>>,
+    history: Vec<Arc<ZoneModule>>,
 }
 
 /// The module a kind's new zones are made from. Replacing it changes what zones created or
@@ -53,22 +56,38 @@ impl ModuleKind {
             .clone()
     }
 
+    /// The module a [`revert`](Self::revert) would make current again, if any.
+    pub fn previous(&self) -> Option<Arc<ZoneModule>> {
+        self.versions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .history
+            .last()
+            .cloned()
+    }
+
     /// Makes `module` the one new zones of this kind run; the one it replaces is kept for
-    /// [`revert`](Self::revert) and returned.
+    /// [`revert`](Self::revert) (the last few) and returned.
     pub fn replace(&self, module: Arc<ZoneModule>) -> Option<Arc<ZoneModule>> {
         let mut v = self.versions.write().unwrap_or_else(|p| p.into_inner());
         let old = v.current.replace(module);
-        v.previous.clone_from(&old);
+        if let Some(old) = &old {
+            if v.history.len() == HISTORY {
+                v.history.remove(0);
+            }
+            v.history.push(old.clone());
+        }
         old
     }
 
-    /// Goes back to the module run before the last [`replace`](Self::replace); false when
-    /// there is none.
+    /// Undoes the last [`replace`](Self::replace): the module run before it is current again,
+    /// and the replaced one is forgotten (so undoing a deploy that was refused leaves no trace,
+    /// and a second revert goes one version further back). False when there is none.
     pub fn revert(&self) -> bool {
         let mut v = self.versions.write().unwrap_or_else(|p| p.into_inner());
-        match v.previous.take() {
+        match v.history.pop() {
             Some(prev) => {
-                v.previous = v.current.replace(prev);
+                v.current = Some(prev);
                 true
             }
             None => false,
@@ -124,18 +143,21 @@ mod tests {
     }
 
     #[test]
-    fn revert_goes_back_one_version_and_forth() {
+    fn revert_undoes_replaces_one_at_a_time() {
         let engine = ModuleEngine::new(Sandbox::default()).unwrap();
-        let (a, b) = (module(&engine, 1), module(&engine, 2));
+        let (a, b, c) = (module(&engine, 1), module(&engine, 2), module(&engine, 3));
         let kind = ModuleKind::empty("k");
         assert!(kind.current().is_none());
         assert!(!kind.revert(), "nothing to go back to");
         kind.replace(a.clone());
         kind.replace(b.clone());
+        kind.replace(c);
+        // A refused deploy of c is undone: b again, and a still behind it.
+        assert!(kind.revert());
         assert_eq!(kind.current().unwrap().digest(), b.digest());
         assert!(kind.revert());
         assert_eq!(kind.current().unwrap().digest(), a.digest());
-        assert!(kind.revert(), "revert of a revert goes forward again");
-        assert_eq!(kind.current().unwrap().digest(), b.digest());
+        assert!(!kind.revert(), "a was the first");
+        assert_eq!(kind.current().unwrap().digest(), a.digest());
     }
 }

@@ -19,14 +19,15 @@ pub struct ZoneModule {
     module: Module,
     linker: Linker<GuestState>,
     digest: [u8; 32],
-    size: usize,
+    /// The module as loaded: what a rollback stores again, so every host can load it.
+    bytes: Arc<[u8]>,
 }
 
 impl std::fmt::Debug for ZoneModule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZoneModule")
             .field("digest", &self.digest_hex())
-            .field("size", &self.size)
+            .field("size", &self.bytes.len())
             .finish_non_exhaustive()
     }
 }
@@ -137,7 +138,7 @@ impl ZoneModule {
             module,
             linker,
             digest,
-            size: bytes.len(),
+            bytes: Arc::from(bytes),
         });
         let version = Guest::abi_version(&loaded)?;
         if version != zonekeep_abi::ABI_VERSION {
@@ -158,7 +159,12 @@ impl ZoneModule {
 
     /// The module's size in bytes.
     pub fn size(&self) -> usize {
-        self.size
+        self.bytes.len()
+    }
+
+    /// The module's bytes, as loaded.
+    pub fn bytes(&self) -> &Arc<[u8]> {
+        &self.bytes
     }
 
     pub(crate) fn engine(&self) -> &Arc<ModuleEngine> {

@@ -3,6 +3,10 @@
 //! zones through the freeze barrier, and every host of the fleet follows. Exit 0 when deployed, 1
 //! when a zone refused its save and the deploy was rolled back (or only partly applied), 2 when
 //! the module or the request was refused.
+//!
+//! `zonekeep module rollback --kind KIND --url URL`: take the kind back to the module it ran
+//! before its last deploy on that host (`POST /admin/modules/{kind}/rollback`), everywhere. Exit 0
+//! when done, 1 when a zone refused, 2 when there was nothing to go back to.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +34,31 @@ pub(crate) struct ModuleArgs {
 enum ModuleCommand {
     /// Deploy a module (a .wasm file) as the game code of a zone kind.
     Push(PushArgs),
+    /// Take a zone kind back to the module it ran before its last deploy.
+    Rollback(RollbackArgs),
+}
+
+/// Where the admin API is and how to reach it.
+#[derive(Debug, Args)]
+struct HostArgs {
+    /// Any host of the fleet, e.g. http://127.0.0.1:7350.
+    #[arg(long, env = "ZONEKEEP_URL", default_value = "http://127.0.0.1:7350")]
+    url: String,
+    /// The host's admin token.
+    #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: String,
+    /// How long to wait for the host's answer, in seconds.
+    #[arg(long, default_value_t = 60)]
+    timeout_secs: u64,
+}
+
+#[derive(Debug, Args)]
+struct RollbackArgs {
+    /// The zone kind.
+    #[arg(long)]
+    kind: String,
+    #[command(flatten)]
+    host: HostArgs,
 }
 
 #[derive(Debug, Args)]
@@ -39,49 +68,37 @@ struct PushArgs {
     /// The zone kind it runs (the host must serve it as a module kind: `serve --module KIND`).
     #[arg(long)]
     kind: String,
-    /// Any host of the fleet, e.g. http://127.0.0.1:7350.
-    #[arg(long, env = "ZONEKEEP_URL", default_value = "http://127.0.0.1:7350")]
-    url: String,
-    /// The host's admin token.
-    #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
-    admin_token: String,
     /// When a running zone's new module refuses its save: roll every zone back (roll_back), or
     /// keep the zones that upgraded (keep_upgraded).
     #[arg(long, default_value = "roll_back", value_parser = ["roll_back", "keep_upgraded"])]
     on_refusal: String,
-    /// How long to wait for the host's answer, in seconds.
-    #[arg(long, default_value_t = 60)]
-    timeout_secs: u64,
+    #[command(flatten)]
+    host: HostArgs,
 }
 
 /// Runs `zonekeep module ...`.
 pub(crate) fn run(args: ModuleArgs) -> Result<ExitCode> {
     match args.command {
         ModuleCommand::Push(p) => push(p),
+        ModuleCommand::Rollback(r) => rollback(r),
     }
 }
 
-fn push(args: PushArgs) -> Result<ExitCode> {
-    let bytes =
-        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    let url = format!(
-        "{}/admin/modules/{}?on_refusal={}",
-        args.url.trim_end_matches('/'),
-        args.kind,
-        args.on_refusal
-    );
+/// POSTs `body` to `path` of the host's admin API: the status and the answer as JSON.
+fn post(host: &HostArgs, path: &str, body: Vec<u8>) -> Result<(hyper::StatusCode, Value)> {
+    let url = format!("{}{path}", host.url.trim_end_matches('/'));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let (status, answer) = runtime.block_on(async {
         let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
         let req = hyper::Request::post(&url)
-            .header("authorization", format!("Bearer {}", args.admin_token))
+            .header("authorization", format!("Bearer {}", host.admin_token))
             .header("content-type", "application/wasm")
-            .body(Full::new(Bytes::from(bytes)))
+            .body(Full::new(Bytes::from(body)))
             .context("building the request")?;
         let resp =
-            tokio::time::timeout(Duration::from_secs(args.timeout_secs), client.request(req))
+            tokio::time::timeout(Duration::from_secs(host.timeout_secs), client.request(req))
                 .await
                 .context("the host did not answer in time")?
                 .with_context(|| format!("POST {url}"))?;
@@ -95,18 +112,63 @@ fn push(args: PushArgs) -> Result<ExitCode> {
     })?;
     let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
     println!("{}", serde_json::to_string_pretty(&answer)?);
-    if !status.is_success() {
-        eprintln!(
-            "deploy refused ({status}): {}",
-            answer["error"]["message"]
-                .as_str()
-                .unwrap_or("no reason given")
-        );
-        return Ok(ExitCode::from(2));
-    }
-    let refused = answer["upgrade"]["zones"]
+    Ok((status, answer))
+}
+
+/// Zones whose upgrade was refused.
+fn refused(answer: &Value) -> usize {
+    answer["upgrade"]["zones"]
         .as_array()
-        .map_or(0, |z| z.iter().filter(|z| z["upgraded"] == false).count());
+        .map_or(0, |z| z.iter().filter(|z| z["upgraded"] == false).count())
+}
+
+fn refused_request(status: hyper::StatusCode, answer: &Value) -> ExitCode {
+    eprintln!(
+        "refused ({status}): {}",
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or("no reason given")
+    );
+    ExitCode::from(2)
+}
+
+fn rollback(args: RollbackArgs) -> Result<ExitCode> {
+    let (status, answer) = post(
+        &args.host,
+        &format!("/admin/modules/{}/rollback", args.kind),
+        Vec::new(),
+    )?;
+    if !status.is_success() {
+        return Ok(refused_request(status, &answer));
+    }
+    let refused = refused(&answer);
+    if refused > 0 {
+        eprintln!(
+            "rolled back; {refused} zone(s) refused the earlier module and stay as they were"
+        );
+        return Ok(ExitCode::from(1));
+    }
+    eprintln!(
+        "{} runs {} again (version {})",
+        args.kind,
+        answer["sha256"].as_str().unwrap_or("?"),
+        answer["version"]
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn push(args: PushArgs) -> Result<ExitCode> {
+    let bytes =
+        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let path = format!(
+        "/admin/modules/{}?on_refusal={}",
+        args.kind, args.on_refusal
+    );
+    let (status, answer) = post(&args.host, &path, bytes)?;
+    if !status.is_success() {
+        return Ok(refused_request(status, &answer));
+    }
+    let refused = refused(&answer);
     if answer["rolled_back"] == true {
         eprintln!("rolled back: {refused} zone(s) refused their save in the new module");
         return Ok(ExitCode::from(1));

@@ -85,6 +85,10 @@ impl CodeKinds for ModuleHost {
     fn revert(&self, kind: &str) -> bool {
         self.kinds.get(kind).is_some_and(|k| k.revert())
     }
+
+    fn previous(&self, kind: &str) -> Option<Vec<u8>> {
+        Some(self.kinds.get(kind)?.previous()?.bytes().to_vec())
+    }
 }
 
 fn read(file: &Path) -> Result<Vec<u8>> {

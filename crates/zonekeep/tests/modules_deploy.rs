@@ -225,6 +225,40 @@ async fn a_hot_deploy_under_load_disconnects_nobody_and_a_refused_one_rolls_back
     let (status, _) = push(&server, "nope", "", &v2).await;
     assert_eq!(status, 404);
 
+    // The operator aborts the v2 deploy: every zone goes back to the first build, players still
+    // connected, and the store records it; there is nothing before that to go back to.
+    let rollback = |expect: i32| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zonekeep"))
+            .args(["module", "rollback", "--kind", "tag", "--url"])
+            .arg(format!("http://{}", server.addr))
+            .env("ZONEKEEP_ADMIN_TOKEN", ADMIN_TOKEN)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(expect),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    let out = rollback(0);
+    assert_eq!(out["sha256"], json!(sha256_hex(&tag)), "{out}");
+    assert_eq!(out["version"], 2, "{out}");
+    for z in out["upgrade"]["zones"].as_array().unwrap() {
+        assert_eq!(z["upgraded"], true, "{z}");
+        assert_eq!(z["kept"], 3, "{z}");
+    }
+    let modules = server.admin("/admin/modules").await;
+    assert_eq!(
+        modules["kinds"][0]["sha256"],
+        json!(sha256_hex(&tag)),
+        "{modules}"
+    );
+    assert_eq!(modules["deploys"][0]["version"], 2, "{modules}");
+    rollback(2);
+
     let last: Vec<u64> = seen
         .iter()
         .map(|s| s.deltas.load(Ordering::Relaxed))
