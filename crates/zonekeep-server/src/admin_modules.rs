@@ -37,15 +37,13 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         )
 }
 
-/// The host's module kinds, or the answer for a host without any.
-fn code_kinds(shared: &Shared) -> Result<Arc<dyn crate::code::CodeKinds>, Response> {
-    shared.code.clone().ok_or_else(|| {
-        json_error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "this host runs no module kinds (start it with --module KIND)",
-        )
-    })
+/// The answer of a host without module kinds.
+fn no_module_kinds() -> Response {
+    json_error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "this host runs no module kinds (start it with --module KIND)",
+    )
 }
 
 async fn list(State(shared): State<Arc<Shared>>) -> Response {
@@ -87,9 +85,8 @@ async fn push(
     Query(q): Query<PushQuery>,
     body: Bytes,
 ) -> Response {
-    let code = match code_kinds(&shared) {
-        Ok(code) => code,
-        Err(r) => return r,
+    let Some(code) = shared.code.clone() else {
+        return no_module_kinds();
     };
     let store = shared.sim.persist.as_ref().map(|p| p.store().clone());
     let upgrader = crate::upgrade::Upgrader {
@@ -108,9 +105,8 @@ async fn push(
 }
 
 async fn rollback(State(shared): State<Arc<Shared>>, Path(kind): Path<String>) -> Response {
-    let code = match code_kinds(&shared) {
-        Ok(code) => code,
-        Err(r) => return r,
+    let Some(code) = shared.code.clone() else {
+        return no_module_kinds();
     };
     let store = shared.sim.persist.as_ref().map(|p| p.store().clone());
     let upgrader = crate::upgrade::Upgrader {
