@@ -318,15 +318,17 @@ impl ZoneRun {
 
     /// Kick every connection with `code` and dispose the zone.
     pub fn release(&mut self, ctx: &SimContext, code: KickCode, reason: &str) {
+        self.host.dispose();
+        self.pump_recording();
+        ctx.reconnect.forget_zone(&self.entry.zone_id);
+        ctx.registry.remove(&self.entry);
+        // Clients are told last, so one that hears the Kick and looks at the host finds the zone
+        // already gone.
         for (_, sub) in std::mem::take(&mut self.subs) {
             if let Some(c) = sub.conn {
                 c.kick(code, reason);
             }
         }
-        self.host.dispose();
-        self.pump_recording();
-        ctx.reconnect.forget_zone(&self.entry.zone_id);
-        ctx.registry.remove(&self.entry);
     }
 
     /// The zone's game code failed with `reason` (see [`ZoneHost::failure`]): its players are
@@ -417,11 +419,6 @@ impl ZoneRun {
         } else {
             "the zone moved to another host; resume there"
         };
-        for (_, sub) in std::mem::take(&mut self.subs) {
-            if let Some(c) = sub.conn {
-                c.kick(KickCode::HOST_FENCED, reason);
-            }
-        }
         if let Some(p) = self.persist.take() {
             p.discard();
         }
@@ -435,6 +432,13 @@ impl ZoneRun {
         self.pump_recording();
         ctx.reconnect.forget_zone(&zone_id);
         ctx.registry.remove(&self.entry);
+        // Clients are told last, so one that hears HOST_FENCED and looks at the host (its admin
+        // API, its metrics) finds the zone already gone and counted.
+        for (_, sub) in std::mem::take(&mut self.subs) {
+            if let Some(c) = sub.conn {
+                c.kick(KickCode::HOST_FENCED, reason);
+            }
+        }
     }
 
     /// Why the zone's game code failed, once it has ([`ZoneHost::failure`]).
