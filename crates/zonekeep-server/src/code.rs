@@ -118,17 +118,7 @@ pub async fn deploy(
             rollback: Some(rollback),
         });
     }
-    let version = match store {
-        Some(store) => Some(
-            store
-                .modules
-                .deploy_module(kind, &sha256)
-                .await
-                .map_err(|e| DeployError::Store(e.to_string()))?
-                .version,
-        ),
-        None => None,
-    };
+    let version = record(store, kind, &sha256).await?;
     tracing::info!(%kind, %sha256, ?version, zones = upgrade.zones.len(), frozen_inputs = upgrade.frozen_inputs(), "module deployed");
     Ok(DeployOutcome {
         kind: kind.to_owned(),
@@ -138,6 +128,24 @@ pub async fn deploy(
         upgrade,
         rollback: None,
     })
+}
+
+/// Records `sha256` as the module `kind` runs in the store, when there is one: the kind's new
+/// version, which every other host follows.
+async fn record(
+    store: Option<&zonekeep_store::Store>,
+    kind: &str,
+    sha256: &str,
+) -> Result<Option<u64>, DeployError> {
+    let Some(store) = store else {
+        return Ok(None);
+    };
+    let deployed = store
+        .modules
+        .deploy_module(kind, sha256)
+        .await
+        .map_err(|e| DeployError::Store(e.to_string()))?;
+    Ok(Some(deployed.version))
 }
 
 /// Takes `kind` back to the module it ran before its last deploy on this host (an operator's
@@ -169,17 +177,7 @@ pub async fn roll_back(
     }
     let sha256 = code.current(kind).unwrap_or_default();
     let upgrade = upgrader.upgrade_kind(kind).await;
-    let version = match store {
-        Some(store) => Some(
-            store
-                .modules
-                .deploy_module(kind, &sha256)
-                .await
-                .map_err(|e| DeployError::Store(e.to_string()))?
-                .version,
-        ),
-        None => None,
-    };
+    let version = record(store, kind, &sha256).await?;
     tracing::warn!(%kind, %sha256, ?version, zones = upgrade.zones.len(), "module deploy rolled back by an operator");
     Ok(DeployOutcome {
         kind: kind.to_owned(),
