@@ -7,13 +7,13 @@
 //! and writer, checked against each other by their tests.
 
 /// The ABI version (`zk_abi`).
-pub const ABI_VERSION: i32 = 1;
+pub const ABI_VERSION: i32 = 2;
 
 /// The calls (`op` of `zk_call`), docs/MODULES.md "Calls".
 pub mod op {
-    /// `u64 seed`, `str zone_id`, `str params`: build the zone.
+    /// `u64 seed`, `str zone_id`, `str params`, `str fact_prefix`: build the zone.
     pub const CREATE: u32 = 1;
-    /// `u32 player`, `str principal`, `u8 role`: a participant asks to join.
+    /// `u32 player`, `str principal`, `u8 role`, `str claims`: a participant asks to join.
     pub const JOIN: u32 = 2;
     /// `u32 player`, `u8 why`: a participant left.
     pub const LEAVE: u32 = 3;
@@ -31,12 +31,18 @@ pub mod op {
     pub const TIMER: u32 = 9;
     /// The save's bytes.
     pub const SAVE: u32 = 10;
-    /// `u64 seed`, `str zone_id`, `str params`, `bytes save`: rebuild the zone from a save.
+    /// `u64 seed`, `str zone_id`, `str params`, `str fact_prefix`, `bytes save`: rebuild the
+    /// zone from a save.
     pub const RESTORE: u32 = 11;
     /// Empty, or `u64`: the zone's state hash.
     pub const STATE_HASH: u32 = 12;
     /// `str key`, `u8 ok`, `str detail`: a fact was settled.
     pub const SETTLED: u32 = 13;
+    /// Nothing after the tick; answers the zone settings the module asks for: `u32 tick_hz`,
+    /// `u32 patch_every`, `u32 max_players`, `u32 max_observers`, `f32 pos_step`,
+    /// `f32 view_radius`, `f32 cell_size` (0: the host's own), or nothing (all the host's). Asked
+    /// once, when the module is loaded, of an instance no zone uses.
+    pub const CONFIG: u32 = 14;
 }
 
 /// Command tags (docs/MODULES.md, "Commands").

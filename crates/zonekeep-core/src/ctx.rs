@@ -200,6 +200,13 @@ impl<'a> Ctx<'a> {
         self.facts.emit(self.tick, kind, payload, principal, key)
     }
 
+    /// The owner epoch this run of the zone started under: the part of a generated fact key
+    /// (`"{zone_id}:{boot_epoch}:…"`) that keeps keys of a zone restarted from an older save
+    /// from ever meeting keys of the run before.
+    pub fn boot_epoch(&self) -> u64 {
+        self.facts.boot_epoch()
+    }
+
     /// How many facts are in flight (emitted, not yet settled).
     pub fn facts_in_flight(&self) -> usize {
         self.facts.in_flight_len()

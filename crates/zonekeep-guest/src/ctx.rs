@@ -295,6 +295,13 @@ pub(crate) struct SdkState {
     pub(crate) handles: Handles,
     pub(crate) kinds: u16,
     pub(crate) dt: Duration,
+    /// What the host gave at CREATE/RESTORE to start the keys the SDK makes for facts: unique
+    /// to this run of the zone (it holds the owner's epoch), so a key is never made twice even
+    /// when a zone restarts from an older save.
+    pub(crate) fact_prefix: String,
+    /// Fact keys made so far under `fact_prefix`; kept in saves, so an in-place upgrade (same
+    /// prefix) goes on counting.
+    pub(crate) facts_made: u64,
 }
 
 impl SdkState {
@@ -304,6 +311,8 @@ impl SdkState {
             handles: Handles::new(),
             kinds: 0,
             dt: Duration::ZERO,
+            fact_prefix: String::new(),
+            facts_made: 0,
         }
     }
 }
@@ -527,21 +536,37 @@ impl<'a> Ctx<'a> {
     }
 
     /// Emit a fact: `kind`, its JSON `payload` text, the `principal` it is about and its
-    /// idempotency `key` (`None`: the host generates one). Its settlement comes back through
-    /// [`on_fact_settled`](crate::Zone::on_fact_settled) with the key.
+    /// idempotency `key`. Answers the key, which its settlement comes back with through
+    /// [`on_fact_settled`](crate::Zone::on_fact_settled): keep what the settlement needs under
+    /// it.
+    ///
+    /// With `key: None` the SDK makes one unique to this zone for good: the prefix the host gave
+    /// for this run (it holds the owner's epoch) and a count the saves carry. A key of your own
+    /// must be unique for the zone's whole life; the host drops a fact whose key is in flight
+    /// already, and one it cannot queue (the zone's bound on facts in flight), logging both and
+    /// counting the second, so keep your own count of unsettled facts well under that bound.
     pub fn emit_fact(
         &mut self,
         kind: &str,
         payload: &str,
         principal: Option<&str>,
         key: Option<&str>,
-    ) {
+    ) -> String {
+        let key = match key {
+            Some(k) => k.to_owned(),
+            None => {
+                let n = self.sdk.facts_made;
+                self.sdk.facts_made = n.saturating_add(1);
+                format!("{}{n}", self.sdk.fact_prefix)
+            }
+        };
         self.out
             .u8(tag::FACT)
             .str(kind)
             .str(payload)
             .str(principal.unwrap_or(""))
-            .str(key.unwrap_or(""));
+            .str(&key);
+        key
     }
 
     /// Refuse the join being decided (JOIN only; the SDK sends it for an `Err` of

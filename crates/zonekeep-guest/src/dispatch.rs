@@ -14,10 +14,11 @@ use crate::zone::{LeaveReason, Player, PlayerId, Role, Zone};
 pub const ABI_VERSION: i32 = zonekeep_abi::ABI_VERSION;
 
 /// The first byte of every save the SDK writes: the version of its header.
-pub const SAVE_FORMAT: u8 = 1;
+pub const SAVE_FORMAT: u8 = 2;
 
-/// Bytes of the SDK's save header: [`SAVE_FORMAT`], then the RNG state as 4 × `u64`.
-pub const SAVE_HEADER_LEN: usize = 1 + 4 * 8;
+/// Bytes of the SDK's save header: [`SAVE_FORMAT`], the RNG state as 4 × `u64`, then the
+/// count of fact keys the SDK made as a `u64`.
+pub const SAVE_HEADER_LEN: usize = 1 + 4 * 8 + 8;
 
 /// A call's `op` (docs/MODULES.md, "Calls").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,11 +49,13 @@ pub enum Op {
     StateHash = zonekeep_abi::op::STATE_HASH as isize,
     /// 13: a fact was settled.
     Settled = zonekeep_abi::op::SETTLED as isize,
+    /// 14: the zone settings the module asks for.
+    Config = zonekeep_abi::op::CONFIG as isize,
 }
 
 impl Op {
     /// Every op, in number order.
-    pub const ALL: [Op; 13] = [
+    pub const ALL: [Op; 14] = [
         Op::Create,
         Op::Join,
         Op::Leave,
@@ -66,6 +69,7 @@ impl Op {
         Op::Restore,
         Op::StateHash,
         Op::Settled,
+        Op::Config,
     ];
 
     /// The op numbered `n`, if any.
@@ -205,29 +209,40 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
             seed,
             zone_id,
             params,
+            fact_prefix,
         } => {
             if guest.zone.is_some() {
                 return Err(Fatal::AlreadyCreated(op));
             }
             *sdk = SdkState::new(Rng::for_zone(seed, zone_id));
+            sdk.fact_prefix = fact_prefix.to_owned();
             let mut ctx = Ctx::new(tick, Duration::ZERO, sdk, w);
             guest.zone = Some(Z::create(&mut ctx, params).map_err(Fatal::Create)?);
         }
-        Call::Restore { params, save } => {
+        Call::Restore {
+            params,
+            fact_prefix,
+            save,
+        } => {
             if guest.zone.is_some() {
                 return Err(Fatal::AlreadyCreated(op));
             }
-            let (rng, bytes) = split_save(save)?;
+            let (rng, facts_made, bytes) = split_save(save)?;
             *sdk = SdkState::new(rng);
+            sdk.fact_prefix = fact_prefix.to_owned();
+            sdk.facts_made = facts_made;
             let mut ctx = Ctx::new(tick, Duration::ZERO, sdk, w);
             guest.zone = Some(Z::restore(&mut ctx, params, bytes).map_err(Fatal::Restore)?);
         }
+        // Asked of a fresh instance, before any zone is built.
+        Call::Config => Z::settings().encode(w),
         Call::Save => {
             let zone = guest.zone.as_ref().ok_or(Fatal::NotCreated(op))?;
             w.u8(SAVE_FORMAT);
             for word in sdk.rng.state() {
                 w.u64(word);
             }
+            w.u64(sdk.facts_made);
             w.raw(&zone.save());
         }
         Call::StateHash => {
@@ -284,11 +299,13 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
             player,
             principal,
             role,
+            claims,
         } => {
             let player = Player {
                 id: player,
                 principal: principal.to_owned(),
                 role,
+                claims: claims.to_owned(),
             };
             if let Err(refusal) = zone.on_join(ctx, player) {
                 ctx.refuse(refusal.code, &refusal.reason);
@@ -308,6 +325,7 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
             zone.on_fact_settled(ctx, key, outcome);
         }
         Call::Create { .. }
+        | Call::Config
         | Call::Restore { .. }
         | Call::Save
         | Call::StateHash
@@ -315,12 +333,14 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
     }
 }
 
-/// The SDK's header off the front of a save: the RNG, and the zone's own bytes.
-fn split_save(save: &[u8]) -> Result<(Rng, &[u8]), Fatal> {
+/// The SDK's header off the front of a save: the RNG, the fact keys made, and the zone's own
+/// bytes.
+fn split_save(save: &[u8]) -> Result<(Rng, u64, &[u8]), Fatal> {
     let mut r = Reader::new(save);
     let bad = |e: DecodeError| Fatal::BadSave(e.to_string());
     let format = r.u8().map_err(bad)?;
-    if format != SAVE_FORMAT {
+    // Format 1 (ABI 1) had no count of fact keys: none were made under a prefix then.
+    if format != SAVE_FORMAT && format != 1 {
         return Err(Fatal::BadSave(format!(
             "format {format}, this SDK reads {SAVE_FORMAT}"
         )));
@@ -329,7 +349,12 @@ fn split_save(save: &[u8]) -> Result<(Rng, &[u8]), Fatal> {
     for word in &mut s {
         *word = r.u64().map_err(bad)?;
     }
-    Ok((Rng::from_state(s), r.rest()))
+    let facts_made = if format == 1 {
+        0
+    } else {
+        r.u64().map_err(bad)?
+    };
+    Ok((Rng::from_state(s), facts_made, r.rest()))
 }
 
 /// A call's fields after the tick.
@@ -338,11 +363,13 @@ enum Call<'a> {
         seed: u64,
         zone_id: &'a str,
         params: &'a str,
+        fact_prefix: &'a str,
     },
     Join {
         player: PlayerId,
         principal: &'a str,
         role: Role,
+        claims: &'a str,
     },
     Leave {
         player: PlayerId,
@@ -373,9 +400,11 @@ enum Call<'a> {
     /// The seed and zone id are read and not used: the RNG comes back from the save.
     Restore {
         params: &'a str,
+        fact_prefix: &'a str,
         save: &'a [u8],
     },
     StateHash,
+    Config,
     Settled {
         key: &'a str,
         ok: bool,
@@ -409,6 +438,7 @@ impl<'a> Call<'a> {
                 seed: r.u64()?,
                 zone_id: r.str()?,
                 params: r.str()?,
+                fact_prefix: r.str()?,
             },
             Op::Join => Call::Join {
                 player: player(r)?,
@@ -418,6 +448,7 @@ impl<'a> Call<'a> {
                     1 => Role::Observer,
                     _ => return Err(DecodeError::Invalid("role must be 0 or 1")),
                 },
+                claims: r.str()?,
             },
             Op::Leave => Call::Leave {
                 player: player(r)?,
@@ -449,10 +480,12 @@ impl<'a> Call<'a> {
                 let (_seed, _zone_id) = (r.u64()?, r.str()?);
                 Call::Restore {
                     params: r.str()?,
+                    fact_prefix: r.str()?,
                     save: r.bytes()?,
                 }
             }
             Op::StateHash => Call::StateHash,
+            Op::Config => Call::Config,
             Op::Settled => Call::Settled {
                 key: r.str()?,
                 ok: match r.u8()? {

@@ -47,9 +47,11 @@ extern crate self as zonekeep_guest;
 
 mod ctx;
 mod dispatch;
+mod entity_kind;
 mod export;
 mod log;
 mod rng;
+mod settings;
 pub mod testing;
 mod wire;
 mod zone;
@@ -59,12 +61,16 @@ mod tests;
 
 pub use ctx::{tag, Ctx, Entity, EventTarget, FieldType, Kind, KindDef};
 pub use dispatch::{dispatch, Fatal, Guest, Op, ABI_VERSION, SAVE_FORMAT, SAVE_HEADER_LEN};
+pub use entity_kind::EntityKind;
 pub use export::Runtime;
 pub use log::{fatal, install_panic_hook, log, Level};
 pub use rng::Rng;
+pub use settings::Settings;
 pub use wire::{DecodeError, Reader, Writer};
 pub use zone::{
     Input, InputField, LeaveReason, Player, PlayerId, Refusal, Role, Zone, REFUSE_UNDECODABLE,
 };
+/// `#[derive(EntityKind)]`: see [`EntityKind`].
+pub use zonekeep_guest_derive::EntityKind;
 /// `#[derive(Input)]`: see [`Input`].
 pub use zonekeep_guest_derive::Input;

@@ -322,20 +322,35 @@ fn decode_command(r: &mut Reader<'_>) -> Result<Command, DecodeError> {
 pub mod input {
     use super::*;
 
-    /// CREATE: `u64 seed`, `str zone_id`, `str params`.
+    /// The fact-key prefix a test host gives: the zone id and epoch 0, as a host whose zone
+    /// has never been owned before.
+    pub fn fact_prefix(zone_id: &str) -> String {
+        format!("{zone_id}:0:m")
+    }
+
+    /// CREATE: `u64 seed`, `str zone_id`, `str params`, `str fact_prefix` (from
+    /// [`fact_prefix`]).
     pub fn create(tick: u64, seed: u64, zone_id: &str, params: &str) -> Vec<u8> {
         let mut w = Writer::new();
-        w.u64(tick).u64(seed).str(zone_id).str(params);
+        w.u64(tick)
+            .u64(seed)
+            .str(zone_id)
+            .str(params)
+            .str(&fact_prefix(zone_id));
         w.into_vec()
     }
 
-    /// JOIN: `u32 player`, `str principal`, `u8 role`.
-    pub fn join(tick: u64, player: u32, principal: &str, role: Role) -> Vec<u8> {
+    /// JOIN: `u32 player`, `str principal`, `u8 role`, `str claims` (JSON object text).
+    pub fn join(tick: u64, player: u32, principal: &str, role: Role, claims: &str) -> Vec<u8> {
         let mut w = Writer::new();
-        w.u64(tick).u32(player).str(principal).u8(match role {
-            Role::Player => 0,
-            Role::Observer => 1,
-        });
+        w.u64(tick)
+            .u32(player)
+            .str(principal)
+            .u8(match role {
+                Role::Player => 0,
+                Role::Observer => 1,
+            })
+            .str(claims);
         w.into_vec()
     }
 
@@ -405,10 +420,16 @@ pub mod input {
         tick.to_le_bytes().to_vec()
     }
 
-    /// RESTORE: `u64 seed`, `str zone_id`, `str params`, `bytes save`.
+    /// RESTORE: `u64 seed`, `str zone_id`, `str params`, `str fact_prefix` (from
+    /// [`fact_prefix`]), `bytes save`.
     pub fn restore(tick: u64, seed: u64, zone_id: &str, params: &str, save: &[u8]) -> Vec<u8> {
         let mut w = Writer::new();
-        w.u64(tick).u64(seed).str(zone_id).str(params).bytes(save);
+        w.u64(tick)
+            .u64(seed)
+            .str(zone_id)
+            .str(params)
+            .str(&fact_prefix(zone_id))
+            .bytes(save);
         w.into_vec()
     }
 
@@ -484,14 +505,25 @@ impl<Z: Zone> TestHost<Z> {
         self.call(Op::Create, &input)
     }
 
-    /// JOIN.
+    /// JOIN, with no claims.
     pub fn join(
         &mut self,
         player: u32,
         principal: &str,
         role: Role,
     ) -> Result<Vec<Command>, Fatal> {
-        let input = input::join(self.tick, player, principal, role);
+        self.join_with_claims(player, principal, role, "{}")
+    }
+
+    /// JOIN with the ticket's `claims` (JSON object text).
+    pub fn join_with_claims(
+        &mut self,
+        player: u32,
+        principal: &str,
+        role: Role,
+        claims: &str,
+    ) -> Result<Vec<Command>, Fatal> {
+        let input = input::join(self.tick, player, principal, role, claims);
         self.call(Op::Join, &input)
     }
 
@@ -594,5 +626,31 @@ impl<Z: Zone> TestHost<Z> {
     pub fn settled(&mut self, key: &str, ok: bool, detail: &str) -> Result<Vec<Command>, Fatal> {
         let input = input::settled(self.tick, key, ok, detail);
         self.call(Op::Settled, &input)
+    }
+
+    /// CONFIG: the settings the zone asks for.
+    ///
+    /// # Panics
+    /// If the output is not the seven settings.
+    pub fn settings(&mut self) -> Result<crate::Settings, Fatal> {
+        let out = self.call_raw(Op::Config.number(), &input::bare(self.tick))?;
+        let mut r = Reader::new(&out);
+        let read = |r: &mut Reader<'_>| -> Result<crate::Settings, DecodeError> {
+            let s = crate::Settings {
+                tick_hz: r.u32()?,
+                patch_every: r.u32()?,
+                max_players: r.u32()?,
+                max_observers: r.u32()?,
+                pos_step: r.f32()?,
+                view_radius: r.f32()?,
+                cell_size: r.f32()?,
+            };
+            r.finish()?;
+            Ok(s)
+        };
+        match read(&mut r) {
+            Ok(s) => Ok(s),
+            Err(e) => panic!("CONFIG wrote bad settings: {e}"),
+        }
     }
 }

@@ -123,6 +123,7 @@ fn reader_refuses_bad_values_and_trailing_bytes() {
 
 fn with_ctx(f: impl FnOnce(&mut Ctx<'_>)) -> Vec<u8> {
     let mut sdk = SdkState::new(Rng::for_zone(1, "z"));
+    sdk.fact_prefix = "z:0:m".to_owned();
     let mut w = Writer::new();
     let mut ctx = Ctx::new(0, Duration::ZERO, &mut sdk, &mut w);
     f(&mut ctx);
@@ -305,8 +306,11 @@ fn every_player_and_timer_command_has_its_exact_bytes() {
         ctx.timer_after(5, 11);
         ctx.timer_every(6, 12);
         ctx.timer_cancel(13);
-        ctx.emit_fact("score", "{\"n\":1}", Some("alice"), Some("k1"));
-        ctx.emit_fact("ping", "null", None, None);
+        assert_eq!(
+            ctx.emit_fact("score", "{\"n\":1}", Some("alice"), Some("k1")),
+            "k1"
+        );
+        assert_eq!(ctx.emit_fact("ping", "null", None, None), "z:0:m0");
         ctx.refuse(3, "full");
     });
     let p7 = 7u32.to_le_bytes();
@@ -364,7 +368,7 @@ fn every_player_and_timer_command_has_its_exact_bytes() {
         &s("ping"),
         &s("null"),
         &s(""),
-        &s(""),
+        &s("z:0:m0"),
         &[18],
         &3u16.to_le_bytes(),
         &s("full"),
@@ -782,6 +786,17 @@ fn save_carries_the_rng_and_restore_puts_it_back() {
 }
 
 #[test]
+fn a_save_of_the_first_format_restores_with_no_fact_keys_made() {
+    let mut host = TestHost::<Ledger>::new(1000);
+    let mut save = vec![1];
+    save.extend_from_slice(&[7; 32]);
+    host.restore(0, "bank-1", "{}", &save).unwrap();
+    assert_eq!(host.guest().rng_state(), [u64::from_le_bytes([7; 8]); 4]);
+    host.tick().unwrap();
+    assert_eq!(host.zone().unwrap().keys, ["bank-1:0:m0"]);
+}
+
+#[test]
 fn restore_refuses_a_save_without_the_sdk_header() {
     let mut host = TestHost::<Probe>::new(1000);
     assert!(matches!(
@@ -789,7 +804,7 @@ fn restore_refuses_a_save_without_the_sdk_header() {
         Err(Fatal::BadSave(_))
     ));
     assert!(matches!(
-        host.restore(0, "p", "", &[2; SAVE_HEADER_LEN]),
+        host.restore(0, "p", "", &[9; SAVE_HEADER_LEN]),
         Err(Fatal::BadSave(_))
     ));
     assert!(matches!(
@@ -798,7 +813,7 @@ fn restore_refuses_a_save_without_the_sdk_header() {
     ));
     // A good header with zone bytes the zone refuses.
     let mut save = vec![SAVE_FORMAT];
-    save.extend_from_slice(&[0; 32]);
+    save.extend_from_slice(&[0; SAVE_HEADER_LEN - 1]);
     save.push(1);
     assert!(matches!(
         host.restore(0, "p", "", &save),
@@ -819,7 +834,8 @@ fn create_errors_are_fatal() {
 #[test]
 fn hooks_before_create_are_fatal() {
     for op in Op::ALL {
-        if matches!(op, Op::Create | Op::Restore) {
+        // CONFIG is asked of an instance no zone uses.
+        if matches!(op, Op::Create | Op::Restore | Op::Config) {
             continue;
         }
         let mut guest = Guest::<Probe>::new();
@@ -850,7 +866,7 @@ fn a_second_create_or_restore_is_fatal() {
 #[test]
 fn unknown_ops_are_fatal() {
     let mut host = created();
-    for op in [0, 14, u32::MAX] {
+    for op in [0, 15, u32::MAX] {
         assert_eq!(
             host.call_raw(op, &input::bare(0)).unwrap_err(),
             Fatal::UnknownOp(op)
@@ -862,17 +878,17 @@ fn unknown_ops_are_fatal() {
 fn valid_input(op: Op) -> Vec<u8> {
     match op {
         Op::Create => input::create(0, 1, "p", "{}"),
-        Op::Join => input::join(0, 1, "a", Role::Player),
+        Op::Join => input::join(0, 1, "a", Role::Player, "{}"),
         Op::Leave => input::leave(0, 1, LeaveReason::Left),
         Op::Drop | Op::Rejoin => input::player(0, 1),
         Op::Sanitize => input::payload(0, 1, &[1]),
         Op::Inputs => input::inputs(0, &[(1, &[1])]),
         Op::Tick => input::tick(1, 1000, 1000),
         Op::Timer => input::timer(0, 1),
-        Op::Save | Op::StateHash => input::bare(0),
+        Op::Save | Op::StateHash | Op::Config => input::bare(0),
         Op::Restore => {
             let mut save = vec![SAVE_FORMAT];
-            save.extend_from_slice(&[0; 32]);
+            save.extend_from_slice(&[0; SAVE_HEADER_LEN - 1]);
             save.extend_from_slice(&0u32.to_le_bytes());
             input::restore(0, 1, "p", "{}", &save)
         }
@@ -922,8 +938,10 @@ fn every_op_runs_on_its_valid_input_and_refuses_truncated_or_trailing_input() {
 #[test]
 fn bad_enum_bytes_are_malformed() {
     let mut host = created();
-    let mut join = input::join(0, 1, "a", Role::Player);
-    *join.last_mut().unwrap() = 2;
+    let mut join = input::join(0, 1, "a", Role::Player, "");
+    // The role byte, before the empty claims (`u32` length 0).
+    let role = join.len() - 5;
+    join[role] = 2;
     assert!(matches!(
         host.call_raw(Op::Join.number(), &join),
         Err(Fatal::Malformed {
@@ -975,7 +993,7 @@ fn op_numbers_match_the_abi() {
         assert_eq!(Op::from_number(op.number()), Some(*op));
     }
     assert_eq!(Op::from_number(0), None);
-    assert_eq!(Op::from_number(14), None);
+    assert_eq!(Op::from_number(15), None);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1116,4 +1134,89 @@ fn seen_by_lists_its_players_or_everyone_again() {
         &u32::MAX.to_le_bytes(),
     ]);
     assert!(bytes.ends_with(&tail));
+}
+
+/// Emits one fact per tick under an SDK-made key and keeps the claims of whoever joins.
+#[derive(Default)]
+struct Ledger {
+    keys: Vec<String>,
+    claims: Vec<String>,
+}
+
+impl Zone for Ledger {
+    type Input = Vec<u8>;
+
+    fn create(_ctx: &mut Ctx<'_>, _params: &str) -> Result<Self, String> {
+        Ok(Self::default())
+    }
+
+    fn on_join(&mut self, _ctx: &mut Ctx<'_>, player: Player) -> Result<(), Refusal> {
+        self.claims.push(player.claims);
+        Ok(())
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        let key = ctx.emit_fact("point", "{}", Some("alice"), None);
+        self.keys.push(key);
+    }
+
+    fn restore(_ctx: &mut Ctx<'_>, _params: &str, _bytes: &[u8]) -> Result<Self, String> {
+        Ok(Self::default())
+    }
+}
+
+#[test]
+fn fact_keys_the_sdk_makes_carry_the_hosts_prefix_and_go_on_counting_across_a_save() {
+    let mut host = TestHost::<Ledger>::new(50_000);
+    host.create(1, "bank-1", "{}").unwrap();
+    host.tick().unwrap();
+    let commands = host.tick().unwrap();
+    assert!(matches!(&commands[..], [Command::Fact { key, .. }] if key == "bank-1:0:m1"));
+    let save = host.save().unwrap();
+
+    // Restored in a new instance (an in-place upgrade keeps the prefix): no key is made twice.
+    let mut next = TestHost::<Ledger>::new(50_000);
+    next.restore(1, "bank-1", "{}", &save).unwrap();
+    next.tick().unwrap();
+    let keys = &next.zone().unwrap().keys;
+    assert_eq!(keys, &["bank-1:0:m2".to_owned()]);
+}
+
+#[test]
+fn a_joining_player_brings_its_ticket_claims() {
+    let mut host = TestHost::<Ledger>::new(50_000);
+    host.create(1, "bank-1", "{}").unwrap();
+    host.join_with_claims(1, "alice", Role::Player, r#"{"name":"Al"}"#)
+        .unwrap();
+    host.join(2, "bob", Role::Player).unwrap();
+    assert_eq!(host.zone().unwrap().claims, [r#"{"name":"Al"}"#, "{}"]);
+}
+
+/// Asks the host for 30 Hz and a 0.01 quantum, leaving the rest to it.
+struct Tuned;
+
+impl Zone for Tuned {
+    type Input = Vec<u8>;
+
+    fn settings() -> crate::Settings {
+        crate::Settings::new().tick_hz(30).pos_step(0.01)
+    }
+
+    fn create(_ctx: &mut Ctx<'_>, _params: &str) -> Result<Self, String> {
+        Ok(Self)
+    }
+
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+}
+
+#[test]
+fn config_answers_the_zones_settings_before_any_zone_is_built() {
+    let mut host = TestHost::<Tuned>::new(1000);
+    assert_eq!(
+        host.settings().unwrap(),
+        crate::Settings::new().tick_hz(30).pos_step(0.01)
+    );
+    // A zone that asks for nothing answers zeros: the host's own settings.
+    let mut plain = TestHost::<Ledger>::new(1000);
+    assert_eq!(plain.settings().unwrap(), crate::Settings::default());
 }

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::ctx::Ctx;
+use crate::settings::Settings;
 use crate::wire::{DecodeError, Reader};
 
 /// A participant's id, assigned by the host (from 1, never 0).
@@ -33,6 +34,10 @@ pub struct Player {
     pub principal: String,
     /// Player or observer.
     pub role: Role,
+    /// The ticket's claims other than the principal, as JSON object text (`{}` when none), as
+    /// the ticket's signer wrote them: a display name, a team... Verified by the host's ticket
+    /// check, not by this zone.
+    pub claims: String,
 }
 
 /// Why a participant left.
@@ -148,6 +153,12 @@ input_field!(u8, u16, u32, u64, i8, i16, i32, f32, bool);
 pub trait Zone: Sized {
     /// A sanitized input, produced by [`sanitize`](Zone::sanitize).
     type Input: Input;
+
+    /// The zone settings its rules depend on (tick rate, position quantum, view…), asked once
+    /// when the host loads the module; the default leaves every one to the host.
+    fn settings() -> Settings {
+        Settings::default()
+    }
 
     /// Build the zone from its create params (JSON text). Declare the entity kinds here. An
     /// `Err` stops the zone with the message.

@@ -67,6 +67,7 @@ impl Zone for NativeTag {
             p.id.0,
             p.principal.as_str(),
             zonekeep_guest::Role::Player,
+            "{}",
         );
         self.call(ctx, Op::Join, &join, true).map_or(Ok(()), Err)
     }

@@ -41,8 +41,11 @@ pub enum LoadError {
         expected: &'static str,
     },
     /// The module speaks another version of the ABI.
-    #[error("the module speaks ABI version {0}; this host speaks version 1")]
+    #[error("the module speaks ABI version {0}; this host speaks version {host}", host = zonekeep_abi::ABI_VERSION)]
     AbiVersion(i32),
+    /// The module asks for zone settings the host cannot run (its CONFIG answer).
+    #[error("the module's zone settings: {0}")]
+    Settings(String),
     /// Instantiating the module or asking its ABI version failed.
     #[error("the module failed when started: {0}")]
     Start(String),

@@ -274,16 +274,26 @@ impl Guest {
         })
     }
 
-    /// Asks a throwaway instance of `module` its ABI version.
-    pub fn abi_version(module: &ZoneModule) -> Result<i32, LoadError> {
+    /// Asks a throwaway instance of `module` its ABI version and, if it is this host's, the
+    /// zone settings it wants (its CONFIG answer).
+    pub fn probe(module: &ZoneModule) -> Result<(i32, Vec<u8>), LoadError> {
         let mut guest =
             Self::new(module, "(load check)").map_err(|f| LoadError::Start(f.to_string()))?;
         let fuel = guest.fuel;
         Self::arm(&mut guest.store, fuel);
-        guest
+        let version = guest
             .abi
             .call(&mut guest.store, ())
-            .map_err(|e| LoadError::Start(classify(&mut guest.store, fuel, e).to_string()))
+            .map_err(|e| LoadError::Start(classify(&mut guest.store, fuel, e).to_string()))?;
+        if version != zonekeep_abi::ABI_VERSION {
+            return Ok((version, Vec::new()));
+        }
+        guest.input.clear();
+        guest.input.extend_from_slice(&0u64.to_le_bytes());
+        let settings = guest
+            .call(zonekeep_abi::op::CONFIG)
+            .map_err(|f| LoadError::Start(format!("asking its zone settings: {f}")))?;
+        Ok((version, settings.to_vec()))
     }
 
     /// Fresh fuel and a fresh deadline for the next call.

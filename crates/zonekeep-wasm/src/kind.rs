@@ -111,12 +111,14 @@ pub fn register(kinds: &mut ZoneKinds, kind: &Arc<ModuleKind>) {
         kind.name.clone(),
         Arc::new(move |init, config, clock, epoch| {
             let module = create.module()?;
+            let config = module.settings().apply(config);
             ZoneHost::create_with(init, config, clock, epoch, |init, ctx| {
                 ModuleZone::create(&module, init, ctx)
             })
         }),
         Some(Arc::new(move |init, config, clock, epoch, envelope| {
             let module = restore.module()?;
+            let config = module.settings().apply(config);
             ZoneHost::restore_with(init, config, clock, epoch, envelope, |init, ctx, save| {
                 ModuleZone::restore(&module, init, ctx, save)
             })
@@ -134,7 +136,7 @@ mod tests {
         // Two different modules: the same ABI, a different constant in an unused function.
         let text = format!(
             r#"(module (memory (export "memory") 1)
-                (func (export "zk_abi") (result i32) i32.const 1)
+                (func (export "zk_abi") (result i32) i32.const 2)
                 (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
                 (func (export "zk_call") (param i32 i32) (result i64) i64.const 0)
                 (func (result i32) i32.const {abi_extra}))"#

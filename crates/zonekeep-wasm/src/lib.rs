@@ -25,6 +25,7 @@ mod guest;
 mod kind;
 mod load;
 mod sandbox;
+mod settings;
 pub mod wire;
 mod zone;
 
@@ -33,4 +34,5 @@ pub use error::{Failure, LoadError};
 pub use kind::{register, ModuleKind};
 pub use load::{ZoneModule, LOG_IMPORT};
 pub use sandbox::{ModuleEngine, Sandbox, EPOCH_PERIOD};
+pub use settings::ModuleSettings;
 pub use zone::{ModuleZone, FAILED_CODE};

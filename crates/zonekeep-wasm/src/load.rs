@@ -9,6 +9,7 @@ use wasmtime::{ExternType, FuncType, Linker, Module, ValType};
 use crate::error::LoadError;
 use crate::guest::{Guest, GuestState};
 use crate::sandbox::ModuleEngine;
+use crate::settings::ModuleSettings;
 
 /// The only import a module may have.
 pub const LOG_IMPORT: (&str, &str) = ("zonekeep", "log");
@@ -21,6 +22,8 @@ pub struct ZoneModule {
     digest: [u8; 32],
     /// The module as loaded: what a rollback stores again, so every host can load it.
     bytes: Arc<[u8]>,
+    /// The zone settings it asks for.
+    settings: ModuleSettings,
 }
 
 impl std::fmt::Debug for ZoneModule {
@@ -63,7 +66,7 @@ fn is_func(ty: &ExternType, params: &[ValType], results: &[ValType]) -> bool {
 
 impl ZoneModule {
     /// Compiles `bytes` and checks them against the ABI (docs/MODULES.md): the log as the only
-    /// import, the four exports, ABI version 1 (asked of a throwaway instance, under the
+    /// import, the four exports, the ABI version of `zonekeep_abi` (asked of a throwaway instance, under the
     /// sandbox's budgets, so a module that traps or loops while starting is refused here).
     pub fn load(engine: &Arc<ModuleEngine>, bytes: &[u8]) -> Result<Arc<Self>, LoadError> {
         let limit = engine.sandbox().module_bytes;
@@ -139,10 +142,22 @@ impl ZoneModule {
             linker,
             digest,
             bytes: Arc::from(bytes),
+            settings: ModuleSettings::default(),
         });
-        let version = Guest::abi_version(&loaded)?;
+        let (version, settings) = Guest::probe(&loaded)?;
         if version != zonekeep_abi::ABI_VERSION {
             return Err(LoadError::AbiVersion(version));
+        }
+        let settings = ModuleSettings::decode(&settings)?;
+        // Not shared yet: the settings go in place before anyone else sees the module.
+        let mut loaded = loaded;
+        match Arc::get_mut(&mut loaded) {
+            Some(m) => m.settings = settings,
+            None => {
+                return Err(LoadError::Start(
+                    "the module was shared while loading".into(),
+                ))
+            }
         }
         Ok(loaded)
     }
@@ -165,6 +180,11 @@ impl ZoneModule {
     /// The module's bytes, as loaded.
     pub fn bytes(&self) -> &Arc<[u8]> {
         &self.bytes
+    }
+
+    /// The zone settings the module asks for: every zone of its kind is created with them.
+    pub fn settings(&self) -> &ModuleSettings {
+        &self.settings
     }
 
     pub(crate) fn engine(&self) -> &Arc<ModuleEngine> {

@@ -84,10 +84,14 @@ impl std::fmt::Debug for ModuleZone {
     }
 }
 
-fn put_init(input: &mut Vec<u8>, seed: u64, init: &ZoneInit) {
+/// CREATE's fields (RESTORE's before the save): the seed, the zone, its params, and the prefix
+/// of the fact keys the module's SDK makes: `{zone_id}:{boot_epoch}:m`, which the host's own
+/// keys (`{zone_id}:{boot_epoch}:{n}`) never start with.
+fn put_init(input: &mut Vec<u8>, seed: u64, init: &ZoneInit, boot_epoch: u64) {
     put_u64(input, seed);
     put_str(input, &init.zone_id);
     put_str(input, &init.params.to_string());
+    put_str(input, &format!("{}:{boot_epoch}:m", init.zone_id));
 }
 
 impl ModuleZone {
@@ -98,6 +102,18 @@ impl ModuleZone {
         op: u32,
         save: Option<&[u8]>,
     ) -> Result<Self, ZoneError> {
+        // A zone created for this module has its settings; one taking it in place (a deploy)
+        // must already run at its tick rate and position step.
+        let tick_hz = u32::try_from(1_000_000_000 / ctx.dt().as_nanos().max(1)).unwrap_or(0);
+        if let Some(why) = module
+            .settings()
+            .conflict(tick_hz, ctx.world_ref().pos_step())
+        {
+            return Err(match save {
+                Some(_) => ZoneError::Restore(why),
+                None => ZoneError::Failed(why),
+            });
+        }
         let guest =
             Guest::new(module, &init.zone_id).map_err(|f| ZoneError::Failed(f.to_string()))?;
         let seed = ctx.rng().next_u64();
@@ -112,8 +128,9 @@ impl ModuleZone {
             inputs: Vec::new(),
             inputs_n: 0,
         };
+        let boot_epoch = ctx.boot_epoch();
         zone.run(ctx, op, |input| {
-            put_init(input, seed, init);
+            put_init(input, seed, init, boot_epoch);
             if let Some(save) = save {
                 put_bytes(input, save);
             }
@@ -239,6 +256,10 @@ impl Zone for ModuleZone {
             put_u32(input, player.id.0);
             put_str(input, player.principal.as_str());
             put_u8(input, u8::from(player.role == Role::Observer));
+            put_str(
+                input,
+                &serde_json::Value::Object(player.claims.clone()).to_string(),
+            );
         });
         match refusal.or_else(|| self.failed_refusal()) {
             Some(r) => Err(r),

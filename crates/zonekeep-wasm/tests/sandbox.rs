@@ -21,7 +21,7 @@ fn module(tick: &str, extra: &str) -> Vec<u8> {
             (import "zonekeep" "log" (func $log (param i32 i32 i32)))
             {extra}
             (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 1)
+            (func (export "zk_abi") (result i32) i32.const 2)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 8)) (then {tick}))
@@ -204,22 +204,22 @@ fn broken_modules_are_refused_at_load() {
         Err(LoadError::Invalid(_))
     ));
     // Missing export.
-    let no_call = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "zk_abi") (result i32) i32.const 1))"#).unwrap();
+    let no_call = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "zk_abi") (result i32) i32.const 2))"#).unwrap();
     assert_eq!(
         ZoneModule::load(&e, &no_call).unwrap_err().to_string(),
         "the module must export zk_alloc as a function (i32) -> i32"
     );
-    // Another ABI version.
+    // A module built for another ABI version (the first).
     let other = wat::parse_str(
         r#"(module (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 2)
+            (func (export "zk_abi") (result i32) i32.const 1)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
             (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#,
     )
     .unwrap();
     assert_eq!(
         ZoneModule::load(&e, &other).unwrap_err(),
-        LoadError::AbiVersion(2)
+        LoadError::AbiVersion(1)
     );
     // A start function that never returns is stopped by the fuel budget at load.
     let looping_start = module("", "(func $s (loop $l (br $l))) (start $s)");
@@ -228,7 +228,7 @@ fn broken_modules_are_refused_at_load() {
     // A memory declared larger than the cap never instantiates.
     let huge = wat::parse_str(
         r#"(module (memory (export "memory") 2000)
-            (func (export "zk_abi") (result i32) i32.const 1)
+            (func (export "zk_abi") (result i32) i32.const 2)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
             (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#,
     )

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use zonekeep_guest::{
-    export_zone, Ctx, Entity, EventTarget, Input, Kind, KindDef, LeaveReason, Player, PlayerId,
+    export_zone, Ctx, Entity, EntityKind, EventTarget, Input, Kind, LeaveReason, Player, PlayerId,
     Reader, Refusal, Role, Writer, Zone, REFUSE_UNDECODABLE,
 };
 
@@ -41,13 +41,8 @@ pub const TOPIC_TAGGED: u16 = 1;
 pub const REFUSE_ALREADY_PLAYING: u16 = 1;
 /// Timer tag of the periodic points.
 pub const TIMER_POINTS: u64 = 1;
-/// Field index of `it` (bool) in the `player` kind.
-pub const FIELD_IT: u8 = 0;
-/// Field index of `score` (uint) in the `player` kind.
-pub const FIELD_SCORE: u8 = 1;
-/// Field index of `name` (str, at most [`NAME_MAX`] bytes) in the `player` kind.
-pub const FIELD_NAME: u8 = 2;
-/// Longest name shown (the principal, cut at a character boundary).
+/// Longest name shown (the principal, cut at a character boundary): the `max_len` of
+/// [`PlayerEntity::name`].
 pub const NAME_MAX: u8 = 24;
 /// Version byte in front of the zone's save.
 const SAVE_VERSION: u8 = 1;
@@ -59,6 +54,20 @@ pub struct Move {
     pub dx: i8,
     /// -1 down, 0 still, 1 up.
     pub dy: i8,
+}
+
+/// What a player's entity shows: the fields of the `player` entity kind, in this order (their
+/// indexes are `PlayerEntity::FIELD_IT`, `FIELD_SCORE` and `FIELD_NAME`).
+#[derive(Debug, Clone, Default, PartialEq, EntityKind)]
+#[entity(name = "player")]
+pub struct PlayerEntity {
+    /// Whether this player is "it".
+    pub it: bool,
+    /// Points scored.
+    pub score: u32,
+    /// The principal, cut to [`NAME_MAX`] bytes at a character boundary.
+    #[field(str(max_len = 24))]
+    pub name: String,
 }
 
 /// What the zone keeps of a principal, present or not: saved and restored.
@@ -77,6 +86,8 @@ pub struct Runner {
 struct Live {
     principal: String,
     entity: Entity,
+    /// What its entity shows now.
+    shown: PlayerEntity,
     intent: Move,
 }
 
@@ -93,12 +104,7 @@ pub struct Tag {
 
 impl Tag {
     fn new(ctx: &mut Ctx<'_>, runners: BTreeMap<String, Runner>) -> Self {
-        let kind = ctx.declare_kind(
-            KindDef::new("player")
-                .bool("it")
-                .uint("score")
-                .str("name", NAME_MAX),
-        );
+        let kind = ctx.declare::<PlayerEntity>();
         ctx.timer_every(POINTS_PERIOD, TIMER_POINTS);
         Self {
             kind,
@@ -129,25 +135,38 @@ impl Tag {
         self.runners.get_mut(&live.principal)
     }
 
-    fn score(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
-        let Some(entity) = self.entity_of(player) else {
+    /// Change what a present player's entity shows, sending the fields that changed.
+    fn show(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        player: PlayerId,
+        change: impl FnOnce(&mut PlayerEntity),
+    ) {
+        let Some(live) = self.live.get_mut(&player) else {
             return;
         };
-        if let Some(runner) = self.runner_mut(player) {
-            runner.score = runner.score.saturating_add(1);
-            let score = runner.score;
-            ctx.set_uint(entity, FIELD_SCORE, score);
-        }
+        let before = live.shown.clone();
+        change(&mut live.shown);
+        ctx.update(live.entity, &before, &live.shown);
+    }
+
+    fn score(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
+        let Some(runner) = self.runner_mut(player) else {
+            return;
+        };
+        runner.score = runner.score.saturating_add(1);
+        let score = runner.score;
+        self.show(ctx, player, |shown| shown.score = score);
     }
 
     /// Make `player` "it" (or nobody), updating both entities' flags.
     fn make_it(&mut self, ctx: &mut Ctx<'_>, player: Option<PlayerId>) {
-        if let Some(old) = self.it.and_then(|p| self.entity_of(p)) {
-            ctx.set_bool(old, FIELD_IT, false);
+        if let Some(old) = self.it {
+            self.show(ctx, old, |shown| shown.it = false);
         }
         self.it = player;
-        if let Some(new) = player.and_then(|p| self.entity_of(p)) {
-            ctx.set_bool(new, FIELD_IT, true);
+        if let Some(new) = player {
+            self.show(ctx, new, |shown| shown.it = true);
         }
         self.it_ready = ctx.tick().saturating_add(NO_TAG_BACK);
     }
@@ -252,19 +271,19 @@ impl Zone for Tag {
                 runner
             }
         };
-        let entity = ctx.spawn(self.kind, runner.x, runner.y);
-        ctx.set_str(
-            entity,
-            FIELD_NAME,
-            truncate(&player.principal, usize::from(NAME_MAX)),
-        );
-        ctx.set_uint(entity, FIELD_SCORE, runner.score);
+        let shown = PlayerEntity {
+            it: false,
+            score: runner.score,
+            name: truncate(&player.principal, usize::from(NAME_MAX)).to_owned(),
+        };
+        let entity = ctx.spawn_with(self.kind, runner.x, runner.y, &shown);
         ctx.set_control(player.id, Some(entity));
         self.live.insert(
             player.id,
             Live {
                 principal: player.principal,
                 entity,
+                shown,
                 intent: Move::default(),
             },
         );

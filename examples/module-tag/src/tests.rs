@@ -38,6 +38,8 @@ fn save_with(runners: &[(&str, u32, f32, f32)]) -> Vec<u8> {
     for word in [1u64, 2, 3, 4] {
         w.u64(word);
     }
+    // Fact keys made: the tag game emits none.
+    w.u64(0);
     w.u8(1).u32(runners.len() as u32);
     for (principal, score, x, y) in runners {
         w.str(principal).u32(*score).f32(*x).f32(*y);
@@ -92,20 +94,16 @@ fn the_first_player_spawns_at_a_random_spot_under_control_and_is_it() {
     assert_eq!(
         commands[1..],
         [
+            // A score of 0 is the field's default: not sent.
             Command::SetStr {
                 handle,
-                field: FIELD_NAME,
+                field: PlayerEntity::FIELD_NAME,
                 value: "alice".into()
-            },
-            Command::SetUint {
-                handle,
-                field: FIELD_SCORE,
-                value: 0
             },
             Command::SetControl { player: 1, handle },
             Command::SetBool {
                 handle,
-                field: FIELD_IT,
+                field: PlayerEntity::FIELD_IT,
                 value: 1
             },
         ]
@@ -115,8 +113,25 @@ fn the_first_player_spawns_at_a_random_spot_under_control_and_is_it() {
     let (handle2, x2, y2) = spawn_of(&commands);
     assert_ne!(handle2, handle);
     assert_ne!((x2, y2), (x, y));
-    assert_eq!(commands.len(), 4);
+    assert_eq!(commands.len(), 3);
     assert_eq!(host.zone().unwrap().it(), Some(PlayerId(1)));
+}
+
+#[test]
+fn the_player_kind_keeps_its_field_order() {
+    // Clients and the host's tests read the fields by index: it, score, name.
+    assert_eq!(
+        (
+            PlayerEntity::FIELD_IT,
+            PlayerEntity::FIELD_SCORE,
+            PlayerEntity::FIELD_NAME
+        ),
+        (0, 1, 2)
+    );
+    assert_eq!(
+        PlayerEntity::kind_def().fields()[2].1,
+        FieldType::Str { max_len: NAME_MAX }
+    );
 }
 
 #[test]
@@ -247,17 +262,17 @@ fn it_tags_the_nearest_player_within_reach_and_cannot_tag_back_at_once() {
         vec![
             Command::SetUint {
                 handle: alice,
-                field: FIELD_SCORE,
+                field: PlayerEntity::FIELD_SCORE,
                 value: 1
             },
             Command::SetBool {
                 handle: alice,
-                field: FIELD_IT,
+                field: PlayerEntity::FIELD_IT,
                 value: 0
             },
             Command::SetBool {
                 handle: carol,
-                field: FIELD_IT,
+                field: PlayerEntity::FIELD_IT,
                 value: 1
             },
             Command::Event {
@@ -303,12 +318,12 @@ fn the_points_timer_scores_everyone_but_it() {
         vec![
             Command::SetUint {
                 handle: 2,
-                field: FIELD_SCORE,
+                field: PlayerEntity::FIELD_SCORE,
                 value: 1
             },
             Command::SetUint {
                 handle: 3,
-                field: FIELD_SCORE,
+                field: PlayerEntity::FIELD_SCORE,
                 value: 1
             },
         ]
@@ -332,7 +347,7 @@ fn leaving_despawns_and_it_passes_to_the_lowest_id() {
             Command::Despawn { handle: 1 },
             Command::SetBool {
                 handle: 3,
-                field: FIELD_IT,
+                field: PlayerEntity::FIELD_IT,
                 value: 1
             },
         ]
@@ -372,7 +387,7 @@ fn save_and_restore_keep_scores_and_positions_by_principal() {
     assert_eq!((x, y), (before["bob"].x, before["bob"].y));
     assert!(commands.contains(&Command::SetUint {
         handle: 1,
-        field: FIELD_SCORE,
+        field: PlayerEntity::FIELD_SCORE,
         value: 2
     }));
     // A newcomer draws the same spot in both: the RNG came back with the save.

@@ -19,36 +19,43 @@ fn workspace() -> PathBuf {
 /// The tag example (`examples/module-tag`) as a `.wasm` file.
 pub fn tag_module() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let root = workspace();
-            let target = root.join("target").join("modules");
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let out = Command::new(cargo)
-                .current_dir(&root)
-                .args([
-                    "build",
-                    "--quiet",
-                    "-p",
-                    "zonekeep-module-tag",
-                    "--target",
-                    "wasm32-unknown-unknown",
-                    "--profile",
-                    "module",
-                    "--target-dir",
-                ])
-                .arg(&target)
-                .output()
-                .expect("running cargo to build the tag module");
-            assert!(
-                out.status.success(),
-                "building the tag module failed (is the wasm32-unknown-unknown target installed?):\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            target
-                .join("wasm32-unknown-unknown")
-                .join("module")
-                .join("zonekeep_module_tag.wasm")
-        })
-        .clone()
+    BUILT.get_or_init(|| build("zonekeep-module-tag")).clone()
+}
+
+/// The demo arena as a module (`examples/arena-module`) as a `.wasm` file.
+pub fn arena_module() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| build("zonekeep-arena-module")).clone()
+}
+
+/// Builds `package` for wasm32 with the `module` profile; the path of its `.wasm`.
+fn build(package: &str) -> PathBuf {
+    let root = workspace();
+    let target = root.join("target").join("modules");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(&root)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            package,
+            "--target",
+            "wasm32-unknown-unknown",
+            "--profile",
+            "module",
+            "--target-dir",
+        ])
+        .arg(&target)
+        .output()
+        .expect("running cargo to build a module");
+    assert!(
+        out.status.success(),
+        "building {package} failed (is the wasm32-unknown-unknown target installed?):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target
+        .join("wasm32-unknown-unknown")
+        .join("module")
+        .join(format!("{}.wasm", package.replace('-', "_")))
 }

@@ -1,0 +1,97 @@
+//! [`Settings`]: the zone settings a module asks its host for (the CONFIG call).
+
+use crate::wire::Writer;
+
+/// The settings a zone's rules depend on, which the host applies to every zone of the module's
+/// kind: a zone's [`Zone::settings`](crate::Zone::settings). Each left at 0 is the host's own.
+///
+/// The host reads them once, when it loads the module, and refuses a module whose settings it
+/// cannot run (a tick rate of 0 Hz… see PROTOCOL.md's limits). A new version deployed to running
+/// zones must keep their tick rate and position step: a zone refuses an upgrade that changes
+/// them (it would change what a tick means for every saved and predicted state) and goes on with
+/// the version it had.
+///
+/// ```
+/// use zonekeep_guest::Settings;
+/// let s = Settings::new().tick_hz(30).pos_step(0.01).view_radius(24.0);
+/// assert_eq!(s.tick_hz, 30);
+/// assert_eq!(s.max_players, 0); // the host's
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Settings {
+    /// Simulation ticks per second.
+    pub tick_hz: u32,
+    /// Ticks between two state messages to clients.
+    pub patch_every: u32,
+    /// Most players at once.
+    pub max_players: u32,
+    /// Most observers at once.
+    pub max_observers: u32,
+    /// The position quantum on the wire, in world units: what the zone's positions are snapped
+    /// to for clients (and for a client's prediction to agree with the zone).
+    pub pos_step: f32,
+    /// How far a participant sees, in world units.
+    pub view_radius: f32,
+    /// The interest grid's cell size, in world units.
+    pub cell_size: f32,
+}
+
+impl Settings {
+    /// Every setting the host's own.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ticks per second.
+    pub fn tick_hz(mut self, hz: u32) -> Self {
+        self.tick_hz = hz;
+        self
+    }
+
+    /// Ticks between two state messages.
+    pub fn patch_every(mut self, ticks: u32) -> Self {
+        self.patch_every = ticks;
+        self
+    }
+
+    /// Most players at once.
+    pub fn max_players(mut self, n: u32) -> Self {
+        self.max_players = n;
+        self
+    }
+
+    /// Most observers at once.
+    pub fn max_observers(mut self, n: u32) -> Self {
+        self.max_observers = n;
+        self
+    }
+
+    /// The wire's position quantum.
+    pub fn pos_step(mut self, step: f32) -> Self {
+        self.pos_step = step;
+        self
+    }
+
+    /// The view radius.
+    pub fn view_radius(mut self, radius: f32) -> Self {
+        self.view_radius = radius;
+        self
+    }
+
+    /// The interest grid's cell size.
+    pub fn cell_size(mut self, size: f32) -> Self {
+        self.cell_size = size;
+        self
+    }
+
+    /// CONFIG's output (docs/MODULES.md): the seven settings in order.
+    pub fn encode(&self, w: &mut Writer) {
+        w.u32(self.tick_hz)
+            .u32(self.patch_every)
+            .u32(self.max_players)
+            .u32(self.max_observers)
+            .f32(self.pos_step)
+            .f32(self.view_radius)
+            .f32(self.cell_size);
+    }
+}
