@@ -3,7 +3,7 @@
 //! Paths are drawn from the zone's RNG when the zone is created, and flying a path uses no
 //! randomness, so drones are deterministic for a given seed. Drones fly over pillars.
 
-use zonekeep_core::rand_core::RngCore;
+use rand_core::RngCore;
 
 use crate::map::unit;
 use crate::movement::{ARENA_H, ARENA_W};

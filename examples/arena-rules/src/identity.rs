@@ -4,18 +4,15 @@
 //! and still untrusted text): it is cut to a short, printable form. The colour is a hue derived
 //! from the principal, so the same player keeps its colour everywhere.
 
-use zonekeep_core::StateHasher;
-
-use std::hash::Hasher;
-
 /// Longest display name, in bytes (and the `name` field's wire limit).
 pub const MAX_NAME: usize = 16;
 
-/// The principal's stable hash (FNV-1a 64).
+/// The principal's stable hash (FNV-1a 64): the same on every platform and in every build, so a
+/// player's colour never changes.
 fn principal_hash(principal: &str) -> u64 {
-    let mut h = StateHasher::new();
-    h.write(principal.as_bytes());
-    h.finish()
+    principal.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// The player's hue in degrees (`0..360`), from the principal.

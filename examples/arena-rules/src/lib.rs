@@ -1,10 +1,14 @@
-//! The arena's movement rule, written once: the arena zone runs it natively, and the page runs
-//! it compiled to WebAssembly (`wasm32-unknown-unknown`, served as `/arena-rules.wasm`) to predict
-//! its own player, so the server and the prediction agree to the bit by construction.
+//! The arena's rules, written once: the movement rule, the layout and random placement, the
+//! drones' flight and the players' names and colours. The native arena zone (`zonekeep-arena`)
+//! and the arena module (`zonekeep-arena-module`, the same game as a WebAssembly zone module)
+//! both run them, and the page runs the movement rule compiled to WebAssembly
+//! (`wasm32-unknown-unknown`, served as `/arena-rules.wasm`) to predict its own player, so the
+//! server and the prediction agree to the bit by construction.
 //!
-//! This crate owns the rule ([`movement`]) and, on `wasm32`, its exports for the page. It must
-//! depend on nothing but the protocol's quantization (what "snapped to the wire" means), so it
-//! builds for the browser with no runtime.
+//! This crate owns those rules and, on `wasm32`, the movement rule's exports for the page. It
+//! must depend on nothing but the protocol's quantization (what "snapped to the wire" means),
+//! `rand_core`'s trait (the zone's RNG is handed in) and serde (a drone's path is part of an
+//! arena's image; create params are JSON), so it builds for the browser and into a module with no runtime.
 //!
 //! The exports (all numbers little-endian `f32` in the module's memory):
 //! - `arena_pillars(n: u32) -> u32`: the address of room for `n` pillars (`x`, `y`, `r` each),
@@ -13,6 +17,10 @@
 //!   [`movement::step`] against the first `n` pillars written there; answers the address of the
 //!   new `x`, `y`.
 
+pub mod drones;
+pub mod game;
+pub mod identity;
+pub mod map;
 pub mod movement;
 
 #[cfg(target_arch = "wasm32")]

@@ -3,9 +3,9 @@
 //! Pillars are fixed so every arena looks the same; everything random (drone paths, pickup spots,
 //! spawn points) is drawn from the zone's seeded RNG, so a replay with the same seed is identical.
 
-use zonekeep_core::rand_core::RngCore;
+use rand_core::RngCore;
 
-use crate::movement::{Pillar, ARENA_H, ARENA_W, PLAYER_RADIUS};
+use crate::movement::{snap, MoveState, Pillar, ARENA_H, ARENA_W, PLAYER_RADIUS};
 
 /// The pillars, in the order [`step`](crate::movement::step) pushes players out of them.
 /// Centres are whole units, so they are exactly on the wire grid and clients decode the same
@@ -92,10 +92,27 @@ pub fn random_open_point(rng: &mut impl RngCore, margin: f32) -> (f32, f32) {
     (ARENA_W / 2.0, 4.0)
 }
 
+/// A player's starting point: near the arena's centre (within
+/// [`SPAWN_RADIUS`](crate::game::SPAWN_RADIUS)), on the wire grid and clear of pillars (bounded
+/// draws, then the centre, which the layout keeps clear).
+pub fn spawn_point(rng: &mut impl RngCore) -> MoveState {
+    let radius = crate::game::SPAWN_RADIUS;
+    for _ in 0..16 {
+        let x = snap(ARENA_W / 2.0 + (unit(rng) * 2.0 - 1.0) * radius);
+        let y = snap(ARENA_H / 2.0 + (unit(rng) * 2.0 - 1.0) * radius);
+        if clear_of_pillars(x, y, PLAYER_RADIUS, 0.1) {
+            return MoveState { x, y };
+        }
+    }
+    MoveState {
+        x: ARENA_W / 2.0,
+        y: ARENA_H / 2.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::movement::snap;
     use zonekeep_core::zone_rng;
 
     #[test]

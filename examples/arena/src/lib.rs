@@ -14,12 +14,9 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod drones;
 pub mod gallery;
-pub mod identity;
-pub mod map;
-/// The movement rule, shared with the page (which runs it compiled to WebAssembly).
-pub use zonekeep_arena_rules::movement;
+/// The rules shared with the arena module and the page: movement, layout, drones, identity.
+pub use zonekeep_arena_rules::{drones, identity, map, movement};
 pub mod web;
 pub mod zone;
 

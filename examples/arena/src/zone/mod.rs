@@ -21,64 +21,16 @@ use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use crate::drones::DronePath;
 use crate::identity::{display_name, distinct_hue, distinct_name, hue, MAX_NAME};
-use crate::map::{clear_of_pillars, random_open_point, unit, PILLARS};
-use crate::movement::{
-    snap, step, MoveInput, MoveState, ARENA_H, ARENA_W, DT, PLAYER_RADIUS, POS_STEP, TICK_HZ,
+use crate::map::{random_open_point, spawn_point, PILLARS};
+use crate::movement::{snap, step, MoveInput, MoveState, ARENA_H, ARENA_W, DT, POS_STEP, TICK_HZ};
+
+use zonekeep_arena_rules::game::SAVE_VERSION;
+pub use zonekeep_arena_rules::game::{
+    DEFAULT_DRONES, DEFAULT_PICKUPS, FACT_PICKUP, F_CONNECTED, F_HUE, F_NAME, F_RADIUS, F_SCORE,
+    KIND_DRONE, KIND_PICKUP, KIND_PILLAR, KIND_PLAYER, MAX_NPCS, MAX_PLAYERS, PICKUP_RADIUS,
+    PICKUP_SCORE, REFUSE_BAD_INPUT, RESPAWN_TICKS, SPAWN_RADIUS, TOPIC_PICKED, TOPIC_REFUSED,
+    TOPIC_SAVED, VIEW_RADIUS,
 };
-
-/// How far a player sees, in world units: farther entities are not sent to it.
-pub const VIEW_RADIUS: f32 = 24.0;
-/// Radius of the area around the arena's centre where players appear (well inside each other's view,
-/// so two new players always see each other).
-pub const SPAWN_RADIUS: f32 = 8.0;
-/// A pickup's radius; touching it (centres closer than this plus the player's radius) collects it.
-pub const PICKUP_RADIUS: f32 = 0.5;
-/// Ticks before a collected pickup appears again elsewhere (5 s at 30 Hz).
-pub const RESPAWN_TICKS: u64 = 150;
-/// Default number of drones.
-pub const DEFAULT_DRONES: u32 = 32;
-/// Default number of pickups.
-pub const DEFAULT_PICKUPS: u32 = 24;
-/// Most drones or pickups a zone may be created with.
-pub const MAX_NPCS: u32 = 512;
-/// Score added by one pickup.
-pub const PICKUP_SCORE: u32 = 1;
-/// The fact kind a pickup emits.
-pub const FACT_PICKUP: &str = "arena.pickup";
-
-/// Event topic: you collected a pickup (payload: `u32` LE amount, pending until saved).
-pub const TOPIC_PICKED: u16 = 1;
-/// Event topic: a pickup's fact settled (payload: `u32` LE amount, then `u32` LE saved total).
-pub const TOPIC_SAVED: u16 = 2;
-/// Event topic: a pickup's fact was refused by the sink (payload: UTF-8 reason).
-pub const TOPIC_REFUSED: u16 = 3;
-
-/// Input refusal code: the payload is not one or two bytes.
-pub const REFUSE_BAD_INPUT: u16 = 1;
-
-/// Entity kind names, in schema order.
-pub const KIND_PLAYER: &str = "player";
-/// Drone kind name.
-pub const KIND_DRONE: &str = "drone";
-/// Pickup kind name.
-pub const KIND_PICKUP: &str = "pickup";
-/// Pillar kind name.
-pub const KIND_PILLAR: &str = "pillar";
-
-/// Player field: display name.
-pub const F_NAME: usize = 0;
-/// Player field: hue in degrees.
-pub const F_HUE: usize = 1;
-/// Player field: saved score.
-pub const F_SCORE: usize = 2;
-/// Player field: whether the player's connection is up. False while a dropped player waits out the
-/// reconnect grace (its avatar stays in the world so it can resume), so pages can show it as gone.
-pub const F_CONNECTED: usize = 3;
-/// Pillar field: radius (exact `f32`, so clients collide with the same value).
-pub const F_RADIUS: usize = 0;
-
-/// Version of the [`Arena::save`] format.
-const SAVE_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Copy)]
 struct Kinds {
@@ -146,14 +98,8 @@ fn failed(e: impl std::fmt::Display) -> ZoneError {
 }
 
 fn count_param(init: &ZoneInit, key: &str, default: u32) -> Result<u32, ZoneError> {
-    match init.params.get(key) {
-        None | Some(serde_json::Value::Null) => Ok(default),
-        Some(v) => v
-            .as_u64()
-            .filter(|n| *n <= u64::from(MAX_NPCS))
-            .map(|n| n as u32)
-            .ok_or_else(|| ZoneError::InvalidParams(format!("{key} must be 0..={MAX_NPCS}"))),
-    }
+    zonekeep_arena_rules::game::count_param(init.params.get(key), key, default)
+        .map_err(ZoneError::InvalidParams)
 }
 
 /// The settings the arena needs from its host: the movement step assumes 30 Hz ticks and the
@@ -181,7 +127,7 @@ pub fn zone_config() -> ZoneConfig {
     let mut config = ZoneConfig {
         tick_hz: TICK_HZ,
         patch_every: 1,
-        max_players: 64,
+        max_players: MAX_PLAYERS,
         ..ZoneConfig::default()
     };
     config.replication.pos_step = POS_STEP;
@@ -239,23 +185,6 @@ fn build_world(world: &mut World) -> Result<Kinds, ZoneError> {
         world.set_global(id, true).map_err(failed)?;
     }
     Ok(kinds)
-}
-
-/// A point near the arena's centre, on the grid and clear of pillars (bounded draws, then the centre,
-/// which the layout keeps clear).
-fn spawn_point(ctx: &mut Ctx<'_>) -> MoveState {
-    let rng = ctx.rng();
-    for _ in 0..16 {
-        let x = snap(ARENA_W / 2.0 + (unit(rng) * 2.0 - 1.0) * SPAWN_RADIUS);
-        let y = snap(ARENA_H / 2.0 + (unit(rng) * 2.0 - 1.0) * SPAWN_RADIUS);
-        if clear_of_pillars(x, y, PLAYER_RADIUS, 0.1) {
-            return MoveState { x, y };
-        }
-    }
-    MoveState {
-        x: ARENA_W / 2.0,
-        y: ARENA_H / 2.0,
-    }
 }
 
 fn spawn_drones(ctx: &mut Ctx<'_>, kinds: Kinds, n: u32) -> Result<Vec<Drone>, ZoneError> {
@@ -452,7 +381,7 @@ impl Zone for Arena {
             &names,
         );
         let player_hue = distinct_hue(hue(&principal), &hues);
-        let state = spawn_point(ctx);
+        let state = spawn_point(ctx.rng());
         let score = self.score(&principal);
         let world = ctx.world();
         let entity = world

@@ -7,11 +7,12 @@ use zonekeep_core::world::EntityId;
 use zonekeep_core::{Ctx, EventTarget, PlayerId};
 
 use super::{
-    Arena, FACT_PICKUP, F_SCORE, PICKUP_RADIUS, PICKUP_SCORE, RESPAWN_TICKS, TOPIC_PICKED,
-    TOPIC_REFUSED, TOPIC_SAVED,
+    Arena, FACT_PICKUP, F_SCORE, PICKUP_SCORE, RESPAWN_TICKS, TOPIC_PICKED, TOPIC_REFUSED,
+    TOPIC_SAVED,
 };
 use crate::map::random_open_point;
-use crate::movement::{snap, PLAYER_RADIUS};
+use crate::movement::snap;
+use zonekeep_arena_rules::game::touches;
 
 /// A pickup: present (with an entity) or waiting to respawn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,7 +49,6 @@ impl Arena {
 
     /// A player touching a present pickup takes it: the pickup leaves, a fact is emitted.
     pub(super) fn collect_pickups(&mut self, ctx: &mut Ctx<'_>) {
-        let reach = PICKUP_RADIUS + PLAYER_RADIUS;
         for i in 0..self.pickups.len() {
             let Some(pickup) = self.pickups.get(i) else {
                 continue;
@@ -58,11 +58,11 @@ impl Arena {
             };
             let (px, py) = (pickup.x, pickup.y);
             // Players in id order: the lowest id wins a tie, deterministically.
-            let Some((&player, avatar)) = self.players.iter().find(|(_, a)| {
-                let dx = a.state.x - px;
-                let dy = a.state.y - py;
-                dx * dx + dy * dy <= reach * reach
-            }) else {
+            let Some((&player, avatar)) = self
+                .players
+                .iter()
+                .find(|(_, a)| touches(a.state.x, a.state.y, px, py))
+            else {
                 continue;
             };
             let principal = avatar.principal.clone();

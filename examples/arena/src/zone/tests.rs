@@ -13,7 +13,7 @@ use zonekeep_core::{
 use zonekeep_protocol::{FieldValue, Mirror};
 
 use super::*;
-use crate::movement::{snap, MAX_X, MIN_X, SPEED};
+use crate::movement::{snap, MAX_X, MIN_X, PLAYER_RADIUS, SPEED};
 use crate::movement::{DIR_DOWN, DIR_LEFT, DIR_RIGHT};
 
 struct Rig {
