@@ -17,18 +17,18 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use zonekeep_arena_rules::drones::DronePath;
 use zonekeep_arena_rules::game::{
     count_param, touches, DEFAULT_DRONES, DEFAULT_PICKUPS, FACT_PICKUP, KIND_DRONE, KIND_PICKUP,
-    MAX_NPCS, MAX_PLAYERS, PICKUP_SCORE, REFUSE_BAD_INPUT, RESPAWN_TICKS, SAVE_VERSION,
-    TOPIC_PICKED, TOPIC_REFUSED, TOPIC_SAVED, VIEW_RADIUS,
+    MAX_PLAYERS, PICKUP_SCORE, REFUSE_BAD_INPUT, RESPAWN_TICKS, SAVE_VERSION, TOPIC_PICKED,
+    TOPIC_REFUSED, TOPIC_SAVED, VIEW_RADIUS,
 };
 use zonekeep_arena_rules::identity::{display_name, distinct_hue, distinct_name, hue, MAX_NAME};
 use zonekeep_arena_rules::map::{random_open_point, spawn_point, PILLARS};
 use zonekeep_arena_rules::movement::{
     snap, step, MoveInput, MoveState, ARENA_H, ARENA_W, DT, POS_STEP, TICK_HZ,
 };
+use zonekeep_arena_rules::save::{saved_pickup, Pending, Saved, SavedPickup};
 use zonekeep_guest::{
     export_zone, Ctx, Entity, EntityKind, EventTarget, Kind, KindDef, LeaveReason, Player,
     PlayerId, Refusal, Role, Settings, Zone,
@@ -78,32 +78,14 @@ struct Runner {
     fields: Avatar,
 }
 
-/// A pickup: present (with an entity) or waiting to respawn. Saved in the native zone's
-/// layout.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A pickup: present (with an entity) or waiting to respawn.
+#[derive(Debug, Clone, PartialEq)]
 struct Pickup {
     x: f32,
     y: f32,
-    /// Tick at which it reappears (relative in a save; only meaningful while absent).
+    /// Tick at which it reappears (only meaningful while absent).
     respawn_at: u64,
-    #[serde(skip)]
     entity: Option<Entity>,
-}
-
-/// A pickup's fact, emitted and not yet settled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Pending {
-    principal: String,
-    amount: u32,
-}
-
-/// A save: scores, unsettled facts and pickups (players join again; drones are drawn again).
-#[derive(Debug, Serialize, Deserialize)]
-struct Saved {
-    version: u32,
-    scores: BTreeMap<String, u32>,
-    pending: BTreeMap<String, Pending>,
-    pickups: Vec<Pickup>,
 }
 
 /// The guest SDK's RNG as the `rand_core` generator the shared rules draw from.
@@ -166,7 +148,7 @@ impl Arena {
     fn build(
         ctx: &mut Ctx<'_>,
         params: &str,
-        saved: Option<Vec<Pickup>>,
+        saved: Option<Vec<SavedPickup>>,
         pickups: Option<u32>,
     ) -> Result<Arena, String> {
         let params = params_of(params)?;
@@ -199,14 +181,15 @@ impl Arena {
                 .collect(),
             Some(saved) => saved
                 .into_iter()
-                .map(|mut p| {
+                .map(|p| {
                     // A present pickup was saved with 0, a waiting one with its ticks to go.
-                    if p.respawn_at == 0 {
-                        p.entity = Some(ctx.spawn(kinds.pickup, p.x, p.y));
-                    } else {
-                        p.respawn_at += tick;
+                    let present = p.respawn_at == 0;
+                    Pickup {
+                        x: p.x,
+                        y: p.y,
+                        respawn_at: if present { 0 } else { p.respawn_at + tick },
+                        entity: present.then(|| ctx.spawn(kinds.pickup, p.x, p.y)),
                     }
-                    p
                 })
                 .collect(),
         };
@@ -329,16 +312,7 @@ impl Zone for Arena {
     }
 
     fn restore(ctx: &mut Ctx<'_>, params: &str, bytes: &[u8]) -> Result<Self, String> {
-        let saved: Saved = serde_json::from_slice(bytes).map_err(|e| format!("arena save: {e}"))?;
-        if saved.version != SAVE_VERSION {
-            return Err(format!(
-                "arena save version {} (this code reads {SAVE_VERSION})",
-                saved.version
-            ));
-        }
-        if saved.pickups.len() > MAX_NPCS as usize {
-            return Err("arena save: too many pickups".into());
-        }
+        let saved = Saved::read(bytes)?;
         let mut arena = Self::build(ctx, params, Some(saved.pickups), Some(0))?;
         arena.scores = saved.scores;
         arena.pending = saved.pending;
@@ -353,18 +327,10 @@ impl Zone for Arena {
             pickups: self
                 .pickups
                 .iter()
-                .map(|p| Pickup {
-                    respawn_at: match p.entity {
-                        Some(_) => 0,
-                        // At least 1 so it restores as waiting, never as present.
-                        None => p.respawn_at.saturating_sub(self.tick).max(1),
-                    },
-                    entity: None,
-                    ..p.clone()
-                })
+                .map(|p| saved_pickup(p.x, p.y, p.entity.is_some(), p.respawn_at, self.tick))
                 .collect(),
         };
-        serde_json::to_vec(&saved).unwrap_or_default()
+        saved.to_bytes()
     }
 
     fn on_join(&mut self, ctx: &mut Ctx<'_>, player: Player) -> Result<(), Refusal> {

@@ -22,6 +22,7 @@ pub mod game;
 pub mod identity;
 pub mod map;
 pub mod movement;
+pub mod save;
 
 #[cfg(target_arch = "wasm32")]
 mod exports {

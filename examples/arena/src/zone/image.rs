@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use zonekeep_core::world::{EntityId, KindId, World};
 use zonekeep_core::{Ctx, PlayerId, ZoneError};
 
-use super::pickups::{Pending, Pickup};
+use super::pickups::Pickup;
 use super::{Arena, ArenaStats, Avatar, Drone, Kinds};
 use crate::drones::DronePath;
 use crate::movement::MoveState;
+use zonekeep_arena_rules::save::Pending;
 
 /// The image's layout version (an image is read back only by the build that wrote it; the
 /// version makes a mismatch a clear refusal rather than a confusing one).

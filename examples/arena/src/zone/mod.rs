@@ -7,10 +7,10 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use pickups::{Pending, Pickup};
+use pickups::Pickup;
 use std::hash::{Hash, Hasher};
+use zonekeep_arena_rules::save::{saved_pickup, Pending, Saved, SavedPickup};
 
-use serde::{Deserialize, Serialize};
 use zonekeep_core::fact::Settlement;
 use zonekeep_core::world::{EntityId, KindId, World};
 use zonekeep_core::{
@@ -53,17 +53,6 @@ struct Avatar {
 struct Drone {
     entity: EntityId,
     path: DronePath,
-}
-
-/// What [`Arena::save`] writes: scores, unsettled facts and pickups (players are not saved; they
-/// join again; drones are redrawn from the RNG).
-#[derive(Debug, Serialize, Deserialize)]
-struct Saved {
-    version: u32,
-    scores: BTreeMap<String, u32>,
-    pending: BTreeMap<String, Pending>,
-    /// Pickups with `respawn_at` relative to the save's tick.
-    pickups: Vec<Pickup>,
 }
 
 /// Counters a host or test can read.
@@ -269,7 +258,7 @@ impl Arena {
     fn from_parts(
         ctx: &mut Ctx<'_>,
         drones: u32,
-        pickups: Option<Vec<Pickup>>,
+        pickups: Option<Vec<SavedPickup>>,
         pickup_count: u32,
     ) -> Result<Arena, ZoneError> {
         let kinds = build_world(ctx.world())?;
@@ -281,14 +270,21 @@ impl Arena {
                 .collect::<Result<Vec<_>, _>>()?,
             Some(saved) => {
                 let mut out = Vec::with_capacity(saved.len());
-                for mut p in saved {
+                for p in saved {
                     // Saved `respawn_at` is relative; present pickups were saved with 0.
+                    let mut pickup = Pickup {
+                        x: p.x,
+                        y: p.y,
+                        respawn_at: p.respawn_at,
+                        entity: None,
+                    };
                     if p.respawn_at == 0 {
-                        p.entity = Some(ctx.world().spawn(kinds.pickup, p.x, p.y).map_err(failed)?);
+                        pickup.entity =
+                            Some(ctx.world().spawn(kinds.pickup, p.x, p.y).map_err(failed)?);
                     } else {
-                        p.respawn_at += tick;
+                        pickup.respawn_at += tick;
                     }
-                    out.push(p);
+                    out.push(pickup);
                 }
                 out
             }
@@ -317,17 +313,7 @@ impl Zone for Arena {
     }
 
     fn restore(init: &ZoneInit, ctx: &mut Ctx<'_>, bytes: &[u8]) -> Result<Self, ZoneError> {
-        let saved: Saved = serde_json::from_slice(bytes)
-            .map_err(|e| ZoneError::Restore(format!("arena save: {e}")))?;
-        if saved.version != SAVE_VERSION {
-            return Err(ZoneError::Restore(format!(
-                "arena save version {} (this code reads {SAVE_VERSION})",
-                saved.version
-            )));
-        }
-        if saved.pickups.len() > MAX_NPCS as usize {
-            return Err(ZoneError::Restore("arena save: too many pickups".into()));
-        }
+        let saved = Saved::read(bytes).map_err(ZoneError::Restore)?;
         check_config(ctx)?;
         let drones = count_param(init, "drones", DEFAULT_DRONES)?;
         let mut arena = Self::from_parts(ctx, drones, Some(saved.pickups), 0)?;
@@ -348,16 +334,7 @@ impl Zone for Arena {
         let pickups = self
             .pickups
             .iter()
-            .map(|p| Pickup {
-                x: p.x,
-                y: p.y,
-                respawn_at: match p.entity {
-                    Some(_) => 0,
-                    // At least 1 so it restores as "waiting", never as present.
-                    None => p.respawn_at.saturating_sub(self.tick).max(1),
-                },
-                entity: None,
-            })
+            .map(|p| saved_pickup(p.x, p.y, p.entity.is_some(), p.respawn_at, self.tick))
             .collect();
         let saved = Saved {
             version: SAVE_VERSION,
@@ -365,7 +342,7 @@ impl Zone for Arena {
             pending: self.pending.clone(),
             pickups,
         };
-        serde_json::to_vec(&saved).ok()
+        Some(saved.to_bytes())
     }
 
     fn on_join(&mut self, ctx: &mut Ctx<'_>, player: &PlayerInfo) -> Result<(), JoinRefusal> {

@@ -2,6 +2,7 @@
 //! one emits a durable fact; its settlement raises the player's saved score.
 
 use serde::{Deserialize, Serialize};
+use zonekeep_arena_rules::save::Pending;
 use zonekeep_core::fact::{FactOutcome, Settlement};
 use zonekeep_core::world::EntityId;
 use zonekeep_core::{Ctx, EventTarget, PlayerId};
@@ -23,13 +24,6 @@ pub(super) struct Pickup {
     pub(super) respawn_at: u64,
     #[serde(skip)]
     pub(super) entity: Option<EntityId>,
-}
-
-/// A fact emitted and not yet settled: whose score it raises and by how much.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Pending {
-    pub(super) principal: String,
-    pub(super) amount: u32,
 }
 
 impl Arena {
