@@ -7,6 +7,7 @@ use zonekeep_core::{Ctx, EntityId, EventTarget, JoinRefusal, KindId, PlayerId, T
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use crate::error::Failure;
+use crate::handles::HandleMap;
 use crate::wire::Reader;
 use zonekeep_abi::tag;
 
@@ -16,7 +17,7 @@ use zonekeep_abi::tag;
 /// its module) applies the same buffers with another.
 #[derive(Debug, Default)]
 pub struct CommandApplier {
-    handles: HashMap<u32, EntityId>,
+    handles: HandleMap,
     kinds: Vec<KindId>,
     timers: BTreeMap<u64, Vec<TimerId>>,
     repeating: BTreeSet<TimerId>,
@@ -56,8 +57,7 @@ fn field_type(r: &mut Reader<'_>) -> Result<FieldType, Failure> {
 impl CommandApplier {
     fn entity(&self, handle: u32) -> Result<EntityId, Failure> {
         self.handles
-            .get(&handle)
-            .copied()
+            .get(handle)
             .ok_or_else(|| Failure::Command(format!("no live entity has handle {handle}")))
     }
 
@@ -122,7 +122,7 @@ impl CommandApplier {
                     let handle = r.u32("handle")?;
                     let kind = r.u16("kind")?;
                     let (x, y) = (r.f32("x")?, r.f32("y")?);
-                    if handle == 0 || self.handles.contains_key(&handle) {
+                    if handle == 0 || self.handles.contains(handle) {
                         return Err(Failure::Command(format!(
                             "spawn: handle {handle} is 0 or already live"
                         )));
@@ -139,7 +139,7 @@ impl CommandApplier {
                 tag::DESPAWN => {
                     let handle = r.u32("handle")?;
                     let id = self.entity(handle)?;
-                    self.handles.remove(&handle);
+                    self.handles.remove(handle);
                     self.seen_by.remove(&id);
                     ctx.world().despawn(id).map_err(|e| refused("despawn", e))?;
                 }

@@ -22,6 +22,7 @@
 mod commands;
 mod error;
 mod guest;
+mod handles;
 mod kind;
 mod load;
 mod sandbox;

@@ -372,3 +372,53 @@ fn a_failed_zone_refuses_joins_and_inputs_with_the_reason() {
     // No save is made of a failed zone: its last good save is what stays.
     assert_eq!(z.snapshot(), None);
 }
+
+#[test]
+fn the_host_asks_for_an_input_buffer_only_when_an_input_outgrows_it() {
+    // zk_alloc traps when asked a second time: calls whose input fits the first buffer (every
+    // TICK, small joins and inputs) must not ask again; a larger input must.
+    let bytes = wat::parse_str(
+        r#"(module
+            (memory (export "memory") 1)
+            (global $asked (mut i32) (i32.const 0))
+            (func (export "zk_abi") (result i32) i32.const 2)
+            (func (export "zk_alloc") (param i32) (result i32)
+                (if (global.get $asked) (then unreachable))
+                (global.set $asked (i32.const 1))
+                i32.const 4096)
+            (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#,
+    )
+    .unwrap();
+    let e = engine(Sandbox::default());
+    let mut kinds = ZoneKinds::new();
+    register(
+        &mut kinds,
+        &ModuleKind::new("k", ZoneModule::load(&e, &bytes).unwrap()),
+    );
+    let clock = Arc::new(ManualClock::new());
+    let config = ZoneConfig::default();
+    // CREATE's input (the zone id, params and fact prefix) is the longest so far.
+    let mut z = kinds
+        .create(
+            init("k", "a-zone-with-a-long-id"),
+            config.clone(),
+            clock.clone(),
+        )
+        .unwrap();
+    let p = z
+        .handle_join(Principal::new("ann"), Claims::new(), Role::Player)
+        .unwrap();
+    for seq in 1..=20 {
+        assert!(z.handle_input(p, seq, 0, b"xy").is_accepted());
+        clock.advance(config.dt());
+        z.advance(clock.now());
+    }
+    assert_eq!(z.failure(), None);
+    // An input longer than the buffer: the host asks for room, and this module traps.
+    let _ = z.handle_input(p, 21, 0, &[0; 200]);
+    assert!(
+        z.failure().is_some_and(|f| f.contains("unreachable")),
+        "{:?}",
+        z.failure()
+    );
+}
