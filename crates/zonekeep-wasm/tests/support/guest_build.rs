@@ -28,6 +28,14 @@ pub fn arena_module() -> PathBuf {
     BUILT.get_or_init(|| build("zonekeep-arena-module")).clone()
 }
 
+/// The arena workload as a module (`examples/workload-module`) as a `.wasm` file.
+pub fn workload_module() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| build("zonekeep-workload-module"))
+        .clone()
+}
+
 /// Builds `package` for wasm32 with the `module` profile; the path of its `.wasm`.
 fn build(package: &str) -> PathBuf {
     let root = workspace();

@@ -111,6 +111,19 @@ impl NpcParams {
 
     /// NPC `i`'s position at tick `k`, as float32 (`None` past the last NPC).
     pub fn pos(&self, c: &ArenaConsts, i: usize, k: u64) -> Option<(f32, f32)> {
+        self.pos_with(c, i, k, |a| (a.sin(), a.cos()))
+    }
+
+    /// [`pos`](Self::pos) with the sine and cosine of the angle from `sin_cos`: where the
+    /// platform's own `sin` and `cos` are slow (WebAssembly has no math instructions), one
+    /// function sharing the argument reduction of both, with the same results.
+    pub fn pos_with(
+        &self,
+        c: &ArenaConsts,
+        i: usize,
+        k: u64,
+        sin_cos: impl Fn(f64) -> (f64, f64),
+    ) -> Option<(f32, f32)> {
         let (r, cx, cy, ph) = (
             *self.r.get(i)?,
             *self.cx.get(i)?,
@@ -119,7 +132,8 @@ impl NpcParams {
         );
         // Same association as the definition: `ph + omega * (k / tick_hz)`, so results are bit-identical.
         let a = ph + c.omega * (k as f64 / c.tick_hz);
-        Some(((cx + r * a.cos()) as f32, (cy + r * a.sin()) as f32))
+        let (sin, cos) = sin_cos(a);
+        Some(((cx + r * cos) as f32, (cy + r * sin) as f32))
     }
 }
 
