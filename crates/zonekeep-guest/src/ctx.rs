@@ -403,7 +403,13 @@ impl<'a> Ctx<'a> {
 
     /// Move `entity` to `(x, y)`.
     pub fn set_pos(&mut self, entity: Entity, x: f32, y: f32) {
-        self.out.u8(tag::SET_POS).u32(entity.handle()).f32(x).f32(y);
+        // The commonest command (every moving entity, every tick): its 13 bytes in one append.
+        let mut cmd = [0u8; 13];
+        cmd[0] = tag::SET_POS;
+        cmd[1..5].copy_from_slice(&entity.handle().to_le_bytes());
+        cmd[5..9].copy_from_slice(&x.to_le_bytes());
+        cmd[9..13].copy_from_slice(&y.to_le_bytes());
+        self.out.raw(&cmd);
     }
 
     /// Set a quant, centered, angle or f32 field (`field`: its index in the kind).

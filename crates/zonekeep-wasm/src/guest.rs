@@ -219,7 +219,6 @@ pub(crate) struct Guest {
     fuel: u64,
     /// The next call's input; the caller encodes into it.
     pub input: Vec<u8>,
-    output: Vec<u8>,
     fuel_used: u64,
     /// The guest's input buffer from its last `zk_alloc`, and the length asked for: inputs up
     /// to that length are written there without asking again (docs/MODULES.md, `zk_alloc`).
@@ -272,7 +271,6 @@ impl Guest {
             abi,
             fuel,
             input: Vec::with_capacity(256),
-            output: Vec::with_capacity(256),
             fuel_used: 0,
             buffer: None,
         })
@@ -339,11 +337,13 @@ impl Guest {
             .map_err(|_| Failure::Abi("a call's input is over 2 GiB".into()))?;
         let result = self.call_inner(op, len);
         self.fuel_used = fuel.saturating_sub(self.store.get_fuel().unwrap_or(0));
-        result.map_err(|e| classify(&mut self.store, fuel, e))?;
-        Ok(&self.output)
+        let out = result.map_err(|e| classify(&mut self.store, fuel, e))?;
+        // Read in place: nothing runs in the instance until the caller is done with it.
+        Ok(self.memory.data(&self.store).get(out).unwrap_or_default())
     }
 
-    fn call_inner(&mut self, op: u32, len: i32) -> wasmtime::Result<()> {
+    /// The call; answers where its output lies in the guest's memory (checked to be inside).
+    fn call_inner(&mut self, op: u32, len: i32) -> wasmtime::Result<std::ops::Range<usize>> {
         let ptr = match self.buffer {
             Some((ptr, room)) if self.input.len() <= room => ptr,
             _ => {
@@ -360,15 +360,12 @@ impl Guest {
         let op = i32::try_from(op).map_err(|_| wasmtime::Error::msg("op out of range"))?;
         let packed = self.call.call(&mut self.store, (op, len))? as u64;
         let (ptr, out_len) = ((packed >> 32) as usize, (packed & 0xffff_ffff) as usize);
-        let out = ptr
-            .checked_add(out_len)
-            .and_then(|end| self.memory.data(&self.store).get(ptr..end))
-            .ok_or_else(|| {
-                wasmtime::Error::new(AbiViolation("zk_call returned an output outside memory"))
-            })?;
-        self.output.clear();
-        self.output.extend_from_slice(out);
-        Ok(())
+        match ptr.checked_add(out_len) {
+            Some(end) if end <= self.memory.data_size(&self.store) => Ok(ptr..end),
+            _ => Err(wasmtime::Error::new(AbiViolation(
+                "zk_call returned an output outside memory",
+            ))),
+        }
     }
 }
 
