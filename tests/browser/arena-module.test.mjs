@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { launchChromium, repo, startServer } from "./harness.mjs";
+import { launchChromium, openArenaPage, repo, startServer } from "./harness.mjs";
 import { requireChromium } from "./services.mjs";
 
 const chromium = requireChromium("arena-module.test.mjs");
@@ -41,15 +41,8 @@ after(async () => {
   await server?.stop();
 });
 
-async function openPage(name) {
-  const page = await browser.context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(`${server.base}/?zone=arena-m&name=${name}`);
-  await page.waitForFunction(() => window.arena?.state === "open" && window.arena.me !== null, null, {
-    timeout: 20000,
-  });
-  return { page, errors };
+function openPage(name) {
+  return openArenaPage(browser, server.base, "arena-m", name);
 }
 
 test("the page plays the arena served as a module", { skip: chromium === null ? "no chromium" : false, timeout: 120000 }, async () => {

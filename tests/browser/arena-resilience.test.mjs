@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { artifactsDir, launchChromium, setNetSim, startServer } from "./harness.mjs";
+import { artifactsDir, launchChromium, openArenaPage, setNetSim, startServer } from "./harness.mjs";
 import { requireChromium } from "./services.mjs";
 
 // Skipped (and listed as such) without Chromium; under CI=true that fails the run instead.
@@ -34,12 +34,7 @@ after(async () => {
 
 async function openPage(base, name) {
   browser ??= await launchChromium(chromium);
-  const page = await browser.context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(`${base}/?zone=arena-1&name=${name}`);
-  await page.waitForFunction(() => window.arena?.state === "open" && window.arena.me !== null, null, { timeout: 20000 });
-  return { page, errors };
+  return openArenaPage(browser, base, "arena-1", name);
 }
 
 /** Holds `key` on `page` until the page has sent `inputs` more inputs. */

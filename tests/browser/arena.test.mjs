@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { artifactsDir, launchChromium, setNetSim, startServer } from "./harness.mjs";
+import { artifactsDir, launchChromium, openArenaPage, setNetSim, startServer } from "./harness.mjs";
 import { requireChromium } from "./services.mjs";
 
 const chromium = requireChromium("arena.test.mjs");
@@ -38,15 +38,8 @@ after(async () => {
   await server?.stop();
 });
 
-async function openPage(name) {
-  const page = await browser.context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(`${server.base}/?zone=arena-1&name=${name}`);
-  await page.waitForFunction(() => window.arena?.state === "open" && window.arena.me !== null, null, {
-    timeout: 20000,
-  });
-  return { page, errors };
+function openPage(name) {
+  return openArenaPage(browser, server.base, "arena-1", name);
 }
 
 test("two pages: the watcher sees the mover move, prediction under 150 ms latency, smooth interpolation", { skip: chromium === null ? "no chromium" : false, timeout: 120000 }, async () => {

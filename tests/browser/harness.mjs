@@ -184,3 +184,18 @@ export function artifactsDir() {
 export const sdkPath = join(repo, "examples", "arena", "web", "dist", "sdk", "index.js");
 /** The page's movement step (examples/arena/web/dist/movement.js). */
 export const movementPath = join(repo, "examples", "arena", "web", "dist", "movement.js");
+
+/**
+ * Opens the arena page of zone `zone` at `base` as `name` in `browser` and waits until it has
+ * joined and shows its own player. Returns the page and the page errors it collects.
+ */
+export async function openArenaPage(browser, base, zone, name) {
+  const page = await browser.context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(`${base}/?zone=${zone}&name=${name}`);
+  await page.waitForFunction(() => window.arena?.state === "open" && window.arena.me !== null, null, {
+    timeout: 20000,
+  });
+  return { page, errors };
+}

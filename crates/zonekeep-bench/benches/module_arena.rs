@@ -25,10 +25,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use zonekeep_bench::arena::math::{encode_input, BotParams};
+use zonekeep_bench::arena::local::LocalBots;
 use zonekeep_bench::arena::zone::{zone_config, ArenaZone};
 use zonekeep_bench::arena::{module, ArenaParams, KIND};
-use zonekeep_core::{Claims, Clock, ManualClock, PlayerId, Principal, Role, ZoneHost, ZoneInit};
+use zonekeep_core::{Clock, ManualClock, ZoneHost, ZoneInit};
 
 /// Bots (arena §1 `N`).
 const BOTS: u32 = 100;
@@ -37,49 +37,27 @@ const TICK_HZ: u64 = 20;
 /// Warm-up ticks (arena §6: 5 s).
 const WARMUP: u64 = 5 * TICK_HZ;
 
-/// One host and its bots' players.
+/// One host and its bots.
 struct Arena {
     host: ZoneHost,
-    players: Vec<(PlayerId, BotParams, u32)>,
+    bots: LocalBots,
 }
 
 impl Arena {
     fn new(mut host: ZoneHost) -> Arena {
-        let params = ArenaParams::default();
-        let players = (0..BOTS)
-            .map(|b| {
-                let mut claims = Claims::new();
-                claims.insert("bot".into(), json!(b));
-                let id = host
-                    .handle_join(Principal::new(format!("bot-{b}")), claims, Role::Player)
-                    .unwrap();
-                (id, BotParams::new(b, params.consts.world), 0)
-            })
-            .collect();
-        Arena { host, players }
+        let bots = LocalBots::join(&mut host, BOTS);
+        Arena { host, bots }
     }
 
     /// One step at `now` (tick `k` next): its time and the time of its `advance` alone.
     fn step(&mut self, k: u64, now: Duration) -> (Duration, Duration) {
         let start = Instant::now();
-        let c = ArenaParams::default().consts;
-        for (b, (id, bot, sent)) in self.players.iter_mut().enumerate() {
-            if k % 2 != (b as u64 / 50) % 2 {
-                continue;
-            }
-            let (dx, dy) = bot.input(&c, u64::from(*sent));
-            *sent += 1;
-            let view = u32::try_from(k.saturating_sub(1)).unwrap_or(u32::MAX);
-            let outcome = self
-                .host
-                .handle_input(*id, *sent, view, &encode_input(dx, dy));
-            assert!(outcome.is_accepted(), "input {sent} of bot {b}");
-        }
+        self.bots.offer(&mut self.host, k);
         let t = Instant::now();
         let report = self.host.advance(now);
         let advance = t.elapsed();
         assert_eq!(report.ticks_run, 1, "one tick per step");
-        let mut outboxes = Vec::with_capacity(self.players.len());
+        let mut outboxes = Vec::with_capacity(self.bots.players.len());
         for f in self.host.drain_frames().unwrap() {
             outboxes.push(bytes::Bytes::copy_from_slice(f.bytes));
         }

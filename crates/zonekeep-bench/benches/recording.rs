@@ -29,12 +29,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use zonekeep_bench::arena::math::{encode_input, BotParams};
+use zonekeep_bench::arena::local::LocalBots;
 use zonekeep_bench::arena::zone::{zone_config, ArenaZone};
 use zonekeep_bench::arena::{ArenaParams, KIND};
 use zonekeep_core::recording::{Record, RecordLimits, RecordReader};
-use zonekeep_core::{Claims, Clock, ManualClock, PlayerId, Principal, Role, ZoneHost, ZoneInit};
+use zonekeep_core::{Clock, ManualClock, ZoneHost, ZoneInit};
 
 /// Bots (arena §1 `N`).
 const BOTS: u32 = 100;
@@ -45,10 +44,10 @@ const WARMUP: u64 = 5 * TICK_HZ;
 /// Ticks in one simulated minute.
 const MINUTE: u64 = 60 * TICK_HZ;
 
-/// One arena host and its bots' players.
+/// One arena host and its bots.
 struct Arena {
     host: ZoneHost,
-    players: Vec<(PlayerId, BotParams, u32)>,
+    bots: LocalBots,
 }
 
 impl Arena {
@@ -63,45 +62,20 @@ impl Arena {
         if recorded {
             host.start_recording(RecordLimits::default()).unwrap();
         }
-        let params = ArenaParams::default();
-        let players = (0..BOTS)
-            .map(|b| {
-                let mut claims = Claims::new();
-                claims.insert("bot".into(), json!(b));
-                let id = host
-                    .handle_join(Principal::new(format!("bot-{b}")), claims, Role::Player)
-                    .unwrap();
-                (id, BotParams::new(b, params.consts.world), 0)
-            })
-            .collect();
-        Arena { host, players }
+        let bots = LocalBots::join(&mut host, BOTS);
+        Arena { host, bots }
     }
 
     /// One step of the simulation thread at `now` (tick `k` next): the frame bytes read and the
     /// recorded bytes taken (which a writer thread would free, not this one).
     fn step(&mut self, k: u64, now: Duration) -> (usize, Vec<u8>) {
-        let c = ArenaParams::default().consts;
-        for (b, (id, bot, sent)) in self.players.iter_mut().enumerate() {
-            if k % 2 != (b as u64 / 50) % 2 {
-                continue;
-            }
-            let (dx, dy) = bot.input(&c, u64::from(*sent));
-            *sent += 1;
-            let view = u32::try_from(k.saturating_sub(1)).unwrap_or(u32::MAX);
-            let outcome = self
-                .host
-                .handle_input(*id, *sent, view, &encode_input(dx, dy));
-            assert!(
-                outcome.is_accepted(),
-                "input {sent} of bot {b}: {outcome:?}"
-            );
-        }
+        self.bots.offer(&mut self.host, k);
         let report = self.host.advance(now);
         assert_eq!(report.ticks_run, 1, "one tick per step");
         // Each frame is copied out as the simulation thread copies it into its connection's
         // outbox (`Bytes::copy_from_slice`); the outboxes themselves are not modelled.
         let mut read = 0;
-        let mut outboxes = Vec::with_capacity(self.players.len());
+        let mut outboxes = Vec::with_capacity(self.bots.players.len());
         for f in self.host.drain_frames().unwrap() {
             read += f.bytes.len();
             outboxes.push(bytes::Bytes::copy_from_slice(f.bytes));

@@ -27,13 +27,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use zonekeep_bench::arena::local::join_bot;
 use zonekeep_bench::arena::math::{encode_input, BotParams};
 use zonekeep_bench::arena::zone::{zone_config, ArenaZone};
 use zonekeep_bench::arena::{ArenaParams, KIND};
-use zonekeep_core::{
-    Claims, Clock, ManualClock, PlayerId, Principal, ResumeOutcome, Role, ZoneHost, ZoneInit,
-};
+use zonekeep_core::{Clock, ManualClock, PlayerId, ResumeOutcome, ZoneHost, ZoneInit};
 use zonekeep_protocol::{Mirror, Schema};
 
 /// Bots (arena §1 `N`).
@@ -76,11 +74,7 @@ impl Arena {
         let params = ArenaParams::default();
         let bots = (0..BOTS)
             .map(|b| {
-                let mut claims = Claims::new();
-                claims.insert("bot".into(), json!(b));
-                let id = host
-                    .handle_join(Principal::new(format!("bot-{b}")), claims, Role::Player)
-                    .unwrap();
+                let id = join_bot(&mut host, b as u32);
                 Bot {
                     id,
                     params: BotParams::new(b as u32, params.consts.world),

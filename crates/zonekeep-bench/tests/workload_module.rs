@@ -11,22 +11,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use zonekeep_bench::arena::local::join_bot;
 use zonekeep_bench::arena::math::{encode_input, BotParams};
 use zonekeep_bench::arena::zone::{zone_config, ArenaZone};
 use zonekeep_bench::arena::{module, ArenaParams, KIND};
-use zonekeep_core::{Claims, Clock, ManualClock, PlayerId, Principal, Role, ZoneHost, ZoneInit};
+use zonekeep_core::{Clock, ManualClock, PlayerId, ZoneHost, ZoneInit};
 
 const BOTS: u32 = 20;
 
 fn join_bots(host: &mut ZoneHost) -> Vec<PlayerId> {
-    (0..BOTS)
-        .map(|b| {
-            let mut claims = Claims::new();
-            claims.insert("bot".into(), json!(b));
-            host.handle_join(Principal::new(format!("bot-{b}")), claims, Role::Player)
-                .unwrap()
-        })
-        .collect()
+    (0..BOTS).map(|b| join_bot(host, b)).collect()
 }
 
 /// Steps a native and a module host of the workload with `params` for `ticks` ticks, every bot

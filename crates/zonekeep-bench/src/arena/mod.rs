@@ -9,6 +9,7 @@
 //! with the position only, controlled by their client (the Delta's CONTROL field names it).
 //! Positions travel quantized with the declared `pos_step` (PROTOCOL.md §3.4).
 
+pub mod local;
 pub mod module;
 pub mod probe;
 pub mod zone;
