@@ -231,6 +231,12 @@ impl ZoneHost {
         self.zone.stop_handle()
     }
 
+    /// Log lines the zone's game code wrote that its rate limit dropped, since it started
+    /// ([`Zone::log_lines_suppressed`](crate::Zone::log_lines_suppressed)).
+    pub fn log_lines_suppressed(&self) -> u64 {
+        self.zone.log_lines_suppressed()
+    }
+
     /// Whether a replication patch follows `tick` (`tick % patch_every == 0`;
     /// tick 0 never runs, so it is never a patch tick).
     pub fn is_patch_tick(&self, tick: u64) -> bool {

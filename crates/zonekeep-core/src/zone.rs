@@ -264,4 +264,11 @@ pub trait Zone: Send + 'static {
     fn stop_handle(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
         None
     }
+
+    /// Log lines the zone's game code wrote that its rate limit dropped, since the zone
+    /// started (a module's log is rate-limited; native code logs through the host's own
+    /// logging). The server counts them in its metrics.
+    fn log_lines_suppressed(&self) -> u64 {
+        0
+    }
 }

@@ -394,4 +394,8 @@ impl Zone for ModuleZone {
     fn stop_handle(&self) -> Option<Arc<AtomicBool>> {
         Some(self.instance.borrow().guest.stop_handle())
     }
+
+    fn log_lines_suppressed(&self) -> u64 {
+        self.log_suppressed()
+    }
 }

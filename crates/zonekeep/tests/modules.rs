@@ -295,3 +295,56 @@ async fn a_recorded_module_zone_replays_to_its_budget_trap_at_the_same_tick() {
     assert!(stdout.contains("MATCH"), "{stdout}");
     server.terminate().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chatty_module_is_rate_limited_and_the_lines_dropped_are_counted() {
+    // 150 log lines every tick: past the burst (100) and the refill (20 a second), far from a
+    // flood (10,000 in one call).
+    let chatty = wat::parse_str(
+        r#"(module
+            (import "zonekeep" "log" (func $log (param i32 i32 i32)))
+            (data (i32.const 0) "chat")
+            (memory (export "memory") 1)
+            (func (export "zk_abi") (result i32) i32.const 2)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (local $n i32)
+                (if (i32.eq (local.get $op) (i32.const 8))
+                    (then (loop $l
+                        (call $log (i32.const 2) (i32.const 0) (i32.const 4))
+                        (local.set $n (i32.add (local.get $n) (i32.const 1)))
+                        (br_if $l (i32.lt_u (local.get $n) (i32.const 150))))))
+                i64.const 0))"#,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let module = format!("chatty={}", write(dir.path(), "chatty.wasm", &chatty));
+    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
+    let server = Server::start(
+        &store,
+        &["--admin-token", ADMIN_TOKEN, "--module", &module],
+        &dir.path().join("host.log"),
+    )
+    .await;
+    let created = server
+        .post_admin("/admin/zones", &json!({"id": "chatty-1", "kind": "chatty"}))
+        .await;
+    assert_eq!(created["id"], "chatty-1", "{created}");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut dropped = 0.0;
+    while dropped < 1000.0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "dropped lines not counted: {dropped}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        dropped = server
+            .metric("zonekeep_module_log_lines_suppressed_total")
+            .await;
+    }
+    // Chattiness is not a failure: the zone runs on.
+    let detail = server.admin("/admin/zones/chatty-1").await;
+    assert_eq!(detail["running"], true, "{detail}");
+    assert!(detail["failed"].is_null(), "{detail}");
+    server.terminate().await;
+}

@@ -94,6 +94,8 @@ pub(super) trait ZoneSlot: Send {
     fn failure(&self) -> Option<&str>;
     /// The zone's stop flag ([`Zone::stop_handle`]).
     fn stop_handle(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>>;
+    /// Log lines its rate limit dropped ([`Zone::log_lines_suppressed`]).
+    fn log_lines_suppressed(&self) -> u64;
     /// Build every subscriber's Delta (acks from the input buffers, `can_see` from the zone).
     fn build_frames(
         &self,
@@ -282,6 +284,10 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
 
     fn stop_handle(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
         self.zone.stop_handle()
+    }
+
+    fn log_lines_suppressed(&self) -> u64 {
+        self.zone.log_lines_suppressed()
     }
 
     fn build_frames(

@@ -79,6 +79,7 @@ pub struct Metrics {
     zones: Gauge,
     events_dropped: Counter,
     zones_failed: Counter,
+    log_lines_suppressed: Counter,
     zones_upgraded: Counter,
     inputs_frozen: Counter,
     recording_bytes: Counter,
@@ -117,6 +118,7 @@ impl Metrics {
             zones: Gauge::default(),
             events_dropped: Counter::default(),
             zones_failed: Counter::default(),
+            log_lines_suppressed: Counter::default(),
             zones_upgraded: Counter::default(),
             inputs_frozen: Counter::default(),
             recording_bytes: Counter::default(),
@@ -230,6 +232,11 @@ impl Metrics {
             "zonekeep_zones_failed",
             "Zones stopped because their game code failed (a module trap, panic or budget overrun)",
             m.zones_failed.clone(),
+        );
+        registry.register(
+            "zonekeep_module_log_lines_suppressed",
+            "Log lines zones' game code wrote that the log's rate limit dropped",
+            m.log_lines_suppressed.clone(),
         );
         registry.register(
             "zonekeep_zones_upgraded",
@@ -395,6 +402,11 @@ impl Metrics {
     /// A zone's game code failed (a module trapped, panicked or overran its budget).
     pub fn zone_failed(&self) {
         self.zones_failed.inc();
+    }
+
+    /// `n` more log lines of zones' game code were dropped by the log's rate limit.
+    pub fn log_lines_suppressed(&self, n: u64) {
+        self.log_lines_suppressed.inc_by(n);
     }
 
     /// A zone recording started.

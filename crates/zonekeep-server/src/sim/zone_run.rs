@@ -46,6 +46,8 @@ pub(crate) struct ZoneRun {
     inbox_capacity: usize,
     tick_stats: (u64, u128, u64),
     ticks_dropped: u64,
+    /// The zone's count of log lines its rate limit dropped, as last counted in the metrics.
+    log_suppressed: u64,
     /// The zone's recording, while one runs.
     recording: Option<ZoneRecording>,
 }
@@ -84,6 +86,7 @@ impl ZoneRun {
             inbox_capacity,
             tick_stats: (0, 0, 0),
             ticks_dropped: 0,
+            log_suppressed: 0,
             recording: None,
         };
         run.publish();
@@ -505,6 +508,17 @@ impl ZoneRun {
             &report.tick_durations,
             &report.inputs,
         );
+        // The zone counts from its start; a new instance (an upgrade) starts again from 0.
+        let suppressed = self.host.log_lines_suppressed();
+        if suppressed != self.log_suppressed {
+            let new = if suppressed > self.log_suppressed {
+                suppressed - self.log_suppressed
+            } else {
+                suppressed
+            };
+            ctx.metrics.log_lines_suppressed(new);
+            self.log_suppressed = suppressed;
+        }
         for d in &report.tick_durations {
             let us = d.as_micros();
             self.tick_stats.0 += 1;
