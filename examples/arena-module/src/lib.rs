@@ -3,7 +3,7 @@
 //! the guest SDK and built for `wasm32-unknown-unknown`, so the stock binary serves it with
 //! `zonekeep serve --module arena=FILE`. The page plays it unchanged: the same kinds, fields,
 //! events and inputs, the same movement rule (which the page also runs, compiled, for its
-//! prediction), and saves in the native zone's format, so either reads the other's.
+//! prediction), and the native zone's save format (behind the SDK's header).
 //!
 //! This crate owns the module's side of the game: its hooks, its state, its saves. The rules
 //! themselves live once, in `zonekeep-arena-rules`. It must never depend on the host crates: a

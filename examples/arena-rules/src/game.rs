@@ -55,7 +55,7 @@ pub const F_CONNECTED: usize = 3;
 pub const F_RADIUS: usize = 0;
 
 /// Version of an arena save's format (JSON: scores, unsettled facts, pickups), the same for the
-/// native zone and the module, so either reads the other's saves.
+/// native zone and the module ([`save`](crate::save)).
 pub const SAVE_VERSION: u32 = 1;
 
 /// Whether a player at `(x, y)` touches a pickup at `(px, py)`.

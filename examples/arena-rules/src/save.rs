@@ -1,6 +1,7 @@
-//! An arena's save, the same for the native zone and the module (so either reads the other's):
-//! JSON of the scores as last settled, the pickups' facts not yet settled, and the pickups.
-//! Players are not saved (they join again) and drones are drawn again.
+//! An arena's save, written and read by the native zone and the module alike: JSON of the scores
+//! as last settled, the pickups' facts not yet settled, and the pickups. Players are not saved
+//! (they join again) and drones are drawn again. (A module's save carries the guest SDK's header
+//! in front of these bytes, so a zone cannot switch between the two with its save as it is.)
 
 use std::collections::BTreeMap;
 
