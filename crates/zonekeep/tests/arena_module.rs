@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{sign, unique_run, Server, StoreSpec, ADMIN_TOKEN};
+use support::{sign, unique_run, Server};
 use zonekeep_client::{connect, ConnectOptions, Event};
 use zonekeep_protocol::FieldValue;
 
@@ -21,13 +21,7 @@ const WAIT: Duration = Duration::from_secs(20);
 async fn the_stock_binary_serves_the_arena_as_a_module() {
     let dir = tempfile::tempdir().unwrap();
     let module = format!("arena={}", guest_build::arena_module().display());
-    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
-    let server = Server::start(
-        &store,
-        &["--admin-token", ADMIN_TOKEN, "--module", &module],
-        &dir.path().join("host.log"),
-    )
-    .await;
+    let server = Server::with_module(dir.path(), &module).await;
 
     let exp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -242,13 +242,7 @@ async fn a_recorded_module_zone_replays_to_its_budget_trap_at_the_same_tick() {
     .unwrap();
     let file = write(dir.path(), "grows.wasm", &grows);
     let module = format!("grows={file}");
-    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
-    let server = Server::start(
-        &store,
-        &["--admin-token", ADMIN_TOKEN, "--module", &module],
-        &dir.path().join("host.log"),
-    )
-    .await;
+    let server = Server::with_module(dir.path(), &module).await;
     let created = server
         .post_admin(
             "/admin/zones",
@@ -319,13 +313,7 @@ async fn a_chatty_module_is_rate_limited_and_the_lines_dropped_are_counted() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let module = format!("chatty={}", write(dir.path(), "chatty.wasm", &chatty));
-    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
-    let server = Server::start(
-        &store,
-        &["--admin-token", ADMIN_TOKEN, "--module", &module],
-        &dir.path().join("host.log"),
-    )
-    .await;
+    let server = Server::with_module(dir.path(), &module).await;
     let created = server
         .post_admin("/admin/zones", &json!({"id": "chatty-1", "kind": "chatty"}))
         .await;

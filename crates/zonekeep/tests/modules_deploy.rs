@@ -127,13 +127,7 @@ async fn a_hot_deploy_under_load_disconnects_nobody_and_a_refused_one_rolls_back
     let file = dir.path().join("tag.wasm");
     std::fs::write(&file, &tag).unwrap();
     let module = format!("tag={}", file.display());
-    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
-    let server = Server::start(
-        &store,
-        &["--admin-token", ADMIN_TOKEN, "--module", &module],
-        &dir.path().join("host.log"),
-    )
-    .await;
+    let server = Server::with_module(dir.path(), &module).await;
     let url = format!("ws://{}", server.addr);
     let stop = Arc::new(AtomicBool::new(false));
     let mut players = Vec::new();

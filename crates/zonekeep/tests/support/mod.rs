@@ -187,6 +187,14 @@ pub struct Server {
 }
 
 impl Server {
+    /// Starts `zonekeep serve` on a SQLite store in `dir`, with the admin token and
+    /// `--module SPEC` (`KIND=FILE`); its log is `dir/host.log`.
+    pub async fn with_module(dir: &Path, spec: &str) -> Server {
+        let store = StoreSpec::Sqlite(dir.join("zonekeep.db"));
+        let extra = ["--admin-token", ADMIN_TOKEN, "--module", spec];
+        Server::start(&store, &extra, &dir.join("host.log")).await
+    }
+
     /// Starts `zonekeep serve` on 127.0.0.1:0 with `store` and `extra` flags;
     /// its log goes to `log`.
     pub async fn start(store: &StoreSpec, extra: &[&str], log: &Path) -> Server {
