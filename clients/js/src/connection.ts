@@ -20,13 +20,25 @@
  * and emits 'reload' with {@link RELOAD_MESSAGE}, then a 'close' whose `reload` is true;
  * `connect()` rejects with a {@link ContentOutdatedError}. The app reloads the page.
  *
- * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
- * socket and a manual clock.
+ * Transports (§1.1, version 6): with `transport: "auto"` (opt-in for now; the default is
+ * `"websocket"` until the browser runs over WebTransport are part of the test suite) an attempt first asks the
+ * entry host where its WebTransport sessions are (`GET /webtransport` on the entry URL's HTTP
+ * origin), opens one there and sends the Hello on its control stream; States then arrive as
+ * datagrams and go through a {@link StateRing} (reported as 'delta' like Deltas), inputs leave as
+ * Inputs datagrams repeating the ones no State has acknowledged, and Events messages are delivered as
+ * 'event' like a Delta's events. When discovery, the session or its Welcome fail or take longer than
+ * `webTransportTimeoutMs`, the attempt goes over WebSocket instead, and the connection keeps to
+ * WebSocket from then on (remembered in `sessionStorage` too, so a reload does not wait again).
+ * A Redirect over WebTransport is followed over WebSocket (a Redirect names a WebSocket URL).
+ *
+ * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
+ * drive a whole session over fake sockets and a manual clock.
  */
 
 import { ServerClock, type ClockOptions } from "./clock.js";
 import type { Delta, ZoneEvent } from "./delta.js";
 import {
+  DATAGRAM_VERSION,
   decodeServerMessage,
   encodeClientMessage,
   KickCode,
@@ -39,6 +51,7 @@ import {
   SUPPORTED_VERSIONS,
   Tag,
   type ClientMessage,
+  type DatagramInput,
   type Hello,
   type InputRefused,
   type Kick,
@@ -51,7 +64,21 @@ import {
 import { Mirror, type MirrorChanges } from "./mirror.js";
 import { backoffMs, defaultReconnectPolicy, type ReconnectDecision, type ReconnectOptions } from "./reconnect.js";
 import { systemScheduler, type Scheduler, type TimerHandle } from "./scheduler.js";
-import { DecodeError, Reader } from "./wire.js";
+import { StateRing } from "./states.js";
+import {
+  discoverWebTransport,
+  webTransportOptions,
+  webTransportSessionUrl,
+  WebTransportSocket,
+  zoneOfEntryUrl,
+  type FetchLike,
+  type TransportKind,
+  type TransportMode,
+  type WebTransportEndpoint,
+  type WebTransportFactory,
+  type WebTransportLike,
+} from "./webtransport.js";
+import { DecodeError, EncodeError, Reader } from "./wire.js";
 
 /** The part of the WebSocket interface the connection uses. */
 export interface SocketLike {
@@ -73,6 +100,33 @@ export interface SocketLike {
 
 /** Opens a socket to `url`. */
 export type SocketFactory = (url: string) => SocketLike;
+
+/**
+ * Where a connection remembers that WebTransport failed for an entry URL (the part of the browser's
+ * `sessionStorage` it uses).
+ */
+export interface TransportMemory {
+  /** The value stored under `key`, or null. */
+  getItem(key: string): string | null;
+  /** Stores `value` under `key`. */
+  setItem(key: string, value: string): void;
+}
+
+/** The {@link TransportMemory} key under which the transport chosen for `entryUrl` is kept. */
+export function transportMemoryKey(entryUrl: string): string {
+  return `zonekeep.transport:${entryUrl}`;
+}
+
+/** What 'fallback' carries: an attempt that tried WebTransport goes over WebSocket instead. */
+export interface TransportFallback {
+  /** Why WebTransport was not used. */
+  reason: string;
+  /**
+   * True when the connection keeps to WebSocket from now on (auto mode after a failure or timeout);
+   * false for this attempt only (a Redirect, or a host without WebTransport in `webtransport` mode).
+   */
+  remembered: boolean;
+}
 
 /**
  * A Redirect the connection would not follow (§5.3.1): `too_many` — a Redirect after the three an
@@ -147,6 +201,29 @@ export interface ZoneConnectionOptions {
   ticket: () => Promise<string>;
   /** Opens sockets (default: the global WebSocket). */
   socket?: SocketFactory;
+  /**
+   * Which transport carries the session (§1.1; default `"websocket"`): `"auto"` tries WebTransport within
+   * `webTransportTimeoutMs` and otherwise uses WebSocket, remembering that choice; `"webtransport"`
+   * uses WebTransport whenever the host serves it (its failures are failed attempts, retried like
+   * any other; a host answering 404 to discovery, or a platform without WebTransport, gets
+   * WebSocket); `"websocket"` never tries WebTransport. WebTransport also needs version 6 offered
+   * and an entry URL of the form `ws(s)://host/zones/{zone}`.
+   */
+  transport?: TransportMode;
+  /**
+   * In `"auto"` mode, how long discovery, the session and its Welcome may take before the attempt
+   * goes over WebSocket instead, in ms (default 3000).
+   */
+  webTransportTimeoutMs?: number;
+  /** Opens WebTransport sessions (default: the global `WebTransport`, when there is one). */
+  webTransport?: WebTransportFactory;
+  /** Fetches the host's `/webtransport` discovery answer (default: the global `fetch`). */
+  fetch?: FetchLike;
+  /**
+   * Where the fallback to WebSocket is remembered across reloads (default: the global
+   * `sessionStorage` when there is one; null = nowhere), under {@link transportMemoryKey}.
+   */
+  transportMemory?: TransportMemory | null;
   /** Time and timers (default: the platform's). */
   scheduler?: Scheduler;
   /** Protocol versions offered (default: {@link SUPPORTED_VERSIONS}, the version this SDK implements). */
@@ -197,15 +274,48 @@ export interface DeltaInfo {
   changes: MirrorChanges;
   /** Client time of arrival. */
   recvMs: number;
+  /**
+   * Over WebTransport: the State as it arrived (its `base` set). The 'delta' then carries the same
+   * change relative to the state shown before (see {@link StateRing}). Absent for a WebSocket Delta.
+   */
+  state?: Delta;
+}
+
+/** What 'welcome' carries besides the Welcome. */
+export interface WelcomeInfo {
+  /** True when the reconnect token resumed the same player. */
+  resumed: boolean;
+  /** The transport of this session. */
+  transport: TransportKind;
+}
+
+/** What a WebTransport session did with the States it received (§5.8). */
+export interface StateStats {
+  /** States applied. */
+  applied: number;
+  /** States not newer than the newest applied (late or repeated datagrams). */
+  stale: number;
+  /** States whose base was not held (dropped). */
+  noBase: number;
+  /** States that did not decode against their base, or datagrams that were no State (dropped). */
+  undecodable: number;
+  /** Datagrams that arrived before the Welcome (dropped: the host repeats what was not acknowledged). */
+  early: number;
 }
 
 /** Event handlers of a {@link ZoneConnection}. */
 export interface ZoneConnectionEvents {
-  /** A Welcome; `resumed` is true when the reconnect token resumed the same player. */
-  welcome: (welcome: Welcome, info: { resumed: boolean }) => void;
-  /** A Delta, after it was applied to the known set. */
+  /**
+   * A Welcome; `resumed` is true when the reconnect token resumed the same player, `transport`
+   * says what carries the session.
+   */
+  welcome: (welcome: Welcome, info: WelcomeInfo) => void;
+  /** A Delta (or over WebTransport a State), after it was applied to the known set. */
   delta: (delta: Delta, info: DeltaInfo) => void;
-  /** One zone event from a Delta (delivered after the Delta's 'delta'). */
+  /**
+   * One zone event from a Delta (delivered after the Delta's 'delta'), or over WebTransport from an
+   * Events message (delivered as it arrives, in order).
+   */
   event: (event: ZoneEvent, tick: number) => void;
   /**
    * A Kick. A 'close' follows, except after ZONE_MOVED or HOST_FENCED when the resume at the zone's
@@ -236,6 +346,8 @@ export interface ZoneConnectionEvents {
    * with the same Hello; this is for logs and HUDs. Counted in {@link ConnectionStats.redirects}.
    */
   redirect: (redirect: Redirect) => void;
+  /** An attempt that tried WebTransport goes over WebSocket instead (for logs and HUDs). */
+  fallback: (info: TransportFallback) => void;
 }
 
 /** Lifecycle of a {@link ZoneConnection}. */
@@ -264,6 +376,10 @@ export interface ConnectionStats {
    * (past the grace window, or the token refused).
    */
   freshJoins: number;
+  /** Datagrams received (WebTransport; counted in the messages and bytes too). */
+  datagramsIn: number;
+  /** Datagrams sent (WebTransport; counted in the messages and bytes too). */
+  datagramsOut: number;
 }
 
 /** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
@@ -318,6 +434,40 @@ function isBaseline(bytes: Uint8Array): boolean {
   }
 }
 
+/** The platform's WebTransport, or null when it has none. */
+function platformWebTransport(): WebTransportFactory | null {
+  const WT = (globalThis as { WebTransport?: new (url: string, options?: unknown) => WebTransportLike }).WebTransport;
+  if (WT === undefined) return null;
+  return (url, options) => (options === undefined ? new WT(url) : new WT(url, options));
+}
+
+/** The platform's fetch, or null when it has none. */
+function platformFetch(): FetchLike | null {
+  const f = (globalThis as { fetch?: FetchLike }).fetch;
+  return f === undefined ? null : (url) => f(url);
+}
+
+/** The platform's sessionStorage, or null when it has none (or refuses access). */
+function platformMemory(): TransportMemory | null {
+  try {
+    return (globalThis as { sessionStorage?: TransportMemory }).sessionStorage ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Stops a socket from reaching the connection (its close, messages, datagrams). */
+function detach(sock: SocketLike): void {
+  sock.onopen = null;
+  sock.onmessage = null;
+  sock.onclose = null;
+  sock.onerror = null;
+  if (sock instanceof WebTransportSocket) {
+    sock.ondatagram = null;
+    sock.onfailure = null;
+  }
+}
+
 function defaultSocketFactory(url: string): SocketLike {
   const WS = (globalThis as { WebSocket?: new (url: string) => SocketLike }).WebSocket;
   if (WS === undefined) {
@@ -343,6 +493,7 @@ export class ZoneConnection {
     transfer: new Set(),
     redirect: new Set(),
     reload: new Set(),
+    fallback: new Set(),
   };
   private socket: SocketLike | null = null;
   private gen = 0;
@@ -390,6 +541,8 @@ export class ZoneConnection {
     redirects: 0,
     resumes: 0,
     freshJoins: 0,
+    datagramsIn: 0,
+    datagramsOut: 0,
   };
   /** The Hello of the current attempt: every hop of it sends exactly this. */
   private hello: Hello | null = null;
@@ -399,6 +552,31 @@ export class ZoneConnection {
   private awaitingBaseline = false;
   private syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
   private firstWelcome: { resolve: (w: Welcome) => void; reject: (e: Error) => void } | null = null;
+  private readonly transportMode: TransportMode;
+  private readonly memory: TransportMemory | null;
+  /** WebTransport failed in auto mode: every later attempt goes over WebSocket. */
+  private webSocketOnly = false;
+  /** The transport of the current (or last) attempt's socket. */
+  private transportKind: TransportKind | null = null;
+  /** The current socket when it is a WebTransport session. */
+  private wt: WebTransportSocket | null = null;
+  /** Auto mode: WebTransport is being tried and has no Welcome yet; a failure falls back. */
+  private wtTrial = false;
+  /** Bumped whenever a WebTransport try starts or ends, so its async steps know they are stale. */
+  private wtTry = 0;
+  private wtTimer: TimerHandle | null = null;
+  /** The states of a WebTransport session (§5.8); null over WebSocket. */
+  private ring: StateRing | null = null;
+  /** Inputs no State has acknowledged yet, oldest first (at most {@link LIMITS.datagramInputs}). */
+  private pendingInputs: DatagramInput[] = [];
+  /** The newest State tick an Inputs datagram carried as its ack. */
+  private ackSent = 0;
+  /** When the last ack-only Inputs datagram went (at most one per patch). */
+  private ackOnlyAt = Number.NEGATIVE_INFINITY;
+  private ackTimer: TimerHandle | null = null;
+  /** The highest input ack any State carried (pending inputs at or below it are dropped). */
+  private inputAck = 0;
+  private stateCounters: StateStats = { applied: 0, stale: 0, noBase: 0, undecodable: 0, early: 0 };
 
   /** A connection that does nothing until {@link connect}. */
   constructor(options: ZoneConnectionOptions) {
@@ -406,6 +584,15 @@ export class ZoneConnection {
     this.sched = options.scheduler ?? systemScheduler;
     this.versions = options.versions ?? [...SUPPORTED_VERSIONS];
     this.clock = new ServerClock(options.clock);
+    this.transportMode = options.transport ?? "websocket";
+    this.memory = options.transportMemory === undefined ? platformMemory() : options.transportMemory;
+    if (this.transportMode === "auto") {
+      try {
+        this.webSocketOnly = this.memory?.getItem(transportMemoryKey(options.url)) === "websocket";
+      } catch {
+        // Storage refused: nothing remembered.
+      }
+    }
   }
 
   /** Subscribes to an event; returns the unsubscribe function. */
@@ -455,6 +642,24 @@ export class ZoneConnection {
     return this.lastDeltaTick;
   }
 
+  /**
+   * The transport of the current session (or of the attempt under way, or of the last one): null
+   * before the first attempt opens anything.
+   */
+  get transport(): TransportKind | null {
+    return this.transportKind;
+  }
+
+  /** True once WebTransport failed in auto mode (here or, remembered, before a reload). */
+  get webTransportDisabled(): boolean {
+    return this.webSocketOnly;
+  }
+
+  /** What the WebTransport sessions did with their States (§5.8). */
+  get stateStats(): StateStats {
+    return { ...this.stateCounters };
+  }
+
   /** Byte, message, redirect and join counters. */
   get stats(): ConnectionStats {
     const now = this.sched.now();
@@ -498,7 +703,9 @@ export class ZoneConnection {
 
   /**
    * Sends an input stamped with the next seq and the view tick; returns the seq, or null when the
-   * session is not open (the input was not sent and must not be predicted).
+   * session is not open (the input was not sent and must not be predicted). Throws an
+   * {@link EncodeError} for a payload over 4,096 bytes or, over WebTransport, one whose datagram
+   * would not fit the session's largest datagram (about 1,200 bytes); no seq is used then.
    */
   sendInput(payload: Uint8Array): number | null {
     if (this.st !== "open") return null;
@@ -506,9 +713,93 @@ export class ZoneConnection {
     const seq = this.seq + 1;
     const source = this.viewTickSource;
     const viewTick = Math.max(0, Math.floor(source !== null ? source() : this.lastDeltaTick));
+    if (this.wt !== null) {
+      // §4.5: one Inputs datagram per input, repeating the ones no State has acknowledged.
+      const input: DatagramInput = { seq, viewTick, payload };
+      this.pendingInputs.push(input);
+      try {
+        this.sendInputs(true);
+      } catch (e) {
+        this.pendingInputs = this.pendingInputs.filter((p) => p !== input);
+        throw e;
+      }
+      while (this.pendingInputs.length > LIMITS.datagramInputs) this.pendingInputs.shift();
+      this.seq = seq;
+      return seq;
+    }
     this.send({ type: "input", seq, viewTick, payload });
     this.seq = seq;
     return seq;
+  }
+
+  /**
+   * Sends an Inputs datagram (§4.5): the pending inputs, newest last, as many as fit the session's
+   * datagrams, and the newest State applied as `ack`. With `newInput`, the newest pending input is
+   * one being sent for the first time and must fit (else {@link EncodeError} `too_long`: a platform
+   * drops an oversized datagram without a word); an acknowledgement sheds inputs down to none.
+   */
+  private sendInputs(newInput = false): void {
+    const sock = this.wt;
+    if (sock === null) return;
+    const ack = this.ring?.ackTick ?? 0;
+    const max = sock.maxDatagramSize;
+    let inputs = this.pendingInputs.slice(-LIMITS.datagramInputs);
+    let bytes: Uint8Array | null;
+    for (;;) {
+      try {
+        bytes = encodeClientMessage({ type: "inputs", ack, inputs });
+      } catch (e) {
+        // Too long with the older inputs (the 8,192-byte message limit): drop them first.
+        if (!(e instanceof EncodeError && e.kind === "too_long") || (newInput && inputs.length <= 1)) throw e;
+        bytes = null;
+      }
+      if (bytes !== null && bytes.length <= max) break;
+      if (newInput && inputs.length <= 1) {
+        throw new EncodeError("too_long", `an Inputs datagram of ${bytes?.length ?? 0} bytes does not fit the session's ${max}`);
+      }
+      // An ack-only datagram is a few bytes: nothing left to shed, it goes as it is.
+      if (inputs.length === 0) break;
+      inputs = inputs.slice(1);
+    }
+    if (bytes === null) return;
+    if (!sock.sendDatagram(bytes)) return;
+    this.ackSent = Math.max(this.ackSent, ack);
+    this.counters.bytesOut += bytes.length;
+    this.counters.messagesOut += 1;
+    this.counters.datagramsOut += 1;
+    this.outMeter.add(this.sched.now(), bytes.length);
+  }
+
+  /**
+   * After a State was applied: acknowledge it with an Inputs datagram (the pending inputs, if any)
+   * when no datagram carried that ack yet, at most once per patch (§4.5).
+   */
+  private ackStates(): void {
+    const ring = this.ring;
+    const w = this.welcomeMsg;
+    if (ring === null || w === null || this.wt === null || ring.ackTick <= this.ackSent || this.ackTimer !== null) return;
+    const patchMs = (w.patchEvery * 1000) / w.tickHz;
+    const due = this.ackOnlyAt + patchMs;
+    const now = this.sched.now();
+    const go = (): void => {
+      if (this.ring === null || this.ring.ackTick <= this.ackSent) return;
+      this.ackOnlyAt = this.sched.now();
+      this.sendInputs();
+    };
+    if (now >= due) go();
+    else {
+      this.ackTimer = this.later(() => {
+        this.ackTimer = null;
+        go();
+      }, due - now);
+    }
+  }
+
+  /** A State acknowledged inputs up to `ack`: they need not be repeated any more. */
+  private onInputAck(ack: number): void {
+    if (ack <= this.inputAck) return;
+    this.inputAck = ack;
+    this.pendingInputs = this.pendingInputs.filter((p) => p.seq > ack);
   }
 
   private send(m: ClientMessage): void {
@@ -542,14 +833,14 @@ export class ZoneConnection {
     this.timers.clear();
     this.pingTimer = null;
     this.handshakeTimer = null;
+    this.wtTimer = null;
+    this.ackTimer = null;
+    this.wtTrial = false;
+    this.wtTry += 1;
     const sock = this.socket;
     this.socket = null;
-    if (sock !== null) {
-      sock.onopen = null;
-      sock.onmessage = null;
-      sock.onclose = null;
-      sock.onerror = null;
-    }
+    this.wt = null;
+    if (sock !== null) detach(sock);
   }
 
   private async attempt(): Promise<void> {
@@ -588,15 +879,165 @@ export class ZoneConnection {
     this.hops = 0;
     this.lastKick = null;
     this.localError = null;
+    this.startHandshakeTimer(gen);
     // Every attempt starts at the entry URL: the zone's owner may have changed since the last.
-    if (!this.openSocket(gen, this.opts.url)) return;
+    const wt = this.webTransportFactory();
+    if (wt !== null) void this.openWebTransport(gen, wt);
+    else this.openSocket(gen, this.opts.url);
+  }
+
+  private startHandshakeTimer(gen: number): void {
+    this.cancel(this.handshakeTimer);
     this.handshakeTimer = this.later(() => {
       this.fail(gen, new Error("handshake timeout: no Welcome"));
     }, this.opts.handshakeTimeoutMs ?? 10_000);
   }
 
+  /**
+   * The WebTransport factory when this attempt should try WebTransport (§1.1): not in websocket
+   * mode, nor after auto mode fell back; version 6 offered; an entry URL naming a zone; a platform
+   * (or an option) providing WebTransport and fetch. Null = WebSocket.
+   */
+  private webTransportFactory(): WebTransportFactory | null {
+    if (this.transportMode === "websocket" || this.webSocketOnly) return null;
+    if (!this.versions.some((v) => v >= DATAGRAM_VERSION)) return null;
+    if (zoneOfEntryUrl(this.opts.url) === null) return null;
+    if ((this.opts.fetch ?? platformFetch()) === null) return null;
+    return this.opts.webTransport ?? platformWebTransport();
+  }
+
+  /**
+   * Tries this attempt over WebTransport: discovery, the session, the Hello on its control stream.
+   * In auto mode the Welcome must come within `webTransportTimeoutMs`, or the attempt goes over
+   * WebSocket ({@link fallBack}).
+   */
+  private async openWebTransport(gen: number, factory: WebTransportFactory): Promise<void> {
+    const auto = this.transportMode === "auto";
+    const attemptTry = ++this.wtTry;
+    const stale = (): boolean => gen !== this.gen || attemptTry !== this.wtTry;
+    this.transportKind = "webtransport";
+    this.wtTrial = auto;
+    if (auto) {
+      const ms = this.opts.webTransportTimeoutMs ?? 3000;
+      this.wtTimer = this.later(() => {
+        this.wtTimer = null;
+        if (!stale() && this.wtTrial) this.fallBack(gen, `WebTransport: no Welcome within ${ms} ms`, true);
+      }, ms);
+    }
+    let endpoint: WebTransportEndpoint | null;
+    try {
+      const fetchFn = this.opts.fetch ?? platformFetch();
+      if (fetchFn === null) throw new Error("no fetch to discover WebTransport with");
+      endpoint = await discoverWebTransport(this.opts.url, fetchFn);
+    } catch (e) {
+      if (!stale()) this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
+      return;
+    }
+    if (stale()) return;
+    const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.opts.url);
+    if (endpoint === null || url === null) {
+      // The host serves no WebTransport: nothing to wait for, in either mode.
+      this.fallBack(gen, "the host serves no WebTransport (GET /webtransport: 404)", auto);
+      return;
+    }
+    let sock: WebTransportSocket;
+    try {
+      sock = new WebTransportSocket(factory(url, webTransportOptions(endpoint)));
+    } catch (e) {
+      this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
+      return;
+    }
+    this.socket = sock;
+    this.wt = sock;
+    sock.onopen = () => {
+      if (stale() || this.hello === null) return;
+      this.st = "handshaking";
+      this.send(this.hello);
+    };
+    sock.onmessage = (ev) => {
+      if (stale()) return;
+      try {
+        this.onMessage(ev.data, gen);
+      } catch (e) {
+        this.fail(gen, e instanceof Error ? e : new Error(String(e)));
+      }
+    };
+    sock.ondatagram = (bytes) => {
+      if (stale()) return;
+      try {
+        this.onDatagram(bytes);
+      } catch (e) {
+        this.fail(gen, e instanceof Error ? e : new Error(String(e)));
+      }
+    };
+    sock.onfailure = (e) => {
+      if (!stale()) this.fail(gen, e);
+    };
+    sock.onclose = (ev) => {
+      if (stale()) return;
+      const code = ev.code ?? 1006;
+      // The host answered (a Kick, or its close code) over WebTransport: that ends the attempt.
+      const answered = this.lastKick !== null || (code > 4000 && code <= 4999);
+      if (this.wtTrial && !answered) {
+        this.webTransportFailed(gen, new Error(`WebTransport session ended before Welcome: ${ev.reason ?? ""}`));
+        return;
+      }
+      this.onSocketGone(gen, code, ev.reason ?? "", null);
+    };
+  }
+
+  /**
+   * WebTransport failed for this attempt: in auto mode the attempt goes over WebSocket (for good),
+   * otherwise it is a failed attempt like a socket that could not connect.
+   */
+  private webTransportFailed(gen: number, error: Error): void {
+    if (this.transportMode === "auto") this.fallBack(gen, error.message, true);
+    else this.onSocketGone(gen, 1006, error.message, error);
+  }
+
+  /**
+   * Ends this attempt's WebTransport try quietly and sends the same Hello over WebSocket to the
+   * entry URL; with `remember`, every later attempt goes over WebSocket too (and the choice is kept
+   * in the transport memory, so a reload does not wait again).
+   */
+  private fallBack(gen: number, reason: string, remember: boolean): void {
+    if (gen !== this.gen) return;
+    this.dropWebTransport("falling back to WebSocket");
+    if (remember) {
+      this.webSocketOnly = true;
+      try {
+        this.memory?.setItem(transportMemoryKey(this.opts.url), "websocket");
+      } catch {
+        // Storage full or refused: remembered for this connection only.
+      }
+    }
+    this.emit("fallback", { reason, remembered: remember });
+    if (gen !== this.gen) return; // a handler closed the connection
+    this.startHandshakeTimer(gen);
+    this.openSocket(gen, this.opts.url);
+  }
+
+  /** Closes this attempt's WebTransport session (if any) without reporting its end. */
+  private dropWebTransport(reason: string): void {
+    this.cancel(this.wtTimer);
+    this.wtTimer = null;
+    this.wtTrial = false;
+    this.wtTry += 1;
+    const sock = this.wt;
+    this.wt = null;
+    if (sock === null) return;
+    if (this.socket === sock) this.socket = null;
+    detach(sock);
+    try {
+      sock.close(1000, reason);
+    } catch {
+      // Already gone.
+    }
+  }
+
   /** Opens a socket to `url` that sends this attempt's Hello; false if the factory failed. */
   private openSocket(gen: number, url: string): boolean {
+    this.transportKind = "websocket";
     let sock: SocketLike;
     try {
       sock = (this.opts.socket ?? defaultSocketFactory)(url);
@@ -637,14 +1078,13 @@ export class ZoneConnection {
     if (url === null) throw new RedirectError("scheme", r.url);
     this.hops += 1;
     this.counters.redirects += 1;
+    // A Redirect over WebTransport names a WebSocket URL: this attempt goes on over WebSocket.
+    this.dropWebTransport("redirected");
     const old = this.socket;
     this.socket = null;
     if (old !== null) {
       // Not a lost connection: this socket's close must not reach onSocketGone.
-      old.onopen = null;
-      old.onmessage = null;
-      old.onclose = null;
-      old.onerror = null;
+      detach(old);
       try {
         old.close(1000, "redirected");
       } catch {
@@ -682,6 +1122,16 @@ export class ZoneConnection {
         throw new DecodeError("invalid", `message 0x${tag.toString(16)} before Welcome`);
       }
     }
+    if (tag === Tag.State) {
+      // A State too large for a datagram comes on the control stream (§5.8); never over WebSocket.
+      if (this.wt === null) throw new DecodeError("invalid", "a State over WebSocket");
+      this.applyState(bytes, now);
+      return;
+    }
+    if ((tag === Tag.Delta || tag === Tag.KnownSetCheck) && this.wt !== null) {
+      throw new DecodeError("invalid", `message 0x${tag.toString(16)} on a WebTransport session`);
+    }
+    if (tag === Tag.Events && this.wt === null) throw new DecodeError("invalid", "Events over WebSocket");
     if (tag === Tag.Delta) {
       const mirror = this.mirrorState;
       if (mirror === null) throw new DecodeError("invalid", "Delta before Welcome");
@@ -721,6 +1171,12 @@ export class ZoneConnection {
         return;
       case "kick":
         this.lastKick = m;
+        // The host answered over WebTransport: its close decides, not the auto-mode timeout.
+        if (this.wtTrial) {
+          this.wtTrial = false;
+          this.cancel(this.wtTimer);
+          this.wtTimer = null;
+        }
         this.emit("kick", m);
         return;
       case "input_refused":
@@ -738,9 +1194,66 @@ export class ZoneConnection {
         if (this.st === "open") throw new DecodeError("invalid", "Redirect in the middle of a session");
         this.follow(gen, m);
         return;
+      case "events":
+        // §5.9: the events of a patch whose State travels apart; delivered as a Delta's are.
+        for (const ev of m.events) this.emit("event", ev, m.tick);
+        return;
       case "delta":
+      case "state":
         return; // handled above
     }
+  }
+
+  /** One datagram of a WebTransport session: a State (§5.8). */
+  private onDatagram(bytes: Uint8Array): void {
+    const now = this.sched.now();
+    this.counters.bytesIn += bytes.length;
+    this.counters.messagesIn += 1;
+    this.counters.datagramsIn += 1;
+    this.inMeter.add(now, bytes.length);
+    // A State may overtake the Welcome on the stream: drop it, the host repeats what is not acknowledged.
+    if (this.st !== "open" || this.ring === null) {
+      this.stateCounters.early += 1;
+      return;
+    }
+    if (bytes[0] !== Tag.State) {
+      this.stateCounters.undecodable += 1;
+      return;
+    }
+    this.applyState(bytes, now);
+  }
+
+  /**
+   * Applies a State through the ring (§5.8) and reports it as 'delta': the change from the state
+   * shown before. Late, repeated and baseless States are counted and dropped; so is one that does
+   * not apply to its base (the host falls back to a BASELINE when no acknowledgement comes).
+   */
+  private applyState(bytes: Uint8Array, now: number): void {
+    const ring = this.ring;
+    if (ring === null) throw new DecodeError("invalid", "State before Welcome");
+    let res: ReturnType<StateRing["apply"]>;
+    try {
+      res = ring.apply(bytes);
+    } catch (e) {
+      if (!(e instanceof DecodeError)) throw e;
+      this.stateCounters.undecodable += 1;
+      return;
+    }
+    this.onInputAck(res.head.ack);
+    if (res.status !== "applied") {
+      if (res.status === "stale") this.stateCounters.stale += 1;
+      else this.stateCounters.noBase += 1;
+      return;
+    }
+    this.stateCounters.applied += 1;
+    const { delta, changes, mirror, state } = res;
+    this.mirrorState = mirror;
+    this.clock.onDelta(delta.tick, now);
+    this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
+    this.lastAck = delta.ack;
+    if (delta.control !== undefined) this.controlled = delta.control;
+    this.emit("delta", delta, { mirror, changes, recvMs: now, state });
+    this.ackStates();
   }
 
   /**
@@ -794,11 +1307,32 @@ export class ZoneConnection {
     this.welcomeMsg = w;
     this.playerId = w.playerId;
     this.token = w.reconnectToken;
-    // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an ordinary
-    // Delta continues from it. Anything else starts from nothing.
-    const keep =
-      resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.mirrorState !== null;
-    if (!keep) this.mirrorState = new Mirror(w.schema);
+    if (this.wt !== null) {
+      // §1.1: a WebTransport session speaks version 6 or later; its first State is a BASELINE.
+      if (w.version < DATAGRAM_VERSION) {
+        throw new DecodeError("invalid", `version ${w.version} on a WebTransport session`);
+      }
+      this.cancel(this.wtTimer);
+      this.wtTimer = null;
+      this.wtTrial = false;
+      this.ring = new StateRing(w.schema);
+      this.mirrorState = this.ring.current;
+      this.ackSent = 0;
+      this.ackOnlyAt = Number.NEGATIVE_INFINITY;
+      // A resumed player's unacknowledged inputs are repeated; a new player's sequence starts over.
+      if (!resumed) {
+        this.pendingInputs = [];
+        this.inputAck = 0;
+      }
+    } else {
+      this.ring = null;
+      this.pendingInputs = [];
+      // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an ordinary
+      // Delta continues from it. Anything else starts from nothing.
+      const keep =
+        resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.mirrorState !== null;
+      if (!keep) this.mirrorState = new Mirror(w.schema);
+    }
     this.awaitingBaseline = false;
     this.resumeFromRefused = false;
     this.clock.reset(w.tickHz, w.tick, now);
@@ -815,7 +1349,7 @@ export class ZoneConnection {
     }
     this.st = "open";
     this.ping();
-    this.emit("welcome", w, { resumed });
+    this.emit("welcome", w, { resumed, transport: this.wt !== null ? "webtransport" : "websocket" });
     const first = this.firstWelcome;
     this.firstWelcome = null;
     first?.resolve(w);

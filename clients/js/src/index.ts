@@ -1,9 +1,11 @@
 /**
  * @zonekeep/client — the TypeScript SDK of Zonekeep.
  *
- * - Codec (PROTOCOL.md, protocol version 5, byte-exact with the Rust codec): {@link encodeClientMessage},
+ * - Codec (PROTOCOL.md, protocol version 6, byte-exact with the Rust codec): {@link encodeClientMessage},
  *   {@link decodeServerMessage}, {@link decodeDelta}, {@link encodeDelta}, quantization helpers.
- * - {@link ZoneConnection}: handshake, events, reconnect, clock sync, inputs, counters.
+ * - {@link ZoneConnection}: handshake, events, reconnect, clock sync, inputs, counters; over
+ *   WebSocket or WebTransport (§1.1), falling back from the one to the other.
+ * - {@link StateRing}: the client's states of a WebTransport session (§5.8).
  * - {@link Replica}: interpolated view of the zone's entities.
  * - {@link Predictor}: client-side prediction and reconciliation of the player's entity.
  */
@@ -14,6 +16,7 @@ export * from "./schema.js";
 export * from "./delta.js";
 export * from "./messages.js";
 export * from "./mirror.js";
+export * from "./states.js";
 export * from "./clock.js";
 export * from "./scheduler.js";
 export * from "./playout.js";
@@ -21,3 +24,4 @@ export * from "./replica.js";
 export * from "./predictor.js";
 export * from "./reconnect.js";
 export * from "./connection.js";
+export * from "./webtransport.js";

@@ -1,10 +1,20 @@
 /**
  * Every message of PROTOCOL.md §4–§5: encode and total decode. Client → server tags are 0x01..=0x7f,
- * server → client 0x80..=0xff. A Delta can only be decoded with its context (the schema from Welcome
- * and the known set), so {@link decodeServerMessage} takes that context as an argument.
+ * server → client 0x80..=0xff. A Delta (or a State, its datagram form) can only be decoded with its
+ * context (the schema from Welcome and the known set), so {@link decodeServerMessage} takes that
+ * context as an argument.
  */
 
-import { decodeDeltaBody, DELTA_TAG, encodeDeltaBody, type Delta, type KnownEntry } from "./delta.js";
+import {
+  decodeDeltaBody,
+  DELTA_LIMITS,
+  DELTA_TAG,
+  encodeDeltaBody,
+  STATE_TAG,
+  type Delta,
+  type KnownEntry,
+  type ZoneEvent,
+} from "./delta.js";
 import { decodeSchema, encodeSchema, type Schema } from "./schema.js";
 import { DecodeError, EncodeError, Reader, Writer } from "./wire.js";
 
@@ -14,6 +24,8 @@ export const Tag = {
   Input: 0x02,
   Ping: 0x03,
   Resync: 0x04,
+  /** The Inputs datagram (§4.5, version 6). */
+  Inputs: 0x05,
   Welcome: 0x81,
   Delta: DELTA_TAG,
   Pong: 0x83,
@@ -22,6 +34,10 @@ export const Tag = {
   Transfer: 0x86,
   InputRefused: 0x87,
   KnownSetCheck: 0x88,
+  /** The State datagram (§5.8, version 6). */
+  State: STATE_TAG,
+  /** Events on a WebTransport session's control stream (§5.9, version 6). */
+  Events: 0x8a,
 } as const;
 
 /** Size and count limits of §7. */
@@ -38,15 +54,26 @@ export const LIMITS = {
   url: 512,
   /** Redirects a client follows in one connection attempt (§5.3.1). */
   redirects: 3,
+  /** Inputs one Inputs datagram carries (§4.5): the newest and the unacknowledged ones before it. */
+  datagramInputs: 8,
+  /** States a client keeps to apply onto, and a host to diff against (§5.8). */
+  stateRing: 32,
 } as const;
 
 /**
- * The protocol versions this SDK implements, and offers by default: version 5 (Welcome's
- * `contentVersion` and the Kick code CONTENT_OUTDATED, §4.1.2), which includes version 4 (a
- * resuming Hello's `resumeFrom`, §4.1.1) and version 3 (Redirect, and the Kick codes ZONE_MOVED,
- * HOST_FENCED and TOO_MANY_REDIRECTS).
+ * The protocol versions this SDK implements, and offers by default: version 6 (the WebTransport
+ * transport, §1.1, with its State and Inputs datagrams and the Events message; over WebSocket byte
+ * for byte version 5), which includes version 5 (Welcome's `contentVersion` and the Kick code
+ * CONTENT_OUTDATED, §4.1.2), version 4 (a resuming Hello's `resumeFrom`, §4.1.1) and version 3
+ * (Redirect, and the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS: readonly number[] = [5];
+export const SUPPORTED_VERSIONS: readonly number[] = [6];
+
+/**
+ * The version that added the WebTransport transport (§1.1): State (§5.8) and Inputs (§4.5)
+ * datagrams and the Events message (§5.9). A WebTransport session speaks it or a later one.
+ */
+export const DATAGRAM_VERSION = 6;
 
 /** The version that added {@link ResumeFrom} to Hello (§4.1.1). */
 export const RESUME_FROM_VERSION = 4;
@@ -178,6 +205,29 @@ export interface Input {
   payload: Uint8Array;
 }
 
+/** One input inside an {@link Inputs} datagram: the fields of {@link Input} (§4.2). */
+export interface DatagramInput {
+  /** Sequence, from 1, +1 per input. */
+  seq: number;
+  /** The server tick the client was displaying. */
+  viewTick: number;
+  /** Game-defined input bytes. */
+  payload: Uint8Array;
+}
+
+/**
+ * §4.5 (version 6, a WebTransport datagram): the acknowledgement of the newest State applied and
+ * the newest inputs with the ones before them no State has acknowledged yet, so a lost datagram
+ * costs nothing.
+ */
+export interface Inputs {
+  type: "inputs";
+  /** Tick of the newest State (§5.8) the client applied; 0 = none yet. */
+  ack: number;
+  /** At most {@link LIMITS.datagramInputs}, `seq` strictly ascending (newest last); may be empty. */
+  inputs: DatagramInput[];
+}
+
 /** §4.3 */
 export interface Ping {
   type: "ping";
@@ -232,6 +282,28 @@ export interface Welcome {
 /** A Delta as a message (§5.5). */
 export interface DeltaMessage extends Delta {
   type: "delta";
+}
+
+/**
+ * A State as a message (§5.8, version 6): a Delta written against the state of tick `base` (0 =
+ * the empty state, exactly when `baseline`), with no events. Decoded against its base's known set.
+ */
+export interface StateMessage extends Delta {
+  type: "state";
+  /** The tick of the state it applies to; 0 = the empty state. */
+  base: number;
+}
+
+/**
+ * §5.9 (version 6): the zone events of the patch of `tick`, on a WebTransport session's control
+ * stream (a State may be lost; events must arrive). Delivered like a Delta's events.
+ */
+export interface EventsMessage {
+  type: "events";
+  /** The tick whose patch carried them. */
+  tick: number;
+  /** 1..=1024 events, in the order the zone raised them. */
+  events: ZoneEvent[];
 }
 
 /** §5.2 */
@@ -327,20 +399,25 @@ export interface Transfer {
   url: string;
 }
 
-/** Messages a client sends. */
-export type ClientMessage = Hello | Input | Ping | Resync;
-/** Messages a server sends. */
+/** Messages a client sends (Inputs only as a WebTransport datagram). */
+export type ClientMessage = Hello | Input | Ping | Resync | Inputs;
+/** Messages a server sends (State as a WebTransport datagram, or on its control stream). */
 export type ServerMessage =
   | Welcome
   | DeltaMessage
+  | StateMessage
   | Pong
   | Kick
   | Redirect
   | Transfer
   | InputRefused
-  | KnownSetCheck;
+  | KnownSetCheck
+  | EventsMessage;
 
-/** What decoding a Delta needs: the schema from Welcome and the known set before the Delta. */
+/**
+ * What decoding a Delta needs: the schema from Welcome and the known set before the Delta (for a
+ * State, the known set of its base state).
+ */
 export interface DeltaContext {
   /** Schema from Welcome. */
   schema: Schema;
@@ -359,7 +436,7 @@ export function peekTag(bytes: Uint8Array): number {
 function checkResumeFrom(m: Hello, err: (m: string) => Error): void {
   if (m.resumeFrom == null) return;
   if (m.reconnectToken.length === 0) throw err("Hello has resume_from without a reconnect token");
-  // Any version from 4 on defines it: a version 5 client offers only 5.
+  // Any version from 4 on defines it: a version 6 client offers only 6.
   if (!m.versions.some((v) => v >= RESUME_FROM_VERSION)) {
     throw err("Hello has resume_from without offering version 4 or later");
   }
@@ -368,6 +445,20 @@ function checkResumeFrom(m: Hello, err: (m: string) => Error): void {
 function checkVersions(versions: readonly number[], err: (m: string) => Error): void {
   if (versions.length < 1 || versions.length > LIMITS.versions) throw err("versions count not in 1..=8");
   if (new Set(versions).size !== versions.length) throw err("versions are not distinct");
+}
+
+/** One input's fields (§4.2), as Input and the Inputs datagram both carry them. */
+function writeInput(w: Writer, i: DatagramInput): void {
+  if (i.seq === 0) throw new EncodeError("invalid", "input seq 0");
+  w.varintU32(i.seq).varint(i.viewTick);
+  w.bytesField(i.payload, LIMITS.inputPayload, "input payload");
+}
+
+function readInput(r: Reader): DatagramInput {
+  const seq = r.varintU32();
+  if (seq === 0) throw new DecodeError("invalid", "input seq 0");
+  const viewTick = r.varintU64();
+  return { seq, viewTick, payload: r.bytesField(LIMITS.inputPayload, "input payload") };
 }
 
 /** Encodes a client → server message. */
@@ -389,10 +480,22 @@ export function encodeClientMessage(m: ClientMessage): Uint8Array {
       }
       break;
     case "input":
-      if (m.seq === 0) throw new EncodeError("invalid", "input seq 0");
-      w.u8(Tag.Input).varintU32(m.seq).varint(m.viewTick);
-      w.bytesField(m.payload, LIMITS.inputPayload, "input payload");
+      w.u8(Tag.Input);
+      writeInput(w, m);
       break;
+    case "inputs": {
+      if (m.inputs.length > LIMITS.datagramInputs) {
+        throw new EncodeError("too_long", `inputs in a datagram: ${m.inputs.length} > ${LIMITS.datagramInputs}`);
+      }
+      for (let i = 1; i < m.inputs.length; i++) {
+        if ((m.inputs[i - 1]?.seq ?? 0) >= (m.inputs[i]?.seq ?? 0)) {
+          throw new EncodeError("invalid", "datagram inputs not ascending by seq");
+        }
+      }
+      w.u8(Tag.Inputs).varint(m.ack).varint(m.inputs.length);
+      for (const i of m.inputs) writeInput(w, i);
+      break;
+    }
     case "ping":
       w.u8(Tag.Ping).varint(m.clientTime);
       break;
@@ -438,11 +541,25 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       m = hello;
       break;
     }
-    case Tag.Input: {
-      const seq = r.varintU32();
-      if (seq === 0) throw new DecodeError("invalid", "input seq 0");
-      const viewTick = r.varintU64();
-      m = { type: "input", seq, viewTick, payload: r.bytesField(LIMITS.inputPayload, "input payload") };
+    case Tag.Input:
+      m = { type: "input", ...readInput(r) };
+      break;
+    case Tag.Inputs: {
+      const ack = r.varintU64();
+      const n = r.varintU32();
+      if (n > LIMITS.datagramInputs) {
+        throw new DecodeError("too_long", `inputs in a datagram: ${n} > ${LIMITS.datagramInputs}`);
+      }
+      const inputs: DatagramInput[] = [];
+      for (let i = 0; i < n; i++) {
+        const input = readInput(r);
+        const prev = inputs[inputs.length - 1];
+        if (prev !== undefined && prev.seq >= input.seq) {
+          throw new DecodeError("invalid", "datagram inputs not ascending by seq");
+        }
+        inputs.push(input);
+      }
+      m = { type: "inputs", ack, inputs };
       break;
     }
     case Tag.Ping:
@@ -458,7 +575,7 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   return m;
 }
 
-/** Encodes a server → client message; a Delta needs its context. */
+/** Encodes a server → client message; a Delta or a State needs its context. */
 export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8Array {
   const w = new Writer(128);
   switch (m.type) {
@@ -487,7 +604,25 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
     case "delta":
       if (ctx === undefined) throw new EncodeError("invalid", "a Delta needs a schema and known set");
       w.u8(Tag.Delta);
-      encodeDeltaBody(w, m, ctx.schema, ctx.known);
+      encodeDeltaBody(w, m, ctx.schema, ctx.known, false);
+      break;
+    case "state":
+      if (ctx === undefined) throw new EncodeError("invalid", "a State needs a schema and known set");
+      w.u8(Tag.State);
+      encodeDeltaBody(w, m, ctx.schema, ctx.known, true);
+      break;
+    case "events":
+      if (m.events.length === 0) throw new EncodeError("invalid", "an Events message carries no events");
+      if (m.events.length > DELTA_LIMITS.events) {
+        throw new EncodeError("too_long", `events: ${m.events.length} > ${DELTA_LIMITS.events}`);
+      }
+      w.u8(Tag.Events).varint(m.tick).varint(m.events.length);
+      for (const ev of m.events) {
+        if (!Number.isInteger(ev.topic) || ev.topic < 0 || ev.topic > 0xffff) {
+          throw new EncodeError("invalid", `event topic ${ev.topic}`);
+        }
+        w.varint(ev.topic).bytesField(ev.payload, DELTA_LIMITS.eventPayload, "event payload");
+      }
       break;
     case "pong":
       w.u8(Tag.Pong).varint(m.clientTime).varint(m.serverTimeUs).varint(m.tick);
@@ -524,8 +659,8 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
 }
 
 /**
- * Decodes a server → client message. A Delta is decoded against `ctx`; without one it is a
- * {@link DecodeError} (a Delta before Welcome is out of place).
+ * Decodes a server → client message. A Delta (or a State) is decoded against `ctx`; without one it
+ * is a {@link DecodeError} (a Delta before Welcome is out of place).
  */
 export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): ServerMessage {
   if (bytes.length > LIMITS.serverMessage) {
@@ -576,6 +711,25 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
       if (ctx === undefined) throw new DecodeError("invalid", "a Delta needs a schema and known set");
       m = { type: "delta", ...decodeDeltaBody(r, ctx.schema, ctx.known) };
       break;
+    case Tag.State: {
+      if (ctx === undefined) throw new DecodeError("invalid", "a State needs a schema and known set");
+      const d = decodeDeltaBody(r, ctx.schema, ctx.known, true);
+      m = { ...d, type: "state", base: d.base ?? 0 };
+      break;
+    }
+    case Tag.Events: {
+      const tick = r.varintU64();
+      const n = r.varintU32();
+      if (n > DELTA_LIMITS.events) throw new DecodeError("too_long", `events: ${n} > ${DELTA_LIMITS.events}`);
+      if (n === 0) throw new DecodeError("invalid", "an Events message carries no events");
+      const events: ZoneEvent[] = [];
+      for (let i = 0; i < n; i++) {
+        const topic = r.varintU16();
+        events.push({ topic, payload: r.bytesField(DELTA_LIMITS.eventPayload, "event payload") });
+      }
+      m = { type: "events", tick, events };
+      break;
+    }
     case Tag.Pong: {
       const clientTime = r.varintU64();
       const serverTimeUs = r.varintU64();

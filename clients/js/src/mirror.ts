@@ -108,6 +108,20 @@ export class Mirror {
     return { tick: this.lastTick, count: this.ids.length, hash: knownSetHash(this.ids) };
   }
 
+  /**
+   * An independent copy: the same entities (each copied, fields included) and the same tick, so
+   * applying a Delta to one never changes the other. What a {@link StateRing} keeps per State.
+   */
+  clone(): Mirror {
+    const copy = new Mirror(this.schema);
+    copy.ids = this.ids.slice();
+    for (const [id, e] of this.byId) {
+      copy.byId.set(id, { id: e.id, kind: e.kind, qx: e.qx, qy: e.qy, fields: e.fields.slice() });
+    }
+    copy.lastTick = this.lastTick;
+    return copy;
+  }
+
   /** Forgets every entity. */
   clear(): void {
     this.ids = [];

@@ -1,7 +1,8 @@
 /**
  * The golden fixtures written by the Rust codec (tests/fixtures/protocol at the repo root): every
- * message decodes to its JSON value and re-encodes to the same bytes; primitives and quantization agree
- * bit for bit; every invalid case is refused with the same error kind.
+ * message decodes to its JSON value and re-encodes to the same bytes (a State, like a Delta, against
+ * its context); primitives and quantization agree bit for bit; every invalid case is refused with the
+ * same error kind.
  */
 
 import assert from "node:assert/strict";
@@ -22,6 +23,7 @@ import {
   decodeServerMessage,
   DecodeError,
   encodeClientMessage,
+  encodeDelta,
   encodeServerMessage,
   f32Bits,
   f32FromBits,
@@ -114,6 +116,10 @@ function camel(k: string): string {
 const HEX_FIELDS = new Set(["reconnect_token", "payload"]);
 
 function deltaToJson(d: Delta): Obj {
+  if (d.base !== undefined && d.base !== null) {
+    // A State (§5.8): a Delta value plus its base.
+    return { ...deltaToJson({ ...d, base: null }), type: "state", base: d.base };
+  }
   return {
     type: "delta",
     tick: d.tick,
@@ -172,14 +178,38 @@ function deltaFromJson(j: Obj, schema: Schema, known: readonly KnownEntry[]): De
   return d;
 }
 
+/** Plain values to fixture JSON: snake_case keys, byte strings as hex, nested lists and objects too. */
+function valueToJson(v: unknown): Json {
+  if (v instanceof Uint8Array) return toHex(v);
+  if (Array.isArray(v)) return v.map(valueToJson);
+  if (v !== null && typeof v === "object") {
+    const out: Obj = {};
+    for (const [k, x] of Object.entries(v)) out[snake(k)] = valueToJson(x);
+    return out;
+  }
+  return v as Json;
+}
+
+/** Inverse of {@link valueToJson}: camelCase keys, the hex fields as bytes. */
+function valueFromJson(v: Json, key = ""): unknown {
+  if (HEX_FIELDS.has(key)) return fromHex(str(v));
+  if (Array.isArray(v)) return v.map((x) => valueFromJson(x));
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[camel(k)] = valueFromJson(x, k);
+    return out;
+  }
+  return v;
+}
+
 function messageToJson(m: ClientMessage | ServerMessage): Obj {
   if (m.type === "delta") return deltaToJson(m);
+  if (m.type === "state") return deltaToJson(m);
   const out: Obj = {};
   for (const [k, v] of Object.entries(m)) {
     const key = snake(k);
-    if (v instanceof Uint8Array) out[key] = toHex(v);
-    else if (key === "schema") out[key] = schemaToJson(v as Schema);
-    else out[key] = v as Json;
+    if (key === "schema") out[key] = schemaToJson(v as Schema);
+    else out[key] = valueToJson(v);
   }
   // Only a version 5 Welcome carries a content version; the fixtures of older ones have no key.
   if (m.type === "welcome" && m.version < CONTENT_VERSION_PROTOCOL) {
@@ -192,9 +222,8 @@ function messageToJson(m: ClientMessage | ServerMessage): Obj {
 function messageFromJson(j: Obj): ClientMessage | ServerMessage {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(j)) {
-    if (HEX_FIELDS.has(k)) out[camel(k)] = fromHex(str(v));
-    else if (k === "schema") out[k] = schemaFromJson(obj(v));
-    else out[camel(k)] = v;
+    if (k === "schema") out[k] = schemaFromJson(obj(v));
+    else out[camel(k)] = valueFromJson(v, k);
   }
   return out as unknown as ClientMessage | ServerMessage;
 }
@@ -220,6 +249,9 @@ describe("golden fixtures", () => {
       "transfer",
       "input_refused",
       "known_set_check",
+      "inputs",
+      "events",
+      "state",
     ]) {
       assert.ok(types.has(t), `a fixture of type ${t}`);
     }
@@ -232,16 +264,24 @@ describe("golden fixtures", () => {
       const bytes = fromHex(str(fx.hex));
       const value = obj(fx.value);
       const type = str(value.type);
-      if (type === "delta") {
+      if (type === "delta" || type === "state") {
         const ctx = obj(fx.context);
         const schema = schemaFromJson(obj(ctx.schema));
         const known = arr(ctx.known).map((e) => arr(e).map(num) as unknown as KnownEntry);
         const decoded = decodeDelta(bytes, schema, known);
         assert.deepEqual(deltaToJson(decoded), value);
         const viaMessage = decodeServerMessage(bytes, { schema, known });
+        assert.equal(viaMessage.type, type);
         assert.deepEqual(messageToJson(viaMessage), value);
-        const encoded = encodeServerMessage({ type: "delta", ...deltaFromJson(value, schema, known) }, { schema, known });
+        const delta = deltaFromJson(value, schema, known);
+        const encoded =
+          type === "state"
+            ? encodeServerMessage({ ...delta, type: "state", base: num(value.base) }, { schema, known })
+            : encodeServerMessage({ type: "delta", ...delta }, { schema, known });
         assert.equal(toHex(encoded), fx.hex);
+        // encodeDelta writes a State exactly when the value has a base.
+        const direct = encodeDelta(type === "state" ? { ...delta, base: num(value.base) } : delta, schema, known);
+        assert.equal(toHex(direct), fx.hex);
         return;
       }
       const isClient = bytes[0] !== undefined && bytes[0] < 0x80;

@@ -1,7 +1,10 @@
 /**
  * Test doubles for driving a ZoneConnection without a network: a manual clock, sockets that deliver
  * through the clock with configurable latency, a small zone server built on the SDK's own codec, and
- * a fleet of them behind one socket factory.
+ * a fleet of them behind one socket factory. The zone server also serves WebTransport (PROTOCOL.md
+ * §1.1) through an in-memory session: `GET /webtransport` discovery, a control stream framed as
+ * varint length + message, State datagrams written against the state the client acknowledged, and
+ * Inputs datagrams; datagrams may be delayed, lost, duplicated and reordered.
  */
 
 import {
@@ -10,8 +13,23 @@ import {
   decodeClientMessage,
   encodeDelta,
   encodeServerMessage,
+  frameMessage,
+  LIMITS,
   ManualScheduler,
+  MessageFramer,
+  type BidirectionalStreamLike,
   type Delta,
+  type FetchLike,
+  type FetchResponseLike,
+  type ReadableLike,
+  type StreamReadResultLike,
+  type StreamReaderLike,
+  type WebTransportCloseInfoLike,
+  type WebTransportFactory,
+  type WebTransportLike,
+  type WebTransportOptionsLike,
+  type WritableLike,
+  type ZoneEvent,
   type FieldValue,
   type KnownEntry,
   type Schema,
@@ -36,9 +54,12 @@ export function rng(seed: number): () => number {
   };
 }
 
-/** Lets pending promise callbacks (the async ticket() call) run; not a sleep: no time passes. */
+/**
+ * Lets pending promise callbacks (the async ticket() call, stream reads) run; not a sleep: no time
+ * passes. Microtasks only, so a promise a test rejects-checks later is not reported as unhandled.
+ */
 export async function flush(): Promise<void> {
-  for (let i = 0; i < 5; i++) await Promise.resolve();
+  for (let i = 0; i < 20; i++) await Promise.resolve();
 }
 
 /** Advances the manual clock in small steps, letting promise callbacks run in between. */
@@ -72,9 +93,31 @@ export interface FakeEntity {
   fields: FieldValue[];
 }
 
+/** The server's end of one client connection: a WebSocket, or a WebTransport session's control stream. */
+export interface ServerEnd {
+  /** Sends one message (on a WebTransport session: framed onto the control stream). */
+  push(bytes: Uint8Array): void;
+  /** Closes the connection with `code` (after a Kick: 4000 + the Kick code). */
+  drop(code?: number, reason?: string): void;
+  /** Either side closed it. */
+  readonly closed: boolean;
+}
+
 /** One client's socket as the server sees it. */
 export class ServerSession {
-  readonly socket: FakeSocket;
+  readonly socket: ServerEnd;
+  /** The WebTransport session, when the client came that way. */
+  wt: FakeWebTransport | null = null;
+  /** WebTransport: what each of the last 32 States sent held (tick → id → entity), oldest first. */
+  states = new Map<number, Map<number, FakeEntity>>();
+  /** WebTransport: the newest State tick the client acknowledged. */
+  stateAck = 0;
+  /** WebTransport: the base of each State sent, in order. */
+  stateBases: number[] = [];
+  /** WebTransport: the highest input seq received (repeats are dropped, §4.2). */
+  highestSeq = 0;
+  /** WebTransport: the seqs of the inputs applied, in order. */
+  applied: number[] = [];
   /** The URL the client opened this socket with. */
   url = "";
   /** What this client was last sent: id → state. */
@@ -89,13 +132,13 @@ export class ServerSession {
   /** The BASELINE waits for the client's first Ping (see `FakeServer.pongBeforeBaseline`). */
   baselineHeld = false;
   received: ClientMessage[] = [];
-  constructor(socket: FakeSocket) {
+  constructor(socket: ServerEnd) {
     this.socket = socket;
   }
 }
 
 /** A socket pair end seen by the client; delivery goes through the scheduler with latency. */
-export class FakeSocket implements SocketLike {
+export class FakeSocket implements SocketLike, ServerEnd {
   binaryType = "blob";
   onopen: ((ev: unknown) => void) | null = null;
   onmessage: ((ev: { data: unknown }) => void) | null = null;
@@ -198,6 +241,28 @@ export class FakeServer {
   skipPatch: (tick: number) => boolean = () => false;
   /** Server-side input rule: applied to the controlled entity for each input. */
   applyInput: (e: FakeEntity, payload: Uint8Array, seq: number) => void = () => {};
+  /**
+   * What `GET /webtransport` answers (§1.1), or null when WebTransport is off (404). Default: off.
+   */
+  wtEndpoint: { url: string; certificate_hashes: Array<{ algorithm: string; value: string }> } | null = null;
+  /** Every discovery URL fetched. */
+  fetched: string[] = [];
+  /** Every WebTransport session opened: its URL and options. */
+  wtOpened: Array<{ url: string; options: WebTransportOptionsLike | undefined }> = [];
+  /** How a WebTransport session's `ready` goes: established, refused, or never settled. */
+  wtReady: "ok" | "fail" | "hang" = "ok";
+  /** One-way latency of each datagram, ms (default: the stream's latency); datagrams may overtake. */
+  datagramLatency: (() => number) | null = null;
+  /** Latency of the client's datagrams, ms (default: {@link datagramLatency}). */
+  datagramUpLatency: (() => number) | null = null;
+  /** Whether a datagram (either way) is lost. */
+  datagramLoss: () => boolean = () => false;
+  /** Whether a datagram to the client arrives twice. */
+  datagramDuplicate: () => boolean = () => false;
+  /** The largest datagram the fake path carries; a larger State goes on the control stream. */
+  maxDatagramSize = 1200;
+  /** Zone events raised since the last patch (WebSocket: in the Delta; WebTransport: an Events message). */
+  events: ZoneEvent[] = [];
 
   constructor(sched: ManualScheduler, latency?: () => number) {
     this.sched = sched;
@@ -215,6 +280,49 @@ export class FakeServer {
     else sock.drop(1006, "connection refused");
     return sock;
   };
+
+  /** `fetch` for the connection: answers `GET {origin}/webtransport` after one latency. */
+  fetch: FetchLike = async (url: string): Promise<FetchResponseLike> => {
+    this.fetched.push(url);
+    await new Promise<void>((resolve) => this.sched.setTimeout(resolve, this.net.latency()));
+    if (!this.up) throw new Error("connection refused");
+    const body = this.wtEndpoint;
+    if (body === null || !url.endsWith("/webtransport")) return { status: 404, ok: false, json: async () => ({}) };
+    return { status: 200, ok: true, json: async () => JSON.parse(JSON.stringify(body)) as unknown };
+  };
+
+  /** The WebTransport factory for the connection: an in-memory session with this host. */
+  webTransport: WebTransportFactory = (url, options): WebTransportLike => {
+    this.wtOpened.push({ url, options });
+    return new FakeWebTransport(this, url);
+  };
+
+  /** Opens the server side of a WebTransport session's control stream. */
+  acceptWebTransport(wt: FakeWebTransport): ServerSession {
+    const session = new ServerSession(wt.serverEnd);
+    session.url = wt.url;
+    session.wt = wt;
+    this.sessions.push(session);
+    return session;
+  }
+
+  /** An Inputs datagram from the client (§4.5). */
+  onClientDatagram(s: ServerSession, bytes: Uint8Array): void {
+    if (s.socket.closed) return;
+    const m = decodeClientMessage(bytes);
+    if (m.type !== "inputs" || !s.welcomed) throw new Error(`unexpected datagram ${m.type}`);
+    s.received.push(m);
+    s.stateAck = Math.max(s.stateAck, m.ack);
+    for (const i of m.inputs) {
+      // §4.2: a seq already received (a repeat) is dropped; a higher one is taken, gaps included.
+      if (i.seq <= s.highestSeq) continue;
+      s.highestSeq = i.seq;
+      const e = s.controlled === null ? undefined : this.entities.get(s.controlled);
+      if (e !== undefined) this.applyInput(e, i.payload, i.seq);
+      s.applied.push(i.seq);
+      s.ack = Math.max(s.ack, i.seq);
+    }
+  }
 
   get last(): ServerSession {
     const s = this.sessions[this.sessions.length - 1];
@@ -236,8 +344,9 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        // A current host speaks versions 2, 3, 4 and 5.
-        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v >= 2 && v <= 5));
+        // A current host speaks versions 2, 3, 4, 5 and 6 (over WebSocket 6 is byte for byte 5);
+        // a WebTransport session speaks 6 or later.
+        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v >= (s.wt !== null ? 6 : 2) && v <= 6));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
           s.socket.drop(1000);
@@ -290,11 +399,13 @@ export class FakeServer {
           const prev = [...this.sessions].reverse().find((o) => o !== s && o.playerId === pid);
           if (prev !== undefined) {
             s.ack = prev.ack;
+            s.highestSeq = Math.max(prev.highestSeq, prev.ack);
             s.controlled = prev.controlled;
             // As the real host: continue from what the client holds when it says exactly that.
             const ids = [...prev.sent.keys()].sort((a, b) => a - b);
             const from = m.resumeFrom;
             continued =
+              s.wt === null &&
               from != null &&
               from.tick === prev.lastDeltaTick &&
               from.count === ids.length &&
@@ -329,10 +440,13 @@ export class FakeServer {
         s.welcomed = true;
         if (!continued) s.sent.clear();
         s.controlDirty = true;
-        if (this.pongBeforeBaseline) s.baselineHeld = true;
+        if (s.wt !== null) this.sendState(s);
+        else if (this.pongBeforeBaseline) s.baselineHeld = true;
         else this.sendDelta(s, !continued);
         return;
       }
+      case "inputs":
+        throw new Error("Inputs on the control stream");
       case "input": {
         const e = s.controlled === null ? undefined : this.entities.get(s.controlled);
         if (e !== undefined) this.applyInput(e, m.payload, m.seq);
@@ -372,17 +486,17 @@ export class FakeServer {
     this.send(s, { type: "known_set_check", tick: this.tick, count: ids.length, hash: knownSetHash(ids) });
   }
 
-  /** Builds and sends this session's Delta: the diff between the world and what it was sent. */
-  sendDelta(s: ServerSession, baseline = false): Delta {
+  /** The Delta from what a client holds (`sent`, or nothing for a BASELINE) to the world now. */
+  private diff(sent: Map<number, FakeEntity>, baseline: boolean, ack: number): { delta: Delta; knownBefore: KnownEntry[] } {
     const knownBefore: KnownEntry[] = baseline
       ? []
-      : [...s.sent.entries()].sort((a, b) => a[0] - b[0]).map(([id, e]) => [id, e.kind] as const);
+      : [...sent.entries()].sort((a, b) => a[0] - b[0]).map(([id, e]) => [id, e.kind] as const);
     const despawns = baseline ? [] : knownBefore.map(([id]) => id).filter((id) => !this.entities.has(id));
     const after = knownBefore.filter(([id]) => this.entities.has(id));
     const updates: Update[] = [];
     after.forEach(([id, kind], index) => {
       const now = this.entities.get(id);
-      const was = s.sent.get(id);
+      const was = sent.get(id);
       if (now === undefined || was === undefined) return;
       const fields: Array<[number, FieldValue]> = [];
       now.fields.forEach((v, i) => {
@@ -394,18 +508,45 @@ export class FakeServer {
       updates.push({ index, id, kind, pos, mask, fields });
     });
     const spawns = [...this.entities.entries()]
-      .filter(([id]) => baseline || !s.sent.has(id))
+      .filter(([id]) => baseline || !sent.has(id))
       .sort((a, b) => a[0] - b[0])
       .map(([id, e]) => ({ id, kind: e.kind, qx: e.qx, qy: e.qy, fields: [...e.fields] }));
-    const delta: Delta = {
-      tick: this.tick,
-      ack: s.ack,
-      baseline,
-      despawns,
-      updates,
-      spawns,
-      events: null,
-    };
+    const delta: Delta = { tick: this.tick, ack, baseline, despawns, updates, spawns, events: null };
+    return { delta, knownBefore };
+  }
+
+  /** A copy of the world as a client would hold it. */
+  private snapshot(): Map<number, FakeEntity> {
+    return new Map([...this.entities].map(([id, e]) => [id, { ...e, fields: [...e.fields] }]));
+  }
+
+  /**
+   * Builds and sends this WebTransport session's State (§5.8): against the newest state the client
+   * acknowledged that is still kept, or a BASELINE; as a datagram when it fits, else on the stream.
+   */
+  sendState(s: ServerSession): Delta {
+    const wt = s.wt;
+    if (wt === null) throw new Error("not a WebTransport session");
+    const baseState = s.states.get(s.stateAck);
+    const base = s.stateAck !== 0 && baseState !== undefined ? s.stateAck : 0;
+    const { delta, knownBefore } = this.diff(baseState ?? new Map(), base === 0, s.ack);
+    // Every State repeats the CONTROL field: any of them may be the one that arrives.
+    delta.control = s.controlled;
+    const bytes = encodeServerMessage({ ...delta, type: "state", base }, { schema: SCHEMA, known: knownBefore });
+    s.states.set(this.tick, this.snapshot());
+    while (s.states.size > LIMITS.stateRing) s.states.delete(s.states.keys().next().value as number);
+    s.stateBases.push(base);
+    s.lastDeltaTick = this.tick;
+    if (bytes.length > this.maxDatagramSize) s.socket.push(bytes);
+    else wt.serverEnd.pushDatagram(bytes);
+    return { ...delta, base };
+  }
+
+  /** Builds and sends this session's Delta: the diff between the world and what it was sent. */
+  sendDelta(s: ServerSession, baseline = false, events: ZoneEvent[] | null = null): Delta {
+    const { delta, knownBefore } = this.diff(s.sent, baseline, s.ack);
+    const despawns = delta.despawns;
+    delta.events = events;
     if (s.controlDirty) {
       delta.control = s.controlled;
       s.controlDirty = false;
@@ -418,12 +559,27 @@ export class FakeServer {
     return delta;
   }
 
-  /** Advances the zone one tick; on patch ticks every welcomed, open session gets a Delta. */
+  /** Raises a zone event: delivered with the next patch. */
+  raise(topic: number, payload: Uint8Array): void {
+    this.events.push({ topic, payload });
+  }
+
+  /**
+   * Advances the zone one tick; on patch ticks every welcomed, open session gets a Delta (over
+   * WebTransport: the patch's Events message on the stream, then its State).
+   */
   step(simulate: (tick: number) => void = () => {}): void {
     this.tick += 1;
     simulate(this.tick);
     if (this.tick % this.patchEvery === 0 && !this.skipPatch(this.tick)) {
-      for (const s of this.sessions) if (s.welcomed && !s.socket.closed) this.sendDelta(s);
+      const events = this.events.splice(0);
+      for (const s of this.sessions) {
+        if (!s.welcomed || s.socket.closed) continue;
+        if (s.wt !== null) {
+          if (events.length > 0) this.send(s, { type: "events", tick: this.tick, events });
+          this.sendState(s);
+        } else this.sendDelta(s, false, events.length > 0 ? events : null);
+      }
     }
   }
 
@@ -465,4 +621,191 @@ export class FakeFleet {
     this.opened.push(url);
     return this.host(new URL(url).host).factory(url);
   };
+}
+
+/** One direction of an in-memory stream: what the reader gets, in order. */
+export class Pipe implements ReadableLike<Uint8Array> {
+  private queue: Uint8Array[] = [];
+  private waiting: Array<(r: StreamReadResultLike<Uint8Array>) => void> = [];
+  private ended = false;
+
+  /** Delivers one chunk to the reader. */
+  push(chunk: Uint8Array): void {
+    if (this.ended) return;
+    const w = this.waiting.shift();
+    if (w !== undefined) w({ done: false, value: chunk });
+    else this.queue.push(chunk);
+  }
+
+  /** Ends the stream: the reader gets `done` after what is queued. */
+  end(): void {
+    this.ended = true;
+    for (const w of this.waiting.splice(0)) w({ done: true });
+  }
+
+  getReader(): StreamReaderLike<Uint8Array> {
+    return {
+      read: () => {
+        const v = this.queue.shift();
+        if (v !== undefined) return Promise.resolve({ done: false, value: v });
+        if (this.ended) return Promise.resolve({ done: true });
+        return new Promise((resolve) => this.waiting.push(resolve));
+      },
+      cancel: async () => this.end(),
+    };
+  }
+}
+
+function writable(write: (chunk: Uint8Array) => void): WritableLike<Uint8Array> {
+  return {
+    getWriter: () => ({
+      write: async (chunk: Uint8Array) => write(chunk.slice()),
+      close: async () => {},
+    }),
+  };
+}
+
+/**
+ * An in-memory WebTransport session with a {@link FakeServer}, speaking real protocol bytes: the
+ * control stream framed as varint length + message (chunks split at arbitrary points), datagrams
+ * one message each, delayed, lost, duplicated and reordered as the server says.
+ */
+export class FakeWebTransport implements WebTransportLike {
+  readonly ready: Promise<unknown>;
+  readonly closed: Promise<WebTransportCloseInfoLike>;
+  readonly datagrams: WebTransportLike["datagrams"];
+  /** What the server does with the session. */
+  readonly serverEnd: ServerEnd & { pushDatagram(bytes: Uint8Array): void };
+  /** Bytes the server sent on the control stream, as the client reads them. */
+  readonly toClient = new Pipe();
+  /** Datagrams to the client. */
+  readonly toClientDatagrams = new Pipe();
+  clientClosed = false;
+  serverClosed = false;
+  /** The close info the client gave. */
+  clientCloseInfo: WebTransportCloseInfoLike | null = null;
+  streamsOpened = 0;
+  /** Client time of each datagram the client wrote, in order (lost ones included). */
+  readonly datagramsSentAt: number[] = [];
+  session: ServerSession | null = null;
+  private settleReady: (ok: boolean) => void = () => {};
+  private settleClosed: (info: WebTransportCloseInfoLike | Error) => void = () => {};
+  private split = 0;
+
+  constructor(
+    readonly server: FakeServer,
+    readonly url: string,
+  ) {
+    this.ready = new Promise((resolve, reject) => {
+      this.settleReady = (ok) => (ok ? resolve(undefined) : reject(new Error("WebTransport connection refused")));
+    });
+    this.closed = new Promise((resolve, reject) => {
+      let done = false;
+      this.settleClosed = (info) => {
+        if (done) return;
+        done = true;
+        if (info instanceof Error) reject(info);
+        else resolve(info);
+      };
+    });
+    // Unobserved rejections are the connection's business; keep node quiet when it does not look.
+    this.ready.catch(() => {});
+    this.closed.catch(() => {});
+    const net = server.net;
+    if (!server.up || server.wtReady === "fail") {
+      net.deliver(() => {
+        this.settleReady(false);
+        this.settleClosed(new Error("WebTransport connection refused"));
+      });
+    } else if (server.wtReady === "ok") {
+      net.deliver(() => this.settleReady(true));
+    }
+    const self = this;
+    this.datagrams = {
+      readable: this.toClientDatagrams,
+      writable: writable((chunk) => {
+        self.datagramsSentAt.push(server.sched.now());
+        if (self.closedEither || server.datagramLoss()) return;
+        server.sched.setTimeout(() => {
+          const s = self.session;
+          if (s !== null && !self.closedEither) server.onClientDatagram(s, chunk);
+        }, (server.datagramUpLatency ?? server.datagramLatency ?? server.net.latency)());
+      }),
+      get maxDatagramSize() {
+        return server.maxDatagramSize;
+      },
+    };
+    this.serverEnd = {
+      push: (bytes: Uint8Array) => {
+        if (this.closedEither) return;
+        // Split each frame at a varying point: the client must reassemble whatever the chunking.
+        const framed = frameMessage(bytes);
+        const at = framed.length > 1 ? 1 + (this.split++ % (framed.length - 1)) : framed.length;
+        for (const part of [framed.subarray(0, at), framed.subarray(at)]) {
+          if (part.length === 0) continue;
+          const copy = part.slice();
+          net.deliver(() => {
+            if (!this.clientClosed) this.toClient.push(copy);
+          });
+        }
+      },
+      pushDatagram: (bytes: Uint8Array) => {
+        if (this.closedEither) return;
+        const copies = server.datagramLoss() ? 0 : server.datagramDuplicate() ? 2 : 1;
+        for (let i = 0; i < copies; i++) {
+          const copy = bytes.slice();
+          server.sched.setTimeout(() => {
+            if (!this.clientClosed) this.toClientDatagrams.push(copy);
+          }, this.datagramLatency());
+        }
+      },
+      drop: (code = 0, reason = "") => {
+        if (this.closedEither) return;
+        this.serverClosed = true;
+        net.deliver(() => {
+          this.toClient.end();
+          this.toClientDatagrams.end();
+          this.settleClosed({ closeCode: code, reason });
+        });
+      },
+      get closed(): boolean {
+        return self.closedEither;
+      },
+    };
+  }
+
+  private get closedEither(): boolean {
+    return this.clientClosed || this.serverClosed;
+  }
+
+  private datagramLatency(): number {
+    return (this.server.datagramLatency ?? this.server.net.latency)();
+  }
+
+  createBidirectionalStream(): Promise<BidirectionalStreamLike> {
+    this.streamsOpened += 1;
+    if (this.streamsOpened > 1) throw new Error("a second stream is a protocol error");
+    const session = this.server.acceptWebTransport(this);
+    this.session = session;
+    const framer = new MessageFramer(LIMITS.clientMessage);
+    return Promise.resolve({
+      readable: this.toClient,
+      writable: writable((chunk) => {
+        this.server.net.deliver(() => {
+          if (this.closedEither) return;
+          for (const m of framer.push(chunk)) this.server.onClientBytes(session, m);
+        });
+      }),
+    });
+  }
+
+  close(info?: WebTransportCloseInfoLike): void {
+    if (this.clientClosed) return;
+    this.clientClosed = true;
+    this.clientCloseInfo = info ?? {};
+    this.toClient.end();
+    this.toClientDatagrams.end();
+    this.settleReady(false);
+    this.settleClosed({ closeCode: info?.closeCode ?? 0, reason: info?.reason ?? "" });
+  }
 }

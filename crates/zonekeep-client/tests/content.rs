@@ -31,12 +31,15 @@ fn with_content(ticket: &str, content_version: &str) -> ConnectOptions {
 async fn the_hello_and_welcome_carry_content_versions_and_an_outdated_client_stops_at_once() {
     guarded(async {
         let mut host = TestHost::start().await;
-        // The Hello offers version 5 with the client's content; the Welcome's is exposed.
+        // The Hello offers the newest version with the client's content; the Welcome's is exposed.
         let url = host.url.clone();
         let client = tokio::spawn(async move { connect(&url, with_content("t1", "1.4.0")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![5]);
+        assert_eq!(
+            hello.versions,
+            vec![5, zonekeep_protocol::limits::PROTOCOL_VERSION]
+        );
         assert_eq!(hello.content_version, "1.4.0");
         let mut w = welcome(7, b"tok-1", 100);
         w.content_version = "1.4.2".into();
@@ -166,7 +169,7 @@ async fn the_real_host_refuses_outdated_content_and_welcomes_current_content() {
         }
         // The refused ticket was not spent: the updated client joins with it.
         let (conn, welcome) = connect(&url, with_content(&ticket, "1.4.1")).await.unwrap();
-        assert_eq!(welcome.version, 5);
+        assert_eq!(welcome.version, zonekeep_protocol::limits::PROTOCOL_VERSION);
         assert_eq!(welcome.content_version, "1.5.0");
         conn.close().await;
     };

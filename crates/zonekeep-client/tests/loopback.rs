@@ -44,7 +44,10 @@ async fn handshake_inputs_acked_clock_events_and_counters() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![5]);
+        assert_eq!(
+            hello.versions,
+            vec![5, zonekeep_protocol::limits::PROTOCOL_VERSION]
+        );
         assert_eq!(hello.ticket, "t1");
         assert!(hello.reconnect_token.is_empty());
         hc.admit(7, b"tok-1", 100).await;
@@ -363,7 +366,7 @@ async fn kicks_at_handshake_and_in_session() {
         let mut hc = host.accept().await;
         hc.hello().await;
         let mut w = support::welcome(1, b"", 0);
-        w.version = 6;
+        w.version = 7;
         hc.send(
             &zonekeep_protocol::messages::ServerMessage::Welcome(w),
             None,
@@ -371,7 +374,7 @@ async fn kicks_at_handshake_and_in_session() {
         .await;
         assert!(matches!(
             client.await.unwrap(),
-            Err(ClientError::VersionMismatch(6))
+            Err(ClientError::VersionMismatch(7))
         ));
 
         // In session, a final Kick: the event, then Closed, and no reconnect.

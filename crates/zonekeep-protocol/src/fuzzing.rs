@@ -91,6 +91,7 @@ pub fn mirror_for(schema: &Schema, known: &[(u32, u32)]) -> Result<Mirror, Strin
         })
         .collect();
     let d = Delta {
+        base: None,
         tick: 0,
         ack: 0,
         baseline: true,

@@ -1,8 +1,9 @@
-//! Zonekeep wire protocol (version 5; hosts accept 2, 3, 4 and 5), as specified normatively in `PROTOCOL.md` at the repository root.
+//! Zonekeep wire protocol (version 6; hosts accept 2 to 6), as specified normatively in `PROTOCOL.md` at the repository root.
 //!
 //! This crate owns the bytes: varints and other primitives ([`wire`]), the bit-exact quantization rules
 //! ([`quant`]), the known-set check ([`known`]), the entity schema ([`schema`]), the limits ([`limits`]), the Delta streaming writer and
-//! decoder ([`delta`]), every message, and the client-side known-set mirror.
+//! decoder ([`delta`]), every message, the client-side known-set mirror and the client's ring of
+//! recent States ([`states`]).
 //!
 //! It must never depend on I/O, an async runtime, serde or `zonekeep-core`: hosts, clients, fuzzers and the
 //! TypeScript SDK's golden fixtures all build on it, and it stays a pure, total codec (no panics on any
@@ -20,14 +21,17 @@ pub mod messages;
 pub mod mirror;
 pub mod quant;
 pub mod schema;
+pub mod states;
 pub mod wire;
 
 pub use delta::{decode_delta, Delta, DeltaHeader, DeltaWriter, PosForm, PosUpdate};
 pub use error::{DecodeError, EncodeError};
 pub use known::known_set_hash;
 pub use messages::{
-    ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
-    Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
+    ClientMessage, DeltaContext, Events, Hello, Input, InputRefused, Inputs, Kick, KickCode,
+    KnownSetCheck, Ping, Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer,
+    Welcome,
 };
 pub use mirror::{Mirror, MirrorEntity, MirrorError};
 pub use schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
+pub use states::{Applied, StateError, StateRing};

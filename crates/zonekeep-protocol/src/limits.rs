@@ -34,14 +34,22 @@ pub const MAX_DELTA_LIST: usize = 65_536;
 pub const MAX_EVENTS: usize = 1024;
 /// Longest event payload in bytes.
 pub const MAX_EVENT_PAYLOAD: usize = 16_384;
-/// The newest protocol version, the one clients of this crate offer. Version 5 adds the host's
+/// The newest protocol version, the one clients of this crate offer. Version 6 adds the
+/// WebTransport transport with its datagrams (PROTOCOL.md §1.1). Version 5 adds the host's
 /// content version to Welcome and the Kick code CONTENT_OUTDATED, with which a host that requires a
 /// minimum content version refuses an older client (PROTOCOL.md §4.1.2). Version 4 lets a resuming
 /// Hello carry `resume_from`, so the host may continue with a Delta instead of a BASELINE; its
 /// bytes are version 3's otherwise. Version 3 sends Redirect and
 /// adds the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS; its bytes are version 2's.
 /// Version 2 added Welcome's timeouts, InputRefused, KnownSetCheck and Resync.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
+/// The version that adds the WebTransport transport (PROTOCOL.md §1.1): State and Inputs datagrams
+/// and the Events message. Over WebSocket its bytes are version 5's.
+pub const DATAGRAM_VERSION: u32 = 6;
+/// Most inputs one Inputs datagram carries (the newest and the unacknowledged ones before it).
+pub const MAX_DATAGRAM_INPUTS: usize = 8;
+/// How many recent States the host keeps to diff against, and a client keeps to apply onto.
+pub const STATE_RING: usize = 32;
 /// The oldest protocol version a current host still accepts: a host speaks
 /// `MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION`, and a client offering only version 1 is answered
 /// `Kick(VERSION_MISMATCH)`.

@@ -34,6 +34,7 @@ fn spawn(id: u32, qx: i32) -> Spawn {
 
 fn empty(tick: u64) -> Delta {
     Delta {
+        base: None,
         tick,
         ack: 0,
         baseline: false,

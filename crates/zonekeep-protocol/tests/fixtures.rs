@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Update};
 use zonekeep_protocol::known_set_hash;
 use zonekeep_protocol::messages::{
-    ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
-    Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
+    ClientMessage, DeltaContext, Events, Hello, Input, InputRefused, Inputs, Kick, KickCode,
+    KnownSetCheck, Ping, Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer,
+    Welcome,
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
 
@@ -220,6 +221,23 @@ fn message_fixtures() -> Vec<Fixture> {
             "Input number 300 produced while the client displayed tick 12345, carrying a 3-byte game payload.",
             ClientMessage::Input(Input { seq: 300, view_tick: 12345, payload: vec![0x01, 0xff, 0x10] }),
         ),
+        client(
+            "inputs",
+            "Inputs datagram (version 6) acknowledging the State of tick 1002 and carrying inputs 299 and 300: 300 is new, 299 is repeated because no State has acknowledged it yet.",
+            ClientMessage::Inputs(Inputs {
+                ack: 1002,
+                inputs: vec![
+                    Input { seq: 299, view_tick: 12344, payload: vec![0x01, 0xfe] },
+                    Input { seq: 300, view_tick: 12345, payload: vec![0x01, 0xff, 0x10] },
+                ],
+            }),
+        ),
+        client("inputs_ack_only", "Inputs datagram (version 6) of a client with no input to send: an acknowledgement of the State of tick 1004 alone.", ClientMessage::Inputs(Inputs { ack: 1004, inputs: vec![] })),
+        server(
+            "events",
+            "Events (version 6) on a WebTransport session's control stream: the two zone events of the patch of tick 1006.",
+            ServerMessage::Events(Events { tick: 1006, events: vec![Event { topic: 1, payload: b"gg".to_vec() }, Event { topic: 513, payload: vec![] }] }),
+        ),
         client("ping", "Ping with client time 1700000000000 (a millisecond clock).", ClientMessage::Ping(Ping { client_time: 1_700_000_000_000 })),
         client("resync", "Resync after the Delta of tick 1002: the client's known set failed a check and it asks for a BASELINE.", ClientMessage::Resync(Resync { tick: 1002 })),
         server("input_refused", "The zone refused input 300 with its game-defined code 2.", ServerMessage::InputRefused(InputRefused { seq: 300, code: 2 })),
@@ -271,6 +289,7 @@ fn message_fixtures() -> Vec<Fixture> {
     ];
 
     let base = |tick| Delta {
+        base: None,
         tick,
         ack: 0,
         baseline: false,
@@ -348,6 +367,34 @@ fn message_fixtures() -> Vec<Fixture> {
             ..base(1010)
         },
         &four,
+    ));
+    v.push(delta(
+        "state_baseline",
+        "State datagram (version 6) of tick 1000 against base 0, the empty state: a BASELINE with the CONTROL field and one spawn, what a client that acknowledged nothing yet is sent.",
+        Delta {
+            base: Some(0),
+            baseline: true,
+            control: Some(Some(1)),
+            spawns: vec![Spawn { id: 1, kind: 0, qx: 1050, qy: -220, fields: player(127, 0) }],
+            ..base(1000)
+        },
+        &[],
+    ));
+    v.push(delta(
+        "state",
+        "State datagram (version 6) of tick 1002 against base 998, the newest state the client acknowledged (its known set is the context): one despawn, two updates repeating every change since tick 998, and one spawn.",
+        Delta {
+            base: Some(998),
+            ack: 17,
+            despawns: vec![2],
+            updates: vec![
+                Update { index: 0, id: 1, pos: Some(PosForm::Tiny { dx: 1, dy: -2 }), mask: 0, fields: vec![] },
+                Update { index: 21, id: 28, pos: Some(PosForm::Delta { dx: 300, dy: -2 }), mask: 0b0001, fields: vec![(0, FieldValue::Q(100))] },
+            ],
+            spawns: vec![Spawn { id: 50, kind: 0, qx: 10, qy: 20, fields: player(127, 1) }],
+            ..base(1002)
+        },
+        &k,
     ));
     v.push(delta(
         "delta_control_events",

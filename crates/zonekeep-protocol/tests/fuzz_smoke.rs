@@ -113,6 +113,7 @@ fn delta_seed() -> (Vec<u8>, Vec<(u32, u32)>, Vec<u8>) {
     let prefix = vec![4u8, 2 << 1, (1 << 1) | 1, 0, 5 << 1];
     let (known, _) = fuzzing::split_known(&prefix);
     let d = Delta {
+        base: None,
         tick: 70,
         ack: 3,
         baseline: false,

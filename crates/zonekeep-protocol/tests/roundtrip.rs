@@ -238,6 +238,7 @@ fn gen_delta(r: &mut Rng, schema: &Schema, model: &Model, next_id: &mut u32, tic
             .collect()
     });
     Delta {
+        base: None,
         tick,
         ack: r.next() as u32,
         baseline,

@@ -1,6 +1,9 @@
 //! What the simulation side holds of a connection: its bounded outbox and a
 //! one-shot kick signal. The sim thread only ever `try_send`s; it never waits.
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 use zonekeep_protocol::messages::KickCode;
@@ -25,6 +28,41 @@ pub enum Offer {
     Closed,
 }
 
+/// What a connection with a datagram path (a WebTransport session) shares with its zone: the
+/// newest State its client acknowledged, written by the session as Inputs datagrams arrive and
+/// read by the simulation before each patch (no queue, no waiting either way), and the largest
+/// State a datagram carries.
+#[derive(Debug)]
+pub struct DatagramPath {
+    acked: AtomicU64,
+    max_frame: AtomicUsize,
+}
+
+impl DatagramPath {
+    /// A path whose datagrams carry at most `max_frame` bytes.
+    pub fn new(max_frame: usize) -> Self {
+        Self {
+            acked: AtomicU64::new(0),
+            max_frame: AtomicUsize::new(max_frame),
+        }
+    }
+
+    /// Notes an acknowledgement (an older one than already noted changes nothing).
+    pub fn acknowledge(&self, tick: u64) {
+        self.acked.fetch_max(tick, Ordering::Relaxed);
+    }
+
+    /// The newest acknowledged tick (0 = none).
+    pub fn acked(&self) -> u64 {
+        self.acked.load(Ordering::Relaxed)
+    }
+
+    /// The largest State a datagram carries now.
+    pub fn max_frame(&self) -> usize {
+        self.max_frame.load(Ordering::Relaxed)
+    }
+}
+
 /// The sim side's handle on one connection.
 #[derive(Debug, Clone)]
 pub struct ConnHandle {
@@ -32,6 +70,8 @@ pub struct ConnHandle {
     pub id: u64,
     outbox: mpsc::Sender<Bytes>,
     kick: watch::Sender<Option<KickNotice>>,
+    /// Present for a WebTransport session: its zone sends it States against acknowledged ticks.
+    pub datagrams: Option<Arc<DatagramPath>>,
 }
 
 /// The session side's ends.
@@ -53,6 +93,7 @@ impl ConnHandle {
                 id,
                 outbox: tx,
                 kick: ktx,
+                datagrams: None,
             },
             ConnEnds {
                 outbox: rx,

@@ -33,11 +33,11 @@ pub(crate) type Sink = SplitSink<WebSocket, Message>;
 pub(crate) type Stream = SplitStream<WebSocket>;
 
 /// A session attached to a zone.
-struct Attached {
-    entry: Arc<ZoneEntry>,
-    player: PlayerId,
+pub(crate) struct Attached {
+    pub(crate) entry: Arc<ZoneEntry>,
+    pub(crate) player: PlayerId,
     /// This connection's id (a Resync names it, so a replaced connection's request is ignored).
-    conn_id: u64,
+    pub(crate) conn_id: u64,
 }
 
 /// Run one upgraded connection to its end.
@@ -215,11 +215,12 @@ fn read_error(
 
 /// Protocol versions this host speaks: 3 adds Redirect and the fleet's Kick codes (a version-2
 /// client is told ZONE_MOVED, with the owner's URL in the reason, instead of being redirected);
-/// 4 adds a resuming Hello's `resume_from`; 5 adds Welcome's content version and CONTENT_OUTDATED.
-const HOST_VERSIONS: [u32; 4] = [MIN_PROTOCOL_VERSION, 3, 4, PROTOCOL_VERSION];
+/// 4 adds a resuming Hello's `resume_from`; 5 adds Welcome's content version and CONTENT_OUTDATED;
+/// 6 adds the WebTransport transport, and over WebSocket is version 5.
+const HOST_VERSIONS: [u32; 5] = [MIN_PROTOCOL_VERSION, 3, 4, 5, PROTOCOL_VERSION];
 
 /// How a handshake ended without an error.
-enum Handshake {
+pub(crate) enum Handshake {
     /// Joined or resumed here.
     Attached(Attached),
     /// The client left before its Hello.
@@ -245,6 +246,19 @@ async fn handshake(
     let Some(bytes) = first else {
         return Ok(Handshake::Gone);
     };
+    admit_hello(shared, zone_id, bytes, &HOST_VERSIONS, conn).await
+}
+
+/// The rest of a handshake once the first message arrived: it must be a Hello offering one of
+/// `versions`; then content, ticket, admission and the zone's Welcome (or a move elsewhere).
+/// Shared by the WebSocket and WebTransport paths.
+pub(crate) async fn admit_hello(
+    shared: &Arc<Shared>,
+    zone_id: &str,
+    bytes: Bytes,
+    versions: &[u32],
+    conn: &ConnHandle,
+) -> Result<Handshake, SessionError> {
     let hello = match ClientMessage::decode(&bytes) {
         Ok(ClientMessage::Hello(h)) => h,
         Ok(_) => {
@@ -254,7 +268,7 @@ async fn handshake(
         }
         Err(e) => return Err(SessionError::Protocol(format!("undecodable Hello: {e}"))),
     };
-    let version = negotiate_version(&hello.versions, &HOST_VERSIONS)
+    let version = negotiate_version(&hello.versions, versions)
         .ok_or(SessionError::Version(PROTOCOL_VERSION))?;
     // A host that requires a minimum content version refuses older content here, before the
     // ticket is verified or its single-use id spent: the client reloads and presents it again.
@@ -500,32 +514,7 @@ async fn read_loop(
     let cfg = &shared.config;
     let max = cfg.max_message_bytes;
     let idle = Duration::from_millis(cfg.idle_timeout_ms);
-    let period = Duration::from_secs_f64(1.0 / cfg.input_rate);
-    let burst = NonZeroU32::new(cfg.input_burst).unwrap_or(NonZeroU32::MIN);
-    let inputs = RateLimiter::direct(
-        Quota::with_period(period)
-            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
-            .allow_burst(burst),
-    );
-    let abuse_period = Duration::from_secs_f64(1.0 / cfg.abuse_rate);
-    let abuse_burst = NonZeroU32::new(cfg.abuse_burst).unwrap_or(NonZeroU32::MIN);
-    let abuse = RateLimiter::direct(
-        Quota::with_period(abuse_period)
-            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
-            .allow_burst(abuse_burst),
-    );
-    let ping_period = Duration::from_secs_f64(1.0 / cfg.ping_rate);
-    let ping_burst = NonZeroU32::new(cfg.ping_burst).unwrap_or(NonZeroU32::MIN);
-    let pings = RateLimiter::direct(
-        Quota::with_period(ping_period)
-            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
-            .allow_burst(ping_burst),
-    );
-    let limits = Limits {
-        inputs,
-        pings,
-        abuse,
-    };
+    let limits = Limits::new(cfg);
     // Client → server messages held back by NetSim (dev); reading stops while it is full, which
     // is TCP's own backpressure.
     let mut delayed: DelayQueue<Bytes> = DelayQueue::new(
@@ -577,22 +566,47 @@ async fn read_loop(
     }
 }
 
-type Limiter = RateLimiter<
+pub(crate) type Limiter = RateLimiter<
     governor::state::NotKeyed,
     governor::state::InMemoryState,
     governor::clock::DefaultClock,
 >;
 
-/// A connection's rate limits: `inputs` and `pings` drop the excess, `abuse` kicks sustained
-/// excess of either.
-struct Limits {
+/// A connection's rate limits: `inputs`, `pings` and `datagrams` drop the excess, `abuse` kicks
+/// sustained excess of any.
+pub(crate) struct Limits {
     inputs: Limiter,
     pings: Limiter,
-    abuse: Limiter,
+    /// Datagrams that bring no new input (acknowledgements, repeats): twice the input rate.
+    pub(crate) datagrams: Limiter,
+    pub(crate) abuse: Limiter,
+}
+
+/// A limiter of `rate` per second in bursts of `burst`.
+fn limiter(rate: f64, burst: u32) -> Limiter {
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+    RateLimiter::direct(
+        Quota::with_period(period)
+            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(burst),
+    )
+}
+
+impl Limits {
+    /// The host's configured rates.
+    pub(crate) fn new(cfg: &crate::config::ServerConfig) -> Self {
+        Self {
+            inputs: limiter(cfg.input_rate, cfg.input_burst),
+            pings: limiter(cfg.ping_rate, cfg.ping_burst),
+            datagrams: limiter(cfg.input_rate * 2.0, cfg.input_burst.saturating_mul(2)),
+            abuse: limiter(cfg.abuse_rate, cfg.abuse_burst),
+        }
+    }
 }
 
 /// Act on one client message after the handshake; a Ping's answer is returned for the writer.
-fn handle_message(
+pub(crate) fn handle_message(
     shared: &Shared,
     a: &Attached,
     limits: &Limits,
@@ -606,22 +620,7 @@ fn handle_message(
     }
     match ClientMessage::decode(bytes) {
         Ok(ClientMessage::Input(i)) => {
-            if limits.inputs.check().is_err() {
-                a.entry.rate_limited.inc();
-                if limits.abuse.check().is_err() {
-                    return Err(SessionError::RateLimited);
-                }
-                return Ok(None);
-            }
-            let input = InboxInput {
-                player: a.player,
-                seq: i.seq,
-                view_tick: u32::try_from(i.view_tick).unwrap_or(u32::MAX),
-                payload: Bytes::from(i.payload),
-            };
-            if !offer_input(&a.entry.inbox, shared.config.zone_inbox, input) {
-                a.entry.inbox_full.inc();
-            }
+            accept_input(shared, a, limits, i)?;
             Ok(None)
         }
         Ok(ClientMessage::Ping(p)) => {
@@ -656,8 +655,38 @@ fn handle_message(
             Ok(None)
         }
         Ok(ClientMessage::Hello(_)) => Err(SessionError::Protocol("Hello out of place".into())),
+        Ok(ClientMessage::Inputs(_)) => Err(SessionError::Protocol(
+            "Inputs is a WebTransport datagram, not a WebSocket message".into(),
+        )),
         Err(e) => Err(SessionError::Protocol(format!("undecodable message: {e}"))),
     }
+}
+
+/// One input from the client, over its rate or into the zone's inbox (WebSocket Input and the
+/// inputs of a WebTransport Inputs datagram alike).
+pub(crate) fn accept_input(
+    shared: &Shared,
+    a: &Attached,
+    limits: &Limits,
+    i: zonekeep_protocol::messages::Input,
+) -> Result<(), SessionError> {
+    if limits.inputs.check().is_err() {
+        a.entry.rate_limited.inc();
+        if limits.abuse.check().is_err() {
+            return Err(SessionError::RateLimited);
+        }
+        return Ok(());
+    }
+    let input = InboxInput {
+        player: a.player,
+        seq: i.seq,
+        view_tick: u32::try_from(i.view_tick).unwrap_or(u32::MAX),
+        payload: Bytes::from(i.payload),
+    };
+    if !offer_input(&a.entry.inbox, shared.config.zone_inbox, input) {
+        a.entry.inbox_full.inc();
+    }
+    Ok(())
 }
 
 /// Queue an input for the zone unless its inbox already holds `cap`; false when refused.

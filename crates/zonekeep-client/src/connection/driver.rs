@@ -463,6 +463,21 @@ impl Driver {
             Ok(ServerMessage::Redirect(_)) => lost("Redirect in the middle of a session"),
             Ok(ServerMessage::Welcome(_)) => lost("Welcome in the middle of a session"),
             Ok(ServerMessage::Delta(_)) => lost("Delta decoded without context"),
+            // Events apart from the state (PROTOCOL.md §5.9) reach the application as a
+            // Delta's events do.
+            Ok(ServerMessage::Events(batch)) => {
+                for e in batch.events {
+                    let ev = Event::Event {
+                        tick: batch.tick,
+                        topic: e.topic,
+                        payload: e.payload,
+                    };
+                    if let Flow::Stop(r) = self.emit(ev).await {
+                        return Flow::Stop(r);
+                    }
+                }
+                Flow::Continue
+            }
         }
     }
 

@@ -92,7 +92,8 @@ impl Default for ReconnectPolicy {
 pub struct ConnectOptions {
     /// The signed ticket for this zone.
     pub ticket: String,
-    /// Protocol versions offered (default: `[PROTOCOL_VERSION]`, the version this crate implements).
+    /// Protocol versions offered (default: `[5, PROTOCOL_VERSION]`, the versions this crate
+    /// implements over WebSocket).
     pub versions: Vec<u32>,
     /// The game content version this client was built for, a dotted number such as `1.4.0`
     /// (empty = none). A host requiring a minimum refuses older (or no) content with Kick
@@ -140,7 +141,9 @@ impl ConnectOptions {
     pub fn new(ticket: impl Into<String>) -> Self {
         Self {
             ticket: ticket.into(),
-            versions: vec![PROTOCOL_VERSION],
+            // Over WebSocket, version 6 is version 5: offering both keeps a host of either
+            // version in reach.
+            versions: vec![5, PROTOCOL_VERSION],
             content_version: String::new(),
             event_capacity: 1024,
             outgoing_capacity: 256,

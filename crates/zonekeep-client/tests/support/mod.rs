@@ -10,7 +10,6 @@ use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 use zonekeep_protocol::delta::{Delta, Spawn};
-use zonekeep_protocol::limits::PROTOCOL_VERSION;
 use zonekeep_protocol::messages::{
     ClientMessage, DeltaContext, Hello, Input, Kick, KickCode, Pong, Redirect, Role, ServerMessage,
     Welcome,
@@ -250,7 +249,8 @@ pub fn schema() -> Schema {
 
 pub fn welcome(player_id: u32, token: &[u8], tick: u64) -> Welcome {
     Welcome {
-        version: PROTOCOL_VERSION,
+        // A version 5 host: what this crate's WebSocket sessions speak either way.
+        version: 5,
         player_id,
         zone_id: "z1".into(),
         role: Role::Player,
@@ -269,6 +269,7 @@ pub fn welcome(player_id: u32, token: &[u8], tick: u64) -> Welcome {
 
 pub fn baseline(tick: u64) -> Delta {
     Delta {
+        base: None,
         tick,
         ack: 0,
         baseline: true,
@@ -301,6 +302,7 @@ pub const KNOWN: &[(u32, u32)] = &[(5, 0), (9, 0)];
 /// A Delta acknowledging `ack` with no entity changes.
 pub fn ack_only(tick: u64, ack: u32) -> Delta {
     Delta {
+        base: None,
         tick,
         ack,
         baseline: false,

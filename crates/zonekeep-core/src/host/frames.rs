@@ -30,8 +30,14 @@ pub struct Frame<'a> {
     /// It says nothing new: not a BASELINE, no CONTROL, no events, no entity changes. A host may
     /// skip sending it when the ack is the one it last sent (keeping an occasional keep-alive).
     pub quiet: bool,
-    /// The encoded Delta message (PROTOCOL.md §5.5), ready to send.
+    /// The encoded Delta message (PROTOCOL.md §5.5), ready to send; a State (§5.8) for a
+    /// participant on datagrams ([`ZoneHost::use_datagrams`]).
     pub bytes: &'a [u8],
+    /// `Some(base)` when `bytes` is a State: the acknowledged tick it applies to (0 = none).
+    pub base: Option<u64>,
+    /// For a participant on datagrams: an Events message (§5.9) to send reliably before the
+    /// State, or empty. Other participants' events are inside their Delta.
+    pub events: &'a [u8],
 }
 
 /// Where a frame's bytes end in [`FrameQueue::bytes`].
@@ -39,6 +45,8 @@ pub struct Frame<'a> {
 struct Queued {
     player: PlayerId,
     head: FrameHead,
+    /// Bytes of the Events message in front of the frame (datagram participants only).
+    events: usize,
     end: usize,
 }
 
@@ -55,11 +63,12 @@ impl FrameQueue {
         self.bytes.clear();
     }
 
-    fn push(&mut self, player: PlayerId, head: FrameHead, bytes: &[u8]) {
+    fn push(&mut self, player: PlayerId, head: FrameHead, events: usize, bytes: &[u8]) {
         self.bytes.extend_from_slice(bytes);
         self.items.push(Queued {
             player,
             head,
+            events,
             end: self.bytes.len(),
         });
     }
@@ -79,13 +88,17 @@ impl<'a> Iterator for Frames<'a> {
 
     fn next(&mut self) -> Option<Frame<'a>> {
         let q = self.items.next()?;
-        let bytes = self.bytes.get(self.at..q.end).unwrap_or_default();
+        let split = self.at + q.events;
+        let events = self.bytes.get(self.at..split).unwrap_or_default();
+        let bytes = self.bytes.get(split..q.end).unwrap_or_default();
         self.at = q.end;
         Some(Frame {
             player: q.player,
             ack: q.head.ack,
             quiet: q.head.quiet,
             bytes,
+            base: q.head.base,
+            events,
         })
     }
 
@@ -157,6 +170,28 @@ impl ZoneHost {
         let _ = self.replicator.reset_subscriber(SubscriberId(id.0));
     }
 
+    /// The participant's client takes state in datagrams (a WebTransport session): from its next
+    /// frame on, each is a State against the newest state it acknowledged ([`Self::ack_state`]),
+    /// at most `max_frame` bytes where its budget allows, and its events come apart in an Events
+    /// message (see [`Frame`]). Its next frame is a BASELINE. Unknown or dropped participants are
+    /// ignored; a later [`handle_rejoin`](ZoneHost::handle_rejoin) returns it to Deltas.
+    pub fn use_datagrams(&mut self, id: PlayerId, max_frame: Option<usize>) {
+        self.tap_call(|| crate::recording::Record::Datagrams {
+            player: id,
+            max_frame: max_frame.map_or(0, |m| u32::try_from(m).unwrap_or(u32::MAX)),
+        });
+        let _ = self
+            .replicator
+            .acknowledge_states(SubscriberId(id.0), max_frame);
+    }
+
+    /// The participant's client applied the State of `tick` (PROTOCOL.md §4.5): its next State
+    /// may be written against it. Stale or unknown acknowledgements are ignored.
+    pub fn ack_state(&mut self, id: PlayerId, tick: u64) {
+        self.tap_call(|| crate::recording::Record::AckState { player: id, tick });
+        let _ = self.replicator.ack_state(SubscriberId(id.0), tick);
+    }
+
     /// The count and hash of the participant's known set as of its last frame (what a
     /// KnownSetCheck carries); `None` for an unknown or unsubscribed participant.
     pub fn known_set_check(&self, id: PlayerId) -> Option<(u32, u32)> {
@@ -203,8 +238,20 @@ impl ZoneHost {
             let routed = route_events(&events);
             let events_for: &EventsFor<'_> = &events_fn(&routed);
             let queue = &mut self.frames;
+            let tick = self.core.tick;
             let mut sink = |sub: SubscriberId, head: FrameHead, bytes: &[u8]| {
-                queue.push(PlayerId(sub.0), head, bytes);
+                let player = PlayerId(sub.0);
+                // A State may be lost: its participant's events go in an Events message that
+                // the host sends on its reliable path.
+                let events = match head.base {
+                    Some(_) => {
+                        let start = queue.bytes.len();
+                        write_events(&mut queue.bytes, tick, events_for(player));
+                        queue.bytes.len() - start
+                    }
+                    None => 0,
+                };
+                queue.push(player, head, events, bytes);
             };
             self.zone.build_frames(
                 &mut self.replicator,
@@ -294,6 +341,30 @@ impl ZoneHost {
             let cfg = subscriber_config(&self.config.replication, info.role, view);
             let _ = self.replicator.update_subscriber(SubscriberId(id.0), cfg);
         }
+    }
+}
+
+/// Appends an Events message (PROTOCOL.md §5.9) of `events` within the protocol's limits (the
+/// excess is dropped, as a Delta drops it); nothing when there are none.
+fn write_events(out: &mut Vec<u8>, tick: u64, events: &[(u16, &[u8])]) {
+    use zonekeep_protocol::limits::{MAX_EVENTS, MAX_EVENT_PAYLOAD};
+    let kept = || {
+        events
+            .iter()
+            .filter(|(_, p)| p.len() <= MAX_EVENT_PAYLOAD)
+            .take(MAX_EVENTS)
+    };
+    let n = kept().count();
+    if n == 0 {
+        return;
+    }
+    out.push(zonekeep_protocol::messages::tag::EVENTS);
+    zonekeep_protocol::wire::put_varint(out, tick);
+    zonekeep_protocol::wire::put_varint(out, n as u64);
+    for (topic, payload) in kept() {
+        zonekeep_protocol::wire::put_varint(out, u64::from(*topic));
+        zonekeep_protocol::wire::put_varint(out, payload.len() as u64);
+        out.extend_from_slice(payload);
     }
 }
 

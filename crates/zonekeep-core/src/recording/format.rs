@@ -195,6 +195,20 @@ pub enum Record {
         /// The measured round trip.
         rtt: Duration,
     },
+    /// [`ZoneHost::use_datagrams`](crate::ZoneHost::use_datagrams).
+    Datagrams {
+        /// Whose frames become States.
+        player: PlayerId,
+        /// Largest frame in bytes (0 = no limit).
+        max_frame: u32,
+    },
+    /// [`ZoneHost::ack_state`](crate::ZoneHost::ack_state).
+    AckState {
+        /// Whose client acknowledged.
+        player: PlayerId,
+        /// The State's tick.
+        tick: u64,
+    },
     /// Effect: the host read its clock and got this.
     Clock(Duration),
     /// Effect: what the preceding call returned.
@@ -285,6 +299,10 @@ impl std::fmt::Display for Record {
             Record::Dispose => f.write_str("dispose"),
             Record::TickAtOnce => f.write_str("tick at once"),
             Record::Rtt { player, rtt } => write!(f, "rtt of {player} {} ns", rtt.as_nanos()),
+            Record::Datagrams { player, max_frame } => {
+                write!(f, "datagrams for {player}, frames up to {max_frame} bytes")
+            }
+            Record::AckState { player, tick } => write!(f, "{player} acknowledged tick {tick}"),
             Record::Clock(t) => write!(f, "clock read {} ns", t.as_nanos()),
             Record::Outcome(o) => write!(f, "outcome {o:?}"),
             Record::Tick { tick, hash } => write!(f, "tick {tick} state hash {hash:016x}"),
@@ -312,6 +330,8 @@ pub(super) mod tag {
     pub const TICK_AT_ONCE: u8 = 0x0c;
     pub const RTT: u8 = 0x0d;
     pub const REJOIN_FROM: u8 = 0x0e;
+    pub const DATAGRAMS: u8 = 0x0f;
+    pub const ACK_STATE: u8 = 0x10;
     pub const CLOCK: u8 = 0x40;
     pub const OUTCOME: u8 = 0x41;
     pub const TICK: u8 = 0x42;
@@ -485,6 +505,16 @@ pub(crate) fn encode_record(
             put_varint(b, u64::from(player.0));
             put_varint(b, u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX));
             tag::RTT
+        }
+        Record::Datagrams { player, max_frame } => {
+            put_varint(b, u64::from(player.0));
+            put_varint(b, u64::from(*max_frame));
+            tag::DATAGRAMS
+        }
+        Record::AckState { player, tick } => {
+            put_varint(b, u64::from(player.0));
+            put_varint(b, *tick);
+            tag::ACK_STATE
         }
         Record::Clock(t) => {
             put_time(b, state, *t);

@@ -155,6 +155,14 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
             player: player(r)?,
             rtt: Duration::from_nanos(r.varint_u64().map_err(bad)?),
         },
+        tag::DATAGRAMS => Record::Datagrams {
+            player: player(r)?,
+            max_frame: r.varint_u32().map_err(bad)?,
+        },
+        tag::ACK_STATE => Record::AckState {
+            player: player(r)?,
+            tick: r.varint_u64().map_err(bad)?,
+        },
         tag::CLOCK => Record::Clock(get_time(r, state)?),
         tag::OUTCOME => Record::Outcome(get_outcome(r)?),
         tag::TICK => {

@@ -509,6 +509,10 @@ impl Replay {
             Record::Dispose => h.dispose(),
             Record::TickAtOnce => h.tick_at_once(),
             Record::Rtt { player, rtt } => h.set_rtt(*player, *rtt),
+            Record::Datagrams { player, max_frame } => {
+                h.use_datagrams(*player, (*max_frame > 0).then_some(*max_frame as usize));
+            }
+            Record::AckState { player, tick } => h.ack_state(*player, *tick),
             _ => {}
         }
         Ok(())

@@ -310,6 +310,8 @@ fn the_file_holds_every_call_and_effect() {
         "Settle",
         "Resync",
         "Rtt",
+        "Datagrams",
+        "AckState",
         "Advance",
         "DrainFrames",
         "DrainFacts",

@@ -56,6 +56,7 @@ where
             break;
         };
         let sid = sub.id;
+        sub.rebase();
         let centre = match sub.cfg.focus {
             Focus::Point(x, y) => Some((x, y)),
             Focus::Entity(e) => world
@@ -82,7 +83,11 @@ where
                 .update_view(&cols, &mut sub.view, &spec, |id| f(sid, EntityId(id))),
             None => r.interest.update_view_all(&cols, &mut sub.view, &spec),
         }
-        let input = inputs(sid);
+        let mut input = inputs(sid);
+        if sub.acked.is_some() {
+            // A State may be lost: its subscriber's events travel on the caller's reliable path.
+            input.events = &[];
+        }
         let followed = r
             .share
             .follow(done_subs, sub, tick, &input, &mut r.scratch.out, &mut stats);
@@ -140,7 +145,9 @@ where
         let head = FrameHead {
             ack: input.ack,
             quiet,
+            base: sub.acked.as_ref().map(|a| a.base),
         };
+        sub.keep(tick);
         sink(sid, head, out);
     }
     stats.shared_bodies = r.share.shared;
@@ -220,10 +227,12 @@ fn frame(
         baseline,
         control,
         has_events,
+        base: sub.acked.as_ref().map(|a| a.base),
     };
 
     let before = *stats;
-    if sub.cfg.budget.is_some() {
+    let budget = sub.budget();
+    if budget.is_some() {
         s.saved.clear();
         s.saved.extend_from_slice(&sub.entries);
     }
@@ -231,7 +240,7 @@ fn frame(
     let known_len = send_all(sub, world, cache, s, stats)?;
     write(s, cache, &header, known_len, &input)?;
     let mut clean = true;
-    if let Some(budget) = sub.cfg.budget {
+    if let Some(budget) = budget {
         if s.out.len() > budget {
             // Over budget: undo, then choose by accumulated priority.
             clean = false;
@@ -265,7 +274,10 @@ fn frame(
 fn align(sub: &mut Subscriber, baseline: bool, s: &mut Scratch) {
     s.despawns.clear();
     let (visible, entered, left) = (sub.view.visible(), sub.view.entered(), sub.view.left());
-    let consistent = !baseline && sub.entries.len() + entered.len() == visible.len() + left.len();
+    // Entries restored from a kept state are not what the entered and left lists describe.
+    let rebased = std::mem::take(&mut sub.rebased);
+    let consistent =
+        !baseline && !rebased && sub.entries.len() + entered.len() == visible.len() + left.len();
     if consistent && entered.is_empty() && left.is_empty() {
         return; // the steady state: already aligned
     }

@@ -16,6 +16,18 @@
 //! the same diff as across one patch: entity ids are never reused, and every field change since
 //! the last send is stamped with a later world version.
 //!
+//! **Acknowledged baselines** (a WebTransport session, PROTOCOL.md §5.8). A subscriber switched
+//! to [`Replicator::acknowledge_states`] keeps what it was sent in each of its last
+//! [`STATE_RING`] frames, and each new frame is a State written against the newest of them its
+//! client acknowledged ([`Replicator::ack_state`]) instead of against the previous frame, so any
+//! frame may be lost or reordered: every frame repeats what the client has not acknowledged. With
+//! no acknowledged state in the ring (none yet, or too old) the frame is a BASELINE against the
+//! empty state. Restoring a kept state is one reference-count copy: the kept entries are the same
+//! copy-on-write vector the subscriber had. Two subscribers restored to the same kept state share
+//! its id, so body sharing works for them as for any other. Such frames carry no events (events
+//! must arrive; the caller sends them on a reliable path), and a frame limit (the path's largest
+//! datagram) lowers the byte budget.
+//!
 //! **Encode once, share bytes.** An update record depends only on (entity, base position, field
 //! mask), and a spawn body only on the entity, so both are encoded at most once per patch into a
 //! shared arena and copied into every frame that needs them. In the steady state without a budget,
@@ -49,14 +61,18 @@ mod share;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_acked;
+#[cfg(test)]
 mod tests_e2e;
 #[cfg(test)]
 mod tests_unfiltered;
 
 use crate::interest::{Interest, View};
 use crate::world::{EntityId, World};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use thiserror::Error;
+use zonekeep_protocol::limits::STATE_RING;
 use zonekeep_protocol::{EncodeError, ResumeFrom};
 
 /// A subscriber (a player's or observer's connection) of one zone.
@@ -125,6 +141,9 @@ pub struct FrameHead {
     /// The frame says nothing new: not a BASELINE, no CONTROL, no events, and no despawns,
     /// updates or spawns. A host may skip sending it when the ack did not change either.
     pub quiet: bool,
+    /// `Some(base)` when the frame is a State (see [`Replicator::acknowledge_states`]): the tick
+    /// of the acknowledged state it applies to, 0 for the empty state.
+    pub base: Option<u64>,
 }
 
 /// Counters of one [`Replicator::build`], for metrics.
@@ -204,6 +223,33 @@ struct Subscriber {
     /// holds. A client whose last Delta is at or after this tick (and not after `built_tick`)
     /// holds exactly `entries`' sent state.
     changed_tick: u64,
+    /// Frames against acknowledged states (a datagram path), when switched on.
+    acked: Option<Box<Acked>>,
+    /// `entries` were just restored from a kept state: the view's entered and left lists do not
+    /// describe them, so the next alignment merges by id.
+    rebased: bool,
+}
+
+/// A subscriber's kept states, for frames against acknowledged baselines.
+#[derive(Debug, Clone)]
+struct Acked {
+    /// What it was sent in its last frames, oldest first, at most [`STATE_RING`].
+    ring: VecDeque<Kept>,
+    /// The newest tick its client acknowledged (0 = none).
+    acked: u64,
+    /// The base of the frame being built (0 = the empty state).
+    base: u64,
+    /// Largest frame in bytes (the path's datagram size), lowering the budget.
+    max_frame: Option<usize>,
+}
+
+/// What one frame left its client holding.
+#[derive(Debug, Clone)]
+struct Kept {
+    tick: u64,
+    entries: Arc<Vec<Entry>>,
+    control_sent: Option<Option<u32>>,
+    state: u64,
 }
 
 /// How a parked subscriber came back ([`Replicator::unpark_subscriber`]).
@@ -229,7 +275,68 @@ impl Subscriber {
             state: share::EMPTY_STATE,
             built_tick: 0,
             changed_tick: 0,
+            acked: None,
+            rebased: false,
         }
+    }
+
+    /// The byte budget of its frames: its own, lowered to the frame limit of a datagram path.
+    fn budget(&self) -> Option<usize> {
+        let limit = self.acked.as_ref().and_then(|a| a.max_frame);
+        match (self.cfg.budget, limit) {
+            (Some(b), Some(l)) => Some(b.min(l)),
+            (b, l) => b.or(l),
+        }
+    }
+
+    /// Before a build: restores what its client acknowledged (or starts over from the empty
+    /// state) when it builds against acknowledged states.
+    fn rebase(&mut self) {
+        let Some(a) = self.acked.as_deref_mut() else {
+            return;
+        };
+        let newest = a.ring.back().map(|k| k.tick);
+        match a
+            .ring
+            .iter()
+            .rev()
+            .find(|k| k.tick == a.acked && k.tick != 0)
+        {
+            Some(k) => {
+                a.base = k.tick;
+                if newest != Some(k.tick) {
+                    self.entries = Arc::clone(&k.entries);
+                    self.control_sent = k.control_sent;
+                    self.state = k.state;
+                    self.rebased = true;
+                }
+                self.baseline = false;
+            }
+            None => {
+                a.base = 0;
+                self.baseline = true;
+                clear_entries(&mut self.entries);
+                self.control_sent = None;
+                self.state = share::EMPTY_STATE;
+                self.rebased = true;
+            }
+        }
+    }
+
+    /// After a build: keeps what the frame of `tick` left its client holding.
+    fn keep(&mut self, tick: u64) {
+        let Some(a) = self.acked.as_deref_mut() else {
+            return;
+        };
+        if a.ring.len() >= STATE_RING {
+            a.ring.pop_front();
+        }
+        a.ring.push_back(Kept {
+            tick,
+            entries: Arc::clone(&self.entries),
+            control_sent: self.control_sent,
+            state: self.state,
+        });
     }
 
     /// Forgets what was sent: the next frame is a BASELINE.
@@ -241,6 +348,10 @@ impl Subscriber {
         self.state = share::EMPTY_STATE;
         self.built_tick = 0;
         self.changed_tick = 0;
+        if let Some(a) = self.acked.as_deref_mut() {
+            a.ring.clear();
+            a.acked = 0;
+        }
     }
 
     /// The count and known-set hash of the ids its client holds (PROTOCOL.md §5.7).
@@ -401,6 +512,9 @@ impl Replicator {
             .binary_search_by_key(&id, |s| s.id)
             .map_err(|_| ReplicateError::UnknownSubscriber(id))?;
         let mut sub = self.parked.remove(i);
+        // The new connection chooses its own path: frames against acknowledged states are
+        // switched on again by whoever serves a datagram path.
+        sub.acked = None;
         let outcome = if from.is_some_and(|f| sub.resumes_from(f)) {
             sub.cfg = cfg;
             ResumeOutcome::Delta
@@ -415,6 +529,57 @@ impl Replicator {
             .unwrap_or_else(|at| at);
         self.subs.insert(at, sub);
         Ok(outcome)
+    }
+
+    /// Builds this subscriber's frames as States against the newest state its client
+    /// acknowledged (see the [module docs](self)), each at most `max_frame` bytes where the
+    /// budget allows (`None` = no limit beyond its budget). Its next frame is a BASELINE.
+    pub fn acknowledge_states(
+        &mut self,
+        id: SubscriberId,
+        max_frame: Option<usize>,
+    ) -> Result<(), ReplicateError> {
+        let i = self.find(id)?;
+        let sub = &mut self.subs[i];
+        sub.reset();
+        sub.acked = Some(Box::new(Acked {
+            ring: VecDeque::with_capacity(STATE_RING),
+            acked: 0,
+            base: 0,
+            max_frame,
+        }));
+        Ok(())
+    }
+
+    /// Changes the frame limit of a subscriber that builds against acknowledged states (a path
+    /// whose datagram size changed); other subscribers are unaffected.
+    pub fn set_max_frame(
+        &mut self,
+        id: SubscriberId,
+        max_frame: Option<usize>,
+    ) -> Result<(), ReplicateError> {
+        let i = self.find(id)?;
+        if let Some(a) = self.subs[i].acked.as_deref_mut() {
+            a.max_frame = max_frame;
+        }
+        Ok(())
+    }
+
+    /// Notes that the subscriber's client applied the State of `tick` (PROTOCOL.md §4.5). Older
+    /// acknowledgements than one already noted are ignored (datagrams reorder), as is a tick
+    /// never built for it (a client can only acknowledge what it was sent; anything else falls
+    /// back to a BASELINE at the next build). Returns whether it was news.
+    pub fn ack_state(&mut self, id: SubscriberId, tick: u64) -> Result<bool, ReplicateError> {
+        let i = self.find(id)?;
+        let sub = &mut self.subs[i];
+        let Some(a) = sub.acked.as_deref_mut() else {
+            return Ok(false);
+        };
+        if tick <= a.acked || tick > sub.built_tick {
+            return Ok(false);
+        }
+        a.acked = tick;
+        Ok(true)
     }
 
     /// Whether a subscriber is parked.

@@ -72,9 +72,11 @@ fn merge_key(entries: &[Entry]) -> u64 {
     h
 }
 
-/// Bytes of the Delta header the writer emits for `h` (tag, tick, ack, flags, control).
+/// Bytes of the Delta header the writer emits for `h` (tag, tick, a State's base, ack, flags,
+/// control).
 pub(super) fn header_len(h: &DeltaHeader) -> usize {
     1 + varint_len(h.tick)
+        + h.base.map_or(0, varint_len)
         + varint_len(u64::from(h.ack))
         + 1
         + h.control
@@ -248,6 +250,7 @@ impl Share {
             baseline: sub.baseline,
             control: (sub.control_sent != Some(want_control)).then_some(want_control),
             has_events: !kept.is_empty(),
+            base: sub.acked.as_ref().map(|a| a.base),
         };
         out.clear();
         // The writer emits the tag and header; the body is the leader's, then this subscriber's events.
@@ -264,7 +267,7 @@ impl Share {
             }
         }
         self.kept = kept;
-        let fits = sub.cfg.budget.is_none_or(|b| out.len() <= b);
+        let fits = sub.budget().is_none_or(|b| out.len() <= b);
         if !ok || !fits || out.len() > MAX_SERVER_MESSAGE {
             out.clear();
             return None;
@@ -272,6 +275,7 @@ impl Share {
         sub.entries = std::sync::Arc::clone(&leader.entries);
         sub.state = l.post_state;
         sub.baseline = false;
+        sub.rebased = false;
         sub.control_sent = Some(want_control);
         stats.events_dropped += dropped.events_dropped;
         stats.updates += l.sent.updates;

@@ -1,6 +1,7 @@
 //! The Delta message (PROTOCOL.md §5.5): one subscriber's patch. [`write`](mod@write) is the streaming encoder the
 //! host uses to build frames without intermediate structures; [`read`] decodes a Delta against the
-//! client's known set into the owned [`Delta`] value.
+//! client's known set into the owned [`Delta`] value. A State (§5.8) is a Delta with a `base` tick
+//! after its own tick; both share this code.
 
 pub mod read;
 pub mod write;
@@ -10,6 +11,9 @@ pub use write::{write_spawn_body, write_update_record, DeltaHeader, DeltaWriter,
 
 /// The Delta message tag.
 pub const TAG_DELTA: u8 = 0x82;
+/// The State message tag (PROTOCOL.md §5.8): a Delta against an acknowledged base, sent as a
+/// datagram on a WebTransport session.
+pub const TAG_STATE: u8 = 0x89;
 /// Flag bit: the client clears its known set first.
 pub const FLAG_BASELINE: u8 = 1;
 /// Flag bit: a control field follows.

@@ -1,8 +1,9 @@
 //! Delta decoding against the client's known set (PROTOCOL.md §5.5) and the owned [`Delta`] value, whose
 //! [`Delta::encode`] re-emits a decoded Delta byte for byte when its index set used the canonical form.
 
+use super::write::state_header_error;
 use super::write::{write_record_form, write_spawn_body, DeltaHeader, DeltaWriter};
-use super::{field_bit, PosForm, FLAG_BASELINE, FLAG_CONTROL, FLAG_EVENTS, TAG_DELTA};
+use super::{field_bit, PosForm, FLAG_BASELINE, FLAG_CONTROL, FLAG_EVENTS, TAG_DELTA, TAG_STATE};
 use crate::error::{DecodeError, EncodeError};
 use crate::limits::{MAX_DELTA_LIST, MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_SERVER_MESSAGE};
 use crate::schema::{FieldValue, KindDef, Schema};
@@ -66,6 +67,9 @@ pub struct Delta {
     pub spawns: Vec<Spawn>,
     /// Events, if the EVENTS flag was set.
     pub events: Option<Vec<Event>>,
+    /// `Some(base)` for a State (§5.8): the tick of the state it applies to (0 = the empty state,
+    /// exactly when `baseline`); `None` for a Delta, which applies to the previous one.
+    pub base: Option<u64>,
 }
 
 fn invalid(msg: &'static str) -> DecodeError {
@@ -210,29 +214,46 @@ pub struct DeltaHead {
     pub ack: u32,
     /// The flags byte (BASELINE, CONTROL, EVENTS), checked for unknown bits.
     pub flags: u8,
+    /// A State's base tick (§5.8); `None` for a Delta.
+    pub base: Option<u64>,
 }
 
-/// Reads the tag, tick, ack and flags of a Delta message, leaving `r` at the rest.
+/// Reads the tag, tick, base (a State's), ack and flags of a Delta or State message, leaving `r`
+/// at the rest.
 fn read_head(r: &mut Reader<'_>) -> Result<DeltaHead, DecodeError> {
     let tag = r.u8()?;
-    if tag != TAG_DELTA {
+    if tag != TAG_DELTA && tag != TAG_STATE {
         return Err(DecodeError::UnknownTag(tag));
     }
     let tick = r.varint_u64()?;
+    let base = if tag == TAG_STATE {
+        Some(r.varint_u64()?)
+    } else {
+        None
+    };
     let ack = r.varint_u32()?;
     let flags = r.u8()?;
     if flags & !(FLAG_BASELINE | FLAG_CONTROL | FLAG_EVENTS) != 0 {
         return Err(invalid("unknown Delta flag bits"));
     }
-    Ok(DeltaHead { tick, ack, flags })
+    let (baseline, events) = (flags & FLAG_BASELINE != 0, flags & FLAG_EVENTS != 0);
+    if let Some(e) = state_header_error(base, baseline, events) {
+        return Err(invalid(e));
+    }
+    Ok(DeltaHead {
+        tick,
+        ack,
+        flags,
+        base,
+    })
 }
 
-/// Decodes only the fixed start of a Delta message (tag included); see [`DeltaHead`].
+/// Decodes only the fixed start of a Delta or State message (tag included); see [`DeltaHead`].
 pub fn decode_delta_head(bytes: &[u8]) -> Result<DeltaHead, DecodeError> {
     read_head(&mut Reader::new(bytes))
 }
 
-/// Decodes a Delta message (tag included). `known` is the client's known set BEFORE this Delta:
+/// Decodes a Delta or State message (tag included). `known` is the client's known set BEFORE this Delta:
 /// `(id, kind)` pairs strictly ascending by id. The decoder applies the despawns to resolve update
 /// indices to ids and kinds and checks every rule of §5.5: despawned ids known, indices in range,
 /// spawned ids new, kinds and field values valid for `schema`.
@@ -250,7 +271,12 @@ pub fn decode_delta(
     }
     check_known(known).map_err(invalid)?;
     let mut r = Reader::new(bytes);
-    let DeltaHead { tick, ack, flags } = read_head(&mut r)?;
+    let DeltaHead {
+        tick,
+        ack,
+        flags,
+        base,
+    } = read_head(&mut r)?;
     let baseline = flags & FLAG_BASELINE != 0;
     let control = if flags & FLAG_CONTROL != 0 {
         let c = r.varint_u64()?;
@@ -365,6 +391,7 @@ pub fn decode_delta(
     };
     r.finish()?;
     Ok(Delta {
+        base,
         tick,
         ack,
         baseline,
@@ -385,6 +412,7 @@ impl Delta {
             baseline: self.baseline,
             control: self.control,
             has_events: self.events.is_some(),
+            base: self.base,
         }
     }
 

@@ -38,6 +38,7 @@ const KNOWN: [(u32, u32); 5] = [(2, 0), (3, 1), (5, 0), (9, 0), (10, 1)];
 
 fn sample() -> Delta {
     Delta {
+        base: None,
         tick: 500,
         ack: 12,
         baseline: false,
@@ -194,6 +195,7 @@ fn bitset_rules() {
 #[test]
 fn baseline_and_control_edges() {
     let d = Delta {
+        base: None,
         tick: 1,
         ack: 0,
         baseline: true,

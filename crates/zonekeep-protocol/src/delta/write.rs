@@ -2,7 +2,7 @@
 //! output buffer, splicing in update records and spawn bodies that were encoded once and shared by every
 //! subscriber receiving the same change (see the replication layer).
 
-use super::{field_bit, PosForm, FLAG_BASELINE, FLAG_CONTROL, FLAG_EVENTS, TAG_DELTA};
+use super::{field_bit, PosForm, FLAG_BASELINE, FLAG_CONTROL, FLAG_EVENTS, TAG_DELTA, TAG_STATE};
 use crate::error::EncodeError;
 use crate::limits::{MAX_DELTA_LIST, MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_SERVER_MESSAGE};
 use crate::schema::{FieldValue, KindDef};
@@ -21,6 +21,9 @@ pub struct DeltaHeader {
     pub control: Option<Option<u32>>,
     /// Whether an events section follows the spawns.
     pub has_events: bool,
+    /// `Some(base)` writes a State (§5.8) instead of a Delta: the tick of the acknowledged state
+    /// it applies to, 0 exactly when `baseline`. A State carries no events.
+    pub base: Option<u64>,
 }
 
 /// A position change for an update record: the new quantized position and the one this subscriber
@@ -272,14 +275,40 @@ pub struct DeltaWriter<'a> {
     baseline: bool,
     has_events: bool,
     failed: bool,
+    /// A header a decoder would refuse (a State with events, or whose base and BASELINE disagree),
+    /// reported by the first section written.
+    header_error: Option<&'static str>,
+}
+
+/// Why a State header (§5.8) is invalid, if it is.
+pub(crate) fn state_header_error(
+    base: Option<u64>,
+    baseline: bool,
+    events: bool,
+) -> Option<&'static str> {
+    match base {
+        None => None,
+        Some(_) if events => Some("a State carries no events"),
+        Some(b) if (b == 0) != baseline => {
+            Some("a State's base is 0 exactly when it is a BASELINE")
+        }
+        Some(_) => None,
+    }
 }
 
 impl<'a> DeltaWriter<'a> {
     /// Appends the tag and header. The control id is sent as `id + 1` (a varint of up to 2^32).
     pub fn new(out: &'a mut Vec<u8>, h: &DeltaHeader) -> Self {
         let start = out.len();
-        out.push(TAG_DELTA);
+        out.push(if h.base.is_some() {
+            TAG_STATE
+        } else {
+            TAG_DELTA
+        });
         put_varint(out, h.tick);
+        if let Some(base) = h.base {
+            put_varint(out, base);
+        }
         put_varint(out, u64::from(h.ack));
         let mut flags = 0;
         if h.baseline {
@@ -302,6 +331,7 @@ impl<'a> DeltaWriter<'a> {
             baseline: h.baseline,
             has_events: h.has_events,
             failed: false,
+            header_error: state_header_error(h.base, h.baseline, h.has_events),
         }
     }
 
@@ -314,6 +344,9 @@ impl<'a> DeltaWriter<'a> {
     fn enter(&mut self, stage: Stage) -> Result<(), EncodeError> {
         if self.failed {
             return Err(EncodeError::Invalid("delta writer already failed"));
+        }
+        if let Some(e) = self.header_error {
+            return Err(self.fail(EncodeError::Invalid(e)));
         }
         if self.stage != stage {
             return Err(self.fail(EncodeError::Invalid("delta sections written out of order")));

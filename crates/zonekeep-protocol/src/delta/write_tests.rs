@@ -107,6 +107,7 @@ fn spawn_body_has_every_field() {
 
 fn header(baseline: bool, has_events: bool) -> DeltaHeader {
     DeltaHeader {
+        base: None,
         tick: 300,
         ack: 7,
         baseline,
@@ -210,6 +211,7 @@ fn writer_misuse_is_an_error_and_truncates() {
 fn control_none_is_zero() {
     let mut o = Vec::new();
     let h = DeltaHeader {
+        base: None,
         tick: 1,
         ack: 0,
         baseline: true,

@@ -1,10 +1,10 @@
-//! Client → server messages (PROTOCOL.md §4): Hello, Input, Ping, Resync.
+//! Client → server messages (PROTOCOL.md §4): Hello, Input, Ping, Resync, and the Inputs datagram.
 
 use super::tag;
 use crate::error::{DecodeError, EncodeError};
 use crate::limits::{
-    MAX_CLIENT_MESSAGE, MAX_CONTENT_VERSION, MAX_INPUT_PAYLOAD, MAX_RECONNECT_TOKEN, MAX_TICKET,
-    MAX_VERSIONS,
+    MAX_CLIENT_MESSAGE, MAX_CONTENT_VERSION, MAX_DATAGRAM_INPUTS, MAX_INPUT_PAYLOAD,
+    MAX_RECONNECT_TOKEN, MAX_TICKET, MAX_VERSIONS,
 };
 use crate::wire::{put_bytes_named, put_str_named, put_varint, Reader};
 
@@ -71,6 +71,17 @@ pub struct Resync {
     pub tick: u64,
 }
 
+/// A WebTransport client's datagram (§4.5, version 6): its acknowledgement of the newest State it
+/// applied, and its newest inputs with the unacknowledged ones before them, so that a lost datagram
+/// costs nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inputs {
+    /// The tick of the newest State the client applied (0 = none yet).
+    pub ack: u64,
+    /// At most [`MAX_DATAGRAM_INPUTS`], `seq` strictly ascending; may be empty (an ack alone).
+    pub inputs: Vec<Input>,
+}
+
 /// Any client → server message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientMessage {
@@ -82,6 +93,8 @@ pub enum ClientMessage {
     Ping(Ping),
     /// Tag `0x04` (protocol version 2).
     Resync(Resync),
+    /// Tag `0x05` (protocol version 6, datagrams only).
+    Inputs(Inputs),
 }
 
 /// The highest version in both lists (§4.1); `None` means the host answers `Kick(VERSION_MISMATCH)`.
@@ -118,6 +131,30 @@ fn check_versions(versions: &[u32]) -> Result<(), &'static str> {
         }
     }
     Ok(())
+}
+
+/// One input's fields (§4.2), as Input and the Inputs datagram both carry them.
+fn put_input(out: &mut Vec<u8>, i: &Input) -> Result<(), EncodeError> {
+    if i.seq == 0 {
+        return Err(EncodeError::Invalid("input seq 0"));
+    }
+    put_varint(out, u64::from(i.seq));
+    put_varint(out, i.view_tick);
+    put_bytes_named(out, "input payload", &i.payload, MAX_INPUT_PAYLOAD)
+}
+
+fn read_input(r: &mut Reader<'_>) -> Result<Input, DecodeError> {
+    let seq = r.varint_u32()?;
+    if seq == 0 {
+        return Err(DecodeError::Invalid("input seq 0"));
+    }
+    let view_tick = r.varint_u64()?;
+    let payload = r.bytes_named("input payload", MAX_INPUT_PAYLOAD)?.to_vec();
+    Ok(Input {
+        seq,
+        view_tick,
+        payload,
+    })
 }
 
 impl ClientMessage {
@@ -180,13 +217,26 @@ impl ClientMessage {
                 }
             }
             ClientMessage::Input(i) => {
-                if i.seq == 0 {
-                    return Err(EncodeError::Invalid("input seq 0"));
-                }
                 out.push(tag::INPUT);
-                put_varint(out, u64::from(i.seq));
-                put_varint(out, i.view_tick);
-                put_bytes_named(out, "input payload", &i.payload, MAX_INPUT_PAYLOAD)?;
+                put_input(out, i)?;
+            }
+            ClientMessage::Inputs(b) => {
+                if b.inputs.len() > MAX_DATAGRAM_INPUTS {
+                    return Err(EncodeError::TooLong {
+                        what: "inputs in a datagram",
+                        len: b.inputs.len() as u64,
+                        max: MAX_DATAGRAM_INPUTS as u64,
+                    });
+                }
+                if b.inputs.windows(2).any(|w| w[0].seq >= w[1].seq) {
+                    return Err(EncodeError::Invalid("datagram inputs not ascending by seq"));
+                }
+                out.push(tag::INPUTS);
+                put_varint(out, b.ack);
+                put_varint(out, b.inputs.len() as u64);
+                for i in &b.inputs {
+                    put_input(out, i)?;
+                }
             }
             ClientMessage::Ping(p) => {
                 out.push(tag::PING);
@@ -255,18 +305,19 @@ impl ClientMessage {
                 check_resume_from(&hello).map_err(DecodeError::Invalid)?;
                 ClientMessage::Hello(hello)
             }
-            tag::INPUT => {
-                let seq = r.varint_u32()?;
-                if seq == 0 {
-                    return Err(DecodeError::Invalid("input seq 0"));
+            tag::INPUT => ClientMessage::Input(read_input(&mut r)?),
+            tag::INPUTS => {
+                let ack = r.varint_u64()?;
+                let n = r.count("inputs in a datagram", MAX_DATAGRAM_INPUTS)?;
+                let mut inputs: Vec<Input> = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let i = read_input(&mut r)?;
+                    if inputs.last().is_some_and(|p| p.seq >= i.seq) {
+                        return Err(DecodeError::Invalid("datagram inputs not ascending by seq"));
+                    }
+                    inputs.push(i);
                 }
-                let view_tick = r.varint_u64()?;
-                let payload = r.bytes_named("input payload", MAX_INPUT_PAYLOAD)?.to_vec();
-                ClientMessage::Input(Input {
-                    seq,
-                    view_tick,
-                    payload,
-                })
+                ClientMessage::Inputs(Inputs { ack, inputs })
             }
             tag::PING => ClientMessage::Ping(Ping {
                 client_time: r.varint_u64()?,

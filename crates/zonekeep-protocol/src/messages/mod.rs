@@ -4,11 +4,12 @@ pub mod client;
 pub mod server;
 
 pub use client::{
-    negotiate_version, ClientMessage, Hello, Input, Ping, ResumeFrom, Resync, RESUME_FROM_VERSION,
+    negotiate_version, ClientMessage, Hello, Input, Inputs, Ping, ResumeFrom, Resync,
+    RESUME_FROM_VERSION,
 };
 pub use server::{
-    peek_tag, DeltaContext, InputRefused, Kick, KickCode, KnownSetCheck, Pong, Redirect, Role,
-    ServerMessage, Transfer, Welcome, CONTENT_VERSION_PROTOCOL,
+    peek_tag, DeltaContext, Events, InputRefused, Kick, KickCode, KnownSetCheck, Pong, Redirect,
+    Role, ServerMessage, Transfer, Welcome, CONTENT_VERSION_PROTOCOL,
 };
 
 /// Message tags (PROTOCOL.md §1: client → server `0x01..=0x7f`, server → client `0x80..=0xff`).
@@ -21,6 +22,8 @@ pub mod tag {
     pub const PING: u8 = 0x03;
     /// Resync (client, protocol version 2).
     pub const RESYNC: u8 = 0x04;
+    /// Inputs (client datagram, protocol version 6).
+    pub const INPUTS: u8 = 0x05;
     /// Welcome (server).
     pub const WELCOME: u8 = 0x81;
     /// Delta (server).
@@ -37,4 +40,8 @@ pub mod tag {
     pub const INPUT_REFUSED: u8 = 0x87;
     /// KnownSetCheck (server, protocol version 2).
     pub const KNOWN_SET_CHECK: u8 = 0x88;
+    /// State (server datagram, protocol version 6): a Delta against an acknowledged base.
+    pub const STATE: u8 = crate::delta::TAG_STATE;
+    /// Events (server, protocol version 6).
+    pub const EVENTS: u8 = 0x8a;
 }

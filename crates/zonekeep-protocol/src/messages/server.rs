@@ -8,11 +8,11 @@
 //! [`crate::delta::decode_delta`] directly.
 
 use super::tag;
-use crate::delta::{decode_delta, Delta};
+use crate::delta::{decode_delta, Delta, Event};
 use crate::error::{DecodeError, EncodeError};
 use crate::limits::{
-    MAX_CONTENT_VERSION, MAX_KICK_REASON, MAX_RECONNECT_TOKEN, MAX_SERVER_MESSAGE, MAX_TICKET,
-    MAX_URL, MAX_ZONE_ID,
+    MAX_CONTENT_VERSION, MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_KICK_REASON, MAX_RECONNECT_TOKEN,
+    MAX_SERVER_MESSAGE, MAX_TICKET, MAX_URL, MAX_ZONE_ID,
 };
 use crate::schema::Schema;
 use crate::wire::{put_bytes_named, put_str_named, put_varint, Reader};
@@ -210,6 +210,16 @@ pub struct Transfer {
     pub url: String,
 }
 
+/// A tick's zone events on a WebTransport session's control stream (§5.9, version 6): there they
+/// cannot ride in the State, which may be lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Events {
+    /// The tick whose patch carried them.
+    pub tick: u64,
+    /// 1..=1024 events, in the order the zone raised them.
+    pub events: Vec<Event>,
+}
+
 /// What a Delta needs to be encoded or decoded: the schema from Welcome and the client's known set
 /// before the Delta (`(id, kind)` strictly ascending by id).
 #[derive(Debug, Clone, Copy)]
@@ -239,6 +249,8 @@ pub enum ServerMessage {
     InputRefused(InputRefused),
     /// Tag `0x88` (protocol version 2).
     KnownSetCheck(KnownSetCheck),
+    /// Tag `0x8a` (protocol version 6).
+    Events(Events),
 }
 
 /// The first byte of a message, or [`DecodeError::Truncated`] for an empty one.
@@ -372,6 +384,22 @@ impl ServerMessage {
                 put_varint(out, u64::from(k.count));
                 out.extend_from_slice(&k.hash.to_le_bytes());
             }
+            ServerMessage::Events(e) => {
+                if e.events.is_empty() || e.events.len() > MAX_EVENTS {
+                    return Err(EncodeError::TooLong {
+                        what: "events",
+                        len: e.events.len() as u64,
+                        max: MAX_EVENTS as u64,
+                    });
+                }
+                out.push(tag::EVENTS);
+                put_varint(out, e.tick);
+                put_varint(out, e.events.len() as u64);
+                for ev in &e.events {
+                    put_varint(out, u64::from(ev.topic));
+                    put_bytes_named(out, "event payload", &ev.payload, MAX_EVENT_PAYLOAD)?;
+                }
+            }
         }
         Ok(())
     }
@@ -443,7 +471,7 @@ impl ServerMessage {
                     content_version,
                 })
             }
-            tag::DELTA => {
+            tag::DELTA | tag::STATE => {
                 let ctx = ctx.ok_or(DecodeError::Invalid(
                     "a Delta needs the schema and known set",
                 ))?;
@@ -468,6 +496,20 @@ impl ServerMessage {
                 ticket: r.str_named("ticket", MAX_TICKET)?.to_owned(),
                 url: r.str_named("url", MAX_URL)?.to_owned(),
             }),
+            tag::EVENTS => {
+                let tick = r.varint_u64()?;
+                let n = r.count("events", MAX_EVENTS)?;
+                if n == 0 {
+                    return Err(DecodeError::Invalid("an Events message carries no events"));
+                }
+                let mut events = Vec::with_capacity(n.min(r.remaining()));
+                for _ in 0..n {
+                    let topic = r.varint_u16()?;
+                    let payload = r.bytes_named("event payload", MAX_EVENT_PAYLOAD)?.to_vec();
+                    events.push(Event { topic, payload });
+                }
+                ServerMessage::Events(Events { tick, events })
+            }
             tag::INPUT_REFUSED => {
                 let seq = r.varint_u32()?;
                 if seq == 0 {

@@ -86,6 +86,15 @@ pub fn pos_json(p: &Option<PosForm>) -> Value {
 }
 
 pub fn delta_json(d: &Delta) -> Value {
+    let mut v = delta_body_json(d);
+    if let (Some(base), Some(o)) = (d.base, v.as_object_mut()) {
+        o.insert("type".into(), json!("state"));
+        o.insert("base".into(), json!(base));
+    }
+    v
+}
+
+fn delta_body_json(d: &Delta) -> Value {
     json!({
         "type": "delta",
         "tick": d.tick,
@@ -131,6 +140,13 @@ pub fn client_json(m: &ClientMessage) -> Value {
         }),
         ClientMessage::Ping(p) => json!({"type": "ping", "client_time": p.client_time}),
         ClientMessage::Resync(r) => json!({"type": "resync", "tick": r.tick}),
+        ClientMessage::Inputs(b) => json!({
+            "type": "inputs",
+            "ack": b.ack,
+            "inputs": b.inputs.iter().map(|i| json!({
+                "seq": i.seq, "view_tick": i.view_tick, "payload": hex(&i.payload),
+            })).collect::<Vec<_>>(),
+        }),
     }
 }
 
@@ -154,6 +170,13 @@ pub fn server_json(m: &ServerMessage) -> Value {
         ServerMessage::KnownSetCheck(k) => {
             json!({"type": "known_set_check", "tick": k.tick, "count": k.count, "hash": k.hash})
         }
+        ServerMessage::Events(e) => json!({
+            "type": "events",
+            "tick": e.tick,
+            "events": e.events.iter().map(|ev| json!({
+                "topic": ev.topic, "payload": hex(&ev.payload),
+            })).collect::<Vec<_>>(),
+        }),
     }
 }
 

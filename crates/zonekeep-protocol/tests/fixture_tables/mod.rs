@@ -201,9 +201,45 @@ pub fn invalid_cases() -> Fixture {
         (Dec::Client, vec![], "truncated", "Empty message."),
         (
             Dec::Client,
-            vec![0x05],
+            vec![0x06],
             "unknown_tag",
-            "Tag 0x05 is not a client message.",
+            "Tag 0x06 is not a client message.",
+        ),
+        (
+            Dec::Client,
+            vec![0x05, 0x00, 0x09],
+            "too_long",
+            "An Inputs datagram announcing 9 inputs, one more than a datagram may carry.",
+        ),
+        (
+            Dec::Client,
+            vec![0x05, 0x00, 0x02, 0x02, 0x00, 0x00, 0x02, 0x00, 0x00],
+            "invalid",
+            "An Inputs datagram repeating seq 2: its inputs must ascend.",
+        ),
+        (
+            Dec::Server,
+            vec![0x8a, 0x01, 0x00],
+            "invalid",
+            "An Events message with no events.",
+        ),
+        (
+            Dec::Delta,
+            vec![0x89, 0x0a, 0x05, 0x00, 0x01, 0x00, 0x00, 0x00],
+            "invalid",
+            "A State against base 5 flagged BASELINE: base 0 and BASELINE go together.",
+        ),
+        (
+            Dec::Delta,
+            vec![0x89, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
+            "invalid",
+            "A State against base 0 (the empty state) without the BASELINE flag.",
+        ),
+        (
+            Dec::Delta,
+            vec![0x89, 0x0a, 0x05, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00],
+            "invalid",
+            "A State with the EVENTS flag: events travel on the control stream.",
         ),
         (
             Dec::Client,
@@ -315,9 +351,9 @@ pub fn invalid_cases() -> Fixture {
         ),
         (
             Dec::Server,
-            vec![0x89],
+            vec![0x8b],
             "unknown_tag",
-            "Tag 0x89 is not defined in version 3.",
+            "Tag 0x8b is not defined in version 6.",
         ),
         (
             Dec::Server,

@@ -33,6 +33,8 @@ struct Sub {
     last_frame_tick: u64,
     /// InputRefused, KnownSetCheck and Resync bookkeeping.
     notices: Notices,
+    /// The newest State tick its datagram client acknowledged, as last handed to the zone.
+    state_acked: u64,
 }
 
 pub(crate) struct ZoneRun {
@@ -142,6 +144,10 @@ impl ZoneRun {
         if first == ResumeOutcome::Baseline {
             self.host.resync(player);
         }
+        if let Some(path) = &conn.datagrams {
+            // States against what the client acknowledged, each fitting one datagram.
+            self.host.use_datagrams(player, Some(path.max_frame()));
+        }
         send_frame(&self.metrics, &conn, frame);
         self.subs.insert(
             player,
@@ -150,6 +156,7 @@ impl ZoneRun {
                 last_ack: None,
                 last_frame_tick: 0,
                 notices: Notices::default(),
+                state_acked: 0,
             },
         );
         self.publish();
@@ -565,6 +572,17 @@ impl ZoneRun {
         let tick = self.host.tick();
         let keepalive = u64::from(self.host.config().tick_hz);
         let mut checks_due: Vec<PlayerId> = Vec::new();
+        // What datagram clients acknowledged since the last patch: their States build on it.
+        for (&player, sub) in self.subs.iter_mut() {
+            let Some(path) = sub.conn.as_ref().and_then(|c| c.datagrams.as_ref()) else {
+                continue;
+            };
+            let acked = path.acked();
+            if acked > sub.state_acked {
+                sub.state_acked = acked;
+                self.host.ack_state(player, acked);
+            }
+        }
         let frames = match self.host.drain_frames() {
             Ok(frames) => frames,
             Err(e) => {
@@ -589,10 +607,15 @@ impl ZoneRun {
                 self.metrics.record_quiet_skipped();
                 continue;
             }
+            // Events of a datagram client go reliably, ahead of the State of their tick.
+            if !frame.events.is_empty() {
+                send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.events));
+            }
             if send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.bytes)) {
                 sub.last_ack = Some(frame.ack);
                 sub.last_frame_tick = tick;
-                if sub.notices.frame_sent() {
+                // A State names the state it applies to: no KnownSetCheck follows it.
+                if frame.base.is_none() && sub.notices.frame_sent() {
                     checks_due.push(frame.player);
                 }
             }

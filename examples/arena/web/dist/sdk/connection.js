@@ -20,15 +20,32 @@
  * and emits 'reload' with {@link RELOAD_MESSAGE}, then a 'close' whose `reload` is true;
  * `connect()` rejects with a {@link ContentOutdatedError}. The app reloads the page.
  *
- * The socket factory and the scheduler are injectable, so tests drive a whole session over a fake
- * socket and a manual clock.
+ * Transports (§1.1, version 6): with `transport: "auto"` (opt-in for now; the default is
+ * `"websocket"` until the browser runs over WebTransport are part of the test suite) an attempt first asks the
+ * entry host where its WebTransport sessions are (`GET /webtransport` on the entry URL's HTTP
+ * origin), opens one there and sends the Hello on its control stream; States then arrive as
+ * datagrams and go through a {@link StateRing} (reported as 'delta' like Deltas), inputs leave as
+ * Inputs datagrams repeating the ones no State has acknowledged, and Events messages are delivered as
+ * 'event' like a Delta's events. When discovery, the session or its Welcome fail or take longer than
+ * `webTransportTimeoutMs`, the attempt goes over WebSocket instead, and the connection keeps to
+ * WebSocket from then on (remembered in `sessionStorage` too, so a reload does not wait again).
+ * A Redirect over WebTransport is followed over WebSocket (a Redirect names a WebSocket URL).
+ *
+ * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
+ * drive a whole session over fake sockets and a manual clock.
  */
 import { ServerClock } from "./clock.js";
-import { decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
+import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
 import { Mirror } from "./mirror.js";
 import { backoffMs, defaultReconnectPolicy } from "./reconnect.js";
 import { systemScheduler } from "./scheduler.js";
-import { DecodeError, Reader } from "./wire.js";
+import { StateRing } from "./states.js";
+import { discoverWebTransport, webTransportOptions, webTransportSessionUrl, WebTransportSocket, zoneOfEntryUrl, } from "./webtransport.js";
+import { DecodeError, EncodeError, Reader } from "./wire.js";
+/** The {@link TransportMemory} key under which the transport chosen for `entryUrl` is kept. */
+export function transportMemoryKey(entryUrl) {
+    return `zonekeep.transport:${entryUrl}`;
+}
 /**
  * A Redirect the connection would not follow (§5.3.1): `too_many` — a Redirect after the three an
  * attempt may follow (the attempt failed; the next starts at the entry URL again), or `scheme` — a
@@ -123,6 +140,38 @@ function isBaseline(bytes) {
         return false;
     }
 }
+/** The platform's WebTransport, or null when it has none. */
+function platformWebTransport() {
+    const WT = globalThis.WebTransport;
+    if (WT === undefined)
+        return null;
+    return (url, options) => (options === undefined ? new WT(url) : new WT(url, options));
+}
+/** The platform's fetch, or null when it has none. */
+function platformFetch() {
+    const f = globalThis.fetch;
+    return f === undefined ? null : (url) => f(url);
+}
+/** The platform's sessionStorage, or null when it has none (or refuses access). */
+function platformMemory() {
+    try {
+        return globalThis.sessionStorage ?? null;
+    }
+    catch {
+        return null;
+    }
+}
+/** Stops a socket from reaching the connection (its close, messages, datagrams). */
+function detach(sock) {
+    sock.onopen = null;
+    sock.onmessage = null;
+    sock.onclose = null;
+    sock.onerror = null;
+    if (sock instanceof WebTransportSocket) {
+        sock.ondatagram = null;
+        sock.onfailure = null;
+    }
+}
 function defaultSocketFactory(url) {
     const WS = globalThis.WebSocket;
     if (WS === undefined) {
@@ -147,6 +196,7 @@ export class ZoneConnection {
         transfer: new Set(),
         redirect: new Set(),
         reload: new Set(),
+        fallback: new Set(),
     };
     socket = null;
     gen = 0;
@@ -194,6 +244,8 @@ export class ZoneConnection {
         redirects: 0,
         resumes: 0,
         freshJoins: 0,
+        datagramsIn: 0,
+        datagramsOut: 0,
     };
     /** The Hello of the current attempt: every hop of it sends exactly this. */
     hello = null;
@@ -203,12 +255,47 @@ export class ZoneConnection {
     awaitingBaseline = false;
     syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
     firstWelcome = null;
+    transportMode;
+    memory;
+    /** WebTransport failed in auto mode: every later attempt goes over WebSocket. */
+    webSocketOnly = false;
+    /** The transport of the current (or last) attempt's socket. */
+    transportKind = null;
+    /** The current socket when it is a WebTransport session. */
+    wt = null;
+    /** Auto mode: WebTransport is being tried and has no Welcome yet; a failure falls back. */
+    wtTrial = false;
+    /** Bumped whenever a WebTransport try starts or ends, so its async steps know they are stale. */
+    wtTry = 0;
+    wtTimer = null;
+    /** The states of a WebTransport session (§5.8); null over WebSocket. */
+    ring = null;
+    /** Inputs no State has acknowledged yet, oldest first (at most {@link LIMITS.datagramInputs}). */
+    pendingInputs = [];
+    /** The newest State tick an Inputs datagram carried as its ack. */
+    ackSent = 0;
+    /** When the last ack-only Inputs datagram went (at most one per patch). */
+    ackOnlyAt = Number.NEGATIVE_INFINITY;
+    ackTimer = null;
+    /** The highest input ack any State carried (pending inputs at or below it are dropped). */
+    inputAck = 0;
+    stateCounters = { applied: 0, stale: 0, noBase: 0, undecodable: 0, early: 0 };
     /** A connection that does nothing until {@link connect}. */
     constructor(options) {
         this.opts = options;
         this.sched = options.scheduler ?? systemScheduler;
         this.versions = options.versions ?? [...SUPPORTED_VERSIONS];
         this.clock = new ServerClock(options.clock);
+        this.transportMode = options.transport ?? "websocket";
+        this.memory = options.transportMemory === undefined ? platformMemory() : options.transportMemory;
+        if (this.transportMode === "auto") {
+            try {
+                this.webSocketOnly = this.memory?.getItem(transportMemoryKey(options.url)) === "websocket";
+            }
+            catch {
+                // Storage refused: nothing remembered.
+            }
+        }
     }
     /** Subscribes to an event; returns the unsubscribe function. */
     on(name, fn) {
@@ -247,6 +334,21 @@ export class ZoneConnection {
     /** The tick of the last Delta received. */
     get latestTick() {
         return this.lastDeltaTick;
+    }
+    /**
+     * The transport of the current session (or of the attempt under way, or of the last one): null
+     * before the first attempt opens anything.
+     */
+    get transport() {
+        return this.transportKind;
+    }
+    /** True once WebTransport failed in auto mode (here or, remembered, before a reload). */
+    get webTransportDisabled() {
+        return this.webSocketOnly;
+    }
+    /** What the WebTransport sessions did with their States (§5.8). */
+    get stateStats() {
+        return { ...this.stateCounters };
     }
     /** Byte, message, redirect and join counters. */
     get stats() {
@@ -290,7 +392,9 @@ export class ZoneConnection {
     }
     /**
      * Sends an input stamped with the next seq and the view tick; returns the seq, or null when the
-     * session is not open (the input was not sent and must not be predicted).
+     * session is not open (the input was not sent and must not be predicted). Throws an
+     * {@link EncodeError} for a payload over 4,096 bytes or, over WebTransport, one whose datagram
+     * would not fit the session's largest datagram (about 1,200 bytes); no seq is used then.
      */
     sendInput(payload) {
         if (this.st !== "open")
@@ -300,9 +404,103 @@ export class ZoneConnection {
         const seq = this.seq + 1;
         const source = this.viewTickSource;
         const viewTick = Math.max(0, Math.floor(source !== null ? source() : this.lastDeltaTick));
+        if (this.wt !== null) {
+            // §4.5: one Inputs datagram per input, repeating the ones no State has acknowledged.
+            const input = { seq, viewTick, payload };
+            this.pendingInputs.push(input);
+            try {
+                this.sendInputs(true);
+            }
+            catch (e) {
+                this.pendingInputs = this.pendingInputs.filter((p) => p !== input);
+                throw e;
+            }
+            while (this.pendingInputs.length > LIMITS.datagramInputs)
+                this.pendingInputs.shift();
+            this.seq = seq;
+            return seq;
+        }
         this.send({ type: "input", seq, viewTick, payload });
         this.seq = seq;
         return seq;
+    }
+    /**
+     * Sends an Inputs datagram (§4.5): the pending inputs, newest last, as many as fit the session's
+     * datagrams, and the newest State applied as `ack`. With `newInput`, the newest pending input is
+     * one being sent for the first time and must fit (else {@link EncodeError} `too_long`: a platform
+     * drops an oversized datagram without a word); an acknowledgement sheds inputs down to none.
+     */
+    sendInputs(newInput = false) {
+        const sock = this.wt;
+        if (sock === null)
+            return;
+        const ack = this.ring?.ackTick ?? 0;
+        const max = sock.maxDatagramSize;
+        let inputs = this.pendingInputs.slice(-LIMITS.datagramInputs);
+        let bytes;
+        for (;;) {
+            try {
+                bytes = encodeClientMessage({ type: "inputs", ack, inputs });
+            }
+            catch (e) {
+                // Too long with the older inputs (the 8,192-byte message limit): drop them first.
+                if (!(e instanceof EncodeError && e.kind === "too_long") || (newInput && inputs.length <= 1))
+                    throw e;
+                bytes = null;
+            }
+            if (bytes !== null && bytes.length <= max)
+                break;
+            if (newInput && inputs.length <= 1) {
+                throw new EncodeError("too_long", `an Inputs datagram of ${bytes?.length ?? 0} bytes does not fit the session's ${max}`);
+            }
+            // An ack-only datagram is a few bytes: nothing left to shed, it goes as it is.
+            if (inputs.length === 0)
+                break;
+            inputs = inputs.slice(1);
+        }
+        if (bytes === null)
+            return;
+        if (!sock.sendDatagram(bytes))
+            return;
+        this.ackSent = Math.max(this.ackSent, ack);
+        this.counters.bytesOut += bytes.length;
+        this.counters.messagesOut += 1;
+        this.counters.datagramsOut += 1;
+        this.outMeter.add(this.sched.now(), bytes.length);
+    }
+    /**
+     * After a State was applied: acknowledge it with an Inputs datagram (the pending inputs, if any)
+     * when no datagram carried that ack yet, at most once per patch (§4.5).
+     */
+    ackStates() {
+        const ring = this.ring;
+        const w = this.welcomeMsg;
+        if (ring === null || w === null || this.wt === null || ring.ackTick <= this.ackSent || this.ackTimer !== null)
+            return;
+        const patchMs = (w.patchEvery * 1000) / w.tickHz;
+        const due = this.ackOnlyAt + patchMs;
+        const now = this.sched.now();
+        const go = () => {
+            if (this.ring === null || this.ring.ackTick <= this.ackSent)
+                return;
+            this.ackOnlyAt = this.sched.now();
+            this.sendInputs();
+        };
+        if (now >= due)
+            go();
+        else {
+            this.ackTimer = this.later(() => {
+                this.ackTimer = null;
+                go();
+            }, due - now);
+        }
+    }
+    /** A State acknowledged inputs up to `ack`: they need not be repeated any more. */
+    onInputAck(ack) {
+        if (ack <= this.inputAck)
+            return;
+        this.inputAck = ack;
+        this.pendingInputs = this.pendingInputs.filter((p) => p.seq > ack);
     }
     send(m) {
         const bytes = encodeClientMessage(m);
@@ -335,14 +533,15 @@ export class ZoneConnection {
         this.timers.clear();
         this.pingTimer = null;
         this.handshakeTimer = null;
+        this.wtTimer = null;
+        this.ackTimer = null;
+        this.wtTrial = false;
+        this.wtTry += 1;
         const sock = this.socket;
         this.socket = null;
-        if (sock !== null) {
-            sock.onopen = null;
-            sock.onmessage = null;
-            sock.onclose = null;
-            sock.onerror = null;
-        }
+        this.wt = null;
+        if (sock !== null)
+            detach(sock);
     }
     async attempt() {
         const gen = ++this.gen;
@@ -383,15 +582,185 @@ export class ZoneConnection {
         this.hops = 0;
         this.lastKick = null;
         this.localError = null;
+        this.startHandshakeTimer(gen);
         // Every attempt starts at the entry URL: the zone's owner may have changed since the last.
-        if (!this.openSocket(gen, this.opts.url))
-            return;
+        const wt = this.webTransportFactory();
+        if (wt !== null)
+            void this.openWebTransport(gen, wt);
+        else
+            this.openSocket(gen, this.opts.url);
+    }
+    startHandshakeTimer(gen) {
+        this.cancel(this.handshakeTimer);
         this.handshakeTimer = this.later(() => {
             this.fail(gen, new Error("handshake timeout: no Welcome"));
         }, this.opts.handshakeTimeoutMs ?? 10_000);
     }
+    /**
+     * The WebTransport factory when this attempt should try WebTransport (§1.1): not in websocket
+     * mode, nor after auto mode fell back; version 6 offered; an entry URL naming a zone; a platform
+     * (or an option) providing WebTransport and fetch. Null = WebSocket.
+     */
+    webTransportFactory() {
+        if (this.transportMode === "websocket" || this.webSocketOnly)
+            return null;
+        if (!this.versions.some((v) => v >= DATAGRAM_VERSION))
+            return null;
+        if (zoneOfEntryUrl(this.opts.url) === null)
+            return null;
+        if ((this.opts.fetch ?? platformFetch()) === null)
+            return null;
+        return this.opts.webTransport ?? platformWebTransport();
+    }
+    /**
+     * Tries this attempt over WebTransport: discovery, the session, the Hello on its control stream.
+     * In auto mode the Welcome must come within `webTransportTimeoutMs`, or the attempt goes over
+     * WebSocket ({@link fallBack}).
+     */
+    async openWebTransport(gen, factory) {
+        const auto = this.transportMode === "auto";
+        const attemptTry = ++this.wtTry;
+        const stale = () => gen !== this.gen || attemptTry !== this.wtTry;
+        this.transportKind = "webtransport";
+        this.wtTrial = auto;
+        if (auto) {
+            const ms = this.opts.webTransportTimeoutMs ?? 3000;
+            this.wtTimer = this.later(() => {
+                this.wtTimer = null;
+                if (!stale() && this.wtTrial)
+                    this.fallBack(gen, `WebTransport: no Welcome within ${ms} ms`, true);
+            }, ms);
+        }
+        let endpoint;
+        try {
+            const fetchFn = this.opts.fetch ?? platformFetch();
+            if (fetchFn === null)
+                throw new Error("no fetch to discover WebTransport with");
+            endpoint = await discoverWebTransport(this.opts.url, fetchFn);
+        }
+        catch (e) {
+            if (!stale())
+                this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
+            return;
+        }
+        if (stale())
+            return;
+        const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.opts.url);
+        if (endpoint === null || url === null) {
+            // The host serves no WebTransport: nothing to wait for, in either mode.
+            this.fallBack(gen, "the host serves no WebTransport (GET /webtransport: 404)", auto);
+            return;
+        }
+        let sock;
+        try {
+            sock = new WebTransportSocket(factory(url, webTransportOptions(endpoint)));
+        }
+        catch (e) {
+            this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
+            return;
+        }
+        this.socket = sock;
+        this.wt = sock;
+        sock.onopen = () => {
+            if (stale() || this.hello === null)
+                return;
+            this.st = "handshaking";
+            this.send(this.hello);
+        };
+        sock.onmessage = (ev) => {
+            if (stale())
+                return;
+            try {
+                this.onMessage(ev.data, gen);
+            }
+            catch (e) {
+                this.fail(gen, e instanceof Error ? e : new Error(String(e)));
+            }
+        };
+        sock.ondatagram = (bytes) => {
+            if (stale())
+                return;
+            try {
+                this.onDatagram(bytes);
+            }
+            catch (e) {
+                this.fail(gen, e instanceof Error ? e : new Error(String(e)));
+            }
+        };
+        sock.onfailure = (e) => {
+            if (!stale())
+                this.fail(gen, e);
+        };
+        sock.onclose = (ev) => {
+            if (stale())
+                return;
+            const code = ev.code ?? 1006;
+            // The host answered (a Kick, or its close code) over WebTransport: that ends the attempt.
+            const answered = this.lastKick !== null || (code > 4000 && code <= 4999);
+            if (this.wtTrial && !answered) {
+                this.webTransportFailed(gen, new Error(`WebTransport session ended before Welcome: ${ev.reason ?? ""}`));
+                return;
+            }
+            this.onSocketGone(gen, code, ev.reason ?? "", null);
+        };
+    }
+    /**
+     * WebTransport failed for this attempt: in auto mode the attempt goes over WebSocket (for good),
+     * otherwise it is a failed attempt like a socket that could not connect.
+     */
+    webTransportFailed(gen, error) {
+        if (this.transportMode === "auto")
+            this.fallBack(gen, error.message, true);
+        else
+            this.onSocketGone(gen, 1006, error.message, error);
+    }
+    /**
+     * Ends this attempt's WebTransport try quietly and sends the same Hello over WebSocket to the
+     * entry URL; with `remember`, every later attempt goes over WebSocket too (and the choice is kept
+     * in the transport memory, so a reload does not wait again).
+     */
+    fallBack(gen, reason, remember) {
+        if (gen !== this.gen)
+            return;
+        this.dropWebTransport("falling back to WebSocket");
+        if (remember) {
+            this.webSocketOnly = true;
+            try {
+                this.memory?.setItem(transportMemoryKey(this.opts.url), "websocket");
+            }
+            catch {
+                // Storage full or refused: remembered for this connection only.
+            }
+        }
+        this.emit("fallback", { reason, remembered: remember });
+        if (gen !== this.gen)
+            return; // a handler closed the connection
+        this.startHandshakeTimer(gen);
+        this.openSocket(gen, this.opts.url);
+    }
+    /** Closes this attempt's WebTransport session (if any) without reporting its end. */
+    dropWebTransport(reason) {
+        this.cancel(this.wtTimer);
+        this.wtTimer = null;
+        this.wtTrial = false;
+        this.wtTry += 1;
+        const sock = this.wt;
+        this.wt = null;
+        if (sock === null)
+            return;
+        if (this.socket === sock)
+            this.socket = null;
+        detach(sock);
+        try {
+            sock.close(1000, reason);
+        }
+        catch {
+            // Already gone.
+        }
+    }
     /** Opens a socket to `url` that sends this attempt's Hello; false if the factory failed. */
     openSocket(gen, url) {
+        this.transportKind = "websocket";
         let sock;
         try {
             sock = (this.opts.socket ?? defaultSocketFactory)(url);
@@ -437,14 +806,13 @@ export class ZoneConnection {
             throw new RedirectError("scheme", r.url);
         this.hops += 1;
         this.counters.redirects += 1;
+        // A Redirect over WebTransport names a WebSocket URL: this attempt goes on over WebSocket.
+        this.dropWebTransport("redirected");
         const old = this.socket;
         this.socket = null;
         if (old !== null) {
             // Not a lost connection: this socket's close must not reach onSocketGone.
-            old.onopen = null;
-            old.onmessage = null;
-            old.onclose = null;
-            old.onerror = null;
+            detach(old);
             try {
                 old.close(1000, "redirected");
             }
@@ -485,6 +853,18 @@ export class ZoneConnection {
                 throw new DecodeError("invalid", `message 0x${tag.toString(16)} before Welcome`);
             }
         }
+        if (tag === Tag.State) {
+            // A State too large for a datagram comes on the control stream (§5.8); never over WebSocket.
+            if (this.wt === null)
+                throw new DecodeError("invalid", "a State over WebSocket");
+            this.applyState(bytes, now);
+            return;
+        }
+        if ((tag === Tag.Delta || tag === Tag.KnownSetCheck) && this.wt !== null) {
+            throw new DecodeError("invalid", `message 0x${tag.toString(16)} on a WebTransport session`);
+        }
+        if (tag === Tag.Events && this.wt === null)
+            throw new DecodeError("invalid", "Events over WebSocket");
         if (tag === Tag.Delta) {
             const mirror = this.mirrorState;
             if (mirror === null)
@@ -531,6 +911,12 @@ export class ZoneConnection {
                 return;
             case "kick":
                 this.lastKick = m;
+                // The host answered over WebTransport: its close decides, not the auto-mode timeout.
+                if (this.wtTrial) {
+                    this.wtTrial = false;
+                    this.cancel(this.wtTimer);
+                    this.wtTimer = null;
+                }
                 this.emit("kick", m);
                 return;
             case "input_refused":
@@ -549,9 +935,71 @@ export class ZoneConnection {
                     throw new DecodeError("invalid", "Redirect in the middle of a session");
                 this.follow(gen, m);
                 return;
+            case "events":
+                // §5.9: the events of a patch whose State travels apart; delivered as a Delta's are.
+                for (const ev of m.events)
+                    this.emit("event", ev, m.tick);
+                return;
             case "delta":
+            case "state":
                 return; // handled above
         }
+    }
+    /** One datagram of a WebTransport session: a State (§5.8). */
+    onDatagram(bytes) {
+        const now = this.sched.now();
+        this.counters.bytesIn += bytes.length;
+        this.counters.messagesIn += 1;
+        this.counters.datagramsIn += 1;
+        this.inMeter.add(now, bytes.length);
+        // A State may overtake the Welcome on the stream: drop it, the host repeats what is not acknowledged.
+        if (this.st !== "open" || this.ring === null) {
+            this.stateCounters.early += 1;
+            return;
+        }
+        if (bytes[0] !== Tag.State) {
+            this.stateCounters.undecodable += 1;
+            return;
+        }
+        this.applyState(bytes, now);
+    }
+    /**
+     * Applies a State through the ring (§5.8) and reports it as 'delta': the change from the state
+     * shown before. Late, repeated and baseless States are counted and dropped; so is one that does
+     * not apply to its base (the host falls back to a BASELINE when no acknowledgement comes).
+     */
+    applyState(bytes, now) {
+        const ring = this.ring;
+        if (ring === null)
+            throw new DecodeError("invalid", "State before Welcome");
+        let res;
+        try {
+            res = ring.apply(bytes);
+        }
+        catch (e) {
+            if (!(e instanceof DecodeError))
+                throw e;
+            this.stateCounters.undecodable += 1;
+            return;
+        }
+        this.onInputAck(res.head.ack);
+        if (res.status !== "applied") {
+            if (res.status === "stale")
+                this.stateCounters.stale += 1;
+            else
+                this.stateCounters.noBase += 1;
+            return;
+        }
+        this.stateCounters.applied += 1;
+        const { delta, changes, mirror, state } = res;
+        this.mirrorState = mirror;
+        this.clock.onDelta(delta.tick, now);
+        this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
+        this.lastAck = delta.ack;
+        if (delta.control !== undefined)
+            this.controlled = delta.control;
+        this.emit("delta", delta, { mirror, changes, recvMs: now, state });
+        this.ackStates();
     }
     /**
      * Compares the host's check with the known set (§5.7). A mismatch, or a check while a BASELINE
@@ -602,11 +1050,33 @@ export class ZoneConnection {
         this.welcomeMsg = w;
         this.playerId = w.playerId;
         this.token = w.reconnectToken;
-        // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an ordinary
-        // Delta continues from it. Anything else starts from nothing.
-        const keep = resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.mirrorState !== null;
-        if (!keep)
-            this.mirrorState = new Mirror(w.schema);
+        if (this.wt !== null) {
+            // §1.1: a WebTransport session speaks version 6 or later; its first State is a BASELINE.
+            if (w.version < DATAGRAM_VERSION) {
+                throw new DecodeError("invalid", `version ${w.version} on a WebTransport session`);
+            }
+            this.cancel(this.wtTimer);
+            this.wtTimer = null;
+            this.wtTrial = false;
+            this.ring = new StateRing(w.schema);
+            this.mirrorState = this.ring.current;
+            this.ackSent = 0;
+            this.ackOnlyAt = Number.NEGATIVE_INFINITY;
+            // A resumed player's unacknowledged inputs are repeated; a new player's sequence starts over.
+            if (!resumed) {
+                this.pendingInputs = [];
+                this.inputAck = 0;
+            }
+        }
+        else {
+            this.ring = null;
+            this.pendingInputs = [];
+            // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an ordinary
+            // Delta continues from it. Anything else starts from nothing.
+            const keep = resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.mirrorState !== null;
+            if (!keep)
+                this.mirrorState = new Mirror(w.schema);
+        }
         this.awaitingBaseline = false;
         this.resumeFromRefused = false;
         this.clock.reset(w.tickHz, w.tick, now);
@@ -623,7 +1093,7 @@ export class ZoneConnection {
         }
         this.st = "open";
         this.ping();
-        this.emit("welcome", w, { resumed });
+        this.emit("welcome", w, { resumed, transport: this.wt !== null ? "webtransport" : "websocket" });
         const first = this.firstWelcome;
         this.firstWelcome = null;
         first?.resolve(w);

@@ -2,6 +2,10 @@
  * The Delta message of PROTOCOL.md §5.5: decoded against the client's known set, and encoded so that
  * decode → encode is byte-identical (every update keeps the exact position form it arrived in).
  *
+ * The State message of §5.8 (version 6, a WebTransport datagram) is a Delta with a `base` tick after
+ * its own tick, written against the state of that tick instead of the previous Delta; it shares all of
+ * this code. A decoded State is a {@link Delta} whose `base` is a number.
+ *
  * `known` is the known set BEFORE the delta: `[id, kind]` pairs, ascending by id. The decoder applies
  * BASELINE and the despawns to it to resolve update indices into ids and kinds, and checks every rule of
  * §5.5 (ids ascending, despawned ids known, spawned ids new, indices in range, masks within the kind).
@@ -10,6 +14,8 @@ import { decodeFieldValue, encodeFieldValue, } from "./schema.js";
 import { DecodeError, EncodeError, Reader, varintLen, Writer } from "./wire.js";
 /** Tag of the Delta message. */
 export const DELTA_TAG = 0x82;
+/** Tag of the State message (§5.8, version 6): a Delta against an acknowledged base. */
+export const STATE_TAG = 0x89;
 /** Limits of §7 that concern deltas. */
 export const DELTA_LIMITS = {
     listEntries: 65_536,
@@ -165,27 +171,69 @@ function readUpdateRecord(r, kind) {
     return { pos, mask, fields };
 }
 /**
- * Decodes a whole Delta message (tag included) against `schema` and the known set before it.
- * Throws {@link DecodeError} on any violation of §5.5.
+ * Decodes a whole Delta or State message (tag included) against `schema` and the known set before
+ * it (for a State: the known set of its base state). Throws {@link DecodeError} on any violation of
+ * §5.5 or §5.8.
  */
 export function decodeDelta(bytes, schema, known) {
     const r = new Reader(bytes);
     const tag = r.u8();
-    if (tag !== DELTA_TAG)
-        throw new DecodeError("unknown_tag", `expected Delta, got 0x${tag.toString(16)}`);
-    const delta = decodeDeltaBody(r, schema, known);
+    if (tag !== DELTA_TAG && tag !== STATE_TAG) {
+        throw new DecodeError("unknown_tag", `expected Delta or State, got 0x${tag.toString(16)}`);
+    }
+    const delta = decodeDeltaBody(r, schema, known, tag === STATE_TAG);
     r.finish();
     return delta;
 }
-/** Decodes a Delta body (after the tag) from `r`. */
-export function decodeDeltaBody(r, schema, known) {
+/** Why a State header is invalid (§5.8), or null: a State carries no events, base 0 ⇔ BASELINE. */
+function stateHeaderProblem(base, baseline, events) {
+    if (events)
+        return "a State carries no events";
+    if ((base === 0) !== baseline)
+        return "a State's base is 0 exactly when it is a BASELINE";
+    return null;
+}
+/**
+ * Reads tick, base (a State's), ack and flags, checking them in wire order as the Rust reader does:
+ * unknown flag bits, then a State's EVENTS flag, then its base against BASELINE.
+ */
+function readHead(r, state) {
     const tick = r.varintU64();
+    const base = state ? r.varintU64() : null;
     const ack = r.varintU32();
     const flags = r.u8();
     if (flags & ~7)
         throw new DecodeError("invalid", `unknown delta flags 0x${flags.toString(16)}`);
+    if (base !== null) {
+        const problem = stateHeaderProblem(base, (flags & FLAG_BASELINE) !== 0, (flags & FLAG_EVENTS) !== 0);
+        if (problem !== null)
+            throw new DecodeError("invalid", problem);
+    }
+    return { tick, base, ack, flags };
+}
+/**
+ * Decodes only the fixed start of a Delta or State message (tag included): what a client needs to
+ * decide whether a State is new and whether it holds its base before decoding the rest.
+ */
+export function decodeDeltaHead(bytes) {
+    const r = new Reader(bytes);
+    const tag = r.u8();
+    if (tag !== DELTA_TAG && tag !== STATE_TAG) {
+        throw new DecodeError("unknown_tag", `expected Delta or State, got 0x${tag.toString(16)}`);
+    }
+    const h = readHead(r, tag === STATE_TAG);
+    return { tag, ...h, baseline: (h.flags & FLAG_BASELINE) !== 0 };
+}
+/**
+ * Decodes a Delta body (after the tag) from `r`; with `state`, a State body (§5.8: `base` after the
+ * tick, which the result carries).
+ */
+export function decodeDeltaBody(r, schema, known, state = false) {
+    const { tick, base, ack, flags } = readHead(r, state);
     const baseline = (flags & FLAG_BASELINE) !== 0;
     const delta = { tick, ack, baseline, despawns: [], updates: [], spawns: [], events: null };
+    if (base !== null)
+        delta.base = base;
     if (flags & FLAG_CONTROL) {
         const c = r.varintU64();
         if (c > 0x1_0000_0000)
@@ -365,17 +413,34 @@ export function writeIndexSet(w, knownLen, indices) {
 /**
  * Encodes `delta` (tag included) against the known set before it. The update indices are taken from
  * `delta.updates[i].index`; ids and kinds are checked against the known set after the despawns.
+ * When `delta.base` is a number the message is a State (§5.8) and `known` is its base's known set.
  */
 export function encodeDelta(delta, schema, known) {
     const w = new Writer(256);
-    w.u8(DELTA_TAG);
-    encodeDeltaBody(w, delta, schema, known);
+    const state = delta.base !== undefined && delta.base !== null;
+    w.u8(state ? STATE_TAG : DELTA_TAG);
+    encodeDeltaBody(w, delta, schema, known, state);
     return w.finish();
 }
-/** Encodes a Delta body (after the tag) into `w`. */
-export function encodeDeltaBody(w, delta, schema, known) {
+/**
+ * Encodes a Delta body (after the tag) into `w`; with `state`, a State body (§5.8), whose `base`
+ * must be a number (0 exactly when BASELINE) and which carries no events. A Delta has no base.
+ */
+export function encodeDeltaBody(w, delta, schema, known, state = false) {
     const hasControl = delta.control !== undefined;
     const hasEvents = delta.events !== null;
+    const base = delta.base ?? null;
+    if (state) {
+        if (base === null || !Number.isSafeInteger(base) || base < 0) {
+            throw new EncodeError("invalid", "a State needs its base tick");
+        }
+        const problem = stateHeaderProblem(base, delta.baseline, hasEvents);
+        if (problem !== null)
+            throw new EncodeError("invalid", problem);
+    }
+    else if (base !== null) {
+        throw new EncodeError("invalid", "a Delta has no base (a State does)");
+    }
     if (delta.baseline && (delta.despawns.length > 0 || delta.updates.length > 0)) {
         throw new EncodeError("invalid", "a BASELINE delta has no despawns and no updates");
     }
@@ -387,7 +452,10 @@ export function encodeDeltaBody(w, delta, schema, known) {
         if (n > DELTA_LIMITS.listEntries)
             throw new EncodeError("too_long", `${what}: ${n}`);
     }
-    w.varint(delta.tick).varintU32(delta.ack);
+    w.varint(delta.tick);
+    if (state && base !== null)
+        w.varint(base);
+    w.varintU32(delta.ack);
     w.u8((delta.baseline ? FLAG_BASELINE : 0) | (hasControl ? FLAG_CONTROL : 0) | (hasEvents ? FLAG_EVENTS : 0));
     if (hasControl) {
         const c = delta.control;
