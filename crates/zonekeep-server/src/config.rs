@@ -169,6 +169,14 @@ pub struct ServerConfig {
     /// version 5 with `VERSION_MISMATCH`, before its ticket is verified or spent. Default none:
     /// every client is admitted.
     pub min_content_version: Option<String>,
+    /// UDP address of the WebTransport endpoint (HTTP/3; PROTOCOL.md §1.1), `None` = off. In dev
+    /// mode the host makes its own short-lived certificate and publishes its hash at
+    /// `GET /webtransport`; otherwise `webtransport_cert` and `webtransport_key` are required.
+    pub webtransport: Option<SocketAddr>,
+    /// PEM certificate chain of the WebTransport endpoint.
+    pub webtransport_cert: Option<PathBuf>,
+    /// PEM private key of the WebTransport endpoint.
+    pub webtransport_key: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -221,6 +229,9 @@ impl Default for ServerConfig {
             route: crate::fleet::RouteMode::Redirect,
             content_version: String::new(),
             min_content_version: None,
+            webtransport: None,
+            webtransport_cert: None,
+            webtransport_key: None,
         }
     }
 }
@@ -307,6 +318,19 @@ impl ServerConfig {
             }
         }
         crate::fleet::validate_config(self)?;
+        if self.webtransport_cert.is_some() != self.webtransport_key.is_some() {
+            return Err(invalid(
+                "webtransport_cert",
+                "and webtransport_key go together (a certificate chain and its private key)",
+            ));
+        }
+        if self.webtransport.is_some() && !self.dev && self.webtransport_cert.is_none() {
+            return Err(invalid(
+                "webtransport",
+                "needs webtransport_cert and webtransport_key outside dev mode (browsers accept a \
+                 self-signed certificate only for development)",
+            ));
+        }
         if self.max_message_bytes > zonekeep_protocol::limits::MAX_CLIENT_MESSAGE {
             return Err(invalid(
                 "max_message_bytes",
@@ -497,6 +521,34 @@ mod tests {
     #[test]
     fn defaults_validate() {
         ServerConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn webtransport_needs_a_certificate_outside_dev_mode() {
+        let on = ServerConfig {
+            webtransport: Some("127.0.0.1:4433".parse().unwrap()),
+            ticket_secret: Some(Secret::new("s".repeat(32))),
+            ..ServerConfig::default()
+        };
+        let e = on.validate().unwrap_err();
+        assert!(e.to_string().contains("webtransport"), "{e}");
+        let half = ServerConfig {
+            webtransport_cert: Some("cert.pem".into()),
+            ..on.clone()
+        };
+        let e = half.validate().unwrap_err();
+        assert!(e.to_string().contains("webtransport_key"), "{e}");
+        let dev = ServerConfig {
+            dev: true,
+            ..on.clone()
+        };
+        dev.validate().unwrap();
+        let configured = ServerConfig {
+            webtransport_cert: Some("cert.pem".into()),
+            webtransport_key: Some("key.pem".into()),
+            ..on
+        };
+        configured.validate().unwrap();
     }
 
     #[test]

@@ -115,6 +115,8 @@ pub(crate) struct Shared {
     pub fleet_stop: CancellationToken,
     /// The module kinds, when the host has any (see [`crate::code`]).
     pub code: Option<Arc<dyn crate::code::CodeKinds>>,
+    /// The WebTransport endpoint, once it listens (`GET /webtransport` publishes it).
+    pub webtransport: std::sync::OnceLock<crate::webtransport::Published>,
 }
 
 /// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.
@@ -424,6 +426,7 @@ impl HostBuilder {
                 fleet_metrics,
                 fleet_stop: CancellationToken::new(),
                 code: self.code,
+                webtransport: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -532,6 +535,7 @@ impl Host {
             .route("/zones/{zone_id}", get(ws_handler))
             .route("/metrics", get(metrics_handler))
             .route("/healthz", get(|| async { "ok" }))
+            .route("/webtransport", get(webtransport_handler))
             .merge(admin::router(&shared));
         if shared.config.dev {
             r = r.merge(dev::router());
@@ -585,6 +589,15 @@ impl Host {
         let conns = TaskTracker::new();
         // A host with a store serves only as a fleet member holding a lease.
         self.join_fleet(listener.local_addr()?).await?;
+        // WebTransport on UDP: where configured, or in dev mode on the HTTP port's number.
+        let wt_addr = cfg
+            .webtransport
+            .or_else(|| cfg.dev.then(|| listener.local_addr().ok()).flatten());
+        if let Some(addr) = wt_addr {
+            crate::webtransport::start(&shared, addr, limiter.clone(), &conns)
+                .await
+                .map_err(|e| HostError::Io(std::io::Error::other(e.to_string())))?;
+        }
         self.follow_module_deploys().await;
         tracing::info!(addr = %listener.local_addr()?, "zonekeep host listening");
         tokio::pin!(shutdown);
@@ -725,6 +738,38 @@ async fn metrics_handler(State(shared): State<Arc<Shared>>) -> Response {
         .into_response()
 }
 
+/// Where the WebTransport endpoint listens and which certificate hash to pin (PROTOCOL.md §1.1),
+/// named from the host the request was sent to; 404 when WebTransport is off.
+async fn webtransport_handler(
+    State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let Some(p) = shared.webtransport.get() else {
+        return json_error(
+            StatusCode::NOT_FOUND,
+            "webtransport_off",
+            "this host does not serve WebTransport",
+        );
+    };
+    // The name the client reached this host by (what its certificate must name too), without
+    // the HTTP port; brackets stay around an IPv6 literal.
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(|h| match h.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => h,
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or("127.0.0.1")
+        .to_owned();
+    let body = serde_json::json!({
+        "url": format!("https://{host}:{}", p.port),
+        "certificate_hashes": p.certificate_hashes,
+    });
+    axum::Json(body).into_response()
+}
+
 async fn ws_handler(
     State(shared): State<Arc<Shared>>,
     Path(zone_id): Path<String>,
@@ -761,7 +806,7 @@ async fn ws_handler(
 
 /// The `hops` query parameter hosts put on a Redirect's URL (0 when absent or unreadable: a
 /// client that forges it only loops itself, and at most three more times).
-fn redirect_hops(query: Option<&str>) -> u32 {
+pub(crate) fn redirect_hops(query: Option<&str>) -> u32 {
     query
         .into_iter()
         .flat_map(|q| q.split('&'))

@@ -49,6 +49,7 @@ pub mod recording;
 mod session;
 pub mod sim;
 pub mod upgrade;
+pub mod webtransport;
 /// Tickets (minting, verification, keys, replay cache), re-exported from `zonekeep-ticket`.
 pub use zonekeep_ticket as ticket;
 

@@ -10,6 +10,10 @@
 //! direction (server → client frames in the writer, client → server messages
 //! before they are processed). Settings are switchable at runtime
 //! (`POST /dev/netsim`) and apply to every connection's next message.
+//!
+//! Datagrams (a WebTransport session's States and Inputs) are what TCP is not: the same
+//! setting applies to them per datagram, but a loss **drops** it, and each one's jitter is its
+//! own, so they arrive out of order ([`DatagramDelay`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, RwLock};
@@ -131,6 +135,113 @@ impl Link {
     }
 }
 
+impl Link {
+    /// What becomes of a datagram handed over at `now`: `None` when NetSim is off, else dropped
+    /// (`Some(None)`, with probability `loss`) or due at its own time (`Some(Some(at))`).
+    pub fn datagram_at(&mut self, cfg: &NetSimConfig, now: Instant) -> Option<Option<Instant>> {
+        if cfg.is_off() {
+            return None;
+        }
+        if self.next_f64() < cfg.loss {
+            return Some(None);
+        }
+        let jitter = (self.next_f64() * f64::from(cfg.jitter_ms)).round() as u64;
+        Some(Some(
+            now + Duration::from_millis(u64::from(cfg.latency_ms) + jitter),
+        ))
+    }
+}
+
+/// Datagrams held back by NetSim on one direction of a session: each is dropped with the loss
+/// probability or released at its own time, so they reorder. Bounded: a datagram handed over
+/// while it is full is dropped, as a full network queue drops it.
+#[derive(Debug)]
+pub struct DatagramDelay<T> {
+    link: Link,
+    /// `(due, order, item)`, a min-heap on `(due, order)`.
+    items: std::collections::BinaryHeap<std::cmp::Reverse<Held<T>>>,
+    next: u64,
+    cap: usize,
+}
+
+#[derive(Debug)]
+struct Held<T> {
+    at: Instant,
+    order: u64,
+    item: T,
+}
+
+impl<T> PartialEq for Held<T> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.order) == (other.at, other.order)
+    }
+}
+impl<T> Eq for Held<T> {}
+impl<T> PartialOrd for Held<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Held<T> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.order).cmp(&(other.at, other.order))
+    }
+}
+
+/// What [`DatagramDelay::offer`] did with a datagram.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Datagram<T> {
+    /// NetSim is off: send it now.
+    Now(T),
+    /// Held until [`DatagramDelay::pop_due`] releases it.
+    Held,
+    /// Lost (the simulated loss) or the queue was full.
+    Dropped,
+}
+
+impl<T> DatagramDelay<T> {
+    /// An empty queue holding at most `cap` datagrams (at least 1).
+    pub fn new(seed: u64, cap: usize) -> Self {
+        Self {
+            link: Link::new(seed),
+            items: std::collections::BinaryHeap::new(),
+            next: 0,
+            cap: cap.max(1),
+        }
+    }
+
+    /// Hand over a datagram at `now`.
+    pub fn offer(&mut self, cfg: &NetSimConfig, now: Instant, item: T) -> Datagram<T> {
+        match self.link.datagram_at(cfg, now) {
+            None => Datagram::Now(item),
+            Some(None) => Datagram::Dropped,
+            Some(Some(_)) if self.items.len() >= self.cap => Datagram::Dropped,
+            Some(Some(at)) => {
+                self.next += 1;
+                self.items.push(std::cmp::Reverse(Held {
+                    at,
+                    order: self.next,
+                    item,
+                }));
+                Datagram::Held
+            }
+        }
+    }
+
+    /// When the next held datagram is due, if any.
+    pub fn next_release(&self) -> Option<Instant> {
+        self.items.peek().map(|h| h.0.at)
+    }
+
+    /// The next held datagram, if it is due at `now`.
+    pub fn pop_due(&mut self, now: Instant) -> Option<T> {
+        if self.items.peek().is_some_and(|h| h.0.at <= now) {
+            return self.items.pop().map(|h| h.0.item);
+        }
+        None
+    }
+}
+
 /// Messages held back by NetSim on one direction of a connection: each is stamped when it is
 /// handed over (so a message never waits for its predecessor's whole delay on top of its own),
 /// released in order (head-of-line blocking, never reordered or dropped), and bounded.
@@ -190,6 +301,53 @@ impl<T> DelayQueue<T> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn datagrams_are_lost_and_reordered_but_never_late_beyond_their_own_delay() {
+        let cfg = NetSimConfig {
+            latency_ms: 100,
+            jitter_ms: 40,
+            loss: 0.2,
+            rto_ms: 0,
+        };
+        let mut q = DatagramDelay::new(7, 10_000);
+        let t0 = Instant::now();
+        let (mut dropped, mut held) = (0, 0);
+        for i in 0..1000u32 {
+            match q.offer(&cfg, t0 + Duration::from_millis(u64::from(i)), i) {
+                Datagram::Dropped => dropped += 1,
+                Datagram::Held => held += 1,
+                Datagram::Now(_) => panic!("NetSim is on"),
+            }
+        }
+        assert!(
+            (120..280).contains(&dropped),
+            "about a fifth lost: {dropped}"
+        );
+        let mut out = Vec::new();
+        let mut now = t0;
+        while let Some(at) = q.next_release() {
+            now = now.max(at);
+            while let Some(i) = q.pop_due(now) {
+                // Sent at t0 + i ms, due within [100, 140] ms of that.
+                let sent = t0 + Duration::from_millis(u64::from(i));
+                assert!(now >= sent + Duration::from_millis(100));
+                assert!(now <= sent + Duration::from_millis(140));
+                out.push(i);
+            }
+        }
+        assert_eq!(out.len(), held);
+        assert!(
+            out.windows(2).any(|w| w[0] > w[1]),
+            "jitter reorders datagrams"
+        );
+        let off = NetSimConfig::default();
+        assert_eq!(q.offer(&off, now, 5), Datagram::Now(5));
+        let mut full = DatagramDelay::new(1, 1);
+        let lossless = NetSimConfig { loss: 0.0, ..cfg };
+        assert_eq!(full.offer(&lossless, t0, 1), Datagram::Held);
+        assert_eq!(full.offer(&lossless, t0, 2), Datagram::Dropped, "bounded");
+    }
 
     #[test]
     fn releases_are_ordered_and_delayed() {

@@ -202,6 +202,17 @@ struct ServeArgs {
     /// one below protocol version 5 with VERSION_MISMATCH [default: none, every client admitted].
     #[arg(long, env = "ZONEKEEP_MIN_CONTENT_VERSION")]
     min_content_version: Option<String>,
+    /// UDP address of the WebTransport endpoint (HTTP/3: States and inputs in datagrams; see
+    /// PROTOCOL.md §1.1) [default: off; with --dev, the listen address's IP and port number].
+    /// Outside dev mode it needs --webtransport-cert and --webtransport-key.
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT")]
+    webtransport: Option<SocketAddr>,
+    /// PEM certificate chain for the WebTransport endpoint.
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_CERT")]
+    webtransport_cert: Option<PathBuf>,
+    /// PEM private key for the WebTransport endpoint.
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_KEY")]
+    webtransport_key: Option<PathBuf>,
     #[command(flatten)]
     persist: crate::persist_args::PersistArgs,
 }
@@ -327,6 +338,15 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(v) = &args.content_version {
         cfg.content_version = v.clone();
+    }
+    if let Some(v) = args.webtransport {
+        cfg.webtransport = Some(v);
+    }
+    if let Some(v) = &args.webtransport_cert {
+        cfg.webtransport_cert = Some(v.clone());
+    }
+    if let Some(v) = &args.webtransport_key {
+        cfg.webtransport_key = Some(v.clone());
     }
     if let Some(v) = &args.min_content_version {
         cfg.min_content_version = Some(v.clone());

@@ -75,6 +75,9 @@ pub struct Metrics {
     connections_refused: Family<Labels, Counter>,
     disconnects: Family<Labels, Counter>,
     pings_rate_limited: Counter,
+    datagrams_rate_limited: Counter,
+    datagrams_unsent: Counter,
+    netsim_dropped: Counter,
     kicks: Family<Labels, Counter>,
     zones: Gauge,
     events_dropped: Counter,
@@ -114,6 +117,9 @@ impl Metrics {
             connections_refused: Family::default(),
             disconnects: Family::default(),
             pings_rate_limited: Counter::default(),
+            datagrams_rate_limited: Counter::default(),
+            datagrams_unsent: Counter::default(),
+            netsim_dropped: Counter::default(),
             kicks: Family::default(),
             zones: Gauge::default(),
             events_dropped: Counter::default(),
@@ -205,6 +211,21 @@ impl Metrics {
             "zonekeep_pings_rate_limited",
             "Pings over the connection's ping rate, left without a Pong",
             m.pings_rate_limited.clone(),
+        );
+        registry.register(
+            "zonekeep_datagrams_rate_limited",
+            "WebTransport datagrams bringing no new input, over the session's datagram rate, ignored",
+            m.datagrams_rate_limited.clone(),
+        );
+        registry.register(
+            "zonekeep_datagrams_unsent",
+            "States the QUIC connection refused to send as a datagram (closed, or the path shrank)",
+            m.datagrams_unsent.clone(),
+        );
+        registry.register(
+            "zonekeep_netsim_dropped",
+            "Datagrams NetSim (dev) dropped as simulated loss or a full simulated queue",
+            m.netsim_dropped.clone(),
         );
         registry.register("zonekeep_kicks", "Kicks sent, by code", m.kicks.clone());
         registry.register("zonekeep_zones", "Zones running", m.zones.clone());
@@ -377,6 +398,21 @@ impl Metrics {
     /// A Ping over the connection's ping rate got no Pong.
     pub fn ping_rate_limited(&self) {
         self.pings_rate_limited.inc();
+    }
+
+    /// A WebTransport datagram with nothing new was over the session's datagram rate.
+    pub fn datagram_rate_limited(&self) {
+        self.datagrams_rate_limited.inc();
+    }
+
+    /// A State could not be sent as a datagram.
+    pub fn datagram_send_failed(&self) {
+        self.datagrams_unsent.inc();
+    }
+
+    /// NetSim dropped a datagram.
+    pub fn netsim_dropped(&self) {
+        self.netsim_dropped.inc();
     }
 
     /// A connection was refused or closed before being served (`reason`: `per_ip`, `total`,

@@ -13,3 +13,4 @@ mod persist;
 mod refusals;
 mod resume;
 mod sync;
+mod webtransport;

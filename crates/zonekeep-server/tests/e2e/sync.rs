@@ -34,6 +34,7 @@ async fn a_refused_input_is_reported_and_a_drifted_known_set_is_repaired() {
     // Corrupt the client's known set: it now holds an entity the host never sent.
     mirror
         .apply(&Delta {
+            base: None,
             tick: mirror.tick(),
             ack: 0,
             baseline: false,

@@ -1,0 +1,66 @@
+//! Messages on a WebTransport session's control stream (PROTOCOL.md §1.1): each is a `varint`
+//! length, then that many bytes of one message.
+
+use bytes::Bytes;
+use wtransport::{RecvStream, SendStream};
+use zonekeep_protocol::wire::put_varint;
+
+use crate::error::SessionError;
+
+/// Reads the next message, at most `max` bytes; `Ok(None)` when the client finished the stream
+/// or the session ended. A length over `max` is refused before anything is read or allocated.
+pub(crate) async fn read_message(
+    stream: &mut RecvStream,
+    max: usize,
+) -> Result<Option<Bytes>, SessionError> {
+    let mut len: u64 = 0;
+    for i in 0..5u32 {
+        let mut b = [0u8; 1];
+        match stream.read(&mut b).await {
+            Ok(Some(1)) => {}
+            Ok(_) if i == 0 => return Ok(None),
+            Ok(_) => {
+                return Err(SessionError::Protocol(
+                    "stream ended inside a length".into(),
+                ))
+            }
+            Err(_) => return Ok(None),
+        }
+        let byte = b[0];
+        if i == 4 && byte > 0x0f {
+            return Err(SessionError::Protocol(
+                "message length overflows u32".into(),
+            ));
+        }
+        if i > 0 && byte == 0 {
+            return Err(SessionError::Protocol(
+                "non-canonical message length".into(),
+            ));
+        }
+        len |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            if len > max {
+                return Err(SessionError::TooLarge { len, max });
+            }
+            let mut body = vec![0u8; len];
+            return match stream.read_exact(&mut body).await {
+                Ok(()) => Ok(Some(Bytes::from(body))),
+                Err(_) => Err(SessionError::Protocol(
+                    "stream ended inside a message".into(),
+                )),
+            };
+        }
+    }
+    Err(SessionError::Protocol(
+        "message length overflows u32".into(),
+    ))
+}
+
+/// Writes one message with its length in front.
+pub(crate) async fn write_message(stream: &mut SendStream, message: &[u8]) -> bool {
+    let mut framed = Vec::with_capacity(message.len() + 5);
+    put_varint(&mut framed, message.len() as u64);
+    framed.extend_from_slice(message);
+    stream.write_all(&framed).await.is_ok()
+}

@@ -1,0 +1,464 @@
+//! One WebTransport session: the control stream's Hello and the handshake the WebSocket path
+//! uses, then a stream reader (Pings), a datagram reader (Inputs: acknowledgements and inputs),
+//! and a writer that sends each State as a datagram and everything else on the stream.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+use wtransport::endpoint::IncomingSession;
+use wtransport::{Connection, RecvStream, SendStream, VarInt};
+use zonekeep_protocol::limits::DATAGRAM_VERSION;
+use zonekeep_protocol::messages::{tag, ClientMessage, KickCode, Redirect, ServerMessage};
+
+use super::framing::{read_message, write_message};
+use crate::conn::{ConnEnds, ConnHandle, DatagramPath, KickNotice};
+use crate::conn_limit::{Admission, ConnGuard};
+use crate::error::{kick_label, SessionError};
+use crate::host::{redirect_hops, valid_zone_id, Shared};
+use crate::netsim::{Datagram, DatagramDelay, DelayQueue};
+use crate::session::{accept_input, admit_hello, handle_message, Attached, Handshake, Limits};
+use crate::sim::{kick_frame, SimCommand};
+
+/// The only versions a WebTransport session speaks (PROTOCOL.md §1.1).
+const VERSIONS: [u32; 1] = [DATAGRAM_VERSION];
+
+/// Serves one incoming session to its end.
+pub(super) async fn run(incoming: IncomingSession, shared: Arc<Shared>, admission: Admission) {
+    let _track = shared.sessions.token();
+    let timeout = Duration::from_millis(shared.config.handshake_timeout_ms);
+    let Ok(Ok(request)) = tokio::time::timeout(timeout, incoming).await else {
+        shared.metrics.disconnect("dropped");
+        return;
+    };
+    let (path, query) = match request.path().split_once('?') {
+        Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
+        None => (request.path().to_owned(), None),
+    };
+    let zone_id = match path.strip_prefix("/zones/") {
+        Some(z) if valid_zone_id(z) => z.to_owned(),
+        _ => {
+            request.not_found().await;
+            return;
+        }
+    };
+    let hops = redirect_hops(query.as_deref());
+    let (guard, over_ip_cap): (Option<ConnGuard>, bool) = match admission {
+        Admission::Normal(g) => (Some(g), false),
+        Admission::OverIpCap(g) => {
+            shared.metrics.connection_refused("per_ip");
+            (Some(g), true)
+        }
+        Admission::Refuse(reason) => {
+            shared.metrics.connection_refused(reason);
+            request.too_many_requests().await;
+            return;
+        }
+    };
+    let _guard = guard;
+    let Ok(connection) = request.accept().await else {
+        shared.metrics.disconnect("dropped");
+        return;
+    };
+    let conn_id = shared
+        .next_conn
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (mut conn, ends) = ConnHandle::new(conn_id, shared.config.outbox_frames);
+    conn.datagrams = connection
+        .max_datagram_size()
+        .map(|m| Arc::new(DatagramPath::new(m)));
+    let (mut send, mut recv) = match control_stream(&shared, &connection, timeout).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return,
+        Err(e) => {
+            close(&shared, &connection, None, Some(e.kick())).await;
+            return;
+        }
+    };
+    if over_ip_cap {
+        let k = Some(SessionError::TooManyConnections.kick());
+        close(&shared, &connection, Some(&mut send), k).await;
+        return;
+    }
+    let attached = match hello(&shared, &zone_id, &connection, &mut recv, &conn, timeout).await {
+        Ok(Handshake::Attached(a)) => a,
+        Ok(Handshake::Gone) => return,
+        Ok(Handshake::Elsewhere(moved)) => {
+            let k = redirect(&shared, &zone_id, hops, &moved.url, &mut send).await;
+            close(&shared, &connection, Some(&mut send), k).await;
+            return;
+        }
+        Err(e) => {
+            tracing::debug!(zone = %zone_id, conn = conn_id, error = %e, "webtransport handshake refused");
+            close(&shared, &connection, Some(&mut send), Some(e.kick())).await;
+            return;
+        }
+    };
+    tracing::debug!(zone = %zone_id, conn = conn_id, player = %attached.player, "webtransport session attached");
+    let kick = serve(
+        &shared,
+        &attached,
+        &connection,
+        &mut send,
+        recv,
+        &conn,
+        ends,
+    )
+    .await;
+    close(&shared, &connection, Some(&mut send), kick).await;
+    let cmd = SimCommand::Disconnected {
+        zone_id,
+        player: attached.player,
+        conn_id,
+    };
+    shared.pool.send_eventually(attached.entry.thread, cmd);
+}
+
+/// The client's control stream, opened within the handshake timeout. A datagram before it is a
+/// protocol error (there is no Hello yet); a second stream later is refused by the reader.
+async fn control_stream(
+    shared: &Shared,
+    connection: &Connection,
+    timeout: Duration,
+) -> Result<Option<(SendStream, RecvStream)>, SessionError> {
+    tokio::select! {
+        _ = shared.shutdown.cancelled() => Err(SessionError::ShuttingDown),
+        () = tokio::time::sleep(timeout) => Err(SessionError::HandshakeTimeout),
+        s = connection.accept_bi() => match s {
+            Ok(s) => Ok(Some(s)),
+            Err(_) => {
+                shared.metrics.disconnect("dropped");
+                Ok(None)
+            }
+        },
+        d = connection.receive_datagram() => match d {
+            Ok(_) => Err(SessionError::Protocol("a datagram before the Hello".into())),
+            Err(_) => {
+                shared.metrics.disconnect("dropped");
+                Ok(None)
+            }
+        },
+    }
+}
+
+/// Reads the Hello from the control stream and runs the shared handshake.
+async fn hello(
+    shared: &Arc<Shared>,
+    zone_id: &str,
+    connection: &Connection,
+    recv: &mut RecvStream,
+    conn: &ConnHandle,
+    timeout: Duration,
+) -> Result<Handshake, SessionError> {
+    let max = shared.config.max_message_bytes;
+    let first = tokio::select! {
+        _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
+        () = tokio::time::sleep(timeout) => return Err(SessionError::HandshakeTimeout),
+        m = read_message(recv, max) => m?,
+        d = connection.receive_datagram() => match d {
+            Ok(_) => return Err(SessionError::Protocol("a datagram before the Hello".into())),
+            Err(_) => None,
+        },
+    };
+    let Some(bytes) = first else {
+        shared.metrics.disconnect("dropped");
+        return Ok(Handshake::Gone);
+    };
+    admit_hello(shared, zone_id, bytes, &VERSIONS, conn).await
+}
+
+/// A Redirect to the zone's owner (its WebSocket URL: the client continues there), or the Kick
+/// that refuses one hop too many or a host outside a fleet.
+async fn redirect(
+    shared: &Shared,
+    zone_id: &str,
+    hops: u32,
+    owner: &str,
+    send: &mut SendStream,
+) -> Option<KickNotice> {
+    let url = crate::fleet::Fleet::zone_url(owner, zone_id, hops.saturating_add(1));
+    let kick = |code, reason: String| Some(KickNotice { code, reason });
+    let Some(fleet) = shared.fleet() else {
+        return kick(KickCode::ZONE_MOVED, format!("the zone is served at {url}"));
+    };
+    if hops >= crate::fleet::forward::MAX_HOPS {
+        fleet.metrics.redirect_loops.inc();
+        return kick(
+            KickCode::TOO_MANY_REDIRECTS,
+            format!("{hops} redirects without reaching the zone's owner; retry shortly"),
+        );
+    }
+    fleet.metrics.redirects.inc();
+    let msg = ServerMessage::Redirect(Redirect {
+        url,
+        zone_id: zone_id.to_owned(),
+    });
+    match msg.to_bytes(None) {
+        Ok(bytes) => {
+            let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
+            let _ = tokio::time::timeout(bound, write_message(send, &bytes)).await;
+            None
+        }
+        Err(e) => kick(
+            KickCode::INTERNAL_ERROR,
+            format!("cannot redirect to the zone's owner: {e}"),
+        ),
+    }
+}
+
+/// Sends the Kick (bounded in time) and closes the session with 4000 + its code (§1.1).
+async fn close(
+    shared: &Shared,
+    connection: &Connection,
+    send: Option<&mut SendStream>,
+    kick: Option<KickNotice>,
+) {
+    let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
+    let code = kick
+        .as_ref()
+        .map_or(0, |k| u32::from(crate::session::close_code(k.code)));
+    if let Some(send) = send {
+        if let Some(k) = &kick {
+            shared.metrics.kick(&kick_label(k.code));
+            let frame = kick_frame(k.code, &k.reason);
+            let _ = tokio::time::timeout(bound, write_message(send, &frame)).await;
+        }
+        let _ = tokio::time::timeout(bound, send.finish()).await;
+    }
+    connection.close(VarInt::from_u32(code), b"");
+    // Let the close (and the Kick before it) leave before the endpoint forgets the session.
+    let _ = tokio::time::timeout(bound, connection.closed()).await;
+}
+
+/// Runs the readers and the writer until one ends the session; the Kick to send, if any.
+async fn serve(
+    shared: &Arc<Shared>,
+    a: &Attached,
+    connection: &Connection,
+    send: &mut SendStream,
+    recv: RecvStream,
+    conn: &ConnHandle,
+    ends: ConnEnds,
+) -> Option<KickNotice> {
+    let outcome = tokio::select! {
+        r = read_loop(shared, a, connection, recv, conn) => r.err(),
+        k = write_loop(shared, connection, send, ends, conn) => return k,
+        _ = connection.accept_bi() => Some(SessionError::Protocol("a second stream".into())),
+        _ = connection.accept_uni() => Some(SessionError::Protocol("a unidirectional stream".into())),
+    };
+    outcome.map(|e| {
+        conn.kick(e.code(), e.to_string());
+        e.kick()
+    })
+}
+
+/// Reads the control stream (Pings) and the datagrams (Inputs) until the client leaves or breaks
+/// a rule; every message and datagram resets the idle timer.
+async fn read_loop(
+    shared: &Arc<Shared>,
+    a: &Attached,
+    connection: &Connection,
+    mut recv: RecvStream,
+    conn: &ConnHandle,
+) -> Result<(), SessionError> {
+    let cfg = &shared.config;
+    let max = cfg.max_message_bytes;
+    let idle = Duration::from_millis(cfg.idle_timeout_ms);
+    let limits = Limits::new(cfg);
+    let path = conn.datagrams.clone();
+    // Client → host datagrams held back by NetSim (dev): lost, delayed and reordered.
+    let mut delayed: DatagramDelay<Bytes> = DatagramDelay::new(
+        a.conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x77,
+        cfg.outbox_frames,
+    );
+    // The highest input sequence handed to the zone: repeats cost nothing.
+    let mut forwarded = 0u32;
+    let mut last_seen = Instant::now();
+    let idle_timer = tokio::time::sleep(idle);
+    tokio::pin!(idle_timer);
+    loop {
+        let release = delayed.next_release();
+        tokio::select! {
+            biased;
+            () = &mut idle_timer => {
+                let due = last_seen + idle;
+                if Instant::now() >= due {
+                    return Err(SessionError::IdleTimeout);
+                }
+                idle_timer.as_mut().reset(due);
+            }
+            _ = tokio::time::sleep_until(release.unwrap_or_else(Instant::now)), if release.is_some() => {
+                while let Some(d) = delayed.pop_due(Instant::now()) {
+                    datagram(shared, a, &limits, path.as_deref(), &mut forwarded, &d)?;
+                }
+            }
+            m = read_message(&mut recv, max) => {
+                let Some(bytes) = m? else {
+                    shared.metrics.disconnect("closed");
+                    return Ok(());
+                };
+                last_seen = Instant::now();
+                match bytes.first() {
+                    Some(&(tag::INPUT | tag::RESYNC | tag::INPUTS)) => {
+                        return Err(SessionError::Protocol(
+                            "Input, Resync and Inputs are not sent on a WebTransport stream".into(),
+                        ));
+                    }
+                    _ => {
+                        if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
+                            conn.send_own(pong).await;
+                        }
+                    }
+                }
+            }
+            d = connection.receive_datagram() => {
+                let Ok(d) = d else {
+                    shared.metrics.disconnect("dropped");
+                    return Ok(());
+                };
+                last_seen = Instant::now();
+                let bytes = Bytes::copy_from_slice(d.payload().as_ref());
+                if bytes.len() > max {
+                    return Err(SessionError::TooLarge { len: bytes.len(), max });
+                }
+                match delayed.offer(&shared.netsim.get(), last_seen, bytes) {
+                    Datagram::Now(b) => datagram(shared, a, &limits, path.as_deref(), &mut forwarded, &b)?,
+                    Datagram::Held => {}
+                    Datagram::Dropped => shared.metrics.netsim_dropped(),
+                }
+            }
+        }
+    }
+}
+
+/// Acts on one client datagram: it must be an Inputs (§4.5). The acknowledgement is noted for
+/// the zone; inputs it has not forwarded yet go through the input rate limit into the inbox; a
+/// datagram that brings nothing new spends a datagram token instead.
+fn datagram(
+    shared: &Shared,
+    a: &Attached,
+    limits: &Limits,
+    path: Option<&DatagramPath>,
+    forwarded: &mut u32,
+    bytes: &[u8],
+) -> Result<(), SessionError> {
+    if shared.fleet().is_some_and(|f| !f.gate.holds_now()) {
+        return Err(crate::sim::JoinFailure::Fenced.into());
+    }
+    let batch = match ClientMessage::decode(bytes) {
+        Ok(ClientMessage::Inputs(b)) => b,
+        Ok(_) => {
+            return Err(SessionError::Protocol(
+                "a datagram other than Inputs".into(),
+            ))
+        }
+        Err(e) => return Err(SessionError::Protocol(format!("undecodable datagram: {e}"))),
+    };
+    if let Some(path) = path {
+        path.acknowledge(batch.ack);
+    }
+    let mut new = false;
+    for i in batch.inputs {
+        if i.seq <= *forwarded {
+            continue;
+        }
+        *forwarded = i.seq;
+        new = true;
+        accept_input(shared, a, limits, i)?;
+    }
+    if !new && limits.datagrams.check().is_err() {
+        shared.metrics.datagram_rate_limited();
+        if limits.abuse.check().is_err() {
+            return Err(SessionError::RateLimited);
+        }
+    }
+    Ok(())
+}
+
+/// Sends the zone's frames: a State (§5.8) as a datagram when it fits one, everything else (and
+/// a State too large for a datagram) on the control stream, in order.
+async fn write_loop(
+    shared: &Arc<Shared>,
+    connection: &Connection,
+    send: &mut SendStream,
+    ends: ConnEnds,
+    conn: &ConnHandle,
+) -> Option<KickNotice> {
+    let ConnEnds {
+        mut outbox,
+        mut kick,
+    } = ends;
+    let conn_id = conn.id;
+    // Host → client traffic held back by NetSim: the stream keeps its order (one lost packet
+    // holds back the rest, as on TCP); datagrams are lost and reordered on their own.
+    let mut stream_delay: DelayQueue<Bytes> = DelayQueue::new(
+        conn_id.wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 0xa5,
+        shared.config.outbox_frames,
+    );
+    let mut datagram_delay: DatagramDelay<Bytes> = DatagramDelay::new(
+        conn_id.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x5a,
+        shared.config.outbox_frames,
+    );
+    let stop = async {
+        tokio::select! {
+            biased;
+            k = kick.wait_for(Option::is_some) => k.ok().and_then(|k| k.clone()),
+            _ = shared.sessions_end.cancelled() => Some(SessionError::ShuttingDown.kick()),
+        }
+    };
+    tokio::pin!(stop);
+    loop {
+        let next = match (stream_delay.next_release(), datagram_delay.next_release()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let room = !stream_delay.is_full();
+        tokio::select! {
+            biased;
+            k = &mut stop => return k,
+            _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => {
+                let now = Instant::now();
+                while let Some(d) = datagram_delay.pop_due(now) {
+                    let _ = connection.send_datagram(d);
+                }
+                while let Some(m) = stream_delay.pop_due(now) {
+                    tokio::select! {
+                        biased;
+                        k = &mut stop => return k,
+                        ok = write_message(send, &m) => if !ok { return None },
+                    }
+                }
+            }
+            f = outbox.recv(), if room => {
+                let frame = f?;
+                let now = Instant::now();
+                let netsim = shared.netsim.get();
+                let fits = conn
+                    .datagrams
+                    .as_ref()
+                    .is_some_and(|p| frame.len() <= p.max_frame());
+                if frame.first() == Some(&tag::STATE) && fits {
+                    match datagram_delay.offer(&netsim, now, frame) {
+                        Datagram::Now(d) => {
+                            if connection.send_datagram(d).is_err() {
+                                shared.metrics.datagram_send_failed();
+                            }
+                        }
+                        Datagram::Held => {}
+                        Datagram::Dropped => shared.metrics.netsim_dropped(),
+                    }
+                    continue;
+                }
+                let Some(m) = stream_delay.offer(&netsim, now, frame) else { continue };
+                // Racing the write against a kick: a client that stopped reading blocks this
+                // write, and the slow-consumer kick must still end the session.
+                tokio::select! {
+                    biased;
+                    k = &mut stop => return k,
+                    ok = write_message(send, &m) => if !ok { return None },
+                }
+            }
+        }
+    }
+}
