@@ -58,6 +58,8 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("sdk/replica.js", JS),
     file!("sdk/scheduler.js", JS),
     file!("sdk/schema.js", JS),
+    file!("sdk/states.js", JS),
+    file!("sdk/webtransport.js", JS),
     file!("sdk/wire.js", JS),
 ];
 
