@@ -915,10 +915,11 @@ impl ReadProgress {
 }
 
 /// Tell the zone a connection's round trip. NetSim (dev) delays messages but not the WebSocket
-/// Ping and Pong, so its mean added round trip (latency both ways, half the jitter each way) is
-/// added: lag compensation then allows for the network the player actually plays over. A full
-/// command queue drops it; the next Pong brings another.
-fn report_round_trip(shared: &Shared, a: &Attached, measured: Duration) {
+/// Ping and Pong (nor QUIC's own packets, whose round trip a WebTransport session reports), so its
+/// mean added round trip (latency both ways, half the jitter each way) is added: lag compensation
+/// then allows for the network the player actually plays over. A full command queue drops it; the
+/// next measurement brings another.
+pub(crate) fn report_round_trip(shared: &Shared, a: &Attached, measured: Duration) {
     let sim = shared.netsim.get();
     let added = Duration::from_millis(2 * u64::from(sim.latency_ms) + u64::from(sim.jitter_ms));
     let cmd = SimCommand::RoundTrip {

@@ -18,7 +18,9 @@ use crate::conn_limit::{Admission, ConnGuard};
 use crate::error::{kick_label, SessionError};
 use crate::host::{redirect_hops, valid_zone_id, Shared};
 use crate::netsim::{Datagram, DatagramDelay, DelayQueue};
-use crate::session::{accept_input, admit_hello, handle_message, Attached, Handshake, Limits};
+use crate::session::{
+    accept_input, admit_hello, handle_message, report_round_trip, Attached, Handshake, Limits,
+};
 use crate::sim::{kick_frame, SimCommand};
 
 /// The only versions a WebTransport session speaks (PROTOCOL.md §1.1).
@@ -277,10 +279,14 @@ async fn read_loop(
     let mut last_seen = Instant::now();
     let idle_timer = tokio::time::sleep(idle);
     tokio::pin!(idle_timer);
+    // The zone's lag compensation reaches back by the round trip: QUIC measures it.
+    let mut rtt_report = tokio::time::interval(Duration::from_secs(1));
+    rtt_report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let release = delayed.next_release();
         tokio::select! {
             biased;
+            _ = rtt_report.tick() => report_round_trip(shared, a, connection.rtt()),
             () = &mut idle_timer => {
                 let due = last_seen + idle;
                 if Instant::now() >= due {
