@@ -35,6 +35,9 @@ pub struct NetSimConfig {
     /// Retransmission timeout per loss, ms; the effective delay is
     /// `max(rto_ms, 2 × latency_ms)`, and 0 means TCP's usual 200 ms floor.
     pub rto_ms: u32,
+    /// A network that drops UDP: new WebTransport sessions get no answer and every datagram is
+    /// lost (WebSocket is untouched), so clients fall back to WebSocket.
+    pub block_udp: bool,
 }
 
 /// Why a NetSim setting was refused.
@@ -137,8 +140,12 @@ impl Link {
 
 impl Link {
     /// What becomes of a datagram handed over at `now`: `None` when NetSim is off, else dropped
-    /// (`Some(None)`, with probability `loss`) or due at its own time (`Some(Some(at))`).
+    /// (`Some(None)`, with probability `loss`, or always with `block_udp`) or due at its own time
+    /// (`Some(Some(at))`).
     pub fn datagram_at(&mut self, cfg: &NetSimConfig, now: Instant) -> Option<Option<Instant>> {
+        if cfg.block_udp {
+            return Some(None);
+        }
         if cfg.is_off() {
             return None;
         }
@@ -309,6 +316,7 @@ mod tests {
             jitter_ms: 40,
             loss: 0.2,
             rto_ms: 0,
+            ..NetSimConfig::default()
         };
         let mut q = DatagramDelay::new(7, 10_000);
         let t0 = Instant::now();
@@ -356,6 +364,7 @@ mod tests {
             jitter_ms: 40,
             loss: 0.3,
             rto_ms: 0,
+            ..NetSimConfig::default()
         };
         let mut link = Link::new(7);
         let t0 = Instant::now();

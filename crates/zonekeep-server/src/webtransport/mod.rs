@@ -142,6 +142,11 @@ pub(crate) async fn start(
                 _ = shared.shutdown.cancelled() => break,
                 i = endpoint.accept() => i,
             };
+            // NetSim's blocked UDP (dev): the handshake gets no answer, as behind a firewall.
+            if shared.netsim.get().block_udp {
+                incoming.ignore();
+                continue;
+            }
             let admitted = limiter.admit(incoming.remote_address().ip());
             let shared = shared.clone();
             sessions.spawn(session::run(incoming, shared, admitted));
