@@ -140,9 +140,10 @@ export async function setNetSim(base, setting) {
 
 /**
  * Launches headless Chromium with a fresh profile directory. Returns `{ context, close() }`.
- * Flags keep it offline and quiet: no QUIC, no background networking, updates or sync.
+ * Flags keep it offline and quiet: no background networking, updates or sync. QUIC (WebTransport)
+ * is on unless `quic` is false.
  */
-export async function launchChromium(executablePath) {
+export async function launchChromium(executablePath, { quic = true } = {}) {
   const { chromium } = await import("playwright-core");
   const profile = mkdtempSync(join(tmpdir(), "zonekeep-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
@@ -152,7 +153,8 @@ export async function launchChromium(executablePath) {
       "--headless",
       "--no-sandbox",
       "--disable-gpu",
-      "--disable-quic",
+      // QUIC carries WebTransport (HTTP/3), which the SDK tries first; `quic: false` blocks it.
+      ...(quic ? [] : ["--disable-quic"]),
       "--no-first-run",
       "--disable-background-networking",
       "--disable-component-update",
@@ -187,13 +189,14 @@ export const movementPath = join(repo, "examples", "arena", "web", "dist", "move
 
 /**
  * Opens the arena page of zone `zone` at `base` as `name` in `browser` and waits until it has
- * joined and shows its own player. Returns the page and the page errors it collects.
+ * joined and shows its own player; `query` adds page parameters (`&transport=webtransport`). Returns
+ * the page and the page errors it collects.
  */
-export async function openArenaPage(browser, base, zone, name) {
+export async function openArenaPage(browser, base, zone, name, query = "") {
   const page = await browser.context.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(`${base}/?zone=${zone}&name=${name}`);
+  await page.goto(`${base}/?zone=${zone}&name=${name}${query}`);
   await page.waitForFunction(() => window.arena?.state === "open" && window.arena.me !== null, null, {
     timeout: 20000,
   });

@@ -20,8 +20,7 @@
  * and emits 'reload' with {@link RELOAD_MESSAGE}, then a 'close' whose `reload` is true;
  * `connect()` rejects with a {@link ContentOutdatedError}. The app reloads the page.
  *
- * Transports (§1.1, version 6): with `transport: "auto"` (opt-in for now; the default is
- * `"websocket"` until the browser runs over WebTransport are part of the test suite) an attempt first asks the
+ * Transports (§1.1, version 6): with `transport: "auto"` (the default) an attempt first asks the
  * entry host where its WebTransport sessions are (`GET /webtransport` on the entry URL's HTTP
  * origin), opens one there and sends the Hello on its control stream; States then arrive as
  * datagrams and go through a {@link StateRing} (reported as 'delta' like Deltas), inputs leave as
@@ -202,7 +201,7 @@ export interface ZoneConnectionOptions {
   /** Opens sockets (default: the global WebSocket). */
   socket?: SocketFactory;
   /**
-   * Which transport carries the session (§1.1; default `"websocket"`): `"auto"` tries WebTransport within
+   * Which transport carries the session (§1.1): `"auto"` (default) tries WebTransport within
    * `webTransportTimeoutMs` and otherwise uses WebSocket, remembering that choice; `"webtransport"`
    * uses WebTransport whenever the host serves it (its failures are failed attempts, retried like
    * any other; a host answering 404 to discovery, or a platform without WebTransport, gets
@@ -584,7 +583,7 @@ export class ZoneConnection {
     this.sched = options.scheduler ?? systemScheduler;
     this.versions = options.versions ?? [...SUPPORTED_VERSIONS];
     this.clock = new ServerClock(options.clock);
-    this.transportMode = options.transport ?? "websocket";
+    this.transportMode = options.transport ?? "auto";
     this.memory = options.transportMemory === undefined ? platformMemory() : options.transportMemory;
     if (this.transportMode === "auto") {
       try {

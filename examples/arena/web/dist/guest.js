@@ -84,13 +84,22 @@ export class GuestTickets {
     }
 }
 /**
+ * The transport a page asks for with `?transport=auto|webtransport|websocket` (PROTOCOL.md §1.1);
+ * anything else (or nothing) is the SDK's default.
+ */
+export function transportParam(params) {
+    const t = params.get("transport");
+    return t === "auto" || t === "webtransport" || t === "websocket" ? t : undefined;
+}
+/**
  * A connection to `zone` on the host that served the page, with guest tickets from `tickets`. A demo
  * page keeps trying (backoff caps at 8 s), so a restarted host is found again, until the tickets say
  * no retry can help.
  */
-export function guestConnection(zone, tickets) {
+export function guestConnection(zone, tickets, transport) {
     const wsScheme = location.protocol === "https:" ? "wss" : "ws";
     return new ZoneConnection({
+        transport,
         url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zone)}`,
         ticket: () => tickets.fetch(),
         reconnect: {

@@ -24,6 +24,7 @@ export class Hud {
     update(n) {
         this.box.textContent =
             `${n.state}\n` +
+                `transport  ${n.transport ?? "–"}\n` +
                 `RTT        ${Number.isFinite(n.rttMs) ? n.rttMs.toFixed(0) : "–"} ms\n` +
                 `down       ${kb(n.bytesInPerSec)}\n` +
                 `up         ${kb(n.bytesOutPerSec)}\n` +

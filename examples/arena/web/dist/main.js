@@ -6,7 +6,7 @@
  * tab, so two windows are two different players).
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
-import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName, transportParam } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
 import { DT, encodeInput, loadRules, SPEED, step, TICK_HZ } from "./movement.js";
@@ -31,6 +31,8 @@ const name = playerName(params);
 const tickets = new GuestTickets(zoneId, name);
 const debug = {
     state: "idle",
+    transport: null,
+    fallback: null,
     frame: 0,
     playerId: null,
     entityId: null,
@@ -78,7 +80,7 @@ catch (e) {
     banner.show(`The movement rule (arena-rules.wasm) did not load: ${String(e)}. Reload the page.`, "error");
     throw e;
 }
-const conn = guestConnection(zoneId, tickets);
+const conn = guestConnection(zoneId, tickets, transportParam(params));
 const replica = new Replica(conn.clock);
 /** Kind ids by name, from the Welcome's schema. */
 let kinds = new Map();
@@ -98,8 +100,12 @@ function readPillars(mirror) {
 conn.on("welcome", (w) => {
     kinds = new Map(w.schema.kinds.map((k, i) => [k.name, i]));
     debug.playerId = w.playerId;
+    debug.transport = conn.transport;
     retries = 0;
     showBanner(null, "");
+});
+conn.on("fallback", (f) => {
+    debug.fallback = f.reason;
 });
 // Registered before the predictor's handler, so the pillars are current when it replays inputs.
 conn.on("delta", (_d, info) => {
@@ -320,6 +326,7 @@ function hudLoop() {
         const s = conn.stats;
         hud.update({
             state: `${conn.state} · ${zoneId} · ${debug.myName}`,
+            transport: conn.transport,
             rttMs: conn.clock.rttMs,
             bytesInPerSec: s.bytesInPerSec,
             bytesOutPerSec: s.bytesOutPerSec,

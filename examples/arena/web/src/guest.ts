@@ -5,6 +5,7 @@
  */
 
 import { defaultReconnectPolicy, ZoneConnection } from "./sdk/index.js";
+import type { TransportMode } from "./sdk/index.js";
 
 /** Longest name the dev ticket route takes, in bytes. */
 const MAX_NAME_BYTES = 32;
@@ -83,13 +84,27 @@ export class GuestTickets {
 }
 
 /**
+ * The transport a page asks for with `?transport=auto|webtransport|websocket` (PROTOCOL.md §1.1);
+ * anything else (or nothing) is the SDK's default.
+ */
+export function transportParam(params: URLSearchParams): TransportMode | undefined {
+  const t = params.get("transport");
+  return t === "auto" || t === "webtransport" || t === "websocket" ? t : undefined;
+}
+
+/**
  * A connection to `zone` on the host that served the page, with guest tickets from `tickets`. A demo
  * page keeps trying (backoff caps at 8 s), so a restarted host is found again, until the tickets say
  * no retry can help.
  */
-export function guestConnection(zone: string, tickets: GuestTickets): ZoneConnection {
+export function guestConnection(
+  zone: string,
+  tickets: GuestTickets,
+  transport?: TransportMode,
+): ZoneConnection {
   const wsScheme = location.protocol === "https:" ? "wss" : "ws";
   return new ZoneConnection({
+    transport,
     url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zone)}`,
     ticket: () => tickets.fetch(),
     reconnect: {

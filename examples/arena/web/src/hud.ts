@@ -7,6 +7,8 @@
 /** Numbers the HUD shows. */
 export interface HudNumbers {
   state: string;
+  /** `webtransport` or `websocket` (null between sessions). */
+  transport: string | null;
   rttMs: number;
   bytesInPerSec: number;
   bytesOutPerSec: number;
@@ -50,6 +52,7 @@ export class Hud {
   update(n: HudNumbers): void {
     this.box.textContent =
       `${n.state}\n` +
+      `transport  ${n.transport ?? "–"}\n` +
       `RTT        ${Number.isFinite(n.rttMs) ? n.rttMs.toFixed(0) : "–"} ms\n` +
       `down       ${kb(n.bytesInPerSec)}\n` +
       `up         ${kb(n.bytesOutPerSec)}\n` +

@@ -7,7 +7,7 @@
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
 
-import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName, transportParam } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
 import { DT, encodeInput, loadRules, SPEED, step, TICK_HZ, type MoveInput, type MoveState, type Pillar } from "./movement.js";
@@ -67,6 +67,10 @@ const TRACE_MAX = 3600;
 /** What the page publishes on `window.arena`. */
 export interface ArenaDebug {
   state: string;
+  /** The transport of the current session (`webtransport` or `websocket`), null before one. */
+  transport: string | null;
+  /** Why the page went from WebTransport to WebSocket, if it did. */
+  fallback: string | null;
   frame: number;
   playerId: number | null;
   entityId: number | null;
@@ -118,6 +122,8 @@ const tickets = new GuestTickets(zoneId, name);
 
 const debug: ArenaDebug = {
   state: "idle",
+  transport: null,
+  fallback: null,
   frame: 0,
   playerId: null,
   entityId: null,
@@ -166,7 +172,7 @@ try {
   throw e;
 }
 
-const conn = guestConnection(zoneId, tickets);
+const conn = guestConnection(zoneId, tickets, transportParam(params));
 const replica = new Replica(conn.clock);
 
 /** Kind ids by name, from the Welcome's schema. */
@@ -188,8 +194,12 @@ function readPillars(mirror: Mirror): Pillar[] {
 conn.on("welcome", (w: Welcome) => {
   kinds = new Map(w.schema.kinds.map((k, i) => [k.name, i]));
   debug.playerId = w.playerId;
+  debug.transport = conn.transport;
   retries = 0;
   showBanner(null, "");
+});
+conn.on("fallback", (f) => {
+  debug.fallback = f.reason;
 });
 // Registered before the predictor's handler, so the pillars are current when it replays inputs.
 conn.on("delta", (_d, info) => {
@@ -410,6 +420,7 @@ function hudLoop(): void {
     const s = conn.stats;
     hud.update({
       state: `${conn.state} · ${zoneId} · ${debug.myName}`,
+      transport: conn.transport,
       rttMs: conn.clock.rttMs,
       bytesInPerSec: s.bytesInPerSec,
       bytesOutPerSec: s.bytesOutPerSec,
