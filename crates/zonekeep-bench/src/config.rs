@@ -185,6 +185,29 @@ pub struct BenchConfig {
     pub zone_kind: Option<String>,
     /// Create params tickets carry (generic workloads; the arena sends its [`ArenaParams`]).
     pub zone_params: Option<serde_json::Value>,
+    /// How bots reach the host.
+    pub transport: Transport,
+}
+
+/// How bots reach the host (PROTOCOL.md §1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// Deltas in order over WebSocket.
+    #[default]
+    WebSocket,
+    /// States in datagrams over WebTransport (light bots only: they read each State's header,
+    /// acknowledge its tick and repeat their unacknowledged inputs).
+    WebTransport,
+}
+
+impl Transport {
+    /// `websocket` or `webtransport`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::WebSocket => "websocket",
+            Transport::WebTransport => "webtransport",
+        }
+    }
 }
 
 impl BenchConfig {
@@ -215,6 +238,7 @@ impl BenchConfig {
             progress: false,
             zone_kind: None,
             zone_params: None,
+            transport: Transport::WebSocket,
         }
     }
 

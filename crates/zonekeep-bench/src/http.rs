@@ -75,13 +75,18 @@ impl Http {
 
 /// `http://host:port/metrics` for a `ws://host:port` server URL.
 pub fn metrics_url_for(ws_url: &str) -> String {
+    http_url_for(ws_url, "/metrics")
+}
+
+/// `http://host:port{path}` for a `ws://host:port` server URL (`wss` gives `https`).
+pub fn http_url_for(ws_url: &str, path: &str) -> String {
     let base = ws_url.trim_end_matches('/');
     let base = base
         .strip_prefix("ws://")
         .map(|r| format!("http://{r}"))
         .or_else(|| base.strip_prefix("wss://").map(|r| format!("https://{r}")))
         .unwrap_or_else(|| base.to_owned());
-    format!("{base}/metrics")
+    format!("{base}{path}")
 }
 
 #[cfg(test)]

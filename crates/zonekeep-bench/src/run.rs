@@ -86,6 +86,7 @@ pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
         hard_deadline,
         join_span: Mutex::new((None, None)),
         first_wave: watch::channel(0).0,
+        webtransport: tokio::sync::OnceCell::new(),
         cfg: cfg.clone(),
     });
     let progress = crate::progress::Progress::start(shared.clone(), cfg.progress);

@@ -65,6 +65,15 @@ enum DecodeArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
+enum TransportArg {
+    /// Deltas in order over WebSocket.
+    Websocket,
+    /// States in datagrams over WebTransport (the host's `GET /webtransport` says where); bots
+    /// read State headers only, so it needs `--decode none`.
+    Webtransport,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
 enum FormatArg {
     /// JSON text.
     Json,
@@ -157,6 +166,9 @@ pub struct RunArgs {
     /// Who decodes what they receive.
     #[arg(long, value_enum, default_value = "probe")]
     decode: DecodeArg,
+    /// How bots reach the host.
+    #[arg(long, value_enum, default_value = "websocket")]
+    transport: TransportArg,
     /// Client-side added latency per message, ms.
     #[arg(long, default_value_t = 0.0)]
     net_delay: f64,
@@ -316,6 +328,21 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
             Workload::Arena(p)
         }
     };
+    if let TransportArg::Webtransport = a.transport {
+        // Only the light bot speaks WebTransport: it reads each State's header and acknowledges it.
+        if cfg.decode != DecodeMode::None {
+            bail!(
+                "--transport webtransport needs --decode none (the decoding bots speak WebSocket)"
+            );
+        }
+        if !cfg.netsim.is_off() {
+            bail!(
+                "--transport webtransport takes no --net-* (set the host's NetSim, which drops and \
+                 reorders datagrams: POST /dev/netsim on a --dev host)"
+            );
+        }
+        cfg.transport = zonekeep_bench::Transport::WebTransport;
+    }
     Ok(cfg)
 }
 

@@ -12,6 +12,7 @@
 
 pub mod full;
 pub mod light;
+pub mod light_wt;
 pub(crate) mod schedule;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -171,6 +172,8 @@ pub struct RunShared {
     pub hard_deadline: Instant,
     /// Time of the first connect attempt, and of the last successful first join.
     pub join_span: Mutex<(Option<Instant>, Option<Instant>)>,
+    /// The host's WebTransport endpoint (URL, pinned certificate hash), asked once per run.
+    pub webtransport: tokio::sync::OnceCell<Result<light_wt::Endpoint, String>>,
     /// First joins finished (either way) by the first bot of each zone. The other bots wait for
     /// all of them: the first join creates the zone, and joins racing its creation could be
     /// refused by the host.
@@ -256,7 +259,9 @@ pub(crate) fn micros(from: Instant, to: Instant) -> u64 {
 /// Runs bot `index` (0-based within this process) to completion.
 pub async fn run_bot(shared: Arc<RunShared>, index: u32) -> BotResult {
     let bot = shared.cfg.bot_offset.saturating_add(index);
-    if shared.cfg.decode.decodes(index) {
+    if shared.cfg.transport == crate::config::Transport::WebTransport {
+        light_wt::run(shared, index, bot).await
+    } else if shared.cfg.decode.decodes(index) {
         full::run(shared, index, bot).await
     } else {
         light::run(shared, index, bot).await
