@@ -246,7 +246,11 @@ impl ZoneHost {
                 let events = match head.base {
                     Some(_) => {
                         let start = queue.bytes.len();
-                        write_events(&mut queue.bytes, tick, events_for(player));
+                        zonekeep_protocol::messages::write_events(
+                            &mut queue.bytes,
+                            tick,
+                            events_for(player),
+                        );
                         queue.bytes.len() - start
                     }
                     None => 0,
@@ -341,30 +345,6 @@ impl ZoneHost {
             let cfg = subscriber_config(&self.config.replication, info.role, view);
             let _ = self.replicator.update_subscriber(SubscriberId(id.0), cfg);
         }
-    }
-}
-
-/// Appends an Events message (PROTOCOL.md §5.9) of `events` within the protocol's limits (the
-/// excess is dropped, as a Delta drops it); nothing when there are none.
-fn write_events(out: &mut Vec<u8>, tick: u64, events: &[(u16, &[u8])]) {
-    use zonekeep_protocol::limits::{MAX_EVENTS, MAX_EVENT_PAYLOAD};
-    let kept = || {
-        events
-            .iter()
-            .filter(|(_, p)| p.len() <= MAX_EVENT_PAYLOAD)
-            .take(MAX_EVENTS)
-    };
-    let n = kept().count();
-    if n == 0 {
-        return;
-    }
-    out.push(zonekeep_protocol::messages::tag::EVENTS);
-    zonekeep_protocol::wire::put_varint(out, tick);
-    zonekeep_protocol::wire::put_varint(out, n as u64);
-    for (topic, payload) in kept() {
-        zonekeep_protocol::wire::put_varint(out, u64::from(*topic));
-        zonekeep_protocol::wire::put_varint(out, payload.len() as u64);
-        out.extend_from_slice(payload);
     }
 }
 

@@ -8,8 +8,8 @@ pub use client::{
     RESUME_FROM_VERSION,
 };
 pub use server::{
-    peek_tag, DeltaContext, Events, InputRefused, Kick, KickCode, KnownSetCheck, Pong, Redirect,
-    Role, ServerMessage, Transfer, Welcome, CONTENT_VERSION_PROTOCOL,
+    peek_tag, write_events, DeltaContext, Events, InputRefused, Kick, KickCode, KnownSetCheck,
+    Pong, Redirect, Role, ServerMessage, Transfer, Welcome, CONTENT_VERSION_PROTOCOL,
 };
 
 /// Message tags (PROTOCOL.md §1: client → server `0x01..=0x7f`, server → client `0x80..=0xff`).

@@ -220,6 +220,30 @@ pub struct Events {
     pub events: Vec<Event>,
 }
 
+/// Appends an Events message (§5.9) of `events` within the protocol's limits: payloads over
+/// 16,384 bytes and events past the 1,024th are left out, as a Delta leaves them out. Writes
+/// nothing when none is left; returns how many were left out.
+pub fn write_events(out: &mut Vec<u8>, tick: u64, events: &[(u16, &[u8])]) -> usize {
+    let kept = || {
+        events
+            .iter()
+            .filter(|(_, p)| p.len() <= MAX_EVENT_PAYLOAD)
+            .take(MAX_EVENTS)
+    };
+    let n = kept().count();
+    if n > 0 {
+        out.push(tag::EVENTS);
+        put_varint(out, tick);
+        put_varint(out, n as u64);
+        for (topic, payload) in kept() {
+            put_varint(out, u64::from(*topic));
+            put_varint(out, payload.len() as u64);
+            out.extend_from_slice(payload);
+        }
+    }
+    events.len() - n
+}
+
 /// What a Delta needs to be encoded or decoded: the schema from Welcome and the client's known set
 /// before the Delta (`(id, kind)` strictly ascending by id).
 #[derive(Debug, Clone, Copy)]
@@ -392,13 +416,23 @@ impl ServerMessage {
                         max: MAX_EVENTS as u64,
                     });
                 }
-                out.push(tag::EVENTS);
-                put_varint(out, e.tick);
-                put_varint(out, e.events.len() as u64);
-                for ev in &e.events {
-                    put_varint(out, u64::from(ev.topic));
-                    put_bytes_named(out, "event payload", &ev.payload, MAX_EVENT_PAYLOAD)?;
+                if let Some(ev) = e
+                    .events
+                    .iter()
+                    .find(|ev| ev.payload.len() > MAX_EVENT_PAYLOAD)
+                {
+                    return Err(EncodeError::TooLong {
+                        what: "event payload",
+                        len: ev.payload.len() as u64,
+                        max: MAX_EVENT_PAYLOAD as u64,
+                    });
                 }
+                let items: Vec<(u16, &[u8])> = e
+                    .events
+                    .iter()
+                    .map(|ev| (ev.topic, &ev.payload[..]))
+                    .collect();
+                write_events(out, e.tick, &items);
             }
         }
         Ok(())
