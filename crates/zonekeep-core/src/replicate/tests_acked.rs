@@ -10,15 +10,9 @@ use std::collections::BTreeMap;
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::states::{Applied, StateRing};
 
-struct Rng(u64);
+use super::tests_e2e::Rng;
+
 impl Rng {
-    fn f(&mut self) -> f32 {
-        let s = &mut self.0;
-        *s ^= *s << 13;
-        *s ^= *s >> 7;
-        *s ^= *s << 17;
-        (*s >> 40) as f32 / 16_777_216.0
-    }
     fn below(&mut self, n: u64) -> u64 {
         (self.f() * n as f32) as u64 % n.max(1)
     }

@@ -20,9 +20,11 @@ fn assert_mirror_matches(m: &Mirror, w: &World, expect_ids: &[u32]) {
     }
 }
 
-struct Rng(u64);
+/// A seeded xorshift: the same worlds on every run.
+pub(super) struct Rng(pub(super) u64);
 impl Rng {
-    fn f(&mut self) -> f32 {
+    /// Uniform in [0, 1).
+    pub(super) fn f(&mut self) -> f32 {
         let s = &mut self.0;
         *s ^= *s << 13;
         *s ^= *s >> 7;
