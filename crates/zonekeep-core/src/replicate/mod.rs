@@ -233,7 +233,8 @@ struct Subscriber {
 /// A subscriber's kept states, for frames against acknowledged baselines.
 #[derive(Debug, Clone)]
 struct Acked {
-    /// What it was sent in its last frames, oldest first, at most [`STATE_RING`].
+    /// What it was sent in its frames since the newest acknowledged one, oldest first, at most
+    /// [`STATE_RING`].
     ring: VecDeque<Kept>,
     /// The newest tick its client acknowledged (0 = none).
     acked: u64,
@@ -579,6 +580,11 @@ impl Replicator {
             return Ok(false);
         }
         a.acked = tick;
+        // Acknowledgements only advance, so no later frame is built against an older state:
+        // the ring holds the states of about one round trip, not all 32.
+        while a.ring.front().is_some_and(|k| k.tick < tick) {
+            a.ring.pop_front();
+        }
         Ok(true)
     }
 
