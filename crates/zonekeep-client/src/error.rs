@@ -48,6 +48,9 @@ pub enum ClientError {
     /// The host closed the connection during the handshake.
     #[error("connection closed during the handshake")]
     ClosedDuringHandshake,
+    /// A WebTransport session could not be found or opened (PROTOCOL.md §1.1).
+    #[error("webtransport: {0}")]
+    WebTransport(String),
     /// The outgoing queue is full: the connection is reconnecting or the network is slower than
     /// the inputs. The input was not sent and no sequence number was used.
     #[error("outgoing queue full")]

@@ -65,6 +65,10 @@ pub struct CountersSnapshot {
     pub resyncs: u64,
     /// Deltas skipped while a BASELINE was awaited after a Resync.
     pub deltas_skipped: u64,
+    /// WebTransport: States not newer than the newest applied (late or repeated datagrams).
+    pub states_stale: u64,
+    /// WebTransport: States whose base was no longer held (dropped; the host sends another).
+    pub states_without_base: u64,
 }
 
 impl CountersSnapshot {
@@ -103,6 +107,8 @@ pub(crate) struct Counters {
     pub inputs_refused: AtomicU64,
     pub resyncs: AtomicU64,
     pub deltas_skipped: AtomicU64,
+    pub states_stale: AtomicU64,
+    pub states_without_base: AtomicU64,
 }
 
 pub(crate) fn add(c: &AtomicU64, v: u64) {
@@ -146,6 +152,8 @@ impl Counters {
             inputs_refused: g(&self.inputs_refused),
             resyncs: g(&self.resyncs),
             deltas_skipped: g(&self.deltas_skipped),
+            states_stale: g(&self.states_stale),
+            states_without_base: g(&self.states_without_base),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The connection's task: owns the socket, the mirror and both NetSim directions, and reconnects.
+//! The connection's task: owns the transport, the mirror (and over WebTransport the ring of
+//! States) and both NetSim directions, and reconnects.
 
 use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
@@ -7,23 +8,25 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio::sync::mpsc;
 use tokio::time::{Interval, MissedTickBehavior};
-use tokio_tungstenite::tungstenite::{Bytes, Message};
-use zonekeep_protocol::delta::{Delta, TAG_DELTA};
+use tokio_tungstenite::tungstenite::Bytes;
+use zonekeep_protocol::delta::{Delta, TAG_DELTA, TAG_STATE};
+use zonekeep_protocol::limits::MAX_DATAGRAM_INPUTS;
 use zonekeep_protocol::messages::{
-    peek_tag, ClientMessage, Kick, KickCode, KnownSetCheck, Ping, Resync, ServerMessage, Welcome,
+    peek_tag, ClientMessage, Input, Inputs, Kick, KickCode, KnownSetCheck, Ping, Resync,
+    ServerMessage, Welcome,
 };
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::quant::pos_decode;
+use zonekeep_protocol::states::{Applied, StateRing};
 
 mod reconnect;
 
 use super::counters::add;
-use super::socket::Ws;
+use super::link::{Incoming, Link};
 use super::{CloseReason, Command, ConnectOptions, Event, Outgoing, Shared};
 use crate::clock::PongSample;
 use crate::netsim::{NetSim, NetSimConfig};
@@ -101,9 +104,17 @@ pub(crate) struct Driver {
     url: String,
     opts: ConnectOptions,
     shared: Arc<Shared>,
-    ws: Option<Ws>,
+    link: Option<Link>,
     welcome: Welcome,
+    /// What the application was last shown (over WebTransport, the newest State applied).
     mirror: Mirror,
+    /// WebTransport: the states of the last States applied, to apply the next onto (§5.8).
+    states: StateRing,
+    /// WebTransport: inputs no State has acknowledged yet, newest last; each Inputs datagram
+    /// repeats them (§4.5).
+    unacked: VecDeque<Input>,
+    /// WebTransport: the newest State tick acknowledged in an Inputs datagram.
+    acked_sent: u64,
     events: mpsc::Sender<Event>,
     out_sim: NetSim,
     in_sim: NetSim,
@@ -122,7 +133,7 @@ impl Driver {
         url: String,
         opts: ConnectOptions,
         shared: Arc<Shared>,
-        ws: Ws,
+        link: Link,
         welcome: Welcome,
         events: mpsc::Sender<Event>,
     ) -> Self {
@@ -141,9 +152,12 @@ impl Driver {
             url,
             opts,
             shared,
-            ws: Some(ws),
+            link: Some(link),
             welcome,
             mirror: Mirror::new(),
+            states: StateRing::new(),
+            unacked: VecDeque::new(),
+            acked_sent: 0,
             events,
             out_delay: VecDeque::new(),
             in_delay: VecDeque::new(),
@@ -178,7 +192,7 @@ impl Driver {
                 }
                 Flow::Lost { reason, kick } => {
                     // Abrupt: no close handshake on a transport we consider dead.
-                    self.ws = None;
+                    self.link = None;
                     self.in_delay.clear();
                     self.out_delay.clear();
                     let retry = self.opts.reconnect.enabled
@@ -235,7 +249,7 @@ impl Driver {
         let out_due = self.out_delay.front().map(|d| self.deadline(d.0));
         let can_read = self.in_delay.len() < self.in_capacity;
         let can_take = self.out_delay.len() < self.opts.outgoing_capacity.max(1);
-        let Some(ws) = self.ws.as_mut() else {
+        let Some(link) = self.link.as_mut() else {
             return lost("no transport");
         };
         tokio::select! {
@@ -247,7 +261,7 @@ impl Driver {
                     Flow::Continue
                 }
             },
-            msg = ws.next(), if can_read => self.on_frame(msg).await,
+            msg = link.next(), if can_read => self.on_frame(msg).await,
             () = sleep_until(in_due), if in_due.is_some() => self.deliver_due_incoming().await,
             o = out_rx.recv(), if can_take => match o {
                 // Every input handle is gone, and with them the Connection.
@@ -279,17 +293,10 @@ impl Driver {
         });
     }
 
-    async fn on_frame(
-        &mut self,
-        msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
-    ) -> Flow {
-        let msg = match msg {
-            None => return self.transport_ended("closed by the host".to_owned()).await,
-            Some(Err(e)) => return self.transport_ended(e.to_string()).await,
-            Some(Ok(m)) => m,
-        };
+    async fn on_frame(&mut self, msg: Incoming) -> Flow {
         match msg {
-            Message::Binary(b) => {
+            Incoming::Failed(e) => self.transport_ended(e).await,
+            Incoming::Message(b) => {
                 self.shared.counters.received(b.len());
                 if self.in_sim.config().is_off() && self.in_delay.is_empty() {
                     self.process(b).await
@@ -299,26 +306,26 @@ impl Driver {
                     Flow::Continue
                 }
             }
-            Message::Text(_) => lost("the host sent a text frame"),
-            Message::Close(frame) => {
+            Incoming::Text => lost("the host sent a text frame"),
+            Incoming::Closed(code) => {
                 // A Kick lost in transit is still known from the close code (PROTOCOL.md §6:
                 // 4000 + the Kick code); the Kick itself, when it arrived, was handled first.
-                let code = frame.map_or(0, |f| u16::from(f.code));
+                let code = code.unwrap_or(0);
                 let flow = self.transport_ended("closed by the host".to_owned()).await;
                 match flow {
                     Flow::Lost { reason, kick: None } if (4001..=4999).contains(&code) => {
                         Flow::Lost {
                             reason,
                             kick: Some(Kick {
-                                code: KickCode(code - 4000),
-                                reason: "from the WebSocket close code".to_owned(),
+                                code: KickCode((code - 4000) as u16),
+                                reason: "from the close code".to_owned(),
                             }),
                         }
                     }
                     other => other,
                 }
             }
-            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => Flow::Continue,
+            Incoming::Nothing => Flow::Continue,
         }
     }
 
@@ -374,12 +381,23 @@ impl Driver {
     }
 
     async fn write(&mut self, bytes: Vec<u8>, is_input: bool) -> Flow {
-        let Some(ws) = self.ws.as_mut() else {
+        if is_input && matches!(self.link, Some(Link::WebTransport(_))) {
+            // An input goes in an Inputs datagram with the unacknowledged ones before it.
+            if let Ok(ClientMessage::Input(input)) = ClientMessage::decode(&bytes) {
+                if self.unacked.len() >= MAX_DATAGRAM_INPUTS {
+                    self.unacked.pop_front();
+                }
+                self.unacked.push_back(input);
+                add(&self.shared.counters.inputs_sent, 1);
+                return self.send_inputs();
+            }
+        }
+        let Some(link) = self.link.as_mut() else {
             return lost("no transport");
         };
         let len = bytes.len();
-        if let Err(e) = ws.send(Message::binary(bytes)).await {
-            return lost(e.to_string());
+        if let Err(e) = link.send(bytes).await {
+            return lost(e);
         }
         self.shared.counters.sent(len);
         if is_input {
@@ -388,10 +406,85 @@ impl Driver {
         Flow::Continue
     }
 
+    /// Sends an Inputs datagram (PROTOCOL.md §4.5): the newest State applied and the inputs no
+    /// State has acknowledged. A datagram the path refuses is simply lost, as it could be anyway.
+    fn send_inputs(&mut self) -> Flow {
+        let Some(Link::WebTransport(wt)) = self.link.as_ref() else {
+            return Flow::Continue;
+        };
+        let ack = self.states.newest();
+        let msg = ClientMessage::Inputs(Inputs {
+            ack,
+            inputs: self.unacked.iter().cloned().collect(),
+        });
+        match msg.to_bytes() {
+            Ok(bytes) => {
+                let len = bytes.len();
+                if wt.conn.send_datagram(bytes).is_ok() {
+                    self.shared.counters.sent(len);
+                }
+                self.acked_sent = ack;
+                Flow::Continue
+            }
+            Err(e) => Flow::Stop(CloseReason::Lost(format!("cannot encode Inputs: {e}"))),
+        }
+    }
+
+    /// A State (PROTOCOL.md §5.8), or a Delta on a WebTransport session: applied onto the state
+    /// it names; the application is shown the change from what it last saw.
+    async fn process_state(&mut self, bytes: Bytes) -> Flow {
+        let now = self.shared.now_us();
+        let delta = match self.states.apply(&bytes, &self.welcome.schema) {
+            Ok(Applied::Newer(d)) => d,
+            Ok(Applied::Stale) => {
+                add(&self.shared.counters.states_stale, 1);
+                return Flow::Continue;
+            }
+            Ok(Applied::NoBase { .. }) => {
+                add(&self.shared.counters.states_without_base, 1);
+                return Flow::Continue;
+            }
+            Err(e) => return lost(format!("a State does not apply: {e}")),
+        };
+        let c = &self.shared.counters;
+        add(&c.deltas, 1);
+        add(&c.delta_bytes, bytes.len() as u64);
+        self.shared
+            .last_tick
+            .fetch_max(delta.tick, Ordering::Relaxed);
+        self.shared.clock().on_delta(delta.tick, now);
+        let next = self.states.current().clone();
+        let patch = crate::patch::between(
+            &self.mirror,
+            &next,
+            delta.tick,
+            delta.ack,
+            self.welcome.schema.pos_step,
+            bytes.len(),
+        );
+        self.mirror = next;
+        while self.unacked.front().is_some_and(|i| i.seq <= delta.ack) {
+            self.unacked.pop_front();
+        }
+        if let Flow::Stop(r) = self.emit(Event::Delta(patch)).await {
+            return Flow::Stop(r);
+        }
+        // Acknowledge the newest State, once per State (inputs still unacknowledged ride along).
+        if self.states.newest() > self.acked_sent {
+            return self.send_inputs();
+        }
+        Flow::Continue
+    }
+
     /// Handles one server message.
     async fn process(&mut self, bytes: Bytes) -> Flow {
         let now = self.shared.now_us();
-        if peek_tag(&bytes) == Ok(TAG_DELTA) {
+        let tag = peek_tag(&bytes);
+        let wt = matches!(self.link, Some(Link::WebTransport(_)));
+        if tag == Ok(TAG_STATE) || (wt && tag == Ok(TAG_DELTA)) {
+            return self.process_state(bytes).await;
+        }
+        if tag == Ok(TAG_DELTA) {
             if self.awaiting_baseline {
                 if !is_baseline(&bytes) {
                     add(&self.shared.counters.deltas_skipped, 1);
@@ -571,16 +664,11 @@ impl Driver {
     }
 
     async fn close_ws(&mut self) {
-        let Some(mut ws) = self.ws.take() else {
+        let Some(link) = self.link.take() else {
             return;
         };
-        // Best effort: a Close frame, then the host's reply, within a bound.
-        let _ = tokio::time::timeout(CLOSE_WAIT, async {
-            if ws.close(None).await.is_ok() {
-                while let Some(Ok(_)) = ws.next().await {}
-            }
-        })
-        .await;
+        // Best effort: a close, then the host's reply, within a bound.
+        let _ = tokio::time::timeout(CLOSE_WAIT, link.close()).await;
     }
 }
 

@@ -25,7 +25,9 @@
 
 mod counters;
 mod driver;
+mod link;
 mod socket;
+mod webtransport;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -116,6 +118,21 @@ pub struct ConnectOptions {
     pub fresh_ticket: Option<TicketSource>,
     /// Network simulation applied to messages in each direction (the handshake is not delayed).
     pub netsim: NetSimConfig,
+    /// How the connection reaches the host (default WebSocket).
+    pub transport: Transport,
+}
+
+/// How a connection reaches the host (PROTOCOL.md §1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// Deltas in order over a WebSocket.
+    #[default]
+    WebSocket,
+    /// A WebTransport session: States in datagrams, each against the newest state this client
+    /// acknowledged, so a lost packet holds nothing back; inputs in datagrams, each repeating the
+    /// unacknowledged ones before it. The entry URL stays the `ws://` URL: the host says at
+    /// `GET /webtransport` where its endpoint is and which certificate to pin.
+    WebTransport,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -131,6 +148,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("reconnect", &self.reconnect)
             .field("fresh_ticket", &self.fresh_ticket.is_some())
             .field("netsim", &self.netsim)
+            .field("transport", &self.transport)
             .finish_non_exhaustive()
     }
 }
@@ -152,6 +170,7 @@ impl ConnectOptions {
             reconnect: ReconnectPolicy::default(),
             fresh_ticket: None,
             netsim: NetSimConfig::default(),
+            transport: Transport::WebSocket,
         }
     }
 
@@ -321,6 +340,7 @@ pub struct Connection {
     events: mpsc::Receiver<Event>,
     commands: mpsc::Sender<Command>,
     task: Option<JoinHandle<()>>,
+    transport: Transport,
 }
 
 /// Connects to the zone at `url` (e.g. `ws://127.0.0.1:7350/zones/arena-1`), performs the
@@ -350,7 +370,15 @@ pub async fn connect(
         content_version: opts.content_version.clone(),
         resume_from: None,
     };
-    let (ws, welcome) = socket::open(url, &hello, opts.handshake_timeout, &shared.counters).await?;
+    let opts_transport = opts.transport;
+    let (link, welcome) = socket::open(
+        url,
+        &hello,
+        opts.handshake_timeout,
+        &shared.counters,
+        opts.transport,
+    )
+    .await?;
     counters::add(&shared.counters.fresh_joins, 1);
     shared.player_id.store(welcome.player_id, Ordering::Relaxed);
     shared.last_tick.store(welcome.tick, Ordering::Relaxed);
@@ -366,12 +394,14 @@ pub async fn connect(
         url.to_owned(),
         opts,
         Arc::clone(&shared),
-        ws,
+        link,
         welcome.clone(),
         ev_tx,
     );
+    let transport = opts_transport;
     let task = tokio::spawn(driver.run(out_rx, cmd_rx));
     let conn = Connection {
+        transport,
         input: InputSender {
             out: out_tx,
             shared,
@@ -384,6 +414,11 @@ pub async fn connect(
 }
 
 impl Connection {
+    /// The transport the connection was opened with (every reconnect uses it too).
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
     /// The next event; `None` once the connection has ended and every event was read.
     pub async fn recv(&mut self) -> Option<Event> {
         self.events.recv().await

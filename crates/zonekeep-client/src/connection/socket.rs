@@ -1,4 +1,5 @@
-//! Opening a WebSocket to a zone and the Hello → Welcome handshake, following Redirects.
+//! Opening a transport to a zone and the Hello → Welcome handshake, following Redirects: a
+//! WebSocket here, a WebTransport session in [`super::webtransport`].
 
 use std::time::Duration;
 
@@ -13,6 +14,8 @@ use zonekeep_protocol::messages::{
 };
 
 use super::counters::{add, Counters};
+use super::link::Link;
+use super::Transport;
 use crate::error::ClientError;
 
 /// The client's socket type.
@@ -29,8 +32,19 @@ pub(crate) async fn open(
     hello: &Hello,
     timeout: Duration,
     counters: &Counters,
-) -> Result<(Ws, Welcome), ClientError> {
-    match tokio::time::timeout(timeout, follow(entry, hello, counters)).await {
+    transport: Transport,
+) -> Result<(Link, Welcome), ClientError> {
+    let attempt = async {
+        match transport {
+            Transport::WebSocket => follow(entry, hello, counters)
+                .await
+                .map(|(ws, w)| (Link::WebSocket(Box::new(ws)), w)),
+            Transport::WebTransport => super::webtransport::open(entry, hello, counters)
+                .await
+                .map(|(wt, w)| (Link::WebTransport(wt), w)),
+        }
+    };
+    match tokio::time::timeout(timeout, attempt).await {
         Ok(r) => r,
         Err(_) => Err(ClientError::HandshakeTimeout),
     }

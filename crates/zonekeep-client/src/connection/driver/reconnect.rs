@@ -13,7 +13,8 @@ use zonekeep_protocol::mirror::Mirror;
 use super::{final_kick, invites_reconnect, ticket_expired, ticket_key_refused, Driver, Flow};
 use crate::clock::ClockSync;
 use crate::connection::counters::add;
-use crate::connection::socket::{self, Ws};
+use crate::connection::link::Link;
+use crate::connection::socket;
 use crate::connection::{CloseReason, Event, Outgoing};
 use crate::error::ClientError;
 
@@ -120,12 +121,13 @@ impl Driver {
                 &hello,
                 self.opts.handshake_timeout,
                 &self.shared.counters,
+                self.opts.transport,
             )
             .await
             {
-                Ok((ws, welcome)) => {
+                Ok((link, welcome)) => {
                     return self
-                        .install(ws, welcome, use_token, resume_from.is_some(), out_rx)
+                        .install(link, welcome, use_token, resume_from.is_some(), out_rx)
                         .await;
                 }
                 Err(ClientError::Kicked(k))
@@ -184,7 +186,7 @@ impl Driver {
 
     async fn install(
         &mut self,
-        ws: Ws,
+        link: Link,
         welcome: Welcome,
         used_token: bool,
         sent_resume_from: bool,
@@ -226,7 +228,10 @@ impl Driver {
             *clock = ClockSync::new(welcome.tick_hz);
             clock.on_welcome(welcome.tick, self.shared.now_us());
         }
-        self.ws = Some(ws);
+        self.link = Some(link);
+        // A new session's first State is a BASELINE; inputs it has not seen are repeated.
+        self.states.clear();
+        self.acked_sent = 0;
         // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an
         // ordinary Delta continues from it. Anything else starts from nothing.
         if !(resumed && sent_resume_from && welcome.version >= RESUME_FROM_VERSION) {
