@@ -178,19 +178,17 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
         .await
         .unwrap();
     });
-    let netsim = |body: &'static str| {
-        async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-            let req = format!(
+    let netsim = |body: &'static str| async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!(
                 "POST /dev/netsim HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
-            tcp.write_all(req.as_bytes()).await.unwrap();
-            let mut answer = String::new();
-            tcp.read_to_string(&mut answer).await.unwrap();
-            assert!(answer.starts_with("HTTP/1.1 2"), "{answer}");
-        }
+        tcp.write_all(req.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 2"), "{answer}");
     };
 
     let body = async {

@@ -11,58 +11,26 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use tokio::time::{sleep_until, timeout_at};
-use wtransport::{ClientConfig, Connection, Endpoint as QuicEndpoint, RecvStream, SendStream};
+use wtransport::{Connection, Endpoint as QuicEndpoint, RecvStream, SendStream};
+use zonekeep_client::connection::webtransport::{discover, read_message, write_message, Endpoint};
 use zonekeep_protocol::delta::{decode_delta_head, DeltaHead};
-use zonekeep_protocol::limits::{DATAGRAM_VERSION, MAX_DATAGRAM_INPUTS, MAX_SERVER_MESSAGE};
+use zonekeep_protocol::limits::{DATAGRAM_VERSION, MAX_DATAGRAM_INPUTS};
 use zonekeep_protocol::messages::{
     tag, ClientMessage, Hello, Input, Inputs, KickCode, Ping, ServerMessage, Welcome,
 };
-use zonekeep_protocol::wire::put_varint;
 
 use super::light::kick_name;
 use super::schedule::{first_input_at, InputGen};
 use super::{micros, BotResult, Pending, Phase, RunShared};
 
-/// Where the host serves WebTransport: the session base URL and the certificate hash to pin
-/// (none for a host with a configured certificate, which the system's roots must trust).
-#[derive(Debug, Clone)]
-pub struct Endpoint {
-    /// `https://host:port`.
-    pub url: String,
-    /// SHA-256 of a development certificate.
-    pub hash: Option<[u8; 32]>,
-}
-
 /// Asks the host (`GET /webtransport`) once per run.
 async fn endpoint(shared: &RunShared) -> Result<Endpoint, String> {
-    let r = shared
+    shared
         .webtransport
-        .get_or_init(|| async {
-            let http = crate::http::Http::new(shared.cfg.handshake_timeout);
-            let url = crate::http::http_url_for(&shared.cfg.url, "/webtransport");
-            let body = http.get_text(&url).await.map_err(|e| e.to_string())?;
-            let v: serde_json::Value =
-                serde_json::from_str(&body).map_err(|e| format!("/webtransport: {e}"))?;
-            let url = v["url"].as_str().ok_or("/webtransport: no url")?.to_owned();
-            let hash = match v["certificate_hashes"]
-                .get(0)
-                .and_then(|h| h["value"].as_str())
-            {
-                None => None,
-                Some(b64) => Some(
-                    base64::engine::general_purpose::STANDARD
-                        .decode(b64)
-                        .ok()
-                        .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                        .ok_or("/webtransport: bad certificate hash")?,
-                ),
-            };
-            Ok(Endpoint { url, hash })
-        })
-        .await;
-    r.clone()
+        .get_or_init(|| async { discover(&shared.cfg.url).await.map_err(|e| e.to_string()) })
+        .await
+        .clone()
 }
 
 /// An open session: the connection and its control stream.
@@ -71,35 +39,6 @@ struct Session {
     send: SendStream,
     recv: RecvStream,
     welcome: Welcome,
-}
-
-/// Reads one length-prefixed message from the control stream (`None` when it ended).
-async fn read_message(recv: &mut RecvStream) -> Option<Vec<u8>> {
-    let mut len = 0usize;
-    for i in 0..5 {
-        let mut b = [0u8; 1];
-        match recv.read(&mut b).await {
-            Ok(Some(1)) => {}
-            _ => return None,
-        }
-        len |= usize::from(b[0] & 0x7f) << (7 * i);
-        if b[0] & 0x80 == 0 {
-            break;
-        }
-    }
-    if len > MAX_SERVER_MESSAGE {
-        return None;
-    }
-    let mut body = vec![0u8; len];
-    recv.read_exact(&mut body).await.ok()?;
-    Some(body)
-}
-
-async fn write_message(send: &mut SendStream, bytes: &[u8]) -> bool {
-    let mut framed = Vec::with_capacity(bytes.len() + 5);
-    put_varint(&mut framed, bytes.len() as u64);
-    framed.extend_from_slice(bytes);
-    send.write_all(&framed).await.is_ok()
 }
 
 /// Opens a session to `zone` and completes the handshake; the error is a short reason.
@@ -112,17 +51,7 @@ async fn open(shared: &RunShared, bot: u32, zone: &str) -> Result<(Session, usiz
             .ticket(bot, zone)
             .await
             .map_err(|_| "ticket".to_owned())?;
-        let cfg = match ep.hash {
-            Some(h) => ClientConfig::builder()
-                .with_bind_default()
-                .with_server_certificate_hashes([wtransport::tls::Sha256Digest::new(h)])
-                .build(),
-            None => ClientConfig::builder()
-                .with_bind_default()
-                .with_native_certs()
-                .build(),
-        };
-        let client = QuicEndpoint::client(cfg).map_err(|_| "connect".to_owned())?;
+        let client = QuicEndpoint::client(ep.client_config()).map_err(|_| "connect".to_owned())?;
         let conn = client
             .connect(format!("{}/zones/{zone}", ep.url))
             .await
@@ -145,10 +74,12 @@ async fn open(shared: &RunShared, bot: u32, zone: &str) -> Result<(Session, usiz
         })
         .to_bytes()
         .map_err(|_| "encode".to_owned())?;
-        if !write_message(&mut send, &hello).await {
-            return Err("closed".to_owned());
-        }
-        let first = read_message(&mut recv).await.ok_or("closed")?;
+        write_message(&mut send, &hello)
+            .await
+            .map_err(|_| "closed".to_owned())?;
+        let first = read_message(&mut recv)
+            .await
+            .map_err(|()| "closed".to_owned())?;
         match ServerMessage::decode(&first, None) {
             Ok(ServerMessage::Welcome(welcome)) => Ok((
                 Session {
@@ -252,7 +183,7 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
                         Ok(d) => Seen::Datagram(d.payload().to_vec()),
                         Err(_) => Seen::Gone,
                     },
-                    m = read_message(&mut s.recv) => Seen::Stream(m),
+                    m = read_message(&mut s.recv) => Seen::Stream(m.ok().map(|b| b.to_vec())),
                 }
             } => {
                 let measuring = in_window && shared.phase_now() == Phase::Measure;
@@ -347,7 +278,7 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
                 next_ping += Duration::from_secs(1);
                 let client_time = micros(origin, Instant::now());
                 if let Ok(bytes) = (ClientMessage::Ping(Ping { client_time })).to_bytes() {
-                    if !write_message(&mut s.send, &bytes).await {
+                    if write_message(&mut s.send, &bytes).await.is_err() {
                         res.drops += 1;
                         whole = false;
                         break;

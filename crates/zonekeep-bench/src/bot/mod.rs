@@ -173,7 +173,8 @@ pub struct RunShared {
     /// Time of the first connect attempt, and of the last successful first join.
     pub join_span: Mutex<(Option<Instant>, Option<Instant>)>,
     /// The host's WebTransport endpoint (URL, pinned certificate hash), asked once per run.
-    pub webtransport: tokio::sync::OnceCell<Result<light_wt::Endpoint, String>>,
+    pub webtransport:
+        tokio::sync::OnceCell<Result<zonekeep_client::connection::webtransport::Endpoint, String>>,
     /// First joins finished (either way) by the first bot of each zone. The other bots wait for
     /// all of them: the first join creates the zone, and joins racing its creation could be
     /// refused by the host.

@@ -40,9 +40,9 @@ pub(crate) enum Incoming {
     Text,
 }
 
-/// The next message of a control stream, `Err` when it ended (or announced more than a server
-/// message may hold).
-async fn read_message(recv: &mut RecvStream) -> Result<Bytes, ()> {
+/// The next message of a control stream (PROTOCOL.md §1.1: a varint length, then the message),
+/// `Err` when it ended or announced more than a server message may hold.
+pub async fn read_message(recv: &mut RecvStream) -> Result<Bytes, ()> {
     let mut len = 0usize;
     for i in 0..5 {
         let mut b = [0u8; 1];
@@ -63,16 +63,18 @@ async fn read_message(recv: &mut RecvStream) -> Result<Bytes, ()> {
     Ok(Bytes::from(body))
 }
 
+/// Writes one message on a control stream, its length in front.
+pub async fn write_message(send: &mut SendStream, bytes: &[u8]) -> Result<(), String> {
+    let mut framed = Vec::with_capacity(bytes.len() + 5);
+    put_varint(&mut framed, bytes.len() as u64);
+    framed.extend_from_slice(bytes);
+    send.write_all(&framed).await.map_err(|e| e.to_string())
+}
+
 impl WtLink {
     /// Writes one message on the control stream.
     pub(crate) async fn write_message(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let mut framed = Vec::with_capacity(bytes.len() + 5);
-        put_varint(&mut framed, bytes.len() as u64);
-        framed.extend_from_slice(bytes);
-        self.send
-            .write_all(&framed)
-            .await
-            .map_err(|e| e.to_string())
+        write_message(&mut self.send, bytes).await
     }
 
     /// How the session ended, once it has.

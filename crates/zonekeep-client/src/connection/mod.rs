@@ -27,7 +27,7 @@ mod counters;
 mod driver;
 mod link;
 mod socket;
-mod webtransport;
+pub mod webtransport;
 
 use std::future::Future;
 use std::pin::Pin;

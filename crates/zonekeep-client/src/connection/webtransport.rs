@@ -2,15 +2,19 @@
 //! endpoint is (`GET /webtransport` on the WebSocket URL's HTTP origin), open the session with the
 //! published certificate hash pinned, send the Hello on the control stream, and wait for Welcome,
 //! following Redirects (which name WebSocket URLs: the next hop is asked the same question).
+//!
+//! [`discover`], [`read_message`] and [`write_message`] are public for clients that speak the
+//! protocol themselves (the bench's light bots).
 
 use base64::Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use wtransport::{ClientConfig, Endpoint};
+use wtransport::{ClientConfig, Endpoint as QuicEndpoint};
 use zonekeep_protocol::limits::MAX_REDIRECTS;
 use zonekeep_protocol::messages::{ClientMessage, Hello, KickCode, ServerMessage, Welcome};
 
 use super::counters::{add, Counters};
+pub use super::link::{read_message, write_message};
 use super::link::{Incoming, Link, WtLink};
 use crate::error::ClientError;
 
@@ -33,9 +37,45 @@ fn split_ws_url(url: &str) -> Result<(&str, &str), ClientError> {
     })
 }
 
+/// Where a host serves WebTransport (`GET /webtransport`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `https://host:port`; a zone's session is at `{url}/zones/{zone}`.
+    pub url: String,
+    /// SHA-256 of the host's development certificate, to pin; `None` for a configured
+    /// certificate, which the system's roots must trust.
+    pub certificate_hash: Option<[u8; 32]>,
+}
+
+impl Endpoint {
+    /// The QUIC client configuration that trusts this endpoint's certificate.
+    pub fn client_config(&self) -> ClientConfig {
+        match self.certificate_hash {
+            Some(h) => ClientConfig::builder()
+                .with_bind_default()
+                .with_server_certificate_hashes([wtransport::tls::Sha256Digest::new(h)])
+                .build(),
+            None => ClientConfig::builder()
+                .with_bind_default()
+                .with_native_certs()
+                .build(),
+        }
+    }
+}
+
+/// Asks the host of a `ws://` zone or entry URL where its WebTransport endpoint is.
+pub async fn discover(ws_url: &str) -> Result<Endpoint, ClientError> {
+    let (authority, _) = split_ws_url(ws_url)?;
+    let (url, certificate_hash) = ask(authority).await?;
+    Ok(Endpoint {
+        url,
+        certificate_hash,
+    })
+}
+
 /// Asks the host at `authority` where its WebTransport endpoint is: the base URL and, for a
 /// development certificate, its SHA-256 hash.
-async fn discover(authority: &str) -> Result<(String, Option<[u8; 32]>), ClientError> {
+async fn ask(authority: &str) -> Result<(String, Option<[u8; 32]>), ClientError> {
     let mut tcp = TcpStream::connect(authority).await.map_err(wt_err)?;
     let request = format!(
         "GET /webtransport HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
@@ -87,21 +127,11 @@ async fn handshake(
     hello_bytes: &[u8],
     counters: &Counters,
 ) -> Result<(WtLink, ServerMessage), ClientError> {
-    let (authority, path) = split_ws_url(url)?;
-    let (base, hash) = discover(authority).await?;
-    let cfg = match hash {
-        Some(h) => ClientConfig::builder()
-            .with_bind_default()
-            .with_server_certificate_hashes([wtransport::tls::Sha256Digest::new(h)])
-            .build(),
-        None => ClientConfig::builder()
-            .with_bind_default()
-            .with_native_certs()
-            .build(),
-    };
-    let endpoint = Endpoint::client(cfg).map_err(wt_err)?;
+    let (_, path) = split_ws_url(url)?;
+    let found = discover(url).await?;
+    let endpoint = QuicEndpoint::client(found.client_config()).map_err(wt_err)?;
     let conn = endpoint
-        .connect(format!("{base}{path}"))
+        .connect(format!("{}{path}", found.url))
         .await
         .map_err(wt_err)?;
     let (send, recv) = conn
