@@ -230,6 +230,13 @@ fn play(d: &mut Driver) -> (PlayerId, PlayerId) {
         let step = if i % 7 == 3 { 100u8 } else { (i % 5) as u8 };
         d.host.handle_input(a, seq, i, &[step]);
         d.host.handle_input(b, seq, i, &[(i % 3) as u8, 1]); // refused: two bytes
+        if i == 10 {
+            // Ann's client takes States in datagrams from here on, acknowledging as it goes.
+            d.host.use_datagrams(a, Some(1200));
+        }
+        if i > 12 && i % 3 == 0 {
+            d.host.ack_state(a, d.last_patch);
+        }
         if i == 20 {
             d.host.handle_input(a, seq, i, &[1]); // duplicate
             d.host.handle_drop(b).unwrap();
