@@ -17,34 +17,45 @@ struct Wt {
     recv: RecvStream,
 }
 
-/// Opens a session to `zone` with the certificate hash the host publishes.
-async fn open(server: &TestServer, zone: &str) -> Result<Wt, String> {
+/// Opens a session to `zone` at the endpoint the host publishes, trusting `pin` (or the
+/// certificate hash the host publishes).
+async fn open_pinned(server: &TestServer, zone: &str, pin: Option<[u8; 32]>) -> Result<Wt, String> {
     let (status, body) = http(server, "GET", "/webtransport", None, None).await;
     assert_eq!(status, 200, "{body}");
     let info: Value = serde_json::from_str(&body).unwrap();
-    // Named from the request's Host header (this harness sends `Host: test`).
     let url = info["url"].as_str().unwrap();
     let port = url.strip_prefix("https://test:").expect(url);
     let url = format!("https://127.0.0.1:{port}");
-    let hashes = info["certificate_hashes"].as_array().unwrap();
-    assert_eq!(
-        hashes.len(),
-        1,
-        "a development host pins its own certificate"
-    );
-    assert_eq!(hashes[0]["algorithm"], "sha-256");
-    use base64::Engine;
-    let hash: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode(hashes[0]["value"].as_str().unwrap())
-        .unwrap()
-        .try_into()
-        .unwrap();
+    let published = info["certificate_hashes"].as_array().unwrap();
+    let hash = match pin {
+        Some(h) => {
+            assert!(
+                published.is_empty(),
+                "a configured certificate is not pinned: {body}"
+            );
+            h
+        }
+        None => {
+            use base64::Engine;
+            assert_eq!(
+                published.len(),
+                1,
+                "a development host pins its own certificate"
+            );
+            assert_eq!(published[0]["algorithm"], "sha-256");
+            base64::engine::general_purpose::STANDARD
+                .decode(published[0]["value"].as_str().unwrap())
+                .unwrap()
+                .try_into()
+                .unwrap()
+        }
+    };
     let cfg = ClientConfig::builder()
         .with_bind_default()
         .with_server_certificate_hashes([wtransport::tls::Sha256Digest::new(hash)])
         .build();
-    let endpoint = Endpoint::client(cfg).unwrap();
-    let conn = endpoint
+    let conn = Endpoint::client(cfg)
+        .unwrap()
         .connect(format!("{url}/zones/{zone}"))
         .await
         .map_err(|e| e.to_string())?;
@@ -55,6 +66,11 @@ async fn open(server: &TestServer, zone: &str) -> Result<Wt, String> {
         .await
         .map_err(|e| e.to_string())?;
     Ok(Wt { conn, send, recv })
+}
+
+/// Opens a session to `zone` with the certificate hash the host publishes.
+async fn open(server: &TestServer, zone: &str) -> Result<Wt, String> {
+    open_pinned(server, zone, None).await
 }
 
 impl Wt {
@@ -280,5 +296,30 @@ async fn hostile_sessions_are_refused_like_hostile_websockets() {
 
     // A path naming no zone is refused before a session opens.
     assert!(open(&server, "no zone here").await.is_err());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_configured_certificate_is_served_and_not_published() {
+    // What an operator has: a certificate chain and its key in PEM files.
+    let identity = wtransport::Identity::self_signed(["localhost", "127.0.0.1"]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, identity.certificate_chain().as_slice()[0].to_pem()).unwrap();
+    std::fs::write(&key, identity.private_key().to_secret_pem()).unwrap();
+    let hash: [u8; 32] = *identity.certificate_chain().as_slice()[0].hash().as_ref();
+    let server = TestServer::start_with(zonekeep_server::ServerConfig {
+        webtransport: Some("127.0.0.1:0".parse().unwrap()),
+        webtransport_cert: Some(cert),
+        webtransport_key: Some(key),
+        ..base_config()
+    })
+    .await;
+    let mut wt = open_pinned(&server, "dots", Some(hash)).await.unwrap();
+    wt.hello(vec![6], &ticket("wt-cert", "dots")).await;
+    assert!(matches!(
+        within("welcome", wt.next_message()).await,
+        Some(ServerMessage::Welcome(_))
+    ));
     server.stop().await;
 }
