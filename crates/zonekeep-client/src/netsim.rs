@@ -8,6 +8,10 @@
 //!
 //! Pure and seeded: [`NetSim::schedule`] maps a send time to a delivery time. The connection applies
 //! one instance to outgoing and one to incoming messages.
+//!
+//! Datagrams (a WebTransport session's States and Inputs) are not retransmitted and not ordered:
+//! [`NetSim::schedule_datagram`] loses one with probability `loss` and delays each by its own
+//! `delay ± jitter`, so they reorder.
 
 use std::time::Duration;
 
@@ -70,6 +74,8 @@ pub struct NetSimStats {
     pub retransmissions: u64,
     /// Messages held back behind an earlier, later-arriving one (head-of-line blocking).
     pub head_of_line_waits: u64,
+    /// Datagrams lost.
+    pub datagrams_lost: u64,
 }
 
 /// One direction of a simulated link.
@@ -136,6 +142,23 @@ impl NetSim {
         at
     }
 
+    /// The delivery time (µs) of a datagram sent at `sent_us`, or `None` when it is lost. No
+    /// retransmission and no order: each keeps its own jitter.
+    pub fn schedule_datagram(&mut self, sent_us: u64) -> Option<u64> {
+        self.stats.messages += 1;
+        if self.cfg.loss > 0.0 && self.unit() < self.cfg.loss {
+            self.stats.datagrams_lost += 1;
+            return None;
+        }
+        let delay = duration_us(self.cfg.delay) as f64;
+        let jitter = duration_us(self.cfg.jitter) as f64;
+        let mut transit = delay;
+        if jitter > 0.0 {
+            transit += (self.unit() * 2.0 - 1.0) * jitter;
+        }
+        Some(sent_us.saturating_add(transit.max(0.0) as u64))
+    }
+
     /// Counters.
     pub fn stats(&self) -> NetSimStats {
         self.stats
@@ -149,6 +172,31 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
+    }
+
+    #[test]
+    fn datagrams_are_lost_and_reordered() {
+        let mut n = NetSim::new(NetSimConfig {
+            delay: ms(50),
+            jitter: ms(40),
+            loss: 0.1,
+            ..NetSimConfig::default()
+        });
+        let at: Vec<Option<u64>> = (0..1000u64)
+            .map(|i| n.schedule_datagram(i * 1000))
+            .collect();
+        let lost = at.iter().filter(|a| a.is_none()).count();
+        assert!((50..150).contains(&lost), "about a tenth lost: {lost}");
+        assert_eq!(n.stats().datagrams_lost, lost as u64);
+        let kept: Vec<u64> = at.into_iter().flatten().collect();
+        assert!(
+            kept.windows(2).any(|w| w[0] > w[1]),
+            "jitter reorders datagrams"
+        );
+        assert_eq!(
+            NetSim::new(NetSimConfig::default()).schedule_datagram(7),
+            Some(7)
+        );
     }
 
     #[test]

@@ -217,9 +217,26 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
             let p = next_patch(&mut conn).await;
             seen.apply(&p);
         }
-        // Clear the path; once the zone acknowledged every input and the next States came
-        // through, what the application was shown is exactly the zone's world.
         netsim(r#"{}"#).await;
+        // The client's own NetSim loses and reorders datagrams both ways too.
+        conn.set_netsim(zonekeep_client::NetSimConfig {
+            delay: Duration::from_millis(20),
+            jitter: Duration::from_millis(60),
+            loss: 0.2,
+            ..zonekeep_client::NetSimConfig::default()
+        })
+        .await
+        .unwrap();
+        while sent < 60 {
+            sent = conn.send_input(&[1]).unwrap();
+            let p = next_patch(&mut conn).await;
+            seen.apply(&p);
+        }
+        conn.set_netsim(zonekeep_client::NetSimConfig::default())
+            .await
+            .unwrap();
+        // Clear paths; once the zone acknowledged every input and the next States came
+        // through, what the application was shown is exactly the zone's world.
         while seen.ack < sent {
             seen.apply(&next_patch(&mut conn).await);
         }
@@ -232,8 +249,8 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
             .find(|e| e.1 == 5.0)
             .copied()
             .expect("the walker is shown");
-        assert_eq!(mine.0, 40.0, "every input moved the walker once: {mine:?}");
-        assert_eq!(mine.2, 40, "and counted once");
+        assert_eq!(mine.0, 60.0, "every input moved the walker once: {mine:?}");
+        assert_eq!(mine.2, 60, "and counted once");
         assert_eq!(seen.entities.len(), 41);
         let c = conn.counters();
         assert!(

@@ -15,6 +15,7 @@ use tokio::time::{Interval, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::Bytes;
 use zonekeep_protocol::delta::{Delta, TAG_DELTA, TAG_STATE};
 use zonekeep_protocol::limits::MAX_DATAGRAM_INPUTS;
+use zonekeep_protocol::messages::tag::INPUTS;
 use zonekeep_protocol::messages::{
     peek_tag, ClientMessage, Input, Inputs, Kick, KickCode, KnownSetCheck, Ping, Resync,
     ServerMessage, Welcome,
@@ -302,9 +303,20 @@ impl Driver {
                     self.process(b).await
                 } else {
                     let due = self.in_sim.schedule(self.shared.now_us());
-                    self.in_delay.push_back((due, b));
+                    self.hold_incoming(due, b);
                     Flow::Continue
                 }
+            }
+            Incoming::Datagram(b) => {
+                self.shared.counters.received(b.len());
+                if self.in_sim.config().is_off() {
+                    return self.process(b).await;
+                }
+                // A datagram is lost or delayed on its own, so it may overtake others.
+                if let Some(due) = self.in_sim.schedule_datagram(self.shared.now_us()) {
+                    self.hold_incoming(due, b);
+                }
+                Flow::Continue
             }
             Incoming::Text => lost("the host sent a text frame"),
             Incoming::Closed(code) => {
@@ -327,6 +339,12 @@ impl Driver {
             }
             Incoming::Nothing => Flow::Continue,
         }
+    }
+
+    /// Holds a message the incoming NetSim delays until `due`, in delivery order.
+    fn hold_incoming(&mut self, due: u64, b: Bytes) {
+        let at = self.in_delay.partition_point(|d| d.0 <= due);
+        self.in_delay.insert(at, (due, b));
     }
 
     /// The socket ended: messages still held by the NetSim had arrived before the end, so they are
@@ -356,7 +374,10 @@ impl Driver {
     }
 
     async fn queue_out(&mut self, o: Outgoing) -> Flow {
-        if self.out_sim.config().is_off() && self.out_delay.is_empty() {
+        // Over WebTransport an input leaves at once in an Inputs datagram, which the NetSim
+        // delays or loses on its own (`send_inputs`).
+        let datagram = o.is_input && matches!(self.link, Some(Link::WebTransport(_)));
+        if datagram || (self.out_sim.config().is_off() && self.out_delay.is_empty()) {
             return self.write(o.bytes, o.is_input).await;
         }
         // Scheduling continues while queued messages drain, so switching NetSim off never
@@ -396,6 +417,13 @@ impl Driver {
             return lost("no transport");
         };
         let len = bytes.len();
+        // An Inputs datagram the outgoing NetSim held back.
+        if let (Link::WebTransport(wt), Some(&INPUTS)) = (&*link, bytes.first()) {
+            if wt.conn.send_datagram(bytes).is_ok() {
+                self.shared.counters.sent(len);
+            }
+            return Flow::Continue;
+        }
         if let Err(e) = link.send(bytes).await {
             return lost(e);
         }
@@ -419,11 +447,21 @@ impl Driver {
         });
         match msg.to_bytes() {
             Ok(bytes) => {
+                self.acked_sent = ack;
+                if !self.out_sim.config().is_off() {
+                    // Lost, or held until due like other delayed messages (sent as a datagram
+                    // then: `write` knows an Inputs message by its tag).
+                    let now = self.shared.now_us();
+                    if let Some(due) = self.out_sim.schedule_datagram(now) {
+                        let at = self.out_delay.partition_point(|d| d.0 <= due);
+                        self.out_delay.insert(at, (due, bytes, false));
+                    }
+                    return Flow::Continue;
+                }
                 let len = bytes.len();
                 if wt.conn.send_datagram(bytes).is_ok() {
                     self.shared.counters.sent(len);
                 }
-                self.acked_sent = ack;
                 Flow::Continue
             }
             Err(e) => Flow::Stop(CloseReason::Lost(format!("cannot encode Inputs: {e}"))),

@@ -28,8 +28,10 @@ pub(crate) struct WtLink {
 
 /// What the transport handed up.
 pub(crate) enum Incoming {
-    /// One server message (or a datagram: a State).
+    /// One server message.
     Message(Bytes),
+    /// A datagram (a State).
+    Datagram(Bytes),
     /// The host closed: with the close code when it gave one (4000 + a Kick code after a Kick).
     Closed(Option<u32>),
     /// The transport failed.
@@ -108,7 +110,7 @@ impl Link {
                     m = read_message(&mut wt.recv) => m.ok().map(Incoming::Message),
                     d = conn.receive_datagram() => d
                         .ok()
-                        .map(|d| Incoming::Message(Bytes::copy_from_slice(d.payload().as_ref()))),
+                        .map(|d| Incoming::Datagram(Bytes::copy_from_slice(d.payload().as_ref()))),
                 };
                 match read {
                     Some(i) => i,

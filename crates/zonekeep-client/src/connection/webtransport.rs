@@ -147,6 +147,8 @@ async fn handshake(
     let first = loop {
         match as_link.next().await {
             Incoming::Message(b) => break b,
+            // Nothing comes in a datagram before the Welcome.
+            Incoming::Datagram(_) => {}
             Incoming::Nothing => {}
             _ => return Err(ClientError::ClosedDuringHandshake),
         }
