@@ -335,12 +335,6 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
                 "--transport webtransport needs --decode none (the decoding bots speak WebSocket)"
             );
         }
-        if !cfg.netsim.is_off() {
-            bail!(
-                "--transport webtransport takes no --net-* (set the host's NetSim, which drops and \
-                 reorders datagrams: POST /dev/netsim on a --dev host)"
-            );
-        }
         cfg.transport = zonekeep_bench::Transport::WebTransport;
     }
     Ok(cfg)

@@ -2,9 +2,10 @@
 //! datagrams (only their header is read: tick, base, ack), and Inputs datagrams that carry the
 //! newest State tick it applied and its newest input with the unacknowledged ones before it.
 //!
-//! Against the WebSocket light bot it leaves out what it cannot do the same way: the client-side
-//! NetSim (use the host's, which drops and reorders datagrams) and reconnecting (a drop ends the
-//! bot, counted in `drops`). Redirects name WebSocket URLs, so a bot redirected ends as
+//! Its NetSim (`--net-*`) treats datagrams as datagrams: each is lost with the loss probability or
+//! delayed by its own jitter, so they reorder; control-stream messages (Pings, Pongs, Kicks) pass
+//! undelayed. Against the WebSocket light bot it leaves out reconnecting (a drop ends the bot,
+//! counted in `drops`). Redirects name WebSocket URLs, so a bot redirected ends as
 //! `redirect_scheme`.
 
 use std::collections::VecDeque;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::time::{sleep_until, timeout_at};
 use wtransport::{Connection, Endpoint as QuicEndpoint, RecvStream, SendStream};
 use zonekeep_client::connection::webtransport::{discover, read_message, write_message, Endpoint};
+use zonekeep_client::{NetSim, NetSimConfig};
 use zonekeep_protocol::delta::{decode_delta_head, DeltaHead};
 use zonekeep_protocol::limits::{DATAGRAM_VERSION, MAX_DATAGRAM_INPUTS};
 use zonekeep_protocol::messages::{
@@ -138,7 +140,21 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
 enum Seen {
     Datagram(Vec<u8>),
     Stream(Option<Vec<u8>>),
+    /// A datagram the NetSim took (held or lost).
+    Held,
     Gone,
+}
+
+/// Datagrams the NetSim holds per direction at most; more are dropped and counted.
+const MAX_HELD: usize = 4096;
+
+/// Datagrams held by the NetSim: `(due µs, order, bytes)`, soonest first.
+type Held = std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64, Vec<u8>)>>;
+
+/// When the soonest held datagram is due.
+fn held_due(held: &Held, origin: Instant) -> Option<Instant> {
+    held.peek()
+        .map(|std::cmp::Reverse((due, _, _))| origin + Duration::from_micros(*due))
 }
 
 async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &mut BotResult) {
@@ -160,10 +176,26 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
     // Inputs no State has acknowledged yet, newest last: each Inputs datagram repeats them.
     let mut unacked: VecDeque<Input> = VecDeque::new();
     let mut acked_sent = 0u64;
+    let simulate = !cfg.netsim.is_off();
+    let mut sim_in = NetSim::new(NetSimConfig {
+        seed: cfg.netsim.seed.wrapping_add(u64::from(bot)),
+        ..cfg.netsim
+    });
+    let mut sim_out = NetSim::new(NetSimConfig {
+        seed: cfg
+            .netsim
+            .seed
+            .wrapping_add(u64::from(bot))
+            .wrapping_mul(31),
+        ..cfg.netsim
+    });
+    let (mut held_in, mut held_out) = (Held::new(), Held::new());
+    let mut order = 0u64;
     shared.add(&shared.connected, 1);
     loop {
         let far = shared.hard_deadline;
         let input_at = next_input.unwrap_or(far);
+        let out_due = held_due(&held_out, origin);
         let mut datagram_out: Option<Vec<Input>> = None;
         tokio::select! {
             biased;
@@ -177,9 +209,39 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
                 continue;
             }
             _ = sleep_until(far.into()) => break,
+            _ = sleep_until(out_due.unwrap_or(far).into()), if out_due.is_some() => {
+                let now = micros(origin, Instant::now());
+                while held_out.peek().is_some_and(|std::cmp::Reverse((due, _, _))| *due <= now) {
+                    if let Some(std::cmp::Reverse((_, _, bytes))) = held_out.pop() {
+                        if s.conn.send_datagram(bytes).is_err() {
+                            res.outgoing_full += 1;
+                        }
+                    }
+                }
+                continue;
+            }
             seen = async {
+                let in_due = held_due(&held_in, origin);
                 tokio::select! {
+                    biased;
+                    _ = sleep_until(in_due.unwrap_or(far).into()), if in_due.is_some() => {
+                        match held_in.pop() {
+                            Some(std::cmp::Reverse((_, _, b))) => Seen::Datagram(b),
+                            None => Seen::Held,
+                        }
+                    }
                     d = s.conn.receive_datagram() => match d {
+                        Ok(d) if simulate => {
+                            if let Some(due) = sim_in.schedule_datagram(micros(origin, Instant::now())) {
+                                if held_in.len() < MAX_HELD {
+                                    order += 1;
+                                    held_in.push(std::cmp::Reverse((due, order, d.payload().to_vec())));
+                                } else {
+                                    res.netsim_overflow += 1;
+                                }
+                            }
+                            Seen::Held
+                        }
                         Ok(d) => Seen::Datagram(d.payload().to_vec()),
                         Err(_) => Seen::Gone,
                     },
@@ -188,6 +250,7 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
             } => {
                 let measuring = in_window && shared.phase_now() == Phase::Measure;
                 let b = match seen {
+                    Seen::Held => continue,
                     Seen::Gone | Seen::Stream(None) => {
                         res.drops += 1;
                         whole = false;
@@ -295,7 +358,16 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
                 if in_window {
                     res.window.bytes_out += bytes.len() as u64;
                 }
-                if s.conn.send_datagram(bytes).is_err() {
+                if simulate {
+                    if let Some(due) = sim_out.schedule_datagram(micros(origin, Instant::now())) {
+                        if held_out.len() < MAX_HELD {
+                            order += 1;
+                            held_out.push(std::cmp::Reverse((due, order, bytes)));
+                        } else {
+                            res.netsim_overflow += 1;
+                        }
+                    }
+                } else if s.conn.send_datagram(bytes).is_err() {
                     res.outgoing_full += 1;
                 }
             }

@@ -133,6 +133,8 @@ pub struct BotResult {
     pub total_deltas: u64,
     /// Inputs refused locally (queue full).
     pub outgoing_full: u64,
+    /// Datagrams the bot's NetSim dropped because its queue was full (WebTransport).
+    pub netsim_overflow: u64,
     /// Probe counters (the arena probe only).
     pub probe: Option<ProbeCounts>,
     /// Aimed shots (aim workload).
