@@ -4,12 +4,19 @@
 //! | --- | --- | --- |
 //! | `GET /admin/modules` | | `{"kinds": [{"kind", "sha256"}], "deploys": [{"kind", "sha256", "version", "size", "deployed_at_ms"}]}`: this host's module kinds and what they run, and the store's record of every kind's deploy |
 //! | `POST /admin/modules/{kind}/rollback` | | 200 `DeployOutcome` (`"rolled_back": true`): the kind goes back to the module it ran before its last deploy on this host, through the same freeze barrier, and the store records it, so every host follows; 409 `nothing_to_roll_back` when there is none |
-//! | `POST /admin/modules/{kind}?on_refusal=roll_back\|keep_upgraded` | the module (`application/wasm`, at most 32 MiB) | 200 `DeployOutcome`: the module is kept in the store, installed here, and every running zone of the kind is frozen, saved and restored into it; when a zone's new code refuses its save every zone goes back to the old code (`roll_back`, the default, answers `"rolled_back": true`) or only that zone stays on it (`keep_upgraded`). Other hosts of the fleet follow within a second. 422 `refused` for a module that does not load (the reason names the import or export). |
+//! | `POST /admin/modules/{kind}?on_refusal=roll_back\|keep_upgraded` | the module (`application/wasm`, at most 32 MiB) | 200 `DeployOutcome`: the module is compiled (on the host's compiler, never the network threads), kept in the store, installed here, and every running zone of the kind is frozen, saved and restored into it; when a zone's new code refuses its save every zone goes back to the old code (`roll_back`, the default, answers `"rolled_back": true`) or only that zone stays on it (`keep_upgraded`). Other hosts of the fleet follow within a second. 422 `refused` for a module that does not load (the reason names the import, export, setting or limit; an empty body too); 413 `too_large` past 32 MiB; 408 `request_timeout` for a body not received within the request timeout; 503 `compile_timeout` when compiling takes longer than the compile timeout, 503 `busy` when the compiler has as much waiting as it takes. Every answer but 200 means nothing was stored or installed. |
+//!
+//! A deploy past its compile step runs to its end on a task of its own even if the client goes
+//! away, and these two routes bound their own time (body within the request timeout, compile
+//! within the compile timeout) rather than the host's plain-request timeout, so that an answer
+//! always says what happened.
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -27,10 +34,7 @@ const MAX_MODULE_BODY: usize = 32 << 20;
 pub(crate) fn routes() -> Router<Arc<Shared>> {
     Router::new()
         .route("/admin/modules", get(list))
-        .route(
-            "/admin/modules/{kind}",
-            axum::routing::post(push).layer(DefaultBodyLimit::max(MAX_MODULE_BODY)),
-        )
+        .route("/admin/modules/{kind}", axum::routing::post(push))
         .route(
             "/admin/modules/{kind}/rollback",
             axum::routing::post(rollback),
@@ -79,29 +83,91 @@ struct PushQuery {
     on_refusal: OnRefusal,
 }
 
+/// The answer to a module over [`MAX_MODULE_BODY`], naming the limit.
+fn too_large() -> Response {
+    json_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        format!(
+            "a module may be at most {} MiB ({MAX_MODULE_BODY} bytes)",
+            MAX_MODULE_BODY >> 20
+        ),
+    )
+}
+
+/// Reads a module body of at most [`MAX_MODULE_BODY`] bytes within `limit`.
+async fn read_module(body: Body, limit: Duration) -> Result<Bytes, Response> {
+    match tokio::time::timeout(limit, axum::body::to_bytes(body, MAX_MODULE_BODY)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => {
+            // The body's own error, or the limit reached: the limit is what a client can fix.
+            let limited = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            Err(if limited {
+                too_large()
+            } else {
+                json_error(StatusCode::BAD_REQUEST, "bad_body", e.to_string())
+            })
+        }
+        Err(_) => Err(json_error(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the module was not received within {} ms",
+                limit.as_millis()
+            ),
+        )),
+    }
+}
+
 async fn push(
     State(shared): State<Arc<Shared>>,
     Path(kind): Path<String>,
     Query(q): Query<PushQuery>,
-    body: Bytes,
+    headers: axum::http::HeaderMap,
+    body: Body,
 ) -> Response {
     let Some(code) = shared.code.clone() else {
         return no_module_kinds();
+    };
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_MODULE_BODY as u64) {
+        return too_large();
+    }
+    let limit = Duration::from_millis(shared.config.request_timeout_ms);
+    let bytes = match read_module(body, limit).await {
+        Ok(b) => b,
+        Err(r) => return r,
     };
     let store = shared.sim.persist.as_ref().map(|p| p.store().clone());
     let upgrader = crate::upgrade::Upgrader {
         shared: shared.clone(),
     };
-    let deployed = deploy(
-        code.as_ref(),
-        store.as_ref(),
-        &upgrader,
-        &kind,
-        &body,
-        q.on_refusal,
-    )
+    // On a task of its own: once past its compile step a deploy runs to its end, whether or
+    // not this request is still there to hear it.
+    let deployed = tokio::spawn(async move {
+        deploy(
+            &code,
+            store.as_ref(),
+            &upgrader,
+            &kind,
+            &bytes,
+            q.on_refusal,
+        )
+        .await
+    })
     .await;
-    answer(deployed)
+    match deployed {
+        Ok(outcome) => answer(outcome),
+        Err(e) => json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the deploy task failed: {e}"),
+        ),
+    }
 }
 
 async fn rollback(State(shared): State<Arc<Shared>>, Path(kind): Path<String>) -> Response {
@@ -112,7 +178,16 @@ async fn rollback(State(shared): State<Arc<Shared>>, Path(kind): Path<String>) -
     let upgrader = crate::upgrade::Upgrader {
         shared: shared.clone(),
     };
-    answer(roll_back(code.as_ref(), store.as_ref(), &upgrader, &kind).await)
+    let rolled =
+        tokio::spawn(async move { roll_back(&code, store.as_ref(), &upgrader, &kind).await }).await;
+    match rolled {
+        Ok(outcome) => answer(outcome),
+        Err(e) => json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the rollback task failed: {e}"),
+        ),
+    }
 }
 
 /// A deploy's or rollback's answer.
@@ -130,6 +205,14 @@ fn answer(outcome: Result<crate::code::DeployOutcome, DeployError>) -> Response 
             "unavailable",
             e.to_string(),
         ),
+        Err(e @ DeployError::CompileDeadline(_)) => json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "compile_timeout",
+            e.to_string(),
+        ),
+        Err(e @ DeployError::Busy(_)) => {
+            json_error(StatusCode::SERVICE_UNAVAILABLE, "busy", e.to_string())
+        }
         Err(e @ DeployError::NothingToRollBack(_)) => {
             json_error(StatusCode::CONFLICT, "nothing_to_roll_back", e.to_string())
         }

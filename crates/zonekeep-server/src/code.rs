@@ -3,16 +3,22 @@
 //! freeze barrier (see [`crate::upgrade`]).
 //!
 //! The server does not run modules itself: the binary hands it a [`CodeKinds`] that can check and
-//! install code for its module kinds. A deploy through the admin API stores the module, installs
-//! it here, upgrades this host's running zones of the kind and, unless a zone refused (then every
-//! zone is rolled back, by default), records the kind's new version in the store. Every other host
-//! follows the store's record ([`follow`]): it installs the module and upgrades its own zones.
+//! install code for its module kinds. A deploy through the admin API checks and compiles the
+//! module on the host's [`Compiler`] (never on the network threads), stores it, installs it here,
+//! upgrades this host's running zones of the kind and, unless a zone refused (then every zone is
+//! rolled back, by default), records the kind's new version in the store. Every other host
+//! follows the store's record ([`follow`]): it compiles the module the same way, installs it and
+//! upgrades its own zones. A deploy refused at any step before the install leaves nothing behind:
+//! nothing stored, nothing installed.
 
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::upgrade::{UpgradeReport, Upgrader};
@@ -26,14 +32,187 @@ pub trait CodeKinds: Send + Sync {
     fn kinds(&self) -> Vec<String>;
     /// The SHA-256 (lowercase hex) of the module `kind` runs now, if it has one.
     fn current(&self, kind: &str) -> Option<String>;
-    /// Checks `code` and makes it the module new zones of `kind` run (the one it replaces is
-    /// kept for [`revert`](Self::revert)); answers its SHA-256, or why it was refused.
-    fn install(&self, kind: &str, code: &[u8]) -> Result<String, String>;
+    /// Checks and compiles `code` for `kind` without installing it: why it was refused, or the
+    /// compiled code for [`install`](Self::install). Slow (compiling is most of a deploy's
+    /// cost): the server calls it only on its [`Compiler`]'s own threads.
+    fn check(&self, kind: &str, code: &[u8]) -> Result<CheckedCode, String>;
+    /// Makes `checked` (from [`check`](Self::check) for the same kind) the module new zones of
+    /// `kind` run (the one it replaces is kept for [`revert`](Self::revert)); answers its
+    /// SHA-256. Quick: nothing is compiled here.
+    fn install(&self, kind: &str, checked: CheckedCode) -> Result<String, String>;
     /// Goes back to the module `kind` ran before the last install (undoing it); false when
     /// there is none.
     fn revert(&self, kind: &str) -> bool;
     /// The bytes of the module a [`revert`](Self::revert) would go back to, if any.
     fn previous(&self, kind: &str) -> Option<Vec<u8>>;
+}
+
+/// Code checked and compiled by [`CodeKinds::check`], not yet installed: opaque to the server.
+pub struct CheckedCode {
+    sha256: String,
+    code: Box<dyn Any + Send>,
+}
+
+impl std::fmt::Debug for CheckedCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckedCode")
+            .field("sha256", &self.sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CheckedCode {
+    /// `code` (whatever the [`CodeKinds`] implementation compiled), with its SHA-256.
+    pub fn new(sha256: String, code: impl Any + Send) -> Self {
+        Self {
+            sha256,
+            code: Box::new(code),
+        }
+    }
+
+    /// The module's SHA-256 (lowercase hex).
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The compiled code, if it is a `T`.
+    pub fn into_inner<T: 'static>(self) -> Option<T> {
+        self.code.downcast::<T>().ok().map(|b| *b)
+    }
+}
+
+/// Module compilations waiting for the compiler, at most, before more are refused.
+pub const COMPILE_QUEUE: usize = 4;
+
+/// Where a host compiles modules: one compilation at a time on a blocking thread of its own (not
+/// the network threads, not a simulation thread), a few more waiting, each bounded in wall time
+/// from when it was asked. A compilation past its deadline is answered as refused at once; it
+/// finishes on its thread (a compiler cannot be stopped midway) still holding the one slot, so
+/// at most one core ever compiles, and what it made is dropped: nothing of it is installed.
+/// A module's size and shape (functions, body sizes, locals) are bounded before compiling by
+/// the module host itself, which bounds the compiler's memory.
+#[derive(Debug)]
+pub struct Compiler {
+    metrics: CompileMetrics,
+    running: Arc<Semaphore>,
+    waiting: AtomicUsize,
+    deadline: Duration,
+    /// The module each kind was last refused, from the store's deploys: not compiled again
+    /// every [`FOLLOW_PERIOD`].
+    refused: std::sync::Mutex<BTreeMap<String, String>>,
+}
+
+impl Compiler {
+    /// A compiler refusing a compilation not done within `deadline` of being asked; its
+    /// metrics go on `registry`.
+    pub fn new(deadline: Duration, registry: &mut prometheus_client::registry::Registry) -> Self {
+        let metrics = CompileMetrics::default();
+        metrics.register(registry);
+        Self {
+            metrics,
+            running: Arc::new(Semaphore::new(1)),
+            waiting: AtomicUsize::new(0),
+            deadline,
+            refused: Default::default(),
+        }
+    }
+
+    /// True when `sha256` was refused for `kind` the last time the store's deploys were followed.
+    fn refused_before(&self, kind: &str, sha256: &str) -> bool {
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(kind)
+            .is_some_and(|s| s == sha256)
+    }
+
+    fn remember_refusal(&self, kind: &str, sha256: &str) {
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(kind.to_owned(), sha256.to_owned());
+    }
+
+    /// [`CodeKinds::check`] of `bytes` for `kind`, on the compiler's thread within its deadline.
+    pub async fn check(
+        &self,
+        code: &Arc<dyn CodeKinds>,
+        kind: &str,
+        bytes: &Arc<[u8]>,
+    ) -> Result<CheckedCode, DeployError> {
+        if self.waiting.fetch_add(1, Ordering::AcqRel) > COMPILE_QUEUE {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            self.metrics.outcome("busy");
+            return Err(DeployError::Busy(format!(
+                "{} module compilations are already running or waiting on this host; try again shortly",
+                COMPILE_QUEUE + 1
+            )));
+        }
+        let (code, kind_owned, bytes) = (code.clone(), kind.to_owned(), bytes.clone());
+        let running = self.running.clone();
+        let gauge = self.metrics.running.clone();
+        let compiled = tokio::time::timeout(self.deadline, async move {
+            let permit = running
+                .acquire_owned()
+                .await
+                .map_err(|_| DeployError::Busy("the compiler has stopped".into()))?;
+            gauge.inc();
+            tokio::task::spawn_blocking(move || {
+                let _slot = permit; // held until the compiler is done, even past the deadline
+                let checked = code.check(&kind_owned, &bytes);
+                gauge.dec();
+                checked
+            })
+            .await
+            .map_err(|e| DeployError::Refused(format!("the compiler failed: {e}")))?
+            .map_err(DeployError::Refused)
+        })
+        .await;
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        match compiled {
+            Ok(r) => {
+                self.metrics
+                    .outcome(if r.is_ok() { "compiled" } else { "refused" });
+                r
+            }
+            Err(_) => {
+                self.metrics.outcome("timeout");
+                tracing::warn!(%kind, deadline_s = self.deadline.as_secs_f64(), "module refused: compiling took too long");
+                Err(DeployError::CompileDeadline(self.deadline.as_millis()))
+            }
+        }
+    }
+}
+
+/// The compiler's metrics.
+#[derive(Debug, Default)]
+struct CompileMetrics {
+    running: prometheus_client::metrics::gauge::Gauge,
+    outcomes: prometheus_client::metrics::family::Family<
+        Vec<(&'static str, &'static str)>,
+        prometheus_client::metrics::counter::Counter,
+    >,
+}
+
+impl CompileMetrics {
+    fn register(&self, r: &mut prometheus_client::registry::Registry) {
+        r.register(
+            "zonekeep_module_compiles_running",
+            "Module compilations running now (at most one; a compilation past its deadline runs on until it ends)",
+            self.running.clone(),
+        );
+        r.register(
+            "zonekeep_module_compiles",
+            "Module compilations asked for, by outcome (compiled, refused, timeout, busy)",
+            self.outcomes.clone(),
+        );
+    }
+
+    fn outcome(&self, outcome: &'static str) {
+        self.outcomes
+            .get_or_create(&vec![("outcome", outcome)])
+            .inc();
+    }
 }
 
 /// What to do when a running zone's new code refuses its save.
@@ -72,9 +251,16 @@ pub enum DeployError {
     /// This host runs no module kind of that name.
     #[error("this host runs no module kind {0:?}")]
     UnknownKind(String),
-    /// The module does not load (its import, export or ABI check failed).
+    /// The module does not load (its import, export or ABI check failed, its settings or shape
+    /// are past the host's limits, or it is empty).
     #[error("{0}")]
     Refused(String),
+    /// Compiling it took longer than the host's compile deadline.
+    #[error("compiling the module took longer than {0} ms; nothing was installed")]
+    CompileDeadline(u128),
+    /// The compiler has as much work waiting as it takes.
+    #[error("{0}")]
+    Busy(String),
     /// The store could not keep the module or record the deploy.
     #[error("store: {0}")]
     Store(String),
@@ -83,9 +269,10 @@ pub enum DeployError {
     NothingToRollBack(String),
 }
 
-/// Deploys `code` to `kind` on this host (see the [module docs](self)).
+/// Deploys `code` to `kind` on this host (see the [module docs](self)). Run it on a task of
+/// its own when the caller may go away: past the compile step it must run to its end.
 pub async fn deploy(
-    code: &dyn CodeKinds,
+    code: &Arc<dyn CodeKinds>,
     store: Option<&zonekeep_store::Store>,
     upgrader: &Upgrader,
     kind: &str,
@@ -95,14 +282,22 @@ pub async fn deploy(
     if !code.kinds().iter().any(|k| k == kind) {
         return Err(DeployError::UnknownKind(kind.to_owned()));
     }
+    if bytes.is_empty() {
+        return Err(DeployError::Refused(
+            "the module is empty: send the .wasm file as the request body".into(),
+        ));
+    }
+    let bytes: Arc<[u8]> = Arc::from(bytes);
+    let checked = upgrader.shared.compiler.check(code, kind, &bytes).await?;
+    // Kept in the store only once it loads: a refused module leaves nothing behind.
     if let Some(store) = store {
         store
             .modules
-            .put_module(bytes)
+            .put_module(&bytes)
             .await
             .map_err(|e| DeployError::Store(e.to_string()))?;
     }
-    let sha256 = code.install(kind, bytes).map_err(DeployError::Refused)?;
+    let sha256 = code.install(kind, checked).map_err(DeployError::Refused)?;
     let upgrade = upgrader.upgrade_kind(kind).await;
     let refused = upgrade.refused().count() > 0;
     if refused && on_refusal == OnRefusal::RollBack {
@@ -152,7 +347,7 @@ async fn record(
 /// abort): every running zone is upgraded into it through the same freeze barrier, and the store
 /// records it as the kind's new version, so every other host follows.
 pub async fn roll_back(
-    code: &dyn CodeKinds,
+    code: &Arc<dyn CodeKinds>,
     store: Option<&zonekeep_store::Store>,
     upgrader: &Upgrader,
     kind: &str,
@@ -193,9 +388,9 @@ pub async fn roll_back(
 /// differs from the one it runs installs it and upgrades its zones (a zone that refuses stays on
 /// the old code). Returns the kinds that changed.
 pub async fn sync_once(
-    code: &dyn CodeKinds,
+    code: &Arc<dyn CodeKinds>,
     store: &zonekeep_store::Store,
-    upgrader: Option<&Upgrader>,
+    upgrader: &Upgrader,
 ) -> Result<Vec<String>, String> {
     let deploys = store
         .modules
@@ -205,7 +400,10 @@ pub async fn sync_once(
     let mine = code.kinds();
     let mut changed = Vec::new();
     for d in deploys.iter().filter(|d| mine.contains(&d.kind)) {
-        if code.current(&d.kind).as_deref() == Some(d.sha256.as_str()) {
+        let compiler = &upgrader.shared.compiler;
+        if code.current(&d.kind).as_deref() == Some(d.sha256.as_str())
+            || compiler.refused_before(&d.kind, &d.sha256)
+        {
             continue;
         }
         let Some(bytes) = store
@@ -217,12 +415,14 @@ pub async fn sync_once(
             tracing::error!(kind = %d.kind, sha256 = %d.sha256, "deployed module missing from the store");
             continue;
         };
-        match code.install(&d.kind, &bytes) {
+        let bytes: Arc<[u8]> = Arc::from(bytes);
+        let installed = match compiler.check(code, &d.kind, &bytes).await {
+            Ok(checked) => code.install(&d.kind, checked),
+            Err(e) => Err(e.to_string()),
+        };
+        match installed {
             Ok(_) => {
-                let report = match upgrader {
-                    Some(u) => u.upgrade_kind(&d.kind).await,
-                    None => UpgradeReport::default(),
-                };
+                let report = upgrader.upgrade_kind(&d.kind).await;
                 let refused: BTreeMap<&str, &str> = report
                     .refused()
                     .map(|z| (z.zone.as_str(), z.refused.as_deref().unwrap_or("")))
@@ -231,7 +431,8 @@ pub async fn sync_once(
                 changed.push(d.kind.clone());
             }
             Err(e) => {
-                tracing::error!(kind = %d.kind, sha256 = %d.sha256, error = %e, "deployed module does not load here");
+                tracing::error!(kind = %d.kind, sha256 = %d.sha256, error = %e, "deployed module does not load here; it is not tried again until the next deploy");
+                compiler.remember_refusal(&d.kind, &d.sha256);
             }
         }
     }
@@ -250,7 +451,7 @@ pub async fn follow(
             () = stop.cancelled() => return,
             () = tokio::time::sleep(FOLLOW_PERIOD) => {}
         }
-        if let Err(e) = sync_once(code.as_ref(), &store, Some(&upgrader)).await {
+        if let Err(e) = sync_once(&code, &store, &upgrader).await {
             tracing::warn!(error = %e, "reading module deploys from the store");
         }
     }

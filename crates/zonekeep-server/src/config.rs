@@ -121,6 +121,10 @@ pub struct ServerConfig {
     /// Bound on the whole graceful shutdown (one deadline shared by every
     /// phase: freezing zones, final saves, closing connections, facts). Default 10000.
     pub shutdown_timeout_ms: u64,
+    /// Time a module's compilation may take, from the deploy that asked for it, before the
+    /// deploy is refused and nothing of it installed. Modules compile one at a time on a thread
+    /// of their own; a few more may wait. Default 20000.
+    pub module_compile_timeout_ms: u64,
     /// Clock-skew leeway for ticket `exp`/`nbf`, seconds. Default 5.
     pub ticket_leeway_secs: u64,
     /// Largest `exp − now` accepted, seconds. Default 600.
@@ -210,6 +214,7 @@ impl Default for ServerConfig {
             max_zones: 1_000,
             metrics_zone_labels: 32,
             shutdown_timeout_ms: 10_000,
+            module_compile_timeout_ms: 20_000,
             ticket_leeway_secs: 5,
             ticket_max_lifetime_secs: 600,
             ticket_replay_capacity: 100_000,
@@ -308,6 +313,7 @@ impl ServerConfig {
             ("sim_queue", self.sim_queue as u64),
             ("max_zones", self.max_zones as u64),
             ("shutdown_timeout_ms", self.shutdown_timeout_ms),
+            ("module_compile_timeout_ms", self.module_compile_timeout_ms),
             ("ticket_max_lifetime_secs", self.ticket_max_lifetime_secs),
             ("ticket_replay_capacity", self.ticket_replay_capacity as u64),
             ("reconnect_capacity", self.reconnect_capacity as u64),

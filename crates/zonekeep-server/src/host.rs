@@ -115,6 +115,8 @@ pub(crate) struct Shared {
     pub fleet_stop: CancellationToken,
     /// The module kinds, when the host has any (see [`crate::code`]).
     pub code: Option<Arc<dyn crate::code::CodeKinds>>,
+    /// Where modules are compiled (see [`crate::code::Compiler`]).
+    pub compiler: crate::code::Compiler,
     /// The WebTransport endpoint, once it listens (`GET /webtransport` publishes it).
     pub webtransport: std::sync::OnceLock<crate::webtransport::Published>,
 }
@@ -371,6 +373,10 @@ impl HostBuilder {
             p.metrics().register(metrics.registry_mut());
             fleet_metrics.register(metrics.registry_mut());
         }
+        let compiler = crate::code::Compiler::new(
+            Duration::from_millis(config.module_compile_timeout_ms),
+            metrics.registry_mut(),
+        );
         let metrics = Arc::new(metrics);
         let registry = Arc::new(Registry::default());
         // Signed with the ticket keys, so a player's token is good at every host of the fleet.
@@ -426,6 +432,7 @@ impl HostBuilder {
                 fleet_metrics,
                 fleet_stop: CancellationToken::new(),
                 code: self.code,
+                compiler,
                 webtransport: std::sync::OnceLock::new(),
             }),
         })
@@ -454,8 +461,7 @@ impl Host {
             return;
         };
         let store = p.store().clone();
-        if let Err(e) = crate::code::sync_once(code.as_ref(), &store, Some(&self.upgrader())).await
-        {
+        if let Err(e) = crate::code::sync_once(&code, &store, &self.upgrader()).await {
             tracing::warn!(error = %e, "reading module deploys from the store");
         }
         tokio::spawn(crate::code::follow(
@@ -697,6 +703,10 @@ async fn bound_plain_requests(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    // A module push or rollback bounds its own time (see `admin_modules`), so that its answer
+    // always says what happened; the request's address cap still applies below.
+    let bounds_itself =
+        req.method() == axum::http::Method::POST && req.uri().path().starts_with("/admin/modules/");
     if req.headers().contains_key(header::UPGRADE) {
         return next.run(req).await;
     }
@@ -711,6 +721,9 @@ async fn bound_plain_requests(
             "too many connections from this address",
         )
     } else {
+        if bounds_itself {
+            return next.run(req).await;
+        }
         match tokio::time::timeout(limit, next.run(req)).await {
             Ok(r) => return r,
             Err(_) => json_error(

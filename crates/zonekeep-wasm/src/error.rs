@@ -14,6 +14,10 @@ pub enum LoadError {
         /// The limit.
         limit: usize,
     },
+    /// The module's shape is past the sandbox's limits (functions, a body's size, locals): it
+    /// would cost too much to compile.
+    #[error("the module is too costly to compile: {0}")]
+    Shape(String),
     /// Not a valid WebAssembly binary (text modules are not accepted either).
     #[error("not a valid WebAssembly module: {0}")]
     Invalid(String),
@@ -57,6 +61,12 @@ pub enum Failure {
     /// A call used more than its fuel.
     #[error("CPU budget exceeded: a call used more than {0} fuel")]
     Fuel(u64),
+    /// A tick's calls together used more than the tick's fuel.
+    #[error("CPU budget per tick exceeded: the calls of one tick used more than {0} fuel")]
+    TickFuel(u64),
+    /// A tick's calls together ran past the tick's wall-time deadline.
+    #[error("the calls of one tick ran longer than {0} ms")]
+    TickDeadline(u128),
     /// A call ran past its wall-time deadline.
     #[error("a call ran longer than {0} ms")]
     Deadline(u128),

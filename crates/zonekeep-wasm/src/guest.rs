@@ -29,9 +29,11 @@ impl ResourceLimiter for Caps {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
+        // Refused as WebAssembly refuses: `memory.grow` answers -1 and the module goes on (its
+        // allocator can report running out). A trap that follows is named after the refusal.
         if desired > self.memory {
             self.denied = Some(desired);
-            return Err(wasmtime::Error::msg("memory cap exceeded"));
+            return Ok(false);
         }
         Ok(true)
     }
@@ -62,6 +64,7 @@ impl ResourceLimiter for Caps {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Interrupt {
     Deadline,
+    TickDeadline,
     Stopped,
 }
 
@@ -109,6 +112,12 @@ pub(crate) struct GuestState {
     /// Epochs a call may see: its deadline in [`EPOCH_PERIOD`]s, rounded up.
     max_epochs: u32,
     deadline: Duration,
+    /// Epochs the calls of the current tick have seen together, when the running call counts
+    /// against its tick; `None` for the host's own calls.
+    tick_epochs: Option<u32>,
+    /// Epochs a tick's calls may see together.
+    max_tick_epochs: u32,
+    tick_deadline: Duration,
 }
 
 impl GuestState {
@@ -135,16 +144,18 @@ impl GuestState {
             interrupt: None,
             stop: Arc::new(AtomicBool::new(false)),
             epochs: 0,
-            max_epochs: u32::try_from(
-                sandbox
-                    .call_deadline
-                    .as_nanos()
-                    .div_ceil(EPOCH_PERIOD.as_nanos()),
-            )
-            .unwrap_or(u32::MAX),
+            max_epochs: epochs_in(sandbox.call_deadline),
             deadline: sandbox.call_deadline,
+            tick_epochs: None,
+            max_tick_epochs: epochs_in(sandbox.tick_deadline),
+            tick_deadline: sandbox.tick_deadline,
         }
     }
+}
+
+/// `d` in [`EPOCH_PERIOD`]s, rounded up.
+fn epochs_in(d: Duration) -> u32 {
+    u32::try_from(d.as_nanos().div_ceil(EPOCH_PERIOD.as_nanos())).unwrap_or(u32::MAX)
 }
 
 /// A log line as it may reach the host's log: cut, lossily decoded, control characters shown as
@@ -209,6 +220,14 @@ pub(crate) fn linker(engine: &ModuleEngine) -> Result<Linker<GuestState>, LoadEr
     Ok(linker)
 }
 
+/// What one tick's calls have left to spend together.
+#[derive(Debug, Clone, Copy)]
+struct TickBudget {
+    tick: u64,
+    fuel_left: u64,
+    epochs: u32,
+}
+
 /// One zone's instance of a module.
 pub(crate) struct Guest {
     store: Store<GuestState>,
@@ -217,6 +236,9 @@ pub(crate) struct Guest {
     call: TypedFunc<(i32, i32), i64>,
     abi: TypedFunc<(), i32>,
     fuel: u64,
+    fuel_per_tick: u64,
+    /// The tick whose budget the calls are spending, and what it has left.
+    budget: Option<TickBudget>,
     /// The next call's input; the caller encodes into it.
     pub input: Vec<u8>,
     fuel_used: u64,
@@ -242,14 +264,22 @@ impl Guest {
                 st.interrupt = Some(Interrupt::Deadline);
                 return Err(wasmtime::Error::msg("call deadline passed"));
             }
+            if let Some(t) = &mut st.tick_epochs {
+                *t += 1;
+                if *t > st.max_tick_epochs {
+                    st.interrupt = Some(Interrupt::TickDeadline);
+                    return Err(wasmtime::Error::msg("tick deadline passed"));
+                }
+            }
             Ok(UpdateDeadline::Continue(1))
         });
         let fuel = sandbox.fuel_per_call;
-        Self::arm(&mut store, fuel);
+        let fuel_per_tick = sandbox.fuel_per_tick;
+        Self::arm(&mut store, fuel, None);
         let instance = module
             .linker()
             .instantiate(&mut store, module.module())
-            .map_err(|e| classify(&mut store, fuel, e))?;
+            .map_err(|e| classify(&mut store, Budget::Call(fuel), e))?;
         let abi = |e: wasmtime::Error| Failure::Abi(format!("{e:#}"));
         let memory = instance
             .get_memory(&mut store, "memory")
@@ -270,6 +300,8 @@ impl Guest {
             call,
             abi,
             fuel,
+            fuel_per_tick,
+            budget: None,
             input: Vec::with_capacity(256),
             fuel_used: 0,
             buffer: None,
@@ -282,30 +314,36 @@ impl Guest {
         let mut guest =
             Self::new(module, "(load check)").map_err(|f| LoadError::Start(f.to_string()))?;
         let fuel = guest.fuel;
-        Self::arm(&mut guest.store, fuel);
-        let version = guest
-            .abi
-            .call(&mut guest.store, ())
-            .map_err(|e| LoadError::Start(classify(&mut guest.store, fuel, e).to_string()))?;
+        Self::arm(&mut guest.store, fuel, None);
+        let version = guest.abi.call(&mut guest.store, ()).map_err(|e| {
+            LoadError::Start(classify(&mut guest.store, Budget::Call(fuel), e).to_string())
+        })?;
         if version != zonekeep_abi::ABI_VERSION {
             return Ok((version, Vec::new()));
         }
         guest.input.clear();
         guest.input.extend_from_slice(&0u64.to_le_bytes());
         let settings = guest
-            .call(zonekeep_abi::op::CONFIG)
+            .call(zonekeep_abi::op::CONFIG, None)
             .map_err(|f| LoadError::Start(format!("asking its zone settings: {f}")))?;
         Ok((version, settings.to_vec()))
     }
 
-    /// Fresh fuel and a fresh deadline for the next call.
-    fn arm(store: &mut Store<GuestState>, fuel: u64) {
+    /// Fresh fuel and a fresh deadline for the next call, and nothing left over from the last
+    /// one (a panic line logged without a trap must not name a later failure). `tick_epochs`:
+    /// the epochs its tick's calls have already seen, when it counts against its tick.
+    fn arm(store: &mut Store<GuestState>, fuel: u64, tick_epochs: Option<u32>) {
         // Setting fuel fails only on an engine without fuel metering, which ours always has.
         let _ = store.set_fuel(fuel);
         store.set_epoch_deadline(1);
         let st = store.data_mut();
         st.epochs = 0;
         st.log_calls = 0;
+        st.tick_epochs = tick_epochs;
+        st.panic = None;
+        st.flood = false;
+        st.interrupt = None;
+        st.caps.denied = None;
     }
 
     /// A handle that stops this instance's running (or next) call, from any thread, within one
@@ -330,14 +368,46 @@ impl Guest {
     }
 
     /// Runs hook `op` on [`input`](Self::input); the output stays valid until the next call.
-    pub fn call(&mut self, op: u32) -> Result<&[u8], Failure> {
-        let fuel = self.fuel;
-        Self::arm(&mut self.store, fuel);
+    /// `tick`: the zone's tick, when the call counts against that tick's budget (see
+    /// [`Sandbox::fuel_per_tick`]); `None` for the host's own calls, which have only their own.
+    pub fn call(&mut self, op: u32, tick: Option<u64>) -> Result<&[u8], Failure> {
+        let budget = match tick {
+            Some(tick) => {
+                let b = match self.budget {
+                    Some(b) if b.tick == tick => b,
+                    _ => TickBudget {
+                        tick,
+                        fuel_left: self.fuel_per_tick,
+                        epochs: 0,
+                    },
+                };
+                self.budget = Some(b);
+                if b.fuel_left < self.fuel {
+                    Budget::Tick {
+                        left: b.fuel_left,
+                        per_tick: self.fuel_per_tick,
+                    }
+                } else {
+                    Budget::Call(self.fuel)
+                }
+            }
+            None => Budget::Call(self.fuel),
+        };
+        let fuel = budget.fuel();
+        Self::arm(
+            &mut self.store,
+            fuel,
+            self.budget.filter(|_| tick.is_some()).map(|b| b.epochs),
+        );
         let len = i32::try_from(self.input.len())
             .map_err(|_| Failure::Abi("a call's input is over 2 GiB".into()))?;
         let result = self.call_inner(op, len);
         self.fuel_used = fuel.saturating_sub(self.store.get_fuel().unwrap_or(0));
-        let out = result.map_err(|e| classify(&mut self.store, fuel, e))?;
+        if let (Some(b), Some(_)) = (&mut self.budget, tick) {
+            b.fuel_left = b.fuel_left.saturating_sub(self.fuel_used);
+            b.epochs = self.store.data().tick_epochs.unwrap_or(b.epochs);
+        }
+        let out = result.map_err(|e| classify(&mut self.store, budget, e))?;
         // Read in place: nothing runs in the instance until the caller is done with it.
         Ok(self.memory.data(&self.store).get(out).unwrap_or_default())
     }
@@ -381,8 +451,26 @@ impl std::fmt::Display for AbiViolation {
 
 impl std::error::Error for AbiViolation {}
 
+/// The fuel a call was given, and whose budget bounded it.
+#[derive(Debug, Clone, Copy)]
+enum Budget {
+    /// The call's own budget.
+    Call(u64),
+    /// What its tick had left, less than a call's own budget.
+    Tick { left: u64, per_tick: u64 },
+}
+
+impl Budget {
+    fn fuel(self) -> u64 {
+        match self {
+            Budget::Call(f) => f,
+            Budget::Tick { left, .. } => left,
+        }
+    }
+}
+
 /// What a failed call means, from what the store saw during it and the error it ended with.
-fn classify(store: &mut Store<GuestState>, fuel: u64, e: wasmtime::Error) -> Failure {
+fn classify(store: &mut Store<GuestState>, budget: Budget, e: wasmtime::Error) -> Failure {
     let st = store.data_mut();
     if st.flood {
         return Failure::LogFlood(st.log_calls_per_call);
@@ -398,6 +486,9 @@ fn classify(store: &mut Store<GuestState>, fuel: u64, e: wasmtime::Error) -> Fai
     }
     match st.interrupt.take() {
         Some(Interrupt::Deadline) => return Failure::Deadline(st.deadline.as_millis()),
+        Some(Interrupt::TickDeadline) => {
+            return Failure::TickDeadline(st.tick_deadline.as_millis())
+        }
         Some(Interrupt::Stopped) => return Failure::Stopped,
         None => {}
     }
@@ -405,7 +496,10 @@ fn classify(store: &mut Store<GuestState>, fuel: u64, e: wasmtime::Error) -> Fai
         return Failure::Abi(v.0.to_owned());
     }
     match e.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => Failure::Fuel(fuel),
+        Some(Trap::OutOfFuel) => match budget {
+            Budget::Call(fuel) => Failure::Fuel(fuel),
+            Budget::Tick { per_tick, .. } => Failure::TickFuel(per_tick),
+        },
         Some(Trap::StackOverflow) => Failure::Stack,
         Some(t) => Failure::Trap(t.to_string()),
         None => Failure::Trap(format!("{e:#}")),

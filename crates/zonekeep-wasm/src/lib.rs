@@ -27,6 +27,7 @@ mod kind;
 mod load;
 mod sandbox;
 mod settings;
+mod shape;
 pub mod wire;
 mod zone;
 

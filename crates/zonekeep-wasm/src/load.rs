@@ -81,6 +81,7 @@ impl ZoneModule {
                 "a WebAssembly binary starts with \\0asm (text modules are not accepted)".into(),
             ));
         }
+        crate::shape::check(bytes, engine.sandbox())?;
         let module = Module::new(engine.engine(), bytes)
             .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
         for import in module.imports() {

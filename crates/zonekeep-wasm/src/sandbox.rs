@@ -20,8 +20,18 @@ pub const EPOCH_PERIOD: Duration = Duration::from_millis(10);
 pub struct Sandbox {
     /// Fuel for one call into the module (about one unit per WebAssembly instruction).
     pub fuel_per_call: u64,
+    /// Fuel for all the calls a zone's game makes in one tick together (its inputs, its tick,
+    /// its timers, joins and leaves, settlements): one call never gets more than what its tick
+    /// has left, so a zone cannot buy more CPU by making more calls. The host's own calls
+    /// (create, restore, save, the state hash) count only against [`fuel_per_call`](Self::fuel_per_call):
+    /// they come at wall-clock moments, and a replay must run out at the same instruction.
+    pub fuel_per_tick: u64,
     /// Wall time one call may take before it is interrupted.
     pub call_deadline: Duration,
+    /// Wall time all of a tick's calls may take together before the one running is interrupted:
+    /// the backstop for what fuel does not count, per tick as [`call_deadline`](Self::call_deadline)
+    /// is per call.
+    pub tick_deadline: Duration,
     /// Largest linear memory of one zone instance, in bytes.
     pub memory_bytes: usize,
     /// Largest table of one zone instance, in elements.
@@ -38,13 +48,23 @@ pub struct Sandbox {
     pub log_line_bytes: usize,
     /// Largest module accepted, in bytes.
     pub module_bytes: usize,
+    /// Most functions a module may define. Compiling costs time and memory per function, so
+    /// this and the two below bound what a module can make the compiler do before it runs.
+    pub max_functions: u32,
+    /// Largest body of one function, in bytes (the compiler's cost grows faster than linearly
+    /// in a function's size).
+    pub max_function_bytes: usize,
+    /// Most locals one function may declare.
+    pub max_locals: u32,
 }
 
 impl Default for Sandbox {
     fn default() -> Self {
         Self {
             fuel_per_call: 50_000_000,
+            fuel_per_tick: 20_000_000,
             call_deadline: Duration::from_secs(1),
+            tick_deadline: Duration::from_millis(250),
             memory_bytes: 64 << 20,
             table_elements: 10_000,
             stack_bytes: 512 << 10,
@@ -53,6 +73,9 @@ impl Default for Sandbox {
             log_calls_per_call: 10_000,
             log_line_bytes: 1024,
             module_bytes: 32 << 20,
+            max_functions: 20_000,
+            max_function_bytes: 256 << 10,
+            max_locals: 4_096,
         }
     }
 }

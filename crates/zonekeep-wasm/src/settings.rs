@@ -24,6 +24,30 @@ pub struct ModuleSettings {
     pub view_radius: Option<f32>,
     /// The interest grid's cell size.
     pub cell_size: Option<f32>,
+    /// Most entities a zone may hold at once (only within the host's own cap).
+    pub max_entities: Option<u32>,
+}
+
+/// The range of settings a module may ask for: what a host can run for everyone else on its
+/// simulation thread, and what replication can carry. Past them the module is refused at load,
+/// naming the setting.
+pub mod bounds {
+    /// Highest tick rate, in Hz.
+    pub const TICK_HZ: u32 = 120;
+    /// Most state messages per second (`tick_hz / patch_every`).
+    pub const PATCH_HZ: u32 = 60;
+    /// Most players or observers a zone may admit.
+    pub const PARTICIPANTS: u32 = 10_000;
+    /// Finest and coarsest position quantum: finer, positions no longer fit the wire's
+    /// integers and moving entities stop replicating.
+    pub const POS_STEP: (f32, f32) = (1.0e-4, 100.0);
+    /// Largest finite view radius and cell size.
+    pub const DISTANCE: f32 = 1.0e6;
+    /// Smallest cell of the interest grid.
+    pub const MIN_CELL: f32 = 0.01;
+    /// Most grid cells across one view's diameter (`2 × view_radius / cell_size`): the interest
+    /// pass visits every cell of a view each patch.
+    pub const CELLS_ACROSS: f32 = 256.0;
 }
 
 fn some_u32(v: u32) -> Option<u32> {
@@ -51,18 +75,80 @@ impl ModuleSettings {
             pos_step: some_f32(r.f32("pos_step").map_err(bad)?),
             view_radius: some_f32(r.f32("view_radius").map_err(bad)?),
             cell_size: some_f32(r.f32("cell_size").map_err(bad)?),
+            // The eighth setting is optional: modules built before it answer seven.
+            max_entities: if r.is_empty() {
+                None
+            } else {
+                some_u32(r.u32("max_entities").map_err(bad)?)
+            },
         };
         if !r.is_empty() {
             return Err(LoadError::Settings(format!(
-                "{} bytes after the seven settings",
+                "{} bytes after the eight settings",
                 r.remaining()
             )));
         }
+        settings.check_bounds().map_err(LoadError::Settings)?;
         settings
             .apply(ZoneConfig::default())
             .validate()
             .map_err(|e| LoadError::Settings(e.to_string()))?;
         Ok(settings)
+    }
+
+    /// Refuses a setting outside [`bounds`], naming it.
+    fn check_bounds(&self) -> Result<(), String> {
+        let host = ZoneConfig::default();
+        let tick_hz = self.tick_hz.unwrap_or(host.tick_hz);
+        if tick_hz > bounds::TICK_HZ {
+            return Err(format!("tick_hz {tick_hz}: at most {} Hz", bounds::TICK_HZ));
+        }
+        let patch_every = self.patch_every.unwrap_or(host.patch_every).max(1);
+        if tick_hz.div_ceil(patch_every) > bounds::PATCH_HZ {
+            return Err(format!(
+                "patch_every {patch_every} at {tick_hz} Hz sends {} state messages a second: at most {}",
+                tick_hz.div_ceil(patch_every),
+                bounds::PATCH_HZ
+            ));
+        }
+        for (name, v) in [
+            ("max_players", self.max_players),
+            ("max_observers", self.max_observers),
+        ] {
+            if let Some(v) = v.filter(|v| *v > bounds::PARTICIPANTS) {
+                return Err(format!("{name} {v}: at most {}", bounds::PARTICIPANTS));
+            }
+        }
+        if let Some(step) = self.pos_step {
+            let (lo, hi) = bounds::POS_STEP;
+            if !(step.is_finite() && (lo..=hi).contains(&step)) {
+                return Err(format!("pos_step {step}: from {lo} to {hi}"));
+            }
+        }
+        for (name, v) in [
+            ("view_radius", self.view_radius),
+            ("cell_size", self.cell_size),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0 && *v <= bounds::DISTANCE)) {
+                return Err(format!(
+                    "{name} {v}: a finite distance above 0 and at most {} (0 leaves it to the host)",
+                    bounds::DISTANCE
+                ));
+            }
+        }
+        if let Some(c) = self.cell_size.filter(|c| *c < bounds::MIN_CELL) {
+            return Err(format!("cell_size {c}: at least {}", bounds::MIN_CELL));
+        }
+        let r = self.apply(host).replication;
+        if r.view_radius.is_finite() && 2.0 * r.view_radius / r.cell_size > bounds::CELLS_ACROSS {
+            return Err(format!(
+                "cell_size {}: a view of radius {} would span more than {} cells; use a larger cell",
+                r.cell_size,
+                r.view_radius,
+                bounds::CELLS_ACROSS
+            ));
+        }
+        Ok(())
     }
 
     /// `config` (the host's for the kind) with what the module asks for in place.
@@ -90,22 +176,5 @@ impl ModuleSettings {
             r.cell_size = v;
         }
         config
-    }
-
-    /// Why a zone running at `tick_hz` with position quantum `pos_step` cannot take this
-    /// module in place (a deploy): what a tick and a position mean would change under its saved
-    /// and predicted state. `None`: it can.
-    pub fn conflict(&self, tick_hz: u32, pos_step: f32) -> Option<String> {
-        if let Some(hz) = self.tick_hz.filter(|hz| *hz != tick_hz) {
-            return Some(format!(
-                "the module runs at {hz} Hz and this zone at {tick_hz} Hz; restart the zone to change its tick rate"
-            ));
-        }
-        if let Some(step) = self.pos_step.filter(|s| s.to_bits() != pos_step.to_bits()) {
-            return Some(format!(
-                "the module's position step is {step} and this zone's {pos_step}; restart the zone to change it"
-            ));
-        }
-        None
     }
 }

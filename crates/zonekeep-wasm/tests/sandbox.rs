@@ -3,6 +3,9 @@
 //! compiled to binaries with `wat`: each one is a complete module of the ABI in docs/MODULES.md.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/guest_build.rs"]
+mod guest_build;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,12 +107,25 @@ fn an_infinite_loop_runs_out_of_fuel() {
 }
 
 #[test]
-fn a_memory_bomb_stops_at_the_cap() {
+fn memory_grow_past_the_cap_answers_minus_one_as_webassembly_does() {
     let e = engine(Sandbox {
         memory_bytes: 8 << 20,
         ..Sandbox::default()
     });
-    let bomb = "(loop $l (drop (memory.grow (i32.const 16))) (br $l))";
+    // Asks for 16 MiB more; a refusal (-1) is handled and the zone goes on; a grant would trap.
+    let polite = "(if (i32.ne (memory.grow (i32.const 256)) (i32.const -1)) (then unreachable))";
+    assert_eq!(run_beside_native(&e, &module(polite, "")), None);
+}
+
+#[test]
+fn a_memory_bomb_stops_at_the_cap_and_its_trap_is_named_after_it() {
+    let e = engine(Sandbox {
+        memory_bytes: 8 << 20,
+        ..Sandbox::default()
+    });
+    // Grows until refused, then traps, as an allocator out of memory does.
+    let bomb =
+        "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable";
     let why = run_beside_native(&e, &module(bomb, "")).unwrap();
     assert!(
         why == "memory cap exceeded: the module asked for 8454144 bytes, the cap is 8388608",
@@ -305,7 +321,9 @@ fn the_host_stops_a_running_call_from_another_thread() {
     // Fuel enough for hours: only the stop handle can end this call.
     let e = engine(Sandbox {
         fuel_per_call: u64::MAX / 2,
+        fuel_per_tick: u64::MAX / 2,
         call_deadline: Duration::from_secs(3600),
+        tick_deadline: Duration::from_secs(3600),
         ..Sandbox::default()
     });
     let module = ZoneModule::load(&e, &module("(loop $l (br $l))", "")).unwrap();
@@ -329,7 +347,9 @@ fn the_host_stops_a_running_call_from_another_thread() {
 fn a_call_past_its_wall_deadline_is_interrupted() {
     let e = engine(Sandbox {
         fuel_per_call: u64::MAX / 2,
+        fuel_per_tick: u64::MAX / 2,
         call_deadline: Duration::from_millis(50),
+        tick_deadline: Duration::from_secs(3600),
         ..Sandbox::default()
     });
     let why = run_beside_native(&e, &module("(loop $l (br $l))", "")).unwrap();
@@ -421,4 +441,129 @@ fn the_host_asks_for_an_input_buffer_only_when_an_input_outgrows_it() {
         "{:?}",
         z.failure()
     );
+}
+
+/// A module that sets `n` timers firing every tick at CREATE, and runs `on_timer` in each
+/// TIMER call.
+fn timers(n: u64, on_timer: &str) -> Vec<u8> {
+    // TIMER_EVERY (16): u64 ticks, u64 tag.
+    let mut commands = Vec::new();
+    for tag in 0..n {
+        commands.push(16u8);
+        commands.extend_from_slice(&1u64.to_le_bytes());
+        commands.extend_from_slice(&tag.to_le_bytes());
+    }
+    let data: String = commands.iter().map(|b| format!("\\{b:02x}")).collect();
+    wat::parse_str(format!(
+        r#"(module
+            (memory (export "memory") 1)
+            (data (i32.const 8192) "{data}")
+            (func (export "zk_abi") (result i32) i32.const 2)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (local $i i32)
+                (if (i32.eq (local.get $op) (i32.const 1))
+                    (then (return (i64.const {packed}))))
+                (if (i32.eq (local.get $op) (i32.const 9)) (then {on_timer}))
+                i64.const 0))"#,
+        packed = (8192i64 << 32) | commands.len() as i64,
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_ticks_calls_share_one_budget_so_many_calls_buy_no_more_cpu() {
+    // Each timer call spins ~100k iterations: well inside a call's budget, but 100 of them
+    // are far past the tick's.
+    let spin = "(local.set $i (i32.const 100000)) (loop $l (local.set $i (i32.sub (local.get $i) (i32.const 1))) (br_if $l (local.get $i)))";
+    let e = engine(Sandbox {
+        fuel_per_call: 5_000_000,
+        fuel_per_tick: 10_000_000,
+        ..Sandbox::default()
+    });
+    let why = run_beside_native(&e, &timers(100, spin)).unwrap();
+    assert_eq!(
+        why,
+        "CPU budget per tick exceeded: the calls of one tick used more than 10000000 fuel"
+    );
+    // The same work in few enough calls fits, tick after tick.
+    assert_eq!(run_beside_native(&e, &timers(5, spin)), None);
+}
+
+#[test]
+fn a_ticks_calls_share_one_wall_deadline() {
+    // Fuel for hours and a call deadline of an hour: only the tick's deadline ends it.
+    let e = engine(Sandbox {
+        fuel_per_call: u64::MAX / 2,
+        fuel_per_tick: u64::MAX / 2,
+        call_deadline: Duration::from_secs(3600),
+        tick_deadline: Duration::from_millis(30),
+        ..Sandbox::default()
+    });
+    let why = run_beside_native(&e, &module("(loop $l (br $l))", "")).unwrap();
+    assert_eq!(why, "the calls of one tick ran longer than 30 ms");
+}
+
+#[test]
+fn a_panic_line_without_a_trap_does_not_name_a_later_failure() {
+    let e = engine(Sandbox::default());
+    let msg = "panicked at forged.rs:1:1: not me";
+    let data = format!(r#"(data (i32.const 0) "{msg}") (global $n (mut i32) (i32.const 0))"#);
+    // The first tick logs a panic line and returns; the second traps for its own reason.
+    let body = format!(
+        "(global.set $n (i32.add (global.get $n) (i32.const 1)))
+         (if (i32.eq (global.get $n) (i32.const 1))
+            (then (call $log (i32.const 5) (i32.const 0) (i32.const {})) (return (i64.const 0))))
+         unreachable",
+        msg.len()
+    );
+    let why = run_beside_native(&e, &module(&body, &data)).unwrap();
+    assert!(
+        why.starts_with("trapped: ") && !why.contains("forged"),
+        "{why}"
+    );
+}
+
+/// A valid module of the ABI with `extra` functions of its own.
+fn with_functions(extra: &str) -> Vec<u8> {
+    module("", extra)
+}
+
+#[test]
+fn modules_too_costly_to_compile_are_refused_before_compiling_naming_the_limit() {
+    let e = engine(Sandbox {
+        max_functions: 50,
+        max_function_bytes: 1024,
+        max_locals: 100,
+        ..Sandbox::default()
+    });
+    let many = "(func)".repeat(60);
+    let err = ZoneModule::load(&e, &with_functions(&many)).unwrap_err();
+    assert!(matches!(err, LoadError::Shape(_)), "{err:?}");
+    assert!(err.to_string().contains("at most 50"), "{err}");
+
+    let big_body = format!("(func {})", "(drop (i32.const 1))".repeat(400));
+    let err = ZoneModule::load(&e, &with_functions(&big_body)).unwrap_err();
+    assert!(err.to_string().contains("at most 1024 bytes"), "{err}");
+
+    let locals = format!("(func {})", "(local i64)".repeat(101));
+    let err = ZoneModule::load(&e, &with_functions(&locals)).unwrap_err();
+    assert!(err.to_string().contains("101 locals"), "{err}");
+
+    // Within every limit: loads.
+    assert!(ZoneModule::load(&e, &with_functions(&"(func)".repeat(40))).is_ok());
+}
+
+#[test]
+fn the_default_shape_limits_admit_the_example_games() {
+    let sandbox = Sandbox::default();
+    let e = engine(sandbox);
+    for file in [
+        guest_build::tag_module(),
+        guest_build::arena_module(),
+        guest_build::workload_module(),
+    ] {
+        let bytes = std::fs::read(&file).unwrap();
+        ZoneModule::load(&e, &bytes).unwrap_or_else(|err| panic!("{}: {err}", file.display()));
+    }
 }

@@ -1,13 +1,12 @@
 //! The zone settings a module asks for (its CONFIG answer): every zone of its kind is created
-//! with them, settings a host cannot run refuse the module at load, and a zone refuses to take
-//! in place a module that would change its tick rate or position step.
+//! with them, and settings a host cannot run refuse the module at load, naming the setting.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
-use zonekeep_core::{ManualClock, ZoneConfig, ZoneHost, ZoneInit, ZoneKinds};
+use zonekeep_core::{ManualClock, ZoneConfig, ZoneInit, ZoneKinds};
 use zonekeep_wasm::{
-    register, LoadError, ModuleEngine, ModuleKind, ModuleSettings, ModuleZone, Sandbox, ZoneModule,
+    register, LoadError, ModuleEngine, ModuleKind, ModuleSettings, Sandbox, ZoneModule,
 };
 
 /// The seven settings as CONFIG writes them.
@@ -111,28 +110,60 @@ fn settings_a_host_cannot_run_refuse_the_module_at_load() {
     assert!(matches!(long, Err(LoadError::Settings(_))), "{long:?}");
 }
 
+/// All seven settings, as CONFIG writes them.
+fn all_settings(
+    tick_hz: u32,
+    patch_every: u32,
+    pos_step: f32,
+    view_radius: f32,
+    cell_size: f32,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in [tick_hz, patch_every, 0, 0] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [pos_step, view_radius, cell_size] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
 #[test]
-fn a_zone_refuses_in_place_a_module_that_changes_its_tick_rate_or_position_step() {
+fn absurd_settings_refuse_the_module_at_load_naming_the_setting() {
     let e = engine();
-    let same = ZoneModule::load(&e, &module_asking(&settings_bytes(30, 0, 0.01, 0.0))).unwrap();
-    let faster = ZoneModule::load(&e, &module_asking(&settings_bytes(60, 0, 0.0, 0.0))).unwrap();
-    let finer = ZoneModule::load(&e, &module_asking(&settings_bytes(0, 0, 0.001, 0.0))).unwrap();
-    // A zone running at 30 Hz with the 0.01 step (the defaults).
-    let config = ZoneConfig::default();
-    assert_eq!(config.tick_hz, 30);
-    let clock = Arc::new(ManualClock::new());
-    let start = |module: &Arc<ZoneModule>| {
-        ZoneHost::create_with(
-            init("t-1"),
-            config.clone(),
-            clock.clone(),
-            1,
-            |init, ctx| ModuleZone::create(module, init, ctx),
-        )
-    };
-    assert!(start(&same).is_ok());
-    let err = start(&faster).unwrap_err().to_string();
-    assert!(err.contains("60 Hz") && err.contains("30 Hz"), "{err}");
-    let err = start(&finer).unwrap_err().to_string();
-    assert!(err.contains("position step"), "{err}");
+    for (bytes, names) in [
+        (all_settings(1000, 1, 0.0, 0.0, 0.0), "tick_hz 1000"),
+        (
+            all_settings(120, 1, 0.0, 0.0, 0.0),
+            "patch_every 1 at 120 Hz",
+        ),
+        (
+            all_settings(0, 0, 0.0, f32::INFINITY, 0.0),
+            "view_radius inf",
+        ),
+        (all_settings(0, 0, 0.0, f32::NAN, 0.0), "view_radius NaN"),
+        (
+            all_settings(0, 0, 1.0e-30, 0.0, 0.0),
+            "pos_step 0.000000000000000000000000000001",
+        ),
+        (all_settings(0, 0, 0.0, 0.0, 1.0e-30), "cell_size"),
+        (all_settings(0, 0, 0.0, 100.0, 0.1), "cell_size 0.1"),
+        (all_settings(0, 0, 0.0, -5.0, 0.0), "view_radius -5"),
+    ] {
+        match ZoneModule::load(&e, &module_asking(&bytes)) {
+            Err(LoadError::Settings(why)) => assert!(why.starts_with(names), "{why}"),
+            other => panic!("expected a settings refusal naming {names}, got {other:?}"),
+        }
+    }
+    // At the bounds: accepted.
+    let fast = all_settings(120, 2, 1.0e-4, 1000.0, 8.0);
+    assert!(ZoneModule::load(&e, &module_asking(&fast)).is_ok());
+}
+
+#[test]
+fn an_eighth_setting_caps_the_zones_entities() {
+    let mut bytes = all_settings(0, 0, 0.0, 0.0, 0.0);
+    bytes.extend_from_slice(&500u32.to_le_bytes());
+    let module = ZoneModule::load(&engine(), &module_asking(&bytes)).unwrap();
+    assert_eq!(module.settings().max_entities, Some(500));
 }

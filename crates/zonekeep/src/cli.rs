@@ -165,6 +165,9 @@ struct ServeArgs {
     /// Bound on the whole graceful shutdown (one deadline for every phase), ms [default: 10000].
     #[arg(long, env = "ZONEKEEP_SHUTDOWN_TIMEOUT_MS")]
     shutdown_timeout_ms: Option<u64>,
+    /// Time a pushed module's compilation may take before the deploy is refused, ms [default: 20000].
+    #[arg(long, env = "ZONEKEEP_MODULE_COMPILE_TIMEOUT_MS")]
+    module_compile_timeout_ms: Option<u64>,
     /// Clock-skew leeway for ticket exp/nbf, seconds [default: 5].
     #[arg(long, env = "ZONEKEEP_TICKET_LEEWAY_SECS")]
     ticket_leeway_secs: Option<u64>,
@@ -316,6 +319,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
         max_zones,
         metrics_zone_labels,
         shutdown_timeout_ms,
+        module_compile_timeout_ms,
         ticket_leeway_secs,
         ticket_max_lifetime_secs,
         ticket_replay_capacity,

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use zonekeep_core::ZoneConfig;
-use zonekeep_server::code::{CodeKinds, OnRefusal};
+use zonekeep_server::code::{CheckedCode, CodeKinds, OnRefusal};
 use zonekeep_server::upgrade::Upgrader;
 use zonekeep_server::HostBuilder;
 use zonekeep_wasm::{ModuleEngine, ModuleKind, Sandbox, ZoneModule};
@@ -71,13 +71,23 @@ impl CodeKinds for ModuleHost {
         self.kinds.get(kind)?.current().map(|m| m.digest_hex())
     }
 
-    fn install(&self, kind: &str, code: &[u8]) -> Result<String, String> {
+    fn check(&self, kind: &str, code: &[u8]) -> Result<CheckedCode, String> {
+        if !self.kinds.contains_key(kind) {
+            return Err(format!("no module kind {kind:?} here"));
+        }
+        let module = ZoneModule::load(&self.engine, code).map_err(|e| e.to_string())?;
+        Ok(CheckedCode::new(module.digest_hex(), module))
+    }
+
+    fn install(&self, kind: &str, checked: CheckedCode) -> Result<String, String> {
         let k = self
             .kinds
             .get(kind)
             .ok_or_else(|| format!("no module kind {kind:?} here"))?;
-        let module = ZoneModule::load(&self.engine, code).map_err(|e| e.to_string())?;
-        let digest = module.digest_hex();
+        let digest = checked.sha256().to_owned();
+        let module = checked
+            .into_inner::<Arc<ZoneModule>>()
+            .ok_or_else(|| format!("the code checked for {kind:?} is not a module"))?;
         k.replace(module);
         Ok(digest)
     }
@@ -147,12 +157,9 @@ pub(crate) fn watch_files(
         let Some(file) = arg.file.clone() else {
             continue;
         };
-        let (host, kind, upgrader, runtime) = (
-            host.clone(),
-            arg.kind.clone(),
-            upgrader.clone(),
-            runtime.clone(),
-        );
+        let code: Arc<dyn CodeKinds> = host.clone();
+        let (host, kind, upgrader, runtime) =
+            (code, arg.kind.clone(), upgrader.clone(), runtime.clone());
         let mut seen = stamp(&file);
         std::thread::Builder::new()
             .name(format!("zonekeep-module-watch-{kind}"))
@@ -171,7 +178,7 @@ pub(crate) fn watch_files(
                     }
                 };
                 let deployed = runtime.block_on(zonekeep_server::code::deploy(
-                    host.as_ref(),
+                    &host,
                     None,
                     &upgrader,
                     &kind,

@@ -46,11 +46,15 @@ fn hostiles() -> Vec<(&'static str, Vec<u8>, String)> {
         (
             "spin",
             hostile("(loop $l (br $l))", ""),
-            "zone failed: CPU budget exceeded".into(),
+            "zone failed: CPU budget".into(),
         ),
         (
             "bomb",
-            hostile("(loop $l (drop (memory.grow (i32.const 64))) (br $l))", ""),
+            // Grows until refused (-1), then traps as an allocator out of memory does.
+            hostile(
+                "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 64)) (i32.const -1)))) unreachable",
+                "",
+            ),
             "zone failed: memory cap exceeded".into(),
         ),
         (
@@ -74,7 +78,43 @@ fn hostiles() -> Vec<(&'static str, Vec<u8>, String)> {
             ),
             "zone failed: log flood".into(),
         ),
+        (
+            "timers",
+            many_timers(),
+            "zone failed: CPU budget per tick exceeded".into(),
+        ),
     ]
+}
+
+/// A module whose every call is cheap but which makes a hundred of them a tick: CREATE sets 100
+/// timers firing every tick, and each TIMER call (op 9) spins ~300k iterations once a player
+/// has joined. One call fits its budget many times over; a tick's calls together do not.
+fn many_timers() -> Vec<u8> {
+    let mut commands = Vec::new();
+    for tag in 0..100u64 {
+        commands.push(16u8); // TIMER_EVERY: u64 ticks, u64 tag
+        commands.extend_from_slice(&1u64.to_le_bytes());
+        commands.extend_from_slice(&tag.to_le_bytes());
+    }
+    let data: String = commands.iter().map(|b| format!("\\{b:02x}")).collect();
+    wat::parse_str(format!(
+        r#"(module
+            (memory (export "memory") 1)
+            (data (i32.const 8192) "{data}")
+            (func (export "zk_abi") (result i32) i32.const 2)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (local $i i32)
+                (if (i32.eq (local.get $op) (i32.const 1)) (then (return (i64.const {packed}))))
+                (if (i32.eq (local.get $op) (i32.const 2)) (then (i32.store8 (i32.const 100) (i32.const 1))))
+                (if (i32.and (i32.eq (local.get $op) (i32.const 9)) (i32.load8_u (i32.const 100)))
+                    (then
+                        (local.set $i (i32.const 300000))
+                        (loop $l (local.set $i (i32.sub (local.get $i) (i32.const 1))) (br_if $l (local.get $i)))))
+                i64.const 0))"#,
+        packed = (8192i64 << 32) | commands.len() as i64,
+    ))
+    .unwrap()
 }
 
 /// Joins `zone` of `kind` and reads until the host's Kick: (Welcome seen, Deltas seen, Kick).
@@ -260,7 +300,7 @@ async fn a_recorded_module_zone_replays_to_its_budget_trap_at_the_same_tick() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     };
     let reason = failed["reason"].as_str().unwrap().to_owned();
-    assert!(reason.starts_with("CPU budget exceeded"), "{failed}");
+    assert!(reason.starts_with("CPU budget"), "{failed}");
     let (status, bytes) = server
         .admin_bytes("GET", "/admin/zones/grows-1/recording/file", None)
         .await;

@@ -70,6 +70,14 @@ impl ZoneRun {
                 return report;
             }
         };
+        // What a tick and a position mean must not change under the zone's saved and predicted
+        // state (its clients' clocks and quantized positions): new code asking for another tick
+        // rate or position step waits for the zone's restart.
+        if let Some(why) = settings_change(self.host.config(), next.config()) {
+            report.refused = Some(why);
+            report.frozen_us = frozen_us();
+            return report;
+        }
         report.frozen_inputs = self.host.inputs_queued() as u64;
         // A recording holds the old code's stimuli; it ends here.
         self.stop_recording();
@@ -97,10 +105,36 @@ impl ZoneRun {
             ctx.interrupts.register(&flag);
         }
         self.host = next;
+        // The upgrade point is saved at once: a restart after it (or after a rollback that
+        // follows) resumes from here, not from the save before the deploy.
+        if let Some(p) = &mut self.persist {
+            p.save(&self.host);
+        }
         report.upgraded = true;
         report.frozen_us = frozen_us();
         ctx.metrics.zone_upgraded(report.frozen_inputs);
         self.publish();
         report
     }
+}
+
+/// Why a zone running with `now` cannot go on under `next` in place: another tick rate or
+/// position step. `None`: it can.
+fn settings_change(
+    now: &zonekeep_core::ZoneConfig,
+    next: &zonekeep_core::ZoneConfig,
+) -> Option<String> {
+    if now.tick_hz != next.tick_hz {
+        return Some(format!(
+            "the new code runs at {} Hz and this zone at {} Hz; restart the zone to change its tick rate",
+            next.tick_hz, now.tick_hz
+        ));
+    }
+    let (a, b) = (now.replication.pos_step, next.replication.pos_step);
+    if a.to_bits() != b.to_bits() {
+        return Some(format!(
+            "the new code's position step is {b} and this zone's {a}; restart the zone to change it"
+        ));
+    }
+    None
 }
