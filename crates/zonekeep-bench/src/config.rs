@@ -177,8 +177,15 @@ pub struct BenchConfig {
     pub join_deadline: Duration,
     /// Handshake timeout per join.
     pub handshake_timeout: Duration,
-    /// Reconnect attempts per drop.
+    /// Reconnect attempts per drop. The default outlives a fleet's takeover of a dead host's
+    /// zones (10 s): about a minute of attempts.
     pub reconnect_attempts: u32,
+    /// Longest wait between two reconnect attempts (the wait doubles from 100 ms up to it).
+    pub reconnect_backoff_max: Duration,
+    /// Where the server's CPU, memory and tick figures are read when the bots' zone runs on
+    /// another host than the entry URL's (a fleet): at the owner's `/metrics`, which the bots
+    /// learn from the Redirect they follow.
+    pub follow_owner: bool,
     /// Show the live progress line.
     pub progress: bool,
     /// Zone kind tickets ask for when they create a zone (generic workloads; the arena sets its own).
@@ -234,7 +241,9 @@ impl BenchConfig {
             join_concurrency: 10,
             join_deadline: Duration::from_secs(60),
             handshake_timeout: Duration::from_secs(10),
-            reconnect_attempts: 5,
+            reconnect_attempts: 60,
+            reconnect_backoff_max: Duration::from_secs(1),
+            follow_owner: true,
             progress: false,
             zone_kind: None,
             zone_params: None,

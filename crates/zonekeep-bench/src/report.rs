@@ -134,6 +134,10 @@ pub struct Counts {
 pub struct ServerFigures {
     /// `proc` (read from `/proc/<pid>`), `metrics` (scraped `process_*`), or `none`.
     pub source: String,
+    /// The `/metrics` URL the figures were read at: the entry host's, or in a fleet the zone
+    /// owner's (found from the Redirect the bots followed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<String>,
     /// CPU seconds (user + system) over the window.
     pub cpu_s: Option<f64>,
     /// `cpu_s / window_s`.

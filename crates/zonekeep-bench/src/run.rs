@@ -87,6 +87,7 @@ pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
         join_span: Mutex::new((None, None)),
         first_wave: watch::channel(0).0,
         webtransport: tokio::sync::OnceCell::new(),
+        owner: Mutex::new(None),
         cfg: cfg.clone(),
     });
     let progress = crate::progress::Progress::start(shared.clone(), cfg.progress);
@@ -106,6 +107,14 @@ pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
     }
     progress.set_stage("warm-up");
     tokio::time::sleep(cfg.warmup).await;
+    // In a fleet the zone may run on another host than the entry URL's: its cost is the owner's.
+    let server = match shared.owner_base().filter(|_| cfg.follow_owner) {
+        Some(owner) if cfg.server.metrics_url.is_some() => {
+            tracing::info!(%owner, "the zone runs on another host than the entry URL; reading the server's figures there");
+            server.at_owner(crate::http::metrics_url_for(&owner))
+        }
+        _ => server,
+    };
 
     // The window.
     let start_reading = server.read().await;
@@ -219,6 +228,7 @@ pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
         },
         ..Report::default()
     };
+    report.server.read_at = server.metrics_url().map(str::to_owned);
     report.summarize();
     Ok(report)
 }

@@ -41,6 +41,21 @@ impl ServerCost {
         }
     }
 
+    /// The same reader pointed at another host's `/metrics` (the zone's owner in a fleet):
+    /// CPU and memory come from its metrics then, not from a local process id.
+    pub fn at_owner(&self, metrics_url: String) -> Self {
+        Self {
+            pid: None,
+            metrics_url: Some(metrics_url),
+            http: self.http.clone(),
+        }
+    }
+
+    /// The `/metrics` URL read, if any.
+    pub fn metrics_url(&self) -> Option<&str> {
+        self.metrics_url.as_deref()
+    }
+
     /// `proc`, `metrics` or `none`: where CPU and RSS come from.
     pub fn source_name(&self) -> &'static str {
         if self.pid.is_some() {
@@ -114,6 +129,7 @@ pub fn figures(
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let mut f = ServerFigures {
         source: source.to_owned(),
+        read_at: None,
         cpu_s,
         cpu_util_cores: cpu_s.map(|c| c / window_s.max(1e-9)),
         rss_peak_mb_vmhwm: end.hwm.map(|h| h / MB),

@@ -119,6 +119,16 @@ pub struct RunArgs {
     /// Joins in flight at once.
     #[arg(long, default_value_t = 10)]
     join_concurrency: usize,
+    /// Reconnect attempts after each drop (the default outlives a fleet's 10 s takeover).
+    #[arg(long, default_value_t = 60)]
+    reconnect_attempts: u32,
+    /// Longest wait between two reconnect attempts (doubling from 100ms).
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    reconnect_backoff_max: Duration,
+    /// Read the server's figures at the entry URL even when the zone runs on another host of
+    /// a fleet (by default they are read at the zone's owner, found from the Redirect).
+    #[arg(long)]
+    no_follow_owner: bool,
     /// HS256 ticket secret shared with the host. Prefer the environment variable.
     #[arg(long, env = "ZONEKEEP_TICKET_SECRET", hide_env_values = true)]
     ticket_secret: Option<String>,
@@ -251,6 +261,12 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
     cfg.warmup = a.warmup;
     cfg.join_deadline = a.join_deadline;
     cfg.join_concurrency = a.join_concurrency;
+    if a.reconnect_attempts == 0 {
+        bail!("--reconnect-attempts must be at least 1");
+    }
+    cfg.reconnect_attempts = a.reconnect_attempts;
+    cfg.reconnect_backoff_max = a.reconnect_backoff_max;
+    cfg.follow_owner = !a.no_follow_owner;
     cfg.decode = match a.decode {
         DecodeArg::Probe => DecodeMode::Probe,
         DecodeArg::All => DecodeMode::All,

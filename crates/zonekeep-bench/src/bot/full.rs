@@ -134,6 +134,7 @@ pub async fn run(shared: Arc<RunShared>, index: u32, bot: u32) -> BotResult {
             opts.handshake_timeout = cfg.handshake_timeout;
             opts.reconnect = ReconnectPolicy {
                 max_attempts: cfg.reconnect_attempts,
+                backoff_max: cfg.reconnect_backoff_max,
                 ..ReconnectPolicy::default()
             };
             connect(&cfg.zone_url(&zone), opts)

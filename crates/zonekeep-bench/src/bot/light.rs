@@ -95,7 +95,12 @@ pub(crate) async fn open(
             let (mut ws, answer, n) = handshake(bot, &url, &hello).await?;
             bytes += n;
             let redirect = match answer {
-                ServerMessage::Welcome(w) => return Ok((ws, w, bytes)),
+                ServerMessage::Welcome(w) => {
+                    if followed > 0 {
+                        shared.saw_owner(&url);
+                    }
+                    return Ok((ws, w, bytes));
+                }
                 ServerMessage::Kick(k) => return Err(kick_name(k.code)),
                 ServerMessage::Redirect(r) => r,
                 _ => return Err("protocol".to_owned()),
@@ -471,7 +476,7 @@ async fn reconnect(
             Duration::ZERO
         } else {
             let b = backoff;
-            backoff = (backoff * 2).min(Duration::from_secs(2));
+            backoff = (backoff * 2).min(shared.cfg.reconnect_backoff_max);
             b
         };
         if shared.phase_now() == Phase::Done || Instant::now() + wait >= shared.hard_deadline {

@@ -181,9 +181,26 @@ pub struct RunShared {
     /// all of them: the first join creates the zone, and joins racing its creation could be
     /// refused by the host.
     pub first_wave: watch::Sender<u32>,
+    /// The zone URL a bot was last welcomed at after following a Redirect: the zone's owner.
+    pub owner: Mutex<Option<String>>,
 }
 
 impl RunShared {
+    /// A bot was welcomed at `zone_url` after following a Redirect there.
+    pub fn saw_owner(&self, zone_url: &str) {
+        *self.owner.lock().unwrap_or_else(|p| p.into_inner()) = Some(zone_url.to_owned());
+    }
+
+    /// The base URL (`ws://host:port`) of the host the bots were redirected to, if any.
+    pub fn owner_base(&self) -> Option<String> {
+        let url = self
+            .owner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
+        url.rsplit_once("/zones/").map(|(base, _)| base.to_owned())
+    }
+
     /// The current phase.
     pub fn phase_now(&self) -> Phase {
         *self.phase.borrow()
