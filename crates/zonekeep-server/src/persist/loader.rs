@@ -194,7 +194,8 @@ impl ZoneLoader {
                 at_ms: now_ms(),
                 params_refused: false,
             };
-            tracing::error!(zone = %f.zone_id, kind = %f.kind, reason = %f.reason, "zone did not start; its save is kept");
+            // Once per failure: a zone that failed to start stays failed (nothing retries it).
+            tracing::error!(zone = %f.zone_id, kind = %f.kind, reason = %f.reason, save = ?f.save, "zone did not start; any save it has is kept");
             self.failures.record(f.clone());
             f
         };

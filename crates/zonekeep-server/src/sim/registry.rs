@@ -283,7 +283,30 @@ impl Registry {
 
 #[cfg(test)]
 mod tests {
-    use super::{Registry, FENCED_CAP};
+    use super::{FailedZone, Registry, FENCED_CAP};
+
+    #[test]
+    fn a_deploy_of_a_kind_forgets_only_that_kinds_failures() {
+        let r = Registry::default();
+        r.mark_failed(FailedZone::at_start("a-1", "a", "trapped"));
+        r.mark_failed(FailedZone::at_start("b-1", "b", "trapped"));
+        r.mark_failed(FailedZone::at_start("a-2", "a", "trapped"));
+        assert_eq!(r.remove_failed_kind("a"), ["a-1", "a-2"]);
+        assert!(r.failure("a-1").is_none() && r.failure("a-2").is_none());
+        assert!(r.failure("b-1").is_some(), "another kind's failure stays");
+        assert!(r.remove_failed_kind("a").is_empty());
+    }
+
+    #[test]
+    fn a_failed_zones_message_names_the_failure_and_the_way_out() {
+        let f = FailedZone::at_start("z", "boom", "cannot create the zone: trapped");
+        let said = f.message();
+        assert!(
+            said.contains("failed to start: cannot create the zone: trapped"),
+            "{said}"
+        );
+        assert!(said.contains("POST /admin/zones/z/stop"), "{said}");
+    }
 
     #[test]
     fn the_fenced_set_is_bounded_and_reports_what_it_forgets() {
