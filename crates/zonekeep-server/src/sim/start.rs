@@ -9,7 +9,11 @@
 //! which keeps every Join behind the command that hands the zone to its
 //! thread. A zone that cannot start, or whose command cannot be queued, is
 //! abandoned: unregistered and marked [`Startup::Failed`] with the reason,
-//! which the waiting joins are refused with.
+//! which the waiting joins are refused with. When the kind's code is what
+//! failed ([`StartError::Failed`]) the zone is also remembered as failed, so
+//! nothing starts it again until an operator stops it or the kind is deployed
+//! anew; when the kind refused the params ([`StartError::Invalid`]) nothing of
+//! the request is kept.
 
 use std::sync::Arc;
 use std::time::Duration;
