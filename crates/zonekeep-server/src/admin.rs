@@ -9,10 +9,10 @@
 //! | --- | --- | --- |
 //! | `GET /admin/hosts` | | `{"self", "hosts": [{"id", "url", "capacity", "zones", "draining", "left", "heartbeat_age_ms", "alive"}]}` |
 //! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure], "failed_zones": [FailedZone]}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`) |
-//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a zone that failed to start `{"id", "kind", "running": false, "start_failure"}`; for a zone whose game code failed (a module's trap, panic or budget overrun) `{"id", "kind", "running": false, "failed": {"reason", "tick", "at_ms"}}`, until it is stopped; for a zone another host runs, its directory entry |
-//! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it |
+//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a failed zone — its game code could not create it or restore its save, or trapped, panicked or overran its budget while it ran — `{"id", "kind", "running": false, "failed": {"id", "kind", "reason", "tick", "at_start", "at_ms"}}` (with `start_failure`, the kept save, when a restore failed), until it is stopped or its kind is deployed anew; for a zone that did not start for another reason (the store) `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
+//! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it; 400 `bad_request` naming the param the kind refused (nothing is kept: the id stays free); 409 `failed` when the zone's code failed to create it, or the zone is failed |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
-//! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}`; for a failed zone, removes it (`"removed_failure": true`): it may run again, from its last save |
+//! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}`; for a failed zone, clears the failure (`"removed_failure": true`) and releases the zone in the directory: the next join or create starts it afresh, from its last save |
 //! | `POST /admin/zones/{id}/recording` | `{"max_bytes"?}` (default 64 MiB, at most 256 MiB) | 201 `RecordingInfo`: the running zone is recorded from its snapshot at the next tick boundary |
 //! | `POST /admin/zones/{id}/recording/stop` | | 200 `RecordingInfo` |
 //! | `GET /admin/zones/{id}/recording` | | `RecordingInfo` `{"zone", "state", "reason", "detail", "bytes", "ticks", "max_bytes", "file_complete"}` |
@@ -24,7 +24,7 @@
 //! creation (the one way to record a kind whose save leaves out state its hash covers).
 //!
 //! Errors: `{"error": {"code", "message"}}` with codes `unauthorized`,
-//! `admin_disabled`, `bad_request`, `not_found`, `exists`, `ambiguous`, `unavailable`.
+//! `admin_disabled`, `bad_request`, `not_found`, `exists`, `failed`, `ambiguous`, `unavailable`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -119,6 +119,7 @@ pub(crate) fn failure(f: AdminFailure) -> Response {
     let (status, code) = match &f {
         AdminFailure::NoZone(_) | AdminFailure::NoPlayer(_) => (StatusCode::NOT_FOUND, "not_found"),
         AdminFailure::Exists(_) => (StatusCode::CONFLICT, "exists"),
+        AdminFailure::Failed(_) => (StatusCode::CONFLICT, "failed"),
         AdminFailure::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
         AdminFailure::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
     };
@@ -285,8 +286,17 @@ async fn detail(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
         }
         Ok(None) | Err(AdminFailure::NoZone(_)) => {
             if let Some(f) = shared.registry.failure(&id) {
-                return Json(json!({"id": id, "kind": f.kind, "running": false, "failed": f}))
-                    .into_response();
+                // With the kept save's details when the failure was a restore.
+                let kept = shared
+                    .sim
+                    .persist
+                    .as_ref()
+                    .and_then(|p| p.failures().get(&id));
+                let mut v = json!({"id": id, "kind": f.kind, "running": false, "failed": f});
+                if let (Some(k), Value::Object(m)) = (kept, &mut v) {
+                    m.insert("start_failure".into(), json!(k));
+                }
+                return Json(v).into_response();
             }
             if let Some(r) = start_failure(&shared, &id) {
                 return r;
@@ -468,6 +478,10 @@ async fn start_recorded(
         Err(AdmitError::Start(StartError::Invalid(reason))) => {
             return Err(AdminFailure::BadRequest(reason))
         }
+        Err(AdmitError::Start(StartError::Failed(reason))) => {
+            let message = shared.registry.failure(id).map_or(reason, |f| f.message());
+            return Err(AdminFailure::Failed(message));
+        }
         Err(e) => return Err(AdminFailure::Unavailable(e.to_string())),
     }
     match tokio::time::timeout(SIM_REPLY_TIMEOUT, rx).await {
@@ -554,9 +568,13 @@ async fn kick(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: B
 }
 
 async fn stop(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    // A failed zone is no longer running: stopping it removes it, so it may run again (from
-    // its last save) when next joined or created.
+    // A failed zone is no longer running: stopping it removes the failure, so it may run again
+    // (from its last save) when next joined or created.
     if shared.registry.remove_failed(&id) {
+        if let Some(p) = &shared.sim.persist {
+            p.failures().clear(&id);
+        }
+        release_failed(&shared, &id).await;
         return Json(json!({"stopped": id, "removed_failure": true})).into_response();
     }
     let zone = id.clone();
@@ -569,5 +587,28 @@ async fn stop(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Resp
     {
         Ok(()) => Json(json!({"stopped": id})).into_response(),
         Err(f) => failure(f),
+    }
+}
+
+/// Gives up this host's directory ownership of a failed zone an operator stopped, so the
+/// reconcile pass does not start it again at once: the next join or create places it afresh.
+async fn release_failed(shared: &Shared, id: &str) {
+    let Some(fleet) = shared.fleet() else {
+        return;
+    };
+    let located = crate::fleet::query(
+        &fleet.metrics,
+        "locate",
+        fleet.directory.locate(id, fleet.timing),
+    )
+    .await;
+    match located {
+        Ok(Some(l)) if l.owner.as_deref() == Some(fleet.host_id.as_str()) => {
+            fleet.release(id, l.epoch).await;
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(zone = %id, error = %e, "could not release the stopped failed zone; this host may start it again");
+        }
     }
 }

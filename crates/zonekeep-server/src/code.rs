@@ -9,7 +9,8 @@
 //! rolled back, by default), records the kind's new version in the store. Every other host
 //! follows the store's record ([`follow`]): it compiles the module the same way, installs it and
 //! upgrades its own zones. A deploy refused at any step before the install leaves nothing behind:
-//! nothing stored, nothing installed.
+//! nothing stored, nothing installed. A deploy that holds (and an operator's rollback) forgets the
+//! failures of the kind's zones, so they may start again on the code now current.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -314,6 +315,7 @@ pub async fn deploy(
         });
     }
     let version = record(store, kind, &sha256).await?;
+    upgrader.kind_deployed(kind);
     tracing::info!(%kind, %sha256, ?version, zones = upgrade.zones.len(), frozen_inputs = upgrade.frozen_inputs(), "module deployed");
     Ok(DeployOutcome {
         kind: kind.to_owned(),
@@ -373,6 +375,7 @@ pub async fn roll_back(
     let sha256 = code.current(kind).unwrap_or_default();
     let upgrade = upgrader.upgrade_kind(kind).await;
     let version = record(store, kind, &sha256).await?;
+    upgrader.kind_deployed(kind);
     tracing::warn!(%kind, %sha256, ?version, zones = upgrade.zones.len(), "module deploy rolled back by an operator");
     Ok(DeployOutcome {
         kind: kind.to_owned(),
@@ -422,6 +425,7 @@ pub async fn sync_once(
         };
         match installed {
             Ok(_) => {
+                upgrader.kind_deployed(&d.kind);
                 let report = upgrader.upgrade_kind(&d.kind).await;
                 let refused: BTreeMap<&str, &str> = report
                     .refused()

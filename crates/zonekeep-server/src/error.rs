@@ -93,6 +93,7 @@ impl SessionError {
             SessionError::Join(j) => match j {
                 JoinFailure::Full => KickCode::ZONE_FULL,
                 JoinFailure::Refused(_) => KickCode::JOIN_REFUSED,
+                JoinFailure::Failed(_) => KickCode::ZONE_STOPPED,
                 JoinFailure::Unavailable(_) | JoinFailure::TooManyZones => KickCode::JOIN_REFUSED,
                 JoinFailure::ReconnectRefused(_) => KickCode::RECONNECT_REFUSED,
                 JoinFailure::Busy => KickCode::INTERNAL_ERROR,

@@ -188,7 +188,7 @@ impl Shared {
             return Err(JoinFailure::Fenced);
         }
         if let Some(f) = self.registry.failure(zone_id) {
-            return Err(JoinFailure::Unavailable(failed_message(&f)));
+            return Err(JoinFailure::Failed(f.message()));
         }
         if zones.len() >= self.config.max_zones {
             return Err(JoinFailure::TooManyZones);
@@ -226,7 +226,7 @@ impl Shared {
             )));
         }
         if let Some(f) = self.registry.failure(zone_id) {
-            return Err(AdminFailure::Unavailable(failed_message(&f)));
+            return Err(AdminFailure::Failed(f.message()));
         }
         if zones.len() >= self.config.max_zones {
             return Err(AdminFailure::Unavailable(
@@ -832,12 +832,4 @@ pub(crate) fn redirect_hops(query: Option<&str>) -> u32 {
 pub(crate) fn json_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
     (status, axum::Json(body)).into_response()
-}
-
-/// What a join or create of a failed zone is told.
-fn failed_message(f: &crate::sim::FailedZone) -> String {
-    format!(
-        "zone {:?} failed at tick {}: {}; an operator must remove it (POST /admin/zones/{}/stop) before it runs again",
-        f.id, f.tick, f.reason, f.id
-    )
 }

@@ -448,13 +448,20 @@ async fn enter_zone(
                 AdmitError::Start(StartError::Moved { host, url }) => {
                     JoinFailure::Moved { host, url }
                 }
+                AdmitError::Start(StartError::Failed(why)) => failed(shared, entry, why),
                 AdmitError::Start(e) => refused(e.to_string()),
                 AdmitError::Busy => JoinFailure::Busy,
             })?;
             count_takeover(shared, took_over);
         }
         None => {
-            wait_running(entry).await.map_err(refused)?;
+            wait_running(entry).await.map_err(|why| {
+                // The start this join waited on failed the zone: told as any join to it is.
+                match shared.registry.failure(&entry.zone_id) {
+                    Some(_) => failed(shared, entry, why),
+                    None => refused(why),
+                }
+            })?;
             shared
                 .pool
                 .send(entry.thread, cmd(None))
@@ -462,6 +469,16 @@ async fn enter_zone(
         }
     }
     Ok(())
+}
+
+/// The refusal of a join to a zone that failed (`why`, unless the failure is remembered).
+fn failed(shared: &Shared, entry: &ZoneEntry, why: String) -> JoinFailure {
+    JoinFailure::Failed(
+        shared
+            .registry
+            .failure(&entry.zone_id)
+            .map_or(why, |f| f.message()),
+    )
 }
 
 /// Whether starting the zone listed so takes it from a dead or departed host.

@@ -75,4 +75,26 @@ impl Upgrader {
         report.zones.sort_by(|a, b| a.zone.cmp(&b.zone));
         report
     }
+
+    /// A new version of `kind` was installed on this host (a module deploy, or a rollback to the
+    /// old code): forgets the failures of the kind's zones — failed while running, or unable to
+    /// start with the code they had — so they may start again, with the code now current, when
+    /// next joined, created or assigned here. Returns the zones whose failures were forgotten.
+    /// Call it once the new code is current, before or after [`upgrade_kind`](Self::upgrade_kind).
+    pub fn kind_deployed(&self, kind: &str) -> Vec<String> {
+        let shared = &self.shared;
+        let mut forgotten = shared.registry.remove_failed_kind(kind);
+        if let Some(p) = &shared.sim.persist {
+            for f in p.failures().all().into_iter().filter(|f| f.kind == kind) {
+                p.failures().clear(&f.zone_id);
+                if !forgotten.contains(&f.zone_id) {
+                    forgotten.push(f.zone_id);
+                }
+            }
+        }
+        if !forgotten.is_empty() {
+            tracing::info!(%kind, zones = ?forgotten, "a new version of the kind was deployed: its failed zones may start again");
+        }
+        forgotten
+    }
 }

@@ -247,3 +247,43 @@ async fn a_deploy_cannot_change_a_running_zones_tick_rate_and_its_upgrade_point_
     );
     server.terminate().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zone_that_failed_to_start_stays_failed_until_a_new_version_is_deployed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(dir.path(), &[]).await;
+    // CREATE (op 1) traps.
+    let broken = wat::parse_str(
+        r#"(module
+            (memory (export "memory") 1)
+            (func (export "zk_abi") (result i32) i32.const 2)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (if (i32.eq (local.get $op) (i32.const 1)) (then unreachable))
+                i64.const 0))"#,
+    )
+    .unwrap();
+    let (status, out) = push(&server, "rules", &broken).await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = server
+        .admin_request(
+            "POST",
+            "/admin/zones",
+            Some(&json!({"id": "b-1", "kind": "rules"})),
+        )
+        .await;
+    assert!(status >= 400, "{status} {out}");
+    let detail = server.admin("/admin/zones/b-1").await;
+    assert!(detail["failed"].is_object(), "{detail}");
+
+    // A new version of the kind: the failure is forgotten and the zone starts on it.
+    let (status, out) = push(&server, "rules", &rules(&[], "")).await;
+    assert_eq!(status, 200, "{out}");
+    let detail = server.admin("/admin/zones/b-1").await;
+    assert!(detail["failed"].is_null(), "{detail}");
+    let created = server
+        .post_admin("/admin/zones", &json!({"id": "b-1", "kind": "rules"}))
+        .await;
+    assert_eq!(created["id"], "b-1", "{created}");
+    server.terminate().await;
+}

@@ -216,6 +216,16 @@ impl Fleet {
         query(&self.metrics, "claim", self.directory.claim_zone(&req)).await
     }
 
+    /// Removes the directory entry of a zone that never ran (its kind refused to create it), so
+    /// no host's reconcile starts it and its id is free. A failure is logged; the entry then
+    /// stays until the next refused start forgets it.
+    pub async fn forget_unstarted(&self, zone_id: &str) {
+        let r = query(&self.metrics, "forget", self.directory.forget_zone(zone_id)).await;
+        if let Err(e) = r {
+            tracing::warn!(zone = %zone_id, error = %e, "could not remove the refused zone from the directory");
+        }
+    }
+
     /// Gives up ownership of a zone this host saved and unloaded (dormant), so the next join
     /// anywhere places it afresh. A no-op when the zone has moved on meanwhile.
     pub async fn release(&self, zone_id: &str, epoch: u64) {

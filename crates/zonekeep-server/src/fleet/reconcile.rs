@@ -9,8 +9,9 @@
 //! 2. **assignments** — zones the directory names this host as owner of that are not running
 //!    here (placed here by another host, or stopped by a lease lapse): start them.
 //!
-//! Zones this host is retiring (dormant, saved, about to be released) and zones it was fenced
-//! from are left alone. Starts run a few at a time so a takeover of hundreds of zones does not
+//! Zones this host is retiring (dormant, saved, about to be released), zones it was fenced
+//! from, and zones that failed here (until an operator stops them or their kind is deployed
+//! anew) are left alone; a zone whose kind refused its params never stays in the directory. Starts run a few at a time so a takeover of hundreds of zones does not
 //! flood the store.
 
 use std::sync::Arc;
@@ -51,9 +52,11 @@ pub(crate) async fn run(shared: Arc<Shared>, fleet: Arc<Fleet>, stop: Cancellati
     }
 }
 
-/// Whether this host should start `zone` now.
+/// Whether this host should start `zone` now. A zone that failed here stays failed until an
+/// operator stops it or its kind is deployed anew: starting it again would only fail again.
 fn startable(shared: &Shared, zone: &ZoneLocation) -> bool {
     shared.registry.get(&zone.zone_id).is_none()
+        && shared.registry.failure(&zone.zone_id).is_none()
         && !shared
             .sim
             .persist

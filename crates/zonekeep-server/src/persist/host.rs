@@ -174,6 +174,7 @@ impl Persistence {
                 reason,
                 save: None,
                 at_ms: now_ms(),
+                params_refused: false,
             };
             tracing::error!(zone = %zone_id, reason = %f.reason, "zone did not start");
             self.loader.failures().record(f.clone());
@@ -203,6 +204,15 @@ impl Persistence {
                 self.metrics.store_errors.inc();
                 Err(failed(format!("claiming the zone failed: {e}")))
             }
+        }
+    }
+
+    /// Forgets the fleet directory's entry for `zone_id`, which this host claimed and its kind
+    /// then refused to create for its params (it has no save and never ran): nothing of the
+    /// refused request stays behind to be started again, and the id is free for a later create.
+    pub async fn forget_refused(&self, zone_id: &str) {
+        if let Some(fleet) = self.fleet.get() {
+            fleet.forget_unstarted(zone_id).await;
         }
     }
 

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use zonekeep_core::{Clock, ZoneConfig, ZoneHost, ZoneInit, ZoneKinds};
+use zonekeep_core::{Clock, ZoneConfig, ZoneError, ZoneHost, ZoneInit, ZoneKinds};
 use zonekeep_store::{SaveRecord, SaveStore, StoreError};
 
 use super::metrics::PersistMetrics;
@@ -57,6 +57,10 @@ pub struct StartFailure {
     pub save: Option<(u64, u64)>,
     /// When it happened, in milliseconds since the Unix epoch.
     pub at_ms: u64,
+    /// The kind refused the zone's params ([`ZoneError::InvalidParams`]): the request was wrong,
+    /// not the code, so the failure is not remembered and the zone id stays free.
+    #[serde(skip)]
+    pub params_refused: bool,
 }
 
 /// Failures by zone, and zone ids in insertion order (for eviction).
@@ -188,8 +192,10 @@ impl ZoneLoader {
                 reason,
                 save: save.map(|s| (s.epoch, s.seq)),
                 at_ms: now_ms(),
+                params_refused: false,
             };
-            tracing::error!(zone = %f.zone_id, kind = %f.kind, reason = %f.reason, "zone did not start; its save is kept");
+            // Once per failure: a zone that failed to start stays failed (nothing retries it).
+            tracing::error!(zone = %f.zone_id, kind = %f.kind, reason = %f.reason, save = ?f.save, "zone did not start; any save it has is kept");
             self.failures.record(f.clone());
             f
         };
@@ -206,9 +212,22 @@ impl ZoneLoader {
             Some(save) => kinds
                 .restore(init, config, clock, claimed.epoch, &save.bytes)
                 .map_err(|e| fail(format!("cannot restore the zone's save: {e}"), Some(save)))?,
-            None => kinds
-                .create_at(init, config, clock, claimed.epoch)
-                .map_err(|e| fail(format!("cannot create the zone: {e}"), None))?,
+            None => match kinds.create_at(init, config, clock, claimed.epoch) {
+                Ok(host) => host,
+                Err(e @ ZoneError::InvalidParams(_)) => {
+                    // The request's fault: said to whoever asked, neither kept nor an error here.
+                    tracing::warn!(zone = %zone_id, kind = %kind, reason = %e, "zone not created: its kind refused the params");
+                    return Err(StartFailure {
+                        zone_id: zone_id.clone(),
+                        kind: kind.clone(),
+                        reason: e.to_string(),
+                        save: None,
+                        at_ms: now_ms(),
+                        params_refused: true,
+                    });
+                }
+                Err(e) => return Err(fail(format!("cannot create the zone: {e}"), None)),
+            },
         };
         self.failures.clear(&zone_id);
         self.storage.register(&zone_id, &kind, claimed.epoch);

@@ -176,6 +176,7 @@ fn start_failures_are_bounded() {
             reason: "r".into(),
             save: None,
             at_ms: 0,
+            params_refused: false,
         });
     }
     assert_eq!(f.all().len(), MAX_START_FAILURES);

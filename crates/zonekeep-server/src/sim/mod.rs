@@ -87,6 +87,10 @@ pub enum JoinFailure {
     /// The zone could not be created or is gone.
     #[error("zone unavailable: {0}")]
     Unavailable(String),
+    /// The zone failed (its game code could not start it, or failed while it ran) and stays
+    /// failed until an operator stops it or its kind is deployed anew; the message says why.
+    #[error("{0}")]
+    Failed(String),
     /// The reconnect could not resume the player.
     #[error("reconnect refused: {0}")]
     ReconnectRefused(String),
@@ -128,6 +132,9 @@ pub enum AdminFailure {
     /// Unknown kind or bad params.
     #[error("{0}")]
     BadRequest(String),
+    /// The zone failed (see [`JoinFailure::Failed`]); the message says why.
+    #[error("{0}")]
+    Failed(String),
     /// Queue full, zone cap, or shutting down.
     #[error("{0}")]
     Unavailable(String),

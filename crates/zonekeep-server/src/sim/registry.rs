@@ -104,8 +104,10 @@ struct FencedZones {
     ids: HashSet<String>,
 }
 
-/// A zone whose game code failed (a module trapped, panicked or overran its budget), as the
-/// admin API lists it until an operator removes it. Joins are refused meanwhile.
+/// A zone whose game code failed — a module trapped, panicked or overran its budget while it ran,
+/// or the kind's code could not create the zone or restore its save — as the admin API lists it
+/// until an operator stops it or a new version of its kind is deployed. Joins are refused
+/// meanwhile, and nothing starts it again.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FailedZone {
     /// Zone id.
@@ -114,10 +116,46 @@ pub struct FailedZone {
     pub kind: String,
     /// Why it failed.
     pub reason: String,
-    /// The tick it failed at.
+    /// The tick it failed at (0 when it failed to start).
     pub tick: u64,
+    /// Whether it failed while starting (created or restored), before its first tick.
+    pub at_start: bool,
     /// When it failed, in milliseconds since the Unix epoch.
     pub at_ms: u64,
+}
+
+impl FailedZone {
+    /// A zone of `kind` that failed to start for `reason`, now.
+    pub(crate) fn at_start(id: &str, kind: &str, reason: &str) -> Self {
+        FailedZone {
+            id: id.to_owned(),
+            kind: kind.to_owned(),
+            reason: reason.to_owned(),
+            tick: 0,
+            at_start: true,
+            at_ms: now_ms(),
+        }
+    }
+
+    /// What a join to the failed zone is told: the failure, and how it may run again.
+    pub(crate) fn message(&self) -> String {
+        let when = if self.at_start {
+            "failed to start".to_owned()
+        } else {
+            format!("failed at tick {}", self.tick)
+        };
+        format!(
+            "zone {:?} {when}: {}; it runs again once an operator stops it (POST /admin/zones/{}/stop) or a new version of kind {:?} is deployed",
+            self.id, self.reason, self.id, self.kind
+        )
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Most failed zones remembered; past it the oldest is forgotten (and counted).
@@ -219,6 +257,19 @@ impl Registry {
         f.len() != before
     }
 
+    /// Forgets the failures of every zone of `kind` (a new version of the kind was deployed):
+    /// they may start again. Returns the zones forgotten.
+    pub fn remove_failed_kind(&self, kind: &str) -> Vec<String> {
+        let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        let ids = f
+            .iter()
+            .filter(|z| z.kind == kind)
+            .map(|z| z.id.clone())
+            .collect();
+        f.retain(|z| z.kind != kind);
+        ids
+    }
+
     pub fn summaries(&self) -> Vec<ZoneSummary> {
         let entries: Vec<Arc<ZoneEntry>> = self.lock().values().cloned().collect();
         let mut out: Vec<ZoneSummary> = entries
@@ -232,7 +283,30 @@ impl Registry {
 
 #[cfg(test)]
 mod tests {
-    use super::{Registry, FENCED_CAP};
+    use super::{FailedZone, Registry, FENCED_CAP};
+
+    #[test]
+    fn a_deploy_of_a_kind_forgets_only_that_kinds_failures() {
+        let r = Registry::default();
+        r.mark_failed(FailedZone::at_start("a-1", "a", "trapped"));
+        r.mark_failed(FailedZone::at_start("b-1", "b", "trapped"));
+        r.mark_failed(FailedZone::at_start("a-2", "a", "trapped"));
+        assert_eq!(r.remove_failed_kind("a"), ["a-1", "a-2"]);
+        assert!(r.failure("a-1").is_none() && r.failure("a-2").is_none());
+        assert!(r.failure("b-1").is_some(), "another kind's failure stays");
+        assert!(r.remove_failed_kind("a").is_empty());
+    }
+
+    #[test]
+    fn a_failed_zones_message_names_the_failure_and_the_way_out() {
+        let f = FailedZone::at_start("z", "boom", "cannot create the zone: trapped");
+        let said = f.message();
+        assert!(
+            said.contains("failed to start: cannot create the zone: trapped"),
+            "{said}"
+        );
+        assert!(said.contains("POST /admin/zones/z/stop"), "{said}");
+    }
 
     #[test]
     fn the_fenced_set_is_bounded_and_reports_what_it_forgets() {

@@ -9,12 +9,16 @@
 //! which keeps every Join behind the command that hands the zone to its
 //! thread. A zone that cannot start, or whose command cannot be queued, is
 //! abandoned: unregistered and marked [`Startup::Failed`] with the reason,
-//! which the waiting joins are refused with.
+//! which the waiting joins are refused with. When the kind's code is what
+//! failed ([`StartError::Failed`]) the zone is also remembered as failed, so
+//! nothing starts it again until an operator stops it or the kind is deployed
+//! anew; when the kind refused the params ([`StartError::Invalid`]) nothing of
+//! the request is kept.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use zonekeep_core::{ZoneHost, ZoneInit};
+use zonekeep_core::{ZoneError, ZoneHost, ZoneInit};
 
 use super::registry::ZoneEntry;
 use super::thread::SimContext;
@@ -43,7 +47,11 @@ pub(crate) enum StartError {
     /// The kind or its params refused to create the zone (the request is wrong).
     #[error("{0}")]
     Invalid(String),
-    /// The store failed, the save cannot be restored, or the start timed out.
+    /// The kind's code could not create the zone or restore its save: the zone is marked
+    /// failed, and stays so until an operator stops it or the kind is deployed anew.
+    #[error("{0}")]
+    Failed(String),
+    /// The store failed or the start timed out.
     #[error("{0}")]
     Unavailable(String),
     /// Another live host of the fleet owns the zone.
@@ -153,6 +161,17 @@ async fn start_zone(
             })
         }
         Err(e) => {
+            if let StartError::Failed(reason) = &e {
+                // Marked while the zone is still registered: a join racing this start either
+                // waits on the entry or finds the failure, never a free id to start again.
+                let failed = super::FailedZone::at_start(&entry.zone_id, &kind, reason);
+                if sim.registry.mark_failed(failed) {
+                    tracing::warn!(
+                        "more failed zones than the host remembers: the oldest was forgotten"
+                    );
+                }
+                sim.metrics.zone_failed();
+            }
             guard.reason = e.to_string();
             Err(e)
         }
@@ -220,7 +239,15 @@ async fn build(
             })
             .await
             .map_err(|e| StartError::Unavailable(format!("creating the zone: {e}")))?
-            .map_err(|e| StartError::Invalid(e.to_string()))?;
+            .map_err(|e| match e {
+                ZoneError::InvalidParams(_) | ZoneError::UnknownKind(_) => {
+                    StartError::Invalid(e.to_string())
+                }
+                e => {
+                    tracing::error!(zone = %zone_id, kind = %kind, reason = %e, "zone did not start");
+                    StartError::Failed(format!("cannot create the zone: {e}"))
+                }
+            })?;
             Ok((host, None))
         }
         Some(p) => {
@@ -233,17 +260,22 @@ async fn build(
                     }
                     ClaimRefusal::Moved { host, url } => StartError::Moved { host, url },
                 })?;
-            let (host, persist) = tokio::task::spawn_blocking(move || {
-                p.build(&s.kinds, init, config, Arc::clone(&s.clock), &claimed)
+            let builder = Arc::clone(&p);
+            let built = tokio::task::spawn_blocking(move || {
+                builder.build(&s.kinds, init, config, Arc::clone(&s.clock), &claimed)
             })
             .await
-            .map_err(|e| StartError::Unavailable(format!("restoring the zone: {e}")))?
-            .map_err(|f| match f.save {
-                // No save involved: the kind refused to create the zone (params).
-                None => StartError::Invalid(f.reason),
-                Some(_) => StartError::Unavailable(format!("zone did not start: {}", f.reason)),
-            })?;
-            Ok((host, Some(persist)))
+            .map_err(|e| StartError::Unavailable(format!("restoring the zone: {e}")))?;
+            match built {
+                Ok((host, persist)) => Ok((host, Some(persist))),
+                Err(f) if f.params_refused => {
+                    // The claim put the zone in the directory; it never ran and has no save.
+                    p.forget_refused(zone_id).await;
+                    Err(StartError::Invalid(f.reason))
+                }
+                // The save is kept (loader), for code that can read it.
+                Err(f) => Err(StartError::Failed(f.reason)),
+            }
         }
     }
 }

@@ -351,9 +351,8 @@ impl ZoneRun {
             kind: self.host.kind().to_owned(),
             reason: reason.to_owned(),
             tick: self.host.tick(),
-            at_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            at_start: false,
+            at_ms: super::registry::now_ms(),
         };
         if ctx.registry.mark_failed(failed) {
             tracing::warn!("more failed zones than the host remembers: the oldest was forgotten");

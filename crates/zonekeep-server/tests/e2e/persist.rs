@@ -249,7 +249,7 @@ async fn a_save_that_cannot_be_restored_is_kept_refused_with_the_reason_and_repo
         Seen::Msg(ServerMessage::Kick(k)) => k,
         other => panic!("expected a Kick, got {other:?}"),
     };
-    assert_eq!(kick.code, KickCode::JOIN_REFUSED);
+    assert_eq!(kick.code, KickCode::ZONE_STOPPED);
     assert!(kick.reason.contains("cannot restore"), "{}", kick.reason);
     assert!(kick.reason.contains("8 bytes"), "{}", kick.reason);
 
@@ -257,6 +257,7 @@ async fn a_save_that_cannot_be_restored_is_kept_refused_with_the_reason_and_repo
     assert_eq!(status, 200, "{d}");
     assert_eq!(d["running"], false);
     assert_eq!(d["kind"], "tally");
+    assert_eq!(d["failed"]["at_start"], true, "{d}");
     let reason = d["start_failure"]["reason"].as_str().unwrap();
     assert!(reason.contains("a tally save is 8 bytes"), "{reason}");
     assert_eq!(d["start_failure"]["save"], json!([claim.epoch, 1]));
