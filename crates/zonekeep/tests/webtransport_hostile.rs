@@ -1,6 +1,7 @@
 //! The WebTransport endpoint (PROTOCOL.md §1.1) of the real binary under hostile QUIC traffic:
 //! Initials from addresses that never answer (as a forged source address never does), handshakes
-//! that stall after proving their address, and clients slow to send their Hello.
+//! that stall after proving their address, clients slow to send their Hello, and a datagram sent
+//! before the Hello.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -352,6 +353,36 @@ async fn a_slow_client_is_closed_within_the_handshake_timeout() {
     );
 }
 
+#[tokio::test]
+async fn a_datagram_before_the_hello_is_kicked_before_the_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(&dir, &[]).await;
+    let (udp, hash) = published(&server).await;
+    for round in 0..6u64 {
+        let conn = connect(udp, hash, "d-early").await.unwrap();
+        conn.send_datagram(vec![0x05, 0x00, 0x00]).unwrap();
+        if round % 2 == 1 {
+            // The datagram arrives well before the control stream (nothing tells the client when
+            // it has arrived; either order must end the same way).
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let opened = match conn.open_bi().await {
+            Ok(opening) => opening.await.ok(),
+            Err(_) => None,
+        };
+        let Some((mut send, recv)) = opened else {
+            panic!("round {round}: the session closed before its control stream opened");
+        };
+        let _ = send.write_all(&[0x00]).await;
+        let mut wt = Wt { conn, send, recv };
+        let (kick, code) = tokio::time::timeout(Duration::from_secs(10), wt.kicked())
+            .await
+            .unwrap();
+        assert_eq!(kick, Some(KickCode::PROTOCOL_ERROR), "round {round}");
+        assert_eq!(code, 4000 + u64::from(KickCode::PROTOCOL_ERROR.0));
+    }
+}
+
 /// A WebTransport session to `zone` at `udp`, pinning `hash`.
 async fn connect(udp: SocketAddr, hash: [u8; 32], zone: &str) -> Result<Connection, String> {
     let cfg = ClientConfig::builder()
@@ -386,8 +417,7 @@ async fn next_message(recv: &mut RecvStream) -> Option<ServerMessage> {
 
 /// A session and its control stream.
 struct Wt {
-    /// Held so the session stays open.
-    _conn: Connection,
+    conn: Connection,
     send: SendStream,
     recv: RecvStream,
 }
@@ -401,11 +431,7 @@ impl Wt {
             .map_err(|e| e.to_string())?
             .await
             .map_err(|e| e.to_string())?;
-        Ok(Wt {
-            _conn: conn,
-            send,
-            recv,
-        })
+        Ok(Wt { conn, send, recv })
     }
 
     async fn hello(&mut self, ticket: &str) {
@@ -426,5 +452,22 @@ impl Wt {
 
     async fn next_message(&mut self) -> Option<ServerMessage> {
         next_message(&mut self.recv).await
+    }
+
+    /// The Kick on the control stream before it ended (`None`: it ended without one), and the
+    /// application close code of the session.
+    async fn kicked(&mut self) -> (Option<KickCode>, u64) {
+        let kick = loop {
+            match self.next_message().await {
+                Some(ServerMessage::Kick(k)) => break Some(k.code),
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        let code = match self.conn.closed().await {
+            wtransport::error::ConnectionError::ApplicationClosed(c) => c.code().into_inner(),
+            other => panic!("the session ended without an application close: {other}"),
+        };
+        (kick, code)
     }
 }

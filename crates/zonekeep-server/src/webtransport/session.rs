@@ -83,12 +83,16 @@ pub(super) async fn run(
         .max_datagram_size()
         .map(|m| Arc::new(DatagramPath::new(m)));
     let (mut send, mut recv) = match control_stream(&shared, &connection, deadline).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return,
-        Err(e) => {
+        Control::Opened(send, recv, None) => (send, recv),
+        Control::Opened(mut send, _, Some(e)) => {
+            close(&shared, &connection, Some(&mut send), Some(e.kick())).await;
+            return;
+        }
+        Control::Missing(Some(e)) => {
             close(&shared, &connection, None, Some(e.kick())).await;
             return;
         }
+        Control::Missing(None) => return,
     };
     if over_ip_cap {
         let k = Some(SessionError::TooManyConnections.kick());
@@ -129,30 +133,47 @@ pub(super) async fn run(
     shared.pool.send_eventually(attached.entry.thread, cmd);
 }
 
+/// How the wait for the client's control stream ended.
+enum Control {
+    /// The stream, and the refusal to send on it when a datagram came first.
+    Opened(SendStream, RecvStream, Option<SessionError>),
+    /// No stream: the session ends, with this refusal (it has no stream to travel on) or, when
+    /// the client left, none.
+    Missing(Option<SessionError>),
+}
+
 /// The client's control stream, opened before the handshake deadline. A datagram before it is a
-/// protocol error (there is no Hello yet); a second stream later is refused by the reader.
-async fn control_stream(
-    shared: &Shared,
-    connection: &Connection,
-    deadline: Instant,
-) -> Result<Option<(SendStream, RecvStream)>, SessionError> {
-    tokio::select! {
-        _ = shared.shutdown.cancelled() => Err(SessionError::ShuttingDown),
-        () = tokio::time::sleep_until(deadline) => Err(SessionError::HandshakeTimeout),
-        s = connection.accept_bi() => match s {
-            Ok(s) => Ok(Some(s)),
-            Err(_) => {
-                shared.metrics.disconnect("dropped");
-                Ok(None)
+/// protocol error (there is no Hello yet), but its Kick must reach the client, and only the
+/// stream carries one: a datagram overtakes the stream the client opened before it, so the
+/// refusal waits for the stream (until the same deadline) and is sent on it. A second stream
+/// later is refused by the reader.
+async fn control_stream(shared: &Shared, connection: &Connection, deadline: Instant) -> Control {
+    let mut early = None;
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => {
+                return Control::Missing(Some(early.unwrap_or(SessionError::ShuttingDown)));
             }
-        },
-        d = connection.receive_datagram() => match d {
-            Ok(_) => Err(SessionError::Protocol("a datagram before the Hello".into())),
-            Err(_) => {
-                shared.metrics.disconnect("dropped");
-                Ok(None)
+            () = tokio::time::sleep_until(deadline) => {
+                return Control::Missing(Some(early.unwrap_or(SessionError::HandshakeTimeout)));
             }
-        },
+            s = connection.accept_bi() => {
+                return match s {
+                    Ok((send, recv)) => Control::Opened(send, recv, early),
+                    Err(_) => {
+                        shared.metrics.disconnect("dropped");
+                        Control::Missing(None)
+                    }
+                };
+            }
+            d = connection.receive_datagram(), if early.is_none() => match d {
+                Ok(_) => early = Some(SessionError::Protocol("a datagram before the Hello".into())),
+                Err(_) => {
+                    shared.metrics.disconnect("dropped");
+                    return Control::Missing(None);
+                }
+            },
+        }
     }
 }
 
@@ -222,6 +243,11 @@ async fn redirect(
 }
 
 /// Sends the Kick (bounded in time) and closes the session with 4000 + its code (§1.1).
+///
+/// Closing a QUIC connection discards stream data not yet delivered, so the close waits until the
+/// client's QUIC stack has acknowledged the finished stream, Kick included (`finish` completes
+/// then), for at most `kick_write_timeout_ms`. The WebTransport close capsule is not sent: the
+/// CONNECT stream belongs to wtransport's driver, which offers no way to write on it.
 async fn close(
     shared: &Shared,
     connection: &Connection,
