@@ -60,7 +60,8 @@ pub struct ServerConfig {
     /// Dev mode: `/dev/ticket` and `/dev/netsim` routes exist, and without a configured ticket key
     /// the host keeps its own in `data_dir/dev-ticket.key` (created once, reused). Default false.
     pub dev: bool,
-    /// Total open TCP connections; more are closed at accept. Default 10000.
+    /// Total open connections (TCP sockets, and WebTransport sessions from their CONNECT request);
+    /// more are closed at accept. Default 10000.
     pub max_connections: usize,
     /// Open connections per client IP; more get `TOO_MANY_CONNECTIONS`. Default 32.
     pub max_connections_per_ip: usize,
@@ -71,7 +72,8 @@ pub struct ServerConfig {
     /// Time a plain HTTP request (not a WebSocket upgrade) may take from its head to its response,
     /// body included: a slow body cannot hold the connection's slots. Answered with 408. Default 30000.
     pub request_timeout_ms: u64,
-    /// Time from the WebSocket upgrade to the Hello. Default 5000.
+    /// Time from the WebSocket upgrade (WebTransport: from the validated QUIC Initial) to the
+    /// Hello. Default 5000.
     pub handshake_timeout_ms: u64,
     /// A connection that sends nothing for this long is kicked. Default 30000.
     pub idle_timeout_ms: u64,
@@ -181,6 +183,12 @@ pub struct ServerConfig {
     pub webtransport_cert: Option<PathBuf>,
     /// PEM private key of the WebTransport endpoint.
     pub webtransport_key: Option<PathBuf>,
+    /// WebTransport handshakes in progress at most (QUIC and the CONNECT request, from an address
+    /// that answered a Retry), apart from `max_connections`; more are refused at once
+    /// (`CONNECTION_REFUSED`), and one address may hold `max_connections_per_ip` of them. Each
+    /// costs the host tens of kilobytes until it completes or the handshake timeout ends it.
+    /// Default 128.
+    pub webtransport_max_handshakes: usize,
 }
 
 impl Default for ServerConfig {
@@ -237,6 +245,7 @@ impl Default for ServerConfig {
             webtransport: None,
             webtransport_cert: None,
             webtransport_key: None,
+            webtransport_max_handshakes: 128,
         }
     }
 }
@@ -317,6 +326,10 @@ impl ServerConfig {
             ("ticket_max_lifetime_secs", self.ticket_max_lifetime_secs),
             ("ticket_replay_capacity", self.ticket_replay_capacity as u64),
             ("reconnect_capacity", self.reconnect_capacity as u64),
+            (
+                "webtransport_max_handshakes",
+                self.webtransport_max_handshakes as u64,
+            ),
         ];
         for (key, v) in positive {
             if v == 0 {

@@ -6,6 +6,9 @@
 //! Beyond that, and beyond the total cap, sockets are closed at accept without
 //! a word, so a flood costs the host no more than an accept and a close.
 //!
+//! The WebTransport endpoint keeps a second limiter of this kind for its handshakes in progress,
+//! apart from the connection slots (there only the normal tier is served).
+//!
 //! Every admitted socket is counted in the `zonekeep_connections` gauge from
 //! accept until its guard drops (HTTP requests, WebSocket sessions and sockets
 //! that have not yet sent a request head alike), so a silent connection shows

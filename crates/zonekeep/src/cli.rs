@@ -101,7 +101,8 @@ struct ServeArgs {
     /// Time a plain HTTP request may take, body included, ms (408 after it) [default: 30000].
     #[arg(long, env = "ZONEKEEP_REQUEST_TIMEOUT_MS")]
     request_timeout_ms: Option<u64>,
-    /// Time from the WebSocket upgrade to the Hello, ms [default: 5000].
+    /// Time from the WebSocket upgrade (WebTransport: the validated QUIC Initial) to the Hello, ms
+    /// [default: 5000].
     #[arg(long, env = "ZONEKEEP_HANDSHAKE_TIMEOUT_MS")]
     handshake_timeout_ms: Option<u64>,
     /// Kick a connection that sends nothing for this long, ms [default: 30000].
@@ -216,6 +217,10 @@ struct ServeArgs {
     /// PEM private key for the WebTransport endpoint.
     #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_KEY")]
     webtransport_key: Option<PathBuf>,
+    /// WebTransport handshakes in progress at most, apart from --max-connections; more are
+    /// refused [default: 128].
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_MAX_HANDSHAKES")]
+    webtransport_max_handshakes: Option<usize>,
     #[command(flatten)]
     persist: crate::persist_args::PersistArgs,
 }
@@ -324,6 +329,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
         ticket_max_lifetime_secs,
         ticket_replay_capacity,
         reconnect_capacity,
+        webtransport_max_handshakes,
     );
     if args.dev {
         cfg.dev = true;

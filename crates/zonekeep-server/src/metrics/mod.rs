@@ -11,6 +11,9 @@
 //! `/proc/self/stat` and `/proc/self/statm` on Linux (absent elsewhere).
 
 mod process;
+mod webtransport;
+
+pub use webtransport::WebTransportMetrics;
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -88,6 +91,7 @@ pub struct Metrics {
     recording_bytes: Counter,
     recordings_running: Gauge,
     recordings_stopped: Family<Labels, Counter>,
+    webtransport: WebTransportMetrics,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
 }
@@ -130,6 +134,7 @@ impl Metrics {
             recording_bytes: Counter::default(),
             recordings_running: Gauge::default(),
             recordings_stopped: Family::default(),
+            webtransport: WebTransportMetrics::default(),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
             registry: Registry::default(),
@@ -192,14 +197,16 @@ impl Metrics {
         );
         registry.register(
             "zonekeep_connections",
-            "Open TCP connections, from accept to close (including ones not yet past their handshake)",
+            "Open connections, from accept to close (including ones not yet past their handshake): \
+             TCP sockets, and WebTransport sessions from their CONNECT request",
             m.connections.clone(),
         );
         registry.register(
             "zonekeep_connections_refused",
             "Connections refused or closed before being served: a cap (per_ip, total), no request \
              head in time (header_timeout), an HTTP/2 preface (http2), a Hello whose content version \
-             the host refuses (content_outdated)",
+             the host refuses (content_outdated), a QUIC handshake over the bound of handshakes in \
+             progress (handshakes)",
             m.connections_refused.clone(),
         );
         registry.register(
@@ -269,6 +276,7 @@ impl Metrics {
             "Inputs dropped because they were queued when their zone was frozen for an upgrade",
             m.inputs_frozen.clone(),
         );
+        m.webtransport.register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
     }
@@ -387,6 +395,11 @@ impl Metrics {
         self.connections.clone()
     }
 
+    /// The WebTransport endpoint's handshake metrics.
+    pub fn webtransport(&self) -> &WebTransportMetrics {
+        &self.webtransport
+    }
+
     /// A session ended by the client: `how` is `closed` (a WebSocket Close) or `dropped` (the
     /// socket ended without one: a crashed tab, a lost network). Neither is the client's error.
     pub fn disconnect(&self, how: &'static str) {
@@ -416,8 +429,9 @@ impl Metrics {
     }
 
     /// A connection was refused or closed before being served (`reason`: `per_ip`, `total`,
-    /// `header_timeout`, `http2`, or `content_outdated` for a Hello refused for its content
-    /// version, whether with CONTENT_OUTDATED or, below protocol version 5, VERSION_MISMATCH).
+    /// `header_timeout`, `http2`, `handshakes` for a QUIC handshake over the bound of those in
+    /// progress, or `content_outdated` for a Hello refused for its content version, whether with
+    /// CONTENT_OUTDATED or, below protocol version 5, VERSION_MISMATCH).
     pub fn connection_refused(&self, reason: &'static str) {
         self.connections_refused
             .get_or_create(&vec![("reason", reason.to_owned())])

@@ -5,6 +5,14 @@
 //! The endpoint owns its certificate: a configured PEM chain and key, or in dev mode one it makes
 //! at start (ECDSA P-256, valid for 14 days, the longest a browser accepts for a pinned hash), whose
 //! SHA-256 hash `GET /webtransport` publishes for the SDK's `serverCertificateHashes`.
+//!
+//! UDP source addresses can be forged, so the endpoint keeps nothing for an address that has not
+//! proved it receives: a first Initial from one is answered with a stateless Retry (a few hundred
+//! bytes, within RFC 9000 §8.1's 3x), and only the Initial carrying the Retry's token (or an
+//! address validation token from an earlier connection) starts a handshake. Handshakes in progress
+//! are bounded on their own (`webtransport_max_handshakes`, per address `max_connections_per_ip`)
+//! and hold none of the connection slots TCP clients use; a session takes one when its CONNECT
+//! request arrives, as a TCP socket does at accept.
 
 mod framing;
 mod session;
@@ -17,8 +25,16 @@ use base64::Engine;
 use serde::Serialize;
 use wtransport::{Endpoint, Identity, ServerConfig};
 
-use crate::conn_limit::ConnLimiter;
+use crate::conn_limit::{Admission, ConnLimiter};
 use crate::host::Shared;
+
+/// Initials the QUIC endpoint holds before the accept loop decides on them (each holds its first
+/// packet, about 1.2 kB; more are refused by the endpoint itself). The loop decides at once, so
+/// these are only the ones arriving while it waits for a core.
+const MAX_INCOMING: usize = 1024;
+/// Further packets buffered for one undecided Initial (0-RTT data), and for all of them.
+const INCOMING_BUFFER: u64 = 16 << 10;
+const INCOMING_BUFFER_TOTAL: u64 = 1 << 20;
 
 /// What `GET /webtransport` tells a client: where to open a session and which certificate to pin.
 #[derive(Debug, Clone, Serialize)]
@@ -110,7 +126,15 @@ pub(crate) async fn start(
             .with_identity(identity)
             .keep_alive_interval(Some(Duration::from_secs(3)))
             .max_idle_timeout(Some(idle))
-            .map(|b| b.build())
+            .map(|b| {
+                let mut config = b.build();
+                config
+                    .quic_config_mut()
+                    .max_incoming(MAX_INCOMING)
+                    .incoming_buffer_size(INCOMING_BUFFER)
+                    .incoming_buffer_size_total(INCOMING_BUFFER_TOTAL);
+                config
+            })
     };
     let bind = |addr| {
         config(addr, identity.clone_identity())
@@ -134,6 +158,11 @@ pub(crate) async fn start(
         certificate_hashes,
     });
     tracing::info!(addr = %local, "webtransport endpoint listening (udp)");
+    let handshakes = ConnLimiter::new(
+        shared.config.webtransport_max_handshakes,
+        shared.config.max_connections_per_ip,
+        shared.metrics.webtransport().handshakes_gauge(),
+    );
     let shared = shared.clone();
     let sessions = tasks.clone();
     tasks.spawn(async move {
@@ -147,9 +176,23 @@ pub(crate) async fn start(
                 incoming.ignore();
                 continue;
             }
-            let admitted = limiter.admit(incoming.remote_address().ip());
+            if !incoming.remote_address_validated() {
+                // Stateless: the token comes back only from an address that receives. (An
+                // unvalidated Initial may always be retried, so this cannot panic.)
+                shared.metrics.webtransport().retried();
+                incoming.retry();
+                continue;
+            }
+            let handshake = match handshakes.admit(incoming.remote_address().ip().to_canonical()) {
+                Admission::Normal(g) => g,
+                Admission::OverIpCap(_) | Admission::Refuse(_) => {
+                    shared.metrics.connection_refused("handshakes");
+                    incoming.refuse();
+                    continue;
+                }
+            };
             let shared = shared.clone();
-            sessions.spawn(session::run(incoming, shared, admitted));
+            sessions.spawn(session::run(incoming, shared, limiter.clone(), handshake));
         }
         // No new sessions; those still open are ended by their zones (SHUTTING_DOWN, once the
         // final saves are durable) as on the WebSocket path, and keep the endpoint's driver

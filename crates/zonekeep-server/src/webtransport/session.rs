@@ -14,7 +14,7 @@ use zonekeep_protocol::messages::{tag, ClientMessage, KickCode, Redirect, Server
 
 use super::framing::{read_message, write_message};
 use crate::conn::{ConnEnds, ConnHandle, DatagramPath, KickNotice};
-use crate::conn_limit::{Admission, ConnGuard};
+use crate::conn_limit::{Admission, ConnGuard, ConnLimiter};
 use crate::error::{kick_label, SessionError};
 use crate::host::{redirect_hops, valid_zone_id, Shared};
 use crate::netsim::{Datagram, DatagramDelay, DelayQueue};
@@ -26,14 +26,26 @@ use crate::sim::{kick_frame, SimCommand};
 /// The only versions a WebTransport session speaks (PROTOCOL.md §1.1).
 const VERSIONS: [u32; 1] = [DATAGRAM_VERSION];
 
-/// Serves one incoming session to its end.
-pub(super) async fn run(incoming: IncomingSession, shared: Arc<Shared>, admission: Admission) {
+/// Serves one incoming session to its end. `handshake` holds its place among the handshakes in
+/// progress until the CONNECT request arrives; from then on the session holds a connection slot
+/// of `limiter` instead. One deadline, `handshake_timeout_ms` from the Initial that started the
+/// handshake, bounds everything up to the Hello (the QUIC and TLS handshake, the CONNECT request
+/// and its answer, the control stream, the Hello itself), as the WebSocket path bounds the time
+/// from the upgrade to the Hello.
+pub(super) async fn run(
+    incoming: IncomingSession,
+    shared: Arc<Shared>,
+    limiter: ConnLimiter,
+    handshake: ConnGuard,
+) {
     let _track = shared.sessions.token();
-    let timeout = Duration::from_millis(shared.config.handshake_timeout_ms);
-    let Ok(Ok(request)) = tokio::time::timeout(timeout, incoming).await else {
+    let deadline = Instant::now() + Duration::from_millis(shared.config.handshake_timeout_ms);
+    let Ok(Ok(request)) = tokio::time::timeout_at(deadline, incoming).await else {
         shared.metrics.disconnect("dropped");
         return;
     };
+    drop(handshake);
+    let admission = limiter.admit(request.remote_address().ip().to_canonical());
     let (path, query) = match request.path().split_once('?') {
         Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
         None => (request.path().to_owned(), None),
@@ -41,7 +53,7 @@ pub(super) async fn run(incoming: IncomingSession, shared: Arc<Shared>, admissio
     let zone_id = match path.strip_prefix("/zones/") {
         Some(z) if valid_zone_id(z) => z.to_owned(),
         _ => {
-            request.not_found().await;
+            let _ = tokio::time::timeout_at(deadline, request.not_found()).await;
             return;
         }
     };
@@ -54,12 +66,12 @@ pub(super) async fn run(incoming: IncomingSession, shared: Arc<Shared>, admissio
         }
         Admission::Refuse(reason) => {
             shared.metrics.connection_refused(reason);
-            request.too_many_requests().await;
+            let _ = tokio::time::timeout_at(deadline, request.too_many_requests()).await;
             return;
         }
     };
     let _guard = guard;
-    let Ok(connection) = request.accept().await else {
+    let Ok(Ok(connection)) = tokio::time::timeout_at(deadline, request.accept()).await else {
         shared.metrics.disconnect("dropped");
         return;
     };
@@ -70,20 +82,24 @@ pub(super) async fn run(incoming: IncomingSession, shared: Arc<Shared>, admissio
     conn.datagrams = connection
         .max_datagram_size()
         .map(|m| Arc::new(DatagramPath::new(m)));
-    let (mut send, mut recv) = match control_stream(&shared, &connection, timeout).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return,
-        Err(e) => {
+    let (mut send, mut recv) = match control_stream(&shared, &connection, deadline).await {
+        Control::Opened(send, recv, None) => (send, recv),
+        Control::Opened(mut send, _, Some(e)) => {
+            close(&shared, &connection, Some(&mut send), Some(e.kick())).await;
+            return;
+        }
+        Control::Missing(Some(e)) => {
             close(&shared, &connection, None, Some(e.kick())).await;
             return;
         }
+        Control::Missing(None) => return,
     };
     if over_ip_cap {
         let k = Some(SessionError::TooManyConnections.kick());
         close(&shared, &connection, Some(&mut send), k).await;
         return;
     }
-    let attached = match hello(&shared, &zone_id, &connection, &mut recv, &conn, timeout).await {
+    let attached = match hello(&shared, &zone_id, &connection, &mut recv, &conn, deadline).await {
         Ok(Handshake::Attached(a)) => a,
         Ok(Handshake::Gone) => return,
         Ok(Handshake::Elsewhere(moved)) => {
@@ -117,30 +133,47 @@ pub(super) async fn run(incoming: IncomingSession, shared: Arc<Shared>, admissio
     shared.pool.send_eventually(attached.entry.thread, cmd);
 }
 
-/// The client's control stream, opened within the handshake timeout. A datagram before it is a
-/// protocol error (there is no Hello yet); a second stream later is refused by the reader.
-async fn control_stream(
-    shared: &Shared,
-    connection: &Connection,
-    timeout: Duration,
-) -> Result<Option<(SendStream, RecvStream)>, SessionError> {
-    tokio::select! {
-        _ = shared.shutdown.cancelled() => Err(SessionError::ShuttingDown),
-        () = tokio::time::sleep(timeout) => Err(SessionError::HandshakeTimeout),
-        s = connection.accept_bi() => match s {
-            Ok(s) => Ok(Some(s)),
-            Err(_) => {
-                shared.metrics.disconnect("dropped");
-                Ok(None)
+/// How the wait for the client's control stream ended.
+enum Control {
+    /// The stream, and the refusal to send on it when a datagram came first.
+    Opened(SendStream, RecvStream, Option<SessionError>),
+    /// No stream: the session ends, with this refusal (it has no stream to travel on) or, when
+    /// the client left, none.
+    Missing(Option<SessionError>),
+}
+
+/// The client's control stream, opened before the handshake deadline. A datagram before it is a
+/// protocol error (there is no Hello yet), but its Kick must reach the client, and only the
+/// stream carries one: a datagram overtakes the stream the client opened before it, so the
+/// refusal waits for the stream (until the same deadline) and is sent on it. A second stream
+/// later is refused by the reader.
+async fn control_stream(shared: &Shared, connection: &Connection, deadline: Instant) -> Control {
+    let mut early = None;
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => {
+                return Control::Missing(Some(early.unwrap_or(SessionError::ShuttingDown)));
             }
-        },
-        d = connection.receive_datagram() => match d {
-            Ok(_) => Err(SessionError::Protocol("a datagram before the Hello".into())),
-            Err(_) => {
-                shared.metrics.disconnect("dropped");
-                Ok(None)
+            () = tokio::time::sleep_until(deadline) => {
+                return Control::Missing(Some(early.unwrap_or(SessionError::HandshakeTimeout)));
             }
-        },
+            s = connection.accept_bi() => {
+                return match s {
+                    Ok((send, recv)) => Control::Opened(send, recv, early),
+                    Err(_) => {
+                        shared.metrics.disconnect("dropped");
+                        Control::Missing(None)
+                    }
+                };
+            }
+            d = connection.receive_datagram(), if early.is_none() => match d {
+                Ok(_) => early = Some(SessionError::Protocol("a datagram before the Hello".into())),
+                Err(_) => {
+                    shared.metrics.disconnect("dropped");
+                    return Control::Missing(None);
+                }
+            },
+        }
     }
 }
 
@@ -151,12 +184,12 @@ async fn hello(
     connection: &Connection,
     recv: &mut RecvStream,
     conn: &ConnHandle,
-    timeout: Duration,
+    deadline: Instant,
 ) -> Result<Handshake, SessionError> {
     let max = shared.config.max_message_bytes;
     let first = tokio::select! {
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
-        () = tokio::time::sleep(timeout) => return Err(SessionError::HandshakeTimeout),
+        () = tokio::time::sleep_until(deadline) => return Err(SessionError::HandshakeTimeout),
         m = read_message(recv, max) => m?,
         d = connection.receive_datagram() => match d {
             Ok(_) => return Err(SessionError::Protocol("a datagram before the Hello".into())),
@@ -210,6 +243,11 @@ async fn redirect(
 }
 
 /// Sends the Kick (bounded in time) and closes the session with 4000 + its code (§1.1).
+///
+/// Closing a QUIC connection discards stream data not yet delivered, so the close waits until the
+/// client's QUIC stack has acknowledged the finished stream, Kick included (`finish` completes
+/// then), for at most `kick_write_timeout_ms`. The WebTransport close capsule is not sent: the
+/// CONNECT stream belongs to wtransport's driver, which offers no way to write on it.
 async fn close(
     shared: &Shared,
     connection: &Connection,

@@ -1,0 +1,477 @@
+//! The WebTransport endpoint (PROTOCOL.md §1.1) of the real binary under hostile QUIC traffic:
+//! Initials from addresses that never answer (as a forged source address never does), handshakes
+//! that stall after proving their address, clients slow to send their Hello, and a datagram sent
+//! before the Hello.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::net::UdpSocket;
+use tokio_tungstenite::tungstenite::Message;
+use wtransport::{ClientConfig, Connection, Endpoint, RecvStream, SendStream};
+use zonekeep_protocol::messages::{ClientMessage, Hello, KickCode, ServerMessage};
+use zonekeep_protocol::wire::put_varint;
+
+use support::{Server, StoreSpec};
+
+/// A host in dev mode (WebTransport on, with a pinned development certificate) with `extra` flags.
+async fn host(dir: &tempfile::TempDir, extra: &[&str]) -> Server {
+    let mut flags = vec!["--dev"];
+    flags.extend_from_slice(extra);
+    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
+    Server::start(&store, &flags, &dir.path().join("host.log")).await
+}
+
+/// The endpoint the host publishes: its UDP address and the certificate hash to pin.
+async fn published(server: &Server) -> (SocketAddr, [u8; 32]) {
+    use base64::Engine;
+    let info: Value = serde_json::from_str(&server.get("/webtransport").await).unwrap();
+    let url = info["url"].as_str().unwrap();
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    let hash = base64::engine::general_purpose::STANDARD
+        .decode(info["certificate_hashes"][0]["value"].as_str().unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    (SocketAddr::from(([127, 0, 0, 1], port)), hash)
+}
+
+/// A ticket for the dev `dots` zone `zone`.
+fn dots_ticket(sub: &str, zone: &str) -> String {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 120;
+    support::sign(&json!({"sub": sub, "zone": zone, "exp": exp, "jti": sub, "kind": "dots"}))
+}
+
+/// Whether a WebSocket player is admitted: it gets its Welcome.
+async fn websocket_player_admitted(server: &Server, sub: &str) -> Result<(), String> {
+    let url = format!("ws://{}/zones/d-ws", server.addr);
+    let (mut ws, _) = tokio_tungstenite::connect_async(&url)
+        .await
+        .map_err(|e| format!("refused at connect: {e}"))?;
+    let hello = ClientMessage::Hello(Hello {
+        versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
+        ticket: dots_ticket(sub, "d-ws"),
+        reconnect_token: vec![],
+        content_version: String::new(),
+        resume_from: None,
+    });
+    use futures_util::SinkExt;
+    ws.send(Message::Binary(hello.to_bytes().unwrap().into()))
+        .await
+        .map_err(|e| format!("refused at Hello: {e}"))?;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+            Ok(Some(Ok(Message::Binary(b)))) => match ServerMessage::decode(&b, None) {
+                Ok(ServerMessage::Welcome(_)) => return Ok(()),
+                other => return Err(format!("not welcomed: {other:?}")),
+            },
+            Ok(Some(Ok(_))) => {}
+            other => return Err(format!("closed before a Welcome: {other:?}")),
+        }
+    }
+}
+
+/// Polls `cond` every 50 ms until it holds, for at most 10 s.
+async fn eventually<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A QUIC client driven by hand: it writes real Initials (quinn-proto, ALPN h3) from its own UDP
+/// socket and answers only as far as a test says, like a source that forges its address or a
+/// client that stalls.
+struct Prober {
+    endpoint: quinn_proto::Endpoint,
+    config: quinn_proto::ClientConfig,
+    conns: HashMap<quinn_proto::ConnectionHandle, quinn_proto::Connection>,
+    socket: UdpSocket,
+    host: SocketAddr,
+    sent: usize,
+}
+
+impl Prober {
+    async fn new(host: SocketAddr) -> Prober {
+        let provider = Arc::new(wtransport::tls::rustls::crypto::ring::default_provider());
+        let mut tls = wtransport::tls::rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&wtransport::tls::rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(wtransport::tls::rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+        Prober {
+            endpoint: quinn_proto::Endpoint::new(Default::default(), None, false, None),
+            config: quinn_proto::ClientConfig::new(Arc::new(crypto)),
+            conns: HashMap::new(),
+            socket: UdpSocket::bind("127.0.0.1:0").await.unwrap(),
+            host,
+            sent: 0,
+        }
+    }
+
+    /// Sends what connection `ch` has to send now; the bytes sent.
+    async fn flush(&mut self, ch: quinn_proto::ConnectionHandle) -> usize {
+        let mut total = 0;
+        let mut buf = Vec::new();
+        let conn = self.conns.get_mut(&ch).unwrap();
+        while let Some(t) = conn.poll_transmit(Instant::now(), 1, &mut buf) {
+            self.socket
+                .send_to(&buf[..t.size], self.host)
+                .await
+                .unwrap();
+            total += t.size;
+            buf.clear();
+        }
+        self.sent += total;
+        total
+    }
+
+    /// Opens a connection and sends its first Initial (padded to 1,200 bytes, as every client
+    /// Initial is).
+    async fn initial(&mut self) {
+        let (ch, conn) = self
+            .endpoint
+            .connect(Instant::now(), self.config.clone(), self.host, "localhost")
+            .unwrap();
+        self.conns.insert(ch, conn);
+        assert!(self.flush(ch).await >= 1200);
+    }
+
+    /// The next datagram from the host within `within`.
+    async fn receive(&self, within: Duration) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; 65_536];
+        match tokio::time::timeout(within, self.socket.recv_from(&mut buf)).await {
+            Ok(Ok((n, _))) => Some(buf[..n].to_vec()),
+            _ => None,
+        }
+    }
+
+    /// The next Retry from the host within `within`, skipping the packets of handshakes the host
+    /// went on with.
+    async fn receive_retry(&self, within: Duration) -> Option<Vec<u8>> {
+        let until = Instant::now() + within;
+        loop {
+            let d = self
+                .receive(until.saturating_duration_since(Instant::now()))
+                .await?;
+            if is_retry(&d) {
+                return Some(d);
+            }
+        }
+    }
+
+    /// Hands a datagram from the host to the connection it is for, then sends that connection's
+    /// answer (for a Retry: its Initial again, now with the token that proves its address).
+    async fn answer(&mut self, datagram: Vec<u8>) {
+        let mut buf = Vec::new();
+        let event = self.endpoint.handle(
+            Instant::now(),
+            self.host,
+            None,
+            None,
+            BytesMut::from(&datagram[..]),
+            &mut buf,
+        );
+        if let Some(quinn_proto::DatagramEvent::ConnectionEvent(ch, event)) = event {
+            self.conns.get_mut(&ch).unwrap().handle_event(event);
+            self.flush(ch).await;
+        }
+    }
+}
+
+/// Whether a datagram is a QUIC version 1 Retry (long header, packet type 3; RFC 9000 §17.2.5).
+fn is_retry(datagram: &[u8]) -> bool {
+    datagram.first().is_some_and(|b| b & 0xf0 == 0xf0)
+}
+
+#[tokio::test]
+async fn initials_that_never_answer_take_no_connection_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(&dir, &["--max-connections", "64"]).await;
+    let (udp, _) = published(&server).await;
+
+    // 100 Initials, 120 kB, none ever answered: on a forged source address the answers go to
+    // someone else.
+    // Ten at a time, each ten's answers read before the next, so no socket buffer overflows.
+    let mut prober = Prober::new(udp).await;
+    let mut replies = Vec::new();
+    for _ in 0..10 {
+        for _ in 0..10 {
+            prober.initial().await;
+        }
+        let wanted = replies.len() + 10;
+        while replies.len() < wanted {
+            match prober.receive(Duration::from_secs(5)).await {
+                Some(d) => replies.push(d),
+                None => break,
+            }
+        }
+    }
+
+    // Players are still served, and the host still answers.
+    websocket_player_admitted(&server, "ws-after-initials")
+        .await
+        .expect("a WebSocket player is admitted while Initials arrive");
+    assert_eq!(server.get("/healthz").await, "ok", "/healthz answers");
+    // Each Initial was answered with a Retry and nothing else: the host keeps no state for an
+    // address that has not proved it receives.
+    assert_eq!(replies.len(), 100, "every Initial is answered");
+    assert!(replies.iter().all(|d| is_retry(d)), "answered with Retries");
+    assert_eq!(
+        server.metric("zonekeep_webtransport_retries_total").await,
+        100.0
+    );
+    assert_eq!(server.metric("zonekeep_webtransport_handshakes").await, 0.0);
+}
+
+#[tokio::test]
+async fn an_unvalidated_address_gets_at_most_three_times_its_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(&dir, &["--handshake-timeout-ms", "2000"]).await;
+    let (udp, _) = published(&server).await;
+    let mut prober = Prober::new(udp).await;
+    for _ in 0..4 {
+        prober.initial().await;
+    }
+    // Everything the host sends to this address until it has certainly given up on it: no
+    // handshake outlives the handshake timeout, and its closing packets leave right after (RFC
+    // 9000 §8.1 counts every byte: the first flight, its retransmission after a probe timeout of
+    // about a second, and those). Nothing signals "no more packets", so the test listens that long.
+    let until = Instant::now() + Duration::from_millis(2000 + 2000);
+    let mut received = 0usize;
+    while let Some(d) = prober
+        .receive(until.saturating_duration_since(Instant::now()))
+        .await
+    {
+        received += d.len();
+    }
+    assert!(received > 0, "the host answers");
+    assert!(
+        received <= 3 * prober.sent,
+        "RFC 9000 §8.1: at most 3x to an unvalidated address; sent {}, received {received}",
+        prober.sent
+    );
+}
+
+#[tokio::test]
+async fn stalled_handshakes_are_bounded_counted_and_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(
+        &dir,
+        &[
+            "--webtransport-max-handshakes",
+            "4",
+            "--handshake-timeout-ms",
+            "2000",
+        ],
+    )
+    .await;
+    let (udp, hash) = published(&server).await;
+
+    // Ten clients prove their address (they answer the Retry) and then stall mid-handshake.
+    let mut prober = Prober::new(udp).await;
+    for _ in 0..10 {
+        prober.initial().await;
+        let retry = prober
+            .receive_retry(Duration::from_secs(5))
+            .await
+            .expect("an unvalidated Initial gets a Retry");
+        prober.answer(retry).await;
+    }
+    eventually("the stalled handshakes to be counted", || async {
+        server
+            .metric("zonekeep_connections_refused_total{reason=\"handshakes\"}")
+            .await
+            >= 6.0
+    })
+    .await;
+    assert_eq!(
+        server.metric("zonekeep_webtransport_handshakes").await,
+        4.0,
+        "pending handshakes stay within their bound"
+    );
+    // They hold nothing of the TCP side: a WebSocket player joins.
+    websocket_player_admitted(&server, "ws-beside-stalled")
+        .await
+        .unwrap();
+
+    // The handshake timeout releases them, and a WebTransport player joins.
+    eventually("the stalled handshakes to time out", || async {
+        server.metric("zonekeep_webtransport_handshakes").await == 0.0
+    })
+    .await;
+    let mut wt = Wt::open(udp, hash, "d-wt").await.unwrap();
+    wt.hello(&dots_ticket("wt-after-stall", "d-wt")).await;
+    assert!(matches!(
+        tokio::time::timeout(Duration::from_secs(10), wt.next_message())
+            .await
+            .unwrap(),
+        Some(ServerMessage::Welcome(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_slow_client_is_closed_within_the_handshake_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(&dir, &["--handshake-timeout-ms", "3000"]).await;
+    let (udp, hash) = published(&server).await;
+    let start = Instant::now();
+    let conn = connect(udp, hash, "d-slow").await.unwrap();
+    // The client opens its control stream just before the timeout and then trickles its Hello.
+    tokio::time::sleep_until((start + Duration::from_millis(2700)).into()).await;
+    let (mut send, mut recv) = conn.open_bi().await.unwrap().await.unwrap();
+    send.write_all(&[0x80]).await.unwrap();
+    let kick = tokio::time::timeout(Duration::from_secs(15), next_message(&mut recv))
+        .await
+        .expect("the session ends");
+    let _ = tokio::time::timeout(Duration::from_secs(5), conn.closed()).await;
+    let held = start.elapsed();
+    assert!(
+        matches!(kick, Some(ServerMessage::Kick(ref k)) if k.code == KickCode::HANDSHAKE_TIMEOUT),
+        "{kick:?}"
+    );
+    // The whole way from the first Initial to the Hello is bounded by the one timeout (the margin
+    // is for a busy machine, well short of a second timeout's worth).
+    assert!(
+        held < Duration::from_millis(3000 + 1500),
+        "held {held:?} with a 3 s handshake timeout"
+    );
+}
+
+#[tokio::test]
+async fn a_datagram_before_the_hello_is_kicked_before_the_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(&dir, &[]).await;
+    let (udp, hash) = published(&server).await;
+    for round in 0..6u64 {
+        let conn = connect(udp, hash, "d-early").await.unwrap();
+        conn.send_datagram(vec![0x05, 0x00, 0x00]).unwrap();
+        if round % 2 == 1 {
+            // The datagram arrives well before the control stream (nothing tells the client when
+            // it has arrived; either order must end the same way).
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let opened = match conn.open_bi().await {
+            Ok(opening) => opening.await.ok(),
+            Err(_) => None,
+        };
+        let Some((mut send, recv)) = opened else {
+            panic!("round {round}: the session closed before its control stream opened");
+        };
+        let _ = send.write_all(&[0x00]).await;
+        let mut wt = Wt { conn, send, recv };
+        let (kick, code) = tokio::time::timeout(Duration::from_secs(10), wt.kicked())
+            .await
+            .unwrap();
+        assert_eq!(kick, Some(KickCode::PROTOCOL_ERROR), "round {round}");
+        assert_eq!(code, 4000 + u64::from(KickCode::PROTOCOL_ERROR.0));
+    }
+}
+
+/// A WebTransport session to `zone` at `udp`, pinning `hash`.
+async fn connect(udp: SocketAddr, hash: [u8; 32], zone: &str) -> Result<Connection, String> {
+    let cfg = ClientConfig::builder()
+        .with_bind_default()
+        .with_server_certificate_hashes([wtransport::tls::Sha256Digest::new(hash)])
+        .build();
+    Endpoint::client(cfg)
+        .unwrap()
+        .connect(format!("https://{udp}/zones/{zone}"))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The next message on a control stream, `None` when it ended.
+async fn next_message(recv: &mut RecvStream) -> Option<ServerMessage> {
+    let mut len = 0u64;
+    for i in 0..5 {
+        let mut b = [0u8; 1];
+        match recv.read(&mut b).await {
+            Ok(Some(1)) => {}
+            _ => return None,
+        }
+        len |= u64::from(b[0] & 0x7f) << (7 * i);
+        if b[0] & 0x80 == 0 {
+            break;
+        }
+    }
+    let mut body = vec![0u8; len as usize];
+    recv.read_exact(&mut body).await.ok()?;
+    Some(ServerMessage::decode(&body, None).unwrap())
+}
+
+/// A session and its control stream.
+struct Wt {
+    conn: Connection,
+    send: SendStream,
+    recv: RecvStream,
+}
+
+impl Wt {
+    async fn open(udp: SocketAddr, hash: [u8; 32], zone: &str) -> Result<Wt, String> {
+        let conn = connect(udp, hash, zone).await?;
+        let (send, recv) = conn
+            .open_bi()
+            .await
+            .map_err(|e| e.to_string())?
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Wt { conn, send, recv })
+    }
+
+    async fn hello(&mut self, ticket: &str) {
+        let hello = ClientMessage::Hello(Hello {
+            versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
+            ticket: ticket.into(),
+            reconnect_token: vec![],
+            content_version: String::new(),
+            resume_from: None,
+        })
+        .to_bytes()
+        .unwrap();
+        let mut framed = Vec::new();
+        put_varint(&mut framed, hello.len() as u64);
+        framed.extend_from_slice(&hello);
+        self.send.write_all(&framed).await.unwrap();
+    }
+
+    async fn next_message(&mut self) -> Option<ServerMessage> {
+        next_message(&mut self.recv).await
+    }
+
+    /// The Kick on the control stream before it ended (`None`: it ended without one), and the
+    /// application close code of the session.
+    async fn kicked(&mut self) -> (Option<KickCode>, u64) {
+        let kick = loop {
+            match self.next_message().await {
+                Some(ServerMessage::Kick(k)) => break Some(k.code),
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        let code = match self.conn.closed().await {
+            wtransport::error::ConnectionError::ApplicationClosed(c) => c.code().into_inner(),
+            other => panic!("the session ended without an application close: {other}"),
+        };
+        (kick, code)
+    }
+}
