@@ -24,6 +24,9 @@ pub enum SessionError {
     /// The zone (or the host) refused the join.
     #[error(transparent)]
     Join(#[from] JoinFailure),
+    /// The ticket's create params are over the limit the directory keeps (PROTOCOL.md §8).
+    #[error("the ticket's params are refused: {0}")]
+    Params(String),
     /// No common protocol version.
     #[error("no common protocol version (the host speaks {0})")]
     Version(u32),
@@ -102,6 +105,7 @@ impl SessionError {
                 JoinFailure::Fenced => KickCode::HOST_FENCED,
                 JoinFailure::Moved { .. } => KickCode::ZONE_MOVED,
             },
+            SessionError::Params(_) => KickCode::JOIN_REFUSED,
             SessionError::Version(_) => KickCode::VERSION_MISMATCH,
             SessionError::Content(c) => c.code(),
             SessionError::Protocol(_) | SessionError::BadZoneId => KickCode::PROTOCOL_ERROR,
