@@ -225,14 +225,14 @@ fn message_fixtures() -> Vec<Fixture> {
             "inputs",
             "Inputs datagram (version 6) acknowledging the State of tick 1002 and carrying inputs 299 and 300: 300 is new, 299 is repeated because no State has acknowledged it yet.",
             ClientMessage::Inputs(Inputs {
-                ack: 1002,
+                state_ack: 1002,
                 inputs: vec![
                     Input { seq: 299, view_tick: 12344, payload: vec![0x01, 0xfe] },
                     Input { seq: 300, view_tick: 12345, payload: vec![0x01, 0xff, 0x10] },
                 ],
             }),
         ),
-        client("inputs_ack_only", "Inputs datagram (version 6) of a client with no input to send: an acknowledgement of the State of tick 1004 alone.", ClientMessage::Inputs(Inputs { ack: 1004, inputs: vec![] })),
+        client("inputs_ack_only", "Inputs datagram (version 6) of a client with no input to send: an acknowledgement of the State of tick 1004 alone.", ClientMessage::Inputs(Inputs { state_ack: 1004, inputs: vec![] })),
         server(
             "events",
             "Events (version 6) on a WebTransport session's control stream: the two zone events of the patch of tick 1006.",

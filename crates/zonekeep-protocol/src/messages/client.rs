@@ -76,8 +76,9 @@ pub struct Resync {
 /// costs nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inputs {
-    /// The tick of the newest State the client applied (0 = none yet).
-    pub ack: u64,
+    /// The tick of the newest State the client applied (0 = none yet): a tick, where a Delta's
+    /// or State's `ack` is an input `seq`.
+    pub state_ack: u64,
     /// At most [`MAX_DATAGRAM_INPUTS`], `seq` strictly ascending; may be empty (an ack alone).
     pub inputs: Vec<Input>,
 }
@@ -232,7 +233,7 @@ impl ClientMessage {
                     return Err(EncodeError::Invalid("datagram inputs not ascending by seq"));
                 }
                 out.push(tag::INPUTS);
-                put_varint(out, b.ack);
+                put_varint(out, b.state_ack);
                 put_varint(out, b.inputs.len() as u64);
                 for i in &b.inputs {
                     put_input(out, i)?;
@@ -307,7 +308,7 @@ impl ClientMessage {
             }
             tag::INPUT => ClientMessage::Input(read_input(&mut r)?),
             tag::INPUTS => {
-                let ack = r.varint_u64()?;
+                let state_ack = r.varint_u64()?;
                 let n = r.count("inputs in a datagram", MAX_DATAGRAM_INPUTS)?;
                 let mut inputs: Vec<Input> = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -317,7 +318,7 @@ impl ClientMessage {
                     }
                     inputs.push(i);
                 }
-                ClientMessage::Inputs(Inputs { ack, inputs })
+                ClientMessage::Inputs(Inputs { state_ack, inputs })
             }
             tag::PING => ClientMessage::Ping(Ping {
                 client_time: r.varint_u64()?,

@@ -362,7 +362,7 @@ fn datagram(
         Err(e) => return Err(SessionError::Protocol(format!("undecodable datagram: {e}"))),
     };
     if let Some(path) = path {
-        path.acknowledge(batch.ack);
+        path.acknowledge(batch.state_ack);
     }
     let mut new = false;
     for i in batch.inputs {

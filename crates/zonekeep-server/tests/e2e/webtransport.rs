@@ -179,7 +179,7 @@ async fn a_session_plays_over_datagrams_acknowledging_states_and_repeating_input
     for last in 1..=3u32 {
         let inputs = (1..=last).map(input).collect();
         wt.datagram(&ClientMessage::Inputs(Inputs {
-            ack: acked_tick,
+            state_ack: acked_tick,
             inputs,
         }));
         // Until a State acknowledges this input, acknowledge each State received.
@@ -191,7 +191,7 @@ async fn a_session_plays_over_datagrams_acknowledging_states_and_repeating_input
             input_ack = state.ack;
             acked_tick = state.tick;
             wt.datagram(&ClientMessage::Inputs(Inputs {
-                ack: acked_tick,
+                state_ack: acked_tick,
                 inputs: vec![],
             }));
         }
@@ -271,7 +271,7 @@ async fn hostile_sessions_are_refused_like_hostile_websockets() {
         Some(ServerMessage::Welcome(_))
     ));
     let flood = ClientMessage::Inputs(Inputs {
-        ack: 0,
+        state_ack: 0,
         inputs: vec![],
     })
     .to_bytes()
