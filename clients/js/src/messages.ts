@@ -530,6 +530,11 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       let resumeFrom: ResumeFrom | null = null;
       if (r.remaining() > 0) {
         if (r.u8() !== 1) throw new DecodeError("invalid", "Hello resume_from marker is not 1");
+        // Refused at the marker (§4.1.1): what follows it is not read.
+        checkResumeFrom(
+          { type: "hello", versions, ticket, reconnectToken, contentVersion, resumeFrom: { tick: 0, count: 0, hash: 0 } },
+          (s) => new DecodeError("invalid", s),
+        );
         const tick = r.varintU64();
         const count = r.varintU32();
         const b = r.raw(4);

@@ -112,11 +112,17 @@ fn check_resume_from(h: &Hello) -> Result<(), &'static str> {
     if h.resume_from.is_none() {
         return Ok(());
     }
-    if h.reconnect_token.is_empty() {
+    may_resume_from(&h.versions, &h.reconnect_token)
+}
+
+/// Whether a Hello offering `versions` with `reconnect_token` may carry `resume_from`: only when
+/// it resumes (a token) and offers a version that defines it (4 or later).
+fn may_resume_from(versions: &[u32], reconnect_token: &[u8]) -> Result<(), &'static str> {
+    if reconnect_token.is_empty() {
         return Err("Hello has resume_from without a reconnect token");
     }
     // Any version from 4 on defines it: a version 5 client offers only 5.
-    if !h.versions.iter().any(|v| *v >= RESUME_FROM_VERSION) {
+    if !versions.iter().any(|v| *v >= RESUME_FROM_VERSION) {
         return Err("Hello has resume_from without offering version 4 or later");
     }
     Ok(())
@@ -290,6 +296,8 @@ impl ClientMessage {
                     if r.u8()? != RESUME_FROM_PRESENT {
                         return Err(DecodeError::Invalid("Hello resume_from marker is not 1"));
                     }
+                    // Refused at the marker (§4.1.1): what follows it is not read.
+                    may_resume_from(&versions, &reconnect_token).map_err(DecodeError::Invalid)?;
                     Some(ResumeFrom {
                         tick: r.varint_u64()?,
                         count: r.varint_u32()?,

@@ -303,6 +303,18 @@ pub fn invalid_cases() -> Fixture {
         ),
         (
             Dec::Client,
+            vec![0x01, 0x01, 0x04, 0x00, 0x00, 0x00, 0x01],
+            "invalid",
+            "Hello (version 4) with no reconnect token whose resume_from ends after its marker: refused at the marker (invalid, not truncated), nothing after it is read.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x03, 0x00, 0x01, 0x07, 0x00, 0x01, 0xea],
+            "invalid",
+            "Hello offering only version 3 whose resume_from is cut short after its marker: refused at the marker (invalid, not truncated).",
+        ),
+        (
+            Dec::Client,
             vec![0x01, 0x01, 0x04, 0x00, 0x01, 0x07, 0x00, 0x02, 0xea, 0x07, 0x00, 0xc5, 0x9d, 0x1c, 0x81],
             "invalid",
             "Hello whose byte after the content version (the resume_from marker) is 2, not 1.",
