@@ -261,6 +261,11 @@ fn message_fixtures() -> Vec<Fixture> {
             "Welcome (version 5) for player 42 with an empty schema (no kinds, a 0.5 position step), then the content version the host runs, \"1.4.0\": only a version 5 Welcome carries it, after the schema.",
             ServerMessage::Welcome(welcome_content()),
         ),
+        server(
+            "welcome_v6",
+            "Welcome (version 6, what a WebTransport session negotiates; over WebSocket the bytes of version 5) for player 42 with an empty schema (no kinds, a 0.5 position step) and the content version the host runs, \"1.4.0\".",
+            ServerMessage::Welcome(Welcome { version: 6, ..welcome_content() }),
+        ),
         server("pong", "Pong echoing client time 1700000000000 at host time 5000000 µs, tick 1001.", ServerMessage::Pong(Pong { client_time: 1_700_000_000_000, server_time_us: 5_000_000, tick: 1001 })),
         server("kick", "Kick with VERSION_MISMATCH (10) and a reason.", ServerMessage::Kick(Kick { code: KickCode::VERSION_MISMATCH, reason: "no common version".into() })),
         server(
