@@ -268,8 +268,11 @@ pub(crate) async fn admit_hello(
         }
         Err(e) => return Err(SessionError::Protocol(format!("undecodable Hello: {e}"))),
     };
-    let version = negotiate_version(&hello.versions, versions)
-        .ok_or(SessionError::Version(PROTOCOL_VERSION))?;
+    let version =
+        negotiate_version(&hello.versions, versions).ok_or_else(|| SessionError::Version {
+            min: versions.iter().copied().min().unwrap_or(0),
+            max: versions.iter().copied().max().unwrap_or(0),
+        })?;
     // A host that requires a minimum content version refuses older content here, before the
     // ticket is verified or its single-use id spent: the client reloads and presents it again.
     if let Err(refusal) = shared.sim.content.admit(version, &hello.content_version) {

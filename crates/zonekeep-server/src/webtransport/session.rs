@@ -154,7 +154,10 @@ async fn hello(
     timeout: Duration,
 ) -> Result<Handshake, SessionError> {
     let max = shared.config.max_message_bytes;
+    // Biased: a Hello that has arrived is read before a datagram that came with it (§1.1: only
+    // a datagram that reaches the host before the Hello is refused).
     let first = tokio::select! {
+        biased;
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
         () = tokio::time::sleep(timeout) => return Err(SessionError::HandshakeTimeout),
         m = read_message(recv, max) => m?,
