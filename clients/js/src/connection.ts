@@ -746,7 +746,7 @@ export class ZoneConnection {
     let bytes: Uint8Array | null;
     for (;;) {
       try {
-        bytes = encodeClientMessage({ type: "inputs", ack, inputs });
+        bytes = encodeClientMessage({ type: "inputs", stateAck: ack, inputs });
       } catch (e) {
         // Too long with the older inputs (the 8,192-byte message limit): drop them first.
         if (!(e instanceof EncodeError && e.kind === "too_long") || (newInput && inputs.length <= 1)) throw e;

@@ -222,8 +222,8 @@ export interface DatagramInput {
  */
 export interface Inputs {
   type: "inputs";
-  /** Tick of the newest State (§5.8) the client applied; 0 = none yet. */
-  ack: number;
+  /** Tick of the newest State (§5.8) the client applied; 0 = none yet (a tick, where a Delta's `ack` is an input seq). */
+  stateAck: number;
   /** At most {@link LIMITS.datagramInputs}, `seq` strictly ascending (newest last); may be empty. */
   inputs: DatagramInput[];
 }
@@ -492,7 +492,7 @@ export function encodeClientMessage(m: ClientMessage): Uint8Array {
           throw new EncodeError("invalid", "datagram inputs not ascending by seq");
         }
       }
-      w.u8(Tag.Inputs).varint(m.ack).varint(m.inputs.length);
+      w.u8(Tag.Inputs).varint(m.stateAck).varint(m.inputs.length);
       for (const i of m.inputs) writeInput(w, i);
       break;
     }
@@ -530,6 +530,11 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       let resumeFrom: ResumeFrom | null = null;
       if (r.remaining() > 0) {
         if (r.u8() !== 1) throw new DecodeError("invalid", "Hello resume_from marker is not 1");
+        // Refused at the marker (§4.1.1): what follows it is not read.
+        checkResumeFrom(
+          { type: "hello", versions, ticket, reconnectToken, contentVersion, resumeFrom: { tick: 0, count: 0, hash: 0 } },
+          (s) => new DecodeError("invalid", s),
+        );
         const tick = r.varintU64();
         const count = r.varintU32();
         const b = r.raw(4);
@@ -545,7 +550,7 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       m = { type: "input", ...readInput(r) };
       break;
     case Tag.Inputs: {
-      const ack = r.varintU64();
+      const stateAck = r.varintU64();
       const n = r.varintU32();
       if (n > LIMITS.datagramInputs) {
         throw new DecodeError("too_long", `inputs in a datagram: ${n} > ${LIMITS.datagramInputs}`);
@@ -559,7 +564,7 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
         }
         inputs.push(input);
       }
-      m = { type: "inputs", ack, inputs };
+      m = { type: "inputs", stateAck, inputs };
       break;
     }
     case Tag.Ping:

@@ -27,6 +27,8 @@ import {
   encodeServerMessage,
   f32Bits,
   f32FromBits,
+  frameMessage,
+  MessageFramer,
   fromHex,
   knownSetHash,
   Mirror,
@@ -330,6 +332,37 @@ describe("golden fixtures", () => {
       const r = new Reader(fromHex(str(c.hex)));
       assert.equal(r.str(1 << 20), c.value);
       r.finish();
+    }
+  });
+
+  it("primitives.json: a control stream's length prefix is the same LEB128, refused alike", () => {
+    const frames = obj(load("primitives.json").frame_length);
+    const max = num(frames.max);
+    const accepted = arr(frames.accepted).map(obj);
+    assert.ok(accepted.length > 0);
+    for (const c of accepted) {
+      const len = num(c.len);
+      const body = new Uint8Array(len).fill(7);
+      const framed = frameMessage(body);
+      assert.equal(toHex(framed.subarray(0, framed.length - len)), c.hex, `length ${len}`);
+      // Split a byte at a time across the prefix: the framer completes exactly this message.
+      const framer = new MessageFramer(max);
+      const prefix = fromHex(str(c.hex));
+      for (let i = 0; i < prefix.length - 1; i++) assert.deepEqual(framer.push(prefix.subarray(i, i + 1)), []);
+      const last = framer.push(prefix.subarray(prefix.length - 1));
+      const out = len === 0 ? last : [...last, ...framer.push(body)];
+      assert.equal(out.length, 1, `length ${len}`);
+      assert.equal(out[0]?.length, len);
+    }
+    const refused = arr(frames.refused).map(obj);
+    assert.ok(refused.length > 0);
+    for (const c of refused) {
+      const framer = new MessageFramer(max);
+      assert.throws(
+        () => framer.push(fromHex(str(c.hex))),
+        (e: unknown) => e instanceof DecodeError && e.kind === c.error,
+        str(c.description),
+      );
     }
   });
 

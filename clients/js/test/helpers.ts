@@ -312,7 +312,7 @@ export class FakeServer {
     const m = decodeClientMessage(bytes);
     if (m.type !== "inputs" || !s.welcomed) throw new Error(`unexpected datagram ${m.type}`);
     s.received.push(m);
-    s.stateAck = Math.max(s.stateAck, m.ack);
+    s.stateAck = Math.max(s.stateAck, m.stateAck);
     for (const i of m.inputs) {
       // §4.2: a seq already received (a repeat) is dropped; a higher one is taken, gaps included.
       if (i.seq <= s.highestSeq) continue;

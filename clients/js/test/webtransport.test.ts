@@ -185,7 +185,7 @@ describe("WebTransport discovery", () => {
 describe("Inputs and Events codec rules", () => {
   const input = (seq: number) => ({ seq, viewTick: 5, payload: new Uint8Array([seq]) });
   it("an Inputs datagram carries at most 8 inputs, ascending", () => {
-    const eight: Inputs = { type: "inputs", ack: 9, inputs: [1, 2, 3, 4, 5, 6, 7, 8].map(input) };
+    const eight: Inputs = { type: "inputs", stateAck: 9, inputs: [1, 2, 3, 4, 5, 6, 7, 8].map(input) };
     assert.deepEqual(decodeClientMessage(encodeClientMessage(eight)), eight);
     assert.throws(() => encodeClientMessage({ ...eight, inputs: [...eight.inputs, input(9)] }), (e: unknown) => e instanceof EncodeError && e.kind === "too_long");
     assert.throws(() => encodeClientMessage({ ...eight, inputs: [input(2), input(2)] }), (e: unknown) => e instanceof EncodeError && e.kind === "invalid");
@@ -407,7 +407,7 @@ describe("ZoneConnection over WebTransport", () => {
       assert.ok(sentAt[i]! - sentAt[i - 1]! >= 100 - 1e-9, `at most one per patch: ${sentAt[i - 1]} then ${sentAt[i]}`);
     }
     // (Datagrams may overtake each other on the way back too: order them by what they say.)
-    const ticks = acks.map((d) => d.ack).sort((a, b) => a - b);
+    const ticks = acks.map((d) => d.stateAck).sort((a, b) => a - b);
     for (let i = 1; i < ticks.length; i++) assert.ok(ticks[i]! > ticks[i - 1]!, "each acknowledges a newer State");
     assert.ok(server.tick - (ticks[ticks.length - 1] ?? 0) <= 9, "the host learns of recent States");
     assert.ok(conn.stateStats.applied > acks.length, "some States were acknowledged together with the next");

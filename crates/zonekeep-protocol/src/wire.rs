@@ -93,6 +93,60 @@ pub fn put_str_named(
     put_bytes_named(out, what, s.as_bytes(), max)
 }
 
+/// Appends one message as a WebTransport control stream carries it (PROTOCOL.md §1.1): its length
+/// as a §2 `varint` (LEB128, not QUIC's variable-length integer), then the message.
+pub fn put_frame(out: &mut Vec<u8>, message: &[u8]) {
+    put_varint(out, message.len() as u64);
+    out.extend_from_slice(message);
+}
+
+/// The length in front of a message on a WebTransport control stream (PROTOCOL.md §1.1), read a
+/// byte at a time as the stream delivers them: a canonical §2 `varint` of the u32 width (at most
+/// 5 bytes), refused over `max` as soon as it is complete, before the message is read.
+#[derive(Debug, Clone)]
+pub struct FrameLength {
+    value: u64,
+    read: u32,
+    max: u32,
+}
+
+impl FrameLength {
+    /// A length to read, refused beyond `max` bytes (the direction's §7 limit).
+    pub fn new(max: u32) -> Self {
+        FrameLength {
+            value: 0,
+            read: 0,
+            max,
+        }
+    }
+
+    /// Takes the next byte of the length: `Ok(Some(len))` once it is complete, `Ok(None)` while
+    /// more bytes follow; `NonCanonicalVarint` for a redundant final zero group, `Overflow` past
+    /// the u32 width, `TooLong` over the limit.
+    pub fn push(&mut self, byte: u8) -> Result<Option<u32>, DecodeError> {
+        if self.read == 4 && byte > 0x0f {
+            return Err(DecodeError::Overflow);
+        }
+        if self.read > 0 && byte == 0 {
+            return Err(DecodeError::NonCanonicalVarint);
+        }
+        self.value |= u64::from(byte & 0x7f) << (7 * self.read);
+        self.read += 1;
+        if byte & 0x80 != 0 {
+            return Ok(None);
+        }
+        let len = u32::try_from(self.value).map_err(|_| DecodeError::Overflow)?;
+        if len > self.max {
+            return Err(DecodeError::TooLong {
+                what: "framed message",
+                len: u64::from(len),
+                max: u64::from(self.max),
+            });
+        }
+        Ok(Some(len))
+    }
+}
+
 /// A cursor over one message's bytes. Every read is bounds-checked and returns a typed error; slices and
 /// strings borrow from the input, so reading never allocates.
 #[derive(Debug, Clone)]
@@ -270,6 +324,57 @@ mod tests {
             assert_eq!(enc(v).len(), varint_len(v));
             assert_eq!(Reader::new(&enc(v)).varint_u64().unwrap(), v);
         }
+    }
+
+    /// Feeds `bytes` to a frame length of limit `max`: the length, or the first error.
+    fn frame_len(bytes: &[u8], max: u32) -> Result<Option<u32>, DecodeError> {
+        let mut f = FrameLength::new(max);
+        let mut last = Ok(None);
+        for &b in bytes {
+            last = f.push(b);
+            if !matches!(last, Ok(None)) {
+                break;
+            }
+        }
+        last
+    }
+
+    #[test]
+    fn frame_lengths_are_canonical_leb128_of_the_u32_width() {
+        // LEB128, not QUIC's varint (which would write 300 as `41 2c`).
+        assert_eq!(frame_len(&[0xac, 0x02], 8192), Ok(Some(300)));
+        assert_eq!(frame_len(&[0x00], 8192), Ok(Some(0)));
+        assert_eq!(
+            frame_len(&[0xff, 0xff, 0xff, 0xff, 0x0f], u32::MAX),
+            Ok(Some(u32::MAX))
+        );
+        let mut framed = Vec::new();
+        put_frame(&mut framed, &[7; 300]);
+        assert_eq!(&framed[..2], [0xac, 0x02]);
+        assert_eq!(framed.len(), 302);
+        // A redundant zero group, a sixth byte, a value past u32, a length over the limit.
+        assert_eq!(
+            frame_len(&[0x80, 0x00], 8192),
+            Err(DecodeError::NonCanonicalVarint)
+        );
+        assert_eq!(
+            frame_len(&[0x80, 0x80, 0x80, 0x80, 0x80], u32::MAX),
+            Err(DecodeError::Overflow)
+        );
+        assert_eq!(
+            frame_len(&[0xff, 0xff, 0xff, 0xff, 0x10], u32::MAX),
+            Err(DecodeError::Overflow)
+        );
+        assert_eq!(
+            frame_len(&[0x81, 0x40], 8192),
+            Err(DecodeError::TooLong {
+                what: "framed message",
+                len: 8193,
+                max: 8192
+            })
+        );
+        // Incomplete: more bytes to come.
+        assert_eq!(frame_len(&[0x80, 0x80], 8192), Ok(None));
     }
 
     #[test]

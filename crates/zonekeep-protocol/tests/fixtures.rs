@@ -225,14 +225,14 @@ fn message_fixtures() -> Vec<Fixture> {
             "inputs",
             "Inputs datagram (version 6) acknowledging the State of tick 1002 and carrying inputs 299 and 300: 300 is new, 299 is repeated because no State has acknowledged it yet.",
             ClientMessage::Inputs(Inputs {
-                ack: 1002,
+                state_ack: 1002,
                 inputs: vec![
                     Input { seq: 299, view_tick: 12344, payload: vec![0x01, 0xfe] },
                     Input { seq: 300, view_tick: 12345, payload: vec![0x01, 0xff, 0x10] },
                 ],
             }),
         ),
-        client("inputs_ack_only", "Inputs datagram (version 6) of a client with no input to send: an acknowledgement of the State of tick 1004 alone.", ClientMessage::Inputs(Inputs { ack: 1004, inputs: vec![] })),
+        client("inputs_ack_only", "Inputs datagram (version 6) of a client with no input to send: an acknowledgement of the State of tick 1004 alone.", ClientMessage::Inputs(Inputs { state_ack: 1004, inputs: vec![] })),
         server(
             "events",
             "Events (version 6) on a WebTransport session's control stream: the two zone events of the patch of tick 1006.",
@@ -260,6 +260,11 @@ fn message_fixtures() -> Vec<Fixture> {
             "welcome_content_version",
             "Welcome (version 5) for player 42 with an empty schema (no kinds, a 0.5 position step), then the content version the host runs, \"1.4.0\": only a version 5 Welcome carries it, after the schema.",
             ServerMessage::Welcome(welcome_content()),
+        ),
+        server(
+            "welcome_v6",
+            "Welcome (version 6, what a WebTransport session negotiates; over WebSocket the bytes of version 5) for player 42 with an empty schema (no kinds, a 0.5 position step) and the content version the host runs, \"1.4.0\".",
+            ServerMessage::Welcome(Welcome { version: 6, ..welcome_content() }),
         ),
         server("pong", "Pong echoing client time 1700000000000 at host time 5000000 µs, tick 1001.", ServerMessage::Pong(Pong { client_time: 1_700_000_000_000, server_time_us: 5_000_000, tick: 1001 })),
         server("kick", "Kick with VERSION_MISMATCH (10) and a reason.", ServerMessage::Kick(Kick { code: KickCode::VERSION_MISMATCH, reason: "no common version".into() })),

@@ -10,7 +10,7 @@
 //! | `GET /admin/hosts` | | `{"self", "hosts": [{"id", "url", "capacity", "zones", "draining", "left", "heartbeat_age_ms", "alive"}]}` |
 //! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure], "failed_zones": [FailedZone]}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`) |
 //! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a failed zone — its game code could not create it or restore its save, or trapped, panicked or overran its budget while it ran — `{"id", "kind", "running": false, "failed": {"id", "kind", "reason", "tick", "at_start", "at_ms"}}` (with `start_failure`, the kept save, when a restore failed), until it is stopped or its kind is deployed anew; for a zone that did not start for another reason (the store) `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
-//! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it; 400 `bad_request` naming the param the kind refused (nothing is kept: the id stays free); 409 `failed` when the zone's code failed to create it, or the zone is failed |
+//! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it; 400 `bad_request` naming the param the kind refused, or for params over 64 KiB of JSON (nothing is kept: the id stays free); 409 `failed` when the zone's code failed to create it, or the zone is failed |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
 //! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}`; for a failed zone, clears the failure (`"removed_failure": true`) and releases the zone in the directory: the next join or create starts it afresh, from its last save |
 //! | `POST /admin/zones/{id}/recording` | `{"max_bytes"?}` (default 64 MiB, at most 256 MiB) | 201 `RecordingInfo`: the running zone is recorded from its snapshot at the next tick boundary |
@@ -43,7 +43,7 @@ use subtle::ConstantTimeEq;
 use tokio::sync::oneshot;
 use zonekeep_core::PlayerId;
 
-use crate::host::{json_error, valid_zone_id, Shared};
+use crate::host::{json_error, params_refusal, valid_zone_id, Shared};
 use crate::sim::{admit_zone, AdminFailure, AdmitError, SimCommand, StartError};
 
 /// How long an admin request waits for a zone's thread.
@@ -360,6 +360,9 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     }
     if !shared.sim.specs.contains_key(&b.kind) {
         return failure(AdminFailure::BadRequest(shared.unknown_kind(&b.kind)));
+    }
+    if let Some(refusal) = params_refusal(&b.params) {
+        return failure(AdminFailure::BadRequest(refusal));
     }
     if let Some(fleet) = shared.fleet() {
         let found = match crate::fleet::query(

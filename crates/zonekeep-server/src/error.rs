@@ -24,9 +24,17 @@ pub enum SessionError {
     /// The zone (or the host) refused the join.
     #[error(transparent)]
     Join(#[from] JoinFailure),
-    /// No common protocol version.
-    #[error("no common protocol version (the host speaks {0})")]
-    Version(u32),
+    /// The ticket's create params are over the limit the directory keeps (PROTOCOL.md §8).
+    #[error("the ticket's params are refused: {0}")]
+    Params(String),
+    /// No common protocol version: the host speaks `min..=max` on this transport.
+    #[error("no common protocol version (the host speaks {})", spoken(*min, *max))]
+    Version {
+        /// The oldest version the host speaks here.
+        min: u32,
+        /// The newest.
+        max: u32,
+    },
     /// The Hello's content version (or its protocol version, below 5) is refused by a host that
     /// requires a minimum content version (PROTOCOL.md §4.1.2).
     #[error(transparent)]
@@ -103,7 +111,8 @@ impl SessionError {
                 JoinFailure::Fenced => KickCode::HOST_FENCED,
                 JoinFailure::Moved { .. } => KickCode::ZONE_MOVED,
             },
-            SessionError::Version(_) => KickCode::VERSION_MISMATCH,
+            SessionError::Params(_) => KickCode::JOIN_REFUSED,
+            SessionError::Version { .. } => KickCode::VERSION_MISMATCH,
             SessionError::Content(c) => c.code(),
             SessionError::Protocol(_) | SessionError::BadZoneId => KickCode::PROTOCOL_ERROR,
             SessionError::TooLarge { .. } => KickCode::MESSAGE_TOO_LARGE,
@@ -125,6 +134,16 @@ impl SessionError {
                 reason: other.to_string(),
             },
         }
+    }
+}
+
+/// The versions a host speaks, as VERSION_MISMATCH's reason names them: "version 6" or
+/// "versions 2 to 6".
+fn spoken(min: u32, max: u32) -> String {
+    if min == max {
+        format!("version {min}")
+    } else {
+        format!("versions {min} to {max}")
     }
 }
 
@@ -168,6 +187,17 @@ mod tests {
             min: "1.4".into(),
         });
         assert_eq!(old.code(), KickCode::VERSION_MISMATCH);
+        // VERSION_MISMATCH names every version the host speaks, not only its newest.
+        let mismatch = SessionError::Version { min: 2, max: 6 };
+        assert_eq!(mismatch.code(), KickCode::VERSION_MISMATCH);
+        assert_eq!(
+            mismatch.to_string(),
+            "no common protocol version (the host speaks versions 2 to 6)"
+        );
+        let webtransport = SessionError::Version { min: 6, max: 6 };
+        assert!(webtransport
+            .to_string()
+            .ends_with("(the host speaks version 6)"));
         assert_eq!(kick_label(KickCode::SLOW_CONSUMER), "slow_consumer");
         assert_eq!(kick_label(KickCode::CONTENT_OUTDATED), "content_outdated");
         assert_eq!(kick_label(KickCode(999)), "code_999");

@@ -130,6 +130,35 @@ pub fn valid_zone_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
+/// Why zone create params (a ticket's `params` claim, an admin create's body) are refused: their
+/// JSON text is over [`zonekeep_store::MAX_PARAMS_LEN`] bytes, the most the fleet directory keeps
+/// with a zone. `None` when they fit. Checked before anything is claimed or stored, so the
+/// refusal is the caller's (a 400, JOIN_REFUSED), never a store failure.
+pub(crate) fn params_refusal(params: &Value) -> Option<String> {
+    /// Counts the bytes written, and stops once they pass the limit.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > zonekeep_store::MAX_PARAMS_LEN {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, params) {
+        Ok(()) => None,
+        Err(_) => Some(format!(
+            "zone params must encode to at most {} bytes of JSON (64 KiB); these take more",
+            zonekeep_store::MAX_PARAMS_LEN
+        )),
+    }
+}
+
 impl Shared {
     /// This host's fleet membership, once joined.
     pub fn fleet(&self) -> Option<&Arc<crate::fleet::Fleet>> {
@@ -832,4 +861,22 @@ pub(crate) fn redirect_hops(query: Option<&str>) -> u32 {
 pub(crate) fn json_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
     (status, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::params_refusal;
+    use zonekeep_store::MAX_PARAMS_LEN;
+
+    #[test]
+    fn params_are_refused_past_the_directory_limit_and_the_refusal_names_it() {
+        // `{"p":"…"}` is 8 bytes around the text.
+        let fits = serde_json::json!({"p": "x".repeat(MAX_PARAMS_LEN - 8)});
+        assert_eq!(serde_json::to_string(&fits).unwrap().len(), MAX_PARAMS_LEN);
+        assert_eq!(params_refusal(&fits), None);
+        let over = serde_json::json!({"p": "x".repeat(MAX_PARAMS_LEN - 7)});
+        let refusal = params_refusal(&over).unwrap();
+        assert!(refusal.contains("65536"), "{refusal}");
+    }
 }

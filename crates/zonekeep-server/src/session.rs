@@ -21,7 +21,7 @@ use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello, RESUM
 use crate::conn::{ConnEnds, ConnHandle, KickNotice};
 use crate::error::{kick_label, SessionError};
 use crate::fleet::route::Route;
-use crate::host::Shared;
+use crate::host::{params_refusal, Shared};
 use crate::netsim::DelayQueue;
 use crate::sim::{
     admit_zone, kick_frame, pong_frame, wait_running, AdmitError, InboxInput, JoinFailure, Joined,
@@ -268,8 +268,11 @@ pub(crate) async fn admit_hello(
         }
         Err(e) => return Err(SessionError::Protocol(format!("undecodable Hello: {e}"))),
     };
-    let version = negotiate_version(&hello.versions, versions)
-        .ok_or(SessionError::Version(PROTOCOL_VERSION))?;
+    let version =
+        negotiate_version(&hello.versions, versions).ok_or_else(|| SessionError::Version {
+            min: versions.iter().copied().min().unwrap_or(0),
+            max: versions.iter().copied().max().unwrap_or(0),
+        })?;
     // A host that requires a minimum content version refuses older content here, before the
     // ticket is verified or its single-use id spent: the client reloads and presents it again.
     if let Err(refusal) = shared.sim.content.admit(version, &hello.content_version) {
@@ -323,6 +326,11 @@ async fn admit(
 ) -> Result<usize, SessionError> {
     let now = unix_now();
     let ticket = shared.verifier.verify(&hello.ticket, zone_id, now)?;
+    // Params the directory cannot keep are the ticket's fault, refused before anything is
+    // claimed or the ticket spent.
+    if let Some(refusal) = ticket.params.as_ref().and_then(params_refusal) {
+        return Err(SessionError::Params(refusal));
+    }
     // Where the zone lives, asked before a token or the ticket's single-use id
     // is spent: a client sent elsewhere presents both to the owner, which
     // spends them once, on admission.

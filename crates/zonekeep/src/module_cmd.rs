@@ -84,8 +84,16 @@ pub(crate) fn run(args: ModuleArgs) -> Result<ExitCode> {
     }
 }
 
-/// POSTs `body` to `path` of the host's admin API: the status and the answer as JSON.
-fn post(host: &HostArgs, path: &str, body: Vec<u8>) -> Result<(hyper::StatusCode, Value)> {
+/// The host's answer: its status, and its body as JSON (`Value::Null` when the body is not JSON)
+/// and as it came.
+struct Answer {
+    status: hyper::StatusCode,
+    json: Value,
+    body: Bytes,
+}
+
+/// POSTs `body` to `path` of the host's admin API; prints a JSON answer on stdout.
+fn post(host: &HostArgs, path: &str, body: Vec<u8>) -> Result<Answer> {
     let url = format!("{}{path}", host.url.trim_end_matches('/'));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -110,9 +118,16 @@ fn post(host: &HostArgs, path: &str, body: Vec<u8>) -> Result<(hyper::StatusCode
             .to_bytes();
         anyhow::Ok((status, body))
     })?;
-    let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
-    println!("{}", serde_json::to_string_pretty(&answer)?);
-    Ok((status, answer))
+    let json = serde_json::from_slice(&answer).unwrap_or(Value::Null);
+    // Only a JSON answer goes to stdout (for scripts); any other body is the refusal's reason.
+    if !json.is_null() {
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    }
+    Ok(Answer {
+        status,
+        json,
+        body: answer,
+    })
 }
 
 /// Zones whose upgrade was refused.
@@ -122,25 +137,63 @@ fn refused(answer: &Value) -> usize {
         .map_or(0, |z| z.iter().filter(|z| z["upgraded"] == false).count())
 }
 
-fn refused_request(status: hyper::StatusCode, answer: &Value) -> ExitCode {
+/// Longest stretch of a non-JSON answer quoted as the reason.
+const MAX_REASON: usize = 1000;
+
+/// Why the host refused, from its answer's body: the JSON error's message or reason (the admin
+/// API answers `{"error": {"code", "message"}}`; `{"error", "reason"}` is read too), else the
+/// body's text as it came (a proxy's or the HTTP stack's own answer), else a note that the host
+/// gave none.
+fn refusal_reason(body: &[u8]) -> String {
+    let text = |v: &Value| {
+        v.as_str()
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+    };
+    if let Ok(json) = serde_json::from_slice::<Value>(body) {
+        let error = &json["error"];
+        let reason = text(&error["message"])
+            .or_else(|| text(&error["reason"]))
+            .or_else(|| text(&json["reason"]))
+            .or_else(|| text(&json["message"]));
+        let code = text(&error["code"]).or_else(|| text(error));
+        match (reason, code) {
+            (Some(r), Some(c)) => return format!("{r} ({c})"),
+            (Some(r), None) | (None, Some(r)) => return r,
+            (None, None) => {}
+        }
+    }
+    let plain = String::from_utf8_lossy(body);
+    let plain = plain.trim();
+    if plain.is_empty() {
+        return "the host gave no reason (empty answer)".into();
+    }
+    match plain.char_indices().nth(MAX_REASON) {
+        Some((cut, _)) => format!("{}…", &plain[..cut]),
+        None => plain.to_owned(),
+    }
+}
+
+/// Prints why the request was refused: the status and the host's reason. Exit 2.
+fn refused_request(answer: &Answer) -> ExitCode {
     eprintln!(
-        "refused ({status}): {}",
-        answer["error"]["message"]
-            .as_str()
-            .unwrap_or("no reason given")
+        "refused ({}): {}",
+        answer.status,
+        refusal_reason(&answer.body)
     );
     ExitCode::from(2)
 }
 
 fn rollback(args: RollbackArgs) -> Result<ExitCode> {
-    let (status, answer) = post(
+    let reply = post(
         &args.host,
         &format!("/admin/modules/{}/rollback", args.kind),
         Vec::new(),
     )?;
-    if !status.is_success() {
-        return Ok(refused_request(status, &answer));
+    if !reply.status.is_success() {
+        return Ok(refused_request(&reply));
     }
+    let answer = reply.json;
     let refused = refused(&answer);
     if refused > 0 {
         eprintln!(
@@ -164,10 +217,11 @@ fn push(args: PushArgs) -> Result<ExitCode> {
         "/admin/modules/{}?on_refusal={}",
         args.kind, args.on_refusal
     );
-    let (status, answer) = post(&args.host, &path, bytes)?;
-    if !status.is_success() {
-        return Ok(refused_request(status, &answer));
+    let reply = post(&args.host, &path, bytes)?;
+    if !reply.status.is_success() {
+        return Ok(refused_request(&reply));
     }
+    let answer = reply.json;
     let refused = refused(&answer);
     if answer["rolled_back"] == true {
         eprintln!("rolled back: {refused} zone(s) refused their save in the new module");
@@ -189,4 +243,50 @@ fn push(args: PushArgs) -> Result<ExitCode> {
             .sum::<u64>()),
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refusal_reason;
+
+    #[test]
+    fn the_reason_of_a_json_refusal_is_the_hosts_message() {
+        // The admin API's errors.
+        let body = br#"{"error": {"code": "too_large", "message": "a module is at most 32 MiB (33554432 bytes)"}}"#;
+        assert_eq!(
+            refusal_reason(body),
+            "a module is at most 32 MiB (33554432 bytes) (too_large)"
+        );
+        // An error named by a string, its reason beside it.
+        let body = br#"{"error": "too_large", "reason": "the body is over the 32 MiB limit"}"#;
+        assert_eq!(
+            refusal_reason(body),
+            "the body is over the 32 MiB limit (too_large)"
+        );
+        let body = br#"{"error": "module is empty"}"#;
+        assert_eq!(refusal_reason(body), "module is empty");
+    }
+
+    #[test]
+    fn the_reason_of_any_other_answer_is_its_text() {
+        // What the HTTP stack answers on its own, before any handler.
+        let body = b"Failed to buffer the request body: length limit exceeded";
+        assert_eq!(
+            refusal_reason(body),
+            "Failed to buffer the request body: length limit exceeded"
+        );
+        // JSON without a reason in it is quoted as it came, not as `null`.
+        assert_eq!(refusal_reason(b"null"), "null");
+        assert_eq!(refusal_reason(b"{\"ok\": false}"), "{\"ok\": false}");
+        assert_eq!(
+            refusal_reason(b"  \n"),
+            "the host gave no reason (empty answer)"
+        );
+        let long = "x".repeat(5000);
+        let quoted = refusal_reason(long.as_bytes());
+        assert_eq!(quoted.chars().count(), super::MAX_REASON + 1);
+        assert!(quoted.ends_with('…'));
+        // Bytes that are not UTF-8 still say something.
+        assert_eq!(refusal_reason(b"bad \xff gateway"), "bad \u{fffd} gateway");
+    }
 }

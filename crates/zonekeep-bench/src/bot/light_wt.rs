@@ -351,7 +351,7 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
         }
         if let Some(inputs) = datagram_out {
             let msg = ClientMessage::Inputs(Inputs {
-                ack: newest,
+                state_ack: newest,
                 inputs,
             });
             if let Ok(bytes) = msg.to_bytes() {

@@ -442,7 +442,7 @@ impl Driver {
         };
         let ack = self.states.newest();
         let msg = ClientMessage::Inputs(Inputs {
-            ack,
+            state_ack: ack,
             inputs: self.unacked.iter().cloned().collect(),
         });
         match msg.to_bytes() {

@@ -6,7 +6,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::{Bytes, Message};
 use wtransport::{Connection, RecvStream, SendStream};
 use zonekeep_protocol::limits::MAX_SERVER_MESSAGE;
-use zonekeep_protocol::wire::put_varint;
+use zonekeep_protocol::wire::{put_frame, FrameLength};
 
 use super::socket::Ws;
 
@@ -42,24 +42,22 @@ pub(crate) enum Incoming {
     Text,
 }
 
-/// The next message of a control stream (PROTOCOL.md §1.1: a varint length, then the message),
-/// `Err` when it ended or announced more than a server message may hold.
+/// The next message of a control stream (PROTOCOL.md §1.1: a canonical LEB128 length of at
+/// most 5 bytes, then the message), `Err` when it ended, its length is malformed or announces
+/// more than a server message may hold.
 pub async fn read_message(recv: &mut RecvStream) -> Result<Bytes, ()> {
-    let mut len = 0usize;
-    for i in 0..5 {
+    let max = u32::try_from(MAX_SERVER_MESSAGE).unwrap_or(u32::MAX);
+    let mut length = FrameLength::new(max);
+    let len = loop {
         let mut b = [0u8; 1];
         match recv.read(&mut b).await {
             Ok(Some(1)) => {}
             _ => return Err(()),
         }
-        len |= usize::from(b[0] & 0x7f) << (7 * i);
-        if b[0] & 0x80 == 0 {
-            break;
+        if let Some(len) = length.push(b[0]).map_err(|_| ())? {
+            break len as usize;
         }
-    }
-    if len > MAX_SERVER_MESSAGE {
-        return Err(());
-    }
+    };
     let mut body = vec![0u8; len];
     recv.read_exact(&mut body).await.map_err(|_| ())?;
     Ok(Bytes::from(body))
@@ -68,8 +66,7 @@ pub async fn read_message(recv: &mut RecvStream) -> Result<Bytes, ()> {
 /// Writes one message on a control stream, its length in front.
 pub async fn write_message(send: &mut SendStream, bytes: &[u8]) -> Result<(), String> {
     let mut framed = Vec::with_capacity(bytes.len() + 5);
-    put_varint(&mut framed, bytes.len() as u64);
-    framed.extend_from_slice(bytes);
+    put_frame(&mut framed, bytes);
     send.write_all(&framed).await.map_err(|e| e.to_string())
 }
 

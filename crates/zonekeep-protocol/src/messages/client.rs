@@ -76,8 +76,9 @@ pub struct Resync {
 /// costs nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inputs {
-    /// The tick of the newest State the client applied (0 = none yet).
-    pub ack: u64,
+    /// The tick of the newest State the client applied (0 = none yet): a tick, where a Delta's
+    /// or State's `ack` is an input `seq`.
+    pub state_ack: u64,
     /// At most [`MAX_DATAGRAM_INPUTS`], `seq` strictly ascending; may be empty (an ack alone).
     pub inputs: Vec<Input>,
 }
@@ -111,11 +112,17 @@ fn check_resume_from(h: &Hello) -> Result<(), &'static str> {
     if h.resume_from.is_none() {
         return Ok(());
     }
-    if h.reconnect_token.is_empty() {
+    may_resume_from(&h.versions, &h.reconnect_token)
+}
+
+/// Whether a Hello offering `versions` with `reconnect_token` may carry `resume_from`: only when
+/// it resumes (a token) and offers a version that defines it (4 or later).
+fn may_resume_from(versions: &[u32], reconnect_token: &[u8]) -> Result<(), &'static str> {
+    if reconnect_token.is_empty() {
         return Err("Hello has resume_from without a reconnect token");
     }
     // Any version from 4 on defines it: a version 5 client offers only 5.
-    if !h.versions.iter().any(|v| *v >= RESUME_FROM_VERSION) {
+    if !versions.iter().any(|v| *v >= RESUME_FROM_VERSION) {
         return Err("Hello has resume_from without offering version 4 or later");
     }
     Ok(())
@@ -232,7 +239,7 @@ impl ClientMessage {
                     return Err(EncodeError::Invalid("datagram inputs not ascending by seq"));
                 }
                 out.push(tag::INPUTS);
-                put_varint(out, b.ack);
+                put_varint(out, b.state_ack);
                 put_varint(out, b.inputs.len() as u64);
                 for i in &b.inputs {
                     put_input(out, i)?;
@@ -289,6 +296,8 @@ impl ClientMessage {
                     if r.u8()? != RESUME_FROM_PRESENT {
                         return Err(DecodeError::Invalid("Hello resume_from marker is not 1"));
                     }
+                    // Refused at the marker (§4.1.1): what follows it is not read.
+                    may_resume_from(&versions, &reconnect_token).map_err(DecodeError::Invalid)?;
                     Some(ResumeFrom {
                         tick: r.varint_u64()?,
                         count: r.varint_u32()?,
@@ -307,7 +316,7 @@ impl ClientMessage {
             }
             tag::INPUT => ClientMessage::Input(read_input(&mut r)?),
             tag::INPUTS => {
-                let ack = r.varint_u64()?;
+                let state_ack = r.varint_u64()?;
                 let n = r.count("inputs in a datagram", MAX_DATAGRAM_INPUTS)?;
                 let mut inputs: Vec<Input> = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -317,7 +326,7 @@ impl ClientMessage {
                     }
                     inputs.push(i);
                 }
-                ClientMessage::Inputs(Inputs { ack, inputs })
+                ClientMessage::Inputs(Inputs { state_ack, inputs })
             }
             tag::PING => ClientMessage::Ping(Ping {
                 client_time: r.varint_u64()?,

@@ -142,7 +142,7 @@ pub fn client_json(m: &ClientMessage) -> Value {
         ClientMessage::Resync(r) => json!({"type": "resync", "tick": r.tick}),
         ClientMessage::Inputs(b) => json!({
             "type": "inputs",
-            "ack": b.ack,
+            "state_ack": b.state_ack,
             "inputs": b.inputs.iter().map(|i| json!({
                 "seq": i.seq, "view_tick": i.view_tick, "payload": hex(&i.payload),
             })).collect::<Vec<_>>(),

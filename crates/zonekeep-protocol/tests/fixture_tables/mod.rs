@@ -53,6 +53,7 @@ pub fn primitives() -> Fixture {
         "zigzag64": zz64.iter().map(|&v| json!({"value": v.to_string(), "hex": enc(&|b| put_zigzag64(b, v))})).collect::<Vec<_>>(),
         "f32": f32s.iter().map(|&bits| json!({"bits": format!("{bits:08x}"), "hex": enc(&|b| put_f32(b, f32::from_bits(bits)))})).collect::<Vec<_>>(),
         "string": strings.iter().map(|s| json!({"value": s, "hex": enc(&|b| put_str(b, s, 1000).unwrap())})).collect::<Vec<_>>(),
+        "frame_length": frame_lengths(),
     });
     // Everything decodes back.
     for v in &varints {
@@ -65,6 +66,45 @@ pub fn primitives() -> Fixture {
         description: "",
         body,
     }
+}
+
+/// The length in front of a message on a WebTransport control stream (§1.1): the lengths
+/// accepted under a limit, and the prefixes refused.
+fn frame_lengths() -> serde_json::Value {
+    let max = 1u32 << 20;
+    let lens = [0u32, 1, 127, 128, 300, 8192, max];
+    let accepted: Vec<_> = lens
+        .iter()
+        .map(|&len| {
+            let mut framed = Vec::new();
+            put_frame(&mut framed, &vec![0u8; len as usize]);
+            let prefix = &framed[..framed.len() - len as usize];
+            let mut f = FrameLength::new(max);
+            let read = prefix.iter().map(|&b| f.push(b).unwrap()).last().flatten();
+            assert_eq!(read, Some(len));
+            json!({"len": len, "hex": hex(prefix)})
+        })
+        .collect();
+    let refused: Vec<_> = [
+        (&[0x80u8, 0x00][..], "a redundant final zero group"),
+        (
+            &[0x80, 0x80, 0x80, 0x80, 0x80][..],
+            "a fifth byte that announces a sixth",
+        ),
+        (&[0xff, 0xff, 0xff, 0xff, 0x10][..], "a value past u32"),
+        (&[0x81, 0x80, 0x40][..], "1,048,577 bytes, over the limit"),
+    ]
+    .iter()
+    .map(|&(prefix, description)| {
+        let mut f = FrameLength::new(max);
+        let err = prefix
+            .iter()
+            .find_map(|&b| f.push(b).err())
+            .expect("refused");
+        json!({"hex": hex(prefix), "error": err.kind(), "description": description})
+    })
+    .collect();
+    json!({"max": max, "accepted": accepted, "refused": refused})
 }
 
 pub fn quant_cases() -> Fixture {
@@ -300,6 +340,18 @@ pub fn invalid_cases() -> Fixture {
             vec![0x01, 0x01, 0x03, 0x00, 0x01, 0x07, 0x00, 0x01, 0xea, 0x07, 0x00, 0xc5, 0x9d, 0x1c, 0x81],
             "invalid",
             "Hello offering only version 3 with resume_from, which version 4 defines.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x04, 0x00, 0x00, 0x00, 0x01],
+            "invalid",
+            "Hello (version 4) with no reconnect token whose resume_from ends after its marker: refused at the marker (invalid, not truncated), nothing after it is read.",
+        ),
+        (
+            Dec::Client,
+            vec![0x01, 0x01, 0x03, 0x00, 0x01, 0x07, 0x00, 0x01, 0xea],
+            "invalid",
+            "Hello offering only version 3 whose resume_from is cut short after its marker: refused at the marker (invalid, not truncated).",
         ),
         (
             Dec::Client,

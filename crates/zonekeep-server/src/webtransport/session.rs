@@ -187,7 +187,10 @@ async fn hello(
     deadline: Instant,
 ) -> Result<Handshake, SessionError> {
     let max = shared.config.max_message_bytes;
+    // Biased: a Hello that has arrived is read before a datagram that came with it (§1.1: only
+    // a datagram that reaches the host before the Hello is refused).
     let first = tokio::select! {
+        biased;
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
         () = tokio::time::sleep_until(deadline) => return Err(SessionError::HandshakeTimeout),
         m = read_message(recv, max) => m?,
@@ -400,7 +403,7 @@ fn datagram(
         Err(e) => return Err(SessionError::Protocol(format!("undecodable datagram: {e}"))),
     };
     if let Some(path) = path {
-        path.acknowledge(batch.ack);
+        path.acknowledge(batch.state_ack);
     }
     let mut new = false;
     for i in batch.inputs {

@@ -14,3 +14,4 @@ mod refusals;
 mod resume;
 mod sync;
 mod webtransport;
+mod wire_rules;

@@ -179,7 +179,7 @@ async fn a_session_plays_over_datagrams_acknowledging_states_and_repeating_input
     for last in 1..=3u32 {
         let inputs = (1..=last).map(input).collect();
         wt.datagram(&ClientMessage::Inputs(Inputs {
-            ack: acked_tick,
+            state_ack: acked_tick,
             inputs,
         }));
         // Until a State acknowledges this input, acknowledge each State received.
@@ -191,7 +191,7 @@ async fn a_session_plays_over_datagrams_acknowledging_states_and_repeating_input
             input_ack = state.ack;
             acked_tick = state.tick;
             wt.datagram(&ClientMessage::Inputs(Inputs {
-                ack: acked_tick,
+                state_ack: acked_tick,
                 inputs: vec![],
             }));
         }
@@ -271,7 +271,7 @@ async fn hostile_sessions_are_refused_like_hostile_websockets() {
         Some(ServerMessage::Welcome(_))
     ));
     let flood = ClientMessage::Inputs(Inputs {
-        ack: 0,
+        state_ack: 0,
         inputs: vec![],
     })
     .to_bytes()
@@ -321,5 +321,68 @@ async fn a_configured_certificate_is_served_and_not_published() {
         within("welcome", wt.next_message()).await,
         Some(ServerMessage::Welcome(_))
     ));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn messages_on_the_wrong_path_of_a_session_are_protocol_errors() {
+    use zonekeep_protocol::messages::Resync;
+    let server = TestServer::start().await;
+    let input = ClientMessage::Input(Input {
+        seq: 1,
+        view_tick: 0,
+        payload: vec![1, 0],
+    });
+    let resync = ClientMessage::Resync(Resync { tick: 0 });
+    let inputs = ClientMessage::Inputs(Inputs {
+        state_ack: 0,
+        inputs: vec![],
+    });
+    // Input, Resync and Inputs on the control stream; Input and Resync as datagrams (§1.1).
+    let cases = [
+        (&input, false),
+        (&resync, false),
+        (&inputs, false),
+        (&input, true),
+        (&resync, true),
+    ];
+    for (n, (m, as_datagram)) in cases.into_iter().enumerate() {
+        let mut wt = open(&server, "dots").await.unwrap();
+        wt.hello(vec![6], &ticket(&format!("wt-path-{n}"), "dots"))
+            .await;
+        assert!(matches!(
+            within("welcome", wt.next_message()).await,
+            Some(ServerMessage::Welcome(_))
+        ));
+        if as_datagram {
+            wt.datagram(m);
+        } else {
+            wt.send_message(&m.to_bytes().unwrap()).await;
+        }
+        let (kick, code) = within("kick", wt.kicked()).await;
+        assert_eq!(
+            kick,
+            KickCode::PROTOCOL_ERROR,
+            "{m:?} (datagram: {as_datagram})"
+        );
+        assert_eq!(code, 4014);
+    }
+
+    // A Hello without version 6 is told the one version a session speaks.
+    let mut wt = open(&server, "dots").await.unwrap();
+    wt.hello(vec![2, 3, 4, 5], &ticket("wt-old", "dots")).await;
+    let kick = loop {
+        match within("kick", wt.next_message()).await {
+            Some(ServerMessage::Kick(k)) => break k,
+            Some(_) => continue,
+            None => panic!("the stream ended without a Kick"),
+        }
+    };
+    assert_eq!(kick.code, KickCode::VERSION_MISMATCH);
+    assert!(
+        kick.reason.contains("the host speaks version 6"),
+        "{}",
+        kick.reason
+    );
     server.stop().await;
 }

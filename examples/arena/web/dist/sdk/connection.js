@@ -439,7 +439,7 @@ export class ZoneConnection {
         let bytes;
         for (;;) {
             try {
-                bytes = encodeClientMessage({ type: "inputs", ack, inputs });
+                bytes = encodeClientMessage({ type: "inputs", stateAck: ack, inputs });
             }
             catch (e) {
                 // Too long with the older inputs (the 8,192-byte message limit): drop them first.

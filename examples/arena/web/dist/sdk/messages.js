@@ -248,7 +248,7 @@ export function encodeClientMessage(m) {
                     throw new EncodeError("invalid", "datagram inputs not ascending by seq");
                 }
             }
-            w.u8(Tag.Inputs).varint(m.ack).varint(m.inputs.length);
+            w.u8(Tag.Inputs).varint(m.stateAck).varint(m.inputs.length);
             for (const i of m.inputs)
                 writeInput(w, i);
             break;
@@ -291,6 +291,8 @@ export function decodeClientMessage(bytes) {
             if (r.remaining() > 0) {
                 if (r.u8() !== 1)
                     throw new DecodeError("invalid", "Hello resume_from marker is not 1");
+                // Refused at the marker (§4.1.1): what follows it is not read.
+                checkResumeFrom({ type: "hello", versions, ticket, reconnectToken, contentVersion, resumeFrom: { tick: 0, count: 0, hash: 0 } }, (s) => new DecodeError("invalid", s));
                 const tick = r.varintU64();
                 const count = r.varintU32();
                 const b = r.raw(4);
@@ -306,7 +308,7 @@ export function decodeClientMessage(bytes) {
             m = { type: "input", ...readInput(r) };
             break;
         case Tag.Inputs: {
-            const ack = r.varintU64();
+            const stateAck = r.varintU64();
             const n = r.varintU32();
             if (n > LIMITS.datagramInputs) {
                 throw new DecodeError("too_long", `inputs in a datagram: ${n} > ${LIMITS.datagramInputs}`);
@@ -320,7 +322,7 @@ export function decodeClientMessage(bytes) {
                 }
                 inputs.push(input);
             }
-            m = { type: "inputs", ack, inputs };
+            m = { type: "inputs", stateAck, inputs };
             break;
         }
         case Tag.Ping:
