@@ -91,6 +91,43 @@ pub enum FactError {
     /// An empty or over-long key or kind.
     #[error("invalid fact: {0}")]
     Invalid(String),
+    /// The payload's JSON text is longer than the zone allows. The fact was not emitted; the
+    /// refusal is counted in the advance report.
+    #[error("fact payload of {bytes} bytes exceeds the zone's max_fact_bytes of {max}")]
+    TooLarge {
+        /// The payload's length as JSON text.
+        bytes: usize,
+        /// [`ZoneConfig::max_fact_bytes`](crate::ZoneConfig::max_fact_bytes).
+        max: usize,
+    },
+    /// The zone already emitted its most facts this second of zone time. The fact was not
+    /// emitted; the refusal is counted in the advance report.
+    #[error("fact rate limit: the zone's max_facts_per_second of {max_per_second} was reached this second")]
+    RateLimited {
+        /// [`ZoneConfig::max_facts_per_second`](crate::ZoneConfig::max_facts_per_second).
+        max_per_second: u32,
+    },
+}
+
+/// The size and rate limits on new facts (from the zone's config; not part of an image).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FactLimits {
+    /// Longest payload, in bytes of JSON text.
+    pub(crate) max_bytes: usize,
+    /// Most facts per window.
+    pub(crate) per_second: u32,
+    /// Ticks in a window (one second of zone time).
+    pub(crate) window_ticks: u64,
+}
+
+impl Default for FactLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: usize::MAX,
+            per_second: u32::MAX,
+            window_ticks: 1,
+        }
+    }
 }
 
 /// The zone's in-flight facts, new facts not yet taken, and settlements not
@@ -111,6 +148,11 @@ pub(crate) struct FactBook {
     settlements: VecDeque<Settlement>,
     pub(crate) overflowed: u64,
     pub(crate) unknown_settlements: u64,
+    limits: FactLimits,
+    /// The current rate window: its first tick and the facts accepted in it.
+    window: (u64, u32),
+    /// Facts refused by the limits since the host last took the counts.
+    pub(crate) refused: crate::report::FactRefusals,
 }
 
 impl FactBook {
@@ -127,7 +169,15 @@ impl FactBook {
             settlements: VecDeque::new(),
             overflowed: 0,
             unknown_settlements: 0,
+            limits: FactLimits::default(),
+            window: (0, 0),
+            refused: crate::report::FactRefusals::default(),
         }
+    }
+
+    /// Applies the zone's size and rate limits to facts emitted from now on.
+    pub(crate) fn set_limits(&mut self, limits: FactLimits) {
+        self.limits = limits;
     }
 
     /// The persisted key counter.
@@ -166,6 +216,26 @@ impl FactBook {
                 return Err(FactError::DuplicateKey(k.clone()));
             }
         }
+        let bytes = json_len(&payload);
+        if bytes > self.limits.max_bytes {
+            self.refused.too_large = self.refused.too_large.saturating_add(1);
+            return Err(FactError::TooLarge {
+                bytes,
+                max: self.limits.max_bytes,
+            });
+        }
+        // A window is one second of zone time, opened by the first fact after the last closed.
+        let (start, count) = &mut self.window;
+        if *count == 0 || tick.saturating_sub(*start) >= self.limits.window_ticks {
+            *start = tick;
+            *count = 0;
+        }
+        if *count >= self.limits.per_second {
+            self.refused.rate = self.refused.rate.saturating_add(1);
+            return Err(FactError::RateLimited {
+                max_per_second: self.limits.per_second,
+            });
+        }
         if self.in_flight.len() >= self.capacity {
             self.overflowed = self.overflowed.saturating_add(1);
             return Err(FactError::QueueFull {
@@ -183,6 +253,7 @@ impl FactBook {
                 k
             }
         };
+        self.window.1 = self.window.1.saturating_add(1);
         self.insert(Fact {
             key: key.clone(),
             kind: kind.to_owned(),
@@ -421,7 +492,30 @@ impl FactBook {
             settlements,
             overflowed,
             unknown_settlements,
+            limits: FactLimits::default(),
+            window: (0, 0),
+            refused: crate::report::FactRefusals::default(),
         })
+    }
+}
+
+/// The length of `v` as JSON text, counted without building the text.
+fn json_len(v: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // Writing to a counter cannot fail; a value that could not be written counts as limitless.
+    match serde_json::to_writer(&mut n, v) {
+        Ok(()) => n.0,
+        Err(_) => usize::MAX,
     }
 }
 

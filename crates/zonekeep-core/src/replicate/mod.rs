@@ -75,6 +75,11 @@ use thiserror::Error;
 use zonekeep_protocol::limits::STATE_RING;
 use zonekeep_protocol::{EncodeError, ResumeFrom};
 
+/// Most event bytes (payloads with their topic and length) one frame carries: a quarter of
+/// [`MAX_SERVER_MESSAGE`](zonekeep_protocol::limits::MAX_SERVER_MESSAGE), so events never crowd
+/// a message past the protocol's cap; events beyond wait for a later patch.
+pub const MAX_FRAME_EVENT_BYTES: usize = 256 * 1024;
+
 /// A subscriber (a player's or observer's connection) of one zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SubscriberId(pub u32);
@@ -169,6 +174,9 @@ pub struct BuildStats {
     pub shared_bodies: u64,
     /// Events dropped for exceeding protocol limits.
     pub events_dropped: u64,
+    /// Events the patch could not carry, left queued for the next one (counted once per patch
+    /// they wait).
+    pub events_deferred: u64,
     /// Frames over budget because the header, despawns and events alone did not fit.
     pub over_budget: u64,
 }
