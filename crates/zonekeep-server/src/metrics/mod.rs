@@ -10,7 +10,10 @@
 //! (`process_cpu_seconds_total`, `process_resident_memory_bytes`), read from
 //! `/proc/self/stat` and `/proc/self/statm` on Linux (absent elsewhere).
 
+mod limits;
 mod process;
+
+pub use limits::LimitMetrics;
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -88,6 +91,7 @@ pub struct Metrics {
     recording_bytes: Counter,
     recordings_running: Gauge,
     recordings_stopped: Family<Labels, Counter>,
+    limits: LimitMetrics,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
 }
@@ -130,6 +134,7 @@ impl Metrics {
             recording_bytes: Counter::default(),
             recordings_running: Gauge::default(),
             recordings_stopped: Family::default(),
+            limits: LimitMetrics::default(),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
             registry: Registry::default(),
@@ -269,6 +274,7 @@ impl Metrics {
             "Inputs dropped because they were queued when their zone was frozen for an upgrade",
             m.inputs_frozen.clone(),
         );
+        m.limits.register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
     }
@@ -422,6 +428,11 @@ impl Metrics {
         self.connections_refused
             .get_or_create(&vec![("reason", reason.to_owned())])
             .inc();
+    }
+
+    /// What the per-zone limits refused.
+    pub fn limits(&self) -> &LimitMetrics {
+        &self.limits
     }
 
     /// Zone events that could not be delivered.
