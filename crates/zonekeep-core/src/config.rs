@@ -13,7 +13,9 @@ use crate::view::ReplicationSettings;
 /// (30 Hz replication), at most 5 ticks of catch-up per `advance` (~167 ms),
 /// 64 players and 16 observers, Idle after 30 s empty (ticking at a quarter
 /// rate), Dormant after 5 min, 32 buffered inputs per player consumed one per
-/// tick, 15 s reconnect grace, world seed 0.
+/// tick, 15 s reconnect grace, world seed 0. The limits that keep hostile game code from growing
+/// the host: 65,536 entities, 1 MiB of events waiting for a patch, 16 KiB fact payloads and 256
+/// facts per second of zone time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ZoneConfig {
     /// Simulation ticks per second (`1..=1000`).
@@ -46,9 +48,24 @@ pub struct ZoneConfig {
     pub max_timers: usize,
     /// Most events queued between two `advance` calls.
     pub max_pending_events: usize,
+    /// Most payload bytes of the events queued and not yet sent: an event that would pass it is
+    /// dropped and counted, like one past `max_pending_events`. Events a patch cannot carry
+    /// (see [`MAX_FRAME_EVENT_BYTES`](crate::replicate::MAX_FRAME_EVENT_BYTES)) wait here for
+    /// the next one.
+    pub max_pending_event_bytes: usize,
+    /// Most live entities in the zone's world; a spawn beyond is refused with
+    /// [`WorldError::EntityCap`](crate::WorldError::EntityCap). The default, 65,536, is also
+    /// the most entities one Delta may list, so every view fits a message's lists.
+    pub max_entities: usize,
     /// Most facts in flight (emitted, not yet settled); a zone emitting more
     /// gets [`FactError::QueueFull`](crate::FactError::QueueFull).
     pub max_facts_in_flight: usize,
+    /// Largest fact payload, in bytes of its JSON text; a larger fact gets
+    /// [`FactError::TooLarge`](crate::FactError::TooLarge).
+    pub max_fact_bytes: usize,
+    /// Most facts accepted per second of zone time (`tick_hz` ticks); more get
+    /// [`FactError::RateLimited`](crate::FactError::RateLimited).
+    pub max_facts_per_second: u32,
     /// Position quantum, interest radius and byte budget of replication.
     pub replication: ReplicationSettings,
 }
@@ -70,7 +87,11 @@ impl Default for ZoneConfig {
             world_seed: 0,
             max_timers: 1024,
             max_pending_events: 4096,
+            max_pending_event_bytes: 1 << 20,
+            max_entities: 65_536,
             max_facts_in_flight: 1024,
+            max_fact_bytes: 16 * 1024,
+            max_facts_per_second: 256,
             replication: ReplicationSettings::default(),
         }
     }
@@ -111,6 +132,18 @@ impl ZoneConfig {
         }
         if self.max_facts_in_flight == 0 {
             return Err(ConfigError::MaxFactsInFlight);
+        }
+        if self.max_pending_event_bytes == 0 {
+            return Err(ConfigError::MaxPendingEventBytes);
+        }
+        if self.max_entities == 0 {
+            return Err(ConfigError::MaxEntities);
+        }
+        if self.max_fact_bytes == 0 {
+            return Err(ConfigError::MaxFactBytes);
+        }
+        if self.max_facts_per_second == 0 {
+            return Err(ConfigError::MaxFactsPerSecond);
         }
         self.replication.validate()
     }
@@ -215,6 +248,34 @@ mod tests {
                     ..d()
                 },
                 ConfigError::MaxFactsInFlight,
+            ),
+            (
+                ZoneConfig {
+                    max_pending_event_bytes: 0,
+                    ..d()
+                },
+                ConfigError::MaxPendingEventBytes,
+            ),
+            (
+                ZoneConfig {
+                    max_entities: 0,
+                    ..d()
+                },
+                ConfigError::MaxEntities,
+            ),
+            (
+                ZoneConfig {
+                    max_fact_bytes: 0,
+                    ..d()
+                },
+                ConfigError::MaxFactBytes,
+            ),
+            (
+                ZoneConfig {
+                    max_facts_per_second: 0,
+                    ..d()
+                },
+                ConfigError::MaxFactsPerSecond,
             ),
         ];
         for (cfg, err) in cases {

@@ -51,16 +51,21 @@ pub(crate) struct Outputs {
     pub(crate) events: Vec<Event>,
     pub(crate) events_dropped: u64,
     max_events: usize,
+    /// Payload bytes of `events`.
+    pub(crate) event_bytes: usize,
+    max_event_bytes: usize,
     /// Kick requests not yet applied by the host.
     pub(crate) kicks: Vec<Kick>,
 }
 
 impl Outputs {
-    pub(crate) fn new(max_events: usize) -> Self {
+    pub(crate) fn new(max_events: usize, max_event_bytes: usize) -> Self {
         Self {
             events: Vec::new(),
             events_dropped: 0,
             max_events,
+            event_bytes: 0,
+            max_event_bytes,
             kicks: Vec::new(),
         }
     }
@@ -166,14 +171,24 @@ impl<'a> Ctx<'a> {
     }
 
     /// Queue an event for clients. The queue holds at most
-    /// [`ZoneConfig::max_pending_events`](crate::ZoneConfig::max_pending_events)
-    /// between two `advance` calls; beyond that the new event is dropped and
-    /// counted in [`AdvanceReport::events_dropped`](crate::AdvanceReport::events_dropped).
+    /// [`ZoneConfig::max_pending_events`](crate::ZoneConfig::max_pending_events) events and
+    /// [`ZoneConfig::max_pending_event_bytes`](crate::ZoneConfig::max_pending_event_bytes) of
+    /// payload not yet sent; beyond that, or for a payload longer than the protocol carries
+    /// ([`MAX_EVENT_PAYLOAD`](zonekeep_protocol::limits::MAX_EVENT_PAYLOAD)), the new event is
+    /// dropped and counted in [`AdvanceReport::events_dropped`](crate::AdvanceReport::events_dropped).
+    /// A patch carries at most [`MAX_FRAME_EVENT_BYTES`](crate::replicate::MAX_FRAME_EVENT_BYTES)
+    /// and [`MAX_EVENTS`](zonekeep_protocol::limits::MAX_EVENTS) events to each participant;
+    /// the rest wait, in order, for the next patch.
     pub fn emit_event(&mut self, target: EventTarget, topic: u16, payload: Vec<u8>) {
-        if self.out.events.len() >= self.out.max_events {
+        let bytes = self.out.event_bytes.saturating_add(payload.len());
+        if self.out.events.len() >= self.out.max_events
+            || bytes > self.out.max_event_bytes
+            || payload.len() > zonekeep_protocol::limits::MAX_EVENT_PAYLOAD
+        {
             self.out.events_dropped = self.out.events_dropped.saturating_add(1);
             return;
         }
+        self.out.event_bytes = bytes;
         self.out.events.push(Event {
             tick: self.tick,
             target,
@@ -189,7 +204,14 @@ impl<'a> Ctx<'a> {
     /// be unique among facts in flight. Never blocks: when
     /// [`ZoneConfig::max_facts_in_flight`](crate::ZoneConfig::max_facts_in_flight)
     /// facts are in flight it returns [`FactError::QueueFull`] (counted in
-    /// [`AdvanceReport::facts_overflowed`](crate::AdvanceReport::facts_overflowed)).
+    /// [`AdvanceReport::facts_overflowed`](crate::AdvanceReport::facts_overflowed)); a payload
+    /// whose JSON text is longer than
+    /// [`ZoneConfig::max_fact_bytes`](crate::ZoneConfig::max_fact_bytes) gets
+    /// [`FactError::TooLarge`], and a fact past
+    /// [`ZoneConfig::max_facts_per_second`](crate::ZoneConfig::max_facts_per_second) in the
+    /// current second of zone time gets [`FactError::RateLimited`] (both counted in
+    /// [`AdvanceReport::facts_refused`](crate::AdvanceReport::facts_refused)). A refused fact
+    /// is not emitted and never settles: the error is the zone's only answer.
     pub fn emit_fact(
         &mut self,
         kind: &str,

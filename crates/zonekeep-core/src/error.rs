@@ -65,6 +65,18 @@ pub enum ConfigError {
     /// `max_facts_in_flight` must be at least 1.
     #[error("max_facts_in_flight must be at least 1")]
     MaxFactsInFlight,
+    /// `max_pending_event_bytes` must be at least 1.
+    #[error("max_pending_event_bytes must be at least 1")]
+    MaxPendingEventBytes,
+    /// `max_entities` must be at least 1.
+    #[error("max_entities must be at least 1")]
+    MaxEntities,
+    /// `max_fact_bytes` must be at least 1.
+    #[error("max_fact_bytes must be at least 1")]
+    MaxFactBytes,
+    /// `max_facts_per_second` must be at least 1.
+    #[error("max_facts_per_second must be at least 1")]
+    MaxFactsPerSecond,
     /// A replication setting is out of range (the message says which).
     #[error("replication: {0}")]
     Replication(&'static str),

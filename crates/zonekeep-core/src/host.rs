@@ -337,6 +337,7 @@ impl ZoneHost {
     /// (otherwise the next frame build delivers them inside the Deltas; each
     /// event goes one way or the other, never both).
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.core.out.event_bytes = 0;
         self.core.out.events.drain(..)
     }
 
@@ -412,6 +413,8 @@ impl ZoneHost {
         report.kicks = pending.kicks;
         report.facts_overflowed = std::mem::take(&mut self.core.facts.overflowed);
         report.settlements_unknown = std::mem::take(&mut self.core.facts.unknown_settlements);
+        report.facts_refused = std::mem::take(&mut self.core.facts.refused);
+        report.spawns_refused = self.core.world.take_spawns_refused();
         self.patch_due |= !report.patch_ticks.is_empty();
         report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
         report
@@ -555,6 +558,8 @@ mod slot;
 mod tests_frames;
 #[cfg(test)]
 mod tests_lifecycle;
+#[cfg(test)]
+mod tests_limits;
 #[cfg(test)]
 mod tests_persist;
 #[cfg(test)]

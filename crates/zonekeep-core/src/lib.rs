@@ -175,14 +175,14 @@ pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
 pub use kinds::{ImageFactory, RestoreFactory, ZoneFactory, ZoneKinds};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 pub use replicate::ResumeOutcome;
-pub use report::{AdvanceReport, InputCounters};
+pub use report::{AdvanceReport, FactRefusals, InputCounters};
 pub use rewind::{Collider, Hit, HitTarget, LagCompensation, Rewind, Shape};
 pub use rng::{zone_rng, ZoneRng};
 pub use snapshot::{RestoreError, SavedParticipant, Snapshot, SnapshotError};
 pub use tier::{IdlePolicy, Tier, TierTransition};
 pub use timer::{TimerId, Timers};
 pub use view::ReplicationSettings;
-pub use world::{EntityId, KindId, World};
+pub use world::{EntityId, KindId, World, WorldError};
 pub use zone::{JoinRefusal, LeaveReason, Zone, ZoneInit};
 
 /// Re-exported so zones can use [`ZoneRng`] (`rand_core::RngCore`) without a

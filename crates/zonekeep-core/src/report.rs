@@ -58,4 +58,18 @@ pub struct AdvanceReport {
     pub facts_settled: u64,
     /// Settlements dropped since the previous advance because their key was not in flight.
     pub settlements_unknown: u64,
+    /// Facts refused since the previous advance by the size and rate limits.
+    pub facts_refused: FactRefusals,
+    /// Spawns refused since the previous advance by the entity cap.
+    pub spawns_refused: u64,
+}
+
+/// Facts refused by a limit, by the limit (a full in-flight set is
+/// [`AdvanceReport::facts_overflowed`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FactRefusals {
+    /// Over [`ZoneConfig::max_fact_bytes`](crate::ZoneConfig::max_fact_bytes).
+    pub too_large: u64,
+    /// Over [`ZoneConfig::max_facts_per_second`](crate::ZoneConfig::max_facts_per_second).
+    pub rate: u64,
 }

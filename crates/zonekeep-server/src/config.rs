@@ -118,6 +118,16 @@ pub struct ServerConfig {
     pub sim_queue: usize,
     /// Zones a host runs at most. Default 1000.
     pub max_zones: usize,
+    /// Most live entities in any zone of this host: a kind whose `ZoneConfig::max_entities` is
+    /// higher is lowered to it, and a spawn beyond is refused with `WorldError::EntityCap`.
+    /// Default 65536.
+    pub zone_max_entities: usize,
+    /// Largest fact payload (bytes of JSON text) any zone of this host may emit; a kind's
+    /// higher `ZoneConfig::max_fact_bytes` is lowered to it. Default 16384.
+    pub zone_max_fact_bytes: usize,
+    /// Most facts any zone of this host may emit per second of zone time; a kind's higher
+    /// `ZoneConfig::max_facts_per_second` is lowered to it. Default 256.
+    pub zone_max_facts_per_second: u32,
     /// Zones labelled individually in metrics; the rest are `_other`. Default 32.
     pub metrics_zone_labels: usize,
     /// Bound on the whole graceful shutdown (one deadline shared by every
@@ -220,6 +230,9 @@ impl Default for ServerConfig {
             zone_inbox: 8_192,
             sim_queue: 1_024,
             max_zones: 1_000,
+            zone_max_entities: 65_536,
+            zone_max_fact_bytes: 16 * 1024,
+            zone_max_facts_per_second: 256,
             metrics_zone_labels: 32,
             shutdown_timeout_ms: 10_000,
             module_compile_timeout_ms: 20_000,
@@ -301,6 +314,17 @@ impl ServerConfig {
         Ok(c)
     }
 
+    /// `config` (a zone kind's) under this host's per-zone ceilings (`zone_max_entities`,
+    /// `zone_max_fact_bytes`, `zone_max_facts_per_second`).
+    pub fn zone_limits(&self, mut config: zonekeep_core::ZoneConfig) -> zonekeep_core::ZoneConfig {
+        config.max_entities = config.max_entities.min(self.zone_max_entities);
+        config.max_fact_bytes = config.max_fact_bytes.min(self.zone_max_fact_bytes);
+        config.max_facts_per_second = config
+            .max_facts_per_second
+            .min(self.zone_max_facts_per_second);
+        config
+    }
+
     /// Check every value; the first problem is returned.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
@@ -321,6 +345,12 @@ impl ServerConfig {
             ("zone_inbox", self.zone_inbox as u64),
             ("sim_queue", self.sim_queue as u64),
             ("max_zones", self.max_zones as u64),
+            ("zone_max_entities", self.zone_max_entities as u64),
+            ("zone_max_fact_bytes", self.zone_max_fact_bytes as u64),
+            (
+                "zone_max_facts_per_second",
+                u64::from(self.zone_max_facts_per_second),
+            ),
             ("shutdown_timeout_ms", self.shutdown_timeout_ms),
             ("module_compile_timeout_ms", self.module_compile_timeout_ms),
             ("ticket_max_lifetime_secs", self.ticket_max_lifetime_secs),

@@ -374,9 +374,12 @@ impl HostBuilder {
     }
 
     /// Validate and start the simulation threads.
-    pub fn build(self) -> Result<Host, HostError> {
+    pub fn build(mut self) -> Result<Host, HostError> {
         let config = self.config;
         config.validate()?;
+        for spec in self.specs.values_mut() {
+            spec.config = config.zone_limits(spec.config.clone());
+        }
         let default_kind = match self.default_kind {
             Some(k) if self.specs.contains_key(&k) => k,
             Some(k) => return Err(HostError::UnknownDefaultKind(k)),

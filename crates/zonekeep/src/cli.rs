@@ -160,6 +160,15 @@ struct ServeArgs {
     /// Zones this host runs at most [default: 1000].
     #[arg(long, env = "ZONEKEEP_MAX_ZONES")]
     max_zones: Option<usize>,
+    /// Most live entities in any zone; more spawns are refused [default: 65536].
+    #[arg(long, env = "ZONEKEEP_ZONE_MAX_ENTITIES")]
+    zone_max_entities: Option<usize>,
+    /// Largest fact payload a zone may emit, bytes of JSON [default: 16384].
+    #[arg(long, env = "ZONEKEEP_ZONE_MAX_FACT_BYTES")]
+    zone_max_fact_bytes: Option<usize>,
+    /// Most facts a zone may emit per second of zone time [default: 256].
+    #[arg(long, env = "ZONEKEEP_ZONE_MAX_FACTS_PER_SECOND")]
+    zone_max_facts_per_second: Option<u32>,
     /// Zones labelled individually in metrics; the rest are "_other" [default: 32].
     #[arg(long, env = "ZONEKEEP_METRICS_ZONE_LABELS")]
     metrics_zone_labels: Option<usize>,
@@ -322,6 +331,9 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
         zone_inbox,
         sim_queue,
         max_zones,
+        zone_max_entities,
+        zone_max_fact_bytes,
+        zone_max_facts_per_second,
         metrics_zone_labels,
         shutdown_timeout_ms,
         module_compile_timeout_ms,
@@ -558,6 +570,34 @@ mod tests {
         let err = format!("{:#}", serve_config(&args).unwrap_err());
         assert!(err.contains("no_such_key"), "{err}");
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn zone_limit_flags_set_the_hosts_per_zone_ceilings() {
+        let cli = Cli::try_parse_from([
+            "zonekeep",
+            "serve",
+            "--zone-max-entities",
+            "1000",
+            "--zone-max-fact-bytes",
+            "512",
+            "--zone-max-facts-per-second",
+            "20",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("serve expected")
+        };
+        let cfg = serve_config(&args).unwrap();
+        let zone = cfg.zone_limits(zonekeep_core::ZoneConfig::default());
+        assert_eq!(
+            (
+                zone.max_entities,
+                zone.max_fact_bytes,
+                zone.max_facts_per_second
+            ),
+            (1000, 512, 20)
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use super::*;
 use serde_json::json;
+use zonekeep_protocol::error::DecodeError;
+use zonekeep_protocol::wire::Reader;
 
 fn image(book: &FactBook) -> Vec<u8> {
     let mut out = Vec::new();

@@ -184,12 +184,19 @@ impl ZoneHost {
             rng: zone_rng(config.world_seed, &init.zone_id),
             timers: Timers::new(config.max_timers),
             roster: Roster::new(),
-            out: Outputs::new(config.max_pending_events),
+            out: Outputs::new(config.max_pending_events, config.max_pending_event_bytes),
             facts: FactBook::new(&init.zone_id, boot_epoch, config.max_facts_in_flight),
             world,
             views: ViewRequests::default(),
         };
         prepare(&mut core);
+        // The limits come from the config, never from an image: an operator may change them.
+        core.world.set_max_entities(config.max_entities);
+        core.facts.set_limits(crate::fact::FactLimits {
+            max_bytes: config.max_fact_bytes,
+            per_second: config.max_facts_per_second,
+            window_ticks: u64::from(config.tick_hz),
+        });
         let zone = make(&init, &mut core.ctx(None))?;
         let rewind = zone
             .lag_compensation()

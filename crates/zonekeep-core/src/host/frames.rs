@@ -10,9 +10,12 @@ use super::slot::EventsFor;
 use super::ZoneHost;
 use crate::ctx::{Event, EventTarget};
 use crate::player::PlayerId;
-use crate::replicate::{BuildStats, FrameHead, ReplicateError, ResumeOutcome, SubscriberId};
+use crate::replicate::{
+    BuildStats, FrameHead, ReplicateError, ResumeOutcome, SubscriberId, MAX_FRAME_EVENT_BYTES,
+};
 use crate::view::subscriber_config;
 use crate::world::World;
+use zonekeep_protocol::limits::MAX_EVENTS;
 use zonekeep_protocol::ResumeFrom;
 
 /// One participant's Delta for a patch, taken with [`drain_frames`](ZoneHost::drain_frames).
@@ -234,6 +237,9 @@ impl ZoneHost {
     pub(super) fn build_frames(&mut self) -> Result<BuildStats, ReplicateError> {
         self.apply_view_requests();
         let mut events = std::mem::take(&mut self.core.out.events);
+        // What no frame can carry this patch waits, in order, ahead of later events.
+        let carried = events_for_patch(&events);
+        let mut spilled = events.split_off(carried);
         let built = {
             let routed = route_events(&events);
             let events_for: &EventsFor<'_> = &events_fn(&routed);
@@ -265,12 +271,16 @@ impl ZoneHost {
                 &mut sink,
             )
         };
-        // Hand the emptied queue back so the next events reuse its allocation.
+        // Hand the emptied queue back so the next events reuse its allocation; the spilled
+        // events go first (a zone hook emits nothing while frames are built).
         events.clear();
-        if self.core.out.events.is_empty() {
-            self.core.out.events = events;
-        }
-        let stats = built?;
+        let deferred = spilled.len() as u64;
+        spilled.append(&mut self.core.out.events);
+        events.append(&mut spilled);
+        self.core.out.event_bytes = events.iter().map(|e| e.payload.len()).sum();
+        self.core.out.events = events;
+        let mut stats = built?;
+        stats.events_deferred = deferred;
         self.last_build = stats;
         self.record_sent();
         Ok(stats)
@@ -346,6 +356,51 @@ impl ZoneHost {
             let _ = self.replicator.update_subscriber(SubscriberId(id.0), cfg);
         }
     }
+}
+
+/// Bytes an event takes in a frame: its payload, topic and length varints.
+fn event_wire_len(e: &Event) -> usize {
+    use zonekeep_protocol::wire::varint_len;
+    varint_len(u64::from(e.topic)) + varint_len(e.payload.len() as u64) + e.payload.len()
+}
+
+/// How many of the queued events (a prefix, so none overtakes another) this patch carries: as
+/// many as keep every recipient's frame within [`MAX_EVENTS`] events and
+/// [`MAX_FRAME_EVENT_BYTES`] event bytes. At least one event goes whenever any is queued (a
+/// single event always fits: its payload was checked against the protocol's limit when it
+/// was emitted).
+fn events_for_patch(events: &[Event]) -> usize {
+    // What every recipient gets (broadcasts) and, above it, each one's own events; the largest
+    // of those is what a broadcast must fit beside.
+    let (mut all_count, mut all_bytes) = (0usize, 0usize);
+    let mut own: BTreeMap<PlayerId, (usize, usize)> = BTreeMap::new();
+    let (mut most_count, mut most_bytes) = (0usize, 0usize);
+    for (i, e) in events.iter().enumerate() {
+        let len = event_wire_len(e);
+        let fits = |count: usize, bytes: usize| {
+            count < MAX_EVENTS && bytes.saturating_add(len) <= MAX_FRAME_EVENT_BYTES
+        };
+        match e.target {
+            EventTarget::All => {
+                if i > 0 && !fits(all_count + most_count, all_bytes + most_bytes) {
+                    return i;
+                }
+                all_count += 1;
+                all_bytes += len;
+            }
+            EventTarget::Player(p) => {
+                let mine = own.entry(p).or_default();
+                if i > 0 && !fits(all_count + mine.0, all_bytes + mine.1) {
+                    return i;
+                }
+                mine.0 += 1;
+                mine.1 += len;
+                most_count = most_count.max(mine.0);
+                most_bytes = most_bytes.max(mine.1);
+            }
+        }
+    }
+    events.len()
 }
 
 /// Events split by recipient, keeping emission order within each recipient's list.

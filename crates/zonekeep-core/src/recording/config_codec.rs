@@ -54,6 +54,11 @@ pub(super) fn put_config(out: &mut Vec<u8>, c: &ZoneConfig) {
     put_f32(out, r.margin);
     put_varint(out, r.budget.map_or(0, |b| b as u64 + 1));
     put_f32(out, r.priority_distance);
+    // Since version 4: the limits on what the zone's code may grow.
+    put_varint(out, c.max_pending_event_bytes as u64);
+    put_varint(out, c.max_entities as u64);
+    put_varint(out, c.max_fact_bytes as u64);
+    put_varint(out, u64::from(c.max_facts_per_second));
 }
 
 fn size(r: &mut Reader<'_>, what: &str) -> Result<usize, String> {
@@ -78,8 +83,12 @@ fn f32v(r: &mut Reader<'_>) -> Result<f32, String> {
     r.f32().map_err(|e| e.to_string())
 }
 
-/// Reads what [`put_config`] wrote and validates it.
-pub(super) fn get_config(r: &mut Reader<'_>) -> Result<ZoneConfig, String> {
+/// The first format version whose config carries the zone's limits (older recordings replay
+/// under the default limits).
+const LIMITS_VERSION: u16 = 4;
+
+/// Reads what [`put_config`] wrote (in format `version`) and validates it.
+pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig, String> {
     let tick_hz = u32v(r)?;
     let patch_every = u32v(r)?;
     let max_catch_up = u32v(r)?;
@@ -114,6 +123,26 @@ pub(super) fn get_config(r: &mut Reader<'_>) -> Result<ZoneConfig, String> {
         },
         priority_distance: f32v(r)?,
     };
+    let d = ZoneConfig::default();
+    let (max_pending_event_bytes, max_entities, max_fact_bytes, max_facts_per_second) =
+        if version >= LIMITS_VERSION {
+            (
+                usize::try_from(r.varint_u64().map_err(|e| e.to_string())?)
+                    .map_err(|_| "config max_pending_event_bytes is out of range".to_owned())?,
+                usize::try_from(r.varint_u64().map_err(|e| e.to_string())?)
+                    .map_err(|_| "config max_entities is out of range".to_owned())?,
+                usize::try_from(r.varint_u64().map_err(|e| e.to_string())?)
+                    .map_err(|_| "config max_fact_bytes is out of range".to_owned())?,
+                u32v(r)?,
+            )
+        } else {
+            (
+                d.max_pending_event_bytes,
+                d.max_entities,
+                d.max_fact_bytes,
+                d.max_facts_per_second,
+            )
+        };
     let config = ZoneConfig {
         tick_hz,
         patch_every,
@@ -130,6 +159,10 @@ pub(super) fn get_config(r: &mut Reader<'_>) -> Result<ZoneConfig, String> {
         max_timers,
         max_pending_events,
         max_facts_in_flight,
+        max_pending_event_bytes,
+        max_entities,
+        max_fact_bytes,
+        max_facts_per_second,
         replication,
     };
     config

@@ -99,11 +99,11 @@ pub(super) fn encode_header(out: &mut Vec<u8>, header: &Header) {
 }
 
 /// Reads the header record's body.
-pub(super) fn decode_header(r: &mut Reader<'_>) -> Result<Header, String> {
+pub(super) fn decode_header(r: &mut Reader<'_>, version: u16) -> Result<Header, String> {
     let zone_id = text(r, "zone id")?.to_owned();
     let kind = text(r, "kind")?.to_owned();
     let params = text(r, "params")?.to_owned();
-    let config = get_config(r)?;
+    let config = get_config(r, version)?;
     let boot_epoch = r.varint_u64().map_err(bad)?;
     let start = Duration::from_nanos(r.varint_u64().map_err(bad)?);
     let start_tick = r.varint_u64().map_err(bad)?;

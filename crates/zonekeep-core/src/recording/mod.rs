@@ -16,12 +16,12 @@
 //! the buffer bound the recording stops with a [`StopReason`]; it never waits. When nothing is
 //! recorded each call costs one branch.
 //!
-//! # Format, version 3
+//! # Format, version 4
 //!
 //! | bytes | field |
 //! | --- | --- |
 //! | 4 | magic `ZKRC` |
-//! | 2 | version, `u16` little-endian (`3`; version `2` is still read) |
+//! | 2 | version, `u16` little-endian (`4`; versions `2` and `3` are still read) |
 //! | 2 | flags, `u16` little-endian (`0`; readers refuse others) |
 //! | varint + N | the header body |
 //! | ... | records: a tag byte, a varint body length (at most [`MAX_RECORD_BODY`]), the body |
@@ -29,7 +29,9 @@
 //! Varints are the protocol's canonical LEB128 (`zonekeep_protocol::wire`); a `str`/`bytes` is a
 //! varint length and the bytes. Header: `str zone_id`, `str kind`, `str params` (JSON),
 //! the config (every [`ZoneConfig`](crate::ZoneConfig) field: varints, durations as
-//! nanoseconds, `f32` little-endian), `varint boot_epoch`, `varint start` (nanoseconds),
+//! nanoseconds, `f32` little-endian; the limits `max_pending_event_bytes`, `max_entities`,
+//! `max_fact_bytes` and `max_facts_per_second` last, since version 4, older files replaying
+//! under the defaults), `varint boot_epoch`, `varint start` (nanoseconds),
 //! `varint start_tick`, then `u8 origin`: 0 created; 1 snapshot followed by `bytes envelope`,
 //! `u64 state_hash` (LE) and the ids of the connected participants (a varint count, varints); or
 //! (since version 3) 2 image followed by `bytes image` ([`crate::image`]) and `u64 state_hash`.

@@ -232,7 +232,8 @@ impl<'a> RecordReader<'a> {
         let body = r.take(len).map_err(|_| RecordingError::Truncated {
             offset: PREAMBLE_LEN,
         })?;
-        let header = decode_header(&mut Reader::new(body)).map_err(|e| corrupt(PREAMBLE_LEN, e))?;
+        let header =
+            decode_header(&mut Reader::new(body), version).map_err(|e| corrupt(PREAMBLE_LEN, e))?;
         let reader = Self {
             bytes,
             pos: PREAMBLE_LEN + r.position(),

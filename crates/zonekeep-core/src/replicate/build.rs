@@ -8,6 +8,7 @@ use super::{
 use crate::interest::{Columns, ViewSpec};
 use crate::world::{EntityId, World};
 use zonekeep_protocol::delta::{DeltaHeader, DeltaWriter};
+use zonekeep_protocol::limits::MAX_SERVER_MESSAGE;
 
 use super::share::{self, Sent};
 use super::Focus;
@@ -221,7 +222,7 @@ fn frame(
     let has_events = !s.events.is_empty();
     let want_control = sub.cfg.control.map(|c| c.0);
     let control = (sub.control_sent != Some(want_control)).then_some(want_control);
-    let header = DeltaHeader {
+    let mut header = DeltaHeader {
         tick,
         ack: input.ack,
         baseline,
@@ -238,8 +239,42 @@ fn frame(
     }
     // Send everything pending; with a budget this is the optimistic attempt.
     let known_len = send_all(sub, world, cache, s, stats)?;
-    write(s, cache, &header, known_len, &input)?;
+    let written = write(s, cache, &header, known_len, &input);
     let mut clean = true;
+    if budget.is_none() && (written.is_err() || s.out.len() > MAX_SERVER_MESSAGE) {
+        // More than one message carries (a huge view, without a budget): start the client over
+        // from a BASELINE holding what fits the protocol's cap, by priority; the rest follows
+        // in later patches. Rare, so the unbudgeted steady state keeps no undo copy for it.
+        clean = false;
+        *stats = before;
+        header.baseline = true;
+        s.despawns.clear();
+        for e in std::sync::Arc::make_mut(&mut sub.entries).iter_mut() {
+            *e = Entry {
+                id: e.id,
+                sent: false,
+                qx: 0,
+                qy: 0,
+                version: 0,
+                prio: 0.0,
+            };
+        }
+        send_selected(
+            sub,
+            world,
+            cols,
+            &header,
+            &input,
+            MAX_SERVER_MESSAGE,
+            geo,
+            cache,
+            s,
+            stats,
+        )?;
+        write(s, cache, &header, 0, &input)?;
+    } else {
+        written?;
+    }
     if let Some(budget) = budget {
         if s.out.len() > budget {
             // Over budget: undo, then choose by accumulated priority.

@@ -52,6 +52,13 @@
 //! entities, a contradiction. (An item bigger than the budget minus the frame's fixed part can
 //! never be sent; such a budget is a misconfiguration.) An entity skipped this patch keeps its old
 //! base position and its pending fields, so what it is sent later is still exact.
+//!
+//! **The message cap.** No frame passes the protocol's
+//! [`MAX_SERVER_MESSAGE`](zonekeep_protocol::limits::MAX_SERVER_MESSAGE): a budget above it is
+//! lowered to it, and an unbudgeted frame that would pass it (a view of tens of thousands of
+//! entities with long fields) is replaced by a BASELINE of what fits, chosen by priority as
+//! above; the rest follows in later patches. Events take at most [`MAX_FRAME_EVENT_BYTES`] of a
+//! frame, so despawns and events alone never reach the cap.
 
 mod budget;
 mod build;
@@ -74,6 +81,11 @@ use std::sync::Arc;
 use thiserror::Error;
 use zonekeep_protocol::limits::STATE_RING;
 use zonekeep_protocol::{EncodeError, ResumeFrom};
+
+/// Most event bytes (payloads with their topic and length) one frame carries: a quarter of
+/// [`MAX_SERVER_MESSAGE`](zonekeep_protocol::limits::MAX_SERVER_MESSAGE), so events never crowd
+/// a message past the protocol's cap; events beyond wait for a later patch.
+pub const MAX_FRAME_EVENT_BYTES: usize = 256 * 1024;
 
 /// A subscriber (a player's or observer's connection) of one zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -128,7 +140,9 @@ pub struct FrameInput<'a> {
     /// The last input sequence the zone processed for this player (0 = none).
     pub ack: u32,
     /// Zone events for this subscriber, `(topic, payload)`. Over the protocol's limits (1,024 events,
-    /// 16,384-byte payloads) the excess is dropped and counted in [`BuildStats::events_dropped`].
+    /// 16,384-byte payloads) or [`MAX_FRAME_EVENT_BYTES`] the excess is dropped and counted in
+    /// [`BuildStats::events_dropped`] (a [`ZoneHost`](crate::ZoneHost) hands over no more than
+    /// fits, keeping the rest for its next patch).
     pub events: &'a [(u16, &'a [u8])],
 }
 
@@ -169,6 +183,9 @@ pub struct BuildStats {
     pub shared_bodies: u64,
     /// Events dropped for exceeding protocol limits.
     pub events_dropped: u64,
+    /// Events the patch could not carry, left queued for the next one (counted once per patch
+    /// they wait).
+    pub events_deferred: u64,
     /// Frames over budget because the header, despawns and events alone did not fit.
     pub over_budget: u64,
 }
@@ -284,10 +301,12 @@ impl Subscriber {
     /// The byte budget of its frames: its own, lowered to the frame limit of a datagram path.
     fn budget(&self) -> Option<usize> {
         let limit = self.acked.as_ref().and_then(|a| a.max_frame);
-        match (self.cfg.budget, limit) {
+        let budget = match (self.cfg.budget, limit) {
             (Some(b), Some(l)) => Some(b.min(l)),
             (b, l) => b.or(l),
-        }
+        };
+        // No frame may pass the protocol's message cap, whatever the budget.
+        budget.map(|b| b.min(zonekeep_protocol::limits::MAX_SERVER_MESSAGE))
     }
 
     /// Before a build: restores what its client acknowledged (or starts over from the empty

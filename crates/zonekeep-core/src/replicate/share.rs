@@ -97,11 +97,18 @@ pub(super) fn events_len(input: &FrameInput<'_>, kept: &[u32]) -> usize {
     n
 }
 
-/// Keeps the events within protocol limits (indices into `input.events`), counting the rest.
+/// Keeps the events within protocol limits and [`MAX_FRAME_EVENT_BYTES`](super::MAX_FRAME_EVENT_BYTES)
+/// (indices into `input.events`), counting the rest.
 pub(super) fn filter_events(input: &FrameInput<'_>, kept: &mut Vec<u32>, stats: &mut BuildStats) {
     kept.clear();
-    for (i, (_, payload)) in input.events.iter().enumerate() {
-        if kept.len() < MAX_EVENTS && payload.len() <= MAX_EVENT_PAYLOAD {
+    let mut bytes = 0usize;
+    for (i, (topic, payload)) in input.events.iter().enumerate() {
+        let len = varint_len(u64::from(*topic)) + varint_len(payload.len() as u64) + payload.len();
+        if kept.len() < MAX_EVENTS
+            && payload.len() <= MAX_EVENT_PAYLOAD
+            && bytes + len <= super::MAX_FRAME_EVENT_BYTES
+        {
+            bytes += len;
             kept.push(i as u32);
         } else {
             stats.events_dropped += 1;

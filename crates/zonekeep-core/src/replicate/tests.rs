@@ -492,3 +492,54 @@ fn an_item_larger_than_the_budget_still_goes_alone() {
     assert!(frames[&1].len() <= 16);
     assert_eq!(stats.over_budget, 0);
 }
+
+/// A view holding more than one message can carry (2,000 entities with 1 KiB of text each, with no
+/// byte budget): each frame stays under the protocol's cap, the first is a BASELINE with what
+/// fits, and the rest follows in later patches.
+#[test]
+fn a_view_larger_than_a_message_is_sent_over_several_patches_each_under_the_cap() {
+    use zonekeep_protocol::limits::MAX_SERVER_MESSAGE;
+    let mut w = World::new(0.1).unwrap();
+    let fields = (0..4)
+        .map(|i| FieldDef {
+            name: format!("text{i}"),
+            ty: FieldType::Str { max_len: 255 },
+        })
+        .collect();
+    let kind = w
+        .declare_kind(KindDef {
+            name: "scroll".into(),
+            fields,
+        })
+        .unwrap();
+    let text = "x".repeat(255);
+    for i in 0..2000 {
+        let e = w.spawn(kind, i as f32, 0.0).unwrap();
+        for f in 0..4 {
+            w.set_str(e, f, &text).unwrap();
+        }
+    }
+    let schema = w.schema();
+    let mut r = Replicator::new(ReplicationConfig::default());
+    r.add_subscriber(
+        SubscriberId(1),
+        cfg(f32::INFINITY, Focus::Point(0.0, 0.0), None),
+    )
+    .unwrap();
+    let mut mirror = Mirror::new();
+    let mut tick = 0;
+    while mirror.len() < 2000 {
+        tick += 1;
+        assert!(tick < 10, "the whole view arrives within a few patches");
+        let (frames, _) = build_all(&mut r, &w, tick);
+        let frame = &frames[&1];
+        assert!(
+            frame.len() <= MAX_SERVER_MESSAGE,
+            "a frame of {} bytes",
+            frame.len()
+        );
+        let d = apply(&mut mirror, frame, &schema);
+        assert_eq!(d.baseline, tick == 1);
+    }
+    assert!(tick > 1, "one message could not hold it all");
+}

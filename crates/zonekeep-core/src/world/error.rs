@@ -54,6 +54,14 @@ pub enum WorldError {
     /// More kinds than a schema may carry.
     #[error("too many kinds (the schema allows 64)")]
     TooManyKinds,
+    /// The zone already holds its most live entities
+    /// ([`ZoneConfig::max_entities`](crate::ZoneConfig::max_entities)); the spawn is refused
+    /// and counted.
+    #[error("entity cap reached: the zone holds its max_entities of {cap} live entities")]
+    EntityCap {
+        /// The configured cap.
+        cap: usize,
+    },
     /// All 2^32 ids were issued.
     #[error("entity ids exhausted")]
     IdsExhausted,

@@ -215,6 +215,8 @@ impl World {
             version,
             dead: tombstones,
             layout,
+            max_entities: super::DEFAULT_MAX_ENTITIES,
+            spawns_refused: 0,
         })
     }
 }

@@ -64,7 +64,16 @@ pub struct World {
     dead: usize,
     /// Bumped by every compaction (the only time an id changes rank).
     layout: u64,
+    /// Most live entities; a spawn beyond is refused (not part of the image: the zone's
+    /// config sets it).
+    max_entities: usize,
+    /// Spawns refused by `max_entities` since the host last took the count.
+    spawns_refused: u64,
 }
+
+/// The entity cap of a world made with [`World::new`]: the default
+/// [`ZoneConfig::max_entities`](crate::ZoneConfig::max_entities).
+pub const DEFAULT_MAX_ENTITIES: usize = 65_536;
 
 /// An entity's field values folded into one word without a multiply (each value shifted by its
 /// place, so a value that differs always shows); the entity's multiply mixes it in.
@@ -169,7 +178,25 @@ impl World {
             version: 0,
             dead: 0,
             layout: 0,
+            max_entities: DEFAULT_MAX_ENTITIES,
+            spawns_refused: 0,
         })
+    }
+
+    /// Sets the most live entities a spawn may bring the world to. Entities already alive stay
+    /// (a world restored above a lowered cap refuses spawns until it is back under).
+    pub fn set_max_entities(&mut self, max: usize) {
+        self.max_entities = max;
+    }
+
+    /// The most live entities (see [`World::set_max_entities`]).
+    pub fn max_entities(&self) -> usize {
+        self.max_entities
+    }
+
+    /// Spawns refused by the entity cap since the last call.
+    pub(crate) fn take_spawns_refused(&mut self) -> u64 {
+        std::mem::take(&mut self.spawns_refused)
     }
 
     /// The position quantum.
@@ -218,12 +245,20 @@ impl World {
         self.version
     }
 
-    /// Spawns an entity of `kind` at `(x, y)` with every field at its type's default.
+    /// Spawns an entity of `kind` at `(x, y)` with every field at its type's default. Refused
+    /// with [`WorldError::EntityCap`] (and counted) when the world already holds
+    /// [`max_entities`](World::max_entities) live entities.
     pub fn spawn(&mut self, kind: KindId, x: f32, y: f32) -> Result<EntityId, WorldError> {
         let def = self
             .kinds
             .get(kind.0 as usize)
             .ok_or(WorldError::UnknownKind(kind.0))?;
+        if self.len() >= self.max_entities {
+            self.spawns_refused = self.spawns_refused.saturating_add(1);
+            return Err(WorldError::EntityCap {
+                cap: self.max_entities,
+            });
+        }
         let id = self.next_id;
         self.next_id = id.checked_add(1).ok_or(WorldError::IdsExhausted)?;
         self.version += 1;

@@ -10,10 +10,13 @@
 //! (`process_cpu_seconds_total`, `process_resident_memory_bytes`), read from
 //! `/proc/self/stat` and `/proc/self/statm` on Linux (absent elsewhere).
 
+mod limits;
 mod process;
 mod webtransport;
 
 pub use webtransport::WebTransportMetrics;
+
+pub use limits::LimitMetrics;
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -92,6 +95,7 @@ pub struct Metrics {
     recordings_running: Gauge,
     recordings_stopped: Family<Labels, Counter>,
     webtransport: WebTransportMetrics,
+    limits: LimitMetrics,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
 }
@@ -135,6 +139,7 @@ impl Metrics {
             recordings_running: Gauge::default(),
             recordings_stopped: Family::default(),
             webtransport: WebTransportMetrics::default(),
+            limits: LimitMetrics::default(),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
             registry: Registry::default(),
@@ -277,6 +282,7 @@ impl Metrics {
             m.inputs_frozen.clone(),
         );
         m.webtransport.register(&mut registry);
+        m.limits.register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
     }
@@ -436,6 +442,11 @@ impl Metrics {
         self.connections_refused
             .get_or_create(&vec![("reason", reason.to_owned())])
             .inc();
+    }
+
+    /// What the per-zone limits refused.
+    pub fn limits(&self) -> &LimitMetrics {
+        &self.limits
     }
 
     /// Zone events that could not be delivered.

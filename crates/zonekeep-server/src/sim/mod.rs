@@ -10,6 +10,7 @@
 
 mod frames;
 mod interrupts;
+mod limit_log;
 mod notices;
 mod registry;
 mod start;

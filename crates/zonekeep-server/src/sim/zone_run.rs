@@ -17,6 +17,7 @@ use zonekeep_core::{
 use zonekeep_protocol::messages::{KickCode, ResumeFrom, Role as WireRole, Welcome};
 
 use super::frames::welcome_frame;
+use super::limit_log::{LimitLog, LIMIT_LOG_EVERY_SECONDS};
 use super::notices::{input_refused_frame, known_set_check_frame, Notices};
 use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
@@ -50,6 +51,8 @@ pub(crate) struct ZoneRun {
     ticks_dropped: u64,
     /// The zone's count of log lines its rate limit dropped, as last counted in the metrics.
     log_suppressed: u64,
+    /// The rate-limited WARN line of what the zone's limits refused.
+    limit_log: LimitLog,
     /// The zone's recording, while one runs.
     recording: Option<ZoneRecording>,
 }
@@ -89,6 +92,7 @@ impl ZoneRun {
             tick_stats: (0, 0, 0),
             ticks_dropped: 0,
             log_suppressed: 0,
+            limit_log: LimitLog::default(),
             recording: None,
         };
         run.publish();
@@ -547,6 +551,18 @@ impl ZoneRun {
         if report.events_dropped > 0 {
             ctx.metrics.events_dropped(report.events_dropped);
         }
+        ctx.metrics.limits().record(report);
+        if let Some(r) = self.limit_log.note(report, self.host.config().tick_hz) {
+            tracing::warn!(
+                zone = %self.entry.zone_id,
+                spawns_refused = r.spawns,
+                facts_too_large = r.facts_too_large,
+                facts_over_rate = r.facts_rate,
+                facts_over_in_flight = r.facts_in_flight,
+                events_dropped = r.events_dropped,
+                "the zone's code hit its limits (counts since the last such line; one line per {LIMIT_LOG_EVERY_SECONDS} s of zone time)"
+            );
+        }
         if !report.patch_ticks.is_empty() {
             self.deliver_frames(ctx);
         }
@@ -619,6 +635,9 @@ impl ZoneRun {
                 }
             }
         }
+        ctx.metrics
+            .limits()
+            .events_deferred(self.host.last_build_stats().events_deferred);
         self.send_known_set_checks(ctx, tick, &checks_due);
     }
 

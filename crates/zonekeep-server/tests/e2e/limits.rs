@@ -213,3 +213,209 @@ async fn netsim_delays_without_dropping_or_reordering() {
     }
     server.stop().await;
 }
+
+/// A zone whose code emits 1,000 events of 16 KiB to everyone every tick: about 16 MB a patch,
+/// sixteen times what one message may carry.
+struct EventFlood;
+
+impl zonekeep_core::Zone for EventFlood {
+    type Input = ();
+    fn create(
+        _init: &zonekeep_core::ZoneInit,
+        _ctx: &mut zonekeep_core::Ctx<'_>,
+    ) -> Result<Self, zonekeep_core::ZoneError> {
+        Ok(EventFlood)
+    }
+    fn sanitize(
+        &mut self,
+        _p: zonekeep_core::PlayerId,
+        _payload: &[u8],
+    ) -> Result<(), zonekeep_core::InputRefusal> {
+        Ok(())
+    }
+    fn tick(&mut self, ctx: &mut zonekeep_core::Ctx<'_>) {
+        for _ in 0..1000 {
+            ctx.emit_event(zonekeep_core::EventTarget::All, 1, vec![0xab; 16 * 1024]);
+        }
+    }
+}
+
+/// The next binary message, raw, or `None` once the connection closed.
+async fn next_binary(ws: &mut Ws) -> Option<Vec<u8>> {
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        let m = tokio::time::timeout(HANG_GUARD, ws.next())
+            .await
+            .expect("no message from the host within the hang guard");
+        match m {
+            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return None,
+            Some(Ok(Message::Binary(b))) => return Some(b.to_vec()),
+            Some(Ok(_)) => continue,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_zone_emitting_more_events_than_a_message_holds_keeps_its_players_and_the_innocent_zone()
+{
+    use zonekeep_protocol::limits::MAX_SERVER_MESSAGE;
+    use zonekeep_protocol::messages::DeltaContext;
+
+    let flood = zonekeep_core::ZoneConfig {
+        tick_hz: 10,
+        ..zonekeep_core::ZoneConfig::default()
+    };
+    let host = zonekeep_server::Host::builder()
+        .config(zonekeep_server::ServerConfig {
+            // One simulation thread: the flooding zone and the innocent one share it.
+            sim_threads: 1,
+            // The clients only read: silence is not what this test is about.
+            idle_timeout_ms: 600_000,
+            ..base_config()
+        })
+        .zone::<zonekeep_server::examples::Dots>("dots")
+        .zone_with::<EventFlood>("flood", flood, serde_json::Value::Null)
+        .build()
+        .unwrap();
+    let server = TestServer::serve(host).await;
+    let (mut innocent, welcome) = join(&server, "calm", &ticket("bystander", "calm")).await;
+    let mut f = claims("a", "flood-1");
+    f["kind"] = json!("flood");
+    let (mut a, _) = join(&server, "flood-1", &sign(&f)).await;
+    let mut f = claims("b", "flood-1");
+    f["kind"] = json!("flood");
+    let (mut b, _) = join(&server, "flood-1", &sign(&f)).await;
+
+    let schema = empty_schema();
+    for ws in [&mut a, &mut b] {
+        let mut with_events = 0;
+        while with_events < 5 {
+            let bytes = next_binary(ws)
+                .await
+                .expect("a flooded player stays connected");
+            assert!(
+                bytes.len() <= MAX_SERVER_MESSAGE,
+                "a message of {} bytes is over the protocol's cap",
+                bytes.len()
+            );
+            let ctx = DeltaContext {
+                schema: &schema,
+                known: &[],
+            };
+            match ServerMessage::decode(&bytes, Some(ctx)).expect("decodable") {
+                ServerMessage::Delta(d) if d.events.as_ref().is_some_and(|e| !e.is_empty()) => {
+                    with_events += 1;
+                }
+                ServerMessage::Kick(k) => panic!("a flooded player was kicked: {k:?}"),
+                _ => {}
+            }
+        }
+    }
+    // The zone on the same thread keeps ticking and its player keeps its connection.
+    let mut deltas = 0;
+    while deltas < 5 {
+        match recv(&mut innocent, &welcome.schema).await {
+            Seen::Msg(ServerMessage::Delta(_)) => deltas += 1,
+            Seen::Msg(ServerMessage::Kick(k)) => panic!("the innocent player was kicked: {k:?}"),
+            Seen::Msg(_) => {}
+            Seen::Closed => panic!("the innocent player was disconnected"),
+        }
+    }
+    eventually("events the queue could not hold are counted", || async {
+        metric(&server, "zonekeep_events_dropped_total").await > 0.0
+            && metric(&server, "zonekeep_zone_events_deferred_total").await > 0.0
+    })
+    .await;
+    assert_eq!(
+        metric(&server, "zonekeep_kicks_total{code=\"internal_error\"}").await,
+        0.0
+    );
+    server.stop().await;
+}
+
+/// A zone whose code spawns 5,000 entities a tick and emits, each tick, one fact of 4 KiB and
+/// 100 small ones: more than a host's per-zone limits allow.
+struct Hog {
+    kind: zonekeep_core::KindId,
+}
+
+impl zonekeep_core::Zone for Hog {
+    type Input = ();
+    fn create(
+        _init: &zonekeep_core::ZoneInit,
+        ctx: &mut zonekeep_core::Ctx<'_>,
+    ) -> Result<Self, zonekeep_core::ZoneError> {
+        let kind = ctx
+            .world()
+            .declare_kind(zonekeep_protocol::schema::KindDef {
+                name: "mote".into(),
+                fields: vec![],
+            })
+            .map_err(|e| zonekeep_core::ZoneError::Failed(e.to_string()))?;
+        Ok(Hog { kind })
+    }
+    fn sanitize(
+        &mut self,
+        _p: zonekeep_core::PlayerId,
+        _payload: &[u8],
+    ) -> Result<(), zonekeep_core::InputRefusal> {
+        Ok(())
+    }
+    fn tick(&mut self, ctx: &mut zonekeep_core::Ctx<'_>) {
+        for i in 0..5000 {
+            let _ = ctx.world().spawn(self.kind, (i % 100) as f32, 0.0);
+        }
+        let _ = ctx.emit_fact("big", json!({ "blob": "x".repeat(4096) }), None, None);
+        for _ in 0..100 {
+            let _ = ctx.emit_fact("small", json!(1), None, None);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_hosts_zone_limits_cap_entities_and_facts_and_count_the_refusals() {
+    let hog = zonekeep_core::ZoneConfig {
+        tick_hz: 10,
+        max_facts_in_flight: 100_000,
+        ..zonekeep_core::ZoneConfig::default()
+    };
+    let host = zonekeep_server::Host::builder()
+        .config(zonekeep_server::ServerConfig {
+            zone_max_entities: 2_000,
+            zone_max_fact_bytes: 1024,
+            zone_max_facts_per_second: 50,
+            idle_timeout_ms: 600_000,
+            ..base_config()
+        })
+        .zone_with::<Hog>("hog", hog, serde_json::Value::Null)
+        .build()
+        .unwrap();
+    let server = TestServer::serve(host).await;
+    let (mut ws, welcome) = join(&server, "hog-1", &ticket("a", "hog-1")).await;
+    eventually("the world stops at the host's cap", || async {
+        metric(&server, "zonekeep_entities{zone=\"hog-1\"}").await == 2_000.0
+    })
+    .await;
+    eventually("each limit's refusals are counted", || async {
+        metric(&server, "zonekeep_zone_spawns_refused_total").await > 0.0
+            && metric(
+                &server,
+                "zonekeep_zone_facts_refused_total{limit=\"too_large\"}",
+            )
+            .await
+                > 0.0
+            && metric(&server, "zonekeep_zone_facts_refused_total{limit=\"rate\"}").await > 0.0
+    })
+    .await;
+    // The zone runs on and its player keeps its connection.
+    let mut deltas = 0;
+    while deltas < 3 {
+        match recv(&mut ws, &welcome.schema).await {
+            Seen::Msg(ServerMessage::Delta(_)) => deltas += 1,
+            Seen::Msg(ServerMessage::Kick(k)) => panic!("kicked: {k:?}"),
+            Seen::Msg(_) => {}
+            Seen::Closed => panic!("disconnected"),
+        }
+    }
+    server.stop().await;
+}
