@@ -249,11 +249,11 @@ impl CommandApplier {
                             .map_err(|e| refused("fact payload is not JSON", e))?;
                     let principal = (!principal.is_empty()).then_some(principal);
                     let key = (!key.is_empty()).then(|| key.to_owned());
-                    // A full queue is counted by the host (facts_overflowed), as for a native
-                    // zone that ignores the error; the module cannot be answered mid-buffer.
-                    if let Err(e) = ctx.emit_fact(kind, payload, principal, key) {
-                        tracing::warn!(target: "zonekeep::module", error = %e, "fact not emitted");
-                    }
+                    // A refusal (too large, over the rate, a full queue) is counted by the host
+                    // and logged there at a bounded rate, as for a native zone that ignores the
+                    // error; the module cannot be answered mid-buffer, and a line per refused
+                    // fact here would let a module flood the log.
+                    let _ = ctx.emit_fact(kind, payload, principal, key);
                 }
                 tag::SET_SEEN_BY => {
                     let id = self.entity(r.u32("handle")?)?;

@@ -175,6 +175,10 @@ impl ModuleSettings {
         if let Some(v) = self.cell_size {
             r.cell_size = v;
         }
+        // Only within the host's own cap: a module may ask for fewer entities, never more.
+        if let Some(v) = self.max_entities {
+            config.max_entities = config.max_entities.min(v as usize);
+        }
         config
     }
 }

@@ -166,4 +166,17 @@ fn an_eighth_setting_caps_the_zones_entities() {
     bytes.extend_from_slice(&500u32.to_le_bytes());
     let module = ZoneModule::load(&engine(), &module_asking(&bytes)).unwrap();
     assert_eq!(module.settings().max_entities, Some(500));
+    assert_eq!(
+        module.settings().apply(ZoneConfig::default()).max_entities,
+        500
+    );
+    // Never past the host's own cap.
+    let mut bytes = all_settings(0, 0, 0.0, 0.0, 0.0);
+    bytes.extend_from_slice(&u32::MAX.to_le_bytes());
+    let greedy = ZoneModule::load(&engine(), &module_asking(&bytes)).unwrap();
+    let host = ZoneConfig {
+        max_entities: 1000,
+        ..ZoneConfig::default()
+    };
+    assert_eq!(greedy.settings().apply(host).max_entities, 1000);
 }
