@@ -5,6 +5,8 @@
 
 #[path = "support/guest_build.rs"]
 mod guest_build;
+#[path = "support/timer_storm.rs"]
+mod timer_storm;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -443,51 +445,26 @@ fn the_host_asks_for_an_input_buffer_only_when_an_input_outgrows_it() {
     );
 }
 
-/// A module that sets `n` timers firing every tick at CREATE, and runs `on_timer` in each
-/// TIMER call.
-fn timers(n: u64, on_timer: &str) -> Vec<u8> {
-    // TIMER_EVERY (16): u64 ticks, u64 tag.
-    let mut commands = Vec::new();
-    for tag in 0..n {
-        commands.push(16u8);
-        commands.extend_from_slice(&1u64.to_le_bytes());
-        commands.extend_from_slice(&tag.to_le_bytes());
-    }
-    let data: String = commands.iter().map(|b| format!("\\{b:02x}")).collect();
-    wat::parse_str(format!(
-        r#"(module
-            (memory (export "memory") 1)
-            (data (i32.const 8192) "{data}")
-            (func (export "zk_abi") (result i32) i32.const 2)
-            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
-            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
-                (local $i i32)
-                (if (i32.eq (local.get $op) (i32.const 1))
-                    (then (return (i64.const {packed}))))
-                (if (i32.eq (local.get $op) (i32.const 9)) (then {on_timer}))
-                i64.const 0))"#,
-        packed = (8192i64 << 32) | commands.len() as i64,
-    ))
-    .unwrap()
-}
-
 #[test]
 fn a_ticks_calls_share_one_budget_so_many_calls_buy_no_more_cpu() {
     // Each timer call spins ~100k iterations: well inside a call's budget, but 100 of them
     // are far past the tick's.
-    let spin = "(local.set $i (i32.const 100000)) (loop $l (local.set $i (i32.sub (local.get $i) (i32.const 1))) (br_if $l (local.get $i)))";
+    let spin = timer_storm::spin(100_000);
     let e = engine(Sandbox {
         fuel_per_call: 5_000_000,
         fuel_per_tick: 10_000_000,
         ..Sandbox::default()
     });
-    let why = run_beside_native(&e, &timers(100, spin)).unwrap();
+    let why = run_beside_native(&e, &timer_storm::timer_storm(100, &spin, "")).unwrap();
     assert_eq!(
         why,
         "CPU budget per tick exceeded: the calls of one tick used more than 10000000 fuel"
     );
     // The same work in few enough calls fits, tick after tick.
-    assert_eq!(run_beside_native(&e, &timers(5, spin)), None);
+    assert_eq!(
+        run_beside_native(&e, &timer_storm::timer_storm(5, &spin, "")),
+        None
+    );
 }
 
 #[test]

@@ -6,6 +6,8 @@
 #[path = "../../zonekeep-wasm/tests/support/guest_build.rs"]
 mod guest_build;
 mod support;
+#[path = "../../zonekeep-wasm/tests/support/timer_storm.rs"]
+mod timer_storm;
 
 use std::path::Path;
 
@@ -86,35 +88,15 @@ fn hostiles() -> Vec<(&'static str, Vec<u8>, String)> {
     ]
 }
 
-/// A module whose every call is cheap but which makes a hundred of them a tick: CREATE sets 100
-/// timers firing every tick, and each TIMER call (op 9) spins ~300k iterations once a player
-/// has joined. One call fits its budget many times over; a tick's calls together do not.
+/// A module whose every call is cheap but which makes a hundred of them a tick: each of its
+/// 100 timers spins ~300k iterations once a player has joined. One call fits its budget many
+/// times over; a tick's calls together do not.
 fn many_timers() -> Vec<u8> {
-    let mut commands = Vec::new();
-    for tag in 0..100u64 {
-        commands.push(16u8); // TIMER_EVERY: u64 ticks, u64 tag
-        commands.extend_from_slice(&1u64.to_le_bytes());
-        commands.extend_from_slice(&tag.to_le_bytes());
-    }
-    let data: String = commands.iter().map(|b| format!("\\{b:02x}")).collect();
-    wat::parse_str(format!(
-        r#"(module
-            (memory (export "memory") 1)
-            (data (i32.const 8192) "{data}")
-            (func (export "zk_abi") (result i32) i32.const 2)
-            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
-            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
-                (local $i i32)
-                (if (i32.eq (local.get $op) (i32.const 1)) (then (return (i64.const {packed}))))
-                (if (i32.eq (local.get $op) (i32.const 2)) (then (i32.store8 (i32.const 100) (i32.const 1))))
-                (if (i32.and (i32.eq (local.get $op) (i32.const 9)) (i32.load8_u (i32.const 100)))
-                    (then
-                        (local.set $i (i32.const 300000))
-                        (loop $l (local.set $i (i32.sub (local.get $i) (i32.const 1))) (br_if $l (local.get $i)))))
-                i64.const 0))"#,
-        packed = (8192i64 << 32) | commands.len() as i64,
-    ))
-    .unwrap()
+    let on_timer = format!(
+        "(if (i32.load8_u (i32.const 100)) (then {}))",
+        timer_storm::spin(300_000)
+    );
+    timer_storm::timer_storm(100, &on_timer, "(i32.store8 (i32.const 100) (i32.const 1))")
 }
 
 /// Joins `zone` of `kind` and reads until the host's Kick: (Welcome seen, Deltas seen, Kick).

@@ -47,27 +47,7 @@ fn refuses_saves() -> Vec<u8> {
 
 /// POSTs the module to `/admin/modules/{kind}`: status and answer.
 async fn push(server: &Server, kind: &str, query: &str, module: &[u8]) -> (u16, Value) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
-    let head = format!(
-        "POST /admin/modules/{kind}{query} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/wasm\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        module.len()
-    );
-    s.write_all(head.as_bytes()).await.unwrap();
-    s.write_all(module).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let status = String::from_utf8_lossy(&out[..split])
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&out[split + 4..]).unwrap_or(Value::Null),
-    )
+    support::push::push_module(&server.addr, kind, query, module, None).await
 }
 
 /// What one player saw.

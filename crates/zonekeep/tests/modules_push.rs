@@ -11,45 +11,11 @@ mod support;
 use std::path::Path;
 
 use serde_json::{json, Value};
+use support::push::push_module;
 use support::{Server, StoreSpec, ADMIN_TOKEN};
 
-/// POSTs `module` to `/admin/modules/{kind}` with `Content-Length: declared` (the module's
-/// length when `None`): status and answer (`null` when not JSON).
-async fn push_declared(
-    addr: &str,
-    kind: &str,
-    module: &[u8],
-    declared: Option<usize>,
-) -> (u16, Value) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!(
-        "POST /admin/modules/{kind} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/wasm\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        declared.unwrap_or(module.len())
-    );
-    s.write_all(head.as_bytes()).await.unwrap();
-    // The host may answer (and close) before the whole body is sent.
-    let _ = s.write_all(module).await;
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out).await;
-    let split = out
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no answer: {}", String::from_utf8_lossy(&out)));
-    let status = String::from_utf8_lossy(&out[..split])
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&out[split + 4..]).unwrap_or(Value::Null),
-    )
-}
-
 async fn push(server: &Server, kind: &str, module: &[u8]) -> (u16, Value) {
-    push_declared(&server.addr, kind, module, None).await
+    push_module(&server.addr, kind, "", module, None).await
 }
 
 /// Modules kept in the store of the SQLite host in `dir`.
@@ -129,7 +95,7 @@ async fn refused_pushes_name_their_cause_and_leave_nothing_stored() {
     assert_eq!(status, 422, "{out}");
 
     // Past the 32 MiB limit (declared; the host answers without reading it).
-    let (status, out) = push_declared(&server.addr, "rules", b"", Some((32 << 20) + 1)).await;
+    let (status, out) = push_module(&server.addr, "rules", "", b"", Some((32 << 20) + 1)).await;
     assert_eq!(status, 413, "{out}");
     assert!(reason(&out).contains("32 MiB"), "{out}");
 
@@ -183,8 +149,8 @@ async fn compiling_never_holds_the_network_threads() {
     // Two pushes at once: on a two-thread network runtime, compiling there would hold both.
     let (a, b) = (server.addr.clone(), server.addr.clone());
     let (ma, mb) = (module.clone(), module.clone());
-    let first = tokio::spawn(async move { push_declared(&a, "rules", &ma, None).await });
-    let second = tokio::spawn(async move { push_declared(&b, "rules", &mb, None).await });
+    let first = tokio::spawn(async move { push_module(&a, "rules", "", &ma, None).await });
+    let second = tokio::spawn(async move { push_module(&b, "rules", "", &mb, None).await });
     // Wait until the host is compiling (the pushes' bodies are in), then ask for its health.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     while server.metric("zonekeep_module_compiles_running").await < 1.0 {
