@@ -156,6 +156,12 @@ async fn zone_moved_resumes_at_once_through_the_entry_url_with_the_token() {
         assert!(matches!(next(&mut conn).await, Event::Delta(_)));
         assert_eq!(conn.send_input(b"a").unwrap(), 1);
         assert_eq!(h1.input(100).await.seq, 1);
+        // The zone consumed input 1 and said so; input 2 it never acknowledges (a zone frozen
+        // for its handover consumes nothing more).
+        h1.delta(support::ack_only(101, 1), support::KNOWN).await;
+        assert!(matches!(next(&mut conn).await, Event::Delta(p) if p.ack == 1));
+        assert_eq!(conn.send_input(b"b").unwrap(), 2);
+        assert_eq!(h1.input(101).await.seq, 2);
 
         h1.kick(KickCode::ZONE_MOVED, "zone moved").await;
         h1.drain();
@@ -183,9 +189,13 @@ async fn zone_moved_resumes_at_once_through_the_entry_url_with_the_token() {
             }
             other => panic!("expected Welcome, got {other:?}"),
         }
+        // The unacknowledged input goes again, first and with its number (PROTOCOL.md §4.2); the
+        // acknowledged one does not.
+        let again = h2.input(200).await;
+        assert_eq!((again.seq, again.payload.as_slice()), (2, &b"b"[..]));
         assert!(matches!(next(&mut conn).await, Event::Delta(p) if p.baseline));
-        assert_eq!(conn.send_input(b"b").unwrap(), 2, "the same player goes on");
-        assert_eq!(h2.input(200).await.seq, 2);
+        assert_eq!(conn.send_input(b"c").unwrap(), 3, "the same player goes on");
+        assert_eq!(h2.input(200).await.seq, 3);
         let c = conn.counters();
         assert_eq!(
             (c.redirects, c.resumes, c.fresh_joins, c.reconnects),

@@ -130,8 +130,9 @@ pub struct ServerConfig {
     pub zone_max_facts_per_second: u32,
     /// Zones labelled individually in metrics; the rest are `_other`. Default 32.
     pub metrics_zone_labels: usize,
-    /// Bound on the whole graceful shutdown (one deadline shared by every
-    /// phase: freezing zones, final saves, closing connections, facts). Default 10000.
+    /// Bound on the whole graceful shutdown, from the signal to the exit (one
+    /// deadline shared by every phase: freezing zones, final saves, closing
+    /// connections, facts, leaving the fleet). Default 10000.
     pub shutdown_timeout_ms: u64,
     /// Time a module's compilation may take, from the deploy that asked for it, before the
     /// deploy is refused and nothing of it installed. Modules compile one at a time on a thread

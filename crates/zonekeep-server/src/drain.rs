@@ -15,9 +15,10 @@
 //! saves, and the zones waiting for their turn keep ticking. Zones still
 //! running when half the bound has passed are frozen all at once.
 //!
-//! One deadline (`shutdown_timeout_ms`, computed once) bounds the whole
-//! shutdown; every phase gets what is left of it, and the phase that runs
-//! into it is logged. A final save that was refused or not confirmed by the
+//! One deadline (`shutdown_timeout_ms`, computed once at SIGTERM) bounds the
+//! whole shutdown, from the signal to the exit: every phase — leaving the
+//! fleet included — gets what is left of it, and the phase that runs into it
+//! is logged. No store call is waited for past it, however slow the store. A final save that was refused or not confirmed by the
 //! deadline is logged at ERROR and reported, so the process exits non-zero.
 
 use std::sync::Arc;
@@ -101,8 +102,8 @@ impl Deadline {
 
 /// Stop admitting (the accept loop has stopped), freeze the zones, confirm
 /// their final saves, kick each zone's clients once its save is durable, then
-/// close the remaining sessions, commit what facts can be and stop the
-/// simulation threads — all within `shutdown_timeout_ms`.
+/// close the remaining sessions, commit what facts can be, stop the
+/// simulation threads and leave the fleet — all within `shutdown_timeout_ms`.
 pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> DrainReport {
     let deadline = Deadline::new(Duration::from_millis(shared.config.shutdown_timeout_ms));
     // New joins and zone starts are refused from here; attached sessions stay.
@@ -176,6 +177,18 @@ pub(crate) async fn shutdown_host(shared: &Arc<Shared>, conns: &TaskTracker) -> 
         unsaved.extend(done.saves.unsaved);
         if done.facts_abandoned > 0 {
             deadline.missed("committing facts");
+        }
+    }
+    if let Some(fleet) = shared.fleet() {
+        // The final saves are durable (or given up on): other hosts may take the zones now. A
+        // store too slow to record that within the bound does not hold the exit: the others
+        // take the zones once this host's heartbeat is silent for the takeover bound.
+        deadline.begin("leaving the fleet");
+        if tokio::time::timeout_at(deadline.at, fleet.leave())
+            .await
+            .is_err()
+        {
+            deadline.missed("leaving the fleet");
         }
     }
     unsaved.sort();

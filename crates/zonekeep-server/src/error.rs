@@ -103,6 +103,9 @@ impl SessionError {
                 JoinFailure::Refused(_) => KickCode::JOIN_REFUSED,
                 JoinFailure::Failed(_) => KickCode::ZONE_STOPPED,
                 JoinFailure::Unavailable(_) | JoinFailure::TooManyZones => KickCode::JOIN_REFUSED,
+                // Both SDKs retry INTERNAL_ERROR with backoff (keeping the reconnect token), which
+                // outlasts a host fencing itself and the zone's takeover elsewhere.
+                JoinFailure::StoreUnreachable(_) => KickCode::INTERNAL_ERROR,
                 JoinFailure::ReconnectRefused(_) => KickCode::RECONNECT_REFUSED,
                 JoinFailure::Busy => KickCode::INTERNAL_ERROR,
                 // Both SDKs reconnect on SHUTTING_DOWN, which is what a client of a

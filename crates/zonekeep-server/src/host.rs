@@ -709,11 +709,8 @@ impl Host {
         }
         drop(listener);
         conns.close();
+        // Leaving the fleet is the drain's last phase, within the same bound.
         let report = crate::drain::shutdown_host(&shared, &conns).await;
-        if let Some(fleet) = shared.fleet() {
-            // The final saves are durable (or given up on): other hosts may take the zones now.
-            fleet.leave().await;
-        }
         shared.fleet_stop.cancel();
         if report.is_complete() {
             Ok(())

@@ -350,7 +350,9 @@ async fn admit(
                     return Err(JoinFailure::Moved { host, url }.into())
                 }
                 Err(e) => {
-                    return Err(JoinFailure::Unavailable(format!("fleet directory: {e}")).into())
+                    return Err(
+                        JoinFailure::StoreUnreachable(format!("fleet directory: {e}")).into(),
+                    )
                 }
             }
         }
@@ -410,7 +412,9 @@ async fn admit(
         match fleet.spend_ticket(&ticket.jti, forget_after).await {
             Ok(true) => {}
             Ok(false) => return Err(crate::ticket::TicketError::Replayed.into()),
-            Err(e) => return Err(JoinFailure::Unavailable(format!("fleet directory: {e}")).into()),
+            Err(e) => {
+                return Err(JoinFailure::StoreUnreachable(format!("fleet directory: {e}")).into())
+            }
         }
     }
     // A zone the directory knows runs as the kind and params it was created with.
@@ -457,6 +461,10 @@ async fn enter_zone(
                     JoinFailure::Moved { host, url }
                 }
                 AdmitError::Start(StartError::Failed(why)) => failed(shared, entry, why),
+                // The store failed or the start timed out: nothing the client could change.
+                AdmitError::Start(StartError::Unavailable(why)) => {
+                    JoinFailure::StoreUnreachable(why)
+                }
                 AdmitError::Start(e) => refused(e.to_string()),
                 AdmitError::Busy => JoinFailure::Busy,
             })?;

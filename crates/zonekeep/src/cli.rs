@@ -172,7 +172,8 @@ struct ServeArgs {
     /// Zones labelled individually in metrics; the rest are "_other" [default: 32].
     #[arg(long, env = "ZONEKEEP_METRICS_ZONE_LABELS")]
     metrics_zone_labels: Option<usize>,
-    /// Bound on the whole graceful shutdown (one deadline for every phase), ms [default: 10000].
+    /// Bound on the whole graceful shutdown, from the signal to the exit (one deadline for every
+    /// phase; no store call is waited for past it), ms [default: 10000].
     #[arg(long, env = "ZONEKEEP_SHUTDOWN_TIMEOUT_MS")]
     shutdown_timeout_ms: Option<u64>,
     /// Time a pushed module's compilation may take before the deploy is refused, ms [default: 20000].

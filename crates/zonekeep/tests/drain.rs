@@ -245,3 +245,66 @@ async fn a_final_save_the_store_refuses_fails_the_exit_with_an_error() {
         "nothing was saved"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bound_holds_to_the_exit_however_slow_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreSpec::Sqlite(dir.path().join("data"));
+    // Every store write takes longer than the whole shutdown bound (the fleet directory gives a
+    // store 2 s to answer, so this is about as slow as a host can still start on).
+    const BOUND_MS: u64 = 400;
+    const STORE_MS: u64 = 1_500;
+    let host = Server::start(
+        &store,
+        &[
+            "--save-every",
+            "1h",
+            "--store-delay",
+            &STORE_MS.to_string(),
+            "--shutdown-timeout-ms",
+            &BOUND_MS.to_string(),
+        ],
+        &dir.path().join("host.log"),
+    )
+    .await;
+    let mut c = LedgerClient::start(&host.addr, "slower", "ada", 1, 5, INPUT_EVERY).await;
+    c.until("inputs acknowledged", |l| l.acked >= 5).await;
+
+    let signalled = tokio::time::Instant::now();
+    host.sigterm();
+    let (status, log) = host.wait().await;
+    let took = signalled.elapsed();
+    // The process is gone well before one more store write could have run past the bound (half
+    // a write of slack for a loaded machine).
+    assert!(
+        took < Duration::from_millis(BOUND_MS + STORE_MS / 2),
+        "exited {took:?} after SIGTERM with a {BOUND_MS} ms bound\n{log}"
+    );
+    // Every step after the final saves is bounded too: leaving the fleet (a store write) starts
+    // with what is left of the bound and is cut at the deadline.
+    assert!(left_ms(&log, "leaving the fleet") <= BOUND_MS, "{log}");
+    assert!(
+        line_of(
+            &log,
+            &["shutdown deadline reached", "phase=\"leaving the fleet\""]
+        )
+        .is_some(),
+        "{log}"
+    );
+    // What the bound cost is said, and fails the exit: a store slower than the bound cannot
+    // confirm the final save in it.
+    assert!(!status.success(), "{log}");
+    assert!(
+        line_of(
+            &log,
+            &[
+                "ERROR",
+                "final save not written by the shutdown deadline",
+                "zone=slower"
+            ]
+        )
+        .is_some(),
+        "{log}"
+    );
+    assert!(log.contains("zonekeep: shutdown lost state"), "{log}");
+}

@@ -3,7 +3,9 @@
 //! told HOST_FENCED, and only after that does another host take the zones over (after the takeover
 //! bound, by the database's clock). Clients rejoining through that host play on, and the ledger
 //! holds every fact once. The test asserts that order, the order that makes the takeover safe, and
-//! prints how long each step took after the freeze rather than asserting wall-clock times.
+//! prints how long each step took after the freeze rather than asserting wall-clock times. While
+//! the host's store hangs, clients sent to it are told to retry (INTERNAL_ERROR), not refused, and
+//! a client that retries lands once the zone moved.
 //!
 //! The hang is made by a TCP proxy in the test between one host and PostgreSQL that, when frozen,
 //! neither reads nor writes any byte and closes no socket: the host sees neither an error nor a
@@ -367,4 +369,105 @@ async fn a_host_whose_database_hangs_fences_itself_within_the_bound() {
     for p in &principals {
         assert!(rows.get(p).copied().unwrap_or(0) >= 8, "{p}: {rows:?}");
     }
+}
+
+/// Joins `zone` through `entry` once (following Redirects): the Kick the attempt ended with, or
+/// `None` when it was welcomed and acknowledged an input.
+async fn attempt_join(entry: &Server, zone: &str, principal: &str) -> Option<(u16, String)> {
+    let mut c =
+        LedgerClient::start(&entry.addr, zone, principal, 1, u64::MAX / 2, INPUT_EVERY).await;
+    let l = c
+        .until("a Welcome or a Kick", |l| {
+            l.acked >= 1 || l.kicked.is_some() || l.closed
+        })
+        .await;
+    c.stop();
+    if l.acked >= 1 {
+        return None;
+    }
+    Some(
+        l.kicked
+            .clone()
+            .unwrap_or_else(|| panic!("closed without a Kick: {l:?}")),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_sent_to_a_host_whose_database_hangs_are_told_to_retry() {
+    let Some(url) = support::service_url(
+        "ZONEKEEP_TEST_POSTGRES",
+        "clients_sent_to_a_host_whose_database_hangs_are_told_to_retry",
+    ) else {
+        return;
+    };
+    let run = support::unique_run();
+    let store = StoreSpec::postgres_isolated(&url, &run).await;
+    let StoreSpec::Postgres(direct) = &store else {
+        unreachable!("an isolated PostgreSQL store")
+    };
+    let url = PgUrl::parse(direct);
+    let proxy = FreezableProxy::start(url.upstream()).await;
+    let store_a = StoreSpec::Postgres(url.at(proxy.addr));
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--admin-token", ADMIN_TOKEN, "--save-every", "200ms"];
+    let a = Server::start(&store_a, &flags, &dir.path().join("a.log")).await;
+    let b = Server::start(&store, &flags, &dir.path().join("b.log")).await;
+    let a_id = a.host_id().await;
+    let zone = "hang-retry";
+    let (status, created) = a
+        .admin_request(
+            "POST",
+            "/admin/zones",
+            Some(&json!({"id": zone, "kind": "ledger-test", "host": a_id})),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(
+        attempt_join(&b, zone, &format!("before-{run}")).await,
+        None,
+        "a client entering through B plays at A"
+    );
+
+    proxy.set_frozen(true);
+    // A still owns the zone in the directory, so B sends the client there; A cannot reach the
+    // store to admit it. That is no refusal of the join: the client is told to retry.
+    let first = attempt_join(&b, zone, &format!("cut-{run}")).await;
+    let (code, reason) = first.expect("no Welcome while the owner's store is unreachable");
+    assert_eq!(
+        code,
+        KickCode::INTERNAL_ERROR.0,
+        "a client sent to a host whose store does not answer is told to retry: {reason:?}"
+    );
+    // Retrying as the SDKs do (with backoff, here a fixed pause), the client lands — at B once
+    // A has fenced itself and B has taken the zone over — and is never refused on the way.
+    let deadline = Instant::now() + PATIENCE;
+    let mut attempts = 1;
+    loop {
+        attempts += 1;
+        match attempt_join(&b, zone, &format!("retry-{attempts}-{run}")).await {
+            None => break,
+            Some((code, reason)) => {
+                assert!(
+                    [
+                        KickCode::INTERNAL_ERROR,
+                        KickCode::HOST_FENCED,
+                        KickCode::ZONE_MOVED,
+                        KickCode::TOO_MANY_REDIRECTS
+                    ]
+                    .iter()
+                    .any(|k| k.0 == code),
+                    "attempt {attempts} ended with kick {code} ({reason:?}), which the SDKs do not retry"
+                );
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no attempt landed in {PATIENCE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!("landed after {attempts} attempts");
+    proxy.set_frozen(false);
+    drop(a);
+    b.terminate().await;
 }

@@ -55,7 +55,8 @@ pub struct CountersSnapshot {
     pub redirects: u64,
     /// `send_input` calls refused because the outgoing queue was full.
     pub outgoing_full: u64,
-    /// Queued inputs discarded because the connection rejoined as a new player.
+    /// Inputs given up on: queued or unacknowledged ones when the connection rejoined as a new
+    /// player, and those beyond what a resume sends at once (the oldest of a long outage).
     pub inputs_discarded: u64,
     /// Times the event channel was full and the connection waited for the application.
     pub events_full: u64,

@@ -116,6 +116,12 @@ pub(crate) struct Driver {
     unacked: VecDeque<Input>,
     /// WebTransport: the newest State tick acknowledged in an Inputs datagram.
     acked_sent: u64,
+    /// WebSocket: inputs written (or held by the outgoing NetSim when the socket went) that no
+    /// Delta has acknowledged yet, oldest first, as (seq, message), at most
+    /// [`reconnect::UNACKED_KEPT`]. A resume sends them again (PROTOCOL.md §4.2): a zone handed
+    /// over in a drain keeps only the inputs it consumed, and the ack of a later input would
+    /// otherwise vouch for them.
+    sent_unacked: VecDeque<(u32, Vec<u8>)>,
     events: mpsc::Sender<Event>,
     out_sim: NetSim,
     in_sim: NetSim,
@@ -159,6 +165,7 @@ impl Driver {
             states: StateRing::new(),
             unacked: VecDeque::new(),
             acked_sent: 0,
+            sent_unacked: VecDeque::new(),
             events,
             out_delay: VecDeque::new(),
             in_delay: VecDeque::new(),
@@ -195,7 +202,13 @@ impl Driver {
                     // Abrupt: no close handshake on a transport we consider dead.
                     self.link = None;
                     self.in_delay.clear();
-                    self.out_delay.clear();
+                    // Inputs the outgoing NetSim still held were stamped and never sent: a resume
+                    // sends them with the unacknowledged ones.
+                    for (_, bytes, is_input) in std::mem::take(&mut self.out_delay) {
+                        if is_input {
+                            self.keep_unacked(bytes);
+                        }
+                    }
                     let retry = self.opts.reconnect.enabled
                         && kick.as_ref().is_none_or(|k| invites_reconnect(k.code));
                     if !retry {
@@ -413,6 +426,10 @@ impl Driver {
                 return self.send_inputs();
             }
         }
+        if is_input {
+            // Kept before the write: an input whose write fails is sent again on a resume.
+            self.keep_unacked(bytes.clone());
+        }
         let Some(link) = self.link.as_mut() else {
             return lost("no transport");
         };
@@ -432,6 +449,32 @@ impl Driver {
             add(&self.shared.counters.inputs_sent, 1);
         }
         Flow::Continue
+    }
+
+    /// Remembers a WebSocket Input message until a Delta acknowledges it (the oldest is forgotten
+    /// past [`reconnect::UNACKED_KEPT`]).
+    fn keep_unacked(&mut self, bytes: Vec<u8>) {
+        let Ok(ClientMessage::Input(input)) = ClientMessage::decode(&bytes) else {
+            return;
+        };
+        if self.sent_unacked.len() >= reconnect::UNACKED_KEPT {
+            self.sent_unacked.pop_front();
+        }
+        self.sent_unacked.push_back((input.seq, bytes));
+    }
+
+    /// The zone consumed every input up to `ack`: none of them is sent again.
+    fn acknowledged(&mut self, ack: u32) {
+        while self.unacked.front().is_some_and(|i| i.seq <= ack) {
+            self.unacked.pop_front();
+        }
+        while self
+            .sent_unacked
+            .front()
+            .is_some_and(|(seq, _)| *seq <= ack)
+        {
+            self.sent_unacked.pop_front();
+        }
     }
 
     /// Sends an Inputs datagram (PROTOCOL.md §4.5): the newest State applied and the inputs no
@@ -501,9 +544,7 @@ impl Driver {
             bytes.len(),
         );
         self.mirror = next;
-        while self.unacked.front().is_some_and(|i| i.seq <= delta.ack) {
-            self.unacked.pop_front();
-        }
+        self.acknowledged(delta.ack);
         if let Flow::Stop(r) = self.emit(Event::Delta(patch)).await {
             return Flow::Stop(r);
         }
@@ -545,6 +586,7 @@ impl Driver {
                 .last_tick
                 .fetch_max(delta.tick, Ordering::Relaxed);
             self.shared.clock().on_delta(delta.tick, now);
+            self.acknowledged(delta.ack);
             let tick = delta.tick;
             let (patch, events) = self.patch_of(delta, bytes.len());
             if let Flow::Stop(r) = self.emit(Event::Delta(patch)).await {

@@ -205,8 +205,9 @@ pub enum CloseReason {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// A new Welcome after a reconnect (the first one is returned by [`connect`]). `resumed`: the
-    /// same player continues (inputs keep their sequence); otherwise this is a new player (input
-    /// sequences restart at 1: reset prediction). A BASELINE Delta follows either way.
+    /// same player continues (inputs keep their sequence, and those no Delta acknowledged are
+    /// sent again first: PROTOCOL.md §4.2); otherwise this is a new player (input sequences restart at
+    /// 1: reset prediction). A BASELINE Delta follows either way.
     Welcome {
         /// The Welcome.
         welcome: Welcome,

@@ -88,6 +88,12 @@ pub enum JoinFailure {
     /// The zone could not be created or is gone.
     #[error("zone unavailable: {0}")]
     Unavailable(String),
+    /// The store (or the fleet directory in it) did not answer while admitting the client, as
+    /// when this host's database link is down: nothing is wrong with the join, and a retry
+    /// shortly lands — here once the store answers, or at the zone's next owner once this host
+    /// has fenced itself and the zone moved.
+    #[error("the store did not answer ({0}); retry shortly")]
+    StoreUnreachable(String),
     /// The zone failed (its game code could not start it, or failed while it ran) and stays
     /// failed until an operator stops it or its kind is deployed anew; the message says why.
     #[error("{0}")]

@@ -27,10 +27,23 @@ pub struct Seen {
     pub kicks: Vec<u16>,
     /// `Disconnected` events: sessions the SDK told the game it lost.
     pub disconnects: u32,
+    /// The input number each sequence number carried (as the SDK stamped it): with no fresh
+    /// join, an acknowledgement of `seq` vouches for every number up to `numbers[seq]`.
+    pub numbers: std::collections::BTreeMap<u32, u64>,
 }
 
 /// A player of `zone` entering at `entry`: sends an input every 25 ms, records acks and Welcomes.
 pub async fn player(entry: String, zone: String, principal: String) -> watch::Receiver<Seen> {
+    player_every(entry, zone, principal, Duration::from_millis(25)).await
+}
+
+/// A player of `zone` entering at `entry` that sends an input `every`, numbered 1, 2, ...
+pub async fn player_every(
+    entry: String,
+    zone: String,
+    principal: String,
+    every: Duration,
+) -> watch::Receiver<Seen> {
     let url = format!("ws://{entry}/zones/{zone}");
     let (z, p) = (zone.clone(), principal.clone());
     let opts = ConnectOptions::new(super::ticket(&principal, &zone)).with_fresh_ticket(move || {
@@ -43,7 +56,7 @@ pub async fn player(entry: String, zone: String, principal: String) -> watch::Re
         ..Seen::default()
     });
     tokio::spawn(async move {
-        let mut every = tokio::time::interval(Duration::from_millis(25));
+        let mut every = tokio::time::interval(every);
         // Ticks missed while offline are skipped, not made up in a burst.
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut n = 0u64;
@@ -55,8 +68,13 @@ pub async fn player(entry: String, zone: String, principal: String) -> watch::Re
                 // the inputs and deliver them in one burst on resuming).
                 _ = every.tick(), if online => {
                     n += 1;
-                    let _ = conn.send_input(&n.to_le_bytes());
-                    tx.send_modify(|s| s.sent = n);
+                    let seq = conn.send_input(&n.to_le_bytes()).ok();
+                    tx.send_modify(|s| {
+                        s.sent = n;
+                        if let Some(seq) = seq {
+                            s.numbers.insert(seq, n);
+                        }
+                    });
                 }
                 e = conn.recv() => match e {
                     Some(Event::Delta(d)) => {

@@ -3,11 +3,14 @@
 //! Redirects to the zone's current owner.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand_core::RngCore;
 use tokio::sync::mpsc;
-use zonekeep_protocol::messages::{Hello, KickCode, ResumeFrom, Welcome, RESUME_FROM_VERSION};
+use zonekeep_protocol::messages::{
+    ClientMessage, Hello, KickCode, ResumeFrom, Welcome, RESUME_FROM_VERSION,
+};
 use zonekeep_protocol::mirror::Mirror;
 
 use super::{final_kick, invites_reconnect, ticket_expired, ticket_key_refused, Driver, Flow};
@@ -18,9 +21,16 @@ use crate::connection::socket;
 use crate::connection::{CloseReason, Event, Outgoing};
 use crate::error::ClientError;
 
-/// Inputs queued during an outage that are still sent after a resume (the newest ones): well
-/// under the host's input burst allowance.
+/// Inputs queued during an outage that are still sent after a resume (the newest ones), at most.
 const RESUME_BACKLOG: usize = 16;
+
+/// Unacknowledged inputs a connection keeps to send again after a resume, at most.
+pub(super) const UNACKED_KEPT: usize = 24;
+
+/// Inputs sent at once after a resume — the unacknowledged ones first, then the newest of those
+/// queued during the outage — at most: under the host's default input burst of 30 (PROTOCOL.md
+/// §4.6), so none is dropped for its rate.
+const RESUME_BURST: usize = 28;
 
 impl Driver {
     fn backoff(&mut self, attempt: u32) -> Duration {
@@ -184,6 +194,23 @@ impl Driver {
         self.mirror.resume_from()
     }
 
+    /// The inputs no Delta or State acknowledged, from either transport (a resume may change it),
+    /// oldest first, as Input messages; both lists are emptied (writing them refills the one of
+    /// the new transport).
+    fn unacked_to_resend(&mut self) -> Vec<Vec<u8>> {
+        let mut by_seq: std::collections::BTreeMap<u32, Vec<u8>> =
+            std::mem::take(&mut self.sent_unacked).into_iter().collect();
+        for input in std::mem::take(&mut self.unacked) {
+            let seq = input.seq;
+            if let Ok(bytes) = ClientMessage::Input(input).to_bytes() {
+                by_seq.entry(seq).or_insert(bytes);
+            }
+        }
+        let skip = by_seq.len().saturating_sub(UNACKED_KEPT);
+        add(&self.shared.counters.inputs_discarded, skip as u64);
+        by_seq.into_values().skip(skip).collect()
+    }
+
     async fn install(
         &mut self,
         link: Link,
@@ -193,10 +220,19 @@ impl Driver {
         out_rx: &mut mpsc::Receiver<Outgoing>,
     ) -> Result<(), CloseReason> {
         let resumed = used_token && welcome.player_id == self.welcome.player_id;
-        let c = &self.shared.counters;
+        let c = Arc::clone(&self.shared);
+        let c = &c.counters;
         add(&c.reconnects, 1);
         if resumed {
             add(&c.resumes, 1);
+            // Inputs sent before the drop that no Delta acknowledged go again, in order and with
+            // their numbers: the host drops those it already has (PROTOCOL.md §4.2), and a zone
+            // handed over in a drain has only those it consumed.
+            let again = self.unacked_to_resend();
+            let again_len = again.len();
+            for bytes in again {
+                self.out_delay.push_back((0, bytes, true));
+            }
             // Inputs queued while the transport was down: the newest few still matter (the
             // player's latest intent); a long outage's backlog would only reach the host as one
             // burst over its input rate, and be refused, so it is dropped.
@@ -204,18 +240,21 @@ impl Driver {
             while let Ok(o) = out_rx.try_recv() {
                 queued.push(o);
             }
-            let stale = queued.len().saturating_sub(RESUME_BACKLOG);
+            let room = RESUME_BACKLOG.min(RESUME_BURST.saturating_sub(again_len));
+            let stale = queued.len().saturating_sub(room);
             add(&c.inputs_discarded, stale as u64);
             for o in queued.into_iter().skip(stale) {
                 self.out_delay.push_back((0, o.bytes, o.is_input));
             }
         } else {
             add(&c.fresh_joins, 1);
-            // A new player: its sequence starts again at 1, and inputs queued for the old player
-            // mean nothing to it.
+            // A new player: its sequence starts again at 1, and inputs queued or unacknowledged
+            // for the old player mean nothing to it.
             while out_rx.try_recv().is_ok() {
                 add(&c.inputs_discarded, 1);
             }
+            self.unacked.clear();
+            self.sent_unacked.clear();
             self.shared.next_seq.store(1, Ordering::Relaxed);
         }
         self.shared

@@ -67,6 +67,11 @@ export class RedirectError extends Error {
     }
 }
 /**
+ * Unacknowledged inputs a connection keeps to send again after a resume, at most: under the host's
+ * default input burst of 30 (§4.6), so none of them is dropped for its rate.
+ */
+const UNACKED_KEPT = 24;
+/**
  * What a {@link ZoneConnection} tells the app when the host refuses its content version: the page
  * must be reloaded to get the current build.
  */
@@ -278,6 +283,12 @@ export class ZoneConnection {
     ackTimer = null;
     /** The highest input ack any State carried (pending inputs at or below it are dropped). */
     inputAck = 0;
+    /**
+     * Inputs sent over WebSocket that no Delta has acknowledged yet, oldest first (at most
+     * {@link UNACKED_KEPT}). A resume sends them again (§4.2): a zone handed over in a drain keeps only
+     * the inputs it consumed, and the ack of a later input would otherwise vouch for them.
+     */
+    sentUnacked = [];
     stateCounters = { applied: 0, stale: 0, noBase: 0, undecodable: 0, early: 0 };
     /** A connection that does nothing until {@link connect}. */
     constructor(options) {
@@ -420,8 +431,29 @@ export class ZoneConnection {
             return seq;
         }
         this.send({ type: "input", seq, viewTick, payload });
+        this.keepUnacked({ seq, viewTick, payload });
         this.seq = seq;
         return seq;
+    }
+    /** Remembers a WebSocket input until a Delta acknowledges it (the oldest is forgotten past the cap). */
+    keepUnacked(input) {
+        this.sentUnacked.push(input);
+        while (this.sentUnacked.length > UNACKED_KEPT)
+            this.sentUnacked.shift();
+    }
+    /**
+     * After a resume: the inputs no Delta or State acknowledged, from either transport (a resume may
+     * change it), oldest first; both lists are emptied.
+     */
+    unackedToResend() {
+        const bySeq = new Map();
+        for (const i of [...this.sentUnacked, ...this.pendingInputs]) {
+            if (i.seq > this.lastAck && !bySeq.has(i.seq))
+                bySeq.set(i.seq, i);
+        }
+        this.sentUnacked = [];
+        this.pendingInputs = [];
+        return [...bySeq.values()].sort((a, b) => a.seq - b.seq).slice(-UNACKED_KEPT);
     }
     /**
      * Sends an Inputs datagram (§4.5): the pending inputs, newest last, as many as fit the session's
@@ -890,6 +922,7 @@ export class ZoneConnection {
             this.clock.onDelta(delta.tick, now);
             this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
             this.lastAck = delta.ack;
+            this.sentUnacked = this.sentUnacked.filter((p) => p.seq > delta.ack);
             if (delta.control !== undefined)
                 this.controlled = delta.control;
             this.emit("delta", delta, { mirror, changes, recvMs: now });
@@ -1047,6 +1080,13 @@ export class ZoneConnection {
         this.cancel(this.handshakeTimer);
         this.handshakeTimer = null;
         this.welcomeMsg = w;
+        // Inputs sent before the drop that no Delta acknowledged go again with their numbers (§4.2):
+        // the host drops those it already has. A new player's mean nothing to it.
+        const again = resumed ? this.unackedToResend() : [];
+        if (!resumed) {
+            this.sentUnacked = [];
+            this.pendingInputs = [];
+        }
         this.playerId = w.playerId;
         this.token = w.reconnectToken;
         if (this.wt !== null) {
@@ -1061,15 +1101,15 @@ export class ZoneConnection {
             this.mirrorState = this.ring.current;
             this.ackSent = 0;
             this.ackOnlyAt = Number.NEGATIVE_INFINITY;
-            // A resumed player's unacknowledged inputs are repeated; a new player's sequence starts over.
-            if (!resumed) {
-                this.pendingInputs = [];
+            // A resumed player's unacknowledged inputs are repeated with the next Inputs datagram; a new
+            // player's sequence starts over.
+            if (resumed)
+                this.pendingInputs = again.slice(-LIMITS.datagramInputs);
+            else
                 this.inputAck = 0;
-            }
         }
         else {
             this.ring = null;
-            this.pendingInputs = [];
             // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an ordinary
             // Delta continues from it. Anything else starts from nothing.
             const keep = resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.mirrorState !== null;
@@ -1091,6 +1131,12 @@ export class ZoneConnection {
             this.controlled = null;
         }
         this.st = "open";
+        if (this.wt === null) {
+            for (const i of again) {
+                this.send({ type: "input", seq: i.seq, viewTick: i.viewTick, payload: i.payload });
+                this.keepUnacked(i);
+            }
+        }
         this.ping();
         this.emit("welcome", w, { resumed, transport: this.wt !== null ? "webtransport" : "websocket" });
         const first = this.firstWelcome;
