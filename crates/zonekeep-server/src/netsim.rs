@@ -176,19 +176,19 @@ impl NetSim {
 
     /// What NetSim does for `sub`'s connections.
     pub fn report(&self, sub: &str) -> SubjectReport {
-        let entry = self.subjects().get(sub).cloned();
-        let own = entry
-            .as_ref()
-            .and_then(|e| *e.own.read().unwrap_or_else(|p| p.into_inner()));
-        let count = |f: fn(&SubjectSim) -> &AtomicU64| {
-            entry.as_ref().map_or(0, |e| f(e).load(Ordering::Relaxed))
-        };
+        // Read under the lock: a connection's end (which takes it too) then never sees this
+        // reader's reference and keeps an entry nobody needs.
+        let subjects = self.subjects();
+        let entry = subjects.get(sub);
+        let own = entry.and_then(|e| *e.own.read().unwrap_or_else(|p| p.into_inner()));
+        let count =
+            |f: fn(&SubjectSim) -> &AtomicU64| entry.map_or(0, |e| f(e).load(Ordering::Relaxed));
         SubjectReport {
             sub: sub.to_owned(),
             own,
             applies: own.unwrap_or_else(|| self.get()),
             // Less the map's own reference.
-            connections: entry.as_ref().map_or(0, |e| Arc::strong_count(e) - 2),
+            connections: entry.map_or(0, |e| Arc::strong_count(e) - 1),
             held_to_client: count(|e| &e.held_to_client),
             held_from_client: count(|e| &e.held_from_client),
         }
