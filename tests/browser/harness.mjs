@@ -84,7 +84,8 @@ export async function startServer(options = {}, more = {}) {
   const child = spawn(bin, args, {
     cwd: dataDir,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...env },
+    // A dev host gets the admin token, so a test may change its host-wide NetSim (`setNetSim`).
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...(dev ? { ZONEKEEP_ADMIN_TOKEN: ADMIN_TOKEN } : {}), ...env },
   });
   const lines = [];
   const keep = (buf) => {
@@ -128,14 +129,19 @@ export async function devTicket(base, zone, name) {
   return body.trim();
 }
 
-/** Sets NetSim on the running server. */
-export async function setNetSim(base, setting) {
-  const r = await fetch(`${base}/dev/netsim`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(setting),
-  });
-  if (!r.ok) throw new Error(`/dev/netsim: HTTP ${r.status} ${await r.text()}`);
+/** The admin token `startServer` gives a dev host. */
+export const ADMIN_TOKEN = "browser-tests-admin-token-0123456789";
+
+/**
+ * Sets NetSim on the running dev server: host-wide (an admin action, with `ADMIN_TOKEN`), or, with
+ * `sub`, for that ticket subject's connections only (what a page's own panel does).
+ */
+export async function setNetSim(base, setting, sub = null) {
+  const path = sub === null ? "/admin/netsim" : `/dev/netsim?sub=${encodeURIComponent(sub)}`;
+  const headers = { "content-type": "application/json" };
+  if (sub === null) headers.authorization = `Bearer ${ADMIN_TOKEN}`;
+  const r = await fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(setting) });
+  if (!r.ok) throw new Error(`${path}: HTTP ${r.status} ${await r.text()}`);
 }
 
 /**

@@ -2,6 +2,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { ManualScheduler, Replica, ZoneConnection, type ReplicaFrame } from "../src/index.js";
+import type { ServerClock } from "../src/clock.js";
+import type { Delta } from "../src/delta.js";
+import type { Mirror } from "../src/mirror.js";
 import { FakeServer, flush, rng } from "./helpers.js";
 
 const STEP = Math.fround(0.01);
@@ -243,5 +246,73 @@ describe("Replica under loss", () => {
     // The guess ran on while the entity had turned back: the correction is spread, never jumped.
     assert.ok(largest <= 2 * 6 * STEP, `largest frame step ${largest}`);
     assert.ok(replica.delayMs > 50, "the stall raised the delay");
+  });
+});
+
+describe("Replica after a stall of the page", () => {
+  const HZ = 30;
+  const MS_PER_TICK = 1000 / HZ;
+  const TRANSIT_MS = 50;
+  const FRAME_MS = 16;
+  // A clock that only says the tick rate: the jitter margin is not what is tested here.
+  const clock = { hz: HZ, jitterMs: 0 } as unknown as ServerClock;
+
+  /**
+   * One Delta per tick, each `TRANSIT_MS` in transit, and one frame every `FRAME_MS`, for 5 s; then
+   * `stall` (page: neither frames nor message handlers run for 500 ms, and the Deltas that came
+   * meanwhile are handled together when it ends; network: the page draws on while the Deltas are
+   * held back for 500 ms and then come together); then regular arrival again. Returns the delay
+   * before the stall and its course after it.
+   */
+  function run(stall: "page" | "network"): { steady: number; after: (ms: number) => number } {
+    const replica = new Replica(clock);
+    const mirror = {} as Mirror;
+    const delta = (tick: number): Delta => ({ tick, baseline: false, spawns: [], updates: [], despawns: [] }) as unknown as Delta;
+    let now = 1000;
+    let nextTick = 1;
+    const delays: { at: number; delay: number }[] = [];
+    // Deltas whose arrival time has come by `until` are handled at `handledAt` (default: on arrival).
+    const deliver = (until: number, handledAt?: number): void => {
+      while (nextTick * MS_PER_TICK + TRANSIT_MS <= until) {
+        const arrival = nextTick * MS_PER_TICK + TRANSIT_MS;
+        replica.onDelta(delta(nextTick), mirror, handledAt ?? arrival);
+        nextTick += 1;
+      }
+    };
+    const frames = (ms: number, heldUntil: number | null = null): void => {
+      for (const end = now + ms; now < end; ) {
+        now += FRAME_MS;
+        if (heldUntil === null || now >= heldUntil) deliver(now, heldUntil !== null && now - FRAME_MS < heldUntil ? now : undefined);
+        delays.push({ at: now, delay: replica.frame(now).delayMs });
+      }
+    };
+    frames(5000);
+    const steady = replica.delayMs;
+    const stallStart = now;
+    if (stall === "page") {
+      // Nothing of the page runs; then every Delta that came meanwhile is handled at once.
+      now += 500;
+      deliver(now, now);
+      delays.push({ at: now, delay: replica.frame(now).delayMs });
+    } else {
+      frames(500, now + 500);
+    }
+    frames(4000);
+    const after = (ms: number): number => {
+      const at = stallStart + 500 + ms;
+      return delays.find((d) => d.at >= at)?.delay ?? Number.NaN;
+    };
+    return { steady, after };
+  }
+
+  it("comes back near its steady delay within two seconds: a stall of the page is not network lateness", () => {
+    const { steady, after } = run("page");
+    assert.ok(steady < 150, `steady delay ${steady} ms`);
+    assert.ok(after(2000) <= steady + 20, `2 s after a page stall the delay is ${after(2000).toFixed(0)} ms (steady ${steady.toFixed(0)} ms)`);
+  });
+
+  it("still rises when the network held the Deltas back", () => {
+    const { steady, after } = run("network");
+    assert.ok(after(2000) >= steady + 200, `2 s after a network stall the delay is ${after(2000).toFixed(0)} ms (steady ${steady.toFixed(0)} ms)`);
   });
 });

@@ -182,7 +182,7 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         let req = format!(
-                "POST /dev/netsim HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "POST /dev/netsim?sub=wt-walker HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
         tcp.write_all(req.as_bytes()).await.unwrap();

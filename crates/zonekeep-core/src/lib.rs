@@ -176,7 +176,9 @@ pub use kinds::{ImageFactory, RestoreFactory, ZoneFactory, ZoneKinds};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 pub use replicate::ResumeOutcome;
 pub use report::{AdvanceReport, FactRefusals, InputCounters};
-pub use rewind::{Collider, Hit, HitTarget, LagCompensation, Rewind, Shape};
+pub use rewind::{
+    Collider, Hit, HitTarget, LagCompensation, Rewind, Shape, DEFAULT_MAX_VIEW_DELAY,
+};
 pub use rng::{zone_rng, ZoneRng};
 pub use snapshot::{RestoreError, SavedParticipant, Snapshot, SnapshotError};
 pub use tier::{IdlePolicy, Tier, TierTransition};

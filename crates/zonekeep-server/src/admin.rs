@@ -63,6 +63,10 @@ pub(crate) fn router(shared: &Arc<Shared>) -> Router<Arc<Shared>> {
     Router::new()
         .route("/admin/zones", get(list).post(create))
         .route("/admin/hosts", get(hosts))
+        .route(
+            "/admin/netsim",
+            get(crate::dev::get_host_netsim).post(crate::dev::set_host_netsim),
+        )
         .route("/admin/zones/{id}", get(detail))
         .route("/admin/zones/{id}/kick", post(kick))
         .route("/admin/zones/{id}/stop", post(stop))

@@ -1,7 +1,9 @@
 //! Dev-mode routes (they exist only with `--dev`):
 //! `GET /dev/ticket?zone=..&name=..[&role=observer][&kind=..]` mints a short guest
 //! ticket (`kind`: the zone kind to create the zone as, if it is not running; one this host
-//! serves); `GET`/`POST /dev/netsim` reads or replaces the NetSim setting.
+//! serves); `GET`/`POST`/`DELETE /dev/netsim?sub=SUBJECT` reads, sets or clears the NetSim
+//! setting of one subject's connections (a page's own: the subject of its ticket), and
+//! `GET /dev/netsim` reads the host-wide one (which only `POST /admin/netsim` changes).
 
 use std::sync::Arc;
 
@@ -16,16 +18,17 @@ use serde_json::json;
 use zonekeep_core::{Claims, Role};
 
 use crate::host::{json_error, valid_zone_id, Shared};
-use crate::netsim::NetSimConfig;
+use crate::netsim::{NetSimConfig, TOO_MANY_OWN};
 use crate::ticket::{mint, unix_now, MintRequest};
 
 /// Guest tickets live this long (or the host's maximum, if shorter).
 const GUEST_TTL_SECS: u64 = 300;
 
 pub(crate) fn router() -> Router<Arc<Shared>> {
-    Router::new()
-        .route("/dev/ticket", get(ticket))
-        .route("/dev/netsim", get(get_netsim).post(set_netsim))
+    Router::new().route("/dev/ticket", get(ticket)).route(
+        "/dev/netsim",
+        get(get_netsim).post(set_netsim).delete(clear_netsim),
+    )
 }
 
 #[derive(Deserialize)]
@@ -113,11 +116,76 @@ async fn ticket(State(shared): State<Arc<Shared>>, Query(q): Query<TicketQuery>)
     }
 }
 
-async fn get_netsim(State(shared): State<Arc<Shared>>) -> Response {
+/// Whose NetSim setting a `/dev/netsim` request is about.
+#[derive(Deserialize)]
+struct NetSimQuery {
+    sub: Option<String>,
+}
+
+async fn get_netsim(State(shared): State<Arc<Shared>>, Query(q): Query<NetSimQuery>) -> Response {
+    match q.sub {
+        Some(sub) => Json(shared.netsim.report(&sub)).into_response(),
+        None => Json(shared.netsim.get()).into_response(),
+    }
+}
+
+/// The refusal of a `/dev/netsim` change that names no subject.
+fn whose() -> Response {
+    json_error(
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+        "say whose connections: /dev/netsim?sub=SUBJECT (the subject of the page's ticket); \
+         the host-wide setting is an admin action: POST /admin/netsim",
+    )
+}
+
+async fn set_netsim(
+    State(shared): State<Arc<Shared>>,
+    Query(q): Query<NetSimQuery>,
+    body: Bytes,
+) -> Response {
+    let Some(sub) = q.sub else {
+        return whose();
+    };
+    let cfg: NetSimConfig = match serde_json::from_slice(&body) {
+        Ok(c) => c,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, "bad_request", e.to_string()),
+    };
+    match shared.netsim.set_own(&sub, Some(cfg)) {
+        Ok(()) => Json(shared.netsim.report(&sub)).into_response(),
+        Err(e) if e.0 == TOO_MANY_OWN => json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            e.to_string(),
+        ),
+        Err(e) => json_error(StatusCode::BAD_REQUEST, "bad_request", e.to_string()),
+    }
+}
+
+async fn clear_netsim(State(shared): State<Arc<Shared>>, Query(q): Query<NetSimQuery>) -> Response {
+    let Some(sub) = q.sub else {
+        return whose();
+    };
+    match shared.netsim.set_own(&sub, None) {
+        Ok(()) => Json(shared.netsim.report(&sub)).into_response(),
+        Err(e) => json_error(StatusCode::BAD_REQUEST, "bad_request", e.to_string()),
+    }
+}
+
+/// `GET /admin/netsim`: the host-wide setting.
+pub(crate) async fn get_host_netsim(State(shared): State<Arc<Shared>>) -> Response {
     Json(shared.netsim.get()).into_response()
 }
 
-async fn set_netsim(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+/// `POST /admin/netsim`: replace the host-wide setting (every connection without its own).
+pub(crate) async fn set_host_netsim(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    if !shared.config.dev {
+        return json_error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "NetSim exists only on a host started with --dev",
+        );
+    }
     let cfg: NetSimConfig = match serde_json::from_slice(&body) {
         Ok(c) => c,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, "bad_request", e.to_string()),

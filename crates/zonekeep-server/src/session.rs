@@ -22,7 +22,7 @@ use crate::conn::{ConnEnds, ConnHandle, KickNotice};
 use crate::error::{kick_label, SessionError};
 use crate::fleet::route::Route;
 use crate::host::{params_refusal, Shared};
-use crate::netsim::DelayQueue;
+use crate::netsim::{ConnNetSim, DelayQueue, Direction};
 use crate::sim::{
     admit_zone, kick_frame, pong_frame, wait_running, AdmitError, InboxInput, JoinFailure, Joined,
     SimCommand, StartError, ZoneCreate, ZoneEntry, ZoneStart,
@@ -38,6 +38,8 @@ pub(crate) struct Attached {
     pub(crate) player: PlayerId,
     /// This connection's id (a Resync names it, so a replaced connection's request is ignored).
     pub(crate) conn_id: u64,
+    /// The NetSim (dev) its messages go through: its ticket subject's own, else the host's.
+    pub(crate) netsim: ConnNetSim,
 }
 
 /// Run one upgraded connection to its end.
@@ -286,8 +288,8 @@ pub(crate) async fn admit_hello(
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
         r = admit(shared, zone_id, &hello, version, conn, tx) => r,
     };
-    let thread = match admitted {
-        Ok(thread) => thread,
+    let (thread, sub) = match admitted {
+        Ok(admitted) => admitted,
         Err(SessionError::Join(JoinFailure::Moved { host, url })) => {
             return Ok(Handshake::Elsewhere(crate::fleet::forward::Moved {
                 host,
@@ -311,6 +313,7 @@ pub(crate) async fn admit_hello(
         entry,
         player: joined.player,
         conn_id: conn.id,
+        netsim: shared.netsim.connection(&sub),
     }))
 }
 
@@ -323,7 +326,7 @@ async fn admit(
     version: u32,
     conn: &ConnHandle,
     reply: oneshot::Sender<Result<Joined, JoinFailure>>,
-) -> Result<usize, SessionError> {
+) -> Result<(usize, String), SessionError> {
     let now = unix_now();
     let ticket = shared.verifier.verify(&hello.ticket, zone_id, now)?;
     // Params the directory cannot keep are the ticket's fault, refused before anything is
@@ -331,6 +334,7 @@ async fn admit(
     if let Some(refusal) = ticket.params.as_ref().and_then(params_refusal) {
         return Err(SessionError::Params(refusal));
     }
+    let sub = ticket.sub.as_str().to_owned();
     // Where the zone lives, asked before a token or the ticket's single-use id
     // is spent: a client sent elsewhere presents both to the owner, which
     // spends them once, on admission.
@@ -399,7 +403,7 @@ async fn admit(
         };
         let refused = JoinFailure::ReconnectRefused;
         enter_zone(shared, &entry, create, took_over, refused, resume).await?;
-        return Ok(entry.thread);
+        return Ok((entry.thread, sub));
     }
     shared.verifier.consume(&ticket, now)?;
     if let Some(fleet) = shared.fleet() {
@@ -436,7 +440,7 @@ async fn admit(
     };
     let unavailable = JoinFailure::Unavailable;
     enter_zone(shared, &entry, create, took_over, unavailable, join).await?;
-    Ok(entry.thread)
+    Ok((entry.thread, sub))
 }
 
 /// Hands a join or resume (`cmd`) to the zone's simulation thread: together with the zone's start
@@ -532,7 +536,7 @@ async fn serve(
                 Some(e.kick())
             }
         },
-        k = write_loop(shared, sink, outbox, kick, conn_id, &progress) => k,
+        k = write_loop(shared, &a.netsim, sink, outbox, kick, conn_id, &progress) => k,
     }
 }
 
@@ -589,10 +593,13 @@ async fn read_loop(
                 let Some(bytes) = m? else { return Ok(()) };
                 let now = tokio::time::Instant::now();
                 last_seen = now;
-                if let Some(bytes) = delayed.offer(&shared.netsim.get(), now, bytes) {
-                    if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
-                        conn.send_own(pong).await;
+                match delayed.offer(&a.netsim.get(), now, bytes) {
+                    Some(bytes) => {
+                        if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
+                            conn.send_own(pong).await;
+                        }
                     }
+                    None => a.netsim.held(Direction::FromClient, delayed.last_delay()),
                 }
             }
         }
@@ -738,6 +745,7 @@ fn offer_input(
 
 async fn write_loop(
     shared: &Arc<Shared>,
+    netsim: &ConnNetSim,
     sink: &mut Sink,
     mut outbox: mpsc::Receiver<Bytes>,
     mut kick: watch::Receiver<Option<KickNotice>>,
@@ -799,7 +807,11 @@ async fn write_loop(
             _ = tokio::time::sleep_until(release.unwrap_or_else(tokio::time::Instant::now)),
                 if release.is_some() => delayed.pop_due(tokio::time::Instant::now()),
             f = outbox.recv(), if room => {
-                delayed.offer(&shared.netsim.get(), tokio::time::Instant::now(), f?)
+                let frame = delayed.offer(&netsim.get(), tokio::time::Instant::now(), f?);
+                if frame.is_none() {
+                    netsim.held(Direction::ToClient, delayed.last_delay());
+                }
+                frame
             }
         };
         let Some(frame) = frame else { continue };
@@ -948,13 +960,14 @@ impl ReadProgress {
 }
 
 /// Tell the zone a connection's round trip. NetSim (dev) delays messages but not the WebSocket
-/// Ping and Pong (nor QUIC's own packets, whose round trip a WebTransport session reports), so its
-/// mean added round trip (latency both ways, half the jitter each way) is added: lag compensation
-/// then allows for the network the player actually plays over. A full command queue drops it; the
-/// next measurement brings another.
+/// Ping and Pong (nor QUIC's own packets, whose round trip a WebTransport session reports), so
+/// what it added is added: per direction the longest delay it applied to this connection since
+/// the last report (a simulated loss holds every later message back until the retransmission),
+/// or its mean one-way delay when it held nothing that way. Lag compensation then allows for the
+/// network the player actually plays over. A full command queue drops it; the next measurement
+/// brings another.
 pub(crate) fn report_round_trip(shared: &Shared, a: &Attached, measured: Duration) {
-    let sim = shared.netsim.get();
-    let added = Duration::from_millis(2 * u64::from(sim.latency_ms) + u64::from(sim.jitter_ms));
+    let added = a.netsim.take_added_round_trip();
     let cmd = SimCommand::RoundTrip {
         zone_id: a.entry.zone_id.clone(),
         player: a.player,

@@ -377,8 +377,9 @@ fn aim_over_client_netsim(cfg: &zonekeep_bench::BenchConfig) -> Option<&'static 
         "--net-delay/--net-jitter slow the bots' messages but not the WebSocket Pings the host \
          times round trips with, so lag compensation reaches back only the real round trip \
          plus its view delay: shots drawn further back are judged there and miss. For aimed \
-         shots over a slow link, set the host's NetSim instead (POST /dev/netsim on a --dev \
-         host), which the host adds to the round trips it reports",
+         shots over a slow link, set the host's NetSim instead (POST /admin/netsim on a --dev \
+         host, or /dev/netsim?sub=SUBJECT for one subject), which the host adds to the round \
+         trips it reports",
     )
 }
 

@@ -17,6 +17,9 @@ use crate::player::PlayerId;
 use crate::replicate::{SentView, SubscriberId};
 use crate::world::World;
 
+/// Round trips kept per participant: the reach follows the worst of them.
+pub(crate) const RTT_SAMPLES: usize = 8;
+
 /// Records kept beyond the window for reuse (their buffers' capacity), at most.
 const SPARE_RECORDS: usize = 2;
 
@@ -214,7 +217,8 @@ pub(crate) struct RewindHistory {
     /// The next record's number.
     next_seq: u64,
     spare: Vec<PatchRecord>,
-    rtt: BTreeMap<PlayerId, Duration>,
+    /// Per participant, the last [`RTT_SAMPLES`] round trips reported, oldest first.
+    rtt: BTreeMap<PlayerId, VecDeque<Duration>>,
 }
 
 impl RewindHistory {
@@ -234,7 +238,21 @@ impl RewindHistory {
 
     /// The driver measured `player`'s round trip.
     pub(crate) fn set_rtt(&mut self, player: PlayerId, rtt: Duration) {
-        self.rtt.insert(player, rtt);
+        let samples = self.rtt.entry(player).or_default();
+        if samples.len() >= RTT_SAMPLES {
+            samples.pop_front();
+        }
+        samples.push_back(rtt);
+    }
+
+    /// The worst of `player`'s recent round trips (zero before any): a stall that held the link
+    /// back raised the client's playout delay, which comes down only slowly after it.
+    fn worst_rtt(&self, player: PlayerId) -> Duration {
+        self.rtt
+            .get(&player)
+            .and_then(|s| s.iter().max())
+            .copied()
+            .unwrap_or_default()
     }
 
     /// The participant left: forget its round trip (its recorded states age out).
@@ -412,12 +430,7 @@ impl RewindHistory {
         let with_sub = |r: &&PatchRecord| r.sent(sub).is_some();
         let newest = self.records.iter().rev().find(with_sub)?.tick;
         let oldest = self.records.iter().find(with_sub)?.tick;
-        let reach = self
-            .rtt
-            .get(&player)
-            .copied()
-            .unwrap_or_default()
-            .saturating_add(self.max_view_delay);
+        let reach = self.worst_rtt(player).saturating_add(self.max_view_delay);
         let reach_ticks =
             u64::try_from(reach.as_nanos() / self.dt.as_nanos().max(1)).unwrap_or(u64::MAX);
         let floor = now

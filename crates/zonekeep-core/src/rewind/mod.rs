@@ -42,11 +42,17 @@
 //! The view tick is clamped to the tick of the newest state the subscriber was sent (no shooting
 //! into the future), to at most [`LagCompensation::history_ticks`] before the tick the input is
 //! applied in, and to at most its round trip plus [`LagCompensation::max_view_delay`] before that
-//! tick: no client can reach further into the past than its connection explains. The round trip
-//! is what the driver reported with [`ZoneHost::set_rtt`](crate::ZoneHost::set_rtt); until it
-//! reports one, `max_view_delay` alone bounds the reach (a conservative default: a client on a
-//! slow link is judged a little ahead of what it drew rather than being allowed an unexplained
-//! reach). Inputs with view tick 0 (no view yet) and inputs of a subscriber with no recorded
+//! tick: no client can reach further into the past than its connection explains. Within that, a
+//! shot is judged at the view tick it carries, which is what the client drew.
+//!
+//! The round trip is the worst of the last few the driver reported with
+//! [`ZoneHost::set_rtt`](crate::ZoneHost::set_rtt) (a host reports what it measures, and under
+//! its development NetSim the delays NetSim applied, retransmission stalls included); until it
+//! reports one, `max_view_delay` alone bounds the reach. The worst rather than the newest,
+//! because a stall raises the client's playout delay for seconds after the link is quick again.
+//! `max_view_delay` covers what the client draws behind the data it has: the SDKs' adaptive
+//! playout delay goes up to 500 ms above the fastest delivery on a lossy TCP link (a lost packet
+//! holds every later Delta back), so the default allows that plus a patch interval. Inputs with view tick 0 (no view yet) and inputs of a subscriber with no recorded
 //! state (not sent a frame yet) go to [`Zone::on_input`](crate::Zone::on_input).
 //!
 //! # Hit tests
@@ -69,10 +75,16 @@ use crate::world::EntityId;
 use geom::Capsule;
 pub(crate) use history::RewindHistory;
 use history::Span;
+#[cfg(test)]
+use history::RTT_SAMPLES;
 
 /// The most ticks of history a zone may keep; a longer [`LagCompensation::history_ticks`] is
 /// clamped to it.
 pub const MAX_HISTORY_TICKS: u32 = 1024;
+
+/// The default [`LagCompensation::max_view_delay`]: the SDKs draw at most 500 ms behind the
+/// fastest recent delivery (their playout ceiling), plus one patch interval of waiting.
+pub const DEFAULT_MAX_VIEW_DELAY: Duration = Duration::from_millis(600);
 
 /// A zone's lag compensation settings, declared once when it is created or restored
 /// ([`Zone::lag_compensation`](crate::Zone::lag_compensation)).
@@ -81,8 +93,9 @@ pub struct LagCompensation {
     /// How many ticks back an input may be judged (1 to [`MAX_HISTORY_TICKS`]; memory grows with
     /// it). Counted back from the tick the input is applied in.
     pub history_ticks: u32,
-    /// How much more than its measured round trip a client may draw behind (its interpolation
-    /// delay and input buffering): the reach into the past is at most round trip + this.
+    /// How much more than its measured round trip a client may draw behind (its playout delay
+    /// and the wait for the next patch): the reach into the past is at most the worst recent
+    /// round trip + this.
     pub max_view_delay: Duration,
     /// Static colliders (walls, pillars) every hit test includes, in world coordinates. A
     /// [`HitTarget::Collider`] names one by its index here. One with a non-finite number or a
@@ -91,11 +104,12 @@ pub struct LagCompensation {
 }
 
 impl Default for LagCompensation {
-    /// 16 ticks of history, a 250 ms view delay, no colliders.
+    /// 16 ticks of history, a 600 ms view delay (the SDKs' 500 ms playout ceiling plus a patch
+    /// interval), no colliders.
     fn default() -> Self {
         Self {
             history_ticks: 16,
-            max_view_delay: Duration::from_millis(250),
+            max_view_delay: DEFAULT_MAX_VIEW_DELAY,
             colliders: Vec::new(),
         }
     }

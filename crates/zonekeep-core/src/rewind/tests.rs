@@ -181,6 +181,62 @@ fn the_reach_is_bounded_by_round_trip_plus_max_view_delay() {
     assert_eq!(s.rewind(1, 5, 41).tick(), 38);
 }
 
+/// A client whose playout delay grew under loss draws well behind its round trip: at 150 ms round
+/// trip a view tick more than 400 ms back is what it drew (the SDKs draw up to 500 ms behind the fastest
+/// delivery), so it is judged there; a view tick further back than the round trip and that
+/// playout ceiling explain is still clamped.
+#[test]
+fn a_view_behind_by_the_playout_ceiling_is_judged_where_it_was_drawn() {
+    let lc = LagCompensation {
+        history_ticks: 90,
+        ..LagCompensation::default()
+    };
+    let mut s = Scene::new(&lc);
+    let e = s.spawn(0.0, 0.0);
+    s.subscribe(1, (0.0, 0.0), f32::INFINITY, None);
+    for t in 1..=80u64 {
+        s.world.set_pos(e, t as f32, 0.0).unwrap();
+        s.patch_at(t);
+    }
+    s.history.set_rtt(PlayerId(1), Duration::from_millis(150));
+    // 14 ticks at 30 Hz = 467 ms behind the tick the input is applied in.
+    let r = s.rewind(1, 67, 81);
+    assert_eq!(r.tick(), 67, "judged at its view tick, not at 150 + 250 ms");
+    assert_eq!(r.position_at(e), Some((67.0, 0.0)));
+    // 2 s back: more than 150 ms + the 600 ms ceiling (22 ticks) explains.
+    assert_eq!(s.rewind(1, 21, 81).tick(), 81 - 22);
+}
+
+/// The reach follows the worst round trip of the last few reports, not only the newest: a
+/// stalled link (a loss held every later message back) leaves the client's delay high after the
+/// round trip is short again.
+#[test]
+fn the_reach_follows_the_worst_recent_round_trip() {
+    let lc = LagCompensation {
+        history_ticks: 90,
+        max_view_delay: Duration::from_millis(100),
+        colliders: vec![],
+    };
+    let mut s = Scene::new(&lc);
+    let e = s.spawn(0.0, 0.0);
+    s.subscribe(1, (0.0, 0.0), f32::INFINITY, None);
+    for t in 1..=80u64 {
+        s.world.set_pos(e, t as f32, 0.0).unwrap();
+        s.patch_at(t);
+    }
+    let p = PlayerId(1);
+    s.history.set_rtt(p, Duration::from_millis(100));
+    s.history.set_rtt(p, Duration::from_millis(500));
+    s.history.set_rtt(p, Duration::from_millis(100));
+    // 500 + 100 ms = 18 ticks.
+    assert_eq!(s.rewind(1, 5, 81).tick(), 63);
+    // Once the stall is older than the samples kept, the reach is 100 + 100 ms again.
+    for _ in 0..RTT_SAMPLES {
+        s.history.set_rtt(p, Duration::from_millis(100));
+    }
+    assert_eq!(s.rewind(1, 5, 81).tick(), 75);
+}
+
 #[test]
 fn a_deferred_entity_is_drawn_where_the_client_last_got_it() {
     let mut s = Scene::new(&LagCompensation::default());

@@ -17,7 +17,7 @@ use crate::conn::{ConnEnds, ConnHandle, DatagramPath, KickNotice};
 use crate::conn_limit::{Admission, ConnGuard, ConnLimiter};
 use crate::error::{kick_label, SessionError};
 use crate::host::{redirect_hops, valid_zone_id, Shared};
-use crate::netsim::{Datagram, DatagramDelay, DelayQueue};
+use crate::netsim::{Datagram, DatagramDelay, DelayQueue, Direction};
 use crate::session::{
     accept_input, admit_hello, handle_message, report_round_trip, Attached, Handshake, Limits,
 };
@@ -286,7 +286,7 @@ async fn serve(
 ) -> Option<KickNotice> {
     let outcome = tokio::select! {
         r = read_loop(shared, a, connection, recv, conn) => r.err(),
-        k = write_loop(shared, connection, send, ends, conn) => return k,
+        k = write_loop(shared, a, connection, send, ends, conn) => return k,
         _ = connection.accept_bi() => Some(SessionError::Protocol("a second stream".into())),
         _ = connection.accept_uni() => Some(SessionError::Protocol("a unidirectional stream".into())),
     };
@@ -315,6 +315,13 @@ async fn read_loop(
         a.conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x77,
         cfg.outbox_frames,
     );
+    // Client → host control stream messages (Pings) held back by NetSim as the WebSocket's are:
+    // in order, a loss holding the rest back. Without it a Ping crossed the simulated link one
+    // way only and the page measured half the round trip. Reading stops while it is full.
+    let mut stream_delayed: DelayQueue<Bytes> = DelayQueue::new(
+        a.conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x7755,
+        cfg.outbox_frames,
+    );
     // The highest input sequence handed to the zone: repeats cost nothing.
     let mut forwarded = 0u32;
     let mut last_seen = Instant::now();
@@ -325,9 +332,19 @@ async fn read_loop(
     rtt_report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let release = delayed.next_release();
+        let stream_release = stream_delayed.next_release();
         tokio::select! {
             biased;
             _ = rtt_report.tick() => report_round_trip(shared, a, connection.rtt()),
+            _ = tokio::time::sleep_until(stream_release.unwrap_or_else(Instant::now)),
+                if stream_release.is_some() =>
+            {
+                while let Some(bytes) = stream_delayed.pop_due(Instant::now()) {
+                    if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
+                        conn.send_own(pong).await;
+                    }
+                }
+            }
             () = &mut idle_timer => {
                 let due = last_seen + idle;
                 if Instant::now() >= due {
@@ -340,7 +357,7 @@ async fn read_loop(
                     datagram(shared, a, &limits, path.as_deref(), &mut forwarded, &d)?;
                 }
             }
-            m = read_message(&mut recv, max) => {
+            m = read_message(&mut recv, max), if !stream_delayed.is_full() => {
                 let Some(bytes) = m? else {
                     shared.metrics.disconnect("closed");
                     return Ok(());
@@ -352,11 +369,14 @@ async fn read_loop(
                             "Input, Resync and Inputs are not sent on a WebTransport stream".into(),
                         ));
                     }
-                    _ => {
-                        if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
-                            conn.send_own(pong).await;
+                    _ => match stream_delayed.offer(&a.netsim.get(), last_seen, bytes) {
+                        Some(bytes) => {
+                            if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
+                                conn.send_own(pong).await;
+                            }
                         }
-                    }
+                        None => a.netsim.held(Direction::FromClient, stream_delayed.last_delay()),
+                    },
                 }
             }
             d = connection.receive_datagram() => {
@@ -369,10 +389,13 @@ async fn read_loop(
                 if bytes.len() > max {
                     return Err(SessionError::TooLarge { len: bytes.len(), max });
                 }
-                match delayed.offer(&shared.netsim.get(), last_seen, bytes) {
+                match delayed.offer(&a.netsim.get(), last_seen, bytes) {
                     Datagram::Now(b) => datagram(shared, a, &limits, path.as_deref(), &mut forwarded, &b)?,
-                    Datagram::Held => {}
-                    Datagram::Dropped => shared.metrics.netsim_dropped(),
+                    Datagram::Held => a.netsim.held(Direction::FromClient, None),
+                    Datagram::Dropped => {
+                        a.netsim.held(Direction::FromClient, None);
+                        shared.metrics.netsim_dropped();
+                    }
                 }
             }
         }
@@ -427,6 +450,7 @@ fn datagram(
 /// a State too large for a datagram) on the control stream, in order.
 async fn write_loop(
     shared: &Arc<Shared>,
+    a: &Attached,
     connection: &Connection,
     send: &mut SendStream,
     ends: ConnEnds,
@@ -480,7 +504,7 @@ async fn write_loop(
             f = outbox.recv(), if room => {
                 let frame = f?;
                 let now = Instant::now();
-                let netsim = shared.netsim.get();
+                let netsim = a.netsim.get();
                 let fits = conn
                     .datagrams
                     .as_ref()
@@ -492,12 +516,18 @@ async fn write_loop(
                                 shared.metrics.datagram_send_failed();
                             }
                         }
-                        Datagram::Held => {}
-                        Datagram::Dropped => shared.metrics.netsim_dropped(),
+                        Datagram::Held => a.netsim.held(Direction::ToClient, None),
+                        Datagram::Dropped => {
+                            a.netsim.held(Direction::ToClient, None);
+                            shared.metrics.netsim_dropped();
+                        }
                     }
                     continue;
                 }
-                let Some(m) = stream_delay.offer(&netsim, now, frame) else { continue };
+                let Some(m) = stream_delay.offer(&netsim, now, frame) else {
+                    a.netsim.held(Direction::ToClient, stream_delay.last_delay());
+                    continue;
+                };
                 // Racing the write against a kick: a client that stopped reading blocks this
                 // write, and the slow-consumer kick must still end the session.
                 tokio::select! {

@@ -182,10 +182,11 @@ async fn per_ip_cap_refuses_with_its_code_and_frees_slots() {
 #[tokio::test]
 async fn netsim_delays_without_dropping_or_reordering() {
     let server = TestServer::start().await;
+    // The page's own setting: its ticket subject's connections.
     let (status, body) = http(
         &server,
         "POST",
-        "/dev/netsim",
+        "/dev/netsim?sub=laggy",
         None,
         Some(json!({"latency_ms": 20, "jitter_ms": 10, "loss": 0.2})),
     )
@@ -194,7 +195,7 @@ async fn netsim_delays_without_dropping_or_reordering() {
     let (status, _) = http(
         &server,
         "POST",
-        "/dev/netsim",
+        "/dev/netsim?sub=laggy",
         None,
         Some(json!({"loss": 2.0})),
     )

@@ -49,10 +49,10 @@ pub const TOPIC_VERDICT: u16 = 1;
 pub const REFUSE_BAD_SHOT: u16 = 1;
 /// How many ticks of what each player was sent the zone keeps (2 s at 30 Hz).
 pub const HISTORY_TICKS: u32 = 60;
-/// How far behind its round trip a shooter may draw: the replica's interpolation delay and the
-/// wait for the next tick, with room for jitter (the runtime's default). The host measures each
-/// connection's round trip and adds it, so a 150 ms each-way link reaches back about 560 ms.
-pub const MAX_VIEW_DELAY: Duration = Duration::from_millis(250);
+/// How far behind its round trip a shooter may draw: the replica's playout delay (up to 500 ms on
+/// a lossy link) and the wait for the next patch (the runtime's default). The host adds each
+/// connection's worst recent round trip, so a 150 ms each-way link reaches back about 900 ms.
+pub const MAX_VIEW_DELAY: Duration = zonekeep_core::DEFAULT_MAX_VIEW_DELAY;
 
 /// One rail's target, or the wait for the next.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -9,7 +9,7 @@
  * Page state for tools and the browser test is published as `window.gallery` ({@link GalleryDebug}).
  */
 import { GalleryView, MARK_MS, TARGET_RADIUS } from "./gallery-view.js";
-import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName, transportParam } from "./guest.js";
 import { Banner, hostNetSimPanel } from "./hud.js";
 import { kickCodeName, Replica } from "./sdk/index.js";
 /** Event topic of a shot's verdict (`TOPIC_VERDICT` in examples/arena/src/gallery/mod.rs). */
@@ -33,7 +33,7 @@ const readout = document.createElement("pre");
 readout.className = "hud";
 root.appendChild(readout);
 const banner = new Banner(root);
-hostNetSimPanel(root);
+hostNetSimPanel(root, () => tickets.subject);
 const controls = document.createElement("label");
 controls.className = "gallery-toggle";
 const toggle = document.createElement("input");
@@ -49,6 +49,8 @@ const debug = {
     viewTick: 0,
     delayMs: 0,
     rttMs: Number.NaN,
+    transport: null,
+    subject: null,
     compensated: toggle.checked,
     targets: {},
     shotsFired: 0,
@@ -71,7 +73,7 @@ window.gallery = debug;
 toggle.addEventListener("change", () => {
     debug.compensated = toggle.checked;
 });
-const conn = guestConnection(zoneId, tickets);
+const conn = guestConnection(zoneId, tickets, transportParam(params));
 // The Replica both draws the targets and stamps every shot with the tick it drew.
 const replica = new Replica(conn.clock);
 replica.attach(conn);
@@ -219,6 +221,8 @@ function frame(now) {
     debug.viewTick = replica.viewTick;
     debug.delayMs = f.delayMs;
     debug.rttMs = conn.clock.rttMs;
+    debug.transport = conn.transport;
+    debug.subject = tickets.subject;
     debug.state = conn.state;
     marks = marks.filter((m) => now - m.at <= MARK_MS);
     for (const [seq, m] of markOf)

@@ -45,6 +45,8 @@ export class GuestTickets {
      * reconnect policy then stops and its banner says what to do.
      */
     cannotJoin = null;
+    /** The subject of the last ticket fetched (its connection's NetSim is set by it), or null. */
+    subject = null;
     constructor(zone, name, kind = null) {
         this.zone = zone;
         this.name = name;
@@ -78,6 +80,8 @@ export class GuestTickets {
             const j = JSON.parse(body);
             if (typeof j.ticket !== "string")
                 throw new Error("ticket: no `ticket` in the response");
+            if (typeof j.sub === "string")
+                this.subject = j.sub;
             return j.ticket;
         }
         return body.trim();

@@ -1,6 +1,6 @@
 /**
  * The HUD (network and game numbers), the NetSim panel (latency, jitter and loss sliders that POST
- * `/dev/netsim`, so a player can feel the netcode), the connection banner and short-lived toasts
+ * `/dev/netsim?sub=…` for this page's own connection, so a player can feel the netcode), the connection banner and short-lived toasts
  * ("+1 saved").
  */
 function el(tag, cls, text = "") {
@@ -117,8 +117,7 @@ export class NetSimPanel {
         panel.addEventListener("submit", (e) => e.preventDefault());
         root.appendChild(panel);
     }
-    /** Shows the host's current setting (it is shared by every connection, so another page may
-     * have changed it). */
+    /** Shows the setting the host applies to this page's connection. */
     show(s) {
         // Never fight a slider the user is dragging.
         if (Object.values(this.sliders).some((i) => i === document.activeElement))
@@ -154,27 +153,42 @@ export class NetSimPanel {
         return input;
     }
 }
-/** POSTs a setting to the dev host's `/dev/netsim`. */
-async function postNetSim(s) {
-    const r = await fetch("/dev/netsim", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(s),
-    });
-    if (!r.ok)
-        throw new Error(`HTTP ${r.status} ${await r.text()}`);
-}
 /**
- * A NetSim panel wired to the dev host: each change is POSTed to `/dev/netsim`, and the host's setting
- * is read back every two seconds (it is shared by every connection, so another page may change it).
+ * A NetSim panel wired to the dev host for this page's own connection (`subject()`: its ticket's
+ * subject, null before the first ticket): each change is POSTed to `/dev/netsim?sub=…`, so it slows
+ * this page and nobody else; the host's view of it is read back every two seconds, and a new subject
+ * (a fresh ticket) gets the page's setting again.
  */
-export function hostNetSimPanel(root) {
-    const panel = new NetSimPanel(root, postNetSim);
+export function hostNetSimPanel(root, subject) {
+    let chosen = null;
+    let appliedTo = null;
+    const post = async (s) => {
+        const sub = subject();
+        if (sub === null)
+            throw new Error("not connected yet");
+        const r = await fetch(`/dev/netsim?sub=${encodeURIComponent(sub)}`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(s),
+        });
+        if (!r.ok)
+            throw new Error(`HTTP ${r.status} ${await r.text()}`);
+        appliedTo = sub;
+    };
+    const panel = new NetSimPanel(root, (s) => {
+        chosen = s;
+        return post(s);
+    });
     const poll = async () => {
         try {
-            const r = await fetch("/dev/netsim", { cache: "no-store" });
-            if (r.ok)
-                panel.show((await r.json()));
+            const sub = subject();
+            if (sub !== null && chosen !== null && appliedTo !== sub)
+                await post(chosen);
+            if (sub !== null) {
+                const r = await fetch(`/dev/netsim?sub=${encodeURIComponent(sub)}`, { cache: "no-store" });
+                if (r.ok)
+                    panel.show((await r.json()).applies);
+            }
         }
         catch {
             // The next poll tries again; the panel keeps its last value meanwhile.

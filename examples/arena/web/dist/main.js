@@ -67,7 +67,7 @@ const renderer = new Renderer(canvas);
 const hud = new Hud(root);
 const banner = new Banner(root);
 const toasts = new Toasts(root);
-hostNetSimPanel(root);
+hostNetSimPanel(root, () => tickets.subject);
 debug.toasts = toasts.shown;
 // The rule the prediction steps with: the zone's own Rust code, compiled to WebAssembly.
 try {

@@ -10,7 +10,7 @@
  */
 
 import { GalleryView, MARK_MS, TARGET_RADIUS, type ShotMark, type TargetSprite } from "./gallery-view.js";
-import { guestConnection, GuestTickets, HostUnreachable, playerName } from "./guest.js";
+import { guestConnection, GuestTickets, HostUnreachable, playerName, transportParam } from "./guest.js";
 import { Banner, hostNetSimPanel } from "./hud.js";
 import { kickCodeName, Replica, type Welcome } from "./sdk/index.js";
 
@@ -55,6 +55,10 @@ export interface GalleryDebug {
   viewTick: number;
   delayMs: number;
   rttMs: number;
+  /** The transport of the current session (`webtransport` or `websocket`), null before one. */
+  transport: string | null;
+  /** The subject of the page's ticket (its own NetSim setting is made for it), null before one. */
+  subject: string | null;
   /** Whether shots ask for lag compensation (the toggle). */
   compensated: boolean;
   /** Targets as drawn in the last frame, by entity id. */
@@ -101,7 +105,7 @@ const readout = document.createElement("pre");
 readout.className = "hud";
 root.appendChild(readout);
 const banner = new Banner(root);
-hostNetSimPanel(root);
+hostNetSimPanel(root, () => tickets.subject);
 
 const controls = document.createElement("label");
 controls.className = "gallery-toggle";
@@ -119,6 +123,8 @@ const debug: GalleryDebug = {
   viewTick: 0,
   delayMs: 0,
   rttMs: Number.NaN,
+  transport: null,
+  subject: null,
   compensated: toggle.checked,
   targets: {},
   shotsFired: 0,
@@ -142,7 +148,7 @@ toggle.addEventListener("change", () => {
   debug.compensated = toggle.checked;
 });
 
-const conn = guestConnection(zoneId, tickets);
+const conn = guestConnection(zoneId, tickets, transportParam(params));
 // The Replica both draws the targets and stamps every shot with the tick it drew.
 const replica = new Replica(conn.clock);
 replica.attach(conn);
@@ -285,6 +291,8 @@ function frame(now: number): void {
   debug.viewTick = replica.viewTick;
   debug.delayMs = f.delayMs;
   debug.rttMs = conn.clock.rttMs;
+  debug.transport = conn.transport;
+  debug.subject = tickets.subject;
   debug.state = conn.state;
   marks = marks.filter((m) => now - m.at <= MARK_MS);
   for (const [seq, m] of markOf) if (now - m.at > MARK_MS) markOf.delete(seq);

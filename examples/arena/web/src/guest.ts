@@ -45,6 +45,8 @@ export class GuestTickets {
    * reconnect policy then stops and its banner says what to do.
    */
   cannotJoin: string | null = null;
+  /** The subject of the last ticket fetched (its connection's NetSim is set by it), or null. */
+  subject: string | null = null;
 
   constructor(
     private readonly zone: string,
@@ -75,8 +77,9 @@ export class GuestTickets {
     }
     if (!r.ok) throw new Error(`ticket: HTTP ${r.status} ${body}`);
     if ((r.headers.get("content-type") ?? "").includes("json")) {
-      const j = JSON.parse(body) as { ticket?: unknown };
+      const j = JSON.parse(body) as { ticket?: unknown; sub?: unknown };
       if (typeof j.ticket !== "string") throw new Error("ticket: no `ticket` in the response");
+      if (typeof j.sub === "string") this.subject = j.sub;
       return j.ticket;
     }
     return body.trim();

@@ -1,6 +1,6 @@
 /**
  * The HUD (network and game numbers), the NetSim panel (latency, jitter and loss sliders that POST
- * `/dev/netsim`, so a player can feel the netcode), the connection banner and short-lived toasts
+ * `/dev/netsim?sub=…` for this page's own connection, so a player can feel the netcode), the connection banner and short-lived toasts
  * ("+1 saved").
  */
 
@@ -160,8 +160,7 @@ export class NetSimPanel {
     root.appendChild(panel);
   }
 
-  /** Shows the host's current setting (it is shared by every connection, so another page may
-   * have changed it). */
+  /** Shows the setting the host applies to this page's connection. */
   show(s: NetSimSetting): void {
     // Never fight a slider the user is dragging.
     if (Object.values(this.sliders).some((i) => i === document.activeElement)) return;
@@ -205,26 +204,38 @@ export class NetSimPanel {
   }
 }
 
-/** POSTs a setting to the dev host's `/dev/netsim`. */
-async function postNetSim(s: NetSimSetting): Promise<void> {
-  const r = await fetch("/dev/netsim", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(s),
-  });
-  if (!r.ok) throw new Error(`HTTP ${r.status} ${await r.text()}`);
-}
-
 /**
- * A NetSim panel wired to the dev host: each change is POSTed to `/dev/netsim`, and the host's setting
- * is read back every two seconds (it is shared by every connection, so another page may change it).
+ * A NetSim panel wired to the dev host for this page's own connection (`subject()`: its ticket's
+ * subject, null before the first ticket): each change is POSTed to `/dev/netsim?sub=…`, so it slows
+ * this page and nobody else; the host's view of it is read back every two seconds, and a new subject
+ * (a fresh ticket) gets the page's setting again.
  */
-export function hostNetSimPanel(root: HTMLElement): NetSimPanel {
-  const panel = new NetSimPanel(root, postNetSim);
+export function hostNetSimPanel(root: HTMLElement, subject: () => string | null): NetSimPanel {
+  let chosen: NetSimSetting | null = null;
+  let appliedTo: string | null = null;
+  const post = async (s: NetSimSetting): Promise<void> => {
+    const sub = subject();
+    if (sub === null) throw new Error("not connected yet");
+    const r = await fetch(`/dev/netsim?sub=${encodeURIComponent(sub)}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(s),
+    });
+    if (!r.ok) throw new Error(`HTTP ${r.status} ${await r.text()}`);
+    appliedTo = sub;
+  };
+  const panel = new NetSimPanel(root, (s) => {
+    chosen = s;
+    return post(s);
+  });
   const poll = async (): Promise<void> => {
     try {
-      const r = await fetch("/dev/netsim", { cache: "no-store" });
-      if (r.ok) panel.show((await r.json()) as NetSimSetting);
+      const sub = subject();
+      if (sub !== null && chosen !== null && appliedTo !== sub) await post(chosen);
+      if (sub !== null) {
+        const r = await fetch(`/dev/netsim?sub=${encodeURIComponent(sub)}`, { cache: "no-store" });
+        if (r.ok) panel.show(((await r.json()) as { applies: NetSimSetting }).applies);
+      }
     } catch {
       // The next poll tries again; the panel keeps its last value meanwhile.
     }

@@ -12,6 +12,14 @@
  * The delay (P above the fastest recent delivery) is clamped, and P moves at a bounded rate: drawn
  * time runs at most `growRate` slower while the delay grows and `shrinkRate` faster while it shrinks,
  * so adapting never jumps or freezes the picture.
+ *
+ * A stall of the page is not network lateness: while the main thread is blocked (a long task, a
+ * garbage collection, a tab switch) neither frames nor message handlers run, and the Deltas that
+ * arrived meanwhile are handled together when it ends, stamped as if the network had held them
+ * back. When nothing of the page ran for `pageStallMs` (no frame, no Delta), the Deltas handled in
+ * the `pageBurstMs` after it are not measured (when the network delivered them is unknown), and no
+ * frame in that burst counts a Delta as overdue. A network stall is still measured: the page keeps
+ * drawing frames while the Deltas are held back.
  */
 /** Adaptive playout delay from measured Delta arrivals. */
 export class Playout {
@@ -24,7 +32,15 @@ export class Playout {
     growRate;
     shrinkRate;
     starveRate;
+    pageStallMs;
+    pageBurstMs;
     arrivals = [];
+    /** The last time anything of the page ran (a frame or a Delta), client ms. */
+    aliveAt = null;
+    /** Deltas handled before this client time came in the burst after a page stall. */
+    pageBurstUntil = Number.NEGATIVE_INFINITY;
+    /** Deltas not measured because the page, not the network, held them back. */
+    pageHeldArrivals = 0;
     sorted = null;
     point = null;
     lastAt = null;
@@ -39,11 +55,25 @@ export class Playout {
         this.growRate = Math.max(0, options.growRate ?? 0.25);
         this.shrinkRate = Math.max(0, options.shrinkRate ?? 0.05);
         this.starveRate = Math.max(this.growRate, options.starveRate ?? 0.5);
+        this.pageStallMs = Math.max(1, options.pageStallMs ?? 250);
+        this.pageBurstMs = Math.max(0, options.pageBurstMs ?? 50);
+    }
+    /** Something of the page runs at `nowMs`: after a gap longer than `pageStallMs`, a burst begins. */
+    alive(nowMs) {
+        if (this.aliveAt !== null && nowMs - this.aliveAt > this.pageStallMs)
+            this.pageBurstUntil = nowMs + this.pageBurstMs;
+        if (this.aliveAt === null || nowMs > this.aliveAt)
+            this.aliveAt = nowMs;
+        return nowMs <= this.pageBurstUntil;
     }
     /** Records the arrival at client time `recvMs` of the Delta for tick `tick` (`msPerTick` > 0). */
     observe(tick, recvMs, msPerTick) {
         if (!(msPerTick > 0) || !Number.isFinite(recvMs))
             return;
+        if (this.alive(recvMs)) {
+            this.pageHeldArrivals += 1;
+            return;
+        }
         this.arrivals.push({ at: recvMs, a: recvMs - tick * msPerTick });
         if (this.arrivals.length > this.maxArrivals)
             this.arrivals.shift();
@@ -55,6 +85,8 @@ export class Playout {
         this.sorted = null;
         this.point = null;
         this.lastAt = null;
+        this.aliveAt = null;
+        this.pageBurstUntil = Number.NEGATIVE_INFINITY;
     }
     expire(nowMs) {
         let drop = 0;
@@ -97,7 +129,11 @@ export class Playout {
      */
     advance(nowMs, patchMs, jitterMs, newestTick = null, msPerTick = 0) {
         this.expire(nowMs);
-        const overdue = newestTick !== null && msPerTick > 0 ? nowMs - (newestTick + patchMs / msPerTick) * msPerTick : Number.NEGATIVE_INFINITY;
+        // Right after a page stall the Deltas it held may not be handled yet: not overdue by the network.
+        const pageBurst = this.alive(nowMs);
+        const overdue = newestTick !== null && msPerTick > 0 && !pageBurst
+            ? nowMs - (newestTick + patchMs / msPerTick) * msPerTick
+            : Number.NEGATIVE_INFINITY;
         const target = this.targetPoint(patchMs, jitterMs, overdue);
         if (target === null)
             return this.point;
