@@ -13,6 +13,10 @@
  * its signature is not retried, since another from the same source would fail the same way.
  * Attempts back off exponentially with jitter and are bounded. A Kick ZONE_MOVED or HOST_FENCED
  * (the zone moved to another host) resumes at once: its first attempt waits for no backoff.
+ * When the entry host cannot be reached (nothing answers, or it is shutting down), the attempt goes
+ * on at once through the entry URLs the last version 7 Welcome listed ({@link Welcome.entries}:
+ * the zone's owner, then the fleet's other live hosts), in order; the next attempt starts at the
+ * entry URL again (§5.3.1).
  *
  * Content versions (§4.1.2): the Hello carries `contentVersion` (the content this build was made
  * for), every version 5 Welcome the host's ({@link Welcome.contentVersion}). A host that requires
@@ -40,6 +44,7 @@ import {
   DATAGRAM_VERSION,
   decodeServerMessage,
   encodeClientMessage,
+  ENTRIES_PROTOCOL,
   KickCode,
   kickCodeName,
   kickResumesElsewhere,
@@ -49,6 +54,7 @@ import {
   RESUME_FROM_VERSION,
   SUPPORTED_VERSIONS,
   Tag,
+  websocketEntries,
   type ClientMessage,
   type DatagramInput,
   type Hello,
@@ -368,6 +374,11 @@ export interface ConnectionStats {
   bytesOutPerSec: number;
   /** Redirects followed during handshakes (§5.3.1), the first join's included. */
   redirects: number;
+  /**
+   * Welcomes reached through an entry URL a Welcome listed, the entry URL being unreachable
+   * (§5.3.1).
+   */
+  entryFallbacks: number;
   /** Welcomes that resumed the same player with the reconnect token. */
   resumes: number;
   /**
@@ -538,6 +549,7 @@ export class ZoneConnection {
     messagesIn: 0,
     messagesOut: 0,
     redirects: 0,
+    entryFallbacks: 0,
     resumes: 0,
     freshJoins: 0,
     datagramsIn: 0,
@@ -547,6 +559,10 @@ export class ZoneConnection {
   private hello: Hello | null = null;
   /** Redirects followed in the current attempt. */
   private hops = 0;
+  /** Where else the zone may be entered, from the newest Welcome that listed them (§5.3.1). */
+  private entries: string[] = [];
+  /** Which of {@link entryCandidates} the current attempt tries: 0 = the entry URL. */
+  private entryIndex = 0;
   /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
   private awaitingBaseline = false;
   private syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
@@ -882,7 +898,17 @@ export class ZoneConnection {
     // Every attempt starts at the entry URL: the zone's owner may have changed since the last.
     const wt = this.webTransportFactory();
     if (wt !== null) void this.openWebTransport(gen, wt);
-    else this.openSocket(gen, this.opts.url);
+    else this.openSocket(gen, this.entryUrl());
+  }
+
+  /** The entry URL, then each entry URL the last Welcome listed that differs from it. */
+  private entryCandidates(): string[] {
+    return [this.opts.url, ...this.entries.filter((u) => u !== this.opts.url)];
+  }
+
+  /** Where the current attempt starts: the entry URL, or a listed one after it was unreachable. */
+  private entryUrl(): string {
+    return this.entryCandidates()[this.entryIndex] ?? this.opts.url;
   }
 
   private startHandshakeTimer(gen: number): void {
@@ -900,7 +926,7 @@ export class ZoneConnection {
   private webTransportFactory(): WebTransportFactory | null {
     if (this.transportMode === "websocket" || this.webSocketOnly) return null;
     if (!this.versions.some((v) => v >= DATAGRAM_VERSION)) return null;
-    if (zoneOfEntryUrl(this.opts.url) === null) return null;
+    if (zoneOfEntryUrl(this.entryUrl()) === null) return null;
     if ((this.opts.fetch ?? platformFetch()) === null) return null;
     return this.opts.webTransport ?? platformWebTransport();
   }
@@ -927,13 +953,13 @@ export class ZoneConnection {
     try {
       const fetchFn = this.opts.fetch ?? platformFetch();
       if (fetchFn === null) throw new Error("no fetch to discover WebTransport with");
-      endpoint = await discoverWebTransport(this.opts.url, fetchFn);
+      endpoint = await discoverWebTransport(this.entryUrl(), fetchFn);
     } catch (e) {
       if (!stale()) this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
       return;
     }
     if (stale()) return;
-    const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.opts.url);
+    const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.entryUrl());
     if (endpoint === null || url === null) {
       // The host serves no WebTransport: nothing to wait for, in either mode.
       this.fallBack(gen, "the host serves no WebTransport (GET /webtransport: 404)", auto);
@@ -1013,7 +1039,7 @@ export class ZoneConnection {
     this.emit("fallback", { reason, remembered: remember });
     if (gen !== this.gen) return; // a handler closed the connection
     this.startHandshakeTimer(gen);
-    this.openSocket(gen, this.opts.url);
+    this.openSocket(gen, this.entryUrl());
   }
 
   /** Closes this attempt's WebTransport session (if any) without reporting its end. */
@@ -1193,6 +1219,10 @@ export class ZoneConnection {
         if (this.st === "open") throw new DecodeError("invalid", "Redirect in the middle of a session");
         this.follow(gen, m);
         return;
+      case "entries":
+        // The fleet changed since the Welcome: where else to enter now (§5.3.1).
+        this.entries = websocketEntries(m.entries);
+        return;
       case "events":
         // §5.9: the events of a patch whose State travels apart; delivered as a Delta's are.
         for (const ev of m.events) this.emit("event", ev, m.tick);
@@ -1304,6 +1334,7 @@ export class ZoneConnection {
     this.cancel(this.handshakeTimer);
     this.handshakeTimer = null;
     this.welcomeMsg = w;
+    this.noteEntries(w);
     this.playerId = w.playerId;
     this.token = w.reconnectToken;
     if (this.wt !== null) {
@@ -1378,6 +1409,11 @@ export class ZoneConnection {
     // Undecodable bytes, or a Redirect to a non-WebSocket URL: the next attempt would meet the same.
     const hopeless =
       localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
+    // No host answered (or the one that did is on its way out): the next listed entry may (§5.3.1).
+    const unanswered =
+      !wasOpen && !hopeless && !(localError instanceof RedirectError) &&
+      (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
+    if (unanswered && this.nextEntry()) return;
     let decision: ReconnectDecision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
     if (kickCode === KickCode.VERSION_MISMATCH) decision = "stop";
     // Outdated content stays outdated on every attempt: only a reload fixes it.
@@ -1422,6 +1458,33 @@ export class ZoneConnection {
     if (atOnce) this.untoldMove = info;
     else this.emit("close", info);
     this.later(() => void this.attempt(), info.retryInMs);
+  }
+
+  /**
+   * Keeps the entry URLs a version 7 Welcome lists (an older one lists none: what an earlier one
+   * listed still holds) and counts a Welcome reached through one of them; the next attempt starts
+   * at the entry URL again.
+   */
+  private noteEntries(w: Welcome): void {
+    if (this.entryIndex > 0) this.counters.entryFallbacks += 1;
+    this.entryIndex = 0;
+    if (w.version >= ENTRIES_PROTOCOL) this.entries = websocketEntries(w.entries);
+  }
+
+  /**
+   * After an attempt that no host answered (or one shutting down answered): true when it goes on
+   * at once at the next entry URL the last Welcome listed; false when none is left (the next
+   * attempt starts at the entry URL again, after the usual backoff).
+   */
+  private nextEntry(): boolean {
+    if (this.entryIndex + 1 >= this.entryCandidates().length) {
+      this.entryIndex = 0;
+      return false;
+    }
+    this.entryIndex += 1;
+    this.teardown();
+    this.later(() => void this.attempt(), 0);
+    return true;
   }
 
   private finish(info: CloseInfo): void {
