@@ -32,7 +32,9 @@
  * 'event' like a Delta's events. When discovery, the session or its Welcome fail or take longer than
  * `webTransportTimeoutMs`, the attempt goes over WebSocket instead, and the connection keeps to
  * WebSocket from then on (remembered in `sessionStorage` too, so a reload does not wait again).
- * A Redirect over WebTransport is followed over WebSocket (a Redirect names a WebSocket URL).
+ * A Redirect over WebTransport is followed over WebTransport: the owner is asked where its sessions
+ * are (`GET /webtransport` on the Redirect URL's HTTP origin) and the same Hello goes to a session
+ * there; only when the owner serves none does that hop go over WebSocket (a 'fallback' saying why).
  *
  * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
  * drive a whole session over fake sockets and a manual clock.
@@ -563,6 +565,8 @@ export class ZoneConnection {
   private entries: string[] = [];
   /** Which of {@link entryCandidates} the current attempt tries: 0 = the entry URL. */
   private entryIndex = 0;
+  /** The URL the last Redirect of the current attempt named (null = none yet). */
+  private hopUrl: string | null = null;
   /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
   private awaitingBaseline = false;
   private syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
@@ -892,6 +896,7 @@ export class ZoneConnection {
       resumeFrom: this.mode === "resume" ? this.resumeFrom() : null,
     };
     this.hops = 0;
+    this.hopUrl = null;
     this.lastKick = null;
     this.localError = null;
     this.startHandshakeTimer(gen);
@@ -909,6 +914,11 @@ export class ZoneConnection {
   /** Where the current attempt starts: the entry URL, or a listed one after it was unreachable. */
   private entryUrl(): string {
     return this.entryCandidates()[this.entryIndex] ?? this.opts.url;
+  }
+
+  /** Where the current attempt's Hello goes next: the last Redirect's URL, else its start. */
+  private targetUrl(): string {
+    return this.hopUrl ?? this.entryUrl();
   }
 
   private startHandshakeTimer(gen: number): void {
@@ -953,16 +963,17 @@ export class ZoneConnection {
     try {
       const fetchFn = this.opts.fetch ?? platformFetch();
       if (fetchFn === null) throw new Error("no fetch to discover WebTransport with");
-      endpoint = await discoverWebTransport(this.entryUrl(), fetchFn);
+      endpoint = await discoverWebTransport(this.targetUrl(), fetchFn);
     } catch (e) {
       if (!stale()) this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
       return;
     }
     if (stale()) return;
-    const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.entryUrl());
+    const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.targetUrl());
     if (endpoint === null || url === null) {
       // The host serves no WebTransport: nothing to wait for, in either mode.
-      this.fallBack(gen, "the host serves no WebTransport (GET /webtransport: 404)", auto);
+      const host = this.hopUrl === null ? "the host" : "the zone's owner";
+      this.fallBack(gen, `${host} serves no WebTransport (GET /webtransport: 404)`, auto);
       return;
     }
     let sock: WebTransportSocket;
@@ -1039,7 +1050,7 @@ export class ZoneConnection {
     this.emit("fallback", { reason, remembered: remember });
     if (gen !== this.gen) return; // a handler closed the connection
     this.startHandshakeTimer(gen);
-    this.openSocket(gen, this.entryUrl());
+    this.openSocket(gen, this.targetUrl());
   }
 
   /** Closes this attempt's WebTransport session (if any) without reporting its end. */
@@ -1102,8 +1113,11 @@ export class ZoneConnection {
     const url = redirectTarget(r);
     if (url === null) throw new RedirectError("scheme", r.url);
     this.hops += 1;
+    this.hopUrl = url;
     this.counters.redirects += 1;
-    // A Redirect over WebTransport names a WebSocket URL: this attempt goes on over WebSocket.
+    // A Redirect over WebTransport goes on over WebTransport: the owner is asked where its
+    // sessions are, as the entry host was (§1.1, §5.3.1).
+    const overWebTransport = this.wt !== null;
     this.dropWebTransport("redirected");
     const old = this.socket;
     this.socket = null;
@@ -1118,7 +1132,9 @@ export class ZoneConnection {
     }
     this.emit("redirect", r);
     if (gen !== this.gen) return; // a handler closed the connection
-    this.openSocket(gen, url);
+    const wt = overWebTransport ? this.webTransportFactory() : null;
+    if (wt !== null) void this.openWebTransport(gen, wt);
+    else this.openSocket(gen, url);
   }
 
   /** Ends the current socket because of a local error. */
