@@ -13,6 +13,10 @@
  * its signature is not retried, since another from the same source would fail the same way.
  * Attempts back off exponentially with jitter and are bounded. A Kick ZONE_MOVED or HOST_FENCED
  * (the zone moved to another host) resumes at once: its first attempt waits for no backoff.
+ * When the entry host cannot be reached (nothing answers, or it is shutting down), the attempt goes
+ * on at once through the entry URLs the last version 7 Welcome listed ({@link Welcome.entries}:
+ * the zone's owner, then the fleet's other live hosts), in order; the next attempt starts at the
+ * entry URL again (§5.3.1).
  *
  * Content versions (§4.1.2): the Hello carries `contentVersion` (the content this build was made
  * for), every version 5 Welcome the host's ({@link Welcome.contentVersion}). A host that requires
@@ -28,7 +32,9 @@
  * 'event' like a Delta's events. When discovery, the session or its Welcome fail or take longer than
  * `webTransportTimeoutMs`, the attempt goes over WebSocket instead, and the connection keeps to
  * WebSocket from then on (remembered in `sessionStorage` too, so a reload does not wait again).
- * A Redirect over WebTransport is followed over WebSocket (a Redirect names a WebSocket URL).
+ * A Redirect over WebTransport is followed over WebTransport: the owner is asked where its sessions
+ * are (`GET /webtransport` on the Redirect URL's HTTP origin) and the same Hello goes to a session
+ * there; only when the owner serves none does that hop go over WebSocket (a 'fallback' saying why).
  *
  * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
  * drive a whole session over fake sockets and a manual clock.
@@ -40,6 +46,7 @@ import {
   DATAGRAM_VERSION,
   decodeServerMessage,
   encodeClientMessage,
+  ENTRIES_PROTOCOL,
   KickCode,
   kickCodeName,
   kickResumesElsewhere,
@@ -49,6 +56,7 @@ import {
   RESUME_FROM_VERSION,
   SUPPORTED_VERSIONS,
   Tag,
+  websocketEntries,
   type ClientMessage,
   type DatagramInput,
   type Hello,
@@ -374,6 +382,11 @@ export interface ConnectionStats {
   bytesOutPerSec: number;
   /** Redirects followed during handshakes (§5.3.1), the first join's included. */
   redirects: number;
+  /**
+   * Welcomes reached through an entry URL a Welcome listed, the entry URL being unreachable
+   * (§5.3.1).
+   */
+  entryFallbacks: number;
   /** Welcomes that resumed the same player with the reconnect token. */
   resumes: number;
   /**
@@ -544,6 +557,7 @@ export class ZoneConnection {
     messagesIn: 0,
     messagesOut: 0,
     redirects: 0,
+    entryFallbacks: 0,
     resumes: 0,
     freshJoins: 0,
     datagramsIn: 0,
@@ -553,6 +567,12 @@ export class ZoneConnection {
   private hello: Hello | null = null;
   /** Redirects followed in the current attempt. */
   private hops = 0;
+  /** Where else the zone may be entered, from the newest Welcome that listed them (§5.3.1). */
+  private entries: string[] = [];
+  /** Which of {@link entryCandidates} the current attempt tries: 0 = the entry URL. */
+  private entryIndex = 0;
+  /** The URL the last Redirect of the current attempt named (null = none yet). */
+  private hopUrl: string | null = null;
   /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
   private awaitingBaseline = false;
   private syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
@@ -909,13 +929,29 @@ export class ZoneConnection {
       resumeFrom: this.mode === "resume" ? this.resumeFrom() : null,
     };
     this.hops = 0;
+    this.hopUrl = null;
     this.lastKick = null;
     this.localError = null;
     this.startHandshakeTimer(gen);
     // Every attempt starts at the entry URL: the zone's owner may have changed since the last.
     const wt = this.webTransportFactory();
     if (wt !== null) void this.openWebTransport(gen, wt);
-    else this.openSocket(gen, this.opts.url);
+    else this.openSocket(gen, this.entryUrl());
+  }
+
+  /** The entry URL, then each entry URL the last Welcome listed that differs from it. */
+  private entryCandidates(): string[] {
+    return [this.opts.url, ...this.entries.filter((u) => u !== this.opts.url)];
+  }
+
+  /** Where the current attempt starts: the entry URL, or a listed one after it was unreachable. */
+  private entryUrl(): string {
+    return this.entryCandidates()[this.entryIndex] ?? this.opts.url;
+  }
+
+  /** Where the current attempt's Hello goes next: the last Redirect's URL, else its start. */
+  private targetUrl(): string {
+    return this.hopUrl ?? this.entryUrl();
   }
 
   private startHandshakeTimer(gen: number): void {
@@ -933,7 +969,7 @@ export class ZoneConnection {
   private webTransportFactory(): WebTransportFactory | null {
     if (this.transportMode === "websocket" || this.webSocketOnly) return null;
     if (!this.versions.some((v) => v >= DATAGRAM_VERSION)) return null;
-    if (zoneOfEntryUrl(this.opts.url) === null) return null;
+    if (zoneOfEntryUrl(this.entryUrl()) === null) return null;
     if ((this.opts.fetch ?? platformFetch()) === null) return null;
     return this.opts.webTransport ?? platformWebTransport();
   }
@@ -960,16 +996,17 @@ export class ZoneConnection {
     try {
       const fetchFn = this.opts.fetch ?? platformFetch();
       if (fetchFn === null) throw new Error("no fetch to discover WebTransport with");
-      endpoint = await discoverWebTransport(this.opts.url, fetchFn);
+      endpoint = await discoverWebTransport(this.targetUrl(), fetchFn);
     } catch (e) {
       if (!stale()) this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
       return;
     }
     if (stale()) return;
-    const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.opts.url);
+    const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.targetUrl());
     if (endpoint === null || url === null) {
       // The host serves no WebTransport: nothing to wait for, in either mode.
-      this.fallBack(gen, "the host serves no WebTransport (GET /webtransport: 404)", auto);
+      const host = this.hopUrl === null ? "the host" : "the zone's owner";
+      this.fallBack(gen, `${host} serves no WebTransport (GET /webtransport: 404)`, auto);
       return;
     }
     let sock: WebTransportSocket;
@@ -1046,7 +1083,7 @@ export class ZoneConnection {
     this.emit("fallback", { reason, remembered: remember });
     if (gen !== this.gen) return; // a handler closed the connection
     this.startHandshakeTimer(gen);
-    this.openSocket(gen, this.opts.url);
+    this.openSocket(gen, this.targetUrl());
   }
 
   /** Closes this attempt's WebTransport session (if any) without reporting its end. */
@@ -1109,8 +1146,11 @@ export class ZoneConnection {
     const url = redirectTarget(r);
     if (url === null) throw new RedirectError("scheme", r.url);
     this.hops += 1;
+    this.hopUrl = url;
     this.counters.redirects += 1;
-    // A Redirect over WebTransport names a WebSocket URL: this attempt goes on over WebSocket.
+    // A Redirect over WebTransport goes on over WebTransport: the owner is asked where its
+    // sessions are, as the entry host was (§1.1, §5.3.1).
+    const overWebTransport = this.wt !== null;
     this.dropWebTransport("redirected");
     const old = this.socket;
     this.socket = null;
@@ -1125,7 +1165,9 @@ export class ZoneConnection {
     }
     this.emit("redirect", r);
     if (gen !== this.gen) return; // a handler closed the connection
-    this.openSocket(gen, url);
+    const wt = overWebTransport ? this.webTransportFactory() : null;
+    if (wt !== null) void this.openWebTransport(gen, wt);
+    else this.openSocket(gen, url);
   }
 
   /** Ends the current socket because of a local error. */
@@ -1226,6 +1268,10 @@ export class ZoneConnection {
         // A Redirect answers a Hello only (§5.3.1).
         if (this.st === "open") throw new DecodeError("invalid", "Redirect in the middle of a session");
         this.follow(gen, m);
+        return;
+      case "entries":
+        // The fleet changed since the Welcome: where else to enter now (§5.3.1).
+        this.entries = websocketEntries(m.entries);
         return;
       case "events":
         // §5.9: the events of a patch whose State travels apart; delivered as a Delta's are.
@@ -1345,6 +1391,7 @@ export class ZoneConnection {
       this.sentUnacked = [];
       this.pendingInputs = [];
     }
+    this.noteEntries(w);
     this.playerId = w.playerId;
     this.token = w.reconnectToken;
     if (this.wt !== null) {
@@ -1423,6 +1470,11 @@ export class ZoneConnection {
     // Undecodable bytes, or a Redirect to a non-WebSocket URL: the next attempt would meet the same.
     const hopeless =
       localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
+    // No host answered (or the one that did is on its way out): the next listed entry may (§5.3.1).
+    const unanswered =
+      !wasOpen && !hopeless && !(localError instanceof RedirectError) &&
+      (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
+    if (unanswered && this.nextEntry()) return;
     let decision: ReconnectDecision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
     if (kickCode === KickCode.VERSION_MISMATCH) decision = "stop";
     // Outdated content stays outdated on every attempt: only a reload fixes it.
@@ -1467,6 +1519,33 @@ export class ZoneConnection {
     if (atOnce) this.untoldMove = info;
     else this.emit("close", info);
     this.later(() => void this.attempt(), info.retryInMs);
+  }
+
+  /**
+   * Keeps the entry URLs a version 7 Welcome lists (an older one lists none: what an earlier one
+   * listed still holds) and counts a Welcome reached through one of them; the next attempt starts
+   * at the entry URL again.
+   */
+  private noteEntries(w: Welcome): void {
+    if (this.entryIndex > 0) this.counters.entryFallbacks += 1;
+    this.entryIndex = 0;
+    if (w.version >= ENTRIES_PROTOCOL) this.entries = websocketEntries(w.entries);
+  }
+
+  /**
+   * After an attempt that no host answered (or one shutting down answered): true when it goes on
+   * at once at the next entry URL the last Welcome listed; false when none is left (the next
+   * attempt starts at the entry URL again, after the usual backoff).
+   */
+  private nextEntry(): boolean {
+    if (this.entryIndex + 1 >= this.entryCandidates().length) {
+      this.entryIndex = 0;
+      return false;
+    }
+    this.entryIndex += 1;
+    this.teardown();
+    this.later(() => void this.attempt(), 0);
+    return true;
   }
 
   private finish(info: CloseInfo): void {

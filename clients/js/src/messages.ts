@@ -38,6 +38,7 @@ export const Tag = {
   State: STATE_TAG,
   /** Events on a WebTransport session's control stream (§5.9, version 6). */
   Events: 0x8a,
+  Entries: 0x8b,
 } as const;
 
 /** Size and count limits of §7. */
@@ -52,6 +53,8 @@ export const LIMITS = {
   kickReason: 256,
   inputPayload: 4_096,
   url: 512,
+  /** Entry URLs a Welcome lists (§5.3.1, version 7). */
+  entries: 8,
   /** Redirects a client follows in one connection attempt (§5.3.1). */
   redirects: 3,
   /** Inputs one Inputs datagram carries (§4.5): the newest and the unacknowledged ones before it. */
@@ -61,13 +64,14 @@ export const LIMITS = {
 } as const;
 
 /**
- * The protocol versions this SDK implements, and offers by default: version 6 (the WebTransport
+ * The protocol versions this SDK implements, and offers by default: version 7 (Welcome's `entries`,
+ * where else the zone may be entered, §5.3.1; a host that speaks only up to 6 picks 6), version 6 (the WebTransport
  * transport, §1.1, with its State and Inputs datagrams and the Events message; over WebSocket byte
  * for byte version 5), which includes version 5 (Welcome's `contentVersion` and the Kick code
  * CONTENT_OUTDATED, §4.1.2), version 4 (a resuming Hello's `resumeFrom`, §4.1.1) and version 3
  * (Redirect, and the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS: readonly number[] = [6];
+export const SUPPORTED_VERSIONS: readonly number[] = [6, 7];
 
 /**
  * The version that added the WebTransport transport (§1.1): State (§5.8) and Inputs (§4.5)
@@ -83,6 +87,20 @@ export const RESUME_FROM_VERSION = 4;
  * (§4.1.2): a Welcome of an older version carries no content version.
  */
 export const CONTENT_VERSION_PROTOCOL = 5;
+
+/**
+ * The version that added {@link Welcome.entries} (§5.3.1): a Welcome of an older version lists no
+ * entry URLs.
+ */
+export const ENTRIES_PROTOCOL = 7;
+
+/**
+ * The URLs of `entries` a client may connect to (§5.3.1): absolute `ws://` or `wss://` URLs, the
+ * others skipped, as a Redirect to them would be refused.
+ */
+export function websocketEntries(entries: readonly string[] | undefined): string[] {
+  return (entries ?? []).filter((url) => redirectTarget({ type: "redirect", url, zoneId: "" }) !== null);
+}
 
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
@@ -277,6 +295,13 @@ export interface Welcome {
    * `""`, and encoding a non-empty one for an older version is an error.
    */
   contentVersion: string;
+  /**
+   * Where else the zone may be entered when the entry URL is unreachable (§5.3.1): at most 8
+   * WebSocket URLs of the zone, its owner first, then the fleet's other live hosts. Only a Welcome
+   * of version 7 or later lists them ({@link ENTRIES_PROTOCOL}): an older one decodes with `[]`,
+   * and encoding a non-empty list for an older version is an error. Absent = none.
+   */
+  entries?: readonly string[];
 }
 
 /** A Delta as a message (§5.5). */
@@ -402,7 +427,18 @@ export interface Transfer {
 /** Messages a client sends (Inputs only as a WebTransport datagram). */
 export type ClientMessage = Hello | Input | Ping | Resync | Inputs;
 /** Messages a server sends (State as a WebTransport datagram, or on its control stream). */
+/**
+ * Entries `0x8b` (§5.3.1, version 7): where else the zone may be entered, anew, sent when the list
+ * the Welcome gave changed (a host joined, drained or died). It replaces the list the client held.
+ */
+export interface Entries {
+  type: "entries";
+  /** As {@link Welcome.entries}: at most 8 WebSocket URLs of the zone, its owner first. */
+  entries: readonly string[];
+}
+
 export type ServerMessage =
+  | Entries
   | Welcome
   | DeltaMessage
   | StateMessage
@@ -595,6 +631,10 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
       if (m.version < CONTENT_VERSION_PROTOCOL && contentVersion !== "") {
         throw new EncodeError("invalid", "Welcome content_version needs version 5");
       }
+      const entries = m.entries ?? [];
+      if (m.version < ENTRIES_PROTOCOL && entries.length > 0) {
+        throw new EncodeError("invalid", "Welcome entries need version 7");
+      }
       w.u8(Tag.Welcome).varint(m.version).varintU32(m.playerId);
       w.str(m.zoneId, LIMITS.zoneId, "zone id");
       w.u8(m.role === "player" ? 0 : 1);
@@ -604,6 +644,8 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
       encodeSchema(w, m.schema);
       // Version 5 on: the host's content version follows the schema (§5.1).
       if (m.version >= CONTENT_VERSION_PROTOCOL) w.str(contentVersion, LIMITS.contentVersion, "content version");
+      // Version 7 on: the entry URLs follow the content version (§5.1).
+      if (m.version >= ENTRIES_PROTOCOL) writeEntries(w, entries);
       break;
     }
     case "delta":
@@ -615,6 +657,10 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
       if (ctx === undefined) throw new EncodeError("invalid", "a State needs a schema and known set");
       w.u8(Tag.State);
       encodeDeltaBody(w, m, ctx.schema, ctx.known, true);
+      break;
+    case "entries":
+      w.u8(Tag.Entries);
+      writeEntries(w, m.entries);
       break;
     case "events":
       if (m.events.length === 0) throw new EncodeError("invalid", "an Events message carries no events");
@@ -693,6 +739,7 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
       const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
       const schema = decodeSchema(r);
       const contentVersion = version >= CONTENT_VERSION_PROTOCOL ? r.str(LIMITS.contentVersion, "content version") : "";
+      const entries = version >= ENTRIES_PROTOCOL ? readEntries(r) : [];
       m = {
         type: "welcome",
         version,
@@ -709,6 +756,7 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
         reconnectToken,
         schema,
         contentVersion,
+        entries,
       };
       break;
     }
@@ -735,6 +783,9 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
       m = { type: "events", tick, events };
       break;
     }
+    case Tag.Entries:
+      m = { type: "entries", entries: readEntries(r) };
+      break;
     case Tag.Pong: {
       const clientTime = r.varintU64();
       const serverTimeUs = r.varintU64();
@@ -776,4 +827,22 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
   }
   r.finish();
   return m;
+}
+
+/** Writes a list of entry URLs (Welcome from version 7, Entries): a count, then each URL. */
+function writeEntries(w: Writer, entries: readonly string[]): void {
+  if (entries.length > LIMITS.entries) {
+    throw new EncodeError("too_long", `entries: ${entries.length} > ${LIMITS.entries}`);
+  }
+  w.varint(entries.length);
+  for (const e of entries) w.str(e, LIMITS.url, "entry url");
+}
+
+/** Reads a list of entry URLs written by {@link writeEntries}. */
+function readEntries(r: Reader): string[] {
+  const n = r.varintU32();
+  if (n > LIMITS.entries) throw new DecodeError("too_long", `entries: ${n} > ${LIMITS.entries}`);
+  const entries: string[] = [];
+  for (let i = 0; i < n; i++) entries.push(r.str(LIMITS.url, "entry url"));
+  return entries;
 }

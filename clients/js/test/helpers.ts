@@ -228,6 +228,8 @@ export class FakeServer {
   versionPick: number | null = null;
   /** The content version the host runs, in version 5 Welcomes (§4.1.2). */
   contentVersion = "1.0.0";
+  /** Where else the zone may be entered, in version 7 Welcomes (§5.3.1). */
+  entries: string[] = [];
   /**
    * The oldest content version the host admits, or null to admit every client (default). As the
    * real host: checked right after the protocol version, before the ticket.
@@ -344,9 +346,9 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        // A current host speaks versions 2, 3, 4, 5 and 6 (over WebSocket 6 is byte for byte 5);
+        // A current host speaks versions 2 to 7 (over WebSocket 6 is byte for byte 5);
         // a WebTransport session speaks 6 or later.
-        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v >= (s.wt !== null ? 6 : 2) && v <= 6));
+        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v >= (s.wt !== null ? 6 : 2) && v <= 7));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
           s.socket.drop(1000);
@@ -436,6 +438,7 @@ export class FakeServer {
           reconnectToken: token,
           schema: SCHEMA,
           contentVersion: version >= 5 ? this.contentVersion : "",
+          entries: version >= 7 ? this.entries : [],
         });
         s.welcomed = true;
         if (!continued) s.sent.clear();

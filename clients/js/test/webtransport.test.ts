@@ -221,7 +221,7 @@ describe("ZoneConnection over WebTransport", () => {
     const welcome = conn.connect();
     await run(sched, 300);
     const w = await welcome;
-    assert.equal(w.version, 6);
+    assert.equal(w.version, 7);
     assert.equal(conn.transport, "webtransport");
     assert.deepEqual(welcomes, [{ resumed: false, transport: "webtransport" }]);
     assert.deepEqual(fallbacks, []);
@@ -238,7 +238,7 @@ describe("ZoneConnection over WebTransport", () => {
     assert.equal(session.wt.streamsOpened, 1, "one bidirectional stream");
     const hello = session.received[0];
     assert.ok(hello?.type === "hello");
-    assert.deepEqual(hello.versions, [6]);
+    assert.deepEqual(hello.versions, [6, 7]);
     assert.equal(session.received[1]?.type, "ping", "pings go on the stream");
     await run(sched, 3000);
     assert.ok(deltas.length > 60, `${deltas.length} States applied`);
@@ -480,7 +480,7 @@ describe("ZoneConnection over WebTransport", () => {
     conn.close();
   });
 
-  it("follows a Redirect over WebSocket for that attempt only", async () => {
+  it("follows a Redirect over WebTransport: the owner is asked where its sessions are", async () => {
     const { sched, server, conn, fallbacks } = setup();
     server.redirect = (_h, s) => (s.wt !== null && server.sessions.length === 1 ? "ws://127.0.0.1:7350/zones/test-zone?hops=1" : null);
     const redirects: string[] = [];
@@ -488,19 +488,33 @@ describe("ZoneConnection over WebTransport", () => {
     void conn.connect();
     await run(sched, 500);
     assert.equal(conn.state, "open");
-    assert.equal(conn.transport, "websocket");
+    assert.equal(conn.transport, "webtransport");
     assert.deepEqual(redirects, ["ws://127.0.0.1:7350/zones/test-zone?hops=1"]);
-    assert.equal(server.last.url, "ws://127.0.0.1:7350/zones/test-zone?hops=1");
-    assert.equal(server.last.wt, null);
+    assert.deepEqual(server.fetched, ["http://127.0.0.1:7350/webtransport", "http://127.0.0.1:7350/webtransport"]);
+    assert.equal(server.wtOpened[1]?.url, "https://127.0.0.1:4434/zones/test-zone?hops=1", "the hop count travels on");
+    assert.ok(server.last.wt !== null, "the owner's session is a WebTransport one");
     assert.deepEqual(fallbacks, []);
     assert.equal(conn.webTransportDisabled, false);
     const hellos = server.sessions.map((s) => s.received[0]).map((m) => toHex(encodeClientMessage(m!)));
     assert.equal(hellos[0], hellos[1], "the same Hello at the hop");
-    // The next attempt starts at the entry URL, over WebTransport again.
-    server.last.socket.drop();
-    await run(sched, 1000);
-    assert.equal(conn.transport, "webtransport");
-    assert.equal(server.fetched.length, 2);
+    conn.close();
+  });
+
+  it("goes over WebSocket to an owner without WebTransport, and says why", async () => {
+    const { sched, server, conn, fallbacks } = setup();
+    server.redirect = (_h, s) => {
+      if (s.wt === null || server.sessions.length !== 1) return null;
+      // The owner serves no WebTransport.
+      server.wtEndpoint = null;
+      return "ws://127.0.0.1:7350/zones/test-zone?hops=1";
+    };
+    void conn.connect();
+    await run(sched, 500);
+    assert.equal(conn.state, "open");
+    assert.equal(conn.transport, "websocket");
+    assert.equal(server.last.url, "ws://127.0.0.1:7350/zones/test-zone?hops=1", "straight to the owner");
+    assert.equal(fallbacks.length, 1);
+    assert.match(fallbacks[0]?.reason ?? "", /the zone's owner serves no WebTransport/);
     conn.close();
   });
 
@@ -551,7 +565,7 @@ describe("ZoneConnection transport choice", () => {
     assert.match(fallbacks[0]?.reason ?? "", /2000 ms/);
     await run(sched, 200);
     const w = await p;
-    assert.equal(w.version, 6, "version 6 over WebSocket");
+    assert.equal(w.version, 7, "version 7 over WebSocket");
     assert.equal(conn.transport, "websocket");
     assert.equal(server.last.wt, null);
     conn.close();

@@ -18,8 +18,10 @@ pub const MAX_CONTENT_VERSION: usize = 64;
 pub const MAX_KICK_REASON: usize = 256;
 /// Longest input payload in bytes.
 pub const MAX_INPUT_PAYLOAD: usize = 4096;
-/// Longest redirect / transfer URL in bytes.
+/// Longest redirect / transfer URL in bytes (a Welcome's entry URLs too).
 pub const MAX_URL: usize = 512;
+/// Most entry URLs a Welcome lists (version 7).
+pub const MAX_ENTRIES: usize = 8;
 /// Most entity kinds in a schema.
 pub const MAX_KINDS: usize = 64;
 /// Most fields in one kind.
@@ -34,7 +36,9 @@ pub const MAX_DELTA_LIST: usize = 65_536;
 pub const MAX_EVENTS: usize = 1024;
 /// Longest event payload in bytes.
 pub const MAX_EVENT_PAYLOAD: usize = 16_384;
-/// The newest protocol version, the one clients of this crate offer. Version 6 adds the
+/// The newest protocol version, the one clients of this crate offer. Version 7 adds the entry
+/// URLs to Welcome: where else a client may enter when its entry URL is unreachable (PROTOCOL.md
+/// §5.3.1). Version 6 adds the
 /// WebTransport transport with its datagrams (PROTOCOL.md §1.1). Version 5 adds the host's
 /// content version to Welcome and the Kick code CONTENT_OUTDATED, with which a host that requires a
 /// minimum content version refuses an older client (PROTOCOL.md §4.1.2). Version 4 lets a resuming
@@ -42,7 +46,7 @@ pub const MAX_EVENT_PAYLOAD: usize = 16_384;
 /// bytes are version 3's otherwise. Version 3 sends Redirect and
 /// adds the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS; its bytes are version 2's.
 /// Version 2 added Welcome's timeouts, InputRefused, KnownSetCheck and Resync.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 /// The version that adds the WebTransport transport (PROTOCOL.md §1.1): State and Inputs datagrams
 /// and the Events message. Over WebSocket its bytes are version 5's.
 pub const DATAGRAM_VERSION: u32 = 6;

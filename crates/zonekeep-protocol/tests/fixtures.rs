@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Update};
 use zonekeep_protocol::known_set_hash;
 use zonekeep_protocol::messages::{
-    ClientMessage, DeltaContext, Events, Hello, Input, InputRefused, Inputs, Kick, KickCode,
-    KnownSetCheck, Ping, Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer,
-    Welcome,
+    ClientMessage, DeltaContext, Entries, Events, Hello, Input, InputRefused, Inputs, Kick,
+    KickCode, KnownSetCheck, Ping, Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage,
+    Transfer, Welcome,
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
 
@@ -160,6 +160,7 @@ fn welcome() -> Welcome {
         reconnect_token: vec![0xa1, 0xb2, 0xc3, 0xd4],
         schema: schema(),
         content_version: String::new(),
+        entries: Vec::new(),
     }
 }
 
@@ -238,6 +239,11 @@ fn message_fixtures() -> Vec<Fixture> {
             "Events (version 6) on a WebTransport session's control stream: the two zone events of the patch of tick 1006.",
             ServerMessage::Events(Events { tick: 1006, events: vec![Event { topic: 1, payload: b"gg".to_vec() }, Event { topic: 513, payload: vec![] }] }),
         ),
+        server(
+            "entries",
+            "Entries (0x8b, protocol version 7): the zone's entry URLs anew, after the fleet changed since the Welcome: the owner first, then another live host.",
+            ServerMessage::Entries(Entries { entries: vec!["ws://10.0.0.1:7350/zones/arena-1".into(), "ws://10.0.0.3:7350/zones/arena-1".into()] }),
+        ),
         client("ping", "Ping with client time 1700000000000 (a millisecond clock).", ClientMessage::Ping(Ping { client_time: 1_700_000_000_000 })),
         client("resync", "Resync after the Delta of tick 1002: the client's known set failed a check and it asks for a BASELINE.", ClientMessage::Resync(Resync { tick: 1002 })),
         server("input_refused", "The zone refused input 300 with its game-defined code 2.", ServerMessage::InputRefused(InputRefused { seq: 300, code: 2 })),
@@ -265,6 +271,11 @@ fn message_fixtures() -> Vec<Fixture> {
             "welcome_v6",
             "Welcome (version 6, what a WebTransport session negotiates; over WebSocket the bytes of version 5) for player 42 with an empty schema (no kinds, a 0.5 position step) and the content version the host runs, \"1.4.0\".",
             ServerMessage::Welcome(Welcome { version: 6, ..welcome_content() }),
+        ),
+        server(
+            "welcome_entries",
+            "Welcome (version 7) for player 42 with an empty schema (no kinds, a 0.5 position step), the content version \"1.4.0\", then two entry URLs where the client may enter the zone when its entry URL is unreachable: the zone's owner first, then another live host of the fleet. Only a version 7 Welcome lists them, after the content version.",
+            ServerMessage::Welcome(Welcome { version: 7, entries: vec!["ws://10.0.0.1:7350/zones/arena-1".into(), "ws://10.0.0.2:7350/zones/arena-1".into()], ..welcome_content() }),
         ),
         server("pong", "Pong echoing client time 1700000000000 at host time 5000000 µs, tick 1001.", ServerMessage::Pong(Pong { client_time: 1_700_000_000_000, server_time_us: 5_000_000, tick: 1001 })),
         server("kick", "Kick with VERSION_MISMATCH (10) and a reason.", ServerMessage::Kick(Kick { code: KickCode::VERSION_MISMATCH, reason: "no common version".into() })),

@@ -180,6 +180,7 @@ fn server_message_target() {
         reconnect_token: vec![1; 8],
         schema: schema.clone(),
         content_version: String::new(),
+        entries: Vec::new(),
     };
     let baseline = [0x82, 1, 0, 1, 0, 0, 1, 4, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0];
     let ctx = DeltaContext {
@@ -193,9 +194,17 @@ fn server_message_target() {
         content_version: "1.4.0".into(),
         ..w.clone()
     });
+    // Version 7 adds the entry URLs after the content version.
+    let welcome_v7 = ServerMessage::Welcome(Welcome {
+        version: 7,
+        content_version: "1.4.0".into(),
+        entries: vec!["ws://10.0.0.2:7350/zones/a".into()],
+        ..w.clone()
+    });
     let seeds = vec![
         ServerMessage::Welcome(w).to_bytes(None).unwrap(),
         welcome_v5.to_bytes(None).unwrap(),
+        welcome_v7.to_bytes(None).unwrap(),
         baseline.to_vec(),
         vec![0x84, 14, 1, b'x'],
     ];

@@ -9,7 +9,7 @@ use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Updat
 use zonekeep_protocol::messages::{
     ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
     Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
-    CONTENT_VERSION_PROTOCOL,
+    CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL,
 };
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::quant::*;
@@ -402,6 +402,14 @@ fn arb_server() -> impl Strategy<Value = ServerMessage> {
                             content
                         } else {
                             String::new()
+                        },
+                        // Only a version 7 (or later) Welcome lists entry URLs.
+                        entries: if n[0] >= ENTRIES_PROTOCOL {
+                            (0..(seed % 3))
+                                .map(|i| format!("ws://h{i}:7350/zones/z"))
+                                .collect()
+                        } else {
+                            Vec::new()
                         },
                     })
                 }

@@ -432,6 +432,7 @@ impl HostBuilder {
             },
             content: config.content_policy()?,
             persist: self.persistence,
+            entries: Arc::default(),
             recordings: Arc::new(crate::recording::Recordings::new(
                 config.data_dir.join("recordings"),
                 metrics.clone(),

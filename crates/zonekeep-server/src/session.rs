@@ -218,8 +218,8 @@ fn read_error(
 /// Protocol versions this host speaks: 3 adds Redirect and the fleet's Kick codes (a version-2
 /// client is told ZONE_MOVED, with the owner's URL in the reason, instead of being redirected);
 /// 4 adds a resuming Hello's `resume_from`; 5 adds Welcome's content version and CONTENT_OUTDATED;
-/// 6 adds the WebTransport transport, and over WebSocket is version 5.
-const HOST_VERSIONS: [u32; 5] = [MIN_PROTOCOL_VERSION, 3, 4, 5, PROTOCOL_VERSION];
+/// 6 adds the WebTransport transport, and over WebSocket is version 5; 7 adds Welcome's entry URLs.
+const HOST_VERSIONS: [u32; 6] = [MIN_PROTOCOL_VERSION, 3, 4, 5, 6, PROTOCOL_VERSION];
 
 /// How a handshake ended without an error.
 pub(crate) enum Handshake {

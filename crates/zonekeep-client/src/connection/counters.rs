@@ -53,6 +53,9 @@ pub struct CountersSnapshot {
     pub fresh_joins: u64,
     /// Redirects followed during handshakes (PROTOCOL.md §5.3.1), the first join's included.
     pub redirects: u64,
+    /// Reconnects that landed through an entry URL a Welcome listed, the application's entry
+    /// URL being unreachable (PROTOCOL.md §5.3.1).
+    pub entry_fallbacks: u64,
     /// `send_input` calls refused because the outgoing queue was full.
     pub outgoing_full: u64,
     /// Inputs given up on: queued or unacknowledged ones when the connection rejoined as a new
@@ -102,6 +105,7 @@ pub(crate) struct Counters {
     pub resumes: AtomicU64,
     pub fresh_joins: AtomicU64,
     pub redirects: AtomicU64,
+    pub entry_fallbacks: AtomicU64,
     pub outgoing_full: AtomicU64,
     pub inputs_discarded: AtomicU64,
     pub events_full: AtomicU64,
@@ -147,6 +151,7 @@ impl Counters {
             resumes: g(&self.resumes),
             fresh_joins: g(&self.fresh_joins),
             redirects: g(&self.redirects),
+            entry_fallbacks: g(&self.entry_fallbacks),
             outgoing_full: g(&self.outgoing_full),
             inputs_discarded: g(&self.inputs_discarded),
             events_full: g(&self.events_full),

@@ -103,6 +103,9 @@ fn ticket_key_refused(code: KickCode) -> bool {
 
 pub(crate) struct Driver {
     url: String,
+    /// Where else the zone may be entered, from the newest Welcome that listed them (PROTOCOL.md
+    /// §5.3.1): tried in order when the entry URL cannot be reached.
+    entries: Vec<String>,
     opts: ConnectOptions,
     shared: Arc<Shared>,
     link: Option<Link>,
@@ -156,6 +159,7 @@ impl Driver {
             in_sim: NetSim::new(in_cfg),
             in_capacity: opts.event_capacity.max(MIN_IN_DELAY_CAPACITY),
             ticket: opts.ticket.clone(),
+            entries: welcome.websocket_entries().map(str::to_owned).collect(),
             url,
             opts,
             shared,
@@ -638,6 +642,11 @@ impl Driver {
             Ok(ServerMessage::Delta(_)) => lost("Delta decoded without context"),
             // Events apart from the state (PROTOCOL.md §5.9) reach the application as a
             // Delta's events do.
+            // The fleet changed since the Welcome: where else to enter now (PROTOCOL.md §5.3.1).
+            Ok(ServerMessage::Entries(e)) => {
+                self.entries = e.websocket_entries().map(str::to_owned).collect();
+                Flow::Continue
+            }
             Ok(ServerMessage::Events(batch)) => {
                 for e in batch.events {
                     let ev = Event::Event {

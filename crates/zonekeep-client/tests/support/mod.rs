@@ -264,6 +264,7 @@ pub fn welcome(player_id: u32, token: &[u8], tick: u64) -> Welcome {
         reconnect_token: token.to_vec(),
         schema: schema(),
         content_version: String::new(),
+        entries: Vec::new(),
     }
 }
 

@@ -8,8 +8,9 @@ pub use client::{
     RESUME_FROM_VERSION,
 };
 pub use server::{
-    peek_tag, write_events, DeltaContext, Events, InputRefused, Kick, KickCode, KnownSetCheck,
-    Pong, Redirect, Role, ServerMessage, Transfer, Welcome, CONTENT_VERSION_PROTOCOL,
+    peek_tag, write_events, DeltaContext, Entries, Events, InputRefused, Kick, KickCode,
+    KnownSetCheck, Pong, Redirect, Role, ServerMessage, Transfer, Welcome,
+    CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL,
 };
 
 /// Message tags (PROTOCOL.md §1: client → server `0x01..=0x7f`, server → client `0x80..=0xff`).
@@ -44,4 +45,6 @@ pub mod tag {
     pub const STATE: u8 = crate::delta::TAG_STATE;
     /// Events (server, protocol version 6).
     pub const EVENTS: u8 = 0x8a;
+    /// Entries (server, protocol version 7).
+    pub const ENTRIES: u8 = 0x8b;
 }

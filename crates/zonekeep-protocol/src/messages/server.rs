@@ -11,8 +11,8 @@ use super::tag;
 use crate::delta::{decode_delta, Delta, Event};
 use crate::error::{DecodeError, EncodeError};
 use crate::limits::{
-    MAX_CONTENT_VERSION, MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_KICK_REASON, MAX_RECONNECT_TOKEN,
-    MAX_SERVER_MESSAGE, MAX_TICKET, MAX_URL, MAX_ZONE_ID,
+    MAX_CONTENT_VERSION, MAX_ENTRIES, MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_KICK_REASON,
+    MAX_RECONNECT_TOKEN, MAX_SERVER_MESSAGE, MAX_TICKET, MAX_URL, MAX_ZONE_ID,
 };
 use crate::schema::Schema;
 use crate::wire::{put_bytes_named, put_str_named, put_varint, Reader};
@@ -29,6 +29,10 @@ pub enum Role {
 /// The version that added [`Welcome::content_version`] and [`KickCode::CONTENT_OUTDATED`]
 /// (§4.1.2): a Welcome built for an older version carries no content version.
 pub const CONTENT_VERSION_PROTOCOL: u32 = 5;
+
+/// The version that added [`Welcome::entries`] (§5.3.1): a Welcome built for an older version
+/// lists no entry URLs.
+pub const ENTRIES_PROTOCOL: u32 = 7;
 
 /// The server's answer to a valid Hello (§5.1).
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +69,23 @@ pub struct Welcome {
     /// ([`CONTENT_VERSION_PROTOCOL`]): for an older `version` it must be empty, and it decodes as
     /// empty.
     pub content_version: String,
+    /// Where else the client may enter the zone when its entry URL is unreachable (§5.3.1): at
+    /// most [`MAX_ENTRIES`] WebSocket URLs of the zone (each ≤ 512 bytes), the zone's owner first,
+    /// then the fleet's other live hosts. Only a Welcome of version 7 or later carries them
+    /// ([`ENTRIES_PROTOCOL`]): for an older `version` it must be empty, and it decodes as empty.
+    pub entries: Vec<String>,
+}
+
+impl Welcome {
+    /// The entry URLs a client may connect to: those that are absolute `ws://` or `wss://` URLs
+    /// (any other is skipped, as a Redirect to it would be refused: a ticket goes to zone hosts
+    /// only).
+    pub fn websocket_entries(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .map(String::as_str)
+            .filter(|u| is_websocket_url(u))
+    }
 }
 
 /// The answer to a Ping (§5.2).
@@ -192,11 +213,19 @@ impl Redirect {
     /// client must refuse (§5.3): a Redirect must not send a client's ticket anywhere but to
     /// another zone host. The scheme is matched without regard to case (RFC 3986 §3.1).
     pub fn websocket_url(&self) -> Option<&str> {
-        let (scheme, rest) = self.url.split_once("://")?;
-        let ws = scheme.eq_ignore_ascii_case("ws") || scheme.eq_ignore_ascii_case("wss");
-        // An empty authority (`ws:///zones/a`) names no host.
-        (ws && !rest.is_empty() && !rest.starts_with('/')).then_some(self.url.as_str())
+        is_websocket_url(&self.url).then_some(self.url.as_str())
     }
+}
+
+/// Whether `url` is an absolute `ws://` or `wss://` URL with a host, the scheme matched without
+/// regard to case (RFC 3986 §3.1).
+fn is_websocket_url(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let ws = scheme.eq_ignore_ascii_case("ws") || scheme.eq_ignore_ascii_case("wss");
+    // An empty authority (`ws:///zones/a`) names no host.
+    ws && !rest.is_empty() && !rest.starts_with('/')
 }
 
 /// Reserved, not sent yet: move to another zone with a fresh ticket (§5.3).
@@ -275,6 +304,54 @@ pub enum ServerMessage {
     KnownSetCheck(KnownSetCheck),
     /// Tag `0x8a` (protocol version 6).
     Events(Events),
+    /// Tag `0x8b` (protocol version 7).
+    Entries(Entries),
+}
+
+/// Where else the client may enter the zone, anew (§5.3.1, version 7): the host sends it when the
+/// list its Welcome gave has changed (a host joined, drained or died), so a client that later
+/// finds its entry URL unreachable knows the fleet as it is, not as it was when it joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entries {
+    /// The same list as [`Welcome::entries`]: at most [`MAX_ENTRIES`] WebSocket URLs of the zone,
+    /// its owner first. It replaces the one the client held.
+    pub entries: Vec<String>,
+}
+
+impl Entries {
+    /// The entry URLs a client may connect to, as [`Welcome::websocket_entries`].
+    pub fn websocket_entries(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .map(String::as_str)
+            .filter(|u| is_websocket_url(u))
+    }
+}
+
+/// Writes a list of entry URLs (Welcome from version 7, Entries): a count, then each URL.
+fn put_entries(out: &mut Vec<u8>, entries: &[String]) -> Result<(), EncodeError> {
+    if entries.len() > MAX_ENTRIES {
+        return Err(EncodeError::TooLong {
+            what: "entries",
+            len: entries.len() as u64,
+            max: MAX_ENTRIES as u64,
+        });
+    }
+    put_varint(out, entries.len() as u64);
+    for e in entries {
+        put_str_named(out, "entry url", e, MAX_URL)?;
+    }
+    Ok(())
+}
+
+/// Reads a list of entry URLs written by [`put_entries`].
+fn read_entries(r: &mut Reader<'_>) -> Result<Vec<String>, DecodeError> {
+    let n = r.count("entries", MAX_ENTRIES)?;
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        entries.push(r.str_named("entry url", MAX_URL)?.to_owned());
+    }
+    Ok(entries)
 }
 
 /// The first byte of a message, or [`DecodeError::Truncated`] for an empty one.
@@ -286,6 +363,9 @@ pub fn peek_tag(bytes: &[u8]) -> Result<u8, DecodeError> {
 fn check_content_version(w: &Welcome) -> Result<(), &'static str> {
     if w.version < CONTENT_VERSION_PROTOCOL && !w.content_version.is_empty() {
         return Err("Welcome content_version needs version 5");
+    }
+    if w.version < ENTRIES_PROTOCOL && !w.entries.is_empty() {
+        return Err("Welcome entries need version 7");
     }
     Ok(())
 }
@@ -365,6 +445,9 @@ impl ServerMessage {
                         MAX_CONTENT_VERSION,
                     )?;
                 }
+                if w.version >= ENTRIES_PROTOCOL {
+                    put_entries(out, &w.entries)?;
+                }
             }
             ServerMessage::Delta(d) => {
                 let ctx = ctx.ok_or(EncodeError::Invalid(
@@ -407,6 +490,10 @@ impl ServerMessage {
                 put_varint(out, k.tick);
                 put_varint(out, u64::from(k.count));
                 out.extend_from_slice(&k.hash.to_le_bytes());
+            }
+            ServerMessage::Entries(e) => {
+                out.push(tag::ENTRIES);
+                put_entries(out, &e.entries)?;
             }
             ServerMessage::Events(e) => {
                 if e.events.is_empty() || e.events.len() > MAX_EVENTS {
@@ -488,6 +575,12 @@ impl ServerMessage {
                 } else {
                     String::new()
                 };
+                // Only a version 7 (or later) Welcome lists them, after the content version.
+                let entries = if version >= ENTRIES_PROTOCOL {
+                    read_entries(&mut r)?
+                } else {
+                    Vec::new()
+                };
                 ServerMessage::Welcome(Welcome {
                     version,
                     player_id,
@@ -503,6 +596,7 @@ impl ServerMessage {
                     reconnect_token,
                     schema,
                     content_version,
+                    entries,
                 })
             }
             tag::DELTA | tag::STATE => {
@@ -529,6 +623,9 @@ impl ServerMessage {
                 zone_id: r.str_named("zone id", MAX_ZONE_ID)?.to_owned(),
                 ticket: r.str_named("ticket", MAX_TICKET)?.to_owned(),
                 url: r.str_named("url", MAX_URL)?.to_owned(),
+            }),
+            tag::ENTRIES => ServerMessage::Entries(Entries {
+                entries: read_entries(&mut r)?,
             }),
             tag::EVENTS => {
                 let tick = r.varint_u64()?;
@@ -698,6 +795,7 @@ mod tests {
                 kinds: vec![],
             },
             content_version: String::new(),
+            entries: Vec::new(),
         };
         let b = rt(&ServerMessage::Welcome(w.clone()));
         let mut bad = b.clone();
@@ -731,6 +829,7 @@ mod tests {
                 kinds: vec![],
             },
             content_version: content_version.into(),
+            entries: Vec::new(),
         };
         // Version 5: the content version follows the schema.
         let v4 = rt(&ServerMessage::Welcome(w(4, "")));

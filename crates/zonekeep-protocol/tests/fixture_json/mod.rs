@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 use zonekeep_protocol::delta::{Delta, PosForm};
 use zonekeep_protocol::messages::{
-    ClientMessage, Role, ServerMessage, Welcome, CONTENT_VERSION_PROTOCOL,
+    ClientMessage, Role, ServerMessage, Welcome, CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL,
 };
 use zonekeep_protocol::schema::{FieldType, FieldValue, Schema};
 
@@ -170,6 +170,7 @@ pub fn server_json(m: &ServerMessage) -> Value {
         ServerMessage::KnownSetCheck(k) => {
             json!({"type": "known_set_check", "tick": k.tick, "count": k.count, "hash": k.hash})
         }
+        ServerMessage::Entries(e) => json!({"type": "entries", "entries": e.entries}),
         ServerMessage::Events(e) => json!({
             "type": "events",
             "tick": e.tick,
@@ -180,8 +181,9 @@ pub fn server_json(m: &ServerMessage) -> Value {
     }
 }
 
-/// A Welcome's value. `content_version` is there only from version 5, the first Welcome that
-/// carries it, so the fixtures of older versions keep their exact shape.
+/// A Welcome's value. `content_version` is there only from version 5 and `entries` only from
+/// version 7, the first Welcomes that carry them, so the fixtures of older versions keep their
+/// exact shape.
 pub fn welcome_json(w: &Welcome) -> Value {
     let mut v = json!({
         "type": "welcome",
@@ -201,6 +203,9 @@ pub fn welcome_json(w: &Welcome) -> Value {
     });
     if w.version >= CONTENT_VERSION_PROTOCOL {
         v["content_version"] = json!(w.content_version);
+    }
+    if w.version >= ENTRIES_PROTOCOL {
+        v["entries"] = json!(w.entries);
     }
     v
 }

@@ -403,9 +403,21 @@ pub fn invalid_cases() -> Fixture {
         ),
         (
             Dec::Server,
-            vec![0x8b],
+            vec![0x8c],
             "unknown_tag",
-            "Tag 0x8b is not defined in version 6.",
+            "Tag 0x8c is not defined in version 7.",
+        ),
+        (
+            Dec::Server,
+            vec![0x8b],
+            "truncated",
+            "Entries (0x8b, version 7) that ends before its count.",
+        ),
+        (
+            Dec::Server,
+            vec![0x8b, 0x09],
+            "too_long",
+            "Entries listing 9 URLs, one over the 8 a list may hold.",
         ),
         (
             Dec::Server,

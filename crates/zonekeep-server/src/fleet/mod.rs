@@ -17,6 +17,7 @@
 //! store applies the claim rule in its own transaction. This module only drives them.
 
 mod config;
+mod entries;
 pub(crate) mod forward;
 mod gate;
 pub(crate) mod heartbeat;
@@ -35,6 +36,7 @@ use zonekeep_store::{ClaimRequest, Directory, StoreError, ZoneClaim};
 
 pub(crate) use config::{advertise_url, host_id, random_hex, validate_config};
 pub use config::{RouteMode, HOST_ID_FILE};
+pub(crate) use entries::EntryUrls;
 pub use gate::LeaseGate;
 pub use metrics::FleetMetrics;
 
@@ -301,6 +303,8 @@ pub(crate) async fn start(
         shared.fleet_metrics.clone(),
     ));
     let lease = heartbeat::join(&fleet).await?;
+    // Until the first reconcile pass lists the others, Welcomes name this host alone.
+    shared.sim.entries.set(&fleet.url, []);
     persist.set_fleet(Arc::clone(&fleet));
     let _ = shared.fleet.set(Arc::clone(&fleet));
     let stop = shared.fleet_stop.clone();

@@ -67,6 +67,16 @@ fn startable(shared: &Shared, zone: &ZoneLocation) -> bool {
 /// One reconcile pass.
 pub(crate) async fn pass(shared: &Arc<Shared>, fleet: &Fleet) -> Result<(), FleetError> {
     let hosts = query(&fleet.metrics, "hosts", fleet.directory.hosts()).await?;
+    let entries = hosts.iter().filter(|h| {
+        !h.draining
+            && fleet
+                .timing
+                .is_alive(Duration::from_millis(h.heartbeat_age_ms), h.left)
+    });
+    shared
+        .sim
+        .entries
+        .set(&fleet.url, entries.map(|h| h.url.as_str()));
     let live: Vec<&str> = hosts
         .iter()
         .filter(|h| {

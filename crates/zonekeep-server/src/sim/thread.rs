@@ -58,6 +58,8 @@ pub(crate) struct SimContext {
     pub content: crate::content::ContentPolicy,
     /// Saves, hibernation and facts; `None` runs zones in memory only.
     pub persist: Option<Arc<Persistence>>,
+    /// Where else a client may enter, which Welcome lists (version 7); empty outside a fleet.
+    pub entries: Arc<crate::fleet::EntryUrls>,
     /// Zone recordings.
     pub recordings: Arc<crate::recording::Recordings>,
     /// Stop flags of the running zones whose game code can be interrupted.

@@ -14,7 +14,9 @@ use zonekeep_core::{
     AdvanceReport, Claims, InputOutcome, JoinError, PlayerId, Principal, RejoinError,
     ResumeOutcome, Role, Tier, ZoneHost,
 };
-use zonekeep_protocol::messages::{KickCode, ResumeFrom, Role as WireRole, Welcome};
+use zonekeep_protocol::messages::{
+    Entries, KickCode, ResumeFrom, Role as WireRole, ServerMessage, Welcome, ENTRIES_PROTOCOL,
+};
 
 use super::frames::welcome_frame;
 use super::limit_log::{LimitLog, LIMIT_LOG_EVERY_SECONDS};
@@ -36,6 +38,9 @@ struct Sub {
     notices: Notices,
     /// The newest State tick its datagram client acknowledged, as last handed to the zone.
     state_acked: u64,
+    /// The generation of the entry URLs it was last told (PROTOCOL.md §5.3.1); `None` for a
+    /// session below version 7, which has no message for them.
+    entries_told: Option<u64>,
 }
 
 pub(crate) struct ZoneRun {
@@ -55,6 +60,8 @@ pub(crate) struct ZoneRun {
     limit_log: LimitLog,
     /// The zone's recording, while one runs.
     recording: Option<ZoneRecording>,
+    /// The generation of the host's entry URLs its sessions were last told.
+    entries_told: u64,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -94,6 +101,7 @@ impl ZoneRun {
             log_suppressed: 0,
             limit_log: LimitLog::default(),
             recording: None,
+            entries_told: 0,
         };
         run.publish();
         run
@@ -127,6 +135,7 @@ impl ZoneRun {
             }
         };
         let cfg = self.host.config();
+        let entries_told = (version >= ENTRIES_PROTOCOL).then(|| ctx.entries.generation());
         let welcome = Welcome {
             version,
             player_id: player.0,
@@ -142,6 +151,11 @@ impl ZoneRun {
             reconnect_token: token,
             schema: self.host.schema(),
             content_version: ctx.content.welcome_content_version(version),
+            entries: if version >= ENTRIES_PROTOCOL {
+                ctx.entries.zone_urls(&zone_id)
+            } else {
+                Vec::new()
+            },
         };
         let frame = welcome_frame(welcome)
             .map_err(|e| JoinFailure::Unavailable(format!("welcome: {e}")))?;
@@ -161,6 +175,7 @@ impl ZoneRun {
                 last_frame_tick: 0,
                 notices: Notices::default(),
                 state_acked: 0,
+                entries_told,
             },
         );
         self.publish();
@@ -485,7 +500,35 @@ impl ZoneRun {
         }
         let dormant = self.absorb(ctx, &report);
         self.pump_recording();
+        self.tell_entries(ctx);
         dormant
+    }
+
+    /// Sends the entry URLs anew (Entries, PROTOCOL.md §5.3.1) to every version 7 session told an
+    /// older list, once after each change: a player must not learn only at its next Welcome that
+    /// a host joined or left.
+    fn tell_entries(&mut self, ctx: &SimContext) {
+        let current = ctx.entries.generation();
+        if current == self.entries_told {
+            return;
+        }
+        self.entries_told = current;
+        let entries = ctx.entries.zone_urls(&self.entry.zone_id);
+        let frame = match ServerMessage::Entries(Entries { entries }).to_bytes(None) {
+            Ok(b) => Bytes::from(b),
+            Err(e) => {
+                tracing::warn!(zone = %self.entry.zone_id, error = %e, "entry URLs do not encode");
+                return;
+            }
+        };
+        for sub in self.subs.values_mut() {
+            if sub.entries_told.is_some_and(|g| g != current) {
+                sub.entries_told = Some(current);
+                if let Some(conn) = &sub.conn {
+                    send_frame(&self.metrics, conn, frame.clone());
+                }
+            }
+        }
     }
 
     /// Send InputRefused for `seq` to `player`'s connection, within its per-second bound.

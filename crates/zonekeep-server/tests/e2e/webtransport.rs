@@ -155,7 +155,7 @@ async fn a_session_plays_over_datagrams_acknowledging_states_and_repeating_input
         Some(ServerMessage::Welcome(w)) => w,
         other => panic!("expected Welcome, got {other:?}"),
     };
-    assert_eq!(welcome.version, 6);
+    assert_eq!(welcome.version, zonekeep_protocol::limits::PROTOCOL_VERSION);
     // The zone's welcome event comes on the stream, apart from the State.
     let welcomed = within("the zone's event", async {
         loop {
@@ -368,7 +368,7 @@ async fn messages_on_the_wrong_path_of_a_session_are_protocol_errors() {
         assert_eq!(code, 4014);
     }
 
-    // A Hello without version 6 is told the one version a session speaks.
+    // A Hello without version 6 or 7 is told the versions a session speaks.
     let mut wt = open(&server, "dots").await.unwrap();
     wt.hello(vec![2, 3, 4, 5], &ticket("wt-old", "dots")).await;
     let kick = loop {
@@ -380,7 +380,7 @@ async fn messages_on_the_wrong_path_of_a_session_are_protocol_errors() {
     };
     assert_eq!(kick.code, KickCode::VERSION_MISMATCH);
     assert!(
-        kick.reason.contains("the host speaks version 6"),
+        kick.reason.contains("the host speaks versions 6 to 7"),
         "{}",
         kick.reason
     );

@@ -21,6 +21,8 @@ pub struct Seen {
     pub fresh_joins: u64,
     /// The connection ended for good.
     pub closed: bool,
+    /// Why it ended, once it has.
+    pub close_reason: Option<String>,
     /// The highest input number sent (inputs are numbered 1, 2, ...).
     pub sent: u64,
     /// Kick codes received.
@@ -102,7 +104,14 @@ pub async fn player_every(
                         online = false;
                         tx.send_modify(|s| s.kicks.push(k.code.0));
                     }
-                    Some(Event::Closed(_)) | None => {
+                    Some(Event::Closed(reason)) => {
+                        tx.send_modify(|s| {
+                            s.closed = true;
+                            s.close_reason = Some(format!("{reason:?}"));
+                        });
+                        return;
+                    }
+                    None => {
                         tx.send_modify(|s| s.closed = true);
                         return;
                     }

@@ -25,6 +25,7 @@ export class Hud {
         this.box.textContent =
             `${n.state}\n` +
                 `transport  ${n.transport ?? "–"}\n` +
+                (n.fallback === null ? "" : `  (WebTransport: ${n.fallback})\n`) +
                 `RTT        ${Number.isFinite(n.rttMs) ? n.rttMs.toFixed(0) : "–"} ms\n` +
                 `down       ${kb(n.bytesInPerSec)}\n` +
                 `up         ${kb(n.bytesOutPerSec)}\n` +

@@ -318,6 +318,17 @@ function frame(now) {
     });
     requestAnimationFrame(frame);
 }
+/**
+ * Why the session is over WebSocket though WebTransport was tried: the last fallback's reason, or
+ * (after a reload, when the tab remembered an earlier fallback and did not try again) that.
+ */
+function fallbackReason() {
+    if (conn.transport !== "websocket")
+        return null;
+    if (debug.fallback !== null)
+        return debug.fallback;
+    return conn.webTransportDisabled ? "failed earlier in this tab" : null;
+}
 let hudAt = 0;
 function hudLoop() {
     const now = performance.now();
@@ -327,6 +338,7 @@ function hudLoop() {
         hud.update({
             state: `${conn.state} · ${zoneId} · ${debug.myName}`,
             transport: conn.transport,
+            fallback: fallbackReason(),
             rttMs: conn.clock.rttMs,
             bytesInPerSec: s.bytesInPerSec,
             bytesOutPerSec: s.bytesOutPerSec,

@@ -9,6 +9,8 @@ export interface HudNumbers {
   state: string;
   /** `webtransport` or `websocket` (null between sessions). */
   transport: string | null;
+  /** Why the session is over WebSocket after WebTransport was tried (null = it was not). */
+  fallback: string | null;
   rttMs: number;
   bytesInPerSec: number;
   bytesOutPerSec: number;
@@ -53,6 +55,7 @@ export class Hud {
     this.box.textContent =
       `${n.state}\n` +
       `transport  ${n.transport ?? "–"}\n` +
+      (n.fallback === null ? "" : `  (WebTransport: ${n.fallback})\n`) +
       `RTT        ${Number.isFinite(n.rttMs) ? n.rttMs.toFixed(0) : "–"} ms\n` +
       `down       ${kb(n.bytesInPerSec)}\n` +
       `up         ${kb(n.bytesOutPerSec)}\n` +

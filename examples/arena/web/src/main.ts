@@ -412,6 +412,16 @@ function frame(now: number): void {
   requestAnimationFrame(frame);
 }
 
+/**
+ * Why the session is over WebSocket though WebTransport was tried: the last fallback's reason, or
+ * (after a reload, when the tab remembered an earlier fallback and did not try again) that.
+ */
+function fallbackReason(): string | null {
+  if (conn.transport !== "websocket") return null;
+  if (debug.fallback !== null) return debug.fallback;
+  return conn.webTransportDisabled ? "failed earlier in this tab" : null;
+}
+
 let hudAt = 0;
 function hudLoop(): void {
   const now = performance.now();
@@ -421,6 +431,7 @@ function hudLoop(): void {
     hud.update({
       state: `${conn.state} · ${zoneId} · ${debug.myName}`,
       transport: conn.transport,
+      fallback: fallbackReason(),
       rttMs: conn.clock.rttMs,
       bytesInPerSec: s.bytesInPerSec,
       bytesOutPerSec: s.bytesOutPerSec,

@@ -1,6 +1,7 @@
 //! Reconnecting: backoff, the token within the grace window, the fresh-ticket fallback, and
 //! installing the new socket. Every attempt starts at the entry URL (`Driver::url`) and follows
-//! Redirects to the zone's current owner.
+//! Redirects to the zone's current owner; when the entry host cannot be reached, the attempt goes
+//! on through the entry URLs the last Welcome listed (PROTOCOL.md §5.3.1), in order.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use rand_core::RngCore;
 use tokio::sync::mpsc;
 use zonekeep_protocol::messages::{
-    ClientMessage, Hello, KickCode, ResumeFrom, Welcome, RESUME_FROM_VERSION,
+    ClientMessage, Hello, KickCode, ResumeFrom, Welcome, ENTRIES_PROTOCOL, RESUME_FROM_VERSION,
 };
 use zonekeep_protocol::mirror::Mirror;
 
@@ -126,15 +127,7 @@ impl Driver {
                 content_version: self.opts.content_version.clone(),
                 resume_from,
             };
-            match socket::open(
-                &self.url,
-                &hello,
-                self.opts.handshake_timeout,
-                &self.shared.counters,
-                self.opts.transport,
-            )
-            .await
-            {
+            match self.open_somewhere(&hello).await {
                 Ok((link, welcome)) => {
                     return self
                         .install(link, welcome, use_token, resume_from.is_some(), out_rx)
@@ -179,6 +172,37 @@ impl Driver {
             "gave up after {} reconnect attempts (last error: {last_err})",
             policy.max_attempts
         )))
+    }
+
+    /// One connection attempt: at the entry URL, and while the host there cannot be reached (or
+    /// is shutting down), at each entry URL the last Welcome listed that differs from it. The
+    /// answer of the first host that answers, or the entry URL's own failure when none did.
+    async fn open_somewhere(&self, hello: &Hello) -> Result<(Link, Welcome), ClientError> {
+        let others = self.entries.iter().filter(|u| **u != self.url);
+        let mut first_err = None;
+        for url in std::iter::once(&self.url).chain(others) {
+            let r = socket::open(
+                url,
+                hello,
+                self.opts.handshake_timeout,
+                &self.shared.counters,
+                self.opts.transport,
+            )
+            .await;
+            match r {
+                Err(e) if unreachable(&e) => {
+                    tracing::debug!(%url, error = %e, "entry unreachable; trying the next");
+                    first_err.get_or_insert(e);
+                }
+                other => {
+                    if other.is_ok() && *url != self.url {
+                        add(&self.shared.counters.entry_fallbacks, 1);
+                    }
+                    return other;
+                }
+            }
+        }
+        Err(first_err.unwrap_or(ClientError::ClosedDuringHandshake))
     }
 
     /// What a resuming Hello says the mirror holds (PROTOCOL.md §4.1.1): only when the session's
@@ -277,11 +301,28 @@ impl Driver {
             self.mirror = Mirror::new();
         }
         self.awaiting_baseline = false;
+        // A Welcome of an older version lists no entries: what an earlier one listed still holds.
+        if welcome.version >= ENTRIES_PROTOCOL {
+            self.entries = welcome.websocket_entries().map(str::to_owned).collect();
+        }
         self.welcome = welcome.clone();
         tracing::debug!(zone = %welcome.zone_id, player = welcome.player_id, resumed, "reconnected");
         match self.emit(Event::Welcome { welcome, resumed }).await {
             Flow::Stop(r) => Err(r),
             _ => Ok(()),
         }
+    }
+}
+
+/// Whether an attempt failed without any host answering it (or at a host on its way out), so the
+/// next entry URL may answer instead. A Kick or a Redirect refused by the client is an answer.
+fn unreachable(e: &ClientError) -> bool {
+    match e {
+        ClientError::WebSocket(_)
+        | ClientError::ClosedDuringHandshake
+        | ClientError::HandshakeTimeout
+        | ClientError::WebTransport(_) => true,
+        ClientError::Kicked(k) => k.code == KickCode::SHUTTING_DOWN,
+        _ => false,
     }
 }

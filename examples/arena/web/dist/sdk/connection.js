@@ -13,6 +13,10 @@
  * its signature is not retried, since another from the same source would fail the same way.
  * Attempts back off exponentially with jitter and are bounded. A Kick ZONE_MOVED or HOST_FENCED
  * (the zone moved to another host) resumes at once: its first attempt waits for no backoff.
+ * When the entry host cannot be reached (nothing answers, or it is shutting down), the attempt goes
+ * on at once through the entry URLs the last version 7 Welcome listed ({@link Welcome.entries}:
+ * the zone's owner, then the fleet's other live hosts), in order; the next attempt starts at the
+ * entry URL again (§5.3.1).
  *
  * Content versions (§4.1.2): the Hello carries `contentVersion` (the content this build was made
  * for), every version 5 Welcome the host's ({@link Welcome.contentVersion}). A host that requires
@@ -28,13 +32,15 @@
  * 'event' like a Delta's events. When discovery, the session or its Welcome fail or take longer than
  * `webTransportTimeoutMs`, the attempt goes over WebSocket instead, and the connection keeps to
  * WebSocket from then on (remembered in `sessionStorage` too, so a reload does not wait again).
- * A Redirect over WebTransport is followed over WebSocket (a Redirect names a WebSocket URL).
+ * A Redirect over WebTransport is followed over WebTransport: the owner is asked where its sessions
+ * are (`GET /webtransport` on the Redirect URL's HTTP origin) and the same Hello goes to a session
+ * there; only when the owner serves none does that hop go over WebSocket (a 'fallback' saying why).
  *
  * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
  * drive a whole session over fake sockets and a manual clock.
  */
 import { ServerClock } from "./clock.js";
-import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, } from "./messages.js";
+import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, ENTRIES_PROTOCOL, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, websocketEntries, } from "./messages.js";
 import { Mirror } from "./mirror.js";
 import { backoffMs, defaultReconnectPolicy } from "./reconnect.js";
 import { systemScheduler } from "./scheduler.js";
@@ -246,6 +252,7 @@ export class ZoneConnection {
         messagesIn: 0,
         messagesOut: 0,
         redirects: 0,
+        entryFallbacks: 0,
         resumes: 0,
         freshJoins: 0,
         datagramsIn: 0,
@@ -255,6 +262,12 @@ export class ZoneConnection {
     hello = null;
     /** Redirects followed in the current attempt. */
     hops = 0;
+    /** Where else the zone may be entered, from the newest Welcome that listed them (§5.3.1). */
+    entries = [];
+    /** Which of {@link entryCandidates} the current attempt tries: 0 = the entry URL. */
+    entryIndex = 0;
+    /** The URL the last Redirect of the current attempt named (null = none yet). */
+    hopUrl = null;
     /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
     awaitingBaseline = false;
     syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
@@ -611,6 +624,7 @@ export class ZoneConnection {
             resumeFrom: this.mode === "resume" ? this.resumeFrom() : null,
         };
         this.hops = 0;
+        this.hopUrl = null;
         this.lastKick = null;
         this.localError = null;
         this.startHandshakeTimer(gen);
@@ -619,7 +633,19 @@ export class ZoneConnection {
         if (wt !== null)
             void this.openWebTransport(gen, wt);
         else
-            this.openSocket(gen, this.opts.url);
+            this.openSocket(gen, this.entryUrl());
+    }
+    /** The entry URL, then each entry URL the last Welcome listed that differs from it. */
+    entryCandidates() {
+        return [this.opts.url, ...this.entries.filter((u) => u !== this.opts.url)];
+    }
+    /** Where the current attempt starts: the entry URL, or a listed one after it was unreachable. */
+    entryUrl() {
+        return this.entryCandidates()[this.entryIndex] ?? this.opts.url;
+    }
+    /** Where the current attempt's Hello goes next: the last Redirect's URL, else its start. */
+    targetUrl() {
+        return this.hopUrl ?? this.entryUrl();
     }
     startHandshakeTimer(gen) {
         this.cancel(this.handshakeTimer);
@@ -637,7 +663,7 @@ export class ZoneConnection {
             return null;
         if (!this.versions.some((v) => v >= DATAGRAM_VERSION))
             return null;
-        if (zoneOfEntryUrl(this.opts.url) === null)
+        if (zoneOfEntryUrl(this.entryUrl()) === null)
             return null;
         if ((this.opts.fetch ?? platformFetch()) === null)
             return null;
@@ -667,7 +693,7 @@ export class ZoneConnection {
             const fetchFn = this.opts.fetch ?? platformFetch();
             if (fetchFn === null)
                 throw new Error("no fetch to discover WebTransport with");
-            endpoint = await discoverWebTransport(this.opts.url, fetchFn);
+            endpoint = await discoverWebTransport(this.targetUrl(), fetchFn);
         }
         catch (e) {
             if (!stale())
@@ -676,10 +702,11 @@ export class ZoneConnection {
         }
         if (stale())
             return;
-        const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.opts.url);
+        const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.targetUrl());
         if (endpoint === null || url === null) {
             // The host serves no WebTransport: nothing to wait for, in either mode.
-            this.fallBack(gen, "the host serves no WebTransport (GET /webtransport: 404)", auto);
+            const host = this.hopUrl === null ? "the host" : "the zone's owner";
+            this.fallBack(gen, `${host} serves no WebTransport (GET /webtransport: 404)`, auto);
             return;
         }
         let sock;
@@ -767,7 +794,7 @@ export class ZoneConnection {
         if (gen !== this.gen)
             return; // a handler closed the connection
         this.startHandshakeTimer(gen);
-        this.openSocket(gen, this.opts.url);
+        this.openSocket(gen, this.targetUrl());
     }
     /** Closes this attempt's WebTransport session (if any) without reporting its end. */
     dropWebTransport(reason) {
@@ -836,8 +863,11 @@ export class ZoneConnection {
         if (url === null)
             throw new RedirectError("scheme", r.url);
         this.hops += 1;
+        this.hopUrl = url;
         this.counters.redirects += 1;
-        // A Redirect over WebTransport names a WebSocket URL: this attempt goes on over WebSocket.
+        // A Redirect over WebTransport goes on over WebTransport: the owner is asked where its
+        // sessions are, as the entry host was (§1.1, §5.3.1).
+        const overWebTransport = this.wt !== null;
         this.dropWebTransport("redirected");
         const old = this.socket;
         this.socket = null;
@@ -854,7 +884,11 @@ export class ZoneConnection {
         this.emit("redirect", r);
         if (gen !== this.gen)
             return; // a handler closed the connection
-        this.openSocket(gen, url);
+        const wt = overWebTransport ? this.webTransportFactory() : null;
+        if (wt !== null)
+            void this.openWebTransport(gen, wt);
+        else
+            this.openSocket(gen, url);
     }
     /** Ends the current socket because of a local error. */
     fail(gen, error) {
@@ -966,6 +1000,10 @@ export class ZoneConnection {
                 if (this.st === "open")
                     throw new DecodeError("invalid", "Redirect in the middle of a session");
                 this.follow(gen, m);
+                return;
+            case "entries":
+                // The fleet changed since the Welcome: where else to enter now (§5.3.1).
+                this.entries = websocketEntries(m.entries);
                 return;
             case "events":
                 // §5.9: the events of a patch whose State travels apart; delivered as a Delta's are.
@@ -1087,6 +1125,7 @@ export class ZoneConnection {
             this.sentUnacked = [];
             this.pendingInputs = [];
         }
+        this.noteEntries(w);
         this.playerId = w.playerId;
         this.token = w.reconnectToken;
         if (this.wt !== null) {
@@ -1169,6 +1208,11 @@ export class ZoneConnection {
         const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
         // Undecodable bytes, or a Redirect to a non-WebSocket URL: the next attempt would meet the same.
         const hopeless = localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
+        // No host answered (or the one that did is on its way out): the next listed entry may (§5.3.1).
+        const unanswered = !wasOpen && !hopeless && !(localError instanceof RedirectError) &&
+            (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
+        if (unanswered && this.nextEntry())
+            return;
         let decision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
         if (kickCode === KickCode.VERSION_MISMATCH)
             decision = "stop";
@@ -1220,6 +1264,33 @@ export class ZoneConnection {
         else
             this.emit("close", info);
         this.later(() => void this.attempt(), info.retryInMs);
+    }
+    /**
+     * Keeps the entry URLs a version 7 Welcome lists (an older one lists none: what an earlier one
+     * listed still holds) and counts a Welcome reached through one of them; the next attempt starts
+     * at the entry URL again.
+     */
+    noteEntries(w) {
+        if (this.entryIndex > 0)
+            this.counters.entryFallbacks += 1;
+        this.entryIndex = 0;
+        if (w.version >= ENTRIES_PROTOCOL)
+            this.entries = websocketEntries(w.entries);
+    }
+    /**
+     * After an attempt that no host answered (or one shutting down answered): true when it goes on
+     * at once at the next entry URL the last Welcome listed; false when none is left (the next
+     * attempt starts at the entry URL again, after the usual backoff).
+     */
+    nextEntry() {
+        if (this.entryIndex + 1 >= this.entryCandidates().length) {
+            this.entryIndex = 0;
+            return false;
+        }
+        this.entryIndex += 1;
+        this.teardown();
+        this.later(() => void this.attempt(), 0);
+        return true;
     }
     finish(info) {
         this.emit("close", info);

@@ -27,6 +27,7 @@ export const Tag = {
     State: STATE_TAG,
     /** Events on a WebTransport session's control stream (§5.9, version 6). */
     Events: 0x8a,
+    Entries: 0x8b,
 };
 /** Size and count limits of §7. */
 export const LIMITS = {
@@ -40,6 +41,8 @@ export const LIMITS = {
     kickReason: 256,
     inputPayload: 4_096,
     url: 512,
+    /** Entry URLs a Welcome lists (§5.3.1, version 7). */
+    entries: 8,
     /** Redirects a client follows in one connection attempt (§5.3.1). */
     redirects: 3,
     /** Inputs one Inputs datagram carries (§4.5): the newest and the unacknowledged ones before it. */
@@ -48,13 +51,14 @@ export const LIMITS = {
     stateRing: 32,
 };
 /**
- * The protocol versions this SDK implements, and offers by default: version 6 (the WebTransport
+ * The protocol versions this SDK implements, and offers by default: version 7 (Welcome's `entries`,
+ * where else the zone may be entered, §5.3.1; a host that speaks only up to 6 picks 6), version 6 (the WebTransport
  * transport, §1.1, with its State and Inputs datagrams and the Events message; over WebSocket byte
  * for byte version 5), which includes version 5 (Welcome's `contentVersion` and the Kick code
  * CONTENT_OUTDATED, §4.1.2), version 4 (a resuming Hello's `resumeFrom`, §4.1.1) and version 3
  * (Redirect, and the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS = [6];
+export const SUPPORTED_VERSIONS = [6, 7];
 /**
  * The version that added the WebTransport transport (§1.1): State (§5.8) and Inputs (§4.5)
  * datagrams and the Events message (§5.9). A WebTransport session speaks it or a later one.
@@ -67,6 +71,18 @@ export const RESUME_FROM_VERSION = 4;
  * (§4.1.2): a Welcome of an older version carries no content version.
  */
 export const CONTENT_VERSION_PROTOCOL = 5;
+/**
+ * The version that added {@link Welcome.entries} (§5.3.1): a Welcome of an older version lists no
+ * entry URLs.
+ */
+export const ENTRIES_PROTOCOL = 7;
+/**
+ * The URLs of `entries` a client may connect to (§5.3.1): absolute `ws://` or `wss://` URLs, the
+ * others skipped, as a Redirect to them would be refused.
+ */
+export function websocketEntries(entries) {
+    return (entries ?? []).filter((url) => redirectTarget({ type: "redirect", url, zoneId: "" }) !== null);
+}
 /** Kick codes of §5.3. Unknown codes decode fine and are shown as numbers. */
 export const KickCode = {
     BAD_TICKET: 1,
@@ -352,6 +368,10 @@ export function encodeServerMessage(m, ctx) {
             if (m.version < CONTENT_VERSION_PROTOCOL && contentVersion !== "") {
                 throw new EncodeError("invalid", "Welcome content_version needs version 5");
             }
+            const entries = m.entries ?? [];
+            if (m.version < ENTRIES_PROTOCOL && entries.length > 0) {
+                throw new EncodeError("invalid", "Welcome entries need version 7");
+            }
             w.u8(Tag.Welcome).varint(m.version).varintU32(m.playerId);
             w.str(m.zoneId, LIMITS.zoneId, "zone id");
             w.u8(m.role === "player" ? 0 : 1);
@@ -362,6 +382,9 @@ export function encodeServerMessage(m, ctx) {
             // Version 5 on: the host's content version follows the schema (§5.1).
             if (m.version >= CONTENT_VERSION_PROTOCOL)
                 w.str(contentVersion, LIMITS.contentVersion, "content version");
+            // Version 7 on: the entry URLs follow the content version (§5.1).
+            if (m.version >= ENTRIES_PROTOCOL)
+                writeEntries(w, entries);
             break;
         }
         case "delta":
@@ -375,6 +398,10 @@ export function encodeServerMessage(m, ctx) {
                 throw new EncodeError("invalid", "a State needs a schema and known set");
             w.u8(Tag.State);
             encodeDeltaBody(w, m, ctx.schema, ctx.known, true);
+            break;
+        case "entries":
+            w.u8(Tag.Entries);
+            writeEntries(w, m.entries);
             break;
         case "events":
             if (m.events.length === 0)
@@ -458,6 +485,7 @@ export function decodeServerMessage(bytes, ctx) {
             const reconnectToken = r.bytesField(LIMITS.reconnectToken, "reconnect token");
             const schema = decodeSchema(r);
             const contentVersion = version >= CONTENT_VERSION_PROTOCOL ? r.str(LIMITS.contentVersion, "content version") : "";
+            const entries = version >= ENTRIES_PROTOCOL ? readEntries(r) : [];
             m = {
                 type: "welcome",
                 version,
@@ -474,6 +502,7 @@ export function decodeServerMessage(bytes, ctx) {
                 reconnectToken,
                 schema,
                 contentVersion,
+                entries,
             };
             break;
         }
@@ -504,6 +533,9 @@ export function decodeServerMessage(bytes, ctx) {
             m = { type: "events", tick, events };
             break;
         }
+        case Tag.Entries:
+            m = { type: "entries", entries: readEntries(r) };
+            break;
         case Tag.Pong: {
             const clientTime = r.varintU64();
             const serverTimeUs = r.varintU64();
@@ -546,4 +578,23 @@ export function decodeServerMessage(bytes, ctx) {
     }
     r.finish();
     return m;
+}
+/** Writes a list of entry URLs (Welcome from version 7, Entries): a count, then each URL. */
+function writeEntries(w, entries) {
+    if (entries.length > LIMITS.entries) {
+        throw new EncodeError("too_long", `entries: ${entries.length} > ${LIMITS.entries}`);
+    }
+    w.varint(entries.length);
+    for (const e of entries)
+        w.str(e, LIMITS.url, "entry url");
+}
+/** Reads a list of entry URLs written by {@link writeEntries}. */
+function readEntries(r) {
+    const n = r.varintU32();
+    if (n > LIMITS.entries)
+        throw new DecodeError("too_long", `entries: ${n} > ${LIMITS.entries}`);
+    const entries = [];
+    for (let i = 0; i < n; i++)
+        entries.push(r.str(LIMITS.url, "entry url"));
+    return entries;
 }
