@@ -122,18 +122,19 @@ fn fact_flood(n: u32, size: u32) -> Vec<u8> {
     str_bytes(&mut one, b"");
     let len = one.len() as u32;
     let pages = (65536 + n * len) / 65536 + 2;
-    // The first fact is built in the data segment at 1024 (after CREATE's empty buffer), copied
-    // n times from there.
+    // The fact is built in a data segment at 64 KiB, and copied n times from there.
     let data: String = one.iter().map(|b| format!("\\{b:02x}")).collect();
+    // The output starts past the fact's copy, on a page of its own.
+    let out = (65536 + len).div_ceil(65536) * 65536;
     let tick = format!(
-        "(local.set $p (i32.const 131072)) (local.set $i (i32.const {n}))
+        "(local.set $p (i32.const {out})) (local.set $i (i32.const {n}))
          (loop $l
             (memory.copy (local.get $p) (i32.const 65536) (i32.const {len}))
             (local.set $p (i32.add (local.get $p) (i32.const {len})))
             (local.set $i (i32.sub (local.get $i) (i32.const 1)))
             (br_if $l (local.get $i)))
          {}",
-        ret_from(131072)
+        ret_from(out)
     );
     module(
         &[],

@@ -20,7 +20,14 @@ struct Caps {
     memory: usize,
     table: usize,
     denied: Option<usize>,
+    /// Growths refused in the running call.
+    refusals: u32,
 }
+
+/// Growths past the cap one call may be refused (answered -1) before the call is stopped: an
+/// allocator may try again smaller a few times, but each refusal is a call into the host that
+/// fuel does not price, so a module asking in a loop is stopped rather than left to spin.
+const MAX_GROW_REFUSALS: u32 = 64;
 
 impl ResourceLimiter for Caps {
     fn memory_growing(
@@ -33,6 +40,12 @@ impl ResourceLimiter for Caps {
         // allocator can report running out). A trap that follows is named after the refusal.
         if desired > self.memory {
             self.denied = Some(desired);
+            self.refusals += 1;
+            if self.refusals > MAX_GROW_REFUSALS {
+                return Err(wasmtime::Error::msg(
+                    "memory cap exceeded, asked again and again",
+                ));
+            }
             return Ok(false);
         }
         Ok(true)
@@ -44,7 +57,16 @@ impl ResourceLimiter for Caps {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= self.table)
+        if desired > self.table {
+            self.refusals += 1;
+            if self.refusals > MAX_GROW_REFUSALS {
+                return Err(wasmtime::Error::msg(
+                    "table cap exceeded, asked again and again",
+                ));
+            }
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     fn instances(&self) -> usize {
@@ -128,6 +150,7 @@ impl GuestState {
                 memory: sandbox.memory_bytes,
                 table: sandbox.table_elements,
                 denied: None,
+                refusals: 0,
             },
             log: LogBucket {
                 tokens: f64::from(sandbox.log_burst),
@@ -344,6 +367,7 @@ impl Guest {
         st.flood = false;
         st.interrupt = None;
         st.caps.denied = None;
+        st.caps.refusals = 0;
     }
 
     /// A handle that stops this instance's running (or next) call, from any thread, within one

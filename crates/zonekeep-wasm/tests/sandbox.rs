@@ -120,6 +120,20 @@ fn memory_grow_past_the_cap_answers_minus_one_as_webassembly_does() {
 }
 
 #[test]
+fn a_module_asking_past_the_cap_again_and_again_is_stopped() {
+    let e = engine(Sandbox {
+        memory_bytes: 8 << 20,
+        fuel_per_call: u64::MAX / 2,
+        fuel_per_tick: u64::MAX / 2,
+        ..Sandbox::default()
+    });
+    // Ignores every refusal and asks again: each refusal is a host call fuel does not price.
+    let bomb = "(loop $l (drop (memory.grow (i32.const 256))) (br $l))";
+    let why = run_beside_native(&e, &module(bomb, "")).unwrap();
+    assert!(why.starts_with("memory cap exceeded"), "{why}");
+}
+
+#[test]
 fn a_memory_bomb_stops_at_the_cap_and_its_trap_is_named_after_it() {
     let e = engine(Sandbox {
         memory_bytes: 8 << 20,
