@@ -253,3 +253,41 @@ async fn sigterm_saves_every_zone_and_a_restart_restores_them() {
     server.terminate().await;
     assert_eq!(store.integrity().as_deref(), Some("ok"));
 }
+
+/// A host on the embedded SQLite store restarted after `kill -9` under the same id and data
+/// directory starts at once: the data directory's lock proves its predecessor has exited, so it
+/// does not wait out the takeover bound, and it serves the zone from its last save.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_host_restarted_after_kill_9_takes_its_id_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreSpec::Sqlite(dir.path().join("data"));
+    let log = dir.path().join("server.log");
+    let args = [
+        "--save-every",
+        "100ms",
+        "--admin-token",
+        support::ADMIN_TOKEN,
+    ];
+
+    let first = Server::start(&store, &args, &log).await;
+    let id = first.host_id().await;
+    let mut c = LedgerClient::start(&first.addr, "restart-1", "sam", 1, 3, INPUT_EVERY).await;
+    c.until("every input's fact to settle", |l| l.settled.len() == 3)
+        .await;
+    c.stop();
+    first.kill().await;
+    let (_, saved) = store
+        .last_save("restart-1")
+        .await
+        .expect("saved before the kill");
+
+    let second = Server::start(&store, &args, &log).await;
+    assert_eq!(second.host_id().await, id, "the same host id");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("has not left; waiting"), "{text}");
+    let mut c = LedgerClient::start(&second.addr, "restart-1", "sam", 100, 0, INPUT_EVERY).await;
+    let l = c.until("the zone's state", |l| l.state.is_some()).await;
+    assert_eq!(l.state.unwrap()["inputs"], saved["inputs"], "restored");
+    c.stop();
+    second.terminate().await;
+}
