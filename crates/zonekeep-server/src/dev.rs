@@ -2,11 +2,16 @@
 //! `GET /dev/ticket?zone=..&name=..[&role=observer][&kind=..]` mints a short guest
 //! ticket (`kind`: the zone kind to create the zone as, if it is not running; one this host
 //! serves); `GET`/`POST /dev/netsim` reads or replaces the NetSim setting.
+//!
+//! `/dev/ticket` answers any origin (`Access-Control-Allow-Origin: *`): a game page served
+//! elsewhere during development (a bundler's dev server, `serve --static`) fetches its guest
+//! ticket from the host. It mints for anyone anyway; this only lets a page read the answer.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
+use axum::http::header::ACCESS_CONTROL_ALLOW_ORIGIN;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -24,7 +29,7 @@ const GUEST_TTL_SECS: u64 = 300;
 
 pub(crate) fn router() -> Router<Arc<Shared>> {
     Router::new()
-        .route("/dev/ticket", get(ticket))
+        .route("/dev/ticket", get(ticket_any_origin))
         .route("/dev/netsim", get(get_netsim).post(set_netsim))
 }
 
@@ -34,6 +39,15 @@ struct TicketQuery {
     name: Option<String>,
     role: Option<String>,
     kind: Option<String>,
+}
+
+/// [`ticket`], readable by a page of any origin.
+async fn ticket_any_origin(shared: State<Arc<Shared>>, q: Query<TicketQuery>) -> Response {
+    (
+        [(ACCESS_CONTROL_ALLOW_ORIGIN, "*")],
+        ticket(shared, q).await,
+    )
+        .into_response()
 }
 
 async fn ticket(State(shared): State<Arc<Shared>>, Query(q): Query<TicketQuery>) -> Response {
