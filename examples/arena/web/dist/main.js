@@ -301,6 +301,8 @@ function frame(now) {
     debug.me = me;
     debug.entityId = own;
     debug.others = othersById;
+    // Everything drawn this frame besides the player itself: players, drones and pickups.
+    visibleCount = Object.keys(othersById).length + droneList.length + pickupList.length;
     debug.state = conn.state;
     debug.corrections = predictor.corrections;
     debug.lastCorrection = predictor.lastError;
@@ -319,6 +321,8 @@ function frame(now) {
     requestAnimationFrame(frame);
 }
 let hudAt = 0;
+/** Entities drawn in the last frame, other than the player's own (the HUD's `visible`). */
+let visibleCount = 0;
 function hudLoop() {
     const now = performance.now();
     if (now - hudAt >= 200) {
@@ -335,7 +339,7 @@ function hudLoop() {
             score: debug.score,
             pendingInputs: predictor.pendingSeqs.length,
             corrections: predictor.corrections,
-            visible: Object.keys(debug.others).length,
+            visible: visibleCount,
         });
     }
     setTimeout(hudLoop, 200);
