@@ -45,6 +45,7 @@
 // The derive's expansion names `::zonekeep_guest`; this lets the crate's own tests use it.
 extern crate self as zonekeep_guest;
 
+mod claims;
 mod ctx;
 mod dispatch;
 mod entity_kind;
@@ -59,6 +60,7 @@ mod zone;
 #[cfg(test)]
 mod tests;
 
+pub use claims::{Claims, ClaimsError};
 pub use ctx::{tag, Ctx, Entity, EventTarget, FieldType, Kind, KindDef};
 pub use dispatch::{dispatch, Fatal, Guest, Op, ABI_VERSION, SAVE_FORMAT, SAVE_HEADER_LEN};
 pub use entity_kind::EntityKind;

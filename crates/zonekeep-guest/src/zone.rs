@@ -221,7 +221,7 @@ pub trait Zone: Sized {
     /// stops the zone with the message. The default refuses.
     fn restore(ctx: &mut Ctx<'_>, params: &str, bytes: &[u8]) -> Result<Self, String> {
         let _ = (ctx, params, bytes);
-        Err("this zone kind cannot be restored from a save".to_owned())
+        Err("this zone kind cannot be restored from a save: it implements no Zone::restore (implement save and restore to be hot-deployable and to come back after a restart)".to_owned())
     }
 
     /// A hash of the whole simulation state, for determinism checks; `None` (the default): the

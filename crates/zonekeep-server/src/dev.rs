@@ -4,11 +4,16 @@
 //! serves); `GET`/`POST`/`DELETE /dev/netsim?sub=SUBJECT` reads, sets or clears the NetSim
 //! setting of one subject's connections (a page's own: the subject of its ticket), and
 //! `GET /dev/netsim` reads the host-wide one (which only `POST /admin/netsim` changes).
+//!
+//! `/dev/ticket` answers any origin (`Access-Control-Allow-Origin: *`): a game page served
+//! elsewhere during development (a bundler's dev server, `serve --static`) fetches its guest
+//! ticket from the host. It mints for anyone anyway; this only lets a page read the answer.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
+use axum::http::header::ACCESS_CONTROL_ALLOW_ORIGIN;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -25,10 +30,12 @@ use crate::ticket::{mint, unix_now, MintRequest};
 const GUEST_TTL_SECS: u64 = 300;
 
 pub(crate) fn router() -> Router<Arc<Shared>> {
-    Router::new().route("/dev/ticket", get(ticket)).route(
-        "/dev/netsim",
-        get(get_netsim).post(set_netsim).delete(clear_netsim),
-    )
+    Router::new()
+        .route("/dev/ticket", get(ticket_any_origin))
+        .route(
+            "/dev/netsim",
+            get(get_netsim).post(set_netsim).delete(clear_netsim),
+        )
 }
 
 #[derive(Deserialize)]
@@ -37,6 +44,15 @@ struct TicketQuery {
     name: Option<String>,
     role: Option<String>,
     kind: Option<String>,
+}
+
+/// [`ticket`], readable by a page of any origin.
+async fn ticket_any_origin(shared: State<Arc<Shared>>, q: Query<TicketQuery>) -> Response {
+    (
+        [(ACCESS_CONTROL_ALLOW_ORIGIN, "*")],
+        ticket(shared, q).await,
+    )
+        .into_response()
 }
 
 async fn ticket(State(shared): State<Arc<Shared>>, Query(q): Query<TicketQuery>) -> Response {

@@ -438,6 +438,7 @@ impl HostBuilder {
                 metrics.clone(),
             )),
             interrupts: Arc::default(),
+            code: self.code.clone(),
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
         let admin_token_hash = config

@@ -161,7 +161,7 @@ fn incarnation(dir: &Path, crash_after: Option<u32>, seen: &mut Seen) {
                 }
                 host.handle_settlement(s);
             }
-            if step % 3 == 0 {
+            if step.is_multiple_of(3) {
                 storage.try_submit("z", host.snapshot().unwrap()).unwrap();
             }
             if crash_after == Some(step) {

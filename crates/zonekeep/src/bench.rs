@@ -138,9 +138,11 @@ pub struct RunArgs {
     /// Instead of a secret: GET <join>?bot=<b>&zone=<zone> returns {"zone": ..., "ticket": ...}.
     #[arg(long, conflicts_with = "ticket_secret")]
     join: Option<String>,
-    /// Input template (JSON), sent in turn with the others; placeholders $rand:A:B, $int:A:B,
-    /// $bot, $tick.
-    #[arg(long = "input")]
+    /// Input template (JSON), sent in turn with the others; placeholders $rand:A:B (a float in
+    /// [A, B]), $int:A:B (an integer in [A, B]), $bot (the bot's index), $tick (the newest server
+    /// tick). E.g. the dots kind's move, two bytes each -1..=1:
+    /// --kind dots --input '["$int:-1:1","$int:-1:1"]' --input-format bytes
+    #[arg(long = "input", value_name = "TEMPLATE")]
     inputs: Vec<String>,
     /// Encoding of rendered inputs.
     #[arg(long, value_enum, default_value = "json")]

@@ -83,6 +83,11 @@ struct ServeArgs {
     /// push` deployed to the store, as every host of a fleet does); may be given more than once.
     #[arg(long = "module", value_name = "KIND[=FILE]", value_parser = crate::modules::parse_module_arg)]
     modules: Vec<crate::modules::ModuleArg>,
+    /// Serve the files of DIR at `/` (a game's own page: DIR/index.html at `/`); paths DIR does
+    /// not hold fall back to the built-in arena and gallery pages and the SDK they ship
+    /// (`/sdk/index.js`). Dotfiles, `..` and links leading out of DIR are never served.
+    #[arg(long = "static", value_name = "DIR", env = "ZONEKEEP_STATIC")]
+    static_dir: Option<PathBuf>,
     /// Admin bearer token (at least 16 bytes); without it the admin API is off.
     #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
     admin_token: Option<String>,
@@ -429,6 +434,10 @@ fn serve(args: ServeArgs) -> Result<()> {
         // page is served at `/`.
         let builder = register_kinds(Host::builder().config(cfg), dev_kinds);
         let (builder, modules) = crate::modules::register_modules(builder, &args.modules)?;
+        let web = match &args.static_dir {
+            Some(dir) => crate::static_site::router(dir)?,
+            None => zonekeep_arena::web_routes(),
+        };
         let host = builder.persistence(persistence).build()?;
         if let Some(modules) = &modules {
             crate::modules::watch_files(modules, &args.modules, host.upgrader())?;
@@ -449,8 +458,10 @@ fn serve(args: ServeArgs) -> Result<()> {
         };
         let modules: Vec<&str> = args.modules.iter().map(|m| m.kind.as_str()).collect();
         tracing::info!(%addr, dev, admin_api = admin, "zone kinds: {kinds}; modules: {modules:?}");
-        host.serve_with(listener, zonekeep_arena::web_routes(), shutdown_signal())
-            .await?;
+        if let Some(dir) = &args.static_dir {
+            tracing::info!(dir = %dir.display(), "serving the directory's files at /");
+        }
+        host.serve_with(listener, web, shutdown_signal()).await?;
         Ok(())
     })
 }

@@ -14,6 +14,7 @@ mod module_cmd;
 mod modules;
 mod persist_args;
 mod replay;
+mod static_site;
 mod workload;
 
 use std::process::ExitCode;

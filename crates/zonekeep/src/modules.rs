@@ -3,13 +3,15 @@
 //! With a file (local development) the module is read at start and the file is watched: when it
 //! changes, the new module is deployed to this host as an admin deploy would (running zones are
 //! frozen, saved and restored into it; if one refuses its save, every zone stays on the old
-//! module). Without a file the kind runs what the store's deploys say (`zonekeep module push`),
+//! module). A build rewrites the file over some time, so a change is deployed only once the file
+//! has kept the same size and modification time for [`SETTLE`], and only if it loads: a
+//! half-written file is never deployed, not even as a refused deploy. Without a file the kind runs what the store's deploys say (`zonekeep module push`),
 //! as every host of a fleet does.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -20,7 +22,62 @@ use zonekeep_server::HostBuilder;
 use zonekeep_wasm::{ModuleEngine, ModuleKind, Sandbox, ZoneModule};
 
 /// How often a module file is checked for a change.
-const WATCH_PERIOD: Duration = Duration::from_millis(500);
+const WATCH_PERIOD: Duration = Duration::from_millis(250);
+
+/// How long a changed module file must stay unchanged (size and modification time) before it
+/// is deployed: a build writing it is done by then.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// What a file looks like: its modification time and size.
+type Stamp = (SystemTime, u64);
+
+/// Decides when a watched module file is ready to deploy: after it changed from what was last
+/// deployed (or seen at start) and then kept one stamp for the settle time.
+#[derive(Debug)]
+struct Debounce {
+    settle: Duration,
+    /// The stamp last deployed or refused (a file is tried once per stamp).
+    done: Option<Stamp>,
+    /// A new stamp and when it was first seen.
+    pending: Option<(Stamp, Instant)>,
+}
+
+impl Debounce {
+    fn new(start: Option<Stamp>, settle: Duration) -> Self {
+        Debounce {
+            settle,
+            done: start,
+            pending: None,
+        }
+    }
+
+    /// Feeds one look at the file (`None`: missing or unreadable); true when it should be
+    /// deployed now.
+    fn observe(&mut self, stamp: Option<Stamp>, now: Instant) -> bool {
+        let Some(stamp) = stamp else {
+            self.pending = None;
+            return false;
+        };
+        if self.done == Some(stamp) {
+            self.pending = None;
+            return false;
+        }
+        match self.pending {
+            Some((s, since)) if s == stamp => {
+                if now.saturating_duration_since(since) >= self.settle {
+                    self.done = Some(stamp);
+                    self.pending = None;
+                    return true;
+                }
+                false
+            }
+            _ => {
+                self.pending = Some((stamp, now));
+                false
+            }
+        }
+    }
+}
 
 /// One `--module KIND[=FILE]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +163,7 @@ fn read(file: &Path) -> Result<Vec<u8>> {
 }
 
 /// What a file looks like now: a change of either means it was rewritten.
-fn stamp(file: &Path) -> Option<(SystemTime, u64)> {
+fn stamp(file: &Path) -> Option<Stamp> {
     let m = std::fs::metadata(file).ok()?;
     Some((m.modified().ok()?, m.len()))
 }
@@ -160,16 +217,14 @@ pub(crate) fn watch_files(
         let code: Arc<dyn CodeKinds> = host.clone();
         let (host, kind, upgrader, runtime) =
             (code, arg.kind.clone(), upgrader.clone(), runtime.clone());
-        let mut seen = stamp(&file);
+        let mut debounce = Debounce::new(stamp(&file), SETTLE);
         std::thread::Builder::new()
             .name(format!("zonekeep-module-watch-{kind}"))
             .spawn(move || loop {
                 std::thread::sleep(WATCH_PERIOD);
-                let now = stamp(&file);
-                if now == seen || now.is_none() {
+                if !debounce.observe(stamp(&file), Instant::now()) {
                     continue;
                 }
-                seen = now;
                 let bytes = match read(&file) {
                     Ok(b) => b,
                     Err(e) => {
@@ -177,6 +232,12 @@ pub(crate) fn watch_files(
                         continue;
                     }
                 };
+                // Validated before the deploy: a file that does not load is reported here and
+                // the kind is not touched (the next write of the file is tried again).
+                if let Err(e) = host.check(&kind, &bytes) {
+                    tracing::warn!(%kind, error = %e, "module file changed but does not load; not deployed, the kind keeps the module it had");
+                    continue;
+                }
                 let deployed = runtime.block_on(zonekeep_server::code::deploy(
                     &host,
                     None,
@@ -205,6 +266,44 @@ pub(crate) fn watch_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(secs: u64, len: u64) -> Option<Stamp> {
+        Some((SystemTime::UNIX_EPOCH + Duration::from_secs(secs), len))
+    }
+
+    #[test]
+    fn a_file_being_written_is_deployed_once_it_has_settled() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut d = Debounce::new(at(1, 100), Duration::from_millis(500));
+        assert!(!d.observe(at(1, 100), ms(0)), "unchanged since start");
+        // A build writes the file in pieces: the size grows at every look.
+        assert!(!d.observe(at(2, 10), ms(250)));
+        assert!(!d.observe(at(2, 4000), ms(500)));
+        assert!(!d.observe(at(3, 9000), ms(750)));
+        // Done writing: the same stamp must hold for the settle time.
+        assert!(!d.observe(at(3, 9000), ms(1000)));
+        assert!(!d.observe(at(3, 9000), ms(1249)));
+        assert!(d.observe(at(3, 9000), ms(1250)), "settled: deploy");
+        assert!(!d.observe(at(3, 9000), ms(1500)), "once per stamp");
+        assert!(!d.observe(at(3, 9000), ms(5000)));
+    }
+
+    #[test]
+    fn a_missing_file_or_a_return_to_the_deployed_one_deploys_nothing() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut d = Debounce::new(at(1, 100), Duration::from_millis(500));
+        assert!(!d.observe(at(2, 50), ms(0)));
+        // Removed mid-build (a build may replace the file): the wait starts over.
+        assert!(!d.observe(None, ms(250)));
+        assert!(!d.observe(at(2, 50), ms(600)));
+        assert!(!d.observe(at(2, 50), ms(1000)));
+        assert!(d.observe(at(2, 50), ms(1100)));
+        // Put back as it was deployed: nothing new to deploy.
+        assert!(!d.observe(at(2, 50), ms(2000)));
+        assert!(!d.observe(at(2, 50), ms(9000)));
+    }
 
     #[test]
     fn module_args_are_a_kind_with_an_optional_file() {

@@ -30,6 +30,51 @@ fn the_top_level_help_names_every_subcommand_in_its_summary() {
 }
 
 #[test]
+fn the_readme_architecture_names_every_crate_and_subcommand() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let arch = readme
+        .split("## Architecture")
+        .nth(1)
+        .and_then(|s| s.split("```").nth(1))
+        .expect("an Architecture section with a crate list");
+    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            arch.contains(&name),
+            "{name} missing from the README's architecture"
+        );
+    }
+    let out = zonekeep().arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let binary_line = arch
+        .lines()
+        .find(|l| l.trim_start().starts_with("zonekeep "))
+        .expect("the binary's line");
+    let commands = help.split("Commands:").nth(1).unwrap();
+    for line in commands.lines().take_while(|l| !l.trim().is_empty()) {
+        let sub = line.split_whitespace().next().unwrap();
+        if sub != "help" {
+            assert!(
+                binary_line.contains(sub),
+                "{sub} missing from {binary_line:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_bench_help_shows_an_input_template() {
+    let out = zonekeep().args(["bench", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        help.contains("--input '[\"$int:-1:1\",\"$int:-1:1\"]' --input-format bytes"),
+        "an example --input: {help}"
+    );
+}
+
+#[test]
 fn a_short_secret_is_reported_once() {
     let data = tempfile::tempdir().unwrap();
     let out = zonekeep()

@@ -174,12 +174,11 @@ async fn a_hot_deploy_under_load_disconnects_nobody_and_a_refused_one_rolls_back
     assert_eq!(out["rolled_back"], true, "{out}");
     for z in out["upgrade"]["zones"].as_array().unwrap() {
         assert_eq!(z["upgraded"], false, "{z}");
+        let refused = z["refused"].as_str().unwrap();
+        assert!(refused.contains("cannot be restored"), "{z}");
         assert!(
-            z["refused"]
-                .as_str()
-                .unwrap()
-                .contains("cannot be restored"),
-            "{z}"
+            refused.contains("implements save and restore"),
+            "the refusal says what to implement: {z}"
         );
     }
     let modules = server.admin("/admin/modules").await;

@@ -253,3 +253,47 @@ async fn a_zone_that_failed_to_start_stays_failed_until_a_new_version_is_deploye
     assert_eq!(created["id"], "b-1", "{created}");
     server.terminate().await;
 }
+
+/// Before the first push, a join to a zone of a store-mode module kind is refused without
+/// claiming the zone (its epoch is not raised, nothing is recorded as failed, no ERROR is logged),
+/// however often it is retried; after the push the zone starts at its first epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_before_the_first_push_claim_nothing_and_log_no_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(dir.path(), &[]).await;
+    for _ in 0..3 {
+        let (status, out) = server
+            .admin_request(
+                "POST",
+                "/admin/zones",
+                Some(&json!({"id": "early-1", "kind": "rules"})),
+            )
+            .await;
+        assert!(status >= 400, "{status} {out}");
+        assert!(
+            out.to_string().contains("no module deployed yet"),
+            "the refusal says why: {out}"
+        );
+    }
+    let detail = server.admin("/admin/zones/early-1").await;
+    assert!(
+        detail["failed"].is_null(),
+        "not recorded as failed: {detail}"
+    );
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(!log.contains("ERROR"), "{log}");
+
+    let (status, out) = push(&server, "rules", &rules(&[], "")).await;
+    assert_eq!(status, 200, "{out}");
+    let created = server
+        .post_admin("/admin/zones", &json!({"id": "early-1", "kind": "rules"}))
+        .await;
+    assert_eq!(created["id"], "early-1", "{created}");
+    let zones = server.admin("/admin/zones").await;
+    let zone = support::zone_entry(&zones, "early-1").expect("listed");
+    assert_eq!(
+        zone["epoch"], 1,
+        "the refused joins claimed nothing: {zones}"
+    );
+    server.terminate().await;
+}

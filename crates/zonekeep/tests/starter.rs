@@ -29,16 +29,14 @@ fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// Copies the starter's own files (not build output or installed packages).
+/// Copies the starter's own files (not build output or installed packages; its lock file is one
+/// of its own files).
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name();
-        if ["target", "node_modules", "Cargo.lock"]
-            .iter()
-            .any(|skip| name == *skip)
-        {
+        if ["target", "node_modules"].iter().any(|skip| name == *skip) {
             continue;
         }
         let dest = to.join(&name);
@@ -83,13 +81,12 @@ async fn http_get(addr: &str, path: &str) -> (u16, String) {
     (status, body.to_owned())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_starter_builds_outside_the_workspace_serves_its_zone_and_a_client_plays() {
+/// The starter copied into `dir/my-game` with its path dependencies pointed at this checkout, as
+/// its manifest's comment tells a user to: (the copy, its manifest).
+fn copy_starter(dir: &Path) -> (PathBuf, PathBuf) {
     let root = repo_root();
-    let dir = tempfile::tempdir().unwrap();
-    let starter = dir.path().join("my-game");
+    let starter = dir.join("my-game");
     copy_tree(&root.join("examples/starter"), &starter);
-
     // Point the path dependencies at this checkout, as the manifest's comment tells a user to.
     let manifest = starter.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
@@ -104,11 +101,30 @@ async fn the_starter_builds_outside_the_workspace_serves_its_zone_and_a_client_p
         "the starter depends on zonekeep-core, -protocol and -server by path:\n{text}"
     );
     std::fs::write(&manifest, rewritten).unwrap();
-    // The versions this workspace is tested with (cargo drops what the starter does not use).
-    std::fs::copy(root.join("Cargo.lock"), starter.join("Cargo.lock")).unwrap();
+    (starter, manifest)
+}
 
-    cargo(&manifest, &["build", "--quiet"]);
-    cargo(&manifest, &["test", "--quiet"]);
+/// A copied starter resolves every dependency from the lock file it ships: nothing is left to
+/// resolve afresh (a copy without one rebuilt the whole tree at whatever versions were newest).
+#[test]
+fn the_starter_ships_a_current_lock_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (starter, manifest) = copy_starter(dir.path());
+    assert!(
+        starter.join("Cargo.lock").is_file(),
+        "the starter has a Cargo.lock"
+    );
+    cargo(&manifest, &["tree", "--locked", "--quiet", "-e", "normal"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_starter_builds_outside_the_workspace_serves_its_zone_and_a_client_plays() {
+    let dir = tempfile::tempdir().unwrap();
+    let (starter, manifest) = copy_starter(dir.path());
+
+    // `--locked`: the starter builds the versions its own lock file names, as a copy would.
+    cargo(&manifest, &["build", "--quiet", "--locked"]);
+    cargo(&manifest, &["test", "--quiet", "--locked"]);
 
     let bin = target_dir().join("debug").join("zonekeep-starter");
     let mut child = Command::new(&bin)

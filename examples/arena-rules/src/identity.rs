@@ -15,9 +15,22 @@ fn principal_hash(principal: &str) -> u64 {
     })
 }
 
-/// The player's hue in degrees (`0..360`), from the principal.
+/// The drones' hue in degrees: the page draws them red (`#e0605e`).
+pub const DRONE_HUE: u32 = 1;
+
+/// No player gets a hue closer than this to [`DRONE_HUE`], in degrees: a red player would read as
+/// a drone.
+pub const DRONE_BAND: u32 = 30;
+
+/// Whether `h` is too close to the drones' red for a player.
+fn near_drones(h: u32) -> bool {
+    hue_gap(h, DRONE_HUE) < DRONE_BAND
+}
+
+/// The player's hue in degrees (`0..360`), from the principal, outside the drones' band.
 pub fn hue(principal: &str) -> u32 {
-    (principal_hash(principal) % 360) as u32
+    let span = u64::from(360 - 2 * DRONE_BAND);
+    (DRONE_HUE + DRONE_BAND + (principal_hash(principal) % span) as u32) % 360
 }
 
 /// A display name from the `name` claim: letters, digits, space, `-`, `_` and `.` only (other
@@ -67,22 +80,23 @@ fn hue_gap(a: u32, b: u32) -> u32 {
 /// nearest neighbour.
 pub fn distinct_hue(preferred: u32, taken: &[u32]) -> u32 {
     let nearest = |h: u32| taken.iter().map(|&t| hue_gap(h, t)).min().unwrap_or(180);
-    let mut best = (nearest(preferred), preferred % 360);
-    if best.0 >= MIN_HUE_GAP {
-        return best.1;
-    }
-    for i in 1..=HUE_CANDIDATES {
+    let mut best: Option<(u32, u32)> = None;
+    for i in 0..=HUE_CANDIDATES {
         // 137.508° in tenths of a degree, rounded to whole degrees.
         let h = (preferred + (i * 1375 + 5) / 10) % 360;
+        if near_drones(h) {
+            continue;
+        }
         let gap = nearest(h);
         if gap >= MIN_HUE_GAP {
             return h;
         }
-        if gap > best.0 {
-            best = (gap, h);
+        if best.is_none_or(|(g, _)| gap > g) {
+            best = Some((gap, h));
         }
     }
-    best.1
+    // Some golden-angle step always leaves the band; the opposite of the drones is the last resort.
+    best.map_or((DRONE_HUE + 180) % 360, |(_, h)| h)
 }
 
 /// `name`, or, when a present player already has it, `name-2`, `name-3`… (cut so the whole stays
@@ -159,6 +173,21 @@ mod tests {
     }
 
     #[test]
+    fn no_player_is_given_the_drones_red() {
+        for i in 0..2000 {
+            let h = hue(&format!("guest:p{i}:{i:x}"));
+            assert!(hue_gap(h, DRONE_HUE) >= DRONE_BAND, "{h}");
+        }
+        // Even asked for red, or crowded, a newcomer's hue stays out of the band.
+        let mut taken = Vec::new();
+        for _ in 0..20 {
+            let h = distinct_hue(DRONE_HUE, &taken);
+            assert!(hue_gap(h, DRONE_HUE) >= DRONE_BAND, "{h} among {taken:?}");
+            taken.push(h);
+        }
+    }
+
+    #[test]
     fn hues_are_kept_apart_from_present_players() {
         assert_eq!(distinct_hue(100, &[]), 100);
         assert_eq!(distinct_hue(100, &[200]), 100);
@@ -166,9 +195,10 @@ mod tests {
         let h = distinct_hue(100, &[110]);
         assert_ne!(h, 100);
         assert!(hue_gap(h, 110) >= MIN_HUE_GAP);
-        // Eight players who all prefer the same hue still get eight clearly different colours.
+        // Seven players who all prefer the same hue still get seven clearly different colours
+        // (the eighth finds no room: the drones' band leaves 300° of the wheel).
         let mut hues = Vec::new();
-        for _ in 0..8 {
+        for _ in 0..7 {
             hues.push(distinct_hue(42, &hues));
         }
         for (i, a) in hues.iter().enumerate() {

@@ -22,5 +22,5 @@ pub mod zone;
 
 pub use gallery::{gallery_config, Gallery};
 pub use movement::{step, MoveInput, MoveState, Pillar};
-pub use web::{web_routes, WebFile, WEB_FILES};
+pub use web::{embedded, web_routes, WebFile, FAVICON, WEB_FILES};
 pub use zone::{zone_config, Arena, ArenaStats};

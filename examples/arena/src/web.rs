@@ -63,6 +63,26 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("sdk/wire.js", JS),
 ];
 
+/// The site icon browsers ask for at `/favicon.ico` (an SVG: every current browser takes one
+/// there), kept outside `web/dist/` because the page build does not make it.
+pub const FAVICON: WebFile = WebFile {
+    path: "/favicon.ico",
+    mime: "image/svg+xml",
+    bytes: include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/favicon.svg")),
+};
+
+/// The embedded file served at the URL path `path` (`/` is the arena page, `/gallery` the
+/// gallery's, `/favicon.ico` the icon), as [`web_routes`] serves them.
+pub fn embedded(path: &str) -> Option<&'static WebFile> {
+    let path = match path {
+        "/" => "/index.html",
+        "/gallery" => "/gallery.html",
+        "/favicon.ico" => return Some(&FAVICON),
+        p => p,
+    };
+    WEB_FILES.iter().find(|f| f.path == path)
+}
+
 /// Routes serving the pages: `/` (index.html, the arena), `/gallery` (gallery.html) and every file
 /// of [`WEB_FILES`] at its path. Merge
 /// them into the host's router (`Host::serve_with`). `no-cache` makes browsers revalidate, so a
@@ -84,7 +104,15 @@ pub fn web_routes() -> Router {
         }
         router = router.route(f.path, get(handler));
     }
-    router
+    router.route(
+        FAVICON.path,
+        get(|| async {
+            (
+                [(CONTENT_TYPE, FAVICON.mime), (CACHE_CONTROL, "no-cache")],
+                FAVICON.bytes,
+            )
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -135,6 +163,7 @@ mod tests {
                 "text/javascript",
                 file!("sdk/index.js", JS).bytes,
             ),
+            ("/favicon.ico", "image/svg+xml", FAVICON.bytes),
         ] {
             let req = axum::http::Request::get(path)
                 .body(axum::body::Body::empty())

@@ -19,8 +19,10 @@ const REGISTER_RETRY: Duration = Duration::from_millis(500);
 
 /// Registers the host and lands its first heartbeat, arming the lease gate. A host restarting
 /// under an id whose previous process has not left waits until that process has been silent for
-/// the takeover bound; one whose id a live host keeps using gives up after that bound.
-pub(crate) async fn join(fleet: &Arc<Fleet>) -> Result<Lease, FleetError> {
+/// the takeover bound; one whose id a live host keeps using gives up after that bound. With
+/// `predecessor_gone` (the data directory's lock is held: no earlier process on it still runs)
+/// the id is taken at once.
+pub(crate) async fn join(fleet: &Arc<Fleet>, predecessor_gone: bool) -> Result<Lease, FleetError> {
     let reg = HostRegistration {
         host_id: fleet.host_id.clone(),
         incarnation: fleet.incarnation(),
@@ -28,13 +30,20 @@ pub(crate) async fn join(fleet: &Arc<Fleet>) -> Result<Lease, FleetError> {
         capacity: fleet.capacity,
     };
     let silent = fleet.timing.dead_after;
+    // Zero: any earlier incarnation's row counts as silent, unless it was stamped this very
+    // millisecond (then the retry below takes it).
+    let takeover_after = if predecessor_gone {
+        Duration::ZERO
+    } else {
+        silent
+    };
     let give_up = tokio::time::Instant::now() + silent + silent / 2;
     let mut waited = false;
     loop {
         match query(
             &fleet.metrics,
             "register",
-            fleet.directory.register_host(&reg, silent),
+            fleet.directory.register_host(&reg, takeover_after),
         )
         .await
         {
@@ -48,7 +57,7 @@ pub(crate) async fn join(fleet: &Arc<Fleet>) -> Result<Lease, FleetError> {
                         age_ms: heartbeat_age_ms,
                     });
                 }
-                if !waited {
+                if !waited && !predecessor_gone {
                     tracing::warn!(host = %fleet.host_id, heartbeat_age_ms, "an earlier process of this host id has not left; waiting until it has been silent for {} s", silent.as_secs());
                     waited = true;
                 }
@@ -110,7 +119,9 @@ async fn rejoin(fleet: &Arc<Fleet>, stop: &CancellationToken) -> Option<Lease> {
         }
         tokio::select! {
             () = stop.cancelled() => return None,
-            r = join(fleet) => match r {
+            // Not at once: the lock proves no earlier process runs, but this one was counted
+            // dead, and another process may have taken the id since.
+            r = join(fleet, false) => match r {
                 Ok(lease) => return Some(lease),
                 Err(e @ FleetError::IdInUse { .. }) => {
                     tracing::error!(error = %e, "not rejoining the fleet");

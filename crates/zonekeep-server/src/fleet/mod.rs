@@ -17,6 +17,7 @@
 //! store applies the claim rule in its own transaction. This module only drives them.
 
 mod config;
+mod dir_lock;
 mod entries;
 pub(crate) mod forward;
 mod gate;
@@ -36,6 +37,7 @@ use zonekeep_store::{ClaimRequest, Directory, StoreError, ZoneClaim};
 
 pub(crate) use config::{advertise_url, host_id, random_hex, validate_config};
 pub use config::{RouteMode, HOST_ID_FILE};
+pub use dir_lock::LOCK_FILE;
 pub(crate) use entries::EntryUrls;
 pub use gate::LeaseGate;
 pub use metrics::FleetMetrics;
@@ -89,6 +91,9 @@ pub struct Fleet {
     pub metrics: FleetMetrics,
     draining: AtomicBool,
     left: AtomicBool,
+    /// The data directory's lock (embedded store only), held for the process's life: while it
+    /// is held, a restart under this id knows this process still runs.
+    dir_lock: Option<std::fs::File>,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -129,6 +134,7 @@ impl Fleet {
         directory: Arc<dyn Directory>,
         gate: Arc<LeaseGate>,
         metrics: FleetMetrics,
+        dir_lock: Option<std::fs::File>,
     ) -> Self {
         Fleet {
             host_id,
@@ -142,6 +148,7 @@ impl Fleet {
             metrics,
             draining: AtomicBool::new(false),
             left: AtomicBool::new(false),
+            dir_lock,
         }
     }
 
@@ -158,6 +165,12 @@ impl Fleet {
         let fresh = random_hex(8).map_err(|e| FleetError::Identity(e.to_string()))?;
         *self.incarnation.write().unwrap_or_else(|p| p.into_inner()) = fresh;
         Ok(())
+    }
+
+    /// Whether this process holds its data directory's lock, which proves no earlier process of
+    /// this host id on the embedded store still runs.
+    pub fn holds_dir_lock(&self) -> bool {
+        self.dir_lock.is_some()
     }
 
     /// Whether this host is draining (placement skips it).
@@ -291,6 +304,14 @@ pub(crate) async fn start(
     };
     let cfg = &shared.config;
     let identity = |e: std::io::Error| FleetError::Identity(e.to_string());
+    let dir_lock = if dir_lock::is_embedded(cfg.store.expose()) {
+        let dir = cfg.data_dir.clone();
+        tokio::task::spawn_blocking(move || dir_lock::acquire(&dir))
+            .await
+            .unwrap_or(None)
+    } else {
+        None
+    };
     let fleet = Arc::new(Fleet::new(
         host_id(cfg).map_err(identity)?,
         random_hex(8).map_err(identity)?,
@@ -301,8 +322,9 @@ pub(crate) async fn start(
         Arc::clone(&persist.store().directory),
         Arc::clone(persist.gate()),
         shared.fleet_metrics.clone(),
+        dir_lock,
     ));
-    let lease = heartbeat::join(&fleet).await?;
+    let lease = heartbeat::join(&fleet, fleet.holds_dir_lock()).await?;
     // Until the first reconcile pass lists the others, Welcomes name this host alone.
     shared.sim.entries.set(&fleet.url, []);
     persist.set_fleet(Arc::clone(&fleet));

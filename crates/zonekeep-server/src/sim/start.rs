@@ -230,6 +230,15 @@ async fn build(
         kind: kind.to_owned(),
         params,
     };
+    // A module kind nothing was deployed to yet cannot make the zone: refused before the claim,
+    // which would raise the zone's epoch and record a failure for code that does not exist yet.
+    if let Some(code) = &sim.code {
+        if code.current(kind).is_none() && code.kinds().iter().any(|k| k == kind) {
+            return Err(StartError::Unavailable(format!(
+                "zone kind {kind:?} has no module deployed yet: push one (zonekeep module push FILE --kind {kind}), then join again"
+            )));
+        }
+    }
     let config = spec.config.clone();
     let s = Arc::clone(sim);
     match sim.persist.clone() {

@@ -64,6 +64,8 @@ pub(crate) struct SimContext {
     pub recordings: Arc<crate::recording::Recordings>,
     /// Stop flags of the running zones whose game code can be interrupted.
     pub interrupts: Arc<super::Interrupts>,
+    /// The host's module kinds, if it has any: a zone of one with no module yet is not started.
+    pub code: Option<Arc<dyn crate::code::CodeKinds>>,
 }
 
 struct SimThread {

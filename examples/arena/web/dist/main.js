@@ -301,6 +301,8 @@ function frame(now) {
     debug.me = me;
     debug.entityId = own;
     debug.others = othersById;
+    // Everything drawn this frame besides the player itself: players, drones and pickups.
+    visibleCount = Object.keys(othersById).length + droneList.length + pickupList.length;
     debug.state = conn.state;
     debug.corrections = predictor.corrections;
     debug.lastCorrection = predictor.lastError;
@@ -330,6 +332,8 @@ function fallbackReason() {
     return conn.webTransportDisabled ? "failed earlier in this tab" : null;
 }
 let hudAt = 0;
+/** Entities drawn in the last frame, other than the player's own (the HUD's `visible`). */
+let visibleCount = 0;
 function hudLoop() {
     const now = performance.now();
     if (now - hudAt >= 200) {
@@ -347,7 +351,7 @@ function hudLoop() {
             score: debug.score,
             pendingInputs: predictor.pendingSeqs.length,
             corrections: predictor.corrections,
-            visible: Object.keys(debug.others).length,
+            visible: visibleCount,
         });
     }
     setTimeout(hudLoop, 200);

@@ -45,6 +45,8 @@ export class GalleryView {
   private scale = 1;
   private ox = 0;
   private oy = 0;
+  /** A panel over the canvas's right side (the NetSim panel) the wall is fitted beside, not under. */
+  private clearOf: HTMLElement | null = null;
 
   constructor(private readonly canvas: HTMLCanvasElement) {
     const ctx = canvas.getContext("2d");
@@ -64,7 +66,12 @@ export class GalleryView {
     return { x: r.left + this.ox + x * this.scale, y: r.top + this.oy + y * this.scale };
   }
 
-  /** Sizes the canvas to its box and fits the wall in it with a margin. */
+  /** Fits the wall to the left of `panel` (a panel on the right of the view), so no target flies under it. */
+  keepClearOf(panel: HTMLElement | null): void {
+    this.clearOf = panel;
+  }
+
+  /** Sizes the canvas to its box and fits the wall in it with a margin (left of the panel kept clear). */
   private fit(): void {
     const dpr = window.devicePixelRatio || 1;
     const w = this.canvas.clientWidth;
@@ -74,8 +81,14 @@ export class GalleryView {
       this.canvas.height = Math.round(h * dpr);
     }
     const margin = 24;
-    this.scale = Math.max(1, Math.min((w - 2 * margin) / GALLERY_W, (h - 2 * margin) / GALLERY_H));
-    this.ox = (w - GALLERY_W * this.scale) / 2;
+    let right = 0;
+    if (this.clearOf !== null && this.clearOf.offsetWidth > 0) {
+      const r = this.canvas.getBoundingClientRect();
+      right = Math.max(0, Math.min(w / 2, r.right - this.clearOf.getBoundingClientRect().left));
+    }
+    const room = w - right;
+    this.scale = Math.max(1, Math.min((room - 2 * margin) / GALLERY_W, (h - 2 * margin) / GALLERY_H));
+    this.ox = (room - GALLERY_W * this.scale) / 2;
     this.oy = (h - GALLERY_H * this.scale) / 2;
     this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   }

@@ -106,6 +106,7 @@ readout.className = "hud";
 root.appendChild(readout);
 const banner = new Banner(root);
 hostNetSimPanel(root, () => tickets.subject);
+view.keepClearOf(root.querySelector<HTMLElement>(".netsim"));
 
 const controls = document.createElement("label");
 controls.className = "gallery-toggle";
@@ -303,6 +304,7 @@ function frame(now: number): void {
   const last = debug.shots[debug.shots.length - 1];
   readout.textContent = [
     `${conn.state} · ${zoneId} · ${name}`,
+    `transport ${conn.transport ?? "–"}`,
     `score ${s.hits} / ${s.shots} shots · hit rate ${rate}`,
     `shots you saw hit: ${debug.sawHit}, confirmed ${debug.confirmed}`,
     `last: ${last === undefined ? "–" : `${last.outcome ?? "…"}${last.outcome === "hit" || last.outcome === "miss" || last.outcome === "taken" ? ` (judged ${last.ticksBehind} ticks back)` : ""}`}`,

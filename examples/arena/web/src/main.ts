@@ -393,6 +393,8 @@ function frame(now: number): void {
   debug.me = me;
   debug.entityId = own;
   debug.others = othersById;
+  // Everything drawn this frame besides the player itself: players, drones and pickups.
+  visibleCount = Object.keys(othersById).length + droneList.length + pickupList.length;
   debug.state = conn.state;
   debug.corrections = predictor.corrections;
   debug.lastCorrection = predictor.lastError;
@@ -423,6 +425,8 @@ function fallbackReason(): string | null {
 }
 
 let hudAt = 0;
+/** Entities drawn in the last frame, other than the player's own (the HUD's `visible`). */
+let visibleCount = 0;
 function hudLoop(): void {
   const now = performance.now();
   if (now - hudAt >= 200) {
@@ -440,7 +444,7 @@ function hudLoop(): void {
       score: debug.score,
       pendingInputs: predictor.pendingSeqs.length,
       corrections: predictor.corrections,
-      visible: Object.keys(debug.others).length,
+      visible: visibleCount,
     });
   }
   setTimeout(hudLoop, 200);

@@ -9,6 +9,12 @@ use zonekeep_protocol::messages::KickCode;
 use super::ZoneRun;
 use crate::sim::SimContext;
 
+/// What a refused upgrade tells the developer to do (docs/MODULES.md, "Hot deploys need save and
+/// restore").
+const HOT_DEPLOYABLE: &str = "to be hot-deployable, a kind's code implements save and restore \
+     (Zone::save and Zone::restore in the guest SDK), and its restore reads the saves of the \
+     version it replaces";
+
 /// What became of one zone in an upgrade of its kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ZoneUpgrade {
@@ -52,7 +58,9 @@ impl ZoneRun {
         };
         let frozen_us = || u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let Some(envelope) = self.host.snapshot() else {
-            report.refused = Some("the zone keeps no save to carry over".into());
+            report.refused = Some(format!(
+                "the zone's code keeps no save, so its state cannot be carried into the new code; {HOT_DEPLOYABLE}"
+            ));
             report.frozen_us = frozen_us();
             return report;
         };
@@ -65,7 +73,9 @@ impl ZoneRun {
         ) {
             Ok(next) => next,
             Err(e) => {
-                report.refused = Some(e.to_string());
+                report.refused = Some(format!(
+                    "the new code refused the zone's save ({e}); {HOT_DEPLOYABLE}"
+                ));
                 report.frozen_us = frozen_us();
                 return report;
             }
