@@ -15,7 +15,7 @@ use zonekeep_core::{
 };
 use zonekeep_protocol::messages::{KickCode, ServerMessage, Welcome};
 use zonekeep_server::persist::{PersistConfig, Persistence};
-use zonekeep_server::Host;
+use zonekeep_server::{Host, ServerConfig};
 use zonekeep_store::{FactLedger, SaveStore, SqliteStore, SQLITE_FILE_NAME};
 
 use crate::common::*;
@@ -100,8 +100,13 @@ async fn persistent_every(
         reconnect_grace: Duration::from_millis(50),
         ..ZoneConfig::default()
     };
+    // The host's own files (its id, the data directory's lock) go beside the store, not into
+    // the working directory.
     let host = Host::builder()
-        .config(base_config())
+        .config(ServerConfig {
+            data_dir: dir.to_path_buf(),
+            ..base_config()
+        })
         .zone_with::<Tally>("tally", tally, Value::Null)
         .persistence(Arc::clone(&p))
         .build()
