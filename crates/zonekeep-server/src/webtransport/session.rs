@@ -249,7 +249,8 @@ async fn redirect(
 ///
 /// Closing a QUIC connection discards stream data not yet delivered, so the close waits until the
 /// client's QUIC stack has acknowledged the finished stream, Kick included (`finish` completes
-/// then), for at most `kick_write_timeout_ms`. The WebTransport close capsule is not sent: the
+/// then), and then until the client, having read the Kick, closes the session itself, each for at
+/// most `kick_write_timeout_ms`. The WebTransport close capsule is not sent: the
 /// CONNECT stream belongs to wtransport's driver, which offers no way to write on it.
 async fn close(
     shared: &Shared,
@@ -268,6 +269,12 @@ async fn close(
             let _ = tokio::time::timeout(bound, write_message(send, &frame)).await;
         }
         let _ = tokio::time::timeout(bound, send.finish()).await;
+        if kick.is_some() {
+            // The client's QUIC stack holds the Kick now, but a page may not have read it yet,
+            // and a close reaching the page first would hide it: a client that read it closes
+            // the session itself, so wait for that, within the same bound.
+            let _ = tokio::time::timeout(bound, connection.closed()).await;
+        }
     }
     connection.close(VarInt::from_u32(code), b"");
     // Let the close (and the Kick before it) leave before the endpoint forgets the session.
