@@ -19,16 +19,7 @@ use zonekeep_protocol::messages::{KickCode, ServerMessage};
 
 /// A module whose CREATE call (op 1) traps: every zone of its kind fails to start.
 fn failing_create() -> Vec<u8> {
-    wat::parse_str(
-        r#"(module
-            (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 2)
-            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
-            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
-                (if (i32.eq (local.get $op) (i32.const 1)) (then unreachable))
-                i64.const 0))"#,
-    )
-    .unwrap()
+    support::push::trapping_in(1)
 }
 
 /// `--module boom=FILE` with [`failing_create`] written in `dir`.

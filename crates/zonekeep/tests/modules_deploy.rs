@@ -33,16 +33,7 @@ fn another_build(bytes: &[u8], label: &str) -> Vec<u8> {
 
 /// A module that creates fine and refuses every save it is asked to restore (op 11 traps).
 fn refuses_saves() -> Vec<u8> {
-    wat::parse_str(
-        r#"(module
-            (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 2)
-            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
-            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
-                (if (i32.eq (local.get $op) (i32.const 11)) (then unreachable))
-                i64.const 0))"#,
-    )
-    .unwrap()
+    support::push::trapping_in(11)
 }
 
 /// POSTs the module to `/admin/modules/{kind}`: status and answer.

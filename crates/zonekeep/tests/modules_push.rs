@@ -219,16 +219,7 @@ async fn a_zone_that_failed_to_start_stays_failed_until_a_new_version_is_deploye
     let dir = tempfile::tempdir().unwrap();
     let server = host(dir.path(), &[]).await;
     // CREATE (op 1) traps.
-    let broken = wat::parse_str(
-        r#"(module
-            (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 2)
-            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
-            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
-                (if (i32.eq (local.get $op) (i32.const 1)) (then unreachable))
-                i64.const 0))"#,
-    )
-    .unwrap();
+    let broken = support::push::trapping_in(1);
     let (status, out) = push(&server, "rules", &broken).await;
     assert_eq!(status, 200, "{out}");
     let (status, out) = server

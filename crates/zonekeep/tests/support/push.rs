@@ -1,4 +1,5 @@
-//! Pushing a module to a host's admin API, as `zonekeep module push` does.
+//! Pushing a module to a host's admin API, as `zonekeep module push` does, and the small modules
+//! the tests push.
 
 use serde_json::Value;
 
@@ -38,4 +39,19 @@ pub async fn push_module(
         status,
         serde_json::from_slice(&out[split + 4..]).unwrap_or(Value::Null),
     )
+}
+
+/// A module of the ABI that keeps no state and traps in call `op` (1 CREATE, 11 RESTORE, ...):
+/// every other call answers nothing.
+pub fn trapping_in(op: u32) -> Vec<u8> {
+    wat::parse_str(format!(
+        r#"(module
+            (memory (export "memory") 1)
+            (func (export "zk_abi") (result i32) i32.const 2)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (if (i32.eq (local.get $op) (i32.const {op})) (then unreachable))
+                i64.const 0))"#
+    ))
+    .unwrap()
 }
