@@ -114,6 +114,10 @@ pub enum StoreError {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// No transfer is stored under this id (it never was, or it was pruned).
+    #[error("no transfer {0:?} is stored")]
+    UnknownTransfer(String),
+
     /// The store spec given to [`open_store`](crate::open_store) is not one this crate understands.
     #[error("unsupported store spec (expected \"sqlite\" or a postgres:// URL): {0}")]
     InvalidSpec(String),

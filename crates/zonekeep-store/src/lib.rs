@@ -1,9 +1,9 @@
 //! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
 //! the fleet directory (hosts and who owns which zone) and zone modules (game code by content
 //! address), on SQLite (the embedded default: one file under the data dir, nothing to install) or
-//! PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same four
-//! traits, [`SaveStore`], [`FactLedger`], [`Directory`] and [`ModuleStore`], and pass the same
-//! contract test suite.
+//! PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same five
+//! traits, [`SaveStore`], [`FactLedger`], [`Directory`], [`ModuleStore`] and [`TransferLedger`],
+//! and pass the same contract test suite.
 //!
 //! This crate owns the database schema, its migrations and the fencing, idempotency and directory
 //! rules. It must not depend on the server, any network framework, or the simulation runtime: zone
@@ -53,7 +53,7 @@
 //!
 //! # Opening a store
 //! [`open_store`] takes the `--store` spec (`"sqlite"` or a `postgres://` URL) and returns a
-//! [`Store`] holding the four parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
+//! [`Store`] holding the five parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
 //!
 //! # Blocking
 //! Nothing here blocks an async worker thread: SQLite calls run on tokio's blocking pool, and
@@ -76,6 +76,7 @@ mod slow;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod traits;
+mod transfers;
 mod types;
 mod validate;
 
@@ -93,6 +94,10 @@ pub use slow::SlowStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use traits::{FactLedger, ModuleStore, SaveStore, MAX_MODULE_BYTES};
+pub use transfers::{
+    NewTransfer, StoredTransfer, TransferLedger, TransferStatus, MAX_TRANSFER_CLAIMS,
+    MAX_TRANSFER_ID, MAX_TRANSFER_REASON, MAX_TRANSFER_STATE,
+};
 pub use types::{
     Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
 };
@@ -102,7 +107,7 @@ pub use zonekeep_fleet::Timing;
 /// File name of the SQLite database inside the data dir.
 pub const SQLITE_FILE_NAME: &str = "zonekeep.db";
 
-/// An opened store: its four parts as shareable trait objects, plus a printable description.
+/// An opened store: its five parts as shareable trait objects, plus a printable description.
 #[derive(Clone)]
 pub struct Store {
     /// Zone saves.
@@ -113,6 +118,8 @@ pub struct Store {
     pub directory: Arc<dyn Directory>,
     /// Zone modules and the module each kind runs.
     pub modules: Arc<dyn ModuleStore>,
+    /// Transfers of players between zones.
+    pub transfers: Arc<dyn TransferLedger>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -126,17 +133,18 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements all four traits.
+    /// Bundles one backend that implements all five traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
-        B: SaveStore + FactLedger + Directory + ModuleStore + 'static,
+        B: SaveStore + FactLedger + Directory + ModuleStore + TransferLedger + 'static,
     {
         let backend = Arc::new(backend);
         Store {
             saves: Arc::clone(&backend) as Arc<dyn SaveStore>,
             facts: Arc::clone(&backend) as Arc<dyn FactLedger>,
             directory: Arc::clone(&backend) as Arc<dyn Directory>,
-            modules: backend,
+            modules: Arc::clone(&backend) as Arc<dyn ModuleStore>,
+            transfers: backend,
             description,
         }
     }

@@ -16,6 +16,7 @@ use crate::directory::{
 };
 use crate::error::Result;
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
+use crate::transfers::{NewTransfer, StoredTransfer, TransferLedger};
 use crate::types::{
     Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
 };
@@ -23,13 +24,14 @@ use crate::Store;
 
 /// Delays every write (`claim`, `write`, `delete`, `record`, every directory call that changes a
 /// row: registering, heartbeats, leaving, claiming, moving, releasing, forgetting, and storing and
-/// deploying modules) by a fixed duration, then delegates. Reads pass through undelayed.
+/// deploying modules, and every transfer change) by a fixed duration, then delegates. Reads pass through undelayed.
 #[derive(Clone)]
 pub struct SlowStore {
     saves: Arc<dyn SaveStore>,
     facts: Arc<dyn FactLedger>,
     directory: Arc<dyn Directory>,
     modules: Arc<dyn ModuleStore>,
+    transfers: Arc<dyn TransferLedger>,
     delay: Duration,
 }
 
@@ -42,19 +44,14 @@ impl std::fmt::Debug for SlowStore {
 }
 
 impl SlowStore {
-    /// Wraps the four parts of a store.
-    pub fn new(
-        saves: Arc<dyn SaveStore>,
-        facts: Arc<dyn FactLedger>,
-        directory: Arc<dyn Directory>,
-        modules: Arc<dyn ModuleStore>,
-        delay: Duration,
-    ) -> Self {
+    /// Wraps the parts of a store.
+    pub fn new(store: &Store, delay: Duration) -> Self {
         SlowStore {
-            saves,
-            facts,
-            directory,
-            modules,
+            saves: Arc::clone(&store.saves),
+            facts: Arc::clone(&store.facts),
+            directory: Arc::clone(&store.directory),
+            modules: Arc::clone(&store.modules),
+            transfers: Arc::clone(&store.transfers),
             delay,
         }
     }
@@ -62,18 +59,13 @@ impl SlowStore {
     /// Wraps a whole [`Store`] and returns it as a [`Store`], keeping its description (with the
     /// delay noted) so logs say the storage is deliberately slowed.
     pub fn wrap(store: Store, delay: Duration) -> Store {
-        let slow = Arc::new(SlowStore::new(
-            store.saves,
-            store.facts,
-            store.directory,
-            store.modules,
-            delay,
-        ));
+        let slow = Arc::new(SlowStore::new(&store, delay));
         Store {
             saves: Arc::clone(&slow) as Arc<dyn SaveStore>,
             facts: Arc::clone(&slow) as Arc<dyn FactLedger>,
             directory: Arc::clone(&slow) as Arc<dyn Directory>,
-            modules: slow,
+            modules: Arc::clone(&slow) as Arc<dyn ModuleStore>,
+            transfers: slow,
             description: format!("{} (slowed by {delay:?} per write)", store.description),
         }
     }
@@ -224,5 +216,60 @@ impl ModuleStore for SlowStore {
 
     async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
         self.modules.module_kinds().await
+    }
+}
+
+#[async_trait]
+impl TransferLedger for SlowStore {
+    async fn begin_transfer(&self, transfer: &NewTransfer) -> Result<StoredTransfer> {
+        tokio::time::sleep(self.delay).await;
+        self.transfers.begin_transfer(transfer).await
+    }
+
+    async fn accept_transfer(&self, id: &str, target_epoch: u64) -> Result<StoredTransfer> {
+        tokio::time::sleep(self.delay).await;
+        self.transfers.accept_transfer(id, target_epoch).await
+    }
+
+    async fn return_transfer(
+        &self,
+        id: &str,
+        zone_id: &str,
+        epoch: u64,
+        reason: &str,
+    ) -> Result<StoredTransfer> {
+        tokio::time::sleep(self.delay).await;
+        self.transfers
+            .return_transfer(id, zone_id, epoch, reason)
+            .await
+    }
+
+    async fn arrive_transfer(&self, id: &str, target_epoch: u64) -> Result<StoredTransfer> {
+        tokio::time::sleep(self.delay).await;
+        self.transfers.arrive_transfer(id, target_epoch).await
+    }
+
+    async fn transfer(&self, id: &str) -> Result<Option<StoredTransfer>> {
+        self.transfers.transfer(id).await
+    }
+
+    async fn open_transfers(&self, zone_id: &str) -> Result<Vec<StoredTransfer>> {
+        self.transfers.open_transfers(zone_id).await
+    }
+
+    async fn latest_transfer_from(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>> {
+        self.transfers
+            .latest_transfer_from(source_zone, principal, since_ms)
+            .await
+    }
+
+    async fn prune_transfers(&self, before_ms: u64) -> Result<u64> {
+        tokio::time::sleep(self.delay).await;
+        self.transfers.prune_transfers(before_ms).await
     }
 }

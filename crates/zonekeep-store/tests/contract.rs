@@ -14,6 +14,8 @@ mod directory;
 mod directory_zones;
 #[path = "contract/modules.rs"]
 mod modules;
+#[path = "contract/transfers.rs"]
+mod transfers;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use directory_zones::*;
 use modules::*;
 use serde_json::json;
 use support::{Db, Model, Rng, Verdict};
+use transfers::*;
 use zonekeep_store::{FactRecord, StoreError, WriteOutcome};
 
 fn fact(key: &str, principal: Option<&str>, payload: serde_json::Value) -> FactRecord {
@@ -608,4 +611,10 @@ contract_tests!(
     concurrent_deploys_of_a_kind_get_distinct_versions,
     a_module_whose_bytes_changed_is_corrupt,
     an_older_database_gains_the_module_tables,
+    a_transfer_is_accepted_once_and_then_cannot_return,
+    a_returned_transfer_cannot_be_accepted,
+    stale_owners_cannot_decide_a_transfer,
+    bad_transfers_are_refused_and_store_nothing,
+    racing_accepts_and_returns_agree,
+    old_resolved_transfers_are_pruned,
 );

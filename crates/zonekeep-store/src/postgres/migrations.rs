@@ -99,6 +99,32 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         );
     ",
     },
+    Migration {
+        name: "zone transfers: a player's move between zones, fenced by both zones' epochs",
+        sql: "
+        CREATE TABLE zone_transfers (
+            id             TEXT PRIMARY KEY,
+            principal      TEXT NOT NULL,
+            player         BIGINT NOT NULL CHECK (player >= 0),
+            source_zone    TEXT NOT NULL,
+            source_epoch   BIGINT NOT NULL CHECK (source_epoch >= 0),
+            target_zone    TEXT NOT NULL,
+            claims         TEXT NOT NULL,
+            player_claims  TEXT NOT NULL,
+            state          BYTEA NOT NULL,
+            status         TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'returned')),
+            target_epoch   BIGINT CHECK (target_epoch >= 0),
+            reason         TEXT,
+            arrived        BOOLEAN NOT NULL DEFAULT false,
+            created_at_ms  BIGINT NOT NULL,
+            resolved_at_ms BIGINT
+        );
+        CREATE INDEX zone_transfers_from ON zone_transfers (source_zone, status);
+        CREATE INDEX zone_transfers_into ON zone_transfers (target_zone, status);
+        CREATE INDEX zone_transfers_by_principal
+            ON zone_transfers (source_zone, principal, created_at_ms);
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

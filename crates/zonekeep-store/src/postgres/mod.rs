@@ -31,6 +31,7 @@ mod facts;
 mod migrations;
 mod modules;
 mod saves;
+mod transfers;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,6 +48,7 @@ use crate::directory::{
 use crate::directory_rows::{check_claim, check_registration};
 use crate::error::{redact, Result, StoreError};
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
+use crate::transfers::{NewTransfer, StoredTransfer, TransferLedger};
 use crate::types::{
     Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
 };
@@ -442,6 +444,64 @@ impl ModuleStore for PostgresStore {
     async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
         let client = self.client().await?;
         modules::module_kinds(&client, &self.err).await
+    }
+}
+
+#[async_trait]
+impl TransferLedger for PostgresStore {
+    async fn begin_transfer(&self, transfer: &NewTransfer) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        transfers::begin(tx, transfer, &self.err).await
+    }
+
+    async fn accept_transfer(&self, id: &str, target_epoch: u64) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        transfers::accept(tx, id, target_epoch, &self.err).await
+    }
+
+    async fn return_transfer(
+        &self,
+        id: &str,
+        zone_id: &str,
+        epoch: u64,
+        reason: &str,
+    ) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        transfers::give_back(tx, id, zone_id, epoch, reason, &self.err).await
+    }
+
+    async fn arrive_transfer(&self, id: &str, target_epoch: u64) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        transfers::arrive(tx, id, target_epoch, &self.err).await
+    }
+
+    async fn transfer(&self, id: &str) -> Result<Option<StoredTransfer>> {
+        let client = self.client().await?;
+        transfers::get(&**client, id, &self.err).await
+    }
+
+    async fn open_transfers(&self, zone_id: &str) -> Result<Vec<StoredTransfer>> {
+        let client = self.client().await?;
+        transfers::open(&**client, zone_id, &self.err).await
+    }
+
+    async fn latest_transfer_from(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>> {
+        let client = self.client().await?;
+        transfers::latest_from(&**client, source_zone, principal, since_ms, &self.err).await
+    }
+
+    async fn prune_transfers(&self, before_ms: u64) -> Result<u64> {
+        let client = self.client().await?;
+        transfers::prune(&**client, before_ms, &self.err).await
     }
 }
 

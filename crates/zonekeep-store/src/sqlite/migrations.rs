@@ -94,6 +94,32 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         ) STRICT;
     ",
     },
+    Migration {
+        name: "zone transfers: a player's move between zones, fenced by both zones' epochs",
+        sql: "
+        CREATE TABLE zone_transfers (
+            id             TEXT PRIMARY KEY,
+            principal      TEXT NOT NULL,
+            player         INTEGER NOT NULL CHECK (player >= 0),
+            source_zone    TEXT NOT NULL,
+            source_epoch   INTEGER NOT NULL CHECK (source_epoch >= 0),
+            target_zone    TEXT NOT NULL,
+            claims         TEXT NOT NULL,
+            player_claims  TEXT NOT NULL,
+            state          BLOB NOT NULL,
+            status         TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'returned')),
+            target_epoch   INTEGER CHECK (target_epoch >= 0),
+            reason         TEXT,
+            arrived        INTEGER NOT NULL DEFAULT 0 CHECK (arrived IN (0, 1)),
+            created_at_ms  INTEGER NOT NULL,
+            resolved_at_ms INTEGER
+        ) STRICT;
+        CREATE INDEX zone_transfers_from ON zone_transfers (source_zone, status);
+        CREATE INDEX zone_transfers_into ON zone_transfers (target_zone, status);
+        CREATE INDEX zone_transfers_by_principal
+            ON zone_transfers (source_zone, principal, created_at_ms);
+    ",
+    },
 ];
 
 /// Brings the database to the newest schema this build knows; refuses a newer one.

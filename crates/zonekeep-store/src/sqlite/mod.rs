@@ -20,6 +20,7 @@ mod facts;
 mod migrations;
 mod modules;
 mod saves;
+mod transfers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ use crate::directory::{
 use crate::directory_rows::check_claim;
 use crate::error::{Result, StoreError};
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
+use crate::transfers::{NewTransfer, StoredTransfer, TransferLedger};
 use crate::types::{
     Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
 };
@@ -371,5 +373,66 @@ impl ModuleStore for SqliteStore {
 
     async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
         self.run(modules::module_kinds).await
+    }
+}
+
+#[async_trait]
+impl TransferLedger for SqliteStore {
+    async fn begin_transfer(&self, transfer: &NewTransfer) -> Result<StoredTransfer> {
+        // Refuse before copying up to the limit's worth of state for the blocking pool.
+        crate::transfers::check_new(transfer)?;
+        let transfer = transfer.clone();
+        self.run(move |conn| transfers::begin(conn, &transfer))
+            .await
+    }
+
+    async fn accept_transfer(&self, id: &str, target_epoch: u64) -> Result<StoredTransfer> {
+        let id = id.to_owned();
+        self.run(move |conn| transfers::accept(conn, &id, target_epoch))
+            .await
+    }
+
+    async fn return_transfer(
+        &self,
+        id: &str,
+        zone_id: &str,
+        epoch: u64,
+        reason: &str,
+    ) -> Result<StoredTransfer> {
+        let (id, zone_id, reason) = (id.to_owned(), zone_id.to_owned(), reason.to_owned());
+        self.run(move |conn| transfers::give_back(conn, &id, &zone_id, epoch, &reason))
+            .await
+    }
+
+    async fn arrive_transfer(&self, id: &str, target_epoch: u64) -> Result<StoredTransfer> {
+        let id = id.to_owned();
+        self.run(move |conn| transfers::arrive(conn, &id, target_epoch))
+            .await
+    }
+
+    async fn transfer(&self, id: &str) -> Result<Option<StoredTransfer>> {
+        let id = id.to_owned();
+        self.run(move |conn| transfers::get(conn, &id)).await
+    }
+
+    async fn open_transfers(&self, zone_id: &str) -> Result<Vec<StoredTransfer>> {
+        let zone_id = zone_id.to_owned();
+        self.run(move |conn| transfers::open(conn, &zone_id)).await
+    }
+
+    async fn latest_transfer_from(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>> {
+        let (source_zone, principal) = (source_zone.to_owned(), principal.to_owned());
+        self.run(move |conn| transfers::latest_from(conn, &source_zone, &principal, since_ms))
+            .await
+    }
+
+    async fn prune_transfers(&self, before_ms: u64) -> Result<u64> {
+        self.run(move |conn| transfers::prune(conn, before_ms))
+            .await
     }
 }
