@@ -119,6 +119,11 @@ pub(crate) struct Shared {
     pub compiler: crate::code::Compiler,
     /// The WebTransport endpoint, once it listens (`GET /webtransport` publishes it).
     pub webtransport: std::sync::OnceLock<crate::webtransport::Published>,
+    /// This host's advertised base URL (`ws://host:port`), once it listens: a Transfer names a
+    /// target zone here by it.
+    pub base_url: std::sync::OnceLock<String>,
+    /// The transfer records of a host that keeps nothing (no persistence): in memory.
+    pub memory_transfers: std::sync::OnceLock<Arc<dyn zonekeep_store::TransferLedger>>,
 }
 
 /// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.
@@ -439,6 +444,7 @@ impl HostBuilder {
             )),
             interrupts: Arc::default(),
             code: self.code.clone(),
+            transfers: Arc::default(),
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
         let admin_token_hash = config
@@ -468,6 +474,8 @@ impl HostBuilder {
                 code: self.code,
                 compiler,
                 webtransport: std::sync::OnceLock::new(),
+                base_url: std::sync::OnceLock::new(),
+                memory_transfers: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -557,6 +565,22 @@ impl Host {
         crate::ticket::mint(key, req, crate::ticket::unix_now())
     }
 
+    /// Starts the transfer worker (once), with transfer records in memory for a host that keeps
+    /// nothing.
+    async fn start_transfers(&self) -> Result<(), HostError> {
+        let shared = &self.shared;
+        if shared.sim.persist.is_none() && shared.memory_transfers.get().is_none() {
+            let store = zonekeep_store::SqliteStore::open(":memory:")
+                .await
+                .map_err(|e| HostError::Io(std::io::Error::other(format!("transfer records: {e}"))))?;
+            let _ = shared.memory_transfers.set(Arc::new(store));
+        }
+        if let Some(jobs) = shared.sim.transfers.take_receiver() {
+            tokio::spawn(crate::transfer::run(Arc::clone(shared), jobs));
+        }
+        Ok(())
+    }
+
     /// Joins the fleet (a host with a store): registers in the directory with `bound` as the
     /// default advertised address and lands the first heartbeat. [`serve`](Self::serve) does it
     /// when it was not done before; call it first to know the host is a fleet member before
@@ -629,6 +653,12 @@ impl Host {
         let conns = TaskTracker::new();
         // A host with a store serves only as a fleet member holding a lease.
         self.join_fleet(listener.local_addr()?).await?;
+        let base = match shared.fleet() {
+            Some(f) => f.url.clone(),
+            None => crate::fleet::config::advertise_url(cfg, listener.local_addr()?),
+        };
+        let _ = shared.base_url.set(base);
+        self.start_transfers().await?;
         // WebTransport on UDP: where configured, or in dev mode on the HTTP port's number.
         let wt_addr = cfg
             .webtransport

@@ -48,6 +48,7 @@ pub mod reconnect;
 pub mod recording;
 mod session;
 pub mod sim;
+mod transfer;
 pub mod upgrade;
 pub mod webtransport;
 /// Tickets (minting, verification, keys, replay cache), re-exported from `zonekeep-ticket`.

@@ -73,6 +73,14 @@ pub(crate) async fn run(
                 .await;
             return;
         }
+        Ok(Handshake::Transferred(frame)) => {
+            // Sent again to a moved player that came back: it goes on to the target, so the
+            // close carries no Kick.
+            let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
+            let _ = tokio::time::timeout(bound, sink.send(Message::Binary(frame))).await;
+            finish(&shared, &mut sink, &mut stream, None).await;
+            return;
+        }
         Err(e) => {
             tracing::debug!(zone = %zone_id, conn = conn_id, error = %e, "handshake refused");
             finish(&shared, &mut sink, &mut stream, Some(e.kick())).await;
@@ -229,6 +237,17 @@ pub(crate) enum Handshake {
     Gone,
     /// Another host owns the zone: redirect or proxy the client there.
     Elsewhere(crate::fleet::forward::Moved),
+    /// The player was moved to another zone (PROTOCOL.md §5.3.2): send it this Transfer frame
+    /// again and close.
+    Transferred(Bytes),
+}
+
+/// Where an admitted Hello went.
+pub(crate) enum Entered {
+    /// Into a zone of this host: its thread, and the principal.
+    Zone(usize, String),
+    /// Nowhere: the player was moved to another zone; this is its Transfer frame.
+    Moved(Bytes),
 }
 
 async fn handshake(
@@ -289,7 +308,8 @@ pub(crate) async fn admit_hello(
         r = admit(shared, zone_id, &hello, version, conn, tx) => r,
     };
     let (thread, sub) = match admitted {
-        Ok(admitted) => admitted,
+        Ok(Entered::Zone(thread, sub)) => (thread, sub),
+        Ok(Entered::Moved(frame)) => return Ok(Handshake::Transferred(frame)),
         Err(SessionError::Join(JoinFailure::Moved { host, url })) => {
             return Ok(Handshake::Elsewhere(crate::fleet::forward::Moved {
                 host,
@@ -326,7 +346,7 @@ async fn admit(
     version: u32,
     conn: &ConnHandle,
     reply: oneshot::Sender<Result<Joined, JoinFailure>>,
-) -> Result<(usize, String), SessionError> {
+) -> Result<Entered, SessionError> {
     let now = unix_now();
     let ticket = shared.verifier.verify(&hello.ticket, zone_id, now)?;
     // Params the directory cannot keep are the ticket's fault, refused before anything is
@@ -367,15 +387,31 @@ async fn admit(
     if shared.registry.is_fenced(zone_id) {
         return Err(JoinFailure::Fenced.into());
     }
+    if ticket.transfer().is_some() {
+        // A transfer credential admits only as the arrival of the move it names.
+        let (thread, sub) =
+            crate::transfer::arrival(shared, zone_id, ticket, listed, version, conn, reply).await?;
+        return Ok(Entered::Zone(thread, sub));
+    }
     if !hello.reconnect_token.is_empty() {
         // A resume may present the same ticket again: the token, not the jti, is single-use here.
-        let player = shared.reconnect.redeem(
+        let redeemed = shared.reconnect.redeem(
             &hello.reconnect_token,
             &ticket.sub,
             zone_id,
             ticket.role,
             Instant::now(),
-        )?;
+        );
+        let player = match redeemed {
+            Ok(player) => player,
+            Err(e) => {
+                // A player moved to another zone that comes back here is sent there again.
+                return match crate::transfer::resend(shared, zone_id, &ticket.sub).await {
+                    Some(frame) => Ok(Entered::Moved(frame)),
+                    None => Err(e.into()),
+                };
+            }
+        };
         let resume = |create| SimCommand::Resume {
             zone_id: zone_id.to_owned(),
             create,
@@ -403,24 +439,9 @@ async fn admit(
         };
         let refused = JoinFailure::ReconnectRefused;
         enter_zone(shared, &entry, create, took_over, refused, resume).await?;
-        return Ok((entry.thread, sub));
+        return Ok(Entered::Zone(entry.thread, sub));
     }
-    shared.verifier.consume(&ticket, now)?;
-    if let Some(fleet) = shared.fleet() {
-        // Single use across the fleet, not only on this host: a ticket for `arena-*` must not
-        // admit its bearer once per host, nor again at a zone's new owner after a move.
-        let forget_after = ticket
-            .exp
-            .saturating_add(shared.config.ticket_leeway_secs)
-            .saturating_mul(1000);
-        match fleet.spend_ticket(&ticket.jti, forget_after).await {
-            Ok(true) => {}
-            Ok(false) => return Err(crate::ticket::TicketError::Replayed.into()),
-            Err(e) => {
-                return Err(JoinFailure::StoreUnreachable(format!("fleet directory: {e}")).into())
-            }
-        }
-    }
+    spend_ticket(shared, &ticket).await?;
     // A zone the directory knows runs as the kind and params it was created with.
     let took_over = is_takeover(shared, listed.as_ref());
     let (kind, params) = match listed {
@@ -440,13 +461,36 @@ async fn admit(
     };
     let unavailable = JoinFailure::Unavailable;
     enter_zone(shared, &entry, create, took_over, unavailable, join).await?;
-    Ok((entry.thread, sub))
+    Ok(Entered::Zone(entry.thread, sub))
+}
+
+/// Spends the ticket's single-use id, on this host and across the fleet: a ticket for `arena-*`
+/// must not admit its bearer once per host, nor again at a zone's new owner after a move.
+pub(crate) async fn spend_ticket(
+    shared: &Shared,
+    ticket: &crate::ticket::VerifiedTicket,
+) -> Result<(), SessionError> {
+    shared.verifier.consume(ticket, unix_now())?;
+    if let Some(fleet) = shared.fleet() {
+        let forget_after = ticket
+            .exp
+            .saturating_add(shared.config.ticket_leeway_secs)
+            .saturating_mul(1000);
+        match fleet.spend_ticket(&ticket.jti, forget_after).await {
+            Ok(true) => {}
+            Ok(false) => return Err(crate::ticket::TicketError::Replayed.into()),
+            Err(e) => {
+                return Err(JoinFailure::StoreUnreachable(format!("fleet directory: {e}")).into())
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Hands a join or resume (`cmd`) to the zone's simulation thread: together with the zone's start
 /// when this Hello is what starts it here (`create`), otherwise once the zone runs. `refused`
 /// words a zone that cannot be started or is not running for the client.
-async fn enter_zone(
+pub(crate) async fn enter_zone(
     shared: &Arc<Shared>,
     entry: &Arc<ZoneEntry>,
     create: Option<ZoneCreate>,

@@ -16,7 +16,7 @@
 //! The rules themselves (timing, claims, placement, failover choice) are `zonekeep-fleet`'s; the
 //! store applies the claim rule in its own transaction. This module only drives them.
 
-mod config;
+pub(crate) mod config;
 mod dir_lock;
 mod entries;
 pub(crate) mod forward;

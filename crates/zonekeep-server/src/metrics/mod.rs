@@ -76,6 +76,7 @@ pub struct Metrics {
     frames_out: Family<Labels, Counter>,
     quiet_skipped: Family<Labels, Counter>,
     sync_notices: Family<Labels, Counter>,
+    transfers: Family<Labels, Counter>,
     resumes: Family<Labels, Counter>,
     connections: Gauge,
     connections_refused: Family<Labels, Counter>,
@@ -120,6 +121,7 @@ impl Metrics {
             frames_out: Family::default(),
             quiet_skipped: Family::default(),
             sync_notices: Family::default(),
+            transfers: Family::default(),
             resumes: Family::default(),
             connections: Gauge::default(),
             connections_refused: Family::default(),
@@ -192,6 +194,15 @@ impl Metrics {
             "zonekeep_sync_notices",
             "InputRefused and KnownSetCheck frames sent or suppressed, Resync requests honoured or suppressed",
             m.sync_notices.clone(),
+        );
+        registry.register(
+            "zonekeep_transfers",
+            "Moves of players between zones by what became of them: `moved`, `returned`, \
+             `taken_back` (a zone took its player back), `client_too_old`, `queue_full`, \
+             `not_recorded`, `fenced` (the source's owner changed meanwhile), `admission_undone`, \
+             `resent` (a Transfer sent again to a connection that came back), `moved_untold`, \
+             `recovered_accepted` and `recovered_returned` (settled by a zone's new owner)",
+            m.transfers.clone(),
         );
         registry.register(
             "zonekeep_resumes",
@@ -307,6 +318,13 @@ impl Metrics {
     pub fn sync_notice(&self, kind: &'static str) {
         self.sync_notices
             .get_or_create(&vec![("kind", kind.to_owned())])
+            .inc();
+    }
+
+    /// Count one step of a move of a player between zones by `outcome` (see the metric's help).
+    pub fn transfer(&self, outcome: &'static str) {
+        self.transfers
+            .get_or_create(&vec![("outcome", outcome.to_owned())])
             .inc();
     }
 

@@ -82,6 +82,8 @@ pub struct ZonePersist {
     settle_budget: usize,
     /// Raised when a save or fact of this owner epoch was refused as fenced.
     alarm: FenceAlarm,
+    /// The owner epoch this host holds the zone under.
+    epoch: u64,
 }
 
 impl ZonePersist {
@@ -113,7 +115,14 @@ impl ZonePersist {
             timer: SaveTimer::new(save_every, now),
             settle_budget: settle_budget.max(1),
             alarm,
+            epoch,
         }
+    }
+
+    /// The owner epoch this host holds the zone under: every durable write of the zone's
+    /// (saves, facts, transfer records) carries it.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Whether the store refused one of this owner's writes as fenced: the

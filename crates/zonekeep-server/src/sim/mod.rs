@@ -33,7 +33,7 @@ use crate::conn::ConnHandle;
 pub(crate) use frames::{kick_frame, pong_frame};
 pub(crate) use interrupts::Interrupts;
 pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
-pub(crate) use registry::{Registry, ZoneEntry};
+pub(crate) use registry::{now_ms, Registry, ZoneEntry};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
 pub use zone_run::ZoneUpgrade;
@@ -178,6 +178,36 @@ pub(crate) enum SimCommand {
         player: PlayerId,
         conn_id: u64,
     },
+    /// A move into `zone_id` (started first when `create` is set): admit the player from the
+    /// record, answering its new id and the zone's owner epoch.
+    TransferIn {
+        zone_id: String,
+        create: Option<ZoneStart>,
+        record: zonekeep_store::StoredTransfer,
+        reply: oneshot::Sender<Result<(PlayerId, u64), JoinFailure>>,
+    },
+    /// A move into `zone_id` was returned after the zone admitted `player`: it leaves again.
+    TransferCancel {
+        zone_id: String,
+        player: PlayerId,
+    },
+    /// How the move of `player` out of `zone_id` ended.
+    TransferResolved {
+        zone_id: String,
+        player: PlayerId,
+        resolution: crate::transfer::Resolution,
+    },
+    /// A moved player's connection arrived with its credential (the zone started first when
+    /// `create` is set): attach it to the player admitted for `record`.
+    Arrive {
+        zone_id: String,
+        create: Option<ZoneStart>,
+        record: zonekeep_store::StoredTransfer,
+        principal: Principal,
+        version: u32,
+        conn: ConnHandle,
+        reply: oneshot::Sender<Result<Joined, JoinFailure>>,
+    },
     /// The client asked for a BASELINE (PROTOCOL.md §4.4).
     Resync {
         zone_id: String,
@@ -273,7 +303,10 @@ impl SimCommand {
     /// when the command cannot be queued).
     fn into_start(self) -> Option<ZoneStart> {
         match self {
-            SimCommand::Join { create, .. } | SimCommand::Resume { create, .. } => create,
+            SimCommand::Join { create, .. }
+            | SimCommand::Resume { create, .. }
+            | SimCommand::TransferIn { create, .. }
+            | SimCommand::Arrive { create, .. } => create,
             SimCommand::Create { create, .. } => Some(create),
             _ => None,
         }

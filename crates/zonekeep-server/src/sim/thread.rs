@@ -66,6 +66,8 @@ pub(crate) struct SimContext {
     pub interrupts: Arc<super::Interrupts>,
     /// The host's module kinds, if it has any: a zone of one with no module yet is not started.
     pub code: Option<Arc<dyn crate::code::CodeKinds>>,
+    /// Moves of players out of this host's zones, on their way to the transfer worker.
+    pub transfers: Arc<crate::transfer::TransferQueue>,
 }
 
 struct SimThread {
@@ -216,7 +218,18 @@ impl SimThread {
         if let Some(flag) = host.stop_handle() {
             self.ctx.interrupts.register(&flag);
         }
+        let epoch = persist.as_ref().map(crate::persist::ZonePersist::epoch);
         let mut run = ZoneRun::new(host, persist, entry, inbox, self.ctx.zone_inbox, metrics);
+        if let Some(epoch) = epoch {
+            // Moves out of the zone's previous run that were left undecided are settled now.
+            let job = crate::transfer::Job::Started {
+                zone_id: zone_id.to_owned(),
+                epoch,
+            };
+            if self.ctx.transfers.submit(job).is_err() {
+                tracing::warn!(zone = %zone_id, "the transfer worker is full: moves the zone's previous run left open wait for their other zone");
+            }
+        }
         if let Some(limits) = record {
             // Before its first tick: the recording starts at the zone's creation (or restore).
             if let Err(e) = run.start_recording(&self.ctx, limits) {
@@ -280,6 +293,67 @@ impl SimThread {
                     }
                     None if self.draining => Err(JoinFailure::ShuttingDown),
                     None => Err(JoinFailure::ReconnectRefused("zone is not running".into())),
+                };
+                let _ = reply.send(r);
+            }
+            SimCommand::TransferIn {
+                zone_id,
+                create,
+                record,
+                reply,
+            } => {
+                if let Some(c) = create {
+                    if let Err(e) = self.start(&zone_id, c) {
+                        let _ = reply.send(Err(self.unavailable(e)));
+                        return false;
+                    }
+                }
+                let r = match self.zones.get_mut(&zone_id) {
+                    Some(z) => z.transfer_in(&self.ctx, &record),
+                    None => Err(self.unavailable("zone is not running".into())),
+                };
+                let _ = reply.send(r);
+            }
+            SimCommand::TransferCancel { zone_id, player } => {
+                if let Some(z) = self.zones.get_mut(&zone_id) {
+                    z.transfer_cancel(&self.ctx, player);
+                }
+            }
+            SimCommand::TransferResolved {
+                zone_id,
+                player,
+                resolution,
+            } => {
+                if let Some(z) = self.zones.get_mut(&zone_id) {
+                    z.transfer_resolved(&self.ctx, player, resolution);
+                }
+            }
+            SimCommand::Arrive {
+                zone_id,
+                create,
+                record,
+                principal,
+                version,
+                conn,
+                reply,
+            } => {
+                let started = create.is_some();
+                if let Some(c) = create {
+                    if let Err(e) = self.start(&zone_id, c) {
+                        let _ = reply.send(Err(self.unavailable(e)));
+                        return false;
+                    }
+                }
+                let r = match self.zones.get_mut(&zone_id) {
+                    Some(z) => {
+                        let r = z.arrive(&self.ctx, &record, &principal, version, conn);
+                        if started && r.is_ok() {
+                            z.host.tick_at_once();
+                        }
+                        r
+                    }
+                    None if self.draining => Err(JoinFailure::ShuttingDown),
+                    None => Err(self.unavailable("zone is not running".into())),
                 };
                 let _ = reply.send(r);
             }

@@ -1,6 +1,7 @@
 //! One zone on its simulation thread: the host, its subscribers (connections)
 //! and the per-advance work of the hot path.
 
+mod transfer;
 mod upgrade;
 pub use upgrade::ZoneUpgrade;
 
@@ -41,6 +42,8 @@ struct Sub {
     /// The generation of the entry URLs it was last told (PROTOCOL.md §5.3.1); `None` for a
     /// session below version 7, which has no message for them.
     entries_told: Option<u64>,
+    /// The protocol version its last session negotiated (a move needs version 8).
+    version: u32,
 }
 
 pub(crate) struct ZoneRun {
@@ -62,6 +65,10 @@ pub(crate) struct ZoneRun {
     recording: Option<ZoneRecording>,
     /// The generation of the host's entry URLs its sessions were last told.
     entries_told: u64,
+    /// Players moves brought in whose connection may still come, by transfer id.
+    arrivals: std::collections::HashMap<String, PlayerId>,
+    /// The transfer ids of `arrivals`, oldest first.
+    arrival_order: std::collections::VecDeque<String>,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -102,6 +109,8 @@ impl ZoneRun {
             limit_log: LimitLog::default(),
             recording: None,
             entries_told: 0,
+            arrivals: std::collections::HashMap::new(),
+            arrival_order: std::collections::VecDeque::new(),
         };
         run.publish();
         run
@@ -176,6 +185,7 @@ impl ZoneRun {
                 notices: Notices::default(),
                 state_acked: 0,
                 entries_told,
+                version,
             },
         );
         self.publish();
@@ -487,8 +497,12 @@ impl ZoneRun {
             let outcome = self
                 .host
                 .handle_input(i.player, i.seq, i.view_tick, &i.payload);
-            if let InputOutcome::Refused(r) = outcome {
-                self.notify_refused(ctx, i.player, i.seq, r.code);
+            match outcome {
+                InputOutcome::Refused(r) => self.notify_refused(ctx, i.player, i.seq, r.code),
+                InputOutcome::Moving => {
+                    self.notify_refused(ctx, i.player, i.seq, crate::transfer::MOVING_CODE)
+                }
+                _ => {}
             }
         }
         if let Some(p) = &mut self.persist {
@@ -499,6 +513,7 @@ impl ZoneRun {
             p.after_advance(&mut self.host, now);
         }
         let dormant = self.absorb(ctx, &report);
+        self.send_transfers(ctx);
         self.pump_recording();
         self.tell_entries(ctx);
         dormant

@@ -107,6 +107,13 @@ pub(super) async fn run(
             close(&shared, &connection, Some(&mut send), k).await;
             return;
         }
+        Ok(Handshake::Transferred(frame)) => {
+            // Sent again to a moved player that came back: no Kick, it goes on to the target.
+            let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
+            let _ = tokio::time::timeout(bound, write_message(&mut send, &frame)).await;
+            close(&shared, &connection, Some(&mut send), None).await;
+            return;
+        }
         Err(e) => {
             tracing::debug!(zone = %zone_id, conn = conn_id, error = %e, "webtransport handshake refused");
             close(&shared, &connection, Some(&mut send), Some(e.kick())).await;

@@ -1,0 +1,202 @@
+//! The target's side of a move: admitting the player (starting the zone here when it is not
+//! running), settling the record as accepted, and the moved player's connection arriving.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+use zonekeep_core::PlayerId;
+use zonekeep_store::{StoredTransfer, TransferLedger, TransferStatus, ZoneLocation};
+
+use super::{ledger, DECISION_TIMEOUT};
+use crate::conn::ConnHandle;
+use crate::error::SessionError;
+use crate::fleet::route::Route;
+use crate::host::Shared;
+use crate::session::{enter_zone, spend_ticket};
+use crate::sim::{JoinFailure, Joined, SimCommand};
+use crate::ticket::VerifiedTicket;
+
+/// A player a zone of this host admitted for a move still being decided.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Admitted {
+    thread: usize,
+    player: PlayerId,
+}
+
+/// Has the target take the player and settles the record: the settled record (accepted, or
+/// returned when the source's return landed first), or why the target did not take it.
+pub(super) async fn decide(
+    shared: &Arc<Shared>,
+    ledger: &Arc<dyn TransferLedger>,
+    begun: &StoredTransfer,
+    admitted: &mut Option<Admitted>,
+) -> Result<StoredTransfer, String> {
+    let t = &begun.transfer;
+    let (kind, params) = kind_and_params(shared, begun);
+    let listed = match shared.fleet() {
+        Some(fleet) if shared.registry.get(&t.target_zone).is_none() => {
+            match fleet.route(&t.target_zone, &kind, &params).await {
+                Ok(Route::Here(listed)) => listed,
+                Ok(Route::Owner { host, .. }) => {
+                    return Err(format!(
+                        "the target zone runs on host {host:?}; moving players between hosts needs the bus (start every host with --bus nats://…)"
+                    ))
+                }
+                Err(e) => return Err(format!("the target zone cannot be placed: {e}")),
+            }
+        }
+        _ => None,
+    };
+    let (player, epoch, thread) = admit_here(shared, begun, listed, kind, params)
+        .await
+        .map_err(|f| f.to_string())?;
+    *admitted = Some(Admitted { thread, player });
+    super::worker::write_within(DECISION_TIMEOUT, || {
+        ledger.accept_transfer(&t.id, epoch)
+    })
+    .await
+    .map_err(|e| format!("the target's acceptance was not recorded: {e}"))
+}
+
+/// The kind and params a target zone that is not running yet is created with: the move's
+/// claims may name them (`kind`, `params`), else the host's default kind and its params.
+fn kind_and_params(shared: &Shared, t: &StoredTransfer) -> (String, Value) {
+    let claims: Value = serde_json::from_str(&t.transfer.claims).unwrap_or(Value::Null);
+    let kind = claims
+        .get("kind")
+        .and_then(Value::as_str)
+        .map_or_else(|| shared.default_kind.clone(), str::to_owned);
+    let params = claims.get("params").cloned().unwrap_or_else(|| {
+        shared
+            .sim
+            .specs
+            .get(&kind)
+            .map_or(Value::Null, |s| s.default_params.clone())
+    });
+    (kind, params)
+}
+
+/// Admits the moved player into the target zone on this host, starting it when needed:
+/// `(player, the zone's owner epoch, its thread)`.
+async fn admit_here(
+    shared: &Arc<Shared>,
+    record: &StoredTransfer,
+    listed: Option<ZoneLocation>,
+    kind: String,
+    params: Value,
+) -> Result<(PlayerId, u64, usize), JoinFailure> {
+    let zone_id = record.transfer.target_zone.clone();
+    // A zone the directory knows runs as the kind and params it was created with.
+    let (kind, params) = match listed {
+        Some(l) => (l.kind, l.params),
+        None => (kind, params),
+    };
+    let (entry, create) = shared.route_join(&zone_id, Some(&kind), Some(params))?;
+    let (tx, rx) = oneshot::channel();
+    let record = record.clone();
+    enter_zone(
+        shared,
+        &entry,
+        create,
+        false,
+        JoinFailure::Unavailable,
+        |create| SimCommand::TransferIn {
+            zone_id,
+            create,
+            record,
+            reply: tx,
+        },
+    )
+    .await?;
+    let (player, epoch) = rx
+        .await
+        .map_err(|_| JoinFailure::Unavailable("the zone's thread is gone".into()))??;
+    Ok((player, epoch, entry.thread))
+}
+
+/// Undoes an admission whose move was returned after all.
+pub(super) fn cancel(shared: &Shared, zone_id: &str, a: Admitted) {
+    let cmd = SimCommand::TransferCancel {
+        zone_id: zone_id.to_owned(),
+        player: a.player,
+    };
+    if shared.pool.send(a.thread, cmd).is_err() {
+        tracing::warn!(zone = %zone_id, player = %a.player, "a returned move's admission was not undone: the zone's thread did not take it");
+    }
+}
+
+/// A moved player's connection arrives with its transfer credential: checks the credential
+/// against the record, spends it, and attaches the connection to the player the target zone
+/// admitted (admitting it again from the record when the zone restarted since). Answers the
+/// zone's thread and the principal, as a join does.
+pub(crate) async fn arrival(
+    shared: &Arc<Shared>,
+    zone_id: &str,
+    ticket: VerifiedTicket,
+    listed: Option<ZoneLocation>,
+    version: u32,
+    conn: &ConnHandle,
+    reply: oneshot::Sender<Result<Joined, JoinFailure>>,
+) -> Result<(usize, String), SessionError> {
+    let Some(claim) = ticket.transfer().cloned() else {
+        return Err(JoinFailure::Unavailable("not a transfer credential".into()).into());
+    };
+    let Some(ledger) = ledger(shared) else {
+        return Err(JoinFailure::Unavailable("this host keeps no transfer records".into()).into());
+    };
+    let record = match ledger.transfer(&claim.id).await {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            return Err(JoinFailure::Unavailable(format!(
+                "no transfer {:?} is recorded",
+                claim.id
+            ))
+            .into())
+        }
+        Err(e) => {
+            return Err(JoinFailure::StoreUnreachable(format!("transfer records: {e}")).into())
+        }
+    };
+    let t = &record.transfer;
+    let matches = record.status == TransferStatus::Accepted
+        && t.target_zone == zone_id
+        && t.principal == ticket.sub.as_str()
+        && t.source_zone == claim.from
+        && t.player == claim.player;
+    if !matches {
+        return Err(JoinFailure::Unavailable(
+            "this transfer credential does not admit this player to this zone".into(),
+        )
+        .into());
+    }
+    spend_ticket(shared, &ticket).await?;
+    let sub = ticket.sub.as_str().to_owned();
+    let (kind, params) = match listed {
+        Some(l) => (Some(l.kind), Some(l.params)),
+        None => {
+            let (k, p) = kind_and_params(shared, &record);
+            (Some(k), Some(p))
+        }
+    };
+    let (entry, create) = shared.route_join(zone_id, kind.as_deref(), params)?;
+    let principal = ticket.sub;
+    enter_zone(
+        shared,
+        &entry,
+        create,
+        false,
+        JoinFailure::Unavailable,
+        |create| SimCommand::Arrive {
+            zone_id: zone_id.to_owned(),
+            create,
+            record,
+            principal,
+            version,
+            conn: conn.clone(),
+            reply,
+        },
+    )
+    .await?;
+    Ok((entry.thread, sub))
+}
