@@ -36,6 +36,18 @@
  * are (`GET /webtransport` on the Redirect URL's HTTP origin) and the same Hello goes to a session
  * there; only when the owner serves none does that hop go over WebSocket (a 'fallback' saying why).
  *
+ * Transfers (§5.3.2, version 8): a Transfer moves the player to another zone. The connection emits
+ * 'transfer' ({@link TransferInfo}), keeps the source connection open and its world untouched
+ * (no 'welcome' or 'delta' in between: the game keeps drawing what it has), and opens a new
+ * connection to the Transfer's URL with a Hello carrying the transfer credential (no reconnect
+ * token, Redirects followed as usual, over WebTransport when the session was). Only when the
+ * target's Welcome **and** its BASELINE have arrived does it emit that 'welcome' (with
+ * {@link WelcomeInfo.transfer}) and 'delta' together, in one task, so no frame is drawn between
+ * the two worlds; then it closes the source connection. Its state is "transferring" meanwhile,
+ * not "reconnecting". A failed attempt ('transferError', `willRetry`) is retried with backoff while
+ * the credential is valid, through the Transfer's URL, then the entry URL (now naming the new
+ * zone) and the listed entries; later reconnects use the new zone's reconnect token and id.
+ *
  * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
  * drive a whole session over fake sockets and a manual clock.
  */
@@ -56,6 +68,8 @@ import {
   RESUME_FROM_VERSION,
   SUPPORTED_VERSIONS,
   Tag,
+  TRANSFER_PROTOCOL,
+  transferTarget,
   websocketEntries,
   type ClientMessage,
   type DatagramInput,
@@ -157,6 +171,94 @@ export class RedirectError extends Error {
     this.kind = kind;
     this.url = url;
   }
+}
+
+/** What 'transfer' carries: the player is being moved from one zone to another (§5.3.2). */
+export interface TransferInfo {
+  /** The zone the player leaves. */
+  from: string;
+  /** The zone the player now belongs to. */
+  to: string;
+  /** Where the connection goes: the new zone's WebSocket URL at its owner. */
+  url: string;
+}
+
+/**
+ * A Transfer the connection could not follow (yet), as 'transferError' reports it: `url` — its URL
+ * is not `ws://` or `wss://` (the Transfer is ignored, the session goes on where it was);
+ * `attempt` — an attempt at the new zone failed (`willRetry` says whether another follows, with
+ * backoff, while the credential is valid); `replayed` — the credential was already used and no
+ * Welcome of the new zone gave a reconnect token to resume with; `expired` — the credential's
+ * lifetime ran out before an attempt landed. Without `willRetry` the connection closes next.
+ */
+export class TransferError extends Error {
+  /** What went wrong. */
+  readonly kind: "url" | "attempt" | "replayed" | "expired";
+  /** The Kick of the failed attempt, if the host sent one. */
+  readonly kick: Kick | null;
+  /** Whether the move goes on (another attempt, or, for `url`, the session where it was). */
+  readonly willRetry: boolean;
+  /** An error of `kind` with `message`. */
+  constructor(kind: TransferError["kind"], message: string, kick: Kick | null, willRetry: boolean) {
+    super(message);
+    this.name = "TransferError";
+    this.kind = kind;
+    this.kick = kick;
+    this.willRetry = willRetry;
+  }
+}
+
+/** Kick codes after which another attempt with the same transfer credential cannot land. */
+const TRANSFER_FINAL_KICKS: ReadonlySet<number> = new Set([
+  KickCode.VERSION_MISMATCH,
+  KickCode.BAD_TICKET,
+  KickCode.TICKET_EXPIRED,
+  KickCode.TICKET_UNKNOWN_KEY,
+  KickCode.TICKET_RETIRED_KEY,
+  KickCode.TICKET_BAD_ALGORITHM,
+  KickCode.TICKET_WRONG_ZONE,
+]);
+
+/** How long a credential is valid from now, ms, by its `exp` (600 s when it cannot be read). */
+function credentialLifetimeMs(ticket: string): number {
+  try {
+    const part = ticket.split(".")[1] ?? "";
+    const json = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
+    const exp = (JSON.parse(json) as { exp?: unknown }).exp;
+    if (typeof exp === "number" && Number.isFinite(exp)) return Math.max(0, exp * 1000 - Date.now());
+  } catch {
+    // Not a readable JWS: the documented lifetime stands in.
+  }
+  return 600_000;
+}
+
+/** `url` naming `zone` in place of the zone its `/zones/{zone}` path names (unchanged otherwise). */
+function withZone(url: string, zone: string): string {
+  try {
+    const u = new URL(url);
+    if (!/^\/zones\/[^/]+$/.test(u.pathname)) return url;
+    u.pathname = `/zones/${encodeURIComponent(zone)}`;
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+/** A move to another zone under way (§5.3.2). */
+interface TransferState {
+  info: TransferInfo;
+  credential: string;
+  /** Scheduler time after which the credential is no longer valid. */
+  deadline: number;
+  /** The source connection: open until the new zone's BASELINE, so nothing is torn down early. */
+  origin: SocketLike | null;
+  /** The next attempt starts at the Transfer's URL (the first one does). */
+  direct: boolean;
+  /** The new zone's reconnect token, once one of its Welcomes gave it. */
+  token: Uint8Array | null;
+  /** The new zone's Welcome, told together with its BASELINE. */
+  held: { welcome: Welcome; info: WelcomeInfo } | null;
+  failures: number;
 }
 
 /**
@@ -300,6 +402,11 @@ export interface WelcomeInfo {
   resumed: boolean;
   /** The transport of this session. */
   transport: TransportKind;
+  /**
+   * The move this Welcome completes (§5.3.2), or null. Its BASELINE 'delta' follows in the same
+   * task: replace the old world with the new one there, without a frame in between.
+   */
+  transfer: TransferInfo | null;
 }
 
 /** What a WebTransport session did with the States it received (§5.8). */
@@ -345,8 +452,14 @@ export interface ZoneConnectionEvents {
    * effect, so a predictor drops it ({@link Predictor.refuse}).
    */
   inputRefused: (refused: InputRefused) => void;
-  /** A Transfer (reserved, not sent yet). */
-  transfer: (transfer: Transfer) => void;
+  /**
+   * The host moved the player to another zone (§5.3.2): the connection is on its way there. Keep
+   * drawing the world you have; the new zone's 'welcome' (with `transfer` set) and BASELINE
+   * 'delta' follow together once it is reached. For logs and HUDs ("entering {to}").
+   */
+  transfer: (info: TransferInfo) => void;
+  /** A Transfer could not be followed, or an attempt at the new zone failed (see {@link TransferError}). */
+  transferError: (error: TransferError) => void;
   /**
    * The host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): it was built
    * for older game content than the host now runs. The connection has stopped for good (a 'close'
@@ -364,7 +477,15 @@ export interface ZoneConnectionEvents {
 }
 
 /** Lifecycle of a {@link ZoneConnection}. */
-export type ConnectionState = "idle" | "connecting" | "handshaking" | "open" | "reconnecting" | "closed";
+export type ConnectionState =
+  | "idle"
+  | "connecting"
+  | "handshaking"
+  | "open"
+  | "reconnecting"
+  /** Moving to another zone (§5.3.2): the old world stays on screen; not a disconnect. */
+  | "transferring"
+  | "closed";
 
 /** Byte and message counters for HUDs. */
 export interface ConnectionStats {
@@ -394,6 +515,8 @@ export interface ConnectionStats {
    * (past the grace window, or the token refused).
    */
   freshJoins: number;
+  /** Transfers completed: Welcomes (and BASELINEs) of the zone a Transfer named (§5.3.2). */
+  transfers: number;
   /** Datagrams received (WebTransport; counted in the messages and bytes too). */
   datagramsIn: number;
   /** Datagrams sent (WebTransport; counted in the messages and bytes too). */
@@ -509,6 +632,7 @@ export class ZoneConnection {
     close: new Set(),
     inputRefused: new Set(),
     transfer: new Set(),
+    transferError: new Set(),
     redirect: new Set(),
     reload: new Set(),
     fallback: new Set(),
@@ -560,9 +684,16 @@ export class ZoneConnection {
     entryFallbacks: 0,
     resumes: 0,
     freshJoins: 0,
+    transfers: 0,
     datagramsIn: 0,
     datagramsOut: 0,
   };
+  /** The current socket's Welcome arrived (its messages are a session's, not a handshake's). */
+  private welcomed = false;
+  /** A move to another zone under way (§5.3.2). */
+  private transfer: TransferState | null = null;
+  /** The zone a Transfer moved the session to: entry URLs name it from then on (null = none). */
+  private zoneId: string | null = null;
   /** The Hello of the current attempt: every hop of it sends exactly this. */
   private hello: Hello | null = null;
   /** Redirects followed in the current attempt. */
@@ -721,6 +852,7 @@ export class ZoneConnection {
     if (this.st === "closed") return;
     const sock = this.socket;
     this.teardown();
+    this.endTransfer("client closed");
     this.st = "closed";
     if (sock !== null) {
       try {
@@ -889,6 +1021,7 @@ export class ZoneConnection {
     this.ackTimer = null;
     this.wtTrial = false;
     this.wtTry += 1;
+    this.welcomed = false;
     const sock = this.socket;
     this.socket = null;
     this.wt = null;
@@ -897,6 +1030,14 @@ export class ZoneConnection {
 
   private async attempt(): Promise<void> {
     const gen = ++this.gen;
+    const transfer = this.transfer;
+    if (transfer !== null) {
+      // §5.3.2: a fresh Hello with the credential (the new zone's token once it gave one).
+      this.mode = transfer.token !== null ? "resume" : "fresh";
+      this.ticketReused = transfer.failures > 0;
+      this.startAttempt(gen, transfer.credential, transfer.token ?? new Uint8Array(0), null);
+      return;
+    }
     this.st = this.welcomeMsg === null && this.attempts === 0 ? "connecting" : "reconnecting";
     const inGrace =
       this.disconnectedAt !== null &&
@@ -920,13 +1061,19 @@ export class ZoneConnection {
       return;
     }
     if (gen !== this.gen) return; // closed while waiting for the ticket
+    const resume = this.mode === "resume";
+    this.startAttempt(gen, ticket, resume ? this.token : new Uint8Array(0), resume ? this.resumeFrom() : null);
+  }
+
+  /** Sends this attempt's Hello to where it starts (the entry URL, or a Transfer's URL). */
+  private startAttempt(gen: number, ticket: string, reconnectToken: Uint8Array, resumeFrom: ResumeFrom | null): void {
     this.hello = {
       type: "hello",
       versions: this.versions,
       ticket,
-      reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
+      reconnectToken,
       contentVersion: this.opts.contentVersion ?? "",
-      resumeFrom: this.mode === "resume" ? this.resumeFrom() : null,
+      resumeFrom,
     };
     this.hops = 0;
     this.hopUrl = null;
@@ -939,9 +1086,17 @@ export class ZoneConnection {
     else this.openSocket(gen, this.entryUrl());
   }
 
-  /** The entry URL, then each entry URL the last Welcome listed that differs from it. */
+  /**
+   * The entry URL, then each entry URL the last Welcome listed that differs from it; after a
+   * Transfer they name its zone, and its first attempt starts at the Transfer's URL.
+   */
   private entryCandidates(): string[] {
-    return [this.opts.url, ...this.entries.filter((u) => u !== this.opts.url)];
+    const zone = this.zoneId;
+    const rezone = (u: string): string => (zone === null ? u : withZone(u, zone));
+    const entry = rezone(this.opts.url);
+    const all = [entry, ...this.entries.map(rezone).filter((u) => u !== entry)];
+    const t = this.transfer;
+    return t !== null && t.direct ? [t.info.url, ...all.filter((u) => u !== t.info.url)] : all;
   }
 
   /** Where the current attempt starts: the entry URL, or a listed one after it was unreachable. */
@@ -1191,7 +1346,7 @@ export class ZoneConnection {
     this.counters.messagesIn += 1;
     this.inMeter.add(now, bytes.length);
     const tag = peekTag(bytes);
-    if (this.st !== "open") {
+    if (!this.welcomed) {
       if (tag !== Tag.Welcome && tag !== Tag.Kick && tag !== Tag.Redirect) {
         throw new DecodeError("invalid", `message 0x${tag.toString(16)} before Welcome`);
       }
@@ -1226,6 +1381,7 @@ export class ZoneConnection {
         return;
       }
       const { delta, changes } = received;
+      this.arrive();
       this.clock.onDelta(delta.tick, now);
       this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
       this.lastAck = delta.ack;
@@ -1238,7 +1394,7 @@ export class ZoneConnection {
     const m = decodeServerMessage(bytes);
     switch (m.type) {
       case "welcome":
-        if (this.st === "open") throw new DecodeError("invalid", "second Welcome");
+        if (this.welcomed) throw new DecodeError("invalid", "second Welcome");
         this.onWelcome(m, now);
         return;
       case "pong":
@@ -1262,11 +1418,15 @@ export class ZoneConnection {
         this.checkKnownSet(m);
         return;
       case "transfer":
-        this.emit("transfer", m);
+        // §5.3.2: a host sends it only to a session of version 8 or later.
+        if ((this.welcomeMsg?.version ?? 0) < TRANSFER_PROTOCOL) {
+          throw new DecodeError("invalid", `Transfer on a version ${this.welcomeMsg?.version ?? 0} session`);
+        }
+        this.onTransfer(m);
         return;
       case "redirect":
         // A Redirect answers a Hello only (§5.3.1).
-        if (this.st === "open") throw new DecodeError("invalid", "Redirect in the middle of a session");
+        if (this.welcomed) throw new DecodeError("invalid", "Redirect in the middle of a session");
         this.follow(gen, m);
         return;
       case "entries":
@@ -1291,7 +1451,7 @@ export class ZoneConnection {
     this.counters.datagramsIn += 1;
     this.inMeter.add(now, bytes.length);
     // A State may overtake the Welcome on the stream: drop it, the host repeats what is not acknowledged.
-    if (this.st !== "open" || this.ring === null) {
+    if (!this.welcomed || this.ring === null) {
       this.stateCounters.early += 1;
       return;
     }
@@ -1326,6 +1486,7 @@ export class ZoneConnection {
     }
     this.stateCounters.applied += 1;
     const { delta, changes, mirror, state } = res;
+    this.arrive();
     this.mirrorState = mirror;
     this.clock.onDelta(delta.tick, now);
     this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
@@ -1378,9 +1539,11 @@ export class ZoneConnection {
     if (!this.versions.includes(w.version)) {
       throw new DecodeError("invalid", `host picked version ${w.version}, which was not offered`);
     }
-    const resumed = this.mode === "resume" && this.playerId === w.playerId;
+    const transfer = this.transfer;
+    // A move's Welcome starts the player afresh in the new zone, whatever token it presented.
+    const resumed = transfer === null && this.mode === "resume" && this.playerId === w.playerId;
     if (resumed) this.counters.resumes += 1;
-    else this.counters.freshJoins += 1;
+    else if (transfer === null) this.counters.freshJoins += 1;
     this.cancel(this.handshakeTimer);
     this.handshakeTimer = null;
     this.welcomeMsg = w;
@@ -1394,6 +1557,7 @@ export class ZoneConnection {
     this.noteEntries(w);
     this.playerId = w.playerId;
     this.token = w.reconnectToken;
+    if (transfer !== null) transfer.token = w.reconnectToken;
     if (this.wt !== null) {
       // §1.1: a WebTransport session speaks version 6 or later; its first State is a BASELINE.
       if (w.version < DATAGRAM_VERSION) {
@@ -1432,7 +1596,8 @@ export class ZoneConnection {
       this.lastAck = 0;
       this.controlled = null;
     }
-    this.st = "open";
+    this.welcomed = true;
+    if (transfer === null) this.st = "open";
     if (this.wt === null) {
       for (const i of again) {
         this.send({ type: "input", seq: i.seq, viewTick: i.viewTick, payload: i.payload });
@@ -1440,14 +1605,24 @@ export class ZoneConnection {
       }
     }
     this.ping();
-    this.emit("welcome", w, { resumed, transport: this.wt !== null ? "webtransport" : "websocket" });
+    const info: WelcomeInfo = {
+      resumed,
+      transport: this.wt !== null ? "webtransport" : "websocket",
+      transfer: transfer?.info ?? null,
+    };
+    if (transfer !== null) {
+      // Told with the BASELINE ({@link arrive}): until then the game draws the old world.
+      transfer.held = { welcome: w, info };
+      return;
+    }
+    this.emit("welcome", w, info);
     const first = this.firstWelcome;
     this.firstWelcome = null;
     first?.resolve(w);
   }
 
   private ping(): void {
-    if (this.st !== "open") return;
+    if (!this.welcomed) return;
     this.send({ type: "ping", clientTime: Math.max(0, Math.floor(this.sched.now())) });
     this.pingTimer = this.later(() => this.ping(), this.opts.pingIntervalMs ?? 1000);
   }
@@ -1462,6 +1637,10 @@ export class ZoneConnection {
     const untold = this.untoldMove;
     this.untoldMove = null;
     if (untold !== null) this.emit("close", untold);
+    if (this.transfer !== null) {
+      this.transferAttemptFailed(code, reason, kick, localError);
+      return;
+    }
     // The grace window runs from the moment an established session was lost.
     if (wasOpen && this.disconnectedAt === null) this.disconnectedAt = this.sched.now();
     const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
@@ -1546,6 +1725,121 @@ export class ZoneConnection {
     this.teardown();
     this.later(() => void this.attempt(), 0);
     return true;
+  }
+
+  /**
+   * A Transfer on the open session (§5.3.2): keeps the source connection (and the world drawn
+   * from it) as it is and starts the attempts at the new zone. A Transfer whose URL is not a
+   * WebSocket URL is ignored ('transferError' `url`).
+   */
+  private onTransfer(m: Transfer): void {
+    const url = transferTarget(m);
+    if (url === null) {
+      this.emit("transferError", new TransferError("url", `a Transfer to a URL that is not ws:// or wss://: ${m.url}`, null, true));
+      return;
+    }
+    const info: TransferInfo = { from: this.welcomeMsg?.zoneId ?? "", to: m.zoneId, url };
+    const origin = this.socket;
+    // Detached, not closed: the source holds the player's last world until the new one is here.
+    this.teardown();
+    this.endTransfer("transferred again");
+    this.transfer = {
+      info,
+      credential: m.ticket,
+      deadline: this.sched.now() + credentialLifetimeMs(m.ticket),
+      origin,
+      direct: true,
+      token: null,
+      held: null,
+      failures: 0,
+    };
+    this.zoneId = m.zoneId;
+    this.entryIndex = 0;
+    this.st = "transferring";
+    this.emit("transfer", info);
+    if (this.transfer === null || this.st !== "transferring") return; // a handler closed the connection
+    void this.attempt();
+  }
+
+  /**
+   * The new zone's BASELINE is here (the caller emits its 'delta' right after): tells the held
+   * Welcome and closes the source connection. Nothing while no move waits for it.
+   */
+  private arrive(): void {
+    const t = this.transfer;
+    if (t === null || t.held === null) return;
+    this.transfer = null;
+    this.st = "open";
+    this.counters.transfers += 1;
+    this.closeOrigin(t, "transferred");
+    this.emit("welcome", t.held.welcome, t.held.info);
+  }
+
+  /** Forgets a move under way (if any), closing its source connection. */
+  private endTransfer(reason: string): void {
+    const t = this.transfer;
+    if (t === null) return;
+    this.transfer = null;
+    this.closeOrigin(t, reason);
+  }
+
+  private closeOrigin(t: TransferState, reason: string): void {
+    const origin = t.origin;
+    t.origin = null;
+    if (origin === null) return;
+    detach(origin);
+    try {
+      origin.close(1000, reason);
+    } catch {
+      // The source closes it after a while anyway.
+    }
+  }
+
+  /**
+   * An attempt at the new zone failed: the next listed entry at once when none answered, else
+   * another attempt with backoff while the credential is valid, else the connection ends.
+   */
+  private transferAttemptFailed(code: number, reason: string, kick: Kick | null, localError: Error | null): void {
+    const t = this.transfer;
+    if (t === null) return;
+    t.held = null;
+    const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
+    const hopeless =
+      localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
+    const unanswered =
+      !hopeless && !(localError instanceof RedirectError) && (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
+    if (unanswered && this.nextEntry()) return;
+    t.direct = false;
+    t.failures += 1;
+    this.entryIndex = 0;
+    const why = kick !== null ? `${kickCodeName(kick.code)}: ${kick.reason}` : (localError?.message ?? reason);
+    if (kickCode === KickCode.CONTENT_OUTDATED) {
+      this.endTransfer("content outdated");
+      this.st = "closed";
+      this.emit("reload", { message: reloadMessage(kick), kick });
+      this.finish({ code, reason: reloadMessage(kick), kick, error: localError, willReconnect: false, retryInMs: 0, reload: true });
+      return;
+    }
+    const delay = backoffMs(this.opts.reconnect ?? {}, t.failures);
+    let kind: TransferError["kind"] = "attempt";
+    let willRetry = !hopeless && !(kickCode !== null && TRANSFER_FINAL_KICKS.has(kickCode));
+    if (kickCode === KickCode.TICKET_REPLAYED && t.token === null) {
+      // Already used, and no Welcome of the new zone gave a token to resume with.
+      kind = "replayed";
+      willRetry = false;
+    } else if (willRetry && this.sched.now() + delay >= t.deadline) {
+      kind = "expired";
+      willRetry = false;
+    }
+    this.emit("transferError", new TransferError(kind, why, kick, willRetry));
+    if (this.transfer !== t) return; // a handler closed the connection
+    if (!willRetry) {
+      this.endTransfer("transfer failed");
+      this.st = "closed";
+      this.finish({ code, reason: why, kick, error: localError, willReconnect: false, retryInMs: 0, reload: false });
+      return;
+    }
+    this.later(() => void this.attempt(), delay);
   }
 
   private finish(info: CloseInfo): void {

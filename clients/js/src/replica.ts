@@ -95,6 +95,11 @@ export class Replica {
   private lastFrameAt: number | null = null;
   private lastRenderTick = Number.NEGATIVE_INFINITY;
   private visible = new Set<number>();
+  /**
+   * The next BASELINE is a new zone's after a transfer: its entities are drawn from the first
+   * frame on (they were there before the client saw them), so the picture never goes blank.
+   */
+  private arriving = false;
   /** Samples dropped because a track was full. */
   droppedSamples = 0;
   /** Frames drawn past the newest data (extrapolating). */
@@ -146,6 +151,8 @@ export class Replica {
     // behind a slow link sends one Delta for several patches, so the previous one may be older than
     // one patch interval: a move it reports happened somewhere after the previous Delta.)
     const confirmed = this.lastDeltaTick ?? t;
+    const arrived = this.arriving && delta.baseline;
+    if (delta.baseline) this.arriving = false;
     if (delta.baseline) {
       const present = new Set(delta.spawns.map((s) => s.id));
       for (const [id, track] of this.live) {
@@ -171,7 +178,7 @@ export class Replica {
         this.live.set(s.id, {
           id: s.id,
           kind: s.kind,
-          spawnTick: t,
+          spawnTick: arrived ? Number.NEGATIVE_INFINITY : t,
           despawnTick: null,
           samples: [{ tick: t, qx: e.qx, qy: e.qy, fields: [...e.fields] }],
           extrapolated: null,
@@ -266,6 +273,8 @@ export class Replica {
   attach(conn: ZoneConnection): () => void {
     const offWelcome = conn.on("welcome", (w, info) => {
       if (!info.resumed) this.clear();
+      // A transfer's BASELINE comes in the same task: the new world replaces the old at once.
+      if (info.transfer !== null) this.arriving = true;
       this.setZone(w.schema, w.patchEvery);
     });
     const offDelta = conn.on("delta", (d, info) => this.onDelta(d, info.mirror, info.recvMs));
@@ -275,6 +284,15 @@ export class Replica {
       offDelta();
       conn.setViewTickSource(null);
     };
+  }
+
+  /**
+   * Forgets everything and takes the next BASELINE as a whole new world drawn from the next frame
+   * on: what a transfer to another zone needs (attached replicas do it on their own).
+   */
+  arrive(): void {
+    this.clear();
+    this.arriving = true;
   }
 
   /** Forgets everything (a new zone, or a fresh join). */

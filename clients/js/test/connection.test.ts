@@ -38,14 +38,14 @@ describe("ZoneConnection handshake", () => {
     await advance(sched, 100);
     const w = await welcome;
     assert.equal(w.playerId, 1);
-    assert.equal(w.version, 7, "the newest version both speak");
+    assert.equal(w.version, 8, "the newest version both speak");
     assert.equal(w.contentVersion, "1.0.0", "the host's content version, from Welcome");
     assert.equal(w.idleTimeoutMs, 30_000);
     assert.equal(conn.state, "open");
     assert.deepEqual(resumedFlags, [false]);
     const hello = server.last.received[0];
     assert.ok(hello !== undefined && hello.type === "hello");
-    assert.deepEqual(hello.versions, [6, 7]);
+    assert.deepEqual(hello.versions, [6, 7, 8]);
     assert.equal(hello.ticket, "ticket-1");
     assert.equal(hello.reconnectToken.length, 0);
     assert.equal(server.last.received[1]?.type, "ping");
@@ -87,14 +87,14 @@ describe("ZoneConnection handshake", () => {
 
   it("refuses a version it did not offer and does not reconnect", async () => {
     const { sched, server, conn, closes } = setup();
-    server.versionPick = 8;
+    server.versionPick = 9;
     const p = conn.connect();
     await advance(sched, 100);
     await assert.rejects(p);
     assert.equal(conn.state, "closed");
     assert.equal(closes.length, 1);
     assert.equal(closes[0]?.willReconnect, false);
-    assert.match(closes[0]?.reason ?? "", /version 8/);
+    assert.match(closes[0]?.reason ?? "", /version 9/);
   });
 
   it("stops on Kick(VERSION_MISMATCH)", async () => {
@@ -105,7 +105,7 @@ describe("ZoneConnection handshake", () => {
       ticket: async () => "t",
       socket: server.factory,
       scheduler: sched,
-      versions: [8],
+      versions: [9],
     });
     const closes2: CloseInfo[] = [];
     conn2.on("kick", (k) => kicks.push(k.code));

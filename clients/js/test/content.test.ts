@@ -62,7 +62,7 @@ function decodeKind(bytes: Uint8Array): string {
 
 describe("content versions in the codec", () => {
   it("a version 5 Welcome carries the host's content version after the schema", () => {
-    assert.deepEqual(SUPPORTED_VERSIONS, [6, 7]);
+    assert.deepEqual(SUPPORTED_VERSIONS, [6, 7, 8]);
     assert.equal(CONTENT_VERSION_PROTOCOL, 5);
     const v5 = encodeServerMessage(welcome(5, "1.4.0"));
     // The bytes of PROTOCOL.md §9.8 (welcome_content_version.json).

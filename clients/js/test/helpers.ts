@@ -129,6 +129,8 @@ export class ServerSession {
   controlled: number | null = null;
   controlDirty = true;
   welcomed = false;
+  /** A transfer moved this session's player away: it gets no Deltas any more (§5.3.2). */
+  moving = false;
   /** The BASELINE waits for the client's first Ping (see `FakeServer.pongBeforeBaseline`). */
   baselineHeld = false;
   received: ClientMessage[] = [];
@@ -226,6 +228,10 @@ export class FakeServer {
   redirect: (hello: Hello, session: ServerSession) => string | null = () => null;
   nextPlayer = 1;
   versionPick: number | null = null;
+  /** The newest version this host speaks (8: it moves players between zones, §5.3.2). */
+  maxVersion = 8;
+  /** The zone this host runs (its Welcome's and Redirect's `zoneId`). */
+  zoneId = "test-zone";
   /** The content version the host runs, in version 5 Welcomes (§4.1.2). */
   contentVersion = "1.0.0";
   /** Where else the zone may be entered, in version 7 Welcomes (§5.3.1). */
@@ -346,9 +352,10 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        // A current host speaks versions 2 to 7 (over WebSocket 6 is byte for byte 5);
+        // A current host speaks versions 2 to 8 (over WebSocket 6 is byte for byte 5);
         // a WebTransport session speaks 6 or later.
-        const version = this.versionPick ?? Math.max(...m.versions.filter((v) => v >= (s.wt !== null ? 6 : 2) && v <= 7));
+        const version =
+          this.versionPick ?? Math.max(...m.versions.filter((v) => v >= (s.wt !== null ? 6 : 2) && v <= this.maxVersion));
         if (!Number.isFinite(version)) {
           this.send(s, { type: "kick", code: 10, reason: "no common version" });
           s.socket.drop(1000);
@@ -377,7 +384,7 @@ export class FakeServer {
         }
         const elsewhere = this.redirect(m, s);
         if (elsewhere !== null) {
-          this.send(s, { type: "redirect", url: elsewhere, zoneId: "test-zone" });
+          this.send(s, { type: "redirect", url: elsewhere, zoneId: this.zoneId });
           s.socket.drop(1000);
           return;
         }
@@ -426,7 +433,7 @@ export class FakeServer {
           type: "welcome",
           version,
           playerId: s.playerId,
-          zoneId: "test-zone",
+          zoneId: this.zoneId,
           role: "player",
           tickHz: this.tickHz,
           patchEvery: this.patchEvery,
@@ -476,6 +483,16 @@ export class FakeServer {
   }
 
   onClientClosed(_s: ServerSession): void {}
+
+  /**
+   * Moves the session's player to `zoneId` (§5.3.2): its entity leaves this zone, the session is
+   * sent no more Deltas, and a Transfer tells the client where to go with `credential`.
+   */
+  transfer(s: ServerSession, zoneId: string, credential: string, url: string): void {
+    if (s.controlled !== null) this.entities.delete(s.controlled);
+    s.moving = true;
+    this.send(s, { type: "transfer", zoneId, ticket: credential, url });
+  }
 
   /** Kicks the session and closes with 4000 + the code, as a host does (§6). */
   kick(s: ServerSession, code: number, reason = ""): void {
@@ -577,7 +594,7 @@ export class FakeServer {
     if (this.tick % this.patchEvery === 0 && !this.skipPatch(this.tick)) {
       const events = this.events.splice(0);
       for (const s of this.sessions) {
-        if (!s.welcomed || s.socket.closed) continue;
+        if (!s.welcomed || s.socket.closed || s.moving) continue;
         if (s.wt !== null) {
           if (events.length > 0) this.send(s, { type: "events", tick: this.tick, events });
           this.sendState(s);

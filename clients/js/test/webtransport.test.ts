@@ -221,9 +221,9 @@ describe("ZoneConnection over WebTransport", () => {
     const welcome = conn.connect();
     await run(sched, 300);
     const w = await welcome;
-    assert.equal(w.version, 7);
+    assert.equal(w.version, 8);
     assert.equal(conn.transport, "webtransport");
-    assert.deepEqual(welcomes, [{ resumed: false, transport: "webtransport" }]);
+    assert.deepEqual(welcomes, [{ resumed: false, transport: "webtransport", transfer: null }]);
     assert.deepEqual(fallbacks, []);
     assert.deepEqual(server.fetched, ["http://127.0.0.1:7350/webtransport"]);
     assert.equal(server.wtOpened.length, 1);
@@ -238,7 +238,7 @@ describe("ZoneConnection over WebTransport", () => {
     assert.equal(session.wt.streamsOpened, 1, "one bidirectional stream");
     const hello = session.received[0];
     assert.ok(hello?.type === "hello");
-    assert.deepEqual(hello.versions, [6, 7]);
+    assert.deepEqual(hello.versions, [6, 7, 8]);
     assert.equal(session.received[1]?.type, "ping", "pings go on the stream");
     await run(sched, 3000);
     assert.ok(deltas.length > 60, `${deltas.length} States applied`);
@@ -468,8 +468,8 @@ describe("ZoneConnection over WebTransport", () => {
     server.kick(server.last, KickCode.ZONE_MOVED, "moved");
     await run(sched, 500);
     assert.deepEqual(welcomes, [
-      { resumed: false, transport: "webtransport" },
-      { resumed: true, transport: "webtransport" },
+      { resumed: false, transport: "webtransport", transfer: null },
+      { resumed: true, transport: "webtransport", transfer: null },
     ]);
     assert.equal(closes.length, 0, "a move that lands at once is not a close");
     // The resumed session's first acknowledgement repeated the input the lost datagram held.
@@ -537,7 +537,7 @@ describe("ZoneConnection transport choice", () => {
     server.wtEndpoint = null;
     await Promise.all([conn.connect(), run(sched, 300)]);
     assert.equal(conn.transport, "websocket");
-    assert.deepEqual(welcomes, [{ resumed: false, transport: "websocket" }]);
+    assert.deepEqual(welcomes, [{ resumed: false, transport: "websocket", transfer: null }]);
     assert.equal(fallbacks.length, 1);
     assert.equal(fallbacks[0]?.remembered, true);
     assert.match(fallbacks[0]?.reason ?? "", /404/);
@@ -565,7 +565,7 @@ describe("ZoneConnection transport choice", () => {
     assert.match(fallbacks[0]?.reason ?? "", /2000 ms/);
     await run(sched, 200);
     const w = await p;
-    assert.equal(w.version, 7, "version 7 over WebSocket");
+    assert.equal(w.version, 8, "version 8 over WebSocket");
     assert.equal(conn.transport, "websocket");
     assert.equal(server.last.wt, null);
     conn.close();

@@ -36,7 +36,10 @@ pub const MAX_DELTA_LIST: usize = 65_536;
 pub const MAX_EVENTS: usize = 1024;
 /// Longest event payload in bytes.
 pub const MAX_EVENT_PAYLOAD: usize = 16_384;
-/// The newest protocol version, the one clients of this crate offer. Version 7 adds the entry
+/// The newest version every current host speaks, and the highest whose Welcome a host builds
+/// from this constant. Version 8 ([`crate::messages::TRANSFER_PROTOCOL`]) is version 7 plus the
+/// Transfer message: clients offer it beside this one, and a host speaks it once it moves
+/// players between zones (PROTOCOL.md §5.3.2). Version 7 adds the entry
 /// URLs to Welcome: where else a client may enter when its entry URL is unreachable (PROTOCOL.md
 /// §5.3.1). Version 6 adds the
 /// WebTransport transport with its datagrams (PROTOCOL.md §1.1). Version 5 adds the host's

@@ -218,6 +218,11 @@ fn message_fixtures() -> Vec<Fixture> {
             ClientMessage::Hello(Hello { versions: vec![3, 4], ticket: "t".into(), reconnect_token: vec![1, 2, 3, 4, 5, 6, 7, 8], content_version: String::new(), resume_from: Some(ResumeFrom { tick: 1002, count: 41, hash: 0x0962_af8b }) }),
         ),
         client(
+            "hello_transfer",
+            "Hello following a Transfer (protocol version 8), as the TypeScript SDK sends it: versions 6, 7 and 8 offered, the transfer credential as the ticket, no reconnect token, content version \"1.4.0\".",
+            ClientMessage::Hello(Hello { versions: vec![6, 7, 8], ticket: "eyJ0.e30.sig2".into(), reconnect_token: vec![], content_version: "1.4.0".into(), resume_from: None }),
+        ),
+        client(
             "input",
             "Input number 300 produced while the client displayed tick 12345, carrying a 3-byte game payload.",
             ClientMessage::Input(Input { seq: 300, view_tick: 12345, payload: vec![0x01, 0xff, 0x10] }),
@@ -301,7 +306,7 @@ fn message_fixtures() -> Vec<Fixture> {
         ),
         server("kick_unknown_code", "Kick with code 300, undefined here: decoders must accept it as-is.", ServerMessage::Kick(Kick { code: KickCode(300), reason: String::new() })),
         server("redirect", "Redirect (protocol version 3) to zone \"arena-1\" at its owner, after one hop: the client sends the same Hello there.", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1?hops=1".into(), zone_id: "arena-1".into() })),
-        server("transfer", "Transfer (reserved, not sent yet) to zone \"lobby\" with a fresh ticket.", ServerMessage::Transfer(Transfer { zone_id: "lobby".into(), ticket: "eyJ0.e30.sig2".into(), url: "wss://a.example/zones/lobby".into() })),
+        server("transfer", "Transfer (protocol version 8): the player now belongs to zone \"lobby\"; the client connects to the URL with a Hello carrying the transfer credential, keeping the old world on screen until the new zone's BASELINE.", ServerMessage::Transfer(Transfer { zone_id: "lobby".into(), ticket: "eyJ0.e30.sig2".into(), url: "wss://a.example/zones/lobby".into() })),
     ];
 
     let base = |tick| Delta {

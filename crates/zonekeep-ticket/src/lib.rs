@@ -25,11 +25,17 @@
 //!    (`exp − now`), the zone pattern;
 //! 6. the `jti` is consumed in the [`replay`] cache (a separate step so a
 //!    reconnect may present the same ticket again, see the session code).
+//!
+//! A **transfer credential** is a ticket with an `xfer` claim: the host that
+//! moves a player to another zone mints one ([`mint_transfer_credential`])
+//! for the target zone and hands it to the client in a Transfer message; the
+//! target reads the move it completes with [`VerifiedTicket::transfer`].
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod keys;
 pub mod replay;
+mod transfer;
 
 use std::sync::Mutex;
 
@@ -42,6 +48,9 @@ use zonekeep_core::{Claims, Principal, Role};
 
 pub use keys::{KeyError, KeyRing, TicketKey, MIN_SECRET_LEN};
 use replay::{ReplayCache, ReplayError};
+pub use transfer::{
+    mint_transfer_credential, TransferClaim, MAX_TRANSFER_ID_LEN, TRANSFER_CREDENTIAL_TTL_SECS,
+};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -52,7 +61,7 @@ pub const MAX_JTI_LEN: usize = 128;
 
 /// Claim names with a meaning to the host; every other claim goes to the zone.
 const REGISTERED: &[&str] = &[
-    "sub", "zone", "role", "exp", "nbf", "iat", "jti", "params", "kind",
+    "sub", "zone", "role", "exp", "nbf", "iat", "jti", "params", "kind", "xfer",
 ];
 
 /// Why a ticket was refused.
@@ -134,6 +143,18 @@ pub struct VerifiedTicket {
     pub kind: Option<String>,
     /// Every non-registered claim, for the zone.
     pub claims: Claims,
+    /// The `xfer` claim of a transfer credential, checked in [`Verifier::verify`].
+    transfer: Option<TransferClaim>,
+}
+
+impl VerifiedTicket {
+    /// The transfer this ticket completes, when it is a transfer credential (it carries `xfer`,
+    /// PROTOCOL.md §8): a host admits such a ticket only as the arrival of that transfer. A
+    /// malformed `xfer` never gets this far: [`Verifier::verify`] refuses it as
+    /// [`TicketError::Malformed`] (BAD_TICKET).
+    pub fn transfer(&self) -> Option<&TransferClaim> {
+        self.transfer.as_ref()
+    }
 }
 
 /// True when `pattern` (an exact id, or a prefix ending in `*`) admits `zone_id`.
@@ -324,6 +345,23 @@ fn parse_claims(mut m: Map<String, Value>) -> Result<VerifiedTicket, TicketError
             ))
         }
     };
+    let transfer = match m.get("xfer") {
+        None => None,
+        Some(v) => Some(TransferClaim::from_json(v)?),
+    };
+    if transfer.is_some() {
+        // A transfer credential admits exactly the zone the player was moved to, as a player.
+        if zone.ends_with('*') {
+            return Err(TicketError::Malformed(
+                "a transfer credential names its zone exactly",
+            ));
+        }
+        if role != Role::Player {
+            return Err(TicketError::Malformed(
+                "a transfer credential admits a player",
+            ));
+        }
+    }
     for k in REGISTERED {
         m.remove(*k);
     }
@@ -338,6 +376,7 @@ fn parse_claims(mut m: Map<String, Value>) -> Result<VerifiedTicket, TicketError
         params,
         kind,
         claims: m,
+        transfer,
     })
 }
 
@@ -406,6 +445,10 @@ pub enum MintError {
     /// The OS random source failed.
     #[error("random source unavailable")]
     Random,
+    /// The credential would be refused by every verifier (an empty or patterned zone, a transfer
+    /// id or source zone out of bounds, an empty principal): never minted.
+    #[error("cannot mint a transfer credential: {0}")]
+    Invalid(&'static str),
 }
 
 /// Seconds since the UNIX epoch (0 if the clock is before it).

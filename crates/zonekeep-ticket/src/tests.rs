@@ -148,3 +148,115 @@ fn key_ring_validation() {
     assert_eq!(KeyRing::new(vec![k]).unwrap_err(), KeyError::NoActiveKey);
     assert!(!format!("{:?}", TicketKey::new("k", S1, false).unwrap()).contains("0123"));
 }
+
+fn xfer() -> TransferClaim {
+    TransferClaim {
+        id: "t-42".into(),
+        from: "lobby".into(),
+        player: 7,
+    }
+}
+
+#[test]
+fn a_transfer_credential_admits_its_target_once_and_names_its_transfer() {
+    let v = verifier();
+    let key = v.keys().active("k1").unwrap().clone();
+    let t =
+        mint_transfer_credential(&key, &Principal::new("alice"), "arena-2", xfer(), NOW).unwrap();
+    let ok = v.verify(&t, "arena-2", NOW).unwrap();
+    assert_eq!(ok.sub.as_str(), "alice");
+    assert_eq!(ok.zone, "arena-2");
+    assert_eq!(ok.role, Role::Player);
+    assert_eq!(ok.exp, NOW + TRANSFER_CREDENTIAL_TTL_SECS);
+    assert_eq!(ok.transfer(), Some(&xfer()));
+    // The host reads xfer; the zone's claims do not carry it.
+    assert!(!ok.claims.contains_key("xfer"));
+    // Only the target zone, and only once.
+    assert!(matches!(
+        v.verify(&t, "lobby", NOW),
+        Err(TicketError::WrongZone(_))
+    ));
+    v.consume(&ok, NOW).unwrap();
+    assert_eq!(v.consume(&ok, NOW), Err(TicketError::Replayed));
+    // Valid for ten minutes (with the default lifetime limit of 600 s), not longer.
+    assert!(v.verify(&t, "arena-2", NOW + 600).is_ok());
+    assert_eq!(
+        v.verify(&t, "arena-2", NOW + 606).unwrap_err(),
+        TicketError::Expired
+    );
+    // An ordinary ticket is no transfer.
+    let plain = sign_parts(S1, &json!({"alg": "HS256", "kid": "k1"}), &claims(NOW));
+    assert_eq!(v.verify(&plain, "arena-1", NOW).unwrap().transfer(), None);
+}
+
+#[test]
+fn a_malformed_xfer_is_a_bad_ticket() {
+    let v = verifier();
+    let with = |xfer: Value, zone: &str, role: &str| {
+        let c = json!({"sub": "alice", "zone": zone, "exp": NOW + 60, "jti": "j", "role": role, "xfer": xfer});
+        let t = sign_parts(S1, &json!({"alg": "HS256", "kid": "k1"}), &c);
+        v.verify(&t, "arena-2", NOW)
+    };
+    let good = json!({"id": "t", "from": "lobby", "player": 3, "later": true});
+    assert_eq!(
+        with(good.clone(), "arena-2", "player")
+            .unwrap()
+            .transfer()
+            .map(|x| x.player),
+        Some(3)
+    );
+    let long = "x".repeat(129);
+    for bad in [
+        json!("t"),
+        json!({"from": "lobby", "player": 3}),
+        json!({"id": "", "from": "lobby", "player": 3}),
+        json!({"id": long, "from": "lobby", "player": 3}),
+        json!({"id": "t", "player": 3}),
+        json!({"id": "t", "from": 5, "player": 3}),
+        json!({"id": "t", "from": "lobby"}),
+        json!({"id": "t", "from": "lobby", "player": -1}),
+        json!({"id": "t", "from": "lobby", "player": 4_294_967_296u64}),
+        json!({"id": "t", "from": "lobby", "player": "3"}),
+    ] {
+        assert!(
+            matches!(
+                with(bad.clone(), "arena-2", "player"),
+                Err(TicketError::Malformed(_))
+            ),
+            "{bad}"
+        );
+    }
+    // Exactly the target zone, as a player.
+    assert!(matches!(
+        with(good.clone(), "arena-*", "player"),
+        Err(TicketError::Malformed(_))
+    ));
+    assert!(matches!(
+        with(good, "arena-2", "observer"),
+        Err(TicketError::Malformed(_))
+    ));
+}
+
+#[test]
+fn minting_refuses_a_credential_no_host_would_accept() {
+    let key = TicketKey::new("k1", S1, false).unwrap();
+    let alice = Principal::new("alice");
+    for zone in ["", "arena-*"] {
+        assert!(matches!(
+            mint_transfer_credential(&key, &alice, zone, xfer(), NOW),
+            Err(MintError::Invalid(_))
+        ));
+    }
+    let long = TransferClaim {
+        id: "x".repeat(129),
+        ..xfer()
+    };
+    assert!(matches!(
+        mint_transfer_credential(&key, &alice, "arena-2", long, NOW),
+        Err(MintError::Invalid(_))
+    ));
+    assert!(matches!(
+        mint_transfer_credential(&key, &Principal::new(""), "arena-2", xfer(), NOW),
+        Err(MintError::Invalid(_))
+    ));
+}

@@ -10,7 +10,7 @@ pub use client::{
 pub use server::{
     peek_tag, write_events, DeltaContext, Entries, Events, InputRefused, Kick, KickCode,
     KnownSetCheck, Pong, Redirect, Role, ServerMessage, Transfer, Welcome,
-    CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL,
+    CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL, TRANSFER_PROTOCOL,
 };
 
 /// Message tags (PROTOCOL.md §1: client → server `0x01..=0x7f`, server → client `0x80..=0xff`).
@@ -35,7 +35,7 @@ pub mod tag {
     pub const KICK: u8 = 0x84;
     /// Redirect (server, protocol version 3).
     pub const REDIRECT: u8 = 0x85;
-    /// Transfer (server, reserved).
+    /// Transfer (server, protocol version 8).
     pub const TRANSFER: u8 = 0x86;
     /// InputRefused (server, protocol version 2).
     pub const INPUT_REFUSED: u8 = 0x87;

@@ -1,5 +1,5 @@
 //! Server → client messages (PROTOCOL.md §5): Welcome, Delta, Pong, Kick, Redirect, Transfer,
-//! InputRefused, KnownSetCheck.
+//! InputRefused, KnownSetCheck, Events, Entries.
 //!
 //! A Delta cannot be decoded alone: it names entities by their index in the client's known set and its
 //! values by the schema's field types. [`ServerMessage::decode`] therefore takes an optional
@@ -33,6 +33,10 @@ pub const CONTENT_VERSION_PROTOCOL: u32 = 5;
 /// The version that added [`Welcome::entries`] (§5.3.1): a Welcome built for an older version
 /// lists no entry URLs.
 pub const ENTRIES_PROTOCOL: u32 = 7;
+
+/// The version that added [`Transfer`] (§5.3.2): a host sends it only to a session that
+/// negotiated this version or a later one, and refuses to move a player whose session did not.
+pub const TRANSFER_PROTOCOL: u32 = 8;
 
 /// The server's answer to a valid Hello (§5.1).
 #[derive(Debug, Clone, PartialEq)]
@@ -228,15 +232,26 @@ fn is_websocket_url(url: &str) -> bool {
     ws && !rest.is_empty() && !rest.starts_with('/')
 }
 
-/// Reserved, not sent yet: move to another zone with a fresh ticket (§5.3).
+/// The player was moved to another zone (§5.3.2, protocol version 8): the client opens a new
+/// connection to `url` with a Hello carrying `ticket`, keeps showing the old world until the new
+/// zone's Welcome and BASELINE arrive, then closes this connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transfer {
-    /// The destination zone (≤ 128 bytes).
+    /// The zone the player now belongs to, exactly (≤ 128 bytes).
     pub zone_id: String,
-    /// A ticket for it (≤ 4096 bytes).
+    /// The transfer credential: a single-use ticket for that zone (≤ 4096 bytes, §8).
     pub ticket: String,
-    /// Where to connect (≤ 512 bytes).
+    /// The zone's full WebSocket URL at its owner, `ws://` or `wss://` (≤ 512 bytes).
     pub url: String,
+}
+
+impl Transfer {
+    /// The URL to connect to, or `None` when it is not an absolute `ws://` or `wss://` URL: the
+    /// client then ignores the Transfer (§5.3.2), as it refuses such a Redirect, so that the
+    /// credential never goes anywhere but to a zone host.
+    pub fn websocket_url(&self) -> Option<&str> {
+        is_websocket_url(&self.url).then_some(self.url.as_str())
+    }
 }
 
 /// A tick's zone events on a WebTransport session's control stream (§5.9, version 6): there they
@@ -296,7 +311,7 @@ pub enum ServerMessage {
     Kick(Kick),
     /// Tag `0x85` (protocol version 3).
     Redirect(Redirect),
-    /// Tag `0x86`.
+    /// Tag `0x86` (protocol version 8).
     Transfer(Transfer),
     /// Tag `0x87` (protocol version 2).
     InputRefused(InputRefused),
@@ -722,6 +737,26 @@ mod tests {
             ticket: "t".into(),
             url: "u".into(),
         }));
+    }
+
+    #[test]
+    fn transfers_lead_only_to_websocket_urls() {
+        let t = |url: &str| Transfer {
+            zone_id: "lobby".into(),
+            ticket: "t".into(),
+            url: url.into(),
+        };
+        for ok in ["wss://a.example/zones/lobby", "WS://a:7350/zones/lobby?x=1"] {
+            assert_eq!(t(ok).websocket_url(), Some(ok));
+        }
+        for bad in [
+            "https://a/zones/lobby",
+            "/zones/lobby",
+            "ws:///zones/lobby",
+            "",
+        ] {
+            assert_eq!(t(bad).websocket_url(), None, "{bad}");
+        }
     }
 
     #[test]
