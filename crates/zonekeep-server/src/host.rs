@@ -572,7 +572,9 @@ impl Host {
         if shared.sim.persist.is_none() && shared.memory_transfers.get().is_none() {
             let store = zonekeep_store::SqliteStore::open(":memory:")
                 .await
-                .map_err(|e| HostError::Io(std::io::Error::other(format!("transfer records: {e}"))))?;
+                .map_err(|e| {
+                    HostError::Io(std::io::Error::other(format!("transfer records: {e}")))
+                })?;
             let _ = shared.memory_transfers.set(Arc::new(store));
         }
         if let Some(jobs) = shared.sim.transfers.take_receiver() {

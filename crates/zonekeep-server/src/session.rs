@@ -15,7 +15,7 @@ use governor::{Quota, RateLimiter};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use zonekeep_core::PlayerId;
-use zonekeep_protocol::limits::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+use zonekeep_protocol::limits::MIN_PROTOCOL_VERSION;
 use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello, RESUME_FROM_VERSION};
 
 use crate::conn::{ConnEnds, ConnHandle, KickNotice};
@@ -226,8 +226,17 @@ fn read_error(
 /// Protocol versions this host speaks: 3 adds Redirect and the fleet's Kick codes (a version-2
 /// client is told ZONE_MOVED, with the owner's URL in the reason, instead of being redirected);
 /// 4 adds a resuming Hello's `resume_from`; 5 adds Welcome's content version and CONTENT_OUTDATED;
-/// 6 adds the WebTransport transport, and over WebSocket is version 5; 7 adds Welcome's entry URLs.
-const HOST_VERSIONS: [u32; 6] = [MIN_PROTOCOL_VERSION, 3, 4, 5, 6, PROTOCOL_VERSION];
+/// 6 adds the WebTransport transport, and over WebSocket is version 5; 7 adds Welcome's entry URLs;
+/// 8 adds Transfer, and with it the moves of players between zones.
+const HOST_VERSIONS: [u32; 7] = [
+    MIN_PROTOCOL_VERSION,
+    3,
+    4,
+    5,
+    6,
+    zonekeep_protocol::messages::ENTRIES_PROTOCOL,
+    zonekeep_protocol::messages::TRANSFER_PROTOCOL,
+];
 
 /// How a handshake ended without an error.
 pub(crate) enum Handshake {
@@ -322,7 +331,17 @@ pub(crate) async fn admit_hello(
     };
     let joined: Joined = tokio::select! {
         _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
-        r = rx => r.map_err(|_| JoinFailure::Unavailable("the zone's thread is gone".into()))??,
+        r = rx => match r.map_err(|_| JoinFailure::Unavailable("the zone's thread is gone".into()))? {
+            Ok(joined) => joined,
+            // A resume of a player that was moved to another zone: it is sent there again.
+            Err(JoinFailure::ReconnectRefused(why)) => {
+                return match crate::transfer::resend(shared, zone_id, &sub).await {
+                    Some(frame) => Ok(Handshake::Transferred(frame)),
+                    None => Err(JoinFailure::ReconnectRefused(why).into()),
+                };
+            }
+            Err(e) => return Err(e.into()),
+        },
     };
     let entry = shared
         .registry
@@ -406,7 +425,7 @@ async fn admit(
             Ok(player) => player,
             Err(e) => {
                 // A player moved to another zone that comes back here is sent there again.
-                return match crate::transfer::resend(shared, zone_id, &ticket.sub).await {
+                return match crate::transfer::resend(shared, zone_id, ticket.sub.as_str()).await {
                     Some(frame) => Ok(Entered::Moved(frame)),
                     None => Err(e.into()),
                 };

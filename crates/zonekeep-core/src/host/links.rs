@@ -22,6 +22,15 @@ impl ZoneHost {
         self.core.transfers.moving.contains_key(&player)
     }
 
+    /// Sends `payload` under `topic` to `target` in the next frames, as an event of the zone's
+    /// own would be, from outside any hook: the host tells a player something the zone did not
+    /// (a move that was returned, and why). It changes no zone state.
+    pub fn notify(&mut self, target: crate::ctx::EventTarget, topic: u16, payload: &[u8]) {
+        self.core
+            .ctx(None)
+            .emit_event(target, topic, payload.to_vec());
+    }
+
     /// The transfers that left this zone since the last call, in order, for the server to carry
     /// to their targets. Each player in one is moving until the server reports the outcome. A
     /// request whose player left (kicked, or its grace ended) before it was drained is gone:
@@ -52,10 +61,12 @@ impl ZoneHost {
         let Some(moving) = self.core.transfers.moving.remove(&player) else {
             return Err(UnknownPlayer(player));
         };
-        self.take_back(&info, &moving);
+        // Frames resume first, so that what the zone tells the player as it takes it back (an
+        // event of `transfer_in`) reaches it.
         if info.connected {
             self.resume_frames(player);
         }
+        self.take_back(&info, &moving);
         self.apply_kicks();
         Ok(())
     }

@@ -32,8 +32,8 @@ use crate::conn::ConnHandle;
 
 pub(crate) use frames::{kick_frame, pong_frame};
 pub(crate) use interrupts::Interrupts;
-pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use registry::{now_ms, Registry, ZoneEntry};
+pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
 pub use zone_run::ZoneUpgrade;

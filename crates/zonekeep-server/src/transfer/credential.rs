@@ -20,8 +20,7 @@ pub(super) async fn transfer_frame(shared: &Shared, t: &StoredTransfer) -> Resul
         .keys()
         .primary()
         .ok_or("this host has no active ticket key to sign a transfer credential")?;
-    let principal = Principal::new(t.transfer.principal.clone())
-        .map_err(|e| format!("the moved principal is not valid: {e}"))?;
+    let principal = Principal::new(t.transfer.principal.clone());
     let ticket = mint_transfer_credential(
         key,
         &principal,

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
-use zonekeep_core::{PlayerId, TransferRequest};
-use zonekeep_store::{StoredTransfer, TransferLedger};
+use zonekeep_core::TransferRequest;
+use zonekeep_store::TransferLedger;
 
 pub(crate) use target::arrival;
 pub(crate) use worker::run;
@@ -162,17 +162,22 @@ pub(crate) fn ledger(shared: &crate::host::Shared) -> Option<Arc<dyn TransferLed
         .or_else(|| shared.memory_transfers.get().cloned())
 }
 
-/// The id of a move: unique per source zone, owner epoch, tick and player.
+/// The id of a move: unique per source zone, owner epoch, tick and player (a zone moves a
+/// player at most once a tick), so a retried write names the same move. Readable when it fits
+/// the store's 128 bytes, else the SHA-256 of the same text.
 pub(crate) fn transfer_id(o: &Outbound) -> String {
-    format!(
+    use sha2::Digest;
+    let id = format!(
         "{}~{}~{}~{}",
         o.zone_id, o.epoch, o.request.tick, o.request.player.0
-    )
-}
-
-/// The player id a stored transfer moves out of its source.
-pub(crate) fn source_player(t: &StoredTransfer) -> PlayerId {
-    PlayerId(t.transfer.player)
+    );
+    if id.len() <= zonekeep_store::MAX_TRANSFER_ID {
+        return id;
+    }
+    sha2::Sha256::digest(id.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The Transfer frame of `principal`'s move out of `zone_id` within the last
@@ -181,19 +186,16 @@ pub(crate) fn source_player(t: &StoredTransfer) -> PlayerId {
 pub(crate) async fn resend(
     shared: &crate::host::Shared,
     zone_id: &str,
-    principal: &zonekeep_core::Principal,
+    principal: &str,
 ) -> Option<Bytes> {
-    if let Some(frame) = shared.sim.transfers.recall(zone_id, principal.as_str()) {
+    if let Some(frame) = shared.sim.transfers.recall(zone_id, principal) {
         shared.metrics.transfer("resent");
         return Some(frame);
     }
     let ledger = ledger(shared)?;
     let window = u64::try_from(RESEND_WINDOW.as_millis()).unwrap_or(u64::MAX);
     let since = crate::sim::now_ms().saturating_sub(window);
-    let moved = match ledger
-        .latest_transfer_from(zone_id, principal.as_str(), since)
-        .await
-    {
+    let moved = match ledger.latest_transfer_from(zone_id, principal, since).await {
         Ok(moved) => moved?,
         Err(e) => {
             tracing::warn!(zone = %zone_id, error = %e, "a returning moved player's transfer was not looked up");
@@ -204,7 +206,7 @@ pub(crate) async fn resend(
     shared
         .sim
         .transfers
-        .remember(zone_id, principal.as_str(), frame.clone());
+        .remember(zone_id, principal, frame.clone());
     shared.metrics.transfer("resent");
     Some(frame)
 }

@@ -52,21 +52,32 @@ pub(super) async fn decide(
         .await
         .map_err(|f| f.to_string())?;
     *admitted = Some(Admitted { thread, player });
-    super::worker::write_within(DECISION_TIMEOUT, || {
-        ledger.accept_transfer(&t.id, epoch)
-    })
-    .await
-    .map_err(|e| format!("the target's acceptance was not recorded: {e}"))
+    super::worker::write_within(DECISION_TIMEOUT, || ledger.accept_transfer(&t.id, epoch))
+        .await
+        .map_err(|e| format!("the target's acceptance was not recorded: {e}"))
 }
 
 /// The kind and params a target zone that is not running yet is created with: the move's
-/// claims may name them (`kind`, `params`), else the host's default kind and its params.
+/// claims may name them (`kind`, `params`); else it is of the source zone's kind (a door of a
+/// dungeon leads to more dungeon), or the host's default kind when the source is not here, with
+/// that kind's default params.
 fn kind_and_params(shared: &Shared, t: &StoredTransfer) -> (String, Value) {
     let claims: Value = serde_json::from_str(&t.transfer.claims).unwrap_or(Value::Null);
+    let source_kind = || {
+        shared.registry.get(&t.transfer.source_zone).map(|e| {
+            e.summary
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .kind
+                .clone()
+        })
+    };
     let kind = claims
         .get("kind")
         .and_then(Value::as_str)
-        .map_or_else(|| shared.default_kind.clone(), str::to_owned);
+        .map(str::to_owned)
+        .or_else(source_kind)
+        .unwrap_or_else(|| shared.default_kind.clone());
     let params = claims.get("params").cloned().unwrap_or_else(|| {
         shared
             .sim
@@ -148,11 +159,9 @@ pub(crate) async fn arrival(
     let record = match ledger.transfer(&claim.id).await {
         Ok(Some(t)) => t,
         Ok(None) => {
-            return Err(JoinFailure::Unavailable(format!(
-                "no transfer {:?} is recorded",
-                claim.id
-            ))
-            .into())
+            return Err(
+                JoinFailure::Unavailable(format!("no transfer {:?} is recorded", claim.id)).into(),
+            )
         }
         Err(e) => {
             return Err(JoinFailure::StoreUnreachable(format!("transfer records: {e}")).into())

@@ -7,7 +7,9 @@ use tokio::sync::{mpsc, Semaphore};
 use zonekeep_store::{NewTransfer, StoreError, StoredTransfer, TransferLedger, TransferStatus};
 
 use super::target::{self, Admitted};
-use super::{credential, ledger, transfer_id, Job, Outbound, Resolution, DECISION_TIMEOUT, IN_FLIGHT};
+use super::{
+    credential, ledger, transfer_id, Job, Outbound, Resolution, DECISION_TIMEOUT, IN_FLIGHT,
+};
 use crate::host::Shared;
 use crate::sim::SimCommand;
 
@@ -51,7 +53,11 @@ async fn arrived(shared: &Shared, id: &str, epoch: u64) {
 async fn move_player(shared: &Arc<Shared>, o: Outbound) {
     let metrics = &shared.metrics;
     let Some(ledger) = ledger(shared) else {
-        resolve(shared, &o, Resolution::Returned("this host keeps no transfer records".into()));
+        resolve(
+            shared,
+            &o,
+            Resolution::Returned("this host keeps no transfer records".into()),
+        );
         return;
     };
     let new = NewTransfer {
@@ -117,7 +123,10 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
     }
     match credential::transfer_frame(shared, &settled).await {
         Ok(frame) => {
-            shared.sim.transfers.remember(&o.zone_id, &new.principal, frame.clone());
+            shared
+                .sim
+                .transfers
+                .remember(&o.zone_id, &new.principal, frame.clone());
             metrics.transfer("moved");
             resolve(shared, &o, Resolution::Moved(frame));
         }
@@ -165,7 +174,10 @@ async fn give_back(
 }
 
 /// Runs a store write, retrying transient failures until `bound` has passed.
-pub(super) async fn write_within<F, Fut>(bound: Duration, mut write: F) -> Result<StoredTransfer, StoreError>
+pub(super) async fn write_within<F, Fut>(
+    bound: Duration,
+    mut write: F,
+) -> Result<StoredTransfer, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<StoredTransfer, StoreError>>,
@@ -174,11 +186,17 @@ where
     loop {
         match tokio::time::timeout_at(deadline, write()).await {
             Ok(Ok(t)) => return Ok(t),
-            Ok(Err(e)) if e.is_retryable() && tokio::time::Instant::now() + RETRY_PAUSE < deadline => {
+            Ok(Err(e))
+                if e.is_retryable() && tokio::time::Instant::now() + RETRY_PAUSE < deadline =>
+            {
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
             Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(StoreError::Backend("the store did not answer in time".into())),
+            Err(_) => {
+                return Err(StoreError::Backend(
+                    "the store did not answer in time".into(),
+                ))
+            }
         }
     }
 }

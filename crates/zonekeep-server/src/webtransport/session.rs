@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 use wtransport::endpoint::IncomingSession;
 use wtransport::{Connection, RecvStream, SendStream, VarInt};
-use zonekeep_protocol::limits::{DATAGRAM_VERSION, PROTOCOL_VERSION};
+use zonekeep_protocol::limits::DATAGRAM_VERSION;
 use zonekeep_protocol::messages::{tag, ClientMessage, KickCode, Redirect, ServerMessage};
 
 use super::framing::{read_message, write_message};
@@ -24,7 +24,11 @@ use crate::session::{
 use crate::sim::{kick_frame, SimCommand};
 
 /// The only versions a WebTransport session speaks (PROTOCOL.md §1.1).
-const VERSIONS: [u32; 2] = [DATAGRAM_VERSION, PROTOCOL_VERSION];
+const VERSIONS: [u32; 3] = [
+    DATAGRAM_VERSION,
+    zonekeep_protocol::messages::ENTRIES_PROTOCOL,
+    zonekeep_protocol::messages::TRANSFER_PROTOCOL,
+];
 
 /// Serves one incoming session to its end. `handshake` holds its place among the handshakes in
 /// progress until the CONNECT request arrives; from then on the session holds a connection slot

@@ -39,7 +39,11 @@ impl ZoneRun {
             });
             if ctx.transfers.submit(job).is_err() {
                 ctx.metrics.transfer("queue_full");
-                self.take_back(ctx, player, "the host is moving too many players; try again");
+                self.take_back(
+                    ctx,
+                    player,
+                    "the host is moving too many players; try again",
+                );
             }
         }
     }
@@ -69,8 +73,11 @@ impl ZoneRun {
             return;
         }
         ctx.metrics.transfer("taken_back");
-        self.host
-            .notify(EventTarget::Player(player), RETURNED_TOPIC, reason.as_bytes());
+        self.host.notify(
+            EventTarget::Player(player),
+            RETURNED_TOPIC,
+            reason.as_bytes(),
+        );
         tracing::info!(zone = %self.entry.zone_id, %player, %reason, "a move was returned: the player stays");
     }
 
@@ -92,8 +99,7 @@ impl ZoneRun {
             }
         }
         let t = &record.transfer;
-        let principal = Principal::new(t.principal.clone())
-            .map_err(|e| JoinFailure::Unavailable(format!("the moved principal is invalid: {e}")))?;
+        let principal = Principal::new(t.principal.clone());
         let claims = |text: &str| match serde_json::from_str(text) {
             Ok(serde_json::Value::Object(m)) => m,
             _ => serde_json::Map::new(),

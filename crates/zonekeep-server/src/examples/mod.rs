@@ -1,4 +1,5 @@
-//! A small built-in zone kind so a bare host is playable by a raw client.
+//! Small built-in zone kinds a bare host can run for raw clients and tests: [`Dots`] (this
+//! file) and [`Doors`] (players carrying coins from zone to zone through transfers).
 //!
 //! [`Dots`]: every player owns a dot on an integer grid. An input is two
 //! bytes `[dx, dy]` (signed, clamped to -1..=1) moving the dot one step. The
@@ -10,7 +11,11 @@
 //!
 //! Params: `{"size": n}` bounds the grid to `[-n, n]` (default 100).
 
+mod doors;
+
 use std::collections::BTreeMap;
+
+pub use doors::Doors;
 
 use zonekeep_core::{
     Ctx, EventTarget, InputRefusal, LeaveReason, PlayerId, PlayerInfo, Role, Zone, ZoneError,
