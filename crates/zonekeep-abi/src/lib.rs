@@ -7,7 +7,7 @@
 //! and writer, checked against each other by their tests.
 
 /// The ABI version (`zk_abi`).
-pub const ABI_VERSION: i32 = 2;
+pub const ABI_VERSION: i32 = 3;
 
 /// The calls (`op` of `zk_call`), docs/MODULES.md "Calls".
 pub mod op {
@@ -43,6 +43,20 @@ pub mod op {
     /// `f32 view_radius`, `f32 cell_size` (0: the host's own), or nothing (all the host's). Asked
     /// once, when the module is loaded, of an instance no zone uses.
     pub const CONFIG: u32 = 14;
+    /// `u32 player`: a transfer the zone asked for leaves; answers `bytes state`, then commands.
+    pub const TRANSFER_OUT: u32 = 15;
+    /// `u32 player`, `str principal`, `str claims` (the JSON the other zone handed over),
+    /// `str from_zone`, `u8 returning`, `bytes state`: a player arrives by transfer (or comes
+    /// back after one failed); answered like [`JOIN`].
+    pub const TRANSFER_IN: u32 = 16;
+    /// `str from` (`"admin"` or `"zone:<id>"`), `u16 topic`, `bytes payload`: a zone message.
+    pub const MESSAGE: u32 = 17;
+    /// `str child`, `u16 topic`, `bytes payload`: a child zone's message (topic `0xFFFF`: its
+    /// tier changed, payload `[from, to]`).
+    pub const CHILD: u32 = 18;
+    /// `u8 kind` (0 zone, 1 group), `str to`, `u16 topic`, `str reason`: a message the zone
+    /// sent could not be delivered.
+    pub const UNDELIVERABLE: u32 = 19;
 }
 
 /// Command tags (docs/MODULES.md, "Commands").
@@ -87,6 +101,17 @@ pub mod tag {
     pub const FACT: u8 = 19;
     /// `u32 handle`, `u32 n` (`u32::MAX`: everyone in range again), then `n` × `u32 player`.
     pub const SET_SEEN_BY: u8 = 20;
+    /// `u32 player`, `str target`, `str claims` (a JSON object).
+    pub const TRANSFER: u8 = 21;
+    /// `u8 kind` (0 zone, 1 group, 2 parent), `str to` (empty for the parent), `u16 topic`,
+    /// `bytes payload`.
+    pub const SEND: u8 = 22;
+    /// `str group`.
+    pub const JOIN_GROUP: u8 = 23;
+    /// `str group`.
+    pub const LEAVE_GROUP: u8 = 24;
+    /// `str parent` (empty: none).
+    pub const SET_PARENT: u8 = 25;
 }
 
 /// Log levels of the `zonekeep.log` import.

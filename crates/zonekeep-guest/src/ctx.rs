@@ -575,6 +575,66 @@ impl<'a> Ctx<'a> {
         key
     }
 
+    /// Move `player` to the zone `target` (1 to 128 bytes, not this zone), handing it `claims`
+    /// (a JSON object's text, at most 16 KiB). After this call the host asks for the player's
+    /// state with [`transfer_out`](crate::Zone::transfer_out) and the player is moving until
+    /// the other zone takes it or it comes back through
+    /// [`transfer_in`](crate::Zone::transfer_in) with `returning`. The host refuses (and the
+    /// player simply stays) an observer, a player already moving, a bad target, claims too
+    /// large and more than 64 transfers in a tick.
+    pub fn transfer(&mut self, player: PlayerId, target: &str, claims_json: &str) {
+        self.out
+            .u8(tag::TRANSFER)
+            .u32(player.0)
+            .str(target)
+            .str(claims_json);
+    }
+
+    fn send(&mut self, kind: u8, to: &str, topic: u16, payload: &[u8]) {
+        self.out
+            .u8(tag::SEND)
+            .u8(kind)
+            .str(to)
+            .u16(topic)
+            .bytes(payload);
+    }
+
+    /// Send a message to the zone `zone` (its [`on_message`](crate::Zone::on_message) gets
+    /// it). Payloads up to 16 KiB, at most 256 sends a tick, topic `0xFFFF` reserved: the host
+    /// counts what it refuses. Delivery is at least once and deduplicated, never on the tick's
+    /// path; [`on_undeliverable`](crate::Zone::on_undeliverable) tells of a message that could
+    /// not be delivered.
+    pub fn send_to_zone(&mut self, zone: &str, topic: u16, payload: &[u8]) {
+        self.send(0, zone, topic, payload);
+    }
+
+    /// Send a message to every zone in `group` (as [`send_to_zone`](Ctx::send_to_zone)).
+    pub fn send_to_group(&mut self, group: &str, topic: u16, payload: &[u8]) {
+        self.send(1, group, topic, payload);
+    }
+
+    /// Send a message to this zone's parent ([`set_parent`](Ctx::set_parent)); it receives it
+    /// in [`on_child`](crate::Zone::on_child). Without a parent the host refuses it.
+    pub fn to_parent(&mut self, topic: u16, payload: &[u8]) {
+        self.send(2, "", topic, payload);
+    }
+
+    /// Join `group` (at most 32 groups; names 1 to 128 bytes); membership is saved by the host.
+    pub fn join_group(&mut self, group: &str) {
+        self.out.u8(tag::JOIN_GROUP).str(group);
+    }
+
+    /// Leave `group`.
+    pub fn leave_group(&mut self, group: &str) {
+        self.out.u8(tag::LEAVE_GROUP).str(group);
+    }
+
+    /// Name this zone's parent (`None`: none); saved by the host, which tells the parent of
+    /// every tier change of this zone.
+    pub fn set_parent(&mut self, parent: Option<&str>) {
+        self.out.u8(tag::SET_PARENT).str(parent.unwrap_or(""));
+    }
+
     /// Refuse the join being decided (JOIN only; the SDK sends it for an `Err` of
     /// [`on_join`](crate::Zone::on_join)).
     pub(crate) fn refuse(&mut self, code: u16, reason: &str) {

@@ -8,7 +8,9 @@ use crate::ctx::{Ctx, SdkState};
 use crate::log::{log, Level};
 use crate::rng::Rng;
 use crate::wire::{DecodeError, Reader, Writer};
-use crate::zone::{LeaveReason, Player, PlayerId, Role, Zone};
+use crate::zone::{
+    Arrival, ChildEvent, LeaveReason, MessageFrom, Player, PlayerId, Role, Tier, Zone,
+};
 
 /// The ABI version this SDK speaks (`zk_abi`).
 pub const ABI_VERSION: i32 = zonekeep_abi::ABI_VERSION;
@@ -51,11 +53,21 @@ pub enum Op {
     Settled = zonekeep_abi::op::SETTLED as isize,
     /// 14: the zone settings the module asks for.
     Config = zonekeep_abi::op::CONFIG as isize,
+    /// 15: a transfer leaves; answers the player's state, then commands.
+    TransferOut = zonekeep_abi::op::TRANSFER_OUT as isize,
+    /// 16: a player arrives by transfer, or comes back.
+    TransferIn = zonekeep_abi::op::TRANSFER_IN as isize,
+    /// 17: a zone message.
+    Message = zonekeep_abi::op::MESSAGE as isize,
+    /// 18: a child zone's message or tier change.
+    Child = zonekeep_abi::op::CHILD as isize,
+    /// 19: a message the zone sent could not be delivered.
+    Undeliverable = zonekeep_abi::op::UNDELIVERABLE as isize,
 }
 
 impl Op {
     /// Every op, in number order.
-    pub const ALL: [Op; 14] = [
+    pub const ALL: [Op; 19] = [
         Op::Create,
         Op::Join,
         Op::Leave,
@@ -70,6 +82,11 @@ impl Op {
         Op::StateHash,
         Op::Settled,
         Op::Config,
+        Op::TransferOut,
+        Op::TransferIn,
+        Op::Message,
+        Op::Child,
+        Op::Undeliverable,
     ];
 
     /// The op numbered `n`, if any.
@@ -257,6 +274,14 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
                 w.u16(refusal.code).str(&refusal.reason);
             }
         }
+        Call::TransferOut { player } => {
+            let zone = guest.zone.as_mut().ok_or(Fatal::NotCreated(op))?;
+            // The state goes first, then the commands the hook wrote (its despawn).
+            let mut commands = Writer::new();
+            let time = tick_time(sdk.dt, tick);
+            let state = zone.transfer_out(&mut Ctx::new(tick, time, sdk, &mut commands), player);
+            w.bytes(&state).raw(&commands.into_vec());
+        }
         hook => {
             let zone = guest.zone.as_mut().ok_or(Fatal::NotCreated(op))?;
             let time = match hook {
@@ -324,13 +349,78 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
             let outcome = if ok { Ok(detail) } else { Err(detail) };
             zone.on_fact_settled(ctx, key, outcome);
         }
+        Call::TransferIn {
+            player,
+            principal,
+            claims,
+            from_zone,
+            returning,
+            state,
+        } => {
+            let info = Player {
+                id: player,
+                principal: principal.to_owned(),
+                role: Role::Player,
+                claims: claims.to_owned(),
+            };
+            let arrival = Arrival {
+                state,
+                from_zone,
+                claims,
+                returning,
+            };
+            if let Err(refusal) = zone.transfer_in(ctx, info, arrival) {
+                ctx.refuse(refusal.code, &refusal.reason);
+            }
+        }
+        Call::Message {
+            from,
+            topic,
+            payload,
+        } => {
+            let from = match from.strip_prefix("zone:") {
+                Some(z) => MessageFrom::Zone(z),
+                None => MessageFrom::Admin,
+            };
+            zone.on_message(ctx, from, topic, payload);
+        }
+        Call::Child {
+            child,
+            topic,
+            payload,
+        } => zone.on_child(ctx, child, child_event(topic, payload)),
+        Call::Undeliverable {
+            group,
+            to,
+            topic,
+            reason,
+        } => zone.on_undeliverable(ctx, to, group, topic, reason),
         Call::Create { .. }
+        | Call::TransferOut { .. }
         | Call::Config
         | Call::Restore { .. }
         | Call::Save
         | Call::StateHash
         | Call::Sanitize { .. } => {}
     }
+}
+
+/// A child's message: topic `0xFFFF` with two valid tier codes is its tier change.
+fn child_event(topic: u16, payload: &[u8]) -> ChildEvent<'_> {
+    let tier = |c: u8| match c {
+        0 => Some(Tier::Hot),
+        1 => Some(Tier::Idle),
+        2 => Some(Tier::Dormant),
+        _ => None,
+    };
+    if topic == 0xFFFF {
+        if let [a, b] = payload {
+            if let (Some(from), Some(to)) = (tier(*a), tier(*b)) {
+                return ChildEvent::Tier { from, to };
+            }
+        }
+    }
+    ChildEvent::Message { topic, payload }
 }
 
 /// The SDK's header off the front of a save: the RNG, the fact keys made, and the zone's own
@@ -409,6 +499,33 @@ enum Call<'a> {
         key: &'a str,
         ok: bool,
         detail: &'a str,
+    },
+    TransferOut {
+        player: PlayerId,
+    },
+    TransferIn {
+        player: PlayerId,
+        principal: &'a str,
+        claims: &'a str,
+        from_zone: &'a str,
+        returning: bool,
+        state: &'a [u8],
+    },
+    Message {
+        from: &'a str,
+        topic: u16,
+        payload: &'a [u8],
+    },
+    Child {
+        child: &'a str,
+        topic: u16,
+        payload: &'a [u8],
+    },
+    Undeliverable {
+        group: bool,
+        to: &'a str,
+        topic: u16,
+        reason: &'a str,
     },
 }
 
@@ -494,6 +611,39 @@ impl<'a> Call<'a> {
                     _ => return Err(DecodeError::Invalid("settled ok must be 0 or 1")),
                 },
                 detail: r.str()?,
+            },
+            Op::TransferOut => Call::TransferOut { player: player(r)? },
+            Op::TransferIn => Call::TransferIn {
+                player: player(r)?,
+                principal: r.str()?,
+                claims: r.str()?,
+                from_zone: r.str()?,
+                returning: match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(DecodeError::Invalid("returning must be 0 or 1")),
+                },
+                state: r.bytes()?,
+            },
+            Op::Message => Call::Message {
+                from: r.str()?,
+                topic: r.u16()?,
+                payload: r.bytes()?,
+            },
+            Op::Child => Call::Child {
+                child: r.str()?,
+                topic: r.u16()?,
+                payload: r.bytes()?,
+            },
+            Op::Undeliverable => Call::Undeliverable {
+                group: match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(DecodeError::Invalid("target kind must be 0 or 1")),
+                },
+                to: r.str()?,
+                topic: r.u16()?,
+                reason: r.str()?,
             },
         })
     }

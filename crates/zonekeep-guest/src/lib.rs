@@ -70,7 +70,8 @@ pub use rng::Rng;
 pub use settings::Settings;
 pub use wire::{DecodeError, Reader, Writer};
 pub use zone::{
-    Input, InputField, LeaveReason, Player, PlayerId, Refusal, Role, Zone, REFUSE_UNDECODABLE,
+    Arrival, ChildEvent, Input, InputField, LeaveReason, MessageFrom, Player, PlayerId, Refusal,
+    Role, Tier, Zone, REFUSE_UNDECODABLE,
 };
 /// `#[derive(EntityKind)]`: see [`EntityKind`].
 pub use zonekeep_guest_derive::EntityKind;

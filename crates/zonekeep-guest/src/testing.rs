@@ -174,6 +174,32 @@ pub enum Command {
         /// The players, or everyone.
         players: Option<Vec<u32>>,
     },
+    /// 21: a player moves to another zone.
+    Transfer {
+        /// Player id.
+        player: u32,
+        /// The target zone.
+        target: String,
+        /// Claims handed over (JSON text).
+        claims: String,
+    },
+    /// 22: a zone message.
+    Send {
+        /// 0 a zone, 1 a group, 2 the parent.
+        kind: u8,
+        /// Zone or group (empty for the parent).
+        to: String,
+        /// Topic.
+        topic: u16,
+        /// Payload.
+        payload: Vec<u8>,
+    },
+    /// 23: a group joined.
+    JoinGroup(String),
+    /// 24: a group left.
+    LeaveGroup(String),
+    /// 25: the parent named (empty: none).
+    SetParent(String),
 }
 
 /// Decode a whole command buffer, as the host reads it (every length checked, nothing left
@@ -314,6 +340,20 @@ fn decode_command(r: &mut Reader<'_>) -> Result<Command, DecodeError> {
             };
             Command::SetSeenBy { handle, players }
         }
+        tag::TRANSFER => Command::Transfer {
+            player: r.u32()?,
+            target: s(r)?,
+            claims: s(r)?,
+        },
+        tag::SEND => Command::Send {
+            kind: r.u8()?,
+            to: s(r)?,
+            topic: r.u16()?,
+            payload: r.bytes()?.to_vec(),
+        },
+        tag::JOIN_GROUP => Command::JoinGroup(s(r)?),
+        tag::LEAVE_GROUP => Command::LeaveGroup(s(r)?),
+        tag::SET_PARENT => Command::SetParent(s(r)?),
         _ => return Err(DecodeError::Invalid("unknown command tag")),
     })
 }
@@ -437,6 +477,43 @@ pub mod input {
     pub fn settled(tick: u64, key: &str, ok: bool, detail: &str) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(tick).str(key).bool(ok).str(detail);
+        w.into_vec()
+    }
+
+    /// TRANSFER_IN: `u32 player`, `str principal`, `str claims`, `str from_zone`,
+    /// `u8 returning`, `bytes state`.
+    pub fn transfer_in(
+        tick: u64,
+        player: u32,
+        principal: &str,
+        claims: &str,
+        from_zone: &str,
+        returning: bool,
+        state: &[u8],
+    ) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(tick)
+            .u32(player)
+            .str(principal)
+            .str(claims)
+            .str(from_zone)
+            .bool(returning)
+            .bytes(state);
+        w.into_vec()
+    }
+
+    /// MESSAGE (`from`: `"admin"` or `"zone:<id>"`) or CHILD (`from`: the child's id):
+    /// `str`, `u16 topic`, `bytes payload`.
+    pub fn message(tick: u64, from: &str, topic: u16, payload: &[u8]) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(tick).str(from).u16(topic).bytes(payload);
+        w.into_vec()
+    }
+
+    /// UNDELIVERABLE: `u8 kind` (1: a group), `str to`, `u16 topic`, `str reason`.
+    pub fn undeliverable(tick: u64, group: bool, to: &str, topic: u16, reason: &str) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(tick).bool(group).str(to).u16(topic).str(reason);
         w.into_vec()
     }
 }
@@ -626,6 +703,69 @@ impl<Z: Zone> TestHost<Z> {
     pub fn settled(&mut self, key: &str, ok: bool, detail: &str) -> Result<Vec<Command>, Fatal> {
         let input = input::settled(self.tick, key, ok, detail);
         self.call(Op::Settled, &input)
+    }
+
+    /// TRANSFER_OUT: the state the zone hands out, and the commands after it.
+    pub fn transfer_out(&mut self, player: u32) -> Result<(Vec<u8>, Vec<Command>), Fatal> {
+        let out = self.call_raw(Op::TransferOut.number(), &input::player(self.tick, player))?;
+        let mut r = Reader::new(&out);
+        let bad = |error| Fatal::Malformed {
+            op: Op::TransferOut,
+            error,
+        };
+        let state = r.bytes().map_err(bad)?.to_vec();
+        let commands = decode_commands(r.rest()).map_err(bad)?;
+        Ok((state, commands))
+    }
+
+    /// TRANSFER_IN: a player arrives (or comes back, `returning`) with `state`.
+    pub fn transfer_in(
+        &mut self,
+        player: u32,
+        principal: &str,
+        claims: &str,
+        from_zone: &str,
+        returning: bool,
+        state: &[u8],
+    ) -> Result<Vec<Command>, Fatal> {
+        let input = input::transfer_in(
+            self.tick, player, principal, claims, from_zone, returning, state,
+        );
+        self.call(Op::TransferIn, &input)
+    }
+
+    /// MESSAGE from `from` (`"admin"` or `"zone:<id>"`).
+    pub fn message(
+        &mut self,
+        from: &str,
+        topic: u16,
+        payload: &[u8],
+    ) -> Result<Vec<Command>, Fatal> {
+        let input = input::message(self.tick, from, topic, payload);
+        self.call(Op::Message, &input)
+    }
+
+    /// CHILD from the zone `child`.
+    pub fn child(
+        &mut self,
+        child: &str,
+        topic: u16,
+        payload: &[u8],
+    ) -> Result<Vec<Command>, Fatal> {
+        let input = input::message(self.tick, child, topic, payload);
+        self.call(Op::Child, &input)
+    }
+
+    /// UNDELIVERABLE: a message to `to` could not be delivered.
+    pub fn undeliverable(
+        &mut self,
+        group: bool,
+        to: &str,
+        topic: u16,
+        reason: &str,
+    ) -> Result<Vec<Command>, Fatal> {
+        let input = input::undeliverable(self.tick, group, to, topic, reason);
+        self.call(Op::Undeliverable, &input)
     }
 
     /// CONFIG: the settings the zone asks for.

@@ -866,7 +866,7 @@ fn a_second_create_or_restore_is_fatal() {
 #[test]
 fn unknown_ops_are_fatal() {
     let mut host = created();
-    for op in [0, 15, u32::MAX] {
+    for op in [0, 20, u32::MAX] {
         assert_eq!(
             host.call_raw(op, &input::bare(0)).unwrap_err(),
             Fatal::UnknownOp(op)
@@ -893,6 +893,33 @@ fn valid_input(op: Op) -> Vec<u8> {
             input::restore(0, 1, "p", "{}", &save)
         }
         Op::Settled => input::settled(0, "k", true, "{}"),
+        Op::TransferOut => input::player(0, 1),
+        Op::TransferIn => {
+            let mut w = crate::Writer::new();
+            w.u64(0)
+                .u32(1)
+                .str("a")
+                .str("{}")
+                .str("zone-a")
+                .u8(1)
+                .bytes(&[1, 2]);
+            w.into_vec()
+        }
+        Op::Message => {
+            let mut w = crate::Writer::new();
+            w.u64(0).str("zone:zone-a").u16(3).bytes(b"hi");
+            w.into_vec()
+        }
+        Op::Child => {
+            let mut w = crate::Writer::new();
+            w.u64(0).str("zone-c").u16(0xFFFF).bytes(&[0, 1]);
+            w.into_vec()
+        }
+        Op::Undeliverable => {
+            let mut w = crate::Writer::new();
+            w.u64(0).u8(1).str("south").u16(2).str("no bus");
+            w.into_vec()
+        }
     }
 }
 
@@ -993,7 +1020,7 @@ fn op_numbers_match_the_abi() {
         assert_eq!(Op::from_number(op.number()), Some(*op));
     }
     assert_eq!(Op::from_number(0), None);
-    assert_eq!(Op::from_number(15), None);
+    assert_eq!(Op::from_number(20), None);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1219,4 +1246,164 @@ fn config_answers_the_zones_settings_before_any_zone_is_built() {
     // A zone that asks for nothing answers zeros: the host's own settings.
     let mut plain = TestHost::<Ledger>::new(1000);
     assert_eq!(plain.settings().unwrap(), crate::Settings::default());
+}
+
+/// A zone that moves players and trades messages, through the SDK's new calls and commands.
+#[derive(Default)]
+struct Mover {
+    heard: Vec<String>,
+}
+
+impl Zone for Mover {
+    type Input = Vec<u8>;
+
+    fn create(ctx: &mut Ctx<'_>, _params: &str) -> Result<Self, String> {
+        ctx.set_parent(Some("world"));
+        ctx.join_group("north");
+        Ok(Mover::default())
+    }
+
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, player: PlayerId, _input: Vec<u8>) {
+        ctx.transfer(player, "zone-b", r#"{"hp":3}"#);
+    }
+
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+
+    fn transfer_out(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) -> Vec<u8> {
+        ctx.kick(player, "gone");
+        vec![7, player.0 as u8]
+    }
+
+    fn transfer_in(
+        &mut self,
+        _ctx: &mut Ctx<'_>,
+        player: Player,
+        arrival: crate::Arrival<'_>,
+    ) -> Result<(), Refusal> {
+        self.heard.push(format!(
+            "in {} {} {} {} {:?}",
+            player.id, arrival.from_zone, arrival.claims, arrival.returning, arrival.state
+        ));
+        if player.principal == "banned" {
+            return Err(Refusal::new(3, "no"));
+        }
+        Ok(())
+    }
+
+    fn on_message(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        from: crate::MessageFrom<'_>,
+        topic: u16,
+        payload: &[u8],
+    ) {
+        self.heard
+            .push(format!("message {from:?} {topic} {payload:?}"));
+        ctx.send_to_zone("zone-b", 1, b"a");
+        ctx.send_to_group("north", 2, b"b");
+        ctx.to_parent(3, b"c");
+        ctx.leave_group("north");
+        ctx.set_parent(None);
+    }
+
+    fn on_child(&mut self, _ctx: &mut Ctx<'_>, child: &str, event: crate::ChildEvent<'_>) {
+        self.heard.push(format!("child {child} {event:?}"));
+    }
+
+    fn on_undeliverable(
+        &mut self,
+        _ctx: &mut Ctx<'_>,
+        to: &str,
+        to_group: bool,
+        topic: u16,
+        reason: &str,
+    ) {
+        self.heard
+            .push(format!("undeliverable {to} {to_group} {topic} {reason}"));
+    }
+}
+
+#[test]
+fn transfers_messages_groups_and_the_parent_go_through_the_abi() {
+    let mut host = TestHost::<Mover>::new(50_000);
+    assert_eq!(
+        host.create(1, "mover-1", "{}").unwrap(),
+        vec![
+            Command::SetParent("world".into()),
+            Command::JoinGroup("north".into())
+        ]
+    );
+    assert_eq!(
+        host.input(4, &[1]).unwrap(),
+        vec![Command::Transfer {
+            player: 4,
+            target: "zone-b".into(),
+            claims: r#"{"hp":3}"#.into()
+        }]
+    );
+    let (state, commands) = host.transfer_out(4).unwrap();
+    assert_eq!(state, vec![7, 4]);
+    assert_eq!(
+        commands,
+        vec![Command::Kick {
+            player: 4,
+            reason: "gone".into()
+        }]
+    );
+    assert!(host
+        .transfer_in(5, "ann", r#"{"hp":3}"#, "zone-a", false, &[1])
+        .unwrap()
+        .is_empty());
+    let refused = host
+        .transfer_in(6, "banned", "{}", "zone-a", false, &[])
+        .unwrap();
+    assert_eq!(
+        refused,
+        vec![Command::Refuse {
+            code: 3,
+            reason: "no".into()
+        }]
+    );
+    let sent = host.message("zone:zone-c", 9, b"hi").unwrap();
+    assert_eq!(
+        sent,
+        vec![
+            Command::Send {
+                kind: 0,
+                to: "zone-b".into(),
+                topic: 1,
+                payload: b"a".to_vec()
+            },
+            Command::Send {
+                kind: 1,
+                to: "north".into(),
+                topic: 2,
+                payload: b"b".to_vec()
+            },
+            Command::Send {
+                kind: 2,
+                to: String::new(),
+                topic: 3,
+                payload: b"c".to_vec()
+            },
+            Command::LeaveGroup("north".into()),
+            Command::SetParent(String::new()),
+        ]
+    );
+    host.message("admin", 1, b"").unwrap();
+    host.child("zone-c", 0xFFFF, &[1, 2]).unwrap();
+    host.child("zone-c", 4, b"x").unwrap();
+    host.undeliverable(true, "south", 2, "no bus").unwrap();
+    assert_eq!(
+        host.zone().unwrap().heard,
+        vec![
+            "in 5 zone-a {\"hp\":3} false [1]",
+            "in 6 zone-a {} false []",
+            "message Zone(\"zone-c\") 9 [104, 105]",
+            "message Admin 1 []",
+            "child zone-c Tier { from: Idle, to: Dormant }",
+            "child zone-c Message { topic: 4, payload: [120] }",
+            "undeliverable south true 2 no bus",
+        ]
+    );
 }

@@ -79,6 +79,58 @@ impl fmt::Display for Refusal {
     }
 }
 
+/// How a player arrives through [`Zone::transfer_in`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival<'a> {
+    /// The state the zone it comes from handed out.
+    pub state: &'a [u8],
+    /// The zone it comes from (for a return, the zone it failed to reach).
+    pub from_zone: &'a str,
+    /// The claims that zone handed over, as JSON object text.
+    pub claims: &'a str,
+    /// Coming back after a transfer that failed.
+    pub returning: bool,
+}
+
+/// Who sent a zone message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageFrom<'a> {
+    /// Another zone, by id.
+    Zone(&'a str),
+    /// The operator.
+    Admin,
+}
+
+/// An activity tier, as a child's tier change reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// Players present.
+    Hot,
+    /// Empty for a while.
+    Idle,
+    /// Saved and unloaded.
+    Dormant,
+}
+
+/// What a child zone told its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildEvent<'a> {
+    /// Its tier changed.
+    Tier {
+        /// Before.
+        from: Tier,
+        /// After.
+        to: Tier,
+    },
+    /// It sent a message with [`Ctx::to_parent`].
+    Message {
+        /// Game-defined topic.
+        topic: u16,
+        /// Game-defined bytes.
+        payload: &'a [u8],
+    },
+}
+
 /// The code the default [`Zone::sanitize`] refuses an undecodable payload with.
 pub const REFUSE_UNDECODABLE: u16 = u16::MAX;
 
@@ -228,6 +280,54 @@ pub trait Zone: Sized {
     /// host hashes the replicated world.
     fn state_hash(&self) -> Option<u64> {
         None
+    }
+
+    /// A transfer asked with [`Ctx::transfer`] leaves: despawn the player's entity and return
+    /// the state the other zone needs (at most 256 KiB). The default returns nothing.
+    fn transfer_out(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) -> Vec<u8> {
+        let _ = (ctx, player);
+        Vec::new()
+    }
+
+    /// A player arrives by transfer (`arrival.returning` false, in place of
+    /// [`on_join`](Zone::on_join); its connection arrives later), or comes back after a transfer
+    /// that failed (`returning` true, with the state [`transfer_out`](Zone::transfer_out)
+    /// returned; the zone must take it back, a refusal is ignored). The default takes a
+    /// returning player without doing anything and hands an arrival to `on_join`.
+    fn transfer_in(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        player: Player,
+        arrival: Arrival<'_>,
+    ) -> Result<(), Refusal> {
+        if arrival.returning {
+            return Ok(());
+        }
+        self.on_join(ctx, player)
+    }
+
+    /// A message from another zone or the operator (never a player: clients only reach
+    /// [`on_input`](Zone::on_input)).
+    fn on_message(&mut self, ctx: &mut Ctx<'_>, from: MessageFrom<'_>, topic: u16, payload: &[u8]) {
+        let _ = (ctx, from, topic, payload);
+    }
+
+    /// A child zone (one that named this zone its parent) changed tier or sent a message with
+    /// [`Ctx::to_parent`].
+    fn on_child(&mut self, ctx: &mut Ctx<'_>, child: &str, event: ChildEvent<'_>) {
+        let _ = (ctx, child, event);
+    }
+
+    /// A message this zone sent could not be delivered (`to_group`: it went to a group).
+    fn on_undeliverable(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        to: &str,
+        to_group: bool,
+        topic: u16,
+        reason: &str,
+    ) {
+        let _ = (ctx, to, to_group, topic, reason);
     }
 
     /// A fact emitted with [`Ctx::emit_fact`] was settled: `Ok` with the sink's JSON result, or

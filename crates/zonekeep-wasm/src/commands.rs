@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use zonekeep_core::{Ctx, EntityId, EventTarget, JoinRefusal, KindId, PlayerId, TimerId};
+use zonekeep_core::{
+    Ctx, EntityId, EventTarget, JoinRefusal, KindId, MessageTarget, PlayerId, TimerId,
+};
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use crate::error::Failure;
@@ -88,8 +90,9 @@ impl CommandApplier {
         }
     }
 
-    /// Applies the command buffer `buf` to the zone through `ctx`. In a JOIN's answer (`join`)
-    /// a REFUSE is allowed and returned; anywhere else it is an ABI error.
+    /// Applies the command buffer `buf` to the zone through `ctx`. In a JOIN's or a
+    /// TRANSFER_IN's answer (`join`) a REFUSE is allowed and returned; anywhere else it is an
+    /// ABI error.
     pub fn apply(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -276,6 +279,48 @@ impl CommandApplier {
                     list.sort_unstable();
                     list.dedup();
                     self.seen_by.insert(id, list);
+                }
+                tag::TRANSFER => {
+                    let player = PlayerId(r.u32("player")?);
+                    let target = r.str("transfer target")?;
+                    let claims = r.str("transfer claims")?;
+                    let claims = match zonekeep_core::serde_json::from_str(claims) {
+                        Ok(zonekeep_core::serde_json::Value::Object(m)) => m,
+                        _ => {
+                            return Err(Failure::Command(
+                                "transfer claims are not a JSON object".into(),
+                            ))
+                        }
+                    };
+                    // A refusal is the host's answer the module cannot be given mid-buffer: it
+                    // learns of it by its player staying (as for a refused fact).
+                    if let Err(e) = ctx.transfer(player, target, claims) {
+                        tracing::debug!(target: "zonekeep::module", %player, target, error = %e, "transfer refused");
+                    }
+                }
+                tag::SEND => {
+                    let kind = r.u8("send kind")?;
+                    let to = r.str("send target")?;
+                    let topic = r.u16("topic")?;
+                    let payload = r.bytes("payload")?;
+                    // Refusals are counted by the host (AdvanceReport::messages_refused).
+                    let _ = match kind {
+                        0 => ctx.send(MessageTarget::Zone(to.to_owned()), topic, payload),
+                        1 => ctx.send(MessageTarget::Group(to.to_owned()), topic, payload),
+                        2 => ctx.to_parent(topic, payload),
+                        k => return Err(Failure::Abi(format!("unknown send kind {k}"))),
+                    };
+                }
+                tag::JOIN_GROUP => {
+                    let group = r.str("group")?;
+                    if let Err(e) = ctx.join_group(group) {
+                        tracing::debug!(target: "zonekeep::module", group, error = %e, "group join refused");
+                    }
+                }
+                tag::LEAVE_GROUP => ctx.leave_group(r.str("group")?),
+                tag::SET_PARENT => {
+                    let parent = r.str("parent")?;
+                    ctx.set_parent((!parent.is_empty()).then_some(parent));
                 }
                 t => return Err(Failure::Abi(format!("unknown command tag {t}"))),
             }

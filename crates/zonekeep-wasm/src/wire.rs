@@ -79,6 +79,11 @@ impl<'a> Reader<'a> {
         Ok(self.array::<1>(what)?[0])
     }
 
+    /// Everything not read yet.
+    pub fn rest(self) -> &'a [u8] {
+        self.buf.get(self.pos..).unwrap_or_default()
+    }
+
     /// A little-endian `u16`.
     pub fn u16(&mut self, what: &str) -> Result<u16, Failure> {
         Ok(u16::from_le_bytes(self.array(what)?))

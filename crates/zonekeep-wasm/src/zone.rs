@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use zonekeep_core::rand_core::RngCore;
 use zonekeep_core::{
-    Ctx, EntityId, FactOutcome, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo, Role,
-    Settlement, TimerId, World, Zone, ZoneError, ZoneInit,
+    Arrival, ChildEvent, Ctx, EntityId, FactOutcome, InputRefusal, JoinRefusal, LeaveReason,
+    MessageFrom, MessageTarget, PlayerId, PlayerInfo, Role, Settlement, TimerId, World, Zone,
+    ZoneError, ZoneInit, TIER_TOPIC,
 };
 
 use crate::commands::CommandApplier;
@@ -194,6 +195,12 @@ impl ModuleZone {
         op: u32,
         body: impl FnOnce(&mut Vec<u8>),
     ) -> Option<JoinRefusal> {
+        self.flush_inputs(ctx, op);
+        self.call(ctx, op, body)
+    }
+
+    /// Inputs still waiting go ahead of any call but a TICK (which carries them).
+    fn flush_inputs(&mut self, ctx: &mut Ctx<'_>, op: u32) {
         if op != op::TICK && self.inputs_n > 0 {
             let (n, inputs) = self.take_inputs();
             self.call(ctx, op::INPUTS, |buf| {
@@ -203,7 +210,6 @@ impl ModuleZone {
             self.inputs = inputs;
             self.inputs.clear();
         }
-        self.call(ctx, op, body)
     }
 
     fn call(
@@ -212,10 +218,34 @@ impl ModuleZone {
         op: u32,
         body: impl FnOnce(&mut Vec<u8>),
     ) -> Option<JoinRefusal> {
+        self.call_with_state(ctx, op, body, None)
+    }
+
+    /// [`call`](Self::call); with `state`, the answer starts with `bytes state`, copied there
+    /// before the commands that follow are applied (TRANSFER_OUT).
+    fn call_with_state(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        op: u32,
+        body: impl FnOnce(&mut Vec<u8>),
+        state: Option<&mut Vec<u8>>,
+    ) -> Option<JoinRefusal> {
         let inst = self.instance.get_mut();
         inst.tick = ctx.tick();
-        let out = inst.call(&self.failed, op, body)?;
-        match self.mirror.apply(ctx, out, op == op::JOIN) {
+        let mut out = inst.call(&self.failed, op, body)?;
+        if let Some(state) = state {
+            let mut r = Reader::new(out);
+            match r.bytes("transfer state") {
+                Ok(b) => state.extend_from_slice(b),
+                Err(f) => {
+                    fail(&self.failed, &f);
+                    return None;
+                }
+            }
+            out = r.rest();
+        }
+        let join = op == op::JOIN || op == op::TRANSFER_IN;
+        match self.mirror.apply(ctx, out, join) {
             Ok(refusal) => refusal,
             Err(f) => {
                 fail(&self.failed, &f);
@@ -281,6 +311,91 @@ impl Zone for ModuleZone {
 
     fn on_drop(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
         self.run(ctx, op::DROP, |input| put_u32(input, player.0));
+    }
+
+    fn transfer_out(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) -> Vec<u8> {
+        self.flush_inputs(ctx, op::TRANSFER_OUT);
+        let mut state = Vec::new();
+        self.call_with_state(
+            ctx,
+            op::TRANSFER_OUT,
+            |input| put_u32(input, player.0),
+            Some(&mut state),
+        );
+        state
+    }
+
+    fn transfer_in(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        player: &PlayerInfo,
+        arrival: &Arrival<'_>,
+    ) -> Result<(), JoinRefusal> {
+        let refusal = self.run(ctx, op::TRANSFER_IN, |input| {
+            put_u32(input, player.id.0);
+            put_str(input, player.principal.as_str());
+            put_str(
+                input,
+                &serde_json::Value::Object(arrival.claims.clone()).to_string(),
+            );
+            put_str(input, arrival.from_zone);
+            put_u8(input, u8::from(arrival.returning));
+            put_bytes(input, arrival.state);
+        });
+        match refusal.or_else(|| self.failed_refusal()) {
+            Some(r) => Err(r),
+            None => Ok(()),
+        }
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<'_>, from: &MessageFrom, topic: u16, payload: &[u8]) {
+        let from = match from {
+            MessageFrom::Admin => "admin".to_owned(),
+            MessageFrom::Zone(z) => format!("zone:{z}"),
+        };
+        self.run(ctx, op::MESSAGE, |input| {
+            put_str(input, &from);
+            input.extend_from_slice(&topic.to_le_bytes());
+            put_bytes(input, payload);
+        });
+    }
+
+    fn on_child(&mut self, ctx: &mut Ctx<'_>, child: &str, event: ChildEvent<'_>) {
+        let tier;
+        let (topic, payload) = match event {
+            ChildEvent::Tier { from, to } => {
+                tier = [
+                    zonekeep_core::message::tier_code(from),
+                    zonekeep_core::message::tier_code(to),
+                ];
+                (TIER_TOPIC, &tier[..])
+            }
+            ChildEvent::Message { topic, payload } => (topic, payload),
+        };
+        self.run(ctx, op::CHILD, |input| {
+            put_str(input, child);
+            input.extend_from_slice(&topic.to_le_bytes());
+            put_bytes(input, payload);
+        });
+    }
+
+    fn on_undeliverable(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        to: &MessageTarget,
+        topic: u16,
+        reason: &str,
+    ) {
+        let (kind, name) = match to {
+            MessageTarget::Zone(z) => (0, z),
+            MessageTarget::Group(g) => (1, g),
+        };
+        self.run(ctx, op::UNDELIVERABLE, |input| {
+            put_u8(input, kind);
+            put_str(input, name);
+            input.extend_from_slice(&topic.to_le_bytes());
+            put_str(input, reason);
+        });
     }
 
     fn on_rejoin(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
