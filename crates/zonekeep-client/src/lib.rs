@@ -62,7 +62,7 @@ pub mod replica;
 pub use clock::{ClockSync, PongSample};
 pub use connection::{
     connect, CloseReason, ConnectOptions, Connection, CountersSnapshot, Event, InputSender,
-    ReconnectPolicy, TicketFuture, TicketSource, Transport,
+    ReconnectPolicy, TicketFuture, TicketSource, TransferEvent, Transport,
 };
 pub use error::ClientError;
 pub use netsim::{NetSim, NetSimConfig, NetSimStats};

@@ -346,6 +346,19 @@ impl Replica {
         }
     }
 
+    /// Replaces the world with a new zone's (a transfer's arrival, PROTOCOL.md §5.3.2): forgets
+    /// everything, takes the zone's cadence from `cfg` and applies its `baseline`, whose entities
+    /// are drawn from the very next frame (they were there before the client saw them), so the
+    /// picture goes from the old world to the new one without a blank frame.
+    pub fn enter_zone(&mut self, cfg: ReplicaConfig, baseline: &Patch) {
+        self.clear();
+        self.cfg = cfg;
+        self.apply(baseline);
+        for e in self.entities.values_mut() {
+            e.spawn_tick = 0;
+        }
+    }
+
     /// Forgets everything at once (a fresh join as a new player). Visible entities are reported
     /// in the next frame's `left`.
     pub fn clear(&mut self) {

@@ -44,10 +44,7 @@ async fn handshake_inputs_acked_clock_events_and_counters() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(
-            hello.versions,
-            vec![5, zonekeep_protocol::limits::PROTOCOL_VERSION]
-        );
+        assert_eq!(hello.versions, vec![5, 7, 8]);
         assert_eq!(hello.ticket, "t1");
         assert!(hello.reconnect_token.is_empty());
         hc.admit(7, b"tok-1", 100).await;

@@ -25,6 +25,7 @@ use zonekeep_protocol::quant::pos_decode;
 use zonekeep_protocol::states::{Applied, StateRing};
 
 mod reconnect;
+mod transfer;
 
 use super::counters::add;
 use super::link::{Incoming, Link};
@@ -49,6 +50,8 @@ enum Flow {
     },
     /// The connection ends.
     Stop(CloseReason),
+    /// A Transfer moved the player: connect to the new zone (PROTOCOL.md §5.3.2).
+    Moving,
 }
 
 fn lost(reason: impl Into<String>) -> Flow {
@@ -136,6 +139,8 @@ pub(crate) struct Driver {
     /// A Resync was sent: Deltas are skipped until the BASELINE that answers it (applying them to
     /// a known set the host does not describe would only spread the damage).
     awaiting_baseline: bool,
+    /// A move to another zone under way (PROTOCOL.md §5.3.2).
+    moving: Option<transfer::Moving>,
 }
 
 impl Driver {
@@ -175,6 +180,7 @@ impl Driver {
             in_delay: VecDeque::new(),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             awaiting_baseline: false,
+            moving: None,
         }
     }
 
@@ -196,9 +202,35 @@ impl Driver {
     ) -> CloseReason {
         let mut ping = self.ping_interval();
         loop {
-            match self.step(out_rx, cmd_rx, &mut ping).await {
+            let flow = match self.step(out_rx, cmd_rx, &mut ping).await {
+                // The new zone's connection failed before its BASELINE: the move goes on.
+                Flow::Lost { reason, kick } if self.moving.is_some() => {
+                    self.link = None;
+                    self.in_delay.clear();
+                    self.out_delay.clear();
+                    self.transfer_failed(reason, kick.as_ref()).await
+                }
+                other => other,
+            };
+            match flow {
                 Flow::Continue => {}
+                Flow::Moving => {
+                    let mut netsim = None;
+                    let outcome = tokio::select! {
+                        r = self.transfer_connect(out_rx) => r,
+                        () = wait_close(cmd_rx, &mut netsim) => Err(CloseReason::Client),
+                    };
+                    if let Some(cfg) = netsim {
+                        self.set_netsim(cfg);
+                    }
+                    if let Err(reason) = outcome {
+                        self.end_move().await;
+                        return reason;
+                    }
+                    ping = self.ping_interval();
+                }
                 Flow::Stop(reason) => {
+                    self.end_move().await;
                     self.close_ws().await;
                     return reason;
                 }
@@ -549,7 +581,7 @@ impl Driver {
         );
         self.mirror = next;
         self.acknowledged(delta.ack);
-        if let Flow::Stop(r) = self.emit(Event::Delta(patch)).await {
+        if let Flow::Stop(r) = self.deliver(patch).await {
             return Flow::Stop(r);
         }
         // Acknowledge the newest State, once per State (inputs still unacknowledged ride along).
@@ -593,7 +625,7 @@ impl Driver {
             self.acknowledged(delta.ack);
             let tick = delta.tick;
             let (patch, events) = self.patch_of(delta, bytes.len());
-            if let Flow::Stop(r) = self.emit(Event::Delta(patch)).await {
+            if let Flow::Stop(r) = self.deliver(patch).await {
                 return Flow::Stop(r);
             }
             for e in events {
@@ -635,7 +667,7 @@ impl Driver {
                 self.emit(Event::InputRefused(r)).await
             }
             Ok(ServerMessage::KnownSetCheck(c)) => self.check_known_set(&c).await,
-            Ok(ServerMessage::Transfer(t)) => self.emit(Event::Transfer(t)).await,
+            Ok(ServerMessage::Transfer(t)) => self.on_transfer(t).await,
             // A Redirect answers a Hello only (PROTOCOL.md §5.3.1).
             Ok(ServerMessage::Redirect(_)) => lost("Redirect in the middle of a session"),
             Ok(ServerMessage::Welcome(_)) => lost("Welcome in the middle of a session"),

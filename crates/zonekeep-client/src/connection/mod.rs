@@ -37,9 +37,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use zonekeep_protocol::limits::{MAX_INPUT_PAYLOAD, PROTOCOL_VERSION};
+use zonekeep_protocol::limits::MAX_INPUT_PAYLOAD;
 use zonekeep_protocol::messages::{
-    ClientMessage, Hello, Input, InputRefused, Kick, Transfer, Welcome,
+    ClientMessage, Hello, Input, InputRefused, Kick, Welcome, ENTRIES_PROTOCOL, TRANSFER_PROTOCOL,
 };
 use zonekeep_protocol::EncodeError;
 
@@ -94,8 +94,8 @@ impl Default for ReconnectPolicy {
 pub struct ConnectOptions {
     /// The signed ticket for this zone.
     pub ticket: String,
-    /// Protocol versions offered (default: `[5, PROTOCOL_VERSION]`, the versions this crate
-    /// implements over WebSocket).
+    /// Protocol versions offered (default: `[5, 7, 8]`, the versions this crate implements over
+    /// WebSocket; 8 adds Transfer, PROTOCOL.md §5.3.2).
     pub versions: Vec<u32>,
     /// The game content version this client was built for, a dotted number such as `1.4.0`
     /// (empty = none). A host requiring a minimum refuses older (or no) content with Kick
@@ -161,7 +161,7 @@ impl ConnectOptions {
             ticket: ticket.into(),
             // Over WebSocket, version 6 is version 5: offering both keeps a host of either
             // version in reach.
-            versions: vec![5, PROTOCOL_VERSION],
+            versions: vec![5, ENTRIES_PROTOCOL, TRANSFER_PROTOCOL],
             content_version: String::new(),
             event_capacity: 1024,
             outgoing_capacity: 256,
@@ -233,8 +233,8 @@ pub enum Event {
     /// predictor drops it ([`Predictor::refuse`](crate::predictor::Predictor::refuse)), since no
     /// ack will ever cover its effect.
     InputRefused(InputRefused),
-    /// The host asks the client to move to another zone (reserved, not sent yet).
-    Transfer(Transfer),
+    /// A move to another zone (PROTOCOL.md §5.3.2); see [`TransferEvent`].
+    Transfer(TransferEvent),
     /// The transport dropped; reconnecting now. Not emitted when a Kick ZONE_MOVED or
     /// HOST_FENCED moves the session and the first attempt at the zone's new owner lands: the
     /// Kick and the `Welcome { resumed: true }` that follows tell of the move, and the player
@@ -245,6 +245,41 @@ pub enum Event {
     },
     /// The connection ended; no more events follow.
     Closed(CloseReason),
+}
+
+/// The steps of a move to another zone (PROTOCOL.md §5.3.2), as [`Event::Transfer`] tells them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransferEvent {
+    /// The host moved the player to zone `to`: the connection is on its way there. Keep drawing
+    /// the world you have (no Delta comes meanwhile, and inputs are refused by the source);
+    /// [`TransferEvent::Arrived`] follows once the new zone is reached.
+    Started {
+        /// The zone the player leaves.
+        from: String,
+        /// The zone the player now belongs to.
+        to: String,
+    },
+    /// The new zone's Welcome and its BASELINE, in one event: replace the old world with this one
+    /// at once (e.g. [`Replica::enter_zone`](crate::replica::Replica::enter_zone)), so that no
+    /// frame is drawn between them. The player starts afresh there (input sequence from 1).
+    Arrived {
+        /// The zone the player left.
+        from: String,
+        /// The new zone's Welcome (boxed: it carries the zone's schema).
+        welcome: Box<Welcome>,
+        /// The new zone's BASELINE.
+        baseline: Patch,
+    },
+    /// A Transfer could not be followed: its URL is not `ws://` or `wss://` (it is ignored and
+    /// the session goes on where it was), or an attempt at the new zone failed. `retrying`: the
+    /// move goes on (another attempt with backoff while the credential is valid, or the session
+    /// where it was); otherwise the connection closes next.
+    Failed {
+        /// What went wrong.
+        reason: String,
+        /// Whether the connection carries on.
+        retrying: bool,
+    },
 }
 
 /// State shared by the connection's task and its handles.

@@ -34,7 +34,7 @@ pub(super) const UNACKED_KEPT: usize = 24;
 const RESUME_BURST: usize = 28;
 
 impl Driver {
-    fn backoff(&mut self, attempt: u32) -> Duration {
+    pub(super) fn backoff(&mut self, attempt: u32) -> Duration {
         let p = &self.opts.reconnect;
         let base = p
             .backoff_min
@@ -177,7 +177,10 @@ impl Driver {
     /// One connection attempt: at the entry URL, and while the host there cannot be reached (or
     /// is shutting down), at each entry URL the last Welcome listed that differs from it. The
     /// answer of the first host that answers, or the entry URL's own failure when none did.
-    async fn open_somewhere(&self, hello: &Hello) -> Result<(Link, Welcome), ClientError> {
+    pub(super) async fn open_somewhere(
+        &self,
+        hello: &Hello,
+    ) -> Result<(Link, Welcome), ClientError> {
         let others = self.entries.iter().filter(|u| **u != self.url);
         let mut first_err = None;
         for url in std::iter::once(&self.url).chain(others) {
