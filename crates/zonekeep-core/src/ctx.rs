@@ -4,10 +4,12 @@ use std::time::Duration;
 
 use crate::fact::{FactBook, FactError, FactKey};
 use crate::input::InputMeta;
-use crate::player::{PlayerId, PlayerInfo, Roster};
+use crate::message::{Mailbox, MessageTarget, SendError};
+use crate::player::{Claims, PlayerId, PlayerInfo, Role, Roster};
 use crate::rng::ZoneRng;
 use crate::tier::Tier;
 use crate::timer::Timers;
+use crate::transfer::{Ask, TransferError, Transfers, MAX_TRANSFER_CLAIMS};
 use crate::view::ViewRequests;
 use crate::world::{EntityId, World};
 
@@ -88,6 +90,8 @@ pub struct Ctx<'a> {
     facts: &'a mut FactBook,
     world: &'a mut World,
     views: &'a mut ViewRequests,
+    transfers: &'a mut Transfers,
+    mail: &'a mut Mailbox,
 }
 
 /// The borrowed parts a [`Ctx`] is made of (keeps `Ctx::new` readable).
@@ -103,6 +107,8 @@ pub(crate) struct CtxParts<'a> {
     pub(crate) facts: &'a mut FactBook,
     pub(crate) world: &'a mut World,
     pub(crate) views: &'a mut ViewRequests,
+    pub(crate) transfers: &'a mut Transfers,
+    pub(crate) mail: &'a mut Mailbox,
 }
 
 impl<'a> Ctx<'a> {
@@ -120,6 +126,8 @@ impl<'a> Ctx<'a> {
             facts: p.facts,
             world: p.world,
             views: p.views,
+            transfers: p.transfers,
+            mail: p.mail,
         }
     }
 
@@ -274,5 +282,116 @@ impl<'a> Ctx<'a> {
             player,
             reason,
         });
+    }
+
+    /// The zone's own id.
+    pub fn zone_id(&self) -> &str {
+        self.mail.zone_id()
+    }
+
+    /// Move `player` to zone `target_zone`, handing it `claims` (see [`crate::transfer`]). After
+    /// this hook returns, the host calls [`Zone::transfer_out`](crate::Zone::transfer_out) for the
+    /// player's state and queues the request for the server; from then on the player is moving
+    /// (inputs refused, no frames) until the server reports the outcome. Refused for an unknown
+    /// participant, an observer, a player already moving, this zone's own id, an id that is not
+    /// 1..=128 bytes, claims over 16 KiB as JSON, or past 64 transfers in one tick.
+    pub fn transfer(
+        &mut self,
+        player: PlayerId,
+        target_zone: &str,
+        claims: Claims,
+    ) -> Result<(), TransferError> {
+        if !crate::message::valid_name(target_zone) {
+            return Err(TransferError::BadZoneId);
+        }
+        if target_zone == self.mail.zone_id() {
+            return Err(TransferError::SameZone);
+        }
+        match self.roster.get(&player) {
+            None => return Err(TransferError::UnknownPlayer),
+            Some(p) if p.role == Role::Observer => return Err(TransferError::Observer),
+            Some(_) => {}
+        }
+        if self.transfers.busy(player) || self.out.kicks.iter().any(|k| k.player == player) {
+            return Err(TransferError::AlreadyMoving);
+        }
+        // A map of JSON values always serializes.
+        let json_len = serde_json::to_string(&claims).map_or(usize::MAX, |s| s.len());
+        if json_len > MAX_TRANSFER_CLAIMS {
+            return Err(TransferError::TooLarge);
+        }
+        if !self.transfers.count_ask(self.tick) {
+            return Err(TransferError::TooMany);
+        }
+        self.transfers.asked.push(Ask {
+            player,
+            target: target_zone.to_owned(),
+            claims,
+            tick: self.tick,
+        });
+        Ok(())
+    }
+
+    /// Whether `player` is moving to another zone (asked for, or waiting for the outcome).
+    pub fn is_moving(&self, player: PlayerId) -> bool {
+        self.transfers.busy(player)
+    }
+
+    /// Send a message to a zone or a group (see [`crate::message`]). Never waits: the server
+    /// carries it after the hook returns. Refused for a target name that is not 1..=128 bytes,
+    /// the reserved topic `0xFFFF`, a payload over 16 KiB, or past 256 sends in one tick (or
+    /// 4096 waiting for the server); refusals are counted in
+    /// [`AdvanceReport::messages_refused`](crate::AdvanceReport::messages_refused).
+    pub fn send(&mut self, to: MessageTarget, topic: u16, payload: &[u8]) -> Result<(), SendError> {
+        self.mail.send(self.tick, to, topic, payload, false)
+    }
+
+    /// Send a message to this zone's parent ([`set_parent`](Ctx::set_parent)); the parent
+    /// receives it in [`Zone::on_child`](crate::Zone::on_child). [`SendError::NoParent`] without
+    /// one; otherwise as [`send`](Ctx::send).
+    pub fn to_parent(&mut self, topic: u16, payload: &[u8]) -> Result<(), SendError> {
+        let Some(parent) = self.mail.parent.clone() else {
+            self.mail.sends_refused = self.mail.sends_refused.saturating_add(1);
+            return Err(SendError::NoParent);
+        };
+        self.mail
+            .send(self.tick, MessageTarget::Zone(parent), topic, payload, true)
+    }
+
+    /// Join a group: messages sent to it reach this zone. Membership is zone state the host
+    /// keeps and saves; the server learns changes through
+    /// [`ZoneHost::group_changes`](crate::ZoneHost::group_changes). Joining a group it is in
+    /// changes nothing. [`SendError::BadTarget`] for a name that is not 1..=128 bytes,
+    /// [`SendError::TooLarge`] past 32 groups.
+    pub fn join_group(&mut self, group: &str) -> Result<(), SendError> {
+        self.mail.join_group(group)
+    }
+
+    /// Leave a group (nothing happens when the zone is not in it).
+    pub fn leave_group(&mut self, group: &str) {
+        self.mail.groups.remove(group);
+    }
+
+    /// The groups this zone is in, in name order.
+    pub fn groups(&self) -> impl Iterator<Item = &str> {
+        self.mail.groups.iter().map(String::as_str)
+    }
+
+    /// Name this zone's parent (`None`: it has none), saved with the zone. The host tells the
+    /// parent of every tier change, and [`to_parent`](Ctx::to_parent) reaches it. A name that is
+    /// not 1..=128 bytes (or this zone's own id) is ignored.
+    pub fn set_parent(&mut self, parent: Option<&str>) {
+        match parent {
+            None => self.mail.parent = None,
+            Some(p) if crate::message::valid_name(p) && p != self.mail.zone_id() => {
+                self.mail.parent = Some(p.to_owned());
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// This zone's parent, if it named one.
+    pub fn parent(&self) -> Option<&str> {
+        self.mail.parent.as_deref()
     }
 }

@@ -37,6 +37,7 @@ use crate::config::ZoneConfig;
 use crate::ctx::{Ctx, CtxParts, Event, Kick, Outputs};
 use crate::fact::{Fact, FactBook, Settlement};
 use crate::input::InputMeta;
+use crate::message::Mailbox;
 use crate::player::{PlayerId, PlayerInfo, Roster};
 use crate::replicate::{BuildStats, Replicator, SubscriberId};
 use crate::report::{AdvanceReport, InputCounters};
@@ -45,6 +46,7 @@ use crate::rng::ZoneRng;
 use crate::snapshot::Snapshot;
 use crate::tier::{IdlePolicy, Tier, TierState, TierTransition};
 use crate::timer::Timers;
+use crate::transfer::Transfers;
 use crate::view::ViewRequests;
 use crate::world::World;
 use crate::zone::{LeaveReason, ZoneInit};
@@ -65,6 +67,8 @@ pub(crate) struct Core {
     facts: FactBook,
     world: World,
     views: ViewRequests,
+    transfers: Transfers,
+    mail: Mailbox,
 }
 
 impl Core {
@@ -81,6 +85,8 @@ impl Core {
             facts: &mut self.facts,
             world: &mut self.world,
             views: &mut self.views,
+            transfers: &mut self.transfers,
+            mail: &mut self.mail,
         })
     }
 }
@@ -304,7 +310,9 @@ impl ZoneHost {
     }
 
     /// The zone's state and in-flight facts as a checksummed envelope (see
-    /// [`crate::snapshot`]), or `None` when the zone kind is not persisted.
+    /// [`crate::snapshot`]), or `None` when the zone kind is not persisted. The envelope keeps
+    /// the participants (except those moving to another zone), the parent, the groups, the
+    /// message deduplication table and the messages received and not yet delivered.
     /// Call between two `advance` calls (a tick boundary).
     pub fn snapshot(&self) -> Option<Vec<u8>> {
         let zone = self.zone.save()?;
@@ -316,10 +324,12 @@ impl ZoneHost {
                 facts: self.core.facts.in_flight().cloned().collect(),
                 zone,
                 next_player: self.next_player,
+                // A moving player belongs to the server's transfer record, not to a save.
                 roster: self
                     .core
                     .roster
                     .values()
+                    .filter(|p| !self.core.transfers.moving.contains_key(&p.id))
                     .map(|p| crate::snapshot::SavedParticipant {
                         id: p.id,
                         principal: p.principal.clone(),
@@ -329,7 +339,7 @@ impl ZoneHost {
                     })
                     .collect(),
             }
-            .encode(),
+            .encode_with(&self.core.mail.saved_links()),
         )
     }
 
@@ -417,6 +427,11 @@ impl ZoneHost {
         report.spawns_refused = self.core.world.take_spawns_refused();
         self.patch_due |= !report.patch_ticks.is_empty();
         report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
+        report.messages_refused = std::mem::take(&mut self.core.mail.sends_refused);
+        report.messages_full = std::mem::take(&mut self.core.mail.inbox_full);
+        report.tier_messages_dropped = std::mem::take(&mut self.core.mail.tier_messages_dropped);
+        report.transfers_refused = std::mem::take(&mut self.core.transfers.refused);
+        report.transfer_returns_refused = std::mem::take(&mut self.core.transfers.returns_refused);
         report
     }
 
@@ -431,6 +446,8 @@ impl ZoneHost {
         self.disposed = true;
         self.core.roster.clear();
         self.core.out.kicks.clear();
+        self.core.transfers.asked.clear();
+        self.core.transfers.moving.clear();
         self.dropped_at.clear();
         self.stop_recording(crate::recording::StopReason::ZoneEnded);
     }
@@ -458,6 +475,7 @@ impl ZoneHost {
                 .on_fact_settled(&mut self.core.ctx(None), &settlement);
             report.facts_settled = report.facts_settled.saturating_add(1);
         }
+        self.deliver_inbox();
 
         let superseded = self.zone.apply_inputs(
             &mut self.core,
@@ -509,6 +527,8 @@ impl ZoneHost {
             from,
             to,
         });
+        // The parent hears of it first: a Dormant zone is unloaded right after this advance.
+        self.core.mail.tier_changed(self.core.tick, from, to);
         self.zone.on_tier(&mut self.core.ctx(None), from, to);
     }
 
@@ -519,6 +539,10 @@ impl ZoneHost {
         }
         self.dropped_at.remove(&id);
         self.core.views.remove(id);
+        self.core.transfers.moving.remove(&id);
+        self.core.transfers.asked.retain(|a| a.player != id);
+        // A request not yet handed out is withdrawn: there is nobody left to move.
+        self.core.transfers.out.retain(|r| r.player != id);
         if let Some(history) = self.rewind.as_mut() {
             history.forget(id);
         }
@@ -531,10 +555,12 @@ impl ZoneHost {
         self.zone.leave(&mut self.core.ctx(None), id, why);
     }
 
-    /// Apply the zone's kick requests, including any made by the `on_leave`
-    /// hooks they trigger. Terminates: each applied kick removes a participant.
+    /// Apply the zone's kick and transfer requests, including any made by the hooks they
+    /// trigger (`on_leave`, `transfer_out`). Terminates: each applied kick removes a
+    /// participant, each applied transfer makes a player moving (and a moving player cannot be
+    /// asked for again), and a refused transfer's return asks for nothing the loop runs again.
     fn apply_kicks(&mut self) {
-        while !self.core.out.kicks.is_empty() {
+        while !self.core.out.kicks.is_empty() || !self.core.transfers.asked.is_empty() {
             let kicks = std::mem::take(&mut self.core.out.kicks);
             for kick in kicks {
                 if self.core.roster.contains_key(&kick.player) {
@@ -542,14 +568,18 @@ impl ZoneHost {
                     self.pending.kicks.push(kick);
                 }
             }
+            self.apply_transfers();
         }
     }
 }
 
 mod build;
 mod calls;
+#[cfg(test)]
+mod courier;
 mod frames;
 mod image;
+mod links;
 #[cfg(test)]
 mod probe;
 mod record;
@@ -561,6 +591,10 @@ mod tests_lifecycle;
 #[cfg(test)]
 mod tests_limits;
 #[cfg(test)]
+mod tests_message;
+#[cfg(test)]
 mod tests_persist;
 #[cfg(test)]
 mod tests_schedule;
+#[cfg(test)]
+mod tests_transfer;

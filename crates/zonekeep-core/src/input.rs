@@ -57,6 +57,8 @@ pub enum InputOutcome {
     Observer,
     /// The player is dropped (within grace); inputs wait for a rejoin.
     Disconnected,
+    /// The player is moving to another zone ([`crate::transfer`]): refused, not buffered.
+    Moving,
     /// The host has been disposed.
     Disposed,
 }
@@ -121,6 +123,17 @@ impl<I> InputBuffer<I> {
             highest: None,
             last_processed: None,
         }
+    }
+
+    /// Drops every queued input unapplied (the player is leaving by transfer); they count as
+    /// consumed, so the acknowledgement covers them and the client does not replay them.
+    pub(crate) fn discard(&mut self) -> usize {
+        let n = self.queue.len();
+        if let Some((m, _, _)) = self.queue.back() {
+            self.last_processed = Some(m.seq);
+        }
+        self.queue.clear();
+        n
     }
 
     /// Continues a player's sequence after a restore: `seq` counts as consumed, so the client's

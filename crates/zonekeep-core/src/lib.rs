@@ -23,7 +23,10 @@
 //!   (returns its [`InputOutcome`], so a driver can answer a refusal),
 //!   [`ZoneHost::handle_drop`], [`ZoneHost::handle_rejoin`],
 //!   [`ZoneHost::handle_leave`], [`ZoneHost::handle_settlement`],
-//!   [`ZoneHost::resync`], [`ZoneHost::set_rtt`], and [`ZoneHost::advance`]`(now)`.
+//!   [`ZoneHost::resync`], [`ZoneHost::set_rtt`], and [`ZoneHost::advance`]`(now)`;
+//!   between zones: [`ZoneHost::handle_transfer_in`], [`ZoneHost::handle_transfer_back`],
+//!   [`ZoneHost::handle_transfer_done`] ([`transfer`]), [`ZoneHost::handle_message`] and
+//!   [`ZoneHost::handle_undeliverable`] ([`message`]).
 //! - **Outputs**, each handed out exactly once and never copied into two:
 //!   [`ZoneHost::advance`] returns an [`AdvanceReport`] (counters, tick
 //!   durations, patch ticks, and the departures, kicks and tier changes since
@@ -32,7 +35,9 @@
 //!   `{ player, ack, quiet, bytes }` per connected participant, so no layer
 //!   parses back a header the replicator wrote), [`ZoneHost::drain_facts`]
 //!   (for a fact sink) and [`ZoneHost::drain_events`] (only for a driver that
-//!   does not replicate; otherwise the frames carry the events).
+//!   does not replicate; otherwise the frames carry the events); for the links
+//!   between zones, [`ZoneHost::drain_transfers`], [`ZoneHost::drain_messages`]
+//!   and [`ZoneHost::group_changes`].
 //! - **On demand**: [`ZoneHost::snapshot`] (a save) and
 //!   [`ZoneHost::state_hash`] (tests and replay checks; the tick never
 //!   computes it for nobody).
@@ -58,6 +63,12 @@
 //!   player drew it ([`rewind`]); a driver reports round trips with
 //!   [`ZoneHost::set_rtt`]. Zones that do not opt in pay nothing.
 //! - **Tiers** ([`Tier`]) slow or pause empty zones and flag dormant ones.
+//! - **Transfers** ([`transfer`]) move a player to another zone: the zone asks
+//!   with [`Ctx::transfer`], hands its state out in [`Zone::transfer_out`], and
+//!   the target takes it in [`Zone::transfer_in`]; a failed move comes back.
+//! - **Zone messages** ([`message`]) go from zone to zone or group, deduplicated
+//!   by id and delivered at the start of the next tick; a zone may name a parent,
+//!   which hears its messages and tier changes in [`Zone::on_child`].
 //!
 //! # Designed for what comes next
 //!
@@ -150,6 +161,7 @@ pub mod image;
 pub mod input;
 pub mod interest;
 pub mod kinds;
+pub mod message;
 pub mod player;
 pub mod recording;
 pub mod replicate;
@@ -159,6 +171,7 @@ pub mod rng;
 pub mod snapshot;
 pub mod tier;
 pub mod timer;
+pub mod transfer;
 pub mod view;
 pub mod world;
 pub mod zone;
@@ -173,6 +186,10 @@ pub use host::{Frame, Frames, ZoneHost};
 pub use image::ImageError;
 pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
 pub use kinds::{ImageFactory, RestoreFactory, ZoneFactory, ZoneKinds};
+pub use message::{
+    ChildEvent, Delivery, GroupChange, InboundMessage, MessageFrom, MessageId, MessageTarget,
+    OutboundMessage, SendError, TIER_TOPIC,
+};
 pub use player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 pub use replicate::ResumeOutcome;
 pub use report::{AdvanceReport, FactRefusals, InputCounters};
@@ -180,9 +197,10 @@ pub use rewind::{
     Collider, Hit, HitTarget, LagCompensation, Rewind, Shape, DEFAULT_MAX_VIEW_DELAY,
 };
 pub use rng::{zone_rng, ZoneRng};
-pub use snapshot::{RestoreError, SavedParticipant, Snapshot, SnapshotError};
+pub use snapshot::{RestoreError, SavedLinks, SavedParticipant, Snapshot, SnapshotError};
 pub use tier::{IdlePolicy, Tier, TierTransition};
 pub use timer::{TimerId, Timers};
+pub use transfer::{Arrival, TransferError, TransferRequest};
 pub use view::ReplicationSettings;
 pub use world::{EntityId, KindId, World, WorldError};
 pub use zone::{JoinRefusal, LeaveReason, Zone, ZoneInit};

@@ -62,6 +62,21 @@ pub struct AdvanceReport {
     pub facts_refused: FactRefusals,
     /// Spawns refused since the previous advance by the entity cap.
     pub spawns_refused: u64,
+    /// Zone messages refused since the previous advance ([`Ctx::send`](crate::Ctx::send) and
+    /// [`Ctx::to_parent`](crate::Ctx::to_parent) errors).
+    pub messages_refused: u64,
+    /// Inbound messages refused with [`Delivery::Full`](crate::Delivery::Full) (and
+    /// undeliverable notices dropped) since the previous advance.
+    pub messages_full: u64,
+    /// Tier messages to the parent dropped because the outbox was full.
+    pub tier_messages_dropped: u64,
+    /// Transfers refused since the previous advance because the state
+    /// [`Zone::transfer_out`](crate::Zone::transfer_out) returned was too large (the player was
+    /// handed back at once).
+    pub transfers_refused: u64,
+    /// Returning players the zone refused in [`Zone::transfer_in`](crate::Zone::transfer_in)
+    /// (and kept anyway: a zone must take its player back).
+    pub transfer_returns_refused: u64,
 }
 
 /// Facts refused by a limit, by the limit (a full in-flight set is

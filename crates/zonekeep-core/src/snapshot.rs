@@ -30,18 +30,31 @@
 //! (0 player, 1 observer), `str claims` (a JSON object), `u8 has_seq` (0 or 1)
 //! and, if 1, `u32 last_seq` (the newest input the zone consumed). Version 1
 //! envelopes are still read, with an empty roster.
+//!
+//! Version 3 appends the zone's links ([`SavedLinks`], see [`crate::message`]):
+//! `u8 has_parent` and, if 1, `str parent`; `u32 G` and `G` group names (`str`);
+//! `u64 message_seq` (the last message sequence number sent under the writer's
+//! epoch); `u32 D` and `D` deduplication entries, least recently seen first, each
+//! `str sender`, `u64 epoch`, `u64 seq`; then `u32 I` and `I` entries of the inbox
+//! (received, not yet delivered), each `u8 kind` then a message id (`str sender`,
+//! `u64 epoch`, `u64 seq`) and, for a message (kind 0), `u8 from` (0 a zone,
+//! followed by `str zone`, or 1 the operator), `u16 topic`, `u8 via_parent` and
+//! `u32` length and payload bytes; for an undeliverable notice (kind 1),
+//! `u8 target` (0 zone, 1 group), `str name`, `u16 topic` and `str reason`.
+//! Versions 1 and 2 are read with no links (no parent, no groups, empty tables).
 
 use std::hash::Hasher;
 
 use crate::error::ZoneError;
 use crate::fact::{Fact, FactKey};
 use crate::hash::StateHasher;
+use crate::message::{Inbound, InboundMessage, MessageFrom, MessageId, MessageTarget};
 use crate::player::{Claims, PlayerId, Principal, Role};
 
 /// The envelope's first four bytes.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"ZKSN";
-/// The envelope version this build writes (it also reads version 1).
-pub const SNAPSHOT_VERSION: u16 = 2;
+/// The envelope version this build writes (it also reads versions 1 and 2).
+pub const SNAPSHOT_VERSION: u16 = 3;
 const HEADER_LEN: usize = 16;
 const CHECKSUM_LEN: usize = 8;
 
@@ -96,6 +109,22 @@ pub struct Snapshot {
     pub roster: Vec<SavedParticipant>,
 }
 
+/// What links a saved zone to others (version 3; empty in older envelopes): kept beside the
+/// [`Snapshot`] so code that builds one field by field does not change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SavedLinks {
+    /// The zone's parent, if any.
+    pub parent: Option<String>,
+    /// The groups it is in.
+    pub groups: Vec<String>,
+    /// The last message sequence number sent under the writer's epoch.
+    pub message_seq: u64,
+    /// Per sender, the highest message taken, least recently seen first.
+    pub dedup: Vec<MessageId>,
+    /// Messages and notices received and not yet delivered, in order.
+    pub inbox: Vec<Inbound>,
+}
+
 /// One participant as a snapshot keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SavedParticipant {
@@ -112,8 +141,13 @@ pub struct SavedParticipant {
 }
 
 impl Snapshot {
-    /// Encodes the envelope.
+    /// Encodes the envelope with no links.
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_with(&SavedLinks::default())
+    }
+
+    /// Encodes the envelope with the zone's `links`.
+    pub fn encode_with(&self, links: &SavedLinks) -> Vec<u8> {
         let mut body = Vec::with_capacity(self.zone.len() + 64);
         put_u64(&mut body, self.tick);
         put_u64(&mut body, self.boot_epoch);
@@ -156,6 +190,8 @@ impl Snapshot {
             }
         }
 
+        put_links(&mut body, links);
+
         let mut out = Vec::with_capacity(HEADER_LEN + body.len() + CHECKSUM_LEN);
         out.extend_from_slice(&SNAPSHOT_MAGIC);
         out.extend_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
@@ -169,6 +205,11 @@ impl Snapshot {
 
     /// Decodes an envelope; every malformed input is a [`SnapshotError`].
     pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
+        Self::decode_with_links(bytes).map(|(s, _)| s)
+    }
+
+    /// Decodes an envelope and the zone's links (empty before version 3).
+    pub fn decode_with_links(bytes: &[u8]) -> Result<(Snapshot, SavedLinks), SnapshotError> {
         // Magic first: a foreign blob is "not ours", whatever its length.
         let head = bytes.get(..4).unwrap_or(bytes);
         if head != &SNAPSHOT_MAGIC[..head.len()] {
@@ -179,7 +220,7 @@ impl Snapshot {
         }
         let mut r = Reader { bytes, pos: 4 };
         let version = r.u16()?;
-        if version != 1 && version != SNAPSHOT_VERSION {
+        if !(1..=SNAPSHOT_VERSION).contains(&version) {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         let flags = r.u16()?;
@@ -243,18 +284,26 @@ impl Snapshot {
         } else {
             (0, Vec::new())
         };
+        let links = if version >= 3 {
+            read_links(&mut r)?
+        } else {
+            SavedLinks::default()
+        };
         if r.remaining() != 0 {
             return Err(SnapshotError::Malformed("trailing bytes in body".into()));
         }
-        Ok(Snapshot {
-            tick,
-            boot_epoch,
-            fact_counter,
-            facts,
-            zone,
-            next_player,
-            roster,
-        })
+        Ok((
+            Snapshot {
+                tick,
+                boot_epoch,
+                fact_counter,
+                facts,
+                zone,
+                next_player,
+                roster,
+            },
+            links,
+        ))
     }
 }
 
@@ -294,6 +343,152 @@ fn read_roster(r: &mut Reader<'_>) -> Result<(u32, Vec<SavedParticipant>), Snaps
         });
     }
     Ok((next_player, roster))
+}
+
+fn put_links(body: &mut Vec<u8>, links: &SavedLinks) {
+    match &links.parent {
+        Some(p) => {
+            body.push(1);
+            put_str(body, p);
+        }
+        None => body.push(0),
+    }
+    put_u32(body, len_u32(links.groups.len()));
+    for g in &links.groups {
+        put_str(body, g);
+    }
+    put_u64(body, links.message_seq);
+    put_u32(body, len_u32(links.dedup.len()));
+    for id in &links.dedup {
+        put_id(body, id);
+    }
+    put_u32(body, len_u32(links.inbox.len()));
+    for item in &links.inbox {
+        match item {
+            Inbound::Message(m) => {
+                body.push(0);
+                put_id(body, &m.id);
+                match &m.from {
+                    MessageFrom::Zone(z) => {
+                        body.push(0);
+                        put_str(body, z);
+                    }
+                    MessageFrom::Admin => body.push(1),
+                }
+                body.extend_from_slice(&m.topic.to_le_bytes());
+                body.push(u8::from(m.via_parent));
+                put_u32(body, len_u32(m.payload.len()));
+                body.extend_from_slice(&m.payload);
+            }
+            Inbound::Undeliverable {
+                id,
+                to,
+                topic,
+                reason,
+            } => {
+                body.push(1);
+                put_id(body, id);
+                let (kind, name) = match to {
+                    MessageTarget::Zone(z) => (0, z),
+                    MessageTarget::Group(g) => (1, g),
+                };
+                body.push(kind);
+                put_str(body, name);
+                body.extend_from_slice(&topic.to_le_bytes());
+                put_str(body, reason);
+            }
+        }
+    }
+}
+
+fn put_id(body: &mut Vec<u8>, id: &MessageId) {
+    put_str(body, &id.sender);
+    put_u64(body, id.epoch);
+    put_u64(body, id.seq);
+}
+
+fn read_id(r: &mut Reader<'_>) -> Result<MessageId, SnapshotError> {
+    Ok(MessageId {
+        sender: r.string()?,
+        epoch: r.u64()?,
+        seq: r.u64()?,
+    })
+}
+
+fn read_flag(r: &mut Reader<'_>, what: &str) -> Result<bool, SnapshotError> {
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        b => Err(SnapshotError::Malformed(format!("{what} flag {b}"))),
+    }
+}
+
+/// The version-3 links.
+fn read_links(r: &mut Reader<'_>) -> Result<SavedLinks, SnapshotError> {
+    let parent = if read_flag(r, "parent")? {
+        Some(r.string()?)
+    } else {
+        None
+    };
+    let count = r.u32()? as usize;
+    // A group name takes at least 4 bytes, an id 20, an inbox entry 23.
+    let mut groups = Vec::with_capacity(count.min(r.remaining() / 4));
+    for _ in 0..count {
+        groups.push(r.string()?);
+    }
+    let message_seq = r.u64()?;
+    let count = r.u32()? as usize;
+    let mut dedup = Vec::with_capacity(count.min(r.remaining() / 20));
+    for _ in 0..count {
+        dedup.push(read_id(r)?);
+    }
+    let count = r.u32()? as usize;
+    let mut inbox = Vec::with_capacity(count.min(r.remaining() / 23));
+    for _ in 0..count {
+        let kind = r.u8()?;
+        let id = read_id(r)?;
+        inbox.push(match kind {
+            0 => {
+                let from = match r.u8()? {
+                    0 => MessageFrom::Zone(r.string()?),
+                    1 => MessageFrom::Admin,
+                    b => return Err(SnapshotError::Malformed(format!("message sender {b}"))),
+                };
+                let topic = r.u16()?;
+                let via_parent = read_flag(r, "via-parent")?;
+                let len = r.u32()? as usize;
+                let payload = r.take(len)?.to_vec();
+                Inbound::Message(InboundMessage {
+                    id,
+                    from,
+                    topic,
+                    payload,
+                    via_parent,
+                })
+            }
+            1 => {
+                let to = match r.u8()? {
+                    0 => MessageTarget::Zone(r.string()?),
+                    1 => MessageTarget::Group(r.string()?),
+                    b => return Err(SnapshotError::Malformed(format!("message target {b}"))),
+                };
+                Inbound::Undeliverable {
+                    id,
+                    to,
+                    topic: r.u16()?,
+                    reason: r.string()?,
+                }
+            }
+            b => return Err(SnapshotError::Malformed(format!("inbox entry kind {b}"))),
+        });
+    }
+    Ok(SavedLinks {
+        parent,
+        groups,
+        message_seq,
+        dedup,
+        inbox,
+    })
 }
 
 fn checksum(bytes: &[u8]) -> u64 {
@@ -426,13 +621,14 @@ mod tests {
 
     #[test]
     fn a_version_1_envelope_is_read_with_an_empty_roster() {
-        // Version 1 is version 2 without the roster: rebuild one from a version-2 body.
+        // Version 1 is version 3 without the roster and the links (21 bytes when empty):
+        // rebuild one from a version-3 body.
         let mut s = sample();
         s.roster.clear();
         s.next_player = 0;
-        let v2 = s.encode();
-        let body_len = u64::from_le_bytes(v2[8..16].try_into().unwrap()) as usize;
-        let v1_body = &v2[16..16 + body_len - 8];
+        let v3 = s.encode();
+        let body_len = u64::from_le_bytes(v3[8..16].try_into().unwrap()) as usize;
+        let v1_body = &v3[16..16 + body_len - 8 - 21];
         let mut v1 = Vec::new();
         v1.extend_from_slice(&SNAPSHOT_MAGIC);
         v1.extend_from_slice(&1u16.to_le_bytes());
@@ -448,6 +644,73 @@ mod tests {
     fn round_trip() {
         let s = sample();
         assert_eq!(Snapshot::decode(&s.encode()).unwrap(), s);
+    }
+
+    fn links() -> SavedLinks {
+        let id = |sender: &str, seq| MessageId {
+            sender: sender.into(),
+            epoch: 4,
+            seq,
+        };
+        SavedLinks {
+            parent: Some("world".into()),
+            groups: vec!["market".into(), "north".into()],
+            message_seq: 12,
+            dedup: vec![id("zone-b", 3), id("admin:ops", 1)],
+            inbox: vec![
+                Inbound::Message(InboundMessage {
+                    id: id("zone-b", 3),
+                    from: MessageFrom::Zone("zone-b".into()),
+                    topic: 9,
+                    payload: vec![1, 2, 3],
+                    via_parent: true,
+                }),
+                Inbound::Message(InboundMessage {
+                    id: id("admin:ops", 1),
+                    from: MessageFrom::Admin,
+                    topic: 1,
+                    payload: vec![],
+                    via_parent: false,
+                }),
+                Inbound::Undeliverable {
+                    id: id("zone-a", 11),
+                    to: MessageTarget::Group("south".into()),
+                    topic: 2,
+                    reason: "no bus".into(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn links_round_trip_and_every_cut_is_an_error() {
+        let s = sample();
+        let bytes = s.encode_with(&links());
+        assert_eq!(Snapshot::decode_with_links(&bytes).unwrap(), (s, links()));
+        for cut in 0..bytes.len() {
+            assert!(Snapshot::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_version_2_envelope_is_read_with_no_links() {
+        // Version 2 is version 3 without the links: rebuild one from a version-3 body.
+        let s = sample();
+        let v3 = s.encode();
+        let body_len = u64::from_le_bytes(v3[8..16].try_into().unwrap()) as usize;
+        let v2_body = &v3[16..16 + body_len - 21];
+        let mut v2 = Vec::new();
+        v2.extend_from_slice(&SNAPSHOT_MAGIC);
+        v2.extend_from_slice(&2u16.to_le_bytes());
+        v2.extend_from_slice(&0u16.to_le_bytes());
+        v2.extend_from_slice(&(v2_body.len() as u64).to_le_bytes());
+        v2.extend_from_slice(v2_body);
+        let sum = checksum(&v2);
+        v2.extend_from_slice(&sum.to_le_bytes());
+        assert_eq!(
+            Snapshot::decode_with_links(&v2).unwrap(),
+            (s, SavedLinks::default())
+        );
     }
 
     #[test]
@@ -475,10 +738,10 @@ mod tests {
         b[0] = b'X';
         assert_eq!(Snapshot::decode(&b), Err(SnapshotError::BadMagic));
         let mut b = bytes.clone();
-        b[4] = 3;
+        b[4] = 4;
         assert_eq!(
             Snapshot::decode(&b),
-            Err(SnapshotError::UnsupportedVersion(3))
+            Err(SnapshotError::UnsupportedVersion(4))
         );
         let mut b = bytes.clone();
         let last = b.len() - 1;

@@ -4,10 +4,12 @@ use crate::ctx::Ctx;
 use crate::error::ZoneError;
 use crate::fact::Settlement;
 use crate::input::InputRefusal;
+use crate::message::{ChildEvent, MessageFrom, MessageTarget};
 use crate::player::{PlayerId, PlayerInfo};
 use crate::rewind::{LagCompensation, Rewind};
 use crate::tier::Tier;
 use crate::timer::TimerId;
+use crate::transfer::Arrival;
 use crate::world::{EntityId, World};
 
 /// What a zone is created from.
@@ -77,6 +79,16 @@ impl std::fmt::Display for JoinRefusal {
 /// A zone that opts in to lag compensation ([`lag_compensation`](Zone::lag_compensation))
 /// receives inputs carrying a view tick through [`apply_input_at`](Zone::apply_input_at), with
 /// the world as that player drew it, instead of `on_input`.
+///
+/// # Who can reach which hook
+///
+/// Clients reach a zone only through inputs ([`sanitize`](Zone::sanitize), then
+/// [`on_input`](Zone::on_input)) and their connection's life (join, drop, rejoin, leave).
+/// [`on_message`](Zone::on_message) and [`on_child`](Zone::on_child) carry messages from other
+/// zones ([`MessageFrom::Zone`]) or the operator ([`MessageFrom::Admin`]): no client can produce
+/// one, so they are the place for server-originated commands. Messages queued by the host are
+/// delivered at the start of the next tick, after fact settlements and before inputs, in the
+/// order they arrived.
 pub trait Zone: Send + 'static {
     /// A sanitized input, produced by [`sanitize`](Zone::sanitize).
     type Input: Send + 'static;
@@ -113,6 +125,57 @@ pub trait Zone: Send + 'static {
     /// A dropped participant came back within the grace.
     fn on_rejoin(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) {
         let _ = (ctx, player);
+    }
+
+    /// A transfer this zone asked for ([`Ctx::transfer`]) is leaving: remove the player's entity
+    /// and return the state the target zone needs (at most 256 KiB, else the transfer is refused
+    /// and the player handed straight back through [`transfer_in`](Zone::transfer_in) with
+    /// `returning`). The player stays a participant, moving, until the server reports the
+    /// outcome. The default returns nothing.
+    fn transfer_out(&mut self, ctx: &mut Ctx<'_>, player: PlayerId) -> Vec<u8> {
+        let _ = (ctx, player);
+        Vec::new()
+    }
+
+    /// A player arrives by transfer ([`Arrival::returning`] false: from `arrival.from_zone`, in
+    /// place of [`on_join`](Zone::on_join); the player is dropped until its connection arrives),
+    /// or comes back after a transfer that failed (`returning` true: `arrival.state` is what
+    /// [`transfer_out`](Zone::transfer_out) returned). A zone must always take its own player
+    /// back: a refusal of a return is ignored and counted. The default takes a returning player
+    /// without doing anything and hands an arrival to [`on_join`](Zone::on_join).
+    fn transfer_in(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        player: &PlayerInfo,
+        arrival: &Arrival<'_>,
+    ) -> Result<(), JoinRefusal> {
+        if arrival.returning {
+            return Ok(());
+        }
+        self.on_join(ctx, player)
+    }
+
+    /// A message from another zone or the operator (never a player); see [`crate::message`].
+    fn on_message(&mut self, ctx: &mut Ctx<'_>, from: &MessageFrom, topic: u16, payload: &[u8]) {
+        let _ = (ctx, from, topic, payload);
+    }
+
+    /// A child zone (one that named this zone its parent) changed tier or sent a message with
+    /// [`Ctx::to_parent`].
+    fn on_child(&mut self, ctx: &mut Ctx<'_>, child: &str, event: ChildEvent<'_>) {
+        let _ = (ctx, child, event);
+    }
+
+    /// A message this zone sent could not be delivered (no bus, the target refused it or does
+    /// not exist); `reason` is the server's.
+    fn on_undeliverable(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        to: &MessageTarget,
+        topic: u16,
+        reason: &str,
+    ) {
+        let _ = (ctx, to, topic, reason);
     }
 
     /// Decode, validate and clamp a raw input before it is buffered.

@@ -13,6 +13,7 @@ use crate::config::ZoneConfig;
 use crate::ctx::{Ctx, Outputs};
 use crate::error::ZoneError;
 use crate::fact::FactBook;
+use crate::message::Mailbox;
 use crate::player::{PlayerInfo, Roster};
 use crate::replicate::{BuildStats, ReplicationConfig, Replicator};
 use crate::rewind::RewindHistory;
@@ -20,6 +21,7 @@ use crate::rng::zone_rng;
 use crate::snapshot::{RestoreError, Snapshot};
 use crate::tier::TierState;
 use crate::timer::Timers;
+use crate::transfer::Transfers;
 use crate::view::ViewRequests;
 use crate::world::World;
 use crate::zone::{Zone, ZoneInit};
@@ -77,7 +79,8 @@ impl ZoneHost {
     /// keys a returning player's state by principal) and a client resuming
     /// on this host — a deploy moved the zone here — keeps its place with
     /// [`handle_rejoin`](ZoneHost::handle_rejoin). One the zone refuses is
-    /// left out.
+    /// left out. The zone's parent, groups, message deduplication table and undelivered
+    /// messages come back with it (delivered at its first tick).
     pub fn restore<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
@@ -98,7 +101,7 @@ impl ZoneHost {
         envelope: &[u8],
         restore: impl FnOnce(&ZoneInit, &mut Ctx<'_>, &[u8]) -> Result<Z, ZoneError>,
     ) -> Result<Self, RestoreError> {
-        let snap = Snapshot::decode(envelope)?;
+        let (snap, links) = Snapshot::decode_with_links(envelope)?;
         let mut host = Self::build(init, config, clock, boot_epoch, snap.tick, |init, ctx| {
             Ok(Box::new(Slot::new(restore(init, ctx, &snap.zone)?)))
         })?;
@@ -106,6 +109,7 @@ impl ZoneHost {
         for fact in snap.facts {
             host.core.facts.insert(fact);
         }
+        host.core.mail.restore_links(links, snap.boot_epoch);
         host.readmit(snap.next_player, snap.roster);
         Ok(host)
     }
@@ -188,6 +192,8 @@ impl ZoneHost {
             facts: FactBook::new(&init.zone_id, boot_epoch, config.max_facts_in_flight),
             world,
             views: ViewRequests::default(),
+            transfers: Transfers::default(),
+            mail: Mailbox::new(&init.zone_id, boot_epoch),
         };
         prepare(&mut core);
         // The limits come from the config, never from an image: an operator may change them.

@@ -30,23 +30,13 @@ impl ZoneHost {
         });
         let joined = self.join_participant(principal, claims, role);
         if self.recording() {
-            self.tap_effect(Record::Outcome(match &joined {
-                Ok(id) => Outcome::Joined(*id),
-                Err(JoinError::Full { .. }) => Outcome::Full,
-                Err(JoinError::Refused(r)) => Outcome::Refused(r.code),
-                Err(JoinError::Disposed) => Outcome::Disposed,
-                Err(JoinError::IdsExhausted) => Outcome::IdsExhausted,
-            }));
+            self.tap_effect(Record::Outcome(join_outcome(&joined)));
         }
         joined
     }
 
-    fn join_participant(
-        &mut self,
-        principal: Principal,
-        claims: Claims,
-        role: Role,
-    ) -> Result<PlayerId, JoinError> {
+    /// The capacity check and a new id for a participant of `role` about to be admitted.
+    pub(super) fn admit_id(&mut self, role: Role) -> Result<PlayerId, JoinError> {
         if self.disposed {
             return Err(JoinError::Disposed);
         }
@@ -63,6 +53,26 @@ impl ZoneHost {
             .next_player
             .checked_add(1)
             .ok_or(JoinError::IdsExhausted)?;
+        Ok(id)
+    }
+
+    /// Undo the admission of a participant the zone refused.
+    pub(super) fn forget_refused(&mut self, id: PlayerId) {
+        self.core.roster.remove(&id);
+        self.core.views.remove(id);
+        // Kicks and transfers requested for the refused participant are moot.
+        self.core.out.kicks.retain(|k| k.player != id);
+        self.core.transfers.asked.retain(|a| a.player != id);
+        self.apply_kicks();
+    }
+
+    fn join_participant(
+        &mut self,
+        principal: Principal,
+        claims: Claims,
+        role: Role,
+    ) -> Result<PlayerId, JoinError> {
+        let id = self.admit_id(role)?;
         let info = PlayerInfo {
             id,
             principal,
@@ -76,11 +86,7 @@ impl ZoneHost {
             .zone
             .join(&mut self.core.ctx(None), &info, self.config.input_buffer);
         if let Err(refusal) = verdict {
-            self.core.roster.remove(&id);
-            self.core.views.remove(id);
-            // Kicks requested for the refused participant are moot.
-            self.core.out.kicks.retain(|k| k.player != id);
-            self.apply_kicks();
+            self.forget_refused(id);
             return Err(JoinError::Refused(refusal));
         }
         self.subscribe(id);
@@ -177,6 +183,10 @@ impl ZoneHost {
             p.connected = true;
         }
         let resumed = self.resubscribe(id, from);
+        if self.core.transfers.moving.contains_key(&id) {
+            // Still moving: the new connection gets frames once the transfer comes back.
+            let _ = self.replicator.park_subscriber(SubscriberId(id.0));
+        }
         self.zone.on_rejoin(&mut self.core.ctx(None), id);
         self.apply_kicks();
         Ok(resumed)
@@ -248,6 +258,7 @@ impl ZoneHost {
                 InputOutcome::UnknownPlayer => Outcome::UnknownPlayer,
                 InputOutcome::Observer => Outcome::Observer,
                 InputOutcome::Disconnected => Outcome::Disconnected,
+                InputOutcome::Moving => Outcome::Moving,
                 InputOutcome::Disposed => Outcome::Disposed,
             }));
         }
@@ -264,6 +275,7 @@ impl ZoneHost {
             InputOutcome::UnknownPlayer
             | InputOutcome::Observer
             | InputOutcome::Disconnected
+            | InputOutcome::Moving
             | InputOutcome::Disposed => &mut c.unroutable,
         };
         *slot = slot.saturating_add(1);
@@ -283,6 +295,7 @@ impl ZoneHost {
         match self.core.roster.get(&id) {
             None => return InputOutcome::UnknownPlayer,
             Some(p) if p.role == Role::Observer => return InputOutcome::Observer,
+            Some(_) if self.core.transfers.moving.contains_key(&id) => return InputOutcome::Moving,
             Some(p) if !p.connected => return InputOutcome::Disconnected,
             Some(_) => {}
         }
@@ -291,6 +304,17 @@ impl ZoneHost {
             view_tick: view_tick.min(u32::try_from(self.core.tick).unwrap_or(u32::MAX)),
         };
         self.zone.offer(id, meta, payload)
+    }
+}
+
+/// How a join's (or an arrival's) answer is recorded.
+pub(super) fn join_outcome(joined: &Result<PlayerId, JoinError>) -> Outcome {
+    match joined {
+        Ok(id) => Outcome::Joined(*id),
+        Err(JoinError::Full { .. }) => Outcome::Full,
+        Err(JoinError::Refused(r)) => Outcome::Refused(r.code),
+        Err(JoinError::Disposed) => Outcome::Disposed,
+        Err(JoinError::IdsExhausted) => Outcome::IdsExhausted,
     }
 }
 

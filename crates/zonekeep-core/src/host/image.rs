@@ -2,8 +2,8 @@
 //!
 //! Body layout (varints are the protocol's; a `blob` is a varint length and the bytes):
 //! `tick`, `next_player`, `idle_phase`, `u8 ticked_at_once`, then the tier, the RNG, the timers,
-//! the fact book, the world and the view requests (each in its own self-delimiting encoding, next
-//! to the struct it serializes), then the roster — a count, and per participant `id`,
+//! the fact book, the world, the view requests, the transfers and the mailbox (each in its own
+//! self-delimiting encoding, next to the struct it serializes), then the roster — a count, and per participant `id`,
 //! `blob principal`, `u8 role` (0 player, 1 observer), `blob claims` (JSON), `u8 connected`,
 //! `u8 dropped` and, if 1, the clock reading it dropped at in nanoseconds — then the input
 //! queues — a count, and per player `id`, `highest` and `last_processed` (each `0` for none or
@@ -24,10 +24,12 @@ use crate::config::ZoneConfig;
 use crate::fact::FactBook;
 use crate::image::{open, seal, ImageError, MAX_IMAGE_BODY};
 use crate::input::{InputMeta, QueueImage};
+use crate::message::Mailbox;
 use crate::player::{Claims, PlayerId, PlayerInfo, Principal, Role};
 use crate::rng::{get_rng, put_rng};
 use crate::tier::TierState;
 use crate::timer::Timers;
+use crate::transfer::Transfers;
 use crate::view::ViewRequests;
 use crate::world::World;
 use crate::zone::{Zone, ZoneInit};
@@ -74,6 +76,8 @@ impl ZoneHost {
         self.core.facts.put_image(&mut b);
         self.core.world.put_image(&mut b);
         self.core.views.put_image(&mut b);
+        self.core.transfers.put_image(&mut b);
+        self.core.mail.put_image(&mut b);
         put_varint(&mut b, self.core.roster.len() as u64);
         for p in self.core.roster.values() {
             put_varint(&mut b, u64::from(p.id.0));
@@ -136,6 +140,9 @@ impl ZoneHost {
         let facts = FactBook::get_image(&mut r)?;
         let world = World::get_image(&mut r)?;
         let views = ViewRequests::get_image(&mut r)?;
+        let transfers = Transfers::get_image(&mut r)?;
+        let boot_epoch = facts.boot_epoch();
+        let mail = Mailbox::get_image(&mut r, &init.zone_id, boot_epoch)?;
         let (roster, dropped_at) = get_roster(&mut r)?;
         let queues = get_queues(&mut r)?;
         let zone_bytes = r.bytes_named("zone image", MAX_IMAGE_BODY)?;
@@ -153,13 +160,18 @@ impl ZoneHost {
                 "input queues do not match the players".into(),
             ));
         }
+        if let Some(p) = transfers.moving.keys().find(|id| !players.contains(id)) {
+            return Err(ImageError::Malformed(format!("{p} moves but is no player")));
+        }
+        // A moving player gets no frames until its transfer comes back.
         let connected: Vec<PlayerId> = roster
             .values()
-            .filter(|p| p.connected)
+            .filter(|p| p.connected && !transfers.moving.contains_key(&p.id))
             .map(|p| p.id)
             .collect();
-        let boot_epoch = facts.boot_epoch();
-        let mut parts = Some((tier, rng, timers, facts, world, views, roster));
+        let mut parts = Some((
+            tier, rng, timers, facts, world, views, roster, transfers, mail,
+        ));
         let mut host = Self::build_with(
             init,
             config,
@@ -167,7 +179,11 @@ impl ZoneHost {
             boot_epoch,
             tick,
             |core| {
-                if let Some((tier, rng, timers, facts, world, views, roster)) = parts.take() {
+                if let Some((tier, rng, timers, facts, world, views, roster, transfers, mail)) =
+                    parts.take()
+                {
+                    core.transfers = transfers;
+                    core.mail = mail;
                     core.tier = tier;
                     core.rng = rng;
                     core.timers = timers;

@@ -16,12 +16,14 @@ use crate::input::{
     InputBuffer, InputMeta, InputOutcome, InputPolicy, InputRefusal, QueueImage, RawPayload,
     SeqCheck,
 };
+use crate::message::{ChildEvent, MessageFrom, MessageTarget};
 use crate::player::{PlayerId, PlayerInfo, Role};
 use crate::replicate::SubscriberId;
 use crate::replicate::{BuildStats, FrameHead, FrameInput, ReplicateError, Replicator};
 use crate::rewind::{LagCompensation, RewindHistory};
 use crate::tier::Tier;
 use crate::timer::TimerId;
+use crate::transfer::Arrival;
 use crate::world::World;
 use crate::zone::{JoinRefusal, LeaveReason, Zone};
 
@@ -37,6 +39,22 @@ pub(super) trait ZoneSlot: Send {
         info: &PlayerInfo,
         capacity: usize,
     ) -> Result<(), JoinRefusal>;
+    /// `transfer_out`, after discarding the player's queued inputs.
+    fn transfer_out(&mut self, ctx: &mut Ctx<'_>, id: PlayerId) -> Vec<u8>;
+    /// `transfer_in`; an arriving player gets an input buffer of `capacity` when admitted.
+    fn transfer_in(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        info: &PlayerInfo,
+        arrival: &Arrival<'_>,
+        capacity: usize,
+    ) -> Result<(), JoinRefusal>;
+    /// `on_message`.
+    fn on_message(&mut self, ctx: &mut Ctx<'_>, from: &MessageFrom, topic: u16, payload: &[u8]);
+    /// `on_child`.
+    fn on_child(&mut self, ctx: &mut Ctx<'_>, child: &str, event: ChildEvent<'_>);
+    /// `on_undeliverable`.
+    fn on_undeliverable(&mut self, ctx: &mut Ctx<'_>, to: &MessageTarget, topic: u16, reason: &str);
     /// `on_drop`.
     fn on_drop(&mut self, ctx: &mut Ctx<'_>, id: PlayerId);
     /// `on_rejoin`.
@@ -144,6 +162,46 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
             Role::Observer => self.zone.on_observe(ctx, info)?,
         }
         Ok(())
+    }
+
+    fn transfer_out(&mut self, ctx: &mut Ctx<'_>, id: PlayerId) -> Vec<u8> {
+        if let Some(b) = self.buffers.get_mut(&id) {
+            b.discard();
+        }
+        self.zone.transfer_out(ctx, id)
+    }
+
+    fn transfer_in(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        info: &PlayerInfo,
+        arrival: &Arrival<'_>,
+        capacity: usize,
+    ) -> Result<(), JoinRefusal> {
+        let verdict = self.zone.transfer_in(ctx, info, arrival);
+        // A returning player keeps its buffer (and its input sequence) whatever the verdict.
+        if verdict.is_ok() && !arrival.returning {
+            self.buffers.insert(info.id, InputBuffer::new(capacity));
+        }
+        verdict
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<'_>, from: &MessageFrom, topic: u16, payload: &[u8]) {
+        self.zone.on_message(ctx, from, topic, payload);
+    }
+
+    fn on_child(&mut self, ctx: &mut Ctx<'_>, child: &str, event: ChildEvent<'_>) {
+        self.zone.on_child(ctx, child, event);
+    }
+
+    fn on_undeliverable(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        to: &MessageTarget,
+        topic: u16,
+        reason: &str,
+    ) {
+        self.zone.on_undeliverable(ctx, to, topic, reason);
     }
 
     fn on_drop(&mut self, ctx: &mut Ctx<'_>, id: PlayerId) {

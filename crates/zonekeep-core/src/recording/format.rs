@@ -7,15 +7,16 @@ use std::time::Duration;
 use zonekeep_protocol::wire::{put_varint, put_zigzag64};
 
 use crate::fact::{FactOutcome, Settlement};
+use crate::message::{InboundMessage, MessageFrom, MessageId, MessageTarget};
 use crate::player::{PlayerId, Role};
 use crate::zone::LeaveReason;
 
 /// A recording's first four bytes.
 pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
 /// The format version this build writes (it also reads [`OLDEST_READ_VERSION`] and later).
-pub const RECORDING_VERSION: u16 = 4;
+pub const RECORDING_VERSION: u16 = 5;
 /// The oldest format version this build reads (version 3 only added an origin, version 4 the
-/// zone's limits to the config).
+/// zone's limits to the config, version 5 the transfer and message records).
 pub const OLDEST_READ_VERSION: u16 = 2;
 /// Bytes before the header record: magic, version, flags.
 pub(crate) const PREAMBLE_LEN: usize = 8;
@@ -131,6 +132,8 @@ pub enum Outcome {
     ResumedDelta,
     /// A rejoin with a resume point starts over from a BASELINE.
     ResumedBaseline,
+    /// A moving player sent an input.
+    Moving,
 }
 
 /// One entry after the header: a call into the host (a stimulus) or what the host did in
@@ -210,6 +213,39 @@ pub enum Record {
         /// The State's tick.
         tick: u64,
     },
+    /// [`ZoneHost::handle_transfer_in`](crate::ZoneHost::handle_transfer_in).
+    TransferIn {
+        /// The arriving player's principal.
+        principal: String,
+        /// The claims it joined its first zone with, as JSON object text.
+        player_claims: String,
+        /// The claims the zone it comes from handed over, as JSON object text.
+        claims: String,
+        /// The zone it comes from.
+        from_zone: String,
+        /// The state that zone handed out.
+        state: Vec<u8>,
+    },
+    /// [`ZoneHost::handle_transfer_back`](crate::ZoneHost::handle_transfer_back).
+    TransferBack(PlayerId),
+    /// [`ZoneHost::handle_transfer_done`](crate::ZoneHost::handle_transfer_done).
+    TransferDone(PlayerId),
+    /// [`ZoneHost::handle_message`](crate::ZoneHost::handle_message).
+    Message(InboundMessage),
+    /// [`ZoneHost::handle_undeliverable`](crate::ZoneHost::handle_undeliverable).
+    Undeliverable {
+        /// The message's id.
+        id: MessageId,
+        /// Where it was going.
+        to: MessageTarget,
+        /// Its topic.
+        topic: u16,
+        /// What the server said.
+        reason: String,
+    },
+    /// [`ZoneHost::drain_messages`](crate::ZoneHost::drain_messages) (it frees room in the
+    /// bounded outbox, so later sends depend on it).
+    DrainMessages,
     /// Effect: the host read its clock and got this.
     Clock(Duration),
     /// Effect: what the preceding call returned.
@@ -304,6 +340,36 @@ impl std::fmt::Display for Record {
                 write!(f, "datagrams for {player}, frames up to {max_frame} bytes")
             }
             Record::AckState { player, tick } => write!(f, "{player} acknowledged tick {tick}"),
+            Record::TransferIn {
+                principal,
+                from_zone,
+                state,
+                ..
+            } => write!(
+                f,
+                "transfer in {principal:?} from {from_zone:?} with {} state bytes",
+                state.len()
+            ),
+            Record::TransferBack(p) => write!(f, "transfer of {p} came back"),
+            Record::TransferDone(p) => write!(f, "transfer of {p} done"),
+            Record::Message(m) => write!(
+                f,
+                "message {}:{}:{} topic {} ({} bytes{})",
+                m.id.sender,
+                m.id.epoch,
+                m.id.seq,
+                m.topic,
+                m.payload.len(),
+                if m.via_parent { ", from a child" } else { "" }
+            ),
+            Record::Undeliverable {
+                id, topic, reason, ..
+            } => write!(
+                f,
+                "message {}:{}:{} topic {topic} undeliverable: {reason}",
+                id.sender, id.epoch, id.seq
+            ),
+            Record::DrainMessages => f.write_str("drain messages"),
             Record::Clock(t) => write!(f, "clock read {} ns", t.as_nanos()),
             Record::Outcome(o) => write!(f, "outcome {o:?}"),
             Record::Tick { tick, hash } => write!(f, "tick {tick} state hash {hash:016x}"),
@@ -333,6 +399,12 @@ pub(super) mod tag {
     pub const REJOIN_FROM: u8 = 0x0e;
     pub const DATAGRAMS: u8 = 0x0f;
     pub const ACK_STATE: u8 = 0x10;
+    pub const TRANSFER_IN: u8 = 0x11;
+    pub const TRANSFER_BACK: u8 = 0x12;
+    pub const TRANSFER_DONE: u8 = 0x13;
+    pub const MESSAGE: u8 = 0x14;
+    pub const UNDELIVERABLE: u8 = 0x15;
+    pub const DRAIN_MESSAGES: u8 = 0x16;
     pub const CLOCK: u8 = 0x40;
     pub const OUTCOME: u8 = 0x41;
     pub const TICK: u8 = 0x42;
@@ -407,6 +479,7 @@ fn put_outcome(out: &mut Vec<u8>, o: Outcome) {
         Outcome::Disconnected => (13, None),
         Outcome::ResumedDelta => (14, None),
         Outcome::ResumedBaseline => (15, None),
+        Outcome::Moving => (16, None),
     };
     out.push(code);
     if let Some(d) = detail {
@@ -517,6 +590,60 @@ pub(crate) fn encode_record(
             put_varint(b, *tick);
             tag::ACK_STATE
         }
+        Record::TransferIn {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state: bytes,
+        } => {
+            put_blob(b, principal.as_bytes());
+            put_blob(b, player_claims.as_bytes());
+            put_blob(b, claims.as_bytes());
+            put_blob(b, from_zone.as_bytes());
+            b.extend_from_slice(bytes);
+            tag::TRANSFER_IN
+        }
+        Record::TransferBack(p) => {
+            put_varint(b, u64::from(p.0));
+            tag::TRANSFER_BACK
+        }
+        Record::TransferDone(p) => {
+            put_varint(b, u64::from(p.0));
+            tag::TRANSFER_DONE
+        }
+        Record::Message(m) => {
+            put_message_id(b, &m.id);
+            match &m.from {
+                MessageFrom::Zone(z) => {
+                    b.push(0);
+                    put_blob(b, z.as_bytes());
+                }
+                MessageFrom::Admin => b.push(1),
+            }
+            put_varint(b, u64::from(m.topic));
+            b.push(u8::from(m.via_parent));
+            b.extend_from_slice(&m.payload);
+            tag::MESSAGE
+        }
+        Record::Undeliverable {
+            id,
+            to,
+            topic,
+            reason,
+        } => {
+            put_message_id(b, id);
+            let (kind, name) = match to {
+                MessageTarget::Zone(z) => (0, z),
+                MessageTarget::Group(g) => (1, g),
+            };
+            b.push(kind);
+            put_blob(b, name.as_bytes());
+            put_varint(b, u64::from(*topic));
+            b.extend_from_slice(reason.as_bytes());
+            tag::UNDELIVERABLE
+        }
+        Record::DrainMessages => tag::DRAIN_MESSAGES,
         Record::Clock(t) => {
             put_time(b, state, *t);
             tag::CLOCK
@@ -547,6 +674,12 @@ pub(crate) fn encode_record(
         }
     };
     frame(out, t, scratch);
+}
+
+fn put_message_id(b: &mut Vec<u8>, id: &MessageId) {
+    put_blob(b, id.sender.as_bytes());
+    put_varint(b, id.epoch);
+    put_varint(b, id.seq);
 }
 
 /// An input record's body.

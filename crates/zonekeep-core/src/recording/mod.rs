@@ -16,12 +16,12 @@
 //! the buffer bound the recording stops with a [`StopReason`]; it never waits. When nothing is
 //! recorded each call costs one branch.
 //!
-//! # Format, version 4
+//! # Format, version 5
 //!
 //! | bytes | field |
 //! | --- | --- |
 //! | 4 | magic `ZKRC` |
-//! | 2 | version, `u16` little-endian (`4`; versions `2` and `3` are still read) |
+//! | 2 | version, `u16` little-endian (`5`; versions `2` to `4` are still read) |
 //! | 2 | flags, `u16` little-endian (`0`; readers refuse others) |
 //! | varint + N | the header body |
 //! | ... | records: a tag byte, a varint body length (at most [`MAX_RECORD_BODY`]), the body |
@@ -51,8 +51,15 @@
 //! | `09` / `0a` / `0b` / `0c` | drain frames / drain facts / dispose / tick at once | empty |
 //! | `0d` | round trip | `varint player`, `varint` nanoseconds |
 //! | `0e` | rejoin from a resume point | `varint player`, `varint tick`, `varint count`, `u32 hash` (LE) |
+//! | `0f` | datagrams | `varint player`, `varint max_frame` |
+//! | `10` | state acknowledged | `varint player`, `varint tick` |
+//! | `11` | transfer in (since 5) | `str principal`, `str player_claims`, `str claims` (JSON objects), `str from_zone`, state (the rest) |
+//! | `12` / `13` | transfer back / transfer done (since 5) | `varint player` |
+//! | `14` | message (since 5) | id (`str sender`, `varint epoch`, `varint seq`), `u8 from` (0 zone + `str`, 1 operator), `varint topic`, `u8 via_parent`, payload (the rest) |
+//! | `15` | undeliverable (since 5) | id, `u8 target` (0 zone, 1 group), `str name`, `varint topic`, reason (the rest) |
+//! | `16` | drain messages (since 5) | empty |
 //! | `40` | clock reading | time |
-//! | `41` | outcome | `u8 code` (+ `varint` id or refusal code); a rejoin from a resume point answers 14 (continues with a Delta) or 15 (a BASELINE); an accepted input has none |
+//! | `41` | outcome | `u8 code` (+ `varint` id or refusal code); a rejoin from a resume point answers 14 (continues with a Delta) or 15 (a BASELINE); an input from a moving player 16; a message 0 (queued), 10 (duplicate) or 3 (full); an accepted input has none |
 //! | `42` | tick | `u64` state hash (LE) |
 //! | `43` | frames | `varint count`, `varint bytes`, `u64` hash (headers and lengths of all, bytes of one participant's frames in 16 by turns) |
 //! | `44` | facts | `varint count`, `u64` hash |

@@ -12,6 +12,7 @@ use super::format::{
 };
 use super::header::{decode_header, Header};
 use crate::fact::{FactKey, FactOutcome, Settlement};
+use crate::message::{InboundMessage, MessageFrom, MessageId, MessageTarget};
 use crate::player::{PlayerId, Role};
 use crate::zone::LeaveReason;
 
@@ -66,7 +67,16 @@ fn get_outcome(r: &mut Reader<'_>) -> Result<Outcome, String> {
         13 => Outcome::Disconnected,
         14 => Outcome::ResumedDelta,
         15 => Outcome::ResumedBaseline,
+        16 => Outcome::Moving,
         n => return Err(format!("unknown outcome {n}")),
+    })
+}
+
+fn message_id(r: &mut Reader<'_>) -> Result<MessageId, String> {
+    Ok(MessageId {
+        sender: text(r, "sender")?.to_owned(),
+        epoch: r.varint_u64().map_err(bad)?,
+        seq: r.varint_u64().map_err(bad)?,
     })
 }
 
@@ -163,6 +173,51 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
             player: player(r)?,
             tick: r.varint_u64().map_err(bad)?,
         },
+        tag::TRANSFER_IN => Record::TransferIn {
+            principal: text(r, "principal")?.to_owned(),
+            player_claims: text(r, "player claims")?.to_owned(),
+            claims: text(r, "claims")?.to_owned(),
+            from_zone: text(r, "from zone")?.to_owned(),
+            state: r.take(r.remaining()).map_err(bad)?.to_vec(),
+        },
+        tag::TRANSFER_BACK => Record::TransferBack(player(r)?),
+        tag::TRANSFER_DONE => Record::TransferDone(player(r)?),
+        tag::MESSAGE => {
+            let id = message_id(r)?;
+            let from = match r.u8().map_err(bad)? {
+                0 => MessageFrom::Zone(text(r, "sender zone")?.to_owned()),
+                1 => MessageFrom::Admin,
+                n => return Err(format!("unknown message sender kind {n}")),
+            };
+            let topic = r.varint_u16().map_err(bad)?;
+            let via_parent = match r.u8().map_err(bad)? {
+                0 => false,
+                1 => true,
+                n => return Err(format!("via-parent flag {n}")),
+            };
+            Record::Message(InboundMessage {
+                id,
+                from,
+                topic,
+                payload: r.take(r.remaining()).map_err(bad)?.to_vec(),
+                via_parent,
+            })
+        }
+        tag::UNDELIVERABLE => {
+            let id = message_id(r)?;
+            let to = match r.u8().map_err(bad)? {
+                0 => MessageTarget::Zone(text(r, "target zone")?.to_owned()),
+                1 => MessageTarget::Group(text(r, "target group")?.to_owned()),
+                n => return Err(format!("unknown message target kind {n}")),
+            };
+            Record::Undeliverable {
+                id,
+                to,
+                topic: r.varint_u16().map_err(bad)?,
+                reason: rest_text(r)?,
+            }
+        }
+        tag::DRAIN_MESSAGES => Record::DrainMessages,
         tag::CLOCK => Record::Clock(get_time(r, state)?),
         tag::OUTCOME => Record::Outcome(get_outcome(r)?),
         tag::TICK => {

@@ -513,6 +513,49 @@ impl Replay {
                 h.use_datagrams(*player, (*max_frame > 0).then_some(*max_frame as usize));
             }
             Record::AckState { player, tick } => h.ack_state(*player, *tick),
+            Record::TransferIn {
+                principal,
+                player_claims,
+                claims,
+                from_zone,
+                state,
+            } => {
+                let parse = |what: &str, text: &str| {
+                    serde_json::from_str::<Claims>(text).map_err(|e| {
+                        ReplayError::Recording(RecordingError::Corrupt {
+                            offset,
+                            reason: format!("transfer {what}: {e}"),
+                        })
+                    })
+                };
+                let player_claims = parse("player claims", player_claims)?;
+                let claims = parse("claims", claims)?;
+                let _ = h.handle_transfer_in(
+                    Principal::new(principal.as_str()),
+                    player_claims,
+                    claims,
+                    from_zone,
+                    state,
+                );
+            }
+            Record::TransferBack(p) => {
+                let _ = h.handle_transfer_back(*p);
+            }
+            Record::TransferDone(p) => {
+                let _ = h.handle_transfer_done(*p);
+            }
+            Record::Message(m) => {
+                let _ = h.handle_message(m.clone());
+            }
+            Record::Undeliverable {
+                id,
+                to,
+                topic,
+                reason,
+            } => h.handle_undeliverable(id.clone(), to.clone(), *topic, reason.clone()),
+            Record::DrainMessages => {
+                let _ = h.drain_messages();
+            }
             _ => {}
         }
         Ok(())

@@ -551,6 +551,30 @@ impl Replicator {
         Ok(outcome)
     }
 
+    /// Builds frames for a parked subscriber again, continuing from what it was sent: its client
+    /// kept it (the connection stayed open while the subscriber was parked, say during a
+    /// transfer that came back), so its next frame is an ordinary Delta. Settings become `cfg`;
+    /// a subscriber on acknowledged states stays on them. An unknown or active subscriber is an
+    /// error.
+    pub fn resume_subscriber(
+        &mut self,
+        id: SubscriberId,
+        cfg: SubscriberConfig,
+    ) -> Result<(), ReplicateError> {
+        let i = self
+            .parked
+            .binary_search_by_key(&id, |s| s.id)
+            .map_err(|_| ReplicateError::UnknownSubscriber(id))?;
+        let mut sub = self.parked.remove(i);
+        sub.cfg = cfg;
+        let at = self
+            .subs
+            .binary_search_by_key(&id, |s| s.id)
+            .unwrap_or_else(|at| at);
+        self.subs.insert(at, sub);
+        Ok(())
+    }
+
     /// Builds this subscriber's frames as States against the newest state its client
     /// acknowledged (see the [module docs](self)), each at most `max_frame` bytes where the
     /// budget allows (`None` = no limit beyond its budget). Its next frame is a BASELINE.
