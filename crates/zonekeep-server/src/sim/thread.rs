@@ -66,6 +66,9 @@ pub(crate) struct SimContext {
     pub interrupts: Arc<super::Interrupts>,
     /// The host's module kinds, if it has any: a zone of one with no module yet is not started.
     pub code: Option<Arc<dyn crate::code::CodeKinds>>,
+    /// The cross-zone bus, set once the host serves (in process, or NATS with `--bus`); zones
+    /// bind to it at their next step once it is there.
+    pub bus: Arc<std::sync::OnceLock<zonekeep_bus::BusHandle>>,
 }
 
 struct SimThread {
