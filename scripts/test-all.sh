@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust workspace (unit, integration, doc tests), the TypeScript SDK's
-# tests, and the browser tests. Services: PostgreSQL tests need ZONEKEEP_TEST_POSTGRES; browser tests
-# need ZONEKEEP_CHROMIUM or /usr/bin/chromium. A test whose service is missing is reported as SKIPPED
-# (listed at the end of the run), or fails when CI=true. `.ci/run` sets up both services.
+# tests, and the browser tests. Services: PostgreSQL tests need ZONEKEEP_TEST_POSTGRES; bus tests need
+# ZONEKEEP_TEST_NATS (NATS with JetStream; the NATS restart test also runs its own `nats-server`, from
+# ZONEKEEP_NATS_SERVER or PATH); browser tests need ZONEKEEP_CHROMIUM or /usr/bin/chromium. A test whose
+# service is missing is reported as SKIPPED (listed at the end of the run), or fails when CI=true.
+# `.ci/run` sets up every service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +28,10 @@ if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep 
   echo "== installing the wasm32-unknown-unknown target (zone modules)"
   rustup target add wasm32-unknown-unknown
 fi
+
+for service in ZONEKEEP_TEST_POSTGRES ZONEKEEP_TEST_NATS; do
+  [ -n "${!service:-}" ] || echo "== note: $service is not set; the tests that need it will be SKIPPED"
+done
 
 echo "== rust workspace"
 cargo test --workspace --no-fail-fast

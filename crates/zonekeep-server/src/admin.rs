@@ -94,7 +94,7 @@ async fn disabled() -> Response {
     )
 }
 
-async fn auth(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+pub(crate) async fn auth(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let given = req
         .headers()
         .get(header::AUTHORIZATION)

@@ -186,6 +186,10 @@ pub struct ServerConfig {
     /// version 5 with `VERSION_MISMATCH`, before its ticket is verified or spent. Default none:
     /// every client is admitted.
     pub min_content_version: Option<String>,
+    /// The cross-zone bus across hosts: a NATS server with JetStream (`nats://host:port`).
+    /// `None` = the in-process bus: zone messages reach only zones of this host, and in a fleet
+    /// a message to another host's zone is undeliverable ("no bus configured"). Default none.
+    pub bus: Option<String>,
     /// UDP address of the WebTransport endpoint (HTTP/3; PROTOCOL.md §1.1), `None` = off. In dev
     /// mode the host makes its own short-lived certificate and publishes its hash at
     /// `GET /webtransport`; otherwise `webtransport_cert` and `webtransport_key` are required.
@@ -256,6 +260,7 @@ impl Default for ServerConfig {
             route: crate::fleet::RouteMode::Redirect,
             content_version: String::new(),
             min_content_version: None,
+            bus: None,
             webtransport: None,
             webtransport_cert: None,
             webtransport_key: None,

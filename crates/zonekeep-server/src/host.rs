@@ -445,6 +445,7 @@ impl HostBuilder {
             interrupts: Arc::default(),
             code: self.code.clone(),
             transfers: Arc::default(),
+            bus: Arc::default(),
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
         let admin_token_hash = config
@@ -495,6 +496,56 @@ pub struct Host {
 }
 
 impl Host {
+    /// Starts the host's cross-zone bus: NATS with `--bus`, in process otherwise (in a fleet
+    /// without `--bus`, one WARN: other hosts' zones cannot be messaged).
+    async fn start_bus(&self) -> Result<(), HostError> {
+        let shared = &self.shared;
+        if shared.sim.bus.get().is_some() {
+            return Ok(());
+        }
+        let save_every = shared
+            .sim
+            .persist
+            .as_ref()
+            .map(|p| p.config().save_every)
+            .unwrap_or(Duration::from_secs(5));
+        let host = shared
+            .fleet
+            .get()
+            .map(|f| f.host_id.clone())
+            .unwrap_or_else(|| "local".to_owned());
+        let config = zonekeep_bus::BusConfig {
+            host,
+            // Zones acknowledge at their saves: a redelivery before the next save is waste.
+            ack_wait: (save_every * 3).max(Duration::from_secs(10)),
+            inbox_capacity: zonekeep_core::message::MAX_INBOX,
+            ..zonekeep_bus::BusConfig::default()
+        };
+        let bus = match &shared.config.bus {
+            Some(url) => {
+                let bus = zonekeep_bus::BusHandle::connect(url, config)
+                    .await
+                    .map_err(|e| HostError::Io(std::io::Error::other(e.to_string())))?;
+                tracing::info!(url = %url, "cross-zone bus on NATS JetStream");
+                bus
+            }
+            None => {
+                let fleet = shared.fleet.get().is_some();
+                if fleet {
+                    tracing::warn!("no bus configured: zone messages reach only this host's zones; start every host with --bus nats://…");
+                }
+                let locator = Arc::new(crate::bus::HostLocator {
+                    registry: shared.registry.clone(),
+                    fleet,
+                });
+                zonekeep_bus::BusHandle::local(config, locator)
+                    .map_err(|e| HostError::Io(std::io::Error::other(e.to_string())))?
+            }
+        };
+        let _ = shared.sim.bus.set(bus);
+        Ok(())
+    }
+
     /// Installs the store's module deploys for this host's module kinds now, then follows them
     /// (see [`crate::code`]) until the host leaves. Nothing to do without a store or modules.
     async fn follow_module_deploys(&self) {
@@ -600,6 +651,12 @@ impl Host {
         let mut r = Router::new()
             .route("/zones/{zone_id}", get(ws_handler))
             .route("/metrics", get(metrics_handler))
+            .route(
+                "/admin/zones/{id}/messages",
+                axum::routing::post(crate::bus::post_message).layer(
+                    axum::middleware::from_fn_with_state(shared.clone(), crate::admin::auth),
+                ),
+            )
             .route("/healthz", get(|| async { "ok" }))
             .route("/webtransport", get(webtransport_handler))
             .merge(admin::router(&shared));
@@ -671,6 +728,7 @@ impl Host {
                 .map_err(|e| HostError::Io(std::io::Error::other(e.to_string())))?;
         }
         self.follow_module_deploys().await;
+        self.start_bus().await?;
         tracing::info!(addr = %listener.local_addr()?, "zonekeep host listening");
         tokio::pin!(shutdown);
         loop {
@@ -804,12 +862,16 @@ async fn bound_plain_requests(
 }
 
 async fn metrics_handler(State(shared): State<Arc<Shared>>) -> Response {
+    let mut text = shared.metrics.encode();
+    if let Some(bus) = shared.sim.bus.get() {
+        crate::bus::encode_metrics(bus.stats(), &mut text);
+    }
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        shared.metrics.encode(),
+        text,
     )
         .into_response()
 }

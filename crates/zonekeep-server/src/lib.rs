@@ -29,6 +29,7 @@
 mod admin;
 mod admin_modules;
 mod admin_recording;
+mod bus;
 pub mod code;
 pub mod config;
 pub mod conn;

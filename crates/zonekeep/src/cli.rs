@@ -226,6 +226,10 @@ struct ServeArgs {
     /// Outside dev mode it needs --webtransport-cert and --webtransport-key.
     #[arg(long, env = "ZONEKEEP_WEBTRANSPORT")]
     webtransport: Option<SocketAddr>,
+    /// The cross-zone bus across hosts: a NATS server with JetStream, `nats://host:port`
+    /// [default: in process; zones of other hosts cannot be messaged].
+    #[arg(long, env = "ZONEKEEP_BUS")]
+    bus: Option<String>,
     /// PEM certificate chain for the WebTransport endpoint.
     #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_CERT")]
     webtransport_cert: Option<PathBuf>,
@@ -369,6 +373,9 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(v) = args.webtransport {
         cfg.webtransport = Some(v);
+    }
+    if let Some(v) = &args.bus {
+        cfg.bus = Some(v.clone());
     }
     if let Some(v) = &args.webtransport_cert {
         cfg.webtransport_cert = Some(v.clone());

@@ -147,13 +147,22 @@ impl ZonePersist {
         }
     }
 
-    /// Sends the zone's new facts and takes the periodic snapshot when due.
-    pub fn after_advance(&mut self, host: &mut ZoneHost, now: Duration) {
+    /// Sends the zone's new facts and takes the periodic snapshot when due; returns the
+    /// snapshot's sequence number when one was queued.
+    pub fn after_advance(&mut self, host: &mut ZoneHost, now: Duration) -> Option<u64> {
         self.held.extend(host.drain_facts());
         self.send_held();
         if self.timer.poll(now) {
-            self.save(host);
+            return self.save(host);
         }
+        None
+    }
+
+    /// The sequence number of the zone's newest save the store committed.
+    pub fn last_saved_seq(&self) -> Option<u64> {
+        self.storage
+            .status(&self.zone_id)
+            .and_then(|s| s.last_saved_seq)
     }
 
     /// Offers held facts in emission order until the queue refuses one.

@@ -68,6 +68,9 @@ pub(crate) struct SimContext {
     pub code: Option<Arc<dyn crate::code::CodeKinds>>,
     /// Moves of players out of this host's zones, on their way to the transfer worker.
     pub transfers: Arc<crate::transfer::TransferQueue>,
+    /// The cross-zone bus, set once the host serves (in process, or NATS with `--bus`); zones
+    /// bind to it at their next step once it is there.
+    pub bus: Arc<std::sync::OnceLock<zonekeep_bus::BusHandle>>,
 }
 
 struct SimThread {

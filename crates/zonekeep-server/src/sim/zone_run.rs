@@ -69,6 +69,8 @@ pub(crate) struct ZoneRun {
     arrivals: std::collections::HashMap<String, PlayerId>,
     /// The transfer ids of `arrivals`, oldest first.
     arrival_order: std::collections::VecDeque<String>,
+    /// The zone's end of the cross-zone bus, once bound (at its first step with a bus).
+    bus: Option<crate::bus::ZoneBus>,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -111,6 +113,7 @@ impl ZoneRun {
             entries_told: 0,
             arrivals: std::collections::HashMap::new(),
             arrival_order: std::collections::VecDeque::new(),
+            bus: None,
         };
         run.publish();
         run
@@ -358,6 +361,7 @@ impl ZoneRun {
     /// Kick every connection with `code` and dispose the zone.
     pub fn release(&mut self, ctx: &SimContext, code: KickCode, reason: &str) {
         self.host.dispose();
+        self.leave_bus(ctx, true);
         self.pump_recording();
         ctx.reconnect.forget_zone(&self.entry.zone_id);
         ctx.registry.remove(&self.entry);
@@ -428,6 +432,20 @@ impl ZoneRun {
         }
     }
 
+    /// The zone leaves the bus on this host; with `carry`, what it still sent (the Dormant tier
+    /// message of an unloading zone) goes out first.
+    fn leave_bus(&mut self, ctx: &SimContext, carry: bool) {
+        let Some(bus) = ctx.bus.get() else {
+            return;
+        };
+        if carry {
+            crate::bus::ZoneBus::carry(bus, &self.entry.zone_id, &mut self.host);
+        }
+        if let Some(zb) = self.bus.take() {
+            zb.unbind(bus);
+        }
+    }
+
     /// Whether the store refused a save or fact of this zone's owner epoch:
     /// another host claimed it, and it must stop here at once.
     pub fn fenced(&self) -> bool {
@@ -467,6 +485,8 @@ impl ZoneRun {
             }
         }
         self.host.dispose();
+        // Fenced: the new owner sends what this run would have (from its save); nothing leaves.
+        self.leave_bus(ctx, false);
         self.pump_recording();
         ctx.reconnect.forget_zone(&zone_id);
         ctx.registry.remove(&self.entry);
@@ -490,6 +510,17 @@ impl ZoneRun {
 
     /// Drain the inbox, advance, deliver. Returns true when the zone went Dormant.
     pub fn step(&mut self, ctx: &SimContext, now: Duration) -> bool {
+        let bus = ctx.bus.get();
+        if let Some(bus) = bus {
+            if self.bus.is_none() {
+                // A zone acknowledges at its saves when it has any, else on delivery.
+                let persistent = self.persist.is_some() && self.host.snapshot().is_some();
+                self.bus = crate::bus::ZoneBus::bind(bus, &self.entry.zone_id, persistent);
+            }
+            if let Some(zb) = &mut self.bus {
+                zb.deliver(bus, &self.entry.zone_id, &mut self.host);
+            }
+        }
         for _ in 0..self.inbox_capacity {
             let Ok(i) = self.inbox.try_recv() else { break };
             // Outcomes are counted by the host and come back in the report; a refusal is also
@@ -510,7 +541,21 @@ impl ZoneRun {
         }
         let report = self.host.advance(now);
         if let Some(p) = &mut self.persist {
-            p.after_advance(&mut self.host, now);
+            let mut saved = p.after_advance(&mut self.host, now);
+            if let Some(zb) = &mut self.bus {
+                if saved.is_none() && zb.wants_save() {
+                    saved = p.save(&self.host);
+                }
+                if let Some(seq) = saved {
+                    zb.saved(seq);
+                }
+                if let Some(bus) = bus {
+                    zb.committed(bus, &self.entry.zone_id, p.last_saved_seq());
+                }
+            }
+        }
+        if let Some(bus) = bus {
+            crate::bus::ZoneBus::carry(bus, &self.entry.zone_id, &mut self.host);
         }
         let dormant = self.absorb(ctx, &report);
         self.send_transfers(ctx);
