@@ -9,8 +9,10 @@ import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 
+import WebSocket from "ws";
+
 import { ownerOf, placeZone, startFleet, until } from "./fleet.mjs";
-import { launchChromium, openArenaPage, sdkPath } from "./harness.mjs";
+import { devTicket, launchChromium, openArenaPage, sdkPath } from "./harness.mjs";
 import { requireChromium, requirePostgres } from "./services.mjs";
 
 const sdk = await import(pathToFileURL(sdkPath).href);
@@ -24,12 +26,48 @@ const skip = chromium === null ? "no chromium" : postgres === null ? "no postgre
 const FAILOVER_MS = 40000;
 
 let browser;
-let fleet;
+const fleets = [];
 
 after(async () => {
   await browser?.close();
-  await fleet?.stop();
+  for (const f of fleets) await f.stop();
 });
+
+/** A fleet of `n` hosts, stopped (and its schema dropped) after the tests. */
+async function fleetOf(n, options) {
+  const f = await startFleet(n, postgres, options);
+  fleets.push(f);
+  return f;
+}
+
+/** The entry URLs a Welcome of `host` lists for `zone`, from a join of its own (over `ws`). */
+async function listedBy(host, zone) {
+  const ticket = await devTicket(host.base, zone, "probe");
+  const ws = new WebSocket(`${host.ws}/zones/${zone}`);
+  try {
+    const welcome = await new Promise((resolve, reject) => {
+      ws.once("error", reject);
+      ws.once("close", (code) => reject(new Error(`closed (${code}) before a Welcome`)));
+      ws.once("message", (data) => resolve(sdk.decodeServerMessage(new Uint8Array(data))));
+      ws.once("open", () =>
+        ws.send(
+          sdk.encodeClientMessage({
+            type: "hello",
+            versions: [...sdk.SUPPORTED_VERSIONS],
+            ticket,
+            reconnectToken: new Uint8Array(0),
+            contentVersion: "",
+            resumeFrom: null,
+          }),
+        ),
+      );
+    });
+    if (welcome.type !== "welcome") throw new Error(`a ${welcome.type} instead of a Welcome`);
+    return welcome.entries ?? [];
+  } finally {
+    ws.terminate();
+  }
+}
 
 /**
  * Records what the page's WebSockets carry: per socket its URL, the Welcome (player id and listed
@@ -81,12 +119,36 @@ async function play(page, key, inputs) {
   return { from: from.me, to };
 }
 
+/**
+ * Waits (at most `ms`) until `fn(arg)` holds on the page; on a timeout the error says what the page
+ * was doing: its state, transport, banner and last closes.
+ */
+async function pageUntil(page, what, fn, arg, ms) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout: ms });
+  } catch (e) {
+    const seen = await page
+      .evaluate(() => ({
+        state: window.arena.state,
+        transport: window.arena.transport,
+        playerId: window.arena.playerId,
+        banner: window.arena.banner,
+        closes: window.arena.closes.slice(-5),
+        errors: window.arena.errors,
+      }))
+      .catch((err) => String(err));
+    throw new Error(`${what}: ${e instanceof Error ? e.message : e}\npage: ${JSON.stringify(seen, null, 1)}`);
+  }
+}
+
 /** The page is playing: open, its own entity drawn, no banner up. */
 async function playing(page, ms) {
-  await page.waitForFunction(
+  await pageUntil(
+    page,
+    "the page playing",
     () => window.arena.state === "open" && window.arena.me !== null && window.arena.banner === "",
     null,
-    { timeout: ms },
+    ms,
   );
 }
 
@@ -94,7 +156,7 @@ test(
   "a page whose entry host drains follows its zone, and finds it again when the new owner is killed",
   { skip, timeout: 180000 },
   async () => {
-    fleet = await startFleet(3, postgres);
+    const fleet = await fleetOf(3);
     const [entry] = fleet.hosts;
     const zone = "drain-1";
     await placeZone(entry, zone, "arena");
@@ -176,6 +238,53 @@ test(
     assert.equal(await page.evaluate(() => window.arena.banner), "", "no banner at the end");
     assert.deepEqual(errors, []);
     assert.deepEqual(await page.evaluate(() => window.arena.errors), []);
+    await page.close();
+  },
+);
+
+test(
+  "a page whose entry host is killed with its zone joins the failed-over zone afresh",
+  { skip, timeout: 180000 },
+  async () => {
+    // Saves far apart: the zone comes back at the other host without the page's player (its
+    // reconnect token is refused there), so the page must join as a new player with a new ticket,
+    // while the host that served it, and its ticket route, is dead.
+    const fleet = await fleetOf(2, { saveEvery: "1h" });
+    const [entry, other] = fleet.hosts;
+    const zone = "crash-1";
+    await placeZone(entry, zone, "arena");
+    const both = fleet.hosts.map((h) => zoneUrl(h, zone));
+    await until("the entry host to list both hosts", async () =>
+      JSON.stringify(await listedBy(entry, zone)) === JSON.stringify(both) ? true : null,
+    );
+
+    browser ??= await launchChromium(chromium);
+    // The transport a player gets by default (WebTransport, when the browser has it).
+    const { page, errors } = await openArenaPage(browser, entry.base, zone, "crasher");
+    await page.bringToFront();
+    const transport = await page.evaluate(() => window.arena.transport);
+    const playerId = await page.evaluate(() => window.arena.playerId);
+    const right = await play(page, "ArrowRight", 15);
+    assert.ok(right.to.x > right.from.x + 2, `the player moved right: ${right.from.x} → ${right.to.x}`);
+
+    const killed = await entry.kill();
+    assert.equal(killed.signal, "SIGKILL");
+    // Back in play at the other host as a new player: a new player id, its own entity drawn.
+    await pageUntil(
+      page,
+      "the page playing as a new player",
+      (old) => window.arena.state === "open" && window.arena.playerId !== old && window.arena.me !== null,
+      playerId,
+      FAILOVER_MS,
+    );
+    await playing(page, 10000);
+    assert.equal(await ownerOf(other, zone), other.id, "the zone failed over to the other host");
+    const left = await play(page, "ArrowLeft", 15);
+    assert.ok(left.to.x < left.from.x - 2, `the new player moved left: ${left.from.x} → ${left.to.x}`);
+    const banners = await page.evaluate(() => window.arena.banners);
+    console.log(`transport ${transport}; banners across the kill: ${JSON.stringify(banners)}`);
+    assert.equal(await page.evaluate(() => window.arena.banner), "", "no banner at the end");
+    assert.deepEqual(errors, []);
     await page.close();
   },
 );
