@@ -1,10 +1,12 @@
-// The arena page in headless Chromium on a fleet of three hosts sharing PostgreSQL, when the host the
-// page came from goes away. Drained (SIGTERM), the host hands the zone over and tells the page
+// The arena page in headless Chromium on a fleet of hosts sharing PostgreSQL, when the host the page
+// came from goes away. Drained (SIGTERM), the host hands the zone over and tells the page
 // ZONE_MOVED: the page resumes its player at the zone's new owner and plays on. Killed next
 // (kill -9), that owner leaves the page with no host it knows of but the entry host, dead too, and
 // the entry URLs its Welcome listed (PROTOCOL.md §5.3.1): through those it finds the zone at its
-// failover host and plays on. Waits are on page state and on the frames its WebSockets carry,
-// bounded, never fixed sleeps.
+// failover host and plays on. And killed with the zone it owns before a save held the player, the
+// entry host leaves the page to join afresh elsewhere, with a ticket from a host still alive.
+// Waits are on page state and on the frames the page's WebSockets carry, bounded, never fixed
+// sleeps.
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
@@ -220,9 +222,13 @@ test(
     const killedAt = Date.now();
     const killed = await owner.kill();
     assert.equal(killed.signal, "SIGKILL");
+    // The page saw its session go (the zone is nowhere for the dead host's silence), then plays again.
+    await pageUntil(page, "the page to lose its session", () => window.arena.state !== "open", null, 10000);
     await playing(page, FAILOVER_MS);
-    const landed = await until("a Welcome after the kill", () =>
-      sockets.slice(beforeKill).find((s) => s.welcome !== null),
+    const landed = await until(
+      "a Welcome after the kill",
+      () => sockets.slice(beforeKill).find((s) => s.welcome !== null),
+      FAILOVER_MS,
     );
     const sinceKill = sockets.slice(beforeKill);
     assert.ok(isAt(landed.url, other, zone), `welcomed at the last host: ${landed.url}`);
