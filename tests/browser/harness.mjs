@@ -64,8 +64,10 @@ function listeningAddress(child, lines) {
  * (reuse the directory of an earlier run: the same data, as a restart would), `args` (more flags),
  * `dev` (default true), `env` (more environment, e.g. a ticket secret for a host without `--dev`).
  * An array as the first argument is taken as `args`, with the options second. Returns
- * `{ base, port, dir, stop({ keepDir }), log() }`; `stop()` sends SIGTERM and waits for the exit
- * (SIGKILL after a bound), then removes the directory unless `keepDir`.
+ * `{ base, port, dir, stop({ keepDir }), kill({ keepDir }), log() }`; `stop()` sends SIGTERM and
+ * waits for the exit (SIGKILL after a bound), `kill()` is `kill -9` (no drain, no final save); both
+ * then remove the directory unless `keepDir` and resolve with how the process ended,
+ * `{ code, signal }` (after an earlier exit: that one).
  */
 export async function startServer(options = {}, more = {}) {
   const opts = Array.isArray(options) ? { ...more, args: options } : options;
@@ -94,7 +96,7 @@ export async function startServer(options = {}, more = {}) {
   };
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);
-  const exited = new Promise((r) => child.once("exit", r));
+  const exited = new Promise((r) => child.once("exit", (code, signal) => r({ code, signal })));
   let addr;
   try {
     addr = await listeningAddress(child, lines);
@@ -116,6 +118,13 @@ export async function startServer(options = {}, more = {}) {
         clearTimeout(timer);
       }
       if (!keepDir) rmSync(dataDir, { recursive: true, force: true });
+      return exited;
+    },
+    async kill({ keepDir = false } = {}) {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      const how = await exited;
+      if (!keepDir) rmSync(dataDir, { recursive: true, force: true });
+      return how;
     },
   };
 }

@@ -139,6 +139,53 @@ describe("ZoneConnection with an unreachable entry host", () => {
     assert.deepEqual(fleet.opened, [url("entry"), url("entry"), url("three")]);
   });
 
+  it("tells the app the listed entries, the last Entries message's over the Welcome's", async () => {
+    const { sched, fleet, conn } = setup();
+    assert.deepEqual(conn.listedEntries, []);
+    void conn.connect();
+    await advance(sched, 300);
+    assert.deepEqual(conn.listedEntries, [url("entry"), url("two"), url("three")]);
+    const entry = fleet.host("entry");
+    entry.send(entry.last, { type: "entries", entries: [url("entry"), url("three")] });
+    await advance(sched, 100);
+    assert.deepEqual(conn.listedEntries, [url("entry"), url("three")]);
+  });
+
+  it("a fresh join whose ticket() fails is told as that failure, not as the refusal before it", async () => {
+    const sched = new ManualScheduler(1000);
+    const fleet = new FakeFleet(sched, ["entry"]);
+    let tickets = 0;
+    const conn = new ZoneConnection({
+      url: url("entry"),
+      // The first ticket is good; the host that hands them out is gone after it.
+      ticket: async () => {
+        tickets += 1;
+        if (tickets > 1) throw new Error("ticket host unreachable");
+        return "ticket-1";
+      },
+      socket: fleet.factory,
+      scheduler: sched,
+      reconnect: { random: () => 0.5, baseDelayMs: 100, maxDelayMs: 100 },
+    });
+    const closes: CloseInfo[] = [];
+    conn.on("close", (c) => closes.push(c));
+    void conn.connect();
+    await advance(sched, 300);
+    assert.equal(conn.state, "open");
+    // The zone lost the player (a crash): the token is refused, and the join afresh needs a ticket.
+    fleet.host("entry").refuseTokens = true;
+    fleet.host("entry").last.socket.drop(1006, "");
+    await advance(sched, 1000);
+    const refused = closes.findIndex((c) => c.kick?.code === KickCode.RECONNECT_REFUSED);
+    assert.ok(refused >= 0, JSON.stringify(closes.map((c) => c.reason)));
+    const after = closes.slice(refused + 1);
+    assert.ok(after.length > 0);
+    for (const c of after) {
+      assert.equal(c.kick, null, c.reason);
+      assert.match(c.reason, /ticket host unreachable/);
+    }
+  });
+
   it("without listed entries (a host before version 7) keeps to the entry URL", async () => {
     const { sched, fleet, conn } = setup();
     for (const h of fleet.hosts.values()) h.versionPick = 6;

@@ -1,7 +1,7 @@
 /**
  * Joining as a guest, shared by the demo pages: the player's name for this tab, tickets from the
- * dev host's `/dev/ticket` route (with a clear reason when no retry can help), and the connection
- * that uses them.
+ * dev host's `/dev/ticket` route (with a clear reason when no retry can help; from the fleet's other
+ * hosts when the page's own is gone), and the connection that uses them.
  */
 import { defaultReconnectPolicy, ZoneConnection } from "./sdk/index.js";
 /** Longest name the dev ticket route takes, in bytes. */
@@ -47,6 +47,13 @@ export class GuestTickets {
     cannotJoin = null;
     /** The subject of the last ticket fetched (its connection's NetSim is set by it), or null. */
     subject = null;
+    /**
+     * The zone's entry URLs at the fleet's hosts (`ws://host/zones/…`), asked for a ticket when the
+     * page's own host cannot be reached: a page whose host drained or died must still be able to join
+     * afresh at the zone's new owner (every dev host of a fleet signs with the fleet's key, and its
+     * ticket route answers any origin). {@link guestConnection} sets it to the connection's list.
+     */
+    otherHosts = () => [];
     constructor(zone, name, kind = null) {
         this.zone = zone;
         this.name = name;
@@ -61,7 +68,11 @@ export class GuestTickets {
             r = await fetch(url, { method: "GET", cache: "no-store" });
         }
         catch (e) {
-            throw new HostUnreachable(`host unreachable (${e instanceof Error ? e.message : String(e)})`);
+            const elsewhere = await this.fetchElsewhere(url);
+            if (elsewhere === null) {
+                throw new HostUnreachable(`host unreachable (${e instanceof Error ? e.message : String(e)})`);
+            }
+            r = elsewhere;
         }
         const body = await r.text();
         if (r.status === 404) {
@@ -86,6 +97,41 @@ export class GuestTickets {
         }
         return body.trim();
     }
+    /** {@link fetchFromOthers} over {@link otherHosts}. */
+    fetchElsewhere(path) {
+        return fetchFromOthers(this.otherHosts(), path);
+    }
+}
+/**
+ * The first successful answer to `path` from the HTTP origins of `entries` other than the page's
+ * own, in order, or null when none gives one (a host that refuses is passed over: only the page's
+ * own host decides that the page cannot join).
+ */
+async function fetchFromOthers(entries, path) {
+    for (const entry of entries) {
+        let origin;
+        try {
+            const u = new URL(entry);
+            const scheme = u.protocol === "wss:" ? "https:" : u.protocol === "ws:" ? "http:" : null;
+            if (scheme === null)
+                continue;
+            origin = `${scheme}//${u.host}`;
+        }
+        catch {
+            continue;
+        }
+        if (origin === location.origin)
+            continue;
+        try {
+            const r = await fetch(`${origin}${path}`, { method: "GET", cache: "no-store" });
+            if (r.ok)
+                return r;
+        }
+        catch {
+            // Gone too: the next one may answer.
+        }
+    }
+    return null;
 }
 /**
  * The transport a page asks for with `?transport=auto|webtransport|websocket` (PROTOCOL.md §1.1);
@@ -96,13 +142,14 @@ export function transportParam(params) {
     return t === "auto" || t === "webtransport" || t === "websocket" ? t : undefined;
 }
 /**
- * A connection to `zone` on the host that served the page, with guest tickets from `tickets`. A demo
- * page keeps trying (backoff caps at 8 s), so a restarted host is found again, until the tickets say
- * no retry can help.
+ * A connection to `zone` on the host that served the page, with guest tickets from `tickets` (from
+ * the hosts the connection's last Welcome or Entries listed, when the page's host is unreachable). A
+ * demo page keeps trying (backoff caps at 8 s), so a restarted host is found again, until the
+ * tickets say no retry can help.
  */
 export function guestConnection(zone, tickets, transport) {
     const wsScheme = location.protocol === "https:" ? "wss" : "ws";
-    return new ZoneConnection({
+    const conn = new ZoneConnection({
         transport,
         url: `${wsScheme}://${location.host}/zones/${encodeURIComponent(zone)}`,
         ticket: () => tickets.fetch(),
@@ -111,4 +158,7 @@ export function guestConnection(zone, tickets, transport) {
             policy: (...args) => tickets.cannotJoin !== null ? "stop" : defaultReconnectPolicy(...args),
         },
     });
+    // When the page's host is gone, its tickets come from the hosts the zone's host listed.
+    tickets.otherHosts = () => conn.listedEntries;
+    return conn;
 }

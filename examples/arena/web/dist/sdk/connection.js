@@ -365,6 +365,15 @@ export class ZoneConnection {
     get transport() {
         return this.transportKind;
     }
+    /**
+     * Where else the zone may be entered: its WebSocket URL at the fleet's hosts, its owner first, as
+     * the last version 7 Welcome or Entries message listed them (§5.3.1); empty before one. An app
+     * that gets its tickets from a zone host (a dev host's guest tickets) may ask the others when its
+     * own is gone.
+     */
+    get listedEntries() {
+        return [...this.entries];
+    }
     /** True once WebTransport failed in auto mode (here or, remembered, before a reload). */
     get webTransportDisabled() {
         return this.webSocketOnly;
@@ -594,6 +603,10 @@ export class ZoneConnection {
             this.sched.now() - this.disconnectedAt <
                 (this.opts.reconnect?.graceMs ?? this.welcomeMsg?.reconnectGraceMs ?? 30_000);
         this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
+        // A Kick or error of an earlier attempt says nothing about this one (a ticket() that fails is
+        // told as itself, not as the last refusal).
+        this.lastKick = null;
+        this.localError = null;
         let ticket;
         try {
             if (this.mode === "fresh" || this.ticketValue === null || this.renewTicket) {
