@@ -631,6 +631,15 @@ impl Host {
         if let Some(jobs) = shared.sim.transfers.take_receiver() {
             tokio::spawn(crate::transfer::run(Arc::clone(shared), jobs));
         }
+        // Moves between hosts: the notes the bus brings this host's zones.
+        if let Some(notes) = shared
+            .sim
+            .bus
+            .get()
+            .and_then(|b| b.take_transfer_deliveries())
+        {
+            tokio::spawn(crate::transfer::serve_notes(Arc::clone(shared), notes));
+        }
         Ok(())
     }
 
@@ -717,7 +726,6 @@ impl Host {
             None => crate::fleet::config::advertise_url(cfg, listener.local_addr()?),
         };
         let _ = shared.base_url.set(base);
-        self.start_transfers().await?;
         // WebTransport on UDP: where configured, or in dev mode on the HTTP port's number.
         let wt_addr = cfg
             .webtransport
@@ -729,6 +737,7 @@ impl Host {
         }
         self.follow_module_deploys().await;
         self.start_bus().await?;
+        self.start_transfers().await?;
         tracing::info!(addr = %listener.local_addr()?, "zonekeep host listening");
         tokio::pin!(shutdown);
         loop {

@@ -20,6 +20,7 @@
 
 mod credential;
 mod recover;
+mod remote;
 mod target;
 mod worker;
 
@@ -28,10 +29,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use zonekeep_core::TransferRequest;
 use zonekeep_store::TransferLedger;
 
+pub(crate) use remote::serve as serve_notes;
 pub(crate) use target::arrival;
 pub(crate) use worker::run;
 
@@ -100,6 +102,8 @@ pub(crate) struct TransferQueue {
     rx: Mutex<Option<mpsc::Receiver<Job>>>,
     /// Transfer frames sent, by source zone and principal, for a connection that comes back.
     sent: Mutex<HashMap<(String, String), (Bytes, Instant)>>,
+    /// Moves to another host's zone waiting for its answer, by transfer id.
+    waiters: Mutex<HashMap<String, oneshot::Sender<remote::Answer>>>,
 }
 
 impl TransferQueue {
@@ -110,6 +114,31 @@ impl TransferQueue {
             tx,
             rx: Mutex::new(Some(rx)),
             sent: Mutex::new(HashMap::new()),
+            waiters: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Waits (through `tx`) for the answer to move `id` (at most [`IN_FLIGHT`] wait at once,
+    /// the worker's own bound).
+    pub(crate) fn wait_for(&self, id: &str, tx: oneshot::Sender<remote::Answer>) {
+        let mut w = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
+        w.insert(id.to_owned(), tx);
+    }
+
+    /// Stops waiting for move `id`.
+    pub(crate) fn stop_waiting(&self, id: &str) {
+        let mut w = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
+        w.remove(id);
+    }
+
+    /// Hands the answer to move `id` to whoever waits for it (nobody: it came too late).
+    pub(crate) fn answer(&self, id: &str, answer: remote::Answer) {
+        let waiter = {
+            let mut w = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
+            w.remove(id)
+        };
+        if let Some(tx) = waiter {
+            let _ = tx.send(answer);
         }
     }
 

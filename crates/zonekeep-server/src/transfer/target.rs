@@ -25,36 +25,69 @@ pub(crate) struct Admitted {
 }
 
 /// Has the target take the player and settles the record: the settled record (accepted, or
-/// returned when the source's return landed first), or why the target did not take it.
+/// returned when the source's return landed first), or why the target did not take it. A target
+/// owned by another host is asked through the bus.
 pub(super) async fn decide(
     shared: &Arc<Shared>,
     ledger: &Arc<dyn TransferLedger>,
     begun: &StoredTransfer,
     admitted: &mut Option<Admitted>,
 ) -> Result<StoredTransfer, String> {
-    let t = &begun.transfer;
-    let (kind, params) = kind_and_params(shared, begun);
+    match admit_and_accept(shared, ledger, begun, admitted).await {
+        Ok(settled) => Ok(settled),
+        Err(Decline::Elsewhere(host)) => super::remote::ask(shared, ledger, begun, &host).await,
+        Err(Decline::Refused(reason)) => Err(reason),
+    }
+}
+
+/// Why a zone of this host did not take a moved player.
+pub(super) enum Decline {
+    /// The target zone is owned by this other host.
+    Elsewhere(String),
+    /// It refused, or could not be started or placed, for this reason.
+    Refused(String),
+}
+
+impl std::fmt::Display for Decline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Decline::Elsewhere(host) => write!(f, "the target zone moved to host {host:?}"),
+            Decline::Refused(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// Admits the player of `record` into its target zone on this host (starting the zone here when
+/// the fleet places it here) and settles the record as accepted under the zone's epoch.
+pub(super) async fn admit_and_accept(
+    shared: &Arc<Shared>,
+    ledger: &Arc<dyn TransferLedger>,
+    record: &StoredTransfer,
+    admitted: &mut Option<Admitted>,
+) -> Result<StoredTransfer, Decline> {
+    let t = &record.transfer;
+    let (kind, params) = kind_and_params(shared, record);
     let listed = match shared.fleet() {
         Some(fleet) if shared.registry.get(&t.target_zone).is_none() => {
             match fleet.route(&t.target_zone, &kind, &params).await {
                 Ok(Route::Here(listed)) => listed,
-                Ok(Route::Owner { host, .. }) => {
-                    return Err(format!(
-                        "the target zone runs on host {host:?}; moving players between hosts needs the bus (start every host with --bus nats://…)"
-                    ))
+                Ok(Route::Owner { host, .. }) => return Err(Decline::Elsewhere(host)),
+                Err(e) => {
+                    return Err(Decline::Refused(format!(
+                        "the target zone cannot be placed: {e}"
+                    )))
                 }
-                Err(e) => return Err(format!("the target zone cannot be placed: {e}")),
             }
         }
         _ => None,
     };
-    let (player, epoch, thread) = admit_here(shared, begun, listed, kind, params)
+    let (player, epoch, thread) = admit_here(shared, record, listed, kind, params)
         .await
-        .map_err(|f| f.to_string())?;
+        .map_err(|f| Decline::Refused(f.to_string()))?;
     *admitted = Some(Admitted { thread, player });
     super::worker::write_within(DECISION_TIMEOUT, || ledger.accept_transfer(&t.id, epoch))
         .await
-        .map_err(|e| format!("the target's acceptance was not recorded: {e}"))
+        .map_err(|e| Decline::Refused(format!("the target's acceptance was not recorded: {e}")))
 }
 
 /// The kind and params a target zone that is not running yet is created with: the move's

@@ -1,0 +1,181 @@
+//! Moves between hosts: the source host asks the target zone's owner, through the bus, to admit
+//! the player; the owner admits it, settles the record as accepted, and answers. The record in
+//! the store stays the truth: the source also reads it while it waits, so a lost answer costs
+//! at most one read interval, and a lost request ends as a return at the decision timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+use zonekeep_bus::TransferDelivery;
+use zonekeep_store::{StoredTransfer, TransferLedger, TransferStatus};
+
+use super::target::{admit_and_accept, Admitted, Decline};
+use super::{ledger, DECISION_TIMEOUT};
+use crate::host::Shared;
+
+/// How often a waiting source reads the record, in case the answer was lost.
+const READ_EVERY: Duration = Duration::from_millis(100);
+
+/// What hosts say to each other about a move (the bus carries it as opaque bytes).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Note {
+    /// To the target zone's owner: admit the player of this pending transfer.
+    Admit { id: String },
+    /// To the source zone's owner: the target took the player.
+    Accepted { id: String },
+    /// To the source zone's owner: the target did not take it, for this reason.
+    Refused { id: String, reason: String },
+}
+
+/// A target's answer, as a waiting source hears it.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    Accepted,
+    Refused(String),
+}
+
+/// The source's side: asks `host`'s zone to admit the player and waits for its answer (or the
+/// record's decision). The settled record, or why the move is returned.
+pub(super) async fn ask(
+    shared: &Arc<Shared>,
+    ledger: &Arc<dyn TransferLedger>,
+    begun: &StoredTransfer,
+    host: &str,
+) -> Result<StoredTransfer, String> {
+    let Some(bus) = shared.sim.bus.get().filter(|b| b.kind() == "nats") else {
+        return Err(format!(
+            "the target zone runs on host {host:?}; moving players between hosts needs the bus (start every host with --bus nats://…)"
+        ));
+    };
+    let t = &begun.transfer;
+    let (tx, mut answer) = oneshot::channel();
+    shared.sim.transfers.wait_for(&t.id, tx);
+    let note = Note::Admit { id: t.id.clone() };
+    let sent = match serde_json::to_vec(&note) {
+        Ok(bytes) => bus.send_transfer(&t.target_zone, bytes).await,
+        Err(e) => {
+            shared.sim.transfers.stop_waiting(&t.id);
+            return Err(format!("the move could not be written down: {e}"));
+        }
+    };
+    if let Err(e) = sent {
+        shared.sim.transfers.stop_waiting(&t.id);
+        return Err(format!("the target zone's host could not be asked: {e}"));
+    }
+    let mut read = tokio::time::interval(READ_EVERY);
+    read.tick().await;
+    let outcome = loop {
+        tokio::select! {
+            a = &mut answer => match a {
+                Ok(Answer::Refused(reason)) => break Err(reason),
+                // Confirmed from the record below (the store is the truth).
+                Ok(Answer::Accepted) | Err(_) => match ledger.transfer(&t.id).await {
+                    Ok(Some(r)) if r.status != TransferStatus::Pending => break Ok(r),
+                    _ => {}
+                },
+            },
+            _ = read.tick() => {
+                if let Ok(Some(r)) = ledger.transfer(&t.id).await {
+                    if r.status != TransferStatus::Pending {
+                        break Ok(r);
+                    }
+                }
+            }
+        }
+    };
+    shared.sim.transfers.stop_waiting(&t.id);
+    outcome
+}
+
+/// Serves the transfer notes the bus delivers to this host's zones.
+pub(crate) async fn serve(shared: Arc<Shared>, mut notes: mpsc::Receiver<TransferDelivery>) {
+    loop {
+        let delivery = tokio::select! {
+            _ = shared.shutdown.cancelled() => break,
+            d = notes.recv() => match d { Some(d) => d, None => break },
+        };
+        let note: Note = match serde_json::from_slice(&delivery.bytes) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(from = %delivery.from, error = %e, "an unreadable transfer note was dropped");
+                continue;
+            }
+        };
+        match note {
+            Note::Admit { id } => {
+                let shared = Arc::clone(&shared);
+                tokio::spawn(async move { admit(&shared, &id, &delivery.to_zone).await });
+            }
+            Note::Accepted { id } => shared.sim.transfers.answer(&id, Answer::Accepted),
+            Note::Refused { id, reason } => {
+                shared.sim.transfers.answer(&id, Answer::Refused(reason))
+            }
+        }
+    }
+}
+
+/// The target's side: admits the player of pending transfer `id` into `zone_id` here and
+/// answers its source.
+async fn admit(shared: &Arc<Shared>, id: &str, zone_id: &str) {
+    let Some(ledger) = ledger(shared) else { return };
+    let record = match ledger.transfer(id).await {
+        Ok(Some(r)) if r.status == TransferStatus::Pending && r.transfer.target_zone == zone_id => {
+            r
+        }
+        // Decided already (the source timed out), or not for this zone: nothing to do.
+        Ok(_) => return,
+        Err(e) => {
+            tracing::warn!(transfer = %id, error = %e, "a move to this host was not read; its source returns it");
+            return;
+        }
+    };
+    let mut admitted: Option<Admitted> = None;
+    let decided = tokio::time::timeout(
+        DECISION_TIMEOUT,
+        admit_and_accept(shared, &ledger, &record, &mut admitted),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(Decline::Refused(
+            "the target zone did not answer in time".into(),
+        ))
+    });
+    let note = match decided {
+        Ok(settled) if settled.status == TransferStatus::Accepted => {
+            Note::Accepted { id: id.to_owned() }
+        }
+        Ok(settled) => {
+            if let Some(a) = admitted {
+                super::target::cancel(shared, zone_id, a);
+            }
+            Note::Refused {
+                id: id.to_owned(),
+                reason: settled
+                    .reason
+                    .unwrap_or_else(|| "the move was returned".into()),
+            }
+        }
+        Err(decline) => {
+            if let Some(a) = admitted {
+                super::target::cancel(shared, zone_id, a);
+            }
+            Note::Refused {
+                id: id.to_owned(),
+                reason: decline.to_string(),
+            }
+        }
+    };
+    let Some(bus) = shared.sim.bus.get() else {
+        return;
+    };
+    let sent = match serde_json::to_vec(&note) {
+        Ok(bytes) => bus.send_transfer(&record.transfer.source_zone, bytes).await,
+        Err(_) => return,
+    };
+    if let Err(e) = sent {
+        tracing::warn!(transfer = %id, error = %e, "a move's answer was not sent; its source reads the record");
+    }
+}
