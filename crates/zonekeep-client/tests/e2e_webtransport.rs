@@ -196,7 +196,8 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
         opts.transport = Transport::WebTransport;
         let (mut conn, welcome) = connect(&url, opts).await.unwrap();
         assert_eq!(
-            welcome.version, 7,
+            welcome.version,
+            zonekeep_protocol::limits::PROTOCOL_VERSION,
             "a WebTransport session speaks the newest version both offer"
         );
         assert_eq!(conn.transport(), Transport::WebTransport);

@@ -524,7 +524,7 @@ fn protocol_md_examples_match_fixtures() {
         checked += 1;
     }
     assert_eq!(
-        checked, 8,
-        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello and content version Welcome examples"
+        checked, 9,
+        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello, content version Welcome and Transfer examples"
     );
 }
