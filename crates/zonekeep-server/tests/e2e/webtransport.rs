@@ -368,7 +368,7 @@ async fn messages_on_the_wrong_path_of_a_session_are_protocol_errors() {
         assert_eq!(code, 4014);
     }
 
-    // A Hello without version 6 or 7 is told the versions a session speaks.
+    // A Hello without version 6, 7 or 8 is told the versions a session speaks.
     let mut wt = open(&server, "dots").await.unwrap();
     wt.hello(vec![2, 3, 4, 5], &ticket("wt-old", "dots")).await;
     let kick = loop {
@@ -380,7 +380,7 @@ async fn messages_on_the_wrong_path_of_a_session_are_protocol_errors() {
     };
     assert_eq!(kick.code, KickCode::VERSION_MISMATCH);
     assert!(
-        kick.reason.contains("the host speaks versions 6 to 7"),
+        kick.reason.contains("the host speaks versions 6 to 8"),
         "{}",
         kick.reason
     );
