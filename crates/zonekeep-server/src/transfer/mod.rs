@@ -95,6 +95,10 @@ pub(crate) enum Resolution {
     Returned(String),
 }
 
+/// The transfer worker's queue is full (or the worker is gone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QueueFull;
+
 /// The simulation threads' end of the worker: a bounded queue they never wait on.
 #[derive(Debug)]
 pub(crate) struct TransferQueue {
@@ -142,11 +146,10 @@ impl TransferQueue {
         }
     }
 
-    /// Hands a job to the worker without waiting; the job comes back when the queue is full.
-    pub fn submit(&self, job: Job) -> Result<(), Job> {
-        self.tx.try_send(job).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(j) | mpsc::error::TrySendError::Closed(j) => j,
-        })
+    /// Hands a job to the worker without waiting; refused when the queue is full (or the worker
+    /// is gone), and the caller undoes what the job was for.
+    pub fn submit(&self, job: Job) -> Result<(), QueueFull> {
+        self.tx.try_send(job).map_err(|_| QueueFull)
     }
 
     /// The worker's end, taken once when the host starts serving.
