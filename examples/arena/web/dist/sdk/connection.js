@@ -36,11 +36,23 @@
  * are (`GET /webtransport` on the Redirect URL's HTTP origin) and the same Hello goes to a session
  * there; only when the owner serves none does that hop go over WebSocket (a 'fallback' saying why).
  *
+ * Transfers (§5.3.2, version 8): a Transfer moves the player to another zone. The connection emits
+ * 'transfer' ({@link TransferInfo}), keeps the source connection open and its world untouched
+ * (no 'welcome' or 'delta' in between: the game keeps drawing what it has), and opens a new
+ * connection to the Transfer's URL with a Hello carrying the transfer credential (no reconnect
+ * token, Redirects followed as usual, over WebTransport when the session was). Only when the
+ * target's Welcome **and** its BASELINE have arrived does it emit that 'welcome' (with
+ * {@link WelcomeInfo.transfer}) and 'delta' together, in one task, so no frame is drawn between
+ * the two worlds; then it closes the source connection. Its state is "transferring" meanwhile,
+ * not "reconnecting". A failed attempt ('transferError', `willRetry`) is retried with backoff while
+ * the credential is valid, through the Transfer's URL, then the entry URL (now naming the new
+ * zone) and the listed entries; later reconnects use the new zone's reconnect token and id.
+ *
  * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
  * drive a whole session over fake sockets and a manual clock.
  */
 import { ServerClock } from "./clock.js";
-import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, ENTRIES_PROTOCOL, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, websocketEntries, } from "./messages.js";
+import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, ENTRIES_PROTOCOL, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, TRANSFER_PROTOCOL, transferTarget, websocketEntries, } from "./messages.js";
 import { Mirror } from "./mirror.js";
 import { backoffMs, defaultReconnectPolicy } from "./reconnect.js";
 import { systemScheduler } from "./scheduler.js";
@@ -70,6 +82,67 @@ export class RedirectError extends Error {
         this.name = "RedirectError";
         this.kind = kind;
         this.url = url;
+    }
+}
+/**
+ * A Transfer the connection could not follow (yet), as 'transferError' reports it: `url` — its URL
+ * is not `ws://` or `wss://` (the Transfer is ignored, the session goes on where it was);
+ * `attempt` — an attempt at the new zone failed (`willRetry` says whether another follows, with
+ * backoff, while the credential is valid); `replayed` — the credential was already used and no
+ * Welcome of the new zone gave a reconnect token to resume with; `expired` — the credential's
+ * lifetime ran out before an attempt landed. Without `willRetry` the connection closes next.
+ */
+export class TransferError extends Error {
+    /** What went wrong. */
+    kind;
+    /** The Kick of the failed attempt, if the host sent one. */
+    kick;
+    /** Whether the move goes on (another attempt, or, for `url`, the session where it was). */
+    willRetry;
+    /** An error of `kind` with `message`. */
+    constructor(kind, message, kick, willRetry) {
+        super(message);
+        this.name = "TransferError";
+        this.kind = kind;
+        this.kick = kick;
+        this.willRetry = willRetry;
+    }
+}
+/** Kick codes after which another attempt with the same transfer credential cannot land. */
+const TRANSFER_FINAL_KICKS = new Set([
+    KickCode.VERSION_MISMATCH,
+    KickCode.BAD_TICKET,
+    KickCode.TICKET_EXPIRED,
+    KickCode.TICKET_UNKNOWN_KEY,
+    KickCode.TICKET_RETIRED_KEY,
+    KickCode.TICKET_BAD_ALGORITHM,
+    KickCode.TICKET_WRONG_ZONE,
+]);
+/** How long a credential is valid from now, ms, by its `exp` (600 s when it cannot be read). */
+function credentialLifetimeMs(ticket) {
+    try {
+        const part = ticket.split(".")[1] ?? "";
+        const json = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
+        const exp = JSON.parse(json).exp;
+        if (typeof exp === "number" && Number.isFinite(exp))
+            return Math.max(0, exp * 1000 - Date.now());
+    }
+    catch {
+        // Not a readable JWS: the documented lifetime stands in.
+    }
+    return 600_000;
+}
+/** `url` naming `zone` in place of the zone its `/zones/{zone}` path names (unchanged otherwise). */
+function withZone(url, zone) {
+    try {
+        const u = new URL(url);
+        if (!/^\/zones\/[^/]+$/.test(u.pathname))
+            return url;
+        u.pathname = `/zones/${encodeURIComponent(zone)}`;
+        return u.toString();
+    }
+    catch {
+        return url;
     }
 }
 /**
@@ -204,6 +277,7 @@ export class ZoneConnection {
         close: new Set(),
         inputRefused: new Set(),
         transfer: new Set(),
+        transferError: new Set(),
         redirect: new Set(),
         reload: new Set(),
         fallback: new Set(),
@@ -255,9 +329,16 @@ export class ZoneConnection {
         entryFallbacks: 0,
         resumes: 0,
         freshJoins: 0,
+        transfers: 0,
         datagramsIn: 0,
         datagramsOut: 0,
     };
+    /** The current socket's Welcome arrived (its messages are a session's, not a handshake's). */
+    welcomed = false;
+    /** A move to another zone under way (§5.3.2). */
+    transfer = null;
+    /** The zone a Transfer moved the session to: entry URLs name it from then on (null = none). */
+    zoneId = null;
     /** The Hello of the current attempt: every hop of it sends exactly this. */
     hello = null;
     /** Redirects followed in the current attempt. */
@@ -411,6 +492,7 @@ export class ZoneConnection {
             return;
         const sock = this.socket;
         this.teardown();
+        this.endTransfer("client closed");
         this.st = "closed";
         if (sock !== null) {
             try {
@@ -590,6 +672,7 @@ export class ZoneConnection {
         this.ackTimer = null;
         this.wtTrial = false;
         this.wtTry += 1;
+        this.welcomed = false;
         const sock = this.socket;
         this.socket = null;
         this.wt = null;
@@ -598,6 +681,14 @@ export class ZoneConnection {
     }
     async attempt() {
         const gen = ++this.gen;
+        const transfer = this.transfer;
+        if (transfer !== null) {
+            // §5.3.2: a fresh Hello with the credential (the new zone's token once it gave one).
+            this.mode = transfer.token !== null ? "resume" : "fresh";
+            this.ticketReused = transfer.failures > 0;
+            this.startAttempt(gen, transfer.credential, transfer.token ?? new Uint8Array(0), null);
+            return;
+        }
         this.st = this.welcomeMsg === null && this.attempts === 0 ? "connecting" : "reconnecting";
         const inGrace = this.disconnectedAt !== null &&
             this.sched.now() - this.disconnectedAt <
@@ -628,13 +719,18 @@ export class ZoneConnection {
         }
         if (gen !== this.gen)
             return; // closed while waiting for the ticket
+        const resume = this.mode === "resume";
+        this.startAttempt(gen, ticket, resume ? this.token : new Uint8Array(0), resume ? this.resumeFrom() : null);
+    }
+    /** Sends this attempt's Hello to where it starts (the entry URL, or a Transfer's URL). */
+    startAttempt(gen, ticket, reconnectToken, resumeFrom) {
         this.hello = {
             type: "hello",
             versions: this.versions,
             ticket,
-            reconnectToken: this.mode === "resume" ? this.token : new Uint8Array(0),
+            reconnectToken,
             contentVersion: this.opts.contentVersion ?? "",
-            resumeFrom: this.mode === "resume" ? this.resumeFrom() : null,
+            resumeFrom,
         };
         this.hops = 0;
         this.hopUrl = null;
@@ -648,9 +744,17 @@ export class ZoneConnection {
         else
             this.openSocket(gen, this.entryUrl());
     }
-    /** The entry URL, then each entry URL the last Welcome listed that differs from it. */
+    /**
+     * The entry URL, then each entry URL the last Welcome listed that differs from it; after a
+     * Transfer they name its zone, and its first attempt starts at the Transfer's URL.
+     */
     entryCandidates() {
-        return [this.opts.url, ...this.entries.filter((u) => u !== this.opts.url)];
+        const zone = this.zoneId;
+        const rezone = (u) => (zone === null ? u : withZone(u, zone));
+        const entry = rezone(this.opts.url);
+        const all = [entry, ...this.entries.map(rezone).filter((u) => u !== entry)];
+        const t = this.transfer;
+        return t !== null && t.direct ? [t.info.url, ...all.filter((u) => u !== t.info.url)] : all;
     }
     /** Where the current attempt starts: the entry URL, or a listed one after it was unreachable. */
     entryUrl() {
@@ -926,7 +1030,7 @@ export class ZoneConnection {
         this.counters.messagesIn += 1;
         this.inMeter.add(now, bytes.length);
         const tag = peekTag(bytes);
-        if (this.st !== "open") {
+        if (!this.welcomed) {
             if (tag !== Tag.Welcome && tag !== Tag.Kick && tag !== Tag.Redirect) {
                 throw new DecodeError("invalid", `message 0x${tag.toString(16)} before Welcome`);
             }
@@ -966,6 +1070,7 @@ export class ZoneConnection {
                 return;
             }
             const { delta, changes } = received;
+            this.arrive();
             this.clock.onDelta(delta.tick, now);
             this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
             this.lastAck = delta.ack;
@@ -980,7 +1085,7 @@ export class ZoneConnection {
         const m = decodeServerMessage(bytes);
         switch (m.type) {
             case "welcome":
-                if (this.st === "open")
+                if (this.welcomed)
                     throw new DecodeError("invalid", "second Welcome");
                 this.onWelcome(m, now);
                 return;
@@ -1006,11 +1111,15 @@ export class ZoneConnection {
                 this.checkKnownSet(m);
                 return;
             case "transfer":
-                this.emit("transfer", m);
+                // §5.3.2: a host sends it only to a session of version 8 or later.
+                if ((this.welcomeMsg?.version ?? 0) < TRANSFER_PROTOCOL) {
+                    throw new DecodeError("invalid", `Transfer on a version ${this.welcomeMsg?.version ?? 0} session`);
+                }
+                this.onTransfer(m);
                 return;
             case "redirect":
                 // A Redirect answers a Hello only (§5.3.1).
-                if (this.st === "open")
+                if (this.welcomed)
                     throw new DecodeError("invalid", "Redirect in the middle of a session");
                 this.follow(gen, m);
                 return;
@@ -1036,7 +1145,7 @@ export class ZoneConnection {
         this.counters.datagramsIn += 1;
         this.inMeter.add(now, bytes.length);
         // A State may overtake the Welcome on the stream: drop it, the host repeats what is not acknowledged.
-        if (this.st !== "open" || this.ring === null) {
+        if (!this.welcomed || this.ring === null) {
             this.stateCounters.early += 1;
             return;
         }
@@ -1075,6 +1184,7 @@ export class ZoneConnection {
         }
         this.stateCounters.applied += 1;
         const { delta, changes, mirror, state } = res;
+        this.arrive();
         this.mirrorState = mirror;
         this.clock.onDelta(delta.tick, now);
         this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
@@ -1123,10 +1233,12 @@ export class ZoneConnection {
         if (!this.versions.includes(w.version)) {
             throw new DecodeError("invalid", `host picked version ${w.version}, which was not offered`);
         }
-        const resumed = this.mode === "resume" && this.playerId === w.playerId;
+        const transfer = this.transfer;
+        // A move's Welcome starts the player afresh in the new zone, whatever token it presented.
+        const resumed = transfer === null && this.mode === "resume" && this.playerId === w.playerId;
         if (resumed)
             this.counters.resumes += 1;
-        else
+        else if (transfer === null)
             this.counters.freshJoins += 1;
         this.cancel(this.handshakeTimer);
         this.handshakeTimer = null;
@@ -1141,6 +1253,8 @@ export class ZoneConnection {
         this.noteEntries(w);
         this.playerId = w.playerId;
         this.token = w.reconnectToken;
+        if (transfer !== null)
+            transfer.token = w.reconnectToken;
         if (this.wt !== null) {
             // §1.1: a WebTransport session speaks version 6 or later; its first State is a BASELINE.
             if (w.version < DATAGRAM_VERSION) {
@@ -1182,7 +1296,9 @@ export class ZoneConnection {
             this.lastAck = 0;
             this.controlled = null;
         }
-        this.st = "open";
+        this.welcomed = true;
+        if (transfer === null)
+            this.st = "open";
         if (this.wt === null) {
             for (const i of again) {
                 this.send({ type: "input", seq: i.seq, viewTick: i.viewTick, payload: i.payload });
@@ -1190,13 +1306,23 @@ export class ZoneConnection {
             }
         }
         this.ping();
-        this.emit("welcome", w, { resumed, transport: this.wt !== null ? "webtransport" : "websocket" });
+        const info = {
+            resumed,
+            transport: this.wt !== null ? "webtransport" : "websocket",
+            transfer: transfer?.info ?? null,
+        };
+        if (transfer !== null) {
+            // Told with the BASELINE ({@link arrive}): until then the game draws the old world.
+            transfer.held = { welcome: w, info };
+            return;
+        }
+        this.emit("welcome", w, info);
         const first = this.firstWelcome;
         this.firstWelcome = null;
         first?.resolve(w);
     }
     ping() {
-        if (this.st !== "open")
+        if (!this.welcomed)
             return;
         this.send({ type: "ping", clientTime: Math.max(0, Math.floor(this.sched.now())) });
         this.pingTimer = this.later(() => this.ping(), this.opts.pingIntervalMs ?? 1000);
@@ -1213,6 +1339,10 @@ export class ZoneConnection {
         this.untoldMove = null;
         if (untold !== null)
             this.emit("close", untold);
+        if (this.transfer !== null) {
+            this.transferAttemptFailed(code, reason, kick, localError);
+            return;
+        }
         // The grace window runs from the moment an established session was lost.
         if (wasOpen && this.disconnectedAt === null)
             this.disconnectedAt = this.sched.now();
@@ -1304,6 +1434,123 @@ export class ZoneConnection {
         this.teardown();
         this.later(() => void this.attempt(), 0);
         return true;
+    }
+    /**
+     * A Transfer on the open session (§5.3.2): keeps the source connection (and the world drawn
+     * from it) as it is and starts the attempts at the new zone. A Transfer whose URL is not a
+     * WebSocket URL is ignored ('transferError' `url`).
+     */
+    onTransfer(m) {
+        const url = transferTarget(m);
+        if (url === null) {
+            this.emit("transferError", new TransferError("url", `a Transfer to a URL that is not ws:// or wss://: ${m.url}`, null, true));
+            return;
+        }
+        const info = { from: this.welcomeMsg?.zoneId ?? "", to: m.zoneId, url };
+        const origin = this.socket;
+        // Detached, not closed: the source holds the player's last world until the new one is here.
+        this.teardown();
+        this.endTransfer("transferred again");
+        this.transfer = {
+            info,
+            credential: m.ticket,
+            deadline: this.sched.now() + credentialLifetimeMs(m.ticket),
+            origin,
+            direct: true,
+            token: null,
+            held: null,
+            failures: 0,
+        };
+        this.zoneId = m.zoneId;
+        this.entryIndex = 0;
+        this.st = "transferring";
+        this.emit("transfer", info);
+        if (this.transfer === null || this.st !== "transferring")
+            return; // a handler closed the connection
+        void this.attempt();
+    }
+    /**
+     * The new zone's BASELINE is here (the caller emits its 'delta' right after): tells the held
+     * Welcome and closes the source connection. Nothing while no move waits for it.
+     */
+    arrive() {
+        const t = this.transfer;
+        if (t === null || t.held === null)
+            return;
+        this.transfer = null;
+        this.st = "open";
+        this.counters.transfers += 1;
+        this.closeOrigin(t, "transferred");
+        this.emit("welcome", t.held.welcome, t.held.info);
+    }
+    /** Forgets a move under way (if any), closing its source connection. */
+    endTransfer(reason) {
+        const t = this.transfer;
+        if (t === null)
+            return;
+        this.transfer = null;
+        this.closeOrigin(t, reason);
+    }
+    closeOrigin(t, reason) {
+        const origin = t.origin;
+        t.origin = null;
+        if (origin === null)
+            return;
+        detach(origin);
+        try {
+            origin.close(1000, reason);
+        }
+        catch {
+            // The source closes it after a while anyway.
+        }
+    }
+    /**
+     * An attempt at the new zone failed: the next listed entry at once when none answered, else
+     * another attempt with backoff while the credential is valid, else the connection ends.
+     */
+    transferAttemptFailed(code, reason, kick, localError) {
+        const t = this.transfer;
+        if (t === null)
+            return;
+        t.held = null;
+        const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
+        const hopeless = localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
+        const unanswered = !hopeless && !(localError instanceof RedirectError) && (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
+        if (unanswered && this.nextEntry())
+            return;
+        t.direct = false;
+        t.failures += 1;
+        this.entryIndex = 0;
+        const why = kick !== null ? `${kickCodeName(kick.code)}: ${kick.reason}` : (localError?.message ?? reason);
+        if (kickCode === KickCode.CONTENT_OUTDATED) {
+            this.endTransfer("content outdated");
+            this.st = "closed";
+            this.emit("reload", { message: reloadMessage(kick), kick });
+            this.finish({ code, reason: reloadMessage(kick), kick, error: localError, willReconnect: false, retryInMs: 0, reload: true });
+            return;
+        }
+        const delay = backoffMs(this.opts.reconnect ?? {}, t.failures);
+        let kind = "attempt";
+        let willRetry = !hopeless && !(kickCode !== null && TRANSFER_FINAL_KICKS.has(kickCode));
+        if (kickCode === KickCode.TICKET_REPLAYED && t.token === null) {
+            // Already used, and no Welcome of the new zone gave a token to resume with.
+            kind = "replayed";
+            willRetry = false;
+        }
+        else if (willRetry && this.sched.now() + delay >= t.deadline) {
+            kind = "expired";
+            willRetry = false;
+        }
+        this.emit("transferError", new TransferError(kind, why, kick, willRetry));
+        if (this.transfer !== t)
+            return; // a handler closed the connection
+        if (!willRetry) {
+            this.endTransfer("transfer failed");
+            this.st = "closed";
+            this.finish({ code, reason: why, kick, error: localError, willReconnect: false, retryInMs: 0, reload: false });
+            return;
+        }
+        this.later(() => void this.attempt(), delay);
     }
     finish(info) {
         this.emit("close", info);

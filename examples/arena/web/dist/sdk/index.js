@@ -1,13 +1,14 @@
 /**
  * @zonekeep/client — the TypeScript SDK of Zonekeep.
  *
- * - Codec (PROTOCOL.md, protocol version 7, byte-exact with the Rust codec): {@link encodeClientMessage},
+ * - Codec (PROTOCOL.md, protocol version 8, byte-exact with the Rust codec): {@link encodeClientMessage},
  *   {@link decodeServerMessage}, {@link decodeDelta}, {@link encodeDelta}, quantization helpers.
  * - {@link ZoneConnection}: handshake, events, reconnect, clock sync, inputs, counters; over
  *   WebSocket or WebTransport (§1.1), falling back from the one to the other.
  * - {@link StateRing}: the client's states of a WebTransport session (§5.8).
  * - {@link Replica}: interpolated view of the zone's entities.
  * - {@link Predictor}: client-side prediction and reconciliation of the player's entity.
+ * - {@link CellGrid}, {@link NeighbourSet}, {@link pickCopies}: a world cut into cells, one zone each.
  */
 export * from "./wire.js";
 export * from "./quant.js";
@@ -24,3 +25,4 @@ export * from "./predictor.js";
 export * from "./reconnect.js";
 export * from "./connection.js";
 export * from "./webtransport.js";
+export * from "./cells.js";

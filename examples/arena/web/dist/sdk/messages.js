@@ -51,14 +51,20 @@ export const LIMITS = {
     stateRing: 32,
 };
 /**
- * The protocol versions this SDK implements, and offers by default: version 7 (Welcome's `entries`,
+ * The protocol versions this SDK implements, and offers by default: version 8 (the Transfer
+ * message, §5.3.2: the player is moved to another zone), version 7 (Welcome's `entries`,
  * where else the zone may be entered, §5.3.1; a host that speaks only up to 6 picks 6), version 6 (the WebTransport
  * transport, §1.1, with its State and Inputs datagrams and the Events message; over WebSocket byte
  * for byte version 5), which includes version 5 (Welcome's `contentVersion` and the Kick code
  * CONTENT_OUTDATED, §4.1.2), version 4 (a resuming Hello's `resumeFrom`, §4.1.1) and version 3
  * (Redirect, and the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS = [6, 7];
+export const SUPPORTED_VERSIONS = [6, 7, 8];
+/**
+ * The version that added {@link Transfer} (§5.3.2): version 7 plus that message. A host sends it
+ * only to a session that negotiated this version or a later one.
+ */
+export const TRANSFER_PROTOCOL = 8;
 /**
  * The version that added the WebTransport transport (§1.1): State (§5.8) and Inputs (§4.5)
  * datagrams and the Events message (§5.9). A WebTransport session speaks it or a later one.
@@ -193,6 +199,14 @@ export function redirectTarget(r) {
     if ((scheme !== "ws" && scheme !== "wss") || rest === "" || rest.startsWith("/"))
         return null;
     return r.url;
+}
+/**
+ * The URL a Transfer leads to, or null when it is not an absolute `ws://` or `wss://` URL: the
+ * client then ignores the Transfer (§5.3.2), so the credential never goes anywhere but to a zone
+ * host. The same rule as {@link redirectTarget} and the Rust `Transfer::websocket_url`.
+ */
+export function transferTarget(t) {
+    return redirectTarget({ type: "redirect", url: t.url, zoneId: t.zoneId });
 }
 /** The tag of a message without decoding it (truncated input is a {@link DecodeError}). */
 export function peekTag(bytes) {

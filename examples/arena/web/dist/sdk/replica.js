@@ -27,6 +27,11 @@ export class Replica {
     lastFrameAt = null;
     lastRenderTick = Number.NEGATIVE_INFINITY;
     visible = new Set();
+    /**
+     * The next BASELINE is a new zone's after a transfer: its entities are drawn from the first
+     * frame on (they were there before the client saw them), so the picture never goes blank.
+     */
+    arriving = false;
     /** Samples dropped because a track was full. */
     droppedSamples = 0;
     /** Frames drawn past the newest data (extrapolating). */
@@ -72,6 +77,9 @@ export class Replica {
         // behind a slow link sends one Delta for several patches, so the previous one may be older than
         // one patch interval: a move it reports happened somewhere after the previous Delta.)
         const confirmed = this.lastDeltaTick ?? t;
+        const arrived = this.arriving && delta.baseline;
+        if (delta.baseline)
+            this.arriving = false;
         if (delta.baseline) {
             const present = new Set(delta.spawns.map((s) => s.id));
             for (const [id, track] of this.live) {
@@ -103,7 +111,7 @@ export class Replica {
                 this.live.set(s.id, {
                     id: s.id,
                     kind: s.kind,
-                    spawnTick: t,
+                    spawnTick: arrived ? Number.NEGATIVE_INFINITY : t,
                     despawnTick: null,
                     samples: [{ tick: t, qx: e.qx, qy: e.qy, fields: [...e.fields] }],
                     extrapolated: null,
@@ -196,6 +204,9 @@ export class Replica {
         const offWelcome = conn.on("welcome", (w, info) => {
             if (!info.resumed)
                 this.clear();
+            // A transfer's BASELINE comes in the same task: the new world replaces the old at once.
+            if (info.transfer !== null)
+                this.arriving = true;
             this.setZone(w.schema, w.patchEvery);
         });
         const offDelta = conn.on("delta", (d, info) => this.onDelta(d, info.mirror, info.recvMs));
@@ -205,6 +216,14 @@ export class Replica {
             offDelta();
             conn.setViewTickSource(null);
         };
+    }
+    /**
+     * Forgets everything and takes the next BASELINE as a whole new world drawn from the next frame
+     * on: what a transfer to another zone needs (attached replicas do it on their own).
+     */
+    arrive() {
+        this.clear();
+        this.arriving = true;
     }
     /** Forgets everything (a new zone, or a fresh join). */
     clear() {
