@@ -1,5 +1,5 @@
 //! The demo pages (the arena at `/`, the shooting gallery at `/gallery`, the cells at `/cells`),
-//! so `cargo run` needs no Node.
+//! embedded in the binary so `cargo run` needs no Node.
 //!
 //! `web/dist/` is built by `npm run build` in `examples/arena/web` and committed; the page's test
 //! checks it is fresh, and the tests below check that every built file is listed here.

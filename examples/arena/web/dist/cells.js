@@ -58,7 +58,7 @@ export function cellStep(s, input) {
     return { x: snap(x), y: snap(y) };
 }
 function newMotion(x, y, at, zone) {
-    return { frames: 1, maxJump: 0, maxExcess: 0, maxGapMs: 0, zones: [zone], x, y, at };
+    return { frames: 1, maxJump: 0, maxExcess: 0, maxGapMs: 0, missedFrames: 0, maxAbsentMs: 0, missing: false, zones: [zone], x, y, at };
 }
 function track(m, x, y, at, zone) {
     const jump = Math.hypot(x - m.x, y - m.y);
@@ -66,6 +66,9 @@ function track(m, x, y, at, zone) {
     m.maxJump = Math.max(m.maxJump, jump);
     m.maxExcess = Math.max(m.maxExcess, jump - (SPEED * (at - m.at)) / 1000);
     m.maxGapMs = Math.max(m.maxGapMs, at - m.at);
+    if (m.missing)
+        m.maxAbsentMs = Math.max(m.maxAbsentMs, at - m.at);
+    m.missing = false;
     if (!m.zones.includes(zone))
         m.zones.push(zone);
     m.x = x;
@@ -88,6 +91,7 @@ const debug = {
     motion: {},
     hold: 0,
     inputsSent: 0,
+    longestStillMs: 0,
     transfers: 0,
     corrections: 0,
     errors: [],
@@ -180,6 +184,36 @@ function playersOf(r, from, now, out) {
     return drawn;
 }
 let lastMe = null;
+/**
+ * When a player's drawn copy comes from another cell than last frame (it walked across), the two
+ * cells' pictures run on their own interpolation delays and may disagree by a few frames of motion:
+ * the difference is eased out over this long instead of shown as a jump.
+ */
+const HANDOFF_MS = 250;
+/** Per player: the cell its copy came from last frame, where it was drawn, and the easing offset. */
+const handoffs = new Map();
+function handOff(o, now) {
+    const h = handoffs.get(o.identity);
+    if (h === undefined) {
+        handoffs.set(o.identity, { zone: o.zone, x: o.x, y: o.y, ox: 0, oy: 0, at: now });
+        return o;
+    }
+    if (h.zone !== o.zone) {
+        // Keep the player where it was drawn; the offset decays from now.
+        h.ox = h.x - o.x;
+        h.oy = h.y - o.y;
+        h.at = now;
+        h.zone = o.zone;
+    }
+    const k = Math.max(0, 1 - (now - h.at) / HANDOFF_MS);
+    const x = o.x + h.ox * k;
+    const y = o.y + h.oy * k;
+    h.x = x;
+    h.y = y;
+    return { ...o, x, y };
+}
+/** When the player's drawn position last changed (or nothing was held). */
+let movedAt = 0;
 /** The player's hue, as its cell set it. */
 let myHue = 0;
 function frame(now) {
@@ -201,13 +235,21 @@ function frame(now) {
         playersOf(w.replica, z, now, seen);
     const others = pickCopies(grid, seen.filter((s) => s.identity !== debug.who));
     const drawn = {};
-    for (const o of others) {
+    for (const raw of others) {
+        const o = handOff(raw, now);
         drawn[o.identity] = { x: o.x, y: o.y, zone: o.zone, name: o.name };
         const m = debug.motion[o.identity];
         if (m === undefined)
             debug.motion[o.identity] = newMotion(o.x, o.y, now, o.zone);
         else
             track(m, o.x, o.y, now, o.zone);
+    }
+    for (const [who, m] of Object.entries(debug.motion)) {
+        if (drawn[Number(who)] !== undefined)
+            continue;
+        handoffs.delete(Number(who));
+        m.missing = true;
+        m.missedFrames += 1;
     }
     debug.others = drawn;
     if (me !== null) {
@@ -216,6 +258,12 @@ function frame(now) {
         else
             track(debug.own, me.x, me.y, now, zone);
     }
+    if (me !== null && lastMe !== null && (me.x !== lastMe.x || me.y !== lastMe.y))
+        movedAt = now;
+    else if (debug.hold !== 0)
+        debug.longestStillMs = Math.max(debug.longestStillMs, now - movedAt);
+    else
+        movedAt = now;
     lastMe = me;
     debug.me = me;
     debug.state = conn.state;

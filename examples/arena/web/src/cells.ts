@@ -62,8 +62,14 @@ export interface DrawnMotion {
   maxJump: number;
   /** Largest amount a frame's move exceeded the speed limit over the time since the last one. */
   maxExcess: number;
-  /** Longest time between two frames it was drawn in, ms. */
+  /** Longest time between two frames it was drawn in, ms (slow frames count too). */
   maxGapMs: number;
+  /** Frames since it was first drawn that did not draw it. */
+  missedFrames: number;
+  /** Longest time it was not drawn, from the last frame with it to the next one with it, ms. */
+  maxAbsentMs: number;
+  /** Whether the last frame missed it. */
+  missing: boolean;
   /** The zones it was drawn from, in order of first use. */
   zones: string[];
   x: number;
@@ -92,6 +98,8 @@ export interface CellsDebug {
   /** A held direction (DIR_* bits) that stands in for the keyboard when not 0. */
   hold: number;
   inputsSent: number;
+  /** Longest time the player's drawn position stood still while {@link hold} was set, ms (a move's pause). */
+  longestStillMs: number;
   transfers: number;
   corrections: number;
   errors: string[];
@@ -105,7 +113,7 @@ declare global {
 }
 
 function newMotion(x: number, y: number, at: number, zone: string): DrawnMotion {
-  return { frames: 1, maxJump: 0, maxExcess: 0, maxGapMs: 0, zones: [zone], x, y, at };
+  return { frames: 1, maxJump: 0, maxExcess: 0, maxGapMs: 0, missedFrames: 0, maxAbsentMs: 0, missing: false, zones: [zone], x, y, at };
 }
 
 function track(m: DrawnMotion, x: number, y: number, at: number, zone: string): void {
@@ -114,6 +122,8 @@ function track(m: DrawnMotion, x: number, y: number, at: number, zone: string): 
   m.maxJump = Math.max(m.maxJump, jump);
   m.maxExcess = Math.max(m.maxExcess, jump - (SPEED * (at - m.at)) / 1000);
   m.maxGapMs = Math.max(m.maxGapMs, at - m.at);
+  if (m.missing) m.maxAbsentMs = Math.max(m.maxAbsentMs, at - m.at);
+  m.missing = false;
   if (!m.zones.includes(zone)) m.zones.push(zone);
   m.x = x;
   m.y = y;
@@ -137,6 +147,7 @@ const debug: CellsDebug = {
   motion: {},
   hold: 0,
   inputsSent: 0,
+  longestStillMs: 0,
   transfers: 0,
   corrections: 0,
   errors: [],
@@ -252,6 +263,38 @@ function playersOf(r: Replica, from: string, now: number, out: Seen[]): ReturnTy
 }
 
 let lastMe: { x: number; y: number } | null = null;
+
+/**
+ * When a player's drawn copy comes from another cell than last frame (it walked across), the two
+ * cells' pictures run on their own interpolation delays and may disagree by a few frames of motion:
+ * the difference is eased out over this long instead of shown as a jump.
+ */
+const HANDOFF_MS = 250;
+/** Per player: the cell its copy came from last frame, where it was drawn, and the easing offset. */
+const handoffs = new Map<number, { zone: string; x: number; y: number; ox: number; oy: number; at: number }>();
+
+function handOff(o: Seen, now: number): Seen {
+  const h = handoffs.get(o.identity);
+  if (h === undefined) {
+    handoffs.set(o.identity, { zone: o.zone, x: o.x, y: o.y, ox: 0, oy: 0, at: now });
+    return o;
+  }
+  if (h.zone !== o.zone) {
+    // Keep the player where it was drawn; the offset decays from now.
+    h.ox = h.x - o.x;
+    h.oy = h.y - o.y;
+    h.at = now;
+    h.zone = o.zone;
+  }
+  const k = Math.max(0, 1 - (now - h.at) / HANDOFF_MS);
+  const x = o.x + h.ox * k;
+  const y = o.y + h.oy * k;
+  h.x = x;
+  h.y = y;
+  return { ...o, x, y };
+}
+/** When the player's drawn position last changed (or nothing was held). */
+let movedAt = 0;
 /** The player's hue, as its cell set it. */
 let myHue = 0;
 
@@ -278,17 +321,27 @@ function frame(now: number): void {
   );
 
   const drawn: CellsDebug["others"] = {};
-  for (const o of others) {
+  for (const raw of others) {
+    const o = handOff(raw, now);
     drawn[o.identity] = { x: o.x, y: o.y, zone: o.zone, name: o.name };
     const m = debug.motion[o.identity];
     if (m === undefined) debug.motion[o.identity] = newMotion(o.x, o.y, now, o.zone);
     else track(m, o.x, o.y, now, o.zone);
+  }
+  for (const [who, m] of Object.entries(debug.motion)) {
+    if (drawn[Number(who)] !== undefined) continue;
+    handoffs.delete(Number(who));
+    m.missing = true;
+    m.missedFrames += 1;
   }
   debug.others = drawn;
   if (me !== null) {
     if (debug.own.frames === 0) debug.own = newMotion(me.x, me.y, now, zone);
     else track(debug.own, me.x, me.y, now, zone);
   }
+  if (me !== null && lastMe !== null && (me.x !== lastMe.x || me.y !== lastMe.y)) movedAt = now;
+  else if (debug.hold !== 0) debug.longestStillMs = Math.max(debug.longestStillMs, now - movedAt);
+  else movedAt = now;
   lastMe = me;
   debug.me = me;
   debug.state = conn.state;
