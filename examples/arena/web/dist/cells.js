@@ -58,13 +58,15 @@ export function cellStep(s, input) {
     return { x: snap(x), y: snap(y) };
 }
 function newMotion(x, y, at, zone) {
-    return { frames: 1, maxJump: 0, maxExcess: 0, maxGapMs: 0, missedFrames: 0, maxAbsentMs: 0, missing: false, zones: [zone], x, y, at };
+    return { frames: 1, maxJump: 0, maxExcess: 0, maxTickExcess: 0, maxGapMs: 0, missedFrames: 0, maxAbsentMs: 0, missing: false, zones: [zone], x, y, at };
 }
 function track(m, x, y, at, zone) {
     const jump = Math.hypot(x - m.x, y - m.y);
     m.frames += 1;
     m.maxJump = Math.max(m.maxJump, jump);
     m.maxExcess = Math.max(m.maxExcess, jump - (SPEED * (at - m.at)) / 1000);
+    const ticks = Math.max(1, ((at - m.at) * TICK_HZ) / 1000);
+    m.maxTickExcess = Math.max(m.maxTickExcess, jump - (SPEED * ticks) / TICK_HZ);
     m.maxGapMs = Math.max(m.maxGapMs, at - m.at);
     if (m.missing)
         m.maxAbsentMs = Math.max(m.maxAbsentMs, at - m.at);
@@ -220,7 +222,9 @@ function frame(now) {
     debug.frame += 1;
     sendInput(now);
     // Between leaving one cell and the new cell's first state there is no prediction: hold the place.
-    const me = predictor.renderPosition(performance.now()) ?? lastMe;
+    // The clock the prediction glides by, so a frame's measured move and its time agree.
+    const drawnAt = performance.now();
+    const me = predictor.renderPosition(drawnAt) ?? lastMe;
     const cell = grid.parse(zone);
     neighbours.update(me !== null && cell !== null ? grid.near(cell, me.x, me.y, MARGIN).filter((z) => z !== zone) : [], now);
     debug.observing = neighbours.entries().map(([z]) => z);
@@ -254,9 +258,9 @@ function frame(now) {
     debug.others = drawn;
     if (me !== null) {
         if (debug.own.frames === 0)
-            debug.own = newMotion(me.x, me.y, now, zone);
+            debug.own = newMotion(me.x, me.y, drawnAt, zone);
         else
-            track(debug.own, me.x, me.y, now, zone);
+            track(debug.own, me.x, me.y, drawnAt, zone);
     }
     if (me !== null && lastMe !== null && (me.x !== lastMe.x || me.y !== lastMe.y))
         movedAt = now;

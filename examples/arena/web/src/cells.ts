@@ -62,6 +62,11 @@ export interface DrawnMotion {
   maxJump: number;
   /** Largest amount a frame's move exceeded the speed limit over the time since the last one. */
   maxExcess: number;
+  /**
+   * Largest amount a frame's move exceeded one tick's travel (or, after a frame slower than a
+   * tick, the travel of the ticks it spanned): what a snap or a lost input would show.
+   */
+  maxTickExcess: number;
   /** Longest time between two frames it was drawn in, ms (slow frames count too). */
   maxGapMs: number;
   /** Frames since it was first drawn that did not draw it. */
@@ -113,7 +118,7 @@ declare global {
 }
 
 function newMotion(x: number, y: number, at: number, zone: string): DrawnMotion {
-  return { frames: 1, maxJump: 0, maxExcess: 0, maxGapMs: 0, missedFrames: 0, maxAbsentMs: 0, missing: false, zones: [zone], x, y, at };
+  return { frames: 1, maxJump: 0, maxExcess: 0, maxTickExcess: 0, maxGapMs: 0, missedFrames: 0, maxAbsentMs: 0, missing: false, zones: [zone], x, y, at };
 }
 
 function track(m: DrawnMotion, x: number, y: number, at: number, zone: string): void {
@@ -121,6 +126,8 @@ function track(m: DrawnMotion, x: number, y: number, at: number, zone: string): 
   m.frames += 1;
   m.maxJump = Math.max(m.maxJump, jump);
   m.maxExcess = Math.max(m.maxExcess, jump - (SPEED * (at - m.at)) / 1000);
+  const ticks = Math.max(1, ((at - m.at) * TICK_HZ) / 1000);
+  m.maxTickExcess = Math.max(m.maxTickExcess, jump - (SPEED * ticks) / TICK_HZ);
   m.maxGapMs = Math.max(m.maxGapMs, at - m.at);
   if (m.missing) m.maxAbsentMs = Math.max(m.maxAbsentMs, at - m.at);
   m.missing = false;
@@ -302,7 +309,9 @@ function frame(now: number): void {
   debug.frame += 1;
   sendInput(now);
   // Between leaving one cell and the new cell's first state there is no prediction: hold the place.
-  const me = predictor.renderPosition(performance.now()) ?? lastMe;
+  // The clock the prediction glides by, so a frame's measured move and its time agree.
+  const drawnAt = performance.now();
+  const me = predictor.renderPosition(drawnAt) ?? lastMe;
   const cell = grid.parse(zone);
   neighbours.update(me !== null && cell !== null ? grid.near(cell, me.x, me.y, MARGIN).filter((z) => z !== zone) : [], now);
   debug.observing = neighbours.entries().map(([z]) => z);
@@ -336,8 +345,8 @@ function frame(now: number): void {
   }
   debug.others = drawn;
   if (me !== null) {
-    if (debug.own.frames === 0) debug.own = newMotion(me.x, me.y, now, zone);
-    else track(debug.own, me.x, me.y, now, zone);
+    if (debug.own.frames === 0) debug.own = newMotion(me.x, me.y, drawnAt, zone);
+    else track(debug.own, me.x, me.y, drawnAt, zone);
   }
   if (me !== null && lastMe !== null && (me.x !== lastMe.x || me.y !== lastMe.y)) movedAt = now;
   else if (debug.hold !== 0) debug.longestStillMs = Math.max(debug.longestStillMs, now - movedAt);
