@@ -58,12 +58,14 @@ export async function admin(base, path, body = undefined) {
 /**
  * Starts `n` hosts on PostgreSQL (`postgres`: `{ url, psql }` from `requirePostgres`) in a fresh
  * schema, and waits until the first of them sees all `n` alive. `saveEvery` is the hosts' zone save
- * interval (default 200ms: a killed host's zone comes back as it was a moment before). Returns `{ hosts, stop() }`: each host is what `startServer` returns plus its fleet `id`,
+ * interval (default 200ms: a killed host's zone comes back as it was a moment before); `args` more
+ * arguments for every host (e.g. `--bus`); `idPrefix` names the hosts `PREFIX-1`… (default `host`).
+ * Returns `{ hosts, stop() }`: each host is what `startServer` returns plus its fleet `id`,
  * `ws` (its advertised WebSocket base, `ws://IP:PORT`) and `alive` (false once the test stopped or
  * killed it through `drain()` or `kill()`). `stop()` stops the hosts still running and drops the
  * schema.
  */
-export async function startFleet(n, postgres, { saveEvery = "200ms" } = {}) {
+export async function startFleet(n, postgres, { saveEvery = "200ms", args = [], idPrefix = "host" } = {}) {
   const schema = `browser_${process.pid}_${Date.now()}`;
   await sql(postgres.psql, postgres.url, `CREATE SCHEMA ${schema}`);
   const store = inSchema(postgres.url, schema);
@@ -77,9 +79,9 @@ export async function startFleet(n, postgres, { saveEvery = "200ms" } = {}) {
   };
   try {
     for (let i = 1; i <= n; i++) {
-      const id = `host-${i}`;
+      const id = `${idPrefix}-${i}`;
       const server = await startServer({
-        args: ["--store", store, "--host-id", id, "--save-every", saveEvery, "--sim-threads", "1"],
+        args: ["--store", store, "--host-id", id, "--save-every", saveEvery, "--sim-threads", "1", ...args],
         env: { ZONEKEEP_TICKET_SECRET: FLEET_TICKET_SECRET, RUST_LOG: process.env.RUST_LOG ?? "info" },
       });
       const host = {

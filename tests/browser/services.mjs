@@ -57,3 +57,16 @@ export function requirePostgres(suite) {
   }
   return { url, psql };
 }
+
+/**
+ * The NATS server (with JetStream) for `suite`: its URL from $ZONEKEEP_TEST_NATS, as the Rust tests
+ * take it, or null after reporting the suite as skipped. Throws when CI=true, where it must be there.
+ */
+export function requireNats(suite) {
+  const url = process.env.ZONEKEEP_TEST_NATS ?? "";
+  if (url === "") {
+    skipped(suite, "ZONEKEEP_TEST_NATS not set");
+    return null;
+  }
+  return url;
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
-use zonekeep_arena::{Arena, Gallery};
+use zonekeep_arena::{Arena, Cell, Gallery};
 use zonekeep_core::{Claims, Role};
 use zonekeep_server::examples::{Doors, Dots};
 use zonekeep_server::persist::Persistence;
@@ -399,7 +399,12 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
 pub(crate) fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuilder {
     let builder = builder
         .zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null)
-        .zone_with::<Gallery>("gallery", zonekeep_arena::gallery_config(), Value::Null);
+        .zone_with::<Gallery>("gallery", zonekeep_arena::gallery_config(), Value::Null)
+        .zone_with::<Cell>(
+            zonekeep_arena::cells::KIND_CELLS,
+            zonekeep_arena::cells_config(),
+            Value::Null,
+        );
     if !dev_kinds {
         return builder;
     }
@@ -459,10 +464,10 @@ fn serve(args: ServeArgs) -> Result<()> {
         // terminal lets you open (the arena page is at `/`).
         println!("zonekeep listening on http://{addr}");
         let kinds = if dev_kinds {
-            "arena (default, page at /), gallery (page at /gallery), dots, doors, ledger-test, \
-             arena-workload, arena-workload-budget"
+            "arena (default, page at /), gallery (page at /gallery), cells (page at /cells), dots, \
+             doors, ledger-test, arena-workload, arena-workload-budget"
         } else {
-            "arena (default, page at /), gallery (page at /gallery)"
+            "arena (default, page at /), gallery (page at /gallery), cells (page at /cells)"
         };
         let modules: Vec<&str> = args.modules.iter().map(|m| m.kind.as_str()).collect();
         tracing::info!(%addr, dev, admin_api = admin, "zone kinds: {kinds}; modules: {modules:?}");

@@ -1,5 +1,5 @@
-//! The demo pages (the arena at `/`, the shooting gallery at `/gallery`), embedded in the binary
-//! so `cargo run` needs no Node.
+//! The demo pages (the arena at `/`, the shooting gallery at `/gallery`, the cells at `/cells`),
+//! embedded in the binary so `cargo run` needs no Node.
 //!
 //! `web/dist/` is built by `npm run build` in `examples/arena/web` and committed; the page's test
 //! checks it is fresh, and the tests below check that every built file is listed here.
@@ -35,8 +35,10 @@ macro_rules! file {
 pub const WEB_FILES: &[WebFile] = &[
     file!("index.html", "text/html; charset=utf-8"),
     file!("gallery.html", "text/html; charset=utf-8"),
+    file!("cells.html", "text/html; charset=utf-8"),
     file!("style.css", "text/css; charset=utf-8"),
     file!("arena-rules.wasm", "application/wasm"),
+    file!("cells.js", JS),
     file!("gallery.js", JS),
     file!("gallery-view.js", JS),
     file!("guest.js", JS),
@@ -45,6 +47,7 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("main.js", JS),
     file!("movement.js", JS),
     file!("render.js", JS),
+    file!("sdk/cells.js", JS),
     file!("sdk/clock.js", JS),
     file!("sdk/connection.js", JS),
     file!("sdk/delta.js", JS),
@@ -72,18 +75,20 @@ pub const FAVICON: WebFile = WebFile {
 };
 
 /// The embedded file served at the URL path `path` (`/` is the arena page, `/gallery` the
-/// gallery's, `/favicon.ico` the icon), as [`web_routes`] serves them.
+/// gallery's, `/cells` the cells', `/favicon.ico` the icon), as [`web_routes`] serves them.
 pub fn embedded(path: &str) -> Option<&'static WebFile> {
     let path = match path {
         "/" => "/index.html",
         "/gallery" => "/gallery.html",
+        "/cells" => "/cells.html",
         "/favicon.ico" => return Some(&FAVICON),
         p => p,
     };
     WEB_FILES.iter().find(|f| f.path == path)
 }
 
-/// Routes serving the pages: `/` (index.html, the arena), `/gallery` (gallery.html) and every file
+/// Routes serving the pages: `/` (index.html, the arena), `/gallery` (gallery.html), `/cells`
+/// (cells.html) and every file
 /// of [`WEB_FILES`] at its path. Merge
 /// them into the host's router (`Host::serve_with`). `no-cache` makes browsers revalidate, so a
 /// rebuilt binary never serves a stale mix of old and new modules.
@@ -100,6 +105,7 @@ pub fn web_routes() -> Router {
         match f.path {
             "/index.html" => router = router.route("/", get(handler)),
             "/gallery.html" => router = router.route("/gallery", get(handler)),
+            "/cells.html" => router = router.route("/cells", get(handler)),
             _ => {}
         }
         router = router.route(f.path, get(handler));

@@ -40,6 +40,7 @@ export class GuestTickets {
     zone;
     name;
     kind;
+    role;
     /**
      * Why the page cannot join at all (no retry helps), or null. Set by {@link fetch}; a page's
      * reconnect policy then stops and its banner says what to do.
@@ -54,15 +55,21 @@ export class GuestTickets {
      * ticket route answers any origin). {@link guestConnection} sets it to the connection's list.
      */
     otherHosts = () => [];
-    constructor(zone, name, kind = null) {
+    /**
+     * `zone`: the zone tickets are for (a page whose player was transferred sets the new one);
+     * `role`: `observer` for tickets that only watch.
+     */
+    constructor(zone, name, kind = null, role = "player") {
         this.zone = zone;
         this.name = name;
         this.kind = kind;
+        this.role = role;
     }
     /** A fresh ticket (the connection's `ticket` source). */
     async fetch() {
         const kind = this.kind === null ? "" : `&kind=${encodeURIComponent(this.kind)}`;
-        const url = `/dev/ticket?zone=${encodeURIComponent(this.zone)}&name=${encodeURIComponent(this.name)}${kind}`;
+        const role = this.role === "observer" ? "&role=observer" : "";
+        const url = `/dev/ticket?zone=${encodeURIComponent(this.zone)}&name=${encodeURIComponent(this.name)}${kind}${role}`;
         let r;
         try {
             r = await fetch(url, { method: "GET", cache: "no-store" });

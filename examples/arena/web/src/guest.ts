@@ -55,16 +55,22 @@ export class GuestTickets {
    */
   otherHosts: () => readonly string[] = () => [];
 
+  /**
+   * `zone`: the zone tickets are for (a page whose player was transferred sets the new one);
+   * `role`: `observer` for tickets that only watch.
+   */
   constructor(
-    private readonly zone: string,
+    public zone: string,
     private readonly name: string,
     private readonly kind: string | null = null,
+    private readonly role: "player" | "observer" = "player",
   ) {}
 
   /** A fresh ticket (the connection's `ticket` source). */
   async fetch(): Promise<string> {
     const kind = this.kind === null ? "" : `&kind=${encodeURIComponent(this.kind)}`;
-    const url = `/dev/ticket?zone=${encodeURIComponent(this.zone)}&name=${encodeURIComponent(this.name)}${kind}`;
+    const role = this.role === "observer" ? "&role=observer" : "";
+    const url = `/dev/ticket?zone=${encodeURIComponent(this.zone)}&name=${encodeURIComponent(this.name)}${kind}${role}`;
     let r: Response;
     try {
       r = await fetch(url, { method: "GET", cache: "no-store" });

@@ -8,6 +8,7 @@
  * - {@link StateRing}: the client's states of a WebTransport session (§5.8).
  * - {@link Replica}: interpolated view of the zone's entities.
  * - {@link Predictor}: client-side prediction and reconciliation of the player's entity.
+ * - {@link CellGrid}, {@link NeighbourSet}, {@link pickCopies}: a world cut into cells, one zone each.
  */
 export * from "./wire.js";
 export * from "./quant.js";
@@ -24,3 +25,4 @@ export * from "./predictor.js";
 export * from "./reconnect.js";
 export * from "./connection.js";
 export * from "./webtransport.js";
+export * from "./cells.js";
