@@ -1,7 +1,8 @@
 //! Following a Transfer (PROTOCOL.md §5.3.2): a new connection with the credential while the old
 //! one stays open, the new zone's Welcome and BASELINE in one event, the old connection closed
-//! after it; a Transfer to a URL that is not a WebSocket URL is ignored. Hand-driven hosts on
-//! loopback play the source and the target.
+//! after it; a Transfer to a URL that is not a WebSocket URL is ignored, and one on a session
+//! below version 8 is a protocol error. Hand-driven hosts on loopback play the source and the
+//! target.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,7 +21,7 @@ async fn a_transfer_is_followed_and_arrives_in_one_event() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hs = source.accept().await;
         hs.hello().await;
-        hs.admit(1, &[1; 4], 100).await;
+        hs.admit_at(8, 1, &[1; 4], 100).await;
         let (mut conn, _) = client.await.unwrap().unwrap();
         let Some(Event::Delta(first)) = conn.recv().await else {
             panic!("the BASELINE first")
@@ -91,7 +92,7 @@ async fn a_transfer_to_a_non_websocket_url_is_ignored() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hs = source.accept().await;
         hs.hello().await;
-        hs.admit(1, &[1; 4], 100).await;
+        hs.admit_at(8, 1, &[1; 4], 100).await;
         let (mut conn, _) = client.await.unwrap().unwrap();
         assert!(matches!(conn.recv().await, Some(Event::Delta(_))));
         hs.send(
@@ -111,6 +112,36 @@ async fn a_transfer_to_a_non_websocket_url_is_ignored() {
         // Still the same session: a Delta still arrives on it.
         hs.delta(support::ack_only(101, 0), &[(5, 0), (9, 0)]).await;
         assert!(matches!(conn.recv().await, Some(Event::Delta(_))));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_transfer_on_a_session_below_version_8_is_out_of_place() {
+    guarded(async {
+        let mut source = TestHost::start().await;
+        let target = TestHost::start().await;
+        let url = source.url.clone();
+        let client = tokio::spawn(async move { connect(&url, options("t1")).await });
+        let mut hs = source.accept().await;
+        hs.hello().await;
+        hs.admit_at(7, 1, &[1; 4], 100).await;
+        let (mut conn, _) = client.await.unwrap().unwrap();
+        assert!(matches!(conn.recv().await, Some(Event::Delta(_))));
+        hs.send(
+            &ServerMessage::Transfer(Transfer {
+                zone_id: "lobby".into(),
+                ticket: "cred".into(),
+                url: format!("{}/zones/lobby", target.base),
+            }),
+            None,
+        )
+        .await;
+        // The session is dropped as broken and resumed at the source, never moved.
+        let mut again = source.accept().await;
+        let hello = again.hello().await;
+        assert_eq!(hello.reconnect_token, vec![1; 4], "a resume at the source");
+        assert_ne!(hello.ticket, "cred", "the credential is never used");
     })
     .await;
 }

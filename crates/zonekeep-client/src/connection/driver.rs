@@ -667,6 +667,13 @@ impl Driver {
                 self.emit(Event::InputRefused(r)).await
             }
             Ok(ServerMessage::KnownSetCheck(c)) => self.check_known_set(&c).await,
+            // A Transfer exists from version 8 on (PROTOCOL.md §5.3.2): on an older session it is
+            // out of place, as a Redirect mid-session is.
+            Ok(ServerMessage::Transfer(_))
+                if self.welcome.version < zonekeep_protocol::messages::TRANSFER_PROTOCOL =>
+            {
+                lost("Transfer on a session below protocol version 8")
+            }
             Ok(ServerMessage::Transfer(t)) => self.on_transfer(t).await,
             // A Redirect answers a Hello only (PROTOCOL.md §5.3.1).
             Ok(ServerMessage::Redirect(_)) => lost("Redirect in the middle of a session"),

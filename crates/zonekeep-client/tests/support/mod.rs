@@ -225,6 +225,14 @@ impl HostConn {
         self.welcome(player_id, token, tick).await;
         self.delta(baseline(tick), &[]).await;
     }
+
+    /// [`admit`](Self::admit) with a Welcome negotiating `version`.
+    pub async fn admit_at(&mut self, version: u32, player_id: u32, token: &[u8], tick: u64) {
+        let mut w = welcome(player_id, token, tick);
+        w.version = version;
+        self.send(&ServerMessage::Welcome(w), None).await;
+        self.delta(baseline(tick), &[]).await;
+    }
 }
 
 /// One kind, `ship`, with a uint and an angle field; positions in hundredths.
