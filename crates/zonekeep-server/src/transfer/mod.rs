@@ -18,6 +18,7 @@
 //! The record is the truth under crashes: a new owner of either zone finishes the transfers it
 //! finds open ([`recover`]), and a player always ends in exactly one zone.
 
+mod chaos;
 mod credential;
 mod recover;
 mod remote;
@@ -143,6 +144,9 @@ impl TransferQueue {
     }
 
     /// Hands a job to the worker without waiting; the job comes back when the queue is full.
+    // The job comes back whole so the caller can still answer its zone; boxing it would cost an
+    // allocation on every move for the rare full queue.
+    #[allow(clippy::result_large_err)]
     pub fn submit(&self, job: Job) -> Result<(), Job> {
         self.tx.try_send(job).map_err(|e| match e {
             mpsc::error::TrySendError::Full(j) | mpsc::error::TrySendError::Closed(j) => j,
