@@ -515,3 +515,83 @@ async fn target_host_killed_after_the_transfer_was_sent() {
     )
     .await;
 }
+
+/// Players moving back and forth at once in the transfer benchmark, and moves each.
+const BENCH_PLAYERS: usize = 8;
+const BENCH_MOVES: usize = 25;
+
+/// The transfer benchmark (BENCHMARKS.md, "Transfers"): [`BENCH_PLAYERS`] players each walk
+/// [`BENCH_MOVES`] times between two zones — on one host, then on two — and each move's
+/// latency is timed at the client from the walk input leaving to the target's first purse event
+/// (carried by its first Delta after the Welcome). Prints p50, p99 and moves per second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run it with --ignored --nocapture"]
+async fn bench_transfer_latency_same_host_and_across_hosts() {
+    let test = "bench_transfer_latency_same_host_and_across_hosts";
+    let Some(p) = Pair::start(test, |_| [vec![], vec![]]).await else {
+        return;
+    };
+    let h1 = p.host(0).host_id().await;
+    for (label, host) in [("same host", 0usize), ("across hosts", 1)] {
+        // Zone pairs per player: the source on the first host, the target on `host`.
+        let mut tasks = Vec::new();
+        let started = std::time::Instant::now();
+        for i in 0..BENCH_PLAYERS {
+            let (x, y) = (
+                format!("{}-x{i}-{host}", p.a),
+                format!("{}-y{i}-{host}", p.a),
+            );
+            let target_host = p.host(host).host_id().await;
+            for (zone, on) in [(&x, &h1), (&y, &target_host)] {
+                let (status, body) = p
+                    .host(0)
+                    .admin_request(
+                        "POST",
+                        "/admin/zones",
+                        Some(&json!({"id": zone, "kind": "doors", "params": {"coins": 1}, "host": on})),
+                    )
+                    .await;
+                assert_eq!(status, 201, "{body}");
+            }
+            let who = format!("{}-{i}-{host}", p.who);
+            let url = zone_url(p.host(0), &x);
+            tasks.push(tokio::spawn(async move {
+                let mut conn =
+                    Conn::hello(&url, doors_ticket(&who, &x, json!({})), vec![], vec![8]).await;
+                conn.welcome().await;
+                conn.purse(1, &x).await;
+                let mut times = Vec::with_capacity(BENCH_MOVES);
+                let (mut here, mut there) = (x, y);
+                for _ in 0..BENCH_MOVES {
+                    let t0 = std::time::Instant::now();
+                    conn.walk(&there, json!({})).await;
+                    let t = conn.transfer().await;
+                    let mut next = Conn::hello(&t.url, t.ticket, vec![], vec![8]).await;
+                    next.welcome().await;
+                    next.purse(1, &there).await;
+                    times.push(t0.elapsed());
+                    conn = next;
+                    std::mem::swap(&mut here, &mut there);
+                }
+                times
+            }));
+        }
+        let mut times = Vec::new();
+        for t in tasks {
+            times.extend(t.await.unwrap());
+        }
+        let wall = started.elapsed();
+        times.sort_unstable();
+        let at =
+            |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+        println!(
+            "transfers {label}: {} moves by {BENCH_PLAYERS} players in {:.2} s = {:.1} moves/s; latency p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            times.len(),
+            wall.as_secs_f64(),
+            times.len() as f64 / wall.as_secs_f64(),
+            at(0.50).as_secs_f64() * 1000.0,
+            at(0.99).as_secs_f64() * 1000.0,
+            times.last().unwrap().as_secs_f64() * 1000.0,
+        );
+    }
+}
