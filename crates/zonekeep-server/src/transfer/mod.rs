@@ -18,6 +18,7 @@
 //! The record is the truth under crashes: a new owner of either zone finishes the transfers it
 //! finds open ([`recover`]), and a player always ends in exactly one zone.
 
+mod chaos;
 mod credential;
 mod recover;
 mod remote;

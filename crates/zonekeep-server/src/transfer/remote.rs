@@ -145,6 +145,7 @@ async fn admit(shared: &Arc<Shared>, id: &str, zone_id: &str) {
     });
     let note = match decided {
         Ok(settled) if settled.status == TransferStatus::Accepted => {
+            super::chaos::at(super::chaos::Step::Accepted, id).await;
             Note::Accepted { id: id.to_owned() }
         }
         Ok(settled) => {

@@ -85,6 +85,7 @@ pub(super) async fn admit_and_accept(
         .await
         .map_err(|f| Decline::Refused(f.to_string()))?;
     *admitted = Some(Admitted { thread, player });
+    super::chaos::at(super::chaos::Step::Admitted, &t.id).await;
     super::worker::write_within(DECISION_TIMEOUT, || ledger.accept_transfer(&t.id, epoch))
         .await
         .map_err(|e| Decline::Refused(format!("the target's acceptance was not recorded: {e}")))

@@ -83,6 +83,7 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
             return;
         }
     };
+    super::chaos::at(super::chaos::Step::Pending, &begun.transfer.id).await;
     // The target's answer, within the bound; the source's own return settles anything else.
     let mut admitted: Option<Admitted> = None;
     let decided = tokio::time::timeout(
@@ -121,6 +122,7 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
         resolve(shared, &o, Resolution::Returned(why));
         return;
     }
+    super::chaos::at(super::chaos::Step::Accepted, &settled.transfer.id).await;
     match credential::transfer_frame(shared, &settled).await {
         Ok(frame) => {
             shared

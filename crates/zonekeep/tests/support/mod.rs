@@ -3,6 +3,7 @@
 //! WebSocket, and read the store behind it (SQLite file or PostgreSQL).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unused_imports)]
 
+pub mod doors;
 pub mod push;
 pub mod replay_cli;
 pub mod sdk;
@@ -199,6 +200,16 @@ impl Server {
     /// Starts `zonekeep serve` on 127.0.0.1:0 with `store` and `extra` flags;
     /// its log goes to `log`.
     pub async fn start(store: &StoreSpec, extra: &[&str], log: &Path) -> Server {
+        Server::start_env(store, extra, log, &[]).await
+    }
+
+    /// Like [`Server::start`], with `env` set in the process's environment (test knobs).
+    pub async fn start_env(
+        store: &StoreSpec,
+        extra: &[&str],
+        log: &Path,
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut args: Vec<String> = vec![
             "serve".into(),
             "--listen".into(),
@@ -225,6 +236,7 @@ impl Server {
             .args(&args)
             .env("ZONEKEEP_TICKET_SECRET", SECRET)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
             .spawn()
