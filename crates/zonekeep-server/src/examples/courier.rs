@@ -424,7 +424,11 @@ mod tests {
             br#"{"send": 3, "zone": "b", "extra": 1}"#,
             b"not json",
         ] {
-            assert!(parse_command(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                parse_command(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

@@ -17,7 +17,10 @@ mod doors;
 
 use std::collections::BTreeMap;
 
-pub use courier::{zone_config as courier_config, Courier, Report, Runs, TOPIC_COMMAND, TOPIC_NUMBERED, TOPIC_REPORT};
+pub use courier::{
+    zone_config as courier_config, Courier, Report, Runs, TOPIC_COMMAND, TOPIC_NUMBERED,
+    TOPIC_REPORT,
+};
 pub use doors::Doors;
 
 use zonekeep_core::{
