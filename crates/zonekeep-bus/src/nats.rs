@@ -16,6 +16,7 @@ use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_nats::jetstream::stream::ConsumerErrorKind as consumer_error;
 use async_nats::jetstream::{self, consumer, kv, stream};
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
@@ -159,6 +160,14 @@ impl Nats {
             .map_err(|_| BusError::QueueFull)
     }
 
+    /// The zone's durable consumer, made afresh. Whatever an earlier binding (a dead or fenced
+    /// host, or this host before NATS went away) was handed and did not acknowledge stays in the
+    /// work-queue stream, and a new consumer delivers everything still there from the start, in
+    /// stream order. Re-binding the old consumer instead would hand out the envelopes after the
+    /// pending ones at once and the pending ones only when their ack wait ran out: the zone,
+    /// having applied the later ones, would then drop the earlier ones as duplicates, and they
+    /// would be lost. Envelopes the zone already applied come again and its dedup table drops
+    /// them.
     async fn consumer(
         &self,
         config: &BusConfig,
@@ -166,6 +175,17 @@ impl Nats {
     ) -> Result<consumer::Consumer<consumer::pull::Config>, BusError> {
         let stream = ensure_stream(&self.js, &self.names, config).await?;
         let name = self.names.consumer(zone);
+        match stream.delete_consumer(&name).await {
+            Ok(_) => {}
+            Err(e)
+                if matches!(e.kind(), consumer_error::JetStream(ref j)
+                    if j.error_code() == jetstream::ErrorCode::CONSUMER_NOT_FOUND) => {}
+            Err(e) => {
+                return Err(BusError::Unavailable(format!(
+                    "replacing the consumer for {zone}: {e}"
+                )))
+            }
+        }
         stream
             .get_or_create_consumer(
                 &name,

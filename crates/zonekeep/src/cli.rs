@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 use zonekeep_arena::{Arena, Cell, Gallery};
 use zonekeep_core::{Claims, Role};
-use zonekeep_server::examples::{Doors, Dots};
+use zonekeep_server::examples::{courier_config, Courier, Doors, Dots};
 use zonekeep_server::persist::Persistence;
 use zonekeep_server::ticket::{mint, unix_now, MintRequest};
 use zonekeep_server::{Host, HostBuilder, Secret, ServerConfig};
@@ -73,7 +73,7 @@ struct ServeArgs {
     /// --dev-kinds.
     #[arg(long, env = "ZONEKEEP_DEV")]
     dev: bool,
-    /// Also register the dev and bench zone kinds (dots, doors, ledger-test, arena-workload,
+    /// Also register the dev and bench zone kinds (dots, doors, courier, ledger-test, arena-workload,
     /// arena-workload-budget) without the rest of dev mode, e.g. for `zonekeep bench --workload arena`
     /// against a host with signed tickets only. A production host serves the arena alone.
     #[arg(long, env = "ZONEKEEP_DEV_KINDS")]
@@ -411,6 +411,7 @@ pub(crate) fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuild
     builder
         .zone::<Dots>("dots")
         .zone::<Doors>("doors")
+        .zone_with::<Courier>("courier", courier_config(), Value::Null)
         .arena_workload()
         .zone::<LedgerZone>("ledger-test")
 }
@@ -465,7 +466,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         println!("zonekeep listening on http://{addr}");
         let kinds = if dev_kinds {
             "arena (default, page at /), gallery (page at /gallery), cells (page at /cells), dots, \
-             doors, ledger-test, arena-workload, arena-workload-budget"
+             doors, courier, ledger-test, arena-workload, arena-workload-budget"
         } else {
             "arena (default, page at /), gallery (page at /gallery), cells (page at /cells)"
         };

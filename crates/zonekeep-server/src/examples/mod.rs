@@ -1,5 +1,6 @@
 //! Small built-in zone kinds a bare host can run for raw clients and tests: [`Dots`] (this
-//! file) and [`Doors`] (players carrying coins from zone to zone through transfers).
+//! file), [`Doors`] (players carrying coins from zone to zone through transfers) and
+//! [`Courier`] (numbered zone messages sent on command, and a record of what arrived).
 //!
 //! [`Dots`]: every player owns a dot on an integer grid. An input is two
 //! bytes `[dx, dy]` (signed, clamped to -1..=1) moving the dot one step. The
@@ -11,10 +12,15 @@
 //!
 //! Params: `{"size": n}` bounds the grid to `[-n, n]` (default 100).
 
+mod courier;
 mod doors;
 
 use std::collections::BTreeMap;
 
+pub use courier::{
+    zone_config as courier_config, Courier, Report, Runs, TOPIC_COMMAND, TOPIC_NUMBERED,
+    TOPIC_REPORT,
+};
 pub use doors::Doors;
 
 use zonekeep_core::{

@@ -1,0 +1,534 @@
+//! The cross-zone bus end to end: two real `zonekeep serve` hosts on one PostgreSQL store, with
+//! `--bus` on NATS JetStream, running `courier` zones (a dev kind that sends numbered messages on
+//! command and keeps, in its save, exactly what it received). Messages between hosts arrive in
+//! order and once; a group send reaches each member once; a child on one host reports to its
+//! parent on the other; a receiver whose host is killed gets every message applied exactly once
+//! after failover; a NATS outage makes sends undeliverable without stopping the zones and
+//! delivery resumes when NATS is back; the operator's message arrives as `MessageFrom::Admin`.
+//!
+//! Each test runs in a PostgreSQL schema of its own and uses zone and group names of its own run.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use support::{host_id_for, Server, StoreSpec, ADMIN_TOKEN};
+
+/// The courier's command topic and the topic its numbered messages use by default.
+const TOPIC_COMMAND: u16 = 1;
+const TOPIC_NUMBERED: u16 = 2;
+/// Longest wait for any one thing a test expects (a takeover alone takes over 10 s, and the
+/// redelivery of what the dead host had not acknowledged another ack wait of 10 s).
+const WAIT: Duration = Duration::from_secs(90);
+
+/// Two hosts, `a` and `b`, on one store and one NATS.
+struct Fleet {
+    store: StoreSpec,
+    a: Server,
+    b: Server,
+    a_id: String,
+    b_id: String,
+    run: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Host flags for a fleet on `nats` saving every `save_every`.
+fn host_args<'a>(nats: &'a str, save_every: &'a str) -> Vec<&'a str> {
+    vec![
+        "--admin-token",
+        ADMIN_TOKEN,
+        "--save-every",
+        save_every,
+        "--bus",
+        nats,
+    ]
+}
+
+impl Fleet {
+    /// Two hosts on a fresh schema of `pg`, with the bus on `nats`, saving every 200 ms.
+    async fn start(pg: &str, nats: &str) -> Fleet {
+        Fleet::start_saving(pg, nats, "200ms").await
+    }
+
+    /// Two hosts saving every `save_every`.
+    async fn start_saving(pg: &str, nats: &str, save_every: &str) -> Fleet {
+        let run = support::unique_run();
+        let store = StoreSpec::postgres_isolated(pg, &run).await;
+        let dir = tempfile::tempdir().unwrap();
+        let args = host_args(nats, save_every);
+        let (a_log, b_log) = (dir.path().join("a.log"), dir.path().join("b.log"));
+        let a = Server::start(&store, &args, &a_log).await;
+        let b = Server::start(&store, &args, &b_log).await;
+        Fleet {
+            store,
+            a,
+            b,
+            a_id: host_id_for(&a_log),
+            b_id: host_id_for(&b_log),
+            run,
+            _dir: dir,
+        }
+    }
+
+    /// A zone name of this run.
+    fn name(&self, what: &str) -> String {
+        format!("{what}-{}", self.run)
+    }
+
+    /// The last saved report of courier `zone` (`Value::Null` before its first save).
+    async fn report(&self, zone: &str) -> Value {
+        match self.store.last_save(zone).await {
+            Some((_, state)) => state["report"].clone(),
+            None => Value::Null,
+        }
+    }
+
+    /// Polls `zone`'s saved report until `f` holds; returns it.
+    async fn report_until(&self, zone: &str, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let r = self.report(zone).await;
+            if f(&r) {
+                return r;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {zone}: {what}; its report: {r}\n{}",
+                logs(&[&self.a, &self.b])
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn logs(hosts: &[&Server]) -> String {
+    hosts
+        .iter()
+        .map(|h| {
+            let text = std::fs::read_to_string(&h.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            format!("--- {}\n{}", h.log.display(), tail.join("\n"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Creates courier `zone` with `params` on `host` (whose id is `host_id`).
+async fn create(host: &Server, host_id: &str, zone: &str, params: Value) {
+    let (status, body) = host
+        .admin_request(
+            "POST",
+            "/admin/zones",
+            Some(&json!({"id": zone, "kind": "courier", "params": params, "host": host_id})),
+        )
+        .await;
+    assert_eq!(status, 201, "creating {zone}: {body}");
+}
+
+/// Posts an operator message to `zone` through `host`: the status and the answer.
+async fn post_message(host: &Server, zone: &str, topic: u16, payload: &[u8]) -> (u16, Value) {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(payload);
+    host.admin_request(
+        "POST",
+        &format!("/admin/zones/{zone}/messages"),
+        Some(&json!({"topic": topic, "payload_b64": b64})),
+    )
+    .await
+}
+
+/// Tells courier `zone` (through `host`) to run `command`.
+async fn command(host: &Server, zone: &str, command: Value) {
+    let (status, body) =
+        post_message(host, zone, TOPIC_COMMAND, command.to_string().as_bytes()).await;
+    assert_eq!(status, 202, "command to {zone}: {body}");
+}
+
+/// The runs of numbers `report` holds from `source` on `topic`: `[[first, last], ...]`.
+fn runs(report: &Value, source: &str, topic: u16) -> Vec<(u64, u64)> {
+    report["received"][format!("{source}/{topic}")]["runs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How many messages `report` holds from `source` on `topic` (duplicates included).
+fn count(report: &Value, source: &str, topic: u16) -> u64 {
+    report["received"][format!("{source}/{topic}")]["count"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// Every undeliverable report of `report`, summed.
+fn undeliverable(report: &Value) -> u64 {
+    report["undeliverable"]
+        .as_object()
+        .map(|m| m.values().filter_map(Value::as_u64).sum())
+        .unwrap_or(0)
+}
+
+/// Both services, or `None` after reporting `test` skipped.
+fn services(test: &str) -> Option<(String, String)> {
+    let pg = support::service_url("ZONEKEEP_TEST_POSTGRES", test)?;
+    let nats = support::service_url("ZONEKEEP_TEST_NATS", test)?;
+    Some((pg, nats))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_messages_cross_hosts_in_order_and_once() {
+    let Some((pg, nats)) = services("a_thousand_messages_cross_hosts_in_order_and_once") else {
+        return;
+    };
+    let f = Fleet::start(&pg, &nats).await;
+    let (tx, rx) = (f.name("tx"), f.name("rx"));
+    create(&f.b, &f.b_id, &rx, json!({})).await;
+    create(&f.a, &f.a_id, &tx, json!({})).await;
+    command(&f.a, &tx, json!({"send": 1000, "zone": rx})).await;
+
+    let source = format!("zone:{tx}");
+    let r = f
+        .report_until(&rx, "1,000 messages", |r| {
+            count(r, &source, TOPIC_NUMBERED) >= 1000
+        })
+        .await;
+    assert_eq!(
+        runs(&r, &source, TOPIC_NUMBERED),
+        vec![(1, 1000)],
+        "every number, in order, once: {r}"
+    );
+    assert_eq!(count(&r, &source, TOPIC_NUMBERED), 1000, "{r}");
+    let sent = f
+        .report_until(&tx, "the sender's report", |r| r["sent"] == 1000)
+        .await;
+    assert_eq!(undeliverable(&sent), 0, "{sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_send_reaches_each_member_once_on_both_hosts() {
+    let Some((pg, nats)) = services("a_group_send_reaches_each_member_once_on_both_hosts") else {
+        return;
+    };
+    let f = Fleet::start(&pg, &nats).await;
+    let group = f.name("grp");
+    let (sender, m_a, m_b) = (f.name("sender"), f.name("member-a"), f.name("member-b"));
+    create(&f.a, &f.a_id, &m_a, json!({"groups": [group]})).await;
+    create(&f.b, &f.b_id, &m_b, json!({"groups": [group]})).await;
+    create(&f.a, &f.a_id, &sender, json!({})).await;
+    let source = format!("zone:{sender}");
+
+    // Membership reaches the sender's host through NATS's key-value watch, so probe (topic 3)
+    // until both members hear one: from then on the sender's host knows both.
+    let probe = 3;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut n = 0;
+    loop {
+        n += 1;
+        command(
+            &f.a,
+            &sender,
+            json!({"send": 1, "group": group, "topic": probe, "from": n}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (ra, rb) = (f.report(&m_a).await, f.report(&m_b).await);
+        if count(&ra, &source, probe) > 0 && count(&rb, &source, probe) > 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the group never reached both members: {ra} {rb}"
+        );
+    }
+
+    command(&f.a, &sender, json!({"send": 200, "group": group})).await;
+    for member in [&m_a, &m_b] {
+        let r = f
+            .report_until(member, "200 group messages", |r| {
+                count(r, &source, TOPIC_NUMBERED) >= 200
+            })
+            .await;
+        assert_eq!(
+            runs(&r, &source, TOPIC_NUMBERED),
+            vec![(1, 200)],
+            "{member} got each group message once, in order: {r}"
+        );
+        assert_eq!(count(&r, &source, TOPIC_NUMBERED), 200, "{r}");
+    }
+    let s = f.report(&sender).await;
+    assert_eq!(undeliverable(&s), 0, "{s}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_on_one_host_reports_to_its_parent_on_the_other() {
+    let Some((pg, nats)) = services("a_child_on_one_host_reports_to_its_parent_on_the_other")
+    else {
+        return;
+    };
+    let f = Fleet::start(&pg, &nats).await;
+    let (parent, child) = (f.name("parent"), f.name("child"));
+    create(&f.a, &f.a_id, &parent, json!({})).await;
+    create(&f.b, &f.b_id, &child, json!({"parent": parent})).await;
+    command(&f.b, &child, json!({"send": 50, "parent": true})).await;
+
+    let source = format!("child:{child}");
+    let r = f
+        .report_until(&parent, "the child's messages and its idle tier", |r| {
+            count(r, &source, TOPIC_NUMBERED) >= 50
+                && r["tiers"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|l| l == &json!(format!("{child} Hot->Idle"))))
+        })
+        .await;
+    assert_eq!(runs(&r, &source, TOPIC_NUMBERED), vec![(1, 50)], "{r}");
+    assert!(
+        r["received"]
+            .get(format!("zone:{child}/{TOPIC_NUMBERED}"))
+            .is_none(),
+        "to_parent messages reach on_child, not on_message: {r}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_receivers_host_is_killed_every_message_is_applied_exactly_once() {
+    let Some((pg, nats)) =
+        services("after_the_receivers_host_is_killed_every_message_is_applied_exactly_once")
+    else {
+        return;
+    };
+    // Saves every 4 s make the consumer's ack wait 12 s, longer than the takeover (about 10 s):
+    // the new owner binds the consumer while what the dead host held is still pending. The
+    // stream (120 a second, for 25 s) keeps that under the consumer's 1,024 pending, so new
+    // messages are there to be delivered too.
+    let f = Fleet::start_saving(&pg, &nats, "4s").await;
+    let (tx, rx) = (f.name("tx"), f.name("rx"));
+    create(&f.b, &f.b_id, &rx, json!({})).await;
+    create(&f.a, &f.a_id, &tx, json!({})).await;
+    let total = 3000;
+    command(&f.a, &tx, json!({"send": total, "zone": rx, "per_tick": 4})).await;
+    let source = format!("zone:{tx}");
+    f.report_until(&rx, "a first part of the stream", |r| {
+        count(r, &source, TOPIC_NUMBERED) >= 100
+    })
+    .await;
+    // Mid-way between two saves.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // kill -9: the receiver's host leaves no final save; the first host takes the zone over.
+    f.b.signal("-KILL");
+    let r = f
+        .report_until(&rx, "every message after the takeover", |r| {
+            runs(r, &source, TOPIC_NUMBERED).last().map(|l| l.1) == Some(total)
+        })
+        .await;
+    assert_eq!(
+        runs(&r, &source, TOPIC_NUMBERED),
+        vec![(1, total)],
+        "each message applied exactly once, in order, across the failover: {r}"
+    );
+    assert_eq!(count(&r, &source, TOPIC_NUMBERED), total, "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_message_reaches_the_zone_from_either_host() {
+    let Some((pg, nats)) = services("the_operators_message_reaches_the_zone_from_either_host")
+    else {
+        return;
+    };
+    let f = Fleet::start(&pg, &nats).await;
+    let zone = f.name("ops");
+    create(&f.b, &f.b_id, &zone, json!({})).await;
+    let (status, body) = post_message(&f.b, &zone, TOPIC_NUMBERED, &1u64.to_le_bytes()).await;
+    assert_eq!(status, 202, "on the owner: {body}");
+    f.report_until(&zone, "the owner's admin message", |r| {
+        runs(r, "admin", TOPIC_NUMBERED) == vec![(1, 1)]
+    })
+    .await;
+    let (status, body) = post_message(&f.a, &zone, TOPIC_NUMBERED, &2u64.to_le_bytes()).await;
+    assert_eq!(status, 202, "on the other host: {body}");
+    let r = f
+        .report_until(&zone, "the other host's admin message", |r| {
+            runs(r, "admin", TOPIC_NUMBERED) == vec![(1, 2)]
+        })
+        .await;
+    assert_eq!(r["received"].as_object().unwrap().len(), 1, "{r}");
+}
+
+/// A NATS server of this test's own, on a free port, storing in `dir`.
+struct PrivateNats {
+    child: Option<Child>,
+    bin: PathBuf,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl PrivateNats {
+    /// The `nats-server` binary: `ZONEKEEP_NATS_SERVER`, or the one on PATH; `None` after
+    /// reporting `test` skipped (under `CI=true`, a failure).
+    fn binary(test: &str) -> Option<PathBuf> {
+        if let Ok(p) = std::env::var("ZONEKEEP_NATS_SERVER") {
+            if !p.is_empty() {
+                return Some(PathBuf::from(p));
+            }
+        }
+        let found = std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("nats-server"))
+                .find(|p| p.is_file())
+        });
+        if found.is_none() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{test}: no nats-server (ZONEKEEP_NATS_SERVER or PATH), and CI=true requires it"
+            );
+            eprintln!(
+                "SKIPPED: zonekeep {test}: no nats-server on PATH or in ZONEKEEP_NATS_SERVER"
+            );
+        }
+        found
+    }
+
+    fn start(bin: PathBuf, dir: &Path) -> PrivateNats {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut n = PrivateNats {
+            child: None,
+            bin,
+            port,
+            dir: dir.to_path_buf(),
+        };
+        n.up();
+        n
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts the server and waits until it takes connections.
+    fn up(&mut self) {
+        let child = Command::new(&self.bin)
+            .args([
+                "-js",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-sd",
+            ])
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nats-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the server (SIGKILL) and waits for it to be gone.
+    fn down(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for PrivateNats {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_nats_is_down_sends_are_undeliverable_and_delivery_resumes_after() {
+    let test = "while_nats_is_down_sends_are_undeliverable_and_delivery_resumes_after";
+    let Some(pg) = support::service_url("ZONEKEEP_TEST_POSTGRES", test) else {
+        return;
+    };
+    let Some(bin) = PrivateNats::binary(test) else {
+        return;
+    };
+    let nats_dir = tempfile::tempdir().unwrap();
+    let mut nats = PrivateNats::start(bin, nats_dir.path());
+    let f = Fleet::start(&pg, &nats.url()).await;
+    let (tx, rx) = (f.name("tx"), f.name("rx"));
+    create(&f.b, &f.b_id, &rx, json!({})).await;
+    create(&f.a, &f.a_id, &tx, json!({})).await;
+    // 240 a second for 25 s: the outage falls inside the stream.
+    let total = 6000;
+    command(&f.a, &tx, json!({"send": total, "zone": rx, "per_tick": 8})).await;
+    let source = format!("zone:{tx}");
+    f.report_until(&rx, "the stream flowing", |r| {
+        count(r, &source, TOPIC_NUMBERED) >= 300
+    })
+    .await;
+
+    nats.down();
+    let tick_at = |d: &Value| d["tick"].as_u64().unwrap_or(0);
+    let (tx_before, rx_before) = (
+        tick_at(&f.a.admin(&format!("/admin/zones/{tx}")).await),
+        tick_at(&f.b.admin(&format!("/admin/zones/{rx}")).await),
+    );
+    // The sender hears of sends that failed while NATS is away.
+    let during = f
+        .report_until(&tx, "undeliverable sends", |r| undeliverable(r) >= 20)
+        .await;
+    assert!(
+        during["undeliverable"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with("bus unavailable")),
+        "{during}"
+    );
+    // Both zones kept ticking through the outage.
+    let (tx_after, rx_after) = (
+        tick_at(&f.a.admin(&format!("/admin/zones/{tx}")).await),
+        tick_at(&f.b.admin(&format!("/admin/zones/{rx}")).await),
+    );
+    assert!(
+        tx_after > tx_before && rx_after > rx_before,
+        "ticks {tx_before}->{tx_after}, {rx_before}->{rx_after}"
+    );
+    assert_eq!(f.b.metric("zonekeep_bus_connected").await, 0.0);
+
+    nats.up();
+    let r = f
+        .report_until(&rx, "delivery after NATS is back", |r| {
+            runs(r, &source, TOPIC_NUMBERED).last().map(|l| l.1) == Some(total)
+        })
+        .await;
+    let got = runs(&r, &source, TOPIC_NUMBERED);
+    // Numbers only ever rise and none arrives twice: the gaps are the sends that failed.
+    assert!(
+        got.windows(2).all(|w| w[0].1 < w[1].0),
+        "numbers arrive in order, each once: {r}"
+    );
+    let received: u64 = got.iter().map(|(a, b)| b - a + 1).sum();
+    assert_eq!(count(&r, &source, TOPIC_NUMBERED), received, "{r}");
+    let s = f.report(&tx).await;
+    assert!(
+        received + undeliverable(&s) >= total,
+        "every send arrived or was reported undeliverable: {received} + {s}"
+    );
+    assert!(got.len() >= 2, "the outage left a gap: {r}");
+}
