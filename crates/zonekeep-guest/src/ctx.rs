@@ -302,6 +302,9 @@ pub(crate) struct SdkState {
     /// Fact keys made so far under `fact_prefix`; kept in saves, so an in-place upgrade (same
     /// prefix) goes on counting.
     pub(crate) facts_made: u64,
+    /// The zone's id, as CREATE or RESTORE named it (not part of a save: the host names the
+    /// zone again at every RESTORE).
+    pub(crate) zone_id: String,
 }
 
 impl SdkState {
@@ -313,6 +316,7 @@ impl SdkState {
             dt: Duration::ZERO,
             fact_prefix: String::new(),
             facts_made: 0,
+            zone_id: String::new(),
         }
     }
 }
@@ -339,6 +343,12 @@ impl<'a> Ctx<'a> {
             sdk,
             out,
         }
+    }
+
+    /// The zone's id, as the host named it at CREATE or RESTORE: what another zone passes to
+    /// [`transfer`](Ctx::transfer) or [`send_to_zone`](Ctx::send_to_zone) to reach this one.
+    pub fn zone_id(&self) -> &str {
+        &self.sdk.zone_id
     }
 
     /// The zone's current tick: inside TICK, its number; elsewhere the last tick run (at CREATE

@@ -233,10 +233,12 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
             }
             *sdk = SdkState::new(Rng::for_zone(seed, zone_id));
             sdk.fact_prefix = fact_prefix.to_owned();
+            sdk.zone_id = zone_id.to_owned();
             let mut ctx = Ctx::new(tick, Duration::ZERO, sdk, w);
             guest.zone = Some(Z::create(&mut ctx, params).map_err(Fatal::Create)?);
         }
         Call::Restore {
+            zone_id,
             params,
             fact_prefix,
             save,
@@ -248,6 +250,7 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
             *sdk = SdkState::new(rng);
             sdk.fact_prefix = fact_prefix.to_owned();
             sdk.facts_made = facts_made;
+            sdk.zone_id = zone_id.to_owned();
             let mut ctx = Ctx::new(tick, Duration::ZERO, sdk, w);
             guest.zone = Some(Z::restore(&mut ctx, params, bytes).map_err(Fatal::Restore)?);
         }
@@ -487,8 +490,9 @@ enum Call<'a> {
         tag: u64,
     },
     Save,
-    /// The seed and zone id are read and not used: the RNG comes back from the save.
+    /// The seed is read and not used: the RNG comes back from the save.
     Restore {
+        zone_id: &'a str,
         params: &'a str,
         fact_prefix: &'a str,
         save: &'a [u8],
@@ -594,8 +598,10 @@ impl<'a> Call<'a> {
             Op::Timer => Call::Timer { tag: r.u64()? },
             Op::Save => Call::Save,
             Op::Restore => {
-                let (_seed, _zone_id) = (r.u64()?, r.str()?);
+                // The seed is not used: the RNG comes back from the save.
+                let _seed = r.u64()?;
                 Call::Restore {
+                    zone_id: r.str()?,
                     params: r.str()?,
                     fact_prefix: r.str()?,
                     save: r.bytes()?,

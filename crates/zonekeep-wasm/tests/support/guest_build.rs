@@ -22,6 +22,12 @@ pub fn tag_module() -> PathBuf {
     BUILT.get_or_init(|| build("zonekeep-module-tag")).clone()
 }
 
+/// The doors kind as a module (`examples/doors-module`) as a `.wasm` file.
+pub fn doors_module() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| build("zonekeep-doors-module")).clone()
+}
+
 /// The demo arena as a module (`examples/arena-module`) as a `.wasm` file.
 pub fn arena_module() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();

@@ -29,6 +29,12 @@ type Ws =
 
 /// A ticket for `sub` to the doors zone `zone`, created with `params` if it is new.
 pub fn doors_ticket(sub: &str, zone: &str, params: Value) -> String {
+    doors_ticket_of("doors", sub, zone, params)
+}
+
+/// A ticket for `sub` to `zone` of `kind` (a kind that plays by the doors rules: the native
+/// one or a module), created with `params` if it is new.
+pub fn doors_ticket_of(kind: &str, sub: &str, zone: &str, params: Value) -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let exp = std::time::SystemTime::now()
@@ -37,7 +43,7 @@ pub fn doors_ticket(sub: &str, zone: &str, params: Value) -> String {
         .as_secs()
         + 120;
     sign(&json!({
-        "sub": sub, "zone": zone, "kind": "doors", "params": params, "exp": exp,
+        "sub": sub, "zone": zone, "kind": kind, "params": params, "exp": exp,
         "jti": format!("doors-{}-{n}", unique_run()),
     }))
 }
