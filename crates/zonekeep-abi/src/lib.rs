@@ -45,8 +45,8 @@ pub mod op {
     pub const CONFIG: u32 = 14;
     /// `u32 player`: a transfer the zone asked for leaves; answers `bytes state`, then commands.
     pub const TRANSFER_OUT: u32 = 15;
-    /// `u32 player`, `str principal`, `str claims` (the JSON the other zone handed over),
-    /// `str from_zone`, `u8 returning`, `bytes state`: a player arrives by transfer (or comes
+    /// `u32 player`, `str principal`, `str claims` (the player's claims as JSON: its ticket's,
+    /// with those the other zone handed over merged over them), `str from_zone`, `u8 returning`, `bytes state`: a player arrives by transfer (or comes
     /// back after one failed); answered like [`JOIN`].
     pub const TRANSFER_IN: u32 = 16;
     /// `str from` (`"admin"` or `"zone:<id>"`), `u16 topic`, `bytes payload`: a zone message.

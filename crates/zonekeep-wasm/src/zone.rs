@@ -334,9 +334,11 @@ impl Zone for ModuleZone {
         let refusal = self.run(ctx, op::TRANSFER_IN, |input| {
             put_u32(input, player.id.0);
             put_str(input, player.principal.as_str());
+            // The participant's claims: its ticket's, with what the other zone handed over
+            // merged over them (the module keeps them as the player's, as JOIN's).
             put_str(
                 input,
-                &serde_json::Value::Object(arrival.claims.clone()).to_string(),
+                &serde_json::Value::Object(player.claims.clone()).to_string(),
             );
             put_str(input, arrival.from_zone);
             put_u8(input, u8::from(arrival.returning));

@@ -67,15 +67,21 @@ pub(super) async fn ask(
     }
     let mut read = tokio::time::interval(READ_EVERY);
     read.tick().await;
+    // The answer comes once: after it, only the record is read.
+    let mut answered = false;
     let outcome = loop {
         tokio::select! {
-            a = &mut answer => match a {
+            a = &mut answer, if !answered => match a {
                 Ok(Answer::Refused(reason)) => break Err(reason),
-                // Confirmed from the record below (the store is the truth).
-                Ok(Answer::Accepted) | Err(_) => match ledger.transfer(&t.id).await {
-                    Ok(Some(r)) if r.status != TransferStatus::Pending => break Ok(r),
-                    _ => {}
-                },
+                // Confirmed from the record (the store is the truth).
+                Ok(Answer::Accepted) | Err(_) => {
+                    answered = true;
+                    if let Ok(Some(r)) = ledger.transfer(&t.id).await {
+                        if r.status != TransferStatus::Pending {
+                            break Ok(r);
+                        }
+                    }
+                }
             },
             _ = read.tick() => {
                 if let Ok(Some(r)) = ledger.transfer(&t.id).await {
