@@ -1,7 +1,8 @@
 //! Moves between hosts: the source host asks the target zone's owner, through the bus, to admit
 //! the player; the owner admits it, settles the record as accepted, and answers. The record in
 //! the store stays the truth: the source also reads it while it waits, so a lost answer costs
-//! at most one read interval, and a lost request ends as a return at the decision timeout.
+//! at most one read interval (25 ms), and a lost request ends as a return at the decision
+//! timeout.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use super::{ledger, DECISION_TIMEOUT};
 use crate::host::Shared;
 
 /// How often a waiting source reads the record, in case the answer was lost.
-const READ_EVERY: Duration = Duration::from_millis(100);
+const READ_EVERY: Duration = Duration::from_millis(25);
 
 /// What hosts say to each other about a move (the bus carries it as opaque bytes).
 #[derive(Debug, Serialize, Deserialize)]

@@ -84,6 +84,7 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
         }
     };
     super::chaos::at(super::chaos::Step::Pending, &begun.transfer.id).await;
+    let recorded_at = std::time::Instant::now();
     // The target's answer, within the bound; the source's own return settles anything else.
     let mut admitted: Option<Admitted> = None;
     let decided = tokio::time::timeout(
@@ -105,6 +106,11 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
             .await
         }
     };
+    tracing::debug!(
+        transfer = %begun.transfer.id,
+        decided_ms = u64::try_from(recorded_at.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "move decided"
+    );
     let Some(settled) = settled else {
         // The source's owner changed while the move was decided: its new owner finishes it.
         metrics.transfer("fenced");
