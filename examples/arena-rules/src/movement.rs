@@ -116,10 +116,11 @@ pub fn snap(v: f32) -> f32 {
     pos_decode(pos_encode(v, POS_STEP), POS_STEP)
 }
 
-/// Moves `state` by one input over `dt` seconds: at most `SPEED * dt` (diagonals are not faster),
-/// pushed out of every pillar in slice order, kept inside the arena, snapped to the quantum.
-/// An input with no direction (or only opposite ones) leaves the state unchanged.
-pub fn step(state: &MoveState, input: &MoveInput, dt: f32, pillars: &[Pillar]) -> MoveState {
+/// How far one input moves a player in `dt` seconds before anything stops it: at most
+/// `SPEED * dt` (`WALK_SPEED` walking), diagonals no faster. `None` for an input with no direction
+/// (or only opposite ones). Each operation is one `f32` operation, so a page's `Math.fround` copy
+/// agrees to the bit.
+pub fn displacement(input: &MoveInput, dt: f32) -> Option<(f32, f32)> {
     let mut dx: f32 = 0.0;
     let mut dy: f32 = 0.0;
     if input.dir & DIR_RIGHT != 0 {
@@ -135,7 +136,7 @@ pub fn step(state: &MoveState, input: &MoveInput, dt: f32, pillars: &[Pillar]) -
         dy -= 1.0;
     }
     if dx == 0.0 && dy == 0.0 {
-        return *state;
+        return None;
     }
     let speed = if input.flags & FLAG_WALK != 0 {
         WALK_SPEED
@@ -146,8 +147,18 @@ pub fn step(state: &MoveState, input: &MoveInput, dt: f32, pillars: &[Pillar]) -
     if dx != 0.0 && dy != 0.0 {
         len *= DIAGONAL;
     }
-    let mut x = state.x + dx * len;
-    let mut y = state.y + dy * len;
+    Some((dx * len, dy * len))
+}
+
+/// Moves `state` by one input over `dt` seconds: at most `SPEED * dt` (diagonals are not faster),
+/// pushed out of every pillar in slice order, kept inside the arena, snapped to the quantum.
+/// An input with no direction (or only opposite ones) leaves the state unchanged.
+pub fn step(state: &MoveState, input: &MoveInput, dt: f32, pillars: &[Pillar]) -> MoveState {
+    let Some((mx, my)) = displacement(input, dt) else {
+        return *state;
+    };
+    let mut x = state.x + mx;
+    let mut y = state.y + my;
     for p in pillars {
         let ex = x - p.x;
         let ey = y - p.y;

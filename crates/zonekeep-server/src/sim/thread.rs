@@ -256,11 +256,9 @@ impl SimThread {
                 conn,
                 reply,
             } => {
-                if let Some(c) = create {
-                    if let Err(e) = self.start(&zone_id, c) {
-                        let _ = reply.send(Err(self.unavailable(e)));
-                        return false;
-                    }
+                if let Err(e) = self.start_carried(&zone_id, create) {
+                    let _ = reply.send(Err(e));
+                    return false;
                 }
                 let r = match self.zones.get_mut(&zone_id) {
                     Some(z) => z.join(&self.ctx, principal, claims, role, version, conn),
@@ -278,13 +276,13 @@ impl SimThread {
                 conn,
                 reply,
             } => {
-                let started = create.is_some();
-                if let Some(c) = create {
-                    if let Err(e) = self.start(&zone_id, c) {
-                        let _ = reply.send(Err(self.unavailable(e)));
+                let started = match self.start_carried(&zone_id, create) {
+                    Ok(started) => started,
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
                         return false;
                     }
-                }
+                };
                 let r = match self.zones.get_mut(&zone_id) {
                     Some(z) => {
                         let r = z.resume(&self.ctx, player, &principal, version, resume_from, conn);
@@ -305,11 +303,9 @@ impl SimThread {
                 record,
                 reply,
             } => {
-                if let Some(c) = create {
-                    if let Err(e) = self.start(&zone_id, c) {
-                        let _ = reply.send(Err(self.unavailable(e)));
-                        return false;
-                    }
+                if let Err(e) = self.start_carried(&zone_id, create) {
+                    let _ = reply.send(Err(e));
+                    return false;
                 }
                 let r = match self.zones.get_mut(&zone_id) {
                     Some(z) => z.transfer_in(&self.ctx, &record),
@@ -340,13 +336,13 @@ impl SimThread {
                 conn,
                 reply,
             } => {
-                let started = create.is_some();
-                if let Some(c) = create {
-                    if let Err(e) = self.start(&zone_id, c) {
-                        let _ = reply.send(Err(self.unavailable(e)));
+                let started = match self.start_carried(&zone_id, create) {
+                    Ok(started) => started,
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
                         return false;
                     }
-                }
+                };
                 let r = match self.zones.get_mut(&zone_id) {
                     Some(z) => {
                         let r = z.arrive(&self.ctx, &record, &principal, version, conn);
@@ -513,6 +509,22 @@ impl SimThread {
 
     /// A join or start that finds no running zone: during shutdown the client
     /// is told so (and reconnects), otherwise the zone is unavailable.
+    /// Starts the zone a command carries, if it carries one: whether it did, or why it could not
+    /// (the command is then answered with it).
+    fn start_carried(
+        &mut self,
+        zone_id: &str,
+        create: Option<ZoneStart>,
+    ) -> Result<bool, JoinFailure> {
+        match create {
+            None => Ok(false),
+            Some(c) => self
+                .start(zone_id, c)
+                .map(|()| true)
+                .map_err(|e| self.unavailable(e)),
+        }
+    }
+
     fn unavailable(&self, why: String) -> JoinFailure {
         if self.draining {
             JoinFailure::ShuttingDown

@@ -38,8 +38,8 @@ use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use crate::identity::{display_name, hue, MAX_NAME};
 use crate::movement::{
-    snap, MoveInput, MoveState, ARENA_H, ARENA_W, DIAGONAL, DIR_DOWN, DIR_LEFT, DIR_RIGHT, DIR_UP,
-    DT, FLAG_WALK, PLAYER_RADIUS, POS_STEP, SPEED, TICK_HZ, WALK_SPEED,
+    displacement, snap, MoveInput, MoveState, ARENA_H, ARENA_W, DT, PLAYER_RADIUS, POS_STEP,
+    TICK_HZ,
 };
 
 /// The zone kind the cells are registered as.
@@ -123,34 +123,11 @@ pub const WORLD_H: f32 = CELL_H * ROWS as f32;
 /// quantum) with no pillars, kept inside the whole world rather than one cell. Each operation is one
 /// `f32` operation, so the page's `Math.fround` copy of it agrees to the bit.
 pub fn step(state: &MoveState, input: &MoveInput, dt: f32) -> MoveState {
-    let mut dx: f32 = 0.0;
-    let mut dy: f32 = 0.0;
-    if input.dir & DIR_RIGHT != 0 {
-        dx += 1.0;
-    }
-    if input.dir & DIR_LEFT != 0 {
-        dx -= 1.0;
-    }
-    if input.dir & DIR_DOWN != 0 {
-        dy += 1.0;
-    }
-    if input.dir & DIR_UP != 0 {
-        dy -= 1.0;
-    }
-    if dx == 0.0 && dy == 0.0 {
+    let Some((mx, my)) = displacement(input, dt) else {
         return *state;
-    }
-    let speed = if input.flags & FLAG_WALK != 0 {
-        WALK_SPEED
-    } else {
-        SPEED
     };
-    let mut len = speed * dt;
-    if dx != 0.0 && dy != 0.0 {
-        len *= DIAGONAL;
-    }
-    let x = (state.x + dx * len).clamp(PLAYER_RADIUS, WORLD_W - PLAYER_RADIUS);
-    let y = (state.y + dy * len).clamp(PLAYER_RADIUS, WORLD_H - PLAYER_RADIUS);
+    let x = (state.x + mx).clamp(PLAYER_RADIUS, WORLD_W - PLAYER_RADIUS);
+    let y = (state.y + my).clamp(PLAYER_RADIUS, WORLD_H - PLAYER_RADIUS);
     MoveState {
         x: snap(x),
         y: snap(y),
