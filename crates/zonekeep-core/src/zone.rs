@@ -141,7 +141,10 @@ pub trait Zone: Send + 'static {
     /// place of [`on_join`](Zone::on_join); the player is dropped until its connection arrives),
     /// or comes back after a transfer that failed (`returning` true: `arrival.state` is what
     /// [`transfer_out`](Zone::transfer_out) returned). A zone must always take its own player
-    /// back: a refusal of a return is ignored and counted. The default takes a returning player
+    /// back: a refusal of a return is ignored and counted. A returning player may be new to
+    /// this run of the zone (its move was returned after the zone restarted, and it joined
+    /// again: [`ZoneHost::handle_transfer_return`](crate::ZoneHost::handle_transfer_return)):
+    /// `arrival.state` is then all it carried. The default takes a returning player
     /// without doing anything and hands an arrival to [`on_join`](Zone::on_join).
     fn transfer_in(
         &mut self,

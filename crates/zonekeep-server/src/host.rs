@@ -180,6 +180,7 @@ impl Shared {
             thread: self.pool.pick_thread(),
             inbox: tx,
             tick: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
             summary: Default::default(),
             rate_limited: metrics.input_counter("rate_limited").unwrap_or_default(),
             inbox_full: metrics.input_counter("inbox_full").unwrap_or_default(),

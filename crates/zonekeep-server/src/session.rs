@@ -468,6 +468,20 @@ async fn admit(
         None => (ticket.kind.clone(), ticket.params.clone()),
     };
     let (entry, create) = shared.route_join(zone_id, kind.as_deref(), params)?;
+    // A player whose move out of this zone a crash left undelivered gets its state back.
+    let (reclaimed, create) = if ticket.role == zonekeep_core::Role::Player {
+        crate::transfer::reclaim_on_join(
+            shared,
+            zone_id,
+            ticket.sub.as_str(),
+            &entry,
+            create,
+            took_over,
+        )
+        .await?
+    } else {
+        (None, create)
+    };
     let join = |create| SimCommand::Join {
         zone_id: zone_id.to_owned(),
         create,
@@ -476,6 +490,7 @@ async fn admit(
         role: ticket.role,
         version,
         conn: conn.clone(),
+        reclaimed: reclaimed.map(Box::new),
         reply,
     };
     let unavailable = JoinFailure::Unavailable;
@@ -523,18 +538,7 @@ pub(crate) async fn enter_zone(
                 cmd(Some(start))
             })
             .await
-            .map_err(|e| match e {
-                AdmitError::Start(StartError::Moved { host, url }) => {
-                    JoinFailure::Moved { host, url }
-                }
-                AdmitError::Start(StartError::Failed(why)) => failed(shared, entry, why),
-                // The store failed or the start timed out: nothing the client could change.
-                AdmitError::Start(StartError::Unavailable(why)) => {
-                    JoinFailure::StoreUnreachable(why)
-                }
-                AdmitError::Start(e) => refused(e.to_string()),
-                AdmitError::Busy => JoinFailure::Busy,
-            })?;
+            .map_err(|e| start_failure(shared, entry, refused, e))?;
             count_takeover(shared, took_over);
         }
         None => {
@@ -554,6 +558,23 @@ pub(crate) async fn enter_zone(
     Ok(())
 }
 
+/// How a start that a join waits on failing is told to the client.
+pub(crate) fn start_failure(
+    shared: &Shared,
+    entry: &ZoneEntry,
+    refused: fn(String) -> JoinFailure,
+    e: AdmitError,
+) -> JoinFailure {
+    match e {
+        AdmitError::Start(StartError::Moved { host, url }) => JoinFailure::Moved { host, url },
+        AdmitError::Start(StartError::Failed(why)) => failed(shared, entry, why),
+        // The store failed or the start timed out: nothing the client could change.
+        AdmitError::Start(StartError::Unavailable(why)) => JoinFailure::StoreUnreachable(why),
+        AdmitError::Start(e) => refused(e.to_string()),
+        AdmitError::Busy => JoinFailure::Busy,
+    }
+}
+
 /// The refusal of a join to a zone that failed (`why`, unless the failure is remembered).
 fn failed(shared: &Shared, entry: &ZoneEntry, why: String) -> JoinFailure {
     JoinFailure::Failed(
@@ -571,7 +592,7 @@ fn is_takeover(shared: &Shared, listed: Option<&zonekeep_store::ZoneLocation>) -
 }
 
 /// Counts a takeover that happened on a client's Hello (the reconcile pass counts its own).
-fn count_takeover(shared: &Shared, took_over: bool) {
+pub(crate) fn count_takeover(shared: &Shared, took_over: bool) {
     if let (true, Some(f)) = (took_over, shared.fleet()) {
         f.metrics.takeovers.inc();
         tracing::info!("took over a dead host's zone on a client's Hello");

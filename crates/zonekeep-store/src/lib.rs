@@ -95,7 +95,7 @@ pub use slow::SlowStore;
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use traits::{FactLedger, ModuleStore, SaveStore, MAX_MODULE_BYTES};
 pub use transfers::{
-    NewTransfer, StoredTransfer, TransferLedger, TransferStatus, MAX_TRANSFER_CLAIMS,
+    NewTransfer, Reclaim, StoredTransfer, TransferLedger, TransferStatus, MAX_TRANSFER_CLAIMS,
     MAX_TRANSFER_ID, MAX_TRANSFER_REASON, MAX_TRANSFER_STATE,
 };
 pub use types::{

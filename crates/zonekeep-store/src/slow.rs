@@ -16,7 +16,7 @@ use crate::directory::{
 };
 use crate::error::Result;
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
-use crate::transfers::{NewTransfer, StoredTransfer, TransferLedger};
+use crate::transfers::{NewTransfer, Reclaim, StoredTransfer, TransferLedger};
 use crate::types::{
     Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
 };
@@ -265,6 +265,22 @@ impl TransferLedger for SlowStore {
     ) -> Result<Option<StoredTransfer>> {
         self.transfers
             .latest_transfer_from(source_zone, principal, since_ms)
+            .await
+    }
+
+    async fn reclaim_transfer(&self, id: &str, source_epoch: u64) -> Result<Reclaim> {
+        tokio::time::sleep(self.delay).await;
+        self.transfers.reclaim_transfer(id, source_epoch).await
+    }
+
+    async fn unclaimed_return(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>> {
+        self.transfers
+            .unclaimed_return(source_zone, principal, since_ms)
             .await
     }
 

@@ -93,7 +93,10 @@ pub struct StoredTransfer {
     pub target_epoch: Option<u64>,
     /// Why it was returned (set once returned).
     pub reason: Option<String>,
-    /// Whether the player's connection reached the target (set by the target after accepting).
+    /// Whether the player reached the zone the record leaves it in: for an accepted transfer,
+    /// its connection arrived at the target (set by the target); for a returned one, the state
+    /// went back to the source zone ([`TransferLedger::reclaim_transfer`]). One column serves
+    /// both because a record is only ever one of the two.
     pub arrived: bool,
     /// When the source wrote it, milliseconds since the Unix epoch (the writing host's clock).
     pub created_at_ms: u64,
@@ -149,8 +152,35 @@ pub trait TransferLedger: Send + Sync {
         since_ms: u64,
     ) -> Result<Option<StoredTransfer>>;
 
+    /// The source, holding `source_epoch`, hands a returned transfer's state back to its zone:
+    /// marks it reclaimed, once. The answer says whether this call is the one that reclaimed it
+    /// ([`Reclaim::by_this_call`]); a second reclaim answers the stored row unchanged and its
+    /// caller must not hand the state back again. Only a returned transfer can be reclaimed
+    /// ([`StoreError::InvalidArgument`] otherwise); an unknown id is
+    /// [`StoreError::UnknownTransfer`].
+    async fn reclaim_transfer(&self, id: &str, source_epoch: u64) -> Result<Reclaim>;
+
+    /// The newest returned, not yet reclaimed transfer of `principal` out of `source_zone`
+    /// written at or after `since_ms`: a move whose source crashed before the state went back
+    /// (a live return is reclaimed at once by the source that takes the player back).
+    async fn unclaimed_return(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>>;
+
     /// Deletes resolved transfers written before `before_ms`; answers how many.
     async fn prune_transfers(&self, before_ms: u64) -> Result<u64>;
+}
+
+/// The answer to [`TransferLedger::reclaim_transfer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reclaim {
+    /// The stored transfer, reclaimed.
+    pub transfer: StoredTransfer,
+    /// Whether this call reclaimed it (false: an earlier one did, and the state went back then).
+    pub by_this_call: bool,
 }
 
 /// Refuses a transfer whose fields are out of bounds.
@@ -287,6 +317,20 @@ pub(crate) fn decide_arrive(fence: u64, epoch: u64, stored: &StoredTransfer) -> 
     }
 }
 
+/// Decides a reclaim by the source holding `epoch` against the source's `fence`.
+pub(crate) fn decide_reclaim(fence: u64, epoch: u64, stored: &StoredTransfer) -> Result<Change> {
+    fence::check_owner(fence, epoch)?;
+    match stored.status {
+        TransferStatus::Returned if stored.arrived => Ok(Change::Stored),
+        TransferStatus::Returned => Ok(Change::Write),
+        other => Err(StoreError::InvalidArgument(format!(
+            "transfer {:?} is {}, so its state cannot be reclaimed",
+            stored.transfer.id,
+            other.as_str()
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,6 +425,21 @@ mod tests {
         let mut arrived = stored(TransferStatus::Accepted);
         arrived.arrived = true;
         assert_eq!(decide_arrive(1, 1, &arrived), Ok(Change::Stored));
+    }
+
+    #[test]
+    fn only_a_returned_transfer_is_reclaimed_and_only_once() {
+        assert!(decide_reclaim(1, 1, &stored(TransferStatus::Pending)).is_err());
+        assert!(decide_reclaim(1, 1, &stored(TransferStatus::Accepted)).is_err());
+        let returned = stored(TransferStatus::Returned);
+        assert_eq!(decide_reclaim(1, 1, &returned), Ok(Change::Write));
+        assert!(matches!(
+            decide_reclaim(2, 1, &returned),
+            Err(StoreError::Fenced { .. })
+        ));
+        let mut reclaimed = returned;
+        reclaimed.arrived = true;
+        assert_eq!(decide_reclaim(1, 1, &reclaimed), Ok(Change::Stored));
     }
 
     #[test]

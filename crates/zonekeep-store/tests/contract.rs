@@ -617,4 +617,6 @@ contract_tests!(
     bad_transfers_are_refused_and_store_nothing,
     racing_accepts_and_returns_agree,
     old_resolved_transfers_are_pruned,
+    a_returned_transfer_is_reclaimed_once_by_the_source,
+    racing_reclaims_hand_the_state_back_once,
 );

@@ -3,7 +3,8 @@
 //! to a connection that comes back, and `kill -9` of the source host or of the target host at
 //! each step of a move. Whatever dies, once the fleet took over and the client retried as the
 //! SDKs do, the player is in exactly one zone — one transfer record, accepted xor returned, and
-//! one zone's participants naming it — with its purse once.
+//! one zone's participants naming it — with its purse once (a move returned after the source's
+//! crash hands the purse back to the player's next join there, and to no later one).
 //!
 //! A step is reached with the transfer worker's test knob (`ZONEKEEP_CHAOS_TRANSFER_PAUSE`,
 //! docs/ARCHITECTURE.md): the host logs that it paused there, and the test kills a host.
@@ -435,15 +436,56 @@ async fn kill_at(test: &str, victim: usize, step: Step) {
             None => (p.player.take().unwrap(), p.welcome.clone()),
         }
     };
-    // A player that came back after the source died joined the source afresh: its purse is the
-    // zone's start (doors keeps no saves); otherwise it carries the purse it had.
-    let returned_to_new_source = victim == 0 && welcome.zone_id == p.a;
-    let purse = if returned_to_new_source {
-        START
-    } else {
-        CARRIED
+    // Wherever the player ends, it carries the purse it had: a player that came back after the
+    // source died joined the restarted source afresh (doors keeps no saves), and its join
+    // reclaimed the returned move's state.
+    p.exactly_one(survivor, conn, &welcome, CARRIED).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_undone_by_the_source_crash_gives_the_purse_back_once() {
+    let test = "a_move_undone_by_the_source_crash_gives_the_purse_back_once";
+    let env = |file: &std::path::Path| [knob("pending", false, file), vec![]];
+    let Some(mut p) = Pair::start(test, env).await else {
+        return;
     };
-    p.exactly_one(survivor, conn, &welcome, purse).await;
+    let b = p.b.clone();
+    p.player().walk(&b, json!({})).await;
+    p.paused(0).await;
+    p.kill(0).await;
+    // The SDK's path: the resume is refused by the zone's new run, the fresh join reclaims.
+    let (conn, welcome) = p.come_back().await;
+    assert_eq!(
+        welcome.zone_id, p.a,
+        "a move pending at the crash is returned"
+    );
+    p.exactly_one(1, conn, &welcome, CARRIED).await;
+    let reclaimed: bool = {
+        let (client, c) = tokio_postgres::connect(&p.pg, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(c);
+        client
+            .query_one(
+                "SELECT arrived FROM zone_transfers WHERE principal = $1",
+                &[&p.who],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    };
+    assert!(reclaimed, "the returned move is marked handed back");
+    // Another join of the same player is a join afresh: the state went back once.
+    let urls = p.urls(&p.a);
+    let again = hello(doors_ticket(&p.who, &p.a, json!({})), vec![]);
+    let mut second = match enter(&urls, &again, RETRY_FOR).await {
+        Landed::Welcome(conn, w) => {
+            assert_eq!(w.zone_id, p.a);
+            *conn
+        }
+        other => panic!("a second join did not land: {other:?}"),
+    };
+    second.purse(START, &p.a).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

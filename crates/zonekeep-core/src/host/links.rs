@@ -200,6 +200,77 @@ impl ZoneHost {
         Ok(id)
     }
 
+    /// A player whose move out of this zone was returned after the zone's previous run ended
+    /// (its host crashed while the move was pending) joins again: admitted like
+    /// [`handle_join`](ZoneHost::handle_join) (the same capacity check, a new id, connected and
+    /// subscribed at once) but through [`Zone::transfer_in`](crate::Zone::transfer_in) with
+    /// `returning` set and `state` (what `transfer_out` handed out), instead of `on_join`: the
+    /// player gets back what it carried. Its [`PlayerInfo`] claims are `player_claims`;
+    /// `claims` are those the zone handed over with the move, and `from_zone` the zone it did
+    /// not reach. As for any return, a refusal by the zone is ignored and counted.
+    pub fn handle_transfer_return(
+        &mut self,
+        principal: Principal,
+        player_claims: Claims,
+        claims: Claims,
+        from_zone: &str,
+        state: &[u8],
+    ) -> Result<PlayerId, JoinError> {
+        self.tap_call(|| Record::TransferReturn {
+            principal: principal.as_str().to_owned(),
+            player_claims: serde_json::Value::Object(player_claims.clone()).to_string(),
+            claims: serde_json::Value::Object(claims.clone()).to_string(),
+            from_zone: from_zone.to_owned(),
+            state: state.to_vec(),
+        });
+        let admitted = self.admit_return(principal, player_claims, &claims, from_zone, state);
+        if self.recording() {
+            self.tap_effect(Record::Outcome(super::calls::join_outcome(&admitted)));
+        }
+        admitted
+    }
+
+    fn admit_return(
+        &mut self,
+        principal: Principal,
+        player_claims: Claims,
+        claims: &Claims,
+        from_zone: &str,
+        state: &[u8],
+    ) -> Result<PlayerId, JoinError> {
+        let id = self.admit_id(Role::Player)?;
+        let info = PlayerInfo {
+            id,
+            principal,
+            role: Role::Player,
+            claims: player_claims,
+            connected: true,
+        };
+        self.core.roster.insert(id, info.clone());
+        self.core.views.insert(id);
+        let arrival = Arrival {
+            state,
+            from_zone,
+            claims,
+            returning: true,
+        };
+        let capacity = self.config.input_buffer;
+        let verdict = self
+            .zone
+            .transfer_in(&mut self.core.ctx(None), &info, &arrival, capacity);
+        if verdict.is_err() {
+            // A zone must take its own player back: the refusal is counted, the player stays.
+            let t = &mut self.core.transfers;
+            t.returns_refused = t.returns_refused.saturating_add(1);
+        }
+        self.subscribe(id);
+        if let Some((from, to)) = self.core.tier.occupied() {
+            self.transition(from, to);
+        }
+        self.apply_kicks();
+        Ok(id)
+    }
+
     /// Apply the transfers the zone asked for (see [`crate::transfer`]); called with the kicks.
     pub(super) fn apply_transfers(&mut self) {
         let asks = std::mem::take(&mut self.core.transfers.asked);

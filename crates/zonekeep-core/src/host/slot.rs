@@ -179,8 +179,11 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
         capacity: usize,
     ) -> Result<(), JoinRefusal> {
         let verdict = self.zone.transfer_in(ctx, info, arrival);
-        // A returning player keeps its buffer (and its input sequence) whatever the verdict.
-        if verdict.is_ok() && !arrival.returning {
+        // A returning player keeps its buffer (and its input sequence) whatever the verdict; one
+        // new to this run (its move was returned after the zone restarted) gets one, as the
+        // zone cannot refuse its own player.
+        let admitted = verdict.is_ok() || arrival.returning;
+        if admitted && !(arrival.returning && self.buffers.contains_key(&info.id)) {
             self.buffers.insert(info.id, InputBuffer::new(capacity));
         }
         verdict

@@ -314,6 +314,16 @@ fn a_recording_of_transfers_and_messages_replays_to_the_same_hashes() {
             &5i32.to_le_bytes(),
         )
         .unwrap();
+    let r = h
+        .handle_transfer_return(
+            crate::Principal::new("dan"),
+            crate::Claims::new(),
+            crate::Claims::new(),
+            "zone-b",
+            &9i32.to_le_bytes(),
+        )
+        .unwrap();
+    h.handle_input(r, 1, 0, &[1]);
     step(&mut h, &clock, &mut m);
     h.handle_rejoin(c).unwrap();
     h.handle_input(a, 3, 0, &[2]);
@@ -331,6 +341,7 @@ fn a_recording_of_transfers_and_messages_replays_to_the_same_hashes() {
             Record::Message(_) => "message",
             Record::Undeliverable { .. } => "undeliverable",
             Record::TransferIn { .. } => "transfer in",
+            Record::TransferReturn { .. } => "transfer return",
             Record::TransferBack(_) => "transfer back",
             Record::TransferDone(_) => "transfer done",
             Record::DrainMessages => "drain messages",
@@ -339,5 +350,5 @@ fn a_recording_of_transfers_and_messages_replays_to_the_same_hashes() {
         };
         seen.insert(name);
     }
-    assert_eq!(seen.len(), 7, "{seen:?}");
+    assert_eq!(seen.len(), 8, "{seen:?}");
 }

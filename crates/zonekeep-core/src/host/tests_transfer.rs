@@ -333,3 +333,54 @@ fn a_snapshot_leaves_moving_players_out() {
     let saved: Vec<PlayerId> = snap.roster.iter().map(|p| p.id).collect();
     assert_eq!(saved, vec![b]);
 }
+
+#[test]
+fn a_return_into_a_new_run_admits_the_player_connected_with_its_state() {
+    let (mut h, clock) = host();
+    let mut m = BTreeMap::new();
+    let state = 42i32.to_le_bytes();
+    let id = h
+        .handle_transfer_return(
+            Principal::new("ann"),
+            claims(&[("team", "red".into())]),
+            claims(&[("hp", 7.into())]),
+            "zone-b",
+            &state,
+        )
+        .unwrap();
+    let info = h.player(id).unwrap().clone();
+    assert!(
+        info.connected,
+        "the returning player joined with its connection"
+    );
+    assert_eq!(info.role, Role::Player);
+    assert_eq!(info.claims, claims(&[("team", "red".into())]));
+    assert!(zone(&h).log.contains(&format!(
+        "in {id} from zone-b returning true claims {{\"hp\":7}}"
+    )));
+    assert!(
+        !zone(&h).log.iter().any(|l| l.starts_with("join")),
+        "on_join is not called: the state stands in for it"
+    );
+    assert_eq!(zone(&h).walkers[&id].1, 42);
+    // Frames flow at once and its inputs are taken, as for a join.
+    assert_eq!(step(&mut h, &clock, &mut m), vec![(id, true)]);
+    assert!(h.handle_input(id, 1, 0, &[1]).is_accepted());
+
+    // The zone cannot turn its own player away: a refusal is counted, the player stays.
+    h.zone_mut::<super::courier::Courier>()
+        .unwrap()
+        .refuse_returns = true;
+    let kept = h
+        .handle_transfer_return(
+            Principal::new("bob"),
+            Claims::new(),
+            Claims::new(),
+            "zone-b",
+            &state,
+        )
+        .unwrap();
+    assert_eq!(h.advance(clock.now()).transfer_returns_refused, 1);
+    assert!(h.player(kept).is_some());
+    assert!(h.handle_input(kept, 1, 0, &[1]).is_accepted());
+}

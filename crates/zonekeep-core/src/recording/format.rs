@@ -14,9 +14,10 @@ use crate::zone::LeaveReason;
 /// A recording's first four bytes.
 pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
 /// The format version this build writes (it also reads [`OLDEST_READ_VERSION`] and later).
-pub const RECORDING_VERSION: u16 = 5;
+pub const RECORDING_VERSION: u16 = 6;
 /// The oldest format version this build reads (version 3 only added an origin, version 4 the
-/// zone's limits to the config, version 5 the transfer and message records).
+/// zone's limits to the config, version 5 the transfer and message records, version 6 the
+/// transfer return record).
 pub const OLDEST_READ_VERSION: u16 = 2;
 /// Bytes before the header record: magic, version, flags.
 pub(crate) const PREAMBLE_LEN: usize = 8;
@@ -226,6 +227,19 @@ pub enum Record {
         /// The state that zone handed out.
         state: Vec<u8>,
     },
+    /// [`ZoneHost::handle_transfer_return`](crate::ZoneHost::handle_transfer_return).
+    TransferReturn {
+        /// The returning player's principal.
+        principal: String,
+        /// The claims it joins with, as JSON object text.
+        player_claims: String,
+        /// The claims the zone had handed over with the move, as JSON object text.
+        claims: String,
+        /// The zone the move did not reach.
+        from_zone: String,
+        /// The state the zone handed out.
+        state: Vec<u8>,
+    },
     /// [`ZoneHost::handle_transfer_back`](crate::ZoneHost::handle_transfer_back).
     TransferBack(PlayerId),
     /// [`ZoneHost::handle_transfer_done`](crate::ZoneHost::handle_transfer_done).
@@ -350,6 +364,16 @@ impl std::fmt::Display for Record {
                 "transfer in {principal:?} from {from_zone:?} with {} state bytes",
                 state.len()
             ),
+            Record::TransferReturn {
+                principal,
+                from_zone,
+                state,
+                ..
+            } => write!(
+                f,
+                "transfer return of {principal:?} from {from_zone:?} with {} state bytes",
+                state.len()
+            ),
             Record::TransferBack(p) => write!(f, "transfer of {p} came back"),
             Record::TransferDone(p) => write!(f, "transfer of {p} done"),
             Record::Message(m) => write!(
@@ -405,6 +429,7 @@ pub(super) mod tag {
     pub const MESSAGE: u8 = 0x14;
     pub const UNDELIVERABLE: u8 = 0x15;
     pub const DRAIN_MESSAGES: u8 = 0x16;
+    pub const TRANSFER_RETURN: u8 = 0x17;
     pub const CLOCK: u8 = 0x40;
     pub const OUTCOME: u8 = 0x41;
     pub const TICK: u8 = 0x42;
@@ -603,6 +628,20 @@ pub(crate) fn encode_record(
             put_blob(b, from_zone.as_bytes());
             b.extend_from_slice(bytes);
             tag::TRANSFER_IN
+        }
+        Record::TransferReturn {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state: bytes,
+        } => {
+            put_blob(b, principal.as_bytes());
+            put_blob(b, player_claims.as_bytes());
+            put_blob(b, claims.as_bytes());
+            put_blob(b, from_zone.as_bytes());
+            b.extend_from_slice(bytes);
+            tag::TRANSFER_RETURN
         }
         Record::TransferBack(p) => {
             put_varint(b, u64::from(p.0));

@@ -16,12 +16,12 @@
 //! the buffer bound the recording stops with a [`StopReason`]; it never waits. When nothing is
 //! recorded each call costs one branch.
 //!
-//! # Format, version 5
+//! # Format, version 6
 //!
 //! | bytes | field |
 //! | --- | --- |
 //! | 4 | magic `ZKRC` |
-//! | 2 | version, `u16` little-endian (`5`; versions `2` to `4` are still read) |
+//! | 2 | version, `u16` little-endian (`6`; versions `2` to `5` are still read) |
 //! | 2 | flags, `u16` little-endian (`0`; readers refuse others) |
 //! | varint + N | the header body |
 //! | ... | records: a tag byte, a varint body length (at most [`MAX_RECORD_BODY`]), the body |
@@ -58,6 +58,7 @@
 //! | `14` | message (since 5) | id (`str sender`, `varint epoch`, `varint seq`), `u8 from` (0 zone + `str`, 1 operator), `varint topic`, `u8 via_parent`, payload (the rest) |
 //! | `15` | undeliverable (since 5) | id, `u8 target` (0 zone, 1 group), `str name`, `varint topic`, reason (the rest) |
 //! | `16` | drain messages (since 5) | empty |
+//! | `17` | transfer return (since 6) | as transfer in: `str principal`, `str player_claims`, `str claims`, `str from_zone` (the zone the move did not reach), state (the rest) |
 //! | `40` | clock reading | time |
 //! | `41` | outcome | `u8 code` (+ `varint` id or refusal code); a rejoin from a resume point answers 14 (continues with a Delta) or 15 (a BASELINE); an input from a moving player 16; a message 0 (queued), 10 (duplicate) or 3 (full); an accepted input has none |
 //! | `42` | tick | `u64` state hash (LE) |

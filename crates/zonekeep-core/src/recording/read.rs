@@ -180,6 +180,13 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
             from_zone: text(r, "from zone")?.to_owned(),
             state: r.take(r.remaining()).map_err(bad)?.to_vec(),
         },
+        tag::TRANSFER_RETURN => Record::TransferReturn {
+            principal: text(r, "principal")?.to_owned(),
+            player_claims: text(r, "player claims")?.to_owned(),
+            claims: text(r, "claims")?.to_owned(),
+            from_zone: text(r, "from zone")?.to_owned(),
+            state: r.take(r.remaining()).map_err(bad)?.to_vec(),
+        },
         tag::TRANSFER_BACK => Record::TransferBack(player(r)?),
         tag::TRANSFER_DONE => Record::TransferDone(player(r)?),
         tag::MESSAGE => {

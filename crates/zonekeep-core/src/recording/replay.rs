@@ -538,6 +538,31 @@ impl Replay {
                     state,
                 );
             }
+            Record::TransferReturn {
+                principal,
+                player_claims,
+                claims,
+                from_zone,
+                state,
+            } => {
+                let parse = |what: &str, text: &str| {
+                    serde_json::from_str::<Claims>(text).map_err(|e| {
+                        ReplayError::Recording(RecordingError::Corrupt {
+                            offset,
+                            reason: format!("transfer return {what}: {e}"),
+                        })
+                    })
+                };
+                let player_claims = parse("player claims", player_claims)?;
+                let claims = parse("claims", claims)?;
+                let _ = h.handle_transfer_return(
+                    Principal::new(principal.as_str()),
+                    player_claims,
+                    claims,
+                    from_zone,
+                    state,
+                );
+            }
             Record::TransferBack(p) => {
                 let _ = h.handle_transfer_back(*p);
             }

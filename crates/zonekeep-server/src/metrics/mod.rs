@@ -201,7 +201,8 @@ impl Metrics {
              `taken_back` (a zone took its player back), `client_too_old`, `queue_full`, \
              `not_recorded`, `fenced` (the source's owner changed meanwhile), `admission_undone`, \
              `resent` (a Transfer sent again to a connection that came back), `moved_untold`, \
-             `recovered_accepted` and `recovered_returned` (settled by a zone's new owner)",
+             `recovered_accepted` and `recovered_returned` (settled by a zone's new owner), \
+             `reclaimed` (a returned move's state given back to its player's join after a crash)",
             m.transfers.clone(),
         );
         registry.register(

@@ -156,6 +156,9 @@ pub(crate) enum SimCommand {
         role: Role,
         version: u32,
         conn: ConnHandle,
+        /// A move out of this zone whose state this join reclaimed (its source crashed while
+        /// it was pending): the player joins through the zone's return, with that state.
+        reclaimed: Option<Box<zonekeep_store::StoredTransfer>>,
         reply: oneshot::Sender<Result<Joined, JoinFailure>>,
     },
     Resume {

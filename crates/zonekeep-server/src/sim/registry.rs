@@ -78,6 +78,9 @@ pub(crate) struct ZoneEntry {
     pub inbox: crossbeam_channel::Sender<InboxInput>,
     /// The zone's tick, published after each advance (for Pong).
     pub tick: AtomicU64,
+    /// The zone's owner epoch in the store, set before it is marked running (0 without
+    /// persistence): what a join fences its store writes with before the zone's thread has it.
+    pub epoch: AtomicU64,
     pub summary: Mutex<ZoneSummary>,
     pub rate_limited: Counter,
     pub inbox_full: Counter,

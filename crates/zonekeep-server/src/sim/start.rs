@@ -148,6 +148,11 @@ async fn start_zone(
         });
     match built {
         Ok((host, persist)) => {
+            if let Some(p) = &persist {
+                entry
+                    .epoch
+                    .store(p.epoch(), std::sync::atomic::Ordering::Release);
+            }
             let metrics = guard
                 .metrics
                 .take()

@@ -10,7 +10,7 @@ use zonekeep_core::{Clock, ZoneConfig, ZoneKinds};
 use zonekeep_protocol::messages::KickCode;
 
 use super::registry::Registry;
-use super::zone_run::ZoneRun;
+use super::zone_run::{Admission, ZoneRun};
 use super::{AdminFailure, DisposeHook, FrozenZone, JoinFailure, SimCommand, ZoneStart};
 use crate::metrics::Metrics;
 use crate::persist::{Persistence, Unload};
@@ -254,6 +254,7 @@ impl SimThread {
                 role,
                 version,
                 conn,
+                reclaimed,
                 reply,
             } => {
                 if let Err(e) = self.start_carried(&zone_id, create) {
@@ -261,7 +262,17 @@ impl SimThread {
                     return false;
                 }
                 let r = match self.zones.get_mut(&zone_id) {
-                    Some(z) => z.join(&self.ctx, principal, claims, role, version, conn),
+                    Some(z) => z.join(
+                        &self.ctx,
+                        principal,
+                        claims,
+                        match reclaimed.as_deref() {
+                            Some(r) => Admission::Return(r),
+                            None => Admission::Join(role),
+                        },
+                        version,
+                        conn,
+                    ),
                     None => Err(self.unavailable("zone is not running".into())),
                 };
                 let _ = reply.send(r);

@@ -88,6 +88,16 @@ fn wire_role(r: Role) -> WireRole {
     }
 }
 
+/// How a join enters the zone.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Admission<'a> {
+    /// Afresh, as a participant of this role (`on_join` or `on_observe`).
+    Join(Role),
+    /// As a player whose move out of this zone was returned after a crash, with the state of
+    /// this reclaimed record (the zone's return instead of `on_join`).
+    Return(&'a zonekeep_store::StoredTransfer),
+}
+
 impl ZoneRun {
     pub fn new(
         host: ZoneHost,
@@ -200,22 +210,35 @@ impl ZoneRun {
         ctx: &SimContext,
         principal: Principal,
         claims: Claims,
-        role: Role,
+        how: Admission<'_>,
         version: u32,
         conn: ConnHandle,
     ) -> Result<Joined, JoinFailure> {
         if self.fenced() {
             return Err(JoinFailure::Fenced);
         }
-        let player = self
-            .host
-            .handle_join(principal, claims, role)
-            .map_err(|e| match e {
-                JoinError::Full { .. } => JoinFailure::Full,
-                JoinError::Refused(r) => JoinFailure::Refused(r),
-                JoinError::Disposed => JoinFailure::Unavailable("zone stopped".into()),
-                JoinError::IdsExhausted => JoinFailure::Unavailable("player ids exhausted".into()),
-            })?;
+        let admitted = match how {
+            Admission::Return(r) => {
+                let handed = match serde_json::from_str(&r.transfer.claims) {
+                    Ok(serde_json::Value::Object(m)) => m,
+                    _ => serde_json::Map::new(),
+                };
+                self.host.handle_transfer_return(
+                    principal,
+                    claims,
+                    handed,
+                    &r.transfer.target_zone,
+                    &r.transfer.state,
+                )
+            }
+            Admission::Join(role) => self.host.handle_join(principal, claims, role),
+        };
+        let player = admitted.map_err(|e| match e {
+            JoinError::Full { .. } => JoinFailure::Full,
+            JoinError::Refused(r) => JoinFailure::Refused(r),
+            JoinError::Disposed => JoinFailure::Unavailable("zone stopped".into()),
+            JoinError::IdsExhausted => JoinFailure::Unavailable("player ids exhausted".into()),
+        })?;
         let r = self.attach(ctx, player, version, conn, ResumeOutcome::Baseline);
         if r.is_err() {
             let _ = self

@@ -20,6 +20,7 @@
 
 mod chaos;
 mod credential;
+mod reclaim;
 mod recover;
 mod remote;
 mod target;
@@ -34,6 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 use zonekeep_core::TransferRequest;
 use zonekeep_store::TransferLedger;
 
+pub(crate) use reclaim::on_join as reclaim_on_join;
 pub(crate) use remote::serve as serve_notes;
 pub(crate) use target::arrival;
 pub(crate) use worker::run;

@@ -27,7 +27,7 @@ pub(crate) async fn recover(shared: &Shared, zone_id: &str, epoch: u64) {
             continue;
         }
         match ledger
-            .return_transfer(&t.transfer.id, zone_id, epoch, "the source zone restarted")
+            .return_transfer(&t.transfer.id, zone_id, epoch, super::reclaim::RESTARTED)
             .await
         {
             Ok(settled) => {

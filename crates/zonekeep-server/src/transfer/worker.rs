@@ -120,6 +120,11 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
         if let Some(a) = admitted {
             target::cancel(shared, &settled.transfer.target_zone, a);
         }
+        // The state goes back to the zone now, live: marked so a later join cannot reclaim it.
+        if !hand_back(shared, &ledger, &o, &settled).await {
+            metrics.transfer("fenced");
+            return;
+        }
         metrics.transfer("returned");
         let why = settled
             .reason
@@ -176,6 +181,42 @@ async fn give_back(
             Err(e) => {
                 tracing::error!(transfer = %begun.transfer.id, error = %e, "returning a moved player failed");
                 return None;
+            }
+        }
+    }
+}
+
+/// Marks a returned move's state as handed back to the source zone, which takes the player
+/// back live. False when the source's owner changed (its new run does not have the player: a
+/// join of it there reclaims the state instead). A store that does not answer within the
+/// bound is logged and the player taken back all the same: keeping it is worth the small risk
+/// that a later join there after a crash of this host hands the state back again.
+async fn hand_back(
+    shared: &Shared,
+    ledger: &Arc<dyn TransferLedger>,
+    o: &Outbound,
+    settled: &StoredTransfer,
+) -> bool {
+    let id = &settled.transfer.id;
+    let deadline = tokio::time::Instant::now() + DECISION_TIMEOUT;
+    loop {
+        match tokio::time::timeout_at(deadline, ledger.reclaim_transfer(id, o.epoch)).await {
+            Ok(Ok(_)) => return true,
+            Ok(Err(StoreError::Fenced { .. })) => return false,
+            Ok(Err(e))
+                if e.is_retryable()
+                    && !shared.shutdown.is_cancelled()
+                    && tokio::time::Instant::now() + RETRY_PAUSE < deadline =>
+            {
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(transfer = %id, error = %e, "a returned move's state was not marked handed back");
+                return true;
+            }
+            Err(_) => {
+                tracing::warn!(transfer = %id, "a returned move's state was not marked handed back in time");
+                return true;
             }
         }
     }

@@ -48,7 +48,7 @@ use crate::directory::{
 use crate::directory_rows::{check_claim, check_registration};
 use crate::error::{redact, Result, StoreError};
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
-use crate::transfers::{NewTransfer, StoredTransfer, TransferLedger};
+use crate::transfers::{NewTransfer, Reclaim, StoredTransfer, TransferLedger};
 use crate::types::{
     Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
 };
@@ -497,6 +497,22 @@ impl TransferLedger for PostgresStore {
     ) -> Result<Option<StoredTransfer>> {
         let client = self.client().await?;
         transfers::latest_from(&**client, source_zone, principal, since_ms, &self.err).await
+    }
+
+    async fn reclaim_transfer(&self, id: &str, source_epoch: u64) -> Result<Reclaim> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        transfers::reclaim(tx, id, source_epoch, &self.err).await
+    }
+
+    async fn unclaimed_return(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>> {
+        let client = self.client().await?;
+        transfers::unclaimed_return(&**client, source_zone, principal, since_ms, &self.err).await
     }
 
     async fn prune_transfers(&self, before_ms: u64) -> Result<u64> {

@@ -10,7 +10,7 @@ use tokio_postgres::{GenericClient, Row, Transaction};
 use super::saves::lock_current_fence;
 use super::{col, PgErr};
 use crate::error::{Result, StoreError};
-use crate::transfers::{self, Begin, Change, NewTransfer, StoredTransfer, TransferStatus};
+use crate::transfers::{self, Begin, Change, NewTransfer, Reclaim, StoredTransfer, TransferStatus};
 use crate::validate::{check_id, from_db, now_ms, to_db};
 
 const COLUMNS: &str = "id, principal, player, source_zone, source_epoch, target_zone, claims, \
@@ -201,6 +201,58 @@ pub(super) async fn arrive(
     .await
     .map_err(|e| err.map(e))?;
     finish(tx, id, err).await
+}
+
+pub(super) async fn reclaim(
+    tx: Transaction<'_>,
+    id: &str,
+    epoch: u64,
+    err: &PgErr,
+) -> Result<Reclaim> {
+    transfers::check_transfer_id(id)?;
+    let (fence, stored) = lock(&tx, id, |t| t.transfer.source_zone.clone(), err).await?;
+    if transfers::decide_reclaim(fence, epoch, &stored)? == Change::Stored {
+        return Ok(Reclaim {
+            transfer: stored,
+            by_this_call: false,
+        });
+    }
+    tx.execute(
+        "UPDATE zone_transfers SET arrived = true WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .map_err(|e| err.map(e))?;
+    Ok(Reclaim {
+        transfer: finish(tx, id, err).await?,
+        by_this_call: true,
+    })
+}
+
+pub(super) async fn unclaimed_return<C: GenericClient + Sync>(
+    client: &C,
+    source_zone: &str,
+    principal: &str,
+    since_ms: u64,
+    err: &PgErr,
+) -> Result<Option<StoredTransfer>> {
+    check_id("zone id", source_zone)?;
+    check_id("principal", principal)?;
+    client
+        .query_opt(
+            &format!(
+                "SELECT {COLUMNS} FROM zone_transfers
+                 WHERE source_zone = $1 AND principal = $2 AND status = 'returned'
+                   AND NOT arrived AND created_at_ms >= $3
+                 ORDER BY created_at_ms DESC, id DESC LIMIT 1"
+            ),
+            &[&source_zone, &principal, &to_db("since", since_ms)?],
+        )
+        .await
+        .map_err(|e| err.map(e))?
+        .as_ref()
+        .map(to_stored)
+        .transpose()
 }
 
 pub(super) async fn get<C: GenericClient + Sync>(

@@ -38,7 +38,7 @@ use crate::directory::{
 use crate::directory_rows::check_claim;
 use crate::error::{Result, StoreError};
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
-use crate::transfers::{NewTransfer, StoredTransfer, TransferLedger};
+use crate::transfers::{NewTransfer, Reclaim, StoredTransfer, TransferLedger};
 use crate::types::{
     Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
 };
@@ -428,6 +428,23 @@ impl TransferLedger for SqliteStore {
     ) -> Result<Option<StoredTransfer>> {
         let (source_zone, principal) = (source_zone.to_owned(), principal.to_owned());
         self.run(move |conn| transfers::latest_from(conn, &source_zone, &principal, since_ms))
+            .await
+    }
+
+    async fn reclaim_transfer(&self, id: &str, source_epoch: u64) -> Result<Reclaim> {
+        let id = id.to_owned();
+        self.run(move |conn| transfers::reclaim(conn, &id, source_epoch))
+            .await
+    }
+
+    async fn unclaimed_return(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>> {
+        let (source_zone, principal) = (source_zone.to_owned(), principal.to_owned());
+        self.run(move |conn| transfers::unclaimed_return(conn, &source_zone, &principal, since_ms))
             .await
     }
 

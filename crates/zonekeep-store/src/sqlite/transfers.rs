@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, Transact
 
 use super::sql_err;
 use crate::error::{Result, StoreError};
-use crate::transfers::{self, Begin, Change, NewTransfer, StoredTransfer, TransferStatus};
+use crate::transfers::{self, Begin, Change, NewTransfer, Reclaim, StoredTransfer, TransferStatus};
 use crate::validate::{check_id, from_db, now_ms, to_db};
 
 const COLUMNS: &str = "id, principal, player, source_zone, source_epoch, target_zone, claims, \
@@ -201,6 +201,56 @@ pub(super) fn arrive(conn: &mut Connection, id: &str, epoch: u64) -> Result<Stor
     let row = read_known(&tx, id)?;
     tx.commit().map_err(sql_err)?;
     Ok(row)
+}
+
+pub(super) fn reclaim(conn: &mut Connection, id: &str, epoch: u64) -> Result<Reclaim> {
+    transfers::check_transfer_id(id)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_err)?;
+    let stored = read_known(&tx, id)?;
+    let fence = fence_of(&tx, &stored.transfer.source_zone)?;
+    if transfers::decide_reclaim(fence, epoch, &stored)? == Change::Stored {
+        return Ok(Reclaim {
+            transfer: stored,
+            by_this_call: false,
+        });
+    }
+    tx.execute(
+        "UPDATE zone_transfers SET arrived = 1 WHERE id = ?1",
+        params![id],
+    )
+    .map_err(sql_err)?;
+    let row = read_known(&tx, id)?;
+    tx.commit().map_err(sql_err)?;
+    Ok(Reclaim {
+        transfer: row,
+        by_this_call: true,
+    })
+}
+
+pub(super) fn unclaimed_return(
+    conn: &Connection,
+    source_zone: &str,
+    principal: &str,
+    since_ms: u64,
+) -> Result<Option<StoredTransfer>> {
+    check_id("zone id", source_zone)?;
+    check_id("principal", principal)?;
+    conn.query_row(
+        &format!(
+            "SELECT {COLUMNS} FROM zone_transfers
+             WHERE source_zone = ?1 AND principal = ?2 AND status = 'returned'
+               AND arrived = 0 AND created_at_ms >= ?3
+             ORDER BY created_at_ms DESC, id DESC LIMIT 1"
+        ),
+        params![source_zone, principal, to_db("since", since_ms)?],
+        to_stored,
+    )
+    .optional()
+    .map_err(sql_err)?
+    .map(finish)
+    .transpose()
 }
 
 pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<StoredTransfer>> {

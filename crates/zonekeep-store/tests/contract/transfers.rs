@@ -258,3 +258,107 @@ pub async fn old_resolved_transfers_are_pruned(db: &Db) {
     assert_eq!(pruned, 2, "resolved transfers go, the pending one stays");
     assert!(store.transfers.transfer("p3").await.unwrap().is_some());
 }
+
+pub async fn a_returned_transfer_is_reclaimed_once_by_the_source(db: &Db) {
+    let store = db.open().await;
+    let (source, target) = owners(&store).await;
+    let ledger = &store.transfers;
+    ledger
+        .begin_transfer(&transfer("t1", source))
+        .await
+        .unwrap();
+    // A pending or accepted move holds no state to take back.
+    assert!(matches!(
+        ledger.reclaim_transfer("t1", source).await,
+        Err(StoreError::InvalidArgument(_))
+    ));
+    assert_eq!(
+        ledger.unclaimed_return("cell-0-0", "ada", 0).await.unwrap(),
+        None
+    );
+    // The source's previous run crashed: its new owner returns the move.
+    let source = store.saves.claim("cell-0-0").await.unwrap().epoch;
+    ledger
+        .return_transfer("t1", "cell-0-0", source, "the source zone restarted")
+        .await
+        .unwrap();
+    let found = ledger
+        .unclaimed_return("cell-0-0", "ada", 0)
+        .await
+        .unwrap()
+        .expect("the returned move is unclaimed");
+    assert_eq!(found.transfer.state, vec![1, 2, 3, 4]);
+    assert!(!found.arrived);
+    // Another principal, another zone, or a window that starts later find nothing.
+    assert_eq!(
+        ledger.unclaimed_return("cell-0-0", "bob", 0).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        ledger.unclaimed_return("cell-1-0", "ada", 0).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        ledger
+            .unclaimed_return("cell-0-0", "ada", found.created_at_ms + 1)
+            .await
+            .unwrap(),
+        None
+    );
+    // Only the source's current owner reclaims: the target and a stale epoch are fenced.
+    assert!(matches!(
+        ledger.reclaim_transfer("t1", source - 1).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    assert!(matches!(
+        ledger.reclaim_transfer("t1", target).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    let first = ledger.reclaim_transfer("t1", source).await.unwrap();
+    assert!(first.by_this_call);
+    assert!(first.transfer.arrived);
+    assert_eq!(first.transfer.status, TransferStatus::Returned);
+    // A second reclaim answers the stored row and says the state went back already.
+    let second = ledger.reclaim_transfer("t1", source).await.unwrap();
+    assert!(!second.by_this_call);
+    assert_eq!(second.transfer, first.transfer);
+    assert_eq!(
+        ledger.unclaimed_return("cell-0-0", "ada", 0).await.unwrap(),
+        None
+    );
+    // A reclaimed return is not open for anyone, and an unknown id is told.
+    assert!(ledger.open_transfers("cell-0-0").await.unwrap().is_empty());
+    assert!(matches!(
+        ledger.reclaim_transfer("nope", source).await,
+        Err(StoreError::UnknownTransfer(_))
+    ));
+}
+
+pub async fn racing_reclaims_hand_the_state_back_once(db: &Db) {
+    let store = db.open().await;
+    let (source, _) = owners(&store).await;
+    store
+        .transfers
+        .begin_transfer(&transfer("t1", source))
+        .await
+        .unwrap();
+    store
+        .transfers
+        .return_transfer("t1", "cell-0-0", source, "refused")
+        .await
+        .unwrap();
+    let ledger = Arc::clone(&store.transfers);
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let ledger = Arc::clone(&ledger);
+            tokio::spawn(async move { ledger.reclaim_transfer("t1", source).await })
+        })
+        .collect();
+    let mut winners = 0;
+    for r in racers {
+        if r.await.unwrap().unwrap().by_this_call {
+            winners += 1;
+        }
+    }
+    assert_eq!(winners, 1, "exactly one reclaim hands the state back");
+}
