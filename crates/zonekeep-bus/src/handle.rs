@@ -67,6 +67,10 @@ pub enum Location {
     Elsewhere,
     /// No host runs it and this host cannot start it.
     Unknown,
+    /// Not running here, but the host may know it (a dormant zone, or one another host owns):
+    /// envelopes wait for it, bounded, until the host wakes it here
+    /// ([`BusHandle::waiting_zones`]) or refuses them ([`BusHandle::refuse_waiting`]).
+    Asleep,
 }
 
 /// The host's answer to "where is this zone?". Called on the bus's task, never on a
@@ -262,24 +266,56 @@ impl BusHandle {
         &self.shared.config.host
     }
 
-    /// Sends a transfer record to `to_zone`'s host, waiting at most the publish timeout. The
+    /// Sends a transfer note about `to_zone` to `host` (that zone's owner, or the source zone's
+    /// owner for an answer), waiting at most the publish timeout for the bus to take it. The
     /// bytes are opaque to the bus; the receiving host takes them from
     /// [`BusHandle::take_transfer_deliveries`].
-    pub async fn send_transfer(&self, to_zone: &str, bytes: Vec<u8>) -> Result<(), BusError> {
-        if !valid_name(to_zone) {
-            return Err(BusError::Invalid("zone id"));
+    ///
+    /// Over NATS a note goes to the host's own subject, outside the stream: it reaches the host
+    /// at once, whether or not the zone runs there yet (a zone's consumer is made only when the
+    /// zone starts), and it is not kept for a host that is away. Transfers do not rely on notes
+    /// arriving: the record in the store decides, and the source reads it while it waits. In
+    /// process, only this host can be named ([`BusError::NoBus`] otherwise).
+    pub async fn send_transfer(
+        &self,
+        host: &str,
+        to_zone: &str,
+        bytes: Vec<u8>,
+    ) -> Result<(), BusError> {
+        if !valid_name(to_zone) || !valid_name(host) {
+            return Err(BusError::Invalid("zone id or host name"));
         }
         if bytes.len() > MAX_TRANSFER_BYTES {
             return Err(BusError::Invalid("transfer too large"));
         }
-        let envelope = Envelope {
-            id: self.next_id("host"),
-            origin: Origin::Host,
-            from: self.shared.config.host.clone(),
-            to_zone: to_zone.to_string(),
-            body: Body::Transfer(bytes),
+        let result = match &self.shared.backend {
+            Backend::Local(_) if host != self.shared.config.host => Err(BusError::NoBus),
+            Backend::Local(_) => self
+                .shared
+                .transfers_tx
+                .try_send(TransferDelivery {
+                    to_zone: to_zone.to_string(),
+                    from: self.shared.config.host.clone(),
+                    bytes,
+                })
+                .map_err(|_| BusError::ReceiverFull(to_zone.to_string())),
+            Backend::Nats(nats) => {
+                let envelope = Envelope {
+                    id: self.next_id("host"),
+                    origin: Origin::Host,
+                    from: self.shared.config.host.clone(),
+                    to_zone: to_zone.to_string(),
+                    body: Body::Transfer(bytes),
+                };
+                nats.publish_note(&self.shared.config, host, &envelope)
+                    .await
+            }
         };
-        self.deliver_one(envelope).await
+        match &result {
+            Ok(()) => self.shared.stats.note_sent(),
+            Err(e) => self.shared.stats.note_undeliverable(e),
+        }
+        result
     }
 
     /// The transfers delivered to zones this host runs, in arrival order per sender. Given
@@ -376,6 +412,43 @@ impl BusHandle {
         });
     }
 
+    /// Zones that are not bound on this host and have messages waiting for them, at most
+    /// `limit`: in process, those parked as [`Location::Asleep`]; over NATS, those with envelopes
+    /// in the stream (which includes zones other hosts run and have not acknowledged yet). The
+    /// host wakes the dormant ones among them and refuses the rest.
+    pub async fn waiting_zones(&self, limit: usize) -> Result<Vec<String>, BusError> {
+        match &self.shared.backend {
+            Backend::Local(_) => Ok(self.shared.registry.parked(limit)),
+            Backend::Nats(nats) => {
+                let mut zones = nats.waiting_zones(&self.shared.config, limit).await?;
+                zones.retain(|z| !self.shared.registry.is_bound(z));
+                Ok(zones)
+            }
+        }
+    }
+
+    /// Refuses what waits for `zone` on this host in process (it is no zone this host can
+    /// wake): each sender hears `reason`. Over NATS nothing is held here: the stream keeps
+    /// the envelopes (for at most its age bound) in case the zone is made later.
+    pub fn refuse_waiting(&self, zone: &str, reason: BusError) {
+        if let Backend::Local(_) = &self.shared.backend {
+            for envelope in self.shared.registry.unpark(zone) {
+                let Body::Message { topic, .. } = envelope.body else {
+                    continue;
+                };
+                self.shared.registry.notify(
+                    &envelope.from,
+                    Undeliverable {
+                        id: envelope.id,
+                        to: Target::Zone(envelope.to_zone),
+                        topic,
+                        reason: reason.clone(),
+                    },
+                );
+            }
+        }
+    }
+
     /// Stops every task of the bus.
     pub fn shutdown(&self) {
         self.shared.cancel.cancel();
@@ -433,8 +506,19 @@ fn local_deliver(
             Location::Here => true,
             Location::Elsewhere => return Err(BusError::NoBus),
             Location::Unknown => return Err(BusError::UnknownZone(zone)),
+            Location::Asleep if matches!(envelope.body, Body::Message { .. }) => {
+                return shared.registry.park(envelope)
+            }
+            Location::Asleep => return Err(BusError::UnknownZone(zone)),
         };
     debug_assert!(here);
+    deliver_here(shared, envelope)
+}
+
+/// Puts an envelope into the inbox of a zone this host runs or is starting, or hands a transfer
+/// to the host's channel.
+fn deliver_here(shared: &Shared, envelope: Envelope) -> Result<(), BusError> {
+    let zone = envelope.to_zone.clone();
     match envelope.body {
         Body::Message { .. } => shared.registry.try_deliver(envelope, true),
         Body::Transfer(bytes) => shared

@@ -86,6 +86,10 @@ impl ZoneInbox {
 /// A NATS message waiting for its acknowledgement.
 pub(crate) type PendingAck = async_nats::jetstream::Message;
 
+/// Zones not running on this host that may have envelopes waiting for them at once (in
+/// process), each within its inbox's bound.
+pub const MAX_PARKED: usize = 1024;
+
 /// One zone's slot.
 pub(crate) struct Slot {
     pub(crate) messages_tx: mpsc::Sender<Delivered>,
@@ -100,6 +104,13 @@ pub(crate) struct Slot {
     /// Delivered but not yet acknowledged, oldest first.
     pub(crate) pending: Arc<Mutex<VecDeque<(AckToken, PendingAck)>>>,
     pub(crate) next_token: Arc<AtomicU64>,
+}
+
+impl Slot {
+    /// Envelopes in the inbox's channel.
+    fn waiting(&self) -> usize {
+        self.messages_tx.max_capacity() - self.messages_tx.capacity()
+    }
 }
 
 /// The slots of every zone the bus knows on this host.
@@ -202,6 +213,52 @@ impl Registry {
             Ok(()) => Ok(()),
             Err(_) => Err(BusError::ReceiverFull(zone)),
         }
+    }
+
+    /// Keeps an envelope for a zone that is not running here until the host wakes it or
+    /// refuses it: in the zone's inbox, made unbound if need be. At most [`MAX_PARKED`] zones
+    /// wait at once; past that, [`BusError::ReceiverFull`].
+    pub(crate) fn park(&self, envelope: Envelope) -> Result<(), BusError> {
+        {
+            let slots = self.lock();
+            if !slots.contains_key(&envelope.to_zone)
+                && slots.values().filter(|s| !s.bound).count() >= MAX_PARKED
+            {
+                return Err(BusError::ReceiverFull(envelope.to_zone));
+            }
+        }
+        self.try_deliver(envelope, true)
+    }
+
+    /// Unbound zones with envelopes waiting, at most `limit`.
+    pub(crate) fn parked(&self, limit: usize) -> Vec<String> {
+        let slots = self.lock();
+        let mut zones: Vec<String> = slots
+            .iter()
+            .filter(|(_, s)| !s.bound && (s.waiting() > 0 || s.held.is_some()))
+            .map(|(z, _)| z.clone())
+            .collect();
+        zones.sort();
+        zones.truncate(limit);
+        zones
+    }
+
+    /// Removes an unbound zone's slot and returns what waited in it, in order.
+    pub(crate) fn unpark(&self, zone: &str) -> Vec<Envelope> {
+        let mut slots = self.lock();
+        if slots.get(zone).is_none_or(|s| s.bound) {
+            return Vec::new();
+        }
+        let Some(mut slot) = slots.remove(zone) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Envelope> = slot.held.take().map(|d| d.envelope).into_iter().collect();
+        if let Some(rx) = &mut slot.messages_rx {
+            while let Ok(d) = rx.try_recv() {
+                out.push(d.envelope);
+            }
+        }
+        out
     }
 
     /// Whether the zone is bound here now.

@@ -34,5 +34,5 @@ pub use envelope::{
 };
 pub use error::BusError;
 pub use handle::{BusConfig, BusHandle, Location, OutMessage, TransferDelivery, ZoneLocator};
-pub use inbox::{AckToken, Delivered, Undeliverable, ZoneInbox};
+pub use inbox::{AckToken, Delivered, Undeliverable, ZoneInbox, MAX_PARKED};
 pub use stats::BusStats;

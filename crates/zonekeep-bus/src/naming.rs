@@ -53,6 +53,8 @@ pub struct Names {
     pub subject_prefix: String,
     /// The key-value bucket of group membership, e.g. `zk_groups`.
     pub groups_bucket: String,
+    /// The prefix of hosts' own subjects (plain NATS, outside the stream), e.g. `zk.host`.
+    pub host_prefix: String,
 }
 
 impl Names {
@@ -70,12 +72,18 @@ impl Names {
             stream: format!("{}_ZONES", namespace.to_ascii_uppercase()),
             subject_prefix: format!("{namespace}.zone"),
             groups_bucket: format!("{namespace}_groups"),
+            host_prefix: format!("{namespace}.host"),
         })
     }
 
     /// The subject a zone's envelopes are published on.
     pub fn zone_subject(&self, zone: &str) -> String {
         format!("{}.{}", self.subject_prefix, hex(zone))
+    }
+
+    /// The subject a host hears its transfer notes on.
+    pub fn host_subject(&self, host: &str) -> String {
+        format!("{}.{}", self.host_prefix, hex(host))
     }
 
     /// The durable consumer that delivers a zone's envelopes to the host running it.

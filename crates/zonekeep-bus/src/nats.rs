@@ -10,6 +10,9 @@
 //!   watched by every host into its in-memory map.
 //! - Sends publish in order from one task (so each sender→receiver pair keeps its order) and
 //!   wait for acknowledgements in a second one, each within the publish timeout.
+//! - Transfer notes between hosts go to the receiving host's own subject `<ns>.host.<hex(host)>`
+//!   as plain NATS messages: at once, with no per-zone consumer to wait for and nothing stored
+//!   (the transfer's record in the store is what decides a move).
 
 use std::collections::VecDeque;
 use std::future::IntoFuture;
@@ -41,6 +44,8 @@ pub(crate) struct Nats {
     kv: kv::Store,
     membership_tx: mpsc::Sender<(String, String, bool)>,
     membership_rx: Mutex<Option<mpsc::Receiver<(String, String, bool)>>>,
+    /// This host's own subject, for transfer notes; taken by the task that serves it.
+    notes: Mutex<Option<async_nats::Subscriber>>,
 }
 
 impl Nats {
@@ -100,6 +105,10 @@ impl Nats {
             .get_key_value(bucket.clone())
             .await
             .map_err(|e| BusError::Setup(format!("group bucket: {e}")))?;
+        let notes = client
+            .subscribe(names.host_subject(&config.host))
+            .await
+            .map_err(|e| BusError::Setup(format!("host subject: {e}")))?;
         let (membership_tx, membership_rx) = mpsc::channel(MEMBERSHIP_QUEUE);
         Ok(Nats {
             client,
@@ -108,6 +117,7 @@ impl Nats {
             kv,
             membership_tx,
             membership_rx: Mutex::new(Some(membership_rx)),
+            notes: Mutex::new(Some(notes)),
         })
     }
 
@@ -152,6 +162,63 @@ impl Nats {
         let deadline = Instant::now() + config.publish_timeout;
         let ack = self.start_publish(config, envelope).await?;
         finish_publish(ack, deadline, stats).await
+    }
+
+    /// Publishes a transfer note on `host`'s own subject (plain NATS: no storage, no
+    /// acknowledgement): fails at once while NATS is down, within the publish timeout otherwise.
+    pub(crate) async fn publish_note(
+        &self,
+        config: &BusConfig,
+        host: &str,
+        envelope: &Envelope,
+    ) -> Result<(), BusError> {
+        if !self.connected() {
+            return Err(BusError::Unavailable("NATS is not connected".into()));
+        }
+        let publish = self
+            .client
+            .publish(self.names.host_subject(host), envelope.encode().into());
+        match tokio::time::timeout(config.publish_timeout, publish).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(BusError::Unavailable(e.to_string())),
+            Err(_) => Err(BusError::Timeout),
+        }
+    }
+
+    /// The zones with envelopes in the stream, at most `limit`, within the publish timeout.
+    pub(crate) async fn waiting_zones(
+        &self,
+        config: &BusConfig,
+        limit: usize,
+    ) -> Result<Vec<String>, BusError> {
+        if !self.connected() {
+            return Err(BusError::Unavailable("NATS is not connected".into()));
+        }
+        let list = async {
+            let stream = ensure_stream(&self.js, &self.names, config).await?;
+            let mut subjects = stream
+                .info_with_subjects(format!("{}.*", self.names.subject_prefix))
+                .await
+                .map_err(|e| BusError::Unavailable(e.to_string()))?;
+            let mut zones = Vec::new();
+            while let Some(next) = subjects.next().await {
+                let (subject, count) = next.map_err(|e| BusError::Unavailable(e.to_string()))?;
+                let zone = subject
+                    .strip_prefix(&self.names.subject_prefix)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .and_then(crate::naming::unhex);
+                if let (Some(zone), true) = (zone, count > 0) {
+                    zones.push(zone);
+                    if zones.len() >= limit {
+                        break;
+                    }
+                }
+            }
+            Ok(zones)
+        };
+        tokio::time::timeout(config.publish_timeout, list)
+            .await
+            .unwrap_or(Err(BusError::Timeout))
     }
 
     pub(crate) fn membership(&self, group: &str, zone: &str, join: bool) -> Result<(), BusError> {
@@ -250,6 +317,7 @@ pub(crate) fn start(shared: Arc<Shared>, rx: mpsc::Receiver<Outgoing>) {
     shared.rt.spawn(publisher(shared.clone(), rx, acks_tx));
     shared.rt.spawn(ack_waiter(shared.clone(), acks_rx));
     shared.rt.spawn(membership_writer(shared.clone()));
+    shared.rt.spawn(host_notes(shared.clone()));
     let rt = shared.rt.clone();
     rt.spawn(group_watcher(shared));
 }
@@ -318,6 +386,51 @@ async fn ack_waiter(shared: Arc<Shared>, mut rx: mpsc::Receiver<InFlight>) {
                     ..inflight.notice
                 },
             ),
+        }
+    }
+}
+
+/// Hands the transfer notes sent to this host's subject to its transfer channel. The
+/// subscription outlives reconnections (the client subscribes again by itself); a note that
+/// is no transfer envelope is dropped and counted, and one that finds the channel full is
+/// counted as `receiver_full` (its move is decided by the record all the same).
+async fn host_notes(shared: Arc<Shared>) {
+    let Backend::Nats(nats) = &shared.backend else {
+        return;
+    };
+    let Some(mut notes) = nats.notes.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        return;
+    };
+    loop {
+        let msg = tokio::select! {
+            _ = shared.cancel.cancelled() => return,
+            msg = notes.next() => match msg { Some(m) => m, None => return },
+        };
+        let (to_zone, from, bytes) = match Envelope::decode(&msg.payload) {
+            Ok(Envelope {
+                to_zone,
+                from,
+                body: Body::Transfer(bytes),
+                ..
+            }) => (to_zone, from, bytes),
+            other => {
+                if let Err(e) = &other {
+                    tracing::warn!(error = %e, "bus: dropped a host note that is no envelope");
+                }
+                shared.stats.note_decode_error();
+                continue;
+            }
+        };
+        let delivery = TransferDelivery {
+            to_zone: to_zone.clone(),
+            from,
+            bytes,
+        };
+        if shared.transfers_tx.try_send(delivery).is_err() {
+            tracing::warn!(zone = %to_zone, "bus: this host's transfer channel is full; a note was dropped");
+            shared
+                .stats
+                .note_undeliverable(&BusError::ReceiverFull(to_zone));
         }
     }
 }

@@ -229,14 +229,16 @@ async fn transfers_reach_the_host_channel() {
     let (bus, _) = bus(BusConfig::default(), &["b"]);
     let mut transfers = bus.take_transfer_deliveries().unwrap();
     assert!(bus.take_transfer_deliveries().is_none());
-    bus.send_transfer("b", vec![1, 2, 3]).await.unwrap();
+    let here = bus.host().to_string();
+    bus.send_transfer(&here, "b", vec![1, 2, 3]).await.unwrap();
     let t = transfers.recv().await.unwrap();
     assert_eq!(
-        (t.to_zone.as_str(), t.bytes.as_slice()),
-        ("b", &[1, 2, 3][..])
+        (t.to_zone.as_str(), t.from.as_str(), t.bytes.as_slice()),
+        ("b", here.as_str(), &[1, 2, 3][..])
     );
+    // In process there is no other host to reach.
     assert_eq!(
-        bus.send_transfer("far-b", vec![1]).await,
+        bus.send_transfer("host-2", "b", vec![1]).await,
         Err(BusError::NoBus)
     );
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use zonekeep_bus::naming::Names;
 use zonekeep_bus::{
-    Body, BusConfig, BusError, BusHandle, Delivered, EnvelopeId, Origin, OutMessage, Target,
-    ZoneInbox,
+    Body, BusConfig, BusError, BusHandle, Delivered, Envelope, EnvelopeId, Origin, OutMessage,
+    Target, ZoneInbox,
 };
 
 /// A fresh namespace and a config for one "host" in it.
@@ -284,26 +284,72 @@ async fn hostile_bytes_on_a_zone_subject_are_dropped_and_counted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn transfers_reach_the_host_running_the_zone() {
+async fn transfer_notes_reach_the_named_host_whether_or_not_the_zone_runs_there() {
     let Some(url) = service::service_url(
         "ZONEKEEP_TEST_NATS",
-        "transfers_reach_the_host_running_the_zone",
+        "transfer_notes_reach_the_named_host_whether_or_not_the_zone_runs_there",
     ) else {
         return;
     };
     let ns = namespace();
     let h1 = BusHandle::connect(&url, config(&ns, "h1")).await.unwrap();
     let h2 = BusHandle::connect(&url, config(&ns, "h2")).await.unwrap();
-    let mut deliveries = h2.take_transfer_deliveries().unwrap();
-    let _b = h2.bind_zone("b").unwrap();
-    h1.send_transfer("b", b"player 7".to_vec()).await.unwrap();
-    let t = tokio::time::timeout(Duration::from_secs(20), deliveries.recv())
+    let mut to_h1 = h1.take_transfer_deliveries().unwrap();
+    let mut to_h2 = h2.take_transfer_deliveries().unwrap();
+    // Zone "b" is bound nowhere: a note about it still reaches the host it names, at once.
+    h1.send_transfer("h2", "b", b"player 7".to_vec())
+        .await
+        .unwrap();
+    let t = tokio::time::timeout(Duration::from_secs(20), to_h2.recv())
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(t.to_zone, "b");
-    assert_eq!(t.from, "h1");
-    assert_eq!(t.bytes, b"player 7");
+    assert_eq!(
+        (t.to_zone.as_str(), t.from.as_str(), t.bytes.as_slice()),
+        ("b", "h1", &b"player 7"[..])
+    );
+    // Bytes on a host's subject that are no transfer envelope (anyone may publish there) are
+    // dropped and counted; a note after them, on the same connection, still arrives.
+    let raw = async_nats::connect(&url).await.unwrap();
+    let subject = Names::new(&ns).unwrap().host_subject("h1");
+    raw.publish(subject.clone(), b"\xff not an envelope".as_ref().into())
+        .await
+        .unwrap();
+    let note = Envelope {
+        id: EnvelopeId {
+            sender: "host:h2".into(),
+            epoch: 1,
+            seq: 1,
+        },
+        origin: Origin::Host,
+        from: "h2".into(),
+        to_zone: "a".into(),
+        body: Body::Transfer(b"accepted".to_vec()),
+    };
+    raw.publish(subject, note.encode().into()).await.unwrap();
+    raw.flush().await.unwrap();
+    let t = tokio::time::timeout(Duration::from_secs(20), to_h1.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (t.to_zone.as_str(), t.from.as_str(), t.bytes.as_slice()),
+        ("a", "h2", &b"accepted"[..])
+    );
+    assert_eq!(h1.stats().decode_errors(), 1);
+    // The answer of a target host reaches the source host it names.
+    h2.send_transfer("h1", "a", b"refused".to_vec())
+        .await
+        .unwrap();
+    let t = tokio::time::timeout(Duration::from_secs(20), to_h1.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.bytes, b"refused");
+    assert!(
+        to_h2.try_recv().is_err(),
+        "a note reached a host it did not name"
+    );
     h1.shutdown();
     h2.shutdown();
     cleanup(&url, &ns).await;

@@ -641,6 +641,8 @@ impl Host {
         {
             tokio::spawn(crate::transfer::serve_notes(Arc::clone(shared), notes));
         }
+        // Messages waiting for a zone that does not run here wake it, or are refused.
+        tokio::spawn(crate::bus::wake::run(Arc::clone(shared)));
         Ok(())
     }
 

@@ -362,6 +362,54 @@ async fn the_operators_message_reaches_the_zone_from_either_host() {
     assert_eq!(r["received"].as_object().unwrap().len(), 1, "{r}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_a_stopped_zone_wakes_it_and_arrives_in_order() {
+    let Some((pg, nats)) = services("a_message_to_a_stopped_zone_wakes_it_and_arrives_in_order")
+    else {
+        return;
+    };
+    let f = Fleet::start(&pg, &nats).await;
+    let (tx, rx) = (f.name("tx"), f.name("rx"));
+    create(&f.b, &f.b_id, &rx, json!({})).await;
+    create(&f.a, &f.a_id, &tx, json!({})).await;
+    let source = format!("zone:{tx}");
+    command(&f.a, &tx, json!({"send": 10, "zone": rx})).await;
+    f.report_until(&rx, "the first 10", |r| {
+        count(r, &source, TOPIC_NUMBERED) >= 10
+    })
+    .await;
+    // Stopped: saved and released, as a dormant zone is. No host runs it now.
+    let (status, body) =
+        f.b.admin_request("POST", &format!("/admin/zones/{rx}/stop"), None)
+            .await;
+    assert_eq!(status, 200, "{body}");
+    for host in [&f.a, &f.b] {
+        let detail = host.admin(&format!("/admin/zones/{rx}")).await;
+        assert_ne!(detail["running"], true, "{detail}");
+    }
+    // Messages to it wake it (from its save, on whichever host placement picks) and arrive after
+    // the ones it had, in order and once.
+    command(&f.a, &tx, json!({"send": 20, "from": 11, "zone": rx})).await;
+    let r = f
+        .report_until(&rx, "30 messages", |r| {
+            count(r, &source, TOPIC_NUMBERED) >= 30
+        })
+        .await;
+    assert_eq!(runs(&r, &source, TOPIC_NUMBERED), vec![(1, 30)], "{r}");
+    assert_eq!(count(&r, &source, TOPIC_NUMBERED), 30, "{r}");
+    let sent = f
+        .report_until(&tx, "the sender's report", |r| r["sent"] == 30)
+        .await;
+    assert_eq!(undeliverable(&sent), 0, "{sent}");
+    // The operator's message to a zone the fleet never made is refused at once.
+    let (status, body) = post_message(&f.a, &f.name("nobody"), TOPIC_NUMBERED, b"x").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found")),
+        "{body}"
+    );
+}
+
 /// A NATS server of this test's own, on a free port, storing in `dir`.
 struct PrivateNats {
     child: Option<Child>,

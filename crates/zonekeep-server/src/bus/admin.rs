@@ -76,6 +76,35 @@ pub(crate) async fn post_message(
             "the host's bus is not running yet",
         );
     };
+    // A zone that does not run here must be one the fleet knows: a message to a dormant zone
+    // wakes it, but one to a zone never made would only wait.
+    if shared.registry.get(&id).is_none() {
+        if let Some(fleet) = shared.fleet() {
+            let located = crate::fleet::query(
+                &fleet.metrics,
+                "locate",
+                fleet.directory.locate(&id, fleet.timing),
+            )
+            .await;
+            match located {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    return json_error(
+                        StatusCode::NOT_FOUND,
+                        "not_found",
+                        format!("no zone {id} in the fleet"),
+                    )
+                }
+                Err(e) => {
+                    return json_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "unavailable",
+                        format!("fleet directory: {e}"),
+                    )
+                }
+            }
+        }
+    }
     let id_ = bus.next_id("admin");
     let seq = id_.seq;
     let msg = OutMessage {

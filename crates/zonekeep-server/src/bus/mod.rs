@@ -14,6 +14,7 @@
 
 mod admin;
 mod metrics;
+pub(crate) mod wake;
 
 pub(crate) use admin::post_message;
 pub(crate) use metrics::encode as encode_metrics;
@@ -210,8 +211,9 @@ fn inbound(e: &zonekeep_bus::Envelope) -> Option<InboundMessage> {
     })
 }
 
-/// Where a zone is, for the in-process bus: here when this host runs (or is starting) it; in a
-/// fleet, otherwise elsewhere (reaching it needs `--bus`); alone, unknown.
+/// Where a zone is, for the in-process bus: here when this host runs (or is starting) it; with a
+/// directory (a host with a store), otherwise asleep: its messages wait while [`wake`] asks the
+/// directory whether to wake it here or refuse them; without one, unknown.
 pub(crate) struct HostLocator {
     pub registry: Arc<Registry>,
     pub fleet: bool,
@@ -222,7 +224,7 @@ impl ZoneLocator for HostLocator {
         if self.registry.get(zone).is_some() {
             Location::Here
         } else if self.fleet {
-            Location::Elsewhere
+            Location::Asleep
         } else {
             Location::Unknown
         }

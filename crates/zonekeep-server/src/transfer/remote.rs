@@ -1,5 +1,6 @@
-//! Moves between hosts: the source host asks the target zone's owner, through the bus, to admit
-//! the player; the owner admits it, settles the record as accepted, and answers. The record in
+//! Moves between hosts: the source host asks the target zone's owner, with a note on that host's
+//! own bus subject, to admit the player (starting the zone there when it does not run yet); the
+//! owner admits it, settles the record as accepted, and answers the source's host the same way. The record in
 //! the store stays the truth: the source also reads it while it waits, so a lost answer costs
 //! at most one read interval (25 ms), and a lost request ends as a return at the decision
 //! timeout.
@@ -56,7 +57,7 @@ pub(super) async fn ask(
     shared.sim.transfers.wait_for(&t.id, tx);
     let note = Note::Admit { id: t.id.clone() };
     let sent = match serde_json::to_vec(&note) {
-        Ok(bytes) => bus.send_transfer(&t.target_zone, bytes).await,
+        Ok(bytes) => bus.send_transfer(host, &t.target_zone, bytes).await,
         Err(e) => {
             shared.sim.transfers.stop_waiting(&t.id);
             return Err(format!("the move could not be written down: {e}"));
@@ -97,7 +98,7 @@ pub(super) async fn ask(
     outcome
 }
 
-/// Serves the transfer notes the bus delivers to this host's zones.
+/// Serves the transfer notes the bus delivers to this host.
 pub(crate) async fn serve(shared: Arc<Shared>, mut notes: mpsc::Receiver<TransferDelivery>) {
     loop {
         let delivery = tokio::select! {
@@ -114,7 +115,9 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut notes: mpsc::Receiver<Transfe
         match note {
             Note::Admit { id } => {
                 let shared = Arc::clone(&shared);
-                tokio::spawn(async move { admit(&shared, &id, &delivery.to_zone).await });
+                tokio::spawn(async move {
+                    admit(&shared, &id, &delivery.to_zone, &delivery.from).await
+                });
             }
             Note::Accepted { id } => shared.sim.transfers.answer(&id, Answer::Accepted),
             Note::Refused { id, reason } => {
@@ -125,8 +128,8 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut notes: mpsc::Receiver<Transfe
 }
 
 /// The target's side: admits the player of pending transfer `id` into `zone_id` here and
-/// answers its source.
-async fn admit(shared: &Arc<Shared>, id: &str, zone_id: &str) {
+/// answers the source's host, `source_host`.
+async fn admit(shared: &Arc<Shared>, id: &str, zone_id: &str, source_host: &str) {
     let Some(ledger) = ledger(shared) else { return };
     let record = match ledger.transfer(id).await {
         Ok(Some(r)) if r.status == TransferStatus::Pending && r.transfer.target_zone == zone_id => {
@@ -180,7 +183,10 @@ async fn admit(shared: &Arc<Shared>, id: &str, zone_id: &str) {
         return;
     };
     let sent = match serde_json::to_vec(&note) {
-        Ok(bytes) => bus.send_transfer(&record.transfer.source_zone, bytes).await,
+        Ok(bytes) => {
+            bus.send_transfer(source_host, &record.transfer.source_zone, bytes)
+                .await
+        }
         Err(_) => return,
     };
     if let Err(e) = sent {
