@@ -580,3 +580,147 @@ async fn while_nats_is_down_sends_are_undeliverable_and_delivery_resumes_after()
     );
     assert!(got.len() >= 2, "the outage left a gap: {r}");
 }
+
+/// The tick-duration histogram of every zone of `host`, summed: `(le, cumulative count)` by
+/// bucket bound, and the total count.
+async fn tick_histogram(host: &Server) -> (Vec<(f64, u64)>, u64) {
+    let text = host.get("/metrics").await;
+    let mut buckets: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    let mut total = 0;
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("zonekeep_tick_duration_seconds_") else {
+            continue;
+        };
+        let value = rest
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0) as u64;
+        if rest.starts_with("count") {
+            total += value;
+        } else if let Some(le) = rest.split("le=\"").nth(1).and_then(|s| s.split('"').next()) {
+            let bound = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().unwrap_or(0.0)
+            };
+            *buckets.entry(bound.to_bits()).or_default() += value;
+        }
+    }
+    let mut out: Vec<(f64, u64)> = buckets
+        .into_iter()
+        .map(|(b, n)| (f64::from_bits(b), n))
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    (out, total)
+}
+
+/// The bucket bound under which 99 % of the ticks between two snapshots fell.
+fn tick_p99(before: &(Vec<(f64, u64)>, u64), after: &(Vec<(f64, u64)>, u64)) -> (f64, u64) {
+    let ticks = after.1 - before.1;
+    let want = (ticks as f64 * 0.99).ceil() as u64;
+    let bound = after
+        .0
+        .iter()
+        .zip(&before.0)
+        .find(|((_, a), (_, b))| a - b >= want)
+        .map_or(f64::INFINITY, |((le, _), _)| *le);
+    (bound, ticks)
+}
+
+/// A counter of `host`'s `/metrics` (summed over its label sets).
+async fn counter(host: &Server, name: &str) -> u64 {
+    let text = host.get("/metrics").await;
+    text.lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// Messages between zones on two hosts through NATS, end to end, with the zones ticking: 8
+/// courier zones on one host each send to their own receiver on the other, 256 messages a tick
+/// (the most a zone may send) at 30 Hz, while the ticks of both hosts are timed. Measured, not
+/// asserted; BENCHMARKS.md records it. Run it on an optimized build:
+///
+/// ```text
+/// ZONEKEEP_TEST_POSTGRES=… ZONEKEEP_TEST_NATS=… cargo test --release -p zonekeep \
+///     --test bus_fleet bench_zone_messages -- --ignored --nocapture
+/// ```
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run it with --ignored --nocapture"]
+async fn bench_zone_messages_between_ticking_zones() {
+    const PAIRS: usize = 8;
+    const PER_ZONE: u64 = 40_000;
+    const QUIET: Duration = Duration::from_secs(5);
+    let Some((pg, nats)) = services("bench_zone_messages_between_ticking_zones") else {
+        return;
+    };
+    let f = Fleet::start_saving(&pg, &nats, "1s").await;
+    let (tx, rx): (Vec<String>, Vec<String>) = (0..PAIRS)
+        .map(|i| (f.name(&format!("tx{i}")), f.name(&format!("rx{i}"))))
+        .unzip();
+    for i in 0..PAIRS {
+        create(&f.b, &f.b_id, &rx[i], json!({})).await;
+        create(&f.a, &f.a_id, &tx[i], json!({})).await;
+    }
+    // The zones tick with nothing to send: the ticks' baseline.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (a0, b0) = (tick_histogram(&f.a).await, tick_histogram(&f.b).await);
+    tokio::time::sleep(QUIET).await;
+    let (a1, b1) = (tick_histogram(&f.a).await, tick_histogram(&f.b).await);
+
+    let delivered0 = counter(&f.b, "zonekeep_bus_delivered").await;
+    let start = tokio::time::Instant::now();
+    for i in 0..PAIRS {
+        command(
+            &f.a,
+            &tx[i],
+            json!({"send": PER_ZONE, "zone": rx[i], "per_tick": 256}),
+        )
+        .await;
+    }
+    let want = delivered0 + PAIRS as u64 * PER_ZONE;
+    let mut samples = Vec::new();
+    let deadline = start + Duration::from_secs(120);
+    loop {
+        let d = counter(&f.b, "zonekeep_bus_delivered").await;
+        samples.push((start.elapsed(), d - delivered0));
+        if d >= want || tokio::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let took = start.elapsed();
+    let (a2, b2) = (tick_histogram(&f.a).await, tick_histogram(&f.b).await);
+    let delivered = samples.last().map_or(0, |s| s.1);
+    let undeliverable = counter(&f.a, "zonekeep_bus_undeliverable_total").await;
+    // The steady rate: between a tenth and nine tenths of the messages.
+    let at = |share: f64| {
+        samples
+            .iter()
+            .find(|(_, n)| *n as f64 >= share * (PAIRS as u64 * PER_ZONE) as f64)
+            .copied()
+    };
+    let steady = match (at(0.1), at(0.9)) {
+        (Some((t0, n0)), Some((t1, n1))) if t1 > t0 => (n1 - n0) as f64 / (t1 - t0).as_secs_f64(),
+        _ => 0.0,
+    };
+    println!(
+        "zone messages across hosts: {delivered} of {} delivered in {:.2} s = {:.0} msgs/s overall, {steady:.0} msgs/s steady; {undeliverable} undeliverable",
+        PAIRS as u64 * PER_ZONE,
+        took.as_secs_f64(),
+        delivered as f64 / took.as_secs_f64(),
+    );
+    for (host, quiet, loaded) in [
+        ("sender host", tick_p99(&a0, &a1), tick_p99(&a1, &a2)),
+        ("receiver host", tick_p99(&b0, &b1), tick_p99(&b1, &b2)),
+    ] {
+        println!(
+            "{host}: tick p99 under {:.2} ms quiet ({} ticks), under {:.2} ms while sending ({} ticks)",
+            quiet.0 * 1000.0,
+            quiet.1,
+            loaded.0 * 1000.0,
+            loaded.1
+        );
+    }
+}
