@@ -103,6 +103,9 @@ pub enum DecodeError {
     /// A body over its limit.
     #[error("envelope body of {0} bytes is over its limit")]
     TooLarge(usize),
+    /// A batch of envelopes that breaks its rules (see [`crate::batch`]).
+    #[error("bad envelope batch: {0}")]
+    BadBatch(&'static str),
 }
 
 const VERSION: u8 = 1;
@@ -110,16 +113,19 @@ const KIND_MESSAGE: u8 = 0;
 const KIND_TRANSFER: u8 = 1;
 
 impl Envelope {
-    /// The envelope's bytes on the wire: a version byte, kind, origin, the names and numbers,
-    /// then the body. Fixed-width integers are little-endian; names carry a u16 length.
-    pub fn encode(&self) -> Vec<u8> {
+    /// How many bytes [`Envelope::encode`] writes.
+    pub fn encoded_len(&self) -> usize {
         let body_len = match &self.body {
             Body::Message { payload, .. } => payload.len() + 3,
             Body::Transfer(bytes) => bytes.len(),
         };
-        let mut out = Vec::with_capacity(
-            3 + 6 + self.from.len() + self.to_zone.len() + self.id.sender.len() + 16 + body_len,
-        );
+        3 + 6 + self.from.len() + self.to_zone.len() + self.id.sender.len() + 16 + body_len
+    }
+
+    /// The envelope's bytes on the wire: a version byte, kind, origin, the names and numbers,
+    /// then the body. Fixed-width integers are little-endian; names carry a u16 length.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
         out.push(VERSION);
         out.push(match self.body {
             Body::Message { .. } => KIND_MESSAGE,
@@ -300,6 +306,7 @@ mod tests {
             Body::Transfer(vec![9; 1000]),
         ] {
             let env = sample(body);
+            assert_eq!(env.encode().len(), env.encoded_len());
             assert_eq!(Envelope::decode(&env.encode()), Ok(env));
         }
     }

@@ -4,8 +4,9 @@
 //! One API ([`BusHandle`]) with two transports:
 //!
 //! - **in process** ([`BusHandle::local`]): a host without `--bus`. Envelopes go straight
-//!   into the receiving zone's bounded inbox; a zone not running is started through the host's
-//!   [`ZoneLocator`]; a zone another host owns is undeliverable ([`BusError::NoBus`]).
+//!   into the receiving zone's bounded inbox; for a zone not running here the host's
+//!   [`ZoneLocator`] decides: unknown ([`BusError::UnknownZone`]), or asleep, when envelopes wait
+//!   while the host wakes the zone or refuses them ([`BusHandle::waiting_zones`]).
 //! - **NATS JetStream** ([`BusHandle::connect`]): every host of a fleet. See the `nats`
 //!   module's notes for the stream, consumers and group bucket.
 //!
@@ -19,6 +20,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod batch;
 mod envelope;
 mod error;
 mod groups;

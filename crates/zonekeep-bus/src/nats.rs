@@ -9,7 +9,11 @@
 //! - Group membership in the key-value bucket `<ns>_groups`, key `<hex(group)>.<hex(zone)>`,
 //!   watched by every host into its in-memory map.
 //! - Sends publish in order from one task (so each sender→receiver pair keeps its order) and
-//!   wait for acknowledgements in a second one, each within the publish timeout.
+//!   wait for acknowledgements in a second one, each within the publish timeout. What is queued
+//!   when the publisher wakes goes out together: the envelopes for one zone as one batch
+//!   ([`crate::batch`]), so under load NATS stores, delivers and deletes one message per zone and
+//!   round instead of one per envelope; a batch is acknowledged by the receiving host once its
+//!   zone applied (and, when it saves, committed) every envelope in it.
 //! - Transfer notes between hosts go to the receiving host's own subject `<ns>.host.<hex(host)>`
 //!   as plain NATS messages: at once, with no per-zone consumer to wait for and nothing stored
 //!   (the transfer's record in the store is what decides a move).
@@ -28,7 +32,7 @@ use tokio::time::Instant;
 use crate::handle::{envelope_for, expand, Backend, Outgoing, Shared, TransferDelivery};
 use crate::inbox::{next_token, AckToken, PendingAck};
 use crate::naming::Names;
-use crate::{Body, BusConfig, BusError, BusStats, Delivered, Envelope, Undeliverable};
+use crate::{Body, BusConfig, BusError, BusStats, Delivered, Envelope, OutMessage, Undeliverable};
 
 /// Publishes awaiting their acknowledgement at once, per host.
 const IN_FLIGHT: usize = 4096;
@@ -46,6 +50,9 @@ pub(crate) struct Nats {
     membership_rx: Mutex<Option<mpsc::Receiver<(String, String, bool)>>>,
     /// This host's own subject, for transfer notes; taken by the task that serves it.
     notes: Mutex<Option<async_nats::Subscriber>>,
+    /// Batches published so far, and this run's boot time: a batch's id.
+    batches: std::sync::atomic::AtomicU64,
+    boot: u128,
 }
 
 impl Nats {
@@ -118,7 +125,21 @@ impl Nats {
             membership_tx,
             membership_rx: Mutex::new(Some(membership_rx)),
             notes: Mutex::new(Some(notes)),
+            batches: std::sync::atomic::AtomicU64::new(0),
+            boot: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
         })
+    }
+
+    /// A `Nats-Msg-Id` for a batch this host publishes: its name's digest, the bus's boot
+    /// epoch and a count, unique per host run (the duplicate window then drops only a true
+    /// republished copy).
+    fn batch_id(&self, host: &str) -> String {
+        let n = self
+            .batches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("b.{}.{}.{n}", crate::naming::digest(host), self.boot)
     }
 
     fn connected(&self) -> bool {
@@ -132,19 +153,32 @@ impl Nats {
         config: &BusConfig,
         envelope: &Envelope,
     ) -> Result<jetstream::context::PublishAckFuture, BusError> {
+        self.start_publish_bytes(
+            config,
+            &envelope.to_zone,
+            envelope.msg_id(),
+            envelope.encode(),
+        )
+        .await
+    }
+
+    /// Starts publishing `payload` (one envelope or a batch) on `zone`'s subject with
+    /// `Nats-Msg-Id` `msg_id`.
+    async fn start_publish_bytes(
+        &self,
+        config: &BusConfig,
+        zone: &str,
+        msg_id: String,
+        payload: Vec<u8>,
+    ) -> Result<jetstream::context::PublishAckFuture, BusError> {
         if !self.connected() {
             return Err(BusError::Unavailable("NATS is not connected".into()));
         }
         let mut headers = async_nats::HeaderMap::new();
-        headers.insert(
-            async_nats::header::NATS_MESSAGE_ID,
-            envelope.msg_id().as_str(),
-        );
-        let publish = self.js.publish_with_headers(
-            self.names.zone_subject(&envelope.to_zone),
-            headers,
-            envelope.encode().into(),
-        );
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
+        let publish =
+            self.js
+                .publish_with_headers(self.names.zone_subject(zone), headers, payload.into());
         match tokio::time::timeout(config.publish_timeout, publish).await {
             Ok(Ok(ack)) => Ok(ack),
             Ok(Err(e)) => Err(BusError::Unavailable(e.to_string())),
@@ -322,12 +356,24 @@ pub(crate) fn start(shared: Arc<Shared>, rx: mpsc::Receiver<Outgoing>) {
     rt.spawn(group_watcher(shared));
 }
 
-/// One publish waiting for its acknowledgement, and whom to tell if it fails.
+/// One publish waiting for its acknowledgement, and whom to tell if it fails: the sender and
+/// the notice of each envelope it carries.
 struct InFlight {
     ack: jetstream::context::PublishAckFuture,
     deadline: Instant,
-    from: String,
-    notice: Undeliverable,
+    carried: Vec<(String, Undeliverable)>,
+}
+
+/// Zone messages the publisher takes off the outgoing queue at once (each may expand to a
+/// group's members): those for the same zone go out as one batch.
+const TAKE_AT_ONCE: usize = 512;
+
+/// The envelopes of one publish, for one zone, in order, with their senders' notices.
+struct Pending {
+    zone: String,
+    envelopes: Vec<Envelope>,
+    carried: Vec<(String, Undeliverable)>,
+    bytes: usize,
 }
 
 async fn publisher(
@@ -338,6 +384,7 @@ async fn publisher(
     let Backend::Nats(nats) = &shared.backend else {
         return;
     };
+    let mut taken = Vec::with_capacity(TAKE_AT_ONCE);
     loop {
         let item = tokio::select! {
             _ = shared.cancel.cancelled() => return,
@@ -346,46 +393,108 @@ async fn publisher(
         let Some(Outgoing::Message(msg)) = item else {
             return;
         };
-        for to_zone in expand(&shared, &msg.to) {
-            let envelope = envelope_for(&msg, to_zone);
+        // Whatever else is queued now joins this round: under load, sends for the same zone
+        // leave as one batch; alone, a send leaves at once, as itself.
+        taken.push(msg);
+        while taken.len() < TAKE_AT_ONCE {
+            match rx.try_recv() {
+                Ok(Outgoing::Message(m)) => taken.push(m),
+                Err(_) => break,
+            }
+        }
+        for p in gather(&shared, taken.drain(..)) {
             let deadline = Instant::now() + shared.config.publish_timeout;
+            let started = match p.envelopes.as_slice() {
+                [one] => nats.start_publish(&shared.config, one).await,
+                many => {
+                    let id = nats.batch_id(&shared.config.host);
+                    let payload = crate::batch::encode_batch(many);
+                    nats.start_publish_bytes(&shared.config, &p.zone, id, payload)
+                        .await
+                }
+            };
+            match started {
+                Ok(ack) => {
+                    let inflight = InFlight {
+                        ack,
+                        deadline,
+                        carried: p.carried,
+                    };
+                    if acks.send(inflight).await.is_err() {
+                        return;
+                    }
+                }
+                Err(reason) => {
+                    for (from, notice) in p.carried {
+                        let notice = Undeliverable {
+                            reason: reason.clone(),
+                            ..notice
+                        };
+                        shared.registry.notify(&from, notice);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The envelopes of `messages` grouped by receiving zone (in order within each zone, zones in
+/// the order they first appear), each group cut to what one batch holds.
+fn gather(shared: &Shared, messages: impl Iterator<Item = OutMessage>) -> Vec<Pending> {
+    let mut out: Vec<Pending> = Vec::new();
+    let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for msg in messages {
+        for to_zone in expand(shared, &msg.to) {
+            let envelope = envelope_for(&msg, to_zone);
+            let size = envelope.encoded_len() + 4;
             let notice = Undeliverable {
                 id: msg.id.clone(),
                 to: msg.to.clone(),
                 topic: msg.topic,
                 reason: BusError::Closed,
             };
-            match nats.start_publish(&shared.config, &envelope).await {
-                Ok(ack) => {
-                    let inflight = InFlight {
-                        ack,
-                        deadline,
-                        from: msg.from.clone(),
-                        notice,
-                    };
-                    if acks.send(inflight).await.is_err() {
-                        return;
-                    }
+            let slot = open.get(&envelope.to_zone).copied().filter(|&i| {
+                out[i].envelopes.len() < crate::batch::MAX_BATCH
+                    && out[i].bytes + size <= crate::batch::MAX_BATCH_BYTES
+            });
+            let i = match slot {
+                Some(i) => i,
+                None => {
+                    open.insert(envelope.to_zone.clone(), out.len());
+                    out.push(Pending {
+                        zone: envelope.to_zone.clone(),
+                        envelopes: Vec::new(),
+                        carried: Vec::new(),
+                        bytes: 3,
+                    });
+                    out.len() - 1
                 }
-                Err(reason) => shared
-                    .registry
-                    .notify(&msg.from, Undeliverable { reason, ..notice }),
-            }
+            };
+            out[i].bytes += size;
+            out[i].envelopes.push(envelope);
+            out[i].carried.push((msg.from.clone(), notice));
         }
     }
+    out
 }
 
 async fn ack_waiter(shared: Arc<Shared>, mut rx: mpsc::Receiver<InFlight>) {
     while let Some(inflight) = rx.recv().await {
         match finish_publish(inflight.ack, inflight.deadline, &shared.stats).await {
-            Ok(()) => shared.stats.note_sent(),
-            Err(reason) => shared.registry.notify(
-                &inflight.from,
-                Undeliverable {
-                    reason,
-                    ..inflight.notice
-                },
-            ),
+            Ok(()) => {
+                for _ in &inflight.carried {
+                    shared.stats.note_sent();
+                }
+            }
+            Err(reason) => {
+                for (from, notice) in inflight.carried {
+                    let notice = Undeliverable {
+                        reason: reason.clone(),
+                        ..notice
+                    };
+                    shared.registry.notify(&from, notice);
+                }
+            }
         }
     }
 }
@@ -566,12 +675,11 @@ pub(crate) fn consume(shared: Arc<Shared>, zone: String) {
                         Some(Ok(msg)) => {
                             backoff = Duration::from_millis(50);
                             let delivered = deliver(&shared, &zone, msg, &pending, &counter);
-                            let Some(delivered) = delivered.await else {
-                                continue;
-                            };
-                            tokio::select! {
-                                _ = cancel.cancelled() => return,
-                                sent = tx.send(delivered) => if sent.is_err() { return },
+                            for d in delivered.await {
+                                tokio::select! {
+                                    _ = cancel.cancelled() => return,
+                                    sent = tx.send(d) => if sent.is_err() { return },
+                                }
                             }
                         }
                         Some(Err(e)) => {
@@ -593,49 +701,58 @@ pub(crate) fn consume(shared: Arc<Shared>, zone: String) {
     });
 }
 
-/// Turns one pulled message into a delivery for the zone (remembering its acknowledgement),
-/// or handles it here: a transfer goes to the host's transfer channel and is acknowledged at
-/// once; bytes that are no envelope for this zone are terminated and counted.
+/// Turns one pulled message into deliveries for the zone (one envelope, or a batch's, in
+/// order), remembering its acknowledgement under the last one's token, so it is acknowledged
+/// once the zone applied all of them; or handles it here: a transfer goes to the host's
+/// transfer channel and is acknowledged at once; bytes that are no envelope for this zone are
+/// terminated and counted.
 async fn deliver(
     shared: &Shared,
     zone: &str,
     msg: jetstream::Message,
     pending: &Mutex<VecDeque<(AckToken, PendingAck)>>,
     counter: &std::sync::atomic::AtomicU64,
-) -> Option<Delivered> {
-    let envelope = match Envelope::decode(&msg.payload) {
-        Ok(envelope) if envelope.to_zone == zone => envelope,
+) -> Vec<Delivered> {
+    let envelopes = match crate::batch::decode_any(&msg.payload) {
+        Ok(envelopes) if envelopes.iter().all(|e| e.to_zone == zone) => envelopes,
         other => {
             if let Err(e) = &other {
                 tracing::warn!(zone = %zone, error = %e, "bus: dropped bytes that are no envelope");
             }
             shared.stats.note_decode_error();
             let _ = msg.ack_with(jetstream::AckKind::Term).await;
-            return None;
+            return Vec::new();
         }
     };
-    match envelope.body {
-        Body::Transfer(bytes) => {
-            let delivery = TransferDelivery {
-                to_zone: envelope.to_zone,
-                from: envelope.from,
-                bytes,
-            };
-            if shared.transfers_tx.send(delivery).await.is_ok() {
-                let _ = msg.ack().await;
+    let mut out = Vec::with_capacity(envelopes.len());
+    for envelope in envelopes {
+        match envelope.body {
+            Body::Transfer(bytes) => {
+                // Only ever alone (a batch carries zone messages only).
+                let delivery = TransferDelivery {
+                    to_zone: envelope.to_zone,
+                    from: envelope.from,
+                    bytes,
+                };
+                if shared.transfers_tx.send(delivery).await.is_ok() {
+                    let _ = msg.ack().await;
+                }
+                return Vec::new();
             }
-            None
-        }
-        Body::Message { .. } => {
-            let token = next_token(counter);
-            let mut pending = pending.lock().unwrap_or_else(|p| p.into_inner());
-            // Redeliveries of envelopes still waiting for a save add entries; past four times
-            // the inbox the oldest are forgotten (NATS redelivers them again if need be).
-            while pending.len() >= 4 * shared.config.inbox_capacity.max(1) {
-                pending.pop_front();
-            }
-            pending.push_back((token, msg));
-            Some(Delivered { envelope, token })
+            Body::Message { .. } => out.push(Delivered {
+                envelope,
+                token: next_token(counter),
+            }),
         }
     }
+    if let Some(last) = out.last() {
+        let mut pending = pending.lock().unwrap_or_else(|p| p.into_inner());
+        // Redeliveries of envelopes still waiting for a save add entries; past four times
+        // the inbox the oldest are forgotten (NATS redelivers them again if need be).
+        while pending.len() >= 4 * shared.config.inbox_capacity.max(1) {
+            pending.pop_front();
+        }
+        pending.push_back((last.token, msg));
+    }
+    out
 }

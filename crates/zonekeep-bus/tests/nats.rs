@@ -151,11 +151,20 @@ async fn unacknowledged_messages_go_to_the_zones_next_host() {
         .await
         .unwrap();
     let mut b = second.bind_zone("b").unwrap();
-    for seq in 3..=5 {
+    // Every message the save did not cover comes again, in order. Sent together, the five may
+    // have travelled as one batch, acknowledged only as a whole: then the ones the save did
+    // cover come again too, ahead of the rest (the zone's dedup table drops them).
+    let mut again = Vec::new();
+    while again.last() != Some(&5) {
         let d = next(&mut b).await;
-        assert_eq!(d.envelope.id.seq, seq, "redelivered in order");
+        again.push(d.envelope.id.seq);
         second.ack_upto("b", d.token);
     }
+    assert!(again[0] <= 3, "{again:?}");
+    assert!(
+        again.windows(2).all(|w| w[1] == w[0] + 1),
+        "in order: {again:?}"
+    );
     // Acknowledged ones are never seen again: the next delivery is a new message.
     sender.send(msg("a", 6, Target::Zone("b".into()))).unwrap();
     assert_eq!(next(&mut b).await.envelope.id.seq, 6);
@@ -249,7 +258,16 @@ async fn hostile_bytes_on_a_zone_subject_are_dropped_and_counted() {
     let client = async_nats::connect(&url).await.unwrap();
     let js = async_nats::jetstream::new(client);
     let subject = Names::new(&ns).unwrap().zone_subject("b");
-    for junk in [&b""[..], &[1, 0, 0, 255, 255][..], &[9; 64][..]] {
+    // Junk, a truncated envelope, a batch with no envelopes and a batch claiming more than
+    // it holds.
+    let batch = zonekeep_bus::batch::BATCH_VERSION;
+    for junk in [
+        &b""[..],
+        &[1, 0, 0, 255, 255][..],
+        &[9; 64][..],
+        &[batch, 0, 0][..],
+        &[batch, 2, 0, 1, 0, 0, 0, 1][..],
+    ] {
         js.publish(subject.clone(), junk.to_vec().into())
             .await
             .unwrap()
@@ -278,7 +296,7 @@ async fn hostile_bytes_on_a_zone_subject_are_dropped_and_counted() {
         .await
         .unwrap();
     assert_eq!(next(&mut b).await.envelope.id.seq, 7);
-    assert_eq!(h.stats().decode_errors(), 4);
+    assert_eq!(h.stats().decode_errors(), 6);
     h.shutdown();
     cleanup(&url, &ns).await;
 }

@@ -54,6 +54,12 @@ pub const INPUT_OUTCOMES: &[&str] = &[
     "inbox_full",
 ];
 
+/// Bounds of `zonekeep_transfer_latency_seconds`: fine around the 50 ms a move should take.
+const TRANSFER_LATENCY_BUCKETS: [f64; 18] = [
+    0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.06, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0,
+    2.0, 5.0,
+];
+
 fn tick_histogram() -> Histogram {
     // 50 µs .. ~0.8 s: covers cheap ticks and pathological ones.
     Histogram::new(exponential_buckets(0.000_05, 2.0, 15))
@@ -77,6 +83,7 @@ pub struct Metrics {
     quiet_skipped: Family<Labels, Counter>,
     sync_notices: Family<Labels, Counter>,
     transfers: Family<Labels, Counter>,
+    transfer_latency: Histogram,
     resumes: Family<Labels, Counter>,
     connections: Gauge,
     connections_refused: Family<Labels, Counter>,
@@ -122,6 +129,7 @@ impl Metrics {
             quiet_skipped: Family::default(),
             sync_notices: Family::default(),
             transfers: Family::default(),
+            transfer_latency: Histogram::new(TRANSFER_LATENCY_BUCKETS.iter().copied()),
             resumes: Family::default(),
             connections: Gauge::default(),
             connections_refused: Family::default(),
@@ -204,6 +212,13 @@ impl Metrics {
              `recovered_accepted` and `recovered_returned` (settled by a zone's new owner), \
              `reclaimed` (a returned move's state given back to its player's join after a crash)",
             m.transfers.clone(),
+        );
+        registry.register(
+            "zonekeep_transfer_latency_seconds",
+            "Moves into this host's zones, from the source recording the move (the tick the zone \
+             asked for it) to the moved player's first frame leaving here; across machines it \
+             includes their clocks' offset",
+            m.transfer_latency.clone(),
         );
         registry.register(
             "zonekeep_resumes",
@@ -320,6 +335,12 @@ impl Metrics {
         self.sync_notices
             .get_or_create(&vec![("kind", kind.to_owned())])
             .inc();
+    }
+
+    /// One move into a zone of this host took `seconds` from its record to the player's first
+    /// frame here.
+    pub fn transfer_latency(&self, seconds: f64) {
+        self.transfer_latency.observe(seconds);
     }
 
     /// Count one step of a move of a player between zones by `outcome` (see the metric's help).

@@ -44,6 +44,9 @@ struct Sub {
     entries_told: Option<u64>,
     /// The protocol version its last session negotiated (a move needs version 8).
     version: u32,
+    /// For a player that just arrived by a move: when its source recorded the move (ms since
+    /// the Unix epoch), until its first frame here is sent and the move's latency counted.
+    moved_at_ms: Option<u64>,
 }
 
 pub(crate) struct ZoneRun {
@@ -199,6 +202,7 @@ impl ZoneRun {
                 state_acked: 0,
                 entries_told,
                 version,
+                moved_at_ms: None,
             },
         );
         self.publish();
@@ -755,6 +759,10 @@ impl ZoneRun {
             if send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.bytes)) {
                 sub.last_ack = Some(frame.ack);
                 sub.last_frame_tick = tick;
+                if let Some(at) = sub.moved_at_ms.take() {
+                    let ms = crate::sim::now_ms().saturating_sub(at);
+                    ctx.metrics.transfer_latency(ms as f64 / 1000.0);
+                }
                 // A State names the state it applies to: no KnownSetCheck follows it.
                 if frame.base.is_none() && sub.notices.frame_sent() {
                     checks_due.push(frame.player);

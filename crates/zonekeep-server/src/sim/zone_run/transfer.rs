@@ -156,6 +156,9 @@ impl ZoneRun {
     ) -> Result<Joined, JoinFailure> {
         let (player, epoch) = self.transfer_in(ctx, record)?;
         let joined = self.resume(ctx, player, principal, version, None, conn)?;
+        if let Some(sub) = self.subs.get_mut(&player) {
+            sub.moved_at_ms = Some(record.created_at_ms);
+        }
         let job = Job::Arrived {
             id: record.transfer.id.clone(),
             epoch,
