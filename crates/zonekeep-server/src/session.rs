@@ -482,6 +482,7 @@ async fn admit(
     } else {
         (None, create)
     };
+    let reclaimed_id = reclaimed.as_ref().map(|r| r.transfer.id.clone());
     let join = |create| SimCommand::Join {
         zone_id: zone_id.to_owned(),
         create,
@@ -494,7 +495,17 @@ async fn admit(
         reply,
     };
     let unavailable = JoinFailure::Unavailable;
-    enter_zone(shared, &entry, create, took_over, unavailable, join).await?;
+    if let Err(e) = enter_zone(shared, &entry, create, took_over, unavailable, join).await {
+        // The join never reached the zone: a state it reclaimed waits for the player's next.
+        if let Some(id) = reclaimed_id {
+            let epoch = entry.epoch.load(std::sync::atomic::Ordering::Acquire);
+            let job = crate::transfer::Job::Unclaimed { id, epoch };
+            if shared.sim.transfers.submit(job).is_err() {
+                tracing::warn!(zone = %zone_id, "the transfer worker is full: a refused join's reclaimed state is not given up");
+            }
+        }
+        return Err(e.into());
+    }
     Ok(Entered::Zone(entry.thread, sub))
 }
 

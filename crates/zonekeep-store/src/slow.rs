@@ -273,6 +273,11 @@ impl TransferLedger for SlowStore {
         self.transfers.reclaim_transfer(id, source_epoch).await
     }
 
+    async fn release_reclaim(&self, id: &str, source_epoch: u64) -> Result<StoredTransfer> {
+        tokio::time::sleep(self.delay).await;
+        self.transfers.release_reclaim(id, source_epoch).await
+    }
+
     async fn unclaimed_return(
         &self,
         source_zone: &str,

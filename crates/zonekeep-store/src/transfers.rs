@@ -160,6 +160,14 @@ pub trait TransferLedger: Send + Sync {
     /// [`StoreError::UnknownTransfer`].
     async fn reclaim_transfer(&self, id: &str, source_epoch: u64) -> Result<Reclaim>;
 
+    /// The source, holding `source_epoch`, gives a reclaimed state up again: the join that
+    /// reclaimed it was not admitted (the zone was full, or stopped first), so the state never
+    /// went back and the player's next join must find it ([`TransferLedger::unclaimed_return`]).
+    /// Answers the stored transfer, unclaimed; giving up one already unclaimed changes nothing.
+    /// Only a returned transfer ([`StoreError::InvalidArgument`] otherwise); an unknown id is
+    /// [`StoreError::UnknownTransfer`].
+    async fn release_reclaim(&self, id: &str, source_epoch: u64) -> Result<StoredTransfer>;
+
     /// The newest returned, not yet reclaimed transfer of `principal` out of `source_zone`
     /// written at or after `since_ms`: a move whose source crashed before the state went back
     /// (a live return is reclaimed at once by the source that takes the player back).
@@ -318,6 +326,21 @@ pub(crate) fn decide_arrive(fence: u64, epoch: u64, stored: &StoredTransfer) -> 
 }
 
 /// Decides a reclaim by the source holding `epoch` against the source's `fence`.
+/// Whether the source, holding `epoch`, may give up the reclaim of `stored`, and whether
+/// anything is left to write.
+pub(crate) fn decide_release(fence: u64, epoch: u64, stored: &StoredTransfer) -> Result<Change> {
+    fence::check_owner(fence, epoch)?;
+    match stored.status {
+        TransferStatus::Returned if stored.arrived => Ok(Change::Write),
+        TransferStatus::Returned => Ok(Change::Stored),
+        other => Err(StoreError::InvalidArgument(format!(
+            "transfer {:?} is {}, so it holds no reclaimed state",
+            stored.transfer.id,
+            other.as_str()
+        ))),
+    }
+}
+
 pub(crate) fn decide_reclaim(fence: u64, epoch: u64, stored: &StoredTransfer) -> Result<Change> {
     fence::check_owner(fence, epoch)?;
     match stored.status {

@@ -210,7 +210,8 @@ impl Metrics {
              `not_recorded`, `fenced` (the source's owner changed meanwhile), `admission_undone`, \
              `resent` (a Transfer sent again to a connection that came back), `moved_untold`, \
              `recovered_accepted` and `recovered_returned` (settled by a zone's new owner), \
-             `reclaimed` (a returned move's state given back to its player's join after a crash)",
+             `reclaimed` (a returned move's state given back to its player's join after a crash), \
+             `unclaimed` (a reclaimed state given up again because its join was refused)",
             m.transfers.clone(),
         );
         registry.register(

@@ -188,6 +188,25 @@ impl SimThread {
         }
     }
 
+    /// A join that carried a reclaimed move's state was not admitted (the zone was full, or not
+    /// running): the state is given up again, through the transfer worker, for the player's
+    /// next join.
+    fn give_up_reclaim(&self, zone_id: &str, reclaimed: Option<&zonekeep_store::StoredTransfer>) {
+        let Some(r) = reclaimed else {
+            return;
+        };
+        let Some(entry) = self.ctx.registry.get(zone_id) else {
+            return;
+        };
+        let job = crate::transfer::Job::Unclaimed {
+            id: r.transfer.id.clone(),
+            epoch: entry.epoch.load(std::sync::atomic::Ordering::Acquire),
+        };
+        if self.ctx.transfers.submit(job).is_err() {
+            tracing::warn!(zone = %zone_id, transfer = %r.transfer.id, "the transfer worker is full: a refused join's reclaimed state is not given up");
+        }
+    }
+
     /// Takes over a zone built on the runtime (see `start.rs`).
     fn start(&mut self, zone_id: &str, start: ZoneStart) -> Result<(), String> {
         let entry = self.ctx.registry.get(zone_id).filter(|_| !self.draining);
@@ -258,6 +277,7 @@ impl SimThread {
                 reply,
             } => {
                 if let Err(e) = self.start_carried(&zone_id, create) {
+                    self.give_up_reclaim(&zone_id, reclaimed.as_deref());
                     let _ = reply.send(Err(e));
                     return false;
                 }
@@ -275,6 +295,9 @@ impl SimThread {
                     ),
                     None => Err(self.unavailable("zone is not running".into())),
                 };
+                if r.is_err() {
+                    self.give_up_reclaim(&zone_id, reclaimed.as_deref());
+                }
                 let _ = reply.send(r);
             }
             SimCommand::Resume {

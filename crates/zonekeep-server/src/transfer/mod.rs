@@ -80,6 +80,14 @@ pub(crate) enum Job {
         /// The target zone's owner epoch.
         epoch: u64,
     },
+    /// A join that reclaimed a returned move's state was not admitted: give the state up again
+    /// for the player's next join ([`zonekeep_store::TransferLedger::release_reclaim`]).
+    Unclaimed {
+        /// The transfer.
+        id: String,
+        /// The source zone's owner epoch the reclaim was made under.
+        epoch: u64,
+    },
     /// A zone started here under a new owner epoch: finish the moves its previous run left.
     Started {
         /// The zone.

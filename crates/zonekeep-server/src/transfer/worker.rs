@@ -32,12 +32,34 @@ pub(crate) async fn run(shared: Arc<Shared>, mut jobs: mpsc::Receiver<Job>) {
             match job {
                 Job::Move(o) => move_player(&shared, o).await,
                 Job::Arrived { id, epoch } => arrived(&shared, &id, epoch).await,
+                Job::Unclaimed { id, epoch } => unclaimed(&shared, &id, epoch).await,
                 Job::Started { zone_id, epoch } => {
                     super::recover::recover(&shared, &zone_id, epoch).await
                 }
             }
             drop(permit);
         });
+    }
+}
+
+/// Gives a reclaimed state up again after its join was refused, so the player's next join gets
+/// it. Retried for the decision timeout while the store does not answer. Refused as fenced when
+/// another host owns the zone by now: the reclaim then stands and the state is not handed back
+/// (logged; the same as a crash of this host between the reclaim and the join).
+async fn unclaimed(shared: &Shared, id: &str, epoch: u64) {
+    let Some(ledger) = ledger(shared) else { return };
+    match write_within(super::DECISION_TIMEOUT, || {
+        ledger.release_reclaim(id, epoch)
+    })
+    .await
+    {
+        Ok(_) => {
+            shared.metrics.transfer("unclaimed");
+            tracing::info!(transfer = %id, "a refused join gave its reclaimed state up for the next one");
+        }
+        Err(e) => {
+            tracing::warn!(transfer = %id, error = %e, "a refused join's reclaimed state was not given up");
+        }
     }
 }
 

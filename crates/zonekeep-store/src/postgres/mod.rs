@@ -505,6 +505,12 @@ impl TransferLedger for PostgresStore {
         transfers::reclaim(tx, id, source_epoch, &self.err).await
     }
 
+    async fn release_reclaim(&self, id: &str, source_epoch: u64) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        transfers::release_reclaim(tx, id, source_epoch, &self.err).await
+    }
+
     async fn unclaimed_return(
         &self,
         source_zone: &str,

@@ -229,6 +229,26 @@ pub(super) async fn reclaim(
     })
 }
 
+pub(super) async fn release_reclaim(
+    tx: Transaction<'_>,
+    id: &str,
+    epoch: u64,
+    err: &PgErr,
+) -> Result<StoredTransfer> {
+    transfers::check_transfer_id(id)?;
+    let (fence, stored) = lock(&tx, id, |t| t.transfer.source_zone.clone(), err).await?;
+    if transfers::decide_release(fence, epoch, &stored)? == Change::Stored {
+        return Ok(stored);
+    }
+    tx.execute(
+        "UPDATE zone_transfers SET arrived = false WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .map_err(|e| err.map(e))?;
+    finish(tx, id, err).await
+}
+
 pub(super) async fn unclaimed_return<C: GenericClient + Sync>(
     client: &C,
     source_zone: &str,

@@ -437,6 +437,12 @@ impl TransferLedger for SqliteStore {
             .await
     }
 
+    async fn release_reclaim(&self, id: &str, source_epoch: u64) -> Result<StoredTransfer> {
+        let id = id.to_owned();
+        self.run(move |conn| transfers::release_reclaim(conn, &id, source_epoch))
+            .await
+    }
+
     async fn unclaimed_return(
         &self,
         source_zone: &str,

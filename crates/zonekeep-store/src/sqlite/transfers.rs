@@ -229,6 +229,30 @@ pub(super) fn reclaim(conn: &mut Connection, id: &str, epoch: u64) -> Result<Rec
     })
 }
 
+pub(super) fn release_reclaim(
+    conn: &mut Connection,
+    id: &str,
+    epoch: u64,
+) -> Result<StoredTransfer> {
+    transfers::check_transfer_id(id)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_err)?;
+    let stored = read_known(&tx, id)?;
+    let fence = fence_of(&tx, &stored.transfer.source_zone)?;
+    if transfers::decide_release(fence, epoch, &stored)? == Change::Stored {
+        return Ok(stored);
+    }
+    tx.execute(
+        "UPDATE zone_transfers SET arrived = 0 WHERE id = ?1",
+        params![id],
+    )
+    .map_err(sql_err)?;
+    let row = read_known(&tx, id)?;
+    tx.commit().map_err(sql_err)?;
+    Ok(row)
+}
+
 pub(super) fn unclaimed_return(
     conn: &Connection,
     source_zone: &str,

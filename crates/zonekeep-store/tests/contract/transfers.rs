@@ -267,9 +267,13 @@ pub async fn a_returned_transfer_is_reclaimed_once_by_the_source(db: &Db) {
         .begin_transfer(&transfer("t1", source))
         .await
         .unwrap();
-    // A pending or accepted move holds no state to take back.
+    // A pending or accepted move holds no state to take back, nor to give up.
     assert!(matches!(
         ledger.reclaim_transfer("t1", source).await,
+        Err(StoreError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        ledger.release_reclaim("t1", source).await,
         Err(StoreError::InvalidArgument(_))
     ));
     assert_eq!(
@@ -326,10 +330,32 @@ pub async fn a_returned_transfer_is_reclaimed_once_by_the_source(db: &Db) {
         ledger.unclaimed_return("cell-0-0", "ada", 0).await.unwrap(),
         None
     );
+    // A join that reclaimed the state but was not admitted gives it up again, fenced like the
+    // reclaim: the player's next join finds it and reclaims it once more; giving up twice
+    // changes nothing.
+    assert!(matches!(
+        ledger.release_reclaim("t1", target).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    let released = ledger.release_reclaim("t1", source).await.unwrap();
+    assert!(!released.arrived);
+    assert_eq!(
+        ledger.release_reclaim("t1", source).await.unwrap(),
+        released
+    );
+    let found = ledger.unclaimed_return("cell-0-0", "ada", 0).await.unwrap();
+    assert_eq!(found.map(|f| f.transfer.id), Some("t1".to_string()));
+    let again = ledger.reclaim_transfer("t1", source).await.unwrap();
+    assert!(again.by_this_call);
+    assert_eq!(again.transfer.transfer.state, vec![1, 2, 3, 4]);
     // A reclaimed return is not open for anyone, and an unknown id is told.
     assert!(ledger.open_transfers("cell-0-0").await.unwrap().is_empty());
     assert!(matches!(
         ledger.reclaim_transfer("nope", source).await,
+        Err(StoreError::UnknownTransfer(_))
+    ));
+    assert!(matches!(
+        ledger.release_reclaim("nope", source).await,
         Err(StoreError::UnknownTransfer(_))
     ));
 }
