@@ -189,18 +189,9 @@ pub(super) async fn arrive(
     epoch: u64,
     err: &PgErr,
 ) -> Result<StoredTransfer> {
-    transfers::check_transfer_id(id)?;
-    let (fence, stored) = lock(&tx, id, |t| t.transfer.target_zone.clone(), err).await?;
-    if transfers::decide_arrive(fence, epoch, &stored)? == Change::Stored {
-        return Ok(stored);
-    }
-    tx.execute(
-        "UPDATE zone_transfers SET arrived = true WHERE id = $1",
-        &[&id],
-    )
-    .await
-    .map_err(|e| err.map(e))?;
-    finish(tx, id, err).await
+    let target = |t: &StoredTransfer| t.transfer.target_zone.clone();
+    let (row, _) = set_arrived(tx, id, epoch, target, transfers::decide_arrive, true, err).await?;
+    Ok(row)
 }
 
 pub(super) async fn reclaim(
@@ -209,23 +200,12 @@ pub(super) async fn reclaim(
     epoch: u64,
     err: &PgErr,
 ) -> Result<Reclaim> {
-    transfers::check_transfer_id(id)?;
-    let (fence, stored) = lock(&tx, id, |t| t.transfer.source_zone.clone(), err).await?;
-    if transfers::decide_reclaim(fence, epoch, &stored)? == Change::Stored {
-        return Ok(Reclaim {
-            transfer: stored,
-            by_this_call: false,
-        });
-    }
-    tx.execute(
-        "UPDATE zone_transfers SET arrived = true WHERE id = $1",
-        &[&id],
-    )
-    .await
-    .map_err(|e| err.map(e))?;
+    let source = |t: &StoredTransfer| t.transfer.source_zone.clone();
+    let (transfer, by_this_call) =
+        set_arrived(tx, id, epoch, source, transfers::decide_reclaim, true, err).await?;
     Ok(Reclaim {
-        transfer: finish(tx, id, err).await?,
-        by_this_call: true,
+        transfer,
+        by_this_call,
     })
 }
 
@@ -235,18 +215,36 @@ pub(super) async fn release_reclaim(
     epoch: u64,
     err: &PgErr,
 ) -> Result<StoredTransfer> {
+    let source = |t: &StoredTransfer| t.transfer.source_zone.clone();
+    let (row, _) =
+        set_arrived(tx, id, epoch, source, transfers::decide_release, false, err).await?;
+    Ok(row)
+}
+
+/// The fenced writes of the `arrived` column (an arrival, a reclaim, its release): `decide`
+/// checks `epoch` against the fence of the zone `zone_of` names and says whether anything is
+/// left to write. Answers the row and whether this call wrote it.
+async fn set_arrived(
+    tx: Transaction<'_>,
+    id: &str,
+    epoch: u64,
+    zone_of: impl Fn(&StoredTransfer) -> String,
+    decide: fn(u64, u64, &StoredTransfer) -> Result<Change>,
+    arrived: bool,
+    err: &PgErr,
+) -> Result<(StoredTransfer, bool)> {
     transfers::check_transfer_id(id)?;
-    let (fence, stored) = lock(&tx, id, |t| t.transfer.source_zone.clone(), err).await?;
-    if transfers::decide_release(fence, epoch, &stored)? == Change::Stored {
-        return Ok(stored);
+    let (fence, stored) = lock(&tx, id, zone_of, err).await?;
+    if decide(fence, epoch, &stored)? == Change::Stored {
+        return Ok((stored, false));
     }
     tx.execute(
-        "UPDATE zone_transfers SET arrived = false WHERE id = $1",
-        &[&id],
+        "UPDATE zone_transfers SET arrived = $2 WHERE id = $1",
+        &[&id, &arrived],
     )
     .await
     .map_err(|e| err.map(e))?;
-    finish(tx, id, err).await
+    Ok((finish(tx, id, err).await?, true))
 }
 
 pub(super) async fn unclaimed_return<C: GenericClient + Sync>(

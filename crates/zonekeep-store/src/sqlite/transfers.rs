@@ -184,48 +184,17 @@ pub(super) fn give_back(
 }
 
 pub(super) fn arrive(conn: &mut Connection, id: &str, epoch: u64) -> Result<StoredTransfer> {
-    transfers::check_transfer_id(id)?;
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_err)?;
-    let stored = read_known(&tx, id)?;
-    let fence = fence_of(&tx, &stored.transfer.target_zone)?;
-    if transfers::decide_arrive(fence, epoch, &stored)? == Change::Stored {
-        return Ok(stored);
-    }
-    tx.execute(
-        "UPDATE zone_transfers SET arrived = 1 WHERE id = ?1",
-        params![id],
-    )
-    .map_err(sql_err)?;
-    let row = read_known(&tx, id)?;
-    tx.commit().map_err(sql_err)?;
-    Ok(row)
+    let target = |t: &StoredTransfer| t.transfer.target_zone.clone();
+    set_arrived(conn, id, epoch, target, transfers::decide_arrive, true).map(|(row, _)| row)
 }
 
 pub(super) fn reclaim(conn: &mut Connection, id: &str, epoch: u64) -> Result<Reclaim> {
-    transfers::check_transfer_id(id)?;
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql_err)?;
-    let stored = read_known(&tx, id)?;
-    let fence = fence_of(&tx, &stored.transfer.source_zone)?;
-    if transfers::decide_reclaim(fence, epoch, &stored)? == Change::Stored {
-        return Ok(Reclaim {
-            transfer: stored,
-            by_this_call: false,
-        });
-    }
-    tx.execute(
-        "UPDATE zone_transfers SET arrived = 1 WHERE id = ?1",
-        params![id],
-    )
-    .map_err(sql_err)?;
-    let row = read_known(&tx, id)?;
-    tx.commit().map_err(sql_err)?;
+    let source = |t: &StoredTransfer| t.transfer.source_zone.clone();
+    let (transfer, by_this_call) =
+        set_arrived(conn, id, epoch, source, transfers::decide_reclaim, true)?;
     Ok(Reclaim {
-        transfer: row,
-        by_this_call: true,
+        transfer,
+        by_this_call,
     })
 }
 
@@ -234,23 +203,38 @@ pub(super) fn release_reclaim(
     id: &str,
     epoch: u64,
 ) -> Result<StoredTransfer> {
+    let source = |t: &StoredTransfer| t.transfer.source_zone.clone();
+    set_arrived(conn, id, epoch, source, transfers::decide_release, false).map(|(row, _)| row)
+}
+
+/// The fenced writes of the `arrived` column (an arrival, a reclaim, its release): `decide`
+/// checks `epoch` against the fence of the zone `zone_of` names and says whether anything is
+/// left to write. Answers the row and whether this call wrote it.
+fn set_arrived(
+    conn: &mut Connection,
+    id: &str,
+    epoch: u64,
+    zone_of: impl FnOnce(&StoredTransfer) -> String,
+    decide: fn(u64, u64, &StoredTransfer) -> Result<Change>,
+    arrived: bool,
+) -> Result<(StoredTransfer, bool)> {
     transfers::check_transfer_id(id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     let stored = read_known(&tx, id)?;
-    let fence = fence_of(&tx, &stored.transfer.source_zone)?;
-    if transfers::decide_release(fence, epoch, &stored)? == Change::Stored {
-        return Ok(stored);
+    let fence = fence_of(&tx, &zone_of(&stored))?;
+    if decide(fence, epoch, &stored)? == Change::Stored {
+        return Ok((stored, false));
     }
     tx.execute(
-        "UPDATE zone_transfers SET arrived = 0 WHERE id = ?1",
-        params![id],
+        "UPDATE zone_transfers SET arrived = ?2 WHERE id = ?1",
+        params![id, arrived],
     )
     .map_err(sql_err)?;
     let row = read_known(&tx, id)?;
     tx.commit().map_err(sql_err)?;
-    Ok(row)
+    Ok((row, true))
 }
 
 pub(super) fn unclaimed_return(
