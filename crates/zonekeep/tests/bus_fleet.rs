@@ -15,14 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::{json, Value};
 
+use support::courier::{command, post_message, runs, TOPIC_NUMBERED};
 use support::{host_id_for, Server, StoreSpec, ADMIN_TOKEN};
 
-/// The courier's command topic and the topic its numbered messages use by default.
-const TOPIC_COMMAND: u16 = 1;
-const TOPIC_NUMBERED: u16 = 2;
 /// Longest wait for any one thing a test expects (a takeover alone takes over 10 s, and the
 /// redelivery of what the dead host had not acknowledged another ack wait of 10 s).
 const WAIT: Duration = Duration::from_secs(90);
@@ -130,36 +127,6 @@ async fn create(host: &Server, host_id: &str, zone: &str, params: Value) {
         )
         .await;
     assert_eq!(status, 201, "creating {zone}: {body}");
-}
-
-/// Posts an operator message to `zone` through `host`: the status and the answer.
-async fn post_message(host: &Server, zone: &str, topic: u16, payload: &[u8]) -> (u16, Value) {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(payload);
-    host.admin_request(
-        "POST",
-        &format!("/admin/zones/{zone}/messages"),
-        Some(&json!({"topic": topic, "payload_b64": b64})),
-    )
-    .await
-}
-
-/// Tells courier `zone` (through `host`) to run `command`.
-async fn command(host: &Server, zone: &str, command: Value) {
-    let (status, body) =
-        post_message(host, zone, TOPIC_COMMAND, command.to_string().as_bytes()).await;
-    assert_eq!(status, 202, "command to {zone}: {body}");
-}
-
-/// The runs of numbers `report` holds from `source` on `topic`: `[[first, last], ...]`.
-fn runs(report: &Value, source: &str, topic: u16) -> Vec<(u64, u64)> {
-    report["received"][format!("{source}/{topic}")]["runs"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// How many messages `report` holds from `source` on `topic` (duplicates included).

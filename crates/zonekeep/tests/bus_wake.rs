@@ -9,30 +9,12 @@ mod support;
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::{json, Value};
+use support::courier::{command, post_message, runs, TOPIC_NUMBERED};
 use support::{Server, StoreSpec, ADMIN_TOKEN};
 
-const TOPIC_COMMAND: u16 = 1;
-const TOPIC_NUMBERED: u16 = 2;
 /// The longest wait for a courier's saved report to show what the test waits for.
 const WAIT: Duration = Duration::from_secs(60);
-
-async fn post_message(host: &Server, zone: &str, topic: u16, payload: &[u8]) -> (u16, Value) {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(payload);
-    host.admin_request(
-        "POST",
-        &format!("/admin/zones/{zone}/messages"),
-        Some(&json!({"topic": topic, "payload_b64": b64})),
-    )
-    .await
-}
-
-async fn command(host: &Server, zone: &str, command: Value) {
-    let (status, body) =
-        post_message(host, zone, TOPIC_COMMAND, command.to_string().as_bytes()).await;
-    assert_eq!(status, 202, "command to {zone}: {body}");
-}
 
 /// Polls courier `zone`'s saved report until `f` holds.
 async fn report_until(
@@ -59,17 +41,6 @@ async fn report_until(
     }
 }
 
-fn runs(report: &Value, source: &str) -> Vec<(u64, u64)> {
-    report["received"][format!("{source}/{TOPIC_NUMBERED}")]["runs"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_one_host_a_message_wakes_a_stopped_zone_and_one_to_no_zone_comes_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -91,7 +62,10 @@ async fn on_one_host_a_message_wakes_a_stopped_zone_and_one_to_no_zone_comes_bac
         assert_eq!(status, 201, "{body}");
     }
     command(&host, "tx", json!({"send": 5, "zone": "rx"})).await;
-    report_until(&store, &host, "rx", |r| runs(r, "zone:tx") == vec![(1, 5)]).await;
+    report_until(&store, &host, "rx", |r| {
+        runs(r, "zone:tx", TOPIC_NUMBERED) == vec![(1, 5)]
+    })
+    .await;
 
     let (status, body) = host
         .admin_request("POST", "/admin/zones/rx/stop", None)
@@ -102,10 +76,16 @@ async fn on_one_host_a_message_wakes_a_stopped_zone_and_one_to_no_zone_comes_bac
 
     command(&host, "tx", json!({"send": 15, "from": 6, "zone": "rx"})).await;
     let r = report_until(&store, &host, "rx", |r| {
-        runs(r, "zone:tx").last().is_some_and(|run| run.1 >= 20)
+        runs(r, "zone:tx", TOPIC_NUMBERED)
+            .last()
+            .is_some_and(|run| run.1 >= 20)
     })
     .await;
-    assert_eq!(runs(&r, "zone:tx"), vec![(1, 20)], "in order, once: {r}");
+    assert_eq!(
+        runs(&r, "zone:tx", TOPIC_NUMBERED),
+        vec![(1, 20)],
+        "in order, once: {r}"
+    );
 
     command(&host, "tx", json!({"send": 3, "zone": "nobody"})).await;
     let sent = report_until(&store, &host, "tx", |r| {

@@ -3,6 +3,7 @@
 //! WebSocket, and read the store behind it (SQLite file or PostgreSQL).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unused_imports)]
 
+pub mod courier;
 pub mod doors;
 pub mod push;
 pub mod replay_cli;
