@@ -116,6 +116,12 @@ impl Nats {
             .subscribe(names.host_subject(&config.host))
             .await
             .map_err(|e| BusError::Setup(format!("host subject: {e}")))?;
+        // The server registers the subscription when it reads it; until then a note to this
+        // host is dropped (plain NATS keeps nothing). The flush's round trip returns once it has.
+        client
+            .flush()
+            .await
+            .map_err(|e| BusError::Setup(format!("host subject: {e}")))?;
         let (membership_tx, membership_rx) = mpsc::channel(MEMBERSHIP_QUEUE);
         Ok(Nats {
             client,

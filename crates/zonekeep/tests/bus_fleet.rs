@@ -548,16 +548,20 @@ async fn while_nats_is_down_sends_are_undeliverable_and_delivery_resumes_after()
     assert!(got.len() >= 2, "the outage left a gap: {r}");
 }
 
-/// The tick-duration histogram of every zone of `host`, summed: `(le, cumulative count)` by
-/// bucket bound, and the total count.
-async fn tick_histogram(host: &Server) -> (Vec<(f64, u64)>, u64) {
+/// The tick-duration histogram of every zone of `host` (or of zone `only`), summed: `(le,
+/// cumulative count)` by bucket bound, and the total count.
+async fn tick_histogram(host: &Server, only: Option<&str>) -> (Vec<(f64, u64)>, u64) {
     let text = host.get("/metrics").await;
     let mut buckets: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
     let mut total = 0;
+    let label = only.map(|z| format!("zone=\"{z}\""));
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("zonekeep_tick_duration_seconds_") else {
             continue;
         };
+        if label.as_ref().is_some_and(|l| !rest.contains(l.as_str())) {
+            continue;
+        }
         let value = rest
             .rsplit(' ')
             .next()
@@ -654,11 +658,24 @@ async fn bench_zone_messages_between_ticking_zones() {
         create(&f.b, &f.b_id, &rx[i], json!({})).await;
         create(&f.a, &f.a_id, &tx[i], json!({})).await;
     }
+    // A bystander on each host that sends and receives nothing: its ticks show what the bus
+    // costs the zones beside it, apart from the senders' and receivers' own work.
+    let (idle_a, idle_b) = (f.name("idle-a"), f.name("idle-b"));
+    create(&f.a, &f.a_id, &idle_a, json!({})).await;
+    create(&f.b, &f.b_id, &idle_b, json!({})).await;
+    let snapshot = || async {
+        [
+            tick_histogram(&f.a, None).await,
+            tick_histogram(&f.b, None).await,
+            tick_histogram(&f.a, Some(&idle_a)).await,
+            tick_histogram(&f.b, Some(&idle_b)).await,
+        ]
+    };
     // The zones tick with nothing to send: the ticks' baseline.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (a0, b0) = (tick_histogram(&f.a).await, tick_histogram(&f.b).await);
+    let s0 = snapshot().await;
     tokio::time::sleep(QUIET).await;
-    let (a1, b1) = (tick_histogram(&f.a).await, tick_histogram(&f.b).await);
+    let s1 = snapshot().await;
 
     let delivered0 = counter(&f.b, "zonekeep_bus_delivered").await;
     let cpu0 = (cpu_seconds(&f.a), cpu_seconds(&f.b));
@@ -686,7 +703,7 @@ async fn bench_zone_messages_between_ticking_zones() {
     }
     let took = start.elapsed();
     let cpu = (cpu_seconds(&f.a) - cpu0.0, cpu_seconds(&f.b) - cpu0.1);
-    let (a2, b2) = (tick_histogram(&f.a).await, tick_histogram(&f.b).await);
+    let s2 = snapshot().await;
     let delivered = samples.last().map_or(0, |s| s.1);
     let metrics = f.a.get("/metrics").await;
     let undeliverable: Vec<&str> = metrics
@@ -716,10 +733,16 @@ async fn bench_zone_messages_between_ticking_zones() {
         cpu.1 / took.as_secs_f64(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
-    for (host, quiet, loaded) in [
-        ("sender host", tick_p99(&a0, &a1), tick_p99(&a1, &a2)),
-        ("receiver host", tick_p99(&b0, &b1), tick_p99(&b1, &b2)),
-    ] {
+    for (i, host) in [
+        "sender host",
+        "receiver host",
+        "sender host's bystander",
+        "receiver host's bystander",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (quiet, loaded) = (tick_p99(&s0[i], &s1[i]), tick_p99(&s1[i], &s2[i]));
         println!(
             "{host}: tick p99 under {:.2} ms quiet ({} ticks), under {:.2} ms while sending ({} ticks)",
             quiet.0 * 1000.0,
