@@ -19,35 +19,10 @@ async fn a_transfer_is_followed_and_arrives_in_one_event() {
     guarded(async {
         let mut source = TestHost::start().await;
         let mut target = TestHost::start().await;
-        let url = source.url.clone();
-        let client = tokio::spawn(async move { connect(&url, options("t1")).await });
-        let mut hs = source.accept().await;
-        hs.hello().await;
-        hs.admit_at(8, 1, &[1; 4], 100).await;
-        let (mut conn, _) = client.await.unwrap().unwrap();
-        let Some(Event::Delta(first)) = conn.recv().await else {
-            panic!("the BASELINE first")
-        };
+        let to = format!("{}/zones/lobby", target.base);
+        let (mut conn, mut hs, first) = moving(&mut source, &to, "cred.e30.sig").await;
         let mut replica = Replica::new(ReplicaConfig::for_zone(30, 1));
         replica.apply(&first);
-
-        let to = format!("{}/zones/lobby", target.base);
-        hs.send(
-            &ServerMessage::Transfer(Transfer {
-                zone_id: "lobby".into(),
-                ticket: "cred.e30.sig".into(),
-                url: to.clone(),
-            }),
-            None,
-        )
-        .await;
-        assert_eq!(
-            conn.recv().await,
-            Some(Event::Transfer(TransferEvent::Started {
-                from: "z1".into(),
-                to: "lobby".into()
-            }))
-        );
         let mut ht = target.accept().await;
         assert_eq!(ht.target, "/zones/lobby");
         let hello = ht.hello().await;
@@ -148,21 +123,27 @@ async fn a_transfer_on_a_session_below_version_8_is_out_of_place() {
     .await;
 }
 
-/// A source session on protocol version 8 whose host then sends a Transfer to `to` with
-/// `credential`; returns the client's connection (the Started event taken) and the source's
-/// end of the session.
+/// A source session on protocol version 8 whose host then sends a Transfer to zone `lobby` at
+/// `to` with `credential`; returns the client's connection (its Started event taken, from
+/// `z1` to `lobby`), the source's end of the session and the session's first Delta.
 async fn moving(
     source: &mut TestHost,
     to: &str,
     credential: &str,
-) -> (zonekeep_client::Connection, support::HostConn) {
+) -> (
+    zonekeep_client::Connection,
+    support::HostConn,
+    zonekeep_client::Patch,
+) {
     let url = source.url.clone();
     let client = tokio::spawn(async move { connect(&url, options("t1")).await });
     let mut hs = source.accept().await;
     hs.hello().await;
     hs.admit_at(8, 1, &[1; 4], 100).await;
     let (mut conn, _) = client.await.unwrap().unwrap();
-    assert!(matches!(conn.recv().await, Some(Event::Delta(_))));
+    let Some(Event::Delta(first)) = conn.recv().await else {
+        panic!("the BASELINE first")
+    };
     hs.send(
         &ServerMessage::Transfer(Transfer {
             zone_id: "lobby".into(),
@@ -172,11 +153,14 @@ async fn moving(
         None,
     )
     .await;
-    assert!(matches!(
+    assert_eq!(
         conn.recv().await,
-        Some(Event::Transfer(TransferEvent::Started { .. }))
-    ));
-    (conn, hs)
+        Some(Event::Transfer(TransferEvent::Started {
+            from: "z1".into(),
+            to: "lobby".into()
+        }))
+    );
+    (conn, hs, first)
 }
 
 /// A credential whose payload says it expires at `exp` (Unix seconds); the client reads the
@@ -203,7 +187,7 @@ async fn a_refused_attempt_is_retried_through_the_entry_and_a_dropped_arrival_re
         let mut target = TestHost::start().await;
         let credential = credential_expiring(unix_now() + 600);
         let to = format!("{}/zones/lobby", target.base);
-        let (mut conn, mut hs) = moving(&mut source, &to, &credential).await;
+        let (mut conn, mut hs, _) = moving(&mut source, &to, &credential).await;
 
         // The target is full for a moment: the attempt fails and is retried.
         let mut first = target.accept().await;
@@ -258,7 +242,7 @@ async fn a_credential_already_used_ends_the_move() {
         let mut source = TestHost::start().await;
         let mut target = TestHost::start().await;
         let to = format!("{}/zones/lobby", target.base);
-        let (mut conn, _hs) = moving(&mut source, &to, "cred.e30.sig").await;
+        let (mut conn, _hs, _) = moving(&mut source, &to, "cred.e30.sig").await;
         let mut ht = target.accept().await;
         ht.hello().await;
         ht.kick(
@@ -291,7 +275,7 @@ async fn no_attempt_is_made_past_the_credentials_expiry() {
         let mut target = TestHost::start().await;
         let to = format!("{}/zones/lobby", target.base);
         let credential = credential_expiring(unix_now().saturating_sub(1));
-        let (mut conn, _hs) = moving(&mut source, &to, &credential).await;
+        let (mut conn, _hs, _) = moving(&mut source, &to, &credential).await;
         let mut ht = target.accept().await;
         ht.hello().await;
         ht.kick(zonekeep_protocol::messages::KickCode::ZONE_FULL, "full")
