@@ -254,23 +254,8 @@ pub(super) async fn unclaimed_return<C: GenericClient + Sync>(
     since_ms: u64,
     err: &PgErr,
 ) -> Result<Option<StoredTransfer>> {
-    check_id("zone id", source_zone)?;
-    check_id("principal", principal)?;
-    client
-        .query_opt(
-            &format!(
-                "SELECT {COLUMNS} FROM zone_transfers
-                 WHERE source_zone = $1 AND principal = $2 AND status = 'returned'
-                   AND NOT arrived AND created_at_ms >= $3
-                 ORDER BY created_at_ms DESC, id DESC LIMIT 1"
-            ),
-            &[&source_zone, &principal, &to_db("since", since_ms)?],
-        )
-        .await
-        .map_err(|e| err.map(e))?
-        .as_ref()
-        .map(to_stored)
-        .transpose()
+    let which = "status = 'returned' AND NOT arrived";
+    newest_from(client, source_zone, principal, since_ms, which, err).await
 }
 
 pub(super) async fn get<C: GenericClient + Sync>(
@@ -310,13 +295,34 @@ pub(super) async fn latest_from<C: GenericClient + Sync>(
     since_ms: u64,
     err: &PgErr,
 ) -> Result<Option<StoredTransfer>> {
+    newest_from(
+        client,
+        source_zone,
+        principal,
+        since_ms,
+        "status = 'accepted'",
+        err,
+    )
+    .await
+}
+
+/// The newest transfer of `principal` out of `source_zone` written at or after `since_ms` that
+/// also matches `which` (a fixed condition of this module, never input).
+async fn newest_from<C: GenericClient + Sync>(
+    client: &C,
+    source_zone: &str,
+    principal: &str,
+    since_ms: u64,
+    which: &'static str,
+    err: &PgErr,
+) -> Result<Option<StoredTransfer>> {
     check_id("zone id", source_zone)?;
     check_id("principal", principal)?;
     client
         .query_opt(
             &format!(
                 "SELECT {COLUMNS} FROM zone_transfers
-                 WHERE source_zone = $1 AND principal = $2 AND status = 'accepted'
+                 WHERE source_zone = $1 AND principal = $2 AND {which}
                    AND created_at_ms >= $3
                  ORDER BY created_at_ms DESC, id DESC LIMIT 1"
             ),

@@ -243,22 +243,8 @@ pub(super) fn unclaimed_return(
     principal: &str,
     since_ms: u64,
 ) -> Result<Option<StoredTransfer>> {
-    check_id("zone id", source_zone)?;
-    check_id("principal", principal)?;
-    conn.query_row(
-        &format!(
-            "SELECT {COLUMNS} FROM zone_transfers
-             WHERE source_zone = ?1 AND principal = ?2 AND status = 'returned'
-               AND arrived = 0 AND created_at_ms >= ?3
-             ORDER BY created_at_ms DESC, id DESC LIMIT 1"
-        ),
-        params![source_zone, principal, to_db("since", since_ms)?],
-        to_stored,
-    )
-    .optional()
-    .map_err(sql_err)?
-    .map(finish)
-    .transpose()
+    let which = "status = 'returned' AND arrived = 0";
+    newest_from(conn, source_zone, principal, since_ms, which)
 }
 
 pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<StoredTransfer>> {
@@ -288,12 +274,30 @@ pub(super) fn latest_from(
     principal: &str,
     since_ms: u64,
 ) -> Result<Option<StoredTransfer>> {
+    newest_from(
+        conn,
+        source_zone,
+        principal,
+        since_ms,
+        "status = 'accepted'",
+    )
+}
+
+/// The newest transfer of `principal` out of `source_zone` written at or after `since_ms` that
+/// also matches `which` (a fixed condition of this module, never input).
+fn newest_from(
+    conn: &Connection,
+    source_zone: &str,
+    principal: &str,
+    since_ms: u64,
+    which: &'static str,
+) -> Result<Option<StoredTransfer>> {
     check_id("zone id", source_zone)?;
     check_id("principal", principal)?;
     conn.query_row(
         &format!(
             "SELECT {COLUMNS} FROM zone_transfers
-             WHERE source_zone = ?1 AND principal = ?2 AND status = 'accepted'
+             WHERE source_zone = ?1 AND principal = ?2 AND {which}
                AND created_at_ms >= ?3
              ORDER BY created_at_ms DESC, id DESC LIMIT 1"
         ),
