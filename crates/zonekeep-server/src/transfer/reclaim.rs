@@ -43,26 +43,25 @@ pub(crate) async fn on_join(
         |e: StoreError| JoinFailure::StoreUnreachable(format!("transfer records: {e}"));
     let window = u64::try_from(RESEND_WINDOW.as_millis()).unwrap_or(u64::MAX);
     let since = crate::sim::now_ms().saturating_sub(window);
+    // The pending moves are read before the returned one: the zone's start settles its previous
+    // run's pending moves concurrently ([`super::recover`]), and a move it returns between the
+    // two reads is then seen by the second, where the other order would miss it in both.
+    let pending: Vec<StoredTransfer> = ledger
+        .open_transfers(zone_id)
+        .await
+        .map_err(unreachable)?
+        .into_iter()
+        .filter(|t| {
+            t.status == TransferStatus::Pending
+                && t.transfer.source_zone == zone_id
+                && t.transfer.principal == principal
+                && t.created_at_ms >= since
+        })
+        .collect();
     let returned = ledger
         .unclaimed_return(zone_id, principal, since)
         .await
         .map_err(unreachable)?;
-    let pending: Vec<StoredTransfer> = if returned.is_some() {
-        Vec::new()
-    } else {
-        ledger
-            .open_transfers(zone_id)
-            .await
-            .map_err(unreachable)?
-            .into_iter()
-            .filter(|t| {
-                t.status == TransferStatus::Pending
-                    && t.transfer.source_zone == zone_id
-                    && t.transfer.principal == principal
-                    && t.created_at_ms >= since
-            })
-            .collect()
-    };
     if returned.is_none() && pending.is_empty() {
         return Ok((None, create));
     }
