@@ -7,7 +7,20 @@
 //! and writer, checked against each other by their tests.
 
 /// The ABI version (`zk_abi`).
-pub const ABI_VERSION: i32 = 3;
+pub const ABI_VERSION: i32 = 4;
+
+/// The `u8 returning` of [`op::TRANSFER_IN`]: how the player comes.
+pub mod returning {
+    /// A player arrives by transfer from another zone.
+    pub const ARRIVAL: u8 = 0;
+    /// A transfer this run of the zone asked for failed: its player comes back, and the zone
+    /// still holds what it knew of it.
+    pub const RETURN: u8 = 1;
+    /// A transfer of an earlier run of the zone was returned after the zone restarted, and its
+    /// player joined again: the player comes back with the state it left with, and is new to
+    /// this run (it has no entity here).
+    pub const RETURN_NEW_TO_RUN: u8 = 2;
+}
 
 /// The calls (`op` of `zk_call`), docs/MODULES.md "Calls".
 pub mod op {
@@ -46,8 +59,8 @@ pub mod op {
     /// `u32 player`: a transfer the zone asked for leaves; answers `bytes state`, then commands.
     pub const TRANSFER_OUT: u32 = 15;
     /// `u32 player`, `str principal`, `str claims` (the player's claims as JSON: its ticket's,
-    /// with those the other zone handed over merged over them), `str from_zone`, `u8 returning`, `bytes state`: a player arrives by transfer (or comes
-    /// back after one failed); answered like [`JOIN`].
+    /// with those the other zone handed over merged over them), `str from_zone`, `u8 returning` (a [`crate::returning`] code), `bytes state`: a player
+    /// arrives by transfer (or comes back after one failed); answered like [`JOIN`].
     pub const TRANSFER_IN: u32 = 16;
     /// `str from` (`"admin"` or `"zone:<id>"`), `u16 topic`, `bytes payload`: a zone message.
     pub const MESSAGE: u32 = 17;

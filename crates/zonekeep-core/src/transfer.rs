@@ -72,6 +72,10 @@ pub struct Arrival<'a> {
     /// The player is coming back after a transfer that failed: the zone must take it (a
     /// refusal is ignored and counted).
     pub returning: bool,
+    /// A returning player is new to this run of the zone: its move was returned after the zone
+    /// restarted and it joined again, so it has no entity here and `state` is all it carried.
+    /// Always false when not `returning`.
+    pub new_to_run: bool,
 }
 
 /// Why [`Ctx::transfer`](crate::Ctx::transfer) refused.

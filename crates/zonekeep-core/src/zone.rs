@@ -144,15 +144,16 @@ pub trait Zone: Send + 'static {
     /// back: a refusal of a return is ignored and counted. A returning player may be new to
     /// this run of the zone (its move was returned after the zone restarted, and it joined
     /// again: [`ZoneHost::handle_transfer_return`](crate::ZoneHost::handle_transfer_return)):
-    /// `arrival.state` is then all it carried. The default takes a returning player
-    /// without doing anything and hands an arrival to [`on_join`](Zone::on_join).
+    /// `arrival.state` is then all it carried, and [`Arrival::new_to_run`] says so. The default
+    /// takes a player returning to the run it left without doing anything, and hands an
+    /// arrival, or a returning player new to this run, to [`on_join`](Zone::on_join).
     fn transfer_in(
         &mut self,
         ctx: &mut Ctx<'_>,
         player: &PlayerInfo,
         arrival: &Arrival<'_>,
     ) -> Result<(), JoinRefusal> {
-        if arrival.returning {
+        if arrival.returning && !arrival.new_to_run {
             return Ok(());
         }
         self.on_join(ctx, player)

@@ -11,6 +11,7 @@ use crate::wire::{DecodeError, Reader, Writer};
 use crate::zone::{
     Arrival, ChildEvent, LeaveReason, MessageFrom, Player, PlayerId, Role, Tier, Zone,
 };
+use zonekeep_abi::returning;
 
 /// The ABI version this SDK speaks (`zk_abi`).
 pub const ABI_VERSION: i32 = zonekeep_abi::ABI_VERSION;
@@ -358,6 +359,7 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
             claims,
             from_zone,
             returning,
+            new_to_run,
             state,
         } => {
             let info = Player {
@@ -371,6 +373,7 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
                 from_zone,
                 claims,
                 returning,
+                new_to_run,
             };
             if let Err(refusal) = zone.transfer_in(ctx, info, arrival) {
                 ctx.refuse(refusal.code, &refusal.reason);
@@ -513,6 +516,7 @@ enum Call<'a> {
         claims: &'a str,
         from_zone: &'a str,
         returning: bool,
+        new_to_run: bool,
         state: &'a [u8],
     },
     Message {
@@ -619,18 +623,25 @@ impl<'a> Call<'a> {
                 detail: r.str()?,
             },
             Op::TransferOut => Call::TransferOut { player: player(r)? },
-            Op::TransferIn => Call::TransferIn {
-                player: player(r)?,
-                principal: r.str()?,
-                claims: r.str()?,
-                from_zone: r.str()?,
-                returning: match r.u8()? {
-                    0 => false,
-                    1 => true,
-                    _ => return Err(DecodeError::Invalid("returning must be 0 or 1")),
-                },
-                state: r.bytes()?,
-            },
+            Op::TransferIn => {
+                let (player, principal, claims, from_zone) =
+                    (player(r)?, r.str()?, r.str()?, r.str()?);
+                let (returning, new_to_run) = match r.u8()? {
+                    returning::ARRIVAL => (false, false),
+                    returning::RETURN => (true, false),
+                    returning::RETURN_NEW_TO_RUN => (true, true),
+                    _ => return Err(DecodeError::Invalid("returning must be 0, 1 or 2")),
+                };
+                Call::TransferIn {
+                    player,
+                    principal,
+                    claims,
+                    from_zone,
+                    returning,
+                    new_to_run,
+                    state: r.bytes()?,
+                }
+            }
             Op::Message => Call::Message {
                 from: r.str()?,
                 topic: r.u16()?,

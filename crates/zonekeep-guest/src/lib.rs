@@ -73,6 +73,7 @@ pub use zone::{
     Arrival, ChildEvent, Input, InputField, LeaveReason, MessageFrom, Player, PlayerId, Refusal,
     Role, Tier, Zone, REFUSE_UNDECODABLE,
 };
+pub use zonekeep_abi::returning;
 /// `#[derive(EntityKind)]`: see [`EntityKind`].
 pub use zonekeep_guest_derive::EntityKind;
 /// `#[derive(Input)]`: see [`Input`].

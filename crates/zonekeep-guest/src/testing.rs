@@ -481,14 +481,14 @@ pub mod input {
     }
 
     /// TRANSFER_IN: `u32 player`, `str principal`, `str claims`, `str from_zone`,
-    /// `u8 returning`, `bytes state`.
+    /// `u8 returning` (a `zonekeep_abi::returning` code), `bytes state`.
     pub fn transfer_in(
         tick: u64,
         player: u32,
         principal: &str,
         claims: &str,
         from_zone: &str,
-        returning: bool,
+        returning: u8,
         state: &[u8],
     ) -> Vec<u8> {
         let mut w = Writer::new();
@@ -497,7 +497,7 @@ pub mod input {
             .str(principal)
             .str(claims)
             .str(from_zone)
-            .bool(returning)
+            .u8(returning)
             .bytes(state);
         w.into_vec()
     }
@@ -718,14 +718,15 @@ impl<Z: Zone> TestHost<Z> {
         Ok((state, commands))
     }
 
-    /// TRANSFER_IN: a player arrives (or comes back, `returning`) with `state`.
+    /// TRANSFER_IN: a player arrives with `state`, or comes back: `returning` is one of
+    /// [`zonekeep_abi::returning`]'s codes (re-exported as [`crate::returning`]).
     pub fn transfer_in(
         &mut self,
         player: u32,
         principal: &str,
         claims: &str,
         from_zone: &str,
-        returning: bool,
+        returning: u8,
         state: &[u8],
     ) -> Result<Vec<Command>, Fatal> {
         let input = input::transfer_in(

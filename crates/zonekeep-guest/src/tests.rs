@@ -5,8 +5,8 @@ use std::time::Duration;
 use crate::ctx::{Handles, SdkState};
 use crate::testing::{decode_commands, input, Command, TestHost};
 use crate::{
-    dispatch, Ctx, DecodeError, Entity, EventTarget, Fatal, FieldType, Guest, Input, Kind, KindDef,
-    LeaveReason, Op, Player, PlayerId, Reader, Refusal, Rng, Role, Writer, Zone,
+    dispatch, returning, Ctx, DecodeError, Entity, EventTarget, Fatal, FieldType, Guest, Input,
+    Kind, KindDef, LeaveReason, Op, Player, PlayerId, Reader, Refusal, Rng, Role, Writer, Zone,
     REFUSE_UNDECODABLE, SAVE_FORMAT, SAVE_HEADER_LEN,
 };
 
@@ -991,6 +991,14 @@ fn bad_enum_bytes_are_malformed() {
             ..
         })
     ));
+    let beyond = input::transfer_in(0, 1, "a", "{}", "z", returning::RETURN_NEW_TO_RUN + 1, &[]);
+    assert!(matches!(
+        host.call_raw(Op::TransferIn.number(), &beyond),
+        Err(Fatal::Malformed {
+            op: Op::TransferIn,
+            error: DecodeError::Invalid(_)
+        })
+    ));
     let mut bad_utf8 = Writer::new();
     bad_utf8.u64(0).u32(1).bytes(&[0xff]).u8(0);
     assert!(matches!(
@@ -1281,8 +1289,13 @@ impl Zone for Mover {
         arrival: crate::Arrival<'_>,
     ) -> Result<(), Refusal> {
         self.heard.push(format!(
-            "in {} {} {} {} {:?}",
-            player.id, arrival.from_zone, arrival.claims, arrival.returning, arrival.state
+            "in {} {} {} {} {} {:?}",
+            player.id,
+            arrival.from_zone,
+            arrival.claims,
+            arrival.returning,
+            arrival.new_to_run,
+            arrival.state
         ));
         if player.principal == "banned" {
             return Err(Refusal::new(3, "no"));
@@ -1351,11 +1364,11 @@ fn transfers_messages_groups_and_the_parent_go_through_the_abi() {
         }]
     );
     assert!(host
-        .transfer_in(5, "ann", r#"{"hp":3}"#, "zone-a", false, &[1])
+        .transfer_in(5, "ann", r#"{"hp":3}"#, "zone-a", returning::ARRIVAL, &[1])
         .unwrap()
         .is_empty());
     let refused = host
-        .transfer_in(6, "banned", "{}", "zone-a", false, &[])
+        .transfer_in(6, "banned", "{}", "zone-a", returning::ARRIVAL, &[])
         .unwrap();
     assert_eq!(
         refused,
@@ -1397,8 +1410,8 @@ fn transfers_messages_groups_and_the_parent_go_through_the_abi() {
     assert_eq!(
         host.zone().unwrap().heard,
         vec![
-            "in 5 zone-a {\"hp\":3} false [1]",
-            "in 6 zone-a {} false []",
+            "in 5 zone-a {\"hp\":3} false false [1]",
+            "in 6 zone-a {} false false []",
             "message Zone(\"zone-c\") 9 [104, 105]",
             "message Admin 1 []",
             "child zone-c Tier { from: Idle, to: Dormant }",

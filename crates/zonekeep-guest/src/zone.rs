@@ -90,6 +90,10 @@ pub struct Arrival<'a> {
     pub claims: &'a str,
     /// Coming back after a transfer that failed.
     pub returning: bool,
+    /// A returning player is new to this run of the zone: its move was returned after the zone
+    /// restarted and it joined again, so it has no entity here and `state` is all it carried.
+    /// Always false when not `returning`.
+    pub new_to_run: bool,
 }
 
 /// Who sent a zone message.
@@ -292,15 +296,17 @@ pub trait Zone: Sized {
     /// A player arrives by transfer (`arrival.returning` false, in place of
     /// [`on_join`](Zone::on_join); its connection arrives later), or comes back after a transfer
     /// that failed (`returning` true, with the state [`transfer_out`](Zone::transfer_out)
-    /// returned; the zone must take it back, a refusal is ignored). The default takes a
-    /// returning player without doing anything and hands an arrival to `on_join`.
+    /// returned; the zone must take it back, a refusal is ignored; `new_to_run` when the zone
+    /// restarted since and the player joined again, with no entity here). The default takes a
+    /// player returning to the run it left without doing anything, and hands an arrival, or a
+    /// returning player new to this run, to `on_join`.
     fn transfer_in(
         &mut self,
         ctx: &mut Ctx<'_>,
         player: Player,
         arrival: Arrival<'_>,
     ) -> Result<(), Refusal> {
-        if arrival.returning {
+        if arrival.returning && !arrival.new_to_run {
             return Ok(());
         }
         self.on_join(ctx, player)

@@ -17,7 +17,7 @@ use crate::error::Failure;
 use crate::guest::Guest;
 use crate::load::ZoneModule;
 use crate::wire::{put_bytes, put_str, put_u32, put_u64, put_u8, Reader};
-use zonekeep_abi::op;
+use zonekeep_abi::{op, returning};
 
 /// Refusal code of an input or join offered to a failed zone.
 pub const FAILED_CODE: u16 = u16::MAX;
@@ -341,7 +341,14 @@ impl Zone for ModuleZone {
                 &serde_json::Value::Object(player.claims.clone()).to_string(),
             );
             put_str(input, arrival.from_zone);
-            put_u8(input, u8::from(arrival.returning));
+            put_u8(
+                input,
+                match (arrival.returning, arrival.new_to_run) {
+                    (false, _) => returning::ARRIVAL,
+                    (true, false) => returning::RETURN,
+                    (true, true) => returning::RETURN_NEW_TO_RUN,
+                },
+            );
             put_bytes(input, arrival.state);
         });
         match refusal.or_else(|| self.failed_refusal()) {

@@ -26,7 +26,7 @@ fn module(tick: &str, extra: &str) -> Vec<u8> {
             (import "zonekeep" "log" (func $log (param i32 i32 i32)))
             {extra}
             (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 3)
+            (func (export "zk_abi") (result i32) i32.const 4)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 8)) (then {tick}))
@@ -236,23 +236,25 @@ fn broken_modules_are_refused_at_load() {
         Err(LoadError::Invalid(_))
     ));
     // Missing export.
-    let no_call = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "zk_abi") (result i32) i32.const 3))"#).unwrap();
+    let no_call = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "zk_abi") (result i32) i32.const 4))"#).unwrap();
     assert_eq!(
         ZoneModule::load(&e, &no_call).unwrap_err().to_string(),
         "the module must export zk_alloc as a function (i32) -> i32"
     );
-    // A module built for another ABI version (the first).
-    let other = wat::parse_str(
-        r#"(module (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 1)
-            (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
-            (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#,
-    )
-    .unwrap();
-    assert_eq!(
-        ZoneModule::load(&e, &other).unwrap_err(),
-        LoadError::AbiVersion(1)
-    );
+    // Modules built for another ABI version (the first, and the one before this host's),
+    // refused by the version they name.
+    for old in [1, zonekeep_abi::ABI_VERSION - 1] {
+        let other = wat::parse_str(format!(
+            r#"(module (memory (export "memory") 1)
+                (func (export "zk_abi") (result i32) i32.const {old})
+                (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
+                (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#
+        ))
+        .unwrap();
+        let refused = ZoneModule::load(&e, &other).unwrap_err();
+        assert_eq!(refused, LoadError::AbiVersion(old));
+        assert!(refused.to_string().contains(&format!("ABI version {old}")));
+    }
     // A start function that never returns is stopped by the fuel budget at load.
     let looping_start = module("", "(func $s (loop $l (br $l))) (start $s)");
     let err = ZoneModule::load(&e, &looping_start).unwrap_err();
@@ -260,7 +262,7 @@ fn broken_modules_are_refused_at_load() {
     // A memory declared larger than the cap never instantiates.
     let huge = wat::parse_str(
         r#"(module (memory (export "memory") 2000)
-            (func (export "zk_abi") (result i32) i32.const 3)
+            (func (export "zk_abi") (result i32) i32.const 4)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
             (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#,
     )
@@ -417,7 +419,7 @@ fn the_host_asks_for_an_input_buffer_only_when_an_input_outgrows_it() {
         r#"(module
             (memory (export "memory") 1)
             (global $asked (mut i32) (i32.const 0))
-            (func (export "zk_abi") (result i32) i32.const 3)
+            (func (export "zk_abi") (result i32) i32.const 4)
             (func (export "zk_alloc") (param i32) (result i32)
                 (if (global.get $asked) (then unreachable))
                 (global.set $asked (i32.const 1))

@@ -1,6 +1,7 @@
 //! The rules, driven natively through the SDK's dispatch, as the host would drive the module.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use zonekeep_guest::returning;
 use zonekeep_guest::testing::{Command, TestHost};
 
 use super::*;
@@ -88,18 +89,32 @@ fn a_walk_asks_the_host_for_a_transfer_and_hands_out_the_purse() {
 fn an_arrival_takes_the_purse_it_carries_and_a_locked_zone_turns_it_away() {
     let mut open = host("hall-b", "{}");
     let arrived = open
-        .transfer_in(1, "ada", "{}", "hall-a", false, &7u32.to_le_bytes())
+        .transfer_in(
+            1,
+            "ada",
+            "{}",
+            "hall-a",
+            returning::ARRIVAL,
+            &7u32.to_le_bytes(),
+        )
         .unwrap();
     assert_eq!(told(&arrived), [(1, 7, "hall-b".to_owned())]);
     // State that is not a purse arrives as an empty one.
     let odd = open
-        .transfer_in(2, "bob", "{}", "hall-a", false, &[1, 2, 3])
+        .transfer_in(2, "bob", "{}", "hall-a", returning::ARRIVAL, &[1, 2, 3])
         .unwrap();
     assert_eq!(told(&odd), [(2, 0, "hall-b".to_owned())]);
 
     let mut locked = host("vault", r#"{"locked": true}"#);
     let refused = locked
-        .transfer_in(1, "ada", "{}", "hall-a", false, &7u32.to_le_bytes())
+        .transfer_in(
+            1,
+            "ada",
+            "{}",
+            "hall-a",
+            returning::ARRIVAL,
+            &7u32.to_le_bytes(),
+        )
         .unwrap();
     assert!(
         refused.iter().any(|c| matches!(c,
@@ -107,11 +122,14 @@ fn an_arrival_takes_the_purse_it_carries_and_a_locked_zone_turns_it_away() {
         "{refused:?}"
     );
     assert_eq!(locked.zone().unwrap().coins(PlayerId(1)), None);
-    // A player coming back to a locked zone is taken, with the purse it left with.
-    let back = locked
-        .transfer_in(2, "bob", "{}", "hall-a", true, &4u32.to_le_bytes())
-        .unwrap();
-    assert_eq!(told(&back), [(2, 4, "vault".to_owned())]);
+    // A player coming back to a locked zone is taken, with the purse it left with, whether it
+    // left this run of the zone or an earlier one.
+    for (id, code) in [(2, returning::RETURN), (3, returning::RETURN_NEW_TO_RUN)] {
+        let back = locked
+            .transfer_in(id, "bob", "{}", "hall-a", code, &4u32.to_le_bytes())
+            .unwrap();
+        assert_eq!(told(&back), [(id, 4, "vault".to_owned())]);
+    }
 }
 
 #[test]

@@ -128,10 +128,11 @@ impl Zone for Courier {
         arrival: &Arrival<'_>,
     ) -> Result<(), JoinRefusal> {
         self.log.push(format!(
-            "in {} from {} returning {} claims {}",
+            "in {} from {} returning {} new {} claims {}",
             p.id,
             arrival.from_zone,
             arrival.returning,
+            arrival.new_to_run,
             serde_json::Value::Object(arrival.claims.clone())
         ));
         if !arrival.returning && p.principal.as_str() == "banned" {

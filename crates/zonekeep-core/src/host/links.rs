@@ -78,6 +78,7 @@ impl ZoneHost {
             from_zone: &moving.target,
             claims: &moving.claims,
             returning: true,
+            new_to_run: false,
         };
         let capacity = self.config.input_buffer;
         let verdict = self
@@ -181,6 +182,7 @@ impl ZoneHost {
             from_zone,
             claims: &claims,
             returning: false,
+            new_to_run: false,
         };
         let capacity = self.config.input_buffer;
         let verdict = self
@@ -253,6 +255,7 @@ impl ZoneHost {
             from_zone,
             claims,
             returning: true,
+            new_to_run: true,
         };
         let capacity = self.config.input_buffer;
         let verdict = self

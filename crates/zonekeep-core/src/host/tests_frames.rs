@@ -441,3 +441,25 @@ fn the_kept_state_goes_with_the_grace_or_a_leave() {
         Err(crate::RejoinError::UnknownPlayer(_))
     ));
 }
+
+#[test]
+fn the_default_transfer_in_gives_a_player_new_to_the_run_its_join() {
+    // A zone that writes no transfer code: a move of its previous run was returned after it
+    // restarted, and the player joined again. The player has no entity in this run, so the
+    // default hands it to `on_join`, and it plays as any joiner does.
+    let (mut h, clock) = host(f32::INFINITY);
+    let p = h
+        .handle_transfer_return(
+            Principal::new("ann"),
+            Claims::new(),
+            Claims::new(),
+            "elsewhere",
+            &[],
+        )
+        .unwrap();
+    let walker = *h.zone::<Walkers>().unwrap().mine.get(&p).unwrap();
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    assert_eq!(m[&p].control(), Some(walker.0));
+    assert!(h.handle_input(p, 1, 0, &[3]).is_accepted());
+}

@@ -96,7 +96,7 @@ fn a_failed_transfer_hands_the_state_back_and_frames_resume_as_deltas() {
     h.handle_transfer_back(a).unwrap();
     assert!(!h.is_moving(a));
     assert!(zone(&h).log.contains(&format!(
-        "in {a} from zone-b returning true claims {{\"hp\":7}}"
+        "in {a} from zone-b returning true new false claims {{\"hp\":7}}"
     )));
     assert_eq!(
         zone(&h).walkers[&a].1,
@@ -141,7 +141,7 @@ fn an_arrival_starts_dropped_with_merged_claims_and_its_client_rejoins() {
         "the zone's claims win"
     );
     assert!(zone(&h).log.contains(&format!(
-        "in {id} from zone-a returning false claims {{\"hp\":7}}"
+        "in {id} from zone-a returning false new false claims {{\"hp\":7}}"
     )));
     assert!(!zone(&h).log.iter().any(|l| l.starts_with("join")));
     assert_eq!(zone(&h).walkers[&id].1, 42);
@@ -259,7 +259,7 @@ fn a_state_too_large_refuses_the_transfer_and_the_zone_keeps_its_player() {
     assert!(zone(&h)
         .log
         .iter()
-        .any(|l| l.starts_with(&format!("in {a} from zone-b returning true"))));
+        .any(|l| l.starts_with(&format!("in {a} from zone-b returning true new false"))));
     assert_eq!(step(&mut h, &clock, &mut m), vec![(a, true)]);
     assert!(h.handle_input(a, 2, 0, &[1]).is_accepted());
 }
@@ -356,7 +356,7 @@ fn a_return_into_a_new_run_admits_the_player_connected_with_its_state() {
     assert_eq!(info.role, Role::Player);
     assert_eq!(info.claims, claims(&[("team", "red".into())]));
     assert!(zone(&h).log.contains(&format!(
-        "in {id} from zone-b returning true claims {{\"hp\":7}}"
+        "in {id} from zone-b returning true new true claims {{\"hp\":7}}"
     )));
     assert!(
         !zone(&h).log.iter().any(|l| l.starts_with("join")),
