@@ -23,7 +23,7 @@ use serde_json::json;
 use zonekeep_core::{Claims, Role};
 
 use crate::host::{json_error, valid_zone_id, Shared};
-use crate::netsim::{NetSimConfig, TOO_MANY_OWN};
+use crate::net::netsim::{NetSimConfig, TOO_MANY_OWN};
 use crate::ticket::{mint, unix_now, MintRequest};
 
 /// Guest tickets live this long (or the host's maximum, if shorter).

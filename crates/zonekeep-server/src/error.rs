@@ -6,8 +6,8 @@
 
 use zonekeep_protocol::messages::KickCode;
 
-use crate::conn::KickNotice;
 use crate::content::ContentRefusal;
+use crate::net::conn::KickNotice;
 use crate::reconnect::ReconnectError;
 use crate::sim::JoinFailure;
 use crate::ticket::TicketError;

@@ -23,17 +23,17 @@ use tower::ServiceExt;
 use zonekeep_core::{Clock, SystemClock, Zone, ZoneConfig, ZoneHost, ZoneKinds};
 
 use crate::config::{ConfigError, ServerConfig};
-use crate::conn_limit::{Admission, ConnGuard, ConnLimiter};
 use crate::error::SessionError;
 use crate::metrics::Metrics;
-use crate::netsim::NetSim;
+use crate::net::conn_limit::{Admission, ConnGuard, ConnLimiter};
+use crate::net::netsim::NetSim;
 use crate::persist::Persistence;
 use crate::reconnect::ReconnectStore;
 use crate::sim::{
     DisposeHook, JoinFailure, Registry, SimContext, SimPool, Startup, ZoneCreate, ZoneEntry,
 };
 use crate::ticket::{KeyRing, TicketKey, Verifier};
-use crate::{admin, dev, session};
+use crate::{admin, dev};
 
 /// Why a host could not be built or served.
 #[derive(Debug, thiserror::Error)]
@@ -118,7 +118,7 @@ pub(crate) struct Shared {
     /// Where modules are compiled (see [`crate::code::Compiler`]).
     pub compiler: crate::code::Compiler,
     /// The WebTransport endpoint, once it listens (`GET /webtransport` publishes it).
-    pub webtransport: std::sync::OnceLock<crate::webtransport::Published>,
+    pub webtransport: std::sync::OnceLock<crate::net::webtransport::Published>,
     /// This host's advertised base URL (`ws://host:port`), once it listens: a Transfer names a
     /// target zone here by it.
     pub base_url: std::sync::OnceLock<String>,
@@ -171,7 +171,7 @@ impl Shared {
     }
 
     fn new_entry(&self, zone_id: &str, kind: &str, params: Value) -> (Arc<ZoneEntry>, ZoneCreate) {
-        // Unbounded channel, bounded by the sessions at `zone_inbox` (see `session::offer_input`):
+        // Unbounded channel, bounded by the sessions at `zone_inbox` (see `session::inputs`):
         // its blocks are allocated as inputs arrive instead of all 8,192 slots up front.
         let (tx, rx) = crossbeam_channel::unbounded();
         let metrics = self.metrics.zone(zone_id);
@@ -734,7 +734,7 @@ impl Host {
             .webtransport
             .or_else(|| cfg.dev.then(|| listener.local_addr().ok()).flatten());
         if let Some(addr) = wt_addr {
-            crate::webtransport::start(&shared, addr, limiter.clone(), &conns)
+            crate::net::webtransport::start(&shared, addr, limiter.clone(), &conns)
                 .await
                 .map_err(|e| HostError::Io(std::io::Error::other(e.to_string())))?;
         }
@@ -836,7 +836,7 @@ async fn bound_plain_requests(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    // A module push or rollback bounds its own time (see `admin_modules`), so that its answer
+    // A module push or rollback bounds its own time (see `admin::modules`), so that its answer
     // always says what happened; the request's address cap still applies below.
     let bounds_itself =
         req.method() == axum::http::Method::POST && req.uri().path().starts_with("/admin/modules/");
@@ -945,12 +945,12 @@ async fn ws_handler(
     if !valid_zone_id(&zone_id) {
         return ws.on_upgrade(move |s| async move {
             let _guard = guard;
-            session::refuse(s, shared, SessionError::BadZoneId).await;
+            crate::net::ws::refuse(s, shared, SessionError::BadZoneId).await;
         });
     }
     ws.on_upgrade(move |socket| async move {
         let _guard = guard;
-        session::run(socket, zone_id, shared, over, hops).await;
+        crate::net::ws::run(socket, zone_id, shared, over, hops).await;
     })
 }
 

@@ -27,13 +27,9 @@
 #![forbid(unsafe_code)]
 
 mod admin;
-mod admin_modules;
-mod admin_recording;
 mod bus;
 pub mod code;
 pub mod config;
-pub mod conn;
-pub mod conn_limit;
 pub mod content;
 mod dev;
 pub mod dev_key;
@@ -43,7 +39,7 @@ pub mod examples;
 pub mod fleet;
 mod host;
 pub mod metrics;
-pub mod netsim;
+pub mod net;
 pub mod persist;
 pub mod reconnect;
 pub mod recording;
@@ -51,7 +47,6 @@ mod session;
 pub mod sim;
 mod transfer;
 pub mod upgrade;
-pub mod webtransport;
 /// Tickets (minting, verification, keys, replay cache), re-exported from `zonekeep-ticket`.
 pub use zonekeep_ticket as ticket;
 

@@ -18,9 +18,9 @@ use zonekeep_protocol::limits::MAX_SERVER_MESSAGE;
 use zonekeep_protocol::messages::{KickCode, Redirect, ServerMessage};
 
 use super::{Fleet, RouteMode};
-use crate::conn::KickNotice;
 use crate::host::Shared;
-use crate::session::{finish, Sink, Stream};
+use crate::net::conn::KickNotice;
+use crate::net::ws::{finish, Sink, Stream};
 
 /// Redirects (or proxy hops) a Hello may have behind it before it is refused.
 pub(crate) const MAX_HOPS: u32 = 3;

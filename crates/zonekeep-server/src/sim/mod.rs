@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 use zonekeep_core::{Claims, JoinRefusal, PlayerId, Principal, Role, ZoneHost};
 use zonekeep_protocol::ResumeFrom;
 
-use crate::conn::ConnHandle;
+use crate::net::conn::ConnHandle;
 
 pub(crate) use frames::{kick_frame, pong_frame};
 pub(crate) use interrupts::Interrupts;

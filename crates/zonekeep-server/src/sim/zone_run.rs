@@ -24,8 +24,8 @@ use super::limit_log::{LimitLog, LIMIT_LOG_EVERY_SECONDS};
 use super::notices::{input_refused_frame, known_set_check_frame, Notices};
 use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
 use super::{InboxInput, JoinFailure, Joined, SimContext};
-use crate::conn::{ConnHandle, Offer};
 use crate::metrics::ZoneMetrics;
+use crate::net::conn::{ConnHandle, Offer};
 use crate::persist::{FinalSave, Unload, ZonePersist};
 use crate::recording::ZoneRecording;
 

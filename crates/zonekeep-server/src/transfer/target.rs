@@ -9,10 +9,10 @@ use zonekeep_core::PlayerId;
 use zonekeep_store::{StoredTransfer, TransferLedger, TransferStatus, ZoneLocation};
 
 use super::{ledger, DECISION_TIMEOUT};
-use crate::conn::ConnHandle;
 use crate::error::SessionError;
 use crate::fleet::route::Route;
 use crate::host::Shared;
+use crate::net::conn::ConnHandle;
 use crate::session::{enter_zone, spend_ticket};
 use crate::sim::{JoinFailure, Joined, SimCommand};
 use crate::ticket::VerifiedTicket;

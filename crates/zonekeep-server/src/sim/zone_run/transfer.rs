@@ -152,7 +152,7 @@ impl ZoneRun {
         record: &StoredTransfer,
         principal: &Principal,
         version: u32,
-        conn: crate::conn::ConnHandle,
+        conn: crate::net::conn::ConnHandle,
     ) -> Result<Joined, JoinFailure> {
         let (player, epoch) = self.transfer_in(ctx, record)?;
         let joined = self.resume(ctx, player, principal, version, None, conn)?;

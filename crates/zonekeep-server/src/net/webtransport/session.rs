@@ -13,11 +13,11 @@ use zonekeep_protocol::limits::DATAGRAM_VERSION;
 use zonekeep_protocol::messages::{tag, ClientMessage, KickCode, Redirect, ServerMessage};
 
 use super::framing::{read_message, write_message};
-use crate::conn::{ConnEnds, ConnHandle, DatagramPath, KickNotice};
-use crate::conn_limit::{Admission, ConnGuard, ConnLimiter};
 use crate::error::{kick_label, SessionError};
 use crate::host::{redirect_hops, valid_zone_id, Shared};
-use crate::netsim::{Datagram, DatagramDelay, DelayQueue, Direction};
+use crate::net::conn::{ConnEnds, ConnHandle, DatagramPath, KickNotice};
+use crate::net::conn_limit::{Admission, ConnGuard, ConnLimiter};
+use crate::net::netsim::{Datagram, DatagramDelay, DelayQueue, Direction};
 use crate::session::{
     accept_input, admit_hello, handle_message, report_round_trip, Attached, Handshake, Limits,
 };
@@ -272,7 +272,7 @@ async fn close(
     let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
     let code = kick
         .as_ref()
-        .map_or(0, |k| u32::from(crate::session::close_code(k.code)));
+        .map_or(0, |k| u32::from(crate::net::ws::close_code(k.code)));
     if let Some(send) = send {
         if let Some(k) = &kick {
             shared.metrics.kick(&kick_label(k.code));

@@ -25,8 +25,8 @@ use base64::Engine;
 use serde::Serialize;
 use wtransport::{Endpoint, Identity, ServerConfig};
 
-use crate::conn_limit::{Admission, ConnLimiter};
 use crate::host::Shared;
+use crate::net::conn_limit::{Admission, ConnLimiter};
 
 /// Initials the QUIC endpoint holds before the accept loop decides on them (each holds its first
 /// packet, about 1.2 kB; more are refused by the endpoint itself). The loop decides at once, so

@@ -18,13 +18,16 @@
 //! | `GET /admin/zones/{id}/recording` | | `RecordingInfo` `{"zone", "state", "reason", "detail", "bytes", "ticks", "max_bytes", "file_complete"}` |
 //! | `GET /admin/zones/{id}/recording/file` | | the recording (`application/octet-stream`) once it stopped; 409 `running` before |
 //!
-//! The module routes (`/admin/modules`) are in `admin_modules.rs`.
+//! The module routes (`/admin/modules`) are in `modules.rs`, the recording routes in `recording.rs`.
 //!
 //! `POST /admin/zones` also takes `"record": {"max_bytes"?}` to record the new zone from its
 //! creation (the one way to record a kind whose save leaves out state its hash covers).
 //!
 //! Errors: `{"error": {"code", "message"}}` with codes `unauthorized`,
 //! `admin_disabled`, `bad_request`, `not_found`, `exists`, `failed`, `ambiguous`, `unavailable`.
+
+mod modules;
+mod recording;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,17 +75,11 @@ pub(crate) fn router(shared: &Arc<Shared>) -> Router<Arc<Shared>> {
         .route("/admin/zones/{id}/stop", post(stop))
         .route(
             "/admin/zones/{id}/recording",
-            get(crate::admin_recording::status).post(crate::admin_recording::start),
+            get(recording::status).post(recording::start),
         )
-        .route(
-            "/admin/zones/{id}/recording/stop",
-            post(crate::admin_recording::stop),
-        )
-        .route(
-            "/admin/zones/{id}/recording/file",
-            get(crate::admin_recording::file),
-        )
-        .merge(crate::admin_modules::routes())
+        .route("/admin/zones/{id}/recording/stop", post(recording::stop))
+        .route("/admin/zones/{id}/recording/file", get(recording::file))
+        .merge(modules::routes())
         .route_layer(middleware::from_fn_with_state(shared.clone(), auth))
 }
 
@@ -344,7 +341,7 @@ struct CreateBody {
     host: Option<String>,
     /// Record the zone from its creation (on this host only).
     #[serde(default)]
-    record: Option<crate::admin_recording::RecordBody>,
+    record: Option<recording::RecordBody>,
 }
 
 async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {

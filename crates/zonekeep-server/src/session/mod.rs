@@ -1,0 +1,48 @@
+//! A session: a connection admitted to a zone, whatever its transport. The transports
+//! (`crate::net::ws`, `crate::net::webtransport`) read a client's first message and hand it to
+//! [`admission`], then pass what the client sends on to [`inputs`].
+
+mod admission;
+mod inputs;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use zonekeep_core::PlayerId;
+
+use crate::net::netsim::ConnNetSim;
+use crate::sim::ZoneEntry;
+
+pub(crate) use admission::{admit_hello, count_takeover, enter_zone, spend_ticket, start_failure};
+pub(crate) use inputs::{accept_input, handle_message, report_round_trip, Limits};
+
+/// A session attached to a zone.
+pub(crate) struct Attached {
+    pub(crate) entry: Arc<ZoneEntry>,
+    pub(crate) player: PlayerId,
+    /// This connection's id (a Resync names it, so a replaced connection's request is ignored).
+    pub(crate) conn_id: u64,
+    /// The NetSim (dev) its messages go through: its ticket subject's own, else the host's.
+    pub(crate) netsim: ConnNetSim,
+}
+
+/// How a handshake ended without an error.
+pub(crate) enum Handshake {
+    /// Joined or resumed here.
+    Attached(Attached),
+    /// The client left before its Hello.
+    Gone,
+    /// Another host owns the zone: redirect or proxy the client there.
+    Elsewhere(crate::fleet::forward::Moved),
+    /// The player was moved to another zone (PROTOCOL.md §5.3.2): send it this Transfer frame
+    /// again and close.
+    Transferred(Bytes),
+}
+
+/// Where an admitted Hello went.
+pub(crate) enum Entered {
+    /// Into a zone of this host: its thread, and the principal.
+    Zone(usize, String),
+    /// Nowhere: the player was moved to another zone; this is its Transfer frame.
+    Moved(Bytes),
+}
