@@ -421,6 +421,7 @@ async fn publisher(
             };
             match started {
                 Ok(ack) => {
+                    shared.stats.note_published();
                     let inflight = InFlight {
                         ack,
                         deadline,

@@ -8,6 +8,7 @@ use crate::BusError;
 #[derive(Debug, Default)]
 pub struct BusStats {
     sent: AtomicU64,
+    published: AtomicU64,
     delivered: AtomicU64,
     duplicates: AtomicU64,
     undeliverable: [AtomicU64; BusError::LABELS.len()],
@@ -22,6 +23,11 @@ impl BusStats {
     /// local zone's inbox).
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
+    }
+    /// Messages published to the NATS stream: one envelope alone, or a batch of them. Against
+    /// [`sent`](Self::sent), how well sends coalesce (always 0 in process).
+    pub fn published(&self) -> u64 {
+        self.published.load(Ordering::Relaxed)
     }
     /// Messages applied by a receiving zone on this host (counted by the host).
     pub fn delivered(&self) -> u64 {
@@ -67,6 +73,9 @@ impl BusStats {
 
     pub(crate) fn note_sent(&self) {
         self.sent.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn note_published(&self) {
+        self.published.fetch_add(1, Ordering::Relaxed);
     }
     pub(crate) fn note_undeliverable(&self, why: &BusError) {
         let i = BusError::LABELS

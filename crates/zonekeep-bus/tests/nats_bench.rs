@@ -7,8 +7,9 @@
 //!     --test nats_bench -- --ignored --nocapture
 //! ```
 //!
-//! Two `BusHandle`s with a NATS connection each stand for two hosts: sender zones on the first
-//! send numbered messages to receiver zones bound on the second, which acknowledge in batches
+//! Two `BusHandle`s with a NATS connection each stand for two hosts, each on a tokio runtime of
+//! its own with two workers, as two host processes on two cores would have: sender zones on the
+//! first send numbered messages to receiver zones bound on the second, which acknowledge in batches
 //! (as a zone without saves does on delivery). Each payload carries its send instant, so the
 //! latency is publish queue + NATS store + consumer pull + inbox, measured on one clock.
 //! Phase 1 sends as fast as the bus takes them (throughput); then sends are paced at 5,000 and
@@ -54,6 +55,7 @@ struct Seen {
 
 /// Receives `expect` messages over every receiver zone; returns their latencies.
 async fn receive(
+    host: &tokio::runtime::Handle,
     inboxes: Vec<zonekeep_bus::ZoneInbox>,
     bus: &BusHandle,
     base: Instant,
@@ -66,7 +68,7 @@ async fn receive(
         // Each zone's inbox is moved into a task for the phase and handed back after.
         let tx = tx.clone();
         let bus = bus.clone();
-        tasks.push(tokio::spawn(async move {
+        tasks.push(host.spawn(async move {
             let zone = inbox_owned.zone().to_string();
             for n in 1..=per_zone {
                 let d = tokio::time::timeout(Duration::from_secs(60), inbox_owned.recv_message())
@@ -156,7 +158,7 @@ fn summary(name: &str, n: u64, took: Duration, seen: &mut Seen) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 #[ignore = "a benchmark: run with --ignored --nocapture (BENCHMARKS.md)"]
 async fn bus_throughput_and_latency_between_two_hosts() {
     let Some(url) = service::service_url(
@@ -166,8 +168,21 @@ async fn bus_throughput_and_latency_between_two_hosts() {
         return;
     };
     let ns = namespace();
-    let sender = Arc::new(BusHandle::connect(&url, config(&ns, "h1")).await.unwrap());
-    let receiver = BusHandle::connect(&url, config(&ns, "h2")).await.unwrap();
+    // Each host's own runtime: its bus tasks and its zones' sends or receives run there.
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let (h1, h2) = (runtime(), runtime());
+    let connect = |rt: &tokio::runtime::Runtime, host: &str| {
+        let (url, config) = (url.clone(), config(&ns, host));
+        rt.spawn(async move { BusHandle::connect(&url, config).await })
+    };
+    let sender = Arc::new(connect(&h1, "h1").await.unwrap().unwrap());
+    let receiver = connect(&h2, "h2").await.unwrap().unwrap();
     let inboxes: Vec<_> = (0..ZONES)
         .map(|i| receiver.bind_zone(&format!("rx-{i}")).unwrap())
         .collect();
@@ -178,7 +193,7 @@ async fn bus_throughput_and_latency_between_two_hosts() {
     // Phase 1: as fast as the bus takes them.
     let start = Instant::now();
     let s = sender.clone();
-    let sending = tokio::spawn(async move {
+    let sending = h1.spawn(async move {
         let per_zone = BURST / ZONES as u64;
         for seq in 1..=per_zone {
             for i in 0..ZONES {
@@ -186,9 +201,11 @@ async fn bus_throughput_and_latency_between_two_hosts() {
             }
         }
     });
-    let (mut seen, inboxes) = receive(inboxes, &receiver, base, BURST).await;
+    let (mut seen, inboxes) = receive(h2.handle(), inboxes, &receiver, base, BURST).await;
     sending.await.unwrap();
     summary("burst", BURST, seen.last_at - start, &mut seen);
+    let mut published = sender.stats().published();
+    println!("  in {published} NATS messages");
 
     // Then fixed rates, in 1 ms batches.
     let mut inboxes = inboxes;
@@ -198,7 +215,7 @@ async fn bus_throughput_and_latency_between_two_hosts() {
         let s = sender.clone();
         let start = Instant::now();
         let from = first;
-        let sending = tokio::spawn(async move {
+        let sending = h1.spawn(async move {
             let per_ms = (rate / 1000).max(1);
             let mut tick = tokio::time::interval(Duration::from_millis(1));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
@@ -216,7 +233,7 @@ async fn bus_throughput_and_latency_between_two_hosts() {
                 }
             }
         });
-        let (mut seen, back) = receive(inboxes, &receiver, base, total).await;
+        let (mut seen, back) = receive(h2.handle(), inboxes, &receiver, base, total).await;
         inboxes = back;
         sending.await.unwrap();
         summary(
@@ -225,6 +242,9 @@ async fn bus_throughput_and_latency_between_two_hosts() {
             seen.last_at - start,
             &mut seen,
         );
+        let now = sender.stats().published();
+        println!("  in {} NATS messages", now - published);
+        published = now;
         first += total / ZONES as u64;
     }
 
@@ -242,6 +262,8 @@ async fn bus_throughput_and_latency_between_two_hosts() {
     }
     sender.shutdown();
     receiver.shutdown();
+    h1.shutdown_background();
+    h2.shutdown_background();
     let names = Names::new(&ns).unwrap();
     if let Ok(client) = async_nats::connect(&url).await {
         let js = async_nats::jetstream::new(client);

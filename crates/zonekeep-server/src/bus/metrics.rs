@@ -23,6 +23,12 @@ pub(crate) fn encode(stats: &BusStats, out: &mut String) {
     );
     counter(
         out,
+        "zonekeep_bus_published",
+        "Messages published to NATS: an envelope alone or a batch of them",
+        stats.published(),
+    );
+    counter(
+        out,
         "zonekeep_bus_delivered",
         "Zone messages applied by zones of this host",
         stats.delivered(),
