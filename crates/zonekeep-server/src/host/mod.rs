@@ -1,0 +1,298 @@
+//! The host: its shared state, and what each part of it is.
+//!
+//! - `builder`: [`HostBuilder`], the zone kinds, persistence and settings a host is made of.
+//! - `serve`: [`Host`], its bus, transfers and fleet membership, and the accept loop.
+//! - `routes`: the HTTP routes a client or a scraper reaches (zone upgrades, `/metrics`, the
+//!   WebTransport discovery) and the bounds on plain requests.
+
+mod builder;
+mod routes;
+mod serve;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use zonekeep_core::Clock;
+
+use crate::config::{ConfigError, ServerConfig};
+use crate::metrics::Metrics;
+use crate::net::conn_limit::ConnGuard;
+use crate::net::netsim::NetSim;
+use crate::reconnect::ReconnectStore;
+use crate::sim::{JoinFailure, Registry, SimContext, SimPool, Startup, ZoneCreate, ZoneEntry};
+use crate::ticket::Verifier;
+
+pub use builder::HostBuilder;
+pub(crate) use routes::redirect_hops;
+pub use serve::Host;
+
+/// Why a host could not be built or served.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No zone kind registered.
+    #[error("no zone kind registered")]
+    NoKinds,
+    /// The default kind is not registered.
+    #[error("default zone kind {0:?} is not registered")]
+    UnknownDefaultKind(String),
+    /// A zone kind's config is invalid.
+    #[error("zone kind {kind:?}: {error}")]
+    KindConfig {
+        /// The kind.
+        kind: String,
+        /// What is wrong.
+        error: zonekeep_core::ConfigError,
+    },
+    /// No ticket key and not in dev mode.
+    #[error(
+        "no ticket key configured: set ZONEKEEP_TICKET_SECRET (or ticket_keys), or run with --dev"
+    )]
+    NoTicketKey,
+    /// An I/O failure (thread spawn, socket).
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    /// The host could not join the fleet (register, or land its first heartbeat).
+    #[error("joining the fleet: {0}")]
+    Fleet(#[from] crate::fleet::FleetError),
+    /// Dev mode could not load or create its ticket key in the data directory.
+    #[error(transparent)]
+    DevKey(#[from] crate::dev_key::DevKeyError),
+    /// Graceful shutdown could not make every zone's acknowledged state durable:
+    /// a final save was refused, dropped or not confirmed within the shutdown bound.
+    #[error("shutdown lost state: final saves not written for zones {unsaved:?}{}", if *unfrozen_threads > 0 { format!(", {unfrozen_threads} simulation thread(s) did not freeze in time") } else { String::new() })]
+    StateLost {
+        /// Zones whose final save is not durable.
+        unsaved: Vec<String>,
+        /// Simulation threads whose zones could not be frozen in time.
+        unfrozen_threads: usize,
+    },
+}
+
+/// What the accept loop knows about a connection, passed to handlers.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnInfo {
+    pub over_ip_cap: bool,
+    pub guard: Arc<ConnGuard>,
+}
+
+/// State shared by every task of the host.
+pub(crate) struct Shared {
+    pub config: ServerConfig,
+    pub verifier: Verifier,
+    pub metrics: Arc<Metrics>,
+    pub registry: Arc<Registry>,
+    pub pool: SimPool,
+    pub reconnect: Arc<ReconnectStore>,
+    pub clock: Arc<dyn Clock>,
+    pub netsim: NetSim,
+    /// Cancelled when shutdown starts: no new joins or zones.
+    pub shutdown: CancellationToken,
+    /// Cancelled once the zones' final saves are confirmed (or the deadline
+    /// passed): every session still open is told SHUTTING_DOWN.
+    pub sessions_end: CancellationToken,
+    pub sessions: TaskTracker,
+    pub next_conn: AtomicU64,
+    pub default_kind: String,
+    pub sim: Arc<SimContext>,
+    pub admin_token_hash: Option<[u8; 32]>,
+    /// This host's fleet membership, set once it joined (hosts with a store).
+    pub fleet: std::sync::OnceLock<Arc<crate::fleet::Fleet>>,
+    /// Fleet metrics (registered on `/metrics` for hosts with a store).
+    pub fleet_metrics: crate::fleet::FleetMetrics,
+    /// Stops the fleet's heartbeat, reconcile and watchdog when the host has left.
+    pub fleet_stop: CancellationToken,
+    /// The module kinds, when the host has any (see [`crate::code`]).
+    pub code: Option<Arc<dyn crate::code::CodeKinds>>,
+    /// Where modules are compiled (see [`crate::code::Compiler`]).
+    pub compiler: crate::code::Compiler,
+    /// The WebTransport endpoint, once it listens (`GET /webtransport` publishes it).
+    pub webtransport: std::sync::OnceLock<crate::net::webtransport::Published>,
+    /// This host's advertised base URL (`ws://host:port`), once it listens: a Transfer names a
+    /// target zone here by it.
+    pub base_url: std::sync::OnceLock<String>,
+    /// The transfer records of a host that keeps nothing (no persistence): in memory.
+    pub memory_transfers: std::sync::OnceLock<Arc<dyn zonekeep_store::TransferLedger>>,
+}
+
+/// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.
+pub fn valid_zone_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= zonekeep_protocol::limits::MAX_ZONE_ID
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+/// Why zone create params (a ticket's `params` claim, an admin create's body) are refused: their
+/// JSON text is over [`zonekeep_store::MAX_PARAMS_LEN`] bytes, the most the fleet directory keeps
+/// with a zone. `None` when they fit. Checked before anything is claimed or stored, so the
+/// refusal is the caller's (a 400, JOIN_REFUSED), never a store failure.
+pub(crate) fn params_refusal(params: &Value) -> Option<String> {
+    /// Counts the bytes written, and stops once they pass the limit.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > zonekeep_store::MAX_PARAMS_LEN {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, params) {
+        Ok(()) => None,
+        Err(_) => Some(format!(
+            "zone params must encode to at most {} bytes of JSON (64 KiB); these take more",
+            zonekeep_store::MAX_PARAMS_LEN
+        )),
+    }
+}
+
+impl Shared {
+    /// This host's fleet membership, once joined.
+    pub fn fleet(&self) -> Option<&Arc<crate::fleet::Fleet>> {
+        self.fleet.get()
+    }
+
+    fn new_entry(&self, zone_id: &str, kind: &str, params: Value) -> (Arc<ZoneEntry>, ZoneCreate) {
+        // Unbounded channel, bounded by the sessions at `zone_inbox` (see `session::inputs`):
+        // its blocks are allocated as inputs arrive instead of all 8,192 slots up front.
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let metrics = self.metrics.zone(zone_id);
+        let entry = Arc::new(ZoneEntry {
+            zone_id: zone_id.to_owned(),
+            thread: self.pool.pick_thread(),
+            inbox: tx,
+            tick: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
+            summary: Default::default(),
+            rate_limited: metrics.input_counter("rate_limited").unwrap_or_default(),
+            inbox_full: metrics.input_counter("inbox_full").unwrap_or_default(),
+            ready: tokio::sync::watch::Sender::new(Startup::Starting),
+        });
+        let create = ZoneCreate {
+            kind: kind.to_owned(),
+            params,
+            inbox: rx,
+            metrics,
+        };
+        (entry, create)
+    }
+
+    /// "unknown zone kind", naming the kinds this host has, so the fix is in the message.
+    pub(crate) fn unknown_kind(&self, kind: &str) -> String {
+        let mut known: Vec<&str> = self.sim.specs.keys().map(String::as_str).collect();
+        known.sort_unstable();
+        format!(
+            "unknown zone kind {kind:?} (this host serves: {})",
+            known.join(", ")
+        )
+    }
+
+    /// Find the zone for a join, registering it (to be created by its thread) if it is new.
+    pub fn route_join(
+        &self,
+        zone_id: &str,
+        kind: Option<&str>,
+        params: Option<Value>,
+    ) -> Result<(Arc<ZoneEntry>, Option<ZoneCreate>), JoinFailure> {
+        let mut zones = self.registry.lock();
+        if let Some(e) = zones.get(zone_id) {
+            return Ok((e.clone(), None));
+        }
+        if self.shutdown.is_cancelled() {
+            return Err(JoinFailure::ShuttingDown);
+        }
+        if self.registry.is_fenced(zone_id) {
+            return Err(JoinFailure::Fenced);
+        }
+        if let Some(f) = self.registry.failure(zone_id) {
+            return Err(JoinFailure::Failed(f.message()));
+        }
+        if zones.len() >= self.config.max_zones {
+            return Err(JoinFailure::TooManyZones);
+        }
+        let kind = kind.unwrap_or(&self.default_kind);
+        let spec = self
+            .sim
+            .specs
+            .get(kind)
+            .ok_or_else(|| JoinFailure::Unavailable(self.unknown_kind(kind)))?;
+        let params = params.unwrap_or_else(|| spec.default_params.clone());
+        let (entry, create) = self.new_entry(zone_id, kind, params);
+        zones.insert(zone_id.to_owned(), entry.clone());
+        Ok((entry, Some(create)))
+    }
+
+    /// Register a zone for an admin create.
+    pub fn register_new(
+        &self,
+        zone_id: &str,
+        kind: &str,
+        params: Value,
+    ) -> Result<(Arc<ZoneEntry>, ZoneCreate), crate::sim::AdminFailure> {
+        use crate::sim::AdminFailure;
+        let mut zones = self.registry.lock();
+        if zones.contains_key(zone_id) {
+            return Err(AdminFailure::Exists(zone_id.to_owned()));
+        }
+        if self.shutdown.is_cancelled() {
+            return Err(AdminFailure::Unavailable("shutting down".into()));
+        }
+        if self.registry.is_fenced(zone_id) {
+            return Err(AdminFailure::Unavailable(format!(
+                "zone {zone_id:?} moved to another host; restart this host to serve it here again"
+            )));
+        }
+        if let Some(f) = self.registry.failure(zone_id) {
+            return Err(AdminFailure::Failed(f.message()));
+        }
+        if zones.len() >= self.config.max_zones {
+            return Err(AdminFailure::Unavailable(
+                "the host runs its maximum number of zones".into(),
+            ));
+        }
+        if !self.sim.specs.contains_key(kind) {
+            return Err(AdminFailure::BadRequest(self.unknown_kind(kind)));
+        }
+        let (entry, create) = self.new_entry(zone_id, kind, params);
+        zones.insert(zone_id.to_owned(), entry.clone());
+        Ok((entry, create))
+    }
+}
+
+/// A JSON error body `{"error": {"code", "message"}}`.
+pub(crate) fn json_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
+    (status, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::params_refusal;
+    use zonekeep_store::MAX_PARAMS_LEN;
+
+    #[test]
+    fn params_are_refused_past_the_directory_limit_and_the_refusal_names_it() {
+        // `{"p":"…"}` is 8 bytes around the text.
+        let fits = serde_json::json!({"p": "x".repeat(MAX_PARAMS_LEN - 8)});
+        assert_eq!(serde_json::to_string(&fits).unwrap().len(), MAX_PARAMS_LEN);
+        assert_eq!(params_refusal(&fits), None);
+        let over = serde_json::json!({"p": "x".repeat(MAX_PARAMS_LEN - 7)});
+        let refusal = params_refusal(&over).unwrap();
+        assert!(refusal.contains("65536"), "{refusal}");
+    }
+}
