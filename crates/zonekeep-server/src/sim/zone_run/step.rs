@@ -1,0 +1,315 @@
+//! A zone's step on its simulation thread: the inbox drained, the host advanced, and what the
+//! advance produced handed on (frames to connections, notices, tier changes, the zone's
+//! summary).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use zonekeep_core::{AdvanceReport, InputOutcome, PlayerId, Role, Tier};
+use zonekeep_protocol::messages::{Entries, KickCode, ServerMessage};
+
+use crate::sim::limit_log::LIMIT_LOG_EVERY_SECONDS;
+use crate::sim::notices::{input_refused_frame, known_set_check_frame};
+use crate::sim::SimContext;
+
+use super::{send_frame, tier_name, ZoneRun};
+
+impl ZoneRun {
+    pub fn due(&self, now: Duration) -> bool {
+        self.host.next_tick_due() <= now
+    }
+
+    /// Drain the inbox, advance, deliver. Returns true when the zone went Dormant.
+    pub fn step(&mut self, ctx: &SimContext, now: Duration) -> bool {
+        let bus = ctx.bus.get();
+        if let Some(bus) = bus {
+            if self.bus.is_none() {
+                // A zone acknowledges at its saves when it has any, else on delivery.
+                let persistent = self.persist.is_some() && self.host.snapshot().is_some();
+                self.bus = crate::bus::ZoneBus::bind(bus, &self.entry.zone_id, persistent);
+            }
+            if let Some(zb) = &mut self.bus {
+                zb.deliver(bus, &self.entry.zone_id, &mut self.host);
+            }
+        }
+        for _ in 0..self.inbox_capacity {
+            let Ok(i) = self.inbox.try_recv() else { break };
+            // Outcomes are counted by the host and come back in the report; a refusal is also
+            // told to the client so its predictor drops the input.
+            let outcome = self
+                .host
+                .handle_input(i.player, i.seq, i.view_tick, &i.payload);
+            match outcome {
+                InputOutcome::Refused(r) => self.notify_refused(ctx, i.player, i.seq, r.code),
+                InputOutcome::Moving => {
+                    self.notify_refused(ctx, i.player, i.seq, crate::transfer::MOVING_CODE)
+                }
+                _ => {}
+            }
+        }
+        if let Some(p) = &mut self.persist {
+            p.before_advance(&mut self.host);
+        }
+        let report = self.host.advance(now);
+        if let Some(p) = &mut self.persist {
+            let mut saved = p.after_advance(&mut self.host, now);
+            if let Some(zb) = &mut self.bus {
+                if saved.is_none() && zb.wants_save() {
+                    saved = p.save(&self.host);
+                }
+                if let Some(seq) = saved {
+                    zb.saved(seq);
+                }
+                if let Some(bus) = bus {
+                    zb.committed(bus, &self.entry.zone_id, p.last_saved_seq());
+                }
+            }
+        }
+        if let Some(bus) = bus {
+            crate::bus::ZoneBus::carry(bus, &self.entry.zone_id, &mut self.host);
+        }
+        let dormant = self.absorb(ctx, &report);
+        self.send_transfers(ctx);
+        self.pump_recording();
+        self.tell_entries(ctx);
+        dormant
+    }
+
+    /// Sends the entry URLs anew (Entries, PROTOCOL.md §5.3.1) to every version 7 session told an
+    /// older list, once after each change: a player must not learn only at its next Welcome that
+    /// a host joined or left.
+    fn tell_entries(&mut self, ctx: &SimContext) {
+        let current = ctx.entries.generation();
+        if current == self.entries_told {
+            return;
+        }
+        self.entries_told = current;
+        let entries = ctx.entries.zone_urls(&self.entry.zone_id);
+        let frame = match ServerMessage::Entries(Entries { entries }).to_bytes(None) {
+            Ok(b) => Bytes::from(b),
+            Err(e) => {
+                tracing::warn!(zone = %self.entry.zone_id, error = %e, "entry URLs do not encode");
+                return;
+            }
+        };
+        for sub in self.subs.values_mut() {
+            if sub.entries_told.is_some_and(|g| g != current) {
+                sub.entries_told = Some(current);
+                if let Some(conn) = &sub.conn {
+                    send_frame(&self.metrics, conn, frame.clone());
+                }
+            }
+        }
+    }
+
+    /// Send InputRefused for `seq` to `player`'s connection, within its per-second bound.
+    fn notify_refused(&mut self, ctx: &SimContext, player: PlayerId, seq: u32, code: u16) {
+        let tick = self.host.tick();
+        let tick_hz = self.host.config().tick_hz;
+        let Some(sub) = self.subs.get_mut(&player) else {
+            return;
+        };
+        let Some(conn) = sub.conn.as_ref() else {
+            return;
+        };
+        if !sub.notices.allow_refusal(tick, tick_hz) {
+            ctx.metrics.sync_notice("input_refused_suppressed");
+            return;
+        }
+        if let Some(frame) = input_refused_frame(seq, code) {
+            if send_frame(&self.metrics, conn, frame) {
+                ctx.metrics.sync_notice("input_refused_sent");
+            }
+        }
+    }
+
+    fn absorb(&mut self, ctx: &SimContext, report: &AdvanceReport) -> bool {
+        self.entry.tick.store(report.tick, Ordering::Relaxed);
+        self.ticks_dropped += report.ticks_dropped;
+        self.metrics.record_advance(
+            report.ticks_run,
+            report.ticks_dropped,
+            &report.tick_durations,
+            &report.inputs,
+        );
+        // The zone counts from its start; a new instance (an upgrade) starts again from 0.
+        let suppressed = self.host.log_lines_suppressed();
+        if suppressed != self.log_suppressed {
+            let new = if suppressed > self.log_suppressed {
+                suppressed - self.log_suppressed
+            } else {
+                suppressed
+            };
+            ctx.metrics.log_lines_suppressed(new);
+            self.log_suppressed = suppressed;
+        }
+        for d in &report.tick_durations {
+            let us = d.as_micros();
+            self.tick_stats.0 += 1;
+            self.tick_stats.1 += us;
+            self.tick_stats.2 = u64::try_from(us).unwrap_or(u64::MAX);
+            let mut s = self.entry.summary.lock().unwrap_or_else(|p| p.into_inner());
+            s.max_tick_us = s.max_tick_us.max(self.tick_stats.2);
+        }
+        for k in &report.kicks {
+            if let Some(c) = self.subs.get(&k.player).and_then(|s| s.conn.as_ref()) {
+                c.kick(KickCode::KICKED, k.reason.clone());
+            }
+        }
+        for (player, _) in &report.left {
+            if let Some(c) = self.subs.remove(player).and_then(|s| s.conn) {
+                c.kick(KickCode::KICKED, "removed from the zone");
+            }
+            ctx.reconnect.forget(&self.entry.zone_id, *player);
+        }
+        if report.events_dropped > 0 {
+            ctx.metrics.events_dropped(report.events_dropped);
+        }
+        ctx.metrics.limits().record(report);
+        if let Some(r) = self.limit_log.note(report, self.host.config().tick_hz) {
+            tracing::warn!(
+                zone = %self.entry.zone_id,
+                spawns_refused = r.spawns,
+                facts_too_large = r.facts_too_large,
+                facts_over_rate = r.facts_rate,
+                facts_over_in_flight = r.facts_in_flight,
+                events_dropped = r.events_dropped,
+                "the zone's code hit its limits (counts since the last such line; one line per {LIMIT_LOG_EVERY_SECONDS} s of zone time)"
+            );
+        }
+        if !report.patch_ticks.is_empty() {
+            self.deliver_frames(ctx);
+        }
+        let mut dormant = false;
+        for t in &report.tier_transitions {
+            ctx.metrics.set_tier(&mut self.metrics, t.to);
+            dormant |= t.to == Tier::Dormant;
+        }
+        if !report.left.is_empty() || !report.tier_transitions.is_empty() || report.ticks_run > 0 {
+            self.publish();
+        }
+        dormant
+    }
+
+    /// Build the patch (the replicator: interest, diffs, budget, ack, events) and hand each
+    /// frame to its connection's outbox without waiting.
+    ///
+    /// A Delta that says nothing new (PROTOCOL.md §6: no entity changes, no events, the same ack)
+    /// is not sent, except once a second as a keep-alive: idle connections then cost next to
+    /// nothing.
+    fn deliver_frames(&mut self, ctx: &SimContext) {
+        let tick = self.host.tick();
+        let keepalive = u64::from(self.host.config().tick_hz);
+        let mut checks_due: Vec<PlayerId> = Vec::new();
+        // What datagram clients acknowledged since the last patch: their States build on it.
+        for (&player, sub) in self.subs.iter_mut() {
+            let Some(path) = sub.conn.as_ref().and_then(|c| c.datagrams.as_ref()) else {
+                continue;
+            };
+            let acked = path.acked();
+            if acked > sub.state_acked {
+                sub.state_acked = acked;
+                self.host.ack_state(player, acked);
+            }
+        }
+        let frames = match self.host.drain_frames() {
+            Ok(frames) => frames,
+            Err(e) => {
+                tracing::error!(zone = %self.entry.zone_id, error = %e, "building frames failed");
+                for c in self.subs.values().filter_map(|s| s.conn.as_ref()) {
+                    c.kick(KickCode::INTERNAL_ERROR, "frame building failed");
+                }
+                return;
+            }
+        };
+        for frame in frames {
+            let Some(sub) = self.subs.get_mut(&frame.player) else {
+                continue;
+            };
+            let Some(conn) = sub.conn.as_ref() else {
+                continue;
+            };
+            if frame.quiet
+                && sub.last_ack == Some(frame.ack)
+                && tick.saturating_sub(sub.last_frame_tick) < keepalive
+            {
+                self.metrics.record_quiet_skipped();
+                continue;
+            }
+            // Events of a datagram client go reliably, ahead of the State of their tick.
+            if !frame.events.is_empty() {
+                send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.events));
+            }
+            if send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.bytes)) {
+                sub.last_ack = Some(frame.ack);
+                sub.last_frame_tick = tick;
+                if let Some(at) = sub.moved_at_ms.take() {
+                    let ms = crate::sim::now_ms().saturating_sub(at);
+                    ctx.metrics.transfer_latency(ms as f64 / 1000.0);
+                }
+                // A State names the state it applies to: no KnownSetCheck follows it.
+                if frame.base.is_none() && sub.notices.frame_sent() {
+                    checks_due.push(frame.player);
+                }
+            }
+        }
+        ctx.metrics
+            .limits()
+            .events_deferred(self.host.last_build_stats().events_deferred);
+        self.send_known_set_checks(ctx, tick, &checks_due);
+    }
+
+    /// Follow the Deltas just sent to `players` with a KnownSetCheck of what each client now holds
+    /// (PROTOCOL.md §5.7); the outbox keeps them in order behind the Delta they check.
+    fn send_known_set_checks(&self, ctx: &SimContext, tick: u64, players: &[PlayerId]) {
+        for &player in players {
+            let Some((count, hash)) = self.host.known_set_check(player) else {
+                continue;
+            };
+            let Some(conn) = self.subs.get(&player).and_then(|s| s.conn.as_ref()) else {
+                continue;
+            };
+            if send_frame(
+                &self.metrics,
+                conn,
+                known_set_check_frame(tick, count, hash),
+            ) {
+                ctx.metrics.sync_notice("known_set_check_sent");
+            }
+        }
+    }
+
+    /// Publish the summary and population gauges.
+    pub(super) fn publish(&mut self) {
+        let (mut players, mut observers) = (0u32, 0u32);
+        for p in self.host.players() {
+            match p.role {
+                Role::Player => players += 1,
+                Role::Observer => observers += 1,
+            }
+        }
+        let entities = u32::try_from(self.host.world().len()).unwrap_or(u32::MAX);
+        self.metrics.set_population(
+            i64::from(players),
+            i64::from(observers),
+            i64::from(entities),
+        );
+        let mut s = self.entry.summary.lock().unwrap_or_else(|p| p.into_inner());
+        s.id = self.entry.zone_id.clone();
+        s.kind = self.host.kind().to_owned();
+        s.tier = tier_name(self.host.tier());
+        s.tick = self.host.tick();
+        s.players = players;
+        s.observers = observers;
+        s.entities = entities;
+        s.ticks_run = self.tick_stats.0;
+        s.ticks_dropped = self.ticks_dropped;
+        s.last_tick_us = self.tick_stats.2;
+        s.mean_tick_us = if self.tick_stats.0 == 0 {
+            0.0
+        } else {
+            self.tick_stats.1 as f64 / self.tick_stats.0 as f64
+        };
+    }
+}
