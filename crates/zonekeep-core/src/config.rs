@@ -31,8 +31,13 @@ pub struct ZoneConfig {
     pub max_observers: u32,
     /// Empty this long: the zone goes Idle.
     pub idle_after: Duration,
-    /// Empty this long: the zone goes Dormant (must be `>= idle_after`).
+    /// Empty this long: the zone goes Dormant (must be `>= idle_after`). A lasting zone never
+    /// goes Dormant.
     pub dormant_after: Duration,
+    /// A lasting world: never reset, cleared or forgotten. Its zones never go Dormant — an
+    /// empty one stays loaded at Idle, its world going on — and its host refuses to stop one
+    /// unless the operator forces it.
+    pub lasting: bool,
     /// What Idle means: slower ticks or none.
     pub idle_policy: IdlePolicy,
     /// Capacity of each player's input buffer.
@@ -80,6 +85,7 @@ impl Default for ZoneConfig {
             max_observers: 16,
             idle_after: Duration::from_secs(30),
             dormant_after: Duration::from_secs(300),
+            lasting: false,
             idle_policy: IdlePolicy::Slow(4),
             input_buffer: 32,
             input_policy: InputPolicy::Next,

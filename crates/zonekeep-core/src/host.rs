@@ -386,7 +386,13 @@ impl ZoneHost {
             };
         }
         self.expire_graces(now);
-        let (idle_after, dormant_after) = (self.config.idle_after, self.config.dormant_after);
+        let idle_after = self.config.idle_after;
+        // A lasting world stays loaded when empty: its tier stops at Idle.
+        let dormant_after = if self.config.lasting {
+            Duration::MAX
+        } else {
+            self.config.dormant_after
+        };
         while let Some((from, to)) = self.core.tier.update(now, idle_after, dormant_after) {
             self.transition(from, to);
         }

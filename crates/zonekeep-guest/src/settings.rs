@@ -34,6 +34,9 @@ pub struct Settings {
     pub view_radius: f32,
     /// The interest grid's cell size, in world units.
     pub cell_size: f32,
+    /// A lasting world: its zones never go Dormant, and the host refuses to stop one unless
+    /// the operator forces it.
+    pub lasting: bool,
 }
 
 impl Settings {
@@ -84,7 +87,14 @@ impl Settings {
         self
     }
 
-    /// CONFIG's output (docs/MODULES.md): the seven settings in order.
+    /// Marks the kind a lasting world (see [`Settings::lasting`](Settings#structfield.lasting)).
+    pub fn lasting(mut self) -> Self {
+        self.lasting = true;
+        self
+    }
+
+    /// CONFIG's output (docs/MODULES.md): the seven settings in order, then, for a lasting
+    /// world, `u32 max_entities` (0: the host's) and `u8 lasting`.
     pub fn encode(&self, w: &mut Writer) {
         w.u32(self.tick_hz)
             .u32(self.patch_every)
@@ -93,5 +103,8 @@ impl Settings {
             .f32(self.pos_step)
             .f32(self.view_radius)
             .f32(self.cell_size);
+        if self.lasting {
+            w.u32(0).u8(1);
+        }
     }
 }

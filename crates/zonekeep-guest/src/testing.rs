@@ -772,12 +772,12 @@ impl<Z: Zone> TestHost<Z> {
     /// CONFIG: the settings the zone asks for.
     ///
     /// # Panics
-    /// If the output is not the seven settings.
+    /// If the output is not the seven settings, or the seven with `max_entities` and `lasting`.
     pub fn settings(&mut self) -> Result<crate::Settings, Fatal> {
         let out = self.call_raw(Op::Config.number(), &input::bare(self.tick))?;
         let mut r = Reader::new(&out);
         let read = |r: &mut Reader<'_>| -> Result<crate::Settings, DecodeError> {
-            let s = crate::Settings {
+            let mut s = crate::Settings {
                 tick_hz: r.u32()?,
                 patch_every: r.u32()?,
                 max_players: r.u32()?,
@@ -785,7 +785,12 @@ impl<Z: Zone> TestHost<Z> {
                 pos_step: r.f32()?,
                 view_radius: r.f32()?,
                 cell_size: r.f32()?,
+                lasting: false,
             };
+            if !r.is_empty() {
+                let _max_entities = r.u32()?;
+                s.lasting = r.bool()?;
+            }
             r.finish()?;
             Ok(s)
         };

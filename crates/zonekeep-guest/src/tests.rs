@@ -1254,6 +1254,12 @@ fn config_answers_the_zones_settings_before_any_zone_is_built() {
     // A zone that asks for nothing answers zeros: the host's own settings.
     let mut plain = TestHost::<Ledger>::new(1000);
     assert_eq!(plain.settings().unwrap(), crate::Settings::default());
+    // A lasting world says so after the seven.
+    let mut w = Writer::new();
+    crate::Settings::new().lasting().encode(&mut w);
+    let bytes = w.into_vec();
+    assert_eq!(bytes.len(), 7 * 4 + 4 + 1);
+    assert_eq!(bytes.last(), Some(&1));
 }
 
 /// A zone that moves players and trades messages, through the SDK's new calls and commands.

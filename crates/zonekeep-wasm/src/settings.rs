@@ -26,6 +26,8 @@ pub struct ModuleSettings {
     pub cell_size: Option<f32>,
     /// Most entities a zone may hold at once (only within the host's own cap).
     pub max_entities: Option<u32>,
+    /// A lasting world ([`ZoneConfig::lasting`]).
+    pub lasting: bool,
 }
 
 /// The range of settings a module may ask for: what a host can run for everyone else on its
@@ -75,16 +77,25 @@ impl ModuleSettings {
             pos_step: some_f32(r.f32("pos_step").map_err(bad)?),
             view_radius: some_f32(r.f32("view_radius").map_err(bad)?),
             cell_size: some_f32(r.f32("cell_size").map_err(bad)?),
-            // The eighth setting is optional: modules built before it answer seven.
+            // The eighth and ninth settings are optional: a module may answer seven or eight.
             max_entities: if r.is_empty() {
                 None
             } else {
                 some_u32(r.u32("max_entities").map_err(bad)?)
             },
+            lasting: if r.is_empty() {
+                false
+            } else {
+                match r.u8("lasting").map_err(bad)? {
+                    0 => false,
+                    1 => true,
+                    n => return Err(LoadError::Settings(format!("lasting {n}: 0 or 1"))),
+                }
+            },
         };
         if !r.is_empty() {
             return Err(LoadError::Settings(format!(
-                "{} bytes after the eight settings",
+                "{} bytes after the nine settings",
                 r.remaining()
             )));
         }
@@ -179,6 +190,7 @@ impl ModuleSettings {
         if let Some(v) = self.max_entities {
             config.max_entities = config.max_entities.min(v as usize);
         }
+        config.lasting |= self.lasting;
         config
     }
 }

@@ -180,3 +180,33 @@ fn an_eighth_setting_caps_the_zones_entities() {
     };
     assert_eq!(greedy.settings().apply(host).max_entities, 1000);
 }
+
+#[test]
+fn a_ninth_setting_marks_a_lasting_world_and_anything_but_0_or_1_is_refused() {
+    let mut bytes = all_settings(0, 0, 0.0, 0.0, 0.0);
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.push(1);
+    let module = ZoneModule::load(&engine(), &module_asking(&bytes)).unwrap();
+    assert!(module.settings().lasting);
+    let config = module.settings().apply(ZoneConfig::default());
+    assert!(config.lasting);
+    assert_eq!(
+        config.max_entities,
+        ZoneConfig::default().max_entities,
+        "0: the host's cap"
+    );
+    // Eight settings: not lasting.
+    let mut eight = all_settings(0, 0, 0.0, 0.0, 0.0);
+    eight.extend_from_slice(&0u32.to_le_bytes());
+    let plain = ZoneModule::load(&engine(), &module_asking(&eight)).unwrap();
+    assert!(!plain.settings().apply(ZoneConfig::default()).lasting);
+    // A byte that is no flag, or bytes after it, refuse the module naming why.
+    let mut odd = bytes.clone();
+    *odd.last_mut().unwrap() = 2;
+    let err = ZoneModule::load(&engine(), &module_asking(&odd)).unwrap_err();
+    assert!(err.to_string().contains("lasting 2"), "{err}");
+    let mut long = bytes;
+    long.push(0);
+    let err = ZoneModule::load(&engine(), &module_asking(&long)).unwrap_err();
+    assert!(err.to_string().contains("after the nine settings"), "{err}");
+}

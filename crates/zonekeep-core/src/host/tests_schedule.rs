@@ -205,6 +205,28 @@ fn dormant_is_reported_and_stops_ticks() {
 }
 
 #[test]
+fn a_lasting_world_left_empty_stays_idle_and_keeps_ticking() {
+    let (mut h, clock) = host(ZoneConfig {
+        lasting: true,
+        ..tier_cfg(IdlePolicy::Slow(2))
+    });
+    let p = join(&mut h, "a");
+    clock.set(Duration::from_secs(5));
+    h.advance(clock.now());
+    h.handle_leave(p, crate::LeaveReason::Left).unwrap(); // empty from 5 s
+                                                          // Far past the dormant timeout: the world went Idle and no further.
+    clock.set(Duration::from_secs(3600));
+    let r = h.advance(clock.now());
+    let steps: Vec<_> = r.tier_transitions.iter().map(|t| (t.from, t.to)).collect();
+    assert_eq!(steps, vec![(Tier::Hot, Tier::Idle)]);
+    assert_eq!(h.tier(), Tier::Idle);
+    assert!(
+        step(&mut h, &clock, 10).ticks_run > 0,
+        "its world goes on at the idle rate"
+    );
+}
+
+#[test]
 fn present_players_keep_the_zone_hot() {
     let (mut h, clock) = host(tier_cfg(IdlePolicy::Pause));
     let p = join(&mut h, "a");

@@ -59,6 +59,8 @@ pub(super) fn put_config(out: &mut Vec<u8>, c: &ZoneConfig) {
     put_varint(out, c.max_entities as u64);
     put_varint(out, c.max_fact_bytes as u64);
     put_varint(out, u64::from(c.max_facts_per_second));
+    // Since version 7: a lasting world never goes Dormant.
+    out.push(u8::from(c.lasting));
 }
 
 fn size(r: &mut Reader<'_>, what: &str) -> Result<usize, String> {
@@ -86,6 +88,10 @@ fn f32v(r: &mut Reader<'_>) -> Result<f32, String> {
 /// The first format version whose config carries the zone's limits (older recordings replay
 /// under the default limits).
 const LIMITS_VERSION: u16 = 4;
+
+/// The first format version whose config says whether the zone is a lasting world (older
+/// recordings are of zones that were not).
+const LASTING_VERSION: u16 = 7;
 
 /// Reads what [`put_config`] wrote (in format `version`) and validates it.
 pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig, String> {
@@ -143,8 +149,18 @@ pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig,
                 d.max_facts_per_second,
             )
         };
+    let lasting = if version >= LASTING_VERSION {
+        match r.u8().map_err(|e| e.to_string())? {
+            0 => false,
+            1 => true,
+            n => return Err(format!("config lasting must be 0 or 1, not {n}")),
+        }
+    } else {
+        false
+    };
     let config = ZoneConfig {
         tick_hz,
+        lasting,
         patch_every,
         max_catch_up,
         max_players,

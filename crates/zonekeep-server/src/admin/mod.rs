@@ -12,7 +12,7 @@
 //! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a failed zone — its game code could not create it or restore its save, or trapped, panicked or overran its budget while it ran — `{"id", "kind", "running": false, "failed": {"id", "kind", "reason", "tick", "at_start", "at_ms"}}` (with `start_failure`, the kept save, when a restore failed), until it is stopped or its kind is deployed anew; for a zone that did not start for another reason (the store) `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
 //! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it; 400 `bad_request` naming the param the kind refused, or for params over 64 KiB of JSON (nothing is kept: the id stays free); 409 `failed` when the zone's code failed to create it, or the zone is failed |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
-//! | `POST /admin/zones/{id}/stop` | | 200 `{"stopped": id}`; for a failed zone, clears the failure (`"removed_failure": true`) and releases the zone in the directory: the next join or create starts it afresh, from its last save |
+//! | `POST /admin/zones/{id}/stop` | empty, or `{"force": true}` | 200 `{"stopped": id}` (the zone is saved and unloaded); 409 `lasting` for a lasting world unless forced (a forced stop is logged on the `zonekeep::audit` target); for a failed zone, clears the failure (`"removed_failure": true`) and releases the zone in the directory: the next join or create starts it afresh, from its last save |
 //! | `POST /admin/zones/{id}/recording` | `{"max_bytes"?}` (default 64 MiB, at most 256 MiB) | 201 `RecordingInfo`: the running zone is recorded from its snapshot at the next tick boundary |
 //! | `POST /admin/zones/{id}/recording/stop` | | 200 `RecordingInfo` |
 //! | `GET /admin/zones/{id}/recording` | | `RecordingInfo` `{"zone", "state", "reason", "detail", "bytes", "ticks", "max_bytes", "file_complete"}` |
@@ -24,7 +24,8 @@
 //! creation (the one way to record a kind whose save leaves out state its hash covers).
 //!
 //! Errors: `{"error": {"code", "message"}}` with codes `unauthorized`,
-//! `admin_disabled`, `bad_request`, `not_found`, `exists`, `failed`, `ambiguous`, `unavailable`.
+//! `admin_disabled`, `bad_request`, `not_found`, `exists`, `failed`, `ambiguous`, `unavailable`,
+//! `lasting`.
 
 mod modules;
 mod recording;
@@ -123,6 +124,7 @@ pub(crate) fn failure(f: AdminFailure) -> Response {
         AdminFailure::Failed(_) => (StatusCode::CONFLICT, "failed"),
         AdminFailure::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
         AdminFailure::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        AdminFailure::Lasting(_) => (StatusCode::CONFLICT, "lasting"),
     };
     json_error(status, code, f.to_string())
 }
@@ -571,7 +573,23 @@ async fn kick(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: B
     }
 }
 
-async fn stop(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+/// The body of a stop: empty, or `{"force": true}` to stop a lasting world.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StopBody {
+    #[serde(default)]
+    force: bool,
+}
+
+async fn stop(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes) -> Response {
+    let b: StopBody = if body.is_empty() {
+        StopBody::default()
+    } else {
+        match parse(&body) {
+            Ok(b) => b,
+            Err(e) => return bad_body(e),
+        }
+    };
     // A failed zone is no longer running: stopping it removes the failure, so it may run again
     // (from its last save) when next joined or created.
     if shared.registry.remove_failed(&id) {
@@ -584,6 +602,7 @@ async fn stop(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Resp
     let zone = id.clone();
     match ask(&shared, &id, |reply| SimCommand::Stop {
         zone_id: zone,
+        force: b.force,
         reply,
     })
     .await

@@ -156,6 +156,9 @@ impl HostBuilder {
                     kind: kind.clone(),
                     error,
                 })?;
+            if spec.config.lasting && self.persistence.is_none() {
+                return Err(HostError::LastingWithoutStore(kind.clone()));
+            }
         }
         let ring = match config.key_ring()? {
             Some(r) => r,

@@ -51,6 +51,9 @@ pub enum HostError {
         /// What is wrong.
         error: zonekeep_core::ConfigError,
     },
+    /// A lasting kind on a host that saves nothing: its worlds would be lost at every restart.
+    #[error("zone kind {0:?} is a lasting world, and this host has no store to keep it in")]
+    LastingWithoutStore(String),
     /// No ticket key and not in dev mode.
     #[error(
         "no ticket key configured: set ZONEKEEP_TICKET_SECRET (or ticket_keys), or run with --dev"

@@ -145,6 +145,9 @@ pub enum AdminFailure {
     /// Queue full, zone cap, or shutting down.
     #[error("{0}")]
     Unavailable(String),
+    /// The zone is a lasting world: stopping it needs the operator to force it.
+    #[error("zone {0:?} is a lasting world: it is stopped only when forced (\"force\": true)")]
+    Lasting(String),
 }
 
 pub(crate) enum SimCommand {
@@ -242,6 +245,8 @@ pub(crate) enum SimCommand {
     },
     Stop {
         zone_id: String,
+        /// Stop a lasting world too.
+        force: bool,
         reply: oneshot::Sender<Result<(), AdminFailure>>,
     },
     /// Start recording a running zone (from its snapshot, at the next tick boundary).

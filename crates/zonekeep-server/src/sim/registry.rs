@@ -19,6 +19,8 @@ pub struct ZoneSummary {
     pub kind: String,
     /// `hot`, `idle` or `dormant`.
     pub tier: &'static str,
+    /// A lasting world: never Dormant, stopped only when forced.
+    pub lasting: bool,
     /// Current tick.
     pub tick: u64,
     /// Players present (connected or within grace).

@@ -453,10 +453,22 @@ impl SimThread {
                 };
                 let _ = reply.send(r);
             }
-            SimCommand::Stop { zone_id, reply } => {
+            SimCommand::Stop {
+                zone_id,
+                force,
+                reply,
+            } => {
+                let lasting = self.zones.get(&zone_id).is_some_and(|z| z.lasting());
                 let r = match self.zones.remove(&zone_id) {
                     None => Err(AdminFailure::NoZone(zone_id)),
+                    Some(z) if lasting && !force => {
+                        self.zones.insert(zone_id.clone(), z);
+                        Err(AdminFailure::Lasting(zone_id))
+                    }
                     Some(mut z) => {
+                        if lasting {
+                            tracing::warn!(target: "zonekeep::audit", zone = %zone_id, "a lasting world was stopped by force (admin)");
+                        }
                         z.teardown(
                             &self.ctx,
                             KickCode::ZONE_STOPPED,

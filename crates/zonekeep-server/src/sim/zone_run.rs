@@ -525,6 +525,11 @@ impl ZoneRun {
         }
     }
 
+    /// Whether the zone is a lasting world ([`zonekeep_core::ZoneConfig::lasting`]).
+    pub fn lasting(&self) -> bool {
+        self.host.config().lasting
+    }
+
     /// Why the zone's game code failed, once it has ([`ZoneHost::failure`]).
     pub fn failure(&self) -> Option<&str> {
         self.host.failure()

@@ -107,7 +107,15 @@ async fn persistent_every(
             data_dir: dir.to_path_buf(),
             ..base_config()
         })
-        .zone_with::<Tally>("tally", tally, Value::Null)
+        .zone_with::<Tally>("tally", tally.clone(), Value::Null)
+        .zone_with::<Tally>(
+            "world",
+            ZoneConfig {
+                lasting: true,
+                ..tally
+            },
+            Value::Null,
+        )
         .persistence(Arc::clone(&p))
         .build()
         .unwrap();
@@ -385,4 +393,107 @@ async fn a_refused_save_unloads_the_zone_without_waiting_for_a_fact() {
         1.0
     );
     server.stop().await;
+}
+
+#[tokio::test]
+async fn a_lasting_world_left_empty_stays_loaded_and_is_stopped_only_when_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, p) = persistent(dir.path(), None).await;
+    // A lasting world and an ordinary zone with the same tier timeouts, emptied together.
+    let (status, body) = http(
+        &server,
+        "POST",
+        "/admin/zones",
+        Some(ADMIN),
+        Some(json!({"id": "w-1", "kind": "world"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (mut world, _, mut r) = join_tally(&server, "w-1", "ann").await;
+    send_input(&mut world, 1, &1u64.to_le_bytes()).await;
+    read_until(&mut world, &mut r, |r| r.ack >= 1).await;
+    let (ordinary, _, _) = join_tally(&server, "t-1", "bob").await;
+    drop((world, ordinary));
+    // Once the ordinary zone went Dormant and was unloaded, the world is still running: Idle.
+    eventually("the ordinary zone to be unloaded", || async {
+        let (_, list) = admin_get(&server, "/admin/zones").await;
+        list["zones"]
+            .as_array()
+            .is_some_and(|z| z.iter().any(|z| z["id"] == "t-1" && z["running"] == false))
+    })
+    .await;
+    eventually("the world to go Idle", || async {
+        let (_, d) = admin_get(&server, "/admin/zones/w-1").await;
+        d["tier"] == "idle"
+    })
+    .await;
+    let (status, d) = admin_get(&server, "/admin/zones/w-1").await;
+    assert_eq!(status, 200);
+    assert_eq!(d["lasting"], true);
+    assert_eq!(d["running"], true, "{d}");
+
+    // Stopping it is refused unless forced, and the refusal names the way.
+    let (status, body) = http(&server, "POST", "/admin/zones/w-1/stop", Some(ADMIN), None).await;
+    assert_eq!(status, 409, "{body}");
+    let err: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(err["error"]["code"], "lasting");
+    assert!(err["error"]["message"].as_str().unwrap().contains("force"));
+    let (status, body) = http(
+        &server,
+        "POST",
+        "/admin/zones/w-1/stop",
+        Some(ADMIN),
+        Some(json!({"force": "yes"})),
+    )
+    .await;
+    assert_eq!(status, 400, "a body that is no stop request: {body}");
+    let (status, _) = admin_get(&server, "/admin/zones/w-1").await;
+    assert_eq!(status, 200, "still running after the refusals");
+
+    // Forced: saved and unloaded like any stop; its state is kept.
+    let (status, body) = http(
+        &server,
+        "POST",
+        "/admin/zones/w-1/stop",
+        Some(ADMIN),
+        Some(json!({"force": true})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    eventually("the world's final save", || async {
+        p.store()
+            .saves
+            .load("w-1")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|rec| Snapshot::decode(&rec.bytes).ok())
+            .is_some_and(|snap| snap.zone == 1u64.to_le_bytes().to_vec())
+    })
+    .await;
+    let (ws, _, r) = join_tally(&server, "w-1", "ann").await;
+    assert_eq!(r.count, Some(1), "the world comes back as it was");
+    drop(ws);
+    server.stop().await;
+}
+
+#[test]
+fn a_lasting_kind_needs_a_store() {
+    let refused = Host::builder()
+        .config(base_config())
+        .zone_with::<Tally>(
+            "world",
+            ZoneConfig {
+                lasting: true,
+                ..ZoneConfig::default()
+            },
+            Value::Null,
+        )
+        .build()
+        .err()
+        .expect("a lasting kind without a store is refused");
+    assert!(
+        refused.to_string().contains("\"world\" is a lasting world"),
+        "{refused}"
+    );
 }

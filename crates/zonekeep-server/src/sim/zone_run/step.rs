@@ -299,6 +299,7 @@ impl ZoneRun {
         s.id = self.entry.zone_id.clone();
         s.kind = self.host.kind().to_owned();
         s.tier = tier_name(self.host.tier());
+        s.lasting = self.host.config().lasting;
         s.tick = self.host.tick();
         s.players = players;
         s.observers = observers;
