@@ -262,6 +262,13 @@ async fn build(
                     StartError::Failed(format!("cannot create the zone: {e}"))
                 }
             })?;
+            // A module says it is a lasting world only in its settings, which shape the zone's
+            // config as it is made: a host that saves nothing must not run one.
+            if host.config().lasting {
+                return Err(StartError::Invalid(format!(
+                    "zone kind {kind:?} is a lasting world, and this host has no store to keep it in"
+                )));
+            }
             Ok((host, None))
         }
         Some(p) => {

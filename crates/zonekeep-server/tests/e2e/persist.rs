@@ -477,8 +477,8 @@ async fn a_lasting_world_left_empty_stays_loaded_and_is_stopped_only_when_forced
     server.stop().await;
 }
 
-#[test]
-fn a_lasting_kind_needs_a_store() {
+#[tokio::test]
+async fn a_lasting_kind_needs_a_store() {
     let refused = Host::builder()
         .config(base_config())
         .zone_with::<Tally>(
@@ -496,4 +496,37 @@ fn a_lasting_kind_needs_a_store() {
         refused.to_string().contains("\"world\" is a lasting world"),
         "{refused}"
     );
+    // A kind whose zones only turn out lasting as they are made (a module's settings decide)
+    // is refused zone by zone.
+    let host = Host::builder()
+        .config(base_config())
+        .zone_factory("world", ZoneConfig::default(), Value::Null, |kinds| {
+            kinds.register_factory(
+                "world",
+                Arc::new(|init, config, clock, epoch| {
+                    let lasting = ZoneConfig {
+                        lasting: true,
+                        ..config
+                    };
+                    let mut one = zonekeep_core::ZoneKinds::new();
+                    one.register::<Tally>("world");
+                    one.create_at(init, lasting, clock, epoch)
+                }),
+                None,
+            );
+        })
+        .build()
+        .unwrap();
+    let server = TestServer::serve(host).await;
+    let (status, body) = http(
+        &server,
+        "POST",
+        "/admin/zones",
+        Some(ADMIN),
+        Some(json!({"id": "w-2", "kind": "world"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("is a lasting world"), "{body}");
+    server.stop().await;
 }
