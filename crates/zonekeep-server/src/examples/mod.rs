@@ -21,7 +21,7 @@ pub use courier::{
     zone_config as courier_config, Courier, Report, Runs, TOPIC_COMMAND, TOPIC_NUMBERED,
     TOPIC_REPORT,
 };
-pub use doors::Doors;
+pub use doors::{Doors, TOPIC_COINS as DOORS_TOPIC_COINS};
 
 use zonekeep_core::{
     Ctx, EventTarget, InputRefusal, LeaveReason, PlayerId, PlayerInfo, Role, Zone, ZoneError,

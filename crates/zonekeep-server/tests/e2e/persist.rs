@@ -1,8 +1,11 @@
 //! Persistence in the host, end to end on a SQLite file: hibernation (Dormant
 //! → saved → unloaded → restored by the next join), a save the code cannot
 //! restore (kept, refused with the reason, reported by the admin API),
-//! facts settling through slow storage, and a host whose zone another host
-//! claimed (fenced): it stops committing, unloads the zone and kicks.
+//! facts settling through slow storage, a host whose zone another host
+//! claimed (fenced): it stops committing, unloads the zone and kicks; lasting
+//! worlds (never Dormant, stopped only when forced, refused by a host without
+//! a store); and a returned move's state that a refused join reclaimed, given
+//! back for the player's next join.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,9 +17,10 @@ use zonekeep_core::{
     ZoneConfig, ZoneError, ZoneInit,
 };
 use zonekeep_protocol::messages::{KickCode, ServerMessage, Welcome};
+use zonekeep_server::examples::{Doors, DOORS_TOPIC_COINS as TOPIC_COINS};
 use zonekeep_server::persist::{PersistConfig, Persistence};
 use zonekeep_server::{Host, ServerConfig};
-use zonekeep_store::{FactLedger, SaveStore, SqliteStore, SQLITE_FILE_NAME};
+use zonekeep_store::{FactLedger, NewTransfer, SaveStore, SqliteStore, SQLITE_FILE_NAME};
 
 use crate::common::*;
 
@@ -113,6 +117,16 @@ async fn persistent_every(
             ZoneConfig {
                 lasting: true,
                 ..tally
+            },
+            Value::Null,
+        )
+        // Room for one player, who leaves at once when its connection closes.
+        .zone_with::<Doors>(
+            "doors",
+            ZoneConfig {
+                max_players: 1,
+                reconnect_grace: Duration::from_millis(50),
+                ..ZoneConfig::default()
             },
             Value::Null,
         )
@@ -528,5 +542,114 @@ async fn a_lasting_kind_needs_a_store() {
     .await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("is a lasting world"), "{body}");
+    server.stop().await;
+}
+
+/// Reads until a doors purse event, and answers its coins.
+async fn purse(ws: &mut Ws) -> u32 {
+    loop {
+        match recv(ws, &empty_schema()).await {
+            Seen::Msg(ServerMessage::Delta(d)) => {
+                if let Some(e) = d
+                    .events
+                    .into_iter()
+                    .flatten()
+                    .find(|e| e.topic == TOPIC_COINS)
+                {
+                    return u32::from_le_bytes(e.payload[..4].try_into().unwrap());
+                }
+            }
+            Seen::Msg(ServerMessage::Kick(k)) => panic!("kicked: {k:?}"),
+            Seen::Msg(_) => {}
+            Seen::Closed => panic!("closed"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_join_refused_after_it_reclaimed_a_returned_move_gives_the_state_back_for_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, p) = persistent(dir.path(), None).await;
+    let (status, body) = http(
+        &server,
+        "POST",
+        "/admin/zones",
+        Some(ADMIN),
+        Some(json!({"id": "hall", "kind": "doors"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let epoch = serde_json::from_str::<Value>(&body).unwrap()["epoch"]
+        .as_u64()
+        .unwrap();
+    // The zone is full: its one place is bob's.
+    let (bob, _) = join(&server, "hall", &ticket("bob", "hall")).await;
+    // A move of ada's out of the hall that came back with 7 coins and was never handed back
+    // (its host died before it could): her next join must get them.
+    let ledger = &p.store().transfers;
+    ledger
+        .begin_transfer(&NewTransfer {
+            id: "hall~ada~1".into(),
+            principal: "ada".into(),
+            player: 9,
+            source_zone: "hall".into(),
+            source_epoch: epoch,
+            target_zone: "vault".into(),
+            claims: "{}".into(),
+            player_claims: "{}".into(),
+            state: 7u32.to_le_bytes().to_vec(),
+        })
+        .await
+        .unwrap();
+    ledger
+        .return_transfer("hall~ada~1", "hall", epoch, "the target did not answer")
+        .await
+        .unwrap();
+
+    // Her join reclaims the state, then finds the zone full: refused, and the state is given
+    // back for her next join rather than lost.
+    let code = refused(&server, "hall", hello_bytes(&ticket("ada", "hall"), &[])).await;
+    assert_eq!(code, KickCode::ZONE_FULL);
+    let reclaimed = r#"zonekeep_transfers_total{outcome="reclaimed"}"#;
+    let unclaimed = r#"zonekeep_transfers_total{outcome="unclaimed"}"#;
+    assert_eq!(
+        metric(&server, reclaimed).await,
+        1.0,
+        "the join reclaimed it"
+    );
+    eventually("the reclaimed state to be given back", || async {
+        metric(&server, unclaimed).await == 1.0
+    })
+    .await;
+    assert!(
+        ledger
+            .unclaimed_return("hall", "ada", 0)
+            .await
+            .unwrap()
+            .is_some_and(|t| t.transfer.id == "hall~ada~1"),
+        "the record is unclaimed again"
+    );
+
+    // Once there is room, she joins with her 7 coins, once.
+    drop(bob);
+    eventually("the hall to empty", || async {
+        let (_, d) = admin_get(&server, "/admin/zones/hall").await;
+        d["players"] == 0
+    })
+    .await;
+    // Her purse rides in the BASELINE after the Welcome.
+    let mut ada = connect(&server, "hall").await;
+    send(&mut ada, hello_bytes(&ticket("ada", "hall"), &[])).await;
+    assert_eq!(purse(&mut ada).await, 7, "the returned move's coins");
+    assert_eq!(metric(&server, reclaimed).await, 2.0);
+    assert!(
+        ledger
+            .unclaimed_return("hall", "ada", 0)
+            .await
+            .unwrap()
+            .is_none(),
+        "handed back once"
+    );
+    drop(ada);
     server.stop().await;
 }
