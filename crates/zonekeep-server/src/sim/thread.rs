@@ -459,26 +459,23 @@ impl SimThread {
                 reply,
             } => {
                 let lasting = self.zones.get(&zone_id).is_some_and(|z| z.lasting());
-                let r = match self.zones.remove(&zone_id) {
-                    None => Err(AdminFailure::NoZone(zone_id)),
-                    Some(z) if lasting && !force => {
-                        self.zones.insert(zone_id.clone(), z);
-                        Err(AdminFailure::Lasting(zone_id))
+                let r = if lasting && !force {
+                    Err(AdminFailure::Lasting(zone_id))
+                } else if let Some(mut z) = self.zones.remove(&zone_id) {
+                    if lasting {
+                        tracing::warn!(target: "zonekeep::audit", zone = %zone_id, "a lasting world was stopped by force (admin)");
                     }
-                    Some(mut z) => {
-                        if lasting {
-                            tracing::warn!(target: "zonekeep::audit", zone = %zone_id, "a lasting world was stopped by force (admin)");
-                        }
-                        z.teardown(
-                            &self.ctx,
-                            KickCode::ZONE_STOPPED,
-                            "the zone was stopped",
-                            Unload::Hibernate,
-                        );
-                        self.ctx.metrics.release_zone(z.metrics);
-                        tracing::info!(zone = %zone_id, "zone stopped");
-                        Ok(())
-                    }
+                    z.teardown(
+                        &self.ctx,
+                        KickCode::ZONE_STOPPED,
+                        "the zone was stopped",
+                        Unload::Hibernate,
+                    );
+                    self.ctx.metrics.release_zone(z.metrics);
+                    tracing::info!(zone = %zone_id, "zone stopped");
+                    Ok(())
+                } else {
+                    Err(AdminFailure::NoZone(zone_id))
                 };
                 let _ = reply.send(r);
             }
