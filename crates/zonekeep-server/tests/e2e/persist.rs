@@ -181,6 +181,20 @@ async fn join_tally(server: &TestServer, zone: &str, sub: &str) -> (Ws, Welcome,
     (ws, welcome, r)
 }
 
+/// Creates zone `id` of `kind` through the admin API; answers the created zone's body.
+async fn create_zone(server: &TestServer, id: &str, kind: &str) -> Value {
+    let (status, body) = http(
+        server,
+        "POST",
+        "/admin/zones",
+        Some(ADMIN),
+        Some(json!({"id": id, "kind": kind})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
 async fn admin_get(server: &TestServer, path: &str) -> (u16, Value) {
     let (status, body) = http(server, "GET", path, Some(ADMIN), None).await;
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
@@ -414,15 +428,7 @@ async fn a_lasting_world_left_empty_stays_loaded_and_is_stopped_only_when_forced
     let dir = tempfile::tempdir().unwrap();
     let (server, p) = persistent(dir.path(), None).await;
     // A lasting world and an ordinary zone with the same tier timeouts, emptied together.
-    let (status, body) = http(
-        &server,
-        "POST",
-        "/admin/zones",
-        Some(ADMIN),
-        Some(json!({"id": "w-1", "kind": "world"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
+    create_zone(&server, "w-1", "world").await;
     let (mut world, _, mut r) = join_tally(&server, "w-1", "ann").await;
     send_input(&mut world, 1, &1u64.to_le_bytes()).await;
     read_until(&mut world, &mut r, |r| r.ack >= 1).await;
@@ -570,16 +576,7 @@ async fn purse(ws: &mut Ws) -> u32 {
 async fn a_join_refused_after_it_reclaimed_a_returned_move_gives_the_state_back_for_the_next() {
     let dir = tempfile::tempdir().unwrap();
     let (server, p) = persistent(dir.path(), None).await;
-    let (status, body) = http(
-        &server,
-        "POST",
-        "/admin/zones",
-        Some(ADMIN),
-        Some(json!({"id": "hall", "kind": "doors"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    let epoch = serde_json::from_str::<Value>(&body).unwrap()["epoch"]
+    let epoch = create_zone(&server, "hall", "doors").await["epoch"]
         .as_u64()
         .unwrap();
     // The zone is full: its one place is bob's.
