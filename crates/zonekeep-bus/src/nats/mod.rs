@@ -98,6 +98,14 @@ impl Nats {
             .await
             .map_err(|e| BusError::Setup(format!("cannot reach NATS at {url}: {e}")))?;
         stats.set_connected(true);
+        // The server registers the subscription when it reads it; until then a note to this host
+        // is dropped (plain NATS keeps nothing), and a flush only empties this client's buffer.
+        // The server reads a connection in order, so once the JetStream requests below (on the
+        // same connection) are answered, the subscription stands before this call returns.
+        let notes = client
+            .subscribe(names.host_subject(&config.host))
+            .await
+            .map_err(|e| BusError::Setup(format!("host subject: {e}")))?;
         let js = jetstream::new(client.clone());
         ensure_stream(&js, &names, config).await?;
         // The bucket's backing stream is made here, as the key-value API lays it out:
@@ -120,16 +128,6 @@ impl Nats {
             .get_key_value(bucket.clone())
             .await
             .map_err(|e| BusError::Setup(format!("group bucket: {e}")))?;
-        let notes = client
-            .subscribe(names.host_subject(&config.host))
-            .await
-            .map_err(|e| BusError::Setup(format!("host subject: {e}")))?;
-        // The server registers the subscription when it reads it; until then a note to this
-        // host is dropped (plain NATS keeps nothing). The flush's round trip returns once it has.
-        client
-            .flush()
-            .await
-            .map_err(|e| BusError::Setup(format!("host subject: {e}")))?;
         let (membership_tx, membership_rx) = mpsc::channel(MEMBERSHIP_QUEUE);
         Ok(Nats {
             client,
