@@ -32,6 +32,9 @@ export interface ReconnectContext {
  * A reused ticket refused for its signature or key (BAD_TICKET, unknown or retired key) was signed
  * with a key the host no longer has — typically a host restarted with a new key — so a new ticket
  * fixes it; a ticket fetched for this very attempt refused that way would be refused again.
+ *
+ * WORLD_HALTED (version 9) is retried like INTERNAL_ERROR: the lasting world comes back by itself,
+ * from its last committed save, once its store answers.
  */
 export function defaultReconnectPolicy(
   code: number | null,
@@ -66,6 +69,11 @@ export function defaultReconnectPolicy(
     case KickCode.ZONE_MOVED:
     case KickCode.HOST_FENCED:
       // The session lives on at the zone's new owner: resume (at once, through the entry URL).
+      return "retry";
+    case KickCode.WORLD_HALTED:
+      // The lasting world stopped because its saves failed and resumes from its last committed
+      // save once its store answers: come back with backoff, like INTERNAL_ERROR, keeping the
+      // token inside the grace window.
       return "retry";
     default:
       // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR, TOO_MANY_REDIRECTS (the

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import {
+  defaultReconnectPolicy,
   KickCode,
   ManualScheduler,
   Predictor,
@@ -38,14 +39,14 @@ describe("ZoneConnection handshake", () => {
     await advance(sched, 100);
     const w = await welcome;
     assert.equal(w.playerId, 1);
-    assert.equal(w.version, 8, "the newest version both speak");
+    assert.equal(w.version, 9, "the newest version both speak");
     assert.equal(w.contentVersion, "1.0.0", "the host's content version, from Welcome");
     assert.equal(w.idleTimeoutMs, 30_000);
     assert.equal(conn.state, "open");
     assert.deepEqual(resumedFlags, [false]);
     const hello = server.last.received[0];
     assert.ok(hello !== undefined && hello.type === "hello");
-    assert.deepEqual(hello.versions, [6, 7, 8]);
+    assert.deepEqual(hello.versions, [6, 7, 8, 9]);
     assert.equal(hello.ticket, "ticket-1");
     assert.equal(hello.reconnectToken.length, 0);
     assert.equal(server.last.received[1]?.type, "ping");
@@ -87,14 +88,14 @@ describe("ZoneConnection handshake", () => {
 
   it("refuses a version it did not offer and does not reconnect", async () => {
     const { sched, server, conn, closes } = setup();
-    server.versionPick = 9;
+    server.versionPick = 10;
     const p = conn.connect();
     await advance(sched, 100);
     await assert.rejects(p);
     assert.equal(conn.state, "closed");
     assert.equal(closes.length, 1);
     assert.equal(closes[0]?.willReconnect, false);
-    assert.match(closes[0]?.reason ?? "", /version 9/);
+    assert.match(closes[0]?.reason ?? "", /version 10/);
   });
 
   it("stops on Kick(VERSION_MISMATCH)", async () => {
@@ -105,7 +106,7 @@ describe("ZoneConnection handshake", () => {
       ticket: async () => "t",
       socket: server.factory,
       scheduler: sched,
-      versions: [9],
+      versions: [10],
     });
     const closes2: CloseInfo[] = [];
     conn2.on("kick", (k) => kicks.push(k.code));
@@ -146,6 +147,50 @@ describe("ZoneConnection clock sync", () => {
 });
 
 describe("ZoneConnection reconnect", () => {
+  it("the default policy decides every Kick code of §5.3", () => {
+    // [fetched ticket, reused ticket]: the key refusals differ by whether the ticket was used before.
+    const table: Record<keyof typeof KickCode, [string, string]> = {
+      BAD_TICKET: ["stop", "renew"],
+      TICKET_EXPIRED: ["renew", "renew"],
+      TICKET_NOT_YET_VALID: ["renew", "renew"],
+      TICKET_UNKNOWN_KEY: ["stop", "renew"],
+      TICKET_RETIRED_KEY: ["stop", "renew"],
+      TICKET_BAD_ALGORITHM: ["stop", "stop"],
+      TICKET_WRONG_ZONE: ["stop", "stop"],
+      TICKET_REPLAYED: ["renew", "renew"],
+      ZONE_FULL: ["retry", "retry"],
+      VERSION_MISMATCH: ["stop", "stop"],
+      KICKED: ["stop", "stop"],
+      SHUTTING_DOWN: ["retry", "retry"],
+      RATE_LIMITED: ["stop", "stop"],
+      PROTOCOL_ERROR: ["stop", "stop"],
+      MESSAGE_TOO_LARGE: ["stop", "stop"],
+      HANDSHAKE_TIMEOUT: ["retry", "retry"],
+      IDLE_TIMEOUT: ["retry", "retry"],
+      SLOW_CONSUMER: ["retry", "retry"],
+      JOIN_REFUSED: ["stop", "stop"],
+      RECONNECT_REFUSED: ["fresh", "fresh"],
+      ZONE_STOPPED: ["stop", "stop"],
+      TOO_MANY_CONNECTIONS: ["retry", "retry"],
+      INTERNAL_ERROR: ["retry", "retry"],
+      ZONE_MOVED: ["retry", "retry"],
+      HOST_FENCED: ["retry", "retry"],
+      TOO_MANY_REDIRECTS: ["retry", "retry"],
+      CONTENT_OUTDATED: ["reload", "reload"],
+      // A lasting world halted by failing saves comes back by itself: retried like INTERNAL_ERROR.
+      WORLD_HALTED: ["retry", "retry"],
+    };
+    assert.deepEqual(Object.keys(table).sort(), Object.keys(KickCode).sort(), "every code has a row");
+    for (const [name, [fetched, reused]] of Object.entries(table)) {
+      const code = KickCode[name as keyof typeof KickCode];
+      assert.equal(defaultReconnectPolicy(code, { ticketReused: false }), fetched, name);
+      assert.equal(defaultReconnectPolicy(code, { ticketReused: true }), reused, `${name}, ticket reused`);
+    }
+    // No Kick (the socket dropped) and codes this SDK does not know: retry.
+    assert.equal(defaultReconnectPolicy(null), "retry");
+    assert.equal(defaultReconnectPolicy(300), "retry");
+  });
+
   it("resumes with the reconnect token inside the grace window", async () => {
     const { sched, server, conn, closes, tickets } = setup({ graceMs: 5_000 });
     const welcomes: Array<[number, boolean]> = [];

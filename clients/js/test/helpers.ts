@@ -14,6 +14,8 @@ import {
   encodeDelta,
   encodeServerMessage,
   frameMessage,
+  HALT_PROTOCOL,
+  KickCode,
   LIMITS,
   ManualScheduler,
   MessageFramer,
@@ -129,6 +131,8 @@ export class ServerSession {
   controlled: number | null = null;
   controlDirty = true;
   welcomed = false;
+  /** The protocol version its Welcome negotiated (0 before one). */
+  version = 0;
   /** A transfer moved this session's player away: it gets no Deltas any more (§5.3.2). */
   moving = false;
   /** The BASELINE waits for the client's first Ping (see `FakeServer.pongBeforeBaseline`). */
@@ -204,6 +208,11 @@ export class FakeNet {
   }
 }
 
+/** The code a halted lasting world is told by to a session of `version` (§5.3). */
+function haltedCode(version: number): number {
+  return version >= HALT_PROTOCOL ? KickCode.WORLD_HALTED : KickCode.INTERNAL_ERROR;
+}
+
 /** A minimal zone host speaking the protocol through the SDK codec. */
 export class FakeServer {
   readonly net: FakeNet;
@@ -228,8 +237,17 @@ export class FakeServer {
   redirect: (hello: Hello, session: ServerSession) => string | null = () => null;
   nextPlayer = 1;
   versionPick: number | null = null;
-  /** The newest version this host speaks (8: it moves players between zones, §5.3.2). */
-  maxVersion = 8;
+  /**
+   * The newest version this host speaks (9: it moves players between zones, §5.3.2, and tells a
+   * halted lasting world by WORLD_HALTED, §5.3).
+   */
+  maxVersion = 9;
+  /**
+   * The zone is a lasting world halted because its saves failed (§5.3): every join is refused with
+   * WORLD_HALTED (INTERNAL_ERROR to a session below version 9) until it is false again. See
+   * {@link halt}.
+   */
+  halted = false;
   /** The zone this host runs (its Welcome's and Redirect's `zoneId`). */
   zoneId = "test-zone";
   /** The content version the host runs, in version 5 Welcomes (§4.1.2). */
@@ -352,7 +370,7 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        // A current host speaks versions 2 to 8 (over WebSocket 6 is byte for byte 5);
+        // A current host speaks versions 2 to 9 (over WebSocket 6 is byte for byte 5);
         // a WebTransport session speaks 6 or later.
         const version =
           this.versionPick ?? Math.max(...m.versions.filter((v) => v >= (s.wt !== null ? 6 : 2) && v <= this.maxVersion));
@@ -386,6 +404,10 @@ export class FakeServer {
         if (elsewhere !== null) {
           this.send(s, { type: "redirect", url: elsewhere, zoneId: this.zoneId });
           s.socket.drop(1000);
+          return;
+        }
+        if (this.halted) {
+          this.kick(s, haltedCode(version), "the world's saves failed; it resumes from its last committed save");
           return;
         }
         if (version < 4 && m.resumeFrom != null) {
@@ -448,6 +470,7 @@ export class FakeServer {
           entries: version >= 7 ? this.entries : [],
         });
         s.welcomed = true;
+        s.version = version;
         if (!continued) s.sent.clear();
         s.controlDirty = true;
         if (s.wt !== null) this.sendState(s);
@@ -492,6 +515,17 @@ export class FakeServer {
     if (s.controlled !== null) this.entities.delete(s.controlled);
     s.moving = true;
     this.send(s, { type: "transfer", zoneId, ticket: credential, url });
+  }
+
+  /**
+   * Halts the zone as a lasting world whose saves failed (§5.3): every session in it is kicked with
+   * WORLD_HALTED (INTERNAL_ERROR below version 9) and joins are refused until `halted` is false.
+   */
+  halt(reason = "the world's saves failed; it resumes from its last committed save"): void {
+    this.halted = true;
+    for (const s of this.sessions) {
+      if (s.welcomed && !s.moving && !s.socket.closed) this.kick(s, haltedCode(s.version), reason);
+    }
   }
 
   /** Kicks the session and closes with 4000 + the code, as a host does (§6). */

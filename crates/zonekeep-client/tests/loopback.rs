@@ -44,7 +44,7 @@ async fn handshake_inputs_acked_clock_events_and_counters() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![5, 7, 8]);
+        assert_eq!(hello.versions, vec![5, 7, 8, 9]);
         assert_eq!(hello.ticket, "t1");
         assert!(hello.reconnect_token.is_empty());
         hc.admit(7, b"tok-1", 100).await;
@@ -395,6 +395,65 @@ async fn kicks_at_handshake_and_in_session() {
             other => panic!("expected Closed, got {other:?}"),
         }
         assert_eq!(conn.counters().reconnects, 0);
+    })
+    .await;
+}
+
+/// A lasting world halted because its saves failed (PROTOCOL.md §5.3, version 9): the Kick is
+/// followed by attempts with the token, refused with WORLD_HALTED while the world stays halted,
+/// and the same player resumes once it is back.
+#[tokio::test]
+async fn world_halted_is_retried_with_the_token_until_the_world_is_back() {
+    guarded(async {
+        let mut host = TestHost::start().await;
+        let url = host.url.clone();
+        let client = tokio::spawn(async move { connect(&url, options("t1")).await });
+        let mut hc = host.accept().await;
+        hc.hello().await;
+        hc.admit(7, b"tok-1", 100).await;
+        let (mut conn, _) = client.await.unwrap().unwrap();
+        next_delta(&mut conn).await;
+
+        hc.kick(KickCode::WORLD_HALTED, "saves failed for 3 s")
+            .await;
+        hc.drain();
+        match next(&mut conn).await {
+            Event::Kick(k) => assert_eq!(k.code, KickCode::WORLD_HALTED),
+            other => panic!("expected Kick, got {other:?}"),
+        }
+        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
+
+        // Still halted: the attempt is refused with the same code, and another follows.
+        let mut hc = host.accept().await;
+        let hello = hc.hello().await;
+        assert_eq!(
+            (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
+            ("t1", &b"tok-1"[..])
+        );
+        hc.kick(KickCode::WORLD_HALTED, "saves failed for 3 s")
+            .await;
+        hc.drain();
+
+        // Back from its last committed save: the same player resumes.
+        let mut hc = host.accept().await;
+        let hello = hc.hello().await;
+        assert_eq!(
+            (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
+            ("t1", &b"tok-1"[..])
+        );
+        hc.admit(7, b"tok-2", 200).await;
+        match next(&mut conn).await {
+            Event::Welcome { welcome, resumed } => {
+                assert!(resumed);
+                assert_eq!(welcome.player_id, 7);
+            }
+            other => panic!("expected Welcome, got {other:?}"),
+        }
+        assert!(next_delta(&mut conn).await.baseline);
+        hc.drain();
+        let c = conn.counters();
+        assert_eq!((c.reconnects, c.resumes), (1, 1));
+        conn.close().await;
     })
     .await;
 }

@@ -31,7 +31,7 @@ async fn a_transfer_is_followed_and_arrives_in_one_event() {
             "the credential, not the old ticket"
         );
         assert!(hello.reconnect_token.is_empty());
-        assert_eq!(hello.versions, vec![5, 7, 8]);
+        assert_eq!(hello.versions, vec![5, 7, 8, 9]);
         assert_eq!(hello.resume_from, None);
         // Until the new BASELINE, nothing reaches the application: it keeps its world.
         ht.welcome(7, &[2; 4], 5000).await;

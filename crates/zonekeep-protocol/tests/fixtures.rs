@@ -219,7 +219,7 @@ fn message_fixtures() -> Vec<Fixture> {
         ),
         client(
             "hello_transfer",
-            "Hello following a Transfer (protocol version 8), as the TypeScript SDK sends it: versions 6, 7 and 8 offered, the transfer credential as the ticket, no reconnect token, content version \"1.4.0\".",
+            "Hello following a Transfer (protocol version 8), as the TypeScript SDK of version 8 sends it: versions 6, 7 and 8 offered, the transfer credential as the ticket, no reconnect token, content version \"1.4.0\".",
             ClientMessage::Hello(Hello { versions: vec![6, 7, 8], ticket: "eyJ0.e30.sig2".into(), reconnect_token: vec![], content_version: "1.4.0".into(), resume_from: None }),
         ),
         client(
@@ -303,6 +303,11 @@ fn message_fixtures() -> Vec<Fixture> {
             "kick_content_outdated",
             "Kick with CONTENT_OUTDATED (27, protocol version 5): the client's content version is older than the host accepts; the client stops and tells its user to reload.",
             ServerMessage::Kick(Kick { code: KickCode::CONTENT_OUTDATED, reason: "content version 1.2 is older than 1.4, the oldest this host accepts".into() }),
+        ),
+        server(
+            "kick_world_halted",
+            "Kick with WORLD_HALTED (28, protocol version 9): a lasting world whose saves failed for longer than its bound stopped; the client retries with backoff through its entry URL with its reconnect token, and the world resumes from its last committed save once its store answers. A session of an older version gets INTERNAL_ERROR (23) instead.",
+            ServerMessage::Kick(Kick { code: KickCode::WORLD_HALTED, reason: "the world's saves failed for 3 s; it resumes from its last committed save when its store answers".into() }),
         ),
         server("kick_unknown_code", "Kick with code 300, undefined here: decoders must accept it as-is.", ServerMessage::Kick(Kick { code: KickCode(300), reason: String::new() })),
         server("redirect", "Redirect (protocol version 3) to zone \"arena-1\" at its owner, after one hop: the client sends the same Hello there.", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1?hops=1".into(), zone_id: "arena-1".into() })),
@@ -524,7 +529,7 @@ fn protocol_md_examples_match_fixtures() {
         checked += 1;
     }
     assert_eq!(
-        checked, 9,
-        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello, content version Welcome and Transfer examples"
+        checked, 10,
+        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello, content version Welcome, Transfer and Kick WORLD_HALTED examples"
     );
 }

@@ -162,6 +162,9 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     /// Periodic zone save interval, e.g. `5s`, `500ms`, `2m`. Default `5s`.
     pub save_every: String,
+    /// How long a lasting world's newest state may wait unsaved (its saves failing or hung)
+    /// before the world halts, e.g. `15s`. Default: three of its kind's save intervals.
+    pub lasting_halt_after: Option<String>,
     /// Where facts are committed: `ledger` (the store's ledger) or
     /// `webhook:http://...`. Default `ledger`.
     pub fact_sink: String,
@@ -252,6 +255,7 @@ impl Default for ServerConfig {
             store: Secret::new("sqlite"),
             data_dir: PathBuf::from("./data"),
             save_every: "5s".into(),
+            lasting_halt_after: None,
             fact_sink: "ledger".into(),
             store_delay_ms: 0,
             host_id: None,
@@ -497,6 +501,21 @@ impl ServerConfig {
         if save_every.is_zero() {
             return Err(invalid("save_every", "must be greater than 0"));
         }
+        let lasting_halt_after = self
+            .lasting_halt_after
+            .as_deref()
+            .map(|s| {
+                parse_duration(s)
+                    .map_err(|e| invalid("lasting_halt_after", e.to_string()))
+                    .and_then(|d| {
+                        if d.is_zero() {
+                            Err(invalid("lasting_halt_after", "must be greater than 0"))
+                        } else {
+                            Ok(d)
+                        }
+                    })
+            })
+            .transpose()?;
         let fact_sink: FactSinkSpec = self
             .fact_sink
             .parse()
@@ -513,6 +532,7 @@ impl ServerConfig {
             store: store.to_owned(),
             data_dir: self.data_dir.clone(),
             save_every,
+            lasting_halt_after,
             fact_sink,
             store_delay: (self.store_delay_ms > 0)
                 .then(|| Duration::from_millis(self.store_delay_ms)),
@@ -731,6 +751,7 @@ mod tests {
             store = "postgres://u:hunter2@db/zk"
             data_dir = "/var/lib/zonekeep"
             save_every = "250ms"
+            lasting_halt_after = "2s"
             fact_sink = "webhook:http://127.0.0.1:9/facts"
             store_delay_ms = 1000
             "#,
@@ -745,6 +766,7 @@ mod tests {
         assert_eq!(p.store, "postgres://u:hunter2@db/zk");
         assert_eq!(p.data_dir, PathBuf::from("/var/lib/zonekeep"));
         assert_eq!(p.save_every, Duration::from_millis(250));
+        assert_eq!(p.lasting_halt_after_for("any"), Duration::from_secs(2));
         assert_eq!(
             p.fact_sink,
             crate::persist::FactSinkSpec::Webhook("http://127.0.0.1:9/facts".into())
@@ -753,6 +775,11 @@ mod tests {
         let d = ServerConfig::default().persist_config().unwrap();
         assert_eq!(d.store, "sqlite");
         assert_eq!(d.save_every, Duration::from_secs(5));
+        assert_eq!(
+            d.lasting_halt_after_for("any"),
+            Duration::from_secs(15),
+            "three save intervals"
+        );
         assert_eq!(d.store_delay, None);
 
         for (c, key, hint) in [
@@ -771,6 +798,22 @@ mod tests {
                 },
                 "save_every",
                 "5s",
+            ),
+            (
+                ServerConfig {
+                    lasting_halt_after: Some("soon".into()),
+                    ..ServerConfig::default()
+                },
+                "lasting_halt_after",
+                "5s",
+            ),
+            (
+                ServerConfig {
+                    lasting_halt_after: Some("0ms".into()),
+                    ..ServerConfig::default()
+                },
+                "lasting_halt_after",
+                "greater than 0",
             ),
             (
                 ServerConfig {

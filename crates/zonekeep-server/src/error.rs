@@ -102,6 +102,9 @@ impl SessionError {
                 JoinFailure::Full => KickCode::ZONE_FULL,
                 JoinFailure::Refused(_) => KickCode::JOIN_REFUSED,
                 JoinFailure::Failed(_) => KickCode::ZONE_STOPPED,
+                // A session below protocol version 9 is told INTERNAL_ERROR instead (see
+                // `KickCode::for_version`), which it retries just the same.
+                JoinFailure::Halted(_) => KickCode::WORLD_HALTED,
                 JoinFailure::Unavailable(_) | JoinFailure::TooManyZones => KickCode::JOIN_REFUSED,
                 // Both SDKs retry INTERNAL_ERROR with backoff (keeping the reconnect token), which
                 // outlasts a host fencing itself and the zone's takeover elsewhere.
@@ -125,6 +128,20 @@ impl SessionError {
             SessionError::TooManyConnections => KickCode::TOO_MANY_CONNECTIONS,
             SessionError::ShuttingDown => KickCode::SHUTTING_DOWN,
             SessionError::Notice(n) => n.code,
+        }
+    }
+
+    /// This refusal as a session of protocol `version` is told it: a halted lasting world is
+    /// a store that does not answer (INTERNAL_ERROR) below version 9, which such a client retries
+    /// just the same.
+    pub fn for_version(self, version: u32) -> SessionError {
+        match self {
+            SessionError::Join(JoinFailure::Halted(why))
+                if KickCode::WORLD_HALTED.for_version(version) != KickCode::WORLD_HALTED =>
+            {
+                SessionError::Join(JoinFailure::StoreUnreachable(why))
+            }
+            other => other,
         }
     }
 

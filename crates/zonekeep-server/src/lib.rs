@@ -37,6 +37,7 @@ mod drain;
 pub mod error;
 pub mod examples;
 pub mod fleet;
+mod halt;
 mod host;
 pub mod metrics;
 pub mod net;

@@ -19,6 +19,11 @@ pub struct PersistArgs {
     /// Periodic zone save interval, e.g. 5s, 500ms, 2m [default: 5s]. TOML key `save_every`.
     #[arg(long, env = "ZONEKEEP_SAVE_EVERY")]
     save_every: Option<String>,
+    /// How long a lasting world's newest state may wait unsaved (its saves failing or hung)
+    /// before the world halts, e.g. 15s [default: three of its kind's save intervals]. TOML key
+    /// `lasting_halt_after`.
+    #[arg(long, env = "ZONEKEEP_LASTING_HALT_AFTER", value_name = "DURATION")]
+    lasting_halt_after: Option<String>,
     /// Where facts are committed: "ledger" or "webhook:http://host/path" [default: ledger].
     /// TOML key `fact_sink`.
     #[arg(long, env = "ZONEKEEP_FACT_SINK")]
@@ -40,6 +45,9 @@ impl PersistArgs {
         }
         if let Some(s) = &self.save_every {
             cfg.save_every = s.clone();
+        }
+        if let Some(s) = &self.lasting_halt_after {
+            cfg.lasting_halt_after = Some(s.clone());
         }
         if let Some(s) = &self.fact_sink {
             cfg.fact_sink = s.clone();

@@ -33,13 +33,16 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 const TAG_DELTA: u8 = 0x82;
 const TAG_KICK: u8 = 0x84;
 
-/// Kick codes after which a client comes back (as `zonekeep-client` does).
+/// Kick codes after which a client comes back (as `zonekeep-client` does). WORLD_HALTED, like
+/// INTERNAL_ERROR, is retried with backoff: the lasting world resumes by itself from its last
+/// committed save once its store answers.
 pub(crate) fn invites_reconnect(code: KickCode) -> bool {
     code.resumes_elsewhere()
         || matches!(
             code,
             KickCode::SHUTTING_DOWN
                 | KickCode::INTERNAL_ERROR
+                | KickCode::WORLD_HALTED
                 | KickCode::SLOW_CONSUMER
                 | KickCode::IDLE_TIMEOUT
                 | KickCode::TOO_MANY_REDIRECTS
@@ -512,4 +515,34 @@ async fn reconnect(
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{invites_reconnect, KickCode};
+
+    #[test]
+    fn comes_back_after_the_kicks_the_client_comes_back_after() {
+        for code in [
+            KickCode::SHUTTING_DOWN,
+            KickCode::INTERNAL_ERROR,
+            KickCode::WORLD_HALTED,
+            KickCode::SLOW_CONSUMER,
+            KickCode::IDLE_TIMEOUT,
+            KickCode::TOO_MANY_REDIRECTS,
+            KickCode::ZONE_MOVED,
+            KickCode::HOST_FENCED,
+        ] {
+            assert!(invites_reconnect(code), "{code}");
+        }
+        for code in [
+            KickCode::KICKED,
+            KickCode::ZONE_STOPPED,
+            KickCode::JOIN_REFUSED,
+            KickCode::CONTENT_OUTDATED,
+            KickCode::VERSION_MISMATCH,
+        ] {
+            assert!(!invites_reconnect(code), "{code}");
+        }
+    }
 }

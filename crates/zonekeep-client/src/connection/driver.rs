@@ -63,13 +63,15 @@ fn lost(reason: impl Into<String>) -> Flow {
 
 /// Kick codes after which coming back is the right thing to do. TOO_MANY_REDIRECTS says the fleet
 /// is still settling who owns the zone; ZONE_MOVED and HOST_FENCED say the session lives on at
-/// another host.
+/// another host; WORLD_HALTED, like INTERNAL_ERROR, says the lasting world comes back by itself
+/// (from its last committed save, once its store answers), so it is retried with backoff.
 fn invites_reconnect(code: KickCode) -> bool {
     code.resumes_elsewhere()
         || matches!(
             code,
             KickCode::SHUTTING_DOWN
                 | KickCode::INTERNAL_ERROR
+                | KickCode::WORLD_HALTED
                 | KickCode::SLOW_CONSUMER
                 | KickCode::IDLE_TIMEOUT
                 | KickCode::TOO_MANY_REDIRECTS
@@ -825,5 +827,37 @@ async fn wait_close(cmd_rx: &mut mpsc::Receiver<Command>, netsim: &mut Option<Ne
             // Already reconnecting.
             Some(Command::DropTransport) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{invites_reconnect, KickCode};
+
+    #[test]
+    fn the_kicks_that_invite_a_reconnect() {
+        let invited: Vec<KickCode> = (0..=40)
+            .chain([300, 999])
+            .map(KickCode)
+            .filter(|c| invites_reconnect(*c))
+            .collect();
+        assert_eq!(
+            invited,
+            [
+                KickCode::SHUTTING_DOWN,
+                KickCode::IDLE_TIMEOUT,
+                KickCode::SLOW_CONSUMER,
+                KickCode::INTERNAL_ERROR,
+                KickCode::ZONE_MOVED,
+                KickCode::HOST_FENCED,
+                KickCode::TOO_MANY_REDIRECTS,
+                KickCode::WORLD_HALTED,
+            ]
+        );
+        // A halted lasting world comes back by itself: retried with backoff like INTERNAL_ERROR,
+        // not at once like a move.
+        assert!(!KickCode::WORLD_HALTED.resumes_elsewhere());
+        // What an older session is told instead is retried the same way.
+        assert!(invites_reconnect(KickCode::WORLD_HALTED.for_version(8)));
     }
 }

@@ -39,7 +39,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use zonekeep_protocol::limits::MAX_INPUT_PAYLOAD;
 use zonekeep_protocol::messages::{
-    ClientMessage, Hello, Input, InputRefused, Kick, Welcome, ENTRIES_PROTOCOL, TRANSFER_PROTOCOL,
+    ClientMessage, Hello, Input, InputRefused, Kick, Welcome, ENTRIES_PROTOCOL, HALT_PROTOCOL,
+    TRANSFER_PROTOCOL,
 };
 use zonekeep_protocol::EncodeError;
 
@@ -94,8 +95,8 @@ impl Default for ReconnectPolicy {
 pub struct ConnectOptions {
     /// The signed ticket for this zone.
     pub ticket: String,
-    /// Protocol versions offered (default: `[5, 7, 8]`, the versions this crate implements over
-    /// WebSocket; 8 adds Transfer, PROTOCOL.md §5.3.2).
+    /// Protocol versions offered (default: `[5, 7, 8, 9]`, the versions this crate implements over
+    /// WebSocket; 8 adds Transfer, PROTOCOL.md §5.3.2, and 9 the Kick code WORLD_HALTED, §5.3).
     pub versions: Vec<u32>,
     /// The game content version this client was built for, a dotted number such as `1.4.0`
     /// (empty = none). A host requiring a minimum refuses older (or no) content with Kick
@@ -161,7 +162,7 @@ impl ConnectOptions {
             ticket: ticket.into(),
             // Over WebSocket, version 6 is version 5: offering both keeps a host of either
             // version in reach.
-            versions: vec![5, ENTRIES_PROTOCOL, TRANSFER_PROTOCOL],
+            versions: vec![5, ENTRIES_PROTOCOL, TRANSFER_PROTOCOL, HALT_PROTOCOL],
             content_version: String::new(),
             event_capacity: 1024,
             outgoing_capacity: 256,
@@ -226,8 +227,9 @@ pub enum Event {
         payload: Vec<u8>,
     },
     /// The host kicked this client. If the code invites it (`SHUTTING_DOWN`, `INTERNAL_ERROR`,
-    /// `SLOW_CONSUMER`, `IDLE_TIMEOUT`, `TOO_MANY_REDIRECTS`, and `ZONE_MOVED` or `HOST_FENCED`,
-    /// which resume at once through the entry URL) a reconnect follows; otherwise `Closed` does.
+    /// `WORLD_HALTED`, `SLOW_CONSUMER`, `IDLE_TIMEOUT`, `TOO_MANY_REDIRECTS`, and `ZONE_MOVED` or
+    /// `HOST_FENCED`, which resume at once through the entry URL) a reconnect follows; otherwise
+    /// `Closed` does.
     Kick(Kick),
     /// The zone refused one of this client's inputs (its `seq` and the zone's reason code): a
     /// predictor drops it ([`Predictor::refuse`](crate::predictor::Predictor::refuse)), since no

@@ -10,7 +10,7 @@ pub use client::{
 pub use server::{
     peek_tag, write_events, DeltaContext, Entries, Events, InputRefused, Kick, KickCode,
     KnownSetCheck, Pong, Redirect, Role, ServerMessage, Transfer, Welcome,
-    CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL, TRANSFER_PROTOCOL,
+    CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL, HALT_PROTOCOL, TRANSFER_PROTOCOL,
 };
 
 /// Message tags (PROTOCOL.md §1: client → server `0x01..=0x7f`, server → client `0x80..=0xff`).

@@ -38,6 +38,11 @@ pub const ENTRIES_PROTOCOL: u32 = 7;
 /// negotiated this version or a later one, and refuses to move a player whose session did not.
 pub const TRANSFER_PROTOCOL: u32 = 8;
 
+/// The version that added [`KickCode::WORLD_HALTED`] (§5.3): a lasting world whose saves failed
+/// stopped, and resumes from its last committed save once its store answers. A session of an
+/// older version is told INTERNAL_ERROR instead, which it retries just the same.
+pub const HALT_PROTOCOL: u32 = 9;
+
 /// The server's answer to a valid Hello (§5.1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Welcome {
@@ -132,6 +137,16 @@ pub struct KickCode(pub u16);
 macro_rules! kick_codes {
     ($($name:ident = $v:expr, $doc:expr;)*) => {
         impl KickCode {
+    /// The code a session of protocol `version` is sent for this one: a code added after that
+    /// version is replaced by the older code a client of that version treats alike
+    /// (WORLD_HALTED below version 9 is INTERNAL_ERROR: retry with backoff).
+    pub fn for_version(self, version: u32) -> KickCode {
+        match self {
+            KickCode::WORLD_HALTED if version < HALT_PROTOCOL => KickCode::INTERNAL_ERROR,
+            code => code,
+        }
+    }
+
             $(#[doc = $doc] pub const $name: KickCode = KickCode($v);)*
 
             /// The code's name in PROTOCOL.md §5.3, or `None` for a code this version does not define.
@@ -173,6 +188,7 @@ kick_codes! {
     HOST_FENCED = 25, "This host lost its lease on the zone; resume elsewhere (protocol version 3).";
     TOO_MANY_REDIRECTS = 26, "The connection attempt was redirected too often; the host refused another hop (protocol version 3).";
     CONTENT_OUTDATED = 27, "The client's content version is older than the host accepts; reload the client (protocol version 5).";
+    WORLD_HALTED = 28, "The lasting world stopped because its saves failed; it resumes from its last committed save once its store answers, so retry with backoff (protocol version 9).";
 }
 
 impl KickCode {
@@ -709,7 +725,10 @@ mod tests {
         assert_eq!(KickCode(27).name(), Some("CONTENT_OUTDATED"));
         assert_eq!(KickCode::CONTENT_OUTDATED, KickCode(27));
         assert!(!KickCode::CONTENT_OUTDATED.resumes_elsewhere());
-        assert_eq!(KickCode(28).name(), None);
+        assert_eq!(KickCode(28).name(), Some("WORLD_HALTED"));
+        assert_eq!(KickCode::WORLD_HALTED, KickCode(28));
+        assert!(!KickCode::WORLD_HALTED.resumes_elsewhere());
+        assert_eq!(KickCode(29).name(), None);
         let elsewhere: Vec<u16> = (0..=30)
             .filter(|c| KickCode(*c).resumes_elsewhere())
             .collect();
@@ -719,6 +738,49 @@ mod tests {
             ServerMessage::decode(&[0x84, 0x80, 0x80, 0x04, 0], None),
             Err(DecodeError::Overflow)
         );
+    }
+
+    #[test]
+    fn world_halted_reaches_older_sessions_as_internal_error() {
+        assert_eq!(HALT_PROTOCOL, 9);
+        assert_eq!(
+            KickCode::WORLD_HALTED.for_version(8),
+            KickCode::INTERNAL_ERROR
+        );
+        assert_eq!(
+            KickCode::WORLD_HALTED.for_version(2),
+            KickCode::INTERNAL_ERROR
+        );
+        assert_eq!(
+            KickCode::WORLD_HALTED.for_version(HALT_PROTOCOL),
+            KickCode::WORLD_HALTED
+        );
+        assert_eq!(
+            KickCode::WORLD_HALTED.for_version(HALT_PROTOCOL + 1),
+            KickCode::WORLD_HALTED
+        );
+        // Every other code, known or not, goes out as it is at every version.
+        for code in (0..=40).chain([300, 999, u16::MAX]).map(KickCode) {
+            if code == KickCode::WORLD_HALTED {
+                continue;
+            }
+            for version in [2, 3, 5, 6, 7, 8, 9, 10] {
+                assert_eq!(
+                    code.for_version(version),
+                    code,
+                    "{code} at version {version}"
+                );
+            }
+        }
+        // The bytes an older session gets are those of INTERNAL_ERROR.
+        let kick = |version| {
+            rt(&ServerMessage::Kick(Kick {
+                code: KickCode::WORLD_HALTED.for_version(version),
+                reason: "r".into(),
+            }))
+        };
+        assert_eq!(kick(8), [0x84, 23, 1, b'r']);
+        assert_eq!(kick(9), [0x84, 28, 1, b'r']);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! | route | body | answer |
 //! | --- | --- | --- |
 //! | `GET /admin/hosts` | | `{"self", "hosts": [{"id", "url", "capacity", "zones", "draining", "left", "heartbeat_age_ms", "alive"}]}` |
-//! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure], "failed_zones": [FailedZone]}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`) |
+//! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure], "failed_zones": [FailedZone], "halted_worlds": [HaltedWorld], "directory_error"}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`); when the directory does not answer, only this host's own zones, with `directory_error` saying why (else `null`) |
 //! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a failed zone — its game code could not create it or restore its save, or trapped, panicked or overran its budget while it ran — `{"id", "kind", "running": false, "failed": {"id", "kind", "reason", "tick", "at_start", "at_ms"}}` (with `start_failure`, the kept save, when a restore failed), until it is stopped or its kind is deployed anew; for a zone that did not start for another reason (the store) `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
 //! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it; 400 `bad_request` naming the param the kind refused, or for params over 64 KiB of JSON (nothing is kept: the id stays free); 409 `failed` when the zone's code failed to create it, or the zone is failed |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
@@ -25,7 +25,13 @@
 //!
 //! Errors: `{"error": {"code", "message"}}` with codes `unauthorized`,
 //! `admin_disabled`, `bad_request`, `not_found`, `exists`, `failed`, `ambiguous`, `unavailable`,
-//! `lasting`.
+//! `lasting`, `halted` (503: a lasting world halted because its saves failed; it resumes by
+//! itself once its store answers).
+//!
+//! A halted lasting world is listed by `GET /admin/zones` under `halted_worlds`
+//! (`{"id", "kind", "reason", "tick", "epoch", "last_saved_seq", "unsaved_ms", "at_ms",
+//! "attempts"}`) and answered by `GET /admin/zones/{id}` as `{"id", "kind", "running": false,
+//! "halted": {...}}` until it resumes.
 
 mod modules;
 mod recording;
@@ -48,7 +54,7 @@ use tokio::sync::oneshot;
 use zonekeep_core::PlayerId;
 
 use crate::host::{json_error, params_refusal, valid_zone_id, Shared};
-use crate::sim::{admit_zone, AdminFailure, AdmitError, SimCommand, StartError};
+use crate::sim::{AdminFailure, SimCommand};
 
 /// How long an admin request waits for a zone's thread.
 const SIM_REPLY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -125,6 +131,7 @@ pub(crate) fn failure(f: AdminFailure) -> Response {
         AdminFailure::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
         AdminFailure::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
         AdminFailure::Lasting(_) => (StatusCode::CONFLICT, "lasting"),
+        AdminFailure::Halted(_) => (StatusCode::SERVICE_UNAVAILABLE, "halted"),
     };
     json_error(status, code, f.to_string())
 }
@@ -161,7 +168,9 @@ pub(crate) async fn ask<T>(
 }
 
 /// Every zone this host runs, then every other zone of the fleet's directory, each naming its
-/// owner (`host`) and `epoch`; any host answers for the whole fleet.
+/// owner (`host`) and `epoch`; any host answers for the whole fleet. When the directory does not
+/// answer (the store is down: what an operator most needs this list for), the host still answers
+/// what it knows itself, and `directory_error` says what is missing.
 async fn list(State(shared): State<Arc<Shared>>) -> Response {
     let failures = shared
         .sim
@@ -182,6 +191,7 @@ async fn list(State(shared): State<Arc<Shared>>) -> Response {
         }
         zones.push(v);
     }
+    let mut directory_error = None;
     if let Some(fleet) = shared.fleet() {
         match crate::fleet::query(
             &fleet.metrics,
@@ -196,7 +206,7 @@ async fn list(State(shared): State<Arc<Shared>>) -> Response {
                     .filter(|l| !here.contains(&l.zone_id))
                     .map(|l| directory_entry(&l)),
             ),
-            Err(e) => return failure(AdminFailure::Unavailable(format!("fleet directory: {e}"))),
+            Err(e) => directory_error = Some(format!("fleet directory: {e}")),
         }
     }
     Json(json!({
@@ -204,6 +214,8 @@ async fn list(State(shared): State<Arc<Shared>>) -> Response {
         "zones": zones,
         "start_failures": failures,
         "failed_zones": shared.registry.failures(),
+        "halted_worlds": shared.sim.halts.all(),
+        "directory_error": directory_error,
     }))
     .into_response()
 }
@@ -301,6 +313,10 @@ async fn detail(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
                 }
                 return Json(v).into_response();
             }
+            if let Some(h) = shared.sim.halts.get(&id) {
+                return Json(json!({"id": id, "kind": h.kind, "running": false, "halted": h}))
+                    .into_response();
+            }
             if let Some(r) = start_failure(&shared, &id) {
                 return r;
             }
@@ -367,6 +383,10 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     if let Some(refusal) = params_refusal(&b.params) {
         return failure(AdminFailure::BadRequest(refusal));
     }
+    // Known here without the directory, which a failing store may not answer.
+    if let Some(h) = shared.sim.halts.get(&b.id) {
+        return failure(AdminFailure::Halted(h.message()));
+    }
     if let Some(fleet) = shared.fleet() {
         let found = match crate::fleet::query(
             &fleet.metrics,
@@ -412,7 +432,7 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return failure(AdminFailure::BadRequest(e)),
     };
-    match start_recorded(&shared, &b.id, &b.kind, b.params, record).await {
+    match shared.start_zone(&b.id, &b.kind, b.params, record, false).await {
         Ok(()) => (
             StatusCode::CREATED,
             Json(json!({"id": b.id, "kind": b.kind, "host": shared.fleet().map(|f| &f.host_id), "epoch": local_epoch(&shared, &b.id)})),
@@ -457,45 +477,7 @@ pub(crate) async fn start_here(
     kind: &str,
     params: Value,
 ) -> Result<(), AdminFailure> {
-    start_recorded(shared, id, kind, params, None).await
-}
-
-/// [`start_here`], recording the zone from its creation when `record` is set.
-async fn start_recorded(
-    shared: &Arc<Shared>,
-    id: &str,
-    kind: &str,
-    params: Value,
-    record: Option<zonekeep_core::recording::RecordLimits>,
-) -> Result<(), AdminFailure> {
-    let (entry, create) = shared.register_new(id, kind, params)?;
-    // Built here (claim and restore with persistence), never on the sim thread.
-    let (tx, rx) = oneshot::channel();
-    let hand_over = |mut start: crate::sim::ZoneStart| {
-        start.record = record;
-        SimCommand::Create {
-            zone_id: id.to_owned(),
-            create: start,
-            reply: tx,
-        }
-    };
-    match admit_zone(&shared.sim, &shared.pool, &entry, create, hand_over).await {
-        Ok(()) => {}
-        Err(AdmitError::Start(StartError::Invalid(reason))) => {
-            return Err(AdminFailure::BadRequest(reason))
-        }
-        Err(AdmitError::Start(StartError::Failed(reason))) => {
-            let message = shared.registry.failure(id).map_or(reason, |f| f.message());
-            return Err(AdminFailure::Failed(message));
-        }
-        Err(e) => return Err(AdminFailure::Unavailable(e.to_string())),
-    }
-    match tokio::time::timeout(SIM_REPLY_TIMEOUT, rx).await {
-        Ok(Ok(r)) => r,
-        _ => Err(AdminFailure::Unavailable(
-            "the zone's thread did not answer".into(),
-        )),
-    }
+    shared.start_zone(id, kind, params, None, false).await
 }
 
 #[derive(Deserialize)]

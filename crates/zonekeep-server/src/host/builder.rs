@@ -208,6 +208,7 @@ impl HostBuilder {
             code: self.code.clone(),
             transfers: Arc::default(),
             bus: Arc::default(),
+            halts: Arc::new(crate::halt::Halts::new(metrics.clone())),
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
         let admin_token_hash = config

@@ -11,10 +11,12 @@ mod serve;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use zonekeep_core::Clock;
@@ -24,7 +26,10 @@ use crate::metrics::Metrics;
 use crate::net::conn_limit::ConnGuard;
 use crate::net::netsim::NetSim;
 use crate::reconnect::ReconnectStore;
-use crate::sim::{JoinFailure, Registry, SimContext, SimPool, Startup, ZoneCreate, ZoneEntry};
+use crate::sim::{
+    admit_zone, AdminFailure, AdmitError, JoinFailure, Registry, SimCommand, SimContext, SimPool,
+    StartError, Startup, ZoneCreate, ZoneEntry,
+};
 use crate::ticket::Verifier;
 
 pub use builder::HostBuilder;
@@ -224,6 +229,9 @@ impl Shared {
         if let Some(f) = self.registry.failure(zone_id) {
             return Err(JoinFailure::Failed(f.message()));
         }
+        if let Some(h) = self.sim.halts.get(zone_id) {
+            return Err(JoinFailure::Halted(h.message()));
+        }
         if zones.len() >= self.config.max_zones {
             return Err(JoinFailure::TooManyZones);
         }
@@ -239,17 +247,65 @@ impl Shared {
         Ok((entry, Some(create)))
     }
 
-    /// Register a zone for an admin create.
+    /// Starts zone `id` of `kind` on this host without a join (admin create, fleet reconcile,
+    /// the resumer of a halted lasting world when `resuming`), recording it from its creation
+    /// when `record` is set: the one admission path, then waits for the zone's thread to have it.
+    pub(crate) async fn start_zone(
+        &self,
+        id: &str,
+        kind: &str,
+        params: Value,
+        record: Option<zonekeep_core::recording::RecordLimits>,
+        resuming: bool,
+    ) -> Result<(), AdminFailure> {
+        /// How long the zone's thread may take to answer once it has the zone.
+        const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+        let (entry, create) = self.register_new(id, kind, params, resuming)?;
+        // Built here (claim and restore with persistence), never on the sim thread.
+        let (tx, rx) = oneshot::channel();
+        let hand_over = |mut start: crate::sim::ZoneStart| {
+            start.record = record;
+            SimCommand::Create {
+                zone_id: id.to_owned(),
+                create: start,
+                reply: tx,
+            }
+        };
+        match admit_zone(&self.sim, &self.pool, &entry, create, hand_over).await {
+            Ok(()) => {}
+            Err(AdmitError::Start(StartError::Invalid(reason))) => {
+                return Err(AdminFailure::BadRequest(reason))
+            }
+            Err(AdmitError::Start(StartError::Failed(reason))) => {
+                let message = self.registry.failure(id).map_or(reason, |f| f.message());
+                return Err(AdminFailure::Failed(message));
+            }
+            Err(e) => return Err(AdminFailure::Unavailable(e.to_string())),
+        }
+        match tokio::time::timeout(REPLY_TIMEOUT, rx).await {
+            Ok(Ok(r)) => r,
+            _ => Err(AdminFailure::Unavailable(
+                "the zone's thread did not answer".into(),
+            )),
+        }
+    }
+
+    /// Register a zone for an admin create (or, with `resuming`, for the resumer of a halted
+    /// lasting world, which the halt does not refuse).
     pub fn register_new(
         &self,
         zone_id: &str,
         kind: &str,
         params: Value,
+        resuming: bool,
     ) -> Result<(Arc<ZoneEntry>, ZoneCreate), crate::sim::AdminFailure> {
         use crate::sim::AdminFailure;
         let mut zones = self.registry.lock();
         if zones.contains_key(zone_id) {
             return Err(AdminFailure::Exists(zone_id.to_owned()));
+        }
+        if let Some(h) = self.sim.halts.get(zone_id).filter(|_| !resuming) {
+            return Err(AdminFailure::Halted(h.message()));
         }
         if self.shutdown.is_cancelled() {
             return Err(AdminFailure::Unavailable("shutting down".into()));

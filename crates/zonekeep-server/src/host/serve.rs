@@ -264,6 +264,10 @@ impl Host {
         self.follow_module_deploys().await;
         self.start_bus().await?;
         self.start_transfers().await?;
+        // Halted lasting worlds start again here once their store answers.
+        if shared.sim.persist.is_some() {
+            tokio::spawn(crate::halt::run(Arc::clone(&shared)));
+        }
         tracing::info!(addr = %listener.local_addr()?, "zonekeep host listening");
         tokio::pin!(shutdown);
         loop {

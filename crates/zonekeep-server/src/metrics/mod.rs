@@ -96,6 +96,8 @@ pub struct Metrics {
     zones: Gauge,
     events_dropped: Counter,
     zones_failed: Counter,
+    worlds_halted: Gauge,
+    world_halts: Family<Labels, Counter>,
     log_lines_suppressed: Counter,
     zones_upgraded: Counter,
     inputs_frozen: Counter,
@@ -142,6 +144,8 @@ impl Metrics {
             zones: Gauge::default(),
             events_dropped: Counter::default(),
             zones_failed: Counter::default(),
+            worlds_halted: Gauge::default(),
+            world_halts: Family::default(),
             log_lines_suppressed: Counter::default(),
             zones_upgraded: Counter::default(),
             inputs_frozen: Counter::default(),
@@ -293,6 +297,19 @@ impl Metrics {
             "zonekeep_zones_failed",
             "Zones stopped because their game code failed (a module trap, panic or budget overrun)",
             m.zones_failed.clone(),
+        );
+        registry.register(
+            "zonekeep_worlds_halted",
+            "Lasting worlds halted now because their saves failed past their bound: not ticking, \
+             refusing joins, their last committed save kept; each resumes from it once its store \
+             answers",
+            m.worlds_halted.clone(),
+        );
+        registry.register(
+            "zonekeep_world_halts",
+            "Lasting worlds halted (`halted`), started again from their last committed save \
+             (`resumed`), or found unable to start again (`failed`)",
+            m.world_halts.clone(),
         );
         registry.register(
             "zonekeep_module_log_lines_suppressed",
@@ -504,6 +521,19 @@ impl Metrics {
     /// A zone's game code failed (a module trapped, panicked or overran its budget).
     pub fn zone_failed(&self) {
         self.zones_failed.inc();
+    }
+
+    /// `n` lasting worlds are halted now (their saves failed).
+    pub fn worlds_halted(&self, n: usize) {
+        self.worlds_halted.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// A lasting world halted, or stopped being halted: `outcome` is `halted`, `resumed` or
+    /// `failed` (its code could not start it again).
+    pub fn world_halt(&self, outcome: &str) {
+        self.world_halts
+            .get_or_create(&vec![("outcome", outcome.to_owned())])
+            .inc();
     }
 
     /// `n` more log lines of zones' game code were dropped by the log's rate limit.

@@ -17,6 +17,16 @@ pub struct KickNotice {
     pub reason: String,
 }
 
+impl KickNotice {
+    /// The notice as a session of protocol `version` is sent it (see [`KickCode::for_version`]).
+    pub fn for_version(self, version: u32) -> KickNotice {
+        KickNotice {
+            code: self.code.for_version(version),
+            reason: self.reason,
+        }
+    }
+}
+
 /// Outcome of handing a frame to a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Offer {

@@ -88,6 +88,9 @@ pub struct PersistConfig {
     pub save_every: Duration,
     /// Per-kind overrides of `save_every`.
     pub save_every_by_kind: BTreeMap<String, Duration>,
+    /// How long a lasting world's newest state may wait unsaved (its saves failing or hung)
+    /// before the world halts. Default `None`: three of the kind's save intervals.
+    pub lasting_halt_after: Option<Duration>,
     /// Where facts go. Default the ledger.
     pub fact_sink: FactSinkSpec,
     /// Dev/bench: delay every store write by this much (wraps the store in [`SlowStore`]).
@@ -107,6 +110,7 @@ impl Default for PersistConfig {
             data_dir: PathBuf::from("./data"),
             save_every: Duration::from_secs(5),
             save_every_by_kind: BTreeMap::new(),
+            lasting_halt_after: None,
             fact_sink: FactSinkSpec::Ledger,
             store_delay: None,
             webhook_timeout: Duration::from_secs(5),
@@ -123,6 +127,14 @@ impl PersistConfig {
             .get(kind)
             .copied()
             .unwrap_or(self.save_every)
+    }
+
+    /// How long a lasting world of `kind` may go unsaved before it halts: the configured bound,
+    /// or three of the kind's save intervals (one failed save is retried and is no reason to
+    /// stop the world; three in a row are).
+    pub fn lasting_halt_after_for(&self, kind: &str) -> Duration {
+        self.lasting_halt_after
+            .unwrap_or_else(|| self.save_every_for(kind).saturating_mul(3))
     }
 }
 

@@ -236,6 +236,10 @@ impl Persistence {
             tracing::info!(zone = %zone_id, epoch = claimed.epoch, from_epoch = save.epoch, seq = save.seq, facts_in_flight = host.facts_in_flight(), "zone restored from its save");
         }
         let route = self.router.open(&zone_id, settle_budget);
+        let halt_after = host
+            .config()
+            .lasting
+            .then(|| self.config.lasting_halt_after_for(host.kind()));
         let persist = ZonePersist::new(
             &zone_id,
             claimed.epoch,
@@ -245,7 +249,8 @@ impl Persistence {
             save_every,
             settle_budget,
             now,
-        );
+        )
+        .halting_after(halt_after);
         Ok((host, persist))
     }
 

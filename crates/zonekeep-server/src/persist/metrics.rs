@@ -18,6 +18,9 @@ pub struct PersistMetrics {
     pub save_replaced: Counter,
     /// Saves refused because a newer owner claimed the zone.
     pub saves_fenced: Counter,
+    /// Snapshots of lasting worlds that halted, dropped unwritten so the last committed save
+    /// stays the world's state.
+    pub saves_dropped_halted: Counter,
     /// Snapshots that could not be queued (zone not registered or fenced).
     pub saves_rejected: Counter,
     /// Facts queued or being committed.
@@ -74,6 +77,12 @@ impl PersistMetrics {
             "zonekeep_save_queue_replaced",
             "Unwritten zone snapshots replaced by a newer one",
             self.save_replaced.clone(),
+        );
+        r.register(
+            "zonekeep_saves_dropped_halted",
+            "Snapshots of lasting worlds halted by failing saves, dropped unwritten: the last \
+             committed save stays the world's state",
+            self.saves_dropped_halted.clone(),
         );
         r.register(
             "zonekeep_saves_fenced",

@@ -27,4 +27,11 @@ pub struct SaveStatus {
     pub replaced: u64,
     /// A newer owner took the zone: this host may no longer save it.
     pub fenced: bool,
+    /// How long the oldest snapshot submitted since the last committed write has waited, in
+    /// milliseconds (`None` when everything submitted is written). A lasting world halts when
+    /// it passes the world's bound.
+    pub unsaved_ms: Option<u64>,
+    /// The zone is a lasting world that halted because its saves failed: nothing more is
+    /// written for this registration.
+    pub halted: bool,
 }

@@ -14,6 +14,11 @@
 //! means another owner has the zone, so the writer stops for good and raises
 //! the registration's [`FenceAlarm`](super::FenceAlarm), which tells the
 //! zone's simulation thread to unload it.
+//!
+//! Each registration also knows since when its newest state has waited
+//! unsaved ([`SaveWatch::unsaved_for`]): a lasting world halts when that
+//! passes its bound, and [`StorageHandle::halt`] then drops what was never
+//! written, so the last committed save stays the world's state.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +27,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::runtime::Handle;
 use tokio::sync::{watch, Notify, Semaphore};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use zonekeep_store::{SaveStore, StoreError};
@@ -89,6 +95,14 @@ struct ZoneState {
     pending: Option<(u64, Vec<u8>)>,
     writing: bool,
     closed: bool,
+    /// When the oldest snapshot submitted since the last committed write was submitted; only
+    /// a committed write moves it (failures and dropped snapshots do not). `None` when every
+    /// submitted snapshot is written.
+    unsaved_since: Option<Instant>,
+    /// When the oldest snapshot merged into `pending` was submitted (kept across replacements).
+    pending_since: Option<Instant>,
+    /// `pending_since` of the snapshot being written.
+    writing_since: Option<Instant>,
 }
 
 struct ZoneEntry {
@@ -216,6 +230,9 @@ impl StorageHandle {
                 pending: None,
                 writing: false,
                 closed: self.shared.closing.load(Ordering::Acquire),
+                unsaved_since: None,
+                pending_since: None,
+                writing_since: None,
             }),
             wake: Notify::new(),
             idle,
@@ -260,6 +277,9 @@ impl StorageHandle {
         let seq = st.next_seq;
         st.next_seq = st.next_seq.saturating_add(1);
         let replaced = st.pending.replace((seq, snapshot)).is_some();
+        let now = Instant::now();
+        st.unsaved_since.get_or_insert(now);
+        st.pending_since.get_or_insert(now);
         if replaced {
             st.status.replaced = st.status.replaced.saturating_add(1);
             self.shared.metrics.save_replaced.inc();
@@ -355,7 +375,43 @@ impl StorageHandle {
 
     /// The zone's save status.
     pub fn status(&self, zone_id: &str) -> Option<SaveStatus> {
-        self.shared.entry(zone_id).map(|e| e.lock().status.clone())
+        self.shared.entry(zone_id).map(|e| e.status())
+    }
+
+    /// A watch on the current registration's saves, for its simulation thread: reading it takes
+    /// the zone's own lock only, never the worker's map.
+    pub fn watch(&self, zone_id: &str) -> Option<SaveWatch> {
+        self.shared.entry(zone_id).map(|entry| SaveWatch { entry })
+    }
+
+    /// The zone is a lasting world that halted because its saves failed: the snapshot waiting
+    /// is dropped unwritten and no other is accepted, so the store keeps the last committed
+    /// save as the world's state (a write already sent to the store may still land; the world's
+    /// next owner claims a new epoch first, which fences it if it lands later). Then the zone
+    /// is forgotten as [`retire`](Self::retire) does, without the retired hook: the zone is not
+    /// given up, it resumes here.
+    pub fn halt(&self, zone_id: &str) {
+        let Some(entry) = self.shared.entry(zone_id) else {
+            return;
+        };
+        {
+            let mut st = entry.lock();
+            st.closed = true;
+            st.status.halted = true;
+            if st.pending.take().is_some() {
+                self.shared.metrics.saves_dropped_halted.inc();
+            }
+            st.pending_since = None;
+            st.status.pending = st.writing;
+            if !st.writing {
+                entry.idle.send_replace(true);
+            }
+        }
+        entry.wake.notify_one();
+        let mut zones = self.shared.zones();
+        if zones.get(zone_id).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
+            zones.remove(zone_id);
+        }
     }
 
     /// The fence alarm of the zone's current registration: raised when the
@@ -367,7 +423,7 @@ impl StorageHandle {
     /// Every known zone's save status, sorted by zone id.
     pub fn statuses(&self) -> Vec<SaveStatus> {
         let entries: Vec<Arc<ZoneEntry>> = self.shared.zones().values().cloned().collect();
-        let mut out: Vec<SaveStatus> = entries.iter().map(|e| e.lock().status.clone()).collect();
+        let mut out: Vec<SaveStatus> = entries.iter().map(|e| e.status()).collect();
         out.sort_by(|a, b| a.zone_id.cmp(&b.zone_id));
         out
     }
@@ -410,6 +466,43 @@ impl StorageHandle {
     }
 }
 
+/// A simulation thread's view of its zone's saves (see [`StorageHandle::watch`]).
+#[derive(Clone)]
+pub struct SaveWatch {
+    entry: Arc<ZoneEntry>,
+}
+
+impl std::fmt::Debug for SaveWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaveWatch")
+            .field("zone_id", &self.entry.zone_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SaveWatch {
+    /// How long the zone's oldest unsaved snapshot has waited for a committed write (failing
+    /// writes are retried meanwhile); `None` when everything submitted is written.
+    pub fn unsaved_for(&self) -> Option<Duration> {
+        self.entry
+            .lock()
+            .unsaved_since
+            .map(|t| Instant::now().saturating_duration_since(t))
+    }
+}
+
+impl ZoneEntry {
+    fn status(&self) -> SaveStatus {
+        let st = self.lock();
+        let mut status = st.status.clone();
+        status.unsaved_ms = st.unsaved_since.map(|t| {
+            u64::try_from(Instant::now().saturating_duration_since(t).as_millis())
+                .unwrap_or(u64::MAX)
+        });
+        status
+    }
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -425,6 +518,7 @@ async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
             match st.pending.take() {
                 Some(job) => {
                     st.writing = true;
+                    st.writing_since = st.pending_since.take();
                     Some((job, st.status.kind.clone(), st.status.epoch))
                 }
                 None => {
@@ -476,6 +570,9 @@ async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
                 m.saves_ok.inc();
                 let mut st = entry.lock();
                 st.writing = false;
+                st.writing_since = None;
+                // A snapshot submitted while this one was written waits from its own submission.
+                st.unsaved_since = st.pending_since;
                 st.status.last_saved_seq = Some(seq);
                 st.status.last_saved_at_ms = Some(now_ms());
                 st.status.consecutive_failures = 0;
@@ -490,6 +587,12 @@ async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
                     let mut st = entry.lock();
                     st.status.consecutive_failures = failures;
                     st.status.last_error = Some(e.to_string());
+                    // The snapshot waits on, from the older of its submission and the newer one's.
+                    let since = st.writing_since.take();
+                    st.pending_since = match (since, st.pending_since) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
                     if st.pending.is_none() {
                         st.pending = Some((seq, bytes));
                     } else {

@@ -13,6 +13,10 @@
 //! [`FenceAlarm`] is raised; the thread reads it through
 //! [`ZonePersist::fenced`] and leaves through [`ZonePersist::discard`], which
 //! writes nothing more.
+//!
+//! A lasting world also watches how long its newest state has waited unsaved:
+//! past its bound [`ZonePersist::storage_lost`] says so, and the thread halts
+//! the world through [`ZonePersist::halt`], which drops what was never written.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -25,7 +29,7 @@ use super::fence::FenceAlarm;
 use super::route::SettlementRoute;
 use super::schedule::SaveTimer;
 use super::status::SaveStatus;
-use super::storage::{StorageHandle, SubmitError};
+use super::storage::{SaveWatch, StorageHandle, SubmitError};
 
 /// Why a zone leaves its thread, which decides what happens to its saves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +88,10 @@ pub struct ZonePersist {
     alarm: FenceAlarm,
     /// The owner epoch this host holds the zone under.
     epoch: u64,
+    /// The zone's saves as its writer sees them.
+    watch: Option<SaveWatch>,
+    /// A lasting world halts once its newest state waited unsaved this long.
+    halt_after: Option<Duration>,
 }
 
 impl ZonePersist {
@@ -105,6 +113,7 @@ impl ZonePersist {
         // fact queue, so either refusal is seen in one place.
         let alarm = storage.alarm(zone_id).unwrap_or_default();
         let queue = facts.open_zone(zone_id, Some(epoch), alarm.clone());
+        let watch = storage.watch(zone_id);
         ZonePersist {
             zone_id: zone_id.to_owned(),
             storage,
@@ -116,7 +125,37 @@ impl ZonePersist {
             settle_budget: settle_budget.max(1),
             alarm,
             epoch,
+            watch,
+            halt_after: None,
         }
+    }
+
+    /// Makes the zone a lasting world that halts once its newest state waited unsaved for
+    /// `bound` (see [`storage_lost`](Self::storage_lost)); `None` keeps it running whatever
+    /// its saves do.
+    pub(crate) fn halting_after(mut self, bound: Option<Duration>) -> Self {
+        self.halt_after = bound;
+        self
+    }
+
+    /// For a lasting world: how long its newest state has waited unsaved, once that passed the
+    /// world's bound (its saves failed or hung that long). The world must then halt rather
+    /// than run on state it cannot keep. `None` otherwise, and always for other zones.
+    pub fn storage_lost(&self) -> Option<Duration> {
+        let bound = self.halt_after?;
+        self.watch
+            .as_ref()?
+            .unsaved_for()
+            .filter(|waited| *waited > bound)
+    }
+
+    /// The lasting world halts (see [`storage_lost`](Self::storage_lost)): no final save, and
+    /// the snapshot still waiting is dropped, so the store keeps the last committed save as the
+    /// world's state, which it resumes from. The facts it emitted go out, as when a zone fails.
+    pub fn halt(mut self) {
+        self.send_held();
+        self.storage.halt(&self.zone_id);
+        self.facts.close_zone(&self.zone_id);
     }
 
     /// The owner epoch this host holds the zone under: every durable write of the zone's
@@ -156,6 +195,11 @@ impl ZonePersist {
             return self.save(host);
         }
         None
+    }
+
+    /// The storage worker's view of the zone's saves.
+    pub fn save_status(&self) -> Option<SaveStatus> {
+        self.storage.status(&self.zone_id)
     }
 
     /// The sequence number of the zone's newest save the store committed.

@@ -44,6 +44,20 @@ pub(crate) async fn admit_hello(
             min: versions.iter().copied().min().unwrap_or(0),
             max: versions.iter().copied().max().unwrap_or(0),
         })?;
+    admit_negotiated(shared, zone_id, hello, bytes, version, conn)
+        .await
+        .map_err(|e| e.for_version(version))
+}
+
+/// [`admit_hello`] once the version is negotiated.
+async fn admit_negotiated(
+    shared: &Arc<Shared>,
+    zone_id: &str,
+    hello: Hello,
+    bytes: Bytes,
+    version: u32,
+    conn: &ConnHandle,
+) -> Result<Handshake, SessionError> {
     // A host that requires a minimum content version refuses older content here, before the
     // ticket is verified or its single-use id spent: the client reloads and presents it again.
     if let Err(refusal) = shared.sim.content.admit(version, &hello.content_version) {
@@ -94,6 +108,7 @@ pub(crate) async fn admit_hello(
         player: joined.player,
         conn_id: conn.id,
         netsim: shared.netsim.connection(&sub),
+        version,
     }))
 }
 
@@ -115,6 +130,11 @@ async fn admit(
         return Err(SessionError::Params(refusal));
     }
     let sub = ticket.sub.as_str().to_owned();
+    // A lasting world halted here is refused before the directory is asked or anything spent:
+    // its store is what fails, and the client retries with the same ticket and token.
+    if let Some(h) = shared.sim.halts.get(zone_id) {
+        return Err(JoinFailure::Halted(h.message()).into());
+    }
     // Where the zone lives, asked before a token or the ticket's single-use id
     // is spent: a client sent elsewhere presents both to the owner, which
     // spends them once, on admission.

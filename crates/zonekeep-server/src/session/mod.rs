@@ -24,6 +24,8 @@ pub(crate) struct Attached {
     pub(crate) conn_id: u64,
     /// The NetSim (dev) its messages go through: its ticket subject's own, else the host's.
     pub(crate) netsim: ConnNetSim,
+    /// The negotiated protocol version: a Kick is sent in its codes.
+    pub(crate) version: u32,
 }
 
 /// How a handshake ended without an error.

@@ -98,6 +98,10 @@ pub enum JoinFailure {
     /// failed until an operator stops it or its kind is deployed anew; the message says why.
     #[error("{0}")]
     Failed(String),
+    /// The zone is a lasting world halted because its saves failed; it resumes from its last
+    /// committed save once its store answers. The message says why it halted.
+    #[error("{0}")]
+    Halted(String),
     /// The reconnect could not resume the player.
     #[error("reconnect refused: {0}")]
     ReconnectRefused(String),
@@ -145,6 +149,10 @@ pub enum AdminFailure {
     /// Queue full, zone cap, or shutting down.
     #[error("{0}")]
     Unavailable(String),
+    /// The zone is a lasting world halted because its saves failed (see
+    /// [`JoinFailure::Halted`]); the message says why.
+    #[error("{0}")]
+    Halted(String),
     /// The zone is a lasting world: stopping it needs the operator to force it.
     #[error("zone {0:?} is a lasting world: it is stopped only when forced (\"force\": true)")]
     Lasting(String),

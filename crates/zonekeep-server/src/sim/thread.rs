@@ -71,6 +71,8 @@ pub(crate) struct SimContext {
     /// The cross-zone bus, set once the host serves (in process, or NATS with `--bus`); zones
     /// bind to it at their next step once it is there.
     pub bus: Arc<std::sync::OnceLock<zonekeep_bus::BusHandle>>,
+    /// Lasting worlds halted because their saves failed, until they resume.
+    pub halts: Arc<crate::halt::Halts>,
 }
 
 struct SimThread {
@@ -135,6 +137,7 @@ impl SimThread {
         let mut fenced = Vec::new();
         let mut stepped = Vec::new();
         let mut failed = Vec::new();
+        let mut halted = Vec::new();
         for (id, z) in self.zones.iter_mut() {
             // Checked before anything else on every wake, due or not: a fenced
             // zone runs no further tick and takes no further input.
@@ -147,6 +150,9 @@ impl SimThread {
                 // A call stopped because the lease lapsed is the fence's business, next wake.
                 if z.failure().is_some() && !z.fenced() {
                     failed.push(id.clone());
+                } else if let Some(unsaved) = z.storage_lost() {
+                    // Checked after the step, so the tick that found it is the world's last.
+                    halted.push((id.clone(), unsaved));
                 }
                 stepped.push(id.clone());
             }
@@ -157,6 +163,12 @@ impl SimThread {
                 tracing::error!(zone = %id, %reason, "zone failed: stopped without a final save");
                 z.fail(&self.ctx, &reason);
                 // A freeze waiting on it finds it gone and is answered `None`.
+                self.ctx.metrics.release_zone(z.metrics);
+            }
+        }
+        for (id, unsaved) in halted {
+            if let Some(mut z) = self.zones.remove(&id) {
+                z.halt(&self.ctx, unsaved);
                 self.ctx.metrics.release_zone(z.metrics);
             }
         }

@@ -427,6 +427,40 @@ impl ZoneRun {
         );
     }
 
+    /// For a lasting world: how long its newest state has waited unsaved, once that passed its
+    /// bound (see [`ZonePersist::storage_lost`]); the world must halt.
+    pub fn storage_lost(&self) -> Option<std::time::Duration> {
+        self.persist.as_ref().and_then(ZonePersist::storage_lost)
+    }
+
+    /// The lasting world halts because its saves failed for `unsaved` (see
+    /// [`crate::halt`]): no final save, the snapshot still waiting is dropped, its players are
+    /// kicked with WORLD_HALTED, and the host's resumer starts it again from its last committed
+    /// save once the store answers.
+    pub fn halt(&mut self, ctx: &SimContext, unsaved: std::time::Duration) {
+        let status = self.persist.as_ref().and_then(|p| p.save_status());
+        let world = crate::halt::HaltedWorld::new(
+            &self.entry.zone_id,
+            self.host.kind(),
+            self.host.init().params.clone(),
+            self.host.tick(),
+            status.as_ref().map_or(0, |s| s.epoch),
+            status.as_ref().and_then(|s| s.last_saved_seq),
+            unsaved,
+            status.as_ref().and_then(|s| s.last_error.as_deref()),
+        );
+        let message = world.message();
+        tracing::error!(zone = %self.entry.zone_id, tick = world.tick, last_saved_seq = ?world.last_saved_seq, reason = %world.reason, "lasting world halted: its saves failed; it resumes from its last committed save once its store answers");
+        if let Some(p) = self.persist.take() {
+            p.halt();
+        }
+        // Recorded before the players hear it, so one that retries at once is refused with it.
+        if ctx.halts.halt(world) {
+            tracing::warn!("more halted worlds than the host remembers: the oldest was forgotten");
+        }
+        self.release(ctx, KickCode::WORLD_HALTED, &message);
+    }
+
     /// Start recording the zone (see [`ZoneHost::start_recording`]).
     pub fn start_recording(
         &mut self,

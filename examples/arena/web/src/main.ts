@@ -272,6 +272,7 @@ function kickText(k: Kick): string {
     [KickCode.HOST_FENCED]: "The host lost this zone to another host",
     [KickCode.TOO_MANY_REDIRECTS]: "The hosts do not agree yet where this zone runs",
     [KickCode.CONTENT_OUTDATED]: "The game was updated since this page loaded: reload it",
+    [KickCode.WORLD_HALTED]: "The world paused because its storage is failing; it resumes from its last save",
   };
   const detail = k.reason !== "" ? `${kickCodeName(k.code)}: ${k.reason}` : kickCodeName(k.code);
   return `${why[k.code] ?? "The host closed the connection"} (${detail})`;

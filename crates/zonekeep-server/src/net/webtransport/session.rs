@@ -24,10 +24,11 @@ use crate::session::{
 use crate::sim::{kick_frame, SimCommand};
 
 /// The only versions a WebTransport session speaks (PROTOCOL.md §1.1).
-const VERSIONS: [u32; 3] = [
+const VERSIONS: [u32; 4] = [
     DATAGRAM_VERSION,
     zonekeep_protocol::messages::ENTRIES_PROTOCOL,
     zonekeep_protocol::messages::TRANSFER_PROTOCOL,
+    zonekeep_protocol::messages::HALT_PROTOCOL,
 ];
 
 /// Serves one incoming session to its end. `handshake` holds its place among the handshakes in
@@ -135,6 +136,7 @@ pub(super) async fn run(
         ends,
     )
     .await;
+    let kick = kick.map(|k| k.for_version(attached.version));
     close(&shared, &connection, Some(&mut send), kick).await;
     let cmd = SimCommand::Disconnected {
         zone_id,

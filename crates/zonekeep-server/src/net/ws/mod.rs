@@ -82,6 +82,7 @@ pub(crate) async fn run(
         conn_id,
     )
     .await;
+    let kick = kick.map(|k| k.for_version(attached.version));
     finish(&shared, &mut sink, &mut stream, kick).await;
     let cmd = SimCommand::Disconnected {
         zone_id: zone_id.clone(),
@@ -211,8 +212,9 @@ fn read_error(
 /// client is told ZONE_MOVED, with the owner's URL in the reason, instead of being redirected);
 /// 4 adds a resuming Hello's `resume_from`; 5 adds Welcome's content version and CONTENT_OUTDATED;
 /// 6 adds the WebTransport transport, and over WebSocket is version 5; 7 adds Welcome's entry URLs;
-/// 8 adds Transfer, and with it the moves of players between zones.
-const HOST_VERSIONS: [u32; 7] = [
+/// 8 adds Transfer, and with it the moves of players between zones; 9 adds the Kick code
+/// WORLD_HALTED.
+const HOST_VERSIONS: [u32; 8] = [
     MIN_PROTOCOL_VERSION,
     3,
     4,
@@ -220,6 +222,7 @@ const HOST_VERSIONS: [u32; 7] = [
     6,
     zonekeep_protocol::messages::ENTRIES_PROTOCOL,
     zonekeep_protocol::messages::TRANSFER_PROTOCOL,
+    zonekeep_protocol::messages::HALT_PROTOCOL,
 ];
 
 async fn handshake(

@@ -51,7 +51,9 @@ export const LIMITS = {
     stateRing: 32,
 };
 /**
- * The protocol versions this SDK implements, and offers by default: version 8 (the Transfer
+ * The protocol versions this SDK implements, and offers by default: version 9 (the Kick code
+ * WORLD_HALTED, §5.3: a lasting world whose saves failed stopped; otherwise the bytes of version 8,
+ * which a host of that version picks), version 8 (the Transfer
  * message, §5.3.2: the player is moved to another zone), version 7 (Welcome's `entries`,
  * where else the zone may be entered, §5.3.1; a host that speaks only up to 6 picks 6), version 6 (the WebTransport
  * transport, §1.1, with its State and Inputs datagrams and the Events message; over WebSocket byte
@@ -59,12 +61,18 @@ export const LIMITS = {
  * CONTENT_OUTDATED, §4.1.2), version 4 (a resuming Hello's `resumeFrom`, §4.1.1) and version 3
  * (Redirect, and the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS = [6, 7, 8];
+export const SUPPORTED_VERSIONS = [6, 7, 8, 9];
 /**
  * The version that added {@link Transfer} (§5.3.2): version 7 plus that message. A host sends it
  * only to a session that negotiated this version or a later one.
  */
 export const TRANSFER_PROTOCOL = 8;
+/**
+ * The version that added {@link KickCode.WORLD_HALTED} (§5.3): version 8 plus that code, its bytes
+ * otherwise version 8's. A host sends it only to a session that negotiated this version or a later
+ * one, and INTERNAL_ERROR to an older one.
+ */
+export const HALT_PROTOCOL = 9;
 /**
  * The version that added the WebTransport transport (§1.1): State (§5.8) and Inputs (§4.5)
  * datagrams and the Events message (§5.9). A WebTransport session speaks it or a later one.
@@ -125,6 +133,14 @@ export const KickCode = {
      * §4.1.2). Final: {@link ZoneConnection} stops and emits 'reload'.
      */
     CONTENT_OUTDATED: 27,
+    /**
+     * The lasting world stopped because its saves failed; it resumes by itself from its last
+     * committed save once its store answers, so whatever happened since that save is gone (version 9,
+     * §5.3). Like INTERNAL_ERROR, {@link defaultReconnectPolicy} retries it with backoff through the
+     * entry URL, with the reconnect token inside the grace window. A session of an older version gets
+     * INTERNAL_ERROR instead.
+     */
+    WORLD_HALTED: 28,
 };
 /**
  * Whether a Kick code ends the connection but not the session (§5.3): ZONE_MOVED and HOST_FENCED,
