@@ -38,6 +38,12 @@ pub struct ZoneConfig {
     /// empty one stays loaded at Idle, its world going on — and its host refuses to stop one
     /// unless the operator forces it.
     pub lasting: bool,
+    /// The version of the zone's saved state: what its [`Zone::save`](crate::Zone::save) bytes
+    /// mean. Each save records it; a save of another version is restored only through
+    /// [`Zone::migrate`](crate::Zone::migrate) from an older one, and otherwise refused (a
+    /// lasting world does not start, its save kept) or, for other zones, replaced by a fresh
+    /// start. Raise it whenever the save's layout changes. At least 1; default 1.
+    pub state_version: u32,
     /// What Idle means: slower ticks or none.
     pub idle_policy: IdlePolicy,
     /// Capacity of each player's input buffer.
@@ -86,6 +92,7 @@ impl Default for ZoneConfig {
             idle_after: Duration::from_secs(30),
             dormant_after: Duration::from_secs(300),
             lasting: false,
+            state_version: 1,
             idle_policy: IdlePolicy::Slow(4),
             input_buffer: 32,
             input_policy: InputPolicy::Next,
@@ -129,6 +136,9 @@ impl ZoneConfig {
         }
         if self.input_buffer == 0 {
             return Err(ConfigError::InputBuffer);
+        }
+        if self.state_version == 0 {
+            return Err(ConfigError::StateVersion);
         }
         if self.max_timers == 0 {
             return Err(ConfigError::MaxTimers);

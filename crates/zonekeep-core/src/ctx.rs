@@ -58,6 +58,8 @@ pub(crate) struct Outputs {
     max_event_bytes: usize,
     /// Kick requests not yet applied by the host.
     pub(crate) kicks: Vec<Kick>,
+    /// The zone asked for a save (see [`Ctx::save_now`]).
+    pub(crate) save_requested: bool,
 }
 
 impl Outputs {
@@ -69,6 +71,7 @@ impl Outputs {
             event_bytes: 0,
             max_event_bytes,
             kicks: Vec::new(),
+            save_requested: false,
         }
     }
 }
@@ -282,6 +285,16 @@ impl<'a> Ctx<'a> {
             player,
             reason,
         });
+    }
+
+    /// Asks the host to save the zone at the end of this tick instead of at its next periodic
+    /// save: for a durable change (a purchase, a level, a score) that must not wait for the
+    /// save interval, while movement and other volatile state are saved on the periodic cadence
+    /// (`--save-every`, per kind with `save_every_by_kind`). Several requests make one save; the
+    /// host takes asked-for saves at most every 100 ms, so a later one waits, never lost. A host
+    /// that keeps nothing ignores it.
+    pub fn save_now(&mut self) {
+        self.out.save_requested = true;
     }
 
     /// The zone's own id.

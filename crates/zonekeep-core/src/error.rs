@@ -25,6 +25,10 @@ pub enum ZoneError {
     /// changed); the save is kept for an operator.
     #[error("saved state cannot be restored: {0}")]
     Restore(String),
+    /// The kind has no migration from this older state version (see
+    /// [`Zone::migrate`](crate::Zone::migrate)).
+    #[error("no migration from state version {0}")]
+    NoMigration(u32),
 }
 
 /// An invalid [`ZoneConfig`](crate::ZoneConfig).
@@ -53,6 +57,9 @@ pub enum ConfigError {
     /// `IdlePolicy::Slow` needs a divisor of at least 1.
     #[error("IdlePolicy::Slow divisor must be at least 1")]
     SlowDivisor,
+    /// `state_version` must be at least 1.
+    #[error("state_version must be at least 1")]
+    StateVersion,
     /// `input_buffer` must be at least 1.
     #[error("input_buffer must be at least 1")]
     InputBuffer,

@@ -143,6 +143,8 @@ pub struct ZoneHost {
     /// Something was called since the host was built: a recording starting now starts from a
     /// snapshot rather than from the creation.
     pub(crate) touched: bool,
+    /// The build of the zone's code, stamped on every save (see [`ZoneHost::set_build_id`]).
+    build: String,
 }
 
 impl std::fmt::Debug for ZoneHost {
@@ -177,6 +179,25 @@ impl ZoneHost {
     /// The configuration in force.
     pub fn config(&self) -> &ZoneConfig {
         &self.config
+    }
+
+    /// Whether the zone asked for a save since the last call (see [`Ctx::save_now`]); the
+    /// request is taken.
+    pub fn take_save_request(&mut self) -> bool {
+        std::mem::take(&mut self.core.out.save_requested)
+    }
+
+    /// Names the build of the zone's code (the host's version for a native kind, the module's
+    /// content hash for a module): every save records it beside the state version, so an
+    /// operator facing a save this code cannot read knows which build wrote it.
+    pub fn set_build_id(&mut self, build: impl Into<String>) {
+        self.build = build.into();
+    }
+
+    /// The build of the zone's code, as [`set_build_id`](ZoneHost::set_build_id) named it (empty
+    /// until then).
+    pub fn build_id(&self) -> &str {
+        &self.build
     }
 
     /// The last tick run (0 before the first).
@@ -338,6 +359,8 @@ impl ZoneHost {
                         last_seq: self.zone.last_processed(p.id),
                     })
                     .collect(),
+                state_version: self.config.state_version,
+                build: self.build.clone(),
             }
             .encode_with(&self.core.mail.saved_links()),
         )
@@ -602,5 +625,7 @@ mod tests_message;
 mod tests_persist;
 #[cfg(test)]
 mod tests_schedule;
+#[cfg(test)]
+mod tests_state_version;
 #[cfg(test)]
 mod tests_transfer;

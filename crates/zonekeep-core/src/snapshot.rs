@@ -42,6 +42,13 @@
 //! `u32` length and payload bytes; for an undeliverable notice (kind 1),
 //! `u8 target` (0 zone, 1 group), `str name`, `u16 topic` and `str reason`.
 //! Versions 1 and 2 are read with no links (no parent, no groups, empty tables).
+//!
+//! Version 4 appends what wrote the save: `u32 state_version` (the kind's
+//! [`ZoneConfig::state_version`](crate::ZoneConfig::state_version), what the zone's
+//! bytes mean) and `str build` (the build of the code that wrote them: the host's version for a
+//! native kind, the module's content hash for a module). Older envelopes are read as state
+//! version 1 with no build: they were written before kinds had state versions, when every
+//! kind's state was at the first one.
 
 use std::hash::Hasher;
 
@@ -54,7 +61,7 @@ use crate::player::{Claims, PlayerId, Principal, Role};
 /// The envelope's first four bytes.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"ZKSN";
 /// The envelope version this build writes (it also reads versions 1 and 2).
-pub const SNAPSHOT_VERSION: u16 = 3;
+pub const SNAPSHOT_VERSION: u16 = 4;
 const HEADER_LEN: usize = 16;
 const CHECKSUM_LEN: usize = 8;
 
@@ -88,6 +95,27 @@ pub enum RestoreError {
     /// example the state's schema changed), or the config is invalid.
     #[error("zone restore failed: {0}")]
     Zone(#[from] ZoneError),
+    /// The save was written under another state version than the kind's, and the kind has no
+    /// migration from it (a newer save than the code is never read).
+    #[error("the save holds state version {saved} (written by {}), and this kind reads version {current}: restore the compatible build or deploy a migration", if build.is_empty() { "an unrecorded build" } else { build.as_str() })]
+    StateChanged {
+        /// The save's state version.
+        saved: u32,
+        /// The kind's.
+        current: u32,
+        /// The build that wrote the save (empty when unrecorded).
+        build: String,
+    },
+    /// The kind's migration from the save's state version failed.
+    #[error("migrating the save from state version {from} to {to} failed: {reason}")]
+    Migration {
+        /// The save's state version.
+        from: u32,
+        /// The kind's.
+        to: u32,
+        /// What the migration said.
+        reason: String,
+    },
 }
 
 /// A decoded envelope.
@@ -107,6 +135,10 @@ pub struct Snapshot {
     pub next_player: u32,
     /// The participants present when it was taken (empty in a version-1 envelope).
     pub roster: Vec<SavedParticipant>,
+    /// The kind's state version the zone's bytes were written under (1 before version 4).
+    pub state_version: u32,
+    /// The build that wrote them (empty before version 4, or when unknown).
+    pub build: String,
 }
 
 /// What links a saved zone to others (version 3; empty in older envelopes): kept beside the
@@ -191,6 +223,8 @@ impl Snapshot {
         }
 
         put_links(&mut body, links);
+        put_u32(&mut body, self.state_version);
+        put_str(&mut body, &self.build);
 
         let mut out = Vec::with_capacity(HEADER_LEN + body.len() + CHECKSUM_LEN);
         out.extend_from_slice(&SNAPSHOT_MAGIC);
@@ -289,6 +323,11 @@ impl Snapshot {
         } else {
             SavedLinks::default()
         };
+        let (state_version, build) = if version >= 4 {
+            (r.u32()?, r.string()?)
+        } else {
+            (1, String::new())
+        };
         if r.remaining() != 0 {
             return Err(SnapshotError::Malformed("trailing bytes in body".into()));
         }
@@ -301,6 +340,8 @@ impl Snapshot {
                 zone,
                 next_player,
                 roster,
+                state_version,
+                build,
             },
             links,
         ))
@@ -616,6 +657,8 @@ mod tests {
                     last_seq: None,
                 },
             ],
+            state_version: 1,
+            build: String::new(),
         }
     }
 
@@ -626,9 +669,10 @@ mod tests {
         let mut s = sample();
         s.roster.clear();
         s.next_player = 0;
-        let v3 = s.encode();
-        let body_len = u64::from_le_bytes(v3[8..16].try_into().unwrap()) as usize;
-        let v1_body = &v3[16..16 + body_len - 8 - 21];
+        let v4 = s.encode();
+        let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
+        // Without the empty roster (8), the empty links (21) and the state stamp (8).
+        let v1_body = &v4[16..16 + body_len - 8 - 21 - 8];
         let mut v1 = Vec::new();
         v1.extend_from_slice(&SNAPSHOT_MAGIC);
         v1.extend_from_slice(&1u16.to_le_bytes());
@@ -694,11 +738,12 @@ mod tests {
 
     #[test]
     fn a_version_2_envelope_is_read_with_no_links() {
-        // Version 2 is version 3 without the links: rebuild one from a version-3 body.
+        // Version 2 is version 4 without the links and the state stamp: rebuild one from a
+        // version-4 body (empty links take 21 bytes, state version 1 and no build 8).
         let s = sample();
-        let v3 = s.encode();
-        let body_len = u64::from_le_bytes(v3[8..16].try_into().unwrap()) as usize;
-        let v2_body = &v3[16..16 + body_len - 21];
+        let v4 = s.encode();
+        let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
+        let v2_body = &v4[16..16 + body_len - 21 - 8];
         let mut v2 = Vec::new();
         v2.extend_from_slice(&SNAPSHOT_MAGIC);
         v2.extend_from_slice(&2u16.to_le_bytes());
@@ -711,6 +756,37 @@ mod tests {
             Snapshot::decode_with_links(&v2).unwrap(),
             (s, SavedLinks::default())
         );
+    }
+
+    /// `s` encoded as an envelope of `version` 3: version 4 without the state stamp.
+    fn as_version_3(s: &Snapshot) -> Vec<u8> {
+        let v4 = s.encode();
+        let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
+        let stamp = 4 + 4 + s.build.len();
+        let body = &v4[16..16 + body_len - stamp];
+        let mut v3 = Vec::new();
+        v3.extend_from_slice(&SNAPSHOT_MAGIC);
+        v3.extend_from_slice(&3u16.to_le_bytes());
+        v3.extend_from_slice(&0u16.to_le_bytes());
+        v3.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        v3.extend_from_slice(body);
+        let sum = checksum(&v3);
+        v3.extend_from_slice(&sum.to_le_bytes());
+        v3
+    }
+
+    #[test]
+    fn the_state_version_and_build_round_trip_and_older_envelopes_are_version_1() {
+        let s = Snapshot {
+            state_version: 3,
+            build: "module sha256:0a1b".into(),
+            ..sample()
+        };
+        assert_eq!(Snapshot::decode(&s.encode()).unwrap(), s);
+        // A version-3 envelope was written before state versions: it holds version 1.
+        let old = Snapshot::decode(&as_version_3(&s)).unwrap();
+        assert_eq!((old.state_version, old.build.as_str()), (1, ""));
+        assert_eq!(old.zone, s.zone);
     }
 
     #[test]
@@ -738,10 +814,10 @@ mod tests {
         b[0] = b'X';
         assert_eq!(Snapshot::decode(&b), Err(SnapshotError::BadMagic));
         let mut b = bytes.clone();
-        b[4] = 4;
+        b[4] = 5;
         assert_eq!(
             Snapshot::decode(&b),
-            Err(SnapshotError::UnsupportedVersion(4))
+            Err(SnapshotError::UnsupportedVersion(5))
         );
         let mut b = bytes.clone();
         let last = b.len() - 1;

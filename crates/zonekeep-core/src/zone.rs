@@ -282,6 +282,20 @@ pub trait Zone: Send + 'static {
         Err(ZoneError::NotRestorable(init.kind.clone()))
     }
 
+    /// Turn a save written under the older state version `from` (see
+    /// [`ZoneConfig::state_version`](crate::ZoneConfig::state_version)) into this version's
+    /// bytes, which [`restore`](Zone::restore) then reads. Return
+    /// [`ZoneError::NoMigration`] (the default) for a version it cannot read: a lasting world
+    /// then does not start and its save is kept; another zone starts fresh. Any other error is
+    /// the migration failing: the zone does not start and its save is kept.
+    fn migrate(from: u32, bytes: &[u8]) -> Result<Vec<u8>, ZoneError>
+    where
+        Self: Sized,
+    {
+        let _ = bytes;
+        Err(ZoneError::NoMigration(from))
+    }
+
     /// The zone's whole in-memory state as bytes, for a recording started while the zone runs
     /// (an *image*, not a save: it is read back only by this same build, by
     /// [`from_image`](Zone::from_image), and must keep everything the zone's behaviour depends

@@ -119,9 +119,15 @@ pub fn register(kinds: &mut ZoneKinds, kind: &Arc<ModuleKind>) {
         Some(Arc::new(move |init, config, clock, epoch, envelope| {
             let module = restore.module()?;
             let config = module.settings().apply(config);
-            ZoneHost::restore_with(init, config, clock, epoch, envelope, |init, ctx, save| {
-                ModuleZone::restore(&module, init, ctx, save)
-            })
+            ZoneHost::restore_with(
+                init,
+                config,
+                clock,
+                epoch,
+                envelope,
+                |init, ctx, save| ModuleZone::restore(&module, init, ctx, save),
+                |from, _save| Err(ZoneError::NoMigration(from)),
+            )
         })),
     );
 }

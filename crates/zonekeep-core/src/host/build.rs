@@ -81,6 +81,10 @@ impl ZoneHost {
     /// [`handle_rejoin`](ZoneHost::handle_rejoin). One the zone refuses is
     /// left out. The zone's parent, groups, message deduplication table and undelivered
     /// messages come back with it (delivered at its first tick).
+    ///
+    /// A save written under another state version than `config.state_version` is read only
+    /// through [`Zone::migrate`] from an older one; otherwise the restore fails with
+    /// [`RestoreError::StateChanged`] (or [`RestoreError::Migration`] when the migration failed).
     pub fn restore<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
@@ -88,11 +92,20 @@ impl ZoneHost {
         boot_epoch: u64,
         envelope: &[u8],
     ) -> Result<Self, RestoreError> {
-        Self::restore_with(init, config, clock, boot_epoch, envelope, Z::restore)
+        Self::restore_with(
+            init,
+            config,
+            clock,
+            boot_epoch,
+            envelope,
+            Z::restore,
+            Z::migrate,
+        )
     }
 
     /// Like [`restore`](ZoneHost::restore), with the zone rebuilt from its saved bytes by
-    /// `restore` instead of [`Zone::restore`] (see [`create_with`](ZoneHost::create_with)).
+    /// `restore` instead of [`Zone::restore`], and an older state version's bytes migrated by
+    /// `migrate` instead of [`Zone::migrate`] (see [`create_with`](ZoneHost::create_with)).
     pub fn restore_with<Z: Zone>(
         init: ZoneInit,
         config: ZoneConfig,
@@ -100,8 +113,10 @@ impl ZoneHost {
         boot_epoch: u64,
         envelope: &[u8],
         restore: impl FnOnce(&ZoneInit, &mut Ctx<'_>, &[u8]) -> Result<Z, ZoneError>,
+        migrate: impl FnOnce(u32, &[u8]) -> Result<Vec<u8>, ZoneError>,
     ) -> Result<Self, RestoreError> {
-        let (snap, links) = Snapshot::decode_with_links(envelope)?;
+        let (mut snap, links) = Snapshot::decode_with_links(envelope)?;
+        snap.zone = migrated(&config, &snap, migrate)?;
         let mut host = Self::build(init, config, clock, boot_epoch, snap.tick, |init, ctx| {
             Ok(Box::new(Slot::new(restore(init, ctx, &snap.zone)?)))
         })?;
@@ -228,6 +243,39 @@ impl ZoneHost {
             rewind,
             recorder: None,
             touched: false,
+            build: String::new(),
         })
+    }
+}
+
+/// The zone's saved bytes as this kind's state version reads them: the save's own when its
+/// version is the kind's, else what `migrate` makes of an older version's. A newer version than
+/// the kind's (a build rolled back) or one `migrate` has no migration from is
+/// [`RestoreError::StateChanged`]; a migration that fails is [`RestoreError::Migration`].
+fn migrated(
+    config: &ZoneConfig,
+    snap: &Snapshot,
+    migrate: impl FnOnce(u32, &[u8]) -> Result<Vec<u8>, ZoneError>,
+) -> Result<Vec<u8>, RestoreError> {
+    let (saved, current) = (snap.state_version, config.state_version);
+    let changed = || RestoreError::StateChanged {
+        saved,
+        current,
+        build: snap.build.clone(),
+    };
+    if saved == current {
+        return Ok(snap.zone.clone());
+    }
+    if saved > current {
+        return Err(changed());
+    }
+    match migrate(saved, &snap.zone) {
+        Ok(bytes) => Ok(bytes),
+        Err(ZoneError::NoMigration(_)) => Err(changed()),
+        Err(e) => Err(RestoreError::Migration {
+            from: saved,
+            to: current,
+            reason: e.to_string(),
+        }),
     }
 }

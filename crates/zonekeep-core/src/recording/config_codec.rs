@@ -61,6 +61,8 @@ pub(super) fn put_config(out: &mut Vec<u8>, c: &ZoneConfig) {
     put_varint(out, u64::from(c.max_facts_per_second));
     // Since version 7: a lasting world never goes Dormant.
     out.push(u8::from(c.lasting));
+    // Since version 8: the state version its saves are read under (a replay restores one).
+    put_varint(out, u64::from(c.state_version));
 }
 
 fn size(r: &mut Reader<'_>, what: &str) -> Result<usize, String> {
@@ -92,6 +94,10 @@ const LIMITS_VERSION: u16 = 4;
 /// The first format version whose config says whether the zone is a lasting world (older
 /// recordings are of zones that were not).
 const LASTING_VERSION: u16 = 7;
+
+/// The first format version whose config carries the zone's state version (older recordings
+/// are of zones at the first one).
+const STATE_VERSION_VERSION: u16 = 8;
 
 /// Reads what [`put_config`] wrote (in format `version`) and validates it.
 pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig, String> {
@@ -158,9 +164,15 @@ pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig,
     } else {
         false
     };
+    let state_version = if version >= STATE_VERSION_VERSION {
+        u32v(r)?
+    } else {
+        1
+    };
     let config = ZoneConfig {
         tick_hz,
         lasting,
+        state_version,
         patch_every,
         max_catch_up,
         max_players,

@@ -170,6 +170,7 @@ impl Driver {
         let config = ZoneConfig {
             world_seed: 42,
             lasting: true,
+            state_version: 3,
             ..ZoneConfig::default()
         };
         let host = kinds()
@@ -297,6 +298,10 @@ fn the_file_holds_every_call_and_effect() {
     assert_eq!(header.boot_epoch, 3);
     assert_eq!(header.config.world_seed, 42);
     assert!(header.config.lasting, "a lasting world replays as one");
+    assert_eq!(
+        header.config.state_version, 3,
+        "and under its state version"
+    );
     assert_eq!(header.start, Duration::from_millis(1234));
     assert_eq!(header.origin, Origin::Created);
     let mut seen = std::collections::BTreeSet::new();

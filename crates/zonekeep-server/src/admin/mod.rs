@@ -8,8 +8,8 @@
 //! | route | body | answer |
 //! | --- | --- | --- |
 //! | `GET /admin/hosts` | | `{"self", "hosts": [{"id", "url", "capacity", "zones", "draining", "left", "heartbeat_age_ms", "alive"}]}` |
-//! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure], "failed_zones": [FailedZone], "halted_worlds": [HaltedWorld], "directory_error"}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`); when the directory does not answer, only this host's own zones, with `directory_error` saying why (else `null`) |
-//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host` and `epoch`; for a failed zone — its game code could not create it or restore its save, or trapped, panicked or overran its budget while it ran — `{"id", "kind", "running": false, "failed": {"id", "kind", "reason", "tick", "at_start", "at_ms"}}` (with `start_failure`, the kept save, when a restore failed), until it is stopped or its kind is deployed anew; for a zone that did not start for another reason (the store) `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
+//! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure], "failed_zones": [FailedZone], "halted_worlds": [HaltedWorld], "fresh_starts": [FreshStart], "directory_error"}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`); when the directory does not answer, only this host's own zones, with `directory_error` saying why (else `null`) |
+//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts) with `host`, `epoch` and `fresh_start` (`{"reason": "state-changed", "detail", "save", "at_ms"}` when the zone started afresh because its save held a state version its kind cannot read, else `null`); for a failed zone — its game code could not create it or restore its save, or trapped, panicked or overran its budget while it ran — `{"id", "kind", "running": false, "failed": {"id", "kind", "reason", "tick", "at_start", "at_ms"}}` (with `start_failure`, the kept save, when a restore failed), until it is stopped or its kind is deployed anew; for a zone that did not start for another reason (the store) `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
 //! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it; 400 `bad_request` naming the param the kind refused, or for params over 64 KiB of JSON (nothing is kept: the id stays free); 409 `failed` when the zone's code failed to create it, or the zone is failed |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
 //! | `POST /admin/zones/{id}/stop` | empty, or `{"force": true}` | 200 `{"stopped": id}` (the zone is saved and unloaded); 409 `lasting` for a lasting world unless forced (a forced stop is logged on the `zonekeep::audit` target); for a failed zone, clears the failure (`"removed_failure": true`) and releases the zone in the directory: the next join or create starts it afresh, from its last save |
@@ -215,6 +215,7 @@ async fn list(State(shared): State<Arc<Shared>>) -> Response {
         "start_failures": failures,
         "failed_zones": shared.registry.failures(),
         "halted_worlds": shared.sim.halts.all(),
+        "fresh_starts": shared.sim.persist.as_ref().map(|p| p.fresh_starts().all()).unwrap_or_default(),
         "directory_error": directory_error,
     }))
     .into_response()
@@ -296,6 +297,12 @@ async fn detail(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
                 m.insert("host".into(), json!(shared.fleet().map(|f| &f.host_id)));
                 m.insert("epoch".into(), json!(local_epoch(&shared, &id)));
                 m.insert("running".into(), json!(true));
+                let fresh = shared
+                    .sim
+                    .persist
+                    .as_ref()
+                    .and_then(|p| p.fresh_starts().get(&id));
+                m.insert("fresh_start".into(), json!(fresh));
             }
             Json(v).into_response()
         }

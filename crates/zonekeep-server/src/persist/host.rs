@@ -157,6 +157,11 @@ impl Persistence {
         self.loader.failures()
     }
 
+    /// Zones started afresh because their save's state version changed.
+    pub fn fresh_starts(&self) -> &super::ZoneRecords<super::FreshStart> {
+        self.loader.fresh_starts()
+    }
+
     /// Waits for this host's unwritten save of the zone, then claims it (a
     /// new owner epoch) — through the fleet directory once the host joined
     /// one, where another live owner answers [`ClaimRefusal::Moved`]. A store

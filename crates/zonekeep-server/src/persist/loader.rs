@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use zonekeep_core::{Clock, ZoneConfig, ZoneError, ZoneHost, ZoneInit, ZoneKinds};
+use zonekeep_core::{Clock, RestoreError, ZoneConfig, ZoneError, ZoneHost, ZoneInit, ZoneKinds};
 use zonekeep_store::{SaveRecord, SaveStore, StoreError};
 
 use super::metrics::PersistMetrics;
@@ -63,29 +63,45 @@ pub struct StartFailure {
     pub params_refused: bool,
 }
 
-/// Failures by zone, and zone ids in insertion order (for eviction).
-type FailureMap = (HashMap<String, StartFailure>, VecDeque<String>);
+/// Records by zone, and zone ids in insertion order (for eviction).
+type RecordMap<T> = (HashMap<String, T>, VecDeque<String>);
 
-/// A bounded record of zones that failed to start.
-#[derive(Debug, Clone, Default)]
-pub struct StartFailures {
-    inner: Arc<Mutex<FailureMap>>,
+/// A bounded record of one item per zone (the oldest zone is forgotten first).
+#[derive(Debug)]
+pub struct ZoneRecords<T> {
+    inner: Arc<Mutex<RecordMap<T>>>,
 }
 
-impl StartFailures {
-    fn lock(&self) -> MutexGuard<'_, FailureMap> {
+impl<T> Clone for ZoneRecords<T> {
+    fn clone(&self) -> Self {
+        ZoneRecords {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<T> Default for ZoneRecords<T> {
+    fn default() -> Self {
+        ZoneRecords {
+            inner: Arc::new(Mutex::new((HashMap::new(), VecDeque::new()))),
+        }
+    }
+}
+
+/// The zones that failed to start, for the admin API and join refusals.
+pub type StartFailures = ZoneRecords<StartFailure>;
+
+impl<T: Clone> ZoneRecords<T> {
+    fn lock(&self) -> MutexGuard<'_, RecordMap<T>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records (or replaces) the zone's failure.
-    pub fn record(&self, failure: StartFailure) {
+    /// Records (or replaces) the zone's item.
+    pub fn record_for(&self, zone_id: &str, item: T) {
         let mut g = self.lock();
         let (map, order) = &mut *g;
-        if map
-            .insert(failure.zone_id.clone(), failure.clone())
-            .is_none()
-        {
-            order.push_back(failure.zone_id);
+        if map.insert(zone_id.to_owned(), item).is_none() {
+            order.push_back(zone_id.to_owned());
             while order.len() > MAX_START_FAILURES {
                 if let Some(old) = order.pop_front() {
                     map.remove(&old);
@@ -94,7 +110,7 @@ impl StartFailures {
         }
     }
 
-    /// Forgets the zone's failure (it started after all).
+    /// Forgets the zone's item.
     pub fn clear(&self, zone_id: &str) {
         let mut g = self.lock();
         let (map, order) = &mut *g;
@@ -103,18 +119,48 @@ impl StartFailures {
         }
     }
 
-    /// The zone's failure, if it has one.
-    pub fn get(&self, zone_id: &str) -> Option<StartFailure> {
+    /// The zone's item, if it has one.
+    pub fn get(&self, zone_id: &str) -> Option<T> {
         self.lock().0.get(zone_id).cloned()
     }
 
-    /// Every remembered failure, sorted by zone id.
-    pub fn all(&self) -> Vec<StartFailure> {
-        let mut v: Vec<StartFailure> = self.lock().0.values().cloned().collect();
-        v.sort_by(|a, b| a.zone_id.cmp(&b.zone_id));
-        v
+    /// Every remembered item, sorted by zone id.
+    pub fn all(&self) -> Vec<T> {
+        let g = self.lock();
+        let mut ids: Vec<&String> = g.0.keys().collect();
+        ids.sort();
+        ids.into_iter()
+            .filter_map(|id| g.0.get(id).cloned())
+            .collect()
     }
 }
+
+impl ZoneRecords<StartFailure> {
+    /// Records (or replaces) the zone's failure.
+    pub fn record(&self, failure: StartFailure) {
+        self.record_for(&failure.zone_id.clone(), failure);
+    }
+}
+
+/// A zone that started afresh, its save set aside: the save holds a state version its kind
+/// cannot read and has no migration from, and the zone is not a lasting world (a lasting world
+/// does not start instead; see [`ZoneLoader::build`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FreshStart {
+    /// The zone id.
+    pub zone_id: String,
+    /// Why: `state-changed`.
+    pub reason: String,
+    /// What the store's save held and who wrote it.
+    pub detail: String,
+    /// The replaced save's epoch and sequence number.
+    pub save: (u64, u64),
+    /// When, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+}
+
+/// The build a native kind's saves are stamped with (a module names its own content hash).
+pub const NATIVE_BUILD: &str = concat!("zonekeep ", env!("CARGO_PKG_VERSION"));
 
 /// Claims zones and builds their hosts from the last save.
 #[derive(Clone)]
@@ -122,6 +168,7 @@ pub struct ZoneLoader {
     saves: Arc<dyn SaveStore>,
     storage: StorageHandle,
     failures: StartFailures,
+    fresh: ZoneRecords<FreshStart>,
     metrics: PersistMetrics,
 }
 
@@ -144,8 +191,14 @@ impl ZoneLoader {
             saves,
             storage,
             failures: StartFailures::default(),
+            fresh: ZoneRecords::default(),
             metrics,
         }
+    }
+
+    /// The zones that started afresh because their save's state version changed.
+    pub fn fresh_starts(&self) -> &ZoneRecords<FreshStart> {
+        &self.fresh
     }
 
     /// The record of zones that failed to start.
@@ -209,9 +262,27 @@ impl ZoneLoader {
                     Some(save),
                 ));
             }
-            Some(save) => kinds
-                .restore(init, config, clock, claimed.epoch, &save.bytes)
-                .map_err(|e| fail(format!("cannot restore the zone's save: {e}"), Some(save)))?,
+            Some(save) => {
+                let restored = kinds.restore(
+                    init.clone(),
+                    config.clone(),
+                    clock.clone(),
+                    claimed.epoch,
+                    &save.bytes,
+                );
+                match restored {
+                    Ok(host) => host,
+                    Err(changed @ RestoreError::StateChanged { .. }) => self
+                        .start_fresh(kinds, init, config, clock, claimed, save, &changed)
+                        .map_err(|reason| fail(reason, Some(save)))?,
+                    Err(e) => {
+                        return Err(fail(
+                            format!("cannot restore the zone's save: {e}"),
+                            Some(save),
+                        ))
+                    }
+                }
+            }
             None => match kinds.create_at(init, config, clock, claimed.epoch) {
                 Ok(host) => host,
                 Err(e @ ZoneError::InvalidParams(_)) => {
@@ -229,9 +300,55 @@ impl ZoneLoader {
                 Err(e) => return Err(fail(format!("cannot create the zone: {e}"), None)),
             },
         };
+        let mut host = host;
+        if host.build_id().is_empty() {
+            host.set_build_id(NATIVE_BUILD);
+        }
         self.failures.clear(&zone_id);
         self.storage.register(&zone_id, &kind, claimed.epoch);
         Ok(host)
+    }
+
+    /// The zone's save holds a state version its kind cannot read (`changed`): an ordinary zone
+    /// starts afresh, recorded as `state-changed`, and its next save replaces that one; a lasting
+    /// world is never reset, so it does not start (the reason, for the failure, is returned) and
+    /// its save stays as it is. Whether a kind is lasting may be known only once a zone of it is
+    /// made (a module's settings say), so the fresh zone is made first and dropped unstarted for
+    /// a lasting world.
+    #[allow(clippy::too_many_arguments)]
+    fn start_fresh(
+        &self,
+        kinds: &ZoneKinds,
+        init: ZoneInit,
+        config: ZoneConfig,
+        clock: Arc<dyn Clock>,
+        claimed: &ClaimedZone,
+        save: &SaveRecord,
+        changed: &RestoreError,
+    ) -> Result<ZoneHost, String> {
+        let zone_id = init.zone_id.clone();
+        let mut fresh = kinds
+            .create_at(init, config, clock, claimed.epoch)
+            .map_err(|e| format!("{changed}; creating it afresh failed too: {e}"))?;
+        if fresh.config().lasting {
+            fresh.dispose();
+            return Err(format!(
+                "a lasting world is never started afresh, and {changed}; its save is kept"
+            ));
+        }
+        tracing::warn!(zone = %zone_id, reason = "state-changed", save_epoch = save.epoch, save_seq = save.seq, detail = %changed, "zone started afresh: its save holds state its kind no longer reads; the next save replaces it");
+        self.metrics.zones_started_fresh.inc();
+        self.fresh.record_for(
+            &zone_id,
+            FreshStart {
+                zone_id: zone_id.clone(),
+                reason: "state-changed".into(),
+                detail: changed.to_string(),
+                save: (save.epoch, save.seq),
+                at_ms: now_ms(),
+            },
+        );
+        Ok(fresh)
     }
 }
 

@@ -18,6 +18,8 @@ pub struct PersistMetrics {
     pub save_replaced: Counter,
     /// Saves refused because a newer owner claimed the zone.
     pub saves_fenced: Counter,
+    /// Zones started afresh because their save held a state version their kind cannot read.
+    pub zones_started_fresh: Counter,
     /// Snapshots of lasting worlds that halted, dropped unwritten so the last committed save
     /// stays the world's state.
     pub saves_dropped_halted: Counter,
@@ -83,6 +85,13 @@ impl PersistMetrics {
             "Snapshots of lasting worlds halted by failing saves, dropped unwritten: the last \
              committed save stays the world's state",
             self.saves_dropped_halted.clone(),
+        );
+        r.register(
+            "zonekeep_zones_started_fresh",
+            "Zones (not lasting worlds) started afresh because their save held a state version \
+             their kind cannot read and has no migration from (reason state-changed); the next \
+             save replaces it",
+            self.zones_started_fresh.clone(),
         );
         r.register(
             "zonekeep_saves_fenced",

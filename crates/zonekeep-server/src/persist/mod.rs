@@ -49,7 +49,10 @@ pub use facts::{FactQueue, FactQueueError, FactWorker, FactWorkerConfig, Settlem
 pub use fence::FenceAlarm;
 pub use host::{ClaimRefusal, PersistShutdown, Persistence};
 pub use ledger::LedgerSink;
-pub use loader::{ClaimedZone, LoadError, StartFailure, StartFailures, ZoneLoader};
+pub use loader::{
+    ClaimedZone, FreshStart, LoadError, StartFailure, StartFailures, ZoneLoader, ZoneRecords,
+    NATIVE_BUILD,
+};
 pub use metrics::PersistMetrics;
 pub use route::{SettlementRoute, SettlementRouter};
 pub use schedule::SaveTimer;

@@ -191,6 +191,9 @@ impl ZonePersist {
     pub fn after_advance(&mut self, host: &mut ZoneHost, now: Duration) -> Option<u64> {
         self.held.extend(host.drain_facts());
         self.send_held();
+        if host.take_save_request() {
+            self.timer.ask();
+        }
         if self.timer.poll(now) {
             return self.save(host);
         }

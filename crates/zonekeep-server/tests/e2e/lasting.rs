@@ -1,14 +1,19 @@
 //! Lasting worlds end to end: never Dormant, stopped only when forced, refused by a host without
 //! a store; and a world whose saves fail (its store held locked, on SQLite and on PostgreSQL)
 //! halts, keeps its last committed save through the halt and the host's shutdown, and resumes
-//! from it once the store answers.
+//! from it once the store answers; and saves whose state version the code no longer reads
+//! (a lasting world refuses to start and keeps its save, another zone starts afresh, a
+//! migration carries the state over).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use zonekeep_core::{Snapshot, ZoneConfig};
+use zonekeep_core::{
+    Ctx, EventTarget, InputRefusal, JoinRefusal, PlayerId, PlayerInfo, Snapshot, Zone, ZoneConfig,
+    ZoneError, ZoneInit,
+};
 use zonekeep_protocol::messages::{ClientMessage, Hello, KickCode, TRANSFER_PROTOCOL};
 use zonekeep_server::persist::{PersistConfig, Persistence};
 use zonekeep_server::Host;
@@ -408,4 +413,260 @@ async fn a_lasting_world_whose_saves_fail_halts_and_resumes_on_postgres() {
     if let Some(backend) = Backend::postgres(test).await {
         a_lasting_world_whose_saves_fail_halts_keeps_its_save_and_resumes(backend).await;
     }
+}
+
+/// Version 2 of the tally's state: the count and a marker byte `2`. With `MIGRATES` it migrates
+/// version 1's saves (the count alone); without, it has no migration (a developer changed the
+/// layout and forgot one).
+struct TallyV2<const MIGRATES: bool>(u64);
+
+impl<const MIGRATES: bool> Zone for TallyV2<MIGRATES> {
+    type Input = u64;
+    fn create(_init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        Ok(TallyV2(0))
+    }
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, p: &PlayerInfo) -> Result<(), JoinRefusal> {
+        ctx.emit_event(
+            EventTarget::Player(p.id),
+            TOPIC_COUNT,
+            self.0.to_le_bytes().to_vec(),
+        );
+        Ok(())
+    }
+    fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<u64, InputRefusal> {
+        let b: [u8; 8] = payload
+            .try_into()
+            .map_err(|_| InputRefusal::new(1, "8 bytes"))?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn on_input(&mut self, _ctx: &mut Ctx<'_>, _p: PlayerId, _n: u64) {
+        self.0 += 1;
+    }
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+    fn save(&self) -> Option<Vec<u8>> {
+        let mut out = self.0.to_le_bytes().to_vec();
+        out.push(2);
+        Some(out)
+    }
+    fn restore(_i: &ZoneInit, _c: &mut Ctx<'_>, bytes: &[u8]) -> Result<Self, ZoneError> {
+        match bytes.split_last() {
+            Some((2, count)) => {
+                Ok(TallyV2(u64::from_le_bytes(count.try_into().map_err(
+                    |_| ZoneError::Restore("a count of 8 bytes".into()),
+                )?)))
+            }
+            _ => Err(ZoneError::Restore("not a version-2 tally".into())),
+        }
+    }
+    fn migrate(from: u32, bytes: &[u8]) -> Result<Vec<u8>, ZoneError> {
+        if !MIGRATES || from != 1 {
+            return Err(ZoneError::NoMigration(from));
+        }
+        let mut out = bytes.to_vec();
+        out.push(2);
+        Ok(out)
+    }
+}
+
+/// Which code a host runs the tally and the (lasting) world with.
+#[derive(Clone, Copy)]
+enum Code {
+    /// State version 1.
+    V1,
+    /// State version 2, without a migration from 1.
+    V2Unmigrated,
+    /// State version 2, migrating 1.
+    V2,
+}
+
+/// A host running `code` for kinds `tally` and `world` (lasting) on `backend`.
+async fn host_running(backend: &Backend, dir: &Path, code: Code) -> (TestServer, Arc<Persistence>) {
+    let config = PersistConfig {
+        store: backend.store(),
+        data_dir: dir.to_path_buf(),
+        save_every: Duration::from_millis(100),
+        ..PersistConfig::default()
+    };
+    persistent_kinds(dir, config, move |host, tally| {
+        let world = ZoneConfig {
+            lasting: true,
+            ..tally.clone()
+        };
+        let v2 = |c: &ZoneConfig| ZoneConfig {
+            state_version: 2,
+            ..c.clone()
+        };
+        match code {
+            Code::V1 => host
+                .zone_with::<Tally>("tally", tally, Value::Null)
+                .zone_with::<Tally>("world", world, Value::Null),
+            Code::V2Unmigrated => host
+                .zone_with::<TallyV2<false>>("tally", v2(&tally), Value::Null)
+                .zone_with::<TallyV2<false>>("world", v2(&world), Value::Null),
+            Code::V2 => host
+                .zone_with::<TallyV2<true>>("tally", v2(&tally), Value::Null)
+                .zone_with::<TallyV2<true>>("world", v2(&world), Value::Null),
+        }
+    })
+    .await
+}
+
+/// The store's save of `zone`: its state version, build and zone bytes.
+async fn saved(p: &Persistence, zone: &str) -> (u32, String, Vec<u8>) {
+    let rec = p.store().saves.load(zone).await.unwrap().unwrap();
+    let snap = Snapshot::decode(&rec.bytes).unwrap();
+    (snap.state_version, snap.build, snap.zone)
+}
+
+async fn a_changed_state_version_is_checked_never_guessed(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    // Version 1 runs a world and an ordinary zone to a count of 2 each, and saves them.
+    let (server, p) = host_running(&backend, dir.path(), Code::V1).await;
+    create_zone(&server, "w-1", "world").await;
+    for zone in ["w-1", "t-1"] {
+        let (mut ws, _, mut r) = join_tally(&server, zone, "ann").await;
+        count_one_more(&mut ws, &mut r, 1).await;
+        count_one_more(&mut ws, &mut r, 2).await;
+    }
+    server.stop().await;
+    let (version, build, world_bytes) = saved(&p, "w-1").await;
+    assert_eq!(
+        (version, world_bytes.as_slice()),
+        (1, &2u64.to_le_bytes()[..])
+    );
+    assert!(
+        build.starts_with("zonekeep "),
+        "the build is recorded: {build}"
+    );
+    drop(p);
+
+    // Version 2 without a migration: the world refuses to start and keeps its save; the
+    // ordinary zone starts afresh and says why.
+    let (server, p) = host_running(&backend, dir.path(), Code::V2Unmigrated).await;
+    let hello = hello_bytes(&ticket("ann", "w-1"), &[]);
+    assert_eq!(refused(&server, "w-1", hello).await, KickCode::ZONE_STOPPED);
+    let (_, d) = admin_get(&server, "/admin/zones/w-1").await;
+    assert_eq!(d["running"], false, "{d}");
+    let reason = d["failed"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("state version 1") && reason.contains("deploy a migration"),
+        "{d}"
+    );
+    assert_eq!(
+        saved(&p, "w-1").await,
+        (version, build.clone(), world_bytes.clone()),
+        "the world's save is kept as it was"
+    );
+    let (ws, _, r) = join_tally(&server, "t-1", "ann").await;
+    assert_eq!(r.count, Some(0), "the ordinary zone starts afresh");
+    let (_, d) = admin_get(&server, "/admin/zones/t-1").await;
+    assert_eq!(d["fresh_start"]["reason"], "state-changed", "{d}");
+    assert_eq!(
+        metric(&server, "zonekeep_zones_started_fresh_total").await,
+        1.0
+    );
+    drop(ws);
+    server.stop().await;
+    drop(p);
+
+    // Version 2 with its migration: the world comes back with its count, and saves under the
+    // new version.
+    let (server, p) = host_running(&backend, dir.path(), Code::V2).await;
+    let (ws, _, r) = join_tally(&server, "w-1", "ann").await;
+    assert_eq!(r.count, Some(2), "migrated, nothing lost");
+    eventually("a save under state version 2", || async {
+        saved(&p, "w-1").await.0 == 2
+    })
+    .await;
+    let mut want = 2u64.to_le_bytes().to_vec();
+    want.push(2);
+    assert_eq!(saved(&p, "w-1").await.2, want);
+    drop(ws);
+    server.stop().await;
+    drop(p);
+    backend.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_changed_state_version_is_checked_never_guessed_on_sqlite() {
+    a_changed_state_version_is_checked_never_guessed(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_changed_state_version_is_checked_never_guessed_on_postgres() {
+    let test = "a_changed_state_version_is_checked_never_guessed_on_postgres";
+    if let Some(backend) = Backend::postgres(test).await {
+        a_changed_state_version_is_checked_never_guessed(backend).await;
+    }
+}
+
+/// Keeps a player's gold, a durable field: each input earns one, saved at once.
+struct Gold(u64);
+
+impl Zone for Gold {
+    type Input = u64;
+    fn create(_init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        Ok(Gold(0))
+    }
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, p: &PlayerInfo) -> Result<(), JoinRefusal> {
+        ctx.emit_event(
+            EventTarget::Player(p.id),
+            TOPIC_COUNT,
+            self.0.to_le_bytes().to_vec(),
+        );
+        Ok(())
+    }
+    fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<u64, InputRefusal> {
+        let b: [u8; 8] = payload
+            .try_into()
+            .map_err(|_| InputRefusal::new(1, "8 bytes"))?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, _p: PlayerId, _n: u64) {
+        self.0 += 1;
+        ctx.save_now();
+    }
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+    fn save(&self) -> Option<Vec<u8>> {
+        Some(self.0.to_le_bytes().to_vec())
+    }
+    fn restore(_i: &ZoneInit, _c: &mut Ctx<'_>, b: &[u8]) -> Result<Self, ZoneError> {
+        let b: [u8; 8] = b
+            .try_into()
+            .map_err(|_| ZoneError::Restore("8 bytes".into()))?;
+        Ok(Gold(u64::from_le_bytes(b)))
+    }
+}
+
+#[tokio::test]
+async fn a_durable_change_is_saved_at_once_not_at_the_save_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    // Periodic saves once an hour: only the zone's own request can save it within the test.
+    let config = PersistConfig {
+        data_dir: dir.path().to_path_buf(),
+        save_every: Duration::from_secs(3600),
+        ..PersistConfig::default()
+    };
+    let (server, p) = persistent_kinds(dir.path(), config, |host, tally| {
+        host.zone_with::<Gold>(
+            "gold",
+            ZoneConfig {
+                lasting: true,
+                ..tally
+            },
+            Value::Null,
+        )
+    })
+    .await;
+    create_zone(&server, "g-1", "gold").await;
+    let (mut ws, _, mut r) = join_tally(&server, "g-1", "ann").await;
+    for seq in 1..=3 {
+        count_one_more(&mut ws, &mut r, seq).await;
+        eventually("the earned gold committed", || async {
+            saved_count(&p, "g-1").await == Some(u64::from(seq))
+        })
+        .await;
+    }
+    drop(ws);
+    server.stop().await;
 }

@@ -94,6 +94,8 @@ async fn a_save_that_cannot_be_restored_is_kept_refused_with_the_reason_and_repo
         zone: vec![1, 2, 3],
         next_player: 1,
         roster: vec![],
+        state_version: 1,
+        build: "zonekeep 0.0.1".into(),
     }
     .encode();
     p.store()

@@ -13,7 +13,7 @@ use zonekeep_core::{
 use zonekeep_protocol::messages::{ServerMessage, Welcome};
 use zonekeep_server::examples::Doors;
 use zonekeep_server::persist::{PersistConfig, Persistence};
-use zonekeep_server::{Host, ServerConfig};
+use zonekeep_server::{Host, HostBuilder, ServerConfig};
 
 use crate::common::*;
 
@@ -94,8 +94,39 @@ pub async fn persistent_every(
 /// A host with the tally, world (a lasting tally) and doors kinds on the store `config` names;
 /// the host's own files go in `dir`.
 pub async fn persistent_with(dir: &Path, config: PersistConfig) -> (TestServer, Arc<Persistence>) {
+    persistent_kinds(dir, config, |host, tally| {
+        host.zone_with::<Tally>("tally", tally.clone(), Value::Null)
+            .zone_with::<Tally>(
+                "world",
+                ZoneConfig {
+                    lasting: true,
+                    ..tally
+                },
+                Value::Null,
+            )
+            // Room for one player, who leaves at once when its connection closes.
+            .zone_with::<Doors>(
+                "doors",
+                ZoneConfig {
+                    max_players: 1,
+                    reconnect_grace: Duration::from_millis(50),
+                    ..ZoneConfig::default()
+                },
+                Value::Null,
+            )
+    })
+    .await
+}
+
+/// A host on the store `config` names with the kinds `kinds` registers, given the tally's
+/// config (tiny tier timeouts: an empty zone goes Dormant within half a second); the host's own
+/// files go in `dir`.
+pub async fn persistent_kinds(
+    dir: &Path,
+    config: PersistConfig,
+    kinds: impl FnOnce(HostBuilder, ZoneConfig) -> HostBuilder,
+) -> (TestServer, Arc<Persistence>) {
     let p = Persistence::open(config).await.unwrap();
-    // Tiny tier timeouts: an empty zone goes Dormant within half a second.
     let tally = ZoneConfig {
         idle_after: Duration::from_millis(100),
         dormant_after: Duration::from_millis(300),
@@ -104,30 +135,11 @@ pub async fn persistent_with(dir: &Path, config: PersistConfig) -> (TestServer, 
     };
     // The host's own files (its id, the data directory's lock) go beside the store, not into
     // the working directory.
-    let host = Host::builder()
-        .config(ServerConfig {
-            data_dir: dir.to_path_buf(),
-            ..base_config()
-        })
-        .zone_with::<Tally>("tally", tally.clone(), Value::Null)
-        .zone_with::<Tally>(
-            "world",
-            ZoneConfig {
-                lasting: true,
-                ..tally
-            },
-            Value::Null,
-        )
-        // Room for one player, who leaves at once when its connection closes.
-        .zone_with::<Doors>(
-            "doors",
-            ZoneConfig {
-                max_players: 1,
-                reconnect_grace: Duration::from_millis(50),
-                ..ZoneConfig::default()
-            },
-            Value::Null,
-        )
+    let host = Host::builder().config(ServerConfig {
+        data_dir: dir.to_path_buf(),
+        ..base_config()
+    });
+    let host = kinds(host, tally)
         .persistence(Arc::clone(&p))
         .build()
         .unwrap();
