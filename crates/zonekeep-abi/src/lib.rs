@@ -53,8 +53,10 @@ pub mod op {
     pub const SETTLED: u32 = 13;
     /// Nothing after the tick; answers the zone settings the module asks for: `u32 tick_hz`,
     /// `u32 patch_every`, `u32 max_players`, `u32 max_observers`, `f32 pos_step`,
-    /// `f32 view_radius`, `f32 cell_size` (0: the host's own), or nothing (all the host's). Asked
-    /// once, when the module is loaded, of an instance no zone uses.
+    /// `f32 view_radius`, `f32 cell_size` (0: the host's own), then optionally
+    /// `u32 max_entities` (0: the host's), `u8 lasting` and `u32 state_version` (0: version 1);
+    /// or nothing (all the host's). Asked once, when the module is loaded, of an instance no zone
+    /// uses.
     pub const CONFIG: u32 = 14;
     /// `u32 player`: a transfer the zone asked for leaves; answers `bytes state`, then commands.
     pub const TRANSFER_OUT: u32 = 15;
@@ -70,6 +72,22 @@ pub mod op {
     /// `u8 kind` (0 zone, 1 group), `str to`, `u16 topic`, `str reason`: a message the zone
     /// sent could not be delivered.
     pub const UNDELIVERABLE: u32 = 19;
+    /// `u32 from_version`, `bytes save`: turn a save written under the older state version
+    /// `from_version` into the module's own version. Answers a [`crate::migration`] code: `u8 0`
+    /// (no migration from that version), `u8 1` then the migrated save (the rest of the output),
+    /// or `u8 2` then `str reason` (the migration failed). Asked of an instance no zone uses,
+    /// and only of a module whose CONFIG declared a state version.
+    pub const MIGRATE: u32 = 20;
+}
+
+/// The first byte of [`op::MIGRATE`]'s answer.
+pub mod migration {
+    /// The module has no migration from that state version.
+    pub const NONE: u8 = 0;
+    /// The migrated save follows (the rest of the output).
+    pub const MIGRATED: u8 = 1;
+    /// The migration failed: `str reason` follows.
+    pub const FAILED: u8 = 2;
 }
 
 /// Command tags (docs/MODULES.md, "Commands").
@@ -125,6 +143,8 @@ pub mod tag {
     pub const LEAVE_GROUP: u8 = 24;
     /// `str parent` (empty: none).
     pub const SET_PARENT: u8 = 25;
+    /// Nothing: save the zone at the end of this tick (a durable change).
+    pub const SAVE_NOW: u8 = 26;
 }
 
 /// Log levels of the `zonekeep.log` import.

@@ -639,6 +639,15 @@ impl<'a> Ctx<'a> {
         self.out.u8(tag::LEAVE_GROUP).str(group);
     }
 
+    /// Ask the host to save the zone at the end of this tick instead of at its next periodic
+    /// save: for a durable change (a purchase, a level, a score) that must not wait for the save
+    /// interval, while movement and other volatile state are saved on the periodic cadence.
+    /// Several requests make one save; the host takes them at most every 100 ms (a later one
+    /// waits, never lost).
+    pub fn save_now(&mut self) {
+        self.out.u8(tag::SAVE_NOW);
+    }
+
     /// Name this zone's parent (`None`: none); saved by the host, which tells the parent of
     /// every tier change of this zone.
     pub fn set_parent(&mut self, parent: Option<&str>) {

@@ -9,9 +9,9 @@ use crate::log::{log, Level};
 use crate::rng::Rng;
 use crate::wire::{DecodeError, Reader, Writer};
 use crate::zone::{
-    Arrival, ChildEvent, LeaveReason, MessageFrom, Player, PlayerId, Role, Tier, Zone,
+    Arrival, ChildEvent, LeaveReason, MessageFrom, MigrateError, Player, PlayerId, Role, Tier, Zone,
 };
-use zonekeep_abi::returning;
+use zonekeep_abi::{migration, returning};
 
 /// The ABI version this SDK speaks (`zk_abi`).
 pub const ABI_VERSION: i32 = zonekeep_abi::ABI_VERSION;
@@ -64,11 +64,13 @@ pub enum Op {
     Child = zonekeep_abi::op::CHILD as isize,
     /// 19: a message the zone sent could not be delivered.
     Undeliverable = zonekeep_abi::op::UNDELIVERABLE as isize,
+    /// 20: migrate a save of an older state version.
+    Migrate = zonekeep_abi::op::MIGRATE as isize,
 }
 
 impl Op {
     /// Every op, in number order.
-    pub const ALL: [Op; 19] = [
+    pub const ALL: [Op; 20] = [
         Op::Create,
         Op::Join,
         Op::Leave,
@@ -88,6 +90,7 @@ impl Op {
         Op::Message,
         Op::Child,
         Op::Undeliverable,
+        Op::Migrate,
     ];
 
     /// The op numbered `n`, if any.
@@ -257,13 +260,11 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
         }
         // Asked of a fresh instance, before any zone is built.
         Call::Config => Z::settings().encode(w),
+        // Likewise: the zone's own migration, with the SDK's header kept around it.
+        Call::Migrate { from, save } => migrate::<Z>(from, save, w),
         Call::Save => {
             let zone = guest.zone.as_ref().ok_or(Fatal::NotCreated(op))?;
-            w.u8(SAVE_FORMAT);
-            for word in sdk.rng.state() {
-                w.u64(word);
-            }
-            w.u64(sdk.facts_made);
+            write_header(w, sdk.rng.state(), sdk.facts_made);
             w.raw(&zone.save());
         }
         Call::StateHash => {
@@ -300,6 +301,46 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
         }
     }
     Ok(())
+}
+
+/// The SDK's header in front of a save's zone bytes: [`SAVE_FORMAT`], the RNG's state, the
+/// count of fact keys made.
+fn write_header(w: &mut Writer, rng: [u64; 4], facts_made: u64) {
+    w.u8(SAVE_FORMAT);
+    for word in rng {
+        w.u64(word);
+    }
+    w.u64(facts_made);
+}
+
+/// MIGRATE's answer: the zone's bytes of `save` through [`Zone::migrate`], the SDK's header
+/// (written again in this SDK's format) in front of the migrated bytes; a save without the
+/// header is a failed migration.
+fn migrate<Z: Zone>(from: u32, save: &[u8], w: &mut Writer) {
+    let (rng, facts_made, bytes) = match split_save(save) {
+        Ok(split) => split,
+        Err(Fatal::BadSave(why)) => {
+            w.u8(migration::FAILED).str(&format!("bad save: {why}"));
+            return;
+        }
+        Err(other) => {
+            w.u8(migration::FAILED).str(&other.to_string());
+            return;
+        }
+    };
+    match Z::migrate(from, bytes) {
+        Ok(migrated) => {
+            w.u8(migration::MIGRATED);
+            write_header(w, rng.state(), facts_made);
+            w.raw(&migrated);
+        }
+        Err(MigrateError::NoMigration) => {
+            w.u8(migration::NONE);
+        }
+        Err(MigrateError::Failed(why)) => {
+            w.u8(migration::FAILED).str(&why);
+        }
+    }
 }
 
 /// `tick × dt`, saturating.
@@ -404,6 +445,7 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
         Call::Create { .. }
         | Call::TransferOut { .. }
         | Call::Config
+        | Call::Migrate { .. }
         | Call::Restore { .. }
         | Call::Save
         | Call::StateHash
@@ -502,6 +544,10 @@ enum Call<'a> {
     },
     StateHash,
     Config,
+    Migrate {
+        from: u32,
+        save: &'a [u8],
+    },
     Settled {
         key: &'a str,
         ok: bool,
@@ -613,6 +659,10 @@ impl<'a> Call<'a> {
             }
             Op::StateHash => Call::StateHash,
             Op::Config => Call::Config,
+            Op::Migrate => Call::Migrate {
+                from: r.u32()?,
+                save: r.bytes()?,
+            },
             Op::Settled => Call::Settled {
                 key: r.str()?,
                 ok: match r.u8()? {

@@ -70,10 +70,10 @@ pub use rng::Rng;
 pub use settings::Settings;
 pub use wire::{DecodeError, Reader, Writer};
 pub use zone::{
-    Arrival, ChildEvent, Input, InputField, LeaveReason, MessageFrom, Player, PlayerId, Refusal,
-    Role, Tier, Zone, REFUSE_UNDECODABLE,
+    Arrival, ChildEvent, Input, InputField, LeaveReason, MessageFrom, MigrateError, Player,
+    PlayerId, Refusal, Role, Tier, Zone, REFUSE_UNDECODABLE,
 };
-pub use zonekeep_abi::returning;
+pub use zonekeep_abi::{migration, returning};
 /// `#[derive(EntityKind)]`: see [`EntityKind`].
 pub use zonekeep_guest_derive::EntityKind;
 /// `#[derive(Input)]`: see [`Input`].

@@ -37,6 +37,10 @@ pub struct Settings {
     /// A lasting world: its zones never go Dormant, and the host refuses to stop one unless
     /// the operator forces it.
     pub lasting: bool,
+    /// The version of the zone's saves (0: version 1): raise it when what
+    /// [`Zone::save`](crate::Zone::save) writes changes, and migrate the older versions' saves
+    /// in [`Zone::migrate`](crate::Zone::migrate).
+    pub state_version: u32,
 }
 
 impl Settings {
@@ -93,8 +97,29 @@ impl Settings {
         self
     }
 
+    /// The version of the zone's saves, from 1 (the version of a module that names none).
+    ///
+    /// Every save the host keeps records the version it was written under. A save of an older
+    /// version is handed to [`Zone::migrate`](crate::Zone::migrate) before
+    /// [`Zone::restore`](crate::Zone::restore) reads it: a deploy of a module of a higher version
+    /// migrates the running zones' state, and one whose migration is missing or fails is refused
+    /// (the zones stay on the module they had). A save of a newer version than the module's is
+    /// never read. Raise it whenever the layout of [`Zone::save`](crate::Zone::save) changes.
+    ///
+    /// ```
+    /// use zonekeep_guest::Settings;
+    /// let s = Settings::new().state_version(2);
+    /// assert_eq!(s.state_version, 2);
+    /// assert_eq!(Settings::new().state_version, 0); // version 1
+    /// ```
+    pub fn state_version(mut self, version: u32) -> Self {
+        self.state_version = version;
+        self
+    }
+
     /// CONFIG's output (docs/MODULES.md): the seven settings in order, then, for a lasting
-    /// world, `u32 max_entities` (0: the host's) and `u8 lasting`.
+    /// world or a state version, `u32 max_entities` (0: the host's) and `u8 lasting`, and for a
+    /// state version `u32 state_version`.
     pub fn encode(&self, w: &mut Writer) {
         w.u32(self.tick_hz)
             .u32(self.patch_every)
@@ -103,8 +128,11 @@ impl Settings {
             .f32(self.pos_step)
             .f32(self.view_radius)
             .f32(self.cell_size);
-        if self.lasting {
-            w.u32(0).u8(1);
+        if self.lasting || self.state_version != 0 {
+            w.u32(0).u8(u8::from(self.lasting));
+        }
+        if self.state_version != 0 {
+            w.u32(self.state_version);
         }
     }
 }

@@ -5,7 +5,7 @@
 use crate::ctx::{tag, FieldType};
 use crate::dispatch::{dispatch, Fatal, Guest, Op};
 use crate::wire::{DecodeError, Reader, Writer};
-use crate::zone::{LeaveReason, Role, Zone};
+use crate::zone::{LeaveReason, MigrateError, Role, Zone};
 
 /// One decoded command (docs/MODULES.md, "Commands"); players and entities by number.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,6 +200,8 @@ pub enum Command {
     LeaveGroup(String),
     /// 25: the parent named (empty: none).
     SetParent(String),
+    /// 26: save the zone at the end of this tick.
+    SaveNow,
 }
 
 /// Decode a whole command buffer, as the host reads it (every length checked, nothing left
@@ -354,6 +356,7 @@ fn decode_command(r: &mut Reader<'_>) -> Result<Command, DecodeError> {
         tag::JOIN_GROUP => Command::JoinGroup(s(r)?),
         tag::LEAVE_GROUP => Command::LeaveGroup(s(r)?),
         tag::SET_PARENT => Command::SetParent(s(r)?),
+        tag::SAVE_NOW => Command::SaveNow,
         _ => return Err(DecodeError::Invalid("unknown command tag")),
     })
 }
@@ -470,6 +473,13 @@ pub mod input {
             .str(params)
             .str(&fact_prefix(zone_id))
             .bytes(save);
+        w.into_vec()
+    }
+
+    /// MIGRATE: `u32 from_version`, `bytes save` (the tick is 0: no zone runs the instance).
+    pub fn migrate(from: u32, save: &[u8]) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(0).u32(from).bytes(save);
         w.into_vec()
     }
 
@@ -769,10 +779,89 @@ impl<Z: Zone> TestHost<Z> {
         self.call(Op::Undeliverable, &input)
     }
 
+    /// MIGRATE: `save` (a whole save, as [`save`](Self::save) returns it) written under the older
+    /// state version `from`, as the zone's [`Zone::migrate`] turns it into a save of its own
+    /// version (the SDK's header kept), ready for [`restore`](Self::restore); or why not. Asked
+    /// as the host asks it, of the module and not of this host's zone, which it leaves alone.
+    ///
+    /// ```
+    /// use zonekeep_guest::testing::TestHost;
+    /// use zonekeep_guest::{Ctx, MigrateError, Zone};
+    ///
+    /// /// Version 1 saved a `u8`; version 2 saves a `u16`.
+    /// struct Counter(u16);
+    ///
+    /// impl Zone for Counter {
+    ///     type Input = Vec<u8>;
+    ///     fn create(_ctx: &mut Ctx<'_>, _params: &str) -> Result<Self, String> {
+    ///         Ok(Self(0))
+    ///     }
+    ///     fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+    ///     fn save(&self) -> Vec<u8> {
+    ///         self.0.to_le_bytes().to_vec()
+    ///     }
+    ///     fn restore(_ctx: &mut Ctx<'_>, _params: &str, b: &[u8]) -> Result<Self, String> {
+    ///         let b: [u8; 2] = b.try_into().map_err(|_| "two bytes".to_owned())?;
+    ///         Ok(Self(u16::from_le_bytes(b)))
+    ///     }
+    ///     fn migrate(from: u32, save: &[u8]) -> Result<Vec<u8>, MigrateError> {
+    ///         match (from, save) {
+    ///             (1, [n]) => Ok(u16::from(*n).to_le_bytes().to_vec()),
+    ///             (1, _) => Err(MigrateError::Failed("one byte".into())),
+    ///             _ => Err(MigrateError::NoMigration),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// // A save as version 1 wrote it: the SDK's header, then the zone's byte.
+    /// let mut v1 = TestHost::<Counter>::new(50_000);
+    /// v1.create(1, "c-1", "{}").unwrap();
+    /// let mut save = v1.save().unwrap();
+    /// save.truncate(save.len() - 2);
+    /// save.push(7);
+    ///
+    /// let mut v2 = TestHost::<Counter>::new(50_000);
+    /// let migrated = v2.migrate(1, &save).unwrap().unwrap();
+    /// v2.restore(1, "c-1", "{}", &migrated).unwrap();
+    /// assert_eq!(v2.zone().unwrap().0, 7);
+    /// assert_eq!(v2.migrate(5, &save).unwrap(), Err(MigrateError::NoMigration));
+    /// ```
+    ///
+    /// # Panics
+    /// If the answer is malformed (a bug of the SDK, which the test shows).
+    pub fn migrate(
+        &mut self,
+        from: u32,
+        save: &[u8],
+    ) -> Result<Result<Vec<u8>, MigrateError>, Fatal> {
+        let out = self.call_raw(Op::Migrate.number(), &input::migrate(from, save))?;
+        let mut r = Reader::new(&out);
+        let read = |r: &mut Reader<'_>| -> Result<Result<Vec<u8>, MigrateError>, DecodeError> {
+            Ok(match r.u8()? {
+                zonekeep_abi::migration::NONE => {
+                    r.finish()?;
+                    Err(MigrateError::NoMigration)
+                }
+                zonekeep_abi::migration::MIGRATED => Ok(r.rest().to_vec()),
+                zonekeep_abi::migration::FAILED => {
+                    let why = r.str()?.to_owned();
+                    r.finish()?;
+                    Err(MigrateError::Failed(why))
+                }
+                _ => return Err(DecodeError::Invalid("unknown MIGRATE answer")),
+            })
+        };
+        match read(&mut r) {
+            Ok(answer) => Ok(answer),
+            Err(e) => panic!("MIGRATE wrote a bad answer: {e}"),
+        }
+    }
+
     /// CONFIG: the settings the zone asks for.
     ///
     /// # Panics
-    /// If the output is not the seven settings, or the seven with `max_entities` and `lasting`.
+    /// If the output is not the seven settings, or the seven with `max_entities`, `lasting` and
+    /// `state_version` (each only after the one before).
     pub fn settings(&mut self) -> Result<crate::Settings, Fatal> {
         let out = self.call_raw(Op::Config.number(), &input::bare(self.tick))?;
         let mut r = Reader::new(&out);
@@ -786,10 +875,14 @@ impl<Z: Zone> TestHost<Z> {
                 view_radius: r.f32()?,
                 cell_size: r.f32()?,
                 lasting: false,
+                state_version: 0,
             };
             if !r.is_empty() {
                 let _max_entities = r.u32()?;
                 s.lasting = r.bool()?;
+            }
+            if !r.is_empty() {
+                s.state_version = r.u32()?;
             }
             r.finish()?;
             Ok(s)

@@ -79,6 +79,38 @@ impl fmt::Display for Refusal {
     }
 }
 
+/// Why [`Zone::migrate`] gives no save of the zone's own state version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MigrateError {
+    /// The zone has no migration from that state version (the default). The host then treats
+    /// the save as one it cannot read: a deploy is refused and the running zones stay on the
+    /// module they had; a lasting world does not start and keeps its save; another zone starts
+    /// fresh.
+    NoMigration,
+    /// The migration failed, with why (a save it finds corrupt, a value out of range...). A
+    /// deploy is refused with this reason; a zone starting from the save does not start, and
+    /// the save is kept.
+    Failed(String),
+}
+
+impl fmt::Display for MigrateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoMigration => f.write_str("no migration from that state version"),
+            Self::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for MigrateError {}
+
+/// An old save that does not decode is a failed migration, so `?` works on a [`Reader`].
+impl From<DecodeError> for MigrateError {
+    fn from(e: DecodeError) -> Self {
+        Self::Failed(format!("the old save does not decode: {e}"))
+    }
+}
+
 /// How a player arrives through [`Zone::transfer_in`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arrival<'a> {
@@ -278,6 +310,79 @@ pub trait Zone: Sized {
     fn restore(ctx: &mut Ctx<'_>, params: &str, bytes: &[u8]) -> Result<Self, String> {
         let _ = (ctx, params, bytes);
         Err("this zone kind cannot be restored from a save: it implements no Zone::restore (implement save and restore to be hot-deployable and to come back after a restart)".to_owned())
+    }
+
+    /// Turn the zone bytes of a save written under the older state version `from` into bytes of
+    /// this module's state version ([`Settings::state_version`]), which
+    /// [`restore`](Zone::restore) then reads. The host asks it of an instance no zone uses, only
+    /// for a save older than the module's version: when a deploy carries running zones into a
+    /// module of a higher state version, and when a zone starts from such a save. `save` and the
+    /// answer are the zone's own bytes; the SDK keeps its part of the save (the RNG, the fact
+    /// keys made) as it was.
+    ///
+    /// Answer [`MigrateError::NoMigration`] (the default) for a version it cannot read, and
+    /// [`MigrateError::Failed`] when the save cannot be migrated; either refuses the deploy, and
+    /// the zones stay on the module they had. Migrate from every version still saved anywhere,
+    /// one step after another if need be: a version-3 module may be handed a version-1 save.
+    ///
+    /// ```
+    /// use zonekeep_guest::{Ctx, MigrateError, Reader, Settings, Writer, Zone};
+    ///
+    /// /// Version 2 of a score keeper: version 1 saved the score as a `u32`; version 2 saves
+    /// /// it as a `u64`, then the level.
+    /// struct Score {
+    ///     score: u64,
+    ///     level: u8,
+    /// }
+    ///
+    /// impl Zone for Score {
+    ///     type Input = Vec<u8>;
+    ///
+    ///     fn settings() -> Settings {
+    ///         Settings::new().state_version(2)
+    ///     }
+    ///
+    ///     fn create(_ctx: &mut Ctx<'_>, _params: &str) -> Result<Self, String> {
+    ///         Ok(Self { score: 0, level: 1 })
+    ///     }
+    ///
+    ///     fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+    ///
+    ///     fn save(&self) -> Vec<u8> {
+    ///         let mut w = Writer::new();
+    ///         w.u64(self.score).u8(self.level);
+    ///         w.into_vec()
+    ///     }
+    ///
+    ///     fn restore(_ctx: &mut Ctx<'_>, _params: &str, bytes: &[u8]) -> Result<Self, String> {
+    ///         let mut r = Reader::new(bytes);
+    ///         let score = r.u64().map_err(|e| e.to_string())?;
+    ///         let level = r.u8().map_err(|e| e.to_string())?;
+    ///         Ok(Self { score, level })
+    ///     }
+    ///
+    ///     fn migrate(from: u32, save: &[u8]) -> Result<Vec<u8>, MigrateError> {
+    ///         match from {
+    ///             1 => {
+    ///                 let mut r = Reader::new(save);
+    ///                 let score = r.u32()?;
+    ///                 r.finish()?;
+    ///                 let mut w = Writer::new();
+    ///                 w.u64(u64::from(score)).u8(1);
+    ///                 Ok(w.into_vec())
+    ///             }
+    ///             _ => Err(MigrateError::NoMigration),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// assert_eq!(Score::migrate(1, &41u32.to_le_bytes()), Ok(vec![41, 0, 0, 0, 0, 0, 0, 0, 1]));
+    /// assert!(matches!(Score::migrate(1, &[1]), Err(MigrateError::Failed(_))));
+    /// assert_eq!(Score::migrate(7, &[]), Err(MigrateError::NoMigration));
+    /// ```
+    fn migrate(from: u32, save: &[u8]) -> Result<Vec<u8>, MigrateError> {
+        let _ = (from, save);
+        Err(MigrateError::NoMigration)
     }
 
     /// A hash of the whole simulation state, for determinism checks; `None` (the default): the

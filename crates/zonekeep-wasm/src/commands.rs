@@ -322,6 +322,7 @@ impl CommandApplier {
                     let parent = r.str("parent")?;
                     ctx.set_parent((!parent.is_empty()).then_some(parent));
                 }
+                tag::SAVE_NOW => ctx.save_now(),
                 t => return Err(Failure::Abi(format!("unknown command tag {t}"))),
             }
         }

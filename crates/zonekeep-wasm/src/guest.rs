@@ -13,6 +13,7 @@ use wasmtime::{
 use crate::error::{Failure, LoadError};
 use crate::load::{ZoneModule, LOG_IMPORT};
 use crate::sandbox::{ModuleEngine, Sandbox, EPOCH_PERIOD};
+use crate::wire::{put_bytes, put_u32, put_u64};
 
 /// The memory and table caps of one instance, and what the module asked for past them.
 #[derive(Debug)]
@@ -183,7 +184,7 @@ fn epochs_in(d: Duration) -> u32 {
 
 /// A log line as it may reach the host's log: cut, lossily decoded, control characters shown as
 /// `?` (a module cannot forge log lines of its own).
-fn clean_line(bytes: &[u8], cap: usize) -> String {
+pub(crate) fn clean_line(bytes: &[u8], cap: usize) -> String {
     let cut = &bytes[..bytes.len().min(cap)];
     String::from_utf8_lossy(cut)
         .chars()
@@ -350,6 +351,21 @@ impl Guest {
             .call(zonekeep_abi::op::CONFIG, None)
             .map_err(|f| LoadError::Start(format!("asking its zone settings: {f}")))?;
         Ok((version, settings.to_vec()))
+    }
+
+    /// Asks a throwaway instance of `module` to migrate `save`, written under the older state
+    /// version `from` (its MIGRATE answer, as it is). The instance is started and called under
+    /// a call's own budgets, as [`probe`](Self::probe) is, and dropped after.
+    pub fn migrate(module: &ZoneModule, from: u32, save: &[u8]) -> Result<Vec<u8>, Failure> {
+        let mut guest = Self::new(module, "(migration)")?;
+        guest.input.clear();
+        // The tick, as for CONFIG: no zone runs this instance.
+        put_u64(&mut guest.input, 0);
+        put_u32(&mut guest.input, from);
+        put_bytes(&mut guest.input, save);
+        guest
+            .call(zonekeep_abi::op::MIGRATE, None)
+            .map(<[u8]>::to_vec)
     }
 
     /// Fresh fuel and a fresh deadline for the next call, and nothing left over from the last

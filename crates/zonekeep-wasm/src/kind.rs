@@ -104,7 +104,14 @@ impl ModuleKind {
     }
 }
 
+/// The build a module zone's saves record: the module's content hash.
+fn build_id(module: &ZoneModule) -> String {
+    format!("module sha256:{}", module.digest_hex())
+}
+
 /// Registers `kind` on `kinds`: its zones are created and restored by the kind's current module.
+/// A save of an older state version than the module's is restored through the module's
+/// migration ([`ModuleZone::migrate`]); every zone's saves record the module that wrote them.
 pub fn register(kinds: &mut ZoneKinds, kind: &Arc<ModuleKind>) {
     let (create, restore) = (kind.clone(), kind.clone());
     kinds.register_factory(
@@ -112,22 +119,26 @@ pub fn register(kinds: &mut ZoneKinds, kind: &Arc<ModuleKind>) {
         Arc::new(move |init, config, clock, epoch| {
             let module = create.module()?;
             let config = module.settings().apply(config);
-            ZoneHost::create_with(init, config, clock, epoch, |init, ctx| {
+            let mut host = ZoneHost::create_with(init, config, clock, epoch, |init, ctx| {
                 ModuleZone::create(&module, init, ctx)
-            })
+            })?;
+            host.set_build_id(build_id(&module));
+            Ok(host)
         }),
         Some(Arc::new(move |init, config, clock, epoch, envelope| {
             let module = restore.module()?;
             let config = module.settings().apply(config);
-            ZoneHost::restore_with(
+            let mut host = ZoneHost::restore_with(
                 init,
                 config,
                 clock,
                 epoch,
                 envelope,
                 |init, ctx, save| ModuleZone::restore(&module, init, ctx, save),
-                |from, _save| Err(ZoneError::NoMigration(from)),
-            )
+                |from, save| ModuleZone::migrate(&module, from, save),
+            )?;
+            host.set_build_id(build_id(&module));
+            Ok(host)
         })),
     );
 }

@@ -28,6 +28,9 @@ pub struct ModuleSettings {
     pub max_entities: Option<u32>,
     /// A lasting world ([`ZoneConfig::lasting`]).
     pub lasting: bool,
+    /// The version of the module's saves ([`ZoneConfig::state_version`]): `None` when the module
+    /// declares none, which is version 1.
+    pub state_version: Option<u32>,
 }
 
 /// The range of settings a module may ask for: what a host can run for everyone else on its
@@ -61,8 +64,10 @@ fn some_f32(v: f32) -> Option<f32> {
 }
 
 impl ModuleSettings {
-    /// Reads CONFIG's output: empty (every setting the host's), or the seven settings. Settings
-    /// the host cannot run are refused, naming the setting.
+    /// Reads CONFIG's output: empty (every setting the host's), or the seven settings, then
+    /// optionally `u32 max_entities`, `u8 lasting` and `u32 state_version`, each only after the
+    /// one before it. Settings the host cannot run, and a malformed answer, are refused, naming
+    /// the setting.
     pub fn decode(out: &[u8]) -> Result<Self, LoadError> {
         if out.is_empty() {
             return Ok(Self::default());
@@ -77,7 +82,8 @@ impl ModuleSettings {
             pos_step: some_f32(r.f32("pos_step").map_err(bad)?),
             view_radius: some_f32(r.f32("view_radius").map_err(bad)?),
             cell_size: some_f32(r.f32("cell_size").map_err(bad)?),
-            // The eighth and ninth settings are optional: a module may answer seven or eight.
+            // The eighth, ninth and tenth settings are optional: a module may answer seven,
+            // eight, nine or ten.
             max_entities: if r.is_empty() {
                 None
             } else {
@@ -92,10 +98,16 @@ impl ModuleSettings {
                     n => return Err(LoadError::Settings(format!("lasting {n}: 0 or 1"))),
                 }
             },
+            // Any version from 1 up; 0 leaves it unset (version 1).
+            state_version: if r.is_empty() {
+                None
+            } else {
+                some_u32(r.u32("state_version").map_err(bad)?)
+            },
         };
         if !r.is_empty() {
             return Err(LoadError::Settings(format!(
-                "{} bytes after the nine settings",
+                "{} bytes after the ten settings",
                 r.remaining()
             )));
         }
@@ -191,6 +203,9 @@ impl ModuleSettings {
             config.max_entities = config.max_entities.min(v as usize);
         }
         config.lasting |= self.lasting;
+        // Always the module's own: what its saves mean is its code's, never the host's. The
+        // config given may be a running zone's, made for the module this one replaces.
+        config.state_version = self.state_version.unwrap_or(1);
         config
     }
 }

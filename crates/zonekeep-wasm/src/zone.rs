@@ -14,10 +14,10 @@ use zonekeep_core::{
 
 use crate::commands::CommandApplier;
 use crate::error::Failure;
-use crate::guest::Guest;
+use crate::guest::{clean_line, Guest};
 use crate::load::ZoneModule;
 use crate::wire::{put_bytes, put_str, put_u32, put_u64, put_u8, Reader};
-use zonekeep_abi::{op, returning};
+use zonekeep_abi::{migration, op, returning};
 
 /// Refusal code of an input or join offered to a failed zone.
 pub const FAILED_CODE: u16 = u16::MAX;
@@ -156,6 +156,59 @@ impl ModuleZone {
         save: &[u8],
     ) -> Result<Self, ZoneError> {
         Self::start(module, init, ctx, op::RESTORE, Some(save))
+    }
+
+    /// `save`, written under the older state version `from`, as `module`'s own state version
+    /// reads it: the module's MIGRATE answer (docs/MODULES.md), asked of a throwaway instance no
+    /// zone uses, under the same fuel and time budgets as a start.
+    ///
+    /// [`ZoneError::NoMigration`] when the module has no migration from `from`: it answered so,
+    /// answered nothing (as a module answers a call it does not know), or declares no state
+    /// version at all (a module written before state versions, which is never asked).
+    /// [`ZoneError::Failed`], naming why, when the migration failed: the module said so, or the
+    /// call trapped, overran its budget or answered something malformed.
+    pub fn migrate(module: &Arc<ZoneModule>, from: u32, save: &[u8]) -> Result<Vec<u8>, ZoneError> {
+        if module.settings().state_version.is_none() {
+            return Err(ZoneError::NoMigration(from));
+        }
+        let mut out = Guest::migrate(module, from, save)
+            .map_err(|f| ZoneError::Failed(format!("the module's MIGRATE call failed: {f}")))?;
+        let malformed = |why: String| {
+            ZoneError::Failed(format!("the module's MIGRATE answer is malformed: {why}"))
+        };
+        let Some(&code) = out.first() else {
+            return Err(ZoneError::NoMigration(from));
+        };
+        match code {
+            migration::NONE if out.len() == 1 => Err(ZoneError::NoMigration(from)),
+            migration::NONE => Err(malformed(format!(
+                "{} bytes after answer 0 (no migration)",
+                out.len() - 1
+            ))),
+            migration::MIGRATED => Ok(out.split_off(1)),
+            migration::FAILED => {
+                let mut r = Reader::new(&out[1..]);
+                let reason = r.str("the reason").map_err(|f| match f {
+                    Failure::Abi(why) => malformed(why),
+                    other => malformed(other.to_string()),
+                })?;
+                if !r.is_empty() {
+                    return Err(malformed(format!(
+                        "{} bytes after the reason",
+                        r.remaining()
+                    )));
+                }
+                // Shown to operators as a log line would be: cut, and unable to forge lines.
+                let cap = module.engine().sandbox().log_line_bytes;
+                let reason = clean_line(reason.as_bytes(), cap);
+                Err(ZoneError::Failed(if reason.is_empty() {
+                    "the migration failed (no reason given)".to_owned()
+                } else {
+                    reason
+                }))
+            }
+            n => Err(malformed(format!("answer {n}: 0, 1 or 2"))),
+        }
     }
 
     /// The module this zone runs.

@@ -67,6 +67,36 @@ fn an_entity_seen_by_some_players_is_hidden_from_the_others() {
 }
 
 #[test]
+fn save_now_asks_the_host_for_a_save_once() {
+    // CREATE answers one command: SAVE_NOW (tag 26, no body).
+    let module = wat::parse_str(
+        r#"(module
+            (memory (export "memory") 1)
+            (data (i32.const 0) "\1a")
+            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
+            (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
+                (if (i32.eq (local.get $op) (i32.const 1)) (then (return (i64.const 1))))
+                i64.const 0))"#,
+    )
+    .unwrap();
+    let engine = ModuleEngine::new(Sandbox::default()).unwrap();
+    let module = ZoneModule::load(&engine, &module).unwrap();
+    let mut kinds = ZoneKinds::new();
+    register(&mut kinds, &ModuleKind::new("saver", module));
+    let init = ZoneInit {
+        zone_id: "saver-1".into(),
+        kind: "saver".into(),
+        params: zonekeep_core::serde_json::json!({}),
+    };
+    let clock = Arc::new(ManualClock::new());
+    let mut host = kinds.create(init, ZoneConfig::default(), clock).unwrap();
+    assert_eq!(host.failure(), None);
+    assert!(host.take_save_request(), "the module asked for a save");
+    assert!(!host.take_save_request(), "once");
+}
+
+#[test]
 fn a_player_list_longer_than_the_buffer_is_refused() {
     // DECLARE_KIND, SPAWN 1, then SET_SEEN_BY 1 claiming 1,000,000 players in 4 bytes.
     let data = concat!(

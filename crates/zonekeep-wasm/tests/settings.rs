@@ -205,8 +205,74 @@ fn a_ninth_setting_marks_a_lasting_world_and_anything_but_0_or_1_is_refused() {
     *odd.last_mut().unwrap() = 2;
     let err = ZoneModule::load(&engine(), &module_asking(&odd)).unwrap_err();
     assert!(err.to_string().contains("lasting 2"), "{err}");
+    // A byte after the ninth is a tenth setting cut short.
     let mut long = bytes;
     long.push(0);
     let err = ZoneModule::load(&engine(), &module_asking(&long)).unwrap_err();
-    assert!(err.to_string().contains("after the nine settings"), "{err}");
+    assert!(
+        err.to_string().contains("state_version runs past the end"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_tenth_setting_names_the_state_version_and_a_malformed_one_is_refused() {
+    let nine = |lasting: u8| {
+        let mut bytes = all_settings(0, 0, 0.0, 0.0, 0.0);
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.push(lasting);
+        bytes
+    };
+    let with_version = |lasting: u8, version: u32| {
+        let mut bytes = nine(lasting);
+        bytes.extend_from_slice(&version.to_le_bytes());
+        bytes
+    };
+    let module = ZoneModule::load(&engine(), &module_asking(&with_version(0, 3))).unwrap();
+    assert_eq!(module.settings().state_version, Some(3));
+    assert!(!module.settings().lasting);
+    let config = module.settings().apply(ZoneConfig::default());
+    assert_eq!(config.state_version, 3);
+    assert!(!config.lasting);
+    // With a lasting world, and at the bound.
+    let top = ZoneModule::load(&engine(), &module_asking(&with_version(1, u32::MAX))).unwrap();
+    assert_eq!(top.settings().state_version, Some(u32::MAX));
+    assert!(top.settings().lasting);
+    // 0, or no tenth setting: version 1, whatever the config given says (a deploy passes the
+    // running zone's, made for the module being replaced).
+    let running_v3 = ZoneConfig {
+        state_version: 3,
+        ..ZoneConfig::default()
+    };
+    for bytes in [
+        with_version(0, 0),
+        nine(0),
+        all_settings(0, 0, 0.0, 0.0, 0.0),
+        Vec::new(),
+    ] {
+        let module = ZoneModule::load(&engine(), &module_asking(&bytes)).unwrap();
+        assert_eq!(module.settings().state_version, None, "{bytes:?}");
+        assert_eq!(
+            module.settings().apply(running_v3.clone()).state_version,
+            1,
+            "{bytes:?}"
+        );
+    }
+    // Cut short, or with bytes after it: refused, naming why.
+    for cut in 1..4 {
+        let mut short = nine(0);
+        short.extend_from_slice(&[1; 3][..cut]);
+        let err = ZoneModule::load(&engine(), &module_asking(&short)).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::Settings(why) if why.contains("state_version runs past the end")),
+            "{err}"
+        );
+    }
+    let mut long = with_version(0, 2);
+    long.push(0);
+    let err = ZoneModule::load(&engine(), &module_asking(&long)).unwrap_err();
+    assert!(
+        err.to_string().contains("1 bytes after the ten settings"),
+        "{err}"
+    );
 }

@@ -72,6 +72,14 @@ impl ZoneRun {
             &envelope,
         ) {
             Ok(next) => next,
+            Err(e @ zonekeep_core::RestoreError::Migration { .. }) => {
+                report.refused = Some(format!(
+                    "the new code could not carry the zone's save over: {e}; fix the migration \
+                     and deploy again"
+                ));
+                report.frozen_us = frozen_us();
+                return report;
+            }
             Err(e) => {
                 report.refused = Some(format!(
                     "the new code refused the zone's save ({e}); {HOT_DEPLOYABLE}"
