@@ -44,6 +44,12 @@ pub struct ZoneConfig {
     /// lasting world does not start, its save kept) or, for other zones, replaced by a fresh
     /// start. Raise it whenever the save's layout changes. At least 1; default 1.
     pub state_version: u32,
+    /// The kind's players bring their characters (see [`crate::character`]): the host holds each
+    /// player's character lease while it is here and hands the character to the zone
+    /// ([`ZoneHost::handle_join_with_character`](crate::ZoneHost::handle_join_with_character)).
+    /// A zone of such a kind is restored without its participants: each comes back by joining,
+    /// with the character its store holds, never from the zone's save. Default false.
+    pub characters: bool,
     /// What Idle means: slower ticks or none.
     pub idle_policy: IdlePolicy,
     /// Capacity of each player's input buffer.
@@ -93,6 +99,7 @@ impl Default for ZoneConfig {
             dormant_after: Duration::from_secs(300),
             lasting: false,
             state_version: 1,
+            characters: false,
             idle_policy: IdlePolicy::Slow(4),
             input_buffer: 32,
             input_policy: InputPolicy::Next,

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::character::CharacterBook;
 use crate::fact::{FactBook, FactError, FactKey};
 use crate::input::InputMeta;
 use crate::message::{Mailbox, MessageTarget, SendError};
@@ -95,6 +96,7 @@ pub struct Ctx<'a> {
     views: &'a mut ViewRequests,
     transfers: &'a mut Transfers,
     mail: &'a mut Mailbox,
+    characters: &'a mut CharacterBook,
 }
 
 /// The borrowed parts a [`Ctx`] is made of (keeps `Ctx::new` readable).
@@ -112,6 +114,7 @@ pub(crate) struct CtxParts<'a> {
     pub(crate) views: &'a mut ViewRequests,
     pub(crate) transfers: &'a mut Transfers,
     pub(crate) mail: &'a mut Mailbox,
+    pub(crate) characters: &'a mut CharacterBook,
 }
 
 impl<'a> Ctx<'a> {
@@ -131,6 +134,7 @@ impl<'a> Ctx<'a> {
             views: p.views,
             transfers: p.transfers,
             mail: p.mail,
+            characters: p.characters,
         }
     }
 
@@ -285,6 +289,32 @@ impl<'a> Ctx<'a> {
             player,
             reason,
         });
+    }
+
+    /// `player`'s character: the state it brought into this zone and takes along when it leaves
+    /// (see [`crate::character`]), as the zone last set it. `None` for an observer, a player of
+    /// a kind without characters ([`ZoneConfig::characters`](crate::ZoneConfig::characters)),
+    /// or one who left.
+    pub fn character(&self, player: PlayerId) -> Option<&[u8]> {
+        self.characters.get(player)
+    }
+
+    /// Replaces `player`'s character. The host writes it at the zone's next save, at once after
+    /// [`commit_character`](Ctx::commit_character), and last when the player leaves. Refused for
+    /// a player without a character here, or past
+    /// [`MAX_CHARACTER_BYTES`](crate::MAX_CHARACTER_BYTES) (the character is then unchanged).
+    pub fn set_character(
+        &mut self,
+        player: PlayerId,
+        data: Vec<u8>,
+    ) -> Result<(), crate::CharacterError> {
+        self.characters.set(player, data)
+    }
+
+    /// Asks the host to write `player`'s character now, at the end of this call, rather than at
+    /// the zone's next save: for a change the player must never lose (a purchase, a level).
+    pub fn commit_character(&mut self, player: PlayerId) -> Result<(), crate::CharacterError> {
+        self.characters.ask_commit(player)
     }
 
     /// Asks the host to save the zone at the end of this tick instead of at its next periodic

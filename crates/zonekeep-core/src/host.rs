@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::character::CharacterBook;
 use crate::clock::Clock;
 use crate::config::ZoneConfig;
 use crate::ctx::{Ctx, CtxParts, Event, Kick, Outputs};
@@ -69,6 +70,7 @@ pub(crate) struct Core {
     views: ViewRequests,
     transfers: Transfers,
     mail: Mailbox,
+    characters: CharacterBook,
 }
 
 impl Core {
@@ -87,6 +89,7 @@ impl Core {
             views: &mut self.views,
             transfers: &mut self.transfers,
             mail: &mut self.mail,
+            characters: &mut self.characters,
         })
     }
 }
@@ -179,6 +182,25 @@ impl ZoneHost {
     /// The configuration in force.
     pub fn config(&self) -> &ZoneConfig {
         &self.config
+    }
+
+    /// The character writes due (see [`crate::character`]): each player's last write as it
+    /// left, which gives its lease up, and a write of each character the zone asked to commit
+    /// (or that changed before a save, after [`commit_characters`](ZoneHost::commit_characters)).
+    /// The host makes them under the characters' leases, in order.
+    pub fn drain_character_writes(&mut self) -> Vec<crate::CharacterWrite> {
+        self.core.characters.drain()
+    }
+
+    /// The zone is saving: every character changed since its last write is to be written too
+    /// (drained by [`drain_character_writes`](ZoneHost::drain_character_writes)).
+    pub fn commit_characters(&mut self) {
+        self.core.characters.commit_dirty();
+    }
+
+    /// How many players hold a character in this zone.
+    pub fn characters(&self) -> usize {
+        self.core.characters.len()
     }
 
     /// Whether the zone asked for a save since the last call (see [`Ctx::save_now`]); the
@@ -582,6 +604,8 @@ impl ZoneHost {
             self.core.tier.emptied(now);
         }
         self.zone.leave(&mut self.core.ctx(None), id, why);
+        // Handed back after the leave hook, which may still set it.
+        self.core.characters.release(id);
     }
 
     /// Apply the zone's kick and transfer requests, including any made by the hooks they
@@ -613,6 +637,8 @@ mod links;
 mod probe;
 mod record;
 mod slot;
+#[cfg(test)]
+mod tests_characters;
 #[cfg(test)]
 mod tests_frames;
 #[cfg(test)]

@@ -150,6 +150,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod character;
 pub mod clock;
 pub mod config;
 pub mod ctx;
@@ -176,6 +177,7 @@ pub mod view;
 pub mod world;
 pub mod zone;
 
+pub use character::{CharacterError, CharacterWrite, MAX_CHARACTER_BYTES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ZoneConfig;
 pub use ctx::{Ctx, Event, EventTarget, Kick};

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::frames::FrameQueue;
 use super::slot::{Slot, ZoneSlot};
 use super::{Core, Pending, ZoneHost};
+use crate::character::CharacterBook;
 use crate::clock::Clock;
 use crate::config::ZoneConfig;
 use crate::ctx::{Ctx, Outputs};
@@ -130,7 +131,13 @@ impl ZoneHost {
     }
 
     /// Restored participants, admitted again as dropped (see [`restore`](ZoneHost::restore)).
+    /// A kind whose players bring characters admits nobody from its save: each player comes
+    /// back by joining, with the character its store holds (see [`crate::character`]).
     fn readmit(&mut self, next_player: u32, roster: Vec<crate::snapshot::SavedParticipant>) {
+        if self.config.characters {
+            self.next_player = next_player.max(1);
+            return;
+        }
         // The graces run from the restore instant (the schedule's start), so a host restored at
         // one clock reading has one state, which a replay reproduces.
         let now = self.start;
@@ -209,6 +216,7 @@ impl ZoneHost {
             views: ViewRequests::default(),
             transfers: Transfers::default(),
             mail: Mailbox::new(&init.zone_id, boot_epoch),
+            characters: CharacterBook::default(),
         };
         prepare(&mut core);
         // The limits come from the config, never from an image: an operator may change them.

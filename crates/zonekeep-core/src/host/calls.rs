@@ -28,7 +28,32 @@ impl ZoneHost {
             claims: serde_json::Value::Object(claims.clone()).to_string(),
             role,
         });
-        let joined = self.join_participant(principal, claims, role);
+        let joined = self.join_participant(principal, claims, role, None);
+        if self.recording() {
+            self.tap_effect(Record::Outcome(join_outcome(&joined)));
+        }
+        joined
+    }
+
+    /// Like [`handle_join`](ZoneHost::handle_join), for a player of a kind that keeps characters
+    /// ([`ZoneConfig::characters`](crate::ZoneConfig::characters)): `character` is the one the
+    /// host holds the lease of for this zone, which the zone sees from its join hook on
+    /// ([`Ctx::character`](crate::Ctx::character)). A refused join hands it back unchanged, as a
+    /// releasing [`CharacterWrite`](crate::CharacterWrite).
+    pub fn handle_join_with_character(
+        &mut self,
+        principal: Principal,
+        claims: Claims,
+        role: Role,
+        character: Vec<u8>,
+    ) -> Result<PlayerId, JoinError> {
+        self.tap_call(|| Record::JoinCharacter {
+            principal: principal.as_str().to_owned(),
+            claims: serde_json::Value::Object(claims.clone()).to_string(),
+            role,
+            character: character.clone(),
+        });
+        let joined = self.join_participant(principal, claims, role, Some(character));
         if self.recording() {
             self.tap_effect(Record::Outcome(join_outcome(&joined)));
         }
@@ -71,8 +96,12 @@ impl ZoneHost {
         principal: Principal,
         claims: Claims,
         role: Role,
+        character: Option<Vec<u8>>,
     ) -> Result<PlayerId, JoinError> {
         let id = self.admit_id(role)?;
+        if let Some(data) = character {
+            self.core.characters.admit(id, principal.clone(), data);
+        }
         let info = PlayerInfo {
             id,
             principal,
@@ -87,6 +116,7 @@ impl ZoneHost {
             .join(&mut self.core.ctx(None), &info, self.config.input_buffer);
         if let Err(refusal) = verdict {
             self.forget_refused(id);
+            self.core.characters.refused(id);
             return Err(JoinError::Refused(refusal));
         }
         self.subscribe(id);

@@ -2,8 +2,8 @@
 //!
 //! Body layout (varints are the protocol's; a `blob` is a varint length and the bytes):
 //! `tick`, `next_player`, `idle_phase`, `u8 ticked_at_once`, then the tier, the RNG, the timers,
-//! the fact book, the world, the view requests, the transfers and the mailbox (each in its own
-//! self-delimiting encoding, next to the struct it serializes), then the roster — a count, and per participant `id`,
+//! the fact book, the world, the view requests, the transfers, the mailbox and the characters
+//! (each in its own self-delimiting encoding, next to the struct it serializes), then the roster — a count, and per participant `id`,
 //! `blob principal`, `u8 role` (0 player, 1 observer), `blob claims` (JSON), `u8 connected`,
 //! `u8 dropped` and, if 1, the clock reading it dropped at in nanoseconds — then the input
 //! queues — a count, and per player `id`, `highest` and `last_processed` (each `0` for none or
@@ -19,6 +19,7 @@ use zonekeep_protocol::wire::{put_varint, Reader};
 
 use super::slot::Slot;
 use super::ZoneHost;
+use crate::character::CharacterBook;
 use crate::clock::Clock;
 use crate::config::ZoneConfig;
 use crate::fact::FactBook;
@@ -78,6 +79,7 @@ impl ZoneHost {
         self.core.views.put_image(&mut b);
         self.core.transfers.put_image(&mut b);
         self.core.mail.put_image(&mut b);
+        self.core.characters.put_image(&mut b);
         put_varint(&mut b, self.core.roster.len() as u64);
         for p in self.core.roster.values() {
             put_varint(&mut b, u64::from(p.id.0));
@@ -143,6 +145,7 @@ impl ZoneHost {
         let transfers = Transfers::get_image(&mut r)?;
         let boot_epoch = facts.boot_epoch();
         let mail = Mailbox::get_image(&mut r, &init.zone_id, boot_epoch)?;
+        let characters = CharacterBook::get_image(&mut r)?;
         let (roster, dropped_at) = get_roster(&mut r)?;
         let queues = get_queues(&mut r)?;
         let zone_bytes = r.bytes_named("zone image", MAX_IMAGE_BODY)?;
@@ -170,7 +173,7 @@ impl ZoneHost {
             .map(|p| p.id)
             .collect();
         let mut parts = Some((
-            tier, rng, timers, facts, world, views, roster, transfers, mail,
+            tier, rng, timers, facts, world, views, roster, transfers, mail, characters,
         ));
         let mut host = Self::build_with(
             init,
@@ -179,9 +182,20 @@ impl ZoneHost {
             boot_epoch,
             tick,
             |core| {
-                if let Some((tier, rng, timers, facts, world, views, roster, transfers, mail)) =
-                    parts.take()
+                if let Some((
+                    tier,
+                    rng,
+                    timers,
+                    facts,
+                    world,
+                    views,
+                    roster,
+                    transfers,
+                    mail,
+                    characters,
+                )) = parts.take()
                 {
+                    core.characters = characters;
                     core.transfers = transfers;
                     core.mail = mail;
                     core.tier = tier;

@@ -63,6 +63,8 @@ pub(super) fn put_config(out: &mut Vec<u8>, c: &ZoneConfig) {
     out.push(u8::from(c.lasting));
     // Since version 8: the state version its saves are read under (a replay restores one).
     put_varint(out, u64::from(c.state_version));
+    // Since version 9: whether its players bring characters.
+    out.push(u8::from(c.characters));
 }
 
 fn size(r: &mut Reader<'_>, what: &str) -> Result<usize, String> {
@@ -98,6 +100,9 @@ const LASTING_VERSION: u16 = 7;
 /// The first format version whose config carries the zone's state version (older recordings
 /// are of zones at the first one).
 const STATE_VERSION_VERSION: u16 = 8;
+
+/// The first format version whose config says whether the kind's players bring characters.
+const CHARACTERS_VERSION: u16 = 9;
 
 /// Reads what [`put_config`] wrote (in format `version`) and validates it.
 pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig, String> {
@@ -169,7 +174,17 @@ pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig,
     } else {
         1
     };
+    let characters = if version >= CHARACTERS_VERSION {
+        match r.u8().map_err(|e| e.to_string())? {
+            0 => false,
+            1 => true,
+            n => return Err(format!("config characters must be 0 or 1, not {n}")),
+        }
+    } else {
+        false
+    };
     let config = ZoneConfig {
+        characters,
         tick_hz,
         lasting,
         state_version,

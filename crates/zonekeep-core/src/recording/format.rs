@@ -14,11 +14,11 @@ use crate::zone::LeaveReason;
 /// A recording's first four bytes.
 pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
 /// The format version this build writes (it also reads [`OLDEST_READ_VERSION`] and later).
-pub const RECORDING_VERSION: u16 = 8;
+pub const RECORDING_VERSION: u16 = 9;
 /// The oldest format version this build reads (version 3 only added an origin, version 4 the
 /// zone's limits to the config, version 5 the transfer and message records, version 6 the
 /// transfer return record, version 7 whether the zone is a lasting world, version 8 the
-/// zone's state version).
+/// zone's state version, version 9 joins that bring a character).
 pub const OLDEST_READ_VERSION: u16 = 2;
 /// Bytes before the header record: magic, version, flags.
 pub(crate) const PREAMBLE_LEN: usize = 8;
@@ -150,6 +150,18 @@ pub enum Record {
         claims: String,
         /// The role.
         role: Role,
+    },
+    /// [`ZoneHost::handle_join_with_character`](crate::ZoneHost::handle_join_with_character)
+    /// (format version 9).
+    JoinCharacter {
+        /// The verified principal.
+        principal: String,
+        /// The ticket claims, as JSON object text.
+        claims: String,
+        /// The role.
+        role: Role,
+        /// The character the player brought.
+        character: Vec<u8>,
     },
     /// [`ZoneHost::handle_input`](crate::ZoneHost::handle_input).
     Input {
@@ -317,6 +329,16 @@ impl std::fmt::Display for Record {
                 claims,
                 role,
             } => write!(f, "join {principal:?} as {role:?} claims {claims}"),
+            Record::JoinCharacter {
+                principal,
+                claims,
+                role,
+                character,
+            } => write!(
+                f,
+                "join {principal:?} as {role:?} claims {claims} with a character of {} bytes",
+                character.len()
+            ),
             Record::Input {
                 player,
                 seq,
@@ -431,6 +453,7 @@ pub(super) mod tag {
     pub const UNDELIVERABLE: u8 = 0x15;
     pub const DRAIN_MESSAGES: u8 = 0x16;
     pub const TRANSFER_RETURN: u8 = 0x17;
+    pub const JOIN_CHARACTER: u8 = 0x18;
     pub const CLOCK: u8 = 0x40;
     pub const OUTCOME: u8 = 0x41;
     pub const TICK: u8 = 0x42;
@@ -545,6 +568,18 @@ pub(crate) fn encode_record(
             put_blob(b, claims.as_bytes());
             b.push(role_code(*role));
             tag::JOIN
+        }
+        Record::JoinCharacter {
+            principal,
+            claims,
+            role,
+            character,
+        } => {
+            put_blob(b, principal.as_bytes());
+            put_blob(b, claims.as_bytes());
+            b.push(role_code(*role));
+            b.extend_from_slice(character);
+            tag::JOIN_CHARACTER
         }
         Record::Input {
             player,

@@ -116,6 +116,12 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
             claims: text(r, "claims")?.to_owned(),
             role: get_role(r.u8().map_err(bad)?)?,
         },
+        tag::JOIN_CHARACTER => Record::JoinCharacter {
+            principal: text(r, "principal")?.to_owned(),
+            claims: text(r, "claims")?.to_owned(),
+            role: get_role(r.u8().map_err(bad)?)?,
+            character: r.take(r.remaining()).map_err(bad)?.to_vec(),
+        },
         tag::INPUT => {
             let player = player(r)?;
             let seq = r.varint_u32().map_err(bad)?;

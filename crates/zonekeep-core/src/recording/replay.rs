@@ -469,6 +469,21 @@ impl Replay {
                 })?;
                 let _ = h.handle_join(Principal::new(principal.as_str()), claims, *role);
             }
+            Record::JoinCharacter {
+                principal,
+                claims,
+                role,
+                character,
+            } => {
+                let claims: Claims = serde_json::from_str(claims).map_err(|e| {
+                    ReplayError::Recording(RecordingError::Corrupt {
+                        offset,
+                        reason: format!("join claims: {e}"),
+                    })
+                })?;
+                let principal = Principal::new(principal.as_str());
+                let _ = h.handle_join_with_character(principal, claims, *role, character.clone());
+            }
             Record::Input {
                 player,
                 seq,

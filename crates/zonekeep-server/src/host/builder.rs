@@ -159,6 +159,9 @@ impl HostBuilder {
             if spec.config.lasting && self.persistence.is_none() {
                 return Err(HostError::LastingWithoutStore(kind.clone()));
             }
+            if spec.config.characters {
+                return Err(HostError::CharactersNotServed(kind.clone()));
+            }
         }
         let ring = match config.key_ring()? {
             Some(r) => r,

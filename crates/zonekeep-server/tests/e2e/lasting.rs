@@ -670,3 +670,32 @@ async fn a_durable_change_is_saved_at_once_not_at_the_save_interval() {
     drop(ws);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_kind_with_characters_is_refused_by_a_host_that_holds_no_leases() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Persistence::open(PersistConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..PersistConfig::default()
+    })
+    .await
+    .unwrap();
+    let refused = Host::builder()
+        .config(base_config())
+        .zone_with::<Gold>(
+            "gold",
+            ZoneConfig {
+                characters: true,
+                ..ZoneConfig::default()
+            },
+            Value::Null,
+        )
+        .persistence(p)
+        .build()
+        .err()
+        .expect("refused");
+    assert!(
+        refused.to_string().contains("keeps characters"),
+        "{refused}"
+    );
+}

@@ -1,0 +1,243 @@
+//! Host tests: characters handed to a zone on join, changed, written and handed back.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use crate::recording::{replay, RecordLimits, RecordReader};
+use crate::{
+    Claims, Clock, Ctx, InputRefusal, JoinRefusal, LeaveReason, ManualClock, PlayerId, PlayerInfo,
+    Principal, Role, StateHasher, Zone, ZoneConfig, ZoneError, ZoneHost, ZoneInit, ZoneKinds,
+};
+
+/// Each input earns the player one gold, kept in its character (a `u64`); the zone asks for the
+/// write at once when the gold reaches a multiple of 3, and writes a farewell marker as the
+/// player leaves. A principal named "banned" is refused.
+#[derive(Default)]
+struct Mine {
+    seen: Vec<(PlayerId, Option<u64>)>,
+}
+
+fn gold(c: Option<&[u8]>) -> Option<u64> {
+    c.map(|b| b.try_into().map_or(0, u64::from_le_bytes))
+}
+
+impl Zone for Mine {
+    type Input = ();
+    fn create(_init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        Ok(Mine::default())
+    }
+    fn on_join(&mut self, ctx: &mut Ctx<'_>, p: &PlayerInfo) -> Result<(), JoinRefusal> {
+        self.seen.push((p.id, gold(ctx.character(p.id))));
+        if p.principal.as_str() == "banned" {
+            return Err(JoinRefusal::new(1, "banned"));
+        }
+        Ok(())
+    }
+    fn on_observe(&mut self, ctx: &mut Ctx<'_>, o: &PlayerInfo) -> Result<(), JoinRefusal> {
+        self.seen.push((o.id, gold(ctx.character(o.id))));
+        Ok(())
+    }
+    fn sanitize(&mut self, _p: PlayerId, _payload: &[u8]) -> Result<(), InputRefusal> {
+        Ok(())
+    }
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, _i: ()) {
+        let g = gold(ctx.character(p)).unwrap_or(0) + 1;
+        ctx.set_character(p, g.to_le_bytes().to_vec()).unwrap();
+        if g % 3 == 0 {
+            ctx.commit_character(p).unwrap();
+        }
+    }
+    fn on_leave(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, _why: LeaveReason) {
+        if let Some(c) = ctx.character(p) {
+            let mut last = c.to_vec();
+            last.push(0xff);
+            ctx.set_character(p, last).unwrap();
+        }
+    }
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+    fn state_hash(&self) -> Option<u64> {
+        let mut h = StateHasher::new();
+        for (p, g) in &self.seen {
+            std::hash::Hash::hash(&(p.0, *g), &mut h);
+        }
+        Some(std::hash::Hasher::finish(&h))
+    }
+}
+
+fn kinds() -> ZoneKinds {
+    let mut k = ZoneKinds::new();
+    k.register::<Mine>("mine");
+    k
+}
+
+fn host(clock: &ManualClock) -> ZoneHost {
+    let init = ZoneInit {
+        zone_id: "mine-1".into(),
+        kind: "mine".into(),
+        params: serde_json::Value::Null,
+    };
+    let config = ZoneConfig {
+        characters: true,
+        ..ZoneConfig::default()
+    };
+    kinds()
+        .create_at(init, config, Arc::new(clock.clone()), 1)
+        .unwrap()
+}
+
+fn join(h: &mut ZoneHost, who: &str, gold: u64) -> Result<PlayerId, crate::JoinError> {
+    h.handle_join_with_character(
+        Principal::new(who),
+        Claims::new(),
+        Role::Player,
+        gold.to_le_bytes().to_vec(),
+    )
+}
+
+fn input(h: &mut ZoneHost, clock: &ManualClock, p: PlayerId, seq: u32) {
+    assert!(h.handle_input(p, seq, 0, &[]).is_accepted());
+    clock.advance(h.config().dt());
+    h.advance(clock.now());
+}
+
+#[test]
+fn the_zone_sees_the_character_on_join_and_writes_come_when_due() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    let ann = join(&mut h, "ann", 1).unwrap();
+    assert_eq!(h.zone::<Mine>().unwrap().seen, vec![(ann, Some(1))]);
+    assert!(h.drain_character_writes().is_empty(), "nothing changed yet");
+
+    input(&mut h, &clock, ann, 1); // 2: kept for the save
+    assert!(h.drain_character_writes().is_empty());
+    input(&mut h, &clock, ann, 2); // 3: written at once
+    let w = h.drain_character_writes();
+    assert_eq!(w.len(), 1);
+    assert_eq!((w[0].player, w[0].release), (ann, false));
+    assert_eq!(w[0].data, 3u64.to_le_bytes());
+
+    input(&mut h, &clock, ann, 3); // 4: written at the zone's save
+    h.commit_characters();
+    let w = h.drain_character_writes();
+    assert_eq!(w[0].data, 4u64.to_le_bytes());
+
+    // Leaving hands it back, as the leave hook last set it, and releases it.
+    h.handle_leave(ann, LeaveReason::Left).unwrap();
+    let w = h.drain_character_writes();
+    assert_eq!(w.len(), 1);
+    assert!(w[0].release);
+    let mut last = 4u64.to_le_bytes().to_vec();
+    last.push(0xff);
+    assert_eq!(w[0].data, last);
+    assert_eq!(h.characters(), 0);
+}
+
+#[test]
+fn a_refused_join_hands_the_character_back_unchanged() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    assert!(join(&mut h, "banned", 7).is_err());
+    let w = h.drain_character_writes();
+    assert_eq!(w.len(), 1);
+    assert!(w[0].release);
+    assert_eq!(w[0].data, 7u64.to_le_bytes());
+    assert_eq!(w[0].principal.as_str(), "banned");
+}
+
+#[test]
+fn an_observer_has_no_character() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    let eve = h
+        .handle_join(Principal::new("eve"), Claims::new(), Role::Observer)
+        .unwrap();
+    assert_eq!(h.zone::<Mine>().unwrap().seen, vec![(eve, None)]);
+    h.handle_leave(eve, LeaveReason::Left).unwrap();
+    assert!(
+        h.drain_character_writes().is_empty(),
+        "nothing to hand back"
+    );
+}
+
+#[test]
+fn a_restored_zone_of_characters_admits_nobody_from_its_save() {
+    let clock = ManualClock::new();
+    let init = ZoneInit {
+        zone_id: "saved-1".into(),
+        kind: "saved".into(),
+        params: serde_json::Value::Null,
+    };
+    let empty =
+        ZoneHost::new::<Saved>(init.clone(), ZoneConfig::default(), Arc::new(clock.clone()))
+            .unwrap();
+    let mut snap = crate::Snapshot::decode(&empty.snapshot().unwrap()).unwrap();
+    snap.roster = vec![crate::snapshot::SavedParticipant {
+        id: PlayerId(1),
+        principal: Principal::new("ann"),
+        role: Role::Player,
+        claims: Claims::new(),
+        last_seq: None,
+    }];
+    snap.next_player = 2;
+    let with_characters = ZoneConfig {
+        characters: true,
+        ..ZoneConfig::default()
+    };
+    let clock = Arc::new(clock);
+    let restored = ZoneHost::restore::<Saved>(
+        init.clone(),
+        with_characters,
+        clock.clone(),
+        2,
+        &snap.encode(),
+    )
+    .unwrap();
+    assert_eq!(restored.players().count(), 0, "ann comes back by joining");
+    let restored =
+        ZoneHost::restore::<Saved>(init, ZoneConfig::default(), clock, 2, &snap.encode()).unwrap();
+    assert_eq!(
+        restored.players().count(),
+        1,
+        "without characters she is readmitted"
+    );
+}
+
+/// A zone with an empty save, for the restore test.
+struct Saved;
+
+impl Zone for Saved {
+    type Input = ();
+    fn create(_init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        Ok(Saved)
+    }
+    fn sanitize(&mut self, _p: PlayerId, _payload: &[u8]) -> Result<(), InputRefusal> {
+        Ok(())
+    }
+    fn on_input(&mut self, _ctx: &mut Ctx<'_>, _p: PlayerId, _i: ()) {}
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+    fn save(&self) -> Option<Vec<u8>> {
+        Some(Vec::new())
+    }
+    fn restore(_i: &ZoneInit, _c: &mut Ctx<'_>, _b: &[u8]) -> Result<Self, ZoneError> {
+        Ok(Saved)
+    }
+}
+
+#[test]
+fn a_join_with_a_character_is_recorded_and_replays_to_a_match() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    h.start_recording(RecordLimits::default()).unwrap();
+    let mut file = h.take_recorded();
+    let ann = join(&mut h, "ann", 41).unwrap();
+    for seq in 1..=4 {
+        input(&mut h, &clock, ann, seq);
+        file.extend(h.take_recorded());
+    }
+    let (rest, _) = h.end_recording().unwrap();
+    file.extend(rest);
+    let (header, _) = RecordReader::open(&file).unwrap();
+    assert!(header.config.characters, "the recording says the kind keeps characters");
+    let report = replay(&kinds(), &file).unwrap();
+    assert!(report.matched(), "{report}");
+}
