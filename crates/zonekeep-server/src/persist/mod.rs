@@ -55,7 +55,7 @@ pub use loader::{
 };
 pub use metrics::PersistMetrics;
 pub use route::{SettlementRoute, SettlementRouter};
-pub use schedule::SaveTimer;
+pub use schedule::{SaveTimer, PROMPT_GAP};
 pub use sink::{FactSink, OutboundFact, SinkError};
 pub use status::SaveStatus;
 pub use storage::{
