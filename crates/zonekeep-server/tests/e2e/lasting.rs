@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use zonekeep_core::{
-    Ctx, EventTarget, InputRefusal, JoinRefusal, PlayerId, PlayerInfo, Snapshot, Zone, ZoneConfig,
-    ZoneError, ZoneInit,
+    Ctx, InputRefusal, JoinRefusal, PlayerId, PlayerInfo, Snapshot, Zone, ZoneConfig, ZoneError,
+    ZoneInit,
 };
 use zonekeep_protocol::messages::{ClientMessage, Hello, KickCode, TRANSFER_PROTOCOL};
 use zonekeep_server::persist::{PersistConfig, Persistence};
@@ -426,18 +426,11 @@ impl<const MIGRATES: bool> Zone for TallyV2<MIGRATES> {
         Ok(TallyV2(0))
     }
     fn on_join(&mut self, ctx: &mut Ctx<'_>, p: &PlayerInfo) -> Result<(), JoinRefusal> {
-        ctx.emit_event(
-            EventTarget::Player(p.id),
-            TOPIC_COUNT,
-            self.0.to_le_bytes().to_vec(),
-        );
+        tell_count(ctx, p, self.0);
         Ok(())
     }
     fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<u64, InputRefusal> {
-        let b: [u8; 8] = payload
-            .try_into()
-            .map_err(|_| InputRefusal::new(1, "8 bytes"))?;
-        Ok(u64::from_le_bytes(b))
+        count_input(payload)
     }
     fn on_input(&mut self, _ctx: &mut Ctx<'_>, _p: PlayerId, _n: u64) {
         self.0 += 1;
@@ -609,18 +602,11 @@ impl Zone for Gold {
         Ok(Gold(0))
     }
     fn on_join(&mut self, ctx: &mut Ctx<'_>, p: &PlayerInfo) -> Result<(), JoinRefusal> {
-        ctx.emit_event(
-            EventTarget::Player(p.id),
-            TOPIC_COUNT,
-            self.0.to_le_bytes().to_vec(),
-        );
+        tell_count(ctx, p, self.0);
         Ok(())
     }
     fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<u64, InputRefusal> {
-        let b: [u8; 8] = payload
-            .try_into()
-            .map_err(|_| InputRefusal::new(1, "8 bytes"))?;
-        Ok(u64::from_le_bytes(b))
+        count_input(payload)
     }
     fn on_input(&mut self, ctx: &mut Ctx<'_>, _p: PlayerId, _n: u64) {
         self.0 += 1;

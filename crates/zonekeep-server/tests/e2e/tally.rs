@@ -20,6 +20,23 @@ use crate::common::*;
 pub const TOPIC_COUNT: u16 = 1;
 pub const TOPIC_SETTLED: u16 = 2;
 
+/// Tells a joining player the zone's `count` (what [`join_tally`] waits for).
+pub fn tell_count(ctx: &mut Ctx<'_>, p: &PlayerInfo, count: u64) {
+    ctx.emit_event(
+        EventTarget::Player(p.id),
+        TOPIC_COUNT,
+        count.to_le_bytes().to_vec(),
+    );
+}
+
+/// A tally input: 8 bytes (the client's own sequence number), anything else refused.
+pub fn count_input(payload: &[u8]) -> Result<u64, InputRefusal> {
+    let b: [u8; 8] = payload
+        .try_into()
+        .map_err(|_| InputRefusal::new(1, "8 bytes"))?;
+    Ok(u64::from_le_bytes(b))
+}
+
 /// Counts inputs (saved as 8 bytes), one fact per input; tells a joining
 /// player the count and everyone each settled key.
 pub struct Tally(pub u64);
@@ -30,18 +47,11 @@ impl Zone for Tally {
         Ok(Tally(0))
     }
     fn on_join(&mut self, ctx: &mut Ctx<'_>, p: &PlayerInfo) -> Result<(), JoinRefusal> {
-        ctx.emit_event(
-            EventTarget::Player(p.id),
-            TOPIC_COUNT,
-            self.0.to_le_bytes().to_vec(),
-        );
+        tell_count(ctx, p, self.0);
         Ok(())
     }
     fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<u64, InputRefusal> {
-        let b: [u8; 8] = payload
-            .try_into()
-            .map_err(|_| InputRefusal::new(1, "8 bytes"))?;
-        Ok(u64::from_le_bytes(b))
+        count_input(payload)
     }
     fn on_input(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, n: u64) {
         self.0 += 1;
