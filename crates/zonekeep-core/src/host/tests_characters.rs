@@ -237,7 +237,10 @@ fn a_join_with_a_character_is_recorded_and_replays_to_a_match() {
     let (rest, _) = h.end_recording().unwrap();
     file.extend(rest);
     let (header, _) = RecordReader::open(&file).unwrap();
-    assert!(header.config.characters, "the recording says the kind keeps characters");
+    assert!(
+        header.config.characters,
+        "the recording says the kind keeps characters"
+    );
     let report = replay(&kinds(), &file).unwrap();
     assert!(report.matched(), "{report}");
 }
