@@ -14,7 +14,8 @@ use thiserror::Error;
 pub enum StoreError {
     /// The write (a save, or a fact carrying an owner epoch) carried an epoch lower than the zone's
     /// fence: a newer owner has claimed the zone (or written with a newer epoch), so this writer is
-    /// stale and must stop writing.
+    /// stale and must stop writing. A character lease call is held to its zone's fence exactly: an
+    /// epoch other than the fence (or any epoch, for a zone never claimed) is refused this way too.
     #[error("zone write fenced: stored epoch {stored_epoch}, attempted epoch {attempted}")]
     Fenced {
         /// The highest epoch the store has seen for the zone (claimed or written).
@@ -114,6 +115,21 @@ pub enum StoreError {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// A character write (a commit or a release) came from a zone that does not hold the
+    /// character's lease under the epoch it gave: another zone holds it, the same zone holds it
+    /// under another epoch, or nobody does (it was released, or never acquired). Nothing was
+    /// written; the writer has lost the player's character and must not write it again without
+    /// acquiring it anew. (A writer whose zone was claimed since is [`StoreError::Fenced`]
+    /// instead.)
+    #[error("zone does not hold the lease of {principal:?}'s character (holder: {})", holder_text(.holder))]
+    CharacterLeaseLost {
+        /// The character's principal.
+        principal: String,
+        /// The stored holder, a zone and its lease epoch; `None` when the character is free or
+        /// has never been acquired.
+        holder: Option<(String, u64)>,
+    },
+
     /// No transfer is stored under this id (it never was, or it was pruned).
     #[error("no transfer {0:?} is stored")]
     UnknownTransfer(String),
@@ -146,11 +162,19 @@ pub enum StoreError {
 impl StoreError {
     /// Whether the same call may succeed if retried later.
     ///
-    /// Only [`StoreError::Backend`] is transient. Fencing, staleness, conflicts, invalid input and
+    /// Only [`StoreError::Backend`] is transient. Fencing, staleness, conflicts, invalid input,
     /// the directory's refusals (a host id in use, a lost lease, an unusable host, not the owner)
-    /// are verdicts: the caller must act on them, not repeat the call.
+    /// and a lost character lease are verdicts: the caller must act on them, not repeat the call.
     pub fn is_retryable(&self) -> bool {
         matches!(self, StoreError::Backend(_))
+    }
+}
+
+/// A character lease holder as error text.
+fn holder_text(holder: &Option<(String, u64)>) -> String {
+    match holder {
+        Some((zone, epoch)) => format!("zone {zone:?} under epoch {epoch}"),
+        None => "none".to_owned(),
     }
 }
 
@@ -192,6 +216,15 @@ mod tests {
             host_id: "h".into()
         }
         .is_retryable());
+        let lost = StoreError::CharacterLeaseLost {
+            principal: "ada".into(),
+            holder: Some(("cell-1".into(), 4)),
+        };
+        assert!(!lost.is_retryable());
+        assert!(
+            lost.to_string().contains("\"cell-1\" under epoch 4"),
+            "{lost}"
+        );
     }
 
     #[test]

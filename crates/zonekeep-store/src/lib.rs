@@ -1,9 +1,10 @@
 //! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
-//! the fleet directory (hosts and who owns which zone) and zone modules (game code by content
-//! address), on SQLite (the embedded default: one file under the data dir, nothing to install) or
-//! PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same five
-//! traits, [`SaveStore`], [`FactLedger`], [`Directory`], [`ModuleStore`] and [`TransferLedger`],
-//! and pass the same contract test suite.
+//! the fleet directory (hosts and who owns which zone), zone modules (game code by content
+//! address), transfers of players between zones and players' characters, on SQLite (the embedded
+//! default: one file under the data dir, nothing to install) or PostgreSQL (the shared store for a
+//! fleet of hosts). Both backends implement the same six traits, [`SaveStore`], [`FactLedger`],
+//! [`Directory`], [`ModuleStore`], [`TransferLedger`] and [`CharacterStore`], and pass the same
+//! contract test suite.
 //!
 //! This crate owns the database schema, its migrations and the fencing, idempotency and directory
 //! rules. It must not depend on the server, any network framework, or the simulation runtime: zone
@@ -29,6 +30,18 @@
 //!   module kind points at the module it runs, with a version raised by every
 //!   [`ModuleStore::deploy_module`] (stamped by the database's clock); hosts follow
 //!   [`ModuleStore::module_kinds`] to pick up new deploys.
+//! - **Transfer**: one durable record of a player's move from one zone to another, written by both
+//!   zones, each fenced by its own epoch; its status changes once, so the player ends in exactly
+//!   one zone ([`TransferLedger`]).
+//! - **Character**: the bytes that travel with a player from zone to zone (inventory, level, gold),
+//!   one per principal, at most [`MAX_CHARACTER_BYTES`], with a version raised by every commit.
+//!   At most one zone holds a character's **lease** at a time, under that zone's owner epoch
+//!   ([`CharacterStore::acquire_character`]); only that holder may commit or release it, and every
+//!   such write is checked against the holder zone's fence in its own transaction. So once another
+//!   host claims the zone, the old owner's character writes are refused ([`StoreError::Fenced`]),
+//!   and the zone's fence is the lease's only clock: a lease whose zone was claimed since is stale
+//!   and the next zone to ask takes it over with the last committed data. A write from a zone that
+//!   does not hold the lease is [`StoreError::CharacterLeaseLost`].
 //!
 //! # Directory
 //! The fleet's shared view, one per database ([`Directory`]): which hosts exist and which host owns
@@ -53,7 +66,7 @@
 //!
 //! # Opening a store
 //! [`open_store`] takes the `--store` spec (`"sqlite"` or a `postgres://` URL) and returns a
-//! [`Store`] holding the five parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
+//! [`Store`] holding the six parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
 //!
 //! # Blocking
 //! Nothing here blocks an async worker thread: SQLite calls run on tokio's blocking pool, and
@@ -63,6 +76,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod characters;
 mod directory;
 mod directory_rows;
 mod effect;
@@ -83,6 +97,9 @@ mod validate;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use characters::{
+    CharacterAcquire, CharacterStore, StoredCharacter, MAX_CHARACTER_BYTES, MAX_CHARACTER_PRINCIPAL,
+};
 pub use directory::{
     ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation, MAX_JTI_LEN,
     MAX_PARAMS_LEN, MAX_URL_LEN,
@@ -107,7 +124,7 @@ pub use zonekeep_fleet::Timing;
 /// File name of the SQLite database inside the data dir.
 pub const SQLITE_FILE_NAME: &str = "zonekeep.db";
 
-/// An opened store: its five parts as shareable trait objects, plus a printable description.
+/// An opened store: its six parts as shareable trait objects, plus a printable description.
 #[derive(Clone)]
 pub struct Store {
     /// Zone saves.
@@ -120,6 +137,8 @@ pub struct Store {
     pub modules: Arc<dyn ModuleStore>,
     /// Transfers of players between zones.
     pub transfers: Arc<dyn TransferLedger>,
+    /// Players' characters and the zone leases they are written under.
+    pub characters: Arc<dyn CharacterStore>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -133,10 +152,16 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements all five traits.
+    /// Bundles one backend that implements all six traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
-        B: SaveStore + FactLedger + Directory + ModuleStore + TransferLedger + 'static,
+        B: SaveStore
+            + FactLedger
+            + Directory
+            + ModuleStore
+            + TransferLedger
+            + CharacterStore
+            + 'static,
     {
         let backend = Arc::new(backend);
         Store {
@@ -144,7 +169,8 @@ impl Store {
             facts: Arc::clone(&backend) as Arc<dyn FactLedger>,
             directory: Arc::clone(&backend) as Arc<dyn Directory>,
             modules: Arc::clone(&backend) as Arc<dyn ModuleStore>,
-            transfers: backend,
+            transfers: Arc::clone(&backend) as Arc<dyn TransferLedger>,
+            characters: backend,
             description,
         }
     }

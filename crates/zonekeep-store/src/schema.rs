@@ -23,6 +23,14 @@
 //!   kind runs and how many deploys it has had; `deployed_at_ms` is stamped by the database's clock.
 //!   The deploy checks in its transaction that the module is stored (SQLite does not enforce the
 //!   reference, as its foreign keys are off).
+//! - `zone_transfers(id PK, principal, player, source_zone, source_epoch, target_zone, claims,
+//!   player_claims, state, status, target_epoch, reason, arrived, created_at_ms, resolved_at_ms)`:
+//!   players moving between zones, each status change fenced by the writing zone's epoch.
+//! - `characters(principal PK, data, version, holder_zone, holder_epoch, updated_at_ms)`: each
+//!   principal's character bytes and how many commits wrote them, with the zone holding its lease
+//!   and that zone's owner epoch (both NULL while free, never one without the other).
+//!   `updated_at_ms` is stamped by the database's clock. The lease's epoch is checked against
+//!   `zone_fences` in every write's transaction; the table keeps no clock of its own.
 //!
 //! A migration is appended, never edited: databases in the field have already run the old ones.
 

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 
 use zonekeep_fleet::Timing;
 
+use crate::characters::{CharacterAcquire, CharacterStore, StoredCharacter};
 use crate::directory::{
     ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
 };
@@ -24,7 +25,8 @@ use crate::Store;
 
 /// Delays every write (`claim`, `write`, `delete`, `record`, every directory call that changes a
 /// row: registering, heartbeats, leaving, claiming, moving, releasing, forgetting, and storing and
-/// deploying modules, and every transfer change) by a fixed duration, then delegates. Reads pass through undelayed.
+/// deploying modules, every transfer change, and acquiring, committing and releasing characters)
+/// by a fixed duration, then delegates. Reads pass through undelayed.
 #[derive(Clone)]
 pub struct SlowStore {
     saves: Arc<dyn SaveStore>,
@@ -32,6 +34,7 @@ pub struct SlowStore {
     directory: Arc<dyn Directory>,
     modules: Arc<dyn ModuleStore>,
     transfers: Arc<dyn TransferLedger>,
+    characters: Arc<dyn CharacterStore>,
     delay: Duration,
 }
 
@@ -52,6 +55,7 @@ impl SlowStore {
             directory: Arc::clone(&store.directory),
             modules: Arc::clone(&store.modules),
             transfers: Arc::clone(&store.transfers),
+            characters: Arc::clone(&store.characters),
             delay,
         }
     }
@@ -65,7 +69,8 @@ impl SlowStore {
             facts: Arc::clone(&slow) as Arc<dyn FactLedger>,
             directory: Arc::clone(&slow) as Arc<dyn Directory>,
             modules: Arc::clone(&slow) as Arc<dyn ModuleStore>,
-            transfers: slow,
+            transfers: Arc::clone(&slow) as Arc<dyn TransferLedger>,
+            characters: slow,
             description: format!("{} (slowed by {delay:?} per write)", store.description),
         }
     }
@@ -292,5 +297,50 @@ impl TransferLedger for SlowStore {
     async fn prune_transfers(&self, before_ms: u64) -> Result<u64> {
         tokio::time::sleep(self.delay).await;
         self.transfers.prune_transfers(before_ms).await
+    }
+}
+
+#[async_trait]
+impl CharacterStore for SlowStore {
+    async fn acquire_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+    ) -> Result<CharacterAcquire> {
+        tokio::time::sleep(self.delay).await;
+        self.characters
+            .acquire_character(principal, zone, epoch)
+            .await
+    }
+
+    async fn commit_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+        data: &[u8],
+    ) -> Result<u64> {
+        tokio::time::sleep(self.delay).await;
+        self.characters
+            .commit_character(principal, zone, epoch, data)
+            .await
+    }
+
+    async fn release_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+        data: Option<&[u8]>,
+    ) -> Result<u64> {
+        tokio::time::sleep(self.delay).await;
+        self.characters
+            .release_character(principal, zone, epoch, data)
+            .await
+    }
+
+    async fn load_character(&self, principal: &str) -> Result<Option<StoredCharacter>> {
+        self.characters.load_character(principal).await
     }
 }

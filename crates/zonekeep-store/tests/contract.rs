@@ -1,4 +1,4 @@
-//! The store contract (saves, facts, the directory and zone modules), written once as generic async functions
+//! The store contract (saves, facts, the directory, zone modules, transfers and characters), written once as generic async functions
 //! over a [`Db`] and run against SQLite (a temp file) and PostgreSQL (a fresh schema per test, when
 //! `ZONEKEEP_TEST_POSTGRES` is set; otherwise those tests print that they were skipped).
 
@@ -6,8 +6,10 @@
 
 mod support;
 
-// The directory's and the modules' parts of the contract, in files of their own (not test targets: cargo only builds
+// The directory's, the modules', the transfers' and the characters' parts of the contract, in files of their own (not test targets: cargo only builds
 // tests/*.rs).
+#[path = "contract/characters.rs"]
+mod characters;
 #[path = "contract/directory.rs"]
 mod directory;
 #[path = "contract/directory_zones.rs"]
@@ -20,6 +22,7 @@ mod transfers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use characters::*;
 use directory::*;
 use directory_zones::*;
 use modules::*;
@@ -630,4 +633,13 @@ contract_tests!(
     old_resolved_transfers_are_pruned,
     a_returned_transfer_is_reclaimed_once_by_the_source,
     racing_reclaims_hand_the_state_back_once,
+    a_first_acquire_creates_an_empty_character_and_commits_raise_its_version,
+    a_held_character_answers_held_and_changes_nothing,
+    a_released_character_is_acquired_elsewhere_with_its_data,
+    a_stale_holder_is_taken_over_and_its_writes_are_fenced,
+    the_same_zone_reacquires_under_a_newer_epoch_and_its_older_epoch_is_fenced,
+    a_delayed_release_never_frees_the_new_holders_lease,
+    bad_character_calls_are_refused_and_change_nothing,
+    racing_acquires_grant_exactly_one,
+    an_older_database_gains_the_characters_table,
 );

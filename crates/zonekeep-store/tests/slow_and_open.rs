@@ -1,4 +1,4 @@
-//! `SlowStore` really delays writes (directory changes and modules included), and `open_store`
+//! `SlowStore` really delays writes (directory changes, modules and characters included), and `open_store`
 //! understands its specs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -88,6 +88,40 @@ async fn slow_store_delays_every_write_and_still_stores_it() {
         Some(&b"\0asm"[..])
     );
     assert_eq!(store.modules.module_kinds().await.unwrap().len(), 1);
+    assert!(start.elapsed() < delay);
+
+    // Acquiring, committing and releasing a character are writes; loading it is not.
+    let start = tokio::time::Instant::now();
+    store
+        .characters
+        .acquire_character("p", "z", epoch)
+        .await
+        .unwrap();
+    assert!(start.elapsed() >= delay);
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        store
+            .characters
+            .commit_character("p", "z", epoch, b"gold")
+            .await,
+        Ok(1)
+    );
+    assert!(start.elapsed() >= delay);
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        store
+            .characters
+            .release_character("p", "z", epoch, None)
+            .await,
+        Ok(1)
+    );
+    assert!(start.elapsed() >= delay);
+    let start = tokio::time::Instant::now();
+    let character = store.characters.load_character("p").await.unwrap().unwrap();
+    assert_eq!(
+        (character.data.as_slice(), character.holder),
+        (&b"gold"[..], None)
+    );
     assert!(start.elapsed() < delay);
 
     // The writes went through to the real store.

@@ -108,30 +108,12 @@ pub(super) async fn record(
     })
 }
 
-/// Refuses a fact whose owner `epoch` is below the zone's fence. The fence row is read `FOR SHARE`:
-/// a claim (which takes it `FOR UPDATE`) waits until this transaction ends, and this one waits for
-/// a claim in progress, so a fact is either committed before a newer owner's claim or refused.
+/// Refuses a fact whose owner `epoch` is below the zone's fence, read `FOR SHARE`
+/// ([`super::saves::share_current_fence`]): a fact is either committed before a newer owner's claim
+/// or refused.
 async fn check_owner(tx: &Transaction<'_>, zone_id: &str, epoch: u64, err: &PgErr) -> Result<()> {
-    let fence_row: Option<i64> = tx
-        .query_opt(
-            "SELECT epoch FROM zone_fences WHERE zone_id = $1 FOR SHARE",
-            &[&zone_id],
-        )
-        .await
-        .map_err(|e| err.map(e))?
-        .map(|row| col(&row, 0))
-        .transpose()?;
-    let save_epoch: Option<i64> = tx
-        .query_opt(
-            "SELECT epoch FROM zone_saves WHERE zone_id = $1",
-            &[&zone_id],
-        )
-        .await
-        .map_err(|e| err.map(e))?
-        .map(|row| col(&row, 0))
-        .transpose()?;
-    let fence = fence_row.unwrap_or(0).max(save_epoch.unwrap_or(0));
-    fence::check_owner(from_db("epoch", fence)?, epoch)
+    let fence = super::saves::share_current_fence(tx, zone_id, err).await?;
+    fence::check_owner(fence, epoch)
 }
 
 pub(super) async fn get(client: &Client, key: &str, err: &PgErr) -> Result<Option<StoredFact>> {

@@ -125,6 +125,20 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             ON zone_transfers (source_zone, principal, created_at_ms);
     ",
     },
+    Migration {
+        name: "characters: a player's travelling state under one zone's lease",
+        sql: "
+        CREATE TABLE characters (
+            principal     TEXT PRIMARY KEY,
+            data          BYTEA NOT NULL,
+            version       BIGINT NOT NULL CHECK (version >= 0),
+            holder_zone   TEXT,
+            holder_epoch  BIGINT CHECK (holder_epoch >= 0),
+            updated_at_ms BIGINT NOT NULL,
+            CHECK ((holder_zone IS NULL) = (holder_epoch IS NULL))
+        );
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

@@ -16,7 +16,12 @@
 //!   and it touches no zone, so directory and save transactions cannot wait on each other in a
 //!   cycle;
 //! - a module deploy is one upsert of the kind's row, which serializes deploys of one kind; it
-//!   touches no zone or host row, so it waits on nothing else.
+//!   touches no zone or host row, so it waits on nothing else;
+//! - a character acquisition or write locks the character's row (`INSERT .. ON CONFLICT DO
+//!   NOTHING`, then `SELECT .. FOR UPDATE`), which serializes everything done to one character,
+//!   then reads the zone fences it checks `FOR SHARE`, like facts: claims of those zones wait for
+//!   it or fence it, and as nothing that locks a fence row `FOR UPDATE` ever locks a character,
+//!   character calls and claims cannot wait on each other in a cycle.
 
 /// The database's clock in milliseconds since the Unix epoch (the same expression everywhere, so
 /// stamps and ages agree). Defined before the submodules, which use it in their SQL.
@@ -26,6 +31,7 @@ macro_rules! db_now_ms {
     };
 }
 
+mod characters;
 mod directory;
 mod facts;
 mod migrations;
@@ -42,6 +48,7 @@ use tokio_postgres::types::FromSql;
 use tokio_postgres::{Config, IsolationLevel, NoTls, Row, Transaction};
 use zonekeep_fleet::Timing;
 
+use crate::characters::{CharacterAcquire, CharacterStore, StoredCharacter};
 use crate::directory::{
     ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
 };
@@ -135,8 +142,8 @@ pub(crate) fn corrupt_column(e: tokio_postgres::Error) -> StoreError {
     StoreError::Corrupt(format!("postgres column: {e}"))
 }
 
-/// Zone saves, the fact ledger, the fleet directory and zone modules in a PostgreSQL database,
-/// pooled.
+/// Zone saves, the fact ledger, the fleet directory, zone modules, transfers and characters in a
+/// PostgreSQL database, pooled.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
@@ -524,6 +531,53 @@ impl TransferLedger for PostgresStore {
     async fn prune_transfers(&self, before_ms: u64) -> Result<u64> {
         let client = self.client().await?;
         transfers::prune(&**client, before_ms, &self.err).await
+    }
+}
+
+#[async_trait]
+impl CharacterStore for PostgresStore {
+    async fn acquire_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+    ) -> Result<CharacterAcquire> {
+        crate::characters::check_args(principal, zone, epoch, None)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        characters::acquire(tx, principal, zone, epoch, &self.err).await
+    }
+
+    async fn commit_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+        data: &[u8],
+    ) -> Result<u64> {
+        crate::characters::check_args(principal, zone, epoch, Some(data))?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        characters::write(tx, principal, zone, epoch, Some(data), false, &self.err).await
+    }
+
+    async fn release_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+        data: Option<&[u8]>,
+    ) -> Result<u64> {
+        crate::characters::check_args(principal, zone, epoch, data)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        characters::write(tx, principal, zone, epoch, data, true, &self.err).await
+    }
+
+    async fn load_character(&self, principal: &str) -> Result<Option<StoredCharacter>> {
+        crate::characters::check_principal(principal)?;
+        let client = self.client().await?;
+        characters::load(&client, principal, &self.err).await
     }
 }
 

@@ -94,16 +94,46 @@ pub(super) async fn lock_current_fence(
     err: &PgErr,
 ) -> Result<u64> {
     let fence = lock_fence(tx, zone_id, err).await?;
-    let save_epoch: Option<i64> = tx
+    let save_epoch = stored_save_epoch(tx, zone_id, err).await?;
+    from_db("epoch", fence.max(save_epoch.unwrap_or(0)))
+}
+
+/// Reads the zone's fence without taking it over: the fence row `FOR SHARE` (a claim, which locks
+/// it `FOR UPDATE`, waits until this transaction ends, and this one waits for a claim in progress),
+/// but never below the stored save's epoch; 0 for a zone never claimed or written. Writes that
+/// only need to be fenced by the zone, and must not serialize with each other, start here.
+pub(super) async fn share_current_fence(
+    tx: &Transaction<'_>,
+    zone_id: &str,
+    err: &PgErr,
+) -> Result<u64> {
+    let fence_row: Option<i64> = tx
         .query_opt(
-            "SELECT epoch FROM zone_saves WHERE zone_id = $1",
+            "SELECT epoch FROM zone_fences WHERE zone_id = $1 FOR SHARE",
             &[&zone_id],
         )
         .await
         .map_err(|e| err.map(e))?
         .map(|row| col(&row, 0))
         .transpose()?;
-    from_db("epoch", fence.max(save_epoch.unwrap_or(0)))
+    let save_epoch = stored_save_epoch(tx, zone_id, err).await?;
+    from_db("epoch", fence_row.unwrap_or(0).max(save_epoch.unwrap_or(0)))
+}
+
+/// The epoch of the zone's stored save, if it has one.
+async fn stored_save_epoch(
+    tx: &Transaction<'_>,
+    zone_id: &str,
+    err: &PgErr,
+) -> Result<Option<i64>> {
+    tx.query_opt(
+        "SELECT epoch FROM zone_saves WHERE zone_id = $1",
+        &[&zone_id],
+    )
+    .await
+    .map_err(|e| err.map(e))?
+    .map(|row| col(&row, 0))
+    .transpose()
 }
 
 pub(super) async fn write(

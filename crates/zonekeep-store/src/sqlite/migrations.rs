@@ -120,6 +120,20 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             ON zone_transfers (source_zone, principal, created_at_ms);
     ",
     },
+    Migration {
+        name: "characters: a player's travelling state under one zone's lease",
+        sql: "
+        CREATE TABLE characters (
+            principal     TEXT PRIMARY KEY,
+            data          BLOB NOT NULL,
+            version       INTEGER NOT NULL CHECK (version >= 0),
+            holder_zone   TEXT,
+            holder_epoch  INTEGER CHECK (holder_epoch >= 0),
+            updated_at_ms INTEGER NOT NULL,
+            CHECK ((holder_zone IS NULL) = (holder_epoch IS NULL))
+        ) STRICT;
+    ",
+    },
 ];
 
 /// Brings the database to the newest schema this build knows; refuses a newer one.

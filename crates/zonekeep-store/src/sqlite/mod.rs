@@ -15,6 +15,7 @@ macro_rules! db_now_ms {
     };
 }
 
+mod characters;
 mod directory;
 mod facts;
 mod migrations;
@@ -32,6 +33,7 @@ use rusqlite::Connection;
 
 use zonekeep_fleet::Timing;
 
+use crate::characters::{CharacterAcquire, CharacterStore, StoredCharacter};
 use crate::directory::{
     ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
 };
@@ -84,7 +86,8 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Zone saves, the fact ledger, the fleet directory and zone modules in one SQLite database file
+/// Zone saves, the fact ledger, the fleet directory, zone modules, transfers and characters in one
+/// SQLite database file
 /// (a fleet of one host, or several processes on one machine sharing the file).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -456,6 +459,54 @@ impl TransferLedger for SqliteStore {
 
     async fn prune_transfers(&self, before_ms: u64) -> Result<u64> {
         self.run(move |conn| transfers::prune(conn, before_ms))
+            .await
+    }
+}
+
+#[async_trait]
+impl CharacterStore for SqliteStore {
+    async fn acquire_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+    ) -> Result<CharacterAcquire> {
+        let (principal, zone) = (principal.to_owned(), zone.to_owned());
+        self.run(move |conn| characters::acquire(conn, &principal, &zone, epoch))
+            .await
+    }
+
+    async fn commit_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+        data: &[u8],
+    ) -> Result<u64> {
+        // Refuse before copying up to the limit's worth of data for the blocking pool.
+        crate::characters::check_args(principal, zone, epoch, Some(data))?;
+        let (principal, zone, data) = (principal.to_owned(), zone.to_owned(), data.to_vec());
+        self.run(move |conn| characters::commit(conn, &principal, &zone, epoch, &data))
+            .await
+    }
+
+    async fn release_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+        data: Option<&[u8]>,
+    ) -> Result<u64> {
+        crate::characters::check_args(principal, zone, epoch, data)?;
+        let (principal, zone) = (principal.to_owned(), zone.to_owned());
+        let data = data.map(<[u8]>::to_vec);
+        self.run(move |conn| characters::release(conn, &principal, &zone, epoch, data.as_deref()))
+            .await
+    }
+
+    async fn load_character(&self, principal: &str) -> Result<Option<StoredCharacter>> {
+        let principal = principal.to_owned();
+        self.run(move |conn| characters::load(conn, &principal))
             .await
     }
 }

@@ -346,7 +346,8 @@ pub async fn an_older_database_gains_the_directory(db: &Db) {
     };
     db.execute(&format!(
         "DROP TABLE zone_directory; DROP TABLE fleet_hosts; DROP TABLE spent_tickets;
-         DROP TABLE module_kinds; DROP TABLE modules; DROP TABLE zone_transfers; {rewind};"
+         DROP TABLE module_kinds; DROP TABLE modules; DROP TABLE zone_transfers;
+         DROP TABLE characters; {rewind};"
     ))
     .await;
 
