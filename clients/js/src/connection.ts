@@ -24,6 +24,15 @@
  * and emits 'reload' with {@link RELOAD_MESSAGE}, then a 'close' whose `reload` is true;
  * `connect()` rejects with a {@link ContentOutdatedError}. The app reloads the page.
  *
+ * Characters (§5.3 "Characters", version 10): a Kick CHARACTER_MOVED says the player's character
+ * was taken into another zone (the player started playing in another game or on another device).
+ * The session is over: the connection does not reconnect, whatever the policy says (that would take
+ * the character back at once), emits 'movedElsewhere' with {@link MOVED_ELSEWHERE_MESSAGE}, then a
+ * 'close' whose `movedElsewhere` is true; `connect()`, if still waiting, rejects with a
+ * {@link CharacterMovedError}. The game tells the player and lets them choose to play here again
+ * (a new connection). A join refused with CHARACTER_ELSEWHERE (another zone holds the character
+ * and could not give it back yet) is retried with backoff, like INTERNAL_ERROR.
+ *
  * Transports (§1.1, version 6): with `transport: "auto"` (the default) an attempt first asks the
  * entry host where its WebTransport sessions are (`GET /webtransport` on the entry URL's HTTP
  * origin), opens one there and sends the Hello on its control stream; States then arrive as
@@ -301,6 +310,41 @@ function reloadMessage(kick: Kick | null): string {
   return kick !== null && kick.reason !== "" ? `${RELOAD_MESSAGE} (${kick.reason})` : RELOAD_MESSAGE;
 }
 
+/**
+ * What a {@link ZoneConnection} tells the app when the player's character was taken into another
+ * zone (Kick CHARACTER_MOVED, §5.3 "Characters"): the player is playing in another game or on
+ * another device, and this session is over.
+ */
+export const MOVED_ELSEWHERE_MESSAGE = "Your character is now playing in another game or on another device.";
+
+/**
+ * The player's character was taken into another zone (Kick CHARACTER_MOVED, §5.3 "Characters"):
+ * the rejection of {@link ZoneConnection.connect} when it happens before the first Welcome. Its
+ * message is {@link MOVED_ELSEWHERE_MESSAGE} followed by the host's reason.
+ */
+export class CharacterMovedError extends Error {
+  /** The Kick, or null when only its close code (4029) arrived. */
+  readonly kick: Kick | null;
+  /** An error for the Kick `kick`. */
+  constructor(kick: Kick | null) {
+    super(movedElsewhereMessage(kick));
+    this.name = "CharacterMovedError";
+    this.kick = kick;
+  }
+}
+
+/** What 'movedElsewhere' carries. */
+export interface MovedElsewhereInfo {
+  /** {@link MOVED_ELSEWHERE_MESSAGE}, followed by the host's reason when it gave one. */
+  message: string;
+  /** The Kick CHARACTER_MOVED, or null when only its close code (4029) arrived. */
+  kick: Kick | null;
+}
+
+function movedElsewhereMessage(kick: Kick | null): string {
+  return kick !== null && kick.reason !== "" ? `${MOVED_ELSEWHERE_MESSAGE} (${kick.reason})` : MOVED_ELSEWHERE_MESSAGE;
+}
+
 /** Options of a {@link ZoneConnection}. */
 export interface ZoneConnectionOptions {
   /**
@@ -377,6 +421,13 @@ export interface CloseInfo {
    * {@link ReloadInfo.message}. A 'reload' event came just before this 'close'.
    */
   reload: boolean;
+  /**
+   * True when the player's character was taken into another zone (Kick CHARACTER_MOVED, §5.3
+   * "Characters"): the player is playing in another game or on another device, the connection
+   * stopped for good, and `reason` is the {@link MovedElsewhereInfo.message}. A 'movedElsewhere'
+   * event came just before this 'close'.
+   */
+  movedElsewhere: boolean;
   /** Delay before that attempt, in ms (0 when not reconnecting). */
   retryInMs: number;
 }
@@ -467,6 +518,14 @@ export interface ZoneConnectionEvents {
    * `conn.on("reload", (r) => { showBanner(r.message); location.reload(); })`.
    */
   reload: (info: ReloadInfo) => void;
+  /**
+   * The player's character was taken into another zone (Kick CHARACTER_MOVED, §5.3 "Characters"):
+   * the player started playing in another game or on another device. The connection has stopped
+   * for good and does not reconnect (a 'close' with `movedElsewhere: true` follows); the game tells
+   * the player and may offer to play here again, which is a new connection, e.g.
+   * `conn.on("movedElsewhere", (m) => showScreen(m.message, "Play here"))`.
+   */
+  movedElsewhere: (info: MovedElsewhereInfo) => void;
   /**
    * The handshake is being redirected to `redirect.url` (§5.3.1): the connection follows on its own
    * with the same Hello; this is for logs and HUDs. Counted in {@link ConnectionStats.redirects}.
@@ -635,6 +694,7 @@ export class ZoneConnection {
     transferError: new Set(),
     redirect: new Set(),
     reload: new Set(),
+    movedElsewhere: new Set(),
     fallback: new Set(),
   };
   private socket: SocketLike | null = null;
@@ -871,7 +931,7 @@ export class ZoneConnection {
         // Closing an already-failed socket is not an error worth reporting.
       }
     }
-    this.finish({ code: 1000, reason, kick: null, error: null, willReconnect: false, retryInMs: 0, reload: false });
+    this.finish({ code: 1000, reason, kick: null, error: null, willReconnect: false, retryInMs: 0, reload: false, movedElsewhere: false });
   }
 
   /**
@@ -1670,6 +1730,10 @@ export class ZoneConnection {
     if (unanswered && this.nextEntry()) return;
     let decision: ReconnectDecision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
     if (kickCode === KickCode.VERSION_MISMATCH) decision = "stop";
+    // The character plays in another game or on another device now: coming back would take it
+    // from there, so only the player may decide to (with a new connection).
+    const movedElsewhere = kickCode === KickCode.CHARACTER_MOVED;
+    if (movedElsewhere) decision = "stop";
     // Outdated content stays outdated on every attempt: only a reload fixes it.
     if (kickCode === KickCode.CONTENT_OUTDATED) decision = "reload";
     // A host that speaks no version 4 reads resume_from as trailing bytes: try again without it.
@@ -1687,18 +1751,22 @@ export class ZoneConnection {
       code,
       reason: reload
         ? reloadMessage(kick)
-        : kick !== null
-          ? `${kickCodeName(kick.code)}: ${kick.reason}`
-          : localError?.message ?? reason,
+        : movedElsewhere
+          ? movedElsewhereMessage(kick)
+          : kick !== null
+            ? `${kickCodeName(kick.code)}: ${kick.reason}`
+            : localError?.message ?? reason,
       kick,
       error: localError,
       willReconnect,
       retryInMs: 0,
       reload,
+      movedElsewhere,
     };
     if (!willReconnect) {
       this.st = "closed";
       if (reload) this.emit("reload", { message: reloadMessage(kick), kick });
+      if (movedElsewhere) this.emit("movedElsewhere", { message: movedElsewhereMessage(kick), kick });
       this.finish(info);
       return;
     }
@@ -1831,7 +1899,25 @@ export class ZoneConnection {
       this.endTransfer("content outdated");
       this.st = "closed";
       this.emit("reload", { message: reloadMessage(kick), kick });
-      this.finish({ code, reason: reloadMessage(kick), kick, error: localError, willReconnect: false, retryInMs: 0, reload: true });
+      this.finish({ code, reason: reloadMessage(kick), kick, error: localError, willReconnect: false, retryInMs: 0, reload: true, movedElsewhere: false });
+      return;
+    }
+    if (kickCode === KickCode.CHARACTER_MOVED) {
+      // The character went into another zone meanwhile (another game or device): the move ends
+      // with the session.
+      this.endTransfer("character moved elsewhere");
+      this.st = "closed";
+      this.emit("movedElsewhere", { message: movedElsewhereMessage(kick), kick });
+      this.finish({
+        code,
+        reason: movedElsewhereMessage(kick),
+        kick,
+        error: localError,
+        willReconnect: false,
+        retryInMs: 0,
+        reload: false,
+        movedElsewhere: true,
+      });
       return;
     }
     const delay = backoffMs(this.opts.reconnect ?? {}, t.failures);
@@ -1850,7 +1936,7 @@ export class ZoneConnection {
     if (!willRetry) {
       this.endTransfer("transfer failed");
       this.st = "closed";
-      this.finish({ code, reason: why, kick, error: localError, willReconnect: false, retryInMs: 0, reload: false });
+      this.finish({ code, reason: why, kick, error: localError, willReconnect: false, retryInMs: 0, reload: false, movedElsewhere: false });
       return;
     }
     this.later(() => void this.attempt(), delay);
@@ -1861,7 +1947,11 @@ export class ZoneConnection {
     const first = this.firstWelcome;
     this.firstWelcome = null;
     first?.reject(
-      info.reload ? new ContentOutdatedError(info.kick) : new Error(`connection closed before Welcome: ${info.reason}`),
+      info.reload
+        ? new ContentOutdatedError(info.kick)
+        : info.movedElsewhere
+          ? new CharacterMovedError(info.kick)
+          : new Error(`connection closed before Welcome: ${info.reason}`),
     );
   }
 }

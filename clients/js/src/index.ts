@@ -1,7 +1,7 @@
 /**
  * @zonekeep/client — the TypeScript SDK of Zonekeep.
  *
- * - Codec (PROTOCOL.md, protocol version 8, byte-exact with the Rust codec): {@link encodeClientMessage},
+ * - Codec (PROTOCOL.md, protocol version 10, byte-exact with the Rust codec): {@link encodeClientMessage},
  *   {@link decodeServerMessage}, {@link decodeDelta}, {@link encodeDelta}, quantization helpers.
  * - {@link ZoneConnection}: handshake, events, reconnect, clock sync, inputs, counters; over
  *   WebSocket or WebTransport (§1.1), falling back from the one to the other.

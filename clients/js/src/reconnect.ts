@@ -35,6 +35,10 @@ export interface ReconnectContext {
  *
  * WORLD_HALTED (version 9) is retried like INTERNAL_ERROR: the lasting world comes back by itself,
  * from its last committed save, once its store answers.
+ *
+ * Of the character codes (version 10), CHARACTER_MOVED stops: the character now plays in another
+ * game or on another device, and coming back would take it from there. CHARACTER_ELSEWHERE is
+ * retried like INTERNAL_ERROR: the zone that holds the character gives it back once it can be asked.
  */
 export function defaultReconnectPolicy(
   code: number | null,
@@ -75,6 +79,14 @@ export function defaultReconnectPolicy(
       // save once its store answers: come back with backoff, like INTERNAL_ERROR, keeping the
       // token inside the grace window.
       return "retry";
+    case KickCode.CHARACTER_MOVED:
+      // The character was taken into another zone (another game or device): this session is over,
+      // and a reconnect would take the character back from the player's other game at once.
+      return "stop";
+    case KickCode.CHARACTER_ELSEWHERE:
+      // Another zone holds the character and could not give it back yet: come back with backoff,
+      // like INTERNAL_ERROR, keeping the ticket and the token inside the grace window.
+      return "retry";
     default:
       // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR, TOO_MANY_REDIRECTS (the
       // fleet is still settling who owns the zone) and unknown codes.
@@ -101,8 +113,8 @@ export interface ReconnectOptions {
   /** Source of jitter in [0, 1) (default Math.random). */
   random?: () => number;
   /**
-   * Overrides {@link defaultReconnectPolicy}. VERSION_MISMATCH always stops and CONTENT_OUTDATED
-   * always reloads, whatever it returns.
+   * Overrides {@link defaultReconnectPolicy}. VERSION_MISMATCH and CHARACTER_MOVED always stop and
+   * CONTENT_OUTDATED always reloads, whatever it returns.
    */
   policy?: (code: number | null, context: ReconnectContext) => ReconnectDecision;
 }

@@ -63,7 +63,7 @@ describe("WORLD_HALTED in the codec and the default policy", () => {
     assert.equal(HALT_PROTOCOL, TRANSFER_PROTOCOL + 1);
     assert.equal(KickCode.WORLD_HALTED, 28);
     assert.equal(kickCodeName(28), "WORLD_HALTED");
-    assert.equal(SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.length - 1], HALT_PROTOCOL, "the newest version offered");
+    assert.ok(SUPPORTED_VERSIONS.includes(HALT_PROTOCOL), "offered");
     assert.equal(toHex(encodeServerMessage({ type: "kick", code: KickCode.WORLD_HALTED, reason: "" })), "841c00");
     // Not a move: the world comes back where it was, later, so the client backs off.
     assert.equal(kickResumesElsewhere(KickCode.WORLD_HALTED), false);
@@ -83,7 +83,7 @@ describe("ZoneConnection and a halted lasting world", () => {
     const p = conn.connect();
     await advance(sched, 100);
     const w = await p;
-    assert.equal(w.version, HALT_PROTOCOL, "the newest version both speak");
+    assert.ok(w.version >= HALT_PROTOCOL, "a version that knows WORLD_HALTED");
     const token = toHex(w.reconnectToken);
 
     server.halt();

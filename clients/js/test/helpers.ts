@@ -14,6 +14,7 @@ import {
   encodeDelta,
   encodeServerMessage,
   frameMessage,
+  CHARACTER_PROTOCOL,
   HALT_PROTOCOL,
   KickCode,
   LIMITS,
@@ -213,6 +214,22 @@ function haltedCode(version: number): number {
   return version >= HALT_PROTOCOL ? KickCode.WORLD_HALTED : KickCode.INTERNAL_ERROR;
 }
 
+/**
+ * The code a session of `version` is told by when the player's character was taken into another
+ * zone (§5.3 "Characters"): KICKED below version 10.
+ */
+function characterMovedCode(version: number): number {
+  return version >= CHARACTER_PROTOCOL ? KickCode.CHARACTER_MOVED : KickCode.KICKED;
+}
+
+/**
+ * The code a join of `version` is refused with while another zone holds the player's character
+ * (§5.3 "Characters"): INTERNAL_ERROR below version 10.
+ */
+function characterElsewhereCode(version: number): number {
+  return version >= CHARACTER_PROTOCOL ? KickCode.CHARACTER_ELSEWHERE : KickCode.INTERNAL_ERROR;
+}
+
 /** A minimal zone host speaking the protocol through the SDK codec. */
 export class FakeServer {
   readonly net: FakeNet;
@@ -238,16 +255,23 @@ export class FakeServer {
   nextPlayer = 1;
   versionPick: number | null = null;
   /**
-   * The newest version this host speaks (9: it moves players between zones, §5.3.2, and tells a
-   * halted lasting world by WORLD_HALTED, §5.3).
+   * The newest version this host speaks (10: it moves players between zones, §5.3.2, tells a
+   * halted lasting world by WORLD_HALTED, §5.3, and the whereabouts of a player's character by
+   * CHARACTER_MOVED and CHARACTER_ELSEWHERE, §5.3 "Characters").
    */
-  maxVersion = 9;
+  maxVersion = 10;
   /**
    * The zone is a lasting world halted because its saves failed (§5.3): every join is refused with
    * WORLD_HALTED (INTERNAL_ERROR to a session below version 9) until it is false again. See
    * {@link halt}.
    */
   halted = false;
+  /**
+   * Another zone holds the player's character and cannot be asked to give it back (§5.3
+   * "Characters"): every join is refused with CHARACTER_ELSEWHERE (INTERNAL_ERROR to a session below
+   * version 10) until it is false again.
+   */
+  characterHeldElsewhere = false;
   /** The zone this host runs (its Welcome's and Redirect's `zoneId`). */
   zoneId = "test-zone";
   /** The content version the host runs, in version 5 Welcomes (§4.1.2). */
@@ -370,7 +394,7 @@ export class FakeServer {
     s.received.push(m);
     switch (m.type) {
       case "hello": {
-        // A current host speaks versions 2 to 9 (over WebSocket 6 is byte for byte 5);
+        // A current host speaks versions 2 to 10 (over WebSocket 6 is byte for byte 5);
         // a WebTransport session speaks 6 or later.
         const version =
           this.versionPick ?? Math.max(...m.versions.filter((v) => v >= (s.wt !== null ? 6 : 2) && v <= this.maxVersion));
@@ -408,6 +432,10 @@ export class FakeServer {
         }
         if (this.halted) {
           this.kick(s, haltedCode(version), "the world's saves failed; it resumes from its last committed save");
+          return;
+        }
+        if (this.characterHeldElsewhere) {
+          this.kick(s, characterElsewhereCode(version), "your character is in zone dungeon-2; retry shortly");
           return;
         }
         if (version < 4 && m.resumeFrom != null) {
@@ -525,6 +553,17 @@ export class FakeServer {
     this.halted = true;
     for (const s of this.sessions) {
       if (s.welcomed && !s.moving && !s.socket.closed) this.kick(s, haltedCode(s.version), reason);
+    }
+  }
+
+  /**
+   * The player's character was taken into another zone (§5.3 "Characters": the player joined from
+   * another game or device): every session in this zone is kicked with CHARACTER_MOVED (KICKED below
+   * version 10).
+   */
+  moveCharacter(reason = "your character joined zone dungeon-2"): void {
+    for (const s of this.sessions) {
+      if (s.welcomed && !s.moving && !s.socket.closed) this.kick(s, characterMovedCode(s.version), reason);
     }
   }
 

@@ -2,7 +2,8 @@
  * Following a Transfer (PROTOCOL.md §5.3.2): the old world stays drawn until the new zone's
  * Welcome and BASELINE arrive, then the new world replaces it in one step; the source connection
  * is closed after the swap; the credential goes only to a WebSocket URL; failed attempts are
- * retried through the entry URL, which names the new zone from then on. Two fake hosts on one
+ * retried through the entry URL, which names the new zone from then on (CHARACTER_MOVED ends the
+ * move and the session). Two fake hosts on one
  * manual clock play the source and the target.
  */
 
@@ -20,6 +21,7 @@ import {
   ZoneConnection,
   type CloseInfo,
   type ConnectionState,
+  type MovedElsewhereInfo,
   type TransferError,
   type TransferInfo,
 } from "../src/index.js";
@@ -112,7 +114,7 @@ describe("ZoneConnection following a Transfer", () => {
     const joined = conn.connect();
     await advance(sched, 600);
     await joined;
-    assert.equal(conn.welcome?.version, 9);
+    assert.equal(conn.welcome?.version, 10);
     const old = source.last;
     const before = frames.length;
     assert.deepEqual(frames[before - 1], [7, 101], "the source's world is drawn");
@@ -138,7 +140,7 @@ describe("ZoneConnection following a Transfer", () => {
     assert.ok(hello?.type === "hello");
     assert.equal(hello.ticket, cred);
     assert.equal(hello.reconnectToken.length, 0);
-    assert.deepEqual(hello.versions, [6, 7, 8, 9]);
+    assert.deepEqual(hello.versions, [6, 7, 8, 9, 10]);
     assert.equal(hello.resumeFrom, null);
     assert.deepEqual(fleet.opened, [ENTRY, TARGET], "straight to the Transfer's URL");
     // Every frame shows a world: the old one until the swap, then the new one, never nothing.
@@ -227,6 +229,51 @@ describe("ZoneConnection following a Transfer", () => {
     assert.equal(closes[0]?.willReconnect, false);
     assert.equal(closes[0]?.kick?.code, KickCode.TICKET_REPLAYED);
     assert.ok(source.last.socket instanceof FakeSocket && source.last.socket.clientClosed);
+  });
+
+  it("retries an attempt refused with CHARACTER_ELSEWHERE, and stops the move and the session on CHARACTER_MOVED", async () => {
+    // Held elsewhere for a moment: the move goes on and lands.
+    {
+      const { sched, source, target, conn, errors, closes } = setup();
+      source.run();
+      target.run();
+      const joined = conn.connect();
+      await advance(sched, 300);
+      await joined;
+      target.characterHeldElsewhere = true;
+      source.transfer(source.last, "lobby", credential(), TARGET);
+      await advance(sched, 1000);
+      assert.ok(errors.length >= 1);
+      assert.ok(errors.every((e) => e.kind === "attempt" && e.willRetry && e.kick?.code === KickCode.CHARACTER_ELSEWHERE));
+      target.characterHeldElsewhere = false;
+      await advance(sched, 10_000);
+      assert.equal(conn.state, "open");
+      assert.equal(conn.welcome?.zoneId, "lobby");
+      assert.deepEqual(closes, []);
+      conn.close();
+    }
+    // Taken into another game meanwhile: no further attempt, and the game is told.
+    {
+      const { sched, source, target, conn, closes } = setup();
+      source.run();
+      target.checkTicket = () => KickCode.CHARACTER_MOVED;
+      const moved: MovedElsewhereInfo[] = [];
+      conn.on("movedElsewhere", (m) => moved.push(m));
+      const joined = conn.connect();
+      await advance(sched, 200);
+      await joined;
+      source.transfer(source.last, "lobby", credential(), TARGET);
+      await advance(sched, 10_000);
+      assert.equal(moved.length, 1);
+      assert.equal(moved[0]?.kick?.code, KickCode.CHARACTER_MOVED);
+      assert.equal(conn.state, "closed");
+      assert.deepEqual(
+        closes.map((c) => [c.willReconnect, c.movedElsewhere]),
+        [[false, true]],
+      );
+      assert.equal(target.sessions.length, 1, "one attempt at the target");
+      assert.ok(source.last.socket instanceof FakeSocket && source.last.socket.clientClosed);
+    }
   });
 
   it("gives up once the credential has expired", async () => {

@@ -36,7 +36,7 @@ async fn the_hello_and_welcome_carry_content_versions_and_an_outdated_client_sto
         let client = tokio::spawn(async move { connect(&url, with_content("t1", "1.4.0")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![5, 7, 8, 9]);
+        assert_eq!(hello.versions, vec![5, 7, 8, 9, 10]);
         assert_eq!(hello.content_version, "1.4.0");
         let mut w = welcome(7, b"tok-1", 100);
         w.content_version = "1.4.2".into();

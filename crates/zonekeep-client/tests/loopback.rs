@@ -44,7 +44,7 @@ async fn handshake_inputs_acked_clock_events_and_counters() {
         let client = tokio::spawn(async move { connect(&url, options("t1")).await });
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
-        assert_eq!(hello.versions, vec![5, 7, 8, 9]);
+        assert_eq!(hello.versions, vec![5, 7, 8, 9, 10]);
         assert_eq!(hello.ticket, "t1");
         assert!(hello.reconnect_token.is_empty());
         hc.admit(7, b"tok-1", 100).await;
@@ -435,6 +435,108 @@ async fn world_halted_is_retried_with_the_token_until_the_world_is_back() {
         hc.drain();
 
         // Back from its last committed save: the same player resumes.
+        let mut hc = host.accept().await;
+        let hello = hc.hello().await;
+        assert_eq!(
+            (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
+            ("t1", &b"tok-1"[..])
+        );
+        hc.admit(7, b"tok-2", 200).await;
+        match next(&mut conn).await {
+            Event::Welcome { welcome, resumed } => {
+                assert!(resumed);
+                assert_eq!(welcome.player_id, 7);
+            }
+            other => panic!("expected Welcome, got {other:?}"),
+        }
+        assert!(next_delta(&mut conn).await.baseline);
+        hc.drain();
+        let c = conn.counters();
+        assert_eq!((c.reconnects, c.resumes), (1, 1));
+        conn.close().await;
+    })
+    .await;
+}
+
+/// The player's character was taken into another zone (PROTOCOL.md §5.3 "Characters", version
+/// 10): the Kick ends the session with a reason of its own, and no attempt follows.
+#[tokio::test]
+async fn character_moved_ends_the_session_without_a_reconnect() {
+    guarded(async {
+        let mut host = TestHost::start().await;
+        let url = host.url.clone();
+        let client = tokio::spawn(async move { connect(&url, options("t1")).await });
+        let mut hc = host.accept().await;
+        hc.hello().await;
+        hc.admit_at(10, 7, b"tok-1", 100).await;
+        let (mut conn, welcome) = client.await.unwrap().unwrap();
+        assert_eq!(welcome.version, 10);
+        next_delta(&mut conn).await;
+
+        hc.kick(
+            KickCode::CHARACTER_MOVED,
+            "your character joined zone dungeon-2",
+        )
+        .await;
+        hc.drain();
+        match next(&mut conn).await {
+            Event::Kick(k) => assert_eq!(k.code, KickCode::CHARACTER_MOVED),
+            other => panic!("expected Kick, got {other:?}"),
+        }
+        match next(&mut conn).await {
+            Event::Closed(CloseReason::CharacterMoved(k)) => {
+                assert_eq!(k.code, KickCode::CHARACTER_MOVED);
+                assert_eq!(k.reason, "your character joined zone dungeon-2");
+            }
+            other => panic!("expected Closed(CharacterMoved), got {other:?}"),
+        }
+        assert!(conn.recv().await.is_none(), "nothing follows Closed");
+        // No attempt comes back to take the character from the other game.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), host.accept())
+                .await
+                .is_err(),
+            "no reconnect"
+        );
+        assert_eq!(conn.counters().reconnects, 0);
+    })
+    .await;
+}
+
+/// Another zone holds the player's character and could not give it back yet (PROTOCOL.md §5.3
+/// "Characters", version 10): after a dropped transport, the attempts with the token are refused
+/// with CHARACTER_ELSEWHERE and retried, and the same player resumes once the host admits it.
+#[tokio::test]
+async fn character_elsewhere_is_retried_with_the_token_until_the_host_admits_the_player() {
+    guarded(async {
+        let mut host = TestHost::start().await;
+        let url = host.url.clone();
+        let client = tokio::spawn(async move { connect(&url, options("t1")).await });
+        let mut hc = host.accept().await;
+        hc.hello().await;
+        hc.admit(7, b"tok-1", 100).await;
+        let (mut conn, _) = client.await.unwrap().unwrap();
+        next_delta(&mut conn).await;
+        drop(hc);
+        assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
+
+        // Twice refused: the character is still held by a zone that cannot be asked.
+        for _ in 0..2 {
+            let mut hc = host.accept().await;
+            let hello = hc.hello().await;
+            assert_eq!(
+                (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
+                ("t1", &b"tok-1"[..])
+            );
+            hc.kick(
+                KickCode::CHARACTER_ELSEWHERE,
+                "your character is in zone dungeon-2; retry shortly",
+            )
+            .await;
+            hc.drain();
+        }
+
+        // Given back: the same player resumes.
         let mut hc = host.accept().await;
         let hello = hc.hello().await;
         assert_eq!(

@@ -31,7 +31,7 @@ async fn a_transfer_is_followed_and_arrives_in_one_event() {
             "the credential, not the old ticket"
         );
         assert!(hello.reconnect_token.is_empty());
-        assert_eq!(hello.versions, vec![5, 7, 8, 9]);
+        assert_eq!(hello.versions, vec![5, 7, 8, 9, 10]);
         assert_eq!(hello.resume_from, None);
         // Until the new BASELINE, nothing reaches the application: it keeps its world.
         ht.welcome(7, &[2; 4], 5000).await;
@@ -263,6 +263,47 @@ async fn a_credential_already_used_ends_the_move() {
         assert_eq!(
             k.code,
             zonekeep_protocol::messages::KickCode::TICKET_REPLAYED
+        );
+    })
+    .await;
+}
+
+/// The player's character went into another zone (another game or device) while the move was
+/// under way (PROTOCOL.md §5.3 "Characters"): the move ends, and the session with it.
+#[tokio::test]
+async fn a_character_moved_elsewhere_ends_the_move_and_the_session() {
+    guarded(async {
+        let mut source = TestHost::start().await;
+        let mut target = TestHost::start().await;
+        let to = format!("{}/zones/lobby", target.base);
+        let (mut conn, _hs, _) = moving(&mut source, &to, "cred.e30.sig").await;
+        let mut ht = target.accept().await;
+        ht.hello().await;
+        ht.kick(
+            zonekeep_protocol::messages::KickCode::CHARACTER_MOVED,
+            "your character joined zone dungeon-2",
+        )
+        .await;
+        let Some(Event::Transfer(TransferEvent::Failed { retrying, .. })) = conn.recv().await
+        else {
+            panic!("the move fails")
+        };
+        assert!(!retrying);
+        let Some(Event::Closed(zonekeep_client::CloseReason::CharacterMoved(k))) =
+            conn.recv().await
+        else {
+            panic!("the connection ends because the character moved")
+        };
+        assert_eq!(
+            k.code,
+            zonekeep_protocol::messages::KickCode::CHARACTER_MOVED
+        );
+        ht.drain();
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(300), target.accept())
+                .await
+                .is_err(),
+            "no other attempt at the target"
         );
     })
     .await;

@@ -1,4 +1,4 @@
-//! Zonekeep wire protocol (version 9; current hosts accept 2 to 9), as specified normatively in `PROTOCOL.md` at the repository root.
+//! Zonekeep wire protocol (version 10; current hosts accept 2 to 10), as specified normatively in `PROTOCOL.md` at the repository root.
 //!
 //! This crate owns the bytes: varints and other primitives ([`wire`]), the bit-exact quantization rules
 //! ([`quant`]), the known-set check ([`known`]), the entity schema ([`schema`]), the limits ([`limits`]), the Delta streaming writer and

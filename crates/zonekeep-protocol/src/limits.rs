@@ -36,8 +36,11 @@ pub const MAX_DELTA_LIST: usize = 65_536;
 pub const MAX_EVENTS: usize = 1024;
 /// Longest event payload in bytes.
 pub const MAX_EVENT_PAYLOAD: usize = 16_384;
-/// The newest version this crate implements and every current host speaks. Version 9
-/// ([`crate::messages::HALT_PROTOCOL`]) is version 8 plus the Kick code WORLD_HALTED (a lasting
+/// The newest version this crate implements and every current host speaks. Version 10
+/// ([`crate::messages::CHARACTER_PROTOCOL`]) is version 9 plus the Kick codes CHARACTER_MOVED (the
+/// player's character was taken into another zone: another game or device) and
+/// CHARACTER_ELSEWHERE (another zone holds it and could not give it back yet; PROTOCOL.md §5.3).
+/// Version 9 ([`crate::messages::HALT_PROTOCOL`]) is version 8 plus the Kick code WORLD_HALTED (a lasting
 /// world whose saves failed stopped; PROTOCOL.md §5.3). Version 8
 /// ([`crate::messages::TRANSFER_PROTOCOL`]) is version 7 plus the Transfer message, with which a
 /// host moves a player to another zone (PROTOCOL.md §5.3.2). Version 7 adds the entry
@@ -50,7 +53,7 @@ pub const MAX_EVENT_PAYLOAD: usize = 16_384;
 /// bytes are version 3's otherwise. Version 3 sends Redirect and
 /// adds the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS; its bytes are version 2's.
 /// Version 2 added Welcome's timeouts, InputRefused, KnownSetCheck and Resync.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 /// The version that adds the WebTransport transport (PROTOCOL.md §1.1): State and Inputs datagrams
 /// and the Events message. Over WebSocket its bytes are version 5's.
 pub const DATAGRAM_VERSION: u32 = 6;

@@ -309,6 +309,16 @@ fn message_fixtures() -> Vec<Fixture> {
             "Kick with WORLD_HALTED (28, protocol version 9): a lasting world whose saves failed for longer than its bound stopped; the client retries with backoff through its entry URL with its reconnect token, and the world resumes from its last committed save once its store answers. A session of an older version gets INTERNAL_ERROR (23) instead.",
             ServerMessage::Kick(Kick { code: KickCode::WORLD_HALTED, reason: "the world's saves failed for 3 s; it resumes from its last committed save when its store answers".into() }),
         ),
+        server(
+            "kick_character_moved",
+            "Kick with CHARACTER_MOVED (29, protocol version 10): the player's character was taken into another zone (another game or device) and this session is over; the client does not reconnect by itself and tells the game so it can say the character moved. A session of an older version gets KICKED (11) instead.",
+            ServerMessage::Kick(Kick { code: KickCode::CHARACTER_MOVED, reason: "your character joined zone dungeon-2".into() }),
+        ),
+        server(
+            "kick_character_elsewhere",
+            "Kick with CHARACTER_ELSEWHERE (30, protocol version 10): the join is refused because another zone holds the player's character and could not be asked to give it back yet; the client retries with backoff, like INTERNAL_ERROR. A session of an older version gets INTERNAL_ERROR (23) instead.",
+            ServerMessage::Kick(Kick { code: KickCode::CHARACTER_ELSEWHERE, reason: "your character is in zone dungeon-2; retry shortly".into() }),
+        ),
         server("kick_unknown_code", "Kick with code 300, undefined here: decoders must accept it as-is.", ServerMessage::Kick(Kick { code: KickCode(300), reason: String::new() })),
         server("redirect", "Redirect (protocol version 3) to zone \"arena-1\" at its owner, after one hop: the client sends the same Hello there.", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1?hops=1".into(), zone_id: "arena-1".into() })),
         server("transfer", "Transfer (protocol version 8): the player now belongs to zone \"lobby\"; the client connects to the URL with a Hello carrying the transfer credential, keeping the old world on screen until the new zone's BASELINE.", ServerMessage::Transfer(Transfer { zone_id: "lobby".into(), ticket: "eyJ0.e30.sig2".into(), url: "wss://a.example/zones/lobby".into() })),
@@ -529,7 +539,7 @@ fn protocol_md_examples_match_fixtures() {
         checked += 1;
     }
     assert_eq!(
-        checked, 10,
-        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello, content version Welcome, Transfer and Kick WORLD_HALTED examples"
+        checked, 12,
+        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello, content version Welcome, Transfer, Kick WORLD_HALTED, Kick CHARACTER_MOVED and Kick CHARACTER_ELSEWHERE examples"
     );
 }

@@ -35,7 +35,9 @@ const TAG_KICK: u8 = 0x84;
 
 /// Kick codes after which a client comes back (as `zonekeep-client` does). WORLD_HALTED, like
 /// INTERNAL_ERROR, is retried with backoff: the lasting world resumes by itself from its last
-/// committed save once its store answers.
+/// committed save once its store answers. So is CHARACTER_ELSEWHERE: the zone holding the player's
+/// character gives it back once it can be asked. CHARACTER_MOVED is final: the character plays
+/// elsewhere now, and coming back would take it from there.
 pub(crate) fn invites_reconnect(code: KickCode) -> bool {
     code.resumes_elsewhere()
         || matches!(
@@ -43,6 +45,7 @@ pub(crate) fn invites_reconnect(code: KickCode) -> bool {
             KickCode::SHUTTING_DOWN
                 | KickCode::INTERNAL_ERROR
                 | KickCode::WORLD_HALTED
+                | KickCode::CHARACTER_ELSEWHERE
                 | KickCode::SLOW_CONSUMER
                 | KickCode::IDLE_TIMEOUT
                 | KickCode::TOO_MANY_REDIRECTS
@@ -527,6 +530,7 @@ mod tests {
             KickCode::SHUTTING_DOWN,
             KickCode::INTERNAL_ERROR,
             KickCode::WORLD_HALTED,
+            KickCode::CHARACTER_ELSEWHERE,
             KickCode::SLOW_CONSUMER,
             KickCode::IDLE_TIMEOUT,
             KickCode::TOO_MANY_REDIRECTS,
@@ -540,6 +544,7 @@ mod tests {
             KickCode::ZONE_STOPPED,
             KickCode::JOIN_REFUSED,
             KickCode::CONTENT_OUTDATED,
+            KickCode::CHARACTER_MOVED,
             KickCode::VERSION_MISMATCH,
         ] {
             assert!(!invites_reconnect(code), "{code}");

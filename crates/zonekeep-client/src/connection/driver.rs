@@ -64,7 +64,10 @@ fn lost(reason: impl Into<String>) -> Flow {
 /// Kick codes after which coming back is the right thing to do. TOO_MANY_REDIRECTS says the fleet
 /// is still settling who owns the zone; ZONE_MOVED and HOST_FENCED say the session lives on at
 /// another host; WORLD_HALTED, like INTERNAL_ERROR, says the lasting world comes back by itself
-/// (from its last committed save, once its store answers), so it is retried with backoff.
+/// (from its last committed save, once its store answers), so it is retried with backoff;
+/// CHARACTER_ELSEWHERE, like INTERNAL_ERROR too, says the zone holding the player's character
+/// gives it back once it can be asked. CHARACTER_MOVED is not among them: the character now plays
+/// in another game or on another device, and coming back would take it from there.
 fn invites_reconnect(code: KickCode) -> bool {
     code.resumes_elsewhere()
         || matches!(
@@ -72,19 +75,21 @@ fn invites_reconnect(code: KickCode) -> bool {
             KickCode::SHUTTING_DOWN
                 | KickCode::INTERNAL_ERROR
                 | KickCode::WORLD_HALTED
+                | KickCode::CHARACTER_ELSEWHERE
                 | KickCode::SLOW_CONSUMER
                 | KickCode::IDLE_TIMEOUT
                 | KickCode::TOO_MANY_REDIRECTS
         )
 }
 
-/// How a Kick that does not invite a reconnect ends the connection: CONTENT_OUTDATED has its own
-/// reason, since the application must update the client rather than just report it.
+/// How a Kick that does not invite a reconnect ends the connection: CONTENT_OUTDATED and
+/// CHARACTER_MOVED have their own reasons, since the application must update the client, or tell
+/// the player that their character plays elsewhere now, rather than just report a kick.
 fn final_kick(kick: Kick) -> CloseReason {
-    if kick.code == KickCode::CONTENT_OUTDATED {
-        CloseReason::ContentOutdated(kick)
-    } else {
-        CloseReason::Kicked(kick)
+    match kick.code {
+        KickCode::CONTENT_OUTDATED => CloseReason::ContentOutdated(kick),
+        KickCode::CHARACTER_MOVED => CloseReason::CharacterMoved(kick),
+        _ => CloseReason::Kicked(kick),
     }
 }
 
@@ -832,7 +837,7 @@ async fn wait_close(cmd_rx: &mut mpsc::Receiver<Command>, netsim: &mut Option<Ne
 
 #[cfg(test)]
 mod tests {
-    use super::{invites_reconnect, KickCode};
+    use super::{final_kick, invites_reconnect, CloseReason, Kick, KickCode};
 
     #[test]
     fn the_kicks_that_invite_a_reconnect() {
@@ -852,6 +857,7 @@ mod tests {
                 KickCode::HOST_FENCED,
                 KickCode::TOO_MANY_REDIRECTS,
                 KickCode::WORLD_HALTED,
+                KickCode::CHARACTER_ELSEWHERE,
             ]
         );
         // A halted lasting world comes back by itself: retried with backoff like INTERNAL_ERROR,
@@ -859,5 +865,35 @@ mod tests {
         assert!(!KickCode::WORLD_HALTED.resumes_elsewhere());
         // What an older session is told instead is retried the same way.
         assert!(invites_reconnect(KickCode::WORLD_HALTED.for_version(8)));
+    }
+
+    #[test]
+    fn a_moved_character_ends_the_session_and_one_held_elsewhere_is_retried() {
+        // Held by a zone that could not give it back yet: retried with backoff like INTERNAL_ERROR.
+        assert!(invites_reconnect(KickCode::CHARACTER_ELSEWHERE));
+        assert!(!KickCode::CHARACTER_ELSEWHERE.resumes_elsewhere());
+        // Taken into another game or device: no reconnect, and a reason of its own.
+        assert!(!invites_reconnect(KickCode::CHARACTER_MOVED));
+        let kick = |code| Kick {
+            code,
+            reason: "your character joined zone dungeon-2".into(),
+        };
+        assert_eq!(
+            final_kick(kick(KickCode::CHARACTER_MOVED)),
+            CloseReason::CharacterMoved(kick(KickCode::CHARACTER_MOVED))
+        );
+        assert_eq!(
+            final_kick(kick(KickCode::KICKED)),
+            CloseReason::Kicked(kick(KickCode::KICKED))
+        );
+        // What a session of version 9 is told instead is decided the same way, without the reason.
+        assert!(invites_reconnect(
+            KickCode::CHARACTER_ELSEWHERE.for_version(9)
+        ));
+        assert!(!invites_reconnect(KickCode::CHARACTER_MOVED.for_version(9)));
+        assert_eq!(
+            final_kick(kick(KickCode::CHARACTER_MOVED.for_version(9))),
+            CloseReason::Kicked(kick(KickCode::KICKED))
+        );
     }
 }

@@ -22,6 +22,16 @@
 //! refuses the client with Kick CONTENT_OUTDATED, which is final: [`connect`] returns
 //! [`ClientError::ContentOutdated`], and a running connection ends with
 //! [`CloseReason::ContentOutdated`] instead of reconnecting.
+//!
+//! Characters (PROTOCOL.md §5.3 "Characters", protocol version 10): a player's character
+//! (inventory, level, gold) is held by one zone at a time. When the player joins another zone — from
+//! another game or device — the zone holding the character kicks this connection with
+//! CHARACTER_MOVED. That is final: the connection does not reconnect (that would take the character
+//! back from the other game at once) and ends with [`CloseReason::CharacterMoved`], which the
+//! application shows as "your character moved to another device"; playing here again is a new
+//! [`connect`]. A join or resume refused with CHARACTER_ELSEWHERE (another zone holds the character
+//! and could not give it back yet) is retried with backoff like INTERNAL_ERROR, with the same ticket
+//! and reconnect-token rules.
 
 mod counters;
 mod driver;
@@ -39,8 +49,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use zonekeep_protocol::limits::MAX_INPUT_PAYLOAD;
 use zonekeep_protocol::messages::{
-    ClientMessage, Hello, Input, InputRefused, Kick, Welcome, ENTRIES_PROTOCOL, HALT_PROTOCOL,
-    TRANSFER_PROTOCOL,
+    ClientMessage, Hello, Input, InputRefused, Kick, Welcome, CHARACTER_PROTOCOL, ENTRIES_PROTOCOL,
+    HALT_PROTOCOL, TRANSFER_PROTOCOL,
 };
 use zonekeep_protocol::EncodeError;
 
@@ -95,8 +105,9 @@ impl Default for ReconnectPolicy {
 pub struct ConnectOptions {
     /// The signed ticket for this zone.
     pub ticket: String,
-    /// Protocol versions offered (default: `[5, 7, 8, 9]`, the versions this crate implements over
-    /// WebSocket; 8 adds Transfer, PROTOCOL.md §5.3.2, and 9 the Kick code WORLD_HALTED, §5.3).
+    /// Protocol versions offered (default: `[5, 7, 8, 9, 10]`, the versions this crate implements
+    /// over WebSocket; 8 adds Transfer, PROTOCOL.md §5.3.2, 9 the Kick code WORLD_HALTED, §5.3, and
+    /// 10 the Kick codes CHARACTER_MOVED and CHARACTER_ELSEWHERE, §5.3 "Characters").
     pub versions: Vec<u32>,
     /// The game content version this client was built for, a dotted number such as `1.4.0`
     /// (empty = none). A host requiring a minimum refuses older (or no) content with Kick
@@ -162,7 +173,13 @@ impl ConnectOptions {
             ticket: ticket.into(),
             // Over WebSocket, version 6 is version 5: offering both keeps a host of either
             // version in reach.
-            versions: vec![5, ENTRIES_PROTOCOL, TRANSFER_PROTOCOL, HALT_PROTOCOL],
+            versions: vec![
+                5,
+                ENTRIES_PROTOCOL,
+                TRANSFER_PROTOCOL,
+                HALT_PROTOCOL,
+                CHARACTER_PROTOCOL,
+            ],
             content_version: String::new(),
             event_capacity: 1024,
             outgoing_capacity: 256,
@@ -198,6 +215,14 @@ pub enum CloseReason {
     /// older content than the host now accepts. The application must update (or reload) the
     /// client; reconnecting cannot help.
     ContentOutdated(Kick),
+    /// The player's character was taken into another zone (Kick CHARACTER_MOVED, PROTOCOL.md §5.3
+    /// "Characters"): the player started playing in another game or on another device, and this
+    /// session is over. The connection did not reconnect, since that would take the character back
+    /// at once; the application tells the player (e.g. "your character moved to another device")
+    /// and leaves it to them to play here again, with a new [`connect`]. Also the end of a move to
+    /// another zone that met this Kick there. A session below protocol version 10 is kicked with
+    /// KICKED instead, and ends as [`CloseReason::Kicked`].
+    CharacterMoved(Kick),
     /// The transport dropped and reconnecting was disabled, impossible or failed every attempt.
     Lost(String),
 }
@@ -227,9 +252,10 @@ pub enum Event {
         payload: Vec<u8>,
     },
     /// The host kicked this client. If the code invites it (`SHUTTING_DOWN`, `INTERNAL_ERROR`,
-    /// `WORLD_HALTED`, `SLOW_CONSUMER`, `IDLE_TIMEOUT`, `TOO_MANY_REDIRECTS`, and `ZONE_MOVED` or
-    /// `HOST_FENCED`, which resume at once through the entry URL) a reconnect follows; otherwise
-    /// `Closed` does.
+    /// `WORLD_HALTED`, `CHARACTER_ELSEWHERE`, `SLOW_CONSUMER`, `IDLE_TIMEOUT`,
+    /// `TOO_MANY_REDIRECTS`, and `ZONE_MOVED` or `HOST_FENCED`, which resume at once through the
+    /// entry URL) a reconnect follows; otherwise `Closed` does (`CHARACTER_MOVED`:
+    /// [`CloseReason::CharacterMoved`]).
     Kick(Kick),
     /// The zone refused one of this client's inputs (its `seq` and the zone's reason code): a
     /// predictor drops it ([`Predictor::refuse`](crate::predictor::Predictor::refuse)), since no
@@ -386,8 +412,9 @@ pub struct Connection {
 /// (at most three; more is [`ClientError::TooManyRedirects`], a URL other than `ws://` or
 /// `wss://` is [`ClientError::RedirectScheme`]) and every reconnect starts there again. A Kick
 /// during the handshake is [`ClientError::Kicked`], or [`ClientError::ContentOutdated`] when the
-/// host refuses the client's content version. The BASELINE Delta that follows Welcome arrives as
-/// the first event.
+/// host refuses the client's content version; this first join is not retried, so a Kick that a
+/// running connection would retry (INTERNAL_ERROR, WORLD_HALTED, CHARACTER_ELSEWHERE, …) is the
+/// application's to retry here. The BASELINE Delta that follows Welcome arrives as the first event.
 pub async fn connect(
     url: &str,
     opts: ConnectOptions,

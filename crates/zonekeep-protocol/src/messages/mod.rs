@@ -9,7 +9,7 @@ pub use client::{
 };
 pub use server::{
     peek_tag, write_events, DeltaContext, Entries, Events, InputRefused, Kick, KickCode,
-    KnownSetCheck, Pong, Redirect, Role, ServerMessage, Transfer, Welcome,
+    KnownSetCheck, Pong, Redirect, Role, ServerMessage, Transfer, Welcome, CHARACTER_PROTOCOL,
     CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL, HALT_PROTOCOL, TRANSFER_PROTOCOL,
 };
 

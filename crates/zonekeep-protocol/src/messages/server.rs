@@ -43,6 +43,12 @@ pub const TRANSFER_PROTOCOL: u32 = 8;
 /// older version is told INTERNAL_ERROR instead, which it retries just the same.
 pub const HALT_PROTOCOL: u32 = 9;
 
+/// The version that added [`KickCode::CHARACTER_MOVED`] and [`KickCode::CHARACTER_ELSEWHERE`]
+/// (§5.3): the player's character went into another zone (another game or device), or is held by
+/// a zone that could not give it back yet. A session of an older version is told KICKED and
+/// INTERNAL_ERROR instead: it stops, or retries, as it should.
+pub const CHARACTER_PROTOCOL: u32 = 10;
+
 /// The server's answer to a valid Hello (§5.1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Welcome {
@@ -139,10 +145,15 @@ macro_rules! kick_codes {
         impl KickCode {
     /// The code a session of protocol `version` is sent for this one: a code added after that
     /// version is replaced by the older code a client of that version treats alike
-    /// (WORLD_HALTED below version 9 is INTERNAL_ERROR: retry with backoff).
+    /// (WORLD_HALTED below version 9 and CHARACTER_ELSEWHERE below version 10 are INTERNAL_ERROR:
+    /// retry with backoff; CHARACTER_MOVED below version 10 is KICKED: stop).
     pub fn for_version(self, version: u32) -> KickCode {
         match self {
             KickCode::WORLD_HALTED if version < HALT_PROTOCOL => KickCode::INTERNAL_ERROR,
+            KickCode::CHARACTER_MOVED if version < CHARACTER_PROTOCOL => KickCode::KICKED,
+            KickCode::CHARACTER_ELSEWHERE if version < CHARACTER_PROTOCOL => {
+                KickCode::INTERNAL_ERROR
+            }
             code => code,
         }
     }
@@ -189,6 +200,8 @@ kick_codes! {
     TOO_MANY_REDIRECTS = 26, "The connection attempt was redirected too often; the host refused another hop (protocol version 3).";
     CONTENT_OUTDATED = 27, "The client's content version is older than the host accepts; reload the client (protocol version 5).";
     WORLD_HALTED = 28, "The lasting world stopped because its saves failed; it resumes from its last committed save once its store answers, so retry with backoff (protocol version 9).";
+    CHARACTER_MOVED = 29, "The player's character was taken into another zone (another game or device); this session is over, so do not reconnect by yourself: tell the player it moved (protocol version 10).";
+    CHARACTER_ELSEWHERE = 30, "The player's character is held by another zone that could not give it back yet; retry with backoff (protocol version 10).";
 }
 
 impl KickCode {
@@ -728,8 +741,14 @@ mod tests {
         assert_eq!(KickCode(28).name(), Some("WORLD_HALTED"));
         assert_eq!(KickCode::WORLD_HALTED, KickCode(28));
         assert!(!KickCode::WORLD_HALTED.resumes_elsewhere());
-        assert_eq!(KickCode(29).name(), None);
-        let elsewhere: Vec<u16> = (0..=30)
+        assert_eq!(KickCode(29).name(), Some("CHARACTER_MOVED"));
+        assert_eq!(KickCode::CHARACTER_MOVED, KickCode(29));
+        assert!(!KickCode::CHARACTER_MOVED.resumes_elsewhere());
+        assert_eq!(KickCode(30).name(), Some("CHARACTER_ELSEWHERE"));
+        assert_eq!(KickCode::CHARACTER_ELSEWHERE, KickCode(30));
+        assert!(!KickCode::CHARACTER_ELSEWHERE.resumes_elsewhere());
+        assert_eq!(KickCode(31).name(), None);
+        let elsewhere: Vec<u16> = (0..=40)
             .filter(|c| KickCode(*c).resumes_elsewhere())
             .collect();
         assert_eq!(elsewhere, [24, 25]);
@@ -761,7 +780,13 @@ mod tests {
         );
         // Every other code, known or not, goes out as it is at every version.
         for code in (0..=40).chain([300, 999, u16::MAX]).map(KickCode) {
-            if code == KickCode::WORLD_HALTED {
+            if [
+                KickCode::WORLD_HALTED,
+                KickCode::CHARACTER_MOVED,
+                KickCode::CHARACTER_ELSEWHERE,
+            ]
+            .contains(&code)
+            {
                 continue;
             }
             for version in [2, 3, 5, 6, 7, 8, 9, 10] {
@@ -781,6 +806,75 @@ mod tests {
         };
         assert_eq!(kick(8), [0x84, 23, 1, b'r']);
         assert_eq!(kick(9), [0x84, 28, 1, b'r']);
+    }
+
+    #[test]
+    fn character_codes_reach_older_sessions_as_kicked_and_internal_error() {
+        assert_eq!(CHARACTER_PROTOCOL, 10);
+        assert_eq!(CHARACTER_PROTOCOL, HALT_PROTOCOL + 1);
+        for version in [2, 3, 5, 6, 7, 8, 9] {
+            // An older client stops on KICKED, as it should when its character went elsewhere...
+            assert_eq!(
+                KickCode::CHARACTER_MOVED.for_version(version),
+                KickCode::KICKED,
+                "version {version}"
+            );
+            // ...and retries INTERNAL_ERROR with backoff, as it should while the character is held.
+            assert_eq!(
+                KickCode::CHARACTER_ELSEWHERE.for_version(version),
+                KickCode::INTERNAL_ERROR,
+                "version {version}"
+            );
+        }
+        for version in [CHARACTER_PROTOCOL, CHARACTER_PROTOCOL + 1, u32::MAX] {
+            assert_eq!(
+                KickCode::CHARACTER_MOVED.for_version(version),
+                KickCode::CHARACTER_MOVED
+            );
+            assert_eq!(
+                KickCode::CHARACTER_ELSEWHERE.for_version(version),
+                KickCode::CHARACTER_ELSEWHERE
+            );
+        }
+        // WORLD_HALTED keeps its own rule.
+        assert_eq!(
+            KickCode::WORLD_HALTED.for_version(9),
+            KickCode::WORLD_HALTED
+        );
+        assert_eq!(
+            KickCode::WORLD_HALTED.for_version(8),
+            KickCode::INTERNAL_ERROR
+        );
+        // Every other code, known or not, goes out as it is at every version.
+        for code in (0..=40).chain([300, 999, u16::MAX]).map(KickCode) {
+            if [
+                KickCode::WORLD_HALTED,
+                KickCode::CHARACTER_MOVED,
+                KickCode::CHARACTER_ELSEWHERE,
+            ]
+            .contains(&code)
+            {
+                continue;
+            }
+            for version in [2, 8, 9, 10, 11] {
+                assert_eq!(
+                    code.for_version(version),
+                    code,
+                    "{code} at version {version}"
+                );
+            }
+        }
+        // The bytes an older session gets are those of KICKED and INTERNAL_ERROR.
+        let kick = |code: KickCode, version| {
+            rt(&ServerMessage::Kick(Kick {
+                code: code.for_version(version),
+                reason: "r".into(),
+            }))
+        };
+        assert_eq!(kick(KickCode::CHARACTER_MOVED, 9), [0x84, 11, 1, b'r']);
+        assert_eq!(kick(KickCode::CHARACTER_MOVED, 10), [0x84, 29, 1, b'r']);
+        assert_eq!(kick(KickCode::CHARACTER_ELSEWHERE, 9), [0x84, 23, 1, b'r']);
+        assert_eq!(kick(KickCode::CHARACTER_ELSEWHERE, 10), [0x84, 30, 1, b'r']);
     }
 
     #[test]

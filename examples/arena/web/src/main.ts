@@ -273,6 +273,8 @@ function kickText(k: Kick): string {
     [KickCode.TOO_MANY_REDIRECTS]: "The hosts do not agree yet where this zone runs",
     [KickCode.CONTENT_OUTDATED]: "The game was updated since this page loaded: reload it",
     [KickCode.WORLD_HALTED]: "The world paused because its storage is failing; it resumes from its last save",
+    [KickCode.CHARACTER_MOVED]: "Your character is now playing in another tab or on another device",
+    [KickCode.CHARACTER_ELSEWHERE]: "Your character is still in another zone, which cannot hand it over yet",
   };
   const detail = k.reason !== "" ? `${kickCodeName(k.code)}: ${k.reason}` : kickCodeName(k.code);
   return `${why[k.code] ?? "The host closed the connection"} (${detail})`;
@@ -285,9 +287,14 @@ function onClose(info: CloseInfo): void {
   }
   const again = info.willReconnect
     ? ` Reconnecting (attempt ${retries}, next in ${(info.retryInMs / 1000).toFixed(1)} s)…`
-    : " Reload the page to join again.";
+    : info.movedElsewhere
+      ? " Reload the page to play here instead."
+      : " Reload the page to join again.";
   if (info.kick !== null) {
     showBanner(info.willReconnect ? "warn" : "error", `${kickText(info.kick)}.${again}`);
+  } else if (info.movedElsewhere) {
+    // Only the close code said so: the SDK's message stands for the Kick.
+    showBanner("error", `${info.reason}${again}`);
   } else if (info.willReconnect) {
     const unreachable = info.error instanceof HostUnreachable || info.code === 1006;
     const what = unreachable ? "The host is down or unreachable" : `Connection lost (${info.reason})`;

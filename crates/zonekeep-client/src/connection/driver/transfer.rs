@@ -41,7 +41,9 @@ pub(super) struct Moving {
     failures: u32,
 }
 
-/// Kick codes after which the same credential cannot land on another attempt.
+/// Kick codes after which the same credential cannot land on another attempt, or must not:
+/// CHARACTER_MOVED says the player's character went into another zone (another game or device)
+/// meanwhile, and the session ends with the move.
 fn final_for_transfer(code: KickCode) -> bool {
     matches!(
         code,
@@ -53,6 +55,7 @@ fn final_for_transfer(code: KickCode) -> bool {
             | KickCode::TICKET_BAD_ALGORITHM
             | KickCode::TICKET_WRONG_ZONE
             | KickCode::CONTENT_OUTDATED
+            | KickCode::CHARACTER_MOVED
     )
 }
 

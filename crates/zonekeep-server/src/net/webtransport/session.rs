@@ -24,11 +24,12 @@ use crate::session::{
 use crate::sim::{kick_frame, SimCommand};
 
 /// The only versions a WebTransport session speaks (PROTOCOL.md §1.1).
-const VERSIONS: [u32; 4] = [
+const VERSIONS: [u32; 5] = [
     DATAGRAM_VERSION,
     zonekeep_protocol::messages::ENTRIES_PROTOCOL,
     zonekeep_protocol::messages::TRANSFER_PROTOCOL,
     zonekeep_protocol::messages::HALT_PROTOCOL,
+    zonekeep_protocol::messages::CHARACTER_PROTOCOL,
 ];
 
 /// Serves one incoming session to its end. `handshake` holds its place among the handshakes in

@@ -213,8 +213,8 @@ fn read_error(
 /// 4 adds a resuming Hello's `resume_from`; 5 adds Welcome's content version and CONTENT_OUTDATED;
 /// 6 adds the WebTransport transport, and over WebSocket is version 5; 7 adds Welcome's entry URLs;
 /// 8 adds Transfer, and with it the moves of players between zones; 9 adds the Kick code
-/// WORLD_HALTED.
-const HOST_VERSIONS: [u32; 8] = [
+/// WORLD_HALTED; 10 the Kick codes CHARACTER_MOVED and CHARACTER_ELSEWHERE.
+const HOST_VERSIONS: [u32; 9] = [
     MIN_PROTOCOL_VERSION,
     3,
     4,
@@ -223,6 +223,7 @@ const HOST_VERSIONS: [u32; 8] = [
     zonekeep_protocol::messages::ENTRIES_PROTOCOL,
     zonekeep_protocol::messages::TRANSFER_PROTOCOL,
     zonekeep_protocol::messages::HALT_PROTOCOL,
+    zonekeep_protocol::messages::CHARACTER_PROTOCOL,
 ];
 
 async fn handshake(

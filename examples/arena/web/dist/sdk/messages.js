@@ -51,7 +51,10 @@ export const LIMITS = {
     stateRing: 32,
 };
 /**
- * The protocol versions this SDK implements, and offers by default: version 9 (the Kick code
+ * The protocol versions this SDK implements, and offers by default: version 10 (the Kick codes
+ * CHARACTER_MOVED and CHARACTER_ELSEWHERE, §5.3 "Characters": the player's character went into
+ * another zone, or another zone holds it and could not give it back yet; otherwise the bytes of
+ * version 9, which a host of that version picks), version 9 (the Kick code
  * WORLD_HALTED, §5.3: a lasting world whose saves failed stopped; otherwise the bytes of version 8,
  * which a host of that version picks), version 8 (the Transfer
  * message, §5.3.2: the player is moved to another zone), version 7 (Welcome's `entries`,
@@ -61,7 +64,7 @@ export const LIMITS = {
  * CONTENT_OUTDATED, §4.1.2), version 4 (a resuming Hello's `resumeFrom`, §4.1.1) and version 3
  * (Redirect, and the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS = [6, 7, 8, 9];
+export const SUPPORTED_VERSIONS = [6, 7, 8, 9, 10];
 /**
  * The version that added {@link Transfer} (§5.3.2): version 7 plus that message. A host sends it
  * only to a session that negotiated this version or a later one.
@@ -73,6 +76,13 @@ export const TRANSFER_PROTOCOL = 8;
  * one, and INTERNAL_ERROR to an older one.
  */
 export const HALT_PROTOCOL = 9;
+/**
+ * The version that added {@link KickCode.CHARACTER_MOVED} and {@link KickCode.CHARACTER_ELSEWHERE}
+ * (§5.3, "Characters"): version 9 plus those codes, its bytes otherwise version 9's. A host sends
+ * them only to a session that negotiated this version or a later one; an older one gets KICKED in
+ * place of CHARACTER_MOVED (it stops) and INTERNAL_ERROR in place of CHARACTER_ELSEWHERE (it retries).
+ */
+export const CHARACTER_PROTOCOL = 10;
 /**
  * The version that added the WebTransport transport (§1.1): State (§5.8) and Inputs (§4.5)
  * datagrams and the Events message (§5.9). A WebTransport session speaks it or a later one.
@@ -141,6 +151,22 @@ export const KickCode = {
      * INTERNAL_ERROR instead.
      */
     WORLD_HALTED: 28,
+    /**
+     * The player's character (what travels with the player: inventory, level, gold) was taken into
+     * another zone — the player started playing in another game or on another device — so this
+     * session is over (version 10, §5.3 "Characters"). Final: {@link ZoneConnection} does not
+     * reconnect (that would take the character back at once), and emits 'movedElsewhere' so the game
+     * can tell the player. A session of an older version gets KICKED instead.
+     */
+    CHARACTER_MOVED: 29,
+    /**
+     * Another zone holds the player's character and could not be asked to give it back yet (its host
+     * does not answer); the join may succeed shortly (version 10, §5.3 "Characters"). Like
+     * INTERNAL_ERROR, {@link defaultReconnectPolicy} retries it with backoff through the entry URL,
+     * keeping the ticket and reconnect-token rules. A session of an older version gets INTERNAL_ERROR
+     * instead.
+     */
+    CHARACTER_ELSEWHERE: 30,
 };
 /**
  * Whether a Kick code ends the connection but not the session (§5.3): ZONE_MOVED and HOST_FENCED,
