@@ -33,7 +33,8 @@ pub const MAX_CHARACTER_BYTES: usize = 256 * 1024;
 /// A write of a player's character, for the host to make under the character's lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CharacterWrite {
-    /// The player it is (or was) in this zone.
+    /// The player it is (or was) in this zone; `PlayerId(0)` for a join that was refused before
+    /// it got an id (the zone was full).
     pub player: PlayerId,
     /// Whose character it is.
     pub principal: Principal,
@@ -94,6 +95,25 @@ impl CharacterBook {
     /// The zone refused `id`'s join: its character goes back unchanged, released.
     pub(crate) fn refused(&mut self, id: PlayerId) {
         self.release(id);
+    }
+
+    /// A join with `data` was refused before it got an id: the character goes back unchanged.
+    pub(crate) fn hand_back(&mut self, principal: Principal, data: Vec<u8>) {
+        self.writes.push(CharacterWrite {
+            player: PlayerId(0),
+            principal,
+            data,
+            release: true,
+        });
+    }
+
+    /// The zone stops (unloaded, stopped, shut down): every character still here is handed
+    /// back as it stands, released.
+    pub(crate) fn release_all(&mut self) {
+        let ids: Vec<PlayerId> = self.slots.keys().copied().collect();
+        for id in ids {
+            self.release(id);
+        }
     }
 
     /// `id`'s character, if it has one here.

@@ -198,6 +198,13 @@ impl ZoneHost {
         self.core.characters.commit_dirty();
     }
 
+    /// The zone stops (unloaded, stopped or shut down): every character still here is handed
+    /// back as it stands, as releasing writes (drained next). Called before the zone's final
+    /// save; players still present are no longer the zone's to keep.
+    pub fn release_characters(&mut self) {
+        self.core.characters.release_all();
+    }
+
     /// How many players hold a character in this zone.
     pub fn characters(&self) -> usize {
         self.core.characters.len()

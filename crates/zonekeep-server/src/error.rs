@@ -105,6 +105,8 @@ impl SessionError {
                 // A session below protocol version 9 is told INTERNAL_ERROR instead (see
                 // `KickCode::for_version`), which it retries just the same.
                 JoinFailure::Halted(_) => KickCode::WORLD_HALTED,
+                // INTERNAL_ERROR below protocol version 10, retried just the same.
+                JoinFailure::CharacterElsewhere(_) => KickCode::CHARACTER_ELSEWHERE,
                 JoinFailure::Unavailable(_) | JoinFailure::TooManyZones => KickCode::JOIN_REFUSED,
                 // Both SDKs retry INTERNAL_ERROR with backoff (keeping the reconnect token), which
                 // outlasts a host fencing itself and the zone's takeover elsewhere.
@@ -138,6 +140,12 @@ impl SessionError {
         match self {
             SessionError::Join(JoinFailure::Halted(why))
                 if KickCode::WORLD_HALTED.for_version(version) != KickCode::WORLD_HALTED =>
+            {
+                SessionError::Join(JoinFailure::StoreUnreachable(why))
+            }
+            SessionError::Join(JoinFailure::CharacterElsewhere(why))
+                if KickCode::CHARACTER_ELSEWHERE.for_version(version)
+                    != KickCode::CHARACTER_ELSEWHERE =>
             {
                 SessionError::Join(JoinFailure::StoreUnreachable(why))
             }

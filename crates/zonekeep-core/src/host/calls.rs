@@ -98,7 +98,16 @@ impl ZoneHost {
         role: Role,
         character: Option<Vec<u8>>,
     ) -> Result<PlayerId, JoinError> {
-        let id = self.admit_id(role)?;
+        let id = match self.admit_id(role) {
+            Ok(id) => id,
+            Err(e) => {
+                // Full (or stopped): the character goes back as it came.
+                if let Some(data) = character {
+                    self.core.characters.hand_back(principal, data);
+                }
+                return Err(e);
+            }
+        };
         if let Some(data) = character {
             self.core.characters.admit(id, principal.clone(), data);
         }

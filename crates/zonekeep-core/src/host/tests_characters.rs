@@ -244,3 +244,32 @@ fn a_join_with_a_character_is_recorded_and_replays_to_a_match() {
     let report = replay(&kinds(), &file).unwrap();
     assert!(report.matched(), "{report}");
 }
+
+#[test]
+fn a_full_zone_and_a_stopping_one_hand_characters_back() {
+    let clock = ManualClock::new();
+    let init = ZoneInit {
+        zone_id: "mine-1".into(),
+        kind: "mine".into(),
+        params: serde_json::Value::Null,
+    };
+    let config = ZoneConfig {
+        characters: true,
+        max_players: 1,
+        ..ZoneConfig::default()
+    };
+    let mut h = kinds()
+        .create_at(init, config, Arc::new(clock.clone()), 1)
+        .unwrap();
+    join(&mut h, "ann", 1).unwrap();
+    assert!(join(&mut h, "bob", 2).is_err(), "full");
+    let w = h.drain_character_writes();
+    assert_eq!(w.len(), 1);
+    assert_eq!((w[0].principal.as_str(), w[0].release), ("bob", true));
+    assert_eq!(w[0].data, 2u64.to_le_bytes());
+    h.release_characters();
+    let w = h.drain_character_writes();
+    assert_eq!(w.len(), 1);
+    assert_eq!((w[0].principal.as_str(), w[0].release), ("ann", true));
+    assert_eq!(h.characters(), 0);
+}

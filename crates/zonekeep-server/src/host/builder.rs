@@ -159,8 +159,8 @@ impl HostBuilder {
             if spec.config.lasting && self.persistence.is_none() {
                 return Err(HostError::LastingWithoutStore(kind.clone()));
             }
-            if spec.config.characters {
-                return Err(HostError::CharactersNotServed(kind.clone()));
+            if spec.config.characters && self.persistence.is_none() {
+                return Err(HostError::CharactersWithoutStore(kind.clone()));
             }
         }
         let ring = match config.key_ring()? {

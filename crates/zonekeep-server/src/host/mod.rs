@@ -56,10 +56,10 @@ pub enum HostError {
         /// What is wrong.
         error: zonekeep_core::ConfigError,
     },
-    /// A kind whose players bring characters (`ZoneConfig::characters`): this host does not hold
-    /// character leases yet, so it refuses the kind rather than run it without them.
-    #[error("zone kind {0:?} keeps characters, and this host does not hold character leases yet")]
-    CharactersNotServed(String),
+    /// A kind whose players bring characters (`ZoneConfig::characters`) on a host that keeps
+    /// nothing: there is no store to hold the characters' leases in.
+    #[error("zone kind {0:?} keeps characters, and this host has no store to hold them in")]
+    CharactersWithoutStore(String),
     /// A lasting kind on a host that saves nothing: its worlds would be lost at every restart.
     #[error("zone kind {0:?} is a lasting world, and this host has no store to keep it in")]
     LastingWithoutStore(String),

@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use zonekeep_core::{Clock, ZoneConfig, ZoneHost, ZoneInit, ZoneKinds};
 use zonekeep_store::Store;
 
+use super::characters::CharacterWorker;
 use super::config::{open, ConfigError, PersistConfig};
 use super::facts::FactWorker;
 use super::loader::{ClaimedZone, StartFailure, StartFailures, ZoneLoader};
@@ -36,6 +37,7 @@ pub struct Persistence {
     storage: StorageHandle,
     loader: ZoneLoader,
     facts: FactWorker,
+    characters: CharacterWorker,
     router: SettlementRouter,
     metrics: PersistMetrics,
     /// The host's lease; every save and fact of a zone checks it.
@@ -113,6 +115,8 @@ impl Persistence {
             config.facts,
             metrics.clone(),
         );
+        let characters =
+            CharacterWorker::start(store.characters.clone(), metrics.characters.clone());
         tracing::info!(store = %store.description, sink = %facts.sink_description(), save_every = ?config.save_every, "persistence on");
         Ok(Arc::new(Persistence {
             config,
@@ -120,6 +124,7 @@ impl Persistence {
             storage,
             loader,
             facts,
+            characters,
             router,
             metrics,
             gate,
@@ -145,6 +150,11 @@ impl Persistence {
     /// The fact worker.
     pub fn facts(&self) -> &FactWorker {
         &self.facts
+    }
+
+    /// The character worker.
+    pub fn characters(&self) -> &CharacterWorker {
+        &self.characters
     }
 
     /// The counters (registered on `/metrics` by the host).
@@ -255,7 +265,8 @@ impl Persistence {
             settle_budget,
             now,
         )
-        .halting_after(halt_after);
+        .halting_after(halt_after)
+        .writing_characters(self.characters.clone());
         Ok((host, persist))
     }
 

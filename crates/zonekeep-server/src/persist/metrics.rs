@@ -10,6 +10,8 @@ use prometheus_client::registry::Registry;
 /// metric is an `Arc`ed atomic); register once with [`PersistMetrics::register`].
 #[derive(Debug, Clone, Default)]
 pub struct PersistMetrics {
+    /// Character writes and acquisitions.
+    pub characters: super::characters::CharacterMetrics,
     /// Saves the store accepted (including `AlreadyDone` repeats).
     pub saves_ok: Counter,
     /// Save attempts that failed (each retry counts).
@@ -65,6 +67,7 @@ impl PersistMetrics {
     /// Adds every metric to `registry` under `zonekeep_`-prefixed names.
     pub fn register(&self, registry: &mut Registry) {
         let r = registry;
+        self.characters.register(r);
         r.register(
             "zonekeep_saves_ok",
             "Zone saves written",

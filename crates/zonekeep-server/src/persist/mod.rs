@@ -28,6 +28,7 @@
 //!   thread then unloads it at once, with no final save.
 
 mod backoff;
+mod characters;
 mod config;
 mod facts;
 mod fence;
@@ -44,6 +45,7 @@ mod webhook;
 mod zone;
 
 pub use backoff::Backoff;
+pub use characters::{CharacterJob, CharacterMetrics, CharacterWorker};
 pub use config::{open, parse_duration, ConfigError, FactSinkSpec, PersistConfig};
 pub use facts::{FactQueue, FactQueueError, FactWorker, FactWorkerConfig, SettlementInbox};
 pub use fence::FenceAlarm;

@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde::Serialize;
 use zonekeep_core::{Fact, ZoneHost};
 
+use super::characters::{CharacterJob, CharacterWorker};
 use super::facts::{FactQueue, FactQueueError, FactWorker};
 use super::fence::FenceAlarm;
 use super::route::SettlementRoute;
@@ -92,6 +93,10 @@ pub struct ZonePersist {
     watch: Option<SaveWatch>,
     /// A lasting world halts once its newest state waited unsaved this long.
     halt_after: Option<Duration>,
+    /// Where the characters the zone hands back are written.
+    characters: Option<CharacterWorker>,
+    /// Character writes the worker's full queue did not take yet, in order.
+    held_characters: VecDeque<CharacterJob>,
 }
 
 impl ZonePersist {
@@ -127,6 +132,55 @@ impl ZonePersist {
             epoch,
             watch,
             halt_after: None,
+            characters: None,
+            held_characters: VecDeque::new(),
+        }
+    }
+
+    /// Writes the characters the zone hands back through `worker` (see
+    /// [`crate::persist::CharacterWorker`]).
+    pub(crate) fn writing_characters(mut self, worker: CharacterWorker) -> Self {
+        self.characters = Some(worker);
+        self
+    }
+
+    /// Hands the zone's character writes to the worker, in order, under this owner's epoch; a
+    /// full queue keeps them for the next step. The release of `recalled`'s character (if it is
+    /// among them) answers `done` once it is settled.
+    pub(crate) fn send_characters(
+        &mut self,
+        host: &mut ZoneHost,
+        recalled: Option<(&str, tokio::sync::oneshot::Sender<bool>)>,
+    ) {
+        let mut recalled = recalled.map(|(p, d)| (p.to_owned(), d));
+        for w in host.drain_character_writes() {
+            let principal = w.principal.as_str().to_owned();
+            let done = match &recalled {
+                Some((p, _)) if w.release && *p == principal => recalled.take().map(|(_, d)| d),
+                _ => None,
+            };
+            self.held_characters.push_back(CharacterJob {
+                zone: self.zone_id.clone(),
+                epoch: self.epoch,
+                principal,
+                data: Some(w.data),
+                release: w.release,
+                done,
+            });
+        }
+        // A recall whose player had no character here is answered at once.
+        if let Some((_, done)) = recalled {
+            let _ = done.send(true);
+        }
+        let Some(worker) = &self.characters else {
+            self.held_characters.clear();
+            return;
+        };
+        while let Some(job) = self.held_characters.pop_front() {
+            if let Err(job) = worker.try_send(job) {
+                self.held_characters.push_front(job);
+                break;
+            }
         }
     }
 
@@ -194,10 +248,15 @@ impl ZonePersist {
         if host.take_save_request() {
             self.timer.ask();
         }
-        if self.timer.poll(now) {
-            return self.save(host);
-        }
-        None
+        let saved = if self.timer.poll(now) {
+            // Characters changed since their last write are written with the zone's save.
+            host.commit_characters();
+            self.save(host)
+        } else {
+            None
+        };
+        self.send_characters(host, None);
+        saved
     }
 
     /// The storage worker's view of the zone's saves.
@@ -252,6 +311,9 @@ impl ZonePersist {
     pub fn unload(mut self, host: &mut ZoneHost, why: Unload) -> FinalSave {
         self.held.extend(host.drain_facts());
         self.send_held();
+        // The players still here give their characters back as they stand.
+        host.release_characters();
+        self.send_characters(host, None);
         let save = match host.snapshot() {
             None => FinalSave::NotPersisted,
             Some(bytes) => match self.storage.try_submit(&self.zone_id, bytes) {
@@ -293,8 +355,23 @@ impl ZonePersist {
 
     /// The zone's game code failed: the facts it emitted go out, but no final save is written,
     /// so its last good save stays the one a restart restores.
-    pub fn fail(mut self) {
+    ///
+    /// The characters of its players are given up without the zone's last word on them: their
+    /// last committed state stands, and they are free for the players' next zone.
+    pub fn fail(mut self, host: &mut ZoneHost) {
         self.send_held();
+        host.release_characters();
+        for w in host.drain_character_writes() {
+            self.held_characters.push_back(CharacterJob {
+                zone: self.zone_id.clone(),
+                epoch: self.epoch,
+                principal: w.principal.as_str().to_owned(),
+                data: None,
+                release: true,
+                done: None,
+            });
+        }
+        self.send_characters(host, None);
         self.storage.retire(&self.zone_id);
         self.facts.close_zone(&self.zone_id);
     }

@@ -244,6 +244,22 @@ async fn admit(
         (None, create)
     };
     let reclaimed_id = reclaimed.as_ref().map(|r| r.transfer.id.clone());
+    // A kind whose players bring characters: the zone runs first (its owner epoch names the
+    // lease), then the character is acquired, recalled from another zone of this host if need be.
+    let resolved_kind = kind.as_deref().unwrap_or(&shared.default_kind);
+    let (character, create) = if ticket.role == zonekeep_core::Role::Player
+        && super::character::kind_keeps_characters(shared, resolved_kind)
+    {
+        if let Some(c) = create {
+            start_alone(shared, &entry, c, took_over).await?;
+        }
+        let data = super::character::acquire(shared, &entry, ticket.sub.as_str()).await?;
+        (Some(data), None)
+    } else {
+        (None, create)
+    };
+    let holds_character = character.is_some();
+    let principal = ticket.sub.as_str().to_owned();
     let join = |create| SimCommand::Join {
         zone_id: zone_id.to_owned(),
         create,
@@ -253,10 +269,14 @@ async fn admit(
         version,
         conn: conn.clone(),
         reclaimed: reclaimed.map(Box::new),
+        character,
         reply,
     };
     let unavailable = JoinFailure::Unavailable;
     if let Err(e) = enter_zone(shared, &entry, create, took_over, unavailable, join).await {
+        if holds_character {
+            super::character::give_back(shared, &entry, &principal);
+        }
         // The join never reached the zone: a state it reclaimed waits for the player's next.
         if let Some(id) = reclaimed_id {
             let epoch = entry.epoch.load(std::sync::atomic::Ordering::Acquire);
@@ -268,6 +288,33 @@ async fn admit(
         return Err(e.into());
     }
     Ok(Entered::Zone(entry.thread, sub))
+}
+
+/// Starts the zone of `entry` on its own, without a join (a kind with characters: the join waits
+/// for the zone's owner epoch to take the character's lease under).
+async fn start_alone(
+    shared: &Arc<Shared>,
+    entry: &Arc<ZoneEntry>,
+    create: ZoneCreate,
+    took_over: bool,
+) -> Result<(), JoinFailure> {
+    let (tx, rx) = oneshot::channel();
+    let zone_id = entry.zone_id.clone();
+    admit_zone(&shared.sim, &shared.pool, entry, create, |start| {
+        SimCommand::Create {
+            zone_id,
+            create: start,
+            reply: tx,
+        }
+    })
+    .await
+    .map_err(|e| start_failure(shared, entry, JoinFailure::Unavailable, e))?;
+    count_takeover(shared, took_over);
+    match rx.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(JoinFailure::Unavailable(e.to_string())),
+        Err(_) => Err(JoinFailure::Unavailable("the zone's thread is gone".into())),
+    }
 }
 
 /// Spends the ticket's single-use id, on this host and across the fleet: a ticket for `arena-*`

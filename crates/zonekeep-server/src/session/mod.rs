@@ -3,6 +3,7 @@
 //! [`admission`], then pass what the client sends on to [`inputs`].
 
 mod admission;
+mod character;
 mod inputs;
 
 use std::sync::Arc;

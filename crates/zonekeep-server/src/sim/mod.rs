@@ -94,6 +94,11 @@ pub enum JoinFailure {
     /// has fenced itself and the zone moved.
     #[error("the store did not answer ({0}); retry shortly")]
     StoreUnreachable(String),
+    /// The player's character is held by a zone this host cannot ask to give it back (another
+    /// host's, or one whose owner is unreachable): retry shortly, by when the holder released it
+    /// or was claimed by a new owner.
+    #[error("{0}")]
+    CharacterElsewhere(String),
     /// The zone failed (its game code could not start it, or failed while it ran) and stays
     /// failed until an operator stops it or its kind is deployed anew; the message says why.
     #[error("{0}")]
@@ -170,7 +175,17 @@ pub(crate) enum SimCommand {
         /// A move out of this zone whose state this join reclaimed (its source crashed while
         /// it was pending): the player joins through the zone's return, with that state.
         reclaimed: Option<Box<zonekeep_store::StoredTransfer>>,
+        /// The player's character, whose lease the host holds for this zone (kinds with
+        /// characters).
+        character: Option<Vec<u8>>,
         reply: oneshot::Sender<Result<Joined, JoinFailure>>,
+    },
+    /// Another zone acquires `principal`'s character, which `zone_id` holds: its players of that
+    /// principal leave and hand it back; `done` answers once the release is settled.
+    RecallCharacter {
+        zone_id: String,
+        principal: String,
+        done: oneshot::Sender<bool>,
     },
     Resume {
         zone_id: String,

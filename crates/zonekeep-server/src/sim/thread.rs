@@ -286,6 +286,7 @@ impl SimThread {
                 version,
                 conn,
                 reclaimed,
+                character,
                 reply,
             } => {
                 if let Err(e) = self.start_carried(&zone_id, create) {
@@ -302,6 +303,7 @@ impl SimThread {
                             Some(r) => Admission::Return(r),
                             None => Admission::Join(role),
                         },
+                        character,
                         version,
                         conn,
                     ),
@@ -447,6 +449,17 @@ impl SimThread {
                     .or_else(|| self.frozen.get(&zone_id));
                 let _ = reply.send(z.map(ZoneRun::detail));
             }
+            SimCommand::RecallCharacter {
+                zone_id,
+                principal,
+                done,
+            } => match self.zones.get_mut(&zone_id) {
+                Some(z) => z.recall(&self.ctx, &principal, done),
+                // Not here (any more): nothing of it to give back from this thread.
+                None => {
+                    let _ = done.send(false);
+                }
+            },
             SimCommand::Kick {
                 zone_id,
                 player,

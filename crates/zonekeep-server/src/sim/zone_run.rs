@@ -208,12 +208,14 @@ impl ZoneRun {
         Ok(Joined { player })
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn join(
         &mut self,
         ctx: &SimContext,
         principal: Principal,
         claims: Claims,
         how: Admission<'_>,
+        character: Option<Vec<u8>>,
         version: u32,
         conn: ConnHandle,
     ) -> Result<Joined, JoinFailure> {
@@ -234,8 +236,17 @@ impl ZoneRun {
                     &r.transfer.state,
                 )
             }
-            Admission::Join(role) => self.host.handle_join(principal, claims, role),
+            Admission::Join(role) => match character {
+                Some(c) => self
+                    .host
+                    .handle_join_with_character(principal, claims, role, c),
+                None => self.host.handle_join(principal, claims, role),
+            },
         };
+        // A refused join hands its character back at once.
+        if let Some(p) = self.persist.as_mut() {
+            p.send_characters(&mut self.host, None);
+        }
         let player = admitted.map_err(|e| match e {
             JoinError::Full { .. } => JoinFailure::Full,
             JoinError::Refused(r) => JoinFailure::Refused(r),
@@ -247,6 +258,9 @@ impl ZoneRun {
             let _ = self
                 .host
                 .handle_leave(player, zonekeep_core::LeaveReason::Left);
+            if let Some(p) = self.persist.as_mut() {
+                p.send_characters(&mut self.host, None);
+            }
         }
         r
     }
@@ -359,6 +373,45 @@ impl ZoneRun {
         true
     }
 
+    /// Another zone asks for `principal`'s character: each of the principal's players here is
+    /// kicked with CHARACTER_MOVED and leaves, handing its character back; `done` is answered
+    /// once that release is settled in the store (at once when the principal holds none here).
+    pub fn recall(
+        &mut self,
+        ctx: &SimContext,
+        principal: &str,
+        done: tokio::sync::oneshot::Sender<bool>,
+    ) {
+        let players: Vec<PlayerId> = self
+            .host
+            .players()
+            .filter(|p| p.principal.as_str() == principal && p.role == Role::Player)
+            .map(|p| p.id)
+            .collect();
+        for player in players {
+            if self
+                .host
+                .handle_leave(player, zonekeep_core::LeaveReason::Kicked)
+                .is_ok()
+            {
+                if let Some(c) = self.subs.remove(&player).and_then(|s| s.conn) {
+                    c.kick(
+                        KickCode::CHARACTER_MOVED,
+                        "your character was taken into another zone",
+                    );
+                }
+                ctx.reconnect.forget(&self.entry.zone_id, player);
+            }
+        }
+        self.publish();
+        match self.persist.as_mut() {
+            Some(p) => p.send_characters(&mut self.host, Some((principal, done))),
+            None => {
+                let _ = done.send(true);
+            }
+        }
+    }
+
     /// Queue the final save, kick every connection with `code` and dispose
     /// (hibernation, admin stop). The save is queued before the zone leaves
     /// the registry, so a join that recreates it finds the save pending and
@@ -418,7 +471,7 @@ impl ZoneRun {
         }
         ctx.metrics.zone_failed();
         if let Some(p) = self.persist.take() {
-            p.fail();
+            p.fail(&mut self.host);
         }
         self.release(
             ctx,

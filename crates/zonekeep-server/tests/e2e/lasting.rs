@@ -153,8 +153,8 @@ async fn a_lasting_kind_needs_a_store() {
     server.stop().await;
 }
 
-/// Where a halt test keeps its world.
-enum Backend {
+/// Where a test keeps its zones.
+pub enum Backend {
     /// A SQLite file in the test's directory.
     Sqlite,
     /// A schema of its own in the test PostgreSQL database.
@@ -169,7 +169,7 @@ enum Backend {
 impl Backend {
     /// A PostgreSQL schema for `test` (created here), or `None` when no server is configured
     /// (reported as skipped; a failure under `CI=true`).
-    async fn postgres(test: &str) -> Option<Backend> {
+    pub async fn postgres(test: &str) -> Option<Backend> {
         let url = service::service_url("ZONEKEEP_TEST_POSTGRES", test)?;
         let schema = format!("zk_lasting_{}_{}", std::process::id(), now());
         let client = pg(&url).await;
@@ -181,7 +181,7 @@ impl Backend {
     }
 
     /// The host's store setting.
-    fn store(&self) -> String {
+    pub fn store(&self) -> String {
         match self {
             Backend::Sqlite => "sqlite".into(),
             Backend::Postgres { url, schema } => {
@@ -214,7 +214,7 @@ impl Backend {
     }
 
     /// Drops the test's schema.
-    async fn cleanup(self) {
+    pub async fn cleanup(self) {
         if let Backend::Postgres { url, schema } = self {
             let client = pg(&url).await;
             let _ = client
@@ -655,33 +655,4 @@ async fn a_durable_change_is_saved_at_once_not_at_the_save_interval() {
     }
     drop(ws);
     server.stop().await;
-}
-
-#[tokio::test]
-async fn a_kind_with_characters_is_refused_by_a_host_that_holds_no_leases() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = Persistence::open(PersistConfig {
-        data_dir: dir.path().to_path_buf(),
-        ..PersistConfig::default()
-    })
-    .await
-    .unwrap();
-    let refused = Host::builder()
-        .config(base_config())
-        .zone_with::<Gold>(
-            "gold",
-            ZoneConfig {
-                characters: true,
-                ..ZoneConfig::default()
-            },
-            Value::Null,
-        )
-        .persistence(p)
-        .build()
-        .err()
-        .expect("refused");
-    assert!(
-        refused.to_string().contains("keeps characters"),
-        "{refused}"
-    );
 }

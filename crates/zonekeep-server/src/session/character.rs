@@ -1,0 +1,149 @@
+//! A joining player's character: the lease taken in the store for the zone it joins, after the
+//! zone that held it (on this host) gave it back.
+//!
+//! The lease is the zone's under its owner epoch, so the zone must be running first (a join that
+//! starts it starts it on its own, then acquires). A zone of this host that holds the character —
+//! another zone, or this same zone for an older connection of the player — is asked to give it
+//! back ([`SimCommand::RecallCharacter`]): its players of that principal are kicked with
+//! CHARACTER_MOVED and the character's release is settled in the store before the acquisition is
+//! asked again. A holder this host cannot ask (another host's zone) refuses the join with
+//! CHARACTER_ELSEWHERE, a retry hint: by the retry the holder has released it, or its zone has a
+//! new owner, which makes the lease stale and the character free to take with its last committed
+//! state.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use zonekeep_store::{CharacterAcquire, StoreError};
+
+use crate::host::Shared;
+use crate::persist::CharacterJob;
+use crate::sim::{wait_running, JoinFailure, SimCommand, ZoneEntry};
+
+/// How long a zone of this host may take to give a character back.
+const RECALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Recalls and acquisitions one join makes at most before it gives up with a retry hint (each
+/// recall frees the character; only a holder that takes it again in between costs another).
+const ATTEMPTS: usize = 3;
+
+/// Whether zones of `kind` take their players' characters.
+pub(crate) fn kind_keeps_characters(shared: &Shared, kind: &str) -> bool {
+    shared
+        .sim
+        .specs
+        .get(kind)
+        .is_some_and(|s| s.config.characters)
+}
+
+/// Takes `principal`'s character lease for the running zone of `entry` and answers the
+/// character's bytes (empty for a new one).
+pub(crate) async fn acquire(
+    shared: &Arc<Shared>,
+    entry: &Arc<ZoneEntry>,
+    principal: &str,
+) -> Result<Vec<u8>, JoinFailure> {
+    let Some(persist) = shared.sim.persist.as_ref() else {
+        return Err(JoinFailure::Unavailable(
+            "this host keeps no characters".into(),
+        ));
+    };
+    wait_running(entry)
+        .await
+        .map_err(JoinFailure::Unavailable)?;
+    let zone = entry.zone_id.as_str();
+    let epoch = entry.epoch.load(Ordering::Acquire);
+    let metrics = &persist.metrics().characters;
+    // An older connection of the player in this very zone gives its character back first.
+    recall(shared, entry, principal).await?;
+    for _ in 0..ATTEMPTS {
+        let asked = persist
+            .store()
+            .characters
+            .acquire_character(principal, zone, epoch)
+            .await;
+        match asked {
+            Ok(CharacterAcquire::Granted { character, from }) => {
+                metrics.acquire(if from.is_some() {
+                    "taken_stale"
+                } else {
+                    "granted"
+                });
+                if let Some((stale, stale_epoch)) = from {
+                    tracing::info!(zone, stale_zone = %stale, stale_epoch, "a character's stale lease was taken over with its last committed state");
+                }
+                return Ok(character.data);
+            }
+            Ok(CharacterAcquire::Held {
+                zone: holder,
+                epoch: held_under,
+            }) => {
+                let local = shared
+                    .registry
+                    .get(&holder)
+                    .filter(|e| e.epoch.load(Ordering::Acquire) == held_under);
+                let Some(holder_entry) = local else {
+                    metrics.acquire("elsewhere");
+                    return Err(JoinFailure::CharacterElsewhere(format!(
+                        "your character is in zone {holder:?}, which could not be asked to give it back yet; retry shortly"
+                    )));
+                };
+                recall(shared, &holder_entry, principal).await?;
+                metrics.acquire("recalled");
+            }
+            Err(e @ StoreError::Fenced { .. }) => {
+                // This host no longer owns the zone: the client resumes at its new owner.
+                tracing::warn!(zone, error = %e, "character not acquired: the zone was claimed by another owner");
+                return Err(JoinFailure::Fenced);
+            }
+            Err(e) => return Err(JoinFailure::StoreUnreachable(format!("characters: {e}"))),
+        }
+    }
+    metrics.acquire("elsewhere");
+    Err(JoinFailure::CharacterElsewhere(
+        "your character kept being taken by another zone; retry shortly".into(),
+    ))
+}
+
+/// Asks the zone of `entry` (on this host) to give `principal`'s character back, and waits until
+/// the release is settled in the store.
+async fn recall(shared: &Shared, entry: &ZoneEntry, principal: &str) -> Result<(), JoinFailure> {
+    let (done, settled) = oneshot::channel();
+    let cmd = SimCommand::RecallCharacter {
+        zone_id: entry.zone_id.clone(),
+        principal: principal.to_owned(),
+        done,
+    };
+    if shared.pool.send(entry.thread, cmd).is_err() {
+        return Err(JoinFailure::Busy);
+    }
+    match tokio::time::timeout(RECALL_TIMEOUT, settled).await {
+        // Settled, or the zone is not on its thread any more (it gave everything back as it left).
+        Ok(Ok(_)) | Ok(Err(_)) => Ok(()),
+        Err(_) => Err(JoinFailure::CharacterElsewhere(format!(
+            "zone {:?} did not give your character back in time; retry shortly",
+            entry.zone_id
+        ))),
+    }
+}
+
+/// A join that took the character's lease did not reach its zone: the lease is given up again,
+/// with the character as the store holds it.
+pub(crate) fn give_back(shared: &Shared, entry: &ZoneEntry, principal: &str) {
+    let Some(persist) = shared.sim.persist.as_ref() else {
+        return;
+    };
+    let job = CharacterJob {
+        zone: entry.zone_id.clone(),
+        epoch: entry.epoch.load(Ordering::Acquire),
+        principal: principal.to_owned(),
+        data: None,
+        release: true,
+        done: None,
+    };
+    if persist.characters().try_send(job).is_err() {
+        tracing::warn!(zone = %entry.zone_id, "the character worker is full: a refused join's character lease stays with the zone until its next owner");
+    }
+}
