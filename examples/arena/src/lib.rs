@@ -26,4 +26,4 @@ pub use cells::{cells_config, Cell};
 pub use gallery::{gallery_config, Gallery};
 pub use movement::{step, MoveInput, MoveState, Pillar};
 pub use web::{embedded, web_routes, WebFile, FAVICON, WEB_FILES};
-pub use zone::{zone_config, Arena, ArenaStats};
+pub use zone::{character_score, character_with_score, zone_config, Arena, ArenaStats};

@@ -117,6 +117,8 @@ pub fn zone_config() -> ZoneConfig {
         tick_hz: TICK_HZ,
         patch_every: 1,
         max_players: MAX_PLAYERS,
+        // A player's score is a stat of its character, which follows it from arena to arena.
+        characters: true,
         ..ZoneConfig::default()
     };
     config.replication.pos_step = POS_STEP;
@@ -193,7 +195,7 @@ impl Arena {
         self.stats
     }
 
-    /// A principal's saved score (as last settled).
+    /// A principal's saved score (as last settled, or as its character brought it).
     pub fn score(&self, principal: &str) -> u32 {
         self.scores.get(principal).copied().unwrap_or(0)
     }
@@ -359,6 +361,11 @@ impl Zone for Arena {
         );
         let player_hue = distinct_hue(hue(&principal), &hues);
         let state = spawn_point(ctx.rng());
+        // The character's score is the player's wherever it was earned; without a character
+        // (a host that keeps none) the score this arena settled stands.
+        if let Some(score) = ctx.character(player.id).and_then(character_score) {
+            self.scores.insert(principal.clone(), score);
+        }
         let score = self.score(&principal);
         let world = ctx.world();
         let entity = world
@@ -459,4 +466,17 @@ impl Zone for Arena {
         self.pending.len().hash(&mut h);
         Some(h.finish())
     }
+}
+
+/// The score a character carries: the JSON object `{"score": n}` (anything else: none yet).
+pub fn character_score(character: &[u8]) -> Option<u32> {
+    let v: serde_json::Value = serde_json::from_slice(character).ok()?;
+    v.get("score")
+        .and_then(serde_json::Value::as_u64)
+        .map(|s| u32::try_from(s).unwrap_or(u32::MAX))
+}
+
+/// A character carrying `score`, as [`character_score`] reads it.
+pub fn character_with_score(score: u32) -> Vec<u8> {
+    serde_json::json!({ "score": score }).to_string().into_bytes()
 }

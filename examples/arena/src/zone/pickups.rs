@@ -102,6 +102,13 @@ impl Arena {
             .collect();
         for (player, entity) in mine {
             let _ = ctx.world().set_uint(entity, F_SCORE, total);
+            // The score is the character's: written at once, so it follows the player anywhere.
+            if ctx
+                .set_character(player, super::character_with_score(total))
+                .is_ok()
+            {
+                let _ = ctx.commit_character(player);
+            }
             let mut payload = amount.to_le_bytes().to_vec();
             payload.extend_from_slice(&total.to_le_bytes());
             ctx.emit_event(EventTarget::Player(player), TOPIC_SAVED, payload);

@@ -597,3 +597,46 @@ fn an_arena_built_from_its_image_plays_on_exactly_as_the_original() {
     )
     .is_err());
 }
+
+#[test]
+fn the_score_is_a_stat_of_the_players_character() {
+    let mut rig = Rig::new(json!({ "drones": 0, "pickups": 3 }), 9);
+    // Alice comes from another arena with 12 points on her character.
+    let a = rig
+        .host
+        .handle_join_with_character(
+            Principal::new("alice"),
+            Claims::new(),
+            Role::Player,
+            crate::character_with_score(12),
+        )
+        .unwrap();
+    rig.mirrors.insert(a, Mirror::new());
+    rig.ticks(1);
+    assert_eq!(rig.host.zone::<Arena>().unwrap().score("alice"), 12);
+    let entity = rig.host.zone::<Arena>().unwrap().avatar(a).unwrap();
+    assert_eq!(
+        rig.host.world().get_uint(entity, F_SCORE).ok(),
+        Some(12),
+        "her avatar shows the character's score"
+    );
+    // A pickup settles: the new score is written to her character at once.
+    let (px, py) = rig.host.zone::<Arena>().unwrap().pickups()[0];
+    rig.put(a, px, py);
+    rig.ticks(1);
+    let fact = rig.host.drain_facts().remove(0);
+    rig.host.handle_settlement(Settlement {
+        key: fact.key,
+        outcome: FactOutcome::Ok(json!({ "score": 13 })),
+    });
+    rig.ticks(1);
+    let writes = rig.host.drain_character_writes();
+    assert_eq!(writes.len(), 1);
+    assert!(!writes[0].release);
+    assert_eq!(crate::character_score(&writes[0].data), Some(13));
+    // Leaving hands it back with that score.
+    rig.host.handle_leave(a, LeaveReason::Left).unwrap();
+    let writes = rig.host.drain_character_writes();
+    assert!(writes[0].release);
+    assert_eq!(crate::character_score(&writes[0].data), Some(13));
+}
