@@ -141,7 +141,7 @@ fn contents(bytes: &[u8]) -> Contents {
     while let Some(r) = reader.next_record().unwrap() {
         match r {
             Record::Tick { .. } => c.ticks += 1,
-            Record::Join { .. } => c.joins += 1,
+            Record::Join { .. } | Record::JoinCharacter { .. } => c.joins += 1,
             Record::Input { player, .. } => *c.inputs.entry(player.0).or_default() += 1,
             Record::Drop(p) => c.dropped.push(p.0),
             Record::Rejoin(p) | Record::RejoinFrom { player: p, .. } => last_rejoin = Some(p.0),

@@ -478,5 +478,7 @@ pub fn character_score(character: &[u8]) -> Option<u32> {
 
 /// A character carrying `score`, as [`character_score`] reads it.
 pub fn character_with_score(score: u32) -> Vec<u8> {
-    serde_json::json!({ "score": score }).to_string().into_bytes()
+    serde_json::json!({ "score": score })
+        .to_string()
+        .into_bytes()
 }
