@@ -2,6 +2,8 @@
 //! arena-1 with the score its character carries, arena-2 has it once the player moves there, and
 //! so does arena-1 after the host restarts.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::time::Duration;
