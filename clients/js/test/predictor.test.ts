@@ -133,6 +133,21 @@ describe("Predictor drawing between predicted steps", () => {
     assert.equal(p.renderPosition(80)?.x, 3);
   });
 
+  it("an input before the last step was drawn keeps the drawn pace instead of lurching", () => {
+    const p = make();
+    p.reconcile(0, { qx: 0 }, 0);
+    p.record(1, 1, 0);
+    // A late frame: the next input comes half way through the first step's glide.
+    p.record(2, 1, 16);
+    const drawn = [16, 32, 48, 64].map((t) => p.renderPosition(t)?.x ?? NaN);
+    // From 0.5 to 2 over the 16 ms left of the first step and the second's 32: one unit per 32 ms.
+    assert.deepEqual(drawn, [0.5, 1, 1.5, 2]);
+    drawn.forEach((x, i) => {
+      const step = i === 0 ? 0 : x - (drawn[i - 1] ?? x);
+      assert.ok(step <= 0.5 + 1e-9, `frame ${i} moved ${step}`);
+    });
+  });
+
   it("a correction mid-glide keeps the drawn position where it was and eases out", () => {
     const p = make();
     p.reconcile(0, { qx: 0 }, 0);

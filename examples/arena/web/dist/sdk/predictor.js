@@ -16,7 +16,10 @@
 export class Predictor {
     opts;
     stepMs;
-    /** The drawn step in progress: from where (without the easing offset) and since when. */
+    /**
+     * The drawn step in progress: from where (without the easing offset), since when, and over how
+     * long (one step, plus what was left of the step it interrupted).
+     */
     glide = null;
     stepFn;
     positionFn;
@@ -69,8 +72,23 @@ export class Predictor {
         if (this.predicted === null)
             return;
         const from = nowMs !== undefined && this.stepMs !== null ? this.rawPosition(nowMs) : null;
+        // An input that comes before the last one's step was drawn (a late frame, then a catch-up)
+        // takes the rest of that step too: the drawn pace stays one step per `stepMs`, never a lurch.
+        // The drawn position then trails by what was left, at most one step (past that the glide
+        // catches up faster rather than let a run of late frames pile up input lag).
+        const left = nowMs !== undefined && this.stepMs !== null ? Math.min(this.glideLeft(nowMs), this.stepMs) : 0;
         this.predicted = this.stepFn(this.predicted, input);
-        this.glide = from !== null && nowMs !== undefined ? { from, at: nowMs } : null;
+        this.glide =
+            from !== null && nowMs !== undefined && this.stepMs !== null
+                ? { from, at: nowMs, ms: this.stepMs + left }
+                : null;
+    }
+    /** The part of the drawn step in progress not yet drawn at `nowMs`, in ms. */
+    glideLeft(nowMs) {
+        const g = this.glide;
+        if (g === null)
+            return 0;
+        return Math.max(0, g.at + g.ms - nowMs);
     }
     /** Where the prediction is drawn at `nowMs` without the easing offset (mid-glide or at rest). */
     rawPosition(nowMs) {
@@ -80,7 +98,7 @@ export class Predictor {
         const g = this.glide;
         if (g === null || this.stepMs === null)
             return to;
-        const alpha = Math.min(1, Math.max(0, (nowMs - g.at) / this.stepMs));
+        const alpha = Math.min(1, Math.max(0, (nowMs - g.at) / g.ms));
         return { x: g.from.x + (to.x - g.from.x) * alpha, y: g.from.y + (to.y - g.from.y) * alpha };
     }
     /** Forgets an input the client never managed to send. */
