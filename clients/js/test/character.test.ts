@@ -20,30 +20,17 @@ import {
   KickCode,
   kickCodeName,
   kickResumesElsewhere,
-  ManualScheduler,
   MOVED_ELSEWHERE_MESSAGE,
   SUPPORTED_VERSIONS,
   toHex,
-  ZoneConnection,
   type CloseInfo,
   type MovedElsewhereInfo,
   type ReconnectOptions,
 } from "../src/index.js";
-import { advance, FakeServer } from "./helpers.js";
-
-const ENTRY = "ws://test/zones/test-zone";
+import { advance, laterHellos, retryingConnection, RETRY_ENTRY as ENTRY } from "./helpers.js";
 
 function setup(reconnect: ReconnectOptions = {}) {
-  const sched = new ManualScheduler(1000);
-  const server = new FakeServer(sched, () => 20);
-  let tickets = 0;
-  const conn = new ZoneConnection({
-    url: ENTRY,
-    ticket: async () => `ticket-${++tickets}`,
-    socket: server.factory,
-    scheduler: sched,
-    reconnect: { random: () => 0.5, graceMs: 60_000, maxAttempts: 20, ...reconnect },
-  });
+  const { sched, server, conn, tickets } = retryingConnection(reconnect);
   const events: string[] = [];
   const closes: CloseInfo[] = [];
   conn.on("close", (c) => {
@@ -62,16 +49,7 @@ function setup(reconnect: ReconnectOptions = {}) {
   });
   const welcomes: Array<[number, boolean]> = [];
   conn.on("welcome", (w, i) => welcomes.push([w.playerId, i.resumed]));
-  return { sched, server, conn, events, closes, kicks, moved, welcomes, tickets: () => tickets };
-}
-
-/** The Hellos the host received after the first, as (ticket, token hex, URL). */
-function laterHellos(server: FakeServer): Array<[string, string, string]> {
-  return server.sessions.slice(1).map((s) => {
-    const m = s.received[0];
-    assert.ok(m?.type === "hello");
-    return [m.ticket, toHex(m.reconnectToken), s.url];
-  });
+  return { sched, server, conn, events, closes, kicks, moved, welcomes, tickets };
 }
 
 describe("the character codes in the codec and the default policy", () => {

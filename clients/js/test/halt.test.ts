@@ -16,45 +16,23 @@ import {
   KickCode,
   kickCodeName,
   kickResumesElsewhere,
-  ManualScheduler,
   SUPPORTED_VERSIONS,
   toHex,
   TRANSFER_PROTOCOL,
-  ZoneConnection,
   type CloseInfo,
   type ReconnectOptions,
 } from "../src/index.js";
-import { advance, FakeServer } from "./helpers.js";
-
-const ENTRY = "ws://test/zones/test-zone";
+import { advance, laterHellos, retryingConnection, RETRY_ENTRY as ENTRY } from "./helpers.js";
 
 function setup(reconnect: ReconnectOptions = {}) {
-  const sched = new ManualScheduler(1000);
-  const server = new FakeServer(sched, () => 20);
-  let tickets = 0;
-  const conn = new ZoneConnection({
-    url: ENTRY,
-    ticket: async () => `ticket-${++tickets}`,
-    socket: server.factory,
-    scheduler: sched,
-    reconnect: { random: () => 0.5, graceMs: 60_000, maxAttempts: 20, ...reconnect },
-  });
+  const { sched, server, conn, tickets } = retryingConnection(reconnect);
   const closes: CloseInfo[] = [];
   conn.on("close", (c) => closes.push(c));
   const kicks: number[] = [];
   conn.on("kick", (k) => kicks.push(k.code));
   const welcomes: Array<[number, boolean]> = [];
   conn.on("welcome", (w, i) => welcomes.push([w.playerId, i.resumed]));
-  return { sched, server, conn, closes, kicks, welcomes, tickets: () => tickets };
-}
-
-/** The Hellos the host received after the first, as (ticket, token hex, URL). */
-function laterHellos(server: FakeServer): Array<[string, string, string]> {
-  return server.sessions.slice(1).map((s) => {
-    const m = s.received[0];
-    assert.ok(m?.type === "hello");
-    return [m.ticket, toHex(m.reconnectToken), s.url];
-  });
+  return { sched, server, conn, closes, kicks, welcomes, tickets };
 }
 
 describe("WORLD_HALTED in the codec and the default policy", () => {

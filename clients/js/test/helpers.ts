@@ -43,6 +43,9 @@ import {
   type Hello,
   type SocketFactory,
   knownSetHash,
+  toHex,
+  ZoneConnection,
+  type ReconnectOptions,
 } from "../src/index.js";
 
 /** A small deterministic PRNG (mulberry32) so "random" latency is reproducible. */
@@ -901,4 +904,34 @@ export class FakeWebTransport implements WebTransportLike {
     this.settleReady(false);
     this.settleClosed({ closeCode: info?.closeCode ?? 0, reason: info?.reason ?? "" });
   }
+}
+
+/** The entry URL of a {@link retryingConnection}. */
+export const RETRY_ENTRY = "ws://test/zones/test-zone";
+
+/**
+ * A connection to a {@link FakeServer} at {@link RETRY_ENTRY} that retries patiently (20
+ * attempts, a minute's grace, no jitter), each attempt with a new numbered ticket.
+ */
+export function retryingConnection(reconnect: ReconnectOptions = {}) {
+  const sched = new ManualScheduler(1000);
+  const server = new FakeServer(sched, () => 20);
+  let tickets = 0;
+  const conn = new ZoneConnection({
+    url: RETRY_ENTRY,
+    ticket: async () => `ticket-${++tickets}`,
+    socket: server.factory,
+    scheduler: sched,
+    reconnect: { random: () => 0.5, graceMs: 60_000, maxAttempts: 20, ...reconnect },
+  });
+  return { sched, server, conn, tickets: () => tickets };
+}
+
+/** The Hellos `server` received after the first, as (ticket, token hex, URL). */
+export function laterHellos(server: FakeServer): Array<[string, string, string]> {
+  return server.sessions.slice(1).map((s) => {
+    const m = s.received[0];
+    if (m?.type !== "hello") throw new Error(`expected a Hello, got ${m?.type}`);
+    return [m.ticket, toHex(m.reconnectToken), s.url];
+  });
 }

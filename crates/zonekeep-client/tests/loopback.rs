@@ -423,36 +423,8 @@ async fn world_halted_is_retried_with_the_token_until_the_world_is_back() {
         }
         assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
 
-        // Still halted: the attempt is refused with the same code, and another follows.
-        let mut hc = host.accept().await;
-        let hello = hc.hello().await;
-        assert_eq!(
-            (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
-            ("t1", &b"tok-1"[..])
-        );
-        hc.kick(KickCode::WORLD_HALTED, "saves failed for 3 s")
-            .await;
-        hc.drain();
-
-        // Back from its last committed save: the same player resumes.
-        let mut hc = host.accept().await;
-        let hello = hc.hello().await;
-        assert_eq!(
-            (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
-            ("t1", &b"tok-1"[..])
-        );
-        hc.admit(7, b"tok-2", 200).await;
-        match next(&mut conn).await {
-            Event::Welcome { welcome, resumed } => {
-                assert!(resumed);
-                assert_eq!(welcome.player_id, 7);
-            }
-            other => panic!("expected Welcome, got {other:?}"),
-        }
-        assert!(next_delta(&mut conn).await.baseline);
-        hc.drain();
-        let c = conn.counters();
-        assert_eq!((c.reconnects, c.resumes), (1, 1));
+        // Still halted once more, then back from its last committed save.
+        refused_then_resumed(&mut host, &mut conn, KickCode::WORLD_HALTED, 1).await;
         conn.close().await;
     })
     .await;
@@ -520,41 +492,9 @@ async fn character_elsewhere_is_retried_with_the_token_until_the_host_admits_the
         drop(hc);
         assert!(matches!(next(&mut conn).await, Event::Disconnected { .. }));
 
-        // Twice refused: the character is still held by a zone that cannot be asked.
-        for _ in 0..2 {
-            let mut hc = host.accept().await;
-            let hello = hc.hello().await;
-            assert_eq!(
-                (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
-                ("t1", &b"tok-1"[..])
-            );
-            hc.kick(
-                KickCode::CHARACTER_ELSEWHERE,
-                "your character is in zone dungeon-2; retry shortly",
-            )
-            .await;
-            hc.drain();
-        }
-
-        // Given back: the same player resumes.
-        let mut hc = host.accept().await;
-        let hello = hc.hello().await;
-        assert_eq!(
-            (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
-            ("t1", &b"tok-1"[..])
-        );
-        hc.admit(7, b"tok-2", 200).await;
-        match next(&mut conn).await {
-            Event::Welcome { welcome, resumed } => {
-                assert!(resumed);
-                assert_eq!(welcome.player_id, 7);
-            }
-            other => panic!("expected Welcome, got {other:?}"),
-        }
-        assert!(next_delta(&mut conn).await.baseline);
-        hc.drain();
-        let c = conn.counters();
-        assert_eq!((c.reconnects, c.resumes), (1, 1));
+        // Twice refused (the character is still held by a zone that cannot be asked), then given
+        // back.
+        refused_then_resumed(&mut host, &mut conn, KickCode::CHARACTER_ELSEWHERE, 2).await;
         conn.close().await;
     })
     .await;
@@ -748,4 +688,42 @@ async fn outgoing_queue_is_bounded_while_reconnecting() {
         conn.close().await;
     })
     .await;
+}
+
+/// The client's next `refusals` attempts, each presenting its token, are refused with `code`
+/// and retried; then the host admits it again, and the same player resumes.
+async fn refused_then_resumed(
+    host: &mut TestHost,
+    conn: &mut Connection,
+    code: KickCode,
+    refusals: usize,
+) {
+    for _ in 0..refusals {
+        let mut hc = host.accept().await;
+        let hello = hc.hello().await;
+        assert_eq!(
+            (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
+            ("t1", &b"tok-1"[..])
+        );
+        hc.kick(code, "not yet; retry shortly").await;
+        hc.drain();
+    }
+    let mut hc = host.accept().await;
+    let hello = hc.hello().await;
+    assert_eq!(
+        (hello.ticket.as_str(), hello.reconnect_token.as_slice()),
+        ("t1", &b"tok-1"[..])
+    );
+    hc.admit(7, b"tok-2", 200).await;
+    match next(conn).await {
+        Event::Welcome { welcome, resumed } => {
+            assert!(resumed);
+            assert_eq!(welcome.player_id, 7);
+        }
+        other => panic!("expected Welcome, got {other:?}"),
+    }
+    assert!(next_delta(conn).await.baseline);
+    hc.drain();
+    let c = conn.counters();
+    assert_eq!((c.reconnects, c.resumes), (1, 1));
 }
