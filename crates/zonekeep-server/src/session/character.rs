@@ -6,10 +6,12 @@
 //! another zone, or this same zone for an older connection of the player — is asked to give it
 //! back ([`SimCommand::RecallCharacter`]): its players of that principal are kicked with
 //! CHARACTER_MOVED and the character's release is settled in the store before the acquisition is
-//! asked again. A holder this host cannot ask (another host's zone) refuses the join with
-//! CHARACTER_ELSEWHERE, a retry hint: by the retry the holder has released it, or its zone has a
-//! new owner, which makes the lease stale and the character free to take with its last committed
-//! state.
+//! asked again. A zone of another live host is asked the same over the bus (a host note), and the
+//! lease is read again until it is free or [`REMOTE_RECALL_WAIT`] passes. A holder whose host is
+//! dead by the fleet's rules loses its zone to the fleet's failover (claimed here or by the
+//! failover winner), which makes the lease stale: the character is then taken with its last
+//! committed state. A holder that cannot be asked in time (its host paused, partitioned, or
+//! without a bus) refuses the join with CHARACTER_ELSEWHERE, a retry hint.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -24,6 +26,13 @@ use crate::sim::{wait_running, JoinFailure, SimCommand, ZoneEntry};
 
 /// How long a zone of this host may take to give a character back.
 const RECALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a join waits for a zone of another host to give a character back before it is told
+/// to retry (the client's retry asks again).
+const REMOTE_RECALL_WAIT: Duration = Duration::from_secs(3);
+
+/// How often the lease is read while another host's zone gives the character back.
+const REMOTE_READ_EVERY: Duration = Duration::from_millis(25);
 
 /// Recalls and acquisitions one join makes at most before it gives up with a retry hint (each
 /// recall frees the character; only a holder that takes it again in between costs another).
@@ -84,13 +93,19 @@ pub(crate) async fn acquire(
                     .registry
                     .get(&holder)
                     .filter(|e| e.epoch.load(Ordering::Acquire) == held_under);
-                let Some(holder_entry) = local else {
-                    metrics.acquire("elsewhere");
-                    return Err(JoinFailure::CharacterElsewhere(format!(
-                        "your character is in zone {holder:?}, which could not be asked to give it back yet; retry shortly"
-                    )));
-                };
-                recall(shared, &holder_entry, principal).await?;
+                match local {
+                    Some(holder_entry) => recall(shared, &holder_entry, principal).await?,
+                    None => {
+                        if let Err(why) =
+                            recall_elsewhere(shared, &holder, held_under, principal).await
+                        {
+                            metrics.acquire("elsewhere");
+                            return Err(JoinFailure::CharacterElsewhere(format!(
+                                "your character is in zone {holder:?}, which could not give it back yet ({why}); retry shortly"
+                            )));
+                        }
+                    }
+                }
                 metrics.acquire("recalled");
             }
             Err(e @ StoreError::Fenced { .. }) => {
@@ -126,6 +141,82 @@ async fn recall(shared: &Shared, entry: &ZoneEntry, principal: &str) -> Result<(
             "zone {:?} did not give your character back in time; retry shortly",
             entry.zone_id
         ))),
+    }
+}
+
+/// Gets `principal`'s character out of `zone`, which holds its lease under `epoch` and does not
+/// run here: its live owner is asked over the bus, and the lease read until it is free (or held
+/// under another epoch, which the caller's next acquisition sorts out); a dead owner's zone is
+/// handed to the fleet's failover, whose claim makes the lease stale. `Err` says why the
+/// character is still out of reach.
+async fn recall_elsewhere(
+    shared: &Arc<Shared>,
+    zone: &str,
+    epoch: u64,
+    principal: &str,
+) -> Result<(), String> {
+    let Some(fleet) = shared.fleet() else {
+        return Err("this host is in no fleet".into());
+    };
+    let Some(persist) = shared.sim.persist.as_ref() else {
+        return Err("this host keeps no characters".into());
+    };
+    let located = crate::fleet::query(
+        &fleet.metrics,
+        "locate",
+        fleet.directory.locate(zone, fleet.timing),
+    )
+    .await
+    .map_err(|e| format!("fleet directory: {e}"))?;
+    let Some(loc) = located else {
+        return Err("the zone is not in the fleet's directory".into());
+    };
+    if loc.epoch > epoch {
+        // Claimed since: the lease is stale already.
+        return Ok(());
+    }
+    match &loc.owner {
+        Some(owner) if loc.owner_alive && *owner != fleet.host_id => {
+            crate::transfer::ask_recall(shared, owner, zone, principal, epoch).await?;
+            let deadline = tokio::time::Instant::now() + REMOTE_RECALL_WAIT;
+            while tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(REMOTE_READ_EVERY).await;
+                let held = persist
+                    .store()
+                    .characters
+                    .load_character(principal)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if held.and_then(|c| c.holder) != Some((zone.to_owned(), epoch)) {
+                    return Ok(());
+                }
+            }
+            Err(format!("host {owner:?} did not answer in time"))
+        }
+        // This host owns the zone but does not run it (it restarted since): starting it claims a
+        // new epoch, which makes the old run's lease stale.
+        Some(owner) if *owner == fleet.host_id => start_to_fence(shared, zone, &loc).await,
+        // The owner is dead (or gone): the fleet's failover takes the zone, which fences it.
+        _ => match fleet.route(zone, &loc.kind, &loc.params).await {
+            Ok(crate::fleet::route::Route::Owner { .. }) => Ok(()),
+            Ok(crate::fleet::route::Route::Here(_)) => start_to_fence(shared, zone, &loc).await,
+            Err(e) => Err(format!("fleet directory: {e}")),
+        },
+    }
+}
+
+/// Starts `zone` here (its claim raises the zone's fence past every older run's epoch).
+async fn start_to_fence(
+    shared: &Shared,
+    zone: &str,
+    loc: &zonekeep_store::ZoneLocation,
+) -> Result<(), String> {
+    match shared
+        .start_zone(zone, &loc.kind, loc.params.clone(), None, false)
+        .await
+    {
+        Ok(()) | Err(crate::sim::AdminFailure::Exists(_)) => Ok(()),
+        Err(e) => Err(format!("starting its zone here: {e}")),
     }
 }
 

@@ -23,6 +23,7 @@ mod credential;
 mod reclaim;
 mod recover;
 mod remote;
+pub(crate) use remote::ask_recall;
 mod target;
 mod worker;
 

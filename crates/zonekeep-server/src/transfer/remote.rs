@@ -30,6 +30,10 @@ enum Note {
     Accepted { id: String },
     /// To the source zone's owner: the target did not take it, for this reason.
     Refused { id: String, reason: String },
+    /// To a zone's owner: another zone asks for `principal`'s character, whose lease the zone
+    /// holds under `epoch`; its players of that principal give it back (see
+    /// `session::character`). Not answered: the asking host reads the character's lease.
+    RecallCharacter { principal: String, epoch: u64 },
 }
 
 /// A target's answer, as a waiting source hears it.
@@ -119,11 +123,59 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut notes: mpsc::Receiver<Transfe
                     admit(&shared, &id, &delivery.to_zone, &delivery.from).await
                 });
             }
+            Note::RecallCharacter { principal, epoch } => {
+                recall_here(&shared, &delivery.to_zone, &principal, epoch)
+            }
             Note::Accepted { id } => shared.sim.transfers.answer(&id, Answer::Accepted),
             Note::Refused { id, reason } => {
                 shared.sim.transfers.answer(&id, Answer::Refused(reason))
             }
         }
+    }
+}
+
+/// Asks `host`, which owns `zone`, to have the zone give `principal`'s character back (the zone
+/// holds its lease under `epoch`). Fire and forget: the asking host reads the lease.
+pub(crate) async fn ask_recall(
+    shared: &Shared,
+    host: &str,
+    zone: &str,
+    principal: &str,
+    epoch: u64,
+) -> Result<(), String> {
+    let Some(bus) = shared.sim.bus.get().filter(|b| b.kind() == "nats") else {
+        return Err(format!(
+            "the character is held on host {host:?}; asking another host for it needs the bus (start every host with --bus nats://…)"
+        ));
+    };
+    let note = Note::RecallCharacter {
+        principal: principal.to_owned(),
+        epoch,
+    };
+    let bytes = serde_json::to_vec(&note).map_err(|e| e.to_string())?;
+    bus.send_transfer(host, zone, bytes)
+        .await
+        .map_err(|e| format!("host {host:?} could not be asked: {e}"))
+}
+
+/// Another host asks for `principal`'s character from `zone`: the zone gives it back if it runs
+/// here under `epoch` (a later run of it holds no lease of that epoch).
+fn recall_here(shared: &Shared, zone: &str, principal: &str, epoch: u64) {
+    let Some(entry) = shared
+        .registry
+        .get(zone)
+        .filter(|e| e.epoch.load(std::sync::atomic::Ordering::Acquire) == epoch)
+    else {
+        return;
+    };
+    let (done, _settled) = oneshot::channel();
+    let cmd = crate::sim::SimCommand::RecallCharacter {
+        zone_id: zone.to_owned(),
+        principal: principal.to_owned(),
+        done,
+    };
+    if shared.pool.send(entry.thread, cmd).is_err() {
+        tracing::warn!(zone, "a character recall was not queued: the zone's thread is busy; the asking host retries");
     }
 }
 
