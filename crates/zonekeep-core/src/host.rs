@@ -390,6 +390,7 @@ impl ZoneHost {
                     .collect(),
                 state_version: self.config.state_version,
                 build: self.build.clone(),
+                characters: Vec::new(),
             }
             .encode_with(&self.core.mail.saved_links()),
         )

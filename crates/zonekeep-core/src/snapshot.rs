@@ -48,7 +48,9 @@
 //! bytes mean) and `str build` (the build of the code that wrote them: the host's version for a
 //! native kind, the module's content hash for a module). Older envelopes are read as state
 //! version 1 with no build: they were written before kinds had state versions, when every
-//! kind's state was at the first one.
+//! kind's state was at the first one. Then `u32 C` and `C` characters handed to the restore
+//! (see [`Snapshot::characters`]), each `u32 player` and `u64` length and bytes; a zone's own
+//! save never holds any.
 
 use std::hash::Hasher;
 
@@ -139,6 +141,11 @@ pub struct Snapshot {
     pub state_version: u32,
     /// The build that wrote them (empty before version 4, or when unknown).
     pub build: String,
+    /// For a kind whose players bring characters: the characters of the saved participants,
+    /// by player id, as their store holds them for the restoring owner (the host puts them in
+    /// before it restores; a zone's own save never holds any). A saved player without one here
+    /// is not readmitted: it comes back by joining.
+    pub characters: Vec<(PlayerId, Vec<u8>)>,
 }
 
 /// What links a saved zone to others (version 3; empty in older envelopes): kept beside the
@@ -225,6 +232,12 @@ impl Snapshot {
         put_links(&mut body, links);
         put_u32(&mut body, self.state_version);
         put_str(&mut body, &self.build);
+        put_u32(&mut body, len_u32(self.characters.len()));
+        for (id, data) in &self.characters {
+            put_u32(&mut body, id.0);
+            put_u64(&mut body, data.len() as u64);
+            body.extend_from_slice(data);
+        }
 
         let mut out = Vec::with_capacity(HEADER_LEN + body.len() + CHECKSUM_LEN);
         out.extend_from_slice(&SNAPSHOT_MAGIC);
@@ -328,6 +341,15 @@ impl Snapshot {
         } else {
             (1, String::new())
         };
+        let mut characters = Vec::new();
+        if version >= 4 {
+            let count = r.u32()?;
+            for _ in 0..count {
+                let id = PlayerId(r.u32()?);
+                let len = usize::try_from(r.u64()?).map_err(|_| SnapshotError::Truncated)?;
+                characters.push((id, r.take(len)?.to_vec()));
+            }
+        }
         if r.remaining() != 0 {
             return Err(SnapshotError::Malformed("trailing bytes in body".into()));
         }
@@ -342,6 +364,7 @@ impl Snapshot {
                 roster,
                 state_version,
                 build,
+                characters,
             },
             links,
         ))
@@ -659,6 +682,7 @@ mod tests {
             ],
             state_version: 1,
             build: String::new(),
+            characters: Vec::new(),
         }
     }
 
@@ -671,8 +695,9 @@ mod tests {
         s.next_player = 0;
         let v4 = s.encode();
         let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
-        // Without the empty roster (8), the empty links (21) and the state stamp (8).
-        let v1_body = &v4[16..16 + body_len - 8 - 21 - 8];
+        // Without the empty roster (8), the empty links (21), the state stamp (8) and no
+        // characters (4).
+        let v1_body = &v4[16..16 + body_len - 8 - 21 - 8 - 4];
         let mut v1 = Vec::new();
         v1.extend_from_slice(&SNAPSHOT_MAGIC);
         v1.extend_from_slice(&1u16.to_le_bytes());
@@ -739,11 +764,11 @@ mod tests {
     #[test]
     fn a_version_2_envelope_is_read_with_no_links() {
         // Version 2 is version 4 without the links and the state stamp: rebuild one from a
-        // version-4 body (empty links take 21 bytes, state version 1 and no build 8).
+        // version-4 body (empty links take 21 bytes, state version 1 and no build 8, no characters 4).
         let s = sample();
         let v4 = s.encode();
         let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
-        let v2_body = &v4[16..16 + body_len - 21 - 8];
+        let v2_body = &v4[16..16 + body_len - 21 - 8 - 4];
         let mut v2 = Vec::new();
         v2.extend_from_slice(&SNAPSHOT_MAGIC);
         v2.extend_from_slice(&2u16.to_le_bytes());
@@ -762,7 +787,7 @@ mod tests {
     fn as_version_3(s: &Snapshot) -> Vec<u8> {
         let v4 = s.encode();
         let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
-        let stamp = 4 + 4 + s.build.len();
+        let stamp = 4 + 4 + s.build.len() + 4;
         let body = &v4[16..16 + body_len - stamp];
         let mut v3 = Vec::new();
         v3.extend_from_slice(&SNAPSHOT_MAGIC);

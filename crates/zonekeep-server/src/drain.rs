@@ -432,6 +432,14 @@ async fn confirm(shared: &Arc<Shared>, z: &FrozenZone, at: Instant) -> Durable {
         tracing::error!(zone = %z.zone_id, seq, "final save not written by the shutdown deadline");
         return Durable::NotYet;
     }
+    // The characters its players handed back as it stopped are written before another host
+    // takes the zone (and them) over.
+    if tokio::time::timeout_at(at, p.characters().flush())
+        .await
+        .is_err()
+    {
+        tracing::error!(zone = %z.zone_id, "characters not written by the shutdown deadline");
+    }
     let status = storage.status(&z.zone_id);
     if status.as_ref().and_then(|s| s.last_saved_seq) >= Some(seq) {
         tracing::info!(zone = %z.zone_id, seq, "final save written");

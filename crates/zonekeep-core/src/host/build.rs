@@ -15,7 +15,7 @@ use crate::ctx::{Ctx, Outputs};
 use crate::error::ZoneError;
 use crate::fact::FactBook;
 use crate::message::Mailbox;
-use crate::player::{PlayerInfo, Roster};
+use crate::player::{PlayerId, PlayerInfo, Role, Roster};
 use crate::replicate::{BuildStats, ReplicationConfig, Replicator};
 use crate::rewind::RewindHistory;
 use crate::rng::zone_rng;
@@ -126,18 +126,21 @@ impl ZoneHost {
             host.core.facts.insert(fact);
         }
         host.core.mail.restore_links(links, snap.boot_epoch);
-        host.readmit(snap.next_player, snap.roster);
+        host.readmit(snap.next_player, snap.roster, snap.characters);
         Ok(host)
     }
 
     /// Restored participants, admitted again as dropped (see [`restore`](ZoneHost::restore)).
-    /// A kind whose players bring characters admits nobody from its save: each player comes
-    /// back by joining, with the character its store holds (see [`crate::character`]).
-    fn readmit(&mut self, next_player: u32, roster: Vec<crate::snapshot::SavedParticipant>) {
-        if self.config.characters {
-            self.next_player = next_player.max(1);
-            return;
-        }
+    /// In a kind whose players bring characters, a player is readmitted only with the character
+    /// its host put in the envelope for it ([`Snapshot::characters`]); one without comes back by
+    /// joining (see [`crate::character`]).
+    fn readmit(
+        &mut self,
+        next_player: u32,
+        roster: Vec<crate::snapshot::SavedParticipant>,
+        characters: Vec<(PlayerId, Vec<u8>)>,
+    ) {
+        let mut characters: BTreeMap<PlayerId, Vec<u8>> = characters.into_iter().collect();
         // The graces run from the restore instant (the schedule's start), so a host restored at
         // one clock reading has one state, which a replay reproduces.
         let now = self.start;
@@ -145,6 +148,10 @@ impl ZoneHost {
         for p in roster {
             let id = p.id;
             next = next.max(id.0.saturating_add(1));
+            let character = characters.remove(&id);
+            if self.config.characters && p.role == Role::Player && character.is_none() {
+                continue;
+            }
             let info = PlayerInfo {
                 id,
                 principal: p.principal,
@@ -154,6 +161,9 @@ impl ZoneHost {
             };
             self.core.roster.insert(id, info.clone());
             self.core.views.insert(id);
+            if let Some(data) = character {
+                self.core.characters.admit(id, info.principal.clone(), data);
+            }
             let verdict = self
                 .zone
                 .join(&mut self.core.ctx(None), &info, self.config.input_buffer);
@@ -161,6 +171,8 @@ impl ZoneHost {
                 self.core.roster.remove(&id);
                 self.core.views.remove(id);
                 self.core.out.kicks.retain(|k| k.player != id);
+                // Handed back unchanged: the player comes back by joining.
+                self.core.characters.refused(id);
                 continue;
             }
             if let Some(seq) = p.last_seq {

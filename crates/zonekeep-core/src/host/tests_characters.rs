@@ -160,7 +160,7 @@ fn an_observer_has_no_character() {
 }
 
 #[test]
-fn a_restored_zone_of_characters_admits_nobody_from_its_save() {
+fn a_restored_zone_of_characters_readmits_only_players_whose_characters_came_with_it() {
     let clock = ManualClock::new();
     let init = ZoneInit {
         zone_id: "saved-1".into(),
@@ -193,12 +193,35 @@ fn a_restored_zone_of_characters_admits_nobody_from_its_save() {
     )
     .unwrap();
     assert_eq!(restored.players().count(), 0, "ann comes back by joining");
+    // Her host put her character in for the restore: she is readmitted with it.
+    snap.characters = vec![(PlayerId(1), b"gold=5".to_vec())];
+    let with_characters = ZoneConfig {
+        characters: true,
+        ..ZoneConfig::default()
+    };
+    let mut restored = ZoneHost::restore::<Saved>(
+        init.clone(),
+        with_characters,
+        clock.clone(),
+        2,
+        &snap.encode(),
+    )
+    .unwrap();
+    assert_eq!(
+        restored.players().count(),
+        1,
+        "readmitted with her character"
+    );
+    assert_eq!(restored.characters(), 1);
+    restored.release_characters();
+    assert_eq!(restored.drain_character_writes()[0].data, b"gold=5");
+    snap.characters.clear();
     let restored =
         ZoneHost::restore::<Saved>(init, ZoneConfig::default(), clock, 2, &snap.encode()).unwrap();
     assert_eq!(
         restored.players().count(),
         1,
-        "without characters she is readmitted"
+        "a kind without characters readmits her"
     );
 }
 

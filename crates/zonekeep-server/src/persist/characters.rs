@@ -116,6 +116,24 @@ impl CharacterWorker {
         })
     }
 
+    /// Waits until every write queued before this call is settled (written, refused or given
+    /// up): a zone handed to another host must have handed its characters back first.
+    pub async fn flush(&self) {
+        let (done, settled) = oneshot::channel();
+        // A job with nothing to write: settled as soon as the writes before it are.
+        let marker = CharacterJob {
+            zone: String::new(),
+            epoch: 0,
+            principal: String::new(),
+            data: None,
+            release: false,
+            done: Some(done),
+        };
+        if self.tx.send(marker).await.is_ok() {
+            let _ = settled.await;
+        }
+    }
+
     /// The counters.
     pub fn metrics(&self) -> &CharacterMetrics {
         &self.metrics

@@ -276,6 +276,12 @@ impl Persistence {
     pub async fn shutdown(&self, deadline: tokio::time::Instant) -> PersistShutdown {
         let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
         let saves = self.storage.shutdown(left()).await;
+        if tokio::time::timeout(left(), self.characters.flush())
+            .await
+            .is_err()
+        {
+            tracing::error!("characters not all written by the shutdown deadline");
+        }
         if saves.unsaved.is_empty() {
             tracing::info!(saved = saves.saved, "final saves written");
         } else {

@@ -281,6 +281,11 @@ async fn build(
                     }
                     ClaimRefusal::Moved { host, url } => StartError::Moved { host, url },
                 })?;
+            let claimed = if config.characters {
+                with_characters(&p, zone_id, claimed).await
+            } else {
+                claimed
+            };
             let builder = Arc::clone(&p);
             let built = tokio::task::spawn_blocking(move || {
                 builder.build(&s.kinds, init, config, Arc::clone(&s.clock), &claimed)
@@ -299,4 +304,46 @@ async fn build(
             }
         }
     }
+}
+
+/// A zone of a kind whose players bring characters is restored with the characters of its saved
+/// players, taken under the new owner's epoch (the same zone takes its own lease again; a
+/// character another zone took meanwhile stays there, and its player comes back by joining). A
+/// player whose character this cannot take is left out of the restore.
+async fn with_characters(
+    p: &crate::persist::Persistence,
+    zone_id: &str,
+    mut claimed: crate::persist::ClaimedZone,
+) -> crate::persist::ClaimedZone {
+    let Some(save) = claimed.last.as_mut() else {
+        return claimed;
+    };
+    let Ok((mut snap, links)) = zonekeep_core::Snapshot::decode_with_links(&save.bytes) else {
+        // The restore reports the unreadable save.
+        return claimed;
+    };
+    let characters = &p.store().characters;
+    for saved in snap
+        .roster
+        .iter()
+        .filter(|s| s.role == zonekeep_core::Role::Player)
+    {
+        let principal = saved.principal.as_str();
+        match characters
+            .acquire_character(principal, zone_id, claimed.epoch)
+            .await
+        {
+            Ok(zonekeep_store::CharacterAcquire::Granted { character, .. }) => {
+                snap.characters.push((saved.id, character.data));
+            }
+            Ok(zonekeep_store::CharacterAcquire::Held { zone, .. }) => {
+                tracing::info!(zone = %zone_id, holder = %zone, "a saved player's character is held elsewhere: it comes back by joining");
+            }
+            Err(e) => {
+                tracing::warn!(zone = %zone_id, error = %e, "a saved player's character was not taken for the restore: it comes back by joining");
+            }
+        }
+    }
+    save.bytes = snap.encode_with(&links);
+    claimed
 }

@@ -175,7 +175,10 @@ fn recall_here(shared: &Shared, zone: &str, principal: &str, epoch: u64) {
         done,
     };
     if shared.pool.send(entry.thread, cmd).is_err() {
-        tracing::warn!(zone, "a character recall was not queued: the zone's thread is busy; the asking host retries");
+        tracing::warn!(
+            zone,
+            "a character recall was not queued: the zone's thread is busy; the asking host retries"
+        );
     }
 }
 

@@ -96,6 +96,7 @@ async fn a_save_that_cannot_be_restored_is_kept_refused_with_the_reason_and_repo
         roster: vec![],
         state_version: 1,
         build: "zonekeep 0.0.1".into(),
+        characters: Vec::new(),
     }
     .encode();
     p.store()
