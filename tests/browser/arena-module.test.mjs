@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { launchChromium, openArenaPage, repo, startServer } from "./harness.mjs";
+import { launchChromium, openArenaPage, repo, settledMe, startServer } from "./harness.mjs";
 import { requireChromium } from "./services.mjs";
 
 const chromium = requireChromium("arena-module.test.mjs");
@@ -65,7 +65,7 @@ test("the page plays the arena served as a module", { skip: chromium === null ? 
   await mover.page.waitForFunction((n) => window.arena.inputsSent >= n, sentBefore + HOLD_INPUTS, { timeout: 20000 });
   await mover.page.keyboard.up("ArrowRight");
   await mover.page.waitForFunction(() => window.arena.ack >= window.arena.inputsSent, null, { timeout: 10000 });
-  const final = await mover.page.evaluate(() => ({ ...window.arena.me }));
+  const final = await settledMe(mover.page);
   assert.ok(final.x > me.x + 3, `the mover moved right: ${me.x} → ${final.x}`);
 
   // The module moved it exactly as the page predicted: the rule exists once.

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { artifactsDir, launchChromium, openArenaPage, setNetSim, startServer } from "./harness.mjs";
+import { artifactsDir, launchChromium, openArenaPage, setNetSim, settledMe, startServer } from "./harness.mjs";
 import { requireChromium } from "./services.mjs";
 
 const chromium = requireChromium("arena.test.mjs");
@@ -83,11 +83,11 @@ test("two pages: the watcher sees the mover move, prediction under 150 ms latenc
   await mover.page.keyboard.up("ArrowRight");
 
   // The mover's prediction settles where the server puts it, with no correction: the TypeScript
-  // step is bit-identical to the zone's. Read it once the zone has acknowledged every input (the
-  // drawn position glides between predicted steps, so right after the key is released it may still
-  // be on its way to the last one).
+  // step is bit-identical to the zone's. Read it once the zone has acknowledged every input and
+  // the drawn position came to rest (it glides between predicted steps, so right after the key is
+  // released it may still be on its way to the last one).
   await mover.page.waitForFunction(() => window.arena.ack >= window.arena.inputsSent, null, { timeout: 10000 });
-  const final = await mover.page.evaluate(() => ({ ...window.arena.me }));
+  const final = await settledMe(mover.page);
   assert.ok(final.x > start.x + 5, `mover moved right: ${start.x} → ${final.x}`);
 
   // The watcher sees the mover arrive there (within one position quantum).

@@ -217,3 +217,23 @@ export async function openArenaPage(browser, base, zone, name, query = "") {
   });
   return { page, errors };
 }
+
+/**
+ * The arena player's drawn position once it came to rest: the same in two animation frames in a
+ * row. The page draws its own player gliding between predicted steps (a step, or two when a late
+ * frame sent the next input early), so right after the last input it may still be on its way.
+ */
+export async function settledMe(page) {
+  await page.waitForFunction(
+    () => {
+      const m = window.arena.me;
+      const key = m === null ? "" : `${m.x},${m.y}`;
+      const same = window.__zkSettledMe === key;
+      window.__zkSettledMe = key;
+      return m !== null && same;
+    },
+    null,
+    { polling: "raf", timeout: 10000 },
+  );
+  return page.evaluate(() => ({ ...window.arena.me }));
+}
