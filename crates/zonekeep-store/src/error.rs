@@ -134,6 +134,17 @@ pub enum StoreError {
     #[error("no transfer {0:?} is stored")]
     UnknownTransfer(String),
 
+    /// [`CallStore::finish_call`](crate::CallStore::finish_call) named a call the journal does
+    /// not hold: it was never begun, or it was swept. Nothing was stored; the answer has no call
+    /// to settle.
+    #[error("no call {key:?} of zone {zone_id:?} is journaled")]
+    CallUnknown {
+        /// The zone the answer was for.
+        zone_id: String,
+        /// The call key the answer was for.
+        key: String,
+    },
+
     /// The store spec given to [`open_store`](crate::open_store) is not one this crate understands.
     #[error("unsupported store spec (expected \"sqlite\" or a postgres:// URL): {0}")]
     InvalidSpec(String),
@@ -163,8 +174,9 @@ impl StoreError {
     /// Whether the same call may succeed if retried later.
     ///
     /// Only [`StoreError::Backend`] is transient. Fencing, staleness, conflicts, invalid input,
-    /// the directory's refusals (a host id in use, a lost lease, an unusable host, not the owner)
-    /// and a lost character lease are verdicts: the caller must act on them, not repeat the call.
+    /// the directory's refusals (a host id in use, a lost lease, an unusable host, not the owner),
+    /// a lost character lease and an unknown call are verdicts: the caller must act on them, not
+    /// repeat the call.
     pub fn is_retryable(&self) -> bool {
         matches!(self, StoreError::Backend(_))
     }
@@ -225,6 +237,12 @@ mod tests {
             lost.to_string().contains("\"cell-1\" under epoch 4"),
             "{lost}"
         );
+        let unknown = StoreError::CallUnknown {
+            zone_id: "arena-1".into(),
+            key: "pay-1".into(),
+        };
+        assert!(!unknown.is_retryable());
+        assert!(unknown.to_string().contains("\"pay-1\""), "{unknown}");
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
 //! the fleet directory (hosts and who owns which zone), zone modules (game code by content
-//! address), transfers of players between zones and players' characters, on SQLite (the embedded
-//! default: one file under the data dir, nothing to install) or PostgreSQL (the shared store for a
-//! fleet of hosts). Both backends implement the same six traits, [`SaveStore`], [`FactLedger`],
-//! [`Directory`], [`ModuleStore`], [`TransferLedger`] and [`CharacterStore`], and pass the same
-//! contract test suite.
+//! address), transfers of players between zones, players' characters and the journal of zones'
+//! external calls, on SQLite (the embedded default: one file under the data dir, nothing to
+//! install) or PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same
+//! seven traits, [`SaveStore`], [`FactLedger`], [`Directory`], [`ModuleStore`], [`TransferLedger`],
+//! [`CharacterStore`] and [`CallStore`], and pass the same contract test suite.
 //!
 //! This crate owns the database schema, its migrations and the fencing, idempotency and directory
 //! rules. It must not depend on the server, any network framework, or the simulation runtime: zone
@@ -42,6 +42,17 @@
 //!   and the zone's fence is the lease's only clock: a lease whose zone was claimed since is stale
 //!   and the next zone to ask takes it over with the last committed data. A write from a zone that
 //!   does not hold the lease is [`StoreError::CharacterLeaseLost`].
+//! - **Call**: an external effect a zone asks for under a key (`ctx.call(key, function, args)`),
+//!   which the host delivers at least once to a sink and whose answer (a JSON value, or a failure
+//!   code and message) goes back into the zone. The host journals each call before invoking the
+//!   sink ([`CallStore::begin_call`]) and records its answer after
+//!   ([`CallStore::finish_call`]; the first answer wins). A call re-sent under the same key with
+//!   the same function and args (after a crash) is answered from the journal once it has an answer,
+//!   without invoking the sink again; the key with another function or other args is refused
+//!   ([`CallBegin::KeyReused`]). Every journal write carries the zone owner's epoch and is fenced
+//!   like a fact ([`StoreError::Fenced`]). Calls are kept until [`CallStore::sweep_calls`] removes
+//!   them after a retention period ([`DEFAULT_CALL_RETENTION`], 7 days, unless the host passes
+//!   another).
 //!
 //! # Directory
 //! The fleet's shared view, one per database ([`Directory`]): which hosts exist and which host owns
@@ -66,7 +77,7 @@
 //!
 //! # Opening a store
 //! [`open_store`] takes the `--store` spec (`"sqlite"` or a `postgres://` URL) and returns a
-//! [`Store`] holding the six parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
+//! [`Store`] holding the seven parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
 //!
 //! # Blocking
 //! Nothing here blocks an async worker thread: SQLite calls run on tokio's blocking pool, and
@@ -76,6 +87,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod calls;
 mod characters;
 mod directory;
 mod directory_rows;
@@ -97,6 +109,10 @@ mod validate;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use calls::{
+    CallAnswer, CallBegin, CallFinish, CallRecord, CallStore, StoredCall, DEFAULT_CALL_RETENTION,
+    MAX_CALL_ANSWER, MAX_CALL_ARGS, MAX_CALL_CODE, MAX_CALL_FUNCTION, MAX_CALL_KEY,
+};
 pub use characters::{
     CharacterAcquire, CharacterStore, StoredCharacter, MAX_CHARACTER_BYTES, MAX_CHARACTER_PRINCIPAL,
 };
@@ -124,7 +140,7 @@ pub use zonekeep_fleet::Timing;
 /// File name of the SQLite database inside the data dir.
 pub const SQLITE_FILE_NAME: &str = "zonekeep.db";
 
-/// An opened store: its six parts as shareable trait objects, plus a printable description.
+/// An opened store: its seven parts as shareable trait objects, plus a printable description.
 #[derive(Clone)]
 pub struct Store {
     /// Zone saves.
@@ -139,6 +155,8 @@ pub struct Store {
     pub transfers: Arc<dyn TransferLedger>,
     /// Players' characters and the zone leases they are written under.
     pub characters: Arc<dyn CharacterStore>,
+    /// The journal of zones' external calls and their answers.
+    pub calls: Arc<dyn CallStore>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -152,7 +170,7 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements all six traits.
+    /// Bundles one backend that implements all seven traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
         B: SaveStore
@@ -161,6 +179,7 @@ impl Store {
             + ModuleStore
             + TransferLedger
             + CharacterStore
+            + CallStore
             + 'static,
     {
         let backend = Arc::new(backend);
@@ -170,7 +189,8 @@ impl Store {
             directory: Arc::clone(&backend) as Arc<dyn Directory>,
             modules: Arc::clone(&backend) as Arc<dyn ModuleStore>,
             transfers: Arc::clone(&backend) as Arc<dyn TransferLedger>,
-            characters: backend,
+            characters: Arc::clone(&backend) as Arc<dyn CharacterStore>,
+            calls: backend,
             description,
         }
     }

@@ -31,6 +31,13 @@
 //!   and that zone's owner epoch (both NULL while free, never one without the other).
 //!   `updated_at_ms` is stamped by the database's clock. The lease's epoch is checked against
 //!   `zone_fences` in every write's transaction; the table keeps no clock of its own.
+//! - `zone_calls(zone_id, call_key, function, args, args_sha256, answer_kind, answer_ok,
+//!   answer_code, answer_message, created_at_ms, settled_at_ms, PK(zone_id, call_key))`: the
+//!   journal of zones' external calls. `args` is the exact JSON text (TEXT, not JSONB, so it is
+//!   compared byte for byte) beside its SHA-256 in lowercase hex; the answer is NULL while the
+//!   call is pending, then `answer_kind` `'ok'` with `answer_ok` (JSON text) or `'failed'` with
+//!   `answer_code` and `answer_message`, set together with `settled_at_ms`. Both stamps come from
+//!   the database's clock; the index on `coalesce(settled_at_ms, created_at_ms)` serves the sweep.
 //!
 //! A migration is appended, never edited: databases in the field have already run the old ones.
 

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 
 use zonekeep_fleet::Timing;
 
+use crate::calls::{CallAnswer, CallBegin, CallFinish, CallRecord, CallStore, StoredCall};
 use crate::characters::{CharacterAcquire, CharacterStore, StoredCharacter};
 use crate::directory::{
     ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
@@ -25,8 +26,9 @@ use crate::Store;
 
 /// Delays every write (`claim`, `write`, `delete`, `record`, every directory call that changes a
 /// row: registering, heartbeats, leaving, claiming, moving, releasing, forgetting, and storing and
-/// deploying modules, every transfer change, and acquiring, committing and releasing characters)
-/// by a fixed duration, then delegates. Reads pass through undelayed.
+/// deploying modules, every transfer change, acquiring, committing and releasing characters, and
+/// beginning, finishing and sweeping calls) by a fixed duration, then delegates. Reads pass through
+/// undelayed.
 #[derive(Clone)]
 pub struct SlowStore {
     saves: Arc<dyn SaveStore>,
@@ -35,6 +37,7 @@ pub struct SlowStore {
     modules: Arc<dyn ModuleStore>,
     transfers: Arc<dyn TransferLedger>,
     characters: Arc<dyn CharacterStore>,
+    calls: Arc<dyn CallStore>,
     delay: Duration,
 }
 
@@ -56,6 +59,7 @@ impl SlowStore {
             modules: Arc::clone(&store.modules),
             transfers: Arc::clone(&store.transfers),
             characters: Arc::clone(&store.characters),
+            calls: Arc::clone(&store.calls),
             delay,
         }
     }
@@ -70,7 +74,8 @@ impl SlowStore {
             directory: Arc::clone(&slow) as Arc<dyn Directory>,
             modules: Arc::clone(&slow) as Arc<dyn ModuleStore>,
             transfers: Arc::clone(&slow) as Arc<dyn TransferLedger>,
-            characters: slow,
+            characters: Arc::clone(&slow) as Arc<dyn CharacterStore>,
+            calls: slow,
             description: format!("{} (slowed by {delay:?} per write)", store.description),
         }
     }
@@ -342,5 +347,37 @@ impl CharacterStore for SlowStore {
 
     async fn load_character(&self, principal: &str) -> Result<Option<StoredCharacter>> {
         self.characters.load_character(principal).await
+    }
+}
+
+#[async_trait]
+impl CallStore for SlowStore {
+    async fn begin_call(&self, call: &CallRecord) -> Result<CallBegin> {
+        tokio::time::sleep(self.delay).await;
+        self.calls.begin_call(call).await
+    }
+
+    async fn finish_call(
+        &self,
+        zone_id: &str,
+        key: &str,
+        epoch: Option<u64>,
+        answer: &CallAnswer,
+    ) -> Result<CallFinish> {
+        tokio::time::sleep(self.delay).await;
+        self.calls.finish_call(zone_id, key, epoch, answer).await
+    }
+
+    async fn get_call(&self, zone_id: &str, key: &str) -> Result<Option<StoredCall>> {
+        self.calls.get_call(zone_id, key).await
+    }
+
+    async fn sweep_calls(&self, keep: Duration) -> Result<u64> {
+        tokio::time::sleep(self.delay).await;
+        self.calls.sweep_calls(keep).await
+    }
+
+    async fn count_calls(&self) -> Result<u64> {
+        self.calls.count_calls().await
     }
 }

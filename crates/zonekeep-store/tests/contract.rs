@@ -1,4 +1,4 @@
-//! The store contract (saves, facts, the directory, zone modules, transfers and characters), written once as generic async functions
+//! The store contract (saves, facts, the directory, zone modules, transfers, characters and calls), written once as generic async functions
 //! over a [`Db`] and run against SQLite (a temp file) and PostgreSQL (a fresh schema per test, when
 //! `ZONEKEEP_TEST_POSTGRES` is set; otherwise those tests print that they were skipped).
 
@@ -6,8 +6,10 @@
 
 mod support;
 
-// The directory's, the modules', the transfers' and the characters' parts of the contract, in files of their own (not test targets: cargo only builds
-// tests/*.rs).
+// The directory's, the modules', the transfers', the characters' and the calls' parts of the contract, in files of their own (not test targets: cargo
+// only builds tests/*.rs).
+#[path = "contract/calls.rs"]
+mod calls;
 #[path = "contract/characters.rs"]
 mod characters;
 #[path = "contract/directory.rs"]
@@ -22,6 +24,7 @@ mod transfers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use calls::*;
 use characters::*;
 use directory::*;
 use directory_zones::*;
@@ -642,4 +645,13 @@ contract_tests!(
     bad_character_calls_are_refused_and_change_nothing,
     racing_acquires_grant_exactly_one,
     an_older_database_gains_the_characters_table,
+    a_call_starts_once_and_is_answered_from_the_journal,
+    a_reused_key_is_refused_and_changes_nothing,
+    the_same_key_in_another_zone_is_another_call,
+    stale_owners_cannot_begin_or_finish_calls,
+    finishing_an_unknown_call_is_refused,
+    sweeps_remove_calls_older_than_the_retention,
+    bad_calls_are_refused_and_store_nothing,
+    racing_begins_start_a_call_exactly_once,
+    an_older_database_gains_the_call_journal,
 );

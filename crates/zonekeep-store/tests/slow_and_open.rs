@@ -1,4 +1,4 @@
-//! `SlowStore` really delays writes (directory changes, modules and characters included), and `open_store`
+//! `SlowStore` really delays writes (directory changes, modules, characters and calls included), and `open_store`
 //! understands its specs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -123,6 +123,53 @@ async fn slow_store_delays_every_write_and_still_stores_it() {
         (&b"gold"[..], None)
     );
     assert!(start.elapsed() < delay);
+
+    // Beginning, finishing and sweeping calls are writes; reading and counting them are not.
+    let call = zonekeep_store::CallRecord {
+        zone_id: "z".into(),
+        key: "pay-1".into(),
+        epoch: Some(epoch),
+        function: "pay".into(),
+        args: "{}".into(),
+    };
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        store.calls.begin_call(&call).await,
+        Ok(zonekeep_store::CallBegin::Started)
+    );
+    assert!(start.elapsed() >= delay);
+    let start = tokio::time::Instant::now();
+    let answer = zonekeep_store::CallAnswer::Ok("true".into());
+    assert_eq!(
+        store
+            .calls
+            .finish_call("z", "pay-1", Some(epoch), &answer)
+            .await,
+        Ok(zonekeep_store::CallFinish::Recorded)
+    );
+    assert!(start.elapsed() >= delay);
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        store
+            .calls
+            .get_call("z", "pay-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .answer,
+        Some(answer)
+    );
+    assert_eq!(store.calls.count_calls().await, Ok(1));
+    assert!(start.elapsed() < delay);
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        store
+            .calls
+            .sweep_calls(zonekeep_store::DEFAULT_CALL_RETENTION)
+            .await,
+        Ok(0)
+    );
+    assert!(start.elapsed() >= delay);
 
     // The writes went through to the real store.
     let hosts = store.directory.hosts().await.unwrap();

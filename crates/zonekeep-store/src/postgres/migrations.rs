@@ -139,6 +139,35 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         );
     ",
     },
+    Migration {
+        name: "zone calls: the journal of zones' external calls and their answers",
+        sql: "
+        CREATE TABLE zone_calls (
+            zone_id        TEXT NOT NULL,
+            call_key       TEXT NOT NULL,
+            function       TEXT NOT NULL,
+            args           TEXT NOT NULL,
+            args_sha256    TEXT NOT NULL CHECK (octet_length(args_sha256) = 64),
+            answer_kind    TEXT CHECK (answer_kind IN ('ok', 'failed')),
+            answer_ok      TEXT,
+            answer_code    TEXT,
+            answer_message TEXT,
+            created_at_ms  BIGINT NOT NULL,
+            settled_at_ms  BIGINT,
+            PRIMARY KEY (zone_id, call_key),
+            CHECK (
+                (answer_kind IS NULL AND answer_ok IS NULL AND answer_code IS NULL
+                    AND answer_message IS NULL AND settled_at_ms IS NULL)
+                OR (coalesce(answer_kind, '') = 'ok' AND answer_ok IS NOT NULL
+                    AND answer_code IS NULL AND answer_message IS NULL
+                    AND settled_at_ms IS NOT NULL)
+                OR (coalesce(answer_kind, '') = 'failed' AND answer_ok IS NULL
+                    AND answer_code IS NOT NULL AND answer_message IS NOT NULL
+                    AND settled_at_ms IS NOT NULL))
+        );
+        CREATE INDEX zone_calls_by_age ON zone_calls ((coalesce(settled_at_ms, created_at_ms)));
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

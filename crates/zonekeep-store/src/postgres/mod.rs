@@ -21,7 +21,11 @@
 //!   NOTHING`, then `SELECT .. FOR UPDATE`), which serializes everything done to one character,
 //!   then reads the zone fences it checks `FOR SHARE`, like facts: claims of those zones wait for
 //!   it or fence it, and as nothing that locks a fence row `FOR UPDATE` ever locks a character,
-//!   character calls and claims cannot wait on each other in a cycle.
+//!   character calls and claims cannot wait on each other in a cycle;
+//! - a call begin or finish carrying an owner epoch reads the zone's fence row `FOR SHARE`, like
+//!   facts, and then inserts the call (`ON CONFLICT DO NOTHING`, so a concurrent begin of the same
+//!   key waits for the first on the primary key) or locks its row `FOR UPDATE` (a finish); the
+//!   sweep deletes call rows only, so call transactions and claims cannot wait in a cycle either.
 
 /// The database's clock in milliseconds since the Unix epoch (the same expression everywhere, so
 /// stamps and ages agree). Defined before the submodules, which use it in their SQL.
@@ -31,6 +35,7 @@ macro_rules! db_now_ms {
     };
 }
 
+mod calls;
 mod characters;
 mod directory;
 mod facts;
@@ -142,8 +147,8 @@ pub(crate) fn corrupt_column(e: tokio_postgres::Error) -> StoreError {
     StoreError::Corrupt(format!("postgres column: {e}"))
 }
 
-/// Zone saves, the fact ledger, the fleet directory, zone modules, transfers and characters in a
-/// PostgreSQL database, pooled.
+/// Zone saves, the fact ledger, the fleet directory, zone modules, transfers, characters and the
+/// call journal in a PostgreSQL database, pooled.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,

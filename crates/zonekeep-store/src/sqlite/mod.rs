@@ -15,6 +15,7 @@ macro_rules! db_now_ms {
     };
 }
 
+mod calls;
 mod characters;
 mod directory;
 mod facts;
@@ -86,9 +87,9 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Zone saves, the fact ledger, the fleet directory, zone modules, transfers and characters in one
-/// SQLite database file
-/// (a fleet of one host, or several processes on one machine sharing the file).
+/// Zone saves, the fact ledger, the fleet directory, zone modules, transfers, characters and the
+/// call journal in one SQLite database file (a fleet of one host, or several processes on one
+/// machine sharing the file).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,

@@ -431,8 +431,10 @@ pub async fn an_older_database_gains_the_characters_table(db: &Db) {
         Db::Sqlite { .. } => "PRAGMA user_version = 5",
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 6",
     };
-    db.execute(&format!("DROP TABLE characters; {rewind};"))
-        .await;
+    db.execute(&format!(
+        "DROP TABLE zone_calls; DROP TABLE characters; {rewind};"
+    ))
+    .await;
 
     let store = db.open().await;
     assert_eq!(store.saves.load(A).await.unwrap().unwrap().bytes, b"kept");

@@ -347,7 +347,7 @@ pub async fn an_older_database_gains_the_directory(db: &Db) {
     db.execute(&format!(
         "DROP TABLE zone_directory; DROP TABLE fleet_hosts; DROP TABLE spent_tickets;
          DROP TABLE module_kinds; DROP TABLE modules; DROP TABLE zone_transfers;
-         DROP TABLE characters; {rewind};"
+         DROP TABLE characters; DROP TABLE zone_calls; {rewind};"
     ))
     .await;
 

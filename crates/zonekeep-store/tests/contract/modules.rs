@@ -334,8 +334,8 @@ pub async fn an_older_database_gains_the_module_tables(db: &Db) {
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 4",
     };
     db.execute(&format!(
-        "DROP TABLE characters; DROP TABLE zone_transfers; DROP TABLE module_kinds;
-         DROP TABLE modules; {rewind};"
+        "DROP TABLE zone_calls; DROP TABLE characters; DROP TABLE zone_transfers;
+         DROP TABLE module_kinds; DROP TABLE modules; {rewind};"
     ))
     .await;
 
