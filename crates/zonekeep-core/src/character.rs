@@ -10,6 +10,19 @@
 //! copy is the character: a zone's own save does not carry it, so a restored zone of such a kind
 //! admits its players again only as they join (with their characters), never from the save.
 //!
+//! A move to another zone ([`crate::transfer`]) carries the character through the store: the
+//! player hands it back as it moves out, right after [`Zone::transfer_out`] (so the hook's last
+//! change is in it), and the target's host takes the lease for the target zone and admits the
+//! arrival with it ([`ZoneHost::handle_transfer_in_with_character`]). A move that comes back
+//! gives the player its character again before the zone takes it back: the release itself when
+//! the host had not taken that write yet, else the character its host took the lease of again
+//! ([`ZoneHost::handle_transfer_back_with_character`]). While it moves, the player holds none
+//! here.
+//!
+//! [`Zone::transfer_out`]: crate::Zone::transfer_out
+//! [`ZoneHost::handle_transfer_in_with_character`]: crate::ZoneHost::handle_transfer_in_with_character
+//! [`ZoneHost::handle_transfer_back_with_character`]: crate::ZoneHost::handle_transfer_back_with_character
+//!
 //! [`ZoneConfig::characters`]: crate::ZoneConfig::characters
 //! [`ZoneHost::handle_join_with_character`]: crate::ZoneHost::handle_join_with_character
 //! [`Ctx::character`]: crate::Ctx::character
@@ -153,6 +166,45 @@ impl CharacterBook {
         for slot in self.slots.values_mut().filter(|s| s.dirty) {
             slot.commit_asked = true;
         }
+    }
+
+    /// `id`, moving out and now coming back, takes its character again: the bytes of the
+    /// release its move out left here when the host has not taken that write yet (the move
+    /// came back at once; the release is withdrawn, never written), else `data`, the character
+    /// its host took the lease of again for this zone. False when it is left without one.
+    pub(crate) fn take_back(
+        &mut self,
+        id: PlayerId,
+        principal: Principal,
+        data: Option<Vec<u8>>,
+    ) -> bool {
+        let pending = self
+            .writes
+            .iter()
+            .rposition(|w| w.player == id && w.release && w.principal == principal)
+            .map(|i| self.writes.remove(i));
+        let (data, dirty) = match (pending, data) {
+            // Not written yet, so newer than any copy the store has: the changes it carried are
+            // written at the next save.
+            (Some(w), _) => (w.data, true),
+            (None, Some(data)) => (data, false),
+            (None, None) => return false,
+        };
+        self.slots.insert(
+            id,
+            Slot {
+                principal,
+                data,
+                dirty,
+                commit_asked: false,
+            },
+        );
+        true
+    }
+
+    /// Whether `id` holds a character here.
+    pub(crate) fn holds(&self, id: PlayerId) -> bool {
+        self.slots.contains_key(&id)
     }
 
     /// `id` left: its character's last write, which gives the lease up.

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::call::MAX_CALL_ARGS_BYTES;
 use crate::error::ConfigError;
 use crate::input::InputPolicy;
 use crate::tier::IdlePolicy;
@@ -83,6 +84,12 @@ pub struct ZoneConfig {
     /// Most facts accepted per second of zone time (`tick_hz` ticks); more get
     /// [`FactError::RateLimited`](crate::FactError::RateLimited).
     pub max_facts_per_second: u32,
+    /// Most durable calls in flight (made, result not yet delivered); a zone calling more gets
+    /// [`CallError::QueueFull`](crate::CallError::QueueFull).
+    pub max_calls_in_flight: usize,
+    /// Largest call arguments, in bytes of their JSON text; larger get
+    /// [`CallError::TooLarge`](crate::CallError::TooLarge). At most 64 KiB (the store's limit).
+    pub max_call_bytes: usize,
     /// Position quantum, interest radius and byte budget of replication.
     pub replication: ReplicationSettings,
 }
@@ -112,6 +119,8 @@ impl Default for ZoneConfig {
             max_facts_in_flight: 1024,
             max_fact_bytes: 16 * 1024,
             max_facts_per_second: 256,
+            max_calls_in_flight: 256,
+            max_call_bytes: 16 * 1024,
             replication: ReplicationSettings::default(),
         }
     }
@@ -167,6 +176,12 @@ impl ZoneConfig {
         }
         if self.max_facts_per_second == 0 {
             return Err(ConfigError::MaxFactsPerSecond);
+        }
+        if self.max_calls_in_flight == 0 {
+            return Err(ConfigError::MaxCallsInFlight);
+        }
+        if !(1..=MAX_CALL_ARGS_BYTES).contains(&self.max_call_bytes) {
+            return Err(ConfigError::MaxCallBytes(self.max_call_bytes));
         }
         self.replication.validate()
     }

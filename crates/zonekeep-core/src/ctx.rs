@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::call::{CallBook, CallError};
 use crate::character::CharacterBook;
 use crate::fact::{FactBook, FactError, FactKey};
 use crate::input::InputMeta;
@@ -97,6 +98,7 @@ pub struct Ctx<'a> {
     transfers: &'a mut Transfers,
     mail: &'a mut Mailbox,
     characters: &'a mut CharacterBook,
+    calls: &'a mut CallBook,
 }
 
 /// The borrowed parts a [`Ctx`] is made of (keeps `Ctx::new` readable).
@@ -115,6 +117,7 @@ pub(crate) struct CtxParts<'a> {
     pub(crate) transfers: &'a mut Transfers,
     pub(crate) mail: &'a mut Mailbox,
     pub(crate) characters: &'a mut CharacterBook,
+    pub(crate) calls: &'a mut CallBook,
 }
 
 impl<'a> Ctx<'a> {
@@ -135,6 +138,7 @@ impl<'a> Ctx<'a> {
             transfers: p.transfers,
             mail: p.mail,
             characters: p.characters,
+            calls: p.calls,
         }
     }
 
@@ -235,6 +239,30 @@ impl<'a> Ctx<'a> {
         key: Option<String>,
     ) -> Result<FactKey, FactError> {
         self.facts.emit(self.tick, kind, payload, principal, key)
+    }
+
+    /// Ask for an external effect under the zone's own `key` (see [`crate::call`]): the host
+    /// journals it, delivers it at least once to its call sink, and the result comes back through
+    /// [`Zone::on_call_result`](crate::Zone::on_call_result) on a later tick. A key names one
+    /// effect for good: the journal answers a key used before with the same function and
+    /// arguments with the same result, and with other ones with the error code
+    /// [`KEY_REUSED`](crate::KEY_REUSED). Never blocks: past
+    /// [`ZoneConfig::max_calls_in_flight`](crate::ZoneConfig::max_calls_in_flight) calls in
+    /// flight it returns [`CallError::QueueFull`] (counted in
+    /// [`AdvanceReport::calls_overflowed`](crate::AdvanceReport::calls_overflowed)). A refused
+    /// call never gets a result.
+    pub fn call(
+        &mut self,
+        key: &str,
+        function: &str,
+        args: serde_json::Value,
+    ) -> Result<(), CallError> {
+        self.calls.call(self.tick, key, function, args)
+    }
+
+    /// How many calls are in flight (made, result not yet delivered).
+    pub fn calls_in_flight(&self) -> usize {
+        self.calls.in_flight_len()
     }
 
     /// The owner epoch this run of the zone started under: the part of a generated fact key

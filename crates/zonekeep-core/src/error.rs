@@ -84,6 +84,12 @@ pub enum ConfigError {
     /// `max_facts_per_second` must be at least 1.
     #[error("max_facts_per_second must be at least 1")]
     MaxFactsPerSecond,
+    /// `max_calls_in_flight` must be at least 1.
+    #[error("max_calls_in_flight must be at least 1")]
+    MaxCallsInFlight,
+    /// `max_call_bytes` must be in 1..=64 KiB.
+    #[error("max_call_bytes must be in 1..=65536, got {0}")]
+    MaxCallBytes(usize),
     /// A replication setting is out of range (the message says which).
     #[error("replication: {0}")]
     Replication(&'static str),

@@ -17,7 +17,7 @@
 //! the counter is saved with the zone, so a key is never reused for a
 //! different fact.
 
-mod image;
+pub(crate) mod image;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -309,7 +309,7 @@ impl FactBook {
 }
 
 /// The length of `v` as JSON text, counted without building the text.
-fn json_len(v: &serde_json::Value) -> usize {
+pub(crate) fn json_len(v: &serde_json::Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

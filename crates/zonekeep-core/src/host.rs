@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::call::{Call, CallAnswer, CallBook};
 use crate::character::CharacterBook;
 use crate::clock::Clock;
 use crate::config::ZoneConfig;
@@ -71,6 +72,7 @@ pub(crate) struct Core {
     transfers: Transfers,
     mail: Mailbox,
     characters: CharacterBook,
+    calls: CallBook,
 }
 
 impl Core {
@@ -90,6 +92,7 @@ impl Core {
             transfers: &mut self.transfers,
             mail: &mut self.mail,
             characters: &mut self.characters,
+            calls: &mut self.calls,
         })
     }
 }
@@ -391,6 +394,7 @@ impl ZoneHost {
                 state_version: self.config.state_version,
                 build: self.build.clone(),
                 characters: Vec::new(),
+                calls: self.core.calls.in_flight().cloned().collect(),
             }
             .encode_with(&self.core.mail.saved_links()),
         )
@@ -402,6 +406,31 @@ impl ZoneHost {
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
         self.core.out.event_bytes = 0;
         self.core.out.events.drain(..)
+    }
+
+    /// Calls made since the last call, to journal and hand to a call sink. They stay in flight
+    /// (and in snapshots) until answered with
+    /// [`handle_call_result`](ZoneHost::handle_call_result).
+    pub fn drain_calls(&mut self) -> Vec<Call> {
+        self.tap_call(|| crate::recording::Record::DrainCalls);
+        let calls = self.core.calls.take_unsent();
+        if self.recording() {
+            self.tap_effect(crate::recording::calls_digest(&calls));
+        }
+        calls
+    }
+
+    /// How many calls are in flight (made, result not yet delivered).
+    pub fn calls_in_flight(&self) -> usize {
+        self.core.calls.in_flight_len()
+    }
+
+    /// Queue a call's result; the zone receives it through
+    /// [`Zone::on_call_result`](crate::Zone::on_call_result) at the start of its next tick. A
+    /// result for a key not in flight is dropped and counted.
+    pub fn handle_call_result(&mut self, answer: CallAnswer) {
+        self.tap_call(|| crate::recording::Record::CallResult(answer.clone()));
+        self.core.calls.queue_result(answer);
     }
 
     /// Queue a fact sink's answer; the zone receives it through
@@ -483,6 +512,8 @@ impl ZoneHost {
         report.facts_overflowed = std::mem::take(&mut self.core.facts.overflowed);
         report.settlements_unknown = std::mem::take(&mut self.core.facts.unknown_settlements);
         report.facts_refused = std::mem::take(&mut self.core.facts.refused);
+        report.calls_overflowed = std::mem::take(&mut self.core.calls.overflowed);
+        report.call_results_unknown = std::mem::take(&mut self.core.calls.unknown_results);
         report.spawns_refused = self.core.world.take_spawns_refused();
         self.patch_due |= !report.patch_ticks.is_empty();
         report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
@@ -533,6 +564,11 @@ impl ZoneHost {
             self.zone
                 .on_fact_settled(&mut self.core.ctx(None), &settlement);
             report.facts_settled = report.facts_settled.saturating_add(1);
+        }
+        while let Some(answer) = self.core.calls.next_result() {
+            self.zone
+                .on_call_result(&mut self.core.ctx(None), &answer.key, &answer.result);
+            report.calls_answered = report.calls_answered.saturating_add(1);
         }
         self.deliver_inbox();
 
@@ -645,6 +681,8 @@ mod links;
 mod probe;
 mod record;
 mod slot;
+#[cfg(test)]
+mod tests_calls;
 #[cfg(test)]
 mod tests_characters;
 #[cfg(test)]

@@ -35,7 +35,7 @@ use crate::rng::fnv1a64;
 /// An image's first four bytes.
 pub const IMAGE_MAGIC: [u8; 4] = *b"ZKIM";
 /// The framing version this build writes and reads.
-pub const IMAGE_VERSION: u16 = 2;
+pub const IMAGE_VERSION: u16 = 3;
 /// The largest body an image may have (a world of a million entities fits).
 pub const MAX_IMAGE_BODY: usize = 256 << 20;
 
@@ -142,8 +142,8 @@ mod tests {
         flipped[last_body_byte] ^= 1;
         assert_eq!(open(&flipped), Err(ImageError::Checksum));
         let mut newer = image.clone();
-        newer[4] = 3;
-        assert_eq!(open(&newer), Err(ImageError::UnsupportedVersion(3)));
+        newer[4] = 4;
+        assert_eq!(open(&newer), Err(ImageError::UnsupportedVersion(4)));
         for cut in 0..image.len() {
             assert!(open(&image[..cut]).is_err(), "cut at {cut}");
         }

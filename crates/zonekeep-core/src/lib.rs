@@ -150,6 +150,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod call;
 pub mod character;
 pub mod clock;
 pub mod config;
@@ -177,6 +178,7 @@ pub mod view;
 pub mod world;
 pub mod zone;
 
+pub use call::{Call, CallAnswer, CallError, CallKey, CallResult, KEY_REUSED};
 pub use character::{CharacterError, CharacterWrite, MAX_CHARACTER_BYTES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ZoneConfig;

@@ -60,6 +60,12 @@ pub struct AdvanceReport {
     pub settlements_unknown: u64,
     /// Facts refused since the previous advance by the size and rate limits.
     pub facts_refused: FactRefusals,
+    /// Calls refused since the previous advance because the in-flight set was full.
+    pub calls_overflowed: u64,
+    /// Call results delivered to the zone in this advance.
+    pub calls_answered: u64,
+    /// Call results dropped since the previous advance because their key was not in flight.
+    pub call_results_unknown: u64,
     /// Spawns refused since the previous advance by the entity cap.
     pub spawns_refused: u64,
     /// Zone messages refused since the previous advance ([`Ctx::send`](crate::Ctx::send) and

@@ -51,9 +51,13 @@
 //! kind's state was at the first one. Then `u32 C` and `C` characters handed to the restore
 //! (see [`Snapshot::characters`]), each `u32 player` and `u64` length and bytes; a zone's own
 //! save never holds any.
+//!
+//! Version 5 appends the durable calls in flight ([`crate::call`]): `u32 K`, then `K` calls, each
+//! `str key`, `str function`, `str args` (JSON text) and `u64 tick`. Older envelopes have none.
 
 use std::hash::Hasher;
 
+use crate::call::{Call, CallKey};
 use crate::error::ZoneError;
 use crate::fact::{Fact, FactKey};
 use crate::hash::StateHasher;
@@ -62,8 +66,8 @@ use crate::player::{Claims, PlayerId, Principal, Role};
 
 /// The envelope's first four bytes.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"ZKSN";
-/// The envelope version this build writes (it also reads versions 1 and 2).
-pub const SNAPSHOT_VERSION: u16 = 4;
+/// The envelope version this build writes (it also reads every older one, from 1).
+pub const SNAPSHOT_VERSION: u16 = 5;
 const HEADER_LEN: usize = 16;
 const CHECKSUM_LEN: usize = 8;
 
@@ -146,6 +150,9 @@ pub struct Snapshot {
     /// before it restores; a zone's own save never holds any). A saved player without one here
     /// is not readmitted: it comes back by joining.
     pub characters: Vec<(PlayerId, Vec<u8>)>,
+    /// Durable calls in flight when it was taken, in the order they were made (none before
+    /// version 5).
+    pub calls: Vec<Call>,
 }
 
 /// What links a saved zone to others (version 3; empty in older envelopes): kept beside the
@@ -237,6 +244,13 @@ impl Snapshot {
             put_u32(&mut body, id.0);
             put_u64(&mut body, data.len() as u64);
             body.extend_from_slice(data);
+        }
+        put_u32(&mut body, len_u32(self.calls.len()));
+        for c in &self.calls {
+            put_str(&mut body, c.key.as_str());
+            put_str(&mut body, &c.function);
+            put_str(&mut body, &c.args.to_string());
+            put_u64(&mut body, c.tick);
         }
 
         let mut out = Vec::with_capacity(HEADER_LEN + body.len() + CHECKSUM_LEN);
@@ -350,6 +364,23 @@ impl Snapshot {
                 characters.push((id, r.take(len)?.to_vec()));
             }
         }
+        let mut calls = Vec::new();
+        if version >= 5 {
+            let count = r.u32()?;
+            for _ in 0..count {
+                let key = CallKey(r.string()?);
+                let function = r.string()?;
+                let args = serde_json::from_str(&r.string()?)
+                    .map_err(|e| SnapshotError::Malformed(format!("call arguments: {e}")))?;
+                let tick = r.u64()?;
+                calls.push(Call {
+                    key,
+                    function,
+                    args,
+                    tick,
+                });
+            }
+        }
         if r.remaining() != 0 {
             return Err(SnapshotError::Malformed("trailing bytes in body".into()));
         }
@@ -365,6 +396,7 @@ impl Snapshot {
                 state_version,
                 build,
                 characters,
+                calls,
             },
             links,
         ))
@@ -683,6 +715,12 @@ mod tests {
             state_version: 1,
             build: String::new(),
             characters: Vec::new(),
+            calls: vec![Call {
+                key: CallKey("order-9".into()),
+                function: "buy".into(),
+                args: serde_json::json!({"item": 9}),
+                tick: 41,
+            }],
         }
     }
 
@@ -693,11 +731,12 @@ mod tests {
         let mut s = sample();
         s.roster.clear();
         s.next_player = 0;
+        s.calls.clear();
         let v4 = s.encode();
         let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
-        // Without the empty roster (8), the empty links (21), the state stamp (8) and no
-        // characters (4).
-        let v1_body = &v4[16..16 + body_len - 8 - 21 - 8 - 4];
+        // Without the empty roster (8), the empty links (21), the state stamp (8), no
+        // characters (4) and no calls (4).
+        let v1_body = &v4[16..16 + body_len - 8 - 21 - 8 - 4 - 4];
         let mut v1 = Vec::new();
         v1.extend_from_slice(&SNAPSHOT_MAGIC);
         v1.extend_from_slice(&1u16.to_le_bytes());
@@ -707,6 +746,32 @@ mod tests {
         let sum = checksum(&v1);
         v1.extend_from_slice(&sum.to_le_bytes());
         assert_eq!(Snapshot::decode(&v1).unwrap(), s);
+    }
+
+    #[test]
+    fn a_version_4_envelope_is_read_with_no_calls() {
+        let s = sample();
+        let v5 = s.encode();
+        let body_len = u64::from_le_bytes(v5[8..16].try_into().unwrap()) as usize;
+        let calls_len = 4 + (4 + 7) + (4 + 3) + (4 + r#"{"item":9}"#.len()) + 8;
+        let body = &v5[16..16 + body_len - calls_len];
+        let mut v4 = Vec::new();
+        v4.extend_from_slice(&SNAPSHOT_MAGIC);
+        v4.extend_from_slice(&4u16.to_le_bytes());
+        v4.extend_from_slice(&0u16.to_le_bytes());
+        v4.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        v4.extend_from_slice(body);
+        let sum = checksum(&v4);
+        v4.extend_from_slice(&sum.to_le_bytes());
+        let old = Snapshot::decode(&v4).unwrap();
+        assert!(old.calls.is_empty());
+        assert_eq!(
+            Snapshot {
+                calls: Vec::new(),
+                ..s
+            },
+            old
+        );
     }
 
     #[test]
@@ -764,11 +829,15 @@ mod tests {
     #[test]
     fn a_version_2_envelope_is_read_with_no_links() {
         // Version 2 is version 4 without the links and the state stamp: rebuild one from a
-        // version-4 body (empty links take 21 bytes, state version 1 and no build 8, no characters 4).
-        let s = sample();
+        // version-5 body (empty links take 21 bytes, state version 1 and no build 8, no characters
+        // 4, no calls 4).
+        let s = Snapshot {
+            calls: Vec::new(),
+            ..sample()
+        };
         let v4 = s.encode();
         let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
-        let v2_body = &v4[16..16 + body_len - 21 - 8 - 4];
+        let v2_body = &v4[16..16 + body_len - 21 - 8 - 4 - 4];
         let mut v2 = Vec::new();
         v2.extend_from_slice(&SNAPSHOT_MAGIC);
         v2.extend_from_slice(&2u16.to_le_bytes());
@@ -783,11 +852,12 @@ mod tests {
         );
     }
 
-    /// `s` encoded as an envelope of `version` 3: version 4 without the state stamp.
+    /// `s` (with no calls) encoded as an envelope of `version` 3: version 5 without the state
+    /// stamp, the characters and the calls.
     fn as_version_3(s: &Snapshot) -> Vec<u8> {
         let v4 = s.encode();
         let body_len = u64::from_le_bytes(v4[8..16].try_into().unwrap()) as usize;
-        let stamp = 4 + 4 + s.build.len() + 4;
+        let stamp = 4 + 4 + s.build.len() + 4 + 4;
         let body = &v4[16..16 + body_len - stamp];
         let mut v3 = Vec::new();
         v3.extend_from_slice(&SNAPSHOT_MAGIC);
@@ -805,6 +875,7 @@ mod tests {
         let s = Snapshot {
             state_version: 3,
             build: "module sha256:0a1b".into(),
+            calls: Vec::new(),
             ..sample()
         };
         assert_eq!(Snapshot::decode(&s.encode()).unwrap(), s);
@@ -839,10 +910,10 @@ mod tests {
         b[0] = b'X';
         assert_eq!(Snapshot::decode(&b), Err(SnapshotError::BadMagic));
         let mut b = bytes.clone();
-        b[4] = 5;
+        b[4] = 6;
         assert_eq!(
             Snapshot::decode(&b),
-            Err(SnapshotError::UnsupportedVersion(5))
+            Err(SnapshotError::UnsupportedVersion(6))
         );
         let mut b = bytes.clone();
         let last = b.len() - 1;

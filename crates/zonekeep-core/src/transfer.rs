@@ -20,6 +20,15 @@
 //!
 //! A moving player is not part of a snapshot (the server's durable transfer record owns it
 //! then); a zone image, and so a recording, keeps the moving set.
+//!
+//! In a kind that keeps characters ([`crate::character`]) the player hands its character back
+//! as it moves out, right after `transfer_out` (a releasing
+//! [`CharacterWrite`](crate::CharacterWrite)), and holds none while it moves. The target's host
+//! takes the character's lease for the target zone and admits the player with it
+//! ([`ZoneHost::handle_transfer_in_with_character`](crate::ZoneHost::handle_transfer_in_with_character));
+//! a move that comes back gives the player its character again before `transfer_in` runs: the
+//! release itself if the host has not drained it yet, else the character its host took again
+//! ([`ZoneHost::handle_transfer_back_with_character`](crate::ZoneHost::handle_transfer_back_with_character)).
 
 use std::collections::BTreeMap;
 

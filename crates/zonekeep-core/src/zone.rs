@@ -1,5 +1,6 @@
 //! The `Zone` trait game code implements, and its hook types.
 
+use crate::call::{CallKey, CallResult};
 use crate::ctx::Ctx;
 use crate::error::ZoneError;
 use crate::fact::Settlement;
@@ -327,6 +328,15 @@ pub trait Zone: Send + 'static {
     /// the same (the sink is idempotent by key).
     fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {
         let _ = (ctx, settlement);
+    }
+
+    /// A call made with [`Ctx::call`] has its result (delivered at the start of the tick after
+    /// the result arrived, after fact settlements and before inputs). Counted against the zone's
+    /// saved state, each call's result arrives once: after a restore, a call still in flight in
+    /// the save is asked again and its result (from the host's journal when the effect already
+    /// took place) arrives here then.
+    fn on_call_result(&mut self, ctx: &mut Ctx<'_>, key: &CallKey, result: &CallResult) {
+        let _ = (ctx, key, result);
     }
 
     /// Why this zone can no longer run, once it cannot: game code run in a sandbox (a module)

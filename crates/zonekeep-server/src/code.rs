@@ -46,6 +46,24 @@ pub trait CodeKinds: Send + Sync {
     fn revert(&self, kind: &str) -> bool;
     /// The bytes of the module a [`revert`](Self::revert) would go back to, if any.
     fn previous(&self, kind: &str) -> Option<Vec<u8>>;
+    /// Whether the module `kind` runs now keeps its players' characters (its settings say so,
+    /// not the host's config for the kind); `None` when `kind` is not a module kind or has no
+    /// module yet.
+    fn keeps_characters(&self, kind: &str) -> Option<bool> {
+        let _ = kind;
+        None
+    }
+}
+
+/// Whether zones of `kind` take their players' characters: a module kind's own settings decide,
+/// another kind's config (`spec_characters`).
+pub(crate) fn keeps_characters(
+    code: Option<&Arc<dyn CodeKinds>>,
+    kind: &str,
+    spec_characters: bool,
+) -> bool {
+    code.and_then(|c| c.keeps_characters(kind))
+        .unwrap_or(spec_characters)
 }
 
 /// Code checked and compiled by [`CodeKinds::check`], not yet installed: opaque to the server.

@@ -168,6 +168,12 @@ pub struct ServerConfig {
     /// Where facts are committed: `ledger` (the store's ledger) or
     /// `webhook:http://...`. Default `ledger`.
     pub fact_sink: String,
+    /// Where durable calls that no in-process handler takes are POSTed: an `http://` URL.
+    /// Default none (such calls are answered `NO_HANDLER`).
+    pub call_webhook: Option<String>,
+    /// How long answered durable calls stay in the call journal (a repeated key within it is
+    /// answered from there), e.g. `7d` is written `168h`. Default `168h` (7 days).
+    pub call_results_keep: String,
     /// Dev/bench: delay every store call by this much, ms; 0 = none. Default 0.
     pub store_delay_ms: u64,
     /// This host's id in the fleet directory (1..=128 of `[A-Za-z0-9._:-]`). Default: an id made
@@ -257,6 +263,8 @@ impl Default for ServerConfig {
             save_every: "5s".into(),
             lasting_halt_after: None,
             fact_sink: "ledger".into(),
+            call_webhook: None,
+            call_results_keep: "168h".into(),
             store_delay_ms: 0,
             host_id: None,
             advertise: None,
@@ -528,8 +536,28 @@ impl ServerConfig {
                 ));
             }
         }
+        let call_webhook = match self.call_webhook.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(url) if url.starts_with("http://") => Some(url.to_owned()),
+            Some(_) => {
+                return Err(invalid(
+                    "call_webhook",
+                    "the webhook URL must start with http:// (https is not supported)",
+                ))
+            }
+        };
+        let keep = parse_duration(&self.call_results_keep)
+            .map_err(|e| invalid("call_results_keep", e.to_string()))?;
+        if keep < Duration::from_secs(60) {
+            return Err(invalid("call_results_keep", "must be at least 1m"));
+        }
         Ok(PersistConfig {
             store: store.to_owned(),
+            call_webhook,
+            calls: crate::persist::CallWorkerConfig {
+                keep,
+                ..crate::persist::CallWorkerConfig::default()
+            },
             data_dir: self.data_dir.clone(),
             save_every,
             lasting_halt_after,
@@ -753,6 +781,8 @@ mod tests {
             save_every = "250ms"
             lasting_halt_after = "2s"
             fact_sink = "webhook:http://127.0.0.1:9/facts"
+            call_webhook = "http://127.0.0.1:9/calls"
+            call_results_keep = "24h"
             store_delay_ms = 1000
             "#,
         )
@@ -772,7 +802,11 @@ mod tests {
             crate::persist::FactSinkSpec::Webhook("http://127.0.0.1:9/facts".into())
         );
         assert_eq!(p.store_delay, Some(Duration::from_secs(1)));
+        assert_eq!(p.call_webhook.as_deref(), Some("http://127.0.0.1:9/calls"));
+        assert_eq!(p.calls.keep, Duration::from_secs(24 * 3600));
         let d = ServerConfig::default().persist_config().unwrap();
+        assert_eq!(d.call_webhook, None);
+        assert_eq!(d.calls.keep, Duration::from_secs(7 * 24 * 3600), "7 days");
         assert_eq!(d.store, "sqlite");
         assert_eq!(d.save_every, Duration::from_secs(5));
         assert_eq!(
@@ -838,6 +872,30 @@ mod tests {
                 },
                 "fact_sink",
                 "http://",
+            ),
+            (
+                ServerConfig {
+                    call_webhook: Some("ftp://x".into()),
+                    ..ServerConfig::default()
+                },
+                "call_webhook",
+                "http://",
+            ),
+            (
+                ServerConfig {
+                    call_results_keep: "10s".into(),
+                    ..ServerConfig::default()
+                },
+                "call_results_keep",
+                "at least 1m",
+            ),
+            (
+                ServerConfig {
+                    call_results_keep: "a week".into(),
+                    ..ServerConfig::default()
+                },
+                "call_results_keep",
+                "invalid duration",
             ),
         ] {
             let e = c.validate().unwrap_err().to_string();

@@ -90,7 +90,7 @@ fn incarnation(dir: &Path, crash_after: Option<u32>, seen: &mut Seen) {
             data_dir: dir.to_path_buf(),
             ..PersistConfig::default()
         };
-        let (store, sink) = open(&config, &metrics).await.unwrap();
+        let (store, sink, _calls) = open(&config, &metrics).await.unwrap();
         let fast = Backoff {
             initial: Duration::from_millis(1),
             max: Duration::from_millis(10),
@@ -207,7 +207,7 @@ fn crashes_at_random_steps_lose_no_fact_and_apply_none_twice() {
             data_dir: dir.path().to_path_buf(),
             ..PersistConfig::default()
         };
-        let (store, _sink) = open(&config, &PersistMetrics::new()).await.unwrap();
+        let (store, _sink, _calls) = open(&config, &PersistMetrics::new()).await.unwrap();
         let must: BTreeSet<&String> = seen.acked.iter().chain(&seen.saved_in_flight).collect();
         assert!(!seen.acked.is_empty());
         for key in &must {

@@ -15,24 +15,24 @@ const MAX_IMAGE_TEXT: usize = u32::MAX as usize;
 /// Appends `s` as the protocol's `string`: varint byte length, then the UTF-8 bytes. No limit
 /// applies to text the host itself holds; one longer than [`MAX_IMAGE_TEXT`] would make a length
 /// the reader refuses, never one it misreads.
-fn put_text(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_text(out: &mut Vec<u8>, s: &str) {
     put_varint(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
 }
 
 /// Appends `v` as JSON text. Serializing a JSON value cannot fail; were it to, the empty text
 /// written is not JSON, so the image is refused on reading rather than misread.
-fn put_json(out: &mut Vec<u8>, v: &serde_json::Value) {
+pub(crate) fn put_json(out: &mut Vec<u8>, v: &serde_json::Value) {
     put_text(out, &serde_json::to_string(v).unwrap_or_default());
 }
 
 /// Reads what [`put_text`] wrote.
-fn get_text(r: &mut Reader<'_>) -> Result<String, DecodeError> {
+pub(crate) fn get_text(r: &mut Reader<'_>) -> Result<String, DecodeError> {
     Ok(r.str(MAX_IMAGE_TEXT)?.to_owned())
 }
 
 /// Reads what [`put_json`] wrote; text that is not JSON is refused.
-fn get_json(r: &mut Reader<'_>) -> Result<serde_json::Value, DecodeError> {
+pub(crate) fn get_json(r: &mut Reader<'_>) -> Result<serde_json::Value, DecodeError> {
     serde_json::from_str(r.str(MAX_IMAGE_TEXT)?)
         .map_err(|_| DecodeError::Invalid("a fact image holds text that is not JSON"))
 }

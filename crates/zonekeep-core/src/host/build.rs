@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::frames::FrameQueue;
 use super::slot::{Slot, ZoneSlot};
 use super::{Core, Pending, ZoneHost};
+use crate::call::CallBook;
 use crate::character::CharacterBook;
 use crate::clock::Clock;
 use crate::config::ZoneConfig;
@@ -125,6 +126,9 @@ impl ZoneHost {
         for fact in snap.facts {
             host.core.facts.insert(fact);
         }
+        for call in snap.calls {
+            host.core.calls.insert(call);
+        }
         host.core.mail.restore_links(links, snap.boot_epoch);
         host.readmit(snap.next_player, snap.roster, snap.characters);
         Ok(host)
@@ -229,6 +233,7 @@ impl ZoneHost {
             transfers: Transfers::default(),
             mail: Mailbox::new(&init.zone_id, boot_epoch),
             characters: CharacterBook::default(),
+            calls: CallBook::new(config.max_calls_in_flight, config.max_call_bytes),
         };
         prepare(&mut core);
         // The limits come from the config, never from an image: an operator may change them.

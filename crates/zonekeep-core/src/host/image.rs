@@ -2,7 +2,8 @@
 //!
 //! Body layout (varints are the protocol's; a `blob` is a varint length and the bytes):
 //! `tick`, `next_player`, `idle_phase`, `u8 ticked_at_once`, then the tier, the RNG, the timers,
-//! the fact book, the world, the view requests, the transfers, the mailbox and the characters
+//! the fact book, the world, the view requests, the transfers, the mailbox, the characters and the
+//! durable calls
 //! (each in its own self-delimiting encoding, next to the struct it serializes), then the roster — a count, and per participant `id`,
 //! `blob principal`, `u8 role` (0 player, 1 observer), `blob claims` (JSON), `u8 connected`,
 //! `u8 dropped` and, if 1, the clock reading it dropped at in nanoseconds — then the input
@@ -80,6 +81,7 @@ impl ZoneHost {
         self.core.transfers.put_image(&mut b);
         self.core.mail.put_image(&mut b);
         self.core.characters.put_image(&mut b);
+        self.core.calls.put_image(&mut b);
         put_varint(&mut b, self.core.roster.len() as u64);
         for p in self.core.roster.values() {
             put_varint(&mut b, u64::from(p.id.0));
@@ -146,6 +148,9 @@ impl ZoneHost {
         let boot_epoch = facts.boot_epoch();
         let mail = Mailbox::get_image(&mut r, &init.zone_id, boot_epoch)?;
         let characters = CharacterBook::get_image(&mut r)?;
+        let mut calls =
+            crate::call::CallBook::new(config.max_calls_in_flight, config.max_call_bytes);
+        calls.read_image(&mut r)?;
         let (roster, dropped_at) = get_roster(&mut r)?;
         let queues = get_queues(&mut r)?;
         let zone_bytes = r.bytes_named("zone image", MAX_IMAGE_BODY)?;
@@ -173,7 +178,7 @@ impl ZoneHost {
             .map(|p| p.id)
             .collect();
         let mut parts = Some((
-            tier, rng, timers, facts, world, views, roster, transfers, mail, characters,
+            tier, rng, timers, facts, world, views, roster, transfers, mail, characters, calls,
         ));
         let mut host = Self::build_with(
             init,
@@ -193,9 +198,11 @@ impl ZoneHost {
                     transfers,
                     mail,
                     characters,
+                    calls,
                 )) = parts.take()
                 {
                     core.characters = characters;
+                    core.calls = calls;
                     core.transfers = transfers;
                     core.mail = mail;
                     core.tier = tier;

@@ -46,14 +46,52 @@ impl ZoneHost {
     /// moving; its inputs are taken again and its frames resume as ordinary Deltas against what
     /// its client was last sent (the connection stayed open). [`UnknownPlayer`] when the player
     /// is not moving.
+    ///
+    /// In a kind that keeps characters, the player first gets back the character it handed over
+    /// as it moved out when that release has not been drained yet (the release is withdrawn,
+    /// never written); otherwise it comes back without one ([`holds_character`] says so). A
+    /// host that took the character's lease again for this zone calls
+    /// [`handle_transfer_back_with_character`](ZoneHost::handle_transfer_back_with_character)
+    /// instead.
+    ///
+    /// [`holds_character`]: ZoneHost::holds_character
     pub fn handle_transfer_back(&mut self, player: PlayerId) -> Result<(), UnknownPlayer> {
         self.tap_call(|| Record::TransferBack(player));
-        let back = self.transfer_back(player);
+        let back = self.transfer_back(player, None);
         self.tap_player_outcome(back.map_err(|_| Outcome::UnknownPlayer));
         back
     }
 
-    fn transfer_back(&mut self, player: PlayerId) -> Result<(), UnknownPlayer> {
+    /// Like [`handle_transfer_back`](ZoneHost::handle_transfer_back), for a player of a kind that
+    /// keeps characters whose release (at its move out) was written: `character` is the one its
+    /// host took the lease of again for this zone, which the zone sees from the return's
+    /// `transfer_in` on. (A release still not drained is newer and wins.) [`UnknownPlayer`] when
+    /// the player is not moving: the character is not taken, and the caller gives its lease up.
+    pub fn handle_transfer_back_with_character(
+        &mut self,
+        player: PlayerId,
+        character: Vec<u8>,
+    ) -> Result<(), UnknownPlayer> {
+        self.tap_call(|| Record::TransferBackCharacter {
+            player,
+            character: character.clone(),
+        });
+        let back = self.transfer_back(player, Some(character));
+        self.tap_player_outcome(back.map_err(|_| Outcome::UnknownPlayer));
+        back
+    }
+
+    /// Whether `player` holds a character here (a kind that keeps characters; not while it
+    /// moves).
+    pub fn holds_character(&self, player: PlayerId) -> bool {
+        self.core.characters.holds(player)
+    }
+
+    fn transfer_back(
+        &mut self,
+        player: PlayerId,
+        character: Option<Vec<u8>>,
+    ) -> Result<(), UnknownPlayer> {
         let info = match self.core.roster.get(&player) {
             Some(info) if self.core.transfers.moving.contains_key(&player) => info.clone(),
             _ => return Err(UnknownPlayer(player)),
@@ -61,6 +99,10 @@ impl ZoneHost {
         let Some(moving) = self.core.transfers.moving.remove(&player) else {
             return Err(UnknownPlayer(player));
         };
+        // The character is back before the zone's hook runs.
+        self.core
+            .characters
+            .take_back(player, info.principal.clone(), character);
         // Frames resume first, so that what the zone tells the player as it takes it back (an
         // event of `transfer_in`) reaches it.
         if info.connected {
@@ -148,7 +190,52 @@ impl ZoneHost {
             from_zone: from_zone.to_owned(),
             state: state.to_vec(),
         });
-        let admitted = self.admit_arrival(principal, player_claims, claims, from_zone, state);
+        let arrival = Move {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state,
+        };
+        let admitted = self.admit_arrival(arrival, None);
+        if self.recording() {
+            self.tap_effect(Record::Outcome(super::calls::join_outcome(&admitted)));
+        }
+        admitted
+    }
+
+    /// Like [`handle_transfer_in`](ZoneHost::handle_transfer_in), for a player arriving in a
+    /// kind that keeps characters ([`ZoneConfig::characters`](crate::ZoneConfig::characters)):
+    /// `character` is the one the host took the lease of for this zone (the zone the player
+    /// comes from handed it back as the player moved out), which the zone sees from its
+    /// `transfer_in` on ([`Ctx::character`](crate::Ctx::character)). A refused arrival hands it
+    /// back as the zone left it, as a releasing [`CharacterWrite`](crate::CharacterWrite), as a
+    /// refused [`handle_join_with_character`](ZoneHost::handle_join_with_character) does.
+    pub fn handle_transfer_in_with_character(
+        &mut self,
+        principal: Principal,
+        player_claims: Claims,
+        claims: Claims,
+        from_zone: &str,
+        state: &[u8],
+        character: Vec<u8>,
+    ) -> Result<PlayerId, JoinError> {
+        self.tap_call(|| Record::TransferInCharacter {
+            principal: principal.as_str().to_owned(),
+            player_claims: serde_json::Value::Object(player_claims.clone()).to_string(),
+            claims: serde_json::Value::Object(claims.clone()).to_string(),
+            from_zone: from_zone.to_owned(),
+            state: state.to_vec(),
+            character: character.clone(),
+        });
+        let arrival = Move {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state,
+        };
+        let admitted = self.admit_arrival(arrival, Some(character));
         if self.recording() {
             self.tap_effect(Record::Outcome(super::calls::join_outcome(&admitted)));
         }
@@ -157,13 +244,29 @@ impl ZoneHost {
 
     fn admit_arrival(
         &mut self,
-        principal: Principal,
-        player_claims: Claims,
-        claims: Claims,
-        from_zone: &str,
-        state: &[u8],
+        arrival: Move<'_>,
+        character: Option<Vec<u8>>,
     ) -> Result<PlayerId, JoinError> {
-        let id = self.admit_id(Role::Player)?;
+        let Move {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state,
+        } = arrival;
+        let id = match self.admit_id(Role::Player) {
+            Ok(id) => id,
+            Err(e) => {
+                // Full (or stopped): the character goes back as it came.
+                if let Some(data) = character {
+                    self.core.characters.hand_back(principal, data);
+                }
+                return Err(e);
+            }
+        };
+        if let Some(data) = character {
+            self.core.characters.admit(id, principal.clone(), data);
+        }
         let mut merged = player_claims;
         for (k, v) in &claims {
             merged.insert(k.clone(), v.clone());
@@ -190,6 +293,7 @@ impl ZoneHost {
             .transfer_in(&mut self.core.ctx(None), &info, &arrival, capacity);
         if let Err(refusal) = verdict {
             self.forget_refused(id);
+            self.core.characters.refused(id);
             return Err(JoinError::Refused(refusal));
         }
         // The grace runs from the arrival: the client's connection is on its way.
@@ -225,7 +329,49 @@ impl ZoneHost {
             from_zone: from_zone.to_owned(),
             state: state.to_vec(),
         });
-        let admitted = self.admit_return(principal, player_claims, &claims, from_zone, state);
+        let back = Move {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state,
+        };
+        let admitted = self.admit_return(back, None);
+        if self.recording() {
+            self.tap_effect(Record::Outcome(super::calls::join_outcome(&admitted)));
+        }
+        admitted
+    }
+
+    /// Like [`handle_transfer_return`](ZoneHost::handle_transfer_return), for a player of a
+    /// kind that keeps characters: `character` is the one the host took the lease of for this
+    /// zone as the player joined, which the zone sees from the return's `transfer_in` on. A
+    /// join refused for want of room hands it back unchanged.
+    pub fn handle_transfer_return_with_character(
+        &mut self,
+        principal: Principal,
+        player_claims: Claims,
+        claims: Claims,
+        from_zone: &str,
+        state: &[u8],
+        character: Vec<u8>,
+    ) -> Result<PlayerId, JoinError> {
+        self.tap_call(|| Record::TransferReturnCharacter {
+            principal: principal.as_str().to_owned(),
+            player_claims: serde_json::Value::Object(player_claims.clone()).to_string(),
+            claims: serde_json::Value::Object(claims.clone()).to_string(),
+            from_zone: from_zone.to_owned(),
+            state: state.to_vec(),
+            character: character.clone(),
+        });
+        let back = Move {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state,
+        };
+        let admitted = self.admit_return(back, Some(character));
         if self.recording() {
             self.tap_effect(Record::Outcome(super::calls::join_outcome(&admitted)));
         }
@@ -234,13 +380,29 @@ impl ZoneHost {
 
     fn admit_return(
         &mut self,
-        principal: Principal,
-        player_claims: Claims,
-        claims: &Claims,
-        from_zone: &str,
-        state: &[u8],
+        back: Move<'_>,
+        character: Option<Vec<u8>>,
     ) -> Result<PlayerId, JoinError> {
-        let id = self.admit_id(Role::Player)?;
+        let Move {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state,
+        } = back;
+        let claims = &claims;
+        let id = match self.admit_id(Role::Player) {
+            Ok(id) => id,
+            Err(e) => {
+                if let Some(data) = character {
+                    self.core.characters.hand_back(principal, data);
+                }
+                return Err(e);
+            }
+        };
+        if let Some(data) = character {
+            self.core.characters.admit(id, principal.clone(), data);
+        }
         let info = PlayerInfo {
             id,
             principal,
@@ -298,6 +460,8 @@ impl ZoneHost {
             }
             // No frames while moving: its client keeps drawing the last world it was sent.
             let _ = self.replicator.park_subscriber(SubscriberId(ask.player.0));
+            // Its character goes back as `transfer_out` left it: the target takes it from there.
+            self.core.characters.release(ask.player);
             self.core.transfers.out.push(TransferRequest {
                 player: ask.player,
                 principal: info.principal,
@@ -401,6 +565,15 @@ impl ZoneHost {
             }
         }
     }
+}
+
+/// A move's arrival or return, as the host is handed it.
+struct Move<'a> {
+    principal: Principal,
+    player_claims: Claims,
+    claims: Claims,
+    from_zone: &'a str,
+    state: &'a [u8],
 }
 
 /// What a message from a child means: a tier change (the host's reserved topic with a valid

@@ -10,6 +10,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 
 use super::Core;
+use crate::call::{CallKey, CallResult};
 use crate::ctx::Ctx;
 use crate::fact::Settlement;
 use crate::input::{
@@ -80,6 +81,8 @@ pub(super) trait ZoneSlot: Send {
     fn lag_compensation(&self) -> Option<LagCompensation>;
     /// `on_fact_settled`.
     fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement);
+    /// `on_call_result`.
+    fn on_call_result(&mut self, ctx: &mut Ctx<'_>, key: &CallKey, result: &CallResult);
     /// `tick`.
     fn tick(&mut self, ctx: &mut Ctx<'_>);
     /// `on_timer`.
@@ -281,6 +284,10 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
 
     fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, settlement: &Settlement) {
         self.zone.on_fact_settled(ctx, settlement);
+    }
+
+    fn on_call_result(&mut self, ctx: &mut Ctx<'_>, key: &CallKey, result: &CallResult) {
+        self.zone.on_call_result(ctx, key, result);
     }
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {

@@ -1,17 +1,21 @@
-//! Host tests: characters handed to a zone on join, changed, written and handed back.
+//! Host tests: characters handed to a zone on join, changed, written and handed back, and
+//! carried by moves between zones.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
 use crate::recording::{replay, RecordLimits, RecordReader};
 use crate::{
-    Claims, Clock, Ctx, InputRefusal, JoinRefusal, LeaveReason, ManualClock, PlayerId, PlayerInfo,
-    Principal, Role, StateHasher, Zone, ZoneConfig, ZoneError, ZoneHost, ZoneInit, ZoneKinds,
+    Arrival, Claims, Clock, Ctx, InputRefusal, JoinRefusal, LeaveReason, ManualClock, PlayerId,
+    PlayerInfo, Principal, Role, StateHasher, Zone, ZoneConfig, ZoneError, ZoneHost, ZoneInit,
+    ZoneKinds,
 };
 
-/// Each input earns the player one gold, kept in its character (a `u64`); the zone asks for the
-/// write at once when the gold reaches a multiple of 3, and writes a farewell marker as the
-/// player leaves. A principal named "banned" is refused.
+/// Each empty input earns the player one gold, kept in its character (a `u64`); the zone asks
+/// for the write at once when the gold reaches a multiple of 3, and writes a farewell marker as
+/// the player leaves. Any other input moves the player to the zone it names, and the gold is
+/// doubled as it moves out. A principal named "banned" is refused, and so is an arrival handed
+/// the claim `refuse`.
 #[derive(Default)]
 struct Mine {
     seen: Vec<(PlayerId, Option<u64>)>,
@@ -21,8 +25,14 @@ fn gold(c: Option<&[u8]>) -> Option<u64> {
     c.map(|b| b.try_into().map_or(0, u64::from_le_bytes))
 }
 
+/// What a [`Mine`] input asks for.
+enum Cmd {
+    Earn,
+    Go(String),
+}
+
 impl Zone for Mine {
-    type Input = ();
+    type Input = Cmd;
     fn create(_init: &ZoneInit, _ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
         Ok(Mine::default())
     }
@@ -37,10 +47,20 @@ impl Zone for Mine {
         self.seen.push((o.id, gold(ctx.character(o.id))));
         Ok(())
     }
-    fn sanitize(&mut self, _p: PlayerId, _payload: &[u8]) -> Result<(), InputRefusal> {
-        Ok(())
+    fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<Cmd, InputRefusal> {
+        match payload {
+            [] => Ok(Cmd::Earn),
+            to => Ok(Cmd::Go(String::from_utf8_lossy(to).into_owned())),
+        }
     }
-    fn on_input(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, _i: ()) {
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, cmd: Cmd) {
+        if let Cmd::Go(to) = cmd {
+            let refuse = to.ends_with("-refuses");
+            let mut claims = Claims::new();
+            claims.insert("refuse".into(), refuse.into());
+            ctx.transfer(p, &to, claims).unwrap();
+            return;
+        }
         let g = gold(ctx.character(p)).unwrap_or(0) + 1;
         ctx.set_character(p, g.to_le_bytes().to_vec()).unwrap();
         if g % 3 == 0 {
@@ -53,6 +73,24 @@ impl Zone for Mine {
             last.push(0xff);
             ctx.set_character(p, last).unwrap();
         }
+    }
+    fn transfer_out(&mut self, ctx: &mut Ctx<'_>, p: PlayerId) -> Vec<u8> {
+        let doubled = gold(ctx.character(p)).unwrap_or(0) * 2;
+        ctx.set_character(p, doubled.to_le_bytes().to_vec())
+            .unwrap();
+        b"carried".to_vec()
+    }
+    fn transfer_in(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        p: &PlayerInfo,
+        arrival: &Arrival<'_>,
+    ) -> Result<(), JoinRefusal> {
+        self.seen.push((p.id, gold(ctx.character(p.id))));
+        if !arrival.returning && arrival.claims.get("refuse") == Some(&true.into()) {
+            return Err(JoinRefusal::new(2, "not here"));
+        }
+        Ok(())
     }
     fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
     fn state_hash(&self) -> Option<u64> {
@@ -295,4 +333,202 @@ fn a_full_zone_and_a_stopping_one_hand_characters_back() {
     assert_eq!(w.len(), 1);
     assert_eq!((w[0].principal.as_str(), w[0].release), ("ann", true));
     assert_eq!(h.characters(), 0);
+}
+
+/// `p` asks (as input `seq`) to move to `to`; the zone runs the tick that moves it.
+fn go(h: &mut ZoneHost, clock: &ManualClock, p: PlayerId, seq: u32, to: &str) {
+    assert!(h.handle_input(p, seq, 0, to.as_bytes()).is_accepted());
+    clock.advance(h.config().dt());
+    h.advance(clock.now());
+}
+
+#[test]
+fn a_move_out_hands_the_character_back_as_transfer_out_left_it() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    let ann = join(&mut h, "ann", 1).unwrap();
+    input(&mut h, &clock, ann, 1); // 2 gold, not written yet
+    go(&mut h, &clock, ann, 2, "mine-2");
+    assert!(h.is_moving(ann));
+    assert!(!h.holds_character(ann), "a moving player holds none");
+    let moves = h.drain_transfers();
+    assert_eq!(moves.len(), 1);
+    assert_eq!(moves[0].state, b"carried");
+    let w = h.drain_character_writes();
+    assert_eq!(w.len(), 1, "the release, and nothing else");
+    assert_eq!((w[0].player, w[0].release), (ann, true));
+    assert_eq!(w[0].data, 4u64.to_le_bytes(), "with the hook's last change");
+    // Done: the player leaves, and there is nothing more to hand back.
+    h.handle_transfer_done(ann).unwrap();
+    assert!(h.drain_character_writes().is_empty());
+    assert_eq!(h.characters(), 0);
+}
+
+#[test]
+fn an_arrival_brings_its_character_and_a_refused_one_hands_it_back() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    let mut refuse = Claims::new();
+    refuse.insert("refuse".into(), true.into());
+    let arrive = |h: &mut ZoneHost, who: &str, claims: Claims, gold: u64| {
+        h.handle_transfer_in_with_character(
+            Principal::new(who),
+            Claims::new(),
+            claims,
+            "mine-0",
+            b"carried",
+            gold.to_le_bytes().to_vec(),
+        )
+    };
+    let ann = arrive(&mut h, "ann", Claims::new(), 8).unwrap();
+    assert!(h.holds_character(ann));
+    assert_eq!(h.zone::<Mine>().unwrap().seen, vec![(ann, Some(8))]);
+    assert!(h.drain_character_writes().is_empty(), "held, not written");
+
+    assert!(arrive(&mut h, "bob", refuse, 5).is_err());
+    let w = h.drain_character_writes();
+    assert_eq!(w.len(), 1);
+    assert_eq!((w[0].principal.as_str(), w[0].release), ("bob", true));
+    assert_eq!(w[0].data, 5u64.to_le_bytes(), "handed back unchanged");
+
+    // A full zone hands it back too.
+    let init = ZoneInit {
+        zone_id: "mine-9".into(),
+        kind: "mine".into(),
+        params: serde_json::Value::Null,
+    };
+    let config = ZoneConfig {
+        characters: true,
+        max_players: 0,
+        ..ZoneConfig::default()
+    };
+    let mut full = kinds()
+        .create_at(init, config, Arc::new(clock.clone()), 1)
+        .unwrap();
+    assert!(arrive(&mut full, "cy", Claims::new(), 3).is_err());
+    let w = full.drain_character_writes();
+    assert_eq!((w[0].principal.as_str(), w[0].release), ("cy", true));
+    assert_eq!(w[0].data, 3u64.to_le_bytes());
+}
+
+#[test]
+fn a_move_that_comes_back_at_once_keeps_its_release_from_leaving() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    let ann = join(&mut h, "ann", 1).unwrap();
+    go(&mut h, &clock, ann, 1, "mine-2");
+    let _ = h.drain_transfers();
+    // Taken back before the host took the release (its client could not follow, say).
+    h.handle_transfer_back(ann).unwrap();
+    assert!(h.holds_character(ann));
+    assert!(
+        h.drain_character_writes().is_empty(),
+        "the release was withdrawn, never written"
+    );
+    let seen = &h.zone::<Mine>().unwrap().seen;
+    assert_eq!(
+        seen.last(),
+        Some(&(ann, Some(2))),
+        "back with its character"
+    );
+    // Its changes are still to be written, at the zone's next save.
+    h.commit_characters();
+    let w = h.drain_character_writes();
+    assert_eq!(
+        (w[0].data.as_slice(), w[0].release),
+        (&2u64.to_le_bytes()[..], false)
+    );
+}
+
+#[test]
+fn a_move_that_comes_back_later_gets_the_character_its_host_took_again() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    let ann = join(&mut h, "ann", 3).unwrap();
+    let bob = join(&mut h, "bob", 4).unwrap();
+    go(&mut h, &clock, ann, 1, "mine-2");
+    go(&mut h, &clock, bob, 1, "mine-2");
+    let _ = h.drain_transfers();
+    assert_eq!(h.drain_character_writes().len(), 2, "both released");
+    // Ann's host took her lease again: she comes back with what the store holds.
+    h.handle_transfer_back_with_character(ann, 6u64.to_le_bytes().to_vec())
+        .unwrap();
+    assert!(h.holds_character(ann));
+    assert!(h.drain_character_writes().is_empty());
+    // Bob's host could not: he comes back without one, which his host sees.
+    h.handle_transfer_back(bob).unwrap();
+    assert!(!h.holds_character(bob));
+    // Not moving: refused, and the character not taken.
+    assert!(h.handle_transfer_back_with_character(ann, vec![1]).is_err());
+    h.handle_leave(ann, LeaveReason::Left).unwrap();
+    let w = h.drain_character_writes();
+    let mut last = 6u64.to_le_bytes().to_vec();
+    last.push(0xff);
+    assert_eq!((w[0].data.clone(), w[0].release), (last, true));
+}
+
+#[test]
+fn moves_that_carry_characters_are_recorded_and_replay_to_a_match() {
+    let clock = ManualClock::new();
+    let mut h = host(&clock);
+    h.start_recording(RecordLimits::default()).unwrap();
+    let mut file = h.take_recorded();
+    let ann = join(&mut h, "ann", 1).unwrap();
+    input(&mut h, &clock, ann, 1);
+    go(&mut h, &clock, ann, 2, "mine-2");
+    let _ = h.drain_transfers();
+    let _ = h.drain_character_writes();
+    h.handle_transfer_back_with_character(ann, 4u64.to_le_bytes().to_vec())
+        .unwrap();
+    let bob = h
+        .handle_transfer_in_with_character(
+            Principal::new("bob"),
+            Claims::new(),
+            Claims::new(),
+            "mine-0",
+            b"carried",
+            9u64.to_le_bytes().to_vec(),
+        )
+        .unwrap();
+    let _ = h.handle_transfer_return_with_character(
+        Principal::new("cy"),
+        Claims::new(),
+        Claims::new(),
+        "mine-3",
+        b"carried",
+        7u64.to_le_bytes().to_vec(),
+    );
+    h.handle_rejoin(bob).unwrap();
+    for seq in 3..=5 {
+        input(&mut h, &clock, ann, seq);
+        file.extend(h.take_recorded());
+    }
+    let (rest, _) = h.end_recording().unwrap();
+    file.extend(rest);
+    let (_, mut records) = RecordReader::open(&file).unwrap();
+    let mut kinds_seen = Vec::new();
+    while let Some(r) = records.next_record().unwrap() {
+        match r {
+            crate::recording::Record::TransferInCharacter { character, .. } => {
+                kinds_seen.push(("in", character))
+            }
+            crate::recording::Record::TransferReturnCharacter { character, .. } => {
+                kinds_seen.push(("return", character))
+            }
+            crate::recording::Record::TransferBackCharacter { character, .. } => {
+                kinds_seen.push(("back", character))
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        kinds_seen,
+        vec![
+            ("back", 4u64.to_le_bytes().to_vec()),
+            ("in", 9u64.to_le_bytes().to_vec()),
+            ("return", 7u64.to_le_bytes().to_vec()),
+        ]
+    );
+    let report = replay(&kinds(), &file).unwrap();
+    assert!(report.matched(), "{report}");
 }

@@ -65,6 +65,9 @@ pub(super) fn put_config(out: &mut Vec<u8>, c: &ZoneConfig) {
     put_varint(out, u64::from(c.state_version));
     // Since version 9: whether its players bring characters.
     out.push(u8::from(c.characters));
+    // Since version 10: the limits on durable calls.
+    put_varint(out, c.max_calls_in_flight as u64);
+    put_varint(out, c.max_call_bytes as u64);
 }
 
 fn size(r: &mut Reader<'_>, what: &str) -> Result<usize, String> {
@@ -103,6 +106,9 @@ const STATE_VERSION_VERSION: u16 = 8;
 
 /// The first format version whose config says whether the kind's players bring characters.
 const CHARACTERS_VERSION: u16 = 9;
+
+/// The first format version whose config carries the limits on durable calls.
+const CALLS_VERSION: u16 = 10;
 
 /// Reads what [`put_config`] wrote (in format `version`) and validates it.
 pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig, String> {
@@ -183,8 +189,15 @@ pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig,
     } else {
         false
     };
+    let (max_calls_in_flight, max_call_bytes) = if version >= CALLS_VERSION {
+        (size(r, "max_calls_in_flight")?, size(r, "max_call_bytes")?)
+    } else {
+        (d.max_calls_in_flight, d.max_call_bytes)
+    };
     let config = ZoneConfig {
         characters,
+        max_calls_in_flight,
+        max_call_bytes,
         tick_hz,
         lasting,
         state_version,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use zonekeep_protocol::wire::{put_varint, put_zigzag64};
 
+use crate::call::{CallAnswer, CallResult};
 use crate::fact::{FactOutcome, Settlement};
 use crate::message::{InboundMessage, MessageFrom, MessageId, MessageTarget};
 use crate::player::{PlayerId, Role};
@@ -14,11 +15,12 @@ use crate::zone::LeaveReason;
 /// A recording's first four bytes.
 pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
 /// The format version this build writes (it also reads [`OLDEST_READ_VERSION`] and later).
-pub const RECORDING_VERSION: u16 = 9;
+pub const RECORDING_VERSION: u16 = 10;
 /// The oldest format version this build reads (version 3 only added an origin, version 4 the
 /// zone's limits to the config, version 5 the transfer and message records, version 6 the
 /// transfer return record, version 7 whether the zone is a lasting world, version 8 the
-/// zone's state version, version 9 joins that bring a character).
+/// zone's state version, version 9 joins that bring a character, version 10 durable calls and
+/// moves that carry a character).
 pub const OLDEST_READ_VERSION: u16 = 2;
 /// Bytes before the header record: magic, version, flags.
 pub(crate) const PREAMBLE_LEN: usize = 8;
@@ -194,6 +196,10 @@ pub enum Record {
     },
     /// [`ZoneHost::handle_settlement`](crate::ZoneHost::handle_settlement).
     Settle(Settlement),
+    /// [`ZoneHost::handle_call_result`](crate::ZoneHost::handle_call_result) (format version 10).
+    CallResult(CallAnswer),
+    /// [`ZoneHost::drain_calls`](crate::ZoneHost::drain_calls) (format version 10).
+    DrainCalls,
     /// [`ZoneHost::resync`](crate::ZoneHost::resync).
     Resync(PlayerId),
     /// [`ZoneHost::advance`](crate::ZoneHost::advance) with this clock time.
@@ -255,6 +261,46 @@ pub enum Record {
     },
     /// [`ZoneHost::handle_transfer_back`](crate::ZoneHost::handle_transfer_back).
     TransferBack(PlayerId),
+    /// [`ZoneHost::handle_transfer_in_with_character`](crate::ZoneHost::handle_transfer_in_with_character)
+    /// (format version 10).
+    TransferInCharacter {
+        /// The arriving player's principal.
+        principal: String,
+        /// The claims it joined its first zone with, as JSON object text.
+        player_claims: String,
+        /// The claims the zone it comes from handed over, as JSON object text.
+        claims: String,
+        /// The zone it comes from.
+        from_zone: String,
+        /// The state that zone handed out.
+        state: Vec<u8>,
+        /// The character it brought.
+        character: Vec<u8>,
+    },
+    /// [`ZoneHost::handle_transfer_return_with_character`](crate::ZoneHost::handle_transfer_return_with_character)
+    /// (format version 10).
+    TransferReturnCharacter {
+        /// The returning player's principal.
+        principal: String,
+        /// The claims it joins with, as JSON object text.
+        player_claims: String,
+        /// The claims the zone had handed over with the move, as JSON object text.
+        claims: String,
+        /// The zone the move did not reach.
+        from_zone: String,
+        /// The state the zone handed out.
+        state: Vec<u8>,
+        /// The character it brought.
+        character: Vec<u8>,
+    },
+    /// [`ZoneHost::handle_transfer_back_with_character`](crate::ZoneHost::handle_transfer_back_with_character)
+    /// (format version 10).
+    TransferBackCharacter {
+        /// The player coming back.
+        player: PlayerId,
+        /// The character it gets back.
+        character: Vec<u8>,
+    },
     /// [`ZoneHost::handle_transfer_done`](crate::ZoneHost::handle_transfer_done).
     TransferDone(PlayerId),
     /// [`ZoneHost::handle_message`](crate::ZoneHost::handle_message).
@@ -302,6 +348,13 @@ pub enum Record {
         /// A hash of every fact's key, kind, principal, payload and tick.
         hash: u64,
     },
+    /// Effect: the calls a drain handed out (format version 10).
+    Calls {
+        /// How many.
+        count: u32,
+        /// A hash of every call's key, function, arguments and tick.
+        hash: u64,
+    },
     /// The recording stopped.
     End(StopReason),
 }
@@ -316,6 +369,7 @@ impl Record {
                 | Record::Tick { .. }
                 | Record::Frames { .. }
                 | Record::Facts { .. }
+                | Record::Calls { .. }
                 | Record::End(_)
         )
     }
@@ -370,6 +424,13 @@ impl std::fmt::Display for Record {
             Record::Advance(now) => write!(f, "advance to {} ns", now.as_nanos()),
             Record::DrainFrames => f.write_str("drain frames"),
             Record::DrainFacts => f.write_str("drain facts"),
+            Record::CallResult(a) => match &a.result {
+                CallResult::Ok(v) => write!(f, "call result {}: ok {v}", a.key),
+                CallResult::Err { code, message } => {
+                    write!(f, "call result {}: {code}: {message}", a.key)
+                }
+            },
+            Record::DrainCalls => f.write_str("drain calls"),
             Record::Dispose => f.write_str("dispose"),
             Record::TickAtOnce => f.write_str("tick at once"),
             Record::Rtt { player, rtt } => write!(f, "rtt of {player} {} ns", rtt.as_nanos()),
@@ -398,6 +459,35 @@ impl std::fmt::Display for Record {
                 state.len()
             ),
             Record::TransferBack(p) => write!(f, "transfer of {p} came back"),
+            Record::TransferInCharacter {
+                principal,
+                from_zone,
+                state,
+                character,
+                ..
+            }
+            | Record::TransferReturnCharacter {
+                principal,
+                from_zone,
+                state,
+                character,
+                ..
+            } => write!(
+                f,
+                "{} of {principal:?} from {from_zone:?} with {} state bytes and a character of {} bytes",
+                if matches!(self, Record::TransferInCharacter { .. }) {
+                    "transfer in"
+                } else {
+                    "transfer return"
+                },
+                state.len(),
+                character.len()
+            ),
+            Record::TransferBackCharacter { player, character } => write!(
+                f,
+                "transfer of {player} came back with a character of {} bytes",
+                character.len()
+            ),
             Record::TransferDone(p) => write!(f, "transfer of {p} done"),
             Record::Message(m) => write!(
                 f,
@@ -424,6 +514,7 @@ impl std::fmt::Display for Record {
                 write!(f, "{count} frames, {bytes} bytes, hash {hash:016x}")
             }
             Record::Facts { count, hash } => write!(f, "{count} facts, hash {hash:016x}"),
+            Record::Calls { count, hash } => write!(f, "{count} calls, hash {hash:016x}"),
             Record::End(why) => write!(f, "end: {why}"),
         }
     }
@@ -454,11 +545,17 @@ pub(super) mod tag {
     pub const DRAIN_MESSAGES: u8 = 0x16;
     pub const TRANSFER_RETURN: u8 = 0x17;
     pub const JOIN_CHARACTER: u8 = 0x18;
+    pub const TRANSFER_IN_CHARACTER: u8 = 0x20;
+    pub const TRANSFER_RETURN_CHARACTER: u8 = 0x21;
+    pub const TRANSFER_BACK_CHARACTER: u8 = 0x22;
+    pub const CALL_RESULT: u8 = 0x1a;
+    pub const DRAIN_CALLS: u8 = 0x1b;
     pub const CLOCK: u8 = 0x40;
     pub const OUTCOME: u8 = 0x41;
     pub const TICK: u8 = 0x42;
     pub const FRAMES: u8 = 0x43;
     pub const FACTS: u8 = 0x44;
+    pub const CALLS: u8 = 0x45;
     pub const END: u8 = 0x7f;
 }
 
@@ -634,6 +731,22 @@ pub(crate) fn encode_record(
         }
         Record::DrainFrames => tag::DRAIN_FRAMES,
         Record::DrainFacts => tag::DRAIN_FACTS,
+        Record::CallResult(a) => {
+            put_blob(b, a.key.as_str().as_bytes());
+            match &a.result {
+                CallResult::Ok(v) => {
+                    b.push(0);
+                    b.extend_from_slice(v.to_string().as_bytes());
+                }
+                CallResult::Err { code, message } => {
+                    b.push(1);
+                    put_blob(b, code.as_bytes());
+                    b.extend_from_slice(message.as_bytes());
+                }
+            }
+            tag::CALL_RESULT
+        }
+        Record::DrainCalls => tag::DRAIN_CALLS,
         Record::Dispose => tag::DISPOSE,
         Record::TickAtOnce => tag::TICK_AT_ONCE,
         Record::Rtt { player, rtt } => {
@@ -682,6 +795,38 @@ pub(crate) fn encode_record(
         Record::TransferBack(p) => {
             put_varint(b, u64::from(p.0));
             tag::TRANSFER_BACK
+        }
+        Record::TransferInCharacter {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state: bytes,
+            character,
+        }
+        | Record::TransferReturnCharacter {
+            principal,
+            player_claims,
+            claims,
+            from_zone,
+            state: bytes,
+            character,
+        } => {
+            for text in [principal, player_claims, claims, from_zone] {
+                put_blob(b, text.as_bytes());
+            }
+            put_blob(b, bytes);
+            b.extend_from_slice(character);
+            if matches!(record, Record::TransferInCharacter { .. }) {
+                tag::TRANSFER_IN_CHARACTER
+            } else {
+                tag::TRANSFER_RETURN_CHARACTER
+            }
+        }
+        Record::TransferBackCharacter { player, character } => {
+            put_varint(b, u64::from(player.0));
+            b.extend_from_slice(character);
+            tag::TRANSFER_BACK_CHARACTER
         }
         Record::TransferDone(p) => {
             put_varint(b, u64::from(p.0));
@@ -742,6 +887,11 @@ pub(crate) fn encode_record(
             put_varint(b, u64::from(*count));
             b.extend_from_slice(&hash.to_le_bytes());
             tag::FACTS
+        }
+        Record::Calls { count, hash } => {
+            put_varint(b, u64::from(*count));
+            b.extend_from_slice(&hash.to_le_bytes());
+            tag::CALLS
         }
         Record::End(why) => {
             put_stop(b, why);

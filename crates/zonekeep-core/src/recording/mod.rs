@@ -106,7 +106,7 @@ pub use format::{
 };
 pub use header::{Header, Origin};
 pub use read::RecordReader;
-pub(crate) use recorder::{facts_digest, Recorder};
+pub(crate) use recorder::{calls_digest, facts_digest, Recorder};
 pub use recorder::{
     RecordLimits, RecordingStatus, StartRecordingError, DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BYTES,
 };

@@ -11,6 +11,7 @@ use super::format::{
     MAX_RECORD_BODY, OLDEST_READ_VERSION, PREAMBLE_LEN, RECORDING_MAGIC, RECORDING_VERSION,
 };
 use super::header::{decode_header, Header};
+use crate::call::{CallAnswer, CallKey, CallResult};
 use crate::fact::{FactKey, FactOutcome, Settlement};
 use crate::message::{InboundMessage, MessageFrom, MessageId, MessageTarget};
 use crate::player::{PlayerId, Role};
@@ -165,6 +166,22 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
         tag::ADVANCE => Record::Advance(get_time(r, state)?),
         tag::DRAIN_FRAMES => Record::DrainFrames,
         tag::DRAIN_FACTS => Record::DrainFacts,
+        tag::CALL_RESULT => {
+            let key = CallKey(text(r, "call key")?.to_owned());
+            let result = match r.u8().map_err(bad)? {
+                0 => CallResult::Ok(
+                    serde_json::from_str(&rest_text(r)?)
+                        .map_err(|e| format!("call result: {e}"))?,
+                ),
+                1 => CallResult::Err {
+                    code: text(r, "call error code")?.to_owned(),
+                    message: rest_text(r)?,
+                },
+                n => return Err(format!("unknown call result kind {n}")),
+            };
+            Record::CallResult(CallAnswer { key, result })
+        }
+        tag::DRAIN_CALLS => Record::DrainCalls,
         tag::DISPOSE => Record::Dispose,
         tag::TICK_AT_ONCE => Record::TickAtOnce,
         tag::RTT => Record::Rtt {
@@ -194,6 +211,40 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
             state: r.take(r.remaining()).map_err(bad)?.to_vec(),
         },
         tag::TRANSFER_BACK => Record::TransferBack(player(r)?),
+        tag::TRANSFER_IN_CHARACTER | tag::TRANSFER_RETURN_CHARACTER => {
+            let principal = text(r, "principal")?.to_owned();
+            let player_claims = text(r, "player claims")?.to_owned();
+            let claims = text(r, "claims")?.to_owned();
+            let from_zone = text(r, "from zone")?.to_owned();
+            let state = r
+                .bytes_named("state", MAX_RECORD_BODY)
+                .map_err(bad)?
+                .to_vec();
+            let character = r.take(r.remaining()).map_err(bad)?.to_vec();
+            if t == tag::TRANSFER_IN_CHARACTER {
+                Record::TransferInCharacter {
+                    principal,
+                    player_claims,
+                    claims,
+                    from_zone,
+                    state,
+                    character,
+                }
+            } else {
+                Record::TransferReturnCharacter {
+                    principal,
+                    player_claims,
+                    claims,
+                    from_zone,
+                    state,
+                    character,
+                }
+            }
+        }
+        tag::TRANSFER_BACK_CHARACTER => Record::TransferBackCharacter {
+            player: player(r)?,
+            character: r.take(r.remaining()).map_err(bad)?.to_vec(),
+        },
         tag::TRANSFER_DONE => Record::TransferDone(player(r)?),
         tag::MESSAGE => {
             let id = message_id(r)?;
@@ -247,6 +298,10 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
             hash: u64_le(r)?,
         },
         tag::FACTS => Record::Facts {
+            count: r.varint_u32().map_err(bad)?,
+            hash: u64_le(r)?,
+        },
+        tag::CALLS => Record::Calls {
             count: r.varint_u32().map_err(bad)?,
             hash: u64_le(r)?,
         },

@@ -6,6 +6,7 @@ use std::hash::Hasher;
 
 use super::format::{encode_input_record, encode_record, Record, StopReason, StreamState};
 use super::header::{encode_header, Header};
+use crate::call::Call;
 use crate::fact::Fact;
 use crate::hash::StateHasher;
 use crate::player::PlayerId;
@@ -220,6 +221,23 @@ pub(crate) fn facts_digest(facts: &[Fact]) -> Record {
     }
     Record::Facts {
         count: u32::try_from(facts.len()).unwrap_or(u32::MAX),
+        hash: h.finish(),
+    }
+}
+
+/// Count and hash of drained calls.
+pub(crate) fn calls_digest(calls: &[Call]) -> Record {
+    let mut h = StateHasher::new();
+    for c in calls {
+        h.write(c.key.as_str().as_bytes());
+        h.write_u8(0xff);
+        h.write(c.function.as_bytes());
+        h.write_u8(0xff);
+        h.write(c.args.to_string().as_bytes());
+        h.write_u64(c.tick);
+    }
+    Record::Calls {
+        count: u32::try_from(calls.len()).unwrap_or(u32::MAX),
         hash: h.finish(),
     }
 }

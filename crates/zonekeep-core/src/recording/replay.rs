@@ -521,6 +521,10 @@ impl Replay {
             Record::DrainFacts => {
                 let _ = h.drain_facts();
             }
+            Record::CallResult(a) => h.handle_call_result(a.clone()),
+            Record::DrainCalls => {
+                let _ = h.drain_calls();
+            }
             Record::Dispose => h.dispose(),
             Record::TickAtOnce => h.tick_at_once(),
             Record::Rtt { player, rtt } => h.set_rtt(*player, *rtt),
@@ -580,6 +584,57 @@ impl Replay {
             }
             Record::TransferBack(p) => {
                 let _ = h.handle_transfer_back(*p);
+            }
+            Record::TransferInCharacter {
+                principal,
+                player_claims,
+                claims,
+                from_zone,
+                state,
+                character,
+            }
+            | Record::TransferReturnCharacter {
+                principal,
+                player_claims,
+                claims,
+                from_zone,
+                state,
+                character,
+            } => {
+                let parse = |what: &str, text: &str| {
+                    serde_json::from_str::<Claims>(text).map_err(|e| {
+                        ReplayError::Recording(RecordingError::Corrupt {
+                            offset,
+                            reason: format!("transfer {what}: {e}"),
+                        })
+                    })
+                };
+                let player_claims = parse("player claims", player_claims)?;
+                let claims = parse("claims", claims)?;
+                let principal = Principal::new(principal.as_str());
+                let character = character.clone();
+                let _ = if matches!(call, Record::TransferInCharacter { .. }) {
+                    h.handle_transfer_in_with_character(
+                        principal,
+                        player_claims,
+                        claims,
+                        from_zone,
+                        state,
+                        character,
+                    )
+                } else {
+                    h.handle_transfer_return_with_character(
+                        principal,
+                        player_claims,
+                        claims,
+                        from_zone,
+                        state,
+                        character,
+                    )
+                };
+            }
+            Record::TransferBackCharacter { player, character } => {
+                let _ = h.handle_transfer_back_with_character(*player, character.clone());
             }
             Record::TransferDone(p) => {
                 let _ = h.handle_transfer_done(*p);

@@ -499,11 +499,11 @@ fn an_unknown_kind_is_a_typed_error() {
 #[test]
 fn bad_magic_and_unknown_versions_are_typed_errors() {
     let mut file = recorded_session();
-    file[4] = 10;
+    file[4] = 11;
     assert_eq!(
         replay(&kinds(), &file),
         Err(ReplayError::Recording(RecordingError::UnsupportedVersion {
-            found: 10
+            found: 11
         }))
     );
     file[0] = b'X';

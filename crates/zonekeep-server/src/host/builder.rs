@@ -31,6 +31,7 @@ pub struct HostBuilder {
     dispose_hook: Option<DisposeHook>,
     persistence: Option<Arc<Persistence>>,
     code: Option<Arc<dyn crate::code::CodeKinds>>,
+    call_handlers: Vec<(String, Arc<dyn crate::persist::CallHandler>)>,
 }
 
 impl HostBuilder {
@@ -45,7 +46,21 @@ impl HostBuilder {
             dispose_hook: None,
             persistence: None,
             code: None,
+            call_handlers: Vec::new(),
         }
+    }
+
+    /// Answers zones' durable calls of `function` ([`Ctx::call`](zonekeep_core::Ctx::call)) in
+    /// this process with `handler` (see [`CallHandler`](crate::persist::CallHandler) for what it
+    /// must guarantee); calls of functions without a handler go to the call webhook. Needs
+    /// [`persistence`](Self::persistence): calls are journaled in the store.
+    pub fn call_handler(
+        mut self,
+        function: &str,
+        handler: Arc<dyn crate::persist::CallHandler>,
+    ) -> Self {
+        self.call_handlers.push((function.to_owned(), handler));
+        self
     }
 
     /// The host's module kinds (registered with [`zone_factory`](Self::zone_factory) too):
@@ -162,6 +177,17 @@ impl HostBuilder {
             if spec.config.characters && self.persistence.is_none() {
                 return Err(HostError::CharactersWithoutStore(kind.clone()));
             }
+        }
+        match (&self.persistence, self.call_handlers.first()) {
+            (Some(p), _) => {
+                for (function, handler) in self.call_handlers.drain(..) {
+                    p.calls().sinks().register(&function, handler);
+                }
+            }
+            (None, Some((function, _))) => {
+                return Err(HostError::CallsWithoutStore(function.clone()))
+            }
+            (None, None) => {}
         }
         let ring = match config.key_ring()? {
             Some(r) => r,

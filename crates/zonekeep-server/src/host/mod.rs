@@ -60,6 +60,10 @@ pub enum HostError {
     /// nothing: there is no store to hold the characters' leases in.
     #[error("zone kind {0:?} keeps characters, and this host has no store to hold them in")]
     CharactersWithoutStore(String),
+    /// A call handler was registered but the host has no persistence: calls are journaled in
+    /// the store.
+    #[error("call handler {0:?} needs persistence: durable calls are journaled in the store")]
+    CallsWithoutStore(String),
     /// A lasting kind on a host that saves nothing: its worlds would be lost at every restart.
     #[error("zone kind {0:?} is a lasting world, and this host has no store to keep it in")]
     LastingWithoutStore(String),

@@ -215,7 +215,9 @@ impl Metrics {
              `resent` (a Transfer sent again to a connection that came back), `moved_untold`, \
              `recovered_accepted` and `recovered_returned` (settled by a zone's new owner), \
              `reclaimed` (a returned move's state given back to its player's join after a crash), \
-             `unclaimed` (a reclaimed state given up again because its join was refused)",
+             `unclaimed` (a reclaimed state given up again because its join was refused), \
+             `character_not_retaken` (a returned move whose character could not be taken again \
+             for its source: the player was let go with a retry hint)",
             m.transfers.clone(),
         );
         registry.register(

@@ -1,5 +1,5 @@
 //! Persistence settings (`--store`, `--data-dir`, `--save-every`,
-//! `--fact-sink`, `--store-delay`) and opening the store and sink they name.
+//! `--fact-sink`, `--call-webhook`, `--store-delay`) and opening the store and sinks they name.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use zonekeep_store::{open_store, SlowStore, Store, StoreError};
 
+use super::calls::{CallSinks, CallWorkerConfig};
 use super::facts::FactWorkerConfig;
 use super::ledger::LedgerSink;
 use super::metrics::PersistMetrics;
@@ -101,6 +102,11 @@ pub struct PersistConfig {
     pub storage: StorageConfig,
     /// Fact worker settings.
     pub facts: FactWorkerConfig,
+    /// Where durable calls no in-process handler takes are POSTed (an `http://` URL). Default
+    /// none: such calls are answered [`NO_HANDLER`](super::NO_HANDLER).
+    pub call_webhook: Option<String>,
+    /// Call worker settings (among them how long answered calls are kept: 7 days).
+    pub calls: CallWorkerConfig,
 }
 
 impl Default for PersistConfig {
@@ -116,6 +122,8 @@ impl Default for PersistConfig {
             webhook_timeout: Duration::from_secs(5),
             storage: StorageConfig::default(),
             facts: FactWorkerConfig::default(),
+            call_webhook: None,
+            calls: CallWorkerConfig::default(),
         }
     }
 }
@@ -139,16 +147,21 @@ impl PersistConfig {
 }
 
 /// Opens the configured store (slowed if `store_delay` is set; migrations
-/// applied) and builds the configured fact sink.
+/// applied) and builds the configured fact sink and call sinks.
 pub async fn open(
     config: &PersistConfig,
     metrics: &PersistMetrics,
-) -> Result<(Store, Arc<dyn FactSink>), ConfigError> {
-    // Validate the sink first: a bad URL should not leave a half-opened store behind.
+) -> Result<(Store, Arc<dyn FactSink>, CallSinks), ConfigError> {
+    // Validate the sinks first: a bad URL should not leave a half-opened store behind.
     let webhook = match &config.fact_sink {
         FactSinkSpec::Webhook(url) => Some(WebhookSink::new(url, config.webhook_timeout)?),
         FactSinkSpec::Ledger => None,
     };
+    let call_webhook = config
+        .call_webhook
+        .as_deref()
+        .map(|url| WebhookSink::new(url, config.webhook_timeout))
+        .transpose()?;
     let mut store = open_store(&config.store, &config.data_dir).await?;
     if let Some(delay) = config.store_delay.filter(|d| !d.is_zero()) {
         store = SlowStore::wrap(store, delay);
@@ -157,7 +170,7 @@ pub async fn open(
         Some(w) => Arc::new(w),
         None => Arc::new(LedgerSink::new(Arc::clone(&store.facts), metrics.clone())),
     };
-    Ok((store, sink))
+    Ok((store, sink, CallSinks::new(call_webhook)))
 }
 
 #[cfg(test)]
@@ -209,7 +222,7 @@ mod tests {
             store_delay: Some(Duration::from_millis(1)),
             ..PersistConfig::default()
         };
-        let (store, sink) = open(&config, &PersistMetrics::new()).await.unwrap();
+        let (store, sink, _calls) = open(&config, &PersistMetrics::new()).await.unwrap();
         assert!(
             store.description.contains("slowed"),
             "{}",

@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use zonekeep_core::{Clock, ZoneConfig, ZoneHost, ZoneInit, ZoneKinds};
 use zonekeep_store::Store;
 
+use super::calls::CallWorker;
 use super::characters::CharacterWorker;
 use super::config::{open, ConfigError, PersistConfig};
 use super::facts::FactWorker;
@@ -38,6 +39,7 @@ pub struct Persistence {
     loader: ZoneLoader,
     facts: FactWorker,
     characters: CharacterWorker,
+    calls: CallWorker,
     router: SettlementRouter,
     metrics: PersistMetrics,
     /// The host's lease; every save and fact of a zone checks it.
@@ -99,7 +101,7 @@ impl Persistence {
     /// workers. Must be called within a tokio runtime.
     pub async fn open(config: PersistConfig) -> Result<Arc<Persistence>, ConfigError> {
         let metrics = PersistMetrics::new();
-        let (store, sink) = open(&config, &metrics).await?;
+        let (store, sink, call_sinks) = open(&config, &metrics).await?;
         let gate = Arc::new(LeaseGate::new());
         let storage = StorageWorker::start_leased(
             store.saves.clone(),
@@ -117,6 +119,13 @@ impl Persistence {
         );
         let characters =
             CharacterWorker::start(store.characters.clone(), metrics.characters.clone());
+        let calls = CallWorker::start(
+            store.calls.clone(),
+            call_sinks,
+            Arc::new(router.clone()),
+            config.calls,
+            metrics.calls.clone(),
+        );
         tracing::info!(store = %store.description, sink = %facts.sink_description(), save_every = ?config.save_every, "persistence on");
         Ok(Arc::new(Persistence {
             config,
@@ -125,6 +134,7 @@ impl Persistence {
             loader,
             facts,
             characters,
+            calls,
             router,
             metrics,
             gate,
@@ -150,6 +160,11 @@ impl Persistence {
     /// The fact worker.
     pub fn facts(&self) -> &FactWorker {
         &self.facts
+    }
+
+    /// The call worker (register in-process call handlers on its [`CallWorker::sinks`]).
+    pub fn calls(&self) -> &CallWorker {
+        &self.calls
     }
 
     /// The character worker.
@@ -244,7 +259,9 @@ impl Persistence {
     ) -> Result<(ZoneHost, ZonePersist), StartFailure> {
         let zone_id = init.zone_id.clone();
         let save_every = self.config.save_every_for(&init.kind);
-        let settle_budget = config.max_facts_in_flight;
+        let settle_budget = config
+            .max_facts_in_flight
+            .saturating_add(config.max_calls_in_flight);
         let now = clock.now();
         let host = self.loader.build(kinds, init, config, clock, claimed)?;
         if let Some(save) = &claimed.last {
@@ -266,7 +283,8 @@ impl Persistence {
             now,
         )
         .halting_after(halt_after)
-        .writing_characters(self.characters.clone());
+        .writing_characters(self.characters.clone())
+        .making_calls(self.calls.clone());
         Ok((host, persist))
     }
 
@@ -288,6 +306,8 @@ impl Persistence {
             tracing::error!(saved = saves.saved, unsaved = ?saves.unsaved, "some zones' final saves were not written in time");
         }
         let facts_abandoned = self.facts.shutdown(left()).await;
+        // Calls in progress stay in flight in the final saves; the restart sends them again.
+        self.calls.shutdown(left()).await;
         if facts_abandoned > 0 {
             tracing::warn!(
                 facts_abandoned,

@@ -12,6 +12,8 @@ use prometheus_client::registry::Registry;
 pub struct PersistMetrics {
     /// Character writes and acquisitions.
     pub characters: super::characters::CharacterMetrics,
+    /// Durable calls.
+    pub calls: super::calls::CallMetrics,
     /// Saves the store accepted (including `AlreadyDone` repeats).
     pub saves_ok: Counter,
     /// Save attempts that failed (each retry counts).
@@ -68,6 +70,7 @@ impl PersistMetrics {
     pub fn register(&self, registry: &mut Registry) {
         let r = registry;
         self.characters.register(r);
+        self.calls.register(r);
         r.register(
             "zonekeep_saves_ok",
             "Zone saves written",

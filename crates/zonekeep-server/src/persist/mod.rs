@@ -16,6 +16,9 @@
 //! - [`FactWorker`]: per-zone bounded fact queues drained into a [`FactSink`]
 //!   ([`LedgerSink`] or [`WebhookSink`]) with retries; settlements go back to
 //!   the zone through a [`SettlementInbox`].
+//! - [`CallWorker`]: durable calls journaled in the store's call journal, delivered at least
+//!   once to [`CallSinks`] (in-process [`CallHandler`]s, else the call webhook) and answered back
+//!   into the zone through a [`CallInbox`].
 //! - [`PersistConfig`]: the `--store`, `--data-dir`, `--save-every`,
 //!   `--fact-sink` and `--store-delay` settings, and [`open`] to build the store.
 //! - [`Persistence`]: all of the above for one host, handed to the host
@@ -28,6 +31,7 @@
 //!   thread then unloads it at once, with no final save.
 
 mod backoff;
+mod calls;
 mod characters;
 mod config;
 mod facts;
@@ -45,6 +49,10 @@ mod webhook;
 mod zone;
 
 pub use backoff::Backoff;
+pub use calls::{
+    CallHandler, CallInbox, CallMetrics, CallSinks, CallWorker, CallWorkerConfig, OutboundCall,
+    INVALID_CALL, NO_HANDLER,
+};
 pub use characters::{CharacterJob, CharacterMetrics, CharacterWorker};
 pub use config::{open, parse_duration, ConfigError, FactSinkSpec, PersistConfig};
 pub use facts::{FactQueue, FactQueueError, FactWorker, FactWorkerConfig, SettlementInbox};
@@ -56,7 +64,7 @@ pub use loader::{
     NATIVE_BUILD,
 };
 pub use metrics::PersistMetrics;
-pub use route::{SettlementRoute, SettlementRouter};
+pub use route::{SettlementRoute, SettlementRouter, ZoneAnswer};
 pub use schedule::{SaveTimer, PROMPT_GAP};
 pub use sink::{FactSink, OutboundFact, SinkError};
 pub use status::SaveStatus;

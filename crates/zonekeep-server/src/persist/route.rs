@@ -1,28 +1,37 @@
-//! Routing settlements from the fact worker to the zone's simulation thread.
+//! Routing answers — fact settlements from the fact worker and call results from the call
+//! worker — to the zone's simulation thread.
 //!
-//! Each loaded zone has one bounded settlement channel; the fact worker's
-//! commit tasks `try_send` into it and the zone's thread drains it right
-//! before the zone's next `advance`. The channel is sized to the zone's
-//! `max_facts_in_flight`: a settlement waiting in it belongs to a fact that
-//! is still in flight in the zone, so it can only be full if the fact worker
-//! answered the same key twice (a re-send after a restore). A settlement that
-//! finds no room or no zone is dropped and counted; the fact stays in flight
-//! in the zone's snapshots and its restore re-sends it (the sink answers the
-//! same again).
+//! Each loaded zone has one bounded answer channel; the workers' tasks `try_send` into it and
+//! the zone's thread drains it right before the zone's next `advance`. The channel is sized to
+//! the zone's `max_facts_in_flight` plus `max_calls_in_flight`: an answer waiting in it belongs
+//! to a fact or call still in flight in the zone, so it can only be full if a worker answered
+//! the same key twice (a re-send after a restore). An answer that finds no room or no zone is
+//! dropped and counted; the fact or call stays in flight in the zone's snapshots and its restore
+//! re-sends it (the sink, or the call journal, answers the same again).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use zonekeep_core::Settlement;
+use zonekeep_core::{CallAnswer, Settlement};
 
+use super::calls::CallInbox;
 use super::facts::SettlementInbox;
+
+/// One answer on its way to a zone.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ZoneAnswer {
+    /// A fact's settlement.
+    Fact(Settlement),
+    /// A call's result.
+    Call(CallAnswer),
+}
 
 /// One zone's route: which registration it is and where settlements go.
 struct Route {
     generation: u64,
-    tx: Sender<Settlement>,
+    tx: Sender<ZoneAnswer>,
 }
 
 /// Settlement routes by zone id. Cheap to clone.
@@ -45,13 +54,13 @@ impl std::fmt::Debug for SettlementRouter {
 pub struct SettlementRoute {
     zone_id: String,
     generation: u64,
-    rx: Receiver<Settlement>,
+    rx: Receiver<ZoneAnswer>,
     router: SettlementRouter,
 }
 
 impl SettlementRoute {
-    /// The next settlement waiting, without blocking.
-    pub fn try_recv(&self) -> Option<Settlement> {
+    /// The next answer waiting, without blocking.
+    pub fn try_recv(&self) -> Option<ZoneAnswer> {
         self.rx.try_recv().ok()
     }
 }
@@ -107,20 +116,32 @@ impl SettlementRouter {
     }
 }
 
-impl SettlementInbox for SettlementRouter {
-    fn deliver(&self, zone_id: &str, settlement: Settlement) -> bool {
+impl SettlementRouter {
+    fn route(&self, zone_id: &str, answer: ZoneAnswer) -> bool {
         let tx = match self.lock().get(zone_id) {
             Some(r) => r.tx.clone(),
             None => return false,
         };
-        match tx.try_send(settlement) {
+        match tx.try_send(answer) {
             Ok(()) => true,
-            Err(TrySendError::Full(s)) => {
-                tracing::warn!(zone = %zone_id, key = %s.key, "settlement channel full; the fact stays in flight");
+            Err(TrySendError::Full(a)) => {
+                tracing::warn!(zone = %zone_id, answer = ?a, "answer channel full; the fact or call stays in flight");
                 false
             }
             Err(TrySendError::Disconnected(_)) => false,
         }
+    }
+}
+
+impl SettlementInbox for SettlementRouter {
+    fn deliver(&self, zone_id: &str, settlement: Settlement) -> bool {
+        self.route(zone_id, ZoneAnswer::Fact(settlement))
+    }
+}
+
+impl CallInbox for SettlementRouter {
+    fn deliver(&self, zone_id: &str, answer: CallAnswer) -> bool {
+        self.route(zone_id, ZoneAnswer::Call(answer))
     }
 }
 
@@ -140,21 +161,36 @@ mod tests {
     #[test]
     fn routes_to_the_newest_registration_and_bounds_each_zone() {
         let router = SettlementRouter::new();
-        assert!(!router.deliver("z", s("a")), "no route yet");
+        let settle = |k: &str| SettlementInbox::deliver(&router, "z", s(k));
+        assert!(!settle("a"), "no route yet");
         let old = router.open("z", 2);
-        assert!(router.deliver("z", s("a")));
-        assert_eq!(old.try_recv().unwrap().key.as_str(), "a");
+        assert!(settle("a"));
+        assert_eq!(old.try_recv(), Some(ZoneAnswer::Fact(s("a"))));
         let new = router.open("z", 1);
-        assert!(router.deliver("z", s("b")));
-        assert!(!router.deliver("z", s("c")), "full: dropped, not blocked");
+        assert!(settle("b"));
+        assert!(!settle("c"), "full: dropped, not blocked");
         assert!(old.try_recv().is_none(), "the replaced route sees nothing");
-        assert_eq!(new.try_recv().unwrap().key.as_str(), "b");
+        assert_eq!(new.try_recv(), Some(ZoneAnswer::Fact(s("b"))));
         // Dropping the replaced route must not remove the newer one.
         drop(old);
         assert_eq!(router.len(), 1);
-        assert!(router.deliver("z", s("d")));
+        assert!(settle("d"));
         drop(new);
         assert!(router.is_empty());
-        assert!(!router.deliver("z", s("e")));
+        assert!(!settle("e"));
+    }
+
+    #[test]
+    fn call_results_share_the_zone_route_in_order() {
+        let router = SettlementRouter::new();
+        let route = router.open("z", 4);
+        let answer = zonekeep_core::CallAnswer {
+            key: zonekeep_core::CallKey("order-1".into()),
+            result: zonekeep_core::CallResult::Ok(serde_json::json!(1)),
+        };
+        assert!(SettlementInbox::deliver(&router, "z", s("a")));
+        assert!(CallInbox::deliver(&router, "z", answer.clone()));
+        assert_eq!(route.try_recv(), Some(ZoneAnswer::Fact(s("a"))));
+        assert_eq!(route.try_recv(), Some(ZoneAnswer::Call(answer)));
     }
 }

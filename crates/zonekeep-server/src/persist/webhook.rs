@@ -90,6 +90,28 @@ impl WebhookSink {
         })
     }
 
+    /// POSTs `body` as JSON with the `Idempotency-Key` header `key`, within the timeout; answers
+    /// the status and the body (at most [`MAX_RESPONSE_BYTES`]). A failed attempt (no answer,
+    /// timeout, a body too long) is [`SinkError::Unavailable`]: the caller retries it.
+    pub(crate) async fn post_json(
+        &self,
+        key: HeaderValue,
+        body: &Value,
+    ) -> Result<(u16, Bytes), SinkError> {
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(IDEMPOTENCY_KEY, key)
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| SinkError::Unavailable(format!("building webhook request: {e}")))?;
+        tokio::time::timeout(self.timeout, self.post(req))
+            .await
+            .map_err(|_| {
+                SinkError::Unavailable(format!("webhook timed out after {:?}", self.timeout))
+            })?
+    }
+
     async fn post(&self, req: Request<Full<Bytes>>) -> Result<(u16, Bytes), SinkError> {
         let resp = self
             .client
@@ -106,7 +128,8 @@ impl WebhookSink {
     }
 }
 
-fn snippet(body: &[u8]) -> String {
+/// The start of a response body, quoted in a refusal.
+pub(crate) fn snippet(body: &[u8]) -> String {
     String::from_utf8_lossy(body)
         .chars()
         .take(REASON_BODY_CHARS)
@@ -130,18 +153,7 @@ impl FactSink for WebhookSink {
             "payload": f.payload,
             "tick": f.tick,
         });
-        let req = Request::builder()
-            .method(Method::POST)
-            .uri(self.url.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(IDEMPOTENCY_KEY, key_header)
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| SinkError::Unavailable(format!("building webhook request: {e}")))?;
-        let (status, body) = tokio::time::timeout(self.timeout, self.post(req))
-            .await
-            .map_err(|_| {
-                SinkError::Unavailable(format!("webhook timed out after {:?}", self.timeout))
-            })??;
+        let (status, body) = self.post_json(key_header, &body).await?;
         match status {
             200..=299 => {
                 let result = if body.is_empty() {

@@ -22,12 +22,13 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::Serialize;
-use zonekeep_core::{Fact, ZoneHost};
+use zonekeep_core::{Call, Fact, ZoneHost};
 
+use super::calls::CallWorker;
 use super::characters::{CharacterJob, CharacterWorker};
 use super::facts::{FactQueue, FactQueueError, FactWorker};
 use super::fence::FenceAlarm;
-use super::route::SettlementRoute;
+use super::route::{SettlementRoute, ZoneAnswer};
 use super::schedule::SaveTimer;
 use super::status::SaveStatus;
 use super::storage::{SaveWatch, StorageHandle, SubmitError};
@@ -66,6 +67,11 @@ pub struct PersistDetail {
     /// Facts taken from the zone but not yet accepted by the fact queue
     /// (it was full); they are sent on a later step.
     pub facts_held: usize,
+    /// Durable calls made and not yet answered.
+    pub calls_in_flight: usize,
+    /// Calls waiting here to go out: for the save that holds them to commit, or for room in the
+    /// call worker's queue.
+    pub calls_held: usize,
     /// The periodic save interval, in milliseconds.
     pub save_every_ms: u64,
     /// When the next periodic save falls due, in milliseconds of host clock.
@@ -97,6 +103,13 @@ pub struct ZonePersist {
     characters: Option<CharacterWorker>,
     /// Character writes the worker's full queue did not take yet, in order.
     held_characters: VecDeque<CharacterJob>,
+    /// Where the zone's durable calls go.
+    calls: Option<CallWorker>,
+    /// Calls not sent yet, in order, each with the sequence number of the save that holds it
+    /// (`None` until the save is taken): a call goes out only once that save committed.
+    held_calls: VecDeque<(Option<u64>, Call)>,
+    /// The zone's kind keeps no saves (its calls go out at once).
+    unsaved_kind: bool,
 }
 
 impl ZonePersist {
@@ -134,6 +147,40 @@ impl ZonePersist {
             halt_after: None,
             characters: None,
             held_characters: VecDeque::new(),
+            calls: None,
+            held_calls: VecDeque::new(),
+            unsaved_kind: false,
+        }
+    }
+
+    /// Sends the zone's durable calls to `worker` (see [`crate::persist::CallWorker`]).
+    pub(crate) fn making_calls(mut self, worker: CallWorker) -> Self {
+        self.calls = Some(worker);
+        self
+    }
+
+    /// Sends the zone's calls whose save committed to the call worker, in order; a full queue
+    /// keeps them for the next step.
+    ///
+    /// A call leaves only once a save holding it is committed, so an effect never happens for a
+    /// call the zone could forget: a crash before that save loses the call together with the
+    /// tick that made it, and a crash after it restores the call in flight, which its next owner
+    /// sends again under the same key. A kind that keeps no saves sends its calls at once.
+    fn send_calls(&mut self) {
+        let Some(worker) = &self.calls else {
+            return;
+        };
+        let committed = self.last_saved_seq();
+        while let Some((holds, call)) = self.held_calls.pop_front() {
+            let durable = self.unsaved_kind || holds.is_some_and(|h| committed >= Some(h));
+            if !durable {
+                self.held_calls.push_front((holds, call));
+                break;
+            }
+            if let Err(call) = worker.try_send(&self.zone_id, Some(self.epoch), &self.alarm, call) {
+                self.held_calls.push_front((holds, call));
+                break;
+            }
         }
     }
 
@@ -168,9 +215,18 @@ impl ZonePersist {
                 done,
             });
         }
-        // A recall whose player had no character here is answered at once.
-        if let Some((_, done)) = recalled {
-            let _ = done.send(true);
+        // A recall whose player holds no character here is answered once the writes queued
+        // before it are settled (a release the player handed back as it moved out may still be
+        // on its way): by a job with nothing to write, behind them.
+        if let Some((principal, done)) = recalled {
+            self.held_characters.push_back(CharacterJob {
+                zone: self.zone_id.clone(),
+                epoch: self.epoch,
+                principal,
+                data: None,
+                release: false,
+                done: Some(done),
+            });
         }
         let Some(worker) = &self.characters else {
             self.held_characters.clear();
@@ -229,14 +285,15 @@ impl ZonePersist {
         self.alarm.lease_ended()
     }
 
-    /// Hands the settlements that arrived since the last step to the zone
-    /// (it sees them on its next tick).
+    /// Hands the fact settlements and call results that arrived since the last step to the
+    /// zone (it sees them on its next tick).
     pub fn before_advance(&mut self, host: &mut ZoneHost) {
         for _ in 0..self.settle_budget {
-            let Some(s) = self.route.try_recv() else {
-                break;
-            };
-            host.handle_settlement(s);
+            match self.route.try_recv() {
+                Some(ZoneAnswer::Fact(s)) => host.handle_settlement(s),
+                Some(ZoneAnswer::Call(a)) => host.handle_call_result(a),
+                None => break,
+            }
         }
     }
 
@@ -245,9 +302,13 @@ impl ZonePersist {
     pub fn after_advance(&mut self, host: &mut ZoneHost, now: Duration) -> Option<u64> {
         self.held.extend(host.drain_facts());
         self.send_held();
-        if host.take_save_request() {
+        let calls = host.drain_calls();
+        // A call goes out once a save holds it: ask for that save now (it comes within the
+        // prompt-save gap).
+        if host.take_save_request() || !calls.is_empty() {
             self.timer.ask();
         }
+        self.held_calls.extend(calls.into_iter().map(|c| (None, c)));
         let saved = if self.timer.poll(now) {
             // Characters changed since their last write are written with the zone's save.
             host.commit_characters();
@@ -256,6 +317,7 @@ impl ZonePersist {
             None
         };
         self.send_characters(host, None);
+        self.send_calls();
         saved
     }
 
@@ -291,9 +353,18 @@ impl ZonePersist {
     /// Returns its sequence number, or `None` when the kind is not persisted
     /// or the storage worker refused it (logged and counted).
     pub fn save(&mut self, host: &ZoneHost) -> Option<u64> {
-        let bytes = host.snapshot()?;
+        let Some(bytes) = host.snapshot() else {
+            self.unsaved_kind = true;
+            return None;
+        };
         match self.storage.try_submit(&self.zone_id, bytes) {
-            Ok(s) => Some(s.seq),
+            Ok(s) => {
+                // Every call taken so far is in this save.
+                for (holds, _) in self.held_calls.iter_mut().filter(|(h, _)| h.is_none()) {
+                    *holds = Some(s.seq);
+                }
+                Some(s.seq)
+            }
             Err(e @ SubmitError::Fenced(_)) => {
                 self.alarm.raise();
                 tracing::warn!(zone = %self.zone_id, error = %e, "zone not saved: another owner holds it");
@@ -311,6 +382,8 @@ impl ZonePersist {
     pub fn unload(mut self, host: &mut ZoneHost, why: Unload) -> FinalSave {
         self.held.extend(host.drain_facts());
         self.send_held();
+        // Calls not sent yet stay in flight in the final save; the zone's next run sends them.
+        self.send_calls();
         // The players still here give their characters back as they stand.
         host.release_characters();
         self.send_characters(host, None);
@@ -390,6 +463,8 @@ impl ZonePersist {
             save: self.storage.status(&self.zone_id),
             facts_in_flight: host.facts_in_flight(),
             facts_held: self.held.len(),
+            calls_in_flight: host.calls_in_flight(),
+            calls_held: self.held_calls.len(),
             save_every_ms: ms(self.timer.every()),
             next_save_due_ms: ms(self.timer.next_due()),
         }

@@ -246,9 +246,10 @@ async fn admit(
     let reclaimed_id = reclaimed.as_ref().map(|r| r.transfer.id.clone());
     // A kind whose players bring characters: the zone runs first (its owner epoch names the
     // lease), then the character is acquired, recalled from another zone of this host if need be.
-    let resolved_kind = kind.as_deref().unwrap_or(&shared.default_kind);
+    let asked_kind = kind.as_deref().unwrap_or(&shared.default_kind);
+    let resolved_kind = super::character::zone_kind(&entry, create.as_ref(), asked_kind);
     let (character, create) = if ticket.role == zonekeep_core::Role::Player
-        && super::character::kind_keeps_characters(shared, resolved_kind)
+        && super::character::kind_keeps_characters(shared, &resolved_kind)
     {
         if let Some(c) = create {
             start_alone(shared, &entry, c, took_over).await?;
@@ -290,9 +291,9 @@ async fn admit(
     Ok(Entered::Zone(entry.thread, sub))
 }
 
-/// Starts the zone of `entry` on its own, without a join (a kind with characters: the join waits
-/// for the zone's owner epoch to take the character's lease under).
-async fn start_alone(
+/// Starts the zone of `entry` on its own, without a join (a kind with characters: the join, or a
+/// move's arrival, waits for the zone's owner epoch to take the character's lease under).
+pub(crate) async fn start_alone(
     shared: &Arc<Shared>,
     entry: &Arc<ZoneEntry>,
     create: ZoneCreate,

@@ -1,5 +1,8 @@
 //! A joining player's character: the lease taken in the store for the zone it joins, after the
-//! zone that held it (on this host) gave it back.
+//! zone that held it (on this host) gave it back. A move takes it the same way, through
+//! [`acquire`]: the target's host for the zone the player arrives in (the zone it left handed
+//! the character back as it moved out, and a recall waits until that release is settled), and
+//! the source's host again for a move that came back (`crate::transfer`).
 //!
 //! The lease is the zone's under its owner epoch, so the zone must be running first (a join that
 //! starts it starts it on its own, then acquires). A zone of this host that holds the character —
@@ -22,7 +25,7 @@ use zonekeep_store::{CharacterAcquire, StoreError};
 
 use crate::host::Shared;
 use crate::persist::CharacterJob;
-use crate::sim::{wait_running, JoinFailure, SimCommand, ZoneEntry};
+use crate::sim::{wait_running, JoinFailure, SimCommand, ZoneCreate, ZoneEntry};
 
 /// How long a zone of this host may take to give a character back.
 const RECALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,13 +41,31 @@ const REMOTE_READ_EVERY: Duration = Duration::from_millis(25);
 /// recall frees the character; only a holder that takes it again in between costs another).
 const ATTEMPTS: usize = 3;
 
+/// The kind of the zone of `entry` that a join or a move enters: the one it is created as when
+/// `create` (this entry's start) is still to be made, else the running zone's own — `fallback`
+/// (the kind asked for) only while another start of it has not finished.
+pub(crate) fn zone_kind(entry: &ZoneEntry, create: Option<&ZoneCreate>, fallback: &str) -> String {
+    if let Some(c) = create {
+        return c.kind.clone();
+    }
+    let running = entry
+        .summary
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .kind
+        .clone();
+    if running.is_empty() {
+        fallback.to_owned()
+    } else {
+        running
+    }
+}
+
 /// Whether zones of `kind` take their players' characters.
 pub(crate) fn kind_keeps_characters(shared: &Shared, kind: &str) -> bool {
-    shared
-        .sim
-        .specs
-        .get(kind)
-        .is_some_and(|s| s.config.characters)
+    shared.sim.specs.get(kind).is_some_and(|s| {
+        crate::code::keeps_characters(shared.sim.code.as_ref(), kind, s.config.characters)
+    })
 }
 
 /// Takes `principal`'s character lease for the running zone of `entry` and answers the
@@ -120,6 +141,27 @@ pub(crate) async fn acquire(
     Err(JoinFailure::CharacterElsewhere(
         "your character kept being taken by another zone; retry shortly".into(),
     ))
+}
+
+/// Whether the running zone of `entry` holds `principal`'s character's lease under its current
+/// owner epoch (a player of it there has the character: a moved player's connection arriving
+/// after its admission, or after a restart that restored it with the zone).
+pub(crate) async fn held_here(
+    shared: &Shared,
+    entry: &ZoneEntry,
+    principal: &str,
+) -> Result<bool, JoinFailure> {
+    let Some(persist) = shared.sim.persist.as_ref() else {
+        return Ok(false);
+    };
+    let epoch = entry.epoch.load(Ordering::Acquire);
+    let held = persist
+        .store()
+        .characters
+        .load_character(principal)
+        .await
+        .map_err(|e| JoinFailure::StoreUnreachable(format!("characters: {e}")))?;
+    Ok(held.and_then(|c| c.holder) == Some((entry.zone_id.clone(), epoch)))
 }
 
 /// Asks the zone of `entry` (on this host) to give `principal`'s character back, and waits until
@@ -220,8 +262,8 @@ async fn start_to_fence(
     }
 }
 
-/// A join that took the character's lease did not reach its zone: the lease is given up again,
-/// with the character as the store holds it.
+/// A join (or a move's arrival) that took the character's lease did not reach its zone: the
+/// lease is given up again, with the character as the store holds it.
 pub(crate) fn give_back(shared: &Shared, entry: &ZoneEntry, principal: &str) {
     let Some(persist) = shared.sim.persist.as_ref() else {
         return;

@@ -14,7 +14,13 @@ use zonekeep_core::PlayerId;
 use crate::net::netsim::ConnNetSim;
 use crate::sim::ZoneEntry;
 
-pub(crate) use admission::{admit_hello, count_takeover, enter_zone, spend_ticket, start_failure};
+pub(crate) use admission::{
+    admit_hello, count_takeover, enter_zone, spend_ticket, start_alone, start_failure,
+};
+pub(crate) use character::{
+    acquire as acquire_character, give_back as give_back_character,
+    held_here as character_held_here, kind_keeps_characters, zone_kind,
+};
 pub(crate) use inputs::{accept_input, handle_message, report_round_trip, Limits};
 
 /// A session attached to a zone.

@@ -213,6 +213,9 @@ pub(crate) enum SimCommand {
         zone_id: String,
         create: Option<ZoneStart>,
         record: zonekeep_store::StoredTransfer,
+        /// The player's character, whose lease the host took for this zone (kinds with
+        /// characters).
+        character: Option<Vec<u8>>,
         reply: oneshot::Sender<Result<(PlayerId, u64), JoinFailure>>,
     },
     /// A move into `zone_id` was returned after the zone admitted `player`: it leaves again.
@@ -235,6 +238,9 @@ pub(crate) enum SimCommand {
         principal: Principal,
         version: u32,
         conn: ConnHandle,
+        /// The player's character, when the host had to take its lease for this zone again (the
+        /// zone restarted without the player).
+        character: Option<Vec<u8>>,
         reply: oneshot::Sender<Result<Joined, JoinFailure>>,
     },
     /// The client asked for a BASELINE (PROTOCOL.md §4.4).

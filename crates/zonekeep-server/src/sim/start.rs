@@ -281,7 +281,9 @@ async fn build(
                     }
                     ClaimRefusal::Moved { host, url } => StartError::Moved { host, url },
                 })?;
-            let claimed = if config.characters {
+            let characters =
+                crate::code::keeps_characters(sim.code.as_ref(), kind, config.characters);
+            let claimed = if characters {
                 with_characters(&p, zone_id, claimed).await
             } else {
                 claimed

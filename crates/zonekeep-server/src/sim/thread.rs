@@ -349,6 +349,7 @@ impl SimThread {
                 zone_id,
                 create,
                 record,
+                character,
                 reply,
             } => {
                 if let Err(e) = self.start_carried(&zone_id, create) {
@@ -356,7 +357,7 @@ impl SimThread {
                     return false;
                 }
                 let r = match self.zones.get_mut(&zone_id) {
-                    Some(z) => z.transfer_in(&self.ctx, &record),
+                    Some(z) => z.transfer_in(&self.ctx, &record, character),
                     None => Err(self.unavailable("zone is not running".into())),
                 };
                 let _ = reply.send(r);
@@ -382,6 +383,7 @@ impl SimThread {
                 principal,
                 version,
                 conn,
+                character,
                 reply,
             } => {
                 let started = match self.start_carried(&zone_id, create) {
@@ -393,7 +395,7 @@ impl SimThread {
                 };
                 let r = match self.zones.get_mut(&zone_id) {
                     Some(z) => {
-                        let r = z.arrive(&self.ctx, &record, &principal, version, conn);
+                        let r = z.arrive(&self.ctx, &record, &principal, version, conn, character);
                         if started && r.is_ok() {
                             z.host.tick_at_once();
                         }

@@ -228,13 +228,15 @@ impl ZoneRun {
                     Ok(serde_json::Value::Object(m)) => m,
                     _ => serde_json::Map::new(),
                 };
-                self.host.handle_transfer_return(
-                    principal,
-                    claims,
-                    handed,
-                    &r.transfer.target_zone,
-                    &r.transfer.state,
-                )
+                let (to, state) = (&r.transfer.target_zone, &r.transfer.state);
+                match character {
+                    Some(c) => self.host.handle_transfer_return_with_character(
+                        principal, claims, handed, to, state, c,
+                    ),
+                    None => self
+                        .host
+                        .handle_transfer_return(principal, claims, handed, to, state),
+                }
             }
             Admission::Join(role) => match character {
                 Some(c) => self
@@ -382,10 +384,15 @@ impl ZoneRun {
         principal: &str,
         done: tokio::sync::oneshot::Sender<bool>,
     ) {
+        // A moving player handed its character back as it moved out: it keeps its place.
         let players: Vec<PlayerId> = self
             .host
             .players()
-            .filter(|p| p.principal.as_str() == principal && p.role == Role::Player)
+            .filter(|p| {
+                p.principal.as_str() == principal
+                    && p.role == Role::Player
+                    && !self.host.is_moving(p.id)
+            })
             .map(|p| p.id)
             .collect();
         for player in players {

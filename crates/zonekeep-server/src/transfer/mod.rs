@@ -17,8 +17,14 @@
 //!
 //! The record is the truth under crashes: a new owner of either zone finishes the transfers it
 //! finds open ([`recover`]), and a player always ends in exactly one zone.
+//!
+//! A move carries the player's character ([`characters`]) between zones of kinds that keep
+//! characters: the source hands it back as the player moves out, the target takes its lease
+//! before admitting the player (a move whose target cannot take it is returned), and a returned
+//! move takes it again for the source.
 
 mod chaos;
+mod characters;
 mod credential;
 mod reclaim;
 mod recover;
@@ -103,8 +109,19 @@ pub(crate) enum Job {
 pub(crate) enum Resolution {
     /// The target has the player: send it this Transfer frame and let it go.
     Moved(Bytes),
-    /// The source keeps the player, for this reason.
-    Returned(String),
+    /// The source keeps the player, for this reason; with its character when the source zone's
+    /// kind keeps characters (taken again for it, as the player moved out without it).
+    Returned(String, Option<Retaken>),
+}
+
+/// A returned move's character, taken again for its source zone.
+#[derive(Debug, Clone)]
+pub(crate) struct Retaken {
+    /// Whose character it is.
+    pub principal: String,
+    /// Its bytes, under the source zone's lease now; or why it could not be taken (the player
+    /// cannot stay without it).
+    pub character: Result<Vec<u8>, String>,
 }
 
 /// The transfer worker's queue is full (or the worker is gone).

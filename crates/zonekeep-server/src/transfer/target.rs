@@ -1,5 +1,6 @@
 //! The target's side of a move: admitting the player (starting the zone here when it is not
-//! running), settling the record as accepted, and the moved player's connection arriving.
+//! running, and taking its character's lease first for a kind that keeps characters), settling
+//! the record as accepted, and the moved player's connection arriving.
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use crate::error::SessionError;
 use crate::fleet::route::Route;
 use crate::host::Shared;
 use crate::net::conn::ConnHandle;
-use crate::session::{enter_zone, spend_ticket};
+use crate::session::{enter_zone, give_back_character, spend_ticket};
 use crate::sim::{JoinFailure, Joined, SimCommand};
 use crate::ticket::VerifiedTicket;
 
@@ -81,8 +82,24 @@ pub(super) async fn admit_and_accept(
         }
         _ => None,
     };
-    let (player, epoch, thread) = admit_here(shared, record, listed, kind, params)
+    // The admission runs on its own: a move decided meanwhile (the bound passed) must not leave
+    // a character's lease taken, or a player admitted, for nobody. It undoes what it did instead.
+    let (tx, rx) = oneshot::channel();
+    let admitting = {
+        let shared = Arc::clone(shared);
+        let record = record.clone();
+        async move {
+            let admitted = admit_here(&shared, &record, listed, kind, params).await;
+            if let Err(Ok((player, _, thread))) = tx.send(admitted) {
+                let zone = &record.transfer.target_zone;
+                cancel(&shared, zone, Admitted { thread, player });
+            }
+        }
+    };
+    tokio::spawn(admitting);
+    let (player, epoch, thread) = rx
         .await
+        .map_err(|_| Decline::Refused("the target zone's admission ended".into()))?
         .map_err(|f| Decline::Refused(f.to_string()))?;
     *admitted = Some(Admitted { thread, player });
     super::chaos::at(super::chaos::Step::Admitted, &t.id).await;
@@ -138,9 +155,14 @@ async fn admit_here(
         None => (kind, params),
     };
     let (entry, create) = shared.route_join(&zone_id, Some(&kind), Some(params))?;
+    let principal = record.transfer.principal.clone();
+    let (character, create) =
+        super::characters::take_for_arrival(shared, &entry, create, &kind, &principal, false)
+            .await?;
+    let holds_character = character.is_some();
     let (tx, rx) = oneshot::channel();
     let record = record.clone();
-    enter_zone(
+    let entered = enter_zone(
         shared,
         &entry,
         create,
@@ -150,14 +172,29 @@ async fn admit_here(
             zone_id,
             create,
             record,
+            character,
             reply: tx,
         },
     )
-    .await?;
-    let (player, epoch) = rx
-        .await
-        .map_err(|_| JoinFailure::Unavailable("the zone's thread is gone".into()))??;
-    Ok((player, epoch, entry.thread))
+    .await;
+    let admitted = match entered {
+        Ok(()) => rx
+            .await
+            .map_err(|_| JoinFailure::Unavailable("the zone's thread is gone".into()))
+            .and_then(|r| r),
+        Err(e) => Err(e),
+    };
+    match admitted {
+        Ok((player, epoch)) => Ok((player, epoch, entry.thread)),
+        Err(e) => {
+            // A refusal handed the character back in the zone; one that never reached the zone
+            // gives the lease up here (refused as lost, harmlessly, when the zone had it).
+            if holds_character && !matches!(e, JoinFailure::Full | JoinFailure::Refused(_)) {
+                give_back_character(shared, &entry, &principal);
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Undoes an admission whose move was returned after all.
@@ -223,8 +260,21 @@ pub(crate) async fn arrival(
         }
     };
     let (entry, create) = shared.route_join(zone_id, kind.as_deref(), params)?;
+    let resolved_kind = kind.as_deref().unwrap_or(&shared.default_kind);
+    // A kind with characters: the player has its character here already, unless the zone
+    // restarted without it (or its admission ended): then it is taken as at the first admission.
+    let (character, create) = super::characters::take_for_arrival(
+        shared,
+        &entry,
+        create,
+        resolved_kind,
+        ticket.sub.as_str(),
+        true,
+    )
+    .await?;
+    let holds_character = character.is_some();
     let principal = ticket.sub;
-    enter_zone(
+    let entered = enter_zone(
         shared,
         &entry,
         create,
@@ -237,9 +287,16 @@ pub(crate) async fn arrival(
             principal,
             version,
             conn: conn.clone(),
+            character,
             reply,
         },
     )
-    .await?;
+    .await;
+    if let Err(e) = entered {
+        if holds_character {
+            give_back_character(shared, &entry, &sub);
+        }
+        return Err(e.into());
+    }
     Ok((entry.thread, sub))
 }

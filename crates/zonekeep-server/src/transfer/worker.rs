@@ -75,11 +75,7 @@ async fn arrived(shared: &Shared, id: &str, epoch: u64) {
 async fn move_player(shared: &Arc<Shared>, o: Outbound) {
     let metrics = &shared.metrics;
     let Some(ledger) = ledger(shared) else {
-        resolve(
-            shared,
-            &o,
-            Resolution::Returned("this host keeps no transfer records".into()),
-        );
+        return_to_source(shared, &o, "this host keeps no transfer records".into()).await;
         return;
     };
     let new = NewTransfer {
@@ -97,11 +93,7 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
         Ok(t) => t,
         Err(e) => {
             metrics.transfer("not_recorded");
-            resolve(
-                shared,
-                &o,
-                Resolution::Returned(format!("the move could not be recorded: {e}")),
-            );
+            return_to_source(shared, &o, format!("the move could not be recorded: {e}")).await;
             return;
         }
     };
@@ -152,7 +144,7 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
             .reason
             .clone()
             .unwrap_or_else(|| "the move did not happen".into());
-        resolve(shared, &o, Resolution::Returned(why));
+        return_to_source(shared, &o, why).await;
         return;
     }
     super::chaos::at(super::chaos::Step::Accepted, &settled.transfer.id).await;
@@ -170,11 +162,12 @@ async fn move_player(shared: &Arc<Shared>, o: Outbound) {
             // back to the source (which sends the Transfer then) — nothing else can be done.
             tracing::error!(transfer = %settled.transfer.id, error = %e, "no Transfer frame for an accepted move");
             metrics.transfer("moved_untold");
-            resolve(
+            return_to_source(
                 shared,
                 &o,
-                Resolution::Returned(format!("the move was accepted but cannot be told: {e}")),
-            );
+                format!("the move was accepted but cannot be told: {e}"),
+            )
+            .await;
         }
     }
 }
@@ -270,6 +263,14 @@ where
             }
         }
     }
+}
+
+/// Tells the source zone's thread that its move was returned for `reason`, with the player's
+/// character taken again for the zone when its kind keeps characters (the player handed it back
+/// as it moved out).
+async fn return_to_source(shared: &Arc<Shared>, o: &Outbound, reason: String) {
+    let retaken = super::characters::retake(shared, o).await;
+    resolve(shared, o, Resolution::Returned(reason, retaken));
 }
 
 /// Tells the source zone's thread how its move ended.

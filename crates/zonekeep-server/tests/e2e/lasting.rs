@@ -23,7 +23,7 @@ use crate::common::*;
 use crate::tally::*;
 
 #[path = "../../../zonekeep-store/tests/support/service.rs"]
-mod service;
+pub mod service;
 
 #[tokio::test]
 async fn a_lasting_world_left_empty_stays_loaded_and_is_stopped_only_when_forced() {
@@ -171,7 +171,10 @@ impl Backend {
     /// (reported as skipped; a failure under `CI=true`).
     pub async fn postgres(test: &str) -> Option<Backend> {
         let url = service::service_url("ZONEKEEP_TEST_POSTGRES", test)?;
-        let schema = format!("zk_lasting_{}_{}", std::process::id(), now());
+        // Unique per test: tests of one binary run at once, many within one second.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let schema = format!("zk_lasting_{}_{}_{n}", std::process::id(), now());
         let client = pg(&url).await;
         client
             .batch_execute(&format!("CREATE SCHEMA {schema}"))

@@ -3,6 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod admin;
+mod calls;
+mod character_moves;
+mod character_moves_fleet;
 mod characters;
 mod common;
 mod content;

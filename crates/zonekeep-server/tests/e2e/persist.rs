@@ -97,6 +97,7 @@ async fn a_save_that_cannot_be_restored_is_kept_refused_with_the_reason_and_repo
         state_version: 1,
         build: "zonekeep 0.0.1".into(),
         characters: Vec::new(),
+        calls: Vec::new(),
     }
     .encode();
     p.store()

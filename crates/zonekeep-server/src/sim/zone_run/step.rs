@@ -52,6 +52,9 @@ impl ZoneRun {
             p.before_advance(&mut self.host);
         }
         let report = self.host.advance(now);
+        // Before the character writes are drained: a move taken back at once keeps its
+        // character's release from leaving (the core withdraws it).
+        self.send_transfers(ctx);
         if let Some(p) = &mut self.persist {
             let mut saved = p.after_advance(&mut self.host, now);
             if let Some(zb) = &mut self.bus {
@@ -70,7 +73,6 @@ impl ZoneRun {
             crate::bus::ZoneBus::carry(bus, &self.entry.zone_id, &mut self.host);
         }
         let dormant = self.absorb(ctx, &report);
-        self.send_transfers(ctx);
         self.pump_recording();
         self.tell_entries(ctx);
         dormant
