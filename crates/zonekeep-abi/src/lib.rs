@@ -1,13 +1,32 @@
 //! The numbers of the host↔module ABI (docs/MODULES.md): the ABI version, the calls a host makes,
-//! the command tags a module answers with, and the log levels. The module host (`zonekeep-wasm`)
-//! and the guest SDK (`zonekeep-guest`) both take them from here, so a number stands once.
+//! the command tags a module answers with, the log levels, and the limits both sides check (the
+//! largest character; a durable call's key, function name and arguments). The module host
+//! (`zonekeep-wasm`) and the guest SDK (`zonekeep-guest`) both take them from here, so a number
+//! stands once.
 //!
 //! This crate owns only these constants. It must depend on nothing (it is compiled into every
 //! module) and holds no logic: the byte layouts around the numbers live with each side's reader
 //! and writer, checked against each other by their tests.
 
 /// The ABI version (`zk_abi`).
-pub const ABI_VERSION: i32 = 4;
+pub const ABI_VERSION: i32 = 5;
+
+/// The largest character a player may have, in bytes (256 KiB): the host refuses a
+/// [`tag::SET_CHARACTER`] past it, and the guest SDK refuses to write one.
+pub const MAX_CHARACTER_BYTES: usize = 256 * 1024;
+
+/// The longest key of a durable call ([`tag::CALL`]), in bytes; a key is at least 1 byte.
+pub const MAX_CALL_KEY_LEN: usize = 512;
+
+/// The longest function name of a durable call ([`tag::CALL`]), in bytes; a name is at least
+/// 1 byte.
+pub const MAX_CALL_FUNCTION_LEN: usize = 128;
+
+/// The longest arguments of a durable call ([`tag::CALL`]) any zone may send, in bytes of JSON
+/// text (64 KiB): the host refuses longer ones before reading them, and the guest SDK refuses to
+/// send them. A zone's own bound (its config's `max_call_bytes`, on the compact JSON) may be
+/// lower.
+pub const MAX_CALL_ARGS_BYTES: usize = 64 * 1024;
 
 /// The `u8 returning` of [`op::TRANSFER_IN`]: how the player comes.
 pub mod returning {
@@ -26,7 +45,9 @@ pub mod returning {
 pub mod op {
     /// `u64 seed`, `str zone_id`, `str params`, `str fact_prefix`: build the zone.
     pub const CREATE: u32 = 1;
-    /// `u32 player`, `str principal`, `u8 role`, `str claims`: a participant asks to join.
+    /// `u32 player`, `str principal`, `u8 role`, `str claims`, `bytes character` (the player's
+    /// character; empty when it has none: an observer, or a kind without characters): a
+    /// participant asks to join.
     pub const JOIN: u32 = 2;
     /// `u32 player`, `u8 why`: a participant left.
     pub const LEAVE: u32 = 3;
@@ -54,15 +75,18 @@ pub mod op {
     /// Nothing after the tick; answers the zone settings the module asks for: `u32 tick_hz`,
     /// `u32 patch_every`, `u32 max_players`, `u32 max_observers`, `f32 pos_step`,
     /// `f32 view_radius`, `f32 cell_size` (0: the host's own), then optionally
-    /// `u32 max_entities` (0: the host's), `u8 lasting` and `u32 state_version` (0: version 1);
-    /// or nothing (all the host's). Asked once, when the module is loaded, of an instance no zone
-    /// uses.
+    /// `u32 max_entities` (0: the host's), `u8 lasting`, `u32 state_version` (0: version 1) and
+    /// `u8 characters` (1: the kind's players bring their characters), each only after the one
+    /// before it; or nothing (all the host's). Asked once, when the module is loaded, of an
+    /// instance no zone uses.
     pub const CONFIG: u32 = 14;
     /// `u32 player`: a transfer the zone asked for leaves; answers `bytes state`, then commands.
     pub const TRANSFER_OUT: u32 = 15;
     /// `u32 player`, `str principal`, `str claims` (the player's claims as JSON: its ticket's,
-    /// with those the other zone handed over merged over them), `str from_zone`, `u8 returning` (a [`crate::returning`] code), `bytes state`: a player
-    /// arrives by transfer (or comes back after one failed); answered like [`JOIN`].
+    /// with those the other zone handed over merged over them), `str from_zone`,
+    /// `u8 returning` (a [`crate::returning`] code), `bytes state`, `bytes character` (as in
+    /// [`JOIN`]): a player arrives by transfer (or comes back after one failed); answered like
+    /// [`JOIN`].
     pub const TRANSFER_IN: u32 = 16;
     /// `str from` (`"admin"` or `"zone:<id>"`), `u16 topic`, `bytes payload`: a zone message.
     pub const MESSAGE: u32 = 17;
@@ -78,6 +102,21 @@ pub mod op {
     /// or `u8 2` then `str reason` (the migration failed). Asked of an instance no zone uses,
     /// and only of a module whose CONFIG declared a state version.
     pub const MIGRATE: u32 = 20;
+    /// `str key`, then a [`crate::call_result`] code: `u8 0` and `str value` (the sink's answer,
+    /// JSON text), or `u8 1`, `str code` and `str message`: the result of a call the zone made
+    /// with [`tag::CALL`](crate::tag::CALL) (on a later tick); answered with commands.
+    pub const CALL_RESULT: u32 = 21;
+}
+
+/// The `u8` after the key of [`op::CALL_RESULT`]: how the call ended.
+pub mod call_result {
+    /// The effect took place: `str value` (the sink's answer, JSON text) follows.
+    pub const OK: u8 = 0;
+    /// The effect did not and will not take place: `str code`, `str message` follow.
+    pub const ERR: u8 = 1;
+    /// The error code of a call whose key was used before with another function or other
+    /// arguments: the host's journal answers it without asking the sink.
+    pub const KEY_REUSED: &str = "KEY_REUSED";
 }
 
 /// The first byte of [`op::MIGRATE`]'s answer.
@@ -145,6 +184,17 @@ pub mod tag {
     pub const SET_PARENT: u8 = 25;
     /// Nothing: save the zone at the end of this tick (a durable change).
     pub const SAVE_NOW: u8 = 26;
+    /// `u32 player`, `bytes data`: replace the player's character (at most
+    /// [`MAX_CHARACTER_BYTES`](crate::MAX_CHARACTER_BYTES)); the host writes it at the zone's
+    /// next save, or at once after [`COMMIT_CHARACTER`].
+    pub const SET_CHARACTER: u8 = 27;
+    /// `u32 player`: ask the host to write the player's character at the end of this call.
+    pub const COMMIT_CHARACTER: u8 = 28;
+    /// `str key` (1..=[`MAX_CALL_KEY_LEN`](crate::MAX_CALL_KEY_LEN) bytes), `str function`
+    /// (1..=[`MAX_CALL_FUNCTION_LEN`](crate::MAX_CALL_FUNCTION_LEN) bytes), `str args` (JSON
+    /// text, at most [`MAX_CALL_ARGS_BYTES`](crate::MAX_CALL_ARGS_BYTES)): a durable call, whose
+    /// result comes back with [`op::CALL_RESULT`](crate::op::CALL_RESULT) on a later tick.
+    pub const CALL: u8 = 29;
 }
 
 /// Log levels of the `zonekeep.log` import.

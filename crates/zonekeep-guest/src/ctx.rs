@@ -3,6 +3,8 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
+use crate::character::Characters;
+pub(crate) use crate::handles::Handles;
 use crate::rng::Rng;
 use crate::wire::Writer;
 use crate::zone::PlayerId;
@@ -218,77 +220,8 @@ pub enum EventTarget {
     Player(PlayerId),
 }
 
-/// Entity handles: never 0, unique among live entities, reused after despawn (last freed,
-/// first reused).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Handles {
-    /// `live[h]`: whether handle `h` names a live entity (index 0 unused).
-    live: Vec<bool>,
-    free: Vec<u32>,
-}
-
-impl Handles {
-    /// No live handles.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A handle for a new entity.
-    ///
-    /// # Panics
-    /// With 2³² − 1 entities alive at once (far beyond any memory a module can have).
-    pub fn allocate(&mut self) -> Entity {
-        if self.live.is_empty() {
-            self.live.push(false); // handle 0 names nothing
-        }
-        let handle = match self.free.pop() {
-            Some(h) => h,
-            None => match u32::try_from(self.live.len()) {
-                Ok(h) if h < u32::MAX => {
-                    self.live.push(false);
-                    h
-                }
-                _ => panic!("no entity handle left"),
-            },
-        };
-        if let Some(slot) = self.live.get_mut(handle as usize) {
-            *slot = true;
-        }
-        match Entity::from_handle(handle) {
-            Some(e) => e,
-            None => panic!("handle 0 is never allocated"),
-        }
-    }
-
-    /// Free `entity`'s handle; `false` if it was not live (nothing changes then).
-    pub fn release(&mut self, entity: Entity) -> bool {
-        match self.live.get_mut(entity.handle() as usize) {
-            Some(slot) if *slot => {
-                *slot = false;
-                self.free.push(entity.handle());
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Whether `entity` is live.
-    #[cfg(test)]
-    pub fn is_live(&self, entity: Entity) -> bool {
-        self.live
-            .get(entity.handle() as usize)
-            .copied()
-            .unwrap_or(false)
-    }
-
-    /// How many entities are live.
-    pub fn live_count(&self) -> usize {
-        self.live.iter().filter(|l| **l).count()
-    }
-}
-
-/// The SDK's own state, kept across calls: the RNG, the entity handles, the declared kinds and
-/// the last step length.
+/// The SDK's own state, kept across calls: the RNG, the entity handles, the declared kinds, the
+/// last step length and the characters of the players present.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SdkState {
     pub(crate) rng: Rng,
@@ -305,6 +238,9 @@ pub(crate) struct SdkState {
     /// The zone's id, as CREATE or RESTORE named it (not part of a save: the host names the
     /// zone again at every RESTORE).
     pub(crate) zone_id: String,
+    /// The SDK's copy of each present player's character (not part of a save: a restored zone's
+    /// players come back through JOIN, each with its character).
+    pub(crate) characters: Characters,
 }
 
 impl SdkState {
@@ -317,6 +253,7 @@ impl SdkState {
             fact_prefix: String::new(),
             facts_made: 0,
             zone_id: String::new(),
+            characters: Characters::default(),
         }
     }
 }
@@ -326,8 +263,8 @@ impl SdkState {
 pub struct Ctx<'a> {
     tick: u64,
     time: Duration,
-    sdk: &'a mut SdkState,
-    out: &'a mut Writer,
+    pub(crate) sdk: &'a mut SdkState,
+    pub(crate) out: &'a mut Writer,
 }
 
 impl<'a> Ctx<'a> {

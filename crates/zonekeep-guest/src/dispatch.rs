@@ -9,9 +9,12 @@ use crate::log::{log, Level};
 use crate::rng::Rng;
 use crate::wire::{DecodeError, Reader, Writer};
 use crate::zone::{
-    Arrival, ChildEvent, LeaveReason, MessageFrom, MigrateError, Player, PlayerId, Role, Tier, Zone,
+    Arrival, ChildEvent, MessageFrom, MigrateError, Player, PlayerId, Role, Tier, Zone,
 };
-use zonekeep_abi::{migration, returning};
+use call::Call;
+use zonekeep_abi::migration;
+
+mod call;
 
 /// The ABI version this SDK speaks (`zk_abi`).
 pub const ABI_VERSION: i32 = zonekeep_abi::ABI_VERSION;
@@ -66,11 +69,13 @@ pub enum Op {
     Undeliverable = zonekeep_abi::op::UNDELIVERABLE as isize,
     /// 20: migrate a save of an older state version.
     Migrate = zonekeep_abi::op::MIGRATE as isize,
+    /// 21: a durable call's result.
+    CallResult = zonekeep_abi::op::CALL_RESULT as isize,
 }
 
 impl Op {
     /// Every op, in number order.
-    pub const ALL: [Op; 20] = [
+    pub const ALL: [Op; 21] = [
         Op::Create,
         Op::Join,
         Op::Leave,
@@ -91,6 +96,7 @@ impl Op {
         Op::Child,
         Op::Undeliverable,
         Op::Migrate,
+        Op::CallResult,
     ];
 
     /// The op numbered `n`, if any.
@@ -197,6 +203,11 @@ impl<Z> Guest<Z> {
     pub fn live_entities(&self) -> usize {
         self.sdk.handles.live_count()
     }
+
+    /// The SDK's copy of `player`'s character, as [`Ctx::character`] reads it.
+    pub fn character(&self, player: PlayerId) -> Option<&[u8]> {
+        self.sdk.characters.get(player)
+    }
 }
 
 /// Run call `op` on `input` (the bytes the host wrote), writing the call's output to `out`
@@ -285,6 +296,8 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
             let mut commands = Writer::new();
             let time = tick_time(sdk.dt, tick);
             let state = zone.transfer_out(&mut Ctx::new(tick, time, sdk, &mut commands), player);
+            // The character goes back to the host with the player; the hook could still read it.
+            sdk.characters.drop_player(player);
             w.bytes(&state).raw(&commands.into_vec());
         }
         hook => {
@@ -362,6 +375,14 @@ fn apply_inputs<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, inputs: Vec<(PlayerId,
     }
 }
 
+/// A joining (or arriving) player of `role` has a character when the zone's kind keeps them and
+/// it is a player: the SDK keeps its copy of `character` from now on.
+fn admit_character<Z: Zone>(ctx: &mut Ctx<'_>, player: PlayerId, role: Role, character: &[u8]) {
+    if role == Role::Player && Z::settings().characters {
+        ctx.sdk.characters.admit(player, character);
+    }
+}
+
 /// A hook call that builds a [`Ctx`] and appends commands.
 fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
     match call {
@@ -370,18 +391,26 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
             principal,
             role,
             claims,
+            character,
         } => {
-            let player = Player {
+            admit_character::<Z>(ctx, player, role, character);
+            let info = Player {
                 id: player,
                 principal: principal.to_owned(),
                 role,
                 claims: claims.to_owned(),
             };
-            if let Err(refusal) = zone.on_join(ctx, player) {
+            if let Err(refusal) = zone.on_join(ctx, info) {
+                // The host hands the character of a refused join back unchanged.
+                ctx.sdk.characters.drop_player(player);
                 ctx.refuse(refusal.code, &refusal.reason);
             }
         }
-        Call::Leave { player, why } => zone.on_leave(ctx, player, why),
+        Call::Leave { player, why } => {
+            zone.on_leave(ctx, player, why);
+            // Handed back after the hook, which may still change it.
+            ctx.sdk.characters.drop_player(player);
+        }
         Call::Drop { player } => zone.on_drop(ctx, player),
         Call::Rejoin { player } => zone.on_rejoin(ctx, player),
         Call::Inputs { inputs } => apply_inputs(zone, ctx, inputs),
@@ -402,7 +431,9 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
             returning,
             new_to_run,
             state,
+            character,
         } => {
+            admit_character::<Z>(ctx, player, Role::Player, character);
             let info = Player {
                 id: player,
                 principal: principal.to_owned(),
@@ -417,6 +448,11 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
                 new_to_run,
             };
             if let Err(refusal) = zone.transfer_in(ctx, info, arrival) {
+                // A refused arrival leaves with its character; a returning player stays (the
+                // host ignores the refusal), and so does its character.
+                if !returning {
+                    ctx.sdk.characters.drop_player(player);
+                }
                 ctx.refuse(refusal.code, &refusal.reason);
             }
         }
@@ -442,6 +478,7 @@ fn run_hook<Z: Zone>(zone: &mut Z, ctx: &mut Ctx<'_>, call: Call<'_>) {
             topic,
             reason,
         } => zone.on_undeliverable(ctx, to, group, topic, reason),
+        Call::Answer { key, result } => zone.on_call_result(ctx, key, &result),
         Call::Create { .. }
         | Call::TransferOut { .. }
         | Call::Config
@@ -493,225 +530,4 @@ fn split_save(save: &[u8]) -> Result<(Rng, u64, &[u8]), Fatal> {
         r.u64().map_err(bad)?
     };
     Ok((Rng::from_state(s), facts_made, r.rest()))
-}
-
-/// A call's fields after the tick.
-enum Call<'a> {
-    Create {
-        seed: u64,
-        zone_id: &'a str,
-        params: &'a str,
-        fact_prefix: &'a str,
-    },
-    Join {
-        player: PlayerId,
-        principal: &'a str,
-        role: Role,
-        claims: &'a str,
-    },
-    Leave {
-        player: PlayerId,
-        why: LeaveReason,
-    },
-    Drop {
-        player: PlayerId,
-    },
-    Rejoin {
-        player: PlayerId,
-    },
-    Sanitize {
-        player: PlayerId,
-        payload: &'a [u8],
-    },
-    Inputs {
-        inputs: Vec<(PlayerId, &'a [u8])>,
-    },
-    Tick {
-        time_us: u64,
-        dt_us: u32,
-        inputs: Vec<(PlayerId, &'a [u8])>,
-    },
-    Timer {
-        tag: u64,
-    },
-    Save,
-    /// The seed is read and not used: the RNG comes back from the save.
-    Restore {
-        zone_id: &'a str,
-        params: &'a str,
-        fact_prefix: &'a str,
-        save: &'a [u8],
-    },
-    StateHash,
-    Config,
-    Migrate {
-        from: u32,
-        save: &'a [u8],
-    },
-    Settled {
-        key: &'a str,
-        ok: bool,
-        detail: &'a str,
-    },
-    TransferOut {
-        player: PlayerId,
-    },
-    TransferIn {
-        player: PlayerId,
-        principal: &'a str,
-        claims: &'a str,
-        from_zone: &'a str,
-        returning: bool,
-        new_to_run: bool,
-        state: &'a [u8],
-    },
-    Message {
-        from: &'a str,
-        topic: u16,
-        payload: &'a [u8],
-    },
-    Child {
-        child: &'a str,
-        topic: u16,
-        payload: &'a [u8],
-    },
-    Undeliverable {
-        group: bool,
-        to: &'a str,
-        topic: u16,
-        reason: &'a str,
-    },
-}
-
-/// `u32 n`, then `n` × (`u32 player`, `bytes payload`): inputs in the order they apply. The
-/// count is checked against what remains (each input takes at least 8 bytes) before anything
-/// is allocated for it.
-fn read_inputs<'a>(r: &mut Reader<'a>) -> Result<Vec<(PlayerId, &'a [u8])>, DecodeError> {
-    let n = r.u32()? as usize;
-    if n > r.remaining() / 8 {
-        return Err(DecodeError::Truncated {
-            needed: n.saturating_mul(8),
-            remaining: r.remaining(),
-        });
-    }
-    let mut inputs = Vec::with_capacity(n);
-    for _ in 0..n {
-        inputs.push((PlayerId(r.u32()?), r.bytes()?));
-    }
-    Ok(inputs)
-}
-
-impl<'a> Call<'a> {
-    fn read(op: Op, r: &mut Reader<'a>) -> Result<Self, DecodeError> {
-        let player = |r: &mut Reader<'a>| r.u32().map(PlayerId);
-        Ok(match op {
-            Op::Create => Call::Create {
-                seed: r.u64()?,
-                zone_id: r.str()?,
-                params: r.str()?,
-                fact_prefix: r.str()?,
-            },
-            Op::Join => Call::Join {
-                player: player(r)?,
-                principal: r.str()?,
-                role: match r.u8()? {
-                    0 => Role::Player,
-                    1 => Role::Observer,
-                    _ => return Err(DecodeError::Invalid("role must be 0 or 1")),
-                },
-                claims: r.str()?,
-            },
-            Op::Leave => Call::Leave {
-                player: player(r)?,
-                why: match r.u8()? {
-                    0 => LeaveReason::Left,
-                    1 => LeaveReason::Dropped,
-                    2 => LeaveReason::Kicked,
-                    3 => LeaveReason::Transferred,
-                    _ => return Err(DecodeError::Invalid("leave reason must be 0..=3")),
-                },
-            },
-            Op::Drop => Call::Drop { player: player(r)? },
-            Op::Rejoin => Call::Rejoin { player: player(r)? },
-            Op::Sanitize => Call::Sanitize {
-                player: player(r)?,
-                payload: r.bytes()?,
-            },
-            Op::Inputs => Call::Inputs {
-                inputs: read_inputs(r)?,
-            },
-            Op::Tick => Call::Tick {
-                time_us: r.u64()?,
-                dt_us: r.u32()?,
-                inputs: read_inputs(r)?,
-            },
-            Op::Timer => Call::Timer { tag: r.u64()? },
-            Op::Save => Call::Save,
-            Op::Restore => {
-                // The seed is not used: the RNG comes back from the save.
-                let _seed = r.u64()?;
-                Call::Restore {
-                    zone_id: r.str()?,
-                    params: r.str()?,
-                    fact_prefix: r.str()?,
-                    save: r.bytes()?,
-                }
-            }
-            Op::StateHash => Call::StateHash,
-            Op::Config => Call::Config,
-            Op::Migrate => Call::Migrate {
-                from: r.u32()?,
-                save: r.bytes()?,
-            },
-            Op::Settled => Call::Settled {
-                key: r.str()?,
-                ok: match r.u8()? {
-                    0 => false,
-                    1 => true,
-                    _ => return Err(DecodeError::Invalid("settled ok must be 0 or 1")),
-                },
-                detail: r.str()?,
-            },
-            Op::TransferOut => Call::TransferOut { player: player(r)? },
-            Op::TransferIn => {
-                let (player, principal, claims, from_zone) =
-                    (player(r)?, r.str()?, r.str()?, r.str()?);
-                let (returning, new_to_run) = match r.u8()? {
-                    returning::ARRIVAL => (false, false),
-                    returning::RETURN => (true, false),
-                    returning::RETURN_NEW_TO_RUN => (true, true),
-                    _ => return Err(DecodeError::Invalid("returning must be 0, 1 or 2")),
-                };
-                Call::TransferIn {
-                    player,
-                    principal,
-                    claims,
-                    from_zone,
-                    returning,
-                    new_to_run,
-                    state: r.bytes()?,
-                }
-            }
-            Op::Message => Call::Message {
-                from: r.str()?,
-                topic: r.u16()?,
-                payload: r.bytes()?,
-            },
-            Op::Child => Call::Child {
-                child: r.str()?,
-                topic: r.u16()?,
-                payload: r.bytes()?,
-            },
-            Op::Undeliverable => Call::Undeliverable {
-                group: match r.u8()? {
-                    0 => false,
-                    1 => true,
-                    _ => return Err(DecodeError::Invalid("target kind must be 0 or 1")),
-                },
-                to: r.str()?,
-                topic: r.u16()?,
-                reason: r.str()?,
-            },
-        })
-    }
 }

@@ -45,11 +45,14 @@
 // The derive's expansion names `::zonekeep_guest`; this lets the crate's own tests use it.
 extern crate self as zonekeep_guest;
 
+mod call;
+mod character;
 mod claims;
 mod ctx;
 mod dispatch;
 mod entity_kind;
 mod export;
+mod handles;
 mod log;
 mod rng;
 mod settings;
@@ -59,7 +62,15 @@ mod zone;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_calls;
+#[cfg(test)]
+mod tests_characters;
 
+pub use call::{
+    CallError, CallResult, KEY_REUSED, MAX_CALL_ARGS_BYTES, MAX_CALL_FUNCTION_LEN, MAX_CALL_KEY_LEN,
+};
+pub use character::{CharacterError, MAX_CHARACTER_BYTES};
 pub use claims::{Claims, ClaimsError};
 pub use ctx::{tag, Ctx, Entity, EventTarget, FieldType, Kind, KindDef};
 pub use dispatch::{dispatch, Fatal, Guest, Op, ABI_VERSION, SAVE_FORMAT, SAVE_HEADER_LEN};
@@ -73,7 +84,7 @@ pub use zone::{
     Arrival, ChildEvent, Input, InputField, LeaveReason, MessageFrom, MigrateError, Player,
     PlayerId, Refusal, Role, Tier, Zone, REFUSE_UNDECODABLE,
 };
-pub use zonekeep_abi::{migration, returning};
+pub use zonekeep_abi::{call_result, migration, returning};
 /// `#[derive(EntityKind)]`: see [`EntityKind`].
 pub use zonekeep_guest_derive::EntityKind;
 /// `#[derive(Input)]`: see [`Input`].

@@ -41,6 +41,21 @@ pub struct Settings {
     /// [`Zone::save`](crate::Zone::save) writes changes, and migrate the older versions' saves
     /// in [`Zone::migrate`](crate::Zone::migrate).
     pub state_version: u32,
+    /// The kind's players bring their characters: the state a player takes from zone to zone
+    /// (inventory, level, gold), which the host keeps in its store and lends to one zone at a
+    /// time. The host hands each joining or arriving player's character to the zone, and the
+    /// SDK keeps a copy of each present player's: [`Ctx::character`](crate::Ctx::character)
+    /// reads it, [`Ctx::set_character`](crate::Ctx::set_character) changes it (the host writes
+    /// it at the zone's next save and when the player leaves) and
+    /// [`Ctx::commit_character`](crate::Ctx::commit_character) asks for the write at once. A
+    /// player of such a kind has a character (empty for a new one); an observer has none. The
+    /// copy is dropped after the player's [`on_leave`](crate::Zone::on_leave) (which may still
+    /// change it) and after its [`transfer_out`](crate::Zone::transfer_out) (which may still
+    /// read it), when the character goes back with the player; a player coming back from a
+    /// failed transfer brings it again. A zone's save does not carry characters: after a
+    /// restore, each player comes back through [`on_join`](crate::Zone::on_join), with its
+    /// character.
+    pub characters: bool,
 }
 
 impl Settings {
@@ -117,9 +132,23 @@ impl Settings {
         self
     }
 
+    /// Marks the kind's players as bringing their characters (see
+    /// [`Settings::characters`](Settings#structfield.characters)).
+    ///
+    /// ```
+    /// use zonekeep_guest::Settings;
+    /// assert!(Settings::new().characters().characters);
+    /// assert!(!Settings::new().characters);
+    /// ```
+    pub fn characters(mut self) -> Self {
+        self.characters = true;
+        self
+    }
+
     /// CONFIG's output (docs/MODULES.md): the seven settings in order, then, for a lasting
-    /// world or a state version, `u32 max_entities` (0: the host's) and `u8 lasting`, and for a
-    /// state version `u32 state_version`.
+    /// world, a state version or characters, `u32 max_entities` (0: the host's) and
+    /// `u8 lasting`, for a state version or characters `u32 state_version` (0: version 1), and
+    /// for characters `u8 characters`.
     pub fn encode(&self, w: &mut Writer) {
         w.u32(self.tick_hz)
             .u32(self.patch_every)
@@ -128,11 +157,14 @@ impl Settings {
             .f32(self.pos_step)
             .f32(self.view_radius)
             .f32(self.cell_size);
-        if self.lasting || self.state_version != 0 {
+        if self.lasting || self.state_version != 0 || self.characters {
             w.u32(0).u8(u8::from(self.lasting));
         }
-        if self.state_version != 0 {
+        if self.state_version != 0 || self.characters {
             w.u32(self.state_version);
+        }
+        if self.characters {
+            w.u8(1);
         }
     }
 }

@@ -866,7 +866,7 @@ fn a_second_create_or_restore_is_fatal() {
 #[test]
 fn unknown_ops_are_fatal() {
     let mut host = created();
-    for op in [0, 21, u32::MAX] {
+    for op in [0, 22, u32::MAX] {
         assert_eq!(
             host.call_raw(op, &input::bare(0)).unwrap_err(),
             Fatal::UnknownOp(op)
@@ -878,7 +878,7 @@ fn unknown_ops_are_fatal() {
 fn valid_input(op: Op) -> Vec<u8> {
     match op {
         Op::Create => input::create(0, 1, "p", "{}"),
-        Op::Join => input::join(0, 1, "a", Role::Player, "{}"),
+        Op::Join => input::join(0, 1, "a", Role::Player, "{}", b"gold"),
         Op::Leave => input::leave(0, 1, LeaveReason::Left),
         Op::Drop | Op::Rejoin => input::player(0, 1),
         Op::Sanitize => input::payload(0, 1, &[1]),
@@ -902,7 +902,8 @@ fn valid_input(op: Op) -> Vec<u8> {
                 .str("{}")
                 .str("zone-a")
                 .u8(1)
-                .bytes(&[1, 2]);
+                .bytes(&[1, 2])
+                .bytes(b"gold");
             w.into_vec()
         }
         Op::Message => {
@@ -925,6 +926,7 @@ fn valid_input(op: Op) -> Vec<u8> {
             save.extend_from_slice(&[0; SAVE_HEADER_LEN - 1]);
             input::migrate(1, &save)
         }
+        Op::CallResult => input::call_result(0, "order-1", &crate::CallResult::Ok("{}".into())),
     }
 }
 
@@ -970,9 +972,9 @@ fn every_op_runs_on_its_valid_input_and_refuses_truncated_or_trailing_input() {
 #[test]
 fn bad_enum_bytes_are_malformed() {
     let mut host = created();
-    let mut join = input::join(0, 1, "a", Role::Player, "");
-    // The role byte, before the empty claims (`u32` length 0).
-    let role = join.len() - 5;
+    let mut join = input::join(0, 1, "a", Role::Player, "", &[]);
+    // The role byte, before the empty claims and the empty character (`u32` length 0 each).
+    let role = join.len() - 9;
     join[role] = 2;
     assert!(matches!(
         host.call_raw(Op::Join.number(), &join),
@@ -996,7 +998,16 @@ fn bad_enum_bytes_are_malformed() {
             ..
         })
     ));
-    let beyond = input::transfer_in(0, 1, "a", "{}", "z", returning::RETURN_NEW_TO_RUN + 1, &[]);
+    let beyond = input::transfer_in(
+        0,
+        1,
+        "a",
+        "{}",
+        "z",
+        returning::RETURN_NEW_TO_RUN + 1,
+        &[],
+        &[],
+    );
     assert!(matches!(
         host.call_raw(Op::TransferIn.number(), &beyond),
         Err(Fatal::Malformed {
@@ -1033,7 +1044,7 @@ fn op_numbers_match_the_abi() {
         assert_eq!(Op::from_number(op.number()), Some(*op));
     }
     assert_eq!(Op::from_number(0), None);
-    assert_eq!(Op::from_number(21), None);
+    assert_eq!(Op::from_number(22), None);
 }
 
 // ---------------------------------------------------------------------------------------------

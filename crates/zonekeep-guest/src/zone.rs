@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::call::CallResult;
 use crate::ctx::Ctx;
 use crate::settings::Settings;
 use crate::wire::{DecodeError, Reader};
@@ -445,5 +446,15 @@ pub trait Zone: Sized {
     /// `Err` with the refusal.
     fn on_fact_settled(&mut self, ctx: &mut Ctx<'_>, key: &str, outcome: Result<&str, &str>) {
         let _ = (ctx, key, outcome);
+    }
+
+    /// A call made with [`Ctx::call`] has its result: [`CallResult::Ok`] with the sink's answer
+    /// (JSON text), or [`CallResult::Err`] with a code and a message. It comes on a tick after
+    /// the call, at the tick's start (before its inputs). Counted against the zone's saved
+    /// state, each call's result arrives once: after a restore, a call still in flight in the
+    /// host's snapshot is sent again and its result arrives here then, so keep what the result
+    /// completes in the zone's own save, under the key. The default ignores results.
+    fn on_call_result(&mut self, ctx: &mut Ctx<'_>, key: &str, result: &CallResult) {
+        let _ = (ctx, key, result);
     }
 }

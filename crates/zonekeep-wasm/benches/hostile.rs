@@ -36,7 +36,7 @@ fn module(create: &[u8], tick: &str, pages: u32, extra: &str) -> Vec<u8> {
             (data (i32.const 1024) "{data}")
             (global $n (mut i32) (i32.const 0))
             {extra}
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (local $i i32) (local $p i32)
@@ -161,7 +161,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
             "runaway loop in create",
             wat::parse_str(
                 r#"(module (memory (export "memory") 1)
-                    (func (export "zk_abi") (result i32) i32.const 4)
+                    (func (export "zk_abi") (result i32) i32.const 5)
                     (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
                     (func (export "zk_call") (param i32 i32) (result i64)
                         (if (i32.eq (local.get 0) (i32.const 1)) (then (loop $l (br $l))))
@@ -307,7 +307,7 @@ fn settings_module(settings: &[u8]) -> Vec<u8> {
     wat::parse_str(format!(
         r#"(module (memory (export "memory") 1)
             (data (i32.const 1024) "{data}")
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 14)) (then (return (i64.const {packed}))))

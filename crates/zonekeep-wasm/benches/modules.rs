@@ -68,6 +68,7 @@ impl Zone for NativeTag {
             p.principal.as_str(),
             zonekeep_guest::Role::Player,
             "{}",
+            ctx.character(p.id).unwrap_or_default(),
         );
         self.call(ctx, Op::Join, &join, true).map_or(Ok(()), Err)
     }

@@ -1,17 +1,19 @@
-//! Applying a module's command buffer to its zone: the world, views, kicks, events, timers and
-//! facts, in the order the module wrote them (docs/MODULES.md, "Commands").
+//! Applying a module's command buffer to its zone: the world, views, kicks, events, timers,
+//! facts, characters and durable calls, in the order the module wrote them (docs/MODULES.md,
+//! "Commands").
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use zonekeep_core::{
-    Ctx, EntityId, EventTarget, JoinRefusal, KindId, MessageTarget, PlayerId, TimerId,
+    CallError, CharacterError, Ctx, EntityId, EventTarget, JoinRefusal, KindId, MessageTarget,
+    PlayerId, TimerId, MAX_CHARACTER_BYTES,
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use crate::error::Failure;
 use crate::handles::HandleMap;
 use crate::wire::Reader;
-use zonekeep_abi::tag;
+use zonekeep_abi::{tag, MAX_CALL_ARGS_BYTES};
 
 /// What the host keeps of a module zone to apply its command buffers: its entity handles, its
 /// declared kinds and its timers by tag. [`ModuleZone`](crate::ModuleZone) applies every call's
@@ -29,6 +31,35 @@ pub struct CommandApplier {
 
 fn refused(what: &str, e: impl std::fmt::Display) -> Failure {
     Failure::Command(format!("{what}: {e}"))
+}
+
+/// Why a CALL command made no call: arguments too long to read or not JSON, or the core's
+/// refusal (a bad key or function name, arguments over the zone's bound, a key in flight, a full
+/// queue).
+#[derive(Debug, thiserror::Error)]
+enum CallRefused {
+    /// Arguments longer than any zone accepts, refused unread.
+    #[error(
+        "call arguments of {0} bytes are past the {MAX_CALL_ARGS_BYTES} bytes any zone accepts"
+    )]
+    TooLong(usize),
+    /// Arguments that are not JSON text.
+    #[error("call arguments are not JSON: {0}")]
+    NotJson(zonekeep_core::serde_json::Error),
+    /// The core refused the call.
+    #[error(transparent)]
+    Refused(#[from] CallError),
+}
+
+/// Makes the call a CALL command asks for. Arguments past [`MAX_CALL_ARGS_BYTES`] of text (more
+/// than any zone accepts) are refused before they are parsed: the host never parses arguments
+/// no zone could take.
+fn make_call(ctx: &mut Ctx<'_>, key: &str, function: &str, args: &str) -> Result<(), CallRefused> {
+    if args.len() > MAX_CALL_ARGS_BYTES {
+        return Err(CallRefused::TooLong(args.len()));
+    }
+    let args = zonekeep_core::serde_json::from_str(args).map_err(CallRefused::NotJson)?;
+    Ok(ctx.call(key, function, args)?)
 }
 
 fn field_type(r: &mut Reader<'_>) -> Result<FieldType, Failure> {
@@ -323,6 +354,41 @@ impl CommandApplier {
                     ctx.set_parent((!parent.is_empty()).then_some(parent));
                 }
                 tag::SAVE_NOW => ctx.save_now(),
+                tag::SET_CHARACTER => {
+                    let player = PlayerId(r.u32("player")?);
+                    let data = r.bytes("character")?;
+                    // Refused (no character here, too large) as a refused transfer is: the
+                    // module cannot be answered mid-buffer, the character stays as it was, and
+                    // the zone runs on. An oversized one is refused before it is copied.
+                    let set = if data.len() > MAX_CHARACTER_BYTES {
+                        Err(CharacterError::TooLarge {
+                            size: data.len(),
+                            max: MAX_CHARACTER_BYTES,
+                        })
+                    } else {
+                        ctx.set_character(player, data.to_vec())
+                    };
+                    if let Err(e) = set {
+                        tracing::debug!(target: "zonekeep::module", %player, error = %e, "character change refused");
+                    }
+                }
+                tag::COMMIT_CHARACTER => {
+                    let player = PlayerId(r.u32("player")?);
+                    if let Err(e) = ctx.commit_character(player) {
+                        tracing::debug!(target: "zonekeep::module", %player, error = %e, "character commit refused");
+                    }
+                }
+                tag::CALL => {
+                    let key = r.str("call key")?;
+                    let function = r.str("call function")?;
+                    let args = r.str("call args")?;
+                    // Refused as a refused character change is: the module cannot be answered
+                    // mid-buffer, no call is made (it never gets a result), and the zone runs on.
+                    // A full queue is also counted by the host (`calls_overflowed`).
+                    if let Err(e) = make_call(ctx, key, function, args) {
+                        tracing::debug!(target: "zonekeep::module", error = %e, "call refused");
+                    }
+                }
                 t => return Err(Failure::Abi(format!("unknown command tag {t}"))),
             }
         }

@@ -153,7 +153,7 @@ mod tests {
         // Two different modules: the same ABI, a different constant in an unused function.
         let text = format!(
             r#"(module (memory (export "memory") 1)
-                (func (export "zk_abi") (result i32) i32.const 4)
+                (func (export "zk_abi") (result i32) i32.const 5)
                 (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
                 (func (export "zk_call") (param i32 i32) (result i64) i64.const 0)
                 (func (result i32) i32.const {abi_extra}))"#

@@ -31,6 +31,10 @@ pub struct ModuleSettings {
     /// The version of the module's saves ([`ZoneConfig::state_version`]): `None` when the module
     /// declares none, which is version 1.
     pub state_version: Option<u32>,
+    /// The kind's players bring their characters ([`ZoneConfig::characters`]): the module reads
+    /// and changes them through JOIN's and TRANSFER_IN's `character` and the SET_CHARACTER and
+    /// COMMIT_CHARACTER commands.
+    pub characters: bool,
 }
 
 /// The range of settings a module may ask for: what a host can run for everyone else on its
@@ -63,11 +67,20 @@ fn some_f32(v: f32) -> Option<f32> {
     (v != 0.0).then_some(v)
 }
 
+/// A setting's `u8` that must be 0 or 1.
+fn flag(v: u8, name: &str) -> Result<bool, LoadError> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        n => Err(LoadError::Settings(format!("{name} {n}: 0 or 1"))),
+    }
+}
+
 impl ModuleSettings {
     /// Reads CONFIG's output: empty (every setting the host's), or the seven settings, then
-    /// optionally `u32 max_entities`, `u8 lasting` and `u32 state_version`, each only after the
-    /// one before it. Settings the host cannot run, and a malformed answer, are refused, naming
-    /// the setting.
+    /// optionally `u32 max_entities`, `u8 lasting`, `u32 state_version` and `u8 characters`,
+    /// each only after the one before it. Settings the host cannot run, and a malformed answer,
+    /// are refused, naming the setting.
     pub fn decode(out: &[u8]) -> Result<Self, LoadError> {
         if out.is_empty() {
             return Ok(Self::default());
@@ -82,8 +95,8 @@ impl ModuleSettings {
             pos_step: some_f32(r.f32("pos_step").map_err(bad)?),
             view_radius: some_f32(r.f32("view_radius").map_err(bad)?),
             cell_size: some_f32(r.f32("cell_size").map_err(bad)?),
-            // The eighth, ninth and tenth settings are optional: a module may answer seven,
-            // eight, nine or ten.
+            // The eighth to eleventh settings are optional: a module may answer seven, eight,
+            // nine, ten or eleven.
             max_entities: if r.is_empty() {
                 None
             } else {
@@ -92,11 +105,7 @@ impl ModuleSettings {
             lasting: if r.is_empty() {
                 false
             } else {
-                match r.u8("lasting").map_err(bad)? {
-                    0 => false,
-                    1 => true,
-                    n => return Err(LoadError::Settings(format!("lasting {n}: 0 or 1"))),
-                }
+                flag(r.u8("lasting").map_err(bad)?, "lasting")?
             },
             // Any version from 1 up; 0 leaves it unset (version 1).
             state_version: if r.is_empty() {
@@ -104,10 +113,15 @@ impl ModuleSettings {
             } else {
                 some_u32(r.u32("state_version").map_err(bad)?)
             },
+            characters: if r.is_empty() {
+                false
+            } else {
+                flag(r.u8("characters").map_err(bad)?, "characters")?
+            },
         };
         if !r.is_empty() {
             return Err(LoadError::Settings(format!(
-                "{} bytes after the ten settings",
+                "{} bytes after the eleven settings",
                 r.remaining()
             )));
         }
@@ -206,6 +220,9 @@ impl ModuleSettings {
         // Always the module's own: what its saves mean is its code's, never the host's. The
         // config given may be a running zone's, made for the module this one replaces.
         config.state_version = self.state_version.unwrap_or(1);
+        // The module's own too: the SDK tells a player with a character from one without by
+        // this setting, so the zone must keep characters exactly when its code says it does.
+        config.characters = self.characters;
         config
     }
 }

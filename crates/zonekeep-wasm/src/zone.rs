@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use zonekeep_core::rand_core::RngCore;
 use zonekeep_core::{
-    Arrival, ChildEvent, Ctx, EntityId, FactOutcome, InputRefusal, JoinRefusal, LeaveReason,
-    MessageFrom, MessageTarget, PlayerId, PlayerInfo, Role, Settlement, TimerId, World, Zone,
-    ZoneError, ZoneInit, TIER_TOPIC,
+    Arrival, CallKey, CallResult, ChildEvent, Ctx, EntityId, FactOutcome, InputRefusal,
+    JoinRefusal, LeaveReason, MessageFrom, MessageTarget, PlayerId, PlayerInfo, Role, Settlement,
+    TimerId, World, Zone, ZoneError, ZoneInit, TIER_TOPIC,
 };
 
 use crate::commands::CommandApplier;
@@ -17,7 +17,7 @@ use crate::error::Failure;
 use crate::guest::{clean_line, Guest};
 use crate::load::ZoneModule;
 use crate::wire::{put_bytes, put_str, put_u32, put_u64, put_u8, Reader};
-use zonekeep_abi::{migration, op, returning};
+use zonekeep_abi::{call_result, migration, op, returning};
 
 /// Refusal code of an input or join offered to a failed zone.
 pub const FAILED_CODE: u16 = u16::MAX;
@@ -100,6 +100,14 @@ fn put_init(input: &mut Vec<u8>, seed: u64, init: &ZoneInit, boot_epoch: u64) {
     put_str(input, &init.zone_id);
     put_str(input, &init.params.to_string());
     put_str(input, &format!("{}:{boot_epoch}:m", init.zone_id));
+}
+
+/// `player`'s character as JOIN and TRANSFER_IN pass it: the core hands it to the zone before
+/// the join hook runs; empty when the player has none here.
+fn character_of(ctx: &Ctx<'_>, player: PlayerId) -> Vec<u8> {
+    ctx.character(player)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
 }
 
 impl ModuleZone {
@@ -330,7 +338,9 @@ impl Zone for ModuleZone {
     }
 
     fn on_join(&mut self, ctx: &mut Ctx<'_>, player: &PlayerInfo) -> Result<(), JoinRefusal> {
-        let refusal = self.run(ctx, op::JOIN, |input| {
+        self.flush_inputs(ctx, op::JOIN);
+        let character = character_of(ctx, player.id);
+        let refusal = self.call(ctx, op::JOIN, |input| {
             put_u32(input, player.id.0);
             put_str(input, player.principal.as_str());
             put_u8(input, u8::from(player.role == Role::Observer));
@@ -338,6 +348,7 @@ impl Zone for ModuleZone {
                 input,
                 &serde_json::Value::Object(player.claims.clone()).to_string(),
             );
+            put_bytes(input, &character);
         });
         match refusal.or_else(|| self.failed_refusal()) {
             Some(r) => Err(r),
@@ -384,7 +395,9 @@ impl Zone for ModuleZone {
         player: &PlayerInfo,
         arrival: &Arrival<'_>,
     ) -> Result<(), JoinRefusal> {
-        let refusal = self.run(ctx, op::TRANSFER_IN, |input| {
+        self.flush_inputs(ctx, op::TRANSFER_IN);
+        let character = character_of(ctx, player.id);
+        let refusal = self.call(ctx, op::TRANSFER_IN, |input| {
             put_u32(input, player.id.0);
             put_str(input, player.principal.as_str());
             // The participant's claims: its ticket's, with what the other zone handed over
@@ -403,6 +416,7 @@ impl Zone for ModuleZone {
                 },
             );
             put_bytes(input, arrival.state);
+            put_bytes(input, &character);
         });
         match refusal.or_else(|| self.failed_refusal()) {
             Some(r) => Err(r),
@@ -523,6 +537,25 @@ impl Zone for ModuleZone {
             put_str(input, settlement.key.as_str());
             put_u8(input, ok);
             put_str(input, &detail);
+        });
+    }
+
+    /// CALL_RESULT: the key, then the result's code and its value, or its error's code and
+    /// message.
+    fn on_call_result(&mut self, ctx: &mut Ctx<'_>, key: &CallKey, result: &CallResult) {
+        self.run(ctx, op::CALL_RESULT, |input| {
+            put_str(input, key.as_str());
+            match result {
+                CallResult::Ok(value) => {
+                    put_u8(input, call_result::OK);
+                    put_str(input, &value.to_string());
+                }
+                CallResult::Err { code, message } => {
+                    put_u8(input, call_result::ERR);
+                    put_str(input, code);
+                    put_str(input, message);
+                }
+            }
         });
     }
 

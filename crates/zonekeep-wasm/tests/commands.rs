@@ -15,7 +15,7 @@ fn answering_create(data: &str) -> Vec<u8> {
         r#"(module
             (memory (export "memory") 1)
             (data (i32.const 0) "{data}")
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 1)) (then (return (i64.const 52))))
@@ -73,7 +73,7 @@ fn save_now_asks_the_host_for_a_save_once() {
         r#"(module
             (memory (export "memory") 1)
             (data (i32.const 0) "\1a")
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 1)) (then (return (i64.const 1))))

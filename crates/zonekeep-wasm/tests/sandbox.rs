@@ -26,7 +26,7 @@ fn module(tick: &str, extra: &str) -> Vec<u8> {
             (import "zonekeep" "log" (func $log (param i32 i32 i32)))
             {extra}
             (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 8)) (then {tick}))
@@ -236,14 +236,14 @@ fn broken_modules_are_refused_at_load() {
         Err(LoadError::Invalid(_))
     ));
     // Missing export.
-    let no_call = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "zk_abi") (result i32) i32.const 4))"#).unwrap();
+    let no_call = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "zk_abi") (result i32) i32.const 5))"#).unwrap();
     assert_eq!(
         ZoneModule::load(&e, &no_call).unwrap_err().to_string(),
         "the module must export zk_alloc as a function (i32) -> i32"
     );
-    // Modules built for another ABI version (the first, and the one before this host's),
-    // refused by the version they name.
-    for old in [1, zonekeep_abi::ABI_VERSION - 1] {
+    // Modules built for another ABI version (the first, the third, and the one before this
+    // host's: 4, before characters), refused by the version they name.
+    for old in [1, 3, zonekeep_abi::ABI_VERSION - 1] {
         let other = wat::parse_str(format!(
             r#"(module (memory (export "memory") 1)
                 (func (export "zk_abi") (result i32) i32.const {old})
@@ -262,7 +262,7 @@ fn broken_modules_are_refused_at_load() {
     // A memory declared larger than the cap never instantiates.
     let huge = wat::parse_str(
         r#"(module (memory (export "memory") 2000)
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 0)
             (func (export "zk_call") (param i32 i32) (result i64) i64.const 0))"#,
     )
@@ -419,7 +419,7 @@ fn the_host_asks_for_an_input_buffer_only_when_an_input_outgrows_it() {
         r#"(module
             (memory (export "memory") 1)
             (global $asked (mut i32) (i32.const 0))
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32)
                 (if (global.get $asked) (then unreachable))
                 (global.set $asked (i32.const 1))

@@ -28,7 +28,7 @@ fn module_asking(settings: &[u8]) -> Vec<u8> {
         r#"(module
             (memory (export "memory") 1)
             (data (i32.const 1024) "{data}")
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 14))
@@ -268,11 +268,67 @@ fn a_tenth_setting_names_the_state_version_and_a_malformed_one_is_refused() {
             "{err}"
         );
     }
-    let mut long = with_version(0, 2);
+    // A byte after the tenth is the eleventh setting (characters), below.
+    let mut eleven = with_version(0, 2);
+    eleven.push(0);
+    let module = ZoneModule::load(&engine(), &module_asking(&eleven)).unwrap();
+    assert_eq!(module.settings().state_version, Some(2));
+}
+
+#[test]
+fn an_eleventh_setting_keeps_characters_and_anything_but_0_or_1_is_refused() {
+    let eleven = |characters: u8| {
+        let mut bytes = all_settings(0, 0, 0.0, 0.0, 0.0);
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.push(characters);
+        bytes
+    };
+    let module = ZoneModule::load(&engine(), &module_asking(&eleven(1))).unwrap();
+    assert!(module.settings().characters);
+    assert_eq!(module.settings().state_version, None, "0: version 1");
+    let config = module.settings().apply(ZoneConfig::default());
+    assert!(config.characters);
+    assert_eq!(config.state_version, 1);
+    // And every zone of the kind is made with it.
+    let mut kinds = ZoneKinds::new();
+    register(&mut kinds, &ModuleKind::new("tuned", module));
+    let zone = kinds
+        .create(
+            init("t-2"),
+            ZoneConfig::default(),
+            Arc::new(ManualClock::new()),
+        )
+        .unwrap();
+    assert!(zone.config().characters);
+    // 0, or fewer settings: no characters, whatever the config given says (the module's code
+    // reads characters or it does not).
+    let with_characters = ZoneConfig {
+        characters: true,
+        ..ZoneConfig::default()
+    };
+    for bytes in [
+        eleven(0),
+        eleven(0)[..eleven(0).len() - 1].to_vec(),
+        Vec::new(),
+    ] {
+        let module = ZoneModule::load(&engine(), &module_asking(&bytes)).unwrap();
+        assert!(!module.settings().characters, "{bytes:?}");
+        assert!(
+            !module.settings().apply(with_characters.clone()).characters,
+            "{bytes:?}"
+        );
+    }
+    // A byte that is no flag, or bytes after it, refuse the module naming why.
+    let err = ZoneModule::load(&engine(), &module_asking(&eleven(2))).unwrap_err();
+    assert!(err.to_string().contains("characters 2: 0 or 1"), "{err}");
+    let mut long = eleven(1);
     long.push(0);
     let err = ZoneModule::load(&engine(), &module_asking(&long)).unwrap_err();
     assert!(
-        err.to_string().contains("1 bytes after the ten settings"),
+        err.to_string()
+            .contains("1 bytes after the eleven settings"),
         "{err}"
     );
 }

@@ -156,6 +156,10 @@ impl CodeKinds for ModuleHost {
     fn previous(&self, kind: &str) -> Option<Vec<u8>> {
         Some(self.kinds.get(kind)?.previous()?.bytes().to_vec())
     }
+
+    fn keeps_characters(&self, kind: &str) -> Option<bool> {
+        Some(self.kinds.get(kind)?.current()?.settings().characters)
+    }
 }
 
 fn read(file: &Path) -> Result<Vec<u8>> {

@@ -25,7 +25,7 @@ fn hostile(body: &str, extra: &str) -> Vec<u8> {
             (import "zonekeep" "log" (func $log (param i32 i32 i32)))
             {extra}
             (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 2)) (then (i32.store8 (i32.const 100) (i32.const 1))))
@@ -252,7 +252,7 @@ async fn a_recorded_module_zone_replays_to_its_budget_trap_at_the_same_tick() {
     let grows = wat::parse_str(
         r#"(module
             (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 8)) (then
@@ -321,7 +321,7 @@ async fn a_chatty_module_is_rate_limited_and_the_lines_dropped_are_counted() {
             (import "zonekeep" "log" (func $log (param i32 i32 i32)))
             (data (i32.const 0) "chat")
             (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (local $n i32)

@@ -41,7 +41,7 @@ fn rules(settings: &[u8], extra: &str) -> Vec<u8> {
         r#"(module
             (memory (export "memory") 1)
             (data (i32.const 1024) "{data}")
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const 14))

@@ -22,7 +22,7 @@ fn module(tick: &str) -> Vec<u8> {
         r#"(module
             (import "zonekeep" "log" (func $log (param i32 i32 i32)))
             (memory (export "memory") 8)
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (local $p i32) (local $i i32)

@@ -1,6 +1,7 @@
-//! Builds the example zone modules for `wasm32-unknown-unknown` (profile `module`), once per test
-//! process, into `target/modules` (a target directory of their own, so the build never waits on
-//! the one running the tests). Needs the target: `rustup target add wasm32-unknown-unknown`.
+//! Builds the example zone modules (and the guest SDK's example module) for
+//! `wasm32-unknown-unknown` (profile `module`), once per test process, into `target/modules` (a
+//! target directory of their own, so the build never waits on the one running the tests). Needs
+//! the target: `rustup target add wasm32-unknown-unknown`.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -42,8 +43,40 @@ pub fn workload_module() -> PathBuf {
         .clone()
 }
 
+/// The guest SDK's example module with characters (`crates/zonekeep-guest/examples/characters.rs`)
+/// as a `.wasm` file.
+pub fn characters_module() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            build_with("zonekeep-guest", &["--example", "characters"])
+                .join("examples")
+                .join("characters.wasm")
+        })
+        .clone()
+}
+
+/// The guest SDK's example module making durable calls (`crates/zonekeep-guest/examples/calls.rs`)
+/// as a `.wasm` file.
+pub fn calls_module() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            build_with("zonekeep-guest", &["--example", "calls"])
+                .join("examples")
+                .join("calls.wasm")
+        })
+        .clone()
+}
+
 /// Builds `package` for wasm32 with the `module` profile; the path of its `.wasm`.
 fn build(package: &str) -> PathBuf {
+    build_with(package, &[]).join(format!("{}.wasm", package.replace('-', "_")))
+}
+
+/// Builds `package` (with `extra` arguments) for wasm32 with the `module` profile; the directory
+/// its artifacts are in.
+fn build_with(package: &str, extra: &[&str]) -> PathBuf {
     let root = workspace();
     let target = root.join("target").join("modules");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -58,18 +91,16 @@ fn build(package: &str) -> PathBuf {
             "wasm32-unknown-unknown",
             "--profile",
             "module",
-            "--target-dir",
         ])
+        .args(extra)
+        .arg("--target-dir")
         .arg(&target)
         .output()
         .expect("running cargo to build a module");
     assert!(
         out.status.success(),
-        "building {package} failed (is the wasm32-unknown-unknown target installed?):\n{}",
+        "building {package} {extra:?} failed (is the wasm32-unknown-unknown target installed?):\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    target
-        .join("wasm32-unknown-unknown")
-        .join("module")
-        .join(format!("{}.wasm", package.replace('-', "_")))
+    target.join("wasm32-unknown-unknown").join("module")
 }

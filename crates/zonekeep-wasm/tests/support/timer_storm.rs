@@ -17,7 +17,7 @@ pub fn timer_storm(n: u64, on_timer: &str, on_join: &str) -> Vec<u8> {
         r#"(module
             (memory (export "memory") 1)
             (data (i32.const 8192) "{data}")
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (local $i i32)

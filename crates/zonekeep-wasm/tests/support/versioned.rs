@@ -102,7 +102,7 @@ pub fn versioned(version: Option<u32>, migration: Migration<'_>) -> Vec<u8> {
             (data (i32.const 1024) "{settings}")
             (data (i32.const 1520) "\00")
             (data (i32.const 1536) "{answer}")
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             ;; The address after the `str` (or `bytes`) at $p.
             (func $skip (param $p i32) (result i32)

@@ -47,7 +47,7 @@ pub fn trapping_in(op: u32) -> Vec<u8> {
     wat::parse_str(format!(
         r#"(module
             (memory (export "memory") 1)
-            (func (export "zk_abi") (result i32) i32.const 4)
+            (func (export "zk_abi") (result i32) i32.const 5)
             (func (export "zk_alloc") (param i32) (result i32) i32.const 4096)
             (func (export "zk_call") (param $op i32) (param $len i32) (result i64)
                 (if (i32.eq (local.get $op) (i32.const {op})) (then unreachable))
