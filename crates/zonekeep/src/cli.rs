@@ -13,6 +13,7 @@ use zonekeep_server::persist::Persistence;
 use zonekeep_server::ticket::{mint, unix_now, MintRequest};
 use zonekeep_server::{Host, HostBuilder, Secret, ServerConfig};
 
+use crate::character_zone::{character_config, CharacterZone};
 use crate::ledger_zone::LedgerZone;
 use crate::workload::RegisterArenaWorkload;
 
@@ -73,7 +74,7 @@ struct ServeArgs {
     /// --dev-kinds.
     #[arg(long, env = "ZONEKEEP_DEV")]
     dev: bool,
-    /// Also register the dev and bench zone kinds (dots, doors, courier, ledger-test, arena-workload,
+    /// Also register the dev and bench zone kinds (dots, doors, courier, ledger-test, character-test, arena-workload,
     /// arena-workload-budget) without the rest of dev mode, e.g. for `zonekeep bench --workload arena`
     /// against a host with signed tickets only. A production host serves the arena alone.
     #[arg(long, env = "ZONEKEEP_DEV_KINDS")]
@@ -414,6 +415,7 @@ pub(crate) fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuild
         .zone_with::<Courier>("courier", courier_config(), Value::Null)
         .arena_workload()
         .zone::<LedgerZone>("ledger-test")
+        .zone_with::<CharacterZone>("character-test", character_config(), Value::Null)
 }
 
 /// Logs to stderr; colours only when stderr is a terminal (a log file or a pipe gets plain text).
@@ -466,7 +468,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         println!("zonekeep listening on http://{addr}");
         let kinds = if dev_kinds {
             "arena (default, page at /), gallery (page at /gallery), cells (page at /cells), dots, \
-             doors, courier, ledger-test, arena-workload, arena-workload-budget"
+             doors, courier, ledger-test, character-test, arena-workload, arena-workload-budget"
         } else {
             "arena (default, page at /), gallery (page at /gallery), cells (page at /cells)"
         };
@@ -679,9 +681,15 @@ mod tests {
             "webhook:http://127.0.0.1:9/facts",
             "--store-delay",
             "1000",
+            "--call-webhook",
+            "http://127.0.0.1:9/calls",
+            "--call-results-keep",
+            "48h",
         ])
         .unwrap();
         let p = cfg.persist_config().unwrap();
+        assert_eq!(p.call_webhook.as_deref(), Some("http://127.0.0.1:9/calls"));
+        assert_eq!(p.calls.keep, std::time::Duration::from_secs(48 * 3600));
         assert_eq!(p.data_dir, PathBuf::from("/from/flag"), "flag over file");
         assert_eq!(
             p.save_every,
@@ -694,6 +702,8 @@ mod tests {
             (["--save-every", "soon"], "save_every"),
             (["--fact-sink", "kafka:x"], "fact_sink"),
             (["--store", "redis://x"], "store"),
+            (["--call-webhook", "https://x"], "call_webhook"),
+            (["--call-results-keep", "1s"], "call_results_keep"),
         ] {
             let err = format!("{:#}", parse(&flags).unwrap_err());
             assert!(err.contains(key), "{err}");

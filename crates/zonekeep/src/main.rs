@@ -8,6 +8,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod bench;
+mod character_zone;
 mod cli;
 mod ledger_zone;
 mod module_cmd;

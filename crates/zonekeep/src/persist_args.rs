@@ -28,6 +28,14 @@ pub struct PersistArgs {
     /// TOML key `fact_sink`.
     #[arg(long, env = "ZONEKEEP_FACT_SINK")]
     fact_sink: Option<String>,
+    /// Where durable calls no in-process handler takes are POSTed: an http:// URL [default:
+    /// none]. TOML key `call_webhook`.
+    #[arg(long, env = "ZONEKEEP_CALL_WEBHOOK", value_name = "URL")]
+    call_webhook: Option<String>,
+    /// How long answered durable calls stay in the call journal, e.g. 168h [default: 168h, 7
+    /// days]. TOML key `call_results_keep`.
+    #[arg(long, env = "ZONEKEEP_CALL_RESULTS_KEEP", value_name = "DURATION")]
+    call_results_keep: Option<String>,
     /// Dev/bench: delay every store call by this many ms (simulates slow storage) [default: 0].
     /// TOML key `store_delay_ms`.
     #[arg(long, env = "ZONEKEEP_STORE_DELAY_MS", value_name = "MS")]
@@ -51,6 +59,12 @@ impl PersistArgs {
         }
         if let Some(s) = &self.fact_sink {
             cfg.fact_sink = s.clone();
+        }
+        if let Some(s) = &self.call_webhook {
+            cfg.call_webhook = Some(s.clone());
+        }
+        if let Some(s) = &self.call_results_keep {
+            cfg.call_results_keep = s.clone();
         }
         if let Some(ms) = self.store_delay {
             cfg.store_delay_ms = ms;

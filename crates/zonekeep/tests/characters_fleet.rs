@@ -73,6 +73,11 @@ impl Fleet {
 
     /// Creates arena zone `name` (suffixed with the run) on host `i`; its id.
     async fn arena_on(&self, i: usize, name: &str) -> String {
+        self.zone_on(i, name, "arena").await
+    }
+
+    /// Creates zone `name` (suffixed with the run) of `kind` on host `i`; its id.
+    async fn zone_on(&self, i: usize, name: &str, kind: &str) -> String {
         let zone = format!("{name}-{}", self.run);
         let id = self.host(i).host_id().await;
         let (status, body) = self
@@ -80,7 +85,7 @@ impl Fleet {
             .admin_request(
                 "POST",
                 "/admin/zones",
-                Some(&json!({"id": zone, "kind": "arena", "host": id})),
+                Some(&json!({"id": zone, "kind": kind, "host": id})),
             )
             .await;
         assert_eq!(status, 201, "{body}");
@@ -273,4 +278,87 @@ async fn a_character_held_by_a_host_that_stops_answering_is_taken_once_that_host
     assert_eq!(score, 5, "the last committed state");
     assert_eq!(fleet.holder(&cy).await.as_deref(), Some(b.as_str()));
     conn.close().await;
+}
+
+/// Joins `zone` of the `character-test` kind through `host` as `sub`; answers once the zone
+/// admitted the player with its character (the kind's first event to a joining player).
+async fn admitted(host: &Server, zone: &str, sub: &str) -> Connection {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 300;
+    static JOINS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = JOINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ticket = support::sign(&json!({
+        "sub": sub, "zone": zone, "kind": "character-test", "exp": exp,
+        "jti": format!("bench-{}-{n}", support::unique_run()),
+    }));
+    let mut options = ConnectOptions::new(ticket);
+    options.reconnect.enabled = false;
+    let (mut conn, _) = connect(&format!("ws://{}/zones/{zone}", host.addr), options)
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, async {
+        while let Some(ev) = conn.recv().await {
+            if let Event::Event { topic: 1, .. } = ev {
+                return;
+            }
+        }
+        panic!("the connection ended before the player was admitted");
+    })
+    .await
+    .expect("admitted");
+    conn
+}
+
+fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
+    ms.sort_by(f64::total_cmp);
+    let at = |p: f64| ms[((ms.len() - 1) as f64 * p) as usize];
+    (at(0.5), at(0.99))
+}
+
+/// Character acquire and recall latency on a fleet of two hosts (PostgreSQL, NATS): the time from
+/// a connection's start to the zone admitting the player with its character, when the
+/// character is free (acquire), held by a zone of the same host (same-host recall), and held by
+/// a zone of the other host (recall across hosts). Run with
+/// `cargo test --release -p zonekeep --test characters_fleet -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run on a quiet machine with --release"]
+async fn bench_character_acquire_and_recall_latency() {
+    const ROUNDS: usize = 200;
+    let Some(fleet) = Fleet::start("bench_character_acquire_and_recall_latency").await else {
+        return;
+    };
+    let a1 = fleet.zone_on(0, "bench-a1", "character-test").await;
+    let a2 = fleet.zone_on(0, "bench-a2", "character-test").await;
+    let b1 = fleet.zone_on(1, "bench-b1", "character-test").await;
+    let (h0, h1) = (fleet.host(0), fleet.host(1));
+    let mut acquire = Vec::new();
+    let mut same_host = Vec::new();
+    let mut across = Vec::new();
+    for round in 0..ROUNDS {
+        let sub = format!("p{round}");
+        // A new principal: its character is free.
+        let t = std::time::Instant::now();
+        let c = admitted(h0, &a1, &sub).await;
+        acquire.push(t.elapsed().as_secs_f64() * 1e3);
+        // Held by a1 on the same host.
+        let t = std::time::Instant::now();
+        let c2 = admitted(h0, &a2, &sub).await;
+        same_host.push(t.elapsed().as_secs_f64() * 1e3);
+        // Held by a2 on host 0, joined on host 1.
+        let t = std::time::Instant::now();
+        let c3 = admitted(h1, &b1, &sub).await;
+        across.push(t.elapsed().as_secs_f64() * 1e3);
+        drop((c, c2, c3));
+    }
+    for (what, ms) in [
+        ("acquire (free character)", acquire),
+        ("recall, same host", same_host),
+        ("recall, across hosts", across),
+    ] {
+        let (p50, p99) = percentiles(ms);
+        println!("{what}: {ROUNDS} joins, p50 {p50:.1} ms, p99 {p99:.1} ms");
+    }
 }
