@@ -298,7 +298,7 @@ async fn admitted(host: &Server, zone: &str, sub: &str) -> Connection {
     options.reconnect.enabled = false;
     let (mut conn, _) = connect(&format!("ws://{}/zones/{zone}", host.addr), options)
         .await
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{sub} joining {zone}: {e:?}"));
     tokio::time::timeout(WAIT, async {
         while let Some(ev) = conn.recv().await {
             if let Event::Event { topic: 1, .. } = ev {
@@ -332,7 +332,16 @@ async fn bench_character_acquire_and_recall_latency() {
     };
     let a1 = fleet.zone_on(0, "bench-a1", "character-test").await;
     let a2 = fleet.zone_on(0, "bench-a2", "character-test").await;
-    let b1 = fleet.zone_on(1, "bench-b1", "character-test").await;
+    // A connection that closes keeps its seat for the reconnect grace: the last join of each
+    // round goes to one of four zones of host 1, room for every round's player.
+    let mut bs = Vec::new();
+    for i in 0..4 {
+        bs.push(
+            fleet
+                .zone_on(1, &format!("bench-b{i}"), "character-test")
+                .await,
+        );
+    }
     let (h0, h1) = (fleet.host(0), fleet.host(1));
     let mut acquire = Vec::new();
     let mut same_host = Vec::new();
@@ -349,7 +358,7 @@ async fn bench_character_acquire_and_recall_latency() {
         same_host.push(t.elapsed().as_secs_f64() * 1e3);
         // Held by a2 on host 0, joined on host 1.
         let t = std::time::Instant::now();
-        let c3 = admitted(h1, &b1, &sub).await;
+        let c3 = admitted(h1, &bs[round % bs.len()], &sub).await;
         across.push(t.elapsed().as_secs_f64() * 1e3);
         drop((c, c2, c3));
     }

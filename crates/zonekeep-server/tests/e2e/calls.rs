@@ -16,11 +16,12 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 use zonekeep_core::{
     CallAnswer, CallKey, CallResult, Claims, Clock, Ctx, InputRefusal, ManualClock, PlayerId,
-    Principal, Role, Zone, ZoneConfig, ZoneError, ZoneInit, ZoneKinds, KEY_REUSED,
+    Principal, Role, Zone, ZoneConfig, ZoneError, ZoneHost, ZoneInit, ZoneKinds, KEY_REUSED,
 };
 use zonekeep_server::persist::{
     Backoff, CallHandler, CallInbox, CallMetrics, CallSinks, CallWorker, CallWorkerConfig,
     FenceAlarm, OutboundCall, PersistConfig, Persistence, SinkError, StorageConfig, WebhookSink,
+    ZonePersist,
 };
 
 use crate::lasting::Backend;
@@ -99,6 +100,37 @@ fn fast() -> Backoff {
     }
 }
 
+/// Claims and builds `shop-1` on `p` (restored from its save, if any), with `bank` answering its
+/// `grant` calls, and joins alice: the zone, its persistence, its clock and alice's id.
+async fn open_shop(
+    p: &Persistence,
+    bank: &Arc<Bank>,
+) -> (ZoneHost, ZonePersist, ManualClock, PlayerId) {
+    p.calls()
+        .sinks()
+        .register("grant", Arc::clone(bank) as Arc<dyn CallHandler>);
+    let mut kinds = ZoneKinds::new();
+    kinds.register::<Shop>("shop");
+    let claimed = p.claim("shop-1", "shop", &Value::Null).await.unwrap();
+    let clock = ManualClock::new();
+    let init = ZoneInit {
+        zone_id: "shop-1".into(),
+        kind: "shop".into(),
+        params: Value::Null,
+    };
+    let config = ZoneConfig {
+        max_catch_up: 1000,
+        ..ZoneConfig::default()
+    };
+    let (mut host, persist) = p
+        .build(&kinds, init, config, Arc::new(clock.clone()), &claimed)
+        .unwrap();
+    let player = host
+        .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
+        .unwrap();
+    (host, persist, clock, player)
+}
+
 /// One run of the host's persistence around the shop: `crash_after` steps of input then torn
 /// down mid-flight, or `None`: no input, run until every call was answered, save, shut down.
 fn incarnation(dir: &Path, store: &str, bank: &Arc<Bank>, crash_after: Option<u32>) -> Shop {
@@ -124,28 +156,7 @@ fn incarnation(dir: &Path, store: &str, bank: &Arc<Bank>, crash_after: Option<u3
         })
         .await
         .unwrap();
-        p.calls()
-            .sinks()
-            .register("grant", Arc::clone(bank) as Arc<dyn CallHandler>);
-        let mut kinds = ZoneKinds::new();
-        kinds.register::<Shop>("shop");
-        let claimed = p.claim("shop-1", "shop", &Value::Null).await.unwrap();
-        let clock = ManualClock::new();
-        let init = ZoneInit {
-            zone_id: "shop-1".into(),
-            kind: "shop".into(),
-            params: Value::Null,
-        };
-        let config = ZoneConfig {
-            max_catch_up: 1000,
-            ..ZoneConfig::default()
-        };
-        let (mut host, mut persist) = p
-            .build(&kinds, init, config, Arc::new(clock.clone()), &claimed)
-            .unwrap();
-        let player = host
-            .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
-            .unwrap();
+        let (mut host, mut persist, clock, player) = open_shop(&p, bank).await;
         let mut step: u32 = 0;
         loop {
             step += 1;
@@ -411,30 +422,7 @@ fn a_call_goes_out_only_once_a_save_holding_it_is_committed() {
         .await
         .unwrap();
         let bank = Arc::new(Bank::default());
-        p.calls()
-            .sinks()
-            .register("grant", Arc::clone(&bank) as Arc<dyn CallHandler>);
-        let mut kinds = ZoneKinds::new();
-        kinds.register::<Shop>("shop");
-        let claimed = p.claim("shop-1", "shop", &Value::Null).await.unwrap();
-        let clock = ManualClock::new();
-        let init = ZoneInit {
-            zone_id: "shop-1".into(),
-            kind: "shop".into(),
-            params: Value::Null,
-        };
-        let (mut host, mut persist) = p
-            .build(
-                &kinds,
-                init,
-                ZoneConfig::default(),
-                Arc::new(clock.clone()),
-                &claimed,
-            )
-            .unwrap();
-        let player = host
-            .handle_join(Principal::new("alice"), Claims::new(), Role::Player)
-            .unwrap();
+        let (mut host, mut persist, clock, player) = open_shop(&p, &bank).await;
         assert!(host.handle_input(player, 1, 0, &[]).is_accepted());
         clock.advance(host.config().dt());
         host.advance(clock.now());
