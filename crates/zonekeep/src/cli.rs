@@ -13,6 +13,7 @@ use zonekeep_server::persist::Persistence;
 use zonekeep_server::ticket::{mint, unix_now, MintRequest};
 use zonekeep_server::{Host, HostBuilder, Secret, ServerConfig};
 
+use crate::call_zone::CallZone;
 use crate::character_zone::{character_config, CharacterZone};
 use crate::ledger_zone::LedgerZone;
 use crate::workload::RegisterArenaWorkload;
@@ -74,9 +75,9 @@ struct ServeArgs {
     /// --dev-kinds.
     #[arg(long, env = "ZONEKEEP_DEV")]
     dev: bool,
-    /// Also register the dev and bench zone kinds (dots, doors, courier, ledger-test, character-test, arena-workload,
-    /// arena-workload-budget) without the rest of dev mode, e.g. for `zonekeep bench --workload arena`
-    /// against a host with signed tickets only. A production host serves the arena alone.
+    /// Also register the dev and bench zone kinds (dots, doors, courier, ledger-test,
+    /// character-test, call-test, arena-workload, arena-workload-budget) without the rest of dev
+    /// mode, e.g. for `zonekeep bench --workload arena` against a host with signed tickets only. A production host serves the arena alone.
     #[arg(long, env = "ZONEKEEP_DEV_KINDS")]
     dev_kinds: bool,
     /// A zone kind whose game code is a WebAssembly module (docs/MODULES.md), as KIND=FILE (the
@@ -416,6 +417,7 @@ pub(crate) fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuild
         .arena_workload()
         .zone::<LedgerZone>("ledger-test")
         .zone_with::<CharacterZone>("character-test", character_config(), Value::Null)
+        .zone::<CallZone>("call-test")
 }
 
 /// Logs to stderr; colours only when stderr is a terminal (a log file or a pipe gets plain text).
@@ -468,7 +470,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         println!("zonekeep listening on http://{addr}");
         let kinds = if dev_kinds {
             "arena (default, page at /), gallery (page at /gallery), cells (page at /cells), dots, \
-             doors, courier, ledger-test, character-test, arena-workload, arena-workload-budget"
+             doors, courier, ledger-test, character-test, call-test, arena-workload, arena-workload-budget"
         } else {
             "arena (default, page at /), gallery (page at /gallery), cells (page at /cells)"
         };

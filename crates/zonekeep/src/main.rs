@@ -8,6 +8,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod bench;
+mod call_zone;
 mod character_zone;
 mod cli;
 mod ledger_zone;
