@@ -269,6 +269,7 @@ impl HostBuilder {
                 webtransport: std::sync::OnceLock::new(),
                 base_url: std::sync::OnceLock::new(),
                 memory_transfers: std::sync::OnceLock::new(),
+                character_locks: crate::session::PrincipalLocks::default(),
             }),
         })
     }

@@ -136,6 +136,8 @@ pub(crate) struct Shared {
     pub base_url: std::sync::OnceLock<String>,
     /// The transfer records of a host that keeps nothing (no persistence): in memory.
     pub memory_transfers: std::sync::OnceLock<Arc<dyn zonekeep_store::TransferLedger>>,
+    /// Character acquisitions of one principal on this host take turns.
+    pub character_locks: crate::session::PrincipalLocks,
 }
 
 /// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.

@@ -16,6 +16,7 @@
 //! committed state. A holder that cannot be asked in time (its host paused, partitioned, or
 //! without a bus) refuses the join with CHARACTER_ELSEWHERE, a retry hint.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,6 +62,61 @@ pub(crate) fn zone_kind(entry: &ZoneEntry, create: Option<&ZoneCreate>, fallback
     }
 }
 
+/// One lock per principal whose character this host is acquiring: two joins of one player on this
+/// host (or a join and a move's arrival) take turns, so neither recalls the character from the
+/// other's zone half-way through the other's acquisition, and a delayed acquisition starts only
+/// once the one before it settled. Across hosts the store's transactions order them. An entry lives
+/// only while someone holds or waits for it.
+#[derive(Debug, Default)]
+pub(crate) struct PrincipalLocks {
+    held: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// A held [`PrincipalLocks`] entry; dropping it lets the next acquisition of the principal go.
+pub(crate) struct PrincipalGuard<'a> {
+    locks: &'a PrincipalLocks,
+    principal: String,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl PrincipalLocks {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<tokio::sync::Mutex<()>>>> {
+        // Entries are inserted and removed in single statements: a poisoned map is whole.
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for `principal`'s turn.
+    pub(crate) async fn lock(&self, principal: &str) -> PrincipalGuard<'_> {
+        let entry = Arc::clone(self.map().entry(principal.to_owned()).or_default());
+        let guard = entry.lock_owned().await;
+        PrincipalGuard {
+            locks: self,
+            principal: principal.to_owned(),
+            guard: Some(guard),
+        }
+    }
+
+    /// Principals with an acquisition in progress or waiting.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.map().len()
+    }
+}
+
+impl Drop for PrincipalGuard<'_> {
+    fn drop(&mut self) {
+        let mut map = self.locks.map();
+        drop(self.guard.take());
+        // Only the map's own reference left: nobody holds or waits for this principal.
+        if map
+            .get(&self.principal)
+            .is_some_and(|m| Arc::strong_count(m) == 1)
+        {
+            map.remove(&self.principal);
+        }
+    }
+}
+
 /// Whether zones of `kind` take their players' characters.
 pub(crate) fn kind_keeps_characters(shared: &Shared, kind: &str) -> bool {
     shared.sim.specs.get(kind).is_some_and(|s| {
@@ -83,6 +139,7 @@ pub(crate) async fn acquire(
     wait_running(entry)
         .await
         .map_err(JoinFailure::Unavailable)?;
+    let _turn = shared.character_locks.lock(principal).await;
     let zone = entry.zone_id.as_str();
     let epoch = entry.epoch.load(Ordering::Acquire);
     let metrics = &persist.metrics().characters;
@@ -278,5 +335,33 @@ pub(crate) fn give_back(shared: &Shared, entry: &ZoneEntry, principal: &str) {
     };
     if persist.characters().try_send(job).is_err() {
         tracing::warn!(zone = %entry.zone_id, "the character worker is full: a refused join's character lease stays with the zone until its next owner");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn acquisitions_of_one_principal_take_turns_and_leave_nothing_behind() {
+        let locks = Arc::new(PrincipalLocks::default());
+        let first = locks.lock("ann").await;
+        // Another principal is not held up.
+        drop(locks.lock("bob").await);
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        let waiter = {
+            let locks = Arc::clone(&locks);
+            tokio::spawn(async move {
+                let _second = locks.lock("ann").await;
+                tx.send(()).await.unwrap();
+            })
+        };
+        tokio::task::yield_now().await;
+        assert!(rx.try_recv().is_err(), "the second waits for the first");
+        drop(first);
+        rx.recv().await.unwrap();
+        waiter.await.unwrap();
+        assert_eq!(locks.len(), 0, "no entry outlives its acquisitions");
     }
 }

@@ -19,7 +19,7 @@ pub(crate) use admission::{
 };
 pub(crate) use character::{
     acquire as acquire_character, give_back as give_back_character,
-    held_here as character_held_here, kind_keeps_characters, zone_kind,
+    held_here as character_held_here, kind_keeps_characters, zone_kind, PrincipalLocks,
 };
 pub(crate) use inputs::{accept_input, handle_message, report_round_trip, Limits};
 
