@@ -1,10 +1,13 @@
 //! The arena demo keeps a player's score on its character: the stock binary admits a player to
 //! arena-1 with the score its character carries, arena-2 has it once the player moves there, and
-//! so does arena-1 after the host restarts.
+//! so does arena-1 after the host restarts. A module kind keeps characters the same way.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
+
+#[path = "../../zonekeep-wasm/tests/support/guest_build.rs"]
+mod guest_build;
 
 use std::time::Duration;
 
@@ -123,5 +126,90 @@ async fn the_arena_score_follows_the_player_between_arenas_and_across_a_restart(
         "held by the arena she is in"
     );
     conn.close().await;
+    server.terminate().await;
+}
+
+/// Joins module zone `zone` of kind `mine` as `sub`; answers the gold its miner shows and
+/// whether it has a character.
+async fn miner_in(addr: &str, zone: &str, sub: &str) -> (zonekeep_client::Connection, u32, bool) {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 120;
+    let ticket = sign(&json!({
+        "sub": sub, "zone": zone, "kind": "mine", "exp": exp,
+        "jti": format!("{zone}-{sub}-{}", unique_run()),
+    }));
+    let (mut conn, _) = connect(
+        &format!("ws://{addr}/zones/{zone}"),
+        ConnectOptions::new(ticket),
+    )
+    .await
+    .unwrap();
+    let (gold, keeps) = tokio::time::timeout(WAIT, async {
+        while let Some(ev) = conn.recv().await {
+            let Event::Delta(patch) = ev else { continue };
+            if let Some(s) = patch.spawns.first() {
+                match (s.fields.first(), s.fields.get(1)) {
+                    (Some(FieldValue::U(g)), Some(FieldValue::Bool(k))) => return (*g, *k),
+                    other => panic!("the miner's fields: {other:?}"),
+                }
+            }
+        }
+        panic!("the connection ended before the miner appeared");
+    })
+    .await
+    .expect("the miner appeared");
+    (conn, gold, keeps)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_kind_keeps_characters_through_the_stock_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = format!("mine={}", guest_build::characters_module().display());
+    let server = Server::with_module(dir.path(), &module).await;
+    let store = SqliteStore::open(&dir.path().join("zonekeep.db").join(SQLITE_FILE_NAME))
+        .await
+        .unwrap();
+    // Ann has 5 gold from earlier play.
+    let earlier = store.claim("mine-earlier").await.unwrap();
+    store
+        .acquire_character("ann", "mine-earlier", earlier.epoch)
+        .await
+        .unwrap();
+    store
+        .release_character(
+            "ann",
+            "mine-earlier",
+            earlier.epoch,
+            Some(&5u64.to_le_bytes()),
+        )
+        .await
+        .unwrap();
+
+    let (conn, gold, keeps) = miner_in(&server.addr, "mine-1", "ann").await;
+    assert_eq!((gold, keeps), (5, true), "the module sees her character");
+    // Mine a coin and bank it: the module commits the character at once.
+    conn.send_input(&[1]).unwrap();
+    conn.send_input(&[2]).unwrap();
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let c = store.load_character("ann").await.unwrap().unwrap();
+            if c.data == 6u64.to_le_bytes() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the module committed 6 gold");
+    // Another zone of the kind recalls it from the first.
+    let (conn2, gold, _) = miner_in(&server.addr, "mine-2", "ann").await;
+    assert_eq!(gold, 6, "the character followed her to mine-2");
+    let held = store.load_character("ann").await.unwrap().unwrap();
+    assert_eq!(held.holder.map(|(z, _)| z).as_deref(), Some("mine-2"));
+    drop(conn);
+    conn2.close().await;
     server.terminate().await;
 }
