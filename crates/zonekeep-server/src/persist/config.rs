@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use zonekeep_store::{open_store, SlowStore, Store, StoreError};
 
-use super::calls::{CallSinks, CallWorkerConfig};
+use super::call_sinks::CallSinks;
+use super::calls::CallWorkerConfig;
 use super::facts::FactWorkerConfig;
 use super::ledger::LedgerSink;
 use super::metrics::PersistMetrics;

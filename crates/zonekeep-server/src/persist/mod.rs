@@ -31,6 +31,7 @@
 //!   thread then unloads it at once, with no final save.
 
 mod backoff;
+mod call_sinks;
 mod calls;
 mod characters;
 mod config;
@@ -49,10 +50,8 @@ mod webhook;
 mod zone;
 
 pub use backoff::Backoff;
-pub use calls::{
-    CallHandler, CallInbox, CallMetrics, CallSinks, CallWorker, CallWorkerConfig, OutboundCall,
-    INVALID_CALL, NO_HANDLER,
-};
+pub use call_sinks::{CallHandler, CallSinks, INVALID_CALL, NO_HANDLER};
+pub use calls::{CallInbox, CallMetrics, CallWorker, CallWorkerConfig, OutboundCall};
 pub use characters::{CharacterJob, CharacterMetrics, CharacterWorker};
 pub use config::{open, parse_duration, ConfigError, FactSinkSpec, PersistConfig};
 pub use facts::{FactQueue, FactQueueError, FactWorker, FactWorkerConfig, SettlementInbox};
