@@ -487,54 +487,26 @@ async fn a_move_whose_target_cannot_take_the_character_is_returned(backend: Back
     backend.cleanup().await;
 }
 
-#[tokio::test]
-async fn a_character_moves_with_its_player_and_back_on_sqlite() {
-    a_character_moves_with_its_player_and_back(Backend::Sqlite).await;
-}
+on_both_backends!(
+    a_character_moves_with_its_player_and_back:
+    a_character_moves_with_its_player_and_back_on_sqlite,
+    a_character_moves_with_its_player_and_back_on_postgres
+);
 
-#[tokio::test]
-async fn a_character_moves_with_its_player_and_back_on_postgres() {
-    let test = "a_character_moves_with_its_player_and_back_on_postgres";
-    if let Some(backend) = Backend::postgres(test).await {
-        a_character_moves_with_its_player_and_back(backend).await;
-    }
-}
+on_both_backends!(
+    a_zone_without_characters_leaves_the_character_free_for_the_next_one:
+    a_zone_without_characters_leaves_the_character_free_for_the_next_one_on_sqlite,
+    a_zone_without_characters_leaves_the_character_free_for_the_next_one_on_postgres
+);
 
-#[tokio::test]
-async fn a_zone_without_characters_leaves_the_character_free_for_the_next_one_on_sqlite() {
-    a_zone_without_characters_leaves_the_character_free_for_the_next_one(Backend::Sqlite).await;
-}
+on_both_backends!(
+    a_returned_move_leaves_the_character_with_the_source_unchanged:
+    a_returned_move_leaves_the_character_with_the_source_unchanged_on_sqlite,
+    a_returned_move_leaves_the_character_with_the_source_unchanged_on_postgres
+);
 
-#[tokio::test]
-async fn a_zone_without_characters_leaves_the_character_free_for_the_next_one_on_postgres() {
-    let test = "a_zone_without_characters_leaves_the_character_free_for_the_next_one_on_postgres";
-    if let Some(backend) = Backend::postgres(test).await {
-        a_zone_without_characters_leaves_the_character_free_for_the_next_one(backend).await;
-    }
-}
-
-#[tokio::test]
-async fn a_returned_move_leaves_the_character_with_the_source_unchanged_on_sqlite() {
-    a_returned_move_leaves_the_character_with_the_source_unchanged(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_returned_move_leaves_the_character_with_the_source_unchanged_on_postgres() {
-    let test = "a_returned_move_leaves_the_character_with_the_source_unchanged_on_postgres";
-    if let Some(backend) = Backend::postgres(test).await {
-        a_returned_move_leaves_the_character_with_the_source_unchanged(backend).await;
-    }
-}
-
-#[tokio::test]
-async fn a_move_whose_target_cannot_take_the_character_is_returned_on_sqlite() {
-    a_move_whose_target_cannot_take_the_character_is_returned(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_move_whose_target_cannot_take_the_character_is_returned_on_postgres() {
-    let test = "a_move_whose_target_cannot_take_the_character_is_returned_on_postgres";
-    if let Some(backend) = Backend::postgres(test).await {
-        a_move_whose_target_cannot_take_the_character_is_returned(backend).await;
-    }
-}
+on_both_backends!(
+    a_move_whose_target_cannot_take_the_character_is_returned:
+    a_move_whose_target_cannot_take_the_character_is_returned_on_sqlite,
+    a_move_whose_target_cannot_take_the_character_is_returned_on_postgres
+);

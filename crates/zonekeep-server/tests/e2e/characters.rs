@@ -191,31 +191,17 @@ async fn a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed(backend:
     backend.cleanup().await;
 }
 
-#[tokio::test]
-async fn a_character_follows_its_player_and_is_in_one_zone_at_a_time_on_sqlite() {
-    a_character_follows_its_player_and_is_in_one_zone_at_a_time(Backend::Sqlite).await;
-}
+on_both_backends!(
+    a_character_follows_its_player_and_is_in_one_zone_at_a_time:
+    a_character_follows_its_player_and_is_in_one_zone_at_a_time_on_sqlite,
+    a_character_follows_its_player_and_is_in_one_zone_at_a_time_on_postgres
+);
 
-#[tokio::test]
-async fn a_character_follows_its_player_and_is_in_one_zone_at_a_time_on_postgres() {
-    let test = "a_character_follows_its_player_and_is_in_one_zone_at_a_time_on_postgres";
-    if let Some(backend) = Backend::postgres(test).await {
-        a_character_follows_its_player_and_is_in_one_zone_at_a_time(backend).await;
-    }
-}
-
-#[tokio::test]
-async fn a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed_on_sqlite() {
-    a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed_on_postgres() {
-    let test = "a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed_on_postgres";
-    if let Some(backend) = Backend::postgres(test).await {
-        a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed(backend).await;
-    }
-}
+on_both_backends!(
+    a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed:
+    a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed_on_sqlite,
+    a_character_held_out_of_reach_waits_for_its_zone_to_be_claimed_on_postgres
+);
 
 /// The `p`-th percentile of `v` (sorted here), in milliseconds.
 fn percentile(v: &mut [Duration], p: f64) -> f64 {

@@ -405,18 +405,11 @@ async fn a_lasting_world_whose_saves_fail_halts_keeps_its_save_and_resumes(backe
     backend.cleanup().await;
 }
 
-#[tokio::test]
-async fn a_lasting_world_whose_saves_fail_halts_and_resumes_on_sqlite() {
-    a_lasting_world_whose_saves_fail_halts_keeps_its_save_and_resumes(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_lasting_world_whose_saves_fail_halts_and_resumes_on_postgres() {
-    let test = "a_lasting_world_whose_saves_fail_halts_and_resumes_on_postgres";
-    if let Some(backend) = Backend::postgres(test).await {
-        a_lasting_world_whose_saves_fail_halts_keeps_its_save_and_resumes(backend).await;
-    }
-}
+on_both_backends!(
+    a_lasting_world_whose_saves_fail_halts_keeps_its_save_and_resumes:
+    a_lasting_world_whose_saves_fail_halts_and_resumes_on_sqlite,
+    a_lasting_world_whose_saves_fail_halts_and_resumes_on_postgres
+);
 
 /// Version 2 of the tally's state: the count and a marker byte `2`. With `MIGRATES` it migrates
 /// version 1's saves (the count alone); without, it has no migration (a developer changed the
@@ -583,18 +576,11 @@ async fn a_changed_state_version_is_checked_never_guessed(backend: Backend) {
     backend.cleanup().await;
 }
 
-#[tokio::test]
-async fn a_changed_state_version_is_checked_never_guessed_on_sqlite() {
-    a_changed_state_version_is_checked_never_guessed(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_changed_state_version_is_checked_never_guessed_on_postgres() {
-    let test = "a_changed_state_version_is_checked_never_guessed_on_postgres";
-    if let Some(backend) = Backend::postgres(test).await {
-        a_changed_state_version_is_checked_never_guessed(backend).await;
-    }
-}
+on_both_backends!(
+    a_changed_state_version_is_checked_never_guessed:
+    a_changed_state_version_is_checked_never_guessed_on_sqlite,
+    a_changed_state_version_is_checked_never_guessed_on_postgres
+);
 
 /// Keeps a player's gold, a durable field: each input earns one, saved at once.
 struct Gold(u64);

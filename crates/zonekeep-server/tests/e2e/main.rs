@@ -2,6 +2,24 @@
 //! One test binary with a module per topic (one link, shared helpers).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+/// Two tests of the async test body `$body(backend)`: `$sqlite` on a SQLite file, `$postgres` on
+/// the test PostgreSQL server (reported as skipped without one, a failure under `CI=true`).
+macro_rules! on_both_backends {
+    ($body:ident: $sqlite:ident, $postgres:ident) => {
+        #[tokio::test]
+        async fn $sqlite() {
+            $body(crate::lasting::Backend::Sqlite).await;
+        }
+
+        #[tokio::test]
+        async fn $postgres() {
+            if let Some(backend) = crate::lasting::Backend::postgres(stringify!($postgres)).await {
+                $body(backend).await;
+            }
+        }
+    };
+}
+
 mod admin;
 mod calls;
 mod character_moves;
