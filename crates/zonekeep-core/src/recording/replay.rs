@@ -539,14 +539,7 @@ impl Replay {
                 from_zone,
                 state,
             } => {
-                let parse = |what: &str, text: &str| {
-                    serde_json::from_str::<Claims>(text).map_err(|e| {
-                        ReplayError::Recording(RecordingError::Corrupt {
-                            offset,
-                            reason: format!("transfer {what}: {e}"),
-                        })
-                    })
-                };
+                let parse = |what: &str, text: &str| claims_at(offset, "transfer", what, text);
                 let player_claims = parse("player claims", player_claims)?;
                 let claims = parse("claims", claims)?;
                 let _ = h.handle_transfer_in(
@@ -564,14 +557,8 @@ impl Replay {
                 from_zone,
                 state,
             } => {
-                let parse = |what: &str, text: &str| {
-                    serde_json::from_str::<Claims>(text).map_err(|e| {
-                        ReplayError::Recording(RecordingError::Corrupt {
-                            offset,
-                            reason: format!("transfer return {what}: {e}"),
-                        })
-                    })
-                };
+                let parse =
+                    |what: &str, text: &str| claims_at(offset, "transfer return", what, text);
                 let player_claims = parse("player claims", player_claims)?;
                 let claims = parse("claims", claims)?;
                 let _ = h.handle_transfer_return(
@@ -601,14 +588,7 @@ impl Replay {
                 state,
                 character,
             } => {
-                let parse = |what: &str, text: &str| {
-                    serde_json::from_str::<Claims>(text).map_err(|e| {
-                        ReplayError::Recording(RecordingError::Corrupt {
-                            offset,
-                            reason: format!("transfer {what}: {e}"),
-                        })
-                    })
-                };
+                let parse = |what: &str, text: &str| claims_at(offset, "transfer", what, text);
                 let player_claims = parse("player claims", player_claims)?;
                 let claims = parse("claims", claims)?;
                 let principal = Principal::new(principal.as_str());
@@ -655,4 +635,14 @@ impl Replay {
         }
         Ok(())
     }
+}
+
+/// A recorded claims object, read back: a record whose text is not one is corrupt at `offset`.
+fn claims_at(offset: usize, record: &str, what: &str, text: &str) -> Result<Claims, ReplayError> {
+    serde_json::from_str::<Claims>(text).map_err(|e| {
+        ReplayError::Recording(RecordingError::Corrupt {
+            offset,
+            reason: format!("{record} {what}: {e}"),
+        })
+    })
 }
