@@ -57,6 +57,9 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Simulation threads; 0 = one per core. Default 0.
     pub sim_threads: usize,
+    /// WebSocket I/O threads, each owning many connections; 0 = one per two cores (at least
+    /// one). Default 0.
+    pub ws_io_threads: usize,
     /// Dev mode: `/dev/ticket` and `/dev/netsim` routes exist, and without a configured ticket key
     /// the host keeps its own in `data_dir/dev-ticket.key` (created once, reused). Default false.
     pub dev: bool,
@@ -220,6 +223,7 @@ impl Default for ServerConfig {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 7350)),
             sim_threads: 0,
+            ws_io_threads: 0,
             dev: false,
             max_connections: 10_000,
             max_connections_per_ip: 32,
@@ -607,6 +611,19 @@ impl ServerConfig {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1)
+        }
+    }
+
+    /// The WebSocket I/O threads to start: as configured, else one per two cores (at least one):
+    /// on two cores one I/O thread writing every socket was cheaper than two (BENCHMARKS.md).
+    pub fn ws_io_thread_count(&self) -> usize {
+        if self.ws_io_threads > 0 {
+            self.ws_io_threads
+        } else {
+            std::thread::available_parallelism()
+                .map(|n| n.get() / 2)
+                .unwrap_or(1)
+                .max(1)
         }
     }
 

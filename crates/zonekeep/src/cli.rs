@@ -96,6 +96,9 @@ struct ServeArgs {
     /// Simulation threads; 0 = one per core [default: 0].
     #[arg(long, env = "ZONEKEEP_SIM_THREADS")]
     sim_threads: Option<usize>,
+    /// WebSocket I/O threads, each owning many connections; 0 = one per two cores [default: 0].
+    #[arg(long, env = "ZONEKEEP_WS_IO_THREADS")]
+    ws_io_threads: Option<usize>,
     /// Total open connections [default: 10000].
     #[arg(long, env = "ZONEKEEP_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
@@ -320,6 +323,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
         args,
         listen,
         sim_threads,
+        ws_io_threads,
         max_connections,
         max_connections_per_ip,
         header_read_timeout_ms,

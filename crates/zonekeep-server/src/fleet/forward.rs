@@ -10,10 +10,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite;
+use tokio_tungstenite::tungstenite::Message;
 use zonekeep_protocol::limits::MAX_SERVER_MESSAGE;
 use zonekeep_protocol::messages::{KickCode, Redirect, ServerMessage};
 
@@ -146,11 +146,7 @@ async fn proxy(
     };
     fleet.metrics.proxied.inc();
     let (mut up_tx, mut up_rx) = upstream.split();
-    if up_tx
-        .send(tungstenite::Message::Binary(hello))
-        .await
-        .is_err()
-    {
+    if up_tx.send(Message::Binary(hello)).await.is_err() {
         let k = kick(KickCode::INTERNAL_ERROR, "the zone's owner closed; retry");
         finish(shared, &mut sink, &mut stream, k).await;
         return;
@@ -159,21 +155,13 @@ async fn proxy(
     // to it; the owner's own limits (outbox, read progress, idle) still judge the client.
     let to_owner = async {
         while let Some(Ok(m)) = stream.next().await {
-            let out = match m {
-                // The owner judges anything odd (text, oversized) as on a direct connection.
-                Message::Binary(b) => tungstenite::Message::Binary(b),
-                Message::Text(t) => tungstenite::Message::Text(t.as_str().into()),
-                Message::Close(c) => {
-                    let frame = c.map(|c| tungstenite::protocol::CloseFrame {
-                        code: c.code.into(),
-                        reason: c.reason.as_str().into(),
-                    });
-                    let _ = up_tx.send(tungstenite::Message::Close(frame)).await;
-                    break;
-                }
-                Message::Ping(_) | Message::Pong(_) => continue,
-            };
-            if up_tx.send(out).await.is_err() {
+            // The owner judges anything odd (text, oversized) as on a direct connection; the
+            // proxy's own WebSocket answers Pings.
+            if matches!(m, Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) {
+                continue;
+            }
+            let close = matches!(m, Message::Close(_));
+            if up_tx.send(m).await.is_err() || close {
                 break;
             }
         }
@@ -181,19 +169,11 @@ async fn proxy(
     };
     let to_client = async {
         while let Some(Ok(m)) = up_rx.next().await {
-            let out = match m {
-                tungstenite::Message::Binary(b) => Message::Binary(b),
-                tungstenite::Message::Close(c) => {
-                    let frame = c.map(|c| CloseFrame {
-                        code: c.code.into(),
-                        reason: c.reason.as_str().into(),
-                    });
-                    let _ = sink.send(Message::Close(frame)).await;
-                    break;
-                }
-                _ => continue,
-            };
-            if sink.send(out).await.is_err() {
+            if !matches!(m, Message::Binary(_) | Message::Close(_)) {
+                continue;
+            }
+            let close = matches!(m, Message::Close(_));
+            if sink.send(m).await.is_err() || close {
                 break;
             }
         }

@@ -257,6 +257,7 @@ impl HostBuilder {
                 sessions_end: CancellationToken::new(),
                 sessions: TaskTracker::new(),
                 next_conn: AtomicU64::new(1),
+                ws_io: std::sync::OnceLock::new(),
                 default_kind,
                 sim,
                 admin_token_hash,

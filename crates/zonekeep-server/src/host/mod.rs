@@ -116,6 +116,8 @@ pub(crate) struct Shared {
     pub sessions_end: CancellationToken,
     pub sessions: TaskTracker,
     pub next_conn: AtomicU64,
+    /// The WebSocket I/O threads, started when the host starts serving.
+    pub ws_io: std::sync::OnceLock<crate::net::ws::io::WsIo>,
     pub default_kind: String,
     pub sim: Arc<SimContext>,
     pub admin_token_hash: Option<[u8; 32]>,

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -111,33 +110,39 @@ pub(super) async fn ws_handler(
     Path(zone_id): Path<String>,
     RawQuery(query): RawQuery,
     info: Option<Extension<ConnInfo>>,
-    ws: WebSocketUpgrade,
+    mut req: axum::extract::Request,
 ) -> Response {
     let hops = redirect_hops(query.as_deref());
-    let cfg = &shared.config;
-    // tungstenite's own caps sit at twice the host limit so that messages a
-    // little over it arrive whole and get a precise MESSAGE_TOO_LARGE.
-    let hard = cfg.max_message_bytes.saturating_mul(2);
-    let ws = ws
-        .max_message_size(hard)
-        .max_frame_size(hard)
-        .read_buffer_size(cfg.read_buffer_bytes)
-        .write_buffer_size(cfg.write_buffer_bytes)
-        .max_write_buffer_size(cfg.max_write_buffer_bytes);
+    let on_upgrade = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
+    let (response, on_upgrade) =
+        match crate::net::ws::upgrade::accept(req.method(), req.headers(), on_upgrade) {
+            Ok(x) => x,
+            Err(refused) => return refused.into_response(),
+        };
     let (over, guard) = match info {
         Some(Extension(i)) => (i.over_ip_cap, Some(i.guard)),
         None => (false, None),
     };
-    if !valid_zone_id(&zone_id) {
-        return ws.on_upgrade(move |s| async move {
+    tokio::spawn(async move {
+        let upgraded = match on_upgrade.await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::debug!(error = %e, "WebSocket upgrade failed");
+                return;
+            }
+        };
+        let Some((tcp, pre)) = crate::net::ws::upgrade::into_tcp(upgraded) else {
+            tracing::error!("an upgraded connection is not this host's TCP socket");
+            return;
+        };
+        if !valid_zone_id(&zone_id) {
             let _guard = guard;
-            crate::net::ws::refuse(s, shared, SessionError::BadZoneId).await;
-        });
-    }
-    ws.on_upgrade(move |socket| async move {
-        let _guard = guard;
-        crate::net::ws::run(socket, zone_id, shared, over, hops).await;
-    })
+            crate::net::ws::refuse(tcp, pre, shared, SessionError::BadZoneId).await;
+            return;
+        }
+        crate::net::ws::run(tcp, pre, zone_id, shared, over, hops, guard).await;
+    });
+    response
 }
 
 /// The `hops` query parameter hosts put on a Redirect's URL (0 when absent or unreadable: a

@@ -245,6 +245,21 @@ impl Host {
             .timer(TokioTimer::new())
             .header_read_timeout(Duration::from_millis(cfg.header_read_timeout_ms));
         let conns = TaskTracker::new();
+        if shared.ws_io.get().is_none() {
+            let io = crate::net::ws::io::WsIo::start(
+                cfg.ws_io_thread_count(),
+                &shared,
+                tokio::runtime::Handle::current(),
+            )?;
+            let _ = shared.ws_io.set(io);
+            let end = shared.clone();
+            tokio::spawn(async move {
+                end.sessions_end.cancelled().await;
+                if let Some(io) = end.ws_io.get() {
+                    io.shutdown();
+                }
+            });
+        }
         // A host with a store serves only as a fleet member holding a lease.
         self.join_fleet(listener.local_addr()?).await?;
         let base = match shared.fleet() {

@@ -73,13 +73,24 @@ impl DatagramPath {
     }
 }
 
+/// Where a connection's frames go.
+#[derive(Debug, Clone)]
+enum Outbox {
+    /// A session task of its own reads them from a channel (WebTransport).
+    Channel {
+        tx: mpsc::Sender<Bytes>,
+        kick: watch::Sender<Option<KickNotice>>,
+    },
+    /// An I/O thread takes them from the connection's link (WebSocket).
+    Link(Arc<crate::net::ws::io::Link>),
+}
+
 /// The sim side's handle on one connection.
 #[derive(Debug, Clone)]
 pub struct ConnHandle {
     /// Host-unique connection id.
     pub id: u64,
-    outbox: mpsc::Sender<Bytes>,
-    kick: watch::Sender<Option<KickNotice>>,
+    outbox: Outbox,
     /// Present for a WebTransport session: its zone sends it States against acknowledged ticks.
     pub datagrams: Option<Arc<DatagramPath>>,
 }
@@ -101,8 +112,7 @@ impl ConnHandle {
         (
             Self {
                 id,
-                outbox: tx,
-                kick: ktx,
+                outbox: Outbox::Channel { tx, kick: ktx },
                 datagrams: None,
             },
             ConnEnds {
@@ -112,9 +122,22 @@ impl ConnHandle {
         )
     }
 
+    /// A connection whose frames an I/O thread takes from `link`.
+    pub(crate) fn linked(id: u64, link: Arc<crate::net::ws::io::Link>) -> Self {
+        Self {
+            id,
+            outbox: Outbox::Link(link),
+            datagrams: None,
+        }
+    }
+
     /// Queue a frame without waiting; a full outbox kicks the connection.
     pub fn offer(&self, frame: Bytes) -> Offer {
-        match self.outbox.try_send(frame) {
+        let tx = match &self.outbox {
+            Outbox::Channel { tx, .. } => tx,
+            Outbox::Link(link) => return link.offer(frame),
+        };
+        match tx.try_send(frame) {
             Ok(()) => Offer::Queued,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 self.kick(
@@ -135,13 +158,24 @@ impl ConnHandle {
     /// reading is slowed by TCP backpressure instead of losing pongs; the simulation's frames then
     /// overflow the outbox and the slow-consumer kick still ends such a session.
     pub async fn send_own(&self, frame: Bytes) {
-        let _ = self.outbox.send(frame).await;
+        match &self.outbox {
+            Outbox::Channel { tx, .. } => {
+                let _ = tx.send(frame).await;
+            }
+            Outbox::Link(link) => {
+                let _ = link.offer(frame);
+            }
+        }
     }
 
     /// Ask the session to send a Kick and close. The first kick wins.
     pub fn kick(&self, code: KickCode, reason: impl Into<String>) {
         let reason = reason.into();
-        self.kick.send_if_modified(|slot| {
+        let kick = match &self.outbox {
+            Outbox::Channel { kick, .. } => kick,
+            Outbox::Link(link) => return link.kick(KickNotice { code, reason }),
+        };
+        kick.send_if_modified(|slot| {
             if slot.is_none() {
                 *slot = Some(KickNotice { code, reason });
                 true
@@ -153,6 +187,9 @@ impl ConnHandle {
 
     /// Whether a kick has been requested.
     pub fn is_kicked(&self) -> bool {
-        self.kick.borrow().is_some()
+        match &self.outbox {
+            Outbox::Channel { kick, .. } => kick.borrow().is_some(),
+            Outbox::Link(link) => link.is_kicked(),
+        }
     }
 }

@@ -35,6 +35,16 @@ pub(crate) struct Attached {
     pub(crate) version: u32,
 }
 
+/// Tell the zone its player's connection ended.
+pub(crate) fn disconnected(shared: &crate::host::Shared, a: &Attached) {
+    let cmd = crate::sim::SimCommand::Disconnected {
+        zone_id: a.entry.zone_id.clone(),
+        player: a.player,
+        conn_id: a.conn_id,
+    };
+    shared.pool.send_eventually(a.entry.thread, cmd);
+}
+
 /// How a handshake ended without an error.
 pub(crate) enum Handshake {
     /// Joined or resumed here.

@@ -28,6 +28,7 @@ mod characters;
 mod common;
 mod content;
 mod hardening;
+mod io_threads;
 mod join;
 mod lasting;
 mod limits;

@@ -1,0 +1,269 @@
+//! WebSocket I/O threads: each owns many attached connections and moves their bytes itself.
+//!
+//! Once a connection's Hello is admitted, its socket leaves the async runtime for one of these
+//! threads (a `mio` poll loop). A zone's patch then costs each connection a frame pushed onto its
+//! [`Link`] and, per I/O thread, one wake-up (not a task wake-up and a channel hop per frame);
+//! the thread writes every frame waiting for its connections in one pass, one `write` per
+//! connection, and reads each readable connection's inputs in a batch. This is the cheapest shape
+//! the I/O floor benchmark found (BENCHMARKS.md, "The I/O floor").
+//!
+//! The guarantees of the per-connection shape stay: a slow reader is kicked, never waited for
+//! (its frames wait in its link, bounded by `outbox_frames`, and unanswered read-progress Pings
+//! end it), a connection's memory stays small while idle, and every hostile-input limit is the
+//! same code ([`crate::session::handle_message`]).
+
+mod session;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use bytes::Bytes;
+use zonekeep_protocol::messages::KickCode;
+
+use crate::host::Shared;
+use crate::net::conn::{KickNotice, Offer};
+use crate::net::conn_limit::ConnGuard;
+use crate::session::Attached;
+
+pub(crate) use session::Arrival;
+
+/// The mio token of a thread's waker; connections use their connection id (never 0).
+const WAKER: mio::Token = mio::Token(0);
+
+/// What the simulation and the I/O thread share of one connection: its frames not yet written
+/// and a kick request. The simulation only pushes (never waits); the I/O thread takes them.
+#[derive(Debug)]
+pub(crate) struct Link {
+    /// Connection id (the thread's key for it).
+    pub(crate) id: u64,
+    cap: usize,
+    state: Mutex<LinkState>,
+    /// On the thread's ready list already (one entry per batch, however many frames).
+    scheduled: AtomicBool,
+    home: Arc<IoThread>,
+}
+
+#[derive(Debug, Default)]
+struct LinkState {
+    frames: VecDeque<Bytes>,
+    kick: Option<KickNotice>,
+    /// A kick was asked for (it stays true once the I/O thread took the notice).
+    kicked: bool,
+    closed: bool,
+}
+
+impl Link {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue a frame without waiting; a full link kicks the connection as a slow consumer.
+    pub(crate) fn offer(self: &Arc<Self>, frame: Bytes) -> Offer {
+        {
+            let mut s = self.lock();
+            if s.closed {
+                return Offer::Closed;
+            }
+            if s.frames.len() >= self.cap {
+                if !s.kicked {
+                    s.kicked = true;
+                    s.kick = Some(KickNotice {
+                        code: KickCode::SLOW_CONSUMER,
+                        reason: "outbox overflowed: the client is not reading fast enough".into(),
+                    });
+                }
+                drop(s);
+                self.schedule();
+                return Offer::Overflowed;
+            }
+            s.frames.push_back(frame);
+        }
+        self.schedule();
+        Offer::Queued
+    }
+
+    /// Ask the I/O thread to send a Kick and close; the first kick wins.
+    pub(crate) fn kick(self: &Arc<Self>, notice: KickNotice) {
+        {
+            let mut s = self.lock();
+            if s.closed || s.kicked {
+                return;
+            }
+            s.kicked = true;
+            s.kick = Some(notice);
+        }
+        self.schedule();
+    }
+
+    /// Whether a kick was asked for.
+    pub(crate) fn is_kicked(&self) -> bool {
+        self.lock().kicked
+    }
+
+    fn schedule(self: &Arc<Self>) {
+        if !self.scheduled.swap(true, Ordering::AcqRel) {
+            self.home.push(|inbox| inbox.ready.push(Arc::clone(self)));
+        }
+    }
+
+    /// Frames and kick waiting, taken by the I/O thread (`frames` is swapped with `into`, so
+    /// neither side allocates per batch).
+    fn take(&self, into: &mut VecDeque<Bytes>, frames: bool) -> Option<KickNotice> {
+        let mut s = self.lock();
+        if frames {
+            std::mem::swap(&mut s.frames, into);
+        }
+        s.kick.take()
+    }
+
+    /// The connection ended: later frames are refused and those waiting dropped.
+    fn close(&self) {
+        let mut s = self.lock();
+        s.closed = true;
+        s.frames = VecDeque::new();
+    }
+}
+
+/// What reaches a thread from other threads between two of its polls.
+#[derive(Default)]
+struct Inbox {
+    arrivals: Vec<Arrival>,
+    ready: Vec<Arc<Link>>,
+    shutdown: bool,
+}
+
+/// One I/O thread as other threads see it.
+pub(crate) struct IoThread {
+    inbox: Mutex<Inbox>,
+    /// A wake-up is on its way (cleared by the thread just before it empties its inbox).
+    wake_pending: AtomicBool,
+    waker: mio::Waker,
+    /// Connections the thread holds (for placing new ones on the least loaded thread).
+    conns: AtomicUsize,
+}
+
+impl std::fmt::Debug for IoThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoThread")
+            .field("conns", &self.conns.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl IoThread {
+    fn push(&self, f: impl FnOnce(&mut Inbox)) {
+        f(&mut self.inbox.lock().unwrap_or_else(|p| p.into_inner()));
+        if !self.wake_pending.swap(true, Ordering::AcqRel) {
+            if let Err(e) = self.waker.wake() {
+                tracing::error!(error = %e, "waking a WebSocket I/O thread failed");
+            }
+        }
+    }
+
+    fn take_inbox(&self, into: &mut Inbox) {
+        self.wake_pending.store(false, Ordering::Release);
+        let mut inbox = self.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::swap(&mut inbox.arrivals, &mut into.arrivals);
+        std::mem::swap(&mut inbox.ready, &mut into.ready);
+        into.shutdown |= inbox.shutdown;
+    }
+}
+
+/// The host's WebSocket I/O threads.
+#[derive(Debug)]
+pub(crate) struct WsIo {
+    first: Arc<IoThread>,
+    rest: Vec<Arc<IoThread>>,
+}
+
+impl WsIo {
+    /// Start `count` threads (at least one). They run until the host is gone or
+    /// [`shutdown`](Self::shutdown) and their last connection ended.
+    pub(crate) fn start(
+        count: usize,
+        shared: &Arc<Shared>,
+        runtime: tokio::runtime::Handle,
+    ) -> std::io::Result<Self> {
+        let mut threads = Vec::new();
+        for i in 0..count.max(1) {
+            let poll = mio::Poll::new()?;
+            let waker = mio::Waker::new(poll.registry(), WAKER)?;
+            let thread = Arc::new(IoThread {
+                inbox: Mutex::new(Inbox::default()),
+                wake_pending: AtomicBool::new(false),
+                waker,
+                conns: AtomicUsize::new(0),
+            });
+            let home = Arc::clone(&thread);
+            let weak: Weak<Shared> = Arc::downgrade(shared);
+            let rt = runtime.clone();
+            std::thread::Builder::new()
+                .name(format!("zonekeep-ws-io-{i}"))
+                .spawn(move || {
+                    let _rt = rt.enter();
+                    session::run(&home, poll, &weak);
+                })?;
+            threads.push(thread);
+        }
+        let mut threads = threads.into_iter();
+        let first = threads
+            .next()
+            .ok_or_else(|| std::io::Error::other("no WebSocket I/O thread"))?;
+        Ok(Self {
+            first,
+            rest: threads.collect(),
+        })
+    }
+
+    /// A link for a new connection, on the thread holding the fewest connections.
+    pub(crate) fn link(&self, id: u64, cap: usize) -> Arc<Link> {
+        let home = Arc::clone(self.rest.iter().fold(&self.first, |best, t| {
+            if t.conns.load(Ordering::Relaxed) < best.conns.load(Ordering::Relaxed) {
+                t
+            } else {
+                best
+            }
+        }));
+        home.conns.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Link {
+            id,
+            cap: cap.max(1),
+            state: Mutex::new(LinkState::default()),
+            scheduled: AtomicBool::new(false),
+            home,
+        })
+    }
+
+    /// Hand an admitted connection to its link's thread.
+    pub(crate) fn attach(&self, arrival: Arrival) {
+        let home = Arc::clone(&arrival.link.home);
+        home.push(|inbox| inbox.arrivals.push(arrival));
+    }
+
+    /// A link whose connection never reached its thread (refused, moved, gone) stops counting.
+    pub(crate) fn forget(&self, link: &Link) {
+        link.close();
+        link.home.conns.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Let the threads end once their connections have (the host is shutting down).
+    pub(crate) fn shutdown(&self) {
+        for t in std::iter::once(&self.first).chain(&self.rest) {
+            t.push(|inbox| inbox.shutdown = true);
+        }
+    }
+}
+
+/// What a connection holds until it ends: the connection-limit slot and the host's count of
+/// open sessions (graceful shutdown waits for it).
+pub(crate) struct Hold {
+    pub(crate) _guard: Option<Arc<ConnGuard>>,
+    pub(crate) _track: tokio_util::task::task_tracker::TaskTrackerToken,
+}
+
+/// The pieces of an attached session an I/O thread needs.
+pub(crate) struct Attachment {
+    pub(crate) attached: Attached,
+    pub(crate) hold: Hold,
+}
