@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust workspace (unit, integration, doc tests), the TypeScript SDK's
-# tests, and the browser tests. Services: PostgreSQL tests need ZONEKEEP_TEST_POSTGRES; bus tests need
+# tests, the C# SDK's tests (with Mono), and the browser tests. Services: PostgreSQL tests need ZONEKEEP_TEST_POSTGRES; bus tests need
 # ZONEKEEP_TEST_NATS (NATS with JetStream; the NATS restart test also runs its own `nats-server`, from
 # ZONEKEEP_NATS_SERVER or PATH); browser tests need ZONEKEEP_CHROMIUM or /usr/bin/chromium. A test whose
 # service is missing is reported as SKIPPED (listed at the end of the run), or fails when CI=true.
@@ -40,6 +40,9 @@ if [ -f clients/js/package.json ]; then
   echo "== typescript sdk"
   (cd clients/js && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 fi
+
+echo "== c# sdk"
+bash clients/csharp/build.sh
 
 echo "== arena page (movement parity with the Rust fixture, committed dist/ is fresh)"
 (cd examples/arena/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
