@@ -14,19 +14,29 @@
 //!   --variant b   WebSocket, one writer task per I/O thread writing all its connections in a loop
 //!   --variant c   raw TCP in the host's shape (a without WebSocket framing)
 //!   --variant d   raw TCP in shape b
-//!   --warmup S (5)  --io-threads K (2, shape b)  --frame-bytes B (3200)  --perf-seconds S (0)
+//!   --variant e   WebSocket over io_uring: one ring per I/O thread, one submit of every
+//!                 connection's send per patch, multishot recv (Linux; see `uring.rs`)
+//!   --variant f   raw TCP in shape e
+//!   --warmup S (5)  --io-threads K (2, shapes b, d, e, f)  --frame-bytes B (3200)
+//!   --perf-seconds S (0)  --uring-recv multi|single (multi, shapes e, f)
 //! cargo run --release -p zonekeep-bench --bin io-floor -- --attach PID --warmup 8 --seconds 15
 //!   measures another process (a running host) the same way
 //! ```
 //!
 //! The WebSocket server is tokio-tungstenite 0.29 (the `WebSocketStream` that axum 0.8's
-//! WebSocket wraps), configured as the host configures it, without hyper's HTTP upgrade layer.
+//! WebSocket wraps), configured as the host configures it, without hyper's HTTP upgrade layer;
+//! the io_uring variants do the same handshake with tungstenite and then frame the bytes
+//! themselves (`frames.rs`). If the kernel refuses io_uring, they say why and exit non-zero.
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod client;
+mod frames;
 mod measure;
 mod server;
+// Submitting io_uring operations is `unsafe`: only this module may.
+#[allow(unsafe_code)]
+mod uring;
 mod wire;
 
 use std::io::{BufRead, BufReader, Write};
@@ -40,6 +50,7 @@ use bytes::Bytes;
 
 use crate::measure::{PerfCounts, Window};
 use crate::server::Shape;
+use crate::uring::Recv;
 use crate::wire::Transport;
 
 type Error = Box<dyn std::error::Error>;
@@ -58,6 +69,7 @@ struct Args {
     frame_bytes: usize,
     perf_seconds: f64,
     attach: Option<u32>,
+    uring_recv: Recv,
 }
 
 impl Default for Args {
@@ -71,6 +83,7 @@ impl Default for Args {
             frame_bytes: 3200,
             perf_seconds: 0.0,
             attach: None,
+            uring_recv: Recv::Multishot,
         }
     }
 }
@@ -82,6 +95,8 @@ fn variant(v: char) -> Option<(Shape, Transport)> {
         'b' => Some((Shape::PerThread, Transport::Ws)),
         'c' => Some((Shape::PerConnection, Transport::Raw)),
         'd' => Some((Shape::PerThread, Transport::Raw)),
+        'e' => Some((Shape::Uring, Transport::Ws)),
+        'f' => Some((Shape::Uring, Transport::Raw)),
         _ => None,
     }
 }
@@ -107,7 +122,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                     .chars()
                     .next()
                     .filter(|c| v.len() == 1 && variant(*c).is_some())
-                    .ok_or_else(|| format!("--variant: a, b, c or d, not {v}"))?;
+                    .ok_or_else(|| format!("--variant: a, b, c, d, e or f, not {v}"))?;
             }
             "--seconds" => a.seconds = num(value()?)?,
             "--warmup" => a.warmup = num(value()?)?,
@@ -115,6 +130,11 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--frame-bytes" => a.frame_bytes = num(value()?)? as usize,
             "--perf-seconds" => a.perf_seconds = num(value()?)?,
             "--attach" => a.attach = Some(num(value()?)? as u32),
+            "--uring-recv" => {
+                let v = value()?;
+                a.uring_recv = Recv::parse(&v)
+                    .ok_or_else(|| format!("--uring-recv: multi or single, not {v}"))?;
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -211,7 +231,7 @@ impl ClientHalf {
 fn server_half(a: &Args) -> Result<(), Error> {
     let (shape, transport) = variant(a.variant).ok_or("unknown variant")?;
     let frame = Bytes::from((0..a.frame_bytes).map(|i| i as u8).collect::<Vec<u8>>());
-    let running = server::start(shape, transport, a.io_threads, frame)?;
+    let running = server::start(shape, transport, a.io_threads, frame, a.uring_recv)?;
     let mut clients = ClientHalf::spawn(a, running.addr, transport)?;
     let connect_by = Instant::now() + Duration::from_secs(120);
     let ready = clients.line(Duration::from_secs(120))?;
@@ -243,6 +263,8 @@ fn server_half(a: &Args) -> Result<(), Error> {
         (Shape::PerThread, Transport::Ws) => "WebSocket, one writer task per I/O thread",
         (Shape::PerConnection, Transport::Raw) => "raw TCP, one task per connection",
         (Shape::PerThread, Transport::Raw) => "raw TCP, one writer task per I/O thread",
+        (Shape::Uring, Transport::Ws) => "WebSocket, one io_uring per I/O thread",
+        (Shape::Uring, Transport::Raw) => "raw TCP, one io_uring per I/O thread",
     };
     println!(
         "io-floor variant {} ({desc}), N = {}, frame {} B every {} ms{}",
@@ -250,7 +272,7 @@ fn server_half(a: &Args) -> Result<(), Error> {
         a.clients,
         a.frame_bytes,
         server::PATCH.as_millis(),
-        if shape == Shape::PerThread {
+        if shape != Shape::PerConnection {
             format!(", {} I/O threads", a.io_threads)
         } else {
             String::new()
@@ -267,6 +289,9 @@ fn server_half(a: &Args) -> Result<(), Error> {
         t1[3],
         cw.cores
     );
+    if let Some(report) = &running.uring {
+        println!("{}", report.line());
+    }
     print_perf(&perf, a.perf_seconds, " after the window");
     println!(
         "RESULT variant={} n={} cores={:.4} cs_per_s={:.0} vol_per_s={:.0} invol_per_s={:.0} \
@@ -381,7 +406,15 @@ mod tests {
         );
         assert_eq!(a.warmup, 5.0);
         assert_eq!(variant('c'), Some((Shape::PerConnection, Transport::Raw)));
-        assert!(args("--variant e").is_err());
+        assert_eq!(variant('e'), Some((Shape::Uring, Transport::Ws)));
+        assert_eq!(variant('f'), Some((Shape::Uring, Transport::Raw)));
+        assert_eq!(args("--variant f").unwrap().uring_recv, Recv::Multishot);
+        assert_eq!(
+            args("--variant e --uring-recv single").unwrap().uring_recv,
+            Recv::Single
+        );
+        assert!(args("--uring-recv both").is_err());
+        assert!(args("--variant g").is_err());
         assert!(args("--variant ab").is_err());
         assert!(args("--clients").is_err());
         assert!(args("--clients 0").is_err());

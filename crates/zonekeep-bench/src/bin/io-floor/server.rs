@@ -1,5 +1,5 @@
 //! The server half: accepts the clients, sends each the same pre-built frame every patch and
-//! reads their records, in one of two shapes.
+//! reads their records, in one of three shapes.
 //!
 //! - [`Shape::PerConnection`] is the host's shape: a multi-threaded tokio runtime (default worker
 //!   count, the accept loop on the thread that calls `block_on`), one task per connection that
@@ -8,6 +8,7 @@
 //! - [`Shape::PerThread`]: one current-thread runtime per I/O thread; each runs one writer task
 //!   that owns the write halves of its connections and, woken once per patch, writes the frame to
 //!   all of them in a loop; per-connection reader tasks on the same thread pass pongs to it.
+//! - [`Shape::Uring`]: one io_uring per I/O thread, no async runtime ([`crate::uring`]).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,7 +25,7 @@ use crate::wire::{self, Reader, Transport, Writer, PONG_BYTES};
 /// One patch every 50 ms (20 Hz).
 pub const PATCH: Duration = Duration::from_millis(50);
 /// The host's outbox bound (`outbox_frames`).
-const OUTBOX_FRAMES: usize = 64;
+pub const OUTBOX_FRAMES: usize = 64;
 
 /// How the server's work is laid out over tasks and threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub enum Shape {
     PerConnection,
     /// One writer task per I/O thread, writing all its connections' frames in a loop.
     PerThread,
+    /// One io_uring per I/O thread: one send per connection per patch, all in one submit.
+    Uring,
 }
 
 /// A running server half.
@@ -41,23 +44,28 @@ pub struct Running {
     pub addr: SocketAddr,
     /// Connections set up (handshake done) so far.
     pub established: Arc<AtomicUsize>,
+    /// The io_uring shape's setup and counts.
+    pub uring: Option<crate::uring::Report>,
 }
 
 /// Start the server half on background threads; `frame` is sent to every client every patch.
+/// `recv` is how the io_uring shape receives.
 pub fn start(
     shape: Shape,
     transport: Transport,
     io_threads: usize,
     frame: Bytes,
+    recv: crate::uring::Recv,
 ) -> std::io::Result<Running> {
     match shape {
         Shape::PerConnection => start_per_connection(transport, frame),
         Shape::PerThread => start_per_thread(transport, io_threads.max(1), frame),
+        Shape::Uring => crate::uring::start(transport, io_threads.max(1), frame, recv),
     }
 }
 
 /// Run `patch` every [`PATCH`] on a thread of its own, as the host's simulation thread ticks.
-fn spawn_patch_thread(mut patch: impl FnMut() + Send + 'static) -> std::io::Result<()> {
+pub fn spawn_patch_thread(mut patch: impl FnMut() + Send + 'static) -> std::io::Result<()> {
     thread::Builder::new()
         .name("patch".into())
         .spawn(move || {
@@ -101,7 +109,11 @@ fn start_per_connection(transport: Transport, frame: Bytes) -> std::io::Result<R
             let _ = tx.try_send(frame.clone());
         }
     })?;
-    Ok(Running { addr, established })
+    Ok(Running {
+        addr,
+        established,
+        uring: None,
+    })
 }
 
 async fn accept_per_connection(
@@ -229,7 +241,11 @@ fn start_per_thread(
             n.notify_one();
         }
     })?;
-    Ok(Running { addr, established })
+    Ok(Running {
+        addr,
+        established,
+        uring: None,
+    })
 }
 
 /// Accept sockets and hand them to the I/O threads in turn.

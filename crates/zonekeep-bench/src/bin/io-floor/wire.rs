@@ -74,7 +74,7 @@ pub fn listener() -> std::io::Result<TcpListener> {
 }
 
 /// The host's WebSocket settings (`ServerConfig` defaults).
-fn server_ws_config() -> WebSocketConfig {
+pub fn server_ws_config() -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(1024)
         .write_buffer_size(0)
