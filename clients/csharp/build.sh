@@ -26,6 +26,8 @@ flags=(-langversion:7.2 -warnaserror -nologo -r:System.dll -r:System.Core.dll)
 echo "== c# sdk: library"
 mcs "${flags[@]}" -target:library -doc:"$out/Zonekeep.xml" -out:"$out/Zonekeep.dll" Runtime/*.cs
 echo "== c# sdk: tests and console sample"
+# The test runner's assembly is named by its file, Zonekeep.Tests: the name Runtime/AssemblyInfo.cs lets
+# see the library's internals (the tests read JSON with its MiniJson).
 mcs "${flags[@]}" -target:exe -r:System.Net.Http.dll -r:"$out/Zonekeep.dll" -out:"$out/Zonekeep.Tests.exe" Tests/*.cs Samples/ArenaRules.cs
 mcs "${flags[@]}" -target:exe -r:System.Net.Http.dll -r:"$out/Zonekeep.dll" -out:"$out/ZonekeepConsole.exe" Samples/Console/Program.cs Samples/ArenaRules.cs
 

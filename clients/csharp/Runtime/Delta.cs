@@ -468,11 +468,7 @@ namespace Zonekeep
             {
                 int n = r.Count(DeltaLimits.Events, "events");
                 List<ZoneEvent> events = new List<ZoneEvent>(n);
-                for (int i = 0; i < n; i++)
-                {
-                    int topic = r.VarintU16();
-                    events.Add(new ZoneEvent(topic, r.BytesField(DeltaLimits.EventPayload, "event payload")));
-                }
+                ReadEvents(r, n, events);
                 delta.Events = events;
             }
             return delta;
@@ -695,12 +691,24 @@ namespace Zonekeep
             {
                 if (delta.Events.Count > DeltaLimits.Events) throw new EncodeException(EncodeErrorKind.TooLong, "events");
                 w.Varint((ulong)delta.Events.Count);
-                foreach (ZoneEvent ev in delta.Events)
-                {
-                    if (ev.Topic < 0 || ev.Topic > 0xffff) throw new EncodeException(EncodeErrorKind.Invalid, "event topic " + ev.Topic);
-                    w.Varint((ulong)ev.Topic).BytesField(ev.Payload, DeltaLimits.EventPayload, "event payload");
-                }
+                WriteEvents(w, delta.Events);
             }
+        }
+
+        /// <summary>Reads <paramref name="n"/> events (topic, payload) into <paramref name="into"/>: a Delta's and an Events message's.</summary>
+        internal static void ReadEvents(Reader r, int n, List<ZoneEvent> into)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                int topic = r.VarintU16();
+                into.Add(new ZoneEvent(topic, r.BytesField(DeltaLimits.EventPayload, "event payload")));
+            }
+        }
+
+        /// <summary>Writes each event (topic, payload), the count already written: a Delta's and an Events message's.</summary>
+        internal static void WriteEvents(Writer w, List<ZoneEvent> events)
+        {
+            foreach (ZoneEvent ev in events) w.VarintU16(ev.Topic, "event topic").BytesField(ev.Payload, DeltaLimits.EventPayload, "event payload");
         }
     }
 }

@@ -361,6 +361,13 @@ namespace Zonekeep
             return this;
         }
 
+        /// <summary>A varint of a u16 (codes, topics); <paramref name="what"/> names the value when it is out of range.</summary>
+        internal Writer VarintU16(int v, string what)
+        {
+            if (v < 0 || v > 0xffff) throw new EncodeException(EncodeErrorKind.Invalid, what + " " + v);
+            return Varint((ulong)v);
+        }
+
         /// <summary>A varint of a non-negative <c>long</c> (ticks, times, counts).</summary>
         public Writer Varint(long v)
         {
