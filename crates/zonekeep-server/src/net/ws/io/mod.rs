@@ -117,11 +117,15 @@ impl Link {
         s.kick.take()
     }
 
-    /// The connection ended: later frames are refused and those waiting dropped.
-    fn close(&self) {
-        let mut s = self.lock();
-        s.closed = true;
-        s.frames = VecDeque::new();
+    /// The connection ended (or never reached its thread): later frames are refused, those
+    /// waiting are dropped, and its thread stops counting it.
+    fn retire(&self) {
+        {
+            let mut s = self.lock();
+            s.closed = true;
+            s.frames = VecDeque::new();
+        }
+        self.home.conns.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -243,8 +247,7 @@ impl WsIo {
 
     /// A link whose connection never reached its thread (refused, moved, gone) stops counting.
     pub(crate) fn forget(&self, link: &Link) {
-        link.close();
-        link.home.conns.fetch_sub(1, Ordering::Relaxed);
+        link.retire();
     }
 
     /// Let the threads end once their connections have (the host is shutting down).

@@ -182,7 +182,7 @@ pub(super) fn run(home: &Arc<IoThread>, mut poll: mio::Poll, shared: &Weak<Share
             c.service(now, &mut releases);
             if matches!(c.phase, Phase::Done) {
                 if let Some(c) = conns.remove(&id) {
-                    c.end(poll.registry(), home);
+                    c.end(poll.registry());
                 }
             } else if c.readable && !c.from_client.is_full() {
                 // More to read than one batch: come back after the others had their turn.
@@ -221,8 +221,7 @@ impl Conn {
             Err(e) => {
                 tracing::warn!(conn = link.id, error = %e, "a WebSocket could not join its I/O thread");
                 shared.metrics.disconnect("dropped");
-                link.close();
-                link.home.conns.fetch_sub(1, Ordering::Relaxed);
+                link.retire();
                 disconnected(&shared, &attached);
                 return None;
             }
@@ -564,10 +563,9 @@ impl Conn {
     }
 
     /// The connection is over: leave the poll, refuse its later frames, tell its zone.
-    fn end(mut self, registry: &mio::Registry, home: &IoThread) {
+    fn end(mut self, registry: &mio::Registry) {
         let _ = registry.deregister(&mut self.stream);
-        self.link.close();
-        home.conns.fetch_sub(1, Ordering::Relaxed);
+        self.link.retire();
         disconnected(&self.shared, &self.attached);
     }
 }
