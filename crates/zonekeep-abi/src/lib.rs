@@ -76,7 +76,8 @@ pub mod op {
     /// `u32 patch_every`, `u32 max_players`, `u32 max_observers`, `f32 pos_step`,
     /// `f32 view_radius`, `f32 cell_size` (0: the host's own), then optionally
     /// `u32 max_entities` (0: the host's), `u8 lasting`, `u32 state_version` (0: version 1) and
-    /// `u8 characters` (1: the kind's players bring their characters), each only after the one
+    /// `u8 characters` (1: the kind's players bring their characters) and `bytes contract` (the
+    /// kind's client contract, docs/MODULES.md "The client contract"), each only after the one
     /// before it; or nothing (all the host's). Asked once, when the module is loaded, of an
     /// instance no zone uses.
     pub const CONFIG: u32 = 14;

@@ -12,6 +12,7 @@ use crate::tier::Tier;
 use crate::timer::TimerId;
 use crate::transfer::Arrival;
 use crate::world::{EntityId, World};
+use zonekeep_protocol::contract::Contract;
 
 /// What a zone is created from.
 #[derive(Debug, Clone, PartialEq)]
@@ -253,6 +254,13 @@ pub trait Zone: Send + 'static {
     /// default `true` is always correct.
     fn uses_can_see(&self) -> bool {
         true
+    }
+
+    /// What this kind's clients send and hear besides entities: its input payload layouts,
+    /// event types and named constants (see [`Contract`]). `zonekeep codegen` writes typed
+    /// input builders and event decoders from it. The default declares nothing.
+    fn contract(&self) -> Contract {
+        Contract::new()
     }
 
     /// A hash of the whole simulation state, for determinism checks and

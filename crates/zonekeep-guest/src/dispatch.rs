@@ -270,7 +270,7 @@ fn run<Z: Zone>(guest: &mut Guest<Z>, op: Op, input: &[u8], w: &mut Writer) -> R
             guest.zone = Some(Z::restore(&mut ctx, params, bytes).map_err(Fatal::Restore)?);
         }
         // Asked of a fresh instance, before any zone is built.
-        Call::Config => Z::settings().encode(w),
+        Call::Config => Z::settings().encode_with(&Z::contract(), w),
         // Likewise: the zone's own migration, with the SDK's header kept around it.
         Call::Migrate { from, save } => migrate::<Z>(from, save, w),
         Call::Save => {

@@ -89,3 +89,8 @@ pub use zonekeep_abi::{call_result, migration, returning};
 pub use zonekeep_guest_derive::EntityKind;
 /// `#[derive(Input)]`: see [`Input`].
 pub use zonekeep_guest_derive::Input;
+/// A kind's client contract ([`Zone::contract`]): what `zonekeep codegen` writes typed input
+/// builders and event decoders from.
+pub use zonekeep_protocol::contract::{
+    ConstDef, Contract, ContractError, EventDef, InputDef, ValueDef, ValueType,
+};

@@ -1,5 +1,7 @@
 //! [`Settings`]: the zone settings a module asks its host for (the CONFIG call).
 
+use zonekeep_protocol::contract::Contract;
+
 use crate::wire::Writer;
 
 /// The settings a zone's rules depend on, which the host applies to every zone of the module's
@@ -150,6 +152,12 @@ impl Settings {
     /// `u8 lasting`, for a state version or characters `u32 state_version` (0: version 1), and
     /// for characters `u8 characters`.
     pub fn encode(&self, w: &mut Writer) {
+        self.encode_with(&Contract::new(), w);
+    }
+
+    /// The CONFIG answer with the kind's client contract after the settings: every setting is
+    /// then written (the contract is the answer's last item).
+    pub fn encode_with(&self, contract: &Contract, w: &mut Writer) {
         w.u32(self.tick_hz)
             .u32(self.patch_every)
             .u32(self.max_players)
@@ -157,14 +165,50 @@ impl Settings {
             .f32(self.pos_step)
             .f32(self.view_radius)
             .f32(self.cell_size);
-        if self.lasting || self.state_version != 0 || self.characters {
+        let with_contract = !contract.is_empty();
+        if self.lasting || self.state_version != 0 || self.characters || with_contract {
             w.u32(0).u8(u8::from(self.lasting));
         }
-        if self.state_version != 0 || self.characters {
+        if self.state_version != 0 || self.characters || with_contract {
             w.u32(self.state_version);
         }
-        if self.characters {
-            w.u8(1);
+        if self.characters || with_contract {
+            w.u8(u8::from(self.characters));
         }
+        if with_contract {
+            w.bytes(&contract.encode());
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use zonekeep_protocol::contract::{EventDef, ValueType};
+
+    #[test]
+    fn a_contract_follows_every_setting_and_no_contract_changes_nothing() {
+        let settings = Settings::default();
+        let mut plain = Writer::new();
+        settings.encode(&mut plain);
+        let mut empty = Writer::new();
+        settings.encode_with(&Contract::new(), &mut empty);
+        assert_eq!(plain.as_bytes(), empty.as_bytes());
+        assert_eq!(plain.len(), 28, "the seven settings only");
+
+        let contract =
+            Contract::new().event(EventDef::new("hit", 1, "").value("by", ValueType::U32, ""));
+        let mut with = Writer::new();
+        settings.encode_with(&contract, &mut with);
+        let bytes = with.into_vec();
+        let encoded = contract.encode();
+        // Seven settings, then max_entities, lasting, state_version and characters, then the
+        // contract as `bytes`.
+        assert_eq!(bytes.len(), 28 + 4 + 1 + 4 + 1 + 4 + encoded.len());
+        assert_eq!(&bytes[..28], plain.as_bytes());
+        let len = u32::from_le_bytes(bytes[38..42].try_into().unwrap());
+        assert_eq!(len as usize, encoded.len());
+        assert_eq!(Contract::decode(&bytes[42..]).unwrap(), contract);
     }
 }

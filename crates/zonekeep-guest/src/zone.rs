@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use zonekeep_protocol::contract::Contract;
+
 use crate::call::CallResult;
 use crate::ctx::Ctx;
 use crate::settings::Settings;
@@ -247,6 +249,14 @@ pub trait Zone: Sized {
     /// when the host loads the module; the default leaves every one to the host.
     fn settings() -> Settings {
         Settings::default()
+    }
+
+    /// What this kind's clients send and hear besides entities: its input payload layouts,
+    /// event types and named constants. The host reads it when it loads the module, and
+    /// `zonekeep codegen --kind KIND --lang ts|cs|rust` writes typed client code from it. The
+    /// default declares nothing.
+    fn contract() -> Contract {
+        Contract::new()
     }
 
     /// Build the zone from its create params (JSON text). Declare the entity kinds here. An

@@ -1,7 +1,7 @@
 //! Zonekeep wire protocol (version 10; current hosts accept 2 to 10), as specified normatively in `PROTOCOL.md` at the repository root.
 //!
 //! This crate owns the bytes: varints and other primitives ([`wire`]), the bit-exact quantization rules
-//! ([`quant`]), the known-set check ([`known`]), the entity schema ([`schema`]), the limits ([`limits`]), the Delta streaming writer and
+//! ([`quant`]), the known-set check ([`known`]), the entity schema ([`schema`]), a kind's client contract ([`contract`]), the limits ([`limits`]), the Delta streaming writer and
 //! decoder ([`delta`]), every message, the client-side known-set mirror and the client's ring of
 //! recent States ([`states`]).
 //!
@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod contract;
 pub mod delta;
 pub mod error;
 pub mod fuzzing;
@@ -24,6 +25,7 @@ pub mod schema;
 pub mod states;
 pub mod wire;
 
+pub use contract::{ConstDef, Contract, ContractError, EventDef, InputDef, ValueDef, ValueType};
 pub use delta::{decode_delta, Delta, DeltaHeader, DeltaWriter, PosForm, PosUpdate};
 pub use error::{DecodeError, EncodeError};
 pub use known::known_set_hash;

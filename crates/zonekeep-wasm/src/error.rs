@@ -47,6 +47,9 @@ pub enum LoadError {
     /// The module speaks another version of the ABI.
     #[error("the module speaks ABI version {0}; this host speaks version {host}", host = zonekeep_abi::ABI_VERSION)]
     AbiVersion(i32),
+    /// The module's client contract (at the end of its CONFIG answer) is not valid.
+    #[error("the module's client contract: {0}")]
+    Contract(#[from] zonekeep_protocol::contract::ContractError),
     /// The module asks for zone settings the host cannot run (its CONFIG answer).
     #[error("the module's zone settings: {0}")]
     Settings(String),

@@ -24,6 +24,7 @@ pub struct ZoneModule {
     bytes: Arc<[u8]>,
     /// The zone settings it asks for.
     settings: ModuleSettings,
+    contract: zonekeep_protocol::contract::Contract,
 }
 
 impl std::fmt::Debug for ZoneModule {
@@ -144,16 +145,20 @@ impl ZoneModule {
             digest,
             bytes: Arc::from(bytes),
             settings: ModuleSettings::default(),
+            contract: zonekeep_protocol::contract::Contract::new(),
         });
         let (version, settings) = Guest::probe(&loaded)?;
         if version != zonekeep_abi::ABI_VERSION {
             return Err(LoadError::AbiVersion(version));
         }
-        let settings = ModuleSettings::decode(&settings)?;
+        let (settings, contract) = ModuleSettings::decode(&settings)?;
         // Not shared yet: the settings go in place before anyone else sees the module.
         let mut loaded = loaded;
         match Arc::get_mut(&mut loaded) {
-            Some(m) => m.settings = settings,
+            Some(m) => {
+                m.settings = settings;
+                m.contract = contract;
+            }
             None => {
                 return Err(LoadError::Start(
                     "the module was shared while loading".into(),
@@ -186,6 +191,12 @@ impl ZoneModule {
     /// The zone settings the module asks for: every zone of its kind is created with them.
     pub fn settings(&self) -> &ModuleSettings {
         &self.settings
+    }
+
+    /// The kind's client contract: its inputs, events and constants (empty when the module
+    /// declares none).
+    pub fn contract(&self) -> &zonekeep_protocol::contract::Contract {
+        &self.contract
     }
 
     pub(crate) fn engine(&self) -> &Arc<ModuleEngine> {

@@ -2,6 +2,7 @@
 //! become each zone's [`ZoneConfig`].
 
 use zonekeep_core::ZoneConfig;
+use zonekeep_protocol::contract::Contract;
 
 use crate::error::LoadError;
 use crate::wire::Reader;
@@ -78,12 +79,13 @@ fn flag(v: u8, name: &str) -> Result<bool, LoadError> {
 
 impl ModuleSettings {
     /// Reads CONFIG's output: empty (every setting the host's), or the seven settings, then
-    /// optionally `u32 max_entities`, `u8 lasting`, `u32 state_version` and `u8 characters`,
-    /// each only after the one before it. Settings the host cannot run, and a malformed answer,
-    /// are refused, naming the setting.
-    pub fn decode(out: &[u8]) -> Result<Self, LoadError> {
+    /// optionally `u32 max_entities`, `u8 lasting`, `u32 state_version`, `u8 characters` and
+    /// `bytes contract` (the kind's client contract, [`Contract::encode`]), each only after the
+    /// one before it. Settings the host cannot run, a contract that is not valid, and a
+    /// malformed answer are refused, naming the setting.
+    pub fn decode(out: &[u8]) -> Result<(Self, Contract), LoadError> {
         if out.is_empty() {
-            return Ok(Self::default());
+            return Ok((Self::default(), Contract::new()));
         }
         let bad = |e: crate::Failure| LoadError::Settings(e.to_string());
         let mut r = Reader::new(out);
@@ -119,9 +121,14 @@ impl ModuleSettings {
                 flag(r.u8("characters").map_err(bad)?, "characters")?
             },
         };
+        let contract = if r.is_empty() {
+            Contract::new()
+        } else {
+            Contract::decode(r.bytes("contract").map_err(bad)?)?
+        };
         if !r.is_empty() {
             return Err(LoadError::Settings(format!(
-                "{} bytes after the eleven settings",
+                "{} bytes after the eleven settings and the contract",
                 r.remaining()
             )));
         }
@@ -130,7 +137,7 @@ impl ModuleSettings {
             .apply(ZoneConfig::default())
             .validate()
             .map_err(|e| LoadError::Settings(e.to_string()))?;
-        Ok(settings)
+        Ok((settings, contract))
     }
 
     /// Refuses a setting outside [`bounds`], naming it.

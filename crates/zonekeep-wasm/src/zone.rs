@@ -568,6 +568,10 @@ impl Zone for ModuleZone {
         self.mirror.hides_anything()
     }
 
+    fn contract(&self) -> zonekeep_protocol::contract::Contract {
+        self.module.contract().clone()
+    }
+
     fn state_hash(&self) -> Option<u64> {
         let mut inst = self.instance.borrow_mut();
         let out = inst.call(&self.failed, op::STATE_HASH, |_| {})?;

@@ -332,3 +332,78 @@ fn an_eleventh_setting_keeps_characters_and_anything_but_0_or_1_is_refused() {
         "{err}"
     );
 }
+
+/// Eleven settings (none asked for), then `bytes contract`.
+fn with_contract(contract: &[u8]) -> Vec<u8> {
+    let mut bytes = all_settings(0, 0, 0.0, 0.0, 0.0);
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(&(contract.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(contract);
+    bytes
+}
+
+#[test]
+fn a_contract_after_the_settings_is_the_kinds_and_its_zones() {
+    use zonekeep_protocol::contract::{Contract, EventDef, InputDef, ValueType};
+    let contract = Contract::new()
+        .constant("MAX_SPEED", 9, "")
+        .input(InputDef::new("move", "").value("dx", ValueType::I8, ""))
+        .event(EventDef::new("scored", 4, "").value("points", ValueType::U32, ""));
+    let module = ZoneModule::load(
+        &engine(),
+        &module_asking(&with_contract(&contract.encode())),
+    )
+    .unwrap();
+    assert_eq!(module.contract(), &contract);
+    let mut kinds = ZoneKinds::new();
+    register(&mut kinds, &ModuleKind::new("tuned", module));
+    let zone = kinds
+        .create(
+            init("t-3"),
+            ZoneConfig::default(),
+            Arc::new(ManualClock::new()),
+        )
+        .unwrap();
+    assert_eq!(zone.contract(), contract);
+    // Fewer settings: no contract.
+    let module = ZoneModule::load(
+        &engine(),
+        &module_asking(&all_settings(0, 0, 0.0, 0.0, 0.0)),
+    )
+    .unwrap();
+    assert!(module.contract().is_empty());
+}
+
+#[test]
+fn a_hostile_contract_refuses_the_module_at_load_saying_why() {
+    use zonekeep_protocol::contract::{Contract, EventDef};
+    let shared_topic = Contract::new()
+        .event(EventDef::new("a", 1, ""))
+        .event(EventDef::new("b", 1, ""))
+        .encode();
+    let mut huge_count = vec![1u8];
+    huge_count.extend_from_slice(&u32::MAX.to_le_bytes());
+    let mut trailing = Contract::new().encode();
+    trailing.push(7);
+    for (bytes, why) in [
+        (shared_topic, "topic 1 is declared by two events"),
+        (huge_count, "constants exceeds its limit of 256"),
+        (trailing, "bytes left after the last event"),
+        (vec![2], "unknown format byte"),
+        (Vec::new(), "the bytes end early"),
+    ] {
+        let err = ZoneModule::load(&engine(), &module_asking(&with_contract(&bytes))).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::Contract(_)) && err.to_string().contains(why),
+            "{why}: {err}"
+        );
+    }
+    // A contract length past the answer's end is a malformed answer.
+    let mut cut = with_contract(&Contract::new().encode());
+    cut.pop();
+    let err = ZoneModule::load(&engine(), &module_asking(&cut)).unwrap_err();
+    assert!(matches!(err, LoadError::Settings(_)), "{err}");
+}

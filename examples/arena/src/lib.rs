@@ -26,4 +26,6 @@ pub use cells::{cells_config, Cell};
 pub use gallery::{gallery_config, Gallery};
 pub use movement::{step, MoveInput, MoveState, Pillar};
 pub use web::{embedded, web_routes, WebFile, FAVICON, WEB_FILES};
-pub use zone::{character_score, character_with_score, zone_config, Arena, ArenaStats};
+pub use zone::{
+    arena_contract, character_score, character_with_score, zone_config, Arena, ArenaStats,
+};

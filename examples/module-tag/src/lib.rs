@@ -21,8 +21,9 @@
 use std::collections::BTreeMap;
 
 use zonekeep_guest::{
-    export_zone, Ctx, Entity, EntityKind, EventTarget, Input, Kind, LeaveReason, Player, PlayerId,
-    Reader, Refusal, Role, Writer, Zone, REFUSE_UNDECODABLE,
+    export_zone, Contract, Ctx, Entity, EntityKind, EventDef, EventTarget, Input, InputDef, Kind,
+    LeaveReason, Player, PlayerId, Reader, Refusal, Role, ValueType, Writer, Zone,
+    REFUSE_UNDECODABLE,
 };
 
 /// Side of the square field, in world units.
@@ -245,6 +246,33 @@ fn fnv(h: u64, bytes: &[u8]) -> u64 {
 
 impl Zone for Tag {
     type Input = Move;
+
+    fn contract() -> Contract {
+        Contract::new()
+            .constant(
+                "REFUSE_ALREADY_PLAYING",
+                i64::from(REFUSE_ALREADY_PLAYING),
+                "Join refusal: this principal is already playing in the zone.",
+            )
+            .constant(
+                "NAME_MAX",
+                i64::from(NAME_MAX),
+                "Longest name shown, in bytes.",
+            )
+            .input(
+                InputDef::new(
+                    "move",
+                    "The direction to move in, each axis clamped to -1..=1.",
+                )
+                .value("dx", ValueType::I8, "-1 left, 0 still, 1 right.")
+                .value("dy", ValueType::I8, "-1 down, 0 still, 1 up."),
+            )
+            .event(
+                EventDef::new("tagged", TOPIC_TAGGED, "One player tagged another.")
+                    .value("it", ValueType::U32, "The player who tagged.")
+                    .value("tagged", ValueType::U32, "The player who is now \"it\"."),
+            )
+    }
 
     fn create(ctx: &mut Ctx<'_>, _params: &str) -> Result<Self, String> {
         Ok(Self::new(ctx, BTreeMap::new()))

@@ -156,6 +156,12 @@ impl ZoneHost {
         self.core.world.schema()
     }
 
+    /// The zone kind's client contract ([`crate::Zone::contract`]): with [`Self::schema`],
+    /// what `zonekeep codegen` writes typed client code from.
+    pub fn contract(&self) -> zonekeep_protocol::contract::Contract {
+        self.zone.contract()
+    }
+
     /// The replicated world.
     pub fn world(&self) -> &World {
         &self.core.world

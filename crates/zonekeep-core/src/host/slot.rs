@@ -111,6 +111,8 @@ pub(super) trait ZoneSlot: Send {
     ) -> Result<(), InputRefusal>;
     /// The zone's own state hash.
     fn state_hash(&self) -> Option<u64>;
+    /// The kind's client contract ([`Zone::contract`]).
+    fn contract(&self) -> zonekeep_protocol::contract::Contract;
     /// Why the zone can no longer run ([`Zone::failure`]).
     fn failure(&self) -> Option<&str>;
     /// The zone's stop flag ([`Zone::stop_handle`]).
@@ -344,6 +346,10 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
 
     fn state_hash(&self) -> Option<u64> {
         self.zone.state_hash()
+    }
+
+    fn contract(&self) -> zonekeep_protocol::contract::Contract {
+        self.zone.contract()
     }
 
     fn failure(&self) -> Option<&str> {

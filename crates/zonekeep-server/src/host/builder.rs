@@ -135,6 +135,35 @@ impl HostBuilder {
         &self.kinds
     }
 
+    /// What the clients of `kind` see: the entity schema a zone of it declares and its client
+    /// contract. A throwaway zone is created with the kind's default params and this host's
+    /// limits, on a clock that never moves, and dropped; nothing is stored and no thread runs.
+    /// `zonekeep codegen` writes typed client code from the answer.
+    pub fn describe(
+        &self,
+        kind: &str,
+    ) -> Result<(zonekeep_protocol::Schema, zonekeep_protocol::Contract), HostError> {
+        let spec = self
+            .specs
+            .get(kind)
+            .ok_or_else(|| HostError::UnknownKind(kind.to_owned()))?;
+        let config = self.config.zone_limits(spec.config.clone());
+        let init = zonekeep_core::ZoneInit {
+            zone_id: format!("{kind}-described"),
+            kind: kind.to_owned(),
+            params: spec.default_params.clone(),
+        };
+        let clock: Arc<dyn Clock> = Arc::new(zonekeep_core::ManualClock::new());
+        let zone =
+            self.kinds
+                .create(init, config, clock)
+                .map_err(|error| HostError::CreateZone {
+                    kind: kind.to_owned(),
+                    error,
+                })?;
+        Ok((zone.schema(), zone.contract()))
+    }
+
     /// The kind created when a ticket names none (default: the first registered).
     pub fn default_kind(mut self, kind: &str) -> Self {
         self.default_kind = Some(kind.to_owned());

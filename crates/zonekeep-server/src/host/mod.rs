@@ -45,6 +45,17 @@ pub enum HostError {
     /// No zone kind registered.
     #[error("no zone kind registered")]
     NoKinds,
+    /// A kind asked for by name is not registered.
+    #[error("zone kind {0:?} is not registered")]
+    UnknownKind(String),
+    /// A zone of the kind could not be created with its default params.
+    #[error("creating a zone of kind {kind:?}: {error}")]
+    CreateZone {
+        /// The kind.
+        kind: String,
+        /// Why the zone refused to start.
+        error: zonekeep_core::ZoneError,
+    },
     /// The default kind is not registered.
     #[error("default zone kind {0:?} is not registered")]
     UnknownDefaultKind(String),

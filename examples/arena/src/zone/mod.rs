@@ -17,12 +17,16 @@ use zonekeep_core::{
     Ctx, InputRefusal, JoinRefusal, LeaveReason, PlayerId, PlayerInfo, StateHasher, Zone,
     ZoneConfig, ZoneError, ZoneInit,
 };
+use zonekeep_protocol::contract::{Contract, EventDef, InputDef, ValueType};
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use crate::drones::DronePath;
 use crate::identity::{display_name, distinct_hue, distinct_name, hue, MAX_NAME};
 use crate::map::{random_open_point, spawn_point, PILLARS};
-use crate::movement::{snap, step, MoveInput, MoveState, ARENA_H, ARENA_W, DT, POS_STEP, TICK_HZ};
+use crate::movement::{
+    snap, step, MoveInput, MoveState, ARENA_H, ARENA_W, DIR_DOWN, DIR_LEFT, DIR_MASK, DIR_RIGHT,
+    DIR_UP, DT, FLAG_MASK, FLAG_WALK, POS_STEP, TICK_HZ,
+};
 
 use zonekeep_arena_rules::game::SAVE_VERSION;
 pub use zonekeep_arena_rules::game::{
@@ -125,6 +129,68 @@ pub fn zone_config() -> ZoneConfig {
     config.replication.view_radius = VIEW_RADIUS;
     config.replication.cell_size = VIEW_RADIUS;
     config
+}
+
+/// What the arena's clients send and hear besides entities: the move input, the score events
+/// and the constants a page needs. `zonekeep codegen --kind arena` writes the page's and the SDK
+/// samples' typed code from it.
+pub fn arena_contract() -> Contract {
+    let c = |v: u8| i64::from(v);
+    Contract::new()
+        .constant("DIR_UP", c(DIR_UP), "Direction bit: up (-y).")
+        .constant("DIR_DOWN", c(DIR_DOWN), "Direction bit: down (+y).")
+        .constant("DIR_LEFT", c(DIR_LEFT), "Direction bit: left (-x).")
+        .constant("DIR_RIGHT", c(DIR_RIGHT), "Direction bit: right (+x).")
+        .constant("DIR_MASK", c(DIR_MASK), "Every direction bit.")
+        .constant("FLAG_WALK", c(FLAG_WALK), "Flag bit: walk instead of run.")
+        .constant("FLAG_MASK", c(FLAG_MASK), "Every flag bit.")
+        .constant(
+            "REFUSE_BAD_INPUT",
+            i64::from(REFUSE_BAD_INPUT),
+            "Input refusal: the payload is not a move.",
+        )
+        .constant(
+            "MAX_PLAYERS",
+            i64::from(MAX_PLAYERS),
+            "Most players in one arena.",
+        )
+        .input(
+            InputDef::new(
+                "move",
+                "One tick of movement: direction bits and flag bits.",
+            )
+            .value(
+                "dir",
+                ValueType::U8,
+                "Direction bits (DIR_*); others are dropped.",
+            )
+            .optional(
+                "flags",
+                ValueType::U8,
+                "Flag bits (FLAG_*); others are dropped.",
+            ),
+        )
+        .event(
+            EventDef::new(
+                "picked",
+                TOPIC_PICKED,
+                "You collected a pickup; its points are being saved.",
+            )
+            .value("amount", ValueType::U32, "Points collected."),
+        )
+        .event(
+            EventDef::new("saved", TOPIC_SAVED, "Points you collected are saved.")
+                .value("amount", ValueType::U32, "Points saved.")
+                .value("total", ValueType::U32, "Your saved total."),
+        )
+        .event(
+            EventDef::new(
+                "refused",
+                TOPIC_REFUSED,
+                "Points you collected could not be saved.",
+            )
+            .value("reason", ValueType::RestStr, "Why, as the store said."),
+        )
 }
 
 fn kind(name: &str, fields: Vec<FieldDef>) -> KindDef {
@@ -306,6 +372,10 @@ impl Arena {
 
 impl Zone for Arena {
     type Input = MoveInput;
+
+    fn contract(&self) -> Contract {
+        arena_contract()
+    }
 
     fn create(init: &ZoneInit, ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
         check_config(ctx)?;
