@@ -28,8 +28,8 @@ mcs "${flags[@]}" -target:library -doc:"$out/Zonekeep.xml" -out:"$out/Zonekeep.d
 echo "== c# sdk: tests and console sample"
 # The test runner's assembly is named by its file, Zonekeep.Tests: the name Runtime/AssemblyInfo.cs lets
 # see the library's internals (the tests read JSON with its MiniJson).
-mcs "${flags[@]}" -target:exe -r:System.Net.Http.dll -r:"$out/Zonekeep.dll" -out:"$out/Zonekeep.Tests.exe" Tests/*.cs Samples/ArenaRules.cs
-mcs "${flags[@]}" -target:exe -r:System.Net.Http.dll -r:"$out/Zonekeep.dll" -out:"$out/ZonekeepConsole.exe" Samples/Console/Program.cs Samples/ArenaRules.cs
+mcs "${flags[@]}" -target:exe -r:System.Net.Http.dll -r:"$out/Zonekeep.dll" -out:"$out/Zonekeep.Tests.exe" Tests/*.cs Tests/Generated/*.cs Samples/ArenaRules.cs Samples/Generated/*.cs
+mcs "${flags[@]}" -target:exe -r:System.Net.Http.dll -r:"$out/Zonekeep.dll" -out:"$out/ZonekeepConsole.exe" Samples/Console/Program.cs Samples/ArenaRules.cs Samples/Generated/*.cs
 
 bin="${ZONEKEEP_BIN:-$repo/target/debug/zonekeep}"
 if [ ! -x "$bin" ] && [ -z "${ZONEKEEP_BIN:-}" ] && command -v cargo >/dev/null 2>&1; then

@@ -1,10 +1,11 @@
-// The arena demo's rules as a C# client needs them (examples/arena-rules in the repository): the input
-// payload the zone decodes, the entity kinds and fields it sends, and its movement step, so a client can
-// predict its own player. Every arithmetic step is one f32 operation, rounded to float explicitly, as in
+// The arena demo's movement rule as a C# client needs it (examples/arena-rules in the repository), so a
+// client can predict its own player. The input, its payload, the entity kinds and the events are the code
+// `zonekeep codegen --kind arena --lang cs` wrote (Generated/Arena.g.cs). Every arithmetic step is one f32 operation, rounded to float explicitly, as in
 // the Rust rule, so the prediction agrees with the zone's positions.
 using System;
 using System.Collections.Generic;
 using Zonekeep;
+using Zonekeep.Samples.Arena;
 
 namespace ZonekeepSamples
 {
@@ -21,19 +22,6 @@ namespace ZonekeepSamples
         }
     }
 
-    /// <summary>One input: direction bits and flag bits (an intent, never a position).</summary>
-    public struct MoveInput
-    {
-        public byte Dir;
-        public byte Flags;
-
-        public MoveInput(byte dir, byte flags = 0)
-        {
-            Dir = dir;
-            Flags = flags;
-        }
-    }
-
     /// <summary>A round obstacle.</summary>
     public struct Pillar
     {
@@ -42,7 +30,7 @@ namespace ZonekeepSamples
         public float R;
     }
 
-    /// <summary>The arena's constants, input encoding and movement step.</summary>
+    /// <summary>The arena's constants and movement step.</summary>
     public static class ArenaRules
     {
         public const float ArenaW = 120f;
@@ -57,41 +45,19 @@ namespace ZonekeepSamples
         /// <summary>1/√2 as f32.</summary>
         public static readonly float Diagonal = (float)0.7071067811865476;
 
-        public const byte DirUp = 1;
-        public const byte DirDown = 2;
-        public const byte DirLeft = 4;
-        public const byte DirRight = 8;
-        public const byte DirMask = 15;
-        public const byte FlagWalk = 1;
-        public const byte FlagMask = 1;
+        // The contract's bits, as bytes for building a MoveInput.
+        public const byte DirUp = (byte)ArenaConstants.DIR_UP;
+        public const byte DirDown = (byte)ArenaConstants.DIR_DOWN;
+        public const byte DirLeft = (byte)ArenaConstants.DIR_LEFT;
+        public const byte DirRight = (byte)ArenaConstants.DIR_RIGHT;
+        public const byte DirMask = (byte)ArenaConstants.DIR_MASK;
+        public const byte FlagWalk = (byte)ArenaConstants.FLAG_WALK;
+        public const byte FlagMask = (byte)ArenaConstants.FLAG_MASK;
 
         public static readonly float MinX = PlayerRadius;
         public static readonly float MaxX = (float)(ArenaW - PlayerRadius);
         public static readonly float MinY = PlayerRadius;
         public static readonly float MaxY = (float)(ArenaH - PlayerRadius);
-
-        /// <summary>Kinds and fields of the arena's schema.</summary>
-        public const string KindPlayer = "player";
-        public const string KindDrone = "drone";
-        public const string KindPickup = "pickup";
-        public const string KindPillar = "pillar";
-        public const int FieldName = 0;
-        public const int FieldHue = 1;
-        public const int FieldScore = 2;
-        public const int FieldConnected = 3;
-
-        /// <summary>Event topics of the arena zone.</summary>
-        public const int TopicPicked = 1;
-        public const int TopicSaved = 2;
-        public const int TopicRefused = 3;
-
-        /// <summary>The input payload the zone decodes: one direction byte, then the flags byte only when set.</summary>
-        public static byte[] Encode(MoveInput input)
-        {
-            byte dir = (byte)(input.Dir & DirMask);
-            byte flags = (byte)(input.Flags & FlagMask);
-            return flags == 0 ? new[] { dir } : new[] { dir, flags };
-        }
 
         /// <summary>Snaps a coordinate to the position quantum, exactly as a client decodes it from the wire.</summary>
         public static float Snap(float v) { return Quant.PosDecode(Quant.PosEncode(v, PosStep), PosStep); }
@@ -136,12 +102,11 @@ namespace ZonekeepSamples
         public static List<Pillar> ReadPillars(Mirror mirror)
         {
             List<Pillar> out_ = new List<Pillar>();
-            int kind = mirror.Schema.KindIndex(KindPillar);
+            int kind = mirror.Schema.KindIndex(PillarEntity.KindName);
             foreach (MirrorEntity e in mirror.Entities())
             {
                 if (e.Kind != kind) continue;
-                float r = e.Fields.Length > 0 && e.Fields[0].Kind == FieldValueKind.F32 ? e.Fields[0].AsFloat : 0f;
-                out_.Add(new Pillar { X = mirror.X(e), Y = mirror.Y(e), R = r });
+                out_.Add(new Pillar { X = mirror.X(e), Y = mirror.Y(e), R = PillarEntity.Read(e.Fields).Radius });
             }
             return out_;
         }

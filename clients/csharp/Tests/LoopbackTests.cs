@@ -14,6 +14,7 @@ using System.Text;
 using System.Text.RegularExpressions;
 using System.Threading;
 using System.Threading.Tasks;
+using Zonekeep.Samples.Arena;
 using ZonekeepSamples;
 
 namespace Zonekeep.Tests
@@ -244,7 +245,7 @@ namespace Zonekeep.Tests
                 foreach (var o in others) o.Poll();
                 if (watch.Elapsed.TotalMilliseconds >= next)
                 {
-                    if (c.Predictor.Send(c.Conn, new MoveInput(dir), ArenaRules.Encode, c.Conn.Now).HasValue) sent++;
+                    if (c.Predictor.Send(c.Conn, new MoveInput { Dir = dir }, m => m.Encode(), c.Conn.Now).HasValue) sent++;
                     next += 1000.0 / ArenaRules.TickHz;
                 }
                 Thread.Sleep(2);

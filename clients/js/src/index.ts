@@ -3,6 +3,8 @@
  *
  * - Codec (PROTOCOL.md, protocol version 10, byte-exact with the Rust codec): {@link encodeClientMessage},
  *   {@link decodeServerMessage}, {@link decodeDelta}, {@link encodeDelta}, quantization helpers.
+ * - {@link PayloadReader} and {@link PayloadWriter}: the little-endian encoding of zone inputs and events
+ *   that code written by `zonekeep codegen` builds and reads them with (docs/CODEGEN.md).
  * - {@link ZoneConnection}: handshake, events, reconnect, clock sync, inputs, counters; over
  *   WebSocket or WebTransport (§1.1), falling back from the one to the other.
  * - {@link StateRing}: the client's states of a WebTransport session (§5.8).
@@ -12,6 +14,7 @@
  */
 
 export * from "./wire.js";
+export * from "./payload.js";
 export * from "./quant.js";
 export * from "./schema.js";
 export * from "./delta.js";

@@ -59,6 +59,10 @@ pub mod patch;
 pub mod predictor;
 pub mod replica;
 
+/// The wire protocol this client speaks: its schema, field values and quantization are what code
+/// written by `zonekeep codegen` reads entities with.
+pub use zonekeep_protocol as protocol;
+
 pub use clock::{ClockSync, PongSample};
 pub use connection::{
     connect, CloseReason, ConnectOptions, Connection, CountersSnapshot, Event, InputSender,

@@ -25,7 +25,7 @@ use crate::workload::RegisterArenaWorkload;
     version,
     about = "Zonekeep, an authoritative multiplayer game server: run a host (serve), mint a ticket \
              (ticket), load-test a host with bots (bench), replay a zone recording (replay), deploy a \
-             zone module (module push)."
+             zone module (module push), write typed client code (codegen)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -47,6 +47,9 @@ enum Command {
     Replay(crate::replay::ReplayArgs),
     /// Zone modules: deploy one to a host (and through it to the fleet).
     Module(crate::module_cmd::ModuleArgs),
+    /// Write typed client code (TypeScript, C#, Rust) for a zone kind: its entity kinds, inputs,
+    /// events and constants.
+    Codegen(Box<crate::codegen::CodegenArgs>),
 }
 
 /// Config file and secrets, shared by every subcommand.
@@ -288,6 +291,7 @@ pub fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::Bench(args) => crate::bench::run(*args).map(|()| done),
         Command::Replay(args) => Ok(crate::replay::run(&args)),
         Command::Module(args) => crate::module_cmd::run(args),
+        Command::Codegen(args) => crate::codegen::run(*args),
     }
 }
 

@@ -1,5 +1,6 @@
 //! `zonekeep`: run a host (`serve`), mint a ticket (`ticket`), load-test a host (`bench`) or
-//! replay a zone recording (`replay`).
+//! replay a zone recording (`replay`), deploy a module (`module`) or write typed client code
+//! (`codegen`).
 //!
 //! Configuration precedence for every setting: command-line flag >
 //! environment variable (`ZONEKEEP_*`) > TOML file (`--config`) > default.
@@ -11,6 +12,7 @@ mod bench;
 mod call_zone;
 mod character_zone;
 mod cli;
+mod codegen;
 mod ledger_zone;
 mod module_cmd;
 mod modules;

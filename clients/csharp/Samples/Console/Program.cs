@@ -13,6 +13,7 @@ using System.Text.RegularExpressions;
 using System.Threading;
 using System.Threading.Tasks;
 using Zonekeep;
+using Zonekeep.Samples.Arena;
 using ZonekeepSamples;
 
 public static class Program
@@ -50,7 +51,7 @@ public static class Program
 
         conn.Welcomed += (w, info) =>
         {
-            playerKind = w.Schema.KindIndex(ArenaRules.KindPlayer);
+            playerKind = ArenaKinds.Bind(w.Schema).Player;
             Console.WriteLine("welcome: player " + w.PlayerId + " in " + w.ZoneId + " (protocol " + w.Version + ", " + w.TickHz + " Hz, " + (info.Resumed ? "resumed" : "joined") + ")");
         };
         // Before the predictor's handler, so the pillars are current when it replays inputs.
@@ -60,8 +61,12 @@ public static class Program
         };
         conn.ZoneEventReceived += (ev, tick) =>
         {
-            if (ev.Topic == ArenaRules.TopicPicked && ev.Payload.Length >= 4) Console.WriteLine("picked up +" + BitConverter.ToUInt32(ev.Payload, 0));
-            else if (ev.Topic == ArenaRules.TopicSaved && ev.Payload.Length >= 8) Console.WriteLine("score saved: " + BitConverter.ToUInt32(ev.Payload, 4));
+            IArenaEvent e;
+            try { e = ArenaEvents.Decode(ev.Topic, ev.Payload); }
+            catch (ProtocolException x) { Console.WriteLine("an arena event this sample cannot read: " + x.Message); return; }
+            if (e is PickedEvent) Console.WriteLine("picked up +" + ((PickedEvent)e).Amount);
+            else if (e is SavedEvent) Console.WriteLine("score saved: " + ((SavedEvent)e).Total);
+            else if (e is RefusedEvent) Console.WriteLine("score not saved: " + ((RefusedEvent)e).Reason);
         };
         conn.Kicked += k => Console.WriteLine("kick: " + KickCode.Name(k.Code) + " " + k.Reason);
         conn.Closed += c =>
@@ -101,7 +106,7 @@ public static class Program
             if (conn.State == ConnectionState.Open && now >= nextInput)
             {
                 byte dir = square[(int)(clock.Elapsed.TotalSeconds) % 4];
-                if (predictor.Send(conn, new MoveInput(dir), ArenaRules.Encode, now).HasValue) sent++;
+                if (predictor.Send(conn, new MoveInput { Dir = dir }, m => m.Encode(), now).HasValue) sent++;
                 nextInput = Math.Max(nextInput + 1000.0 / ArenaRules.TickHz, now - 3000.0 / ArenaRules.TickHz);
             }
             ReplicaFrame frame = replica.Frame(now);

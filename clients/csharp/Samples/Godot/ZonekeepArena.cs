@@ -11,6 +11,7 @@ using System.Text.RegularExpressions;
 using System.Threading.Tasks;
 using Godot;
 using Zonekeep;
+using Zonekeep.Samples.Arena;
 using ZonekeepSamples;
 
 public partial class ZonekeepArena : Node2D
@@ -43,7 +44,7 @@ public partial class ZonekeepArena : Node2D
             Ticket = Ticket,
         });
         _replica = new Replica(_conn.Clock);
-        _conn.Welcomed += (w, info) => _playerKind = w.Schema.KindIndex(ArenaRules.KindPlayer);
+        _conn.Welcomed += (w, info) => _playerKind = ArenaKinds.Bind(w.Schema).Player;
         // Before the predictor's handler, so the pillars are current when it replays inputs.
         _conn.DeltaApplied += (d, info) =>
         {
@@ -82,7 +83,7 @@ public partial class ZonekeepArena : Node2D
         byte dir = ReadKeys();
         if (dir != 0 && now >= _nextInput)
         {
-            _predictor.Send(_conn, new MoveInput(dir), ArenaRules.Encode, now);
+            _predictor.Send(_conn, new MoveInput { Dir = dir }, m => m.Encode(), now);
             _nextInput = System.Math.Max(_nextInput + 1000.0 / ArenaRules.TickHz, now - 3000.0 / ArenaRules.TickHz);
         }
         _frame = _replica.Frame(now);

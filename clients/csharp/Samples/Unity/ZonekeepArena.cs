@@ -12,6 +12,7 @@ using System.Text.RegularExpressions;
 using System.Threading.Tasks;
 using UnityEngine;
 using Zonekeep;
+using Zonekeep.Samples.Arena;
 using ZonekeepSamples;
 
 public sealed class ZonekeepArena : MonoBehaviour
@@ -46,7 +47,7 @@ public sealed class ZonekeepArena : MonoBehaviour
             Ticket = Ticket,
         });
         _replica = new Replica(_conn.Clock);
-        _conn.Welcomed += (w, info) => _playerKind = w.Schema.KindIndex(ArenaRules.KindPlayer);
+        _conn.Welcomed += (w, info) => _playerKind = ArenaKinds.Bind(w.Schema).Player;
         // Before the predictor's handler, so the pillars are current when it replays inputs.
         _conn.DeltaApplied += (d, info) =>
         {
@@ -90,7 +91,7 @@ public sealed class ZonekeepArena : MonoBehaviour
         byte dir = ReadKeys();
         if (dir != 0 && now >= _nextInput)
         {
-            _predictor.Send(_conn, new MoveInput(dir), ArenaRules.Encode, now);
+            _predictor.Send(_conn, new MoveInput { Dir = dir }, m => m.Encode(), now);
             _nextInput = System.Math.Max(_nextInput + 1000.0 / ArenaRules.TickHz, now - 3000.0 / ArenaRules.TickHz);
         }
         ReplicaFrame frame = _replica.Frame(now);

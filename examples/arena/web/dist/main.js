@@ -9,18 +9,10 @@
 import { guestConnection, GuestTickets, HostUnreachable, playerName, transportParam } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
-import { DT, encodeInput, loadRules, SPEED, step, TICK_HZ } from "./movement.js";
+import * as api from "./generated/arena.js";
+import { DT, loadRules, SPEED, step, TICK_HZ } from "./movement.js";
 import { Renderer } from "./render.js";
 import { KickCode, kickCodeName, Predictor, Replica, } from "./sdk/index.js";
-/** Event topics of the arena zone (`TOPIC_*` in examples/arena/src/zone/mod.rs). */
-const TOPIC_PICKED = 1;
-const TOPIC_SAVED = 2;
-const TOPIC_REFUSED = 3;
-/** Fields of the player kind (`F_*` in examples/arena/src/zone/mod.rs). */
-const F_NAME = 0;
-const F_HUE = 1;
-const F_SCORE = 2;
-const F_CONNECTED = 3;
 /** Milliseconds per input: one input moves the player for one tick. */
 const INPUT_MS = 1000 / TICK_HZ;
 /** Entries a {@link MotionTrace} list keeps (a minute at 60 frames per second). */
@@ -82,23 +74,23 @@ catch (e) {
 }
 const conn = guestConnection(zoneId, tickets, transportParam(params));
 const replica = new Replica(conn.clock);
-/** Kind ids by name, from the Welcome's schema. */
-let kinds = new Map();
+/** Kind ids of the arena's entity kinds, bound from the Welcome's schema (`api` is the code
+ * `zonekeep codegen --kind arena` wrote). */
+let kinds = null;
 /** Pillars from the world (global entities), in id order like the zone's list. */
 let pillars = [];
 function readPillars(mirror) {
-    const kind = kinds.get("pillar");
+    const kind = kinds?.pillar;
     const out = [];
     for (const e of mirror.entities()) {
         if (e.kind !== kind)
             continue;
-        const r = e.fields[0];
-        out.push({ x: mirror.x(e), y: mirror.y(e), r: typeof r === "number" ? r : 0 });
+        out.push({ x: mirror.x(e), y: mirror.y(e), r: api.PillarEntity.read(e.fields).radius });
     }
     return out;
 }
 conn.on("welcome", (w) => {
-    kinds = new Map(w.schema.kinds.map((k, i) => [k.name, i]));
+    kinds = api.ArenaKinds.bind(w.schema);
     debug.playerId = w.playerId;
     debug.transport = conn.transport;
     retries = 0;
@@ -136,16 +128,23 @@ conn.on("delta", (d, info) => {
         pushBounded(debug.trace.samples, [d.tick, info.mirror.x(e), info.mirror.y(e)]);
 });
 conn.on("event", (ev) => {
-    const view = new DataView(ev.payload.buffer, ev.payload.byteOffset, ev.payload.byteLength);
-    if (ev.topic === TOPIC_PICKED && ev.payload.byteLength >= 4) {
-        toasts.show(`+${view.getUint32(0, true)}`, "pending");
+    let e;
+    try {
+        e = api.ArenaEvent.decode(ev.topic, ev.payload);
     }
-    else if (ev.topic === TOPIC_SAVED && ev.payload.byteLength >= 8) {
-        debug.score = view.getUint32(4, true);
-        toasts.show(`+${view.getUint32(0, true)} saved`, "saved");
+    catch (err) {
+        console.warn("an arena event the page cannot read", ev.topic, err);
+        return;
     }
-    else if (ev.topic === TOPIC_REFUSED) {
-        toasts.show(`not saved: ${new TextDecoder().decode(ev.payload)}`, "error");
+    if (e?.type === "picked") {
+        toasts.show(`+${e.event.amount}`, "pending");
+    }
+    else if (e?.type === "saved") {
+        debug.score = e.event.total;
+        toasts.show(`+${e.event.amount} saved`, "saved");
+    }
+    else if (e?.type === "refused") {
+        toasts.show(`not saved: ${e.event.reason}`, "error");
     }
 });
 // ---- what the player is told about the connection
@@ -227,7 +226,7 @@ function sendInput(now) {
     const input = keys.current();
     if (input.dir === 0)
         return;
-    if (predictor.send(conn, input, encodeInput, performance.now()) !== null)
+    if (predictor.send(conn, input, api.MoveInput.encode, performance.now()) !== null)
         debug.inputsSent += 1;
     nextSendAt = Math.max(nextSendAt + INPUT_MS, now - 3 * INPUT_MS);
 }
@@ -249,9 +248,9 @@ function frame(now) {
     // The clock inputs are recorded with (an event may run after this frame's timestamp was taken).
     const me = predictor.renderPosition(performance.now());
     const own = conn.controlledId;
-    const players = kinds.get("player");
-    const drones = kinds.get("drone");
-    const pickups = kinds.get("pickup");
+    const players = kinds?.player;
+    const drones = kinds?.drone;
+    const pickups = kinds?.pickup;
     const others = [];
     const droneList = [];
     const pickupList = [];
@@ -261,20 +260,14 @@ function frame(now) {
     const dTicks = Number.isFinite(lastRenderTick) ? Math.max(0, f.renderTick - lastRenderTick) : 0;
     for (const e of f.entities.values()) {
         if (e.kind === players) {
-            const sprite = {
-                x: e.x,
-                y: e.y,
-                name: String(e.fields[F_NAME] ?? ""),
-                hue: Number(e.fields[F_HUE] ?? 0),
-                // A zone without the field (older host) has every player connected.
-                connected: e.fields[F_CONNECTED] !== false,
-            };
+            const p = api.PlayerEntity.read(e.fields);
+            const sprite = { x: e.x, y: e.y, name: p.name, hue: p.hue, connected: p.connected };
             if (e.id === own) {
                 myName = sprite.name;
                 myHue = sprite.hue;
                 debug.myName = myName;
                 debug.myHue = myHue;
-                debug.score = Math.max(debug.score, Number(e.fields[F_SCORE] ?? 0));
+                debug.score = Math.max(debug.score, p.score);
                 continue;
             }
             others.push(sprite);

@@ -10,7 +10,8 @@
 import { guestConnection, GuestTickets, HostUnreachable, playerName, transportParam } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
-import { DT, encodeInput, loadRules, SPEED, step, TICK_HZ, type MoveInput, type MoveState, type Pillar } from "./movement.js";
+import * as api from "./generated/arena.js";
+import { DT, loadRules, SPEED, step, TICK_HZ, type MoveInput, type MoveState, type Pillar } from "./movement.js";
 import { Renderer, type PlayerSprite } from "./render.js";
 import {
   KickCode,
@@ -23,15 +24,6 @@ import {
   type Welcome,
 } from "./sdk/index.js";
 
-/** Event topics of the arena zone (`TOPIC_*` in examples/arena/src/zone/mod.rs). */
-const TOPIC_PICKED = 1;
-const TOPIC_SAVED = 2;
-const TOPIC_REFUSED = 3;
-/** Fields of the player kind (`F_*` in examples/arena/src/zone/mod.rs). */
-const F_NAME = 0;
-const F_HUE = 1;
-const F_SCORE = 2;
-const F_CONNECTED = 3;
 /** Milliseconds per input: one input moves the player for one tick. */
 const INPUT_MS = 1000 / TICK_HZ;
 
@@ -175,24 +167,24 @@ try {
 const conn = guestConnection(zoneId, tickets, transportParam(params));
 const replica = new Replica(conn.clock);
 
-/** Kind ids by name, from the Welcome's schema. */
-let kinds = new Map<string, number>();
+/** Kind ids of the arena's entity kinds, bound from the Welcome's schema (`api` is the code
+ * `zonekeep codegen --kind arena` wrote). */
+let kinds: api.ArenaKinds | null = null;
 /** Pillars from the world (global entities), in id order like the zone's list. */
 let pillars: Pillar[] = [];
 
 function readPillars(mirror: Mirror): Pillar[] {
-  const kind = kinds.get("pillar");
+  const kind = kinds?.pillar;
   const out: Pillar[] = [];
   for (const e of mirror.entities()) {
     if (e.kind !== kind) continue;
-    const r = e.fields[0];
-    out.push({ x: mirror.x(e), y: mirror.y(e), r: typeof r === "number" ? r : 0 });
+    out.push({ x: mirror.x(e), y: mirror.y(e), r: api.PillarEntity.read(e.fields).radius });
   }
   return out;
 }
 
 conn.on("welcome", (w: Welcome) => {
-  kinds = new Map(w.schema.kinds.map((k, i) => [k.name, i]));
+  kinds = api.ArenaKinds.bind(w.schema);
   debug.playerId = w.playerId;
   debug.transport = conn.transport;
   retries = 0;
@@ -232,14 +224,20 @@ conn.on("delta", (d, info) => {
 });
 
 conn.on("event", (ev) => {
-  const view = new DataView(ev.payload.buffer, ev.payload.byteOffset, ev.payload.byteLength);
-  if (ev.topic === TOPIC_PICKED && ev.payload.byteLength >= 4) {
-    toasts.show(`+${view.getUint32(0, true)}`, "pending");
-  } else if (ev.topic === TOPIC_SAVED && ev.payload.byteLength >= 8) {
-    debug.score = view.getUint32(4, true);
-    toasts.show(`+${view.getUint32(0, true)} saved`, "saved");
-  } else if (ev.topic === TOPIC_REFUSED) {
-    toasts.show(`not saved: ${new TextDecoder().decode(ev.payload)}`, "error");
+  let e: api.ArenaEvent | null;
+  try {
+    e = api.ArenaEvent.decode(ev.topic, ev.payload);
+  } catch (err) {
+    console.warn("an arena event the page cannot read", ev.topic, err);
+    return;
+  }
+  if (e?.type === "picked") {
+    toasts.show(`+${e.event.amount}`, "pending");
+  } else if (e?.type === "saved") {
+    debug.score = e.event.total;
+    toasts.show(`+${e.event.amount} saved`, "saved");
+  } else if (e?.type === "refused") {
+    toasts.show(`not saved: ${e.event.reason}`, "error");
   }
 });
 // ---- what the player is told about the connection
@@ -320,7 +318,7 @@ let nextSendAt = 0;
 function sendInput(now: number): void {
   const input = keys.current();
   if (input.dir === 0) return;
-  if (predictor.send(conn, input, encodeInput, performance.now()) !== null) debug.inputsSent += 1;
+  if (predictor.send(conn, input, api.MoveInput.encode, performance.now()) !== null) debug.inputsSent += 1;
   nextSendAt = Math.max(nextSendAt + INPUT_MS, now - 3 * INPUT_MS);
 }
 
@@ -345,9 +343,9 @@ function frame(now: number): void {
   // The clock inputs are recorded with (an event may run after this frame's timestamp was taken).
   const me = predictor.renderPosition(performance.now());
   const own = conn.controlledId;
-  const players = kinds.get("player");
-  const drones = kinds.get("drone");
-  const pickups = kinds.get("pickup");
+  const players = kinds?.player;
+  const drones = kinds?.drone;
+  const pickups = kinds?.pickup;
   const others: PlayerSprite[] = [];
   const droneList: Array<{ x: number; y: number }> = [];
   const pickupList: Array<{ x: number; y: number }> = [];
@@ -357,20 +355,14 @@ function frame(now: number): void {
   const dTicks = Number.isFinite(lastRenderTick) ? Math.max(0, f.renderTick - lastRenderTick) : 0;
   for (const e of f.entities.values()) {
     if (e.kind === players) {
-      const sprite: PlayerSprite = {
-        x: e.x,
-        y: e.y,
-        name: String(e.fields[F_NAME] ?? ""),
-        hue: Number(e.fields[F_HUE] ?? 0),
-        // A zone without the field (older host) has every player connected.
-        connected: e.fields[F_CONNECTED] !== false,
-      };
+      const p = api.PlayerEntity.read(e.fields);
+      const sprite: PlayerSprite = { x: e.x, y: e.y, name: p.name, hue: p.hue, connected: p.connected };
       if (e.id === own) {
         myName = sprite.name;
         myHue = sprite.hue;
         debug.myName = myName;
         debug.myHue = myHue;
-        debug.score = Math.max(debug.score, Number(e.fields[F_SCORE] ?? 0));
+        debug.score = Math.max(debug.score, p.score);
         continue;
       }
       others.push(sprite);
