@@ -46,6 +46,7 @@ use crate::report::{AdvanceReport, InputCounters};
 use crate::rewind::RewindHistory;
 use crate::rng::ZoneRng;
 use crate::snapshot::Snapshot;
+use crate::stages::Stage;
 use crate::tier::{IdlePolicy, Tier, TierState, TierTransition};
 use crate::timer::Timers;
 use crate::transfer::Transfers;
@@ -151,6 +152,12 @@ pub struct ZoneHost {
     pub(crate) touched: bool,
     /// The build of the zone's code, stamped on every save (see [`ZoneHost::set_build_id`]).
     build: String,
+    /// The clock stage timings are read from; `None`: stages are not timed.
+    stage_clock: Option<crate::stages::StageClock>,
+    /// Recent durations of every stage.
+    stages: crate::stages::StageTimes,
+    /// Stage durations since [`ZoneHost::take_stage_durations`] was last called.
+    stage_pending: crate::stages::StageDurations,
 }
 
 impl std::fmt::Debug for ZoneHost {
@@ -557,6 +564,7 @@ impl ZoneHost {
 
     fn run_tick(&mut self, report: &mut AdvanceReport) {
         let started = self.read_clock();
+        let mark = self.stage_now();
         self.core.tick = self.core.tick.saturating_add(1);
         let tick = self.core.tick;
 
@@ -571,6 +579,7 @@ impl ZoneHost {
             report.calls_answered = report.calls_answered.saturating_add(1);
         }
         self.deliver_inbox();
+        let mark = self.stage_done(Stage::Inbox, mark);
 
         let superseded = self.zone.apply_inputs(
             &mut self.core,
@@ -579,12 +588,15 @@ impl ZoneHost {
         );
         let c = &mut self.pending.inputs.superseded;
         *c = c.saturating_add(superseded);
+        let mark = self.stage_done(Stage::Inputs, mark);
 
         self.zone.tick(&mut self.core.ctx(None));
+        let mark = self.stage_done(Stage::Tick, mark);
         while let Some((id, tag)) = self.core.timers.pop_due(tick) {
             self.zone.on_timer(&mut self.core.ctx(None), id, tag);
         }
         self.apply_kicks();
+        self.stage_done(Stage::Timers, mark);
 
         if self.is_patch_tick(tick) {
             report.patch_ticks.push(tick);
@@ -681,6 +693,7 @@ mod links;
 mod probe;
 mod record;
 mod slot;
+mod stage_times;
 #[cfg(test)]
 mod tests_calls;
 #[cfg(test)]
@@ -697,6 +710,8 @@ mod tests_message;
 mod tests_persist;
 #[cfg(test)]
 mod tests_schedule;
+#[cfg(test)]
+mod tests_stages;
 #[cfg(test)]
 mod tests_state_version;
 #[cfg(test)]

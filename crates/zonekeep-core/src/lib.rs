@@ -171,6 +171,7 @@ pub mod report;
 pub mod rewind;
 pub mod rng;
 pub mod snapshot;
+pub mod stages;
 pub mod tier;
 pub mod timer;
 pub mod transfer;
@@ -202,6 +203,7 @@ pub use rewind::{
 };
 pub use rng::{zone_rng, ZoneRng};
 pub use snapshot::{RestoreError, SavedLinks, SavedParticipant, Snapshot, SnapshotError};
+pub use stages::{Stage, StageClock, StageDurations, StageSummary, StageTimes};
 pub use tier::{IdlePolicy, Tier, TierTransition};
 pub use timer::{TimerId, Timers};
 pub use transfer::{Arrival, TransferError, TransferRequest};

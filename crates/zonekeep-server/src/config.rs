@@ -60,6 +60,12 @@ pub struct ServerConfig {
     /// WebSocket I/O threads, each owning many connections; 0 = one per two cores (at least
     /// one). Default 0.
     pub ws_io_threads: usize,
+    /// Time every stage of every zone's ticks (the admin API's `stages`, the
+    /// `zonekeep_zone_stage_seconds` histograms). Default true; off, no stage clock is read.
+    pub stage_timing: bool,
+    /// Which zone lifecycle lines (target `zonekeep::lifecycle`) are written: `all` (default)
+    /// or `failures` (fenced, lease lapsed, failed, halted).
+    pub lifecycle_log: crate::sim::LifecycleLog,
     /// Dev mode: `/dev/ticket` and `/dev/netsim` routes exist, and without a configured ticket key
     /// the host keeps its own in `data_dir/dev-ticket.key` (created once, reused). Default false.
     pub dev: bool,
@@ -224,6 +230,8 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7350)),
             sim_threads: 0,
             ws_io_threads: 0,
+            stage_timing: true,
+            lifecycle_log: crate::sim::LifecycleLog::All,
             dev: false,
             max_connections: 10_000,
             max_connections_per_ip: 32,

@@ -102,6 +102,13 @@ struct ServeArgs {
     /// WebSocket I/O threads, each owning many connections; 0 = one per two cores [default: 0].
     #[arg(long, env = "ZONEKEEP_WS_IO_THREADS")]
     ws_io_threads: Option<usize>,
+    /// Time every stage of every zone's ticks for the admin API and /metrics [default: true].
+    #[arg(long, env = "ZONEKEEP_STAGE_TIMING")]
+    stage_timing: Option<bool>,
+    /// Which zone lifecycle log lines (target zonekeep::lifecycle) to write: all, or failures
+    /// only (fenced, lease lapsed, failed, halted) [default: all].
+    #[arg(long, env = "ZONEKEEP_LIFECYCLE_LOG", value_enum)]
+    lifecycle_log: Option<LifecycleLogArg>,
     /// Total open connections [default: 10000].
     #[arg(long, env = "ZONEKEEP_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
@@ -320,14 +327,30 @@ macro_rules! overlay {
     };
 }
 
+/// `--lifecycle-log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LifecycleLogArg {
+    /// Every lifecycle event.
+    All,
+    /// Failures only.
+    Failures,
+}
+
 fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     let mut cfg = base_config(&args.common)?;
+    if let Some(l) = args.lifecycle_log {
+        cfg.lifecycle_log = match l {
+            LifecycleLogArg::All => zonekeep_server::sim::LifecycleLog::All,
+            LifecycleLogArg::Failures => zonekeep_server::sim::LifecycleLog::Failures,
+        };
+    }
     overlay!(
         cfg,
         args,
         listen,
         sim_threads,
         ws_io_threads,
+        stage_timing,
         max_connections,
         max_connections_per_ip,
         header_read_timeout_ms,

@@ -269,6 +269,9 @@ impl ZoneHost {
             recorder: None,
             touched: false,
             build: String::new(),
+            stage_clock: None,
+            stages: crate::stages::StageTimes::new(),
+            stage_pending: crate::stages::StageDurations::default(),
         })
     }
 }

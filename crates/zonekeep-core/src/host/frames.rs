@@ -221,7 +221,10 @@ impl ZoneHost {
         self.tap_call(|| crate::recording::Record::DrainFrames);
         self.frames.clear();
         if std::mem::take(&mut self.patch_due) {
-            if let Err(e) = self.build_frames() {
+            let mark = self.stage_now();
+            let built = self.build_frames();
+            self.stage_build_done(mark);
+            if let Err(e) = built {
                 self.frames.clear();
                 self.tap_frames();
                 return Err(e);

@@ -6,6 +6,7 @@ use super::{
     BuildStats, Entry, FrameHead, FrameInput, ReplicateError, Replicator, Subscriber, SubscriberId,
 };
 use crate::interest::{Columns, ViewSpec};
+use crate::stages::StageClock;
 use crate::world::{EntityId, World};
 use zonekeep_protocol::delta::{DeltaHeader, DeltaWriter};
 use zonekeep_protocol::limits::MAX_SERVER_MESSAGE;
@@ -16,6 +17,12 @@ use super::Focus;
 /// Buffers reused by every subscriber of every build.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Scratch {
+    /// The stage clock, when the host times stages; interest and budget time accumulate below.
+    pub(super) clock: Option<StageClock>,
+    /// Time spent finding views since the timings were last taken.
+    pub(super) interest: std::time::Duration,
+    /// Time spent choosing updates under budgets since the timings were last taken.
+    pub(super) budget: std::time::Duration,
     pub(super) entries: Vec<Entry>,
     pub(super) saved: Vec<Entry>,
     pub(super) despawns: Vec<u32>,
@@ -78,11 +85,15 @@ where
                 .and_then(|c| world.rank_of(c))
                 .map(|rk| rk as u32),
         };
+        let started = r.scratch.clock.as_ref().map(StageClock::now);
         match can_see.as_mut() {
             Some(f) => r
                 .interest
                 .update_view(&cols, &mut sub.view, &spec, |id| f(sid, EntityId(id))),
             None => r.interest.update_view_all(&cols, &mut sub.view, &spec),
+        }
+        if let (Some(clock), Some(started)) = (r.scratch.clock.as_ref(), started) {
+            r.scratch.interest += clock.now().saturating_sub(started);
         }
         let mut input = inputs(sid);
         if sub.acked.is_some() {
@@ -278,6 +289,7 @@ fn frame(
     if let Some(budget) = budget {
         if s.out.len() > budget {
             // Over budget: undo, then choose by accumulated priority.
+            let started = s.clock.as_ref().map(StageClock::now);
             clean = false;
             *stats = before;
             super::swap_entries(&mut sub.entries, &mut s.saved);
@@ -285,6 +297,9 @@ fn frame(
                 sub, world, cols, &header, &input, budget, geo, cache, s, stats,
             )?;
             write(s, cache, &header, known_len, &input)?;
+            if let (Some(clock), Some(started)) = (s.clock.as_ref(), started) {
+                s.budget += clock.now().saturating_sub(started);
+            }
         }
     }
     stats.despawns += s.despawns.len() as u64;

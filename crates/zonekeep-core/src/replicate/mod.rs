@@ -684,6 +684,19 @@ impl Replicator {
         })
     }
 
+    /// Times interest and budget work on `clock` from now on (`None`: not at all).
+    pub fn set_stage_clock(&mut self, clock: Option<crate::stages::StageClock>) {
+        self.scratch.clock = clock;
+    }
+
+    /// Time spent finding views and choosing updates under budgets since the last call.
+    pub fn take_stage_times(&mut self) -> (std::time::Duration, std::time::Duration) {
+        (
+            std::mem::take(&mut self.scratch.interest),
+            std::mem::take(&mut self.scratch.budget),
+        )
+    }
+
     /// Builds and hands every subscriber's Delta for this patch to `sink`, in subscriber id order.
     ///
     /// `can_see(subscriber, entity)` hides in-range entities (never the subscriber's own entity or a

@@ -267,6 +267,9 @@ impl HostBuilder {
             transfers: Arc::default(),
             bus: Arc::default(),
             halts: Arc::new(crate::halt::Halts::new(metrics.clone())),
+            // The same monotonic clock: stage readings are not the zone's, so never recorded.
+            stage_clock: config.stage_timing.then(|| clock.clone()),
+            lifecycle: crate::sim::Lifecycle::new(config.lifecycle_log),
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;
         let admin_token_hash = config

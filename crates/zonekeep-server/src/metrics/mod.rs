@@ -12,11 +12,13 @@
 
 mod limits;
 mod process;
+mod stages;
 mod webtransport;
 
 pub use webtransport::WebTransportMetrics;
 
 pub use limits::LimitMetrics;
+pub use stages::{ZoneStageMetrics, WORK_COUNTERS};
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -106,6 +108,7 @@ pub struct Metrics {
     recordings_stopped: Family<Labels, Counter>,
     webtransport: WebTransportMetrics,
     limits: LimitMetrics,
+    stage_families: stages::StageFamilies,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
 }
@@ -154,6 +157,7 @@ impl Metrics {
             recordings_stopped: Family::default(),
             webtransport: WebTransportMetrics::default(),
             limits: LimitMetrics::default(),
+            stage_families: stages::StageFamilies::new(&mut registry),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
             registry: Registry::default(),
@@ -406,6 +410,7 @@ impl Metrics {
             frames_out: self.frames_out.get_or_create_owned(&l),
             quiet_skipped: self.quiet_skipped.get_or_create_owned(&l),
             inputs,
+            stages: self.stage_families.zone(&label),
             last: GaugeValues::default(),
             tier: None,
             label,
@@ -433,6 +438,7 @@ impl Metrics {
         self.bytes_out.remove(&l);
         self.frames_out.remove(&l);
         self.quiet_skipped.remove(&l);
+        self.stage_families.release(&zm.label);
         for o in INPUT_OUTCOMES {
             self.inputs.remove(&zone_outcome(&zm.label, o));
         }
@@ -608,6 +614,7 @@ pub struct ZoneMetrics {
     frames_out: Counter,
     quiet_skipped: Counter,
     inputs: Vec<Counter>,
+    stages: ZoneStageMetrics,
     last: GaugeValues,
     tier: Option<Tier>,
 }
@@ -616,6 +623,18 @@ impl ZoneMetrics {
     /// The label this zone reports under (its id or `_other`).
     pub fn label(&self) -> &str {
         &self.label
+    }
+
+    /// Observes the stage durations of one step.
+    pub fn record_stages(&self, durations: &zonekeep_core::StageDurations) {
+        if !durations.is_empty() {
+            self.stages.record(durations);
+        }
+    }
+
+    /// Adds one step's work (counter increases in [`WORK_COUNTERS`] order).
+    pub fn record_work(&self, by: &[(&'static str, u64)]) {
+        self.stages.add_work(by);
     }
 
     /// The counter for input `outcome` (one of [`INPUT_OUTCOMES`]).

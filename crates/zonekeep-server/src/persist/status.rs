@@ -34,4 +34,8 @@ pub struct SaveStatus {
     /// The zone is a lasting world that halted because its saves failed: nothing more is
     /// written for this registration.
     pub halted: bool,
+    /// Saves the store committed for this registration.
+    pub writes: u64,
+    /// How long the last committed write took, in microseconds.
+    pub last_write_us: Option<u64>,
 }

@@ -550,6 +550,7 @@ async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
             continue;
         }
 
+        let write_started = std::time::Instant::now();
         let result = tokio::select! {
             r = write(&shared, &entry.zone_id, epoch, seq, &kind, &bytes) => r,
             () = shared.cancel.cancelled() => return,
@@ -575,6 +576,9 @@ async fn run_zone(shared: Arc<Shared>, entry: Arc<ZoneEntry>) {
                 st.unsaved_since = st.pending_since;
                 st.status.last_saved_seq = Some(seq);
                 st.status.last_saved_at_ms = Some(now_ms());
+                st.status.writes = st.status.writes.saturating_add(1);
+                st.status.last_write_us =
+                    Some(u64::try_from(write_started.elapsed().as_micros()).unwrap_or(u64::MAX));
                 st.status.consecutive_failures = 0;
                 st.status.last_error = None;
             }

@@ -110,7 +110,16 @@ pub struct ZonePersist {
     held_calls: VecDeque<(Option<u64>, Call)>,
     /// The zone's kind keeps no saves (its calls go out at once).
     unsaved_kind: bool,
+    /// Facts the zone emitted since it started here (a work counter).
+    facts_emitted: u64,
+    /// When each fact in flight was handed to the fact worker, by key (the `facts` stage).
+    facts_sent_at: std::collections::HashMap<String, std::time::Instant>,
+    /// Committed save writes already recorded as the `save` stage.
+    saves_timed: u64,
 }
+
+/// Most facts in flight timed at once (the fact worker's own in-flight bound is below it).
+const FACTS_TIMED: usize = 4096;
 
 impl ZonePersist {
     /// Ties a zone, claimed with the owner `epoch` (already registered with
@@ -150,6 +159,9 @@ impl ZonePersist {
             calls: None,
             held_calls: VecDeque::new(),
             unsaved_kind: false,
+            facts_emitted: 0,
+            facts_sent_at: std::collections::HashMap::new(),
+            saves_timed: 0,
         }
     }
 
@@ -290,7 +302,12 @@ impl ZonePersist {
     pub fn before_advance(&mut self, host: &mut ZoneHost) {
         for _ in 0..self.settle_budget {
             match self.route.try_recv() {
-                Some(ZoneAnswer::Fact(s)) => host.handle_settlement(s),
+                Some(ZoneAnswer::Fact(s)) => {
+                    if let Some(sent) = self.facts_sent_at.remove(s.key.as_str()) {
+                        host.record_stage(zonekeep_core::Stage::Facts, sent.elapsed());
+                    }
+                    host.handle_settlement(s)
+                }
                 Some(ZoneAnswer::Call(a)) => host.handle_call_result(a),
                 None => break,
             }
@@ -300,7 +317,10 @@ impl ZonePersist {
     /// Sends the zone's new facts and takes the periodic snapshot when due; returns the
     /// snapshot's sequence number when one was queued.
     pub fn after_advance(&mut self, host: &mut ZoneHost, now: Duration) -> Option<u64> {
-        self.held.extend(host.drain_facts());
+        let facts = host.drain_facts();
+        self.facts_emitted += facts.len() as u64;
+        self.held.extend(facts);
+        self.record_save_stage(host);
         self.send_held();
         let calls = host.drain_calls();
         // A call goes out once a save holds it: ask for that save now (it comes within the
@@ -333,11 +353,37 @@ impl ZonePersist {
             .and_then(|s| s.last_saved_seq)
     }
 
+    /// Facts the zone emitted since it started here.
+    pub fn facts_emitted(&self) -> u64 {
+        self.facts_emitted
+    }
+
+    /// Records the store's newest committed save write as the zone's `save` stage, once.
+    fn record_save_stage(&mut self, host: &mut ZoneHost) {
+        let Some(status) = self.storage.status(&self.zone_id) else {
+            return;
+        };
+        if status.writes > self.saves_timed {
+            self.saves_timed = status.writes;
+            if let Some(us) = status.last_write_us {
+                host.record_stage(zonekeep_core::Stage::Save, Duration::from_micros(us));
+            }
+        }
+    }
+
     /// Offers held facts in emission order until the queue refuses one.
     fn send_held(&mut self) {
         while let Some(fact) = self.held.pop_front() {
+            let key = fact.key.as_str().to_owned();
             match self.queue.try_send(fact) {
-                Ok(()) => {}
+                Ok(()) => {
+                    // Timed from here to its settlement: queueing and the commit (the `facts`
+                    // stage). Bounded by the queue's in-flight bound; the oldest go first.
+                    if self.facts_sent_at.len() >= FACTS_TIMED {
+                        self.facts_sent_at.clear();
+                    }
+                    self.facts_sent_at.insert(key, std::time::Instant::now());
+                }
                 // Full: counted by the queue; the fact waits for the next step.
                 // Closed: the worker is shutting down; the fact is in flight in
                 // the final snapshot and is re-sent after the restart.

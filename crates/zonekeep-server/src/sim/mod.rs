@@ -10,11 +10,13 @@
 
 mod frames;
 mod interrupts;
+mod lifecycle;
 mod limit_log;
 mod notices;
 mod registry;
 mod start;
 mod thread;
+mod work;
 mod zone_run;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,6 +34,8 @@ use crate::net::conn::ConnHandle;
 
 pub(crate) use frames::{kick_frame, pong_frame};
 pub(crate) use interrupts::Interrupts;
+pub(crate) use lifecycle::Lifecycle;
+pub use lifecycle::LifecycleLog;
 pub(crate) use registry::{now_ms, Registry, ZoneEntry};
 pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};

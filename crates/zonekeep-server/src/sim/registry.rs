@@ -70,6 +70,29 @@ pub struct ZoneDetail {
     /// Saves and facts (absent when the host runs without persistence).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistence: Option<crate::persist::PersistDetail>,
+    /// Every stage of the zone's work over the last 30 to 60 seconds (all zero when the host
+    /// does not time stages, `stage_timing = false`).
+    pub stages: Vec<StageDetail>,
+    /// What the zone did since it started on this host.
+    pub work: super::work::WorkCounters,
+    /// What its last patch built (the per-patch counters; `patches` and the tick and input
+    /// counters are 0).
+    pub last_patch: super::work::WorkCounters,
+}
+
+/// One stage's recent durations ([`zonekeep_core::StageSummary`]), in microseconds.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StageDetail {
+    /// The stage's name (`tick`, `encode`, ...).
+    pub stage: &'static str,
+    /// Durations recorded in the window.
+    pub count: u64,
+    /// Median, as the top of its histogram bucket (within 19 % above the true value).
+    pub p50_us: u64,
+    /// 95th percentile, as the median.
+    pub p95_us: u64,
+    /// Longest, exact.
+    pub max_us: u64,
 }
 
 /// A live zone as seen from outside its thread.

@@ -73,6 +73,10 @@ pub(crate) struct SimContext {
     pub bus: Arc<std::sync::OnceLock<zonekeep_bus::BusHandle>>,
     /// Lasting worlds halted because their saves failed, until they resume.
     pub halts: Arc<crate::halt::Halts>,
+    /// The clock every zone's stages are timed on (`stage_timing`); `None`: not timed.
+    pub stage_clock: Option<Arc<dyn Clock>>,
+    /// Which zone lifecycle lines are written.
+    pub lifecycle: super::lifecycle::Lifecycle,
 }
 
 struct SimThread {
@@ -160,7 +164,7 @@ impl SimThread {
         for id in failed {
             if let Some(mut z) = self.zones.remove(&id) {
                 let reason = z.failure().unwrap_or_default().to_owned();
-                tracing::error!(zone = %id, %reason, "zone failed: stopped without a final save");
+                self.ctx.lifecycle.failed(&id, &reason);
                 z.fail(&self.ctx, &reason);
                 // A freeze waiting on it finds it gone and is answered `None`.
                 self.ctx.metrics.release_zone(z.metrics);
@@ -177,18 +181,14 @@ impl SimThread {
         }
         for id in fenced {
             if let Some(mut z) = self.zones.remove(&id) {
-                if z.lease_ended() {
-                    tracing::error!(zone = %id, "zone stopped: this host's lease lapsed; unloading without a final save");
-                } else {
-                    tracing::warn!(zone = %id, "zone fenced: another host claimed it; unloading without a final save");
-                }
+                self.ctx.lifecycle.fenced(&id, z.lease_ended());
                 z.unload_fenced(&self.ctx);
                 self.ctx.metrics.release_zone(z.metrics);
             }
         }
         for id in unload {
             if let Some(mut z) = self.zones.remove(&id) {
-                tracing::info!(zone = %id, "zone dormant: unloading");
+                self.ctx.lifecycle.ended(&id, "unloaded", "dormant");
                 z.teardown(
                     &self.ctx,
                     KickCode::ZONE_STOPPED,
@@ -241,14 +241,17 @@ impl SimThread {
             });
         };
         let ZoneStart {
-            host,
+            mut host,
             persist,
             inbox,
             mut metrics,
             record,
         } = start;
+        host.set_stage_clock(self.ctx.stage_clock.clone());
         self.ctx.metrics.set_tier(&mut metrics, host.tier());
-        tracing::info!(zone = %zone_id, kind = %host.kind(), tick = host.tick(), "zone started");
+        self.ctx
+            .lifecycle
+            .started(zone_id, host.kind(), host.tick());
         if let Some(flag) = host.stop_handle() {
             self.ctx.interrupts.register(&flag);
         }
@@ -499,7 +502,9 @@ impl SimThread {
                         Unload::Hibernate,
                     );
                     self.ctx.metrics.release_zone(z.metrics);
-                    tracing::info!(zone = %zone_id, "zone stopped");
+                    self.ctx
+                        .lifecycle
+                        .ended(&zone_id, "stopped", "by an operator");
                     Ok(())
                 } else {
                     Err(AdminFailure::NoZone(zone_id))
@@ -553,7 +558,12 @@ impl SimThread {
                     };
                     z.release(&self.ctx, code, reason);
                     self.ctx.metrics.release_zone(z.metrics);
-                    tracing::info!(zone = %zone_id, moved, "zone released: clients told to reconnect");
+                    let to = if moved {
+                        "moved to another host"
+                    } else {
+                        "before a restart"
+                    };
+                    self.ctx.lifecycle.ended(&zone_id, "released", to);
                 }
                 let _ = done.send(());
             }

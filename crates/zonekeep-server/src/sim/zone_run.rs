@@ -73,6 +73,12 @@ pub(crate) struct ZoneRun {
     arrival_order: std::collections::VecDeque<String>,
     /// The zone's end of the cross-zone bus, once bound (at its first step with a bus).
     bus: Option<crate::bus::ZoneBus>,
+    /// What the zone did since it started here (its work counters).
+    pub work: super::work::WorkCounters,
+    /// The work counters already added to `/metrics`.
+    work_exported: super::work::WorkCounters,
+    /// The world's version when the work counters last counted its writes.
+    world_version: u64,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -126,7 +132,11 @@ impl ZoneRun {
             arrivals: std::collections::HashMap::new(),
             arrival_order: std::collections::VecDeque::new(),
             bus: None,
+            work: super::work::WorkCounters::default(),
+            work_exported: super::work::WorkCounters::default(),
+            world_version: 0,
         };
+        run.world_version = run.host.world().version();
         run.publish();
         run
     }
@@ -205,6 +215,12 @@ impl ZoneRun {
             },
         );
         self.publish();
+        let role_name = match role {
+            Role::Player => "player",
+            Role::Observer => "observer",
+        };
+        ctx.lifecycle
+            .joined(&zone_id, player.0, principal.as_str(), role_name);
         Ok(Joined { player })
     }
 
@@ -510,7 +526,12 @@ impl ZoneRun {
             status.as_ref().and_then(|s| s.last_error.as_deref()),
         );
         let message = world.message();
-        tracing::error!(zone = %self.entry.zone_id, tick = world.tick, last_saved_seq = ?world.last_saved_seq, reason = %world.reason, "lasting world halted: its saves failed; it resumes from its last committed save once its store answers");
+        ctx.lifecycle.halted(
+            &self.entry.zone_id,
+            world.tick,
+            world.last_saved_seq,
+            &world.reason,
+        );
         if let Some(p) = self.persist.take() {
             p.halt();
         }
@@ -655,12 +676,35 @@ impl ZoneRun {
                 ack: self.host.last_processed_seq(p.id),
             })
             .collect();
+        let stages = self
+            .host
+            .stage_times()
+            .summaries()
+            .into_iter()
+            .map(|s| super::registry::StageDetail {
+                stage: s.stage.name(),
+                count: s.count,
+                p50_us: micros(s.p50),
+                p95_us: micros(s.p95),
+                max_us: micros(s.max),
+            })
+            .collect();
+        let mut last_patch = super::work::WorkCounters::default();
+        last_patch.built(&self.host.last_build_stats());
+        last_patch.patches = 0;
         ZoneDetail {
             summary,
             participants,
             persistence: self.persist.as_ref().map(|p| p.detail(&self.host)),
+            stages,
+            work: self.work,
+            last_patch,
         }
     }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Offer a frame; count it when queued.

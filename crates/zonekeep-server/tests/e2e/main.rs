@@ -27,6 +27,7 @@ mod character_moves_fleet;
 mod characters;
 mod common;
 mod content;
+mod diagnostics;
 mod hardening;
 mod io_threads;
 mod join;

@@ -57,6 +57,9 @@ impl ZoneRun {
         self.send_transfers(ctx);
         if let Some(p) = &mut self.persist {
             let mut saved = p.after_advance(&mut self.host, now);
+            if let Some(seq) = saved {
+                ctx.lifecycle.saved(&self.entry.zone_id, seq);
+            }
             if let Some(zb) = &mut self.bus {
                 if saved.is_none() && zb.wants_save() {
                     saved = p.save(&self.host);
@@ -73,6 +76,11 @@ impl ZoneRun {
             crate::bus::ZoneBus::carry(bus, &self.entry.zone_id, &mut self.host);
         }
         let dormant = self.absorb(ctx, &report);
+        self.metrics
+            .record_stages(&self.host.take_stage_durations());
+        self.metrics
+            .record_work(&self.work.since(&self.work_exported).named());
+        self.work_exported = self.work;
         self.pump_recording();
         self.tell_entries(ctx);
         dormant
@@ -135,6 +143,13 @@ impl ZoneRun {
             &report.tick_durations,
             &report.inputs,
         );
+        self.work.advanced(report);
+        let version = self.host.world().version();
+        self.work.wrote(self.world_version, version);
+        self.world_version = version;
+        if let Some(p) = &self.persist {
+            self.work.facts_emitted = p.facts_emitted();
+        }
         // The zone counts from its start; a new instance (an upgrade) starts again from 0.
         let suppressed = self.host.log_lines_suppressed();
         if suppressed != self.log_suppressed {
@@ -159,7 +174,12 @@ impl ZoneRun {
                 c.kick(KickCode::KICKED, k.reason.clone());
             }
         }
-        for (player, _) in &report.left {
+        for (player, why) in &report.left {
+            ctx.lifecycle.left(
+                &self.entry.zone_id,
+                player.0,
+                &format!("{why:?}").to_lowercase(),
+            );
             if let Some(c) = self.subs.remove(player).and_then(|s| s.conn) {
                 c.kick(KickCode::KICKED, "removed from the zone");
             }
@@ -185,6 +205,12 @@ impl ZoneRun {
         }
         let mut dormant = false;
         for t in &report.tier_transitions {
+            ctx.lifecycle.tier(
+                &self.entry.zone_id,
+                &format!("{:?}", t.from).to_lowercase(),
+                &format!("{:?}", t.to).to_lowercase(),
+                t.tick,
+            );
             ctx.metrics.set_tier(&mut self.metrics, t.to);
             dormant |= t.to == Tier::Dormant;
         }
@@ -225,6 +251,7 @@ impl ZoneRun {
                 return;
             }
         };
+        let handoff = ctx.stage_clock.as_ref().map(|c| c.now());
         for frame in frames {
             let Some(sub) = self.subs.get_mut(&frame.player) else {
                 continue;
@@ -256,9 +283,13 @@ impl ZoneRun {
                 }
             }
         }
-        ctx.metrics
-            .limits()
-            .events_deferred(self.host.last_build_stats().events_deferred);
+        if let (Some(clock), Some(started)) = (ctx.stage_clock.as_ref(), handoff) {
+            let took = clock.now().saturating_sub(started);
+            self.host.record_stage(zonekeep_core::Stage::Handoff, took);
+        }
+        let built = self.host.last_build_stats();
+        self.work.built(&built);
+        ctx.metrics.limits().events_deferred(built.events_deferred);
         self.send_known_set_checks(ctx, tick, &checks_due);
     }
 

@@ -25,6 +25,8 @@ impl ZoneRun {
     pub(super) fn send_transfers(&mut self, ctx: &SimContext) {
         for request in self.host.drain_transfers() {
             let player = request.player;
+            ctx.lifecycle
+                .moving(&self.entry.zone_id, player.0, &request.target_zone);
             let version = self.subs.get(&player).map_or(0, |s| s.version);
             if version < TRANSFER_PROTOCOL {
                 ctx.metrics.transfer("client_too_old");
