@@ -56,6 +56,7 @@ pub mod connection;
 pub mod error;
 pub mod netsim;
 pub mod patch;
+pub mod payload;
 pub mod predictor;
 pub mod replica;
 
@@ -71,5 +72,6 @@ pub use connection::{
 pub use error::ClientError;
 pub use netsim::{NetSim, NetSimConfig, NetSimStats};
 pub use patch::{Patch, SpawnedEntity, UpdatedEntity};
+pub use payload::{bind_kind, PayloadError, PayloadReader, PayloadWriter, SchemaMismatch};
 pub use predictor::{Predictor, Reconciled, Smoothing};
 pub use replica::{EntityView, Replica, ReplicaConfig, Timing};

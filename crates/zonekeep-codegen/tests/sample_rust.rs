@@ -10,11 +10,12 @@ mod generated;
 mod sample;
 
 use serde_json::Value;
+use zonekeep_client::payload::PayloadError;
 use zonekeep_client::protocol::schema::{FieldType, FieldValue, KindDef, Schema};
 
 use generated::{
-    decode_event, BlobEvent, ChatEvent, EventError, HitEvent, RockEntity, SampleEvent, SampleKinds,
-    SayInput, ShipEntity, SteerInput, TallyEvent, WideInput,
+    decode_event, BlobEvent, ChatEvent, HitEvent, RockEntity, SampleEvent, SampleKinds, SayInput,
+    ShipEntity, SteerInput, TallyEvent, WideInput,
 };
 
 fn vectors() -> Value {
@@ -155,7 +156,7 @@ fn same_event(a: &SampleEvent, b: &SampleEvent) -> bool {
 }
 
 /// Decodes `payload` with the decoder of the event `expected` is.
-fn decode_as(expected: &SampleEvent, payload: &[u8]) -> Result<SampleEvent, EventError> {
+fn decode_as(expected: &SampleEvent, payload: &[u8]) -> Result<SampleEvent, PayloadError> {
     Ok(match expected {
         SampleEvent::Hit(_) => SampleEvent::Hit(HitEvent::decode(payload)?),
         SampleEvent::Chat(_) => SampleEvent::Chat(ChatEvent::decode(payload)?),

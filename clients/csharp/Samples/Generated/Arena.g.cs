@@ -51,10 +51,10 @@ namespace Zonekeep.Samples.Arena
         public static PlayerEntity Read(global::Zonekeep.FieldValue[] fields)
         {
             PlayerEntity result = default(PlayerEntity);
-            result.Name = ArenaWire.FieldStr(fields, 0);
-            result.Hue = unchecked((uint)ArenaWire.FieldInt(fields, 1));
-            result.Score = unchecked((uint)ArenaWire.FieldInt(fields, 2));
-            result.Connected = ArenaWire.FieldBool(fields, 3);
+            result.Name = global::Zonekeep.EntityFields.Str(fields, 0);
+            result.Hue = unchecked((uint)global::Zonekeep.EntityFields.Int(fields, 1));
+            result.Score = unchecked((uint)global::Zonekeep.EntityFields.Int(fields, 2));
+            result.Connected = global::Zonekeep.EntityFields.Bool(fields, 3);
             return result;
         }
     }
@@ -101,7 +101,7 @@ namespace Zonekeep.Samples.Arena
         public static PillarEntity Read(global::Zonekeep.FieldValue[] fields)
         {
             PillarEntity result = default(PillarEntity);
-            result.Radius = ArenaWire.FieldF32(fields, 0);
+            result.Radius = global::Zonekeep.EntityFields.F32(fields, 0);
             return result;
         }
     }
@@ -109,6 +109,8 @@ namespace Zonekeep.Samples.Arena
     /// <summary>The kind id of each entity kind of the zone kind <c>arena</c> in one zone's schema (<see cref="Bind"/>).</summary>
     public sealed class ArenaKinds
     {
+        private const string Regenerate = "regenerate with `zonekeep codegen --kind arena --lang cs --cs-namespace Zonekeep.Samples.Arena`";
+
         /// <summary>The kind id of <c>player</c>.</summary>
         public readonly int Player;
         /// <summary>The kind id of <c>drone</c>.</summary>
@@ -131,19 +133,19 @@ namespace Zonekeep.Samples.Arena
         {
             if (schema == null) throw new global::System.ArgumentNullException("schema");
             global::Zonekeep.KindDef kind;
-            int k0 = ArenaWire.FindKind(schema, "player", out kind);
-            ArenaWire.CheckFieldCount(kind, 4);
-            ArenaWire.CheckField(kind, 0, "name", global::Zonekeep.FieldTypeKind.Str, 0.0f, 0.0f, 0.0f, 0, 16);
-            ArenaWire.CheckField(kind, 1, "hue", global::Zonekeep.FieldTypeKind.UInt, 0.0f, 0.0f, 0.0f, 0, 0);
-            ArenaWire.CheckField(kind, 2, "score", global::Zonekeep.FieldTypeKind.UInt, 0.0f, 0.0f, 0.0f, 0, 0);
-            ArenaWire.CheckField(kind, 3, "connected", global::Zonekeep.FieldTypeKind.Bool, 0.0f, 0.0f, 0.0f, 0, 0);
-            int k1 = ArenaWire.FindKind(schema, "drone", out kind);
-            ArenaWire.CheckFieldCount(kind, 0);
-            int k2 = ArenaWire.FindKind(schema, "pickup", out kind);
-            ArenaWire.CheckFieldCount(kind, 0);
-            int k3 = ArenaWire.FindKind(schema, "pillar", out kind);
-            ArenaWire.CheckFieldCount(kind, 1);
-            ArenaWire.CheckField(kind, 0, "radius", global::Zonekeep.FieldTypeKind.F32, 0.0f, 0.0f, 0.0f, 0, 0);
+            int k0 = global::Zonekeep.SchemaCheck.FindKind(schema, "player", Regenerate, out kind);
+            global::Zonekeep.SchemaCheck.FieldCount(kind, 4, Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 0, "name", global::Zonekeep.FieldType.Str(16), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 1, "hue", global::Zonekeep.FieldType.UInt(), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 2, "score", global::Zonekeep.FieldType.UInt(), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 3, "connected", global::Zonekeep.FieldType.Bool(), Regenerate);
+            int k1 = global::Zonekeep.SchemaCheck.FindKind(schema, "drone", Regenerate, out kind);
+            global::Zonekeep.SchemaCheck.FieldCount(kind, 0, Regenerate);
+            int k2 = global::Zonekeep.SchemaCheck.FindKind(schema, "pickup", Regenerate, out kind);
+            global::Zonekeep.SchemaCheck.FieldCount(kind, 0, Regenerate);
+            int k3 = global::Zonekeep.SchemaCheck.FindKind(schema, "pillar", Regenerate, out kind);
+            global::Zonekeep.SchemaCheck.FieldCount(kind, 1, Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 0, "radius", global::Zonekeep.FieldType.F32(), Regenerate);
             return new ArenaKinds(k0, k1, k2, k3);
         }
     }
@@ -160,11 +162,10 @@ namespace Zonekeep.Samples.Arena
         public byte[] Encode()
         {
             int optional = Flags != 0 ? 1 : 0;
-            byte[] buf = new byte[1 + (optional > 0 ? 1 : 0)];
-            int at = 0;
-            ArenaWire.PutU8(buf, ref at, Dir);
-            if (optional > 0) ArenaWire.PutU8(buf, ref at, Flags);
-            return buf;
+            global::Zonekeep.PayloadWriter w = new global::Zonekeep.PayloadWriter(1 + (optional > 0 ? 1 : 0));
+            w.U8(Dir);
+            if (optional > 0) w.U8(Flags);
+            return w.ToArray();
         }
     }
 
@@ -188,11 +189,10 @@ namespace Zonekeep.Samples.Arena
         /// <summary>Reads a payload strictly: a payload that ends early, a bool not 0 or 1, text that is not UTF-8 or bytes left over throw <c>Zonekeep.ProtocolException</c>; an absent optional value reads 0.</summary>
         public static PickedEvent Decode(byte[] payload)
         {
-            if (payload == null) throw new global::System.ArgumentNullException("payload");
+            global::Zonekeep.PayloadReader r = new global::Zonekeep.PayloadReader(payload);
             PickedEvent result = default(PickedEvent);
-            int at = 0;
-            result.Amount = ArenaWire.U32(payload, ref at, "picked.amount");
-            ArenaWire.End(payload, at, "picked");
+            result.Amount = r.U32("picked.amount");
+            r.End("picked");
             return result;
         }
     }
@@ -212,12 +212,11 @@ namespace Zonekeep.Samples.Arena
         /// <summary>Reads a payload strictly: a payload that ends early, a bool not 0 or 1, text that is not UTF-8 or bytes left over throw <c>Zonekeep.ProtocolException</c>; an absent optional value reads 0.</summary>
         public static SavedEvent Decode(byte[] payload)
         {
-            if (payload == null) throw new global::System.ArgumentNullException("payload");
+            global::Zonekeep.PayloadReader r = new global::Zonekeep.PayloadReader(payload);
             SavedEvent result = default(SavedEvent);
-            int at = 0;
-            result.Amount = ArenaWire.U32(payload, ref at, "saved.amount");
-            result.Total = ArenaWire.U32(payload, ref at, "saved.total");
-            ArenaWire.End(payload, at, "saved");
+            result.Amount = r.U32("saved.amount");
+            result.Total = r.U32("saved.total");
+            r.End("saved");
             return result;
         }
     }
@@ -235,11 +234,10 @@ namespace Zonekeep.Samples.Arena
         /// <summary>Reads a payload strictly: a payload that ends early, a bool not 0 or 1, text that is not UTF-8 or bytes left over throw <c>Zonekeep.ProtocolException</c>; an absent optional value reads 0.</summary>
         public static RefusedEvent Decode(byte[] payload)
         {
-            if (payload == null) throw new global::System.ArgumentNullException("payload");
+            global::Zonekeep.PayloadReader r = new global::Zonekeep.PayloadReader(payload);
             RefusedEvent result = default(RefusedEvent);
-            int at = 0;
-            result.Reason = ArenaWire.RestStr(payload, ref at, "refused.reason");
-            ArenaWire.End(payload, at, "refused");
+            result.Reason = r.RestStr("refused.reason");
+            r.End("refused");
             return result;
         }
     }
@@ -257,289 +255,6 @@ namespace Zonekeep.Samples.Arena
                 case RefusedEvent.Topic: return RefusedEvent.Decode(payload);
                 default: return null;
             }
-        }
-    }
-
-    /// <summary>Helpers of the code above: payload bytes, field values and schema checks.</summary>
-    internal static class ArenaWire
-    {
-        private const string Regenerate = "; regenerate with `zonekeep codegen --kind arena --lang cs --cs-namespace Zonekeep.Samples.Arena`";
-        private static readonly global::System.Text.UTF8Encoding Utf8 = new global::System.Text.UTF8Encoding(false, true);
-        internal static readonly byte[] NoBytes = new byte[0];
-
-        internal static byte[] Utf8Bytes(string s, string what)
-        {
-            if (string.IsNullOrEmpty(s)) return NoBytes;
-            try
-            {
-                return Utf8.GetBytes(s);
-            }
-            catch (global::System.Text.EncoderFallbackException)
-            {
-                throw new global::Zonekeep.EncodeException(global::Zonekeep.EncodeErrorKind.Invalid, what + " has a lone surrogate");
-            }
-        }
-
-        internal static void PutU8(byte[] b, ref int at, byte v)
-        {
-            b[at++] = v;
-        }
-
-        internal static void PutBool(byte[] b, ref int at, bool v)
-        {
-            b[at++] = v ? (byte)1 : (byte)0;
-        }
-
-        internal static void PutU16(byte[] b, ref int at, ushort v)
-        {
-            unchecked
-            {
-                b[at++] = (byte)v;
-                b[at++] = (byte)(v >> 8);
-            }
-        }
-
-        internal static void PutU32(byte[] b, ref int at, uint v)
-        {
-            unchecked
-            {
-                b[at++] = (byte)v;
-                b[at++] = (byte)(v >> 8);
-                b[at++] = (byte)(v >> 16);
-                b[at++] = (byte)(v >> 24);
-            }
-        }
-
-        internal static void PutU64(byte[] b, ref int at, ulong v)
-        {
-            unchecked
-            {
-                PutU32(b, ref at, (uint)v);
-                PutU32(b, ref at, (uint)(v >> 32));
-            }
-        }
-
-        internal static void PutF32(byte[] b, ref int at, float v)
-        {
-            PutU32(b, ref at, unchecked((uint)global::Zonekeep.Bits.SingleToInt32Bits(v)));
-        }
-
-        internal static void PutBytes(byte[] b, ref int at, byte[] v)
-        {
-            PutU32(b, ref at, (uint)v.Length);
-            PutRaw(b, ref at, v);
-        }
-
-        internal static void PutRaw(byte[] b, ref int at, byte[] v)
-        {
-            global::System.Buffer.BlockCopy(v, 0, b, at, v.Length);
-            at += v.Length;
-        }
-
-        private static void Need(byte[] p, int at, int n, string what)
-        {
-            if (p.Length - at < n) throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.Truncated, what + " at offset " + at);
-        }
-
-        internal static byte U8(byte[] p, ref int at, string what)
-        {
-            Need(p, at, 1, what);
-            return p[at++];
-        }
-
-        internal static ushort U16(byte[] p, ref int at, string what)
-        {
-            Need(p, at, 2, what);
-            ushort v = (ushort)(p[at] | p[at + 1] << 8);
-            at += 2;
-            return v;
-        }
-
-        internal static uint U32(byte[] p, ref int at, string what)
-        {
-            Need(p, at, 4, what);
-            uint v = p[at] | (uint)p[at + 1] << 8 | (uint)p[at + 2] << 16 | (uint)p[at + 3] << 24;
-            at += 4;
-            return v;
-        }
-
-        internal static ulong U64(byte[] p, ref int at, string what)
-        {
-            Need(p, at, 8, what);
-            ulong low = U32(p, ref at, what);
-            ulong high = U32(p, ref at, what);
-            return low | high << 32;
-        }
-
-        internal static float F32(byte[] p, ref int at, string what)
-        {
-            return global::Zonekeep.Bits.Int32BitsToSingle(unchecked((int)U32(p, ref at, what)));
-        }
-
-        internal static bool Bool(byte[] p, ref int at, string what)
-        {
-            byte b = U8(p, ref at, what);
-            if (b > 1) throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.Invalid, what + ": bool byte " + b);
-            return b == 1;
-        }
-
-        private static int Length(byte[] p, ref int at, string what)
-        {
-            uint n = U32(p, ref at, what);
-            if (n > (uint)(p.Length - at)) throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.Truncated, what + ": length " + n + " at offset " + (at - 4));
-            return (int)n;
-        }
-
-        private static byte[] Copy(byte[] p, ref int at, int n)
-        {
-            if (n == 0) return NoBytes;
-            byte[] v = new byte[n];
-            global::System.Buffer.BlockCopy(p, at, v, 0, n);
-            at += n;
-            return v;
-        }
-
-        private static string Text(byte[] p, ref int at, int n, string what)
-        {
-            if (n == 0) return string.Empty;
-            string s;
-            try
-            {
-                s = Utf8.GetString(p, at, n);
-            }
-            catch (global::System.Text.DecoderFallbackException)
-            {
-                throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.InvalidUtf8, what + " is not UTF-8");
-            }
-            at += n;
-            return s;
-        }
-
-        internal static byte[] Bytes(byte[] p, ref int at, string what)
-        {
-            int n = Length(p, ref at, what);
-            return Copy(p, ref at, n);
-        }
-
-        internal static string Str(byte[] p, ref int at, string what)
-        {
-            int n = Length(p, ref at, what);
-            return Text(p, ref at, n, what);
-        }
-
-        internal static byte[] RestBytes(byte[] p, ref int at)
-        {
-            return Copy(p, ref at, p.Length - at);
-        }
-
-        internal static string RestStr(byte[] p, ref int at, string what)
-        {
-            return Text(p, ref at, p.Length - at, what);
-        }
-
-        internal static void End(byte[] p, int at, string what)
-        {
-            if (at != p.Length) throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.TrailingBytes, what + ": " + (p.Length - at) + " trailing bytes");
-        }
-
-        internal static long FieldCode(global::Zonekeep.FieldValue[] fields, int i, long max)
-        {
-            if (fields == null || i >= fields.Length || fields[i].Kind != global::Zonekeep.FieldValueKind.Int) return -1;
-            long q = fields[i].AsLong;
-            return q >= 0 && q <= max ? q : -1;
-        }
-
-        internal static long FieldInt(global::Zonekeep.FieldValue[] fields, int i)
-        {
-            if (fields == null || i >= fields.Length || fields[i].Kind != global::Zonekeep.FieldValueKind.Int) return 0;
-            return fields[i].AsLong;
-        }
-
-        internal static bool FieldBool(global::Zonekeep.FieldValue[] fields, int i)
-        {
-            return fields != null && i < fields.Length && fields[i].AsBool;
-        }
-
-        internal static string FieldStr(global::Zonekeep.FieldValue[] fields, int i)
-        {
-            if (fields == null || i >= fields.Length || fields[i].Kind != global::Zonekeep.FieldValueKind.Str) return string.Empty;
-            return fields[i].AsString ?? string.Empty;
-        }
-
-        internal static float FieldF32(global::Zonekeep.FieldValue[] fields, int i)
-        {
-            if (fields == null || i >= fields.Length || fields[i].Kind != global::Zonekeep.FieldValueKind.F32) return 0f;
-            return fields[i].AsFloat;
-        }
-
-        private static global::System.InvalidOperationException Mismatch(string what)
-        {
-            return new global::System.InvalidOperationException(what + Regenerate);
-        }
-
-        internal static int FindKind(global::Zonekeep.Schema schema, string name, out global::Zonekeep.KindDef kind)
-        {
-            int id = schema.Kinds == null ? -1 : schema.KindIndex(name);
-            if (id < 0 || schema.Kinds[id] == null) throw Mismatch("the zone's schema has no kind \"" + name + "\"");
-            kind = schema.Kinds[id];
-            return id;
-        }
-
-        internal static void CheckFieldCount(global::Zonekeep.KindDef kind, int count)
-        {
-            int n = kind.Fields == null ? 0 : kind.Fields.Count;
-            if (n != count) throw Mismatch("the kind \"" + kind.Name + "\" has " + n + " fields in the zone's schema, the code expects " + count);
-        }
-
-        internal static void CheckField(global::Zonekeep.KindDef kind, int index, string name, global::Zonekeep.FieldTypeKind type, float min, float max, float range, int bits, int maxLen)
-        {
-            global::Zonekeep.FieldDef field = kind.Fields[index];
-            if (field == null || field.Name != name)
-                throw Mismatch("field " + index + " of the kind \"" + kind.Name + "\" is " + (field == null ? "missing" : "\"" + field.Name + "\"") + " in the zone's schema, the code expects \"" + name + "\"");
-            global::Zonekeep.FieldType t = field.Type;
-            bool same = t != null && t.Kind == type;
-            if (same)
-            {
-                switch (type)
-                {
-                    case global::Zonekeep.FieldTypeKind.Quant: same = SameBits(t.Min, min) && SameBits(t.Max, max) && t.Bits == bits; break;
-                    case global::Zonekeep.FieldTypeKind.Centered: same = SameBits(t.Range, range) && t.Bits == bits; break;
-                    case global::Zonekeep.FieldTypeKind.Angle: same = t.Bits == bits; break;
-                    case global::Zonekeep.FieldTypeKind.Str: same = t.MaxLen == maxLen; break;
-                }
-            }
-            if (!same)
-            {
-                string has = t == null ? "untyped" : Describe(t.Kind, t.Min, t.Max, t.Range, t.Bits, t.MaxLen);
-                throw Mismatch("the field \"" + name + "\" of the kind \"" + kind.Name + "\" is " + has + " in the zone's schema, the code expects " + Describe(type, min, max, range, bits, maxLen));
-            }
-        }
-
-        private static bool SameBits(float a, float b)
-        {
-            return global::Zonekeep.Bits.SingleToInt32Bits(a) == global::Zonekeep.Bits.SingleToInt32Bits(b);
-        }
-
-        private static string Describe(global::Zonekeep.FieldTypeKind type, float min, float max, float range, int bits, int maxLen)
-        {
-            switch (type)
-            {
-                case global::Zonekeep.FieldTypeKind.Quant: return "quant(" + Number(min) + ", " + Number(max) + ", " + bits + " bits)";
-                case global::Zonekeep.FieldTypeKind.Centered: return "centered(" + Number(range) + ", " + bits + " bits)";
-                case global::Zonekeep.FieldTypeKind.Angle: return "angle(" + bits + " bits)";
-                case global::Zonekeep.FieldTypeKind.UInt: return "uint";
-                case global::Zonekeep.FieldTypeKind.SInt: return "sint";
-                case global::Zonekeep.FieldTypeKind.Bool: return "bool";
-                case global::Zonekeep.FieldTypeKind.Str: return "str(" + maxLen + ")";
-                case global::Zonekeep.FieldTypeKind.F32: return "f32";
-                default: return "type " + (int)type;
-            }
-        }
-
-        private static string Number(float v)
-        {
-            if (global::Zonekeep.Bits.SingleToInt32Bits(v) == int.MinValue) return "-0";
-            return v.ToString("R", global::System.Globalization.CultureInfo.InvariantCulture);
         }
     }
 }

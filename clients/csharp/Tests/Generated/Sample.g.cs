@@ -55,17 +55,17 @@ namespace Zonekeep.Generated.Sample
         public static ShipEntity Read(global::Zonekeep.FieldValue[] fields)
         {
             ShipEntity result = default(ShipEntity);
-            long q0 = SampleWire.FieldCode(fields, 0, 15L);
+            long q0 = global::Zonekeep.EntityFields.Code(fields, 0, 15L);
             if (q0 >= 0) result.XVel = global::Zonekeep.Quant.QuantDecode((uint)q0, -8.0f, 8.0f, 4);
-            long q1 = SampleWire.FieldCode(fields, 1, 3L);
+            long q1 = global::Zonekeep.EntityFields.Code(fields, 1, 3L);
             if (q1 >= 0) result.Heading = global::Zonekeep.Quant.AngleDecode((uint)q1, 2);
-            long q2 = SampleWire.FieldCode(fields, 2, 255L);
+            long q2 = global::Zonekeep.EntityFields.Code(fields, 2, 255L);
             if (q2 >= 0) result.Lean = global::Zonekeep.Quant.CenteredDecode((uint)q2, 2.0f, 8);
-            result.Hp = unchecked((uint)SampleWire.FieldInt(fields, 3));
-            result.TeamDelta = unchecked((int)SampleWire.FieldInt(fields, 4));
-            result.Alive = SampleWire.FieldBool(fields, 5);
-            result.Callsign = SampleWire.FieldStr(fields, 6);
-            result.Mass = SampleWire.FieldF32(fields, 7);
+            result.Hp = unchecked((uint)global::Zonekeep.EntityFields.Int(fields, 3));
+            result.TeamDelta = unchecked((int)global::Zonekeep.EntityFields.Int(fields, 4));
+            result.Alive = global::Zonekeep.EntityFields.Bool(fields, 5);
+            result.Callsign = global::Zonekeep.EntityFields.Str(fields, 6);
+            result.Mass = global::Zonekeep.EntityFields.F32(fields, 7);
             return result;
         }
     }
@@ -87,6 +87,8 @@ namespace Zonekeep.Generated.Sample
     /// <summary>The kind id of each entity kind of the zone kind <c>sample</c> in one zone's schema (<see cref="Bind"/>).</summary>
     public sealed class SampleKinds
     {
+        private const string Regenerate = "regenerate with `zonekeep codegen --kind sample`";
+
         /// <summary>The kind id of <c>ship</c>.</summary>
         public readonly int Ship;
         /// <summary>The kind id of <c>rock</c>.</summary>
@@ -103,18 +105,18 @@ namespace Zonekeep.Generated.Sample
         {
             if (schema == null) throw new global::System.ArgumentNullException("schema");
             global::Zonekeep.KindDef kind;
-            int k0 = SampleWire.FindKind(schema, "ship", out kind);
-            SampleWire.CheckFieldCount(kind, 8);
-            SampleWire.CheckField(kind, 0, "x-vel", global::Zonekeep.FieldTypeKind.Quant, -8.0f, 8.0f, 0.0f, 4, 0);
-            SampleWire.CheckField(kind, 1, "heading", global::Zonekeep.FieldTypeKind.Angle, 0.0f, 0.0f, 0.0f, 2, 0);
-            SampleWire.CheckField(kind, 2, "lean", global::Zonekeep.FieldTypeKind.Centered, 0.0f, 0.0f, 2.0f, 8, 0);
-            SampleWire.CheckField(kind, 3, "hp", global::Zonekeep.FieldTypeKind.UInt, 0.0f, 0.0f, 0.0f, 0, 0);
-            SampleWire.CheckField(kind, 4, "teamDelta", global::Zonekeep.FieldTypeKind.SInt, 0.0f, 0.0f, 0.0f, 0, 0);
-            SampleWire.CheckField(kind, 5, "alive", global::Zonekeep.FieldTypeKind.Bool, 0.0f, 0.0f, 0.0f, 0, 0);
-            SampleWire.CheckField(kind, 6, "callsign", global::Zonekeep.FieldTypeKind.Str, 0.0f, 0.0f, 0.0f, 0, 16);
-            SampleWire.CheckField(kind, 7, "mass", global::Zonekeep.FieldTypeKind.F32, 0.0f, 0.0f, 0.0f, 0, 0);
-            int k1 = SampleWire.FindKind(schema, "rock", out kind);
-            SampleWire.CheckFieldCount(kind, 0);
+            int k0 = global::Zonekeep.SchemaCheck.FindKind(schema, "ship", Regenerate, out kind);
+            global::Zonekeep.SchemaCheck.FieldCount(kind, 8, Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 0, "x-vel", global::Zonekeep.FieldType.Quant(-8.0f, 8.0f, 4), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 1, "heading", global::Zonekeep.FieldType.Angle(2), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 2, "lean", global::Zonekeep.FieldType.Centered(2.0f, 8), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 3, "hp", global::Zonekeep.FieldType.UInt(), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 4, "teamDelta", global::Zonekeep.FieldType.SInt(), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 5, "alive", global::Zonekeep.FieldType.Bool(), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 6, "callsign", global::Zonekeep.FieldType.Str(16), Regenerate);
+            global::Zonekeep.SchemaCheck.Field(kind, 7, "mass", global::Zonekeep.FieldType.F32(), Regenerate);
+            int k1 = global::Zonekeep.SchemaCheck.FindKind(schema, "rock", Regenerate, out kind);
+            global::Zonekeep.SchemaCheck.FieldCount(kind, 0, Regenerate);
             return new SampleKinds(k0, k1);
         }
     }
@@ -137,14 +139,13 @@ namespace Zonekeep.Generated.Sample
         public byte[] Encode()
         {
             int optional = global::Zonekeep.Bits.SingleToInt32Bits(Trim) != 0 ? 2 : Boost != 0 ? 1 : 0;
-            byte[] buf = new byte[4 + (optional > 0 ? 1 : 0) + (optional > 1 ? 4 : 0)];
-            int at = 0;
-            SampleWire.PutU8(buf, ref at, Tag);
-            SampleWire.PutU8(buf, ref at, unchecked((byte)Turn));
-            SampleWire.PutU16(buf, ref at, Thrust);
-            if (optional > 0) SampleWire.PutU8(buf, ref at, Boost);
-            if (optional > 1) SampleWire.PutF32(buf, ref at, Trim);
-            return buf;
+            global::Zonekeep.PayloadWriter w = new global::Zonekeep.PayloadWriter(4 + (optional > 0 ? 1 : 0) + (optional > 1 ? 4 : 0));
+            w.U8(Tag);
+            w.I8(Turn);
+            w.U16(Thrust);
+            if (optional > 0) w.U8(Boost);
+            if (optional > 1) w.F32(Trim);
+            return w.ToArray();
         }
     }
 
@@ -161,13 +162,12 @@ namespace Zonekeep.Generated.Sample
         /// <summary>The payload: <see cref="Tag"/>, then each value little-endian (bytes and str with a u32 length, str as UTF-8, a rest value without one); trailing optional values only up to the last nonzero one. A null array or string is empty.</summary>
         public byte[] Encode()
         {
-            byte[] v1 = SampleWire.Utf8Bytes(Text, "say.text");
-            byte[] buf = new byte[5 + v1.Length];
-            int at = 0;
-            SampleWire.PutU8(buf, ref at, Tag);
-            SampleWire.PutU32(buf, ref at, Channel);
-            SampleWire.PutRaw(buf, ref at, v1);
-            return buf;
+            int n1 = global::Zonekeep.PayloadWriter.Utf8Length(Text, "say.text");
+            global::Zonekeep.PayloadWriter w = new global::Zonekeep.PayloadWriter(5 + n1);
+            w.U8(Tag);
+            w.U32(Channel);
+            w.RawStr(Text, "say.text");
+            return w.ToArray();
         }
     }
 
@@ -198,22 +198,21 @@ namespace Zonekeep.Generated.Sample
         /// <summary>The payload: <see cref="Tag"/>, then each value little-endian (bytes and str with a u32 length, str as UTF-8, a rest value without one); trailing optional values only up to the last nonzero one. A null array or string is empty.</summary>
         public byte[] Encode()
         {
-            byte[] v6 = GBytes ?? SampleWire.NoBytes;
-            byte[] v7 = SampleWire.Utf8Bytes(HStr, "wide.h_str");
-            byte[] v8 = IRest ?? SampleWire.NoBytes;
-            byte[] buf = new byte[36 + v6.Length + v7.Length + v8.Length];
-            int at = 0;
-            SampleWire.PutU8(buf, ref at, Tag);
-            SampleWire.PutU64(buf, ref at, AU64);
-            SampleWire.PutU16(buf, ref at, unchecked((ushort)BI16));
-            SampleWire.PutU32(buf, ref at, unchecked((uint)CI32));
-            SampleWire.PutU64(buf, ref at, unchecked((ulong)DI64));
-            SampleWire.PutF32(buf, ref at, EF32);
-            SampleWire.PutBool(buf, ref at, FBool);
-            SampleWire.PutBytes(buf, ref at, v6);
-            SampleWire.PutBytes(buf, ref at, v7);
-            SampleWire.PutRaw(buf, ref at, v8);
-            return buf;
+            int n6 = GBytes == null ? 0 : GBytes.Length;
+            int n7 = global::Zonekeep.PayloadWriter.Utf8Length(HStr, "wide.h_str");
+            int n8 = IRest == null ? 0 : IRest.Length;
+            global::Zonekeep.PayloadWriter w = new global::Zonekeep.PayloadWriter(36 + n6 + n7 + n8);
+            w.U8(Tag);
+            w.U64(AU64);
+            w.I16(BI16);
+            w.I32(CI32);
+            w.I64(DI64);
+            w.F32(EF32);
+            w.Bool(FBool);
+            w.Bytes(GBytes);
+            w.Str(HStr, "wide.h_str");
+            w.RawBytes(IRest);
+            return w.ToArray();
         }
     }
 
@@ -241,13 +240,12 @@ namespace Zonekeep.Generated.Sample
         /// <summary>Reads a payload strictly: a payload that ends early, a bool not 0 or 1, text that is not UTF-8 or bytes left over throw <c>Zonekeep.ProtocolException</c>; an absent optional value reads 0.</summary>
         public static HitEvent Decode(byte[] payload)
         {
-            if (payload == null) throw new global::System.ArgumentNullException("payload");
+            global::Zonekeep.PayloadReader r = new global::Zonekeep.PayloadReader(payload);
             HitEvent result = default(HitEvent);
-            int at = 0;
-            result.By = SampleWire.U32(payload, ref at, "hit.by");
-            result.Damage = SampleWire.F32(payload, ref at, "hit.damage");
-            result.Critical = SampleWire.Bool(payload, ref at, "hit.critical");
-            SampleWire.End(payload, at, "hit");
+            result.By = r.U32("hit.by");
+            result.Damage = r.F32("hit.damage");
+            result.Critical = r.Bool("hit.critical");
+            r.End("hit");
             return result;
         }
     }
@@ -267,12 +265,11 @@ namespace Zonekeep.Generated.Sample
         /// <summary>Reads a payload strictly: a payload that ends early, a bool not 0 or 1, text that is not UTF-8 or bytes left over throw <c>Zonekeep.ProtocolException</c>; an absent optional value reads 0.</summary>
         public static ChatEvent Decode(byte[] payload)
         {
-            if (payload == null) throw new global::System.ArgumentNullException("payload");
+            global::Zonekeep.PayloadReader r = new global::Zonekeep.PayloadReader(payload);
             ChatEvent result = default(ChatEvent);
-            int at = 0;
-            result.From = SampleWire.Str(payload, ref at, "chat.from");
-            result.Line = SampleWire.RestStr(payload, ref at, "chat.line");
-            SampleWire.End(payload, at, "chat");
+            result.From = r.Str("chat.from");
+            result.Line = r.RestStr("chat.line");
+            r.End("chat");
             return result;
         }
     }
@@ -292,12 +289,11 @@ namespace Zonekeep.Generated.Sample
         /// <summary>Reads a payload strictly: a payload that ends early, a bool not 0 or 1, text that is not UTF-8 or bytes left over throw <c>Zonekeep.ProtocolException</c>; an absent optional value reads 0.</summary>
         public static BlobEvent Decode(byte[] payload)
         {
-            if (payload == null) throw new global::System.ArgumentNullException("payload");
+            global::Zonekeep.PayloadReader r = new global::Zonekeep.PayloadReader(payload);
             BlobEvent result = default(BlobEvent);
-            int at = 0;
-            result.Data = SampleWire.Bytes(payload, ref at, "blob.data");
-            result.Tail = SampleWire.RestBytes(payload, ref at);
-            SampleWire.End(payload, at, "blob");
+            result.Data = r.Bytes("blob.data");
+            result.Tail = r.RestBytes();
+            r.End("blob");
             return result;
         }
     }
@@ -319,13 +315,12 @@ namespace Zonekeep.Generated.Sample
         /// <summary>Reads a payload strictly: a payload that ends early, a bool not 0 or 1, text that is not UTF-8 or bytes left over throw <c>Zonekeep.ProtocolException</c>; an absent optional value reads 0.</summary>
         public static TallyEvent Decode(byte[] payload)
         {
-            if (payload == null) throw new global::System.ArgumentNullException("payload");
+            global::Zonekeep.PayloadReader r = new global::Zonekeep.PayloadReader(payload);
             TallyEvent result = default(TallyEvent);
-            int at = 0;
-            result.Count = SampleWire.U64(payload, ref at, "tally.count");
-            result.Delta = unchecked((long)SampleWire.U64(payload, ref at, "tally.delta"));
-            if (at != payload.Length) result.Small = unchecked((short)SampleWire.U16(payload, ref at, "tally.small"));
-            SampleWire.End(payload, at, "tally");
+            result.Count = r.U64("tally.count");
+            result.Delta = r.I64("tally.delta");
+            if (!r.AtEnd) result.Small = r.I16("tally.small");
+            r.End("tally");
             return result;
         }
     }
@@ -344,289 +339,6 @@ namespace Zonekeep.Generated.Sample
                 case TallyEvent.Topic: return TallyEvent.Decode(payload);
                 default: return null;
             }
-        }
-    }
-
-    /// <summary>Helpers of the code above: payload bytes, field values and schema checks.</summary>
-    internal static class SampleWire
-    {
-        private const string Regenerate = "; regenerate with `zonekeep codegen --kind sample`";
-        private static readonly global::System.Text.UTF8Encoding Utf8 = new global::System.Text.UTF8Encoding(false, true);
-        internal static readonly byte[] NoBytes = new byte[0];
-
-        internal static byte[] Utf8Bytes(string s, string what)
-        {
-            if (string.IsNullOrEmpty(s)) return NoBytes;
-            try
-            {
-                return Utf8.GetBytes(s);
-            }
-            catch (global::System.Text.EncoderFallbackException)
-            {
-                throw new global::Zonekeep.EncodeException(global::Zonekeep.EncodeErrorKind.Invalid, what + " has a lone surrogate");
-            }
-        }
-
-        internal static void PutU8(byte[] b, ref int at, byte v)
-        {
-            b[at++] = v;
-        }
-
-        internal static void PutBool(byte[] b, ref int at, bool v)
-        {
-            b[at++] = v ? (byte)1 : (byte)0;
-        }
-
-        internal static void PutU16(byte[] b, ref int at, ushort v)
-        {
-            unchecked
-            {
-                b[at++] = (byte)v;
-                b[at++] = (byte)(v >> 8);
-            }
-        }
-
-        internal static void PutU32(byte[] b, ref int at, uint v)
-        {
-            unchecked
-            {
-                b[at++] = (byte)v;
-                b[at++] = (byte)(v >> 8);
-                b[at++] = (byte)(v >> 16);
-                b[at++] = (byte)(v >> 24);
-            }
-        }
-
-        internal static void PutU64(byte[] b, ref int at, ulong v)
-        {
-            unchecked
-            {
-                PutU32(b, ref at, (uint)v);
-                PutU32(b, ref at, (uint)(v >> 32));
-            }
-        }
-
-        internal static void PutF32(byte[] b, ref int at, float v)
-        {
-            PutU32(b, ref at, unchecked((uint)global::Zonekeep.Bits.SingleToInt32Bits(v)));
-        }
-
-        internal static void PutBytes(byte[] b, ref int at, byte[] v)
-        {
-            PutU32(b, ref at, (uint)v.Length);
-            PutRaw(b, ref at, v);
-        }
-
-        internal static void PutRaw(byte[] b, ref int at, byte[] v)
-        {
-            global::System.Buffer.BlockCopy(v, 0, b, at, v.Length);
-            at += v.Length;
-        }
-
-        private static void Need(byte[] p, int at, int n, string what)
-        {
-            if (p.Length - at < n) throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.Truncated, what + " at offset " + at);
-        }
-
-        internal static byte U8(byte[] p, ref int at, string what)
-        {
-            Need(p, at, 1, what);
-            return p[at++];
-        }
-
-        internal static ushort U16(byte[] p, ref int at, string what)
-        {
-            Need(p, at, 2, what);
-            ushort v = (ushort)(p[at] | p[at + 1] << 8);
-            at += 2;
-            return v;
-        }
-
-        internal static uint U32(byte[] p, ref int at, string what)
-        {
-            Need(p, at, 4, what);
-            uint v = p[at] | (uint)p[at + 1] << 8 | (uint)p[at + 2] << 16 | (uint)p[at + 3] << 24;
-            at += 4;
-            return v;
-        }
-
-        internal static ulong U64(byte[] p, ref int at, string what)
-        {
-            Need(p, at, 8, what);
-            ulong low = U32(p, ref at, what);
-            ulong high = U32(p, ref at, what);
-            return low | high << 32;
-        }
-
-        internal static float F32(byte[] p, ref int at, string what)
-        {
-            return global::Zonekeep.Bits.Int32BitsToSingle(unchecked((int)U32(p, ref at, what)));
-        }
-
-        internal static bool Bool(byte[] p, ref int at, string what)
-        {
-            byte b = U8(p, ref at, what);
-            if (b > 1) throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.Invalid, what + ": bool byte " + b);
-            return b == 1;
-        }
-
-        private static int Length(byte[] p, ref int at, string what)
-        {
-            uint n = U32(p, ref at, what);
-            if (n > (uint)(p.Length - at)) throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.Truncated, what + ": length " + n + " at offset " + (at - 4));
-            return (int)n;
-        }
-
-        private static byte[] Copy(byte[] p, ref int at, int n)
-        {
-            if (n == 0) return NoBytes;
-            byte[] v = new byte[n];
-            global::System.Buffer.BlockCopy(p, at, v, 0, n);
-            at += n;
-            return v;
-        }
-
-        private static string Text(byte[] p, ref int at, int n, string what)
-        {
-            if (n == 0) return string.Empty;
-            string s;
-            try
-            {
-                s = Utf8.GetString(p, at, n);
-            }
-            catch (global::System.Text.DecoderFallbackException)
-            {
-                throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.InvalidUtf8, what + " is not UTF-8");
-            }
-            at += n;
-            return s;
-        }
-
-        internal static byte[] Bytes(byte[] p, ref int at, string what)
-        {
-            int n = Length(p, ref at, what);
-            return Copy(p, ref at, n);
-        }
-
-        internal static string Str(byte[] p, ref int at, string what)
-        {
-            int n = Length(p, ref at, what);
-            return Text(p, ref at, n, what);
-        }
-
-        internal static byte[] RestBytes(byte[] p, ref int at)
-        {
-            return Copy(p, ref at, p.Length - at);
-        }
-
-        internal static string RestStr(byte[] p, ref int at, string what)
-        {
-            return Text(p, ref at, p.Length - at, what);
-        }
-
-        internal static void End(byte[] p, int at, string what)
-        {
-            if (at != p.Length) throw new global::Zonekeep.ProtocolException(global::Zonekeep.DecodeErrorKind.TrailingBytes, what + ": " + (p.Length - at) + " trailing bytes");
-        }
-
-        internal static long FieldCode(global::Zonekeep.FieldValue[] fields, int i, long max)
-        {
-            if (fields == null || i >= fields.Length || fields[i].Kind != global::Zonekeep.FieldValueKind.Int) return -1;
-            long q = fields[i].AsLong;
-            return q >= 0 && q <= max ? q : -1;
-        }
-
-        internal static long FieldInt(global::Zonekeep.FieldValue[] fields, int i)
-        {
-            if (fields == null || i >= fields.Length || fields[i].Kind != global::Zonekeep.FieldValueKind.Int) return 0;
-            return fields[i].AsLong;
-        }
-
-        internal static bool FieldBool(global::Zonekeep.FieldValue[] fields, int i)
-        {
-            return fields != null && i < fields.Length && fields[i].AsBool;
-        }
-
-        internal static string FieldStr(global::Zonekeep.FieldValue[] fields, int i)
-        {
-            if (fields == null || i >= fields.Length || fields[i].Kind != global::Zonekeep.FieldValueKind.Str) return string.Empty;
-            return fields[i].AsString ?? string.Empty;
-        }
-
-        internal static float FieldF32(global::Zonekeep.FieldValue[] fields, int i)
-        {
-            if (fields == null || i >= fields.Length || fields[i].Kind != global::Zonekeep.FieldValueKind.F32) return 0f;
-            return fields[i].AsFloat;
-        }
-
-        private static global::System.InvalidOperationException Mismatch(string what)
-        {
-            return new global::System.InvalidOperationException(what + Regenerate);
-        }
-
-        internal static int FindKind(global::Zonekeep.Schema schema, string name, out global::Zonekeep.KindDef kind)
-        {
-            int id = schema.Kinds == null ? -1 : schema.KindIndex(name);
-            if (id < 0 || schema.Kinds[id] == null) throw Mismatch("the zone's schema has no kind \"" + name + "\"");
-            kind = schema.Kinds[id];
-            return id;
-        }
-
-        internal static void CheckFieldCount(global::Zonekeep.KindDef kind, int count)
-        {
-            int n = kind.Fields == null ? 0 : kind.Fields.Count;
-            if (n != count) throw Mismatch("the kind \"" + kind.Name + "\" has " + n + " fields in the zone's schema, the code expects " + count);
-        }
-
-        internal static void CheckField(global::Zonekeep.KindDef kind, int index, string name, global::Zonekeep.FieldTypeKind type, float min, float max, float range, int bits, int maxLen)
-        {
-            global::Zonekeep.FieldDef field = kind.Fields[index];
-            if (field == null || field.Name != name)
-                throw Mismatch("field " + index + " of the kind \"" + kind.Name + "\" is " + (field == null ? "missing" : "\"" + field.Name + "\"") + " in the zone's schema, the code expects \"" + name + "\"");
-            global::Zonekeep.FieldType t = field.Type;
-            bool same = t != null && t.Kind == type;
-            if (same)
-            {
-                switch (type)
-                {
-                    case global::Zonekeep.FieldTypeKind.Quant: same = SameBits(t.Min, min) && SameBits(t.Max, max) && t.Bits == bits; break;
-                    case global::Zonekeep.FieldTypeKind.Centered: same = SameBits(t.Range, range) && t.Bits == bits; break;
-                    case global::Zonekeep.FieldTypeKind.Angle: same = t.Bits == bits; break;
-                    case global::Zonekeep.FieldTypeKind.Str: same = t.MaxLen == maxLen; break;
-                }
-            }
-            if (!same)
-            {
-                string has = t == null ? "untyped" : Describe(t.Kind, t.Min, t.Max, t.Range, t.Bits, t.MaxLen);
-                throw Mismatch("the field \"" + name + "\" of the kind \"" + kind.Name + "\" is " + has + " in the zone's schema, the code expects " + Describe(type, min, max, range, bits, maxLen));
-            }
-        }
-
-        private static bool SameBits(float a, float b)
-        {
-            return global::Zonekeep.Bits.SingleToInt32Bits(a) == global::Zonekeep.Bits.SingleToInt32Bits(b);
-        }
-
-        private static string Describe(global::Zonekeep.FieldTypeKind type, float min, float max, float range, int bits, int maxLen)
-        {
-            switch (type)
-            {
-                case global::Zonekeep.FieldTypeKind.Quant: return "quant(" + Number(min) + ", " + Number(max) + ", " + bits + " bits)";
-                case global::Zonekeep.FieldTypeKind.Centered: return "centered(" + Number(range) + ", " + bits + " bits)";
-                case global::Zonekeep.FieldTypeKind.Angle: return "angle(" + bits + " bits)";
-                case global::Zonekeep.FieldTypeKind.UInt: return "uint";
-                case global::Zonekeep.FieldTypeKind.SInt: return "sint";
-                case global::Zonekeep.FieldTypeKind.Bool: return "bool";
-                case global::Zonekeep.FieldTypeKind.Str: return "str(" + maxLen + ")";
-                case global::Zonekeep.FieldTypeKind.F32: return "f32";
-                default: return "type " + (int)type;
-            }
-        }
-
-        private static string Number(float v)
-        {
-            if (global::Zonekeep.Bits.SingleToInt32Bits(v) == int.MinValue) return "-0";
-            return v.ToString("R", global::System.Globalization.CultureInfo.InvariantCulture);
         }
     }
 }

@@ -290,3 +290,45 @@ export function numberToField(ty, n) {
 export function fieldIndex(kind, name) {
     return kind.fields.findIndex((fd) => fd.name === name);
 }
+/** A zone's schema differs from the one generated code was written from. */
+export class SchemaMismatchError extends Error {
+    constructor(detail) {
+        super(detail);
+        this.name = "SchemaMismatchError";
+    }
+}
+function sameFieldType(a, b) {
+    const x = a;
+    const y = b;
+    const keys = Object.keys(x);
+    return keys.length === Object.keys(y).length && keys.every((k) => Object.is(x[k], y[k]));
+}
+/**
+ * The kind id of `want` in `schema`, found by name, once its fields are checked to be exactly
+ * `want`'s (names, types and parameters bit for bit). Anything else is a {@link SchemaMismatchError}
+ * naming the kind and field, with `hint` (how to regenerate the code) after it.
+ */
+export function bindKindLayout(schema, want, hint) {
+    const id = schema.kinds.findIndex((k) => k.name === want.name);
+    const kind = schema.kinds[id];
+    if (kind === undefined)
+        throw new SchemaMismatchError(`the zone has no entity kind "${want.name}"${hint}`);
+    if (kind.fields.length !== want.fields.length) {
+        throw new SchemaMismatchError(`kind "${want.name}" has ${kind.fields.length} fields, not ${want.fields.length}${hint}`);
+    }
+    want.fields.forEach((w, i) => {
+        const got = kind.fields[i];
+        if (got === undefined || got.name !== w.name || !sameFieldType(got.ty, w.ty)) {
+            throw new SchemaMismatchError(`field ${i} of kind "${want.name}" is not "${w.name}" (${w.ty.type})${hint}`);
+        }
+    });
+    return id;
+}
+/** A wire-form field value as a number: 0 when absent or not a number (generated readers use it). */
+export function fieldNumber(v) {
+    return typeof v === "number" ? v : 0;
+}
+/** A wire-form field value as a string: "" when absent or not a string (generated readers use it). */
+export function fieldString(v) {
+    return typeof v === "string" ? v : "";
+}
