@@ -105,30 +105,15 @@ fn value_ts_type(ty: ValueType) -> &'static str {
     }
 }
 
-/// The `PayloadWriter`/`PayloadReader` method of `ty`.
-fn method(ty: ValueType) -> &'static str {
-    match ty {
-        ValueType::U8 => "u8",
-        ValueType::U16 => "u16",
-        ValueType::U32 => "u32",
-        ValueType::U64 => "u64",
-        ValueType::I8 => "i8",
-        ValueType::I16 => "i16",
-        ValueType::I32 => "i32",
-        ValueType::I64 => "i64",
-        ValueType::F32 => "f32",
-        ValueType::Bool => "bool",
-        ValueType::Bytes => "bytes",
-        ValueType::Str => "str",
-        ValueType::RestBytes => "restBytes",
-        ValueType::RestStr => "restStr",
-    }
+/// The `PayloadWriter`/`PayloadReader` method of `ty`: the type's name in camelCase.
+fn method(ty: ValueType) -> String {
+    Name::new(ty.name()).camel()
 }
 
-fn write_method(ty: ValueType) -> &'static str {
+fn write_method(ty: ValueType) -> String {
     match ty {
-        ValueType::RestBytes => "raw",
-        ValueType::RestStr => "rawStr",
+        ValueType::RestBytes => "raw".to_owned(),
+        ValueType::RestStr => "rawStr".to_owned(),
         other => method(other),
     }
 }

@@ -25,25 +25,9 @@ fn value_rust_type(ty: ValueType) -> &'static str {
     }
 }
 
-/// The method of `PayloadWriter` and `PayloadReader` for a fixed-width type, and for `bytes`
-/// and `str` (a length, then the bytes).
+/// The method of `PayloadWriter` and `PayloadReader` for `ty`: the type's own name.
 fn method(ty: ValueType) -> &'static str {
-    match ty {
-        ValueType::U8 => "u8",
-        ValueType::U16 => "u16",
-        ValueType::U32 => "u32",
-        ValueType::U64 => "u64",
-        ValueType::I8 => "i8",
-        ValueType::I16 => "i16",
-        ValueType::I32 => "i32",
-        ValueType::I64 => "i64",
-        ValueType::F32 => "f32",
-        ValueType::Bool => "bool",
-        ValueType::Bytes => "bytes",
-        ValueType::Str => "str",
-        ValueType::RestBytes => "rest_bytes",
-        ValueType::RestStr => "rest_str",
-    }
+    ty.name()
 }
 
 fn value_doc(v: &ValueDef) -> String {
