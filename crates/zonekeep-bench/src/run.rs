@@ -14,6 +14,7 @@ use crate::bot::{run_bot, BotResult, Phase, RunShared};
 use crate::config::{BenchConfig, Workload};
 use crate::error::BenchError;
 use crate::procfs;
+use crate::prom::Scrape;
 use crate::report::{
     BotsProcess, ClientSample, Counts, Machine, Raw, Report, RunParams, REPORT_FORMAT,
 };
@@ -54,8 +55,24 @@ fn validate(cfg: &BenchConfig) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// The `/metrics` scrapes a run read the server's figures from, at its window's start and end
+/// (`None` without a metrics URL or when the scrape failed): for series the [`Report`] does not
+/// keep, such as the zones' work counters `zonekeep bench ab` compares.
+#[derive(Debug, Clone, Default)]
+pub struct WindowScrapes {
+    /// Read just before the window.
+    pub start: Option<Scrape>,
+    /// Read just after the window, before the bots stop.
+    pub end: Option<Scrape>,
+}
+
 /// Runs the bench described by `cfg` and returns its report.
 pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
+    run_with_window(cfg).await.map(|(report, _)| report)
+}
+
+/// [`run()`], also returning the window's `/metrics` scrapes.
+pub async fn run_with_window(cfg: BenchConfig) -> Result<(Report, WindowScrapes), BenchError> {
     validate(&cfg)?;
     let (kind, params) = match &cfg.workload {
         Workload::Arena(p) => (
@@ -230,7 +247,11 @@ pub async fn run(cfg: BenchConfig) -> Result<Report, BenchError> {
     };
     report.server.read_at = server.metrics_url().map(str::to_owned);
     report.summarize();
-    Ok(report)
+    let scrapes = WindowScrapes {
+        start: start_reading.scrape,
+        end: end_reading.scrape,
+    };
+    Ok((report, scrapes))
 }
 
 fn client_sample(r: &BotResult, window_s: f64) -> ClientSample {

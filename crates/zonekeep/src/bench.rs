@@ -1,5 +1,6 @@
-//! `zonekeep bench`: the load generator (bots over the Rust client) and `zonekeep bench merge`.
-//! Everything it runs lives in the `zonekeep-bench` crate; this module maps flags onto its config.
+//! `zonekeep bench`: the load generator (bots over the Rust client), `zonekeep bench merge` and
+//! `zonekeep bench ab` (in `bench_ab`). Everything it runs lives in the `zonekeep-bench` crate; this
+//! module maps flags onto its config.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -237,6 +238,29 @@ enum BenchSub {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two builds: run each with the same bots against a fresh host of its own, in pairs
+    /// A B, B A, A B, … and print the medians of the host's CPU, tick times and per-zone work
+    /// counters with B/A.
+    Ab(Box<crate::bench_ab::AbArgs>),
+}
+
+/// The config of one `bench ab` run against a host it started: that host's URL, ticket secret
+/// and process (its CPU); the figures are read at its `/metrics`.
+pub(crate) fn config_for_host(
+    a: &mut RunArgs,
+    url: &str,
+    secret: &str,
+    pid: Option<u32>,
+) -> Result<BenchConfig> {
+    a.url = url.to_owned();
+    a.ticket_secret = Some(secret.to_owned());
+    a.join = None;
+    a.server_pid = pid;
+    a.metrics_url = None;
+    a.no_metrics = false;
+    a.no_follow_owner = false;
+    a.json = false;
+    config(a)
 }
 
 fn config(a: &RunArgs) -> Result<BenchConfig> {
@@ -385,7 +409,7 @@ fn aim_over_client_netsim(cfg: &zonekeep_bench::BenchConfig) -> Option<&'static 
     )
 }
 
-fn run_warnings(report: &Report) -> Vec<String> {
+pub(crate) fn run_warnings(report: &Report) -> Vec<String> {
     let c = &report.counts;
     let mut w = Vec::new();
     if c.inputs_sent > 0 && c.inputs_acked == 0 {
@@ -428,23 +452,26 @@ fn output(report: &Report, file: Option<&PathBuf>, json: bool) -> Result<()> {
 
 /// Runs `zonekeep bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
-    if let Some(BenchSub::Merge {
-        files,
-        report,
-        json,
-    }) = args.sub
-    {
-        let mut reports = Vec::with_capacity(files.len());
-        for f in &files {
-            let text =
-                std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-            reports.push(
-                serde_json::from_str::<Report>(&text)
-                    .with_context(|| format!("parsing {}", f.display()))?,
-            );
+    match args.sub {
+        Some(BenchSub::Ab(ab)) => return crate::bench_ab::run(*ab),
+        Some(BenchSub::Merge {
+            files,
+            report,
+            json,
+        }) => {
+            let mut reports = Vec::with_capacity(files.len());
+            for f in &files {
+                let text = std::fs::read_to_string(f)
+                    .with_context(|| format!("reading {}", f.display()))?;
+                reports.push(
+                    serde_json::from_str::<Report>(&text)
+                        .with_context(|| format!("parsing {}", f.display()))?,
+                );
+            }
+            let merged = zonekeep_bench::merge(&reports)?;
+            return output(&merged, report.as_ref(), json);
         }
-        let merged = zonekeep_bench::merge(&reports)?;
-        return output(&merged, report.as_ref(), json);
+        None => {}
     }
     let a = *args.run;
     let cfg = config(&a)?;

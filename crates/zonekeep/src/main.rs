@@ -9,6 +9,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod bench;
+mod bench_ab;
 mod call_zone;
 mod character_zone;
 mod cli;
