@@ -47,6 +47,9 @@ bash clients/csharp/build.sh
 echo "== arena page (movement parity with the Rust fixture, committed dist/ is fresh)"
 (cd examples/arena/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 
+echo "== operator console (committed dist/ is fresh, imports resolve)"
+(cd crates/zonekeep-server/console && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+
 echo "== browser and SDK end-to-end tests (real zonekeep binary, headless Chromium)"
 cargo build -p zonekeep
 (cd tests/browser && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)

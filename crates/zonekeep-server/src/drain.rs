@@ -259,6 +259,7 @@ async fn one_by_one(
             let (reply, frozen) = tokio::sync::oneshot::channel();
             let freeze = SimCommand::FreezeZone {
                 zone_id: zone_id.clone(),
+                drain: true,
                 reply,
             };
             if !send(shared, thread, freeze, deadline.left()).await {
@@ -315,7 +316,8 @@ async fn hand_over_frozen(
 ) -> (String, Durable) {
     let (at, end) = (deadline.saves_by, deadline.at);
     let durable = confirm(shared, &z, at).await;
-    let moved = matches!(durable, Durable::Yes) && hand_over(shared, &z.zone_id, heirs, at).await;
+    let moved =
+        matches!(durable, Durable::Yes) && hand_over(shared, &z.zone_id, heirs, at).await.is_ok();
     if moved {
         if let Some(f) = shared.fleet() {
             f.metrics
@@ -323,6 +325,15 @@ async fn hand_over_frozen(
                 .observe(began.elapsed().as_secs_f64());
         }
     }
+    if !release(shared, &z, moved, end).await {
+        tracing::warn!(zone = %z.zone_id, "zone not released before the deadline; its thread's stop kicks its clients");
+    }
+    (z.zone_id, durable)
+}
+
+/// Tells the frozen zone's thread to kick its clients (ZONE_MOVED when `moved`, SHUTTING_DOWN
+/// otherwise) and dispose it; whether that was done by `end`.
+async fn release(shared: &Arc<Shared>, z: &FrozenZone, moved: bool, end: Instant) -> bool {
     let (done, told) = tokio::sync::oneshot::channel();
     let release = SimCommand::Release {
         zone_id: z.zone_id.clone(),
@@ -330,12 +341,112 @@ async fn hand_over_frozen(
         done,
     };
     let left = end.saturating_duration_since(Instant::now());
-    if !send(shared, z.thread, release, left).await
-        || tokio::time::timeout_at(end, told).await.is_err()
-    {
-        tracing::warn!(zone = %z.zone_id, "zone not released before the deadline; its thread's stop kicks its clients");
+    send(shared, z.thread, release, left).await && tokio::time::timeout_at(end, told).await.is_ok()
+}
+
+/// Why an operator's move of one zone (`POST /admin/zones/{id}/move`) did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum MoveError {
+    /// The zone does not run on this host (or stopped before it could be frozen).
+    #[error("zone {0:?} does not run on this host")]
+    Absent(String),
+    /// The zone's thread did not take the freeze within the bound (its queue stayed full): the
+    /// zone runs on untouched.
+    #[error("zone {0:?} was not moved: its thread is too busy to take the move; it runs on here")]
+    Busy(String),
+    /// The zone's thread did not freeze it within the bound. Whenever it does, the zone is
+    /// released unmoved, as below: it never stays frozen with no one to release it.
+    #[error("zone {0:?} was not frozen in time; once it is, its clients are told SHUTTING_DOWN and it starts again from its last save at its next join")]
+    StillTicking(String),
+    /// Frozen, but not moved (its final save not durable, or the directory refused the move):
+    /// its clients were told SHUTTING_DOWN, as a drain does, and its next join starts it again
+    /// from its last save.
+    #[error("zone {zone:?} was not moved: {why}; its clients were told SHUTTING_DOWN and its next join starts it again from its last save")]
+    Released {
+        /// The zone.
+        zone: String,
+        /// What stopped the move.
+        why: String,
+    },
+}
+
+/// An operator's move of zone `zone_id`, which runs here, to host `to` (`POST
+/// /admin/zones/{id}/move`), the way a drain hands a zone over, within `bound` (the shutdown
+/// bound): the zone is frozen after its next tick (this thread's other zones keep ticking, and
+/// it keeps taking new ones), its final save confirmed by the store, the directory moved to `to`
+/// (a new epoch, which fences this host), and only then are its clients kicked with ZONE_MOVED,
+/// so they resume there. Answers the epoch the directory moved it under (`to` raises it once
+/// more as it loads the zone).
+///
+/// A frozen zone's save and facts are handed off as it freezes, so it cannot be unfrozen: when
+/// the save is not durable in time or the directory refuses, the zone is released with
+/// SHUTTING_DOWN as a drain does, and this host gives up its directory ownership once its last
+/// save is durable, so the next join anywhere starts it again from that save.
+pub(crate) async fn move_zone(
+    shared: &Arc<Shared>,
+    zone_id: &str,
+    to: &str,
+    bound: Duration,
+) -> Result<u64, MoveError> {
+    let deadline = Deadline::new(bound);
+    let not_here = || MoveError::Absent(zone_id.to_owned());
+    let thread = shared.registry.get(zone_id).ok_or_else(not_here)?.thread;
+    let (reply, mut frozen) = tokio::sync::oneshot::channel();
+    let freeze = SimCommand::FreezeZone {
+        zone_id: zone_id.to_owned(),
+        drain: false,
+        reply,
+    };
+    if !send(shared, thread, freeze, deadline.left()).await {
+        return Err(MoveError::Busy(zone_id.to_owned()));
     }
-    (z.zone_id, durable)
+    let z = match tokio::time::timeout_at(deadline.saves_by, &mut frozen).await {
+        Ok(Ok(Some(z))) => z,
+        // Gone meanwhile (stopped, fenced, dormant, failed).
+        Ok(Ok(None) | Err(_)) => return Err(not_here()),
+        Err(_) => {
+            let shared = Arc::clone(shared);
+            tokio::spawn(async move {
+                if let Ok(Some(z)) = frozen.await {
+                    let _ = release(&shared, &z, false, Instant::now() + bound).await;
+                    forget(&shared, &z.zone_id);
+                }
+            });
+            return Err(MoveError::StillTicking(zone_id.to_owned()));
+        }
+    };
+    let moved = match confirm(shared, &z, deadline.saves_by).await {
+        Durable::Yes => hand_over(shared, zone_id, &[to.to_owned()], deadline.saves_by).await,
+        Durable::No => Err("its final save was refused".to_owned()),
+        Durable::NotYet => Err("its final save was not written in time".to_owned()),
+    };
+    if !release(shared, &z, moved.is_ok(), deadline.at).await {
+        tracing::warn!(zone = %zone_id, "moved zone not released in time; its thread kicks its clients when it gets to it");
+    }
+    forget(shared, zone_id);
+    match moved {
+        Ok(epoch) => {
+            tracing::info!(zone = %zone_id, to = %to, epoch, "zone moved by an operator");
+            Ok(epoch)
+        }
+        Err(why) => {
+            tracing::warn!(zone = %zone_id, to = %to, %why, "zone not moved; released");
+            Err(MoveError::Released {
+                zone: zone_id.to_owned(),
+                why,
+            })
+        }
+    }
+}
+
+/// A zone released here without a shutdown: the storage worker forgets it once its last save
+/// is written, and gives up this host's directory ownership then if it still holds it (not when
+/// the zone moved: its new owner holds it under a new epoch). So the reconcile pass and a later
+/// start here find no stale registration.
+fn forget(shared: &Shared, zone_id: &str) {
+    if let Some(p) = &shared.sim.persist {
+        p.storage().retire(zone_id);
+    }
 }
 
 /// The live, non-draining other hosts of the fleet a drain may hand zones to.
@@ -363,14 +474,19 @@ async fn heirs(shared: &Shared) -> Vec<String> {
 }
 
 /// Moves a saved zone to its heir in the directory (a new epoch, which fences this host), so
-/// its clients resume there at once. Without an heir the zone stays this host's until it leaves,
-/// and is then taken over like a dead host's.
-async fn hand_over(shared: &Shared, zone_id: &str, heirs: &[String], by: Instant) -> bool {
+/// its clients resume there at once; answers the new epoch, or why it was not moved. Without an
+/// heir the zone stays this host's until it leaves, and is then taken over like a dead host's.
+async fn hand_over(
+    shared: &Shared,
+    zone_id: &str,
+    heirs: &[String],
+    by: Instant,
+) -> Result<u64, String> {
     let Some(fleet) = shared.fleet() else {
-        return false;
+        return Err("this host has no fleet".into());
     };
     let Some(heir) = rendezvous(zone_id, heirs.iter().map(String::as_str)) else {
-        return false;
+        return Err("no live host to hand it to".into());
     };
     let Some(epoch) = shared
         .sim
@@ -379,7 +495,7 @@ async fn hand_over(shared: &Shared, zone_id: &str, heirs: &[String], by: Instant
         .and_then(|p| p.storage().status(zone_id))
         .map(|s| s.epoch)
     else {
-        return false;
+        return Err("this host holds no owner epoch for it".into());
     };
     let moved = tokio::time::timeout_at(
         by,
@@ -395,13 +511,13 @@ async fn hand_over(shared: &Shared, zone_id: &str, heirs: &[String], by: Instant
     match moved {
         Ok(Ok(new_epoch)) => {
             tracing::info!(zone = %zone_id, to = %heir, epoch = new_epoch, "zone handed over");
-            true
+            Ok(new_epoch)
         }
         Ok(Err(e)) => {
             tracing::warn!(zone = %zone_id, to = %heir, error = %e, "zone not handed over; it is started elsewhere once this host has left");
-            false
+            Err(format!("the fleet directory did not move it: {e}"))
         }
-        Err(_) => false,
+        Err(_) => Err("the fleet directory did not answer in time".into()),
     }
 }
 

@@ -2,30 +2,35 @@
 //!
 //! Without `admin_token` configured the API is off: every `/admin` path
 //! answers 404 `admin_disabled`. A missing or wrong token answers 401
-//! `unauthorized`. The token is compared in constant time (SHA-256 of both
+//! `unauthorized`, counted in `zonekeep_admin_refused_total{reason="missing"|"wrong"}`. The
+//! token is compared in constant time (SHA-256 of both
 //! sides, then `subtle`), so neither its content nor its length leaks.
 //!
 //! | route | body | answer |
 //! | --- | --- | --- |
-//! | `GET /admin/hosts` | | `{"self", "hosts": [{"id", "url", "capacity", "zones", "draining", "left", "heartbeat_age_ms", "alive"}]}` |
+//! | `GET /admin/hosts` | | `{"self", "hosts": [{"id", "url", "capacity", "zones", "draining", "left", "heartbeat_age_ms", "alive"}], "version", "build", "fleet": true}`: `version` and `build` are the answering host's (its crate version and build id); a host without a store answers itself alone, `"fleet": false`, with `self` its configured `host_id` (else `local`) |
+//! | `ANY /admin/hosts/{host_id}/api/{*path}` | any (at most 1 MiB) | what host `host_id`'s `/{path}` answers (status, body of at most 4 MiB, content type), reached at its directory URL (`ws://` as `http://`; plain HTTP only) with the same method, query, body and `Authorization` within 10 s; this host's own id is served here without a network hop. `{path}` must start with `admin/` (and not be the proxy again): 400 `bad_request` otherwise; 404 `not_found` for a host the directory does not list; 502 `unreachable` when it does not answer (502 `too_large` for an answer over 4 MiB). See `proxy.rs` |
+//! | `POST /admin/drain` | | 202 `{"draining": host id}`: the graceful shutdown starts as on SIGTERM (zones handed to the other hosts, then the process exits with the status SIGTERM gives) |
 //! | `GET /admin/zones` | | `{"host", "zones": [...], "start_failures": [StartFailure], "failed_zones": [FailedZone], "halted_worlds": [HaltedWorld], "fresh_starts": [FreshStart], "directory_error"}`: the zones running here (`ZoneSummary` with `host`, `epoch`, `"running": true`), then the rest of the fleet's directory (`{"id", "kind", "host", "epoch", "url", "host_alive", "running": false}`); when the directory does not answer, only this host's own zones, with `directory_error` saying why (else `null`) |
-//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants, `persistence`: save status and facts, `stages`: `[{"stage", "count", "p50_us", "p95_us", "max_us"}]` over the last 30 to 60 s, `work` and `last_patch`: the zone's work counters) with `host`, `epoch` and `fresh_start` (`{"reason": "state-changed", "detail", "save", "at_ms"}` when the zone started afresh because its save held a state version its kind cannot read, else `null`); for a failed zone — its game code could not create it or restore its save, or trapped, panicked or overran its budget while it ran — `{"id", "kind", "running": false, "failed": {"id", "kind", "reason", "tick", "at_start", "at_ms"}}` (with `start_failure`, the kept save, when a restore failed), until it is stopped or its kind is deployed anew; for a zone that did not start for another reason (the store) `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
+//! | `GET /admin/zones/{id}` | | `ZoneDetail` (summary, participants (`{"id", "principal", "name"?, "role", "connected", "ack", "transport": "websocket"\|"webtransport"\|null (null while dropped), "bytes_out", "bytes_out_per_s" (over the last window of about a second the zone measured), "rtt_ms" (null until measured)}`), `persistence`: save status and facts, `stages`: `[{"stage", "count", "p50_us", "p95_us", "max_us"}]` over the last 30 to 60 s, `work` and `last_patch`: the zone's work counters) with `host`, `epoch` and `fresh_start` (`{"reason": "state-changed", "detail", "save", "at_ms"}` when the zone started afresh because its save held a state version its kind cannot read, else `null`); for a failed zone — its game code could not create it or restore its save, or trapped, panicked or overran its budget while it ran — `{"id", "kind", "running": false, "failed": {"id", "kind", "reason", "tick", "at_start", "at_ms"}}` (with `start_failure`, the kept save, when a restore failed), until it is stopped or its kind is deployed anew; for a zone that did not start for another reason (the store) `{"id", "kind", "running": false, "start_failure"}`; for a zone another host runs, its directory entry |
 //! | `POST /admin/zones` | `{"id", "kind", "params"?, "host"?}` | 201 `{"id", "kind", "host", "epoch"}`: on the named host, or where placement puts it; 400 `bad_request` naming the param the kind refused, or for params over 64 KiB of JSON (nothing is kept: the id stays free); 409 `failed` when the zone's code failed to create it, or the zone is failed |
 //! | `POST /admin/zones/{id}/kick` | `{"player", "reason"?}`: `player` is an id, or a principal or `name` claim naming exactly one participant | 200 `{"kicked": id}` |
 //! | `POST /admin/zones/{id}/stop` | empty, or `{"force": true}` | 200 `{"stopped": id}` (the zone is saved and unloaded); 409 `lasting` for a lasting world unless forced (a forced stop is logged on the `zonekeep::audit` target); for a failed zone, clears the failure (`"removed_failure": true`) and releases the zone in the directory: the next join or create starts it afresh, from its last save |
+//! | `POST /admin/zones/{id}/move` | `{"host"}` | 200 `{"moved": id, "to": host, "epoch"}` (the epoch the directory moved it under): on the zone's owner, the zone is frozen after its next tick, its final save confirmed, the directory moved to `host`, and its clients kicked ZONE_MOVED (they resume there); 404 `not_found` when the zone does not run here; 409 `not_moved` when `host` is not a live, non-draining other host of the fleet (the zone runs on untouched), or when its save was not confirmed in time or the directory refused (then it is released with SHUTTING_DOWN as a drain does: a frozen zone cannot run on, and its next join starts it again from its last save) |
 //! | `POST /admin/zones/{id}/recording` | `{"max_bytes"?}` (default 64 MiB, at most 256 MiB) | 201 `RecordingInfo`: the running zone is recorded from its snapshot at the next tick boundary |
 //! | `POST /admin/zones/{id}/recording/stop` | | 200 `RecordingInfo` |
 //! | `GET /admin/zones/{id}/recording` | | `RecordingInfo` `{"zone", "state", "reason", "detail", "bytes", "ticks", "max_bytes", "file_complete"}` |
 //! | `GET /admin/zones/{id}/recording/file` | | the recording (`application/octet-stream`) once it stopped; 409 `running` before |
 //!
-//! The module routes (`/admin/modules`) are in `modules.rs`, the recording routes in `recording.rs`.
+//! The module routes (`/admin/modules`) are in `modules.rs`, the recording routes in
+//! `recording.rs`, the fleet proxy in `proxy.rs`, the move and the drain in `fleet_ops.rs`.
 //!
 //! `POST /admin/zones` also takes `"record": {"max_bytes"?}` to record the new zone from its
 //! creation (the one way to record a kind whose save leaves out state its hash covers).
 //!
 //! Errors: `{"error": {"code", "message"}}` with codes `unauthorized`,
 //! `admin_disabled`, `bad_request`, `not_found`, `exists`, `failed`, `ambiguous`, `unavailable`,
-//! `lasting`, `halted` (503: a lasting world halted because its saves failed; it resumes by
+//! `not_moved`, `unreachable`, `too_large`, `lasting`, `halted` (503: a lasting world halted because its saves failed; it resumes by
 //! itself once its store answers).
 //!
 //! A halted lasting world is listed by `GET /admin/zones` under `halted_worlds`
@@ -33,7 +38,10 @@
 //! "attempts"}`) and answered by `GET /admin/zones/{id}` as `{"id", "kind", "running": false,
 //! "halted": {...}}` until it resumes.
 
+pub(crate) mod console;
+mod fleet_ops;
 mod modules;
+mod proxy;
 mod recording;
 
 use std::sync::Arc;
@@ -74,12 +82,18 @@ pub(crate) fn router(shared: &Arc<Shared>) -> Router<Arc<Shared>> {
         .route("/admin/zones", get(list).post(create))
         .route("/admin/hosts", get(hosts))
         .route(
+            "/admin/hosts/{host_id}/api/{*path}",
+            axum::routing::any(proxy::forward),
+        )
+        .route("/admin/drain", post(fleet_ops::drain))
+        .route(
             "/admin/netsim",
             get(crate::dev::get_host_netsim).post(crate::dev::set_host_netsim),
         )
         .route("/admin/zones/{id}", get(detail))
         .route("/admin/zones/{id}/kick", post(kick))
         .route("/admin/zones/{id}/stop", post(stop))
+        .route("/admin/zones/{id}/move", post(fleet_ops::move_zone))
         .route(
             "/admin/zones/{id}/recording",
             get(recording::status).post(recording::start),
@@ -109,6 +123,9 @@ pub(crate) async fn auth(State(shared): State<Arc<Shared>>, req: Request, next: 
         _ => false,
     };
     if !ok {
+        shared
+            .metrics
+            .admin_refused(if given.is_some() { "wrong" } else { "missing" });
         let mut r = json_error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -243,12 +260,49 @@ fn directory_entry(l: &zonekeep_store::ZoneLocation) -> Value {
     })
 }
 
-/// `GET /admin/hosts`: every host of the fleet, with its heartbeat age by the store's clock.
+/// This host's id: its fleet id, or for a host without a store the configured `host_id`
+/// (`local` without one). The fleet proxy serves it without a network hop.
+pub(crate) fn local_host_id(shared: &Shared) -> String {
+    match shared.fleet() {
+        Some(f) => f.host_id.clone(),
+        None => shared
+            .config
+            .host_id
+            .clone()
+            .unwrap_or_else(|| "local".to_owned()),
+    }
+}
+
+/// This build's id, as `GET /admin/hosts` names it: `ZONEKEEP_BUILD_ID` when the build set it
+/// (say, to a commit), else the id native zone saves are stamped with (`zonekeep <version>`).
+pub(crate) fn build_id() -> &'static str {
+    option_env!("ZONEKEEP_BUILD_ID").unwrap_or(crate::persist::NATIVE_BUILD)
+}
+
+/// `GET /admin/hosts`: every host of the fleet, with its heartbeat age by the store's clock, and
+/// the answering host's version and build. A host without a store lists itself alone
+/// (`"fleet": false`).
 async fn hosts(State(shared): State<Arc<Shared>>) -> Response {
+    let version = env!("CARGO_PKG_VERSION");
     let Some(fleet) = shared.fleet() else {
-        return failure(AdminFailure::Unavailable(
-            "this host has no store, so no fleet".into(),
-        ));
+        let me = json!({
+            "id": local_host_id(&shared),
+            "url": shared.base_url.get(),
+            "capacity": shared.config.capacity.unwrap_or_else(|| u32::try_from(shared.config.max_zones).unwrap_or(u32::MAX)),
+            "zones": shared.registry.lock().len(),
+            "draining": shared.shutdown.is_cancelled(),
+            "left": false,
+            "heartbeat_age_ms": 0,
+            "alive": true,
+        });
+        return Json(json!({
+            "self": local_host_id(&shared),
+            "hosts": [me],
+            "version": version,
+            "build": build_id(),
+            "fleet": false,
+        }))
+        .into_response();
     };
     match crate::fleet::query(&fleet.metrics, "hosts", fleet.directory.hosts()).await {
         Ok(hosts) => {
@@ -267,7 +321,14 @@ async fn hosts(State(shared): State<Arc<Shared>>) -> Response {
                     })
                 })
                 .collect();
-            Json(json!({"self": fleet.host_id, "hosts": list})).into_response()
+            Json(json!({
+                "self": fleet.host_id,
+                "hosts": list,
+                "version": version,
+                "build": build_id(),
+                "fleet": true,
+            }))
+            .into_response()
         }
         Err(e) => failure(AdminFailure::Unavailable(format!("fleet directory: {e}"))),
     }

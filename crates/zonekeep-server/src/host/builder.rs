@@ -286,6 +286,7 @@ impl HostBuilder {
                 clock,
                 netsim: NetSim::default(),
                 shutdown: CancellationToken::new(),
+                drain_requested: CancellationToken::new(),
                 sessions_end: CancellationToken::new(),
                 sessions: TaskTracker::new(),
                 next_conn: AtomicU64::new(1),

@@ -122,6 +122,9 @@ pub(crate) struct Shared {
     pub netsim: NetSim,
     /// Cancelled when shutdown starts: no new joins or zones.
     pub shutdown: CancellationToken,
+    /// Cancelled to start the graceful shutdown from inside the host (`POST /admin/drain`):
+    /// [`Host::serve`] stops accepting on it exactly as when its `shutdown` future resolves.
+    pub drain_requested: CancellationToken,
     /// Cancelled once the zones' final saves are confirmed (or the deadline
     /// passed): every session still open is told SHUTTING_DOWN.
     pub sessions_end: CancellationToken,

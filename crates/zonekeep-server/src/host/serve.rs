@@ -194,14 +194,16 @@ impl Host {
             )
             .route("/healthz", get(|| async { "ok" }))
             .route("/webtransport", get(webtransport_handler))
-            .merge(admin::router(&shared));
+            .merge(admin::router(&shared))
+            .merge(admin::console::router());
         if shared.config.dev {
             r = r.merge(dev::router());
         }
         r.with_state(shared)
     }
 
-    /// Serve until `shutdown` resolves, then shut down gracefully: each zone
+    /// Serve until `shutdown` resolves (or an operator asks for it with `POST /admin/drain`),
+    /// then shut down gracefully: each zone
     /// stops ticking, its final save is confirmed by the store, and only then
     /// are its clients kicked with SHUTTING_DOWN, all within
     /// `shutdown_timeout_ms`. Returns [`HostError::StateLost`] when a final
@@ -288,6 +290,11 @@ impl Host {
         loop {
             let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => break,
+                // `POST /admin/drain`: the same graceful shutdown, asked for over the admin API.
+                () = shared.drain_requested.cancelled() => {
+                    tracing::info!("drain requested over the admin API");
+                    break;
+                }
                 r = listener.accept() => match r {
                     Ok(x) => x,
                     Err(e) => {

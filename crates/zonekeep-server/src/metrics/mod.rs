@@ -89,6 +89,7 @@ pub struct Metrics {
     resumes: Family<Labels, Counter>,
     connections: Gauge,
     connections_refused: Family<Labels, Counter>,
+    admin_refused: Family<Labels, Counter>,
     disconnects: Family<Labels, Counter>,
     pings_rate_limited: Counter,
     datagrams_rate_limited: Counter,
@@ -138,6 +139,7 @@ impl Metrics {
             resumes: Family::default(),
             connections: Gauge::default(),
             connections_refused: Family::default(),
+            admin_refused: Family::default(),
             disconnects: Family::default(),
             pings_rate_limited: Counter::default(),
             datagrams_rate_limited: Counter::default(),
@@ -252,6 +254,18 @@ impl Metrics {
              progress (handshakes)",
             m.connections_refused.clone(),
         );
+        registry.register(
+            "zonekeep_admin_refused",
+            "Admin API requests refused for their credential: `missing` (no bearer token) or \
+             `wrong` (a bearer token that is not the admin token)",
+            m.admin_refused.clone(),
+        );
+        // Both series from the start, at 0: a refusal shows as a change, not as a new series.
+        for reason in ["missing", "wrong"] {
+            let _ = m
+                .admin_refused
+                .get_or_create(&vec![("reason", reason.to_owned())]);
+        }
         registry.register(
             "zonekeep_disconnects",
             "Sessions the client ended, by how: closed (a WebSocket Close) or dropped (no Close)",
@@ -506,6 +520,14 @@ impl Metrics {
     /// CONTENT_OUTDATED or, below protocol version 5, VERSION_MISMATCH).
     pub fn connection_refused(&self, reason: &'static str) {
         self.connections_refused
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+
+    /// An admin API request refused for its credential (`reason`: `missing` when it carried no
+    /// bearer token, `wrong` when its bearer token is not the admin token).
+    pub fn admin_refused(&self, reason: &'static str) {
+        self.admin_refused
             .get_or_create(&vec![("reason", reason.to_owned())])
             .inc();
     }

@@ -85,12 +85,33 @@ enum Outbox {
     Link(Arc<crate::net::ws::io::Link>),
 }
 
+/// The transport a connection came over, as the admin API names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A WebSocket (`GET /zones/{zone_id}`), served by the I/O threads.
+    WebSocket,
+    /// A WebTransport session (HTTP/3 over QUIC).
+    WebTransport,
+}
+
+impl Transport {
+    /// `websocket` or `webtransport`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::WebSocket => "websocket",
+            Transport::WebTransport => "webtransport",
+        }
+    }
+}
+
 /// The sim side's handle on one connection.
 #[derive(Debug, Clone)]
 pub struct ConnHandle {
     /// Host-unique connection id.
     pub id: u64,
     outbox: Outbox,
+    /// Bytes of the frames its zone queued to the connection so far (see [`Self::bytes_out`]).
+    bytes_out: Arc<AtomicU64>,
     /// Present for a WebTransport session: its zone sends it States against acknowledged ticks.
     pub datagrams: Option<Arc<DatagramPath>>,
 }
@@ -113,6 +134,7 @@ impl ConnHandle {
             Self {
                 id,
                 outbox: Outbox::Channel { tx, kick: ktx },
+                bytes_out: Arc::default(),
                 datagrams: None,
             },
             ConnEnds {
@@ -127,18 +149,45 @@ impl ConnHandle {
         Self {
             id,
             outbox: Outbox::Link(link),
+            bytes_out: Arc::default(),
             datagrams: None,
         }
     }
 
+    /// The transport the connection came over: an I/O thread's link is a WebSocket, a session
+    /// task's channel a WebTransport session.
+    pub fn transport(&self) -> Transport {
+        match self.outbox {
+            Outbox::Channel { .. } => Transport::WebTransport,
+            Outbox::Link(_) => Transport::WebSocket,
+        }
+    }
+
+    /// Bytes of the frames queued to the connection through [`offer`](Self::offer) so far: what
+    /// its zone sent it (Welcome, Deltas and States, events, notices), not the Pongs its session
+    /// answers Pings with itself (a WebSocket's never pass through here); a frame refused by a
+    /// full outbox or a closed connection is not counted.
+    pub fn bytes_out(&self) -> u64 {
+        self.bytes_out.load(Ordering::Relaxed)
+    }
+
+    /// Counts `len` bytes queued when `offer` is [`Offer::Queued`]; answers `offer`.
+    fn counted(&self, offer: Offer, len: usize) -> Offer {
+        if offer == Offer::Queued {
+            self.bytes_out.fetch_add(len as u64, Ordering::Relaxed);
+        }
+        offer
+    }
+
     /// Queue a frame without waiting; a full outbox kicks the connection.
     pub fn offer(&self, frame: Bytes) -> Offer {
+        let len = frame.len();
         let tx = match &self.outbox {
             Outbox::Channel { tx, .. } => tx,
-            Outbox::Link(link) => return link.offer(frame),
+            Outbox::Link(link) => return self.counted(link.offer(frame), len),
         };
         match tx.try_send(frame) {
-            Ok(()) => Offer::Queued,
+            Ok(()) => self.counted(Offer::Queued, len),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 self.kick(
                     KickCode::SLOW_CONSUMER,

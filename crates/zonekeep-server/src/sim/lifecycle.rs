@@ -39,42 +39,42 @@ impl Lifecycle {
     pub(crate) fn started(&self, zone: &str, kind: &str, tick: u64) {
         if self.all() {
             let event = if tick == 0 { "created" } else { "restored" };
-            tracing::info!(target: "zonekeep::lifecycle", event, zone, kind, tick, "zone started");
+            tracing::info!(target: "zonekeep::lifecycle", event = %event, zone = %zone, kind = %kind, tick, "zone started");
         }
     }
 
     /// A participant joined (or came back to its place).
     pub(crate) fn joined(&self, zone: &str, player: u32, principal: &str, role: &str) {
         if self.all() {
-            tracing::info!(target: "zonekeep::lifecycle", event = "joined", zone, player, principal, role, "participant joined");
+            tracing::info!(target: "zonekeep::lifecycle", event = %"joined", zone = %zone, player, principal = %principal, role = %role, "participant joined");
         }
     }
 
     /// A participant left.
     pub(crate) fn left(&self, zone: &str, player: u32, reason: &str) {
         if self.all() {
-            tracing::info!(target: "zonekeep::lifecycle", event = "left", zone, player, reason, "participant left");
+            tracing::info!(target: "zonekeep::lifecycle", event = %"left", zone = %zone, player, reason = %reason, "participant left");
         }
     }
 
     /// The zone changed tier.
     pub(crate) fn tier(&self, zone: &str, from: &str, to: &str, tick: u64) {
         if self.all() {
-            tracing::info!(target: "zonekeep::lifecycle", event = "tier", zone, from, to, tick, "zone changed tier");
+            tracing::info!(target: "zonekeep::lifecycle", event = %"tier", zone = %zone, from = %from, to = %to, tick, "zone changed tier");
         }
     }
 
     /// A save was handed to the store.
     pub(crate) fn saved(&self, zone: &str, seq: u64) {
         if self.all() {
-            tracing::debug!(target: "zonekeep::lifecycle", event = "saved", zone, seq, "zone saved");
+            tracing::debug!(target: "zonekeep::lifecycle", event = %"saved", zone = %zone, seq, "zone saved");
         }
     }
 
     /// A player is moving to another zone.
     pub(crate) fn moving(&self, zone: &str, player: u32, to: &str) {
         if self.all() {
-            tracing::info!(target: "zonekeep::lifecycle", event = "moving", zone, player, to, "player moving to another zone");
+            tracing::info!(target: "zonekeep::lifecycle", event = %"moving", zone = %zone, player, to = %to, "player moving to another zone");
         }
     }
 
@@ -82,26 +82,26 @@ impl Lifecycle {
     /// `unloaded` (dormant) or `released` (handed to another host, or before a restart).
     pub(crate) fn ended(&self, zone: &str, event: &'static str, detail: &str) {
         if self.all() {
-            tracing::info!(target: "zonekeep::lifecycle", event, zone, detail, "zone left this host");
+            tracing::info!(target: "zonekeep::lifecycle", event = %event, zone = %zone, detail = %detail, "zone {event}");
         }
     }
 
     /// Another host claimed the zone, or this host's lease on it lapsed.
     pub(crate) fn fenced(&self, zone: &str, lease_lapsed: bool) {
         if lease_lapsed {
-            tracing::error!(target: "zonekeep::lifecycle", event = "lease_lapsed", zone, "zone stopped: this host's lease lapsed; unloading without a final save");
+            tracing::error!(target: "zonekeep::lifecycle", event = %"lease_lapsed", zone = %zone, "zone stopped: this host's lease lapsed; unloading without a final save");
         } else {
-            tracing::warn!(target: "zonekeep::lifecycle", event = "fenced", zone, "zone fenced: another host claimed it; unloading without a final save");
+            tracing::warn!(target: "zonekeep::lifecycle", event = %"fenced", zone = %zone, "zone fenced: another host claimed it; unloading without a final save");
         }
     }
 
     /// The zone's game code failed.
     pub(crate) fn failed(&self, zone: &str, reason: &str) {
-        tracing::error!(target: "zonekeep::lifecycle", event = "failed", zone, reason, "zone failed: stopped without a final save");
+        tracing::error!(target: "zonekeep::lifecycle", event = %"failed", zone = %zone, reason = %reason, "zone failed: stopped without a final save");
     }
 
     /// A lasting world halted because its saves failed.
     pub(crate) fn halted(&self, zone: &str, tick: u64, last_saved_seq: Option<u64>, reason: &str) {
-        tracing::error!(target: "zonekeep::lifecycle", event = "halted", zone, tick, last_saved_seq, reason, "lasting world halted: its saves failed; it resumes from its last committed save once its store answers");
+        tracing::error!(target: "zonekeep::lifecycle", event = %"halted", zone = %zone, tick, last_saved_seq, reason = %reason, "lasting world halted: its saves failed; it resumes from its last committed save once its store answers");
     }
 }

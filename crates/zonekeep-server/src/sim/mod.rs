@@ -304,8 +304,12 @@ pub(crate) enum SimCommand {
     /// its clients' last Delta is as recent as the freeze and the thread's
     /// other zones keep ticking until their own turn. `None` when the thread
     /// does not run it (or it was fenced or went dormant before its tick).
+    /// Also an operator's move of one zone to another host (`drain` false): then the thread
+    /// keeps taking new zones.
     FreezeZone {
         zone_id: String,
+        /// A graceful shutdown's freeze: the thread starts no zone from here on.
+        drain: bool,
         reply: oneshot::Sender<Option<FrozenZone>>,
     },
     /// Graceful shutdown, step 2: the frozen zone's final save is durable (or

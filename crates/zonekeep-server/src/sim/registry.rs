@@ -57,6 +57,20 @@ pub struct PlayerSummary {
     pub connected: bool,
     /// Last input processed (the ack).
     pub ack: Option<u32>,
+    /// `websocket` or `webtransport`: the transport of its connection; `None` (JSON `null`)
+    /// while it is dropped, within the reconnect grace.
+    pub transport: Option<&'static str>,
+    /// Bytes of the frames its zone queued to its connection since it attached (to its last
+    /// one, while dropped): Welcome, Deltas and States, events, notices (not the Pongs its session
+    /// answers Pings with).
+    pub bytes_out: u64,
+    /// Bytes queued to it per second, over the last window of about a second the zone measured
+    /// (measured once a second as the zone steps; a window ends 0 to 1 s before the answer).
+    pub bytes_out_per_s: u64,
+    /// Its connection's round trip in milliseconds, when the host measured one (WebTransport:
+    /// QUIC's path estimate, reported every second; WebSocket: the I/O thread's read-progress
+    /// Ping and its Pong); `None` (JSON `null`) before, and while it is dropped.
+    pub rtt_ms: Option<f64>,
 }
 
 /// Zone detail for the admin API.

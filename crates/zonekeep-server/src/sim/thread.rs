@@ -537,8 +537,14 @@ impl SimThread {
             SimCommand::Freeze { reply } => {
                 let _ = reply.send(self.freeze());
             }
-            SimCommand::FreezeZone { zone_id, reply } => {
-                self.draining = true;
+            SimCommand::FreezeZone {
+                zone_id,
+                drain,
+                reply,
+            } => {
+                if drain {
+                    self.draining = true;
+                }
                 if self.zones.contains_key(&zone_id) {
                     self.freeze_after_tick.push((zone_id, reply));
                 } else {

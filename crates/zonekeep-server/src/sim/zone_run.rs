@@ -1,6 +1,7 @@
 //! One zone on its simulation thread: the host and its subscribers (connections); the
 //! per-advance work of the hot path is in `step`.
 
+mod detail;
 mod step;
 mod transfer;
 mod upgrade;
@@ -21,7 +22,7 @@ use zonekeep_protocol::messages::{
 use super::frames::welcome_frame;
 use super::limit_log::LimitLog;
 use super::notices::Notices;
-use super::registry::{PlayerSummary, ZoneDetail, ZoneEntry};
+use super::registry::ZoneEntry;
 use super::{InboxInput, JoinFailure, Joined, SimContext};
 use crate::metrics::ZoneMetrics;
 use crate::net::conn::{ConnHandle, Offer};
@@ -46,6 +47,38 @@ struct Sub {
     /// For a player that just arrived by a move: when its source recorded the move (ms since
     /// the Unix epoch), until its first frame here is sent and the move's latency counted.
     moved_at_ms: Option<u64>,
+    /// The connection's last measured round trip (a WebSocket Ping and its Pong, QUIC's own
+    /// estimate for WebTransport); `None` until measured, and while dropped.
+    rtt: Option<Duration>,
+    /// The bytes queued to its last connection, kept once it dropped.
+    bytes_dropped: u64,
+    /// When its bytes-per-second was last measured (the zone's clock), and its byte count then.
+    rate_mark: (Duration, u64),
+    /// Bytes queued per second over the last measured window (see [`RATE_WINDOW`]).
+    bytes_per_s: u64,
+}
+
+/// How often a zone measures its participants' bytes per second anew (as it steps).
+const RATE_WINDOW: Duration = Duration::from_secs(1);
+
+impl Sub {
+    /// Bytes queued to its connection (to its last one, while dropped).
+    fn bytes_out(&self) -> u64 {
+        self.conn
+            .as_ref()
+            .map_or(self.bytes_dropped, ConnHandle::bytes_out)
+    }
+
+    /// Measures its bytes per second since the last measurement, at `now`.
+    fn roll_rate(&mut self, now: Duration) {
+        let bytes = self.bytes_out();
+        let (at, before) = self.rate_mark;
+        let secs = now.saturating_sub(at).as_secs_f64();
+        if secs > 0.0 {
+            self.bytes_per_s = (bytes.saturating_sub(before) as f64 / secs).round() as u64;
+        }
+        self.rate_mark = (now, bytes);
+    }
 }
 
 pub(crate) struct ZoneRun {
@@ -79,6 +112,8 @@ pub(crate) struct ZoneRun {
     work_exported: super::work::WorkCounters,
     /// The world's version when the work counters last counted its writes.
     world_version: u64,
+    /// When its participants' bytes per second were last measured (the zone's clock).
+    rates_at: Duration,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -135,6 +170,7 @@ impl ZoneRun {
             work: super::work::WorkCounters::default(),
             work_exported: super::work::WorkCounters::default(),
             world_version: 0,
+            rates_at: Duration::ZERO,
         };
         run.world_version = run.host.world().version();
         run.publish();
@@ -212,6 +248,10 @@ impl ZoneRun {
                 entries_told,
                 version,
                 moved_at_ms: None,
+                rtt: None,
+                bytes_dropped: 0,
+                rate_mark: (ctx.clock.now(), 0),
+                bytes_per_s: 0,
             },
         );
         self.publish();
@@ -333,6 +373,8 @@ impl ZoneRun {
         if sub.conn.as_ref().map(|c| c.id) != Some(conn_id) {
             return; // a stale notice from a replaced connection
         }
+        sub.bytes_dropped = sub.bytes_out();
+        sub.rtt = None;
         sub.conn = None;
         if self.host.handle_drop(player).is_ok() {
             let grace = self.host.config().reconnect_grace;
@@ -345,12 +387,11 @@ impl ZoneRun {
     /// The connection `conn_id` of `player` measured its round trip; a replaced connection's
     /// measurement is ignored.
     pub fn round_trip(&mut self, player: PlayerId, conn_id: u64, rtt: Duration) {
-        let current = self
-            .subs
-            .get(&player)
-            .and_then(|s| s.conn.as_ref())
-            .map(|c| c.id);
-        if current == Some(conn_id) {
+        let Some(sub) = self.subs.get_mut(&player) else {
+            return;
+        };
+        if sub.conn.as_ref().map(|c| c.id) == Some(conn_id) {
+            sub.rtt = Some(rtt);
             self.host.set_rtt(player, rtt);
         }
     }
@@ -650,61 +691,17 @@ impl ZoneRun {
         self.host.failure()
     }
 
-    pub fn detail(&self) -> ZoneDetail {
-        let summary = self
-            .entry
-            .summary
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let participants = self
-            .host
-            .players()
-            .map(|p| PlayerSummary {
-                id: p.id.0,
-                principal: p.principal.as_str().to_owned(),
-                name: p
-                    .claims
-                    .get("name")
-                    .and_then(|n| n.as_str())
-                    .map(str::to_owned),
-                role: match p.role {
-                    Role::Player => "player",
-                    Role::Observer => "observer",
-                },
-                connected: p.connected,
-                ack: self.host.last_processed_seq(p.id),
-            })
-            .collect();
-        let stages = self
-            .host
-            .stage_times()
-            .summaries()
-            .into_iter()
-            .map(|s| super::registry::StageDetail {
-                stage: s.stage.name(),
-                count: s.count,
-                p50_us: micros(s.p50),
-                p95_us: micros(s.p95),
-                max_us: micros(s.max),
-            })
-            .collect();
-        let mut last_patch = super::work::WorkCounters::default();
-        last_patch.built(&self.host.last_build_stats());
-        last_patch.patches = 0;
-        ZoneDetail {
-            summary,
-            participants,
-            persistence: self.persist.as_ref().map(|p| p.detail(&self.host)),
-            stages,
-            work: self.work,
-            last_patch,
+    /// Measures every participant's bytes per second anew, once per [`RATE_WINDOW`] (called as
+    /// the zone steps).
+    pub(super) fn roll_rates(&mut self, now: Duration) {
+        if now.saturating_sub(self.rates_at) < RATE_WINDOW {
+            return;
+        }
+        self.rates_at = now;
+        for sub in self.subs.values_mut() {
+            sub.roll_rate(now);
         }
     }
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Offer a frame; count it when queued.

@@ -26,6 +26,7 @@ mod character_moves;
 mod character_moves_fleet;
 mod characters;
 mod common;
+mod console_api;
 mod content;
 mod diagnostics;
 mod hardening;

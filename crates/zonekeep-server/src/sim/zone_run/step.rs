@@ -83,6 +83,7 @@ impl ZoneRun {
         self.work_exported = self.work;
         self.pump_recording();
         self.tell_entries(ctx);
+        self.roll_rates(now);
         dormant
     }
 

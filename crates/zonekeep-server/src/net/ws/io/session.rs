@@ -150,6 +150,9 @@ pub(super) fn run(home: &Arc<IoThread>, mut poll: mio::Poll, shared: &Weak<Share
         if inbox.shutdown {
             inbox.shutdown = false;
             for (id, c) in conns.iter_mut() {
+                // What the connection's zone queued first goes out first: a drain's ZONE_MOVED
+                // Kick, queued before the shutdown reached this thread, wins over SHUTTING_DOWN.
+                c.pull(now, &mut releases);
                 c.begin_close(Some(SessionError::ShuttingDown.kick()), now);
                 due.push(*id);
             }
