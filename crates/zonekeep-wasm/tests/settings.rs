@@ -200,7 +200,8 @@ fn a_ninth_setting_marks_a_lasting_world_and_anything_but_0_or_1_is_refused() {
     eight.extend_from_slice(&0u32.to_le_bytes());
     let plain = ZoneModule::load(&engine(), &module_asking(&eight)).unwrap();
     assert!(!plain.settings().apply(ZoneConfig::default()).lasting);
-    // A byte that is no flag, or bytes after it, refuse the module naming why.
+    // A byte that is no flag, or bytes after it that are no contract, refuse the module naming
+    // why.
     let mut odd = bytes.clone();
     *odd.last_mut().unwrap() = 2;
     let err = ZoneModule::load(&engine(), &module_asking(&odd)).unwrap_err();
@@ -320,15 +321,15 @@ fn an_eleventh_setting_keeps_characters_and_anything_but_0_or_1_is_refused() {
             "{bytes:?}"
         );
     }
-    // A byte that is no flag, or bytes after it, refuse the module naming why.
+    // A byte that is no flag, or bytes after it that are no contract, refuse the module naming
+    // why.
     let err = ZoneModule::load(&engine(), &module_asking(&eleven(2))).unwrap_err();
     assert!(err.to_string().contains("characters 2: 0 or 1"), "{err}");
     let mut long = eleven(1);
     long.push(0);
     let err = ZoneModule::load(&engine(), &module_asking(&long)).unwrap_err();
     assert!(
-        err.to_string()
-            .contains("1 bytes after the eleven settings"),
+        err.to_string().contains("contract runs past the end"),
         "{err}"
     );
 }
