@@ -1,6 +1,6 @@
 //! The cost of stage timing: one tick plus its patch for a zone of 100 players (each sending one
 //! input per tick, each controlling a walker) and 100 more walkers, every player seeing everything,
-//! with the stage clock off and on (the real monotonic clock, as the server hands it). The
+//! with the stage clock off and on (the cycle-counter clock the server hands it). The
 //! difference is what timing every stage costs a tick; `stages/record` is one recorded duration.
 //!
 //! Run: `cargo bench -p zonekeep-core --bench stages`
@@ -16,8 +16,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use zonekeep_core::rand_core::RngCore;
 use zonekeep_core::{
-    Claims, Clock, Ctx, EntityId, InputRefusal, ManualClock, PlayerId, PlayerInfo, Principal, Role,
-    Stage, StageTimes, SystemClock, Zone, ZoneConfig, ZoneError, ZoneHost, ZoneInit,
+    Claims, Clock, Ctx, CycleClock, EntityId, InputRefusal, ManualClock, PlayerId, PlayerInfo,
+    Principal, Role, Stage, StageTimes, Zone, ZoneConfig, ZoneError, ZoneHost, ZoneInit,
 };
 use zonekeep_protocol::schema::KindDef;
 
@@ -120,7 +120,7 @@ impl Run {
         };
         let mut host = ZoneHost::new::<Walk>(init, config, Arc::new(clock.clone())).unwrap();
         if timed {
-            host.set_stage_clock(Some(Arc::new(SystemClock::new()) as Arc<dyn Clock>));
+            host.set_stage_clock(Some(Arc::new(CycleClock::new()) as Arc<dyn Clock>));
         }
         let players = (0..PLAYERS)
             .map(|i| {

@@ -158,6 +158,8 @@ pub struct ZoneHost {
     stages: crate::stages::StageTimes,
     /// Stage durations since [`ZoneHost::take_stage_durations`] was last called.
     stage_pending: crate::stages::StageDurations,
+    /// Frame builds since stages were first timed (one in sixteen is split into its stages).
+    stage_builds: u64,
 }
 
 impl std::fmt::Debug for ZoneHost {

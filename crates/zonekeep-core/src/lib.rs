@@ -181,7 +181,7 @@ pub mod zone;
 
 pub use call::{Call, CallAnswer, CallError, CallKey, CallResult, KEY_REUSED};
 pub use character::{CharacterError, CharacterWrite, MAX_CHARACTER_BYTES};
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, CycleClock, ManualClock, SystemClock};
 pub use config::ZoneConfig;
 pub use ctx::{Ctx, Event, EventTarget, Kick};
 pub use error::{ConfigError, JoinError, RejoinError, TimerError, UnknownPlayer, ZoneError};

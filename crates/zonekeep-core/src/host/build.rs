@@ -272,6 +272,7 @@ impl ZoneHost {
             stage_clock: None,
             stages: crate::stages::StageTimes::new(),
             stage_pending: crate::stages::StageDurations::default(),
+            stage_builds: 0,
         })
     }
 }

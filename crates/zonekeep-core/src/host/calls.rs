@@ -284,9 +284,7 @@ impl ZoneHost {
         if let Some(r) = self.tap() {
             r.record_input((id, seq, view_tick, payload));
         }
-        let mark = self.stage_now();
         let outcome = self.classify_and_buffer(id, seq, view_tick, payload);
-        self.stage_done(crate::stages::Stage::Sanitize, mark);
         // An accepted input (nearly every one) records no outcome: the replay records its own
         // the same way, so one that is not accepted there still shows as a difference.
         if self.recording() && !matches!(outcome, InputOutcome::Accepted) {

@@ -221,7 +221,7 @@ impl ZoneHost {
         self.tap_call(|| crate::recording::Record::DrainFrames);
         self.frames.clear();
         if std::mem::take(&mut self.patch_due) {
-            let mark = self.stage_now();
+            let mark = self.stage_build_start();
             let built = self.build_frames();
             self.stage_build_done(mark);
             if let Err(e) = built {

@@ -5,6 +5,9 @@ use std::time::Duration;
 use crate::stages::{Stage, StageClock, StageDurations, StageTimes};
 use crate::ZoneHost;
 
+/// Frame builds per timed one (the first of every run of this many is timed).
+pub const BUILDS_PER_SAMPLE: u64 = 16;
+
 impl ZoneHost {
     /// Times every stage of this zone's work on `clock` from now on (`None`, the default: no
     /// stage is timed and nothing is read). Use a clock of its own, never the zone's: stage
@@ -20,8 +23,9 @@ impl ZoneHost {
         &self.stages
     }
 
-    /// Records a stage the host times itself (handing frames to connections, a save or a
-    /// fact commit): kept with the zone's own stages. Ignored without a stage clock.
+    /// Records a stage the host times itself (inputs checked as they arrive, handing frames to
+    /// connections, a save or a fact commit): kept with the zone's own stages. Ignored without
+    /// a stage clock.
     pub fn record_stage(&mut self, stage: Stage, took: Duration) {
         if let Some(clock) = &self.stage_clock {
             let now = clock.now();
@@ -48,6 +52,21 @@ impl ZoneHost {
         self.stages.record(stage, took, now);
         self.stage_pending.add(stage, took);
         Some(now)
+    }
+
+    /// Whether this frame build is timed, and when it started: one build in
+    /// [`BUILDS_PER_SAMPLE`] is, so the clock readings around every subscriber's view are paid
+    /// for a sixteenth of the patches.
+    pub(crate) fn stage_build_start(&mut self) -> Option<Duration> {
+        self.stage_clock.as_ref()?;
+        self.stage_builds = self.stage_builds.wrapping_add(1);
+        let sampled = self.stage_builds % BUILDS_PER_SAMPLE == 1;
+        self.replicator.time_next_build(sampled);
+        if sampled {
+            self.stage_now()
+        } else {
+            None
+        }
     }
 
     /// Records a frame build that started at `since`: its interest and budget work as

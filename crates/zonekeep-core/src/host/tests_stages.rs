@@ -13,7 +13,8 @@ use crate::{
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
-/// Spends 30 ms of stage-clock time in `tick` and 2 ms in `sanitize`, nothing anywhere else.
+/// Spends 30 ms of stage-clock time in `tick` and 2 ms in `sanitize` (which the host, not the
+/// core, times), nothing anywhere else.
 struct Slow {
     stage_clock: ManualClock,
     kind: KindId,
@@ -103,24 +104,26 @@ fn a_slow_tick_shows_in_the_tick_stage_and_no_other() {
     assert_eq!(tick.count, 20);
     assert_eq!(tick.max, Duration::from_millis(30));
     assert!(tick.p50 >= Duration::from_millis(30) && tick.p50 <= Duration::from_millis(38));
-    let sanitize = t.summary(Stage::Sanitize);
-    assert_eq!(
-        (sanitize.count, sanitize.max),
-        (5, Duration::from_millis(2))
-    );
-    for stage in [
-        Stage::Inbox,
-        Stage::Inputs,
-        Stage::Timers,
-        Stage::Interest,
-        Stage::Encode,
-    ] {
+    for stage in [Stage::Inbox, Stage::Inputs, Stage::Timers] {
         let s = t.summary(stage);
-        assert!(s.count > 0, "{stage:?} was timed");
+        assert_eq!(s.count, 20, "{stage:?} was timed every tick");
         assert_eq!(s.max, Duration::ZERO, "{stage:?} took no time");
     }
-    // No subscriber has a budget: that stage never ran. The host's own stages are its to record.
-    for stage in [Stage::Budget, Stage::Handoff, Stage::Save, Stage::Facts] {
+    // One frame build in sixteen is split into interest and encoding: the first and the 17th.
+    for stage in [Stage::Interest, Stage::Encode] {
+        let s = t.summary(stage);
+        assert_eq!(s.count, 2, "{stage:?}");
+        assert_eq!(s.max, Duration::ZERO, "{stage:?} took no time");
+    }
+    // No subscriber has a budget: that stage never ran. The host's own stages (inputs as they
+    // arrive, the hand-off, saves, facts) are its to record.
+    for stage in [
+        Stage::Sanitize,
+        Stage::Budget,
+        Stage::Handoff,
+        Stage::Save,
+        Stage::Facts,
+    ] {
         assert_eq!(t.summary(stage).count, 0, "{stage:?}");
     }
     let summed = h.take_stage_durations();

@@ -19,6 +19,8 @@ use super::Focus;
 pub(super) struct Scratch {
     /// The stage clock, when the host times stages; interest and budget time accumulate below.
     pub(super) clock: Option<StageClock>,
+    /// Whether this build is timed (the host times one build in several).
+    pub(super) timing: bool,
     /// Time spent finding views since the timings were last taken.
     pub(super) interest: std::time::Duration,
     /// Time spent choosing updates under budgets since the timings were last taken.
@@ -85,7 +87,8 @@ where
                 .and_then(|c| world.rank_of(c))
                 .map(|rk| rk as u32),
         };
-        let started = r.scratch.clock.as_ref().map(StageClock::now);
+        let timed = r.scratch.clock.as_ref().filter(|_| r.scratch.timing);
+        let started = timed.map(StageClock::now);
         match can_see.as_mut() {
             Some(f) => r
                 .interest
@@ -289,7 +292,7 @@ fn frame(
     if let Some(budget) = budget {
         if s.out.len() > budget {
             // Over budget: undo, then choose by accumulated priority.
-            let started = s.clock.as_ref().map(StageClock::now);
+            let started = s.clock.as_ref().filter(|_| s.timing).map(StageClock::now);
             clean = false;
             *stats = before;
             super::swap_entries(&mut sub.entries, &mut s.saved);

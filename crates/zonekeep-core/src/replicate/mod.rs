@@ -689,6 +689,11 @@ impl Replicator {
         self.scratch.clock = clock;
     }
 
+    /// Whether the next build times its interest and budget work (when a stage clock is set).
+    pub fn time_next_build(&mut self, timed: bool) {
+        self.scratch.timing = timed;
+    }
+
     /// Time spent finding views and choosing updates under budgets since the last call.
     pub fn take_stage_times(&mut self) -> (std::time::Duration, std::time::Duration) {
         (

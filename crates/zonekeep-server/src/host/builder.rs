@@ -267,8 +267,11 @@ impl HostBuilder {
             transfers: Arc::default(),
             bus: Arc::default(),
             halts: Arc::new(crate::halt::Halts::new(metrics.clone())),
-            // The same monotonic clock: stage readings are not the zone's, so never recorded.
-            stage_clock: config.stage_timing.then(|| clock.clone()),
+            // A clock of their own, read from the cycle counter: a tick reads it many times, and
+            // its readings are not the zone's, so never recorded.
+            stage_clock: config
+                .stage_timing
+                .then(|| Arc::new(zonekeep_core::CycleClock::new()) as Arc<dyn Clock>),
             lifecycle: crate::sim::Lifecycle::new(config.lifecycle_log),
         });
         let pool = SimPool::start(config.sim_thread_count(), config.sim_queue, sim.clone())?;

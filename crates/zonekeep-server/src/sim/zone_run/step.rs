@@ -33,8 +33,13 @@ impl ZoneRun {
                 zb.deliver(bus, &self.entry.zone_id, &mut self.host);
             }
         }
+        // The inputs that arrived since the last step, checked and sanitized: one `sanitize`
+        // stage for the batch (a reading per input would cost more than the check itself).
+        let batch = ctx.stage_clock.as_ref().map(|c| c.now());
+        let mut handled = 0usize;
         for _ in 0..self.inbox_capacity {
             let Ok(i) = self.inbox.try_recv() else { break };
+            handled += 1;
             // Outcomes are counted by the host and come back in the report; a refusal is also
             // told to the client so its predictor drops the input.
             let outcome = self
@@ -47,6 +52,10 @@ impl ZoneRun {
                 }
                 _ => {}
             }
+        }
+        if let (Some(clock), Some(started), true) = (ctx.stage_clock.as_ref(), batch, handled > 0) {
+            let took = clock.now().saturating_sub(started);
+            self.host.record_stage(zonekeep_core::Stage::Sanitize, took);
         }
         if let Some(p) = &mut self.persist {
             p.before_advance(&mut self.host);
