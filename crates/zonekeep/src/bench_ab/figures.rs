@@ -147,9 +147,12 @@ impl RunResult {
                 f.insert(format!("{c}_per_tick"), v / t);
             }
         }
-        if let Some(t) = ticks {
-            for (stage, secs) in &self.stage_s {
-                f.insert(format!("{stage}_us_per_tick"), secs * 1e6 / t);
+        // A stage's mean per timed occurrence: a host may time some stages on a sample of its
+        // patches only (one frame build in 16 is split into interest and encoding), so a sum
+        // per tick would count the sample, not the work.
+        for (stage, secs) in &self.stage_s {
+            if let Some(n) = self.stage_n.get(stage).filter(|n| **n > 0.0) {
+                f.insert(format!("{stage}_us_mean"), secs * 1e6 / n);
             }
         }
         f
@@ -201,7 +204,7 @@ mod tests {
         );
         let f = r.figures();
         assert_eq!(f.get("frames_per_tick"), Some(&2.5));
-        assert!((f.get("advance_us_per_tick").unwrap() - 100.0).abs() < 1e-9);
+        assert!((f.get("advance_us_mean").unwrap() - 100.0).abs() < 1e-9);
         let missing = RunResult::from_scrapes(
             Build::A,
             Report::default(),
