@@ -10,24 +10,9 @@ use zonekeep_bench::{BenchConfig, Report};
 
 use super::Build;
 
-/// Work counter series and their names, in the host's order (`zonekeep_zone_work_total`).
+/// The work counter series (`zonekeep_zone_work_total`); its counters are the host's own list.
 const WORK_SERIES: &str = "zonekeep_zone_work_total";
-pub(super) const WORK_COUNTERS: [&str; 14] = [
-    "ticks",
-    "patches",
-    "frames",
-    "delta_bytes",
-    "records_encoded",
-    "records_reused",
-    "updates_sent",
-    "spawns_sent",
-    "despawns_sent",
-    "updates_held_back",
-    "inputs_accepted",
-    "inputs_refused",
-    "facts_emitted",
-    "world_writes",
-];
+pub(super) use zonekeep_server::metrics::WORK_COUNTERS;
 const STAGE_SUM: &str = "zonekeep_zone_stage_seconds_sum";
 const STAGE_COUNT: &str = "zonekeep_zone_stage_seconds_count";
 /// The label zones past the host's labelled ones share.
