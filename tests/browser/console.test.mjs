@@ -4,13 +4,18 @@
 // from the console of the first: the hosts page lists the three alive; the zones page lists a zone
 // made on each; a zone page shows a player joined with the arena page, and a live chart that grows;
 // kicking that player shows the reason on the player's page; moving a zone to another host leaves
-// its player's page playing on, as the same player, at the new owner. Waits are on page state and
-// on what the hosts answer, bounded, never fixed sleeps.
+// its player's page playing on, as the same player, at the new owner. On another fleet of three
+// with a module kind, the modules page pushes two builds (every host follows), lists the kind's
+// deploy history from the store, and rolls back to the first deploy from its row; a zone's page
+// shows the same history. Waits are on page state and on what the hosts answer, bounded, never
+// fixed sleeps.
 //
-// With ZONEKEEP_SCREENSHOTS=1 it also saves the hosts, zones and zone pages to docs/console/*.png
+// With ZONEKEEP_SCREENSHOTS=1 it also saves the hosts, zones, zone and modules pages to docs/console/*.png
 // (the README shows them); without it, nothing in the repository is written.
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
@@ -260,4 +265,100 @@ test("on a fleet of three: hosts, zones, a zone's player and live chart, a kick 
   assert.deepEqual(kicked.errors, []);
   for (const p of [page, kicked.page, mover.page]) await p.close();
   assert.ok(h3.alive && h2.alive);
+});
+
+/** Builds the tag module (examples/module-tag), as the module docs do; its bytes. */
+function tagModule() {
+  const target = join(repo, "target", "modules");
+  const built = spawnSync(
+    process.env.CARGO ?? "cargo",
+    ["build", "--quiet", "-p", "zonekeep-module-tag", "--target", "wasm32-unknown-unknown", "--profile", "module", "--target-dir", target],
+    { cwd: repo, encoding: "utf8" },
+  );
+  assert.equal(built.status, 0, `building the tag module failed:\n${built.stderr}`);
+  return readFileSync(join(target, "wasm32-unknown-unknown", "module", "zonekeep_module_tag.wasm"));
+}
+
+/** `bytes` with a custom section naming `label` appended: another build (another digest) of the same code. */
+function anotherBuild(bytes, label) {
+  const name = Buffer.from("zonekeep-build");
+  const section = Buffer.concat([Buffer.from([name.length]), name, Buffer.from(label)]);
+  return Buffer.concat([bytes, Buffer.from([0, section.length]), section]);
+}
+
+const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
+
+/** Waits until every host of `fleet` runs the module `sha` for the tag kind. */
+async function everyHostRuns(fleet, sha) {
+  await until(`every host to run ${sha.slice(0, 12)}`, async () => {
+    for (const h of fleet.hosts) {
+      const m = await admin(h.base, "/admin/modules");
+      if (m.kinds.find((k) => k.kind === "tag")?.sha256 !== sha) return null;
+    }
+    return true;
+  });
+}
+
+/** The deploy history table `scope` shows: [version, cause, running] per row. */
+async function historyRows(scope) {
+  return scope.locator("[data-testid=deploy-history] [data-testid=deploy-row]").evaluateAll((rows) =>
+    rows.map((r) => [Number(r.dataset.version), r.dataset.cause, r.dataset.running === "true"]),
+  );
+}
+
+test("on a fleet of three: a module kind pushed twice, its deploy history, and a rollback to its first deploy from the console", { skip: skipFleet, timeout: 240000 }, async () => {
+  const v1 = tagModule();
+  const v2 = anotherBuild(v1, "v2");
+  const fleet = await startFleet(3, postgres, { idPrefix: "modules", args: ["--module", "tag"] });
+  cleanups.push(() => fleet.stop());
+  const [h1, h2] = fleet.hosts;
+
+  const { page, errors } = await openConsole(h1.base, "#/modules");
+  await signIn(page, ADMIN_TOKEN);
+  await page.locator("[data-testid=module-row][data-kind=tag]").waitFor({ timeout: 15000 });
+  await page.locator("[data-testid=deploy-history-empty]").waitFor({ timeout: 15000 });
+
+  // Two pushes through the page's form; every host follows each.
+  const push = async (bytes, name) => {
+    await page.setInputFiles("[data-testid=push] input[type=file]", { name, mimeType: "application/wasm", buffer: bytes });
+    page.once("dialog", (d) => d.accept());
+    await page.click("[data-testid=push] button[type=submit]");
+  };
+  await push(v1, "tag-v1.wasm");
+  await everyHostRuns(fleet, sha256(v1));
+  await push(v2, "tag-v2.wasm");
+  await everyHostRuns(fleet, sha256(v2));
+  await until("the history to list both pushes, the second running", async () => {
+    const rows = await historyRows(page);
+    return JSON.stringify(rows) === JSON.stringify([[2, "push", true], [1, "push", false]]) ? rows : null;
+  });
+
+  // A zone of the kind on the second host runs the second build.
+  const zone = "modules-tag-1";
+  await placeZone(h2, zone, "tag");
+  await shot(page, "modules");
+
+  // Roll back to the first deploy from its row: recorded as the kind's third deploy, by rollback;
+  // every host, and the running zone, go back to the first build.
+  page.once("dialog", (d) => d.accept());
+  await page.locator("[data-testid=deploy-row][data-version='1'] [data-testid=roll-back-to]").click();
+  await until("the rollback in the history", async () => {
+    const rows = await historyRows(page);
+    return JSON.stringify(rows) === JSON.stringify([[3, "rollback", true], [2, "push", false], [1, "push", true]]) ? rows : null;
+  });
+  assert.match(await page.locator("[data-testid=said]").innerText(), /roll tag back to version 1: rolled back to/);
+  await everyHostRuns(fleet, sha256(v1));
+
+  // The zone's page, read from its owner through the proxy, shows its kind's deploys too.
+  await page.goto(`${h1.base}/console#/zones/${zone}`);
+  await page.locator("[data-testid=zone-owner]").waitFor({ timeout: 15000 });
+  assert.equal(await page.locator("[data-testid=zone-owner]").innerText(), h2.id);
+  await until("the zone page's deploy history", async () => {
+    const rows = await historyRows(page);
+    return rows.length === 3 && rows[0][0] === 3 && rows[0][2] ? rows : null;
+  });
+  const facts = await page.locator("[data-testid=facts-settled]").innerText();
+  assert.match(facts, /committed; \d+ refused/);
+  assert.deepEqual(errors, []);
+  await page.close();
 });

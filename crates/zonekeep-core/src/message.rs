@@ -490,13 +490,8 @@ impl Mailbox {
             self.inbox_full = self.inbox_full.saturating_add(1);
             return;
         }
-        if reason.len() > MAX_UNDELIVERABLE_REASON {
-            let mut cut = MAX_UNDELIVERABLE_REASON;
-            while !reason.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            reason.truncate(cut);
-        }
+        let kept = zonekeep_protocol::limits::clip(&reason, MAX_UNDELIVERABLE_REASON).len();
+        reason.truncate(kept);
         self.inbox.push_back(Inbound::Undeliverable {
             id,
             to,

@@ -68,3 +68,29 @@ pub const MIN_PROTOCOL_VERSION: u32 = 2;
 /// Most Redirects a client follows in one connection attempt (PROTOCOL.md §5.3): a host refuses a
 /// further hop itself with `Kick(TOO_MANY_REDIRECTS)`, and a client refuses a further Redirect.
 pub const MAX_REDIRECTS: u32 = 3;
+
+/// `text` cut to at most `max` bytes on a character boundary: how every reason and name past its
+/// limit is shortened rather than refused where the text is only reported.
+pub fn clip(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clip_cuts_on_a_character_boundary() {
+        assert_eq!(clip("short", 64), "short");
+        assert_eq!(clip("abcdef", 3), "abc");
+        // "é" is two bytes: a cut inside it keeps the text before it.
+        assert_eq!(clip("aé", 2), "a");
+        assert_eq!(clip("aé", 3), "aé");
+        assert_eq!(clip("€", 2), "");
+        assert_eq!(clip("", 0), "");
+    }
+}

@@ -22,6 +22,8 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use zonekeep_store::DeployCause;
+
 use crate::upgrade::{UpgradeReport, Upgrader};
 
 /// How often a host looks for deploys made through another host.
@@ -286,6 +288,12 @@ pub enum DeployError {
     /// A rollback with no earlier module on this host to go back to.
     #[error("zone kind {0:?} has no earlier module on this host to go back to")]
     NothingToRollBack(String),
+    /// A rollback to a version the kind's stored history does not hold.
+    #[error("zone kind {0:?} has no deploy version {1} in its history")]
+    UnknownVersion(String, u64),
+    /// A rollback to a version whose module the kind runs already.
+    #[error("zone kind {0:?} already runs the module of version {1}")]
+    AlreadyRunning(String, u64),
 }
 
 /// Deploys `code` to `kind` on this host (see the [module docs](self)). Run it on a task of
@@ -306,6 +314,30 @@ pub async fn deploy(
             "the module is empty: send the .wasm file as the request body".into(),
         ));
     }
+    install_and_upgrade(
+        code,
+        store,
+        upgrader,
+        kind,
+        bytes,
+        on_refusal,
+        DeployCause::Push,
+    )
+    .await
+}
+
+/// Checks, stores and installs `bytes` as `kind`'s module, upgrades the kind's running zones
+/// into it and records it in the store under `cause`; a zone's refusal with
+/// [`OnRefusal::RollBack`] takes every zone back instead, and nothing is recorded.
+async fn install_and_upgrade(
+    code: &Arc<dyn CodeKinds>,
+    store: Option<&zonekeep_store::Store>,
+    upgrader: &Upgrader,
+    kind: &str,
+    bytes: &[u8],
+    on_refusal: OnRefusal,
+    cause: DeployCause,
+) -> Result<DeployOutcome, DeployError> {
     let bytes: Arc<[u8]> = Arc::from(bytes);
     let checked = upgrader.shared.compiler.check(code, kind, &bytes).await?;
     // Kept in the store only once it loads: a refused module leaves nothing behind.
@@ -332,9 +364,9 @@ pub async fn deploy(
             rollback: Some(rollback),
         });
     }
-    let version = record(store, kind, &sha256).await?;
+    let version = record(store, kind, &sha256, cause).await?;
     upgrader.kind_deployed(kind);
-    tracing::info!(%kind, %sha256, ?version, zones = upgrade.zones.len(), frozen_inputs = upgrade.frozen_inputs(), "module deployed");
+    tracing::info!(%kind, %sha256, ?version, cause = cause.as_str(), zones = upgrade.zones.len(), frozen_inputs = upgrade.frozen_inputs(), "module deployed");
     Ok(DeployOutcome {
         kind: kind.to_owned(),
         sha256,
@@ -351,16 +383,84 @@ async fn record(
     store: Option<&zonekeep_store::Store>,
     kind: &str,
     sha256: &str,
+    cause: DeployCause,
 ) -> Result<Option<u64>, DeployError> {
     let Some(store) = store else {
         return Ok(None);
     };
     let deployed = store
         .modules
-        .deploy_module(kind, sha256)
+        .deploy_module(kind, sha256, cause)
         .await
         .map_err(|e| DeployError::Store(e.to_string()))?;
     Ok(Some(deployed.version))
+}
+
+/// Takes `kind` back to the module of its stored deploy `version`, any entry of the kind's
+/// history (an operator's choice in the console): the module is loaded from the store, checked
+/// and installed as a push would be, every running zone is upgraded into it through the same
+/// freeze barrier, and the store records it as the kind's new version, caused by a rollback, so
+/// every other host follows. If a running zone refuses its save in that module, every zone stays
+/// on the module it runs now and the rollback is refused, naming the zone and why.
+pub async fn roll_back_to(
+    code: &Arc<dyn CodeKinds>,
+    store: &zonekeep_store::Store,
+    upgrader: &Upgrader,
+    kind: &str,
+    version: u64,
+) -> Result<DeployOutcome, DeployError> {
+    if !code.kinds().iter().any(|k| k == kind) {
+        return Err(DeployError::UnknownKind(kind.to_owned()));
+    }
+    let history = store
+        .modules
+        .module_history(kind, zonekeep_store::MAX_DEPLOY_HISTORY)
+        .await
+        .map_err(|e| DeployError::Store(e.to_string()))?;
+    let target = history
+        .into_iter()
+        .find(|d| d.version == version)
+        .ok_or_else(|| DeployError::UnknownVersion(kind.to_owned(), version))?;
+    if code.current(kind).as_deref() == Some(target.sha256.as_str()) {
+        return Err(DeployError::AlreadyRunning(kind.to_owned(), version));
+    }
+    let bytes = store
+        .modules
+        .get_module(&target.sha256)
+        .await
+        .map_err(|e| DeployError::Store(e.to_string()))?
+        .ok_or_else(|| {
+            DeployError::Store(format!(
+                "version {version}'s module {} is not stored",
+                target.sha256
+            ))
+        })?;
+    let outcome = install_and_upgrade(
+        code,
+        Some(store),
+        upgrader,
+        kind,
+        &bytes,
+        OnRefusal::RollBack,
+        DeployCause::Rollback,
+    )
+    .await?;
+    if outcome.rolled_back {
+        let why: Vec<String> = outcome
+            .upgrade
+            .refused()
+            .map(|z| format!("{}: {}", z.zone, z.refused.as_deref().unwrap_or("refused")))
+            .collect();
+        return Err(DeployError::Refused(format!(
+            "a zone refused its save in version {version}'s module ({}); every zone stays on the module it runs",
+            why.join("; ")
+        )));
+    }
+    tracing::warn!(%kind, to_version = version, new_version = ?outcome.version, "module kind rolled back to an earlier deploy by an operator");
+    Ok(DeployOutcome {
+        rolled_back: true,
+        ..outcome
+    })
 }
 
 /// Takes `kind` back to the module it ran before its last deploy on this host (an operator's
@@ -392,7 +492,7 @@ pub async fn roll_back(
     }
     let sha256 = code.current(kind).unwrap_or_default();
     let upgrade = upgrader.upgrade_kind(kind).await;
-    let version = record(store, kind, &sha256).await?;
+    let version = record(store, kind, &sha256, DeployCause::Rollback).await?;
     upgrader.kind_deployed(kind);
     tracing::warn!(%kind, %sha256, ?version, zones = upgrade.zones.len(), "module deploy rolled back by an operator");
     Ok(DeployOutcome {

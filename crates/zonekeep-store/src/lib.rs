@@ -126,13 +126,14 @@ pub use postgres::{PostgresOptions, PostgresStore};
 pub use slow::SlowStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
-pub use traits::{FactLedger, ModuleStore, SaveStore, MAX_MODULE_BYTES};
+pub use traits::{FactLedger, ModuleStore, SaveStore, MAX_DEPLOY_HISTORY, MAX_MODULE_BYTES};
 pub use transfers::{
     NewTransfer, Reclaim, StoredTransfer, TransferLedger, TransferStatus, MAX_TRANSFER_CLAIMS,
     MAX_TRANSFER_ID, MAX_TRANSFER_REASON, MAX_TRANSFER_STATE,
 };
 pub use types::{
-    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+    Claim, DeployCause, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact,
+    WriteOutcome,
 };
 /// The fleet protocol's timing, re-exported because [`Directory`] methods take it.
 pub use zonekeep_fleet::Timing;

@@ -5,7 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::error::{Result, StoreError};
-use crate::traits::MAX_MODULE_BYTES;
+use crate::traits::{MAX_DEPLOY_HISTORY, MAX_MODULE_BYTES};
 
 /// Longest module kind name accepted, in bytes.
 pub(crate) const MAX_KIND_LEN: usize = 64;
@@ -50,6 +50,12 @@ pub(crate) fn check_deploy(kind: &str, sha256: &str) -> Result<()> {
         return Err(not_stored(sha256));
     }
     Ok(())
+}
+
+/// How many deploys a history query asks for: `limit`, within 1..=[`MAX_DEPLOY_HISTORY`].
+pub(crate) fn history_limit(limit: usize) -> i64 {
+    // Both bounds are small constants: the cast cannot wrap.
+    limit.clamp(1, MAX_DEPLOY_HISTORY) as i64
 }
 
 /// The refusal of a deploy whose module is not stored.

@@ -20,7 +20,8 @@ use crate::error::Result;
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
 use crate::transfers::{NewTransfer, Reclaim, StoredTransfer, TransferLedger};
 use crate::types::{
-    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+    Claim, DeployCause, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact,
+    WriteOutcome,
 };
 use crate::Store;
 
@@ -219,13 +220,22 @@ impl ModuleStore for SlowStore {
         self.modules.get_module(sha256).await
     }
 
-    async fn deploy_module(&self, kind: &str, sha256: &str) -> Result<ModuleDeploy> {
+    async fn deploy_module(
+        &self,
+        kind: &str,
+        sha256: &str,
+        cause: DeployCause,
+    ) -> Result<ModuleDeploy> {
         tokio::time::sleep(self.delay).await;
-        self.modules.deploy_module(kind, sha256).await
+        self.modules.deploy_module(kind, sha256, cause).await
     }
 
     async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
         self.modules.module_kinds().await
+    }
+
+    async fn module_history(&self, kind: &str, limit: usize) -> Result<Vec<ModuleDeploy>> {
+        self.modules.module_history(kind, limit).await
     }
 }
 

@@ -10,11 +10,16 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::types::{
-    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+    Claim, DeployCause, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact,
+    WriteOutcome,
 };
 
 /// Largest zone module [`ModuleStore::put_module`] accepts, in bytes (32 MiB).
 pub const MAX_MODULE_BYTES: usize = 32 << 20;
+
+/// The deploys of one module kind its history keeps; older ones are forgotten as new ones come
+/// (the modules themselves stay stored).
+pub const MAX_DEPLOY_HISTORY: usize = 64;
 
 /// Zone saves fenced by owner epochs.
 ///
@@ -117,9 +122,20 @@ pub trait ModuleStore: Send + Sync {
     /// empty or longer than 64 bytes
     /// ([`StoreError::InvalidArgument`](crate::StoreError::InvalidArgument)); a refused deploy
     /// changes nothing. Deploying the digest the kind already runs still raises the version (a
-    /// redeploy).
-    async fn deploy_module(&self, kind: &str, sha256: &str) -> Result<ModuleDeploy>;
+    /// redeploy). The deploy joins the kind's history under `cause` in the same transaction;
+    /// the history keeps the newest [`MAX_DEPLOY_HISTORY`] deploys of each kind.
+    async fn deploy_module(
+        &self,
+        kind: &str,
+        sha256: &str,
+        cause: DeployCause,
+    ) -> Result<ModuleDeploy>;
 
     /// Every kind's current module, sorted by kind (by bytes, on every backend).
     async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>>;
+
+    /// `kind`'s deploys, newest first: at most `limit` of them (and at most
+    /// [`MAX_DEPLOY_HISTORY`]). An unknown kind has none; a kind name out of bounds is
+    /// [`StoreError::InvalidArgument`](crate::StoreError::InvalidArgument).
+    async fn module_history(&self, kind: &str, limit: usize) -> Result<Vec<ModuleDeploy>>;
 }

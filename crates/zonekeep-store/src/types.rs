@@ -115,8 +115,40 @@ pub struct StoredFact {
     pub recorded_at_ms: u64,
 }
 
-/// The module a module kind runs, from [`ModuleStore::deploy_module`](crate::ModuleStore::deploy_module)
-/// and [`ModuleStore::module_kinds`](crate::ModuleStore::module_kinds).
+/// Why a kind's module changed: the cause an operator sees in the kind's deploy history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeployCause {
+    /// A module pushed as the kind's new code.
+    Push,
+    /// An operator took the kind back to a module it ran before.
+    Rollback,
+}
+
+impl DeployCause {
+    /// The cause as stored (`push` or `rollback`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Push => "push",
+            Self::Rollback => "rollback",
+        }
+    }
+
+    /// The cause stored as `s`; anything else is corruption.
+    pub(crate) fn from_db(s: &str) -> crate::error::Result<Self> {
+        match s {
+            "push" => Ok(Self::Push),
+            "rollback" => Ok(Self::Rollback),
+            other => Err(crate::error::StoreError::Corrupt(format!(
+                "unknown deploy cause {other:?}"
+            ))),
+        }
+    }
+}
+
+/// One deploy of a module kind: what [`ModuleStore::deploy_module`](crate::ModuleStore::deploy_module)
+/// recorded, each kind's current one from [`ModuleStore::module_kinds`](crate::ModuleStore::module_kinds),
+/// and the kind's past ones from [`ModuleStore::module_history`](crate::ModuleStore::module_history).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModuleDeploy {
     /// The module kind (the zone kind whose game code the module is).
@@ -131,4 +163,6 @@ pub struct ModuleDeploy {
     /// When this version was deployed, in milliseconds since the Unix epoch, by the database's
     /// clock (the one clock every host of a fleet shares).
     pub deployed_at_ms: u64,
+    /// Why it was deployed (deploys recorded before causes were kept count as pushes).
+    pub cause: DeployCause,
 }

@@ -75,7 +75,7 @@ async fn slow_store_delays_every_write_and_still_stores_it() {
     assert_eq!(
         store
             .modules
-            .deploy_module("tag", &sha)
+            .deploy_module("tag", &sha, zonekeep_store::DeployCause::Push)
             .await
             .unwrap()
             .version,

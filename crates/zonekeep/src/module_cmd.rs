@@ -4,9 +4,14 @@
 //! when a zone refused its save and the deploy was rolled back (or only partly applied), 2 when
 //! the module or the request was refused.
 //!
-//! `zonekeep module rollback --kind KIND --url URL`: take the kind back to the module it ran
-//! before its last deploy on that host (`POST /admin/modules/{kind}/rollback`), everywhere. Exit 0
-//! when done, 1 when a zone refused, 2 when there was nothing to go back to.
+//! `zonekeep module rollback --kind KIND --url URL [--to-version N]`: take the kind back to the
+//! module it ran before its last deploy on that host, or to the module of its stored deploy `N`
+//! (`POST /admin/modules/{kind}/rollback`), everywhere. Exit 0 when done, 1 when a zone refused,
+//! 2 when there was nothing to go back to (or no such version).
+//!
+//! `zonekeep module history --kind KIND --url URL`: the kind's newest deploys from the store
+//! (`GET /admin/modules/{kind}/history`), newest first, with why each was made. Exit 0, or 2
+//! when the host refused.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,8 +39,11 @@ pub(crate) struct ModuleArgs {
 enum ModuleCommand {
     /// Deploy a module (a .wasm file) as the game code of a zone kind.
     Push(PushArgs),
-    /// Take a zone kind back to the module it ran before its last deploy.
+    /// Take a zone kind back to the module it ran before its last deploy (or to an earlier
+    /// deploy of its history).
     Rollback(RollbackArgs),
+    /// List a zone kind's recent deploys, newest first.
+    History(HistoryArgs),
 }
 
 /// Where the admin API is and how to reach it.
@@ -57,6 +65,22 @@ struct RollbackArgs {
     /// The zone kind.
     #[arg(long)]
     kind: String,
+    /// Go back to the module of this deploy of the kind's history (`zonekeep module history`)
+    /// instead of the one before the last deploy.
+    #[arg(long)]
+    to_version: Option<u64>,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+#[derive(Debug, Args)]
+struct HistoryArgs {
+    /// The zone kind.
+    #[arg(long)]
+    kind: String,
+    /// Most deploys to list (the store keeps the newest 64).
+    #[arg(long, default_value_t = 20)]
+    limit: usize,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -81,6 +105,7 @@ pub(crate) fn run(args: ModuleArgs) -> Result<ExitCode> {
     match args.command {
         ModuleCommand::Push(p) => push(p),
         ModuleCommand::Rollback(r) => rollback(r),
+        ModuleCommand::History(h) => history(h),
     }
 }
 
@@ -94,13 +119,20 @@ struct Answer {
 
 /// POSTs `body` to `path` of the host's admin API; prints a JSON answer on stdout.
 fn post(host: &HostArgs, path: &str, body: Vec<u8>) -> Result<Answer> {
+    request(host, hyper::Method::POST, path, body)
+}
+
+/// Sends `method` `path` (with `body`) to the host's admin API; prints a JSON answer on stdout.
+fn request(host: &HostArgs, method: hyper::Method, path: &str, body: Vec<u8>) -> Result<Answer> {
     let url = format!("{}{path}", host.url.trim_end_matches('/'));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let (status, answer) = runtime.block_on(async {
         let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-        let req = hyper::Request::post(&url)
+        let req = hyper::Request::builder()
+            .method(method.clone())
+            .uri(&url)
             .header("authorization", format!("Bearer {}", host.admin_token))
             .header("content-type", "application/wasm")
             .body(Full::new(Bytes::from(body)))
@@ -109,7 +141,7 @@ fn post(host: &HostArgs, path: &str, body: Vec<u8>) -> Result<Answer> {
             tokio::time::timeout(Duration::from_secs(host.timeout_secs), client.request(req))
                 .await
                 .context("the host did not answer in time")?
-                .with_context(|| format!("POST {url}"))?;
+                .with_context(|| format!("{method} {url}"))?;
         let status = resp.status();
         let body = Limited::new(resp.into_body(), MAX_ANSWER)
             .collect()
@@ -185,9 +217,13 @@ fn refused_request(answer: &Answer) -> ExitCode {
 }
 
 fn rollback(args: RollbackArgs) -> Result<ExitCode> {
+    let query = args
+        .to_version
+        .map(|v| format!("?version={v}"))
+        .unwrap_or_default();
     let reply = post(
         &args.host,
-        &format!("/admin/modules/{}/rollback", args.kind),
+        &format!("/admin/modules/{}/rollback{query}", args.kind),
         Vec::new(),
     )?;
     if !reply.status.is_success() {
@@ -207,6 +243,21 @@ fn rollback(args: RollbackArgs) -> Result<ExitCode> {
         answer["sha256"].as_str().unwrap_or("?"),
         answer["version"]
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn history(args: HistoryArgs) -> Result<ExitCode> {
+    let reply = request(
+        &args.host,
+        hyper::Method::GET,
+        &format!("/admin/modules/{}/history?limit={}", args.kind, args.limit),
+        Vec::new(),
+    )?;
+    if !reply.status.is_success() {
+        return Ok(refused_request(&reply));
+    }
+    let deploys = reply.json["history"].as_array().map_or(0, Vec::len);
+    eprintln!("{} deploy(s) of {}, newest first", deploys, args.kind);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -191,9 +191,11 @@ async fn a_hot_deploy_under_load_disconnects_nobody_and_a_refused_one_rolls_back
 
     // The operator aborts the v2 deploy: every zone goes back to the first build, players still
     // connected, and the store records it; there is nothing before that to go back to.
-    let rollback = |expect: i32| {
+    let module_cmd = |args: &[&str], expect: i32| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_zonekeep"))
-            .args(["module", "rollback", "--kind", "tag", "--url"])
+            .arg("module")
+            .args(args)
+            .args(["--kind", "tag", "--url"])
             .arg(format!("http://{}", server.addr))
             .env("ZONEKEEP_ADMIN_TOKEN", ADMIN_TOKEN)
             .output()
@@ -207,6 +209,7 @@ async fn a_hot_deploy_under_load_disconnects_nobody_and_a_refused_one_rolls_back
         );
         serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
     };
+    let rollback = |expect: i32| module_cmd(&["rollback"], expect);
     let out = rollback(0);
     assert_eq!(out["sha256"], json!(sha256_hex(&tag)), "{out}");
     assert_eq!(out["version"], 2, "{out}");
@@ -221,7 +224,57 @@ async fn a_hot_deploy_under_load_disconnects_nobody_and_a_refused_one_rolls_back
         "{modules}"
     );
     assert_eq!(modules["deploys"][0]["version"], 2, "{modules}");
+    assert_eq!(modules["deploys"][0]["cause"], "rollback", "{modules}");
     rollback(2);
+
+    // The kind's history: the operator's rollback, then the push of v2.
+    let history = module_cmd(&["history"], 0);
+    let entries = history["history"].as_array().unwrap();
+    let listed: Vec<(u64, &str, &str)> = entries
+        .iter()
+        .map(|d| {
+            (
+                d["version"].as_u64().unwrap(),
+                d["cause"].as_str().unwrap(),
+                d["sha256"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let (v1_sha, v2_sha) = (sha256_hex(&tag), sha256_hex(&v2));
+    assert_eq!(
+        listed,
+        vec![
+            (2, "rollback", v1_sha.as_str()),
+            (1, "push", v2_sha.as_str())
+        ],
+        "{history}"
+    );
+    assert_eq!(history["running"], json!(v1_sha), "{history}");
+
+    // Any entry of it can be gone back to: v2 again, loaded from the store, every zone upgraded
+    // with its players, recorded as the kind's third deploy.
+    let out = module_cmd(&["rollback", "--to-version", "1"], 0);
+    assert_eq!(out["rolled_back"], true, "{out}");
+    assert_eq!(out["sha256"], json!(v2_sha), "{out}");
+    assert_eq!(out["version"], 3, "{out}");
+    for z in out["upgrade"]["zones"].as_array().unwrap() {
+        assert_eq!(z["upgraded"], true, "{z}");
+        assert_eq!(z["kept"], 3, "{z}");
+    }
+    let history = server.admin("/admin/modules/tag/history?limit=1").await;
+    assert_eq!(history["history"].as_array().map(Vec::len), Some(1));
+    assert_eq!(history["history"][0]["version"], 3, "{history}");
+    assert_eq!(history["history"][0]["cause"], "rollback", "{history}");
+    assert_eq!(history["running"], json!(v2_sha), "{history}");
+    // The module it runs already, and a version the history does not hold, are refused.
+    module_cmd(&["rollback", "--to-version", "3"], 2);
+    module_cmd(&["rollback", "--to-version", "99"], 2);
+    let (status, out) = push(&server, "tag/rollback", "?version=99", b"").await;
+    assert_eq!(status, 404, "{out}");
+    assert_eq!(out["error"]["code"], "unknown_version", "{out}");
+    let (status, out) = push(&server, "tag/rollback", "?version=3", b"").await;
+    assert_eq!(status, 409, "{out}");
+    assert_eq!(out["error"]["code"], "already_running", "{out}");
 
     let last: Vec<u64> = seen
         .iter()

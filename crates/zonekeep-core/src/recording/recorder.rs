@@ -168,11 +168,8 @@ impl Recorder {
         }
         let reason = match reason {
             StopReason::WriterFailed(mut s) if s.len() > MAX_REASON => {
-                let mut cut = MAX_REASON;
-                while !s.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                s.truncate(cut);
+                let kept = zonekeep_protocol::limits::clip(&s, MAX_REASON).len();
+                s.truncate(kept);
                 StopReason::WriterFailed(s)
             }
             r => r,

@@ -1,26 +1,64 @@
 // The modules page: this host's module kinds and what each runs, the store's record of each kind's
-// current deploy (every host follows it), a push (upload a .wasm) and a rollback per kind, what
-// the pushes and rollbacks made from this page did, and the zones whose code failed.
-import { call, describe, send } from "./api.js";
+// current deploy (every host follows it), a push (upload a .wasm) and a rollback per kind, each
+// kind's deploy history from the store with a rollback to any entry of it, what the pushes and
+// rollbacks made from this page did (refusals too, which the store does not keep), and the zones
+// whose code failed.
+import { call, describe, onHost, send } from "./api.js";
 import { loadZones } from "./fleet.js";
 import { bytes, short, when } from "./format.js";
 import { html, useState } from "./html.js";
 import { Head, SaidLine, useAction } from "./parts.js";
 import { usePoll } from "./poll.js";
 import { Troubles } from "./zones.js";
-/** Kept while the page is open (the store keeps only each kind's current deploy). */
+/** Kept while the page is open (the store keeps the deploys that held, not the refusals). */
 const history = [];
-function outcome(o) {
+/** Deploys of each kind shown on this page. */
+const HISTORY_SHOWN = 20;
+/** Asks the operator to confirm a rollback of `kind` to its deploy `version`. */
+export function confirmRollBack(kind, version) {
+    return confirm(`Roll ${kind} back to the module of its deploy ${version}? Its running zones are saved and restored into it, on every host.`);
+}
+/**
+ * Takes `kind` back to the module of its stored deploy `version`, through `host` (this one when
+ * null): every host follows the store's record.
+ */
+export function rollBackTo(host, kind, version) {
+    return call(onHost(host, `admin/modules/${encodeURIComponent(kind)}/rollback?version=${version}`), {
+        method: "POST",
+    });
+}
+/** A kind's deploys, newest first, each with a rollback to it (not to the module running now). */
+export function DeployHistory({ h, busy, onRollBack }) {
+    if (h.history.length === 0)
+        return html `<p class="none" data-testid="deploy-history-empty">no deploys stored for ${h.kind}</p>`;
+    return html `<table data-testid="deploy-history" data-kind=${h.kind}>
+    <thead><tr><th>version</th><th>cause</th><th>module</th><th>size</th><th>deployed</th><th></th></tr></thead>
+    <tbody>${h.history.map((d) => {
+        const running = d.sha256 === h.running;
+        return html `<tr key=${d.version} data-testid="deploy-row" data-version=${d.version} data-cause=${d.cause} data-running=${running}>
+        <td>${d.version}</td>
+        <td>${d.cause}</td>
+        <td class="mono" title=${d.sha256}>${short(d.sha256)}${running ? html ` <span class="tag">running</span>` : null}</td>
+        <td>${bytes(d.size)}</td>
+        <td>${when(d.deployed_at_ms)}</td>
+        <td>${running ? null : html `<button data-testid="roll-back-to" disabled=${busy} onClick=${() => onRollBack(d.version)}>roll back to this</button>`}</td>
+      </tr>`;
+    })}</tbody>
+  </table>`;
+}
+/** What a push or rollback did, in a line. */
+export function outcome(o) {
     const v = o.version === undefined ? "" : ` version ${o.version}`;
     return `${o.rolled_back ? "rolled back to" : "now runs"} ${short(o.sha256)}${v}`;
 }
 async function load() {
     const modules = await call("/admin/modules");
+    const histories = await Promise.all(modules.kinds.map((k) => call(`/admin/modules/${encodeURIComponent(k.kind)}/history?limit=${HISTORY_SHOWN}`)));
     try {
-        return { modules, zones: await loadZones(), zonesError: null };
+        return { modules, histories, zones: await loadZones(), zonesError: null };
     }
     catch (e) {
-        return { modules, zones: null, zonesError: describe(e) };
+        return { modules, histories, zones: null, zonesError: describe(e) };
     }
 }
 function Push({ kinds, busy, onPush }) {
@@ -51,7 +89,7 @@ export function Modules() {
     const remember = (kind, action) => async (f) => {
         try {
             const o = await f();
-            history.unshift({ at: Date.now(), kind, action, ok: !o.rolled_back || action === "rollback", text: outcome(o) });
+            history.unshift({ at: Date.now(), kind, action, ok: !o.rolled_back || action.startsWith("rollback"), text: outcome(o) });
             return outcome(o);
         }
         catch (e) {
@@ -63,6 +101,11 @@ export function Modules() {
         if (!confirm(`Roll ${kind} back to the module it ran before its last deploy? Every host follows.`))
             return;
         void act(`rollback ${kind}`, () => remember(kind, "rollback")(() => call(`/admin/modules/${encodeURIComponent(kind)}/rollback`, { method: "POST" })));
+    };
+    const rollBack = (kind) => (version) => {
+        if (!confirmRollBack(kind, version))
+            return;
+        void act(`roll ${kind} back to version ${version}`, () => remember(kind, `rollback to ${version}`)(() => rollBackTo(null, kind, version)));
     };
     const push = (kind, file, onRefusal) => {
         if (!confirm(`Push ${file.name} (${bytes(file.size)}) as ${kind}? Its running zones are saved and restored into it.`))
@@ -92,7 +135,7 @@ export function Modules() {
             return html `<tr key=${k.kind} data-testid="module-row" data-kind=${k.kind}>
               <td>${k.kind}</td>
               <td class="mono" title=${k.sha256 ?? ""}>${short(k.sha256)}</td>
-              <td>${d?.version ?? "—"}${d !== undefined && d.sha256 !== k.sha256 ? html ` <span class="tag bad">store has ${short(d.sha256)}</span>` : null}</td>
+              <td>${d === undefined ? "—" : `${d.version} (${d.cause})`}${d !== undefined && d.sha256 !== k.sha256 ? html ` <span class="tag bad">store has ${short(d.sha256)}</span>` : null}</td>
               <td>${bytes(d?.size)}</td>
               <td>${when(d?.deployed_at_ms)}</td>
               <td><button data-testid="rollback" disabled=${busy} onClick=${() => rollback(k.kind)}>rollback</button></td>
@@ -100,13 +143,15 @@ export function Modules() {
         })}</tbody>
         </table>
         <h2>Push a module</h2>
-        <${Push} kinds=${kinds} busy=${busy} onPush=${push} />`}
+        <${Push} kinds=${kinds} busy=${busy} onPush=${push} />
+        ${(p.data?.histories ?? []).map((h) => html `<h2 key=${h.kind}>Deploys of ${h.kind}</h2>
+            <${DeployHistory} h=${h} busy=${busy} onRollBack=${rollBack(h.kind)} />`)}`}
     ${storeOnly.length === 0
         ? null
         : html `<h2>Kinds other hosts run</h2>
         <table><thead><tr><th>kind</th><th>sha256</th><th>version</th><th>size</th><th>deployed</th></tr></thead>
           <tbody>${storeOnly.map((d) => html `<tr key=${d.kind}><td>${d.kind}</td><td class="mono" title=${d.sha256}>${short(d.sha256)}</td><td>${d.version}</td><td>${bytes(d.size)}</td><td>${when(d.deployed_at_ms)}</td></tr>`)}</tbody></table>`}
-    <h2>Pushes and rollbacks from this page</h2>
+    <h2>Pushes and rollbacks from this page (refusals too)</h2>
     ${history.length === 0
         ? html `<p class="none">none yet</p>`
         : html `<table data-testid="push-history"><thead><tr><th>when</th><th>kind</th><th>action</th><th>result</th></tr></thead>

@@ -1,13 +1,15 @@
 // A zone's page (#/zones/{id}), read from its owner through the fleet proxy every second: its
 // players and observers (with kick), where its time goes (a live chart of each stage's p50 over the
 // last 5 minutes, kept in page memory, and a table of p50/p95/max), its work counters, its saves
-// and facts, its recording (start, stop, download), and stop. When the zone moves, the host that
-// had it points at the new owner and the page follows.
+// and facts, its recording (start, stop, download), its module's deploy history with rollback (for
+// a kind whose code is a module), and stop. When the zone moves, the host that had it points at
+// the new owner and the page follows.
 import { ApiError, call, onHost, post, self, send } from "./api.js";
 import { Chart } from "./chart.js";
 import { bytes, count, ms, us, when, yes } from "./format.js";
 import { html, useRef, useState } from "./html.js";
 import { Head, SaidLine, useAction } from "./parts.js";
+import { confirmRollBack, DeployHistory, outcome, rollBackTo } from "./modules.js";
 import { usePoll } from "./poll.js";
 /** How often the page asks. */
 const EVERY_MS = 1000;
@@ -42,6 +44,19 @@ function record(h, at, stages) {
             values.splice(0, drop);
     }
 }
+/** Deploys of the zone's kind shown on its page. */
+const CODE_HISTORY = 10;
+/** `call`, with a 404 (the host has no such thing) as null. */
+async function unlessMissing(path) {
+    try {
+        return await call(path);
+    }
+    catch (e) {
+        if (e instanceof ApiError && e.status === 404)
+            return null;
+        throw e;
+    }
+}
 /**
  * Asks the host believed to own `id` (at first this one). A host that does not run it answers with
  * the directory's entry, naming the owner: the page asks there (at most 3 hops) and keeps asking
@@ -61,16 +76,13 @@ async function loadZone(id, owner) {
             at = d.running ? (d.host ?? at) : at;
             owner.current = at;
             let recording = null;
+            let code = null;
             if (d.running) {
-                try {
-                    recording = await call(onHost(at, `admin/zones/${encodeURIComponent(id)}/recording`));
-                }
-                catch (e) {
-                    if (!(e instanceof ApiError && e.status === 404))
-                        throw e;
-                }
+                recording = await unlessMissing(onHost(at, `admin/zones/${encodeURIComponent(id)}/recording`));
+                // A kind that is not a module (or a host without module kinds) answers 404.
+                code = await unlessMissing(onHost(at, `admin/modules/${encodeURIComponent(d.kind)}/history?limit=${CODE_HISTORY}`));
             }
-            return { detail: d, owner: at ?? self(), recording };
+            return { detail: d, owner: at ?? self(), recording, code };
         }
     }
     catch (e) {
@@ -126,6 +138,7 @@ function Saves({ d }) {
       <tr><th>fenced</th><td>${yes(s?.fenced)}</td></tr>
       <tr><th>save every</th><td>${ms(p.save_every_ms)}</td></tr>
       <tr><th>facts pending</th><td data-testid="facts-pending">${p.facts_in_flight} emitted, not settled; ${p.facts_held} held for the queue</td></tr>
+      <tr><th>facts settled</th><td data-testid="facts-settled">${count(p.facts_settled)} committed; <span class=${p.facts_refused > 0 ? "bad" : ""}>${count(p.facts_refused)} refused</span>${p.last_fact_refusal ? ` — last: ${p.last_fact_refusal}` : ""}</td></tr>
       <tr><th>calls</th><td>${p.calls_in_flight} in flight; ${p.calls_held} held</td></tr>
     </tbody>
   </table>`;
@@ -192,6 +205,11 @@ export function Zone({ id }) {
             return "stopped";
         });
     };
+    const rollBack = (version) => {
+        if (d === undefined || !confirmRollBack(d.kind, version))
+            return;
+        void act(`roll ${d.kind} back to version ${version}`, async () => outcome(await rollBackTo(owner.current, d.kind, version)));
+    };
     const startRecording = () => void act("start recording", async () => void (await post(path("/recording"), {})));
     const stopRecording = () => void act("stop recording", async () => void (await post(path("/recording/stop"), {})));
     const download = () => void act("download", async () => {
@@ -233,7 +251,11 @@ export function Zone({ id }) {
         <h2>Saves and facts</h2>
         <${Saves} d=${d} />
         <h2>Recording</h2>
-        <${RecordingPanel} rec=${v?.recording ?? null} busy=${busy} onStart=${startRecording} onStop=${stopRecording} onDownload=${download} />`
+        <${RecordingPanel} rec=${v?.recording ?? null} busy=${busy} onStart=${startRecording} onStop=${stopRecording} onDownload=${download} />
+        ${v?.code
+            ? html `<h2>Code: module ${d.kind}</h2>
+            <${DeployHistory} h=${v.code} busy=${busy} onRollBack=${rollBack} />`
+            : null}`
         : null}
   </section>`;
 }

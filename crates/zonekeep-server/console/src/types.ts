@@ -121,6 +121,9 @@ export interface Persistence {
   save: SaveStatus | null;
   facts_in_flight: number;
   facts_held: number;
+  facts_settled: number;
+  facts_refused: number;
+  last_fact_refusal?: string;
   calls_in_flight: number;
   calls_held: number;
   save_every_ms: number;
@@ -155,9 +158,26 @@ export interface Recording {
 }
 
 /** `GET /admin/modules`. */
+/** One deploy of a module kind, as the store recorded it. */
+export interface ModuleDeploy {
+  kind: string;
+  sha256: string;
+  version: number;
+  size: number;
+  deployed_at_ms: number;
+  cause: "push" | "rollback";
+}
+
 export interface ModulesAnswer {
   kinds: { kind: string; sha256: string | null }[];
-  deploys: { kind: string; sha256: string; version: number; size: number; deployed_at_ms: number }[];
+  deploys: ModuleDeploy[];
+}
+
+/** `GET /admin/modules/{kind}/history`: what the host runs for the kind, and its newest deploys. */
+export interface HistoryAnswer {
+  kind: string;
+  running: string | null;
+  history: ModuleDeploy[];
 }
 
 /** What a push or a rollback did. */

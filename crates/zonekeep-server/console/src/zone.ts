@@ -1,15 +1,17 @@
 // A zone's page (#/zones/{id}), read from its owner through the fleet proxy every second: its
 // players and observers (with kick), where its time goes (a live chart of each stage's p50 over the
 // last 5 minutes, kept in page memory, and a table of p50/p95/max), its work counters, its saves
-// and facts, its recording (start, stop, download), and stop. When the zone moves, the host that
-// had it points at the new owner and the page follows.
+// and facts, its recording (start, stop, download), its module's deploy history with rollback (for
+// a kind whose code is a module), and stop. When the zone moves, the host that had it points at
+// the new owner and the page follows.
 import { ApiError, call, onHost, post, self, send } from "./api.js";
 import { Chart } from "./chart.js";
 import { bytes, count, ms, us, when, yes } from "./format.js";
 import { html, useRef, useState, type View } from "./html.js";
 import { Head, SaidLine, useAction } from "./parts.js";
+import { confirmRollBack, DeployHistory, outcome, rollBackTo } from "./modules.js";
 import { usePoll } from "./poll.js";
-import type { Participant, Recording, Stage, ZoneDetail } from "./types.js";
+import type { HistoryAnswer, Participant, Recording, Stage, ZoneDetail } from "./types.js";
 
 /** How often the page asks. */
 const EVERY_MS = 1000;
@@ -50,11 +52,26 @@ function record(h: History, at: number, stages: Stage[]): void {
   }
 }
 
-/** What one poll read: the zone's detail, the host that answered, its recording. */
+/** What one poll read: the zone's detail, the host that answered, its recording, and its kind's
+ * deploy history when the kind's code is a module. */
 interface ZoneView {
   detail: ZoneDetail;
   owner: string | null;
   recording: Recording | null;
+  code: HistoryAnswer | null;
+}
+
+/** Deploys of the zone's kind shown on its page. */
+const CODE_HISTORY = 10;
+
+/** `call`, with a 404 (the host has no such thing) as null. */
+async function unlessMissing<T>(path: string): Promise<T | null> {
+  try {
+    return await call<T>(path);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return null;
+    throw e;
+  }
 }
 
 /**
@@ -76,14 +93,15 @@ async function loadZone(id: string, owner: { current: string | null }): Promise<
       at = d.running ? (d.host ?? at) : at;
       owner.current = at;
       let recording: Recording | null = null;
+      let code: HistoryAnswer | null = null;
       if (d.running) {
-        try {
-          recording = await call<Recording>(onHost(at, `admin/zones/${encodeURIComponent(id)}/recording`));
-        } catch (e) {
-          if (!(e instanceof ApiError && e.status === 404)) throw e;
-        }
+        recording = await unlessMissing<Recording>(onHost(at, `admin/zones/${encodeURIComponent(id)}/recording`));
+        // A kind that is not a module (or a host without module kinds) answers 404.
+        code = await unlessMissing<HistoryAnswer>(
+          onHost(at, `admin/modules/${encodeURIComponent(d.kind)}/history?limit=${CODE_HISTORY}`),
+        );
       }
-      return { detail: d, owner: at ?? self(), recording };
+      return { detail: d, owner: at ?? self(), recording, code };
     }
   } catch (e) {
     owner.current = null;
@@ -146,6 +164,7 @@ function Saves({ d }: { d: ZoneDetail }): View {
       <tr><th>fenced</th><td>${yes(s?.fenced)}</td></tr>
       <tr><th>save every</th><td>${ms(p.save_every_ms)}</td></tr>
       <tr><th>facts pending</th><td data-testid="facts-pending">${p.facts_in_flight} emitted, not settled; ${p.facts_held} held for the queue</td></tr>
+      <tr><th>facts settled</th><td data-testid="facts-settled">${count(p.facts_settled)} committed; <span class=${p.facts_refused > 0 ? "bad" : ""}>${count(p.facts_refused)} refused</span>${p.last_fact_refusal ? ` — last: ${p.last_fact_refusal}` : ""}</td></tr>
       <tr><th>calls</th><td>${p.calls_in_flight} in flight; ${p.calls_held} held</td></tr>
     </tbody>
   </table>`;
@@ -211,6 +230,10 @@ export function Zone({ id }: { id: string }): View {
       return "stopped";
     });
   };
+  const rollBack = (version: number) => {
+    if (d === undefined || !confirmRollBack(d.kind, version)) return;
+    void act(`roll ${d.kind} back to version ${version}`, async () => outcome(await rollBackTo(owner.current, d.kind, version)));
+  };
   const startRecording = () => void act("start recording", async () => void (await post(path("/recording"), {})));
   const stopRecording = () => void act("stop recording", async () => void (await post(path("/recording/stop"), {})));
   const download = () =>
@@ -254,7 +277,11 @@ export function Zone({ id }: { id: string }): View {
         <h2>Saves and facts</h2>
         <${Saves} d=${d} />
         <h2>Recording</h2>
-        <${RecordingPanel} rec=${v?.recording ?? null} busy=${busy} onStart=${startRecording} onStop=${stopRecording} onDownload=${download} />`
+        <${RecordingPanel} rec=${v?.recording ?? null} busy=${busy} onStart=${startRecording} onStop=${stopRecording} onDownload=${download} />
+        ${v?.code
+          ? html`<h2>Code: module ${d.kind}</h2>
+            <${DeployHistory} h=${v.code} busy=${busy} onRollBack=${rollBack} />`
+          : null}`
       : null}
   </section>`;
 }

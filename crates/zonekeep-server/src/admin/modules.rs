@@ -3,7 +3,9 @@
 //! | route | body | answer |
 //! | --- | --- | --- |
 //! | `GET /admin/modules` | | `{"kinds": [{"kind", "sha256"}], "deploys": [{"kind", "sha256", "version", "size", "deployed_at_ms"}]}`: this host's module kinds and what they run, and the store's record of every kind's deploy |
+//! | `GET /admin/modules/{kind}/history?limit=N` | | `{"kind", "running", "history": [{"kind", "sha256", "version", "size", "deployed_at_ms", "cause"}]}`: what this host runs for the kind, and the kind's newest deploys from the store, newest first (`cause` is `push` or `rollback`; `limit` defaults to and is at most 64); empty on a host without a store |
 //! | `POST /admin/modules/{kind}/rollback` | | 200 `DeployOutcome` (`"rolled_back": true`): the kind goes back to the module it ran before its last deploy on this host, through the same freeze barrier, and the store records it, so every host follows; 409 `nothing_to_roll_back` when there is none |
+//! | `POST /admin/modules/{kind}/rollback?version=N` | | 200 `DeployOutcome` (`"rolled_back": true`): the kind goes back to the module of its stored deploy `N` (any entry of its history), loaded from the store, checked and installed as a push is, every zone upgraded through the freeze barrier, recorded as a new version caused by a rollback; 404 `unknown_version` when the history holds no `N`, 409 `already_running` when the kind runs that module, 409 `no_store` on a host without a store, 422 `refused` when a zone refuses its save in that module (every zone stays where it is) |
 //! | `POST /admin/modules/{kind}?on_refusal=roll_back\|keep_upgraded` | the module (`application/wasm`, at most 32 MiB) | 200 `DeployOutcome`: the module is compiled (on the host's compiler, never the network threads), kept in the store, installed here, and every running zone of the kind is frozen, saved and restored into it; when a zone's new code refuses its save every zone goes back to the old code (`roll_back`, the default, answers `"rolled_back": true`) or only that zone stays on it (`keep_upgraded`). Other hosts of the fleet follow within a second. 422 `refused` for a module that does not load (the reason names the import, export, setting or limit; an empty body too); 413 `too_large` past 32 MiB; 408 `request_timeout` for a body not received within the request timeout; 503 `compile_timeout` when compiling takes longer than the compile timeout, 503 `busy` when the compiler has as much waiting as it takes. Every answer but 200 means nothing was stored or installed. |
 //!
 //! A deploy past its compile step runs to its end on a task of its own even if the client goes
@@ -24,7 +26,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::code::{deploy, roll_back, DeployError, OnRefusal};
+use crate::code::{deploy, roll_back, roll_back_to, DeployError, OnRefusal};
 use crate::host::{json_error, Shared};
 
 /// The largest module body accepted (the store's limit).
@@ -35,6 +37,7 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
     Router::new()
         .route("/admin/modules", get(list))
         .route("/admin/modules/{kind}", axum::routing::post(push))
+        .route("/admin/modules/{kind}/history", get(history))
         .route(
             "/admin/modules/{kind}/rollback",
             axum::routing::post(rollback),
@@ -170,7 +173,49 @@ async fn push(
     }
 }
 
-async fn rollback(State(shared): State<Arc<Shared>>, Path(kind): Path<String>) -> Response {
+#[derive(Debug, Deserialize)]
+struct HistoryQuery {
+    limit: Option<usize>,
+}
+
+async fn history(
+    State(shared): State<Arc<Shared>>,
+    Path(kind): Path<String>,
+    Query(q): Query<HistoryQuery>,
+) -> Response {
+    let Some(code) = shared.code.as_ref() else {
+        return no_module_kinds();
+    };
+    if !code.kinds().contains(&kind) {
+        return answer(Err(DeployError::UnknownKind(kind)));
+    }
+    let limit = q.limit.unwrap_or(zonekeep_store::MAX_DEPLOY_HISTORY);
+    let history = match shared.sim.persist.as_ref() {
+        Some(p) => match p.store().modules.module_history(&kind, limit).await {
+            Ok(h) => serde_json::to_value(h).unwrap_or_default(),
+            Err(e) => {
+                return json_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    e.to_string(),
+                )
+            }
+        },
+        None => json!([]),
+    };
+    Json(json!({"running": code.current(&kind), "kind": kind, "history": history})).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+struct RollbackQuery {
+    version: Option<u64>,
+}
+
+async fn rollback(
+    State(shared): State<Arc<Shared>>,
+    Path(kind): Path<String>,
+    Query(q): Query<RollbackQuery>,
+) -> Response {
     let Some(code) = shared.code.clone() else {
         return no_module_kinds();
     };
@@ -178,6 +223,29 @@ async fn rollback(State(shared): State<Arc<Shared>>, Path(kind): Path<String>) -
     let upgrader = crate::upgrade::Upgrader {
         shared: shared.clone(),
     };
+    if let Some(version) = q.version {
+        let Some(store) = store else {
+            return json_error(
+                StatusCode::CONFLICT,
+                "no_store",
+                "this host keeps no store, so no deploy history: roll back without a version to go back to the module before the last deploy",
+            );
+        };
+        // On a task of its own, as a push: past its compile step it runs to its end.
+        let rolled =
+            tokio::spawn(
+                async move { roll_back_to(&code, &store, &upgrader, &kind, version).await },
+            )
+            .await;
+        return match rolled {
+            Ok(outcome) => answer(outcome),
+            Err(e) => json_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("the rollback task failed: {e}"),
+            ),
+        };
+    }
     let rolled =
         tokio::spawn(async move { roll_back(&code, store.as_ref(), &upgrader, &kind).await }).await;
     match rolled {
@@ -215,6 +283,12 @@ fn answer(outcome: Result<crate::code::DeployOutcome, DeployError>) -> Response 
         }
         Err(e @ DeployError::NothingToRollBack(_)) => {
             json_error(StatusCode::CONFLICT, "nothing_to_roll_back", e.to_string())
+        }
+        Err(e @ DeployError::UnknownVersion(..)) => {
+            json_error(StatusCode::NOT_FOUND, "unknown_version", e.to_string())
+        }
+        Err(e @ DeployError::AlreadyRunning(..)) => {
+            json_error(StatusCode::CONFLICT, "already_running", e.to_string())
         }
     }
 }

@@ -344,14 +344,7 @@ impl Zone for Courier {
         _topic: u16,
         reason: &str,
     ) {
-        let mut reason = reason.to_owned();
-        if reason.len() > MAX_REASON {
-            let mut cut = MAX_REASON;
-            while !reason.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            reason.truncate(cut);
-        }
+        let mut reason = zonekeep_protocol::limits::clip(reason, MAX_REASON).to_owned();
         let map = &mut self.state.report.undeliverable;
         if !map.contains_key(&reason) && map.len() >= MAX_KEYS {
             reason = "other".into();

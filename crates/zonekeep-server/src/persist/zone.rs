@@ -22,7 +22,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::Serialize;
-use zonekeep_core::{Call, Fact, ZoneHost};
+use zonekeep_core::{Call, Fact, FactOutcome, ZoneHost};
+use zonekeep_protocol::limits::clip;
 
 use super::calls::CallWorker;
 use super::characters::{CharacterJob, CharacterWorker};
@@ -67,6 +68,14 @@ pub struct PersistDetail {
     /// Facts taken from the zone but not yet accepted by the fact queue
     /// (it was full); they are sent on a later step.
     pub facts_held: usize,
+    /// Facts settled as committed since the zone started on this host.
+    pub facts_settled: u64,
+    /// Facts settled as refused (the sink turned them down for good) since the zone started on
+    /// this host.
+    pub facts_refused: u64,
+    /// Why the newest refused fact was refused (cut to 256 bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_fact_refusal: Option<String>,
     /// Durable calls made and not yet answered.
     pub calls_in_flight: usize,
     /// Calls waiting here to go out: for the save that holds them to commit, or for room in the
@@ -112,11 +121,19 @@ pub struct ZonePersist {
     unsaved_kind: bool,
     /// Facts the zone emitted since it started here (a work counter).
     facts_emitted: u64,
+    /// Facts settled as committed since the zone started here.
+    facts_settled: u64,
+    /// Facts settled as refused since the zone started here, and why the newest was.
+    facts_refused: u64,
+    last_fact_refusal: Option<String>,
     /// When each fact in flight was handed to the fact worker, by key (the `facts` stage).
     facts_sent_at: std::collections::HashMap<String, std::time::Instant>,
     /// Committed save writes already recorded as the `save` stage.
     saves_timed: u64,
 }
+
+/// Longest refusal reason the zone detail shows, in bytes.
+const MAX_REFUSAL_SHOWN: usize = 256;
 
 /// Most facts in flight timed at once (the fact worker's own in-flight bound is below it).
 const FACTS_TIMED: usize = 4096;
@@ -160,6 +177,9 @@ impl ZonePersist {
             held_calls: VecDeque::new(),
             unsaved_kind: false,
             facts_emitted: 0,
+            facts_settled: 0,
+            facts_refused: 0,
+            last_fact_refusal: None,
             facts_sent_at: std::collections::HashMap::new(),
             saves_timed: 0,
         }
@@ -305,6 +325,13 @@ impl ZonePersist {
                 Some(ZoneAnswer::Fact(s)) => {
                     if let Some(sent) = self.facts_sent_at.remove(s.key.as_str()) {
                         host.record_stage(zonekeep_core::Stage::Facts, sent.elapsed());
+                    }
+                    match &s.outcome {
+                        FactOutcome::Ok(_) => self.facts_settled += 1,
+                        FactOutcome::Refused(why) => {
+                            self.facts_refused += 1;
+                            self.last_fact_refusal = Some(clip(why, MAX_REFUSAL_SHOWN).to_owned());
+                        }
                     }
                     host.handle_settlement(s)
                 }
@@ -509,6 +536,9 @@ impl ZonePersist {
             save: self.storage.status(&self.zone_id),
             facts_in_flight: host.facts_in_flight(),
             facts_held: self.held.len(),
+            facts_settled: self.facts_settled,
+            facts_refused: self.facts_refused,
+            last_fact_refusal: self.last_fact_refusal.clone(),
             calls_in_flight: host.calls_in_flight(),
             calls_held: self.held_calls.len(),
             save_every_ms: ms(self.timer.every()),

@@ -3,7 +3,7 @@
 //! header facts the server acts on (ack, quiet) beside the bytes.
 
 use bytes::Bytes;
-use zonekeep_protocol::limits::MAX_KICK_REASON;
+use zonekeep_protocol::limits::{clip, MAX_KICK_REASON};
 use zonekeep_protocol::messages::{Kick, KickCode, Pong, ServerMessage, Welcome};
 use zonekeep_protocol::EncodeError;
 
@@ -14,11 +14,7 @@ pub(crate) fn welcome_frame(w: Welcome) -> Result<Bytes, EncodeError> {
 
 /// A Kick frame; the reason is cut to the protocol limit on a char boundary.
 pub(crate) fn kick_frame(code: KickCode, reason: &str) -> Bytes {
-    let mut cut = reason.len().min(MAX_KICK_REASON);
-    while !reason.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let reason = reason.get(..cut).unwrap_or_default().to_owned();
+    let reason = clip(reason, MAX_KICK_REASON).to_owned();
     let msg = ServerMessage::Kick(Kick { code, reason });
     // A Kick with a reason within the limit always encodes.
     Bytes::from(

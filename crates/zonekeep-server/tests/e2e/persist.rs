@@ -151,6 +151,41 @@ async fn facts_all_settle_through_a_store_that_takes_a_second_per_call() {
     server.stop().await;
 }
 
+#[tokio::test]
+async fn the_zone_detail_counts_facts_settled_and_refused_with_the_last_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, p) = persistent(dir.path(), None).await;
+    // Ann's score is one short of the largest total: her first point fits, her second would
+    // overflow, which the ledger refuses for good (an exact ledger never wraps).
+    p.store()
+        .facts
+        .record(&zonekeep_store::FactRecord {
+            key: "earlier-game".into(),
+            zone_id: "elsewhere".into(),
+            kind: "tally".into(),
+            principal: Some("ann".into()),
+            payload: json!({"add": {"score": i64::MAX - 1}}),
+            epoch: None,
+        })
+        .await
+        .unwrap();
+    let (mut ws, _, mut r) = join_tally(&server, "scores", "ann").await;
+    for n in 1..=2u32 {
+        send_input(&mut ws, n, &u64::from(n).to_le_bytes()).await;
+    }
+    read_until(&mut ws, &mut r, |r| r.settled.len() >= 2).await;
+    let (status, d) = admin_get(&server, "/admin/zones/scores").await;
+    assert_eq!(status, 200);
+    let facts = &d["persistence"];
+    assert_eq!(facts["facts_settled"], 1, "{d}");
+    assert_eq!(facts["facts_refused"], 1, "{d}");
+    assert_eq!(facts["facts_in_flight"], 0, "{d}");
+    let why = facts["last_fact_refusal"].as_str().unwrap_or_default();
+    assert!(why.contains("overflow"), "{why}");
+    drop(ws);
+    server.stop().await;
+}
+
 /// A second host on the same SQLite file claims `zone`, as a takeover does.
 async fn claim_from_another_host(dir: &Path, zone: &str) -> (SqliteStore, u64) {
     let other = SqliteStore::open(dir.join(SQLITE_FILE_NAME)).await.unwrap();

@@ -62,7 +62,8 @@ use crate::error::{redact, Result, StoreError};
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
 use crate::transfers::{NewTransfer, Reclaim, StoredTransfer, TransferLedger};
 use crate::types::{
-    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+    Claim, DeployCause, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact,
+    WriteOutcome,
 };
 use crate::validate::{check_id, to_db};
 
@@ -446,16 +447,27 @@ impl ModuleStore for PostgresStore {
         modules::get_module(&client, sha256, &self.err).await
     }
 
-    async fn deploy_module(&self, kind: &str, sha256: &str) -> Result<ModuleDeploy> {
+    async fn deploy_module(
+        &self,
+        kind: &str,
+        sha256: &str,
+        cause: DeployCause,
+    ) -> Result<ModuleDeploy> {
         crate::modules::check_deploy(kind, sha256)?;
         let mut client = self.client().await?;
         let tx = self.begin(&mut client).await?;
-        modules::deploy_module(tx, kind, sha256, &self.err).await
+        modules::deploy_module(tx, kind, sha256, cause, &self.err).await
     }
 
     async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
         let client = self.client().await?;
         modules::module_kinds(&client, &self.err).await
+    }
+
+    async fn module_history(&self, kind: &str, limit: usize) -> Result<Vec<ModuleDeploy>> {
+        crate::modules::check_kind(kind)?;
+        let client = self.client().await?;
+        modules::module_history(&client, kind, limit, &self.err).await
     }
 }
 

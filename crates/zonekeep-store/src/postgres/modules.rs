@@ -7,8 +7,10 @@
 //! of its own (whatever the server's default isolation). Concurrent deploys of one kind
 //! from any hosts serialize on that row (the second upsert waits for the first to commit, then
 //! raises the version the first wrote), so each gets a version of its own; the insert reads the
-//! module row through the foreign key, which keeps it in place until the deploy commits. Deploys
-//! are stamped by the server's clock, as heartbeats are, and kinds are listed with `COLLATE "C"`.
+//! module row through the foreign key, which keeps it in place until the deploy commits. The
+//! deploy joins the kind's history, and the history's oldest entries past its bound leave it, in
+//! the same transaction. Deploys are stamped by the server's clock, as heartbeats are, and kinds
+//! are listed with `COLLATE "C"`.
 //!
 //! Arguments are checked, and a module hashed, by the caller before it takes a pooled connection;
 //! hashing and checking run on the blocking pool for large modules (see [`crate::modules`]), so no
@@ -18,8 +20,9 @@ use tokio_postgres::{Client, Transaction};
 
 use super::{col, PgErr};
 use crate::error::{Result, StoreError};
-use crate::modules::{not_stored, verify_off_thread};
-use crate::types::ModuleDeploy;
+use crate::modules::{history_limit, not_stored, verify_off_thread};
+use crate::traits::MAX_DEPLOY_HISTORY;
+use crate::types::{DeployCause, ModuleDeploy};
 use crate::validate::{from_db, to_db};
 
 /// Stores `bytes` (already checked) under `sha256`, their digest.
@@ -74,6 +77,7 @@ pub(super) async fn deploy_module(
     tx: Transaction<'_>,
     kind: &str,
     sha256: &str,
+    cause: DeployCause,
     err: &PgErr,
 ) -> Result<ModuleDeploy> {
     // The SELECT yields no row for a module that is not stored: then nothing is inserted or
@@ -99,36 +103,77 @@ pub(super) async fn deploy_module(
     let size = size.ok_or_else(|| {
         StoreError::Corrupt(format!("module {sha256} vanished while it was deployed"))
     })?;
+    let version: i64 = col(&row, 0)?;
+    let deployed_at_ms: i64 = col(&row, 1)?;
+    tx.execute(
+        "INSERT INTO module_deploys (kind, version, sha256, cause, deployed_at_ms)
+         VALUES ($1, $2, $3, $4, $5)",
+        &[&kind, &version, &sha256, &cause.as_str(), &deployed_at_ms],
+    )
+    .await
+    .map_err(|e| err.map(e))?;
+    tx.execute(
+        "DELETE FROM module_deploys WHERE kind = $1 AND version <= $2",
+        &[&kind, &(version - MAX_DEPLOY_HISTORY as i64)],
+    )
+    .await
+    .map_err(|e| err.map(e))?;
     let deploy = ModuleDeploy {
         kind: kind.to_owned(),
         sha256: sha256.to_owned(),
-        version: from_db("module version", col(&row, 0)?)?,
+        version: from_db("module version", version)?,
         size: from_db("module size", size)?,
-        deployed_at_ms: from_db("deployed_at_ms", col(&row, 1)?)?,
+        deployed_at_ms: from_db("deployed_at_ms", deployed_at_ms)?,
+        cause,
     };
     tx.commit().await.map_err(|e| err.map(e))?;
     Ok(deploy)
 }
 
-pub(super) async fn module_kinds(client: &Client, err: &PgErr) -> Result<Vec<ModuleDeploy>> {
+/// A deploy row as both queries read it: kind, sha256, version, size, deployed_at_ms, cause.
+fn from_row(row: &tokio_postgres::Row) -> Result<ModuleDeploy> {
+    let cause: String = col(row, 5)?;
+    Ok(ModuleDeploy {
+        kind: col(row, 0)?,
+        sha256: col(row, 1)?,
+        version: from_db("module version", col(row, 2)?)?,
+        size: from_db("module size", col(row, 3)?)?,
+        deployed_at_ms: from_db("deployed_at_ms", col(row, 4)?)?,
+        cause: DeployCause::from_db(&cause)?,
+    })
+}
+
+/// `kind`'s (already checked) newest deploys.
+pub(super) async fn module_history(
+    client: &Client,
+    kind: &str,
+    limit: usize,
+    err: &PgErr,
+) -> Result<Vec<ModuleDeploy>> {
     let rows = client
         .query(
-            "SELECT k.kind, k.sha256, k.version, m.size, k.deployed_at_ms
+            "SELECT d.kind, d.sha256, d.version, m.size, d.deployed_at_ms, d.cause
+             FROM module_deploys d JOIN modules m ON m.sha256 = d.sha256
+             WHERE d.kind = $1 ORDER BY d.version DESC LIMIT $2",
+            &[&kind, &history_limit(limit)],
+        )
+        .await
+        .map_err(|e| err.map(e))?;
+    rows.iter().map(from_row).collect()
+}
+
+pub(super) async fn module_kinds(client: &Client, err: &PgErr) -> Result<Vec<ModuleDeploy>> {
+    // A kind deployed before causes were kept has no history row: its cause is a push.
+    let rows = client
+        .query(
+            "SELECT k.kind, k.sha256, k.version, m.size, k.deployed_at_ms,
+                 coalesce(d.cause, 'push')
              FROM module_kinds k JOIN modules m ON m.sha256 = k.sha256
+             LEFT JOIN module_deploys d ON d.kind = k.kind AND d.version = k.version
              ORDER BY k.kind COLLATE \"C\"",
             &[],
         )
         .await
         .map_err(|e| err.map(e))?;
-    rows.iter()
-        .map(|row| {
-            Ok(ModuleDeploy {
-                kind: col(row, 0)?,
-                sha256: col(row, 1)?,
-                version: from_db("module version", col(row, 2)?)?,
-                size: from_db("module size", col(row, 3)?)?,
-                deployed_at_ms: from_db("deployed_at_ms", col(row, 4)?)?,
-            })
-        })
-        .collect()
+    rows.iter().map(from_row).collect()
 }

@@ -163,6 +163,21 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX zone_calls_by_age ON zone_calls (coalesce(settled_at_ms, created_at_ms));
     ",
     },
+    Migration {
+        name: "module deploy history: every kind's recent deploys and why each was made",
+        sql: "
+        CREATE TABLE module_deploys (
+            kind           TEXT NOT NULL,
+            version        INTEGER NOT NULL CHECK (version >= 1),
+            sha256         TEXT NOT NULL REFERENCES modules (sha256),
+            cause          TEXT NOT NULL CHECK (cause IN ('push', 'rollback')),
+            deployed_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (kind, version)
+        ) STRICT;
+        INSERT INTO module_deploys (kind, version, sha256, cause, deployed_at_ms)
+            SELECT kind, version, sha256, 'push', deployed_at_ms FROM module_kinds;
+    ",
+    },
 ];
 
 /// Brings the database to the newest schema this build knows; refuses a newer one.

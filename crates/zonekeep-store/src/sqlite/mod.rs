@@ -43,7 +43,8 @@ use crate::error::{Result, StoreError};
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
 use crate::transfers::{NewTransfer, Reclaim, StoredTransfer, TransferLedger};
 use crate::types::{
-    Claim, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact, WriteOutcome,
+    Claim, DeployCause, FactRecord, FactResult, ModuleDeploy, SaveMeta, SaveRecord, StoredFact,
+    WriteOutcome,
 };
 
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
@@ -369,14 +370,25 @@ impl ModuleStore for SqliteStore {
             .await
     }
 
-    async fn deploy_module(&self, kind: &str, sha256: &str) -> Result<ModuleDeploy> {
+    async fn deploy_module(
+        &self,
+        kind: &str,
+        sha256: &str,
+        cause: DeployCause,
+    ) -> Result<ModuleDeploy> {
         let (kind, sha256) = (kind.to_owned(), sha256.to_owned());
-        self.run(move |conn| modules::deploy_module(conn, &kind, &sha256))
+        self.run(move |conn| modules::deploy_module(conn, &kind, &sha256, cause))
             .await
     }
 
     async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
         self.run(modules::module_kinds).await
+    }
+
+    async fn module_history(&self, kind: &str, limit: usize) -> Result<Vec<ModuleDeploy>> {
+        let kind = kind.to_owned();
+        self.run(move |conn| modules::module_history(conn, &kind, limit))
+            .await
     }
 }
 

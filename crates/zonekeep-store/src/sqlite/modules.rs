@@ -3,15 +3,19 @@
 //! Storing a module is one `INSERT .. ON CONFLICT DO NOTHING`, which makes it idempotent. A deploy
 //! runs under `BEGIN IMMEDIATE`, so the check that its module is stored and the raise of the kind's
 //! version happen under the database's write lock: concurrent deploys of a kind (from this store or
-//! another on the same file) serialize, and each gets a version of its own. Deploys are stamped by
-//! SQLite's own clock, as heartbeats are.
+//! another on the same file) serialize, and each gets a version of its own. The deploy joins the
+//! kind's history, and the history's oldest entries past its bound leave it, in the same
+//! transaction. Deploys are stamped by SQLite's own clock, as heartbeats are.
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::sql_err;
 use crate::error::{Result, StoreError};
-use crate::modules::{check_deploy, check_module, digest, is_digest, not_stored, verify};
-use crate::types::ModuleDeploy;
+use crate::modules::{
+    check_deploy, check_kind, check_module, digest, history_limit, is_digest, not_stored, verify,
+};
+use crate::traits::MAX_DEPLOY_HISTORY;
+use crate::types::{DeployCause, ModuleDeploy};
 use crate::validate::{from_db, to_db};
 
 pub(super) fn put_module(conn: &mut Connection, bytes: &[u8]) -> Result<String> {
@@ -53,6 +57,7 @@ pub(super) fn deploy_module(
     conn: &mut Connection,
     kind: &str,
     sha256: &str,
+    cause: DeployCause,
 ) -> Result<ModuleDeploy> {
     check_deploy(kind, sha256)?;
     let tx = conn
@@ -84,6 +89,17 @@ pub(super) fn deploy_module(
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map_err(sql_err)?;
+    tx.execute(
+        "INSERT INTO module_deploys (kind, version, sha256, cause, deployed_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![kind, version, sha256, cause.as_str(), deployed_at_ms],
+    )
+    .map_err(sql_err)?;
+    tx.execute(
+        "DELETE FROM module_deploys WHERE kind = ?1 AND version <= ?2",
+        params![kind, version - MAX_DEPLOY_HISTORY as i64],
+    )
+    .map_err(sql_err)?;
     tx.commit().map_err(sql_err)?;
     Ok(ModuleDeploy {
         kind: kind.to_owned(),
@@ -91,45 +107,74 @@ pub(super) fn deploy_module(
         version: from_db("module version", version)?,
         size: from_db("module size", size)?,
         deployed_at_ms: from_db("deployed_at_ms", deployed_at_ms)?,
+        cause,
     })
 }
 
-pub(super) fn module_kinds(conn: &mut Connection) -> Result<Vec<ModuleDeploy>> {
-    // A kind whose module row is missing (only possible by hand: SQLite does not enforce the
-    // reference) shows up as a NULL size, reported as corruption rather than hidden by a join.
+/// One deploy row as both queries read it: kind, sha256, version, size, deployed_at_ms, cause.
+type DeployRow = (String, String, i64, Option<i64>, i64, String);
+
+fn deploy_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeployRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
+}
+
+/// A deploy row checked: a module row that is missing (only possible by hand: SQLite does not
+/// enforce the reference) shows up as a NULL size, reported as corruption rather than hidden by a
+/// join.
+fn from_row(row: DeployRow) -> Result<ModuleDeploy> {
+    let (kind, sha256, version, size, deployed_at_ms, cause) = row;
+    let size = size.ok_or_else(|| {
+        StoreError::Corrupt(format!(
+            "module kind {kind:?} version {version} runs {sha256}, which is not stored"
+        ))
+    })?;
+    Ok(ModuleDeploy {
+        cause: DeployCause::from_db(&cause)?,
+        version: from_db("module version", version)?,
+        size: from_db("module size", size)?,
+        deployed_at_ms: from_db("deployed_at_ms", deployed_at_ms)?,
+        kind,
+        sha256,
+    })
+}
+
+pub(super) fn module_history(
+    conn: &mut Connection,
+    kind: &str,
+    limit: usize,
+) -> Result<Vec<ModuleDeploy>> {
+    check_kind(kind)?;
     let mut stmt = conn
         .prepare(
-            "SELECT k.kind, k.sha256, k.version, m.size, k.deployed_at_ms
-             FROM module_kinds k LEFT JOIN modules m ON m.sha256 = k.sha256
-             ORDER BY k.kind",
+            "SELECT d.kind, d.sha256, d.version, m.size, d.deployed_at_ms, d.cause
+             FROM module_deploys d LEFT JOIN modules m ON m.sha256 = d.sha256
+             WHERE d.kind = ?1 ORDER BY d.version DESC LIMIT ?2",
         )
         .map_err(sql_err)?;
     let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, Option<i64>>(3)?,
-                r.get::<_, i64>(4)?,
-            ))
-        })
+        .query_map(params![kind, history_limit(limit)], deploy_row)
         .map_err(sql_err)?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (kind, sha256, version, size, deployed_at_ms) = row.map_err(sql_err)?;
-        let size = size.ok_or_else(|| {
-            StoreError::Corrupt(format!(
-                "module kind {kind:?} runs {sha256}, which is not stored"
-            ))
-        })?;
-        out.push(ModuleDeploy {
-            kind,
-            sha256,
-            version: from_db("module version", version)?,
-            size: from_db("module size", size)?,
-            deployed_at_ms: from_db("deployed_at_ms", deployed_at_ms)?,
-        });
-    }
-    Ok(out)
+    rows.map(|r| from_row(r.map_err(sql_err)?)).collect()
+}
+
+pub(super) fn module_kinds(conn: &mut Connection) -> Result<Vec<ModuleDeploy>> {
+    // A kind deployed before causes were kept has no history row: its cause is a push.
+    let mut stmt = conn
+        .prepare(
+            "SELECT k.kind, k.sha256, k.version, m.size, k.deployed_at_ms,
+                 coalesce(d.cause, 'push')
+             FROM module_kinds k LEFT JOIN modules m ON m.sha256 = k.sha256
+             LEFT JOIN module_deploys d ON d.kind = k.kind AND d.version = k.version
+             ORDER BY k.kind",
+        )
+        .map_err(sql_err)?;
+    let rows = stmt.query_map([], deploy_row).map_err(sql_err)?;
+    rows.map(|r| from_row(r.map_err(sql_err)?)).collect()
 }

@@ -444,8 +444,10 @@ pub async fn an_older_database_gains_the_call_journal(db: &Db) {
         Db::Sqlite { .. } => "PRAGMA user_version = 6",
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 7",
     };
-    db.execute(&format!("DROP TABLE zone_calls; {rewind};"))
-        .await;
+    db.execute(&format!(
+        "DROP TABLE module_deploys; DROP TABLE zone_calls; {rewind};"
+    ))
+    .await;
 
     let store = db.open().await;
     assert_eq!(store.saves.load(Z).await.unwrap().unwrap().bytes, b"kept");

@@ -345,9 +345,9 @@ pub async fn an_older_database_gains_the_directory(db: &Db) {
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 2",
     };
     db.execute(&format!(
-        "DROP TABLE zone_directory; DROP TABLE fleet_hosts; DROP TABLE spent_tickets;
-         DROP TABLE module_kinds; DROP TABLE modules; DROP TABLE zone_transfers;
-         DROP TABLE characters; DROP TABLE zone_calls; {rewind};"
+        "DROP TABLE module_deploys; DROP TABLE zone_directory; DROP TABLE fleet_hosts;
+         DROP TABLE spent_tickets; DROP TABLE module_kinds; DROP TABLE modules;
+         DROP TABLE zone_transfers; DROP TABLE characters; DROP TABLE zone_calls; {rewind};"
     ))
     .await;
 

@@ -6,7 +6,9 @@
 use std::collections::BTreeSet;
 
 use sha2::{Digest, Sha256};
-use zonekeep_store::{ModuleDeploy, Store, StoreError, MAX_MODULE_BYTES};
+use zonekeep_store::{
+    DeployCause, ModuleDeploy, Store, StoreError, MAX_DEPLOY_HISTORY, MAX_MODULE_BYTES,
+};
 
 use crate::support::Db;
 
@@ -32,7 +34,11 @@ async fn stored_modules(db: &Db) -> i64 {
 
 /// Deploys and returns the answer, failing the test on a refusal.
 async fn deploy(store: &Store, kind: &str, sha256: &str) -> ModuleDeploy {
-    store.modules.deploy_module(kind, sha256).await.unwrap()
+    store
+        .modules
+        .deploy_module(kind, sha256, DeployCause::Push)
+        .await
+        .unwrap()
 }
 
 pub async fn modules_are_kept_by_their_sha256(db: &Db) {
@@ -168,7 +174,10 @@ pub async fn deploys_raise_each_kinds_version(db: &Db) {
     assert_eq!(deploy(&store, &longest, &sha1).await.version, 1);
     for bad in [String::new(), "k".repeat(65)] {
         assert!(matches!(
-            store.modules.deploy_module(&bad, &sha1).await,
+            store
+                .modules
+                .deploy_module(&bad, &sha1, DeployCause::Push)
+                .await,
             Err(StoreError::InvalidArgument(_))
         ));
     }
@@ -191,7 +200,10 @@ pub async fn a_deploy_of_an_unknown_module_is_refused_and_changes_nothing(db: &D
     ] {
         assert!(
             matches!(
-                store.modules.deploy_module(kind, digest).await,
+                store
+                    .modules
+                    .deploy_module(kind, digest, DeployCause::Push)
+                    .await,
                 Err(StoreError::InvalidModule(_))
             ),
             "deploying {digest:?} as {kind:?} is refused"
@@ -266,7 +278,7 @@ pub async fn concurrent_deploys_of_a_kind_get_distinct_versions(db: &Db) {
             for _ in 0..PER_TASK {
                 let d = store
                     .modules
-                    .deploy_module("contested", &sha)
+                    .deploy_module("contested", &sha, DeployCause::Push)
                     .await
                     .unwrap();
                 assert_eq!(d.sha256, sha);
@@ -291,6 +303,23 @@ pub async fn concurrent_deploys_of_a_kind_get_distinct_versions(db: &Db) {
         "a version was handed out twice"
     );
     assert_eq!(distinct, (1..=2 * PER_TASK).collect::<BTreeSet<_>>());
+
+    // The history holds every one of them once, newest first, each with its own module.
+    let history = b
+        .modules
+        .module_history("contested", MAX_DEPLOY_HISTORY)
+        .await
+        .unwrap();
+    let listed: Vec<u64> = history.iter().map(|d| d.version).collect();
+    assert_eq!(listed, (1..=2 * PER_TASK).rev().collect::<Vec<_>>());
+    for d in &history {
+        let sha = if by_task[0].contains(&d.version) {
+            &one
+        } else {
+            &two
+        };
+        assert_eq!(&d.sha256, sha, "version {}", d.version);
+    }
 
     // The kind runs the module of whichever deploy took the last version.
     let last = a.modules.module_kinds().await.unwrap();
@@ -334,8 +363,8 @@ pub async fn an_older_database_gains_the_module_tables(db: &Db) {
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 4",
     };
     db.execute(&format!(
-        "DROP TABLE zone_calls; DROP TABLE characters; DROP TABLE zone_transfers;
-         DROP TABLE module_kinds; DROP TABLE modules; {rewind};"
+        "DROP TABLE module_deploys; DROP TABLE zone_calls; DROP TABLE characters;
+         DROP TABLE zone_transfers; DROP TABLE module_kinds; DROP TABLE modules; {rewind};"
     ))
     .await;
 
@@ -343,4 +372,143 @@ pub async fn an_older_database_gains_the_module_tables(db: &Db) {
     assert_eq!(store.saves.load("z").await.unwrap().unwrap().bytes, b"kept");
     let sha = store.modules.put_module(&module("tag")).await.unwrap();
     assert_eq!(deploy(&store, "tag", &sha).await.version, 1);
+}
+
+/// The history of `kind`'s deploys, newest first, as many as it keeps.
+async fn history(store: &Store, kind: &str) -> Vec<ModuleDeploy> {
+    store
+        .modules
+        .module_history(kind, MAX_DEPLOY_HISTORY)
+        .await
+        .unwrap()
+}
+
+pub async fn a_kinds_history_lists_its_deploys_newest_first(db: &Db) {
+    let store = db.open().await;
+    let (one, two) = (module("one"), module("two"));
+    let sha1 = store.modules.put_module(&one).await.unwrap();
+    let sha2 = store.modules.put_module(&two).await.unwrap();
+    assert!(history(&store, "tag").await.is_empty());
+
+    let first = deploy(&store, "tag", &sha1).await;
+    let second = deploy(&store, "tag", &sha2).await;
+    deploy(&store, "arena", &sha2).await;
+    let back = store
+        .modules
+        .deploy_module("tag", &sha1, DeployCause::Rollback)
+        .await
+        .unwrap();
+    assert_eq!(
+        (back.version, back.cause, back.size),
+        (3, DeployCause::Rollback, one.len() as u64)
+    );
+    assert_eq!(first.cause, DeployCause::Push);
+
+    // Each kind keeps its own, newest first, exactly as each deploy answered.
+    assert_eq!(
+        history(&store, "tag").await,
+        vec![back.clone(), second.clone(), first]
+    );
+    assert_eq!(history(&store, "arena").await.len(), 1);
+    // The current deploy says why it was made.
+    let kinds = store.modules.module_kinds().await.unwrap();
+    assert_eq!(kinds[1], back);
+
+    // A limit keeps the newest; none asked for is one.
+    assert_eq!(
+        store.modules.module_history("tag", 2).await.unwrap(),
+        vec![back.clone(), second]
+    );
+    assert_eq!(
+        store.modules.module_history("tag", 0).await.unwrap(),
+        vec![back]
+    );
+    assert!(store
+        .modules
+        .module_history("never-deployed", 10)
+        .await
+        .unwrap()
+        .is_empty());
+    for bad in [String::new(), "k".repeat(65)] {
+        assert!(matches!(
+            store.modules.module_history(&bad, 10).await,
+            Err(StoreError::InvalidArgument(_))
+        ));
+    }
+}
+
+pub async fn a_kinds_history_keeps_its_newest_deploys(db: &Db) {
+    let store = db.open().await;
+    let sha = store.modules.put_module(&module("tag")).await.unwrap();
+    let deploys = MAX_DEPLOY_HISTORY as u64 + 6;
+    for _ in 0..deploys {
+        deploy(&store, "tag", &sha).await;
+    }
+    deploy(&store, "other", &sha).await;
+    let kept: Vec<u64> = history(&store, "tag")
+        .await
+        .into_iter()
+        .map(|d| d.version)
+        .collect();
+    assert_eq!(
+        kept,
+        (deploys - MAX_DEPLOY_HISTORY as u64 + 1..=deploys)
+            .rev()
+            .collect::<Vec<_>>()
+    );
+    // Forgotten, not hidden: the table holds no more than the bound, and the other kind's one.
+    assert_eq!(
+        db.query_i64("SELECT count(*) FROM module_deploys").await,
+        MAX_DEPLOY_HISTORY as i64 + 1
+    );
+    // A query past the bound is the bound.
+    assert_eq!(
+        store
+            .modules
+            .module_history("tag", usize::MAX)
+            .await
+            .unwrap()
+            .len(),
+        MAX_DEPLOY_HISTORY
+    );
+}
+
+/// A database written before deploy histories (schema version 7) gains one when a newer build
+/// opens it: each kind's current deploy is its first entry, counted as a push.
+pub async fn an_older_database_gains_the_deploy_history(db: &Db) {
+    let store = db.open().await;
+    let sha1 = store.modules.put_module(&module("one")).await.unwrap();
+    let sha2 = store.modules.put_module(&module("two")).await.unwrap();
+    deploy(&store, "tag", &sha1).await;
+    store
+        .modules
+        .deploy_module("tag", &sha2, DeployCause::Rollback)
+        .await
+        .unwrap();
+    drop(store);
+    let rewind = match db {
+        Db::Sqlite { .. } => "PRAGMA user_version = 7",
+        Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 8",
+    };
+    db.execute(&format!("DROP TABLE module_deploys; {rewind};"))
+        .await;
+
+    let store = db.open().await;
+    let current = store.modules.module_kinds().await.unwrap();
+    assert_eq!(current.len(), 1);
+    assert_eq!(
+        (
+            current[0].version,
+            current[0].cause,
+            current[0].sha256.as_str()
+        ),
+        (2, DeployCause::Push, sha2.as_str())
+    );
+    assert_eq!(history(&store, "tag").await, current);
+    let third = deploy(&store, "tag", &sha1).await;
+    assert_eq!(third.version, 3);
+    assert_eq!(
+        history(&store, "tag").await,
+        vec![third, current[0].clone()]
+    );
 }
