@@ -110,6 +110,10 @@ pub enum StoreError {
     #[error("invalid zone module: {0}")]
     InvalidModule(String),
 
+    /// A room of the lobby already has that zone id, or a private room that code.
+    #[error("room exists: {0}")]
+    RoomExists(String),
+
     /// An argument the store cannot represent (empty id, too long, or a number beyond the backend's
     /// signed 64-bit integers).
     #[error("invalid argument: {0}")]

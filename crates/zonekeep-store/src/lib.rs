@@ -1,10 +1,11 @@
 //! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
 //! the fleet directory (hosts and who owns which zone), zone modules (game code by content
-//! address), transfers of players between zones, players' characters and the journal of zones'
-//! external calls, on SQLite (the embedded default: one file under the data dir, nothing to
-//! install) or PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same
-//! seven traits, [`SaveStore`], [`FactLedger`], [`Directory`], [`ModuleStore`], [`TransferLedger`],
-//! [`CharacterStore`] and [`CallStore`], and pass the same contract test suite.
+//! address), transfers of players between zones, players' characters, the journal of zones'
+//! external calls and the lobby's rooms and seats, on SQLite (the embedded default: one file under
+//! the data dir, nothing to install) or PostgreSQL (the shared store for a fleet of hosts). Both
+//! backends implement the same eight traits, [`SaveStore`], [`FactLedger`], [`Directory`],
+//! [`ModuleStore`], [`TransferLedger`], [`CharacterStore`], [`CallStore`] and [`LobbyStore`], and
+//! pass the same contract test suite.
 //!
 //! This crate owns the database schema, its migrations and the fencing, idempotency and directory
 //! rules. It must not depend on the server, any network framework, or the simulation runtime: zone
@@ -53,6 +54,11 @@
 //!   like a fact ([`StoreError::Fenced`]). Calls are kept until [`CallStore::sweep_calls`] removes
 //!   them after a retention period ([`DEFAULT_CALL_RETENTION`], 7 days, unless the host passes
 //!   another).
+//! - **Room**: a zone listed in the lobby for players to find (kind, content version, capacity,
+//!   metadata), or a private one found by its code, with the **seats** the lobby handed out in it:
+//!   reserved until the player arrives or the reservation lapses, present while the room's owner
+//!   reports the player there (fenced by its epoch, like every owner write). Seats are handed out
+//!   under a lock per kind, so a room never seats more than it has ([`LobbyStore`]).
 //!
 //! # Directory
 //! The fleet's shared view, one per database ([`Directory`]): which hosts exist and which host owns
@@ -94,6 +100,7 @@ mod directory_rows;
 mod effect;
 mod error;
 mod fence;
+mod lobby;
 mod modules;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -121,6 +128,10 @@ pub use directory::{
     MAX_PARAMS_LEN, MAX_URL_LEN,
 };
 pub use error::{Result, StoreError};
+pub use lobby::{
+    LobbyStore, NewRoom, ReportOutcome, Room, RoomFilter, RoomReport, SeatOutcome, SeatRequest,
+    SeatRole, MAX_CODE_LEN, MAX_LISTED, MAX_METADATA_BYTES, MAX_REPORTED_PRINCIPALS,
+};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use slow::SlowStore;
@@ -158,6 +169,8 @@ pub struct Store {
     pub characters: Arc<dyn CharacterStore>,
     /// The journal of zones' external calls and their answers.
     pub calls: Arc<dyn CallStore>,
+    /// The lobby's rooms and seats.
+    pub lobby: Arc<dyn LobbyStore>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -171,7 +184,7 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements all seven traits.
+    /// Bundles one backend that implements all eight traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
         B: SaveStore
@@ -181,6 +194,7 @@ impl Store {
             + TransferLedger
             + CharacterStore
             + CallStore
+            + LobbyStore
             + 'static,
     {
         let backend = Arc::new(backend);
@@ -191,7 +205,8 @@ impl Store {
             modules: Arc::clone(&backend) as Arc<dyn ModuleStore>,
             transfers: Arc::clone(&backend) as Arc<dyn TransferLedger>,
             characters: Arc::clone(&backend) as Arc<dyn CharacterStore>,
-            calls: backend,
+            calls: Arc::clone(&backend) as Arc<dyn CallStore>,
+            lobby: backend,
             description,
         }
     }

@@ -77,6 +77,8 @@ impl SlowStore {
             transfers: Arc::clone(&slow) as Arc<dyn TransferLedger>,
             characters: Arc::clone(&slow) as Arc<dyn CharacterStore>,
             calls: slow,
+            // The lobby is not part of what a slow store slows.
+            lobby: store.lobby,
             description: format!("{} (slowed by {delay:?} per write)", store.description),
         }
     }

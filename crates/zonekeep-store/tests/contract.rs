@@ -1,4 +1,4 @@
-//! The store contract (saves, facts, the directory, zone modules, transfers, characters and calls), written once as generic async functions
+//! The store contract (saves, facts, the directory, zone modules, transfers, characters, calls and the lobby), written once as generic async functions
 //! over a [`Db`] and run against SQLite (a temp file) and PostgreSQL (a fresh schema per test, when
 //! `ZONEKEEP_TEST_POSTGRES` is set; otherwise those tests print that they were skipped).
 
@@ -16,6 +16,8 @@ mod characters;
 mod directory;
 #[path = "contract/directory_zones.rs"]
 mod directory_zones;
+#[path = "contract/lobby.rs"]
+mod lobby;
 #[path = "contract/modules.rs"]
 mod modules;
 #[path = "contract/transfers.rs"]
@@ -28,6 +30,7 @@ use calls::*;
 use characters::*;
 use directory::*;
 use directory_zones::*;
+use lobby::*;
 use modules::*;
 use serde_json::json;
 use support::{Db, Model, Rng, Verdict};
@@ -631,6 +634,13 @@ contract_tests!(
     a_kinds_history_lists_its_deploys_newest_first,
     a_kinds_history_keeps_its_newest_deploys,
     an_older_database_gains_the_deploy_history,
+    rooms_are_listed_by_kind_version_and_metadata_and_private_ones_found_by_code,
+    join_or_create_fills_the_fullest_room_then_creates_one,
+    concurrent_joins_from_two_stores_never_overfill_a_room,
+    an_address_holds_at_most_its_seats_in_a_room,
+    owners_reports_are_fenced_and_turn_reservations_into_presence,
+    lapsed_reservations_free_their_seats_and_idle_rooms_are_forgotten,
+    an_older_database_gains_the_lobby,
     a_transfer_is_accepted_once_and_then_cannot_return,
     a_returned_transfer_cannot_be_accepted,
     stale_owners_cannot_decide_a_transfer,

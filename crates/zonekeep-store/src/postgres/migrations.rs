@@ -183,6 +183,35 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             SELECT kind, version, sha256, 'push', deployed_at_ms FROM module_kinds;
     ",
     },
+    Migration {
+        name: "lobby: rooms players find, and the seats handed out in them",
+        sql: "
+        CREATE TABLE lobby_rooms (
+            zone_id         TEXT PRIMARY KEY,
+            kind            TEXT NOT NULL,
+            content_version TEXT NOT NULL,
+            code            TEXT UNIQUE,
+            max_players     BIGINT NOT NULL CHECK (max_players >= 0),
+            max_observers   BIGINT NOT NULL CHECK (max_observers >= 0),
+            players         BIGINT NOT NULL CHECK (players >= 0),
+            observers       BIGINT NOT NULL CHECK (observers >= 0),
+            open            BIGINT NOT NULL CHECK (open IN (0, 1)),
+            metadata        TEXT NOT NULL,
+            created_at_ms   BIGINT NOT NULL,
+            active_at_ms    BIGINT NOT NULL
+        );
+        CREATE INDEX lobby_rooms_by_kind ON lobby_rooms (kind, open);
+        CREATE TABLE lobby_seats (
+            zone_id    TEXT NOT NULL,
+            principal  TEXT NOT NULL,
+            role       TEXT NOT NULL CHECK (role IN ('player', 'observer')),
+            address    TEXT,
+            expires_ms BIGINT,
+            PRIMARY KEY (zone_id, principal)
+        );
+        CREATE INDEX lobby_seats_by_address ON lobby_seats (zone_id, address);
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

@@ -39,6 +39,7 @@ mod calls;
 mod characters;
 mod directory;
 mod facts;
+mod lobby;
 mod migrations;
 mod modules;
 mod saves;
@@ -59,6 +60,9 @@ use crate::directory::{
 };
 use crate::directory_rows::{check_claim, check_registration};
 use crate::error::{redact, Result, StoreError};
+use crate::lobby::{
+    LobbyStore, NewRoom, ReportOutcome, Room, RoomFilter, RoomReport, SeatOutcome, SeatRequest,
+};
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
 use crate::transfers::{NewTransfer, Reclaim, StoredTransfer, TransferLedger};
 use crate::types::{
@@ -468,6 +472,74 @@ impl ModuleStore for PostgresStore {
         crate::modules::check_kind(kind)?;
         let client = self.client().await?;
         modules::module_history(&client, kind, limit, &self.err).await
+    }
+}
+
+#[async_trait]
+impl LobbyStore for PostgresStore {
+    async fn create_room(&self, room: &NewRoom, seat: Option<&SeatRequest>) -> Result<Room> {
+        crate::lobby::check_room(room)?;
+        if let Some(s) = seat {
+            crate::lobby::check_seat(s)?;
+        }
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        lobby::create_room(tx, room, seat, &self.err).await
+    }
+
+    async fn join_or_create(
+        &self,
+        filter: &RoomFilter,
+        seat: &SeatRequest,
+        room: &NewRoom,
+    ) -> Result<(Room, bool)> {
+        crate::lobby::check_filter(filter)?;
+        crate::lobby::check_seat(seat)?;
+        crate::lobby::check_room(room)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        lobby::join_or_create(tx, filter, seat, room, &self.err).await
+    }
+
+    async fn take_seat(&self, zone_id: &str, seat: &SeatRequest) -> Result<SeatOutcome> {
+        check_id("zone id", zone_id)?;
+        crate::lobby::check_seat(seat)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        lobby::take_seat(tx, zone_id, seat, &self.err).await
+    }
+
+    async fn room_by_code(&self, code: &str) -> Result<Option<Room>> {
+        crate::lobby::check_code(code)?;
+        let client = self.client().await?;
+        lobby::room_by_code(&client, code, &self.err).await
+    }
+
+    async fn room(&self, zone_id: &str) -> Result<Option<Room>> {
+        check_id("zone id", zone_id)?;
+        let client = self.client().await?;
+        lobby::room(&client, zone_id, &self.err).await
+    }
+
+    async fn list_rooms(&self, filter: &RoomFilter) -> Result<Vec<Room>> {
+        crate::lobby::check_filter(filter)?;
+        let client = self.client().await?;
+        lobby::list_rooms(&client, filter, &self.err).await
+    }
+
+    async fn report_rooms(&self, reports: &[RoomReport]) -> Result<ReportOutcome> {
+        for r in reports {
+            crate::lobby::check_report(r)?;
+        }
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        lobby::report_rooms(tx, reports, &self.err).await
+    }
+
+    async fn forget_idle_rooms(&self, idle_ms: u64) -> Result<u64> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        lobby::forget_idle_rooms(tx, idle_ms, &self.err).await
     }
 }
 

@@ -178,6 +178,35 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             SELECT kind, version, sha256, 'push', deployed_at_ms FROM module_kinds;
     ",
     },
+    Migration {
+        name: "lobby: rooms players find, and the seats handed out in them",
+        sql: "
+        CREATE TABLE lobby_rooms (
+            zone_id         TEXT PRIMARY KEY,
+            kind            TEXT NOT NULL,
+            content_version TEXT NOT NULL,
+            code            TEXT UNIQUE,
+            max_players     INTEGER NOT NULL CHECK (max_players >= 0),
+            max_observers   INTEGER NOT NULL CHECK (max_observers >= 0),
+            players         INTEGER NOT NULL CHECK (players >= 0),
+            observers       INTEGER NOT NULL CHECK (observers >= 0),
+            open            INTEGER NOT NULL CHECK (open IN (0, 1)),
+            metadata        TEXT NOT NULL,
+            created_at_ms   INTEGER NOT NULL,
+            active_at_ms    INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX lobby_rooms_by_kind ON lobby_rooms (kind, open);
+        CREATE TABLE lobby_seats (
+            zone_id    TEXT NOT NULL,
+            principal  TEXT NOT NULL,
+            role       TEXT NOT NULL CHECK (role IN ('player', 'observer')),
+            address    TEXT,
+            expires_ms INTEGER,
+            PRIMARY KEY (zone_id, principal)
+        ) STRICT;
+        CREATE INDEX lobby_seats_by_address ON lobby_seats (zone_id, address);
+    ",
+    },
 ];
 
 /// Brings the database to the newest schema this build knows; refuses a newer one.

@@ -19,6 +19,7 @@ mod calls;
 mod characters;
 mod directory;
 mod facts;
+mod lobby;
 mod migrations;
 mod modules;
 mod saves;
@@ -40,6 +41,9 @@ use crate::directory::{
 };
 use crate::directory_rows::check_claim;
 use crate::error::{Result, StoreError};
+use crate::lobby::{
+    LobbyStore, NewRoom, ReportOutcome, Room, RoomFilter, RoomReport, SeatOutcome, SeatRequest,
+};
 use crate::traits::{FactLedger, ModuleStore, SaveStore};
 use crate::transfers::{NewTransfer, Reclaim, StoredTransfer, TransferLedger};
 use crate::types::{
@@ -388,6 +392,58 @@ impl ModuleStore for SqliteStore {
     async fn module_history(&self, kind: &str, limit: usize) -> Result<Vec<ModuleDeploy>> {
         let kind = kind.to_owned();
         self.run(move |conn| modules::module_history(conn, &kind, limit))
+            .await
+    }
+}
+
+#[async_trait]
+impl LobbyStore for SqliteStore {
+    async fn create_room(&self, room: &NewRoom, seat: Option<&SeatRequest>) -> Result<Room> {
+        let (room, seat) = (room.clone(), seat.cloned());
+        self.run(move |conn| lobby::create_room(conn, &room, seat.as_ref()))
+            .await
+    }
+
+    async fn join_or_create(
+        &self,
+        filter: &RoomFilter,
+        seat: &SeatRequest,
+        room: &NewRoom,
+    ) -> Result<(Room, bool)> {
+        let (filter, seat, room) = (filter.clone(), seat.clone(), room.clone());
+        self.run(move |conn| lobby::join_or_create(conn, &filter, &seat, &room))
+            .await
+    }
+
+    async fn take_seat(&self, zone_id: &str, seat: &SeatRequest) -> Result<SeatOutcome> {
+        let (zone_id, seat) = (zone_id.to_owned(), seat.clone());
+        self.run(move |conn| lobby::take_seat(conn, &zone_id, &seat))
+            .await
+    }
+
+    async fn room_by_code(&self, code: &str) -> Result<Option<Room>> {
+        let code = code.to_owned();
+        self.run(move |conn| lobby::room_by_code(conn, &code)).await
+    }
+
+    async fn room(&self, zone_id: &str) -> Result<Option<Room>> {
+        let zone_id = zone_id.to_owned();
+        self.run(move |conn| lobby::room(conn, &zone_id)).await
+    }
+
+    async fn list_rooms(&self, filter: &RoomFilter) -> Result<Vec<Room>> {
+        let filter = filter.clone();
+        self.run(move |conn| lobby::list_rooms(conn, &filter)).await
+    }
+
+    async fn report_rooms(&self, reports: &[RoomReport]) -> Result<ReportOutcome> {
+        let reports = reports.to_vec();
+        self.run(move |conn| lobby::report_rooms(conn, &reports))
+            .await
+    }
+
+    async fn forget_idle_rooms(&self, idle_ms: u64) -> Result<u64> {
+        self.run(move |conn| lobby::forget_idle_rooms(conn, idle_ms))
             .await
     }
 }
