@@ -161,6 +161,20 @@ pub struct ServerConfig {
     pub ticket_keys: Vec<KeyConfig>,
     /// Admin bearer token (env `ZONEKEEP_ADMIN_TOKEN`); without it the admin API is off.
     pub admin_token: Option<Secret>,
+    /// The lobby's bearer token (env `ZONEKEEP_LOBBY_TOKEN`), the application back end's
+    /// credential for `/lobby` (rooms, join_or_create); without it the lobby is off. At least 16
+    /// bytes, and not the admin token.
+    pub lobby_token: Option<Secret>,
+    /// How long a seat the lobby handed out is held for a player who has not arrived, and its
+    /// ticket lives, seconds (within `ticket_max_lifetime_secs`). Default 60.
+    pub lobby_seat_hold_secs: u64,
+    /// Most player seats one client address may hold in a room (0: no cap). Default 4.
+    pub lobby_players_per_address: u32,
+    /// Most observer seats one client address may hold in a room (0: no cap). Default 2.
+    pub lobby_observers_per_address: u32,
+    /// A room nobody was in, nor held a seat in, for this long is forgotten, seconds.
+    /// Default 300.
+    pub lobby_room_idle_secs: u64,
     /// Reconnect tokens held at most (one per player). Default 100000.
     pub reconnect_capacity: usize,
     /// Where zone saves and the fact ledger live: `sqlite` (a file in
@@ -269,6 +283,11 @@ impl Default for ServerConfig {
             ticket_kid: "default".into(),
             ticket_keys: Vec::new(),
             admin_token: None,
+            lobby_token: None,
+            lobby_seat_hold_secs: 60,
+            lobby_players_per_address: 4,
+            lobby_observers_per_address: 2,
+            lobby_room_idle_secs: 300,
             reconnect_capacity: 100_000,
             store: Secret::new("sqlite"),
             data_dir: PathBuf::from("./data"),
@@ -445,6 +464,24 @@ impl ServerConfig {
             .is_some_and(|t| t.expose().len() < 16)
         {
             return Err(invalid("admin_token", "must be at least 16 bytes"));
+        }
+        if let Some(t) = &self.lobby_token {
+            if t.expose().len() < 16 {
+                return Err(invalid("lobby_token", "must be at least 16 bytes"));
+            }
+            if self
+                .admin_token
+                .as_ref()
+                .is_some_and(|a| a.expose() == t.expose())
+            {
+                return Err(invalid(
+                    "lobby_token",
+                    "must differ from the admin token: the application's back end holds it",
+                ));
+            }
+        }
+        if self.lobby_seat_hold_secs == 0 || self.lobby_seat_hold_secs > 3600 {
+            return Err(invalid("lobby_seat_hold_secs", "must be 1..=3600"));
         }
         self.key_ring()?;
         self.persist_config()?;

@@ -10,7 +10,9 @@
 //! A host with a store is a member of a fleet ([`fleet`]): it holds a lease in
 //! the store's directory, runs the zones the directory gives it, and sends
 //! clients of other hosts' zones there. The fleet's rules are
-//! `zonekeep-fleet`'s; this crate drives them.
+//! `zonekeep-fleet`'s; this crate drives them. Such a host also serves the
+//! lobby (`/lobby`, behind a credential of its own): rooms and seats an
+//! application's back end asks for, kept in the store for the whole fleet.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,6 +41,7 @@ pub mod examples;
 pub mod fleet;
 mod halt;
 mod host;
+mod lobby;
 pub mod metrics;
 pub mod net;
 pub mod persist;

@@ -218,7 +218,12 @@ pub struct ReportOutcome {
     pub fenced: Vec<String>,
 }
 
-/// The lobby's rooms and seats, shared by every host of the fleet (see the [module docs](self)).
+/// The lobby's rooms and seats, shared by every host of the fleet.
+///
+/// A seat is *reserved* when handed out (it lapses at its expiry if the player never arrives) and
+/// *present* once the room's owner reported the principal in the zone. Seats taken by role are
+/// the players (observers) reported plus the seats of that role still reserved; a room is full
+/// when that reaches its capacity. Seats per client address are capped per role.
 #[async_trait]
 pub trait LobbyStore: Send + Sync {
     /// Creates `room`, seating `seat` in it when given. Refuses an id already a room, or a code

@@ -96,6 +96,20 @@ struct ServeArgs {
     /// Admin bearer token (at least 16 bytes); without it the admin API is off.
     #[arg(long, env = "ZONEKEEP_ADMIN_TOKEN", hide_env_values = true)]
     admin_token: Option<String>,
+    /// The lobby's bearer token (at least 16 bytes, not the admin token): the credential your
+    /// game's back end calls /lobby with (docs/LOBBY.md); without it the lobby is off.
+    #[arg(long, env = "ZONEKEEP_LOBBY_TOKEN", hide_env_values = true)]
+    lobby_token: Option<String>,
+    /// How long a lobby seat (and its ticket) is held for a player who has not arrived, seconds
+    /// [default: 60].
+    #[arg(long, env = "ZONEKEEP_LOBBY_SEAT_HOLD_SECS")]
+    lobby_seat_hold_secs: Option<u64>,
+    /// Most player seats one client address may hold in a lobby room; 0 = no cap [default: 4].
+    #[arg(long, env = "ZONEKEEP_LOBBY_PLAYERS_PER_ADDRESS")]
+    lobby_players_per_address: Option<u32>,
+    /// Most observer seats one client address may hold in a lobby room; 0 = no cap [default: 2].
+    #[arg(long, env = "ZONEKEEP_LOBBY_OBSERVERS_PER_ADDRESS")]
+    lobby_observers_per_address: Option<u32>,
     /// Simulation threads; 0 = one per core [default: 0].
     #[arg(long, env = "ZONEKEEP_SIM_THREADS")]
     sim_threads: Option<usize>,
@@ -421,6 +435,18 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(t) = &args.admin_token {
         cfg.admin_token = Some(Secret::new(t.clone()));
+    }
+    if let Some(t) = &args.lobby_token {
+        cfg.lobby_token = Some(Secret::new(t.clone()));
+    }
+    if let Some(v) = args.lobby_seat_hold_secs {
+        cfg.lobby_seat_hold_secs = v;
+    }
+    if let Some(v) = args.lobby_players_per_address {
+        cfg.lobby_players_per_address = v;
+    }
+    if let Some(v) = args.lobby_observers_per_address {
+        cfg.lobby_observers_per_address = v;
     }
     args.persist.apply(&mut cfg);
     cfg.validate()?;

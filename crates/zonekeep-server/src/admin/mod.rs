@@ -113,31 +113,44 @@ async fn disabled() -> Response {
 }
 
 pub(crate) async fn auth(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let given = req
-        .headers()
+    match check_bearer(req.headers(), shared.admin_token_hash.as_ref()) {
+        Ok(()) => next.run(req).await,
+        Err(why) => {
+            shared.metrics.admin_refused(why);
+            unauthorized()
+        }
+    }
+}
+
+/// Whether `headers` bear the token whose hash is `expected` (compared in constant time), or
+/// why not: `missing` (no bearer token) or `wrong`.
+pub(crate) fn check_bearer(
+    headers: &header::HeaderMap,
+    expected: Option<&[u8; 32]>,
+) -> Result<(), &'static str> {
+    let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let ok = match (given, &shared.admin_token_hash) {
-        (Some(t), Some(expected)) => bool::from(hash_token(t).ct_eq(expected)),
-        _ => false,
-    };
-    if !ok {
-        shared
-            .metrics
-            .admin_refused(if given.is_some() { "wrong" } else { "missing" });
-        let mut r = json_error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing or wrong bearer token",
-        );
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            header::HeaderValue::from_static("Bearer"),
-        );
-        return r;
+    match (given, expected) {
+        (Some(t), Some(expected)) if bool::from(hash_token(t).ct_eq(expected)) => Ok(()),
+        (Some(_), _) => Err("wrong"),
+        (None, _) => Err("missing"),
     }
-    next.run(req).await
+}
+
+/// The answer to a request without the right bearer token.
+pub(crate) fn unauthorized() -> Response {
+    let mut r = json_error(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "missing or wrong bearer token",
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    r
 }
 
 pub(crate) fn failure(f: AdminFailure) -> Response {

@@ -331,6 +331,8 @@ pub(crate) async fn start(
     let _ = shared.fleet.set(Arc::clone(&fleet));
     let stop = shared.fleet_stop.clone();
     tokio::spawn(heartbeat::run(Arc::clone(&fleet), lease, stop.clone()));
+    // The lobby rooms this host runs, reported to the store.
+    tokio::spawn(crate::lobby::report::run(Arc::clone(shared)));
     tokio::spawn(reconcile::run(
         Arc::clone(shared),
         Arc::clone(&fleet),

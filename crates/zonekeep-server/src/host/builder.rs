@@ -279,6 +279,10 @@ impl HostBuilder {
             .admin_token
             .as_ref()
             .map(|t| admin::hash_token(t.expose()));
+        let lobby_token_hash = config
+            .lobby_token
+            .as_ref()
+            .map(|t| admin::hash_token(t.expose()));
         Ok(Host {
             shared: Arc::new(Shared {
                 verifier,
@@ -297,6 +301,7 @@ impl HostBuilder {
                 default_kind,
                 sim,
                 admin_token_hash,
+                lobby_token_hash,
                 config,
                 fleet: std::sync::OnceLock::new(),
                 fleet_metrics,

@@ -135,6 +135,8 @@ pub(crate) struct Shared {
     pub default_kind: String,
     pub sim: Arc<SimContext>,
     pub admin_token_hash: Option<[u8; 32]>,
+    /// The lobby token's hash; `None` when the lobby is off.
+    pub lobby_token_hash: Option<[u8; 32]>,
     /// This host's fleet membership, set once it joined (hosts with a store).
     pub fleet: std::sync::OnceLock<Arc<crate::fleet::Fleet>>,
     /// Fleet metrics (registered on `/metrics` for hosts with a store).
@@ -212,6 +214,7 @@ impl Shared {
             tick: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             summary: Default::default(),
+            present: Default::default(),
             rate_limited: metrics.input_counter("rate_limited").unwrap_or_default(),
             inbox_full: metrics.input_counter("inbox_full").unwrap_or_default(),
             ready: tokio::sync::watch::Sender::new(Startup::Starting),

@@ -195,6 +195,7 @@ impl Host {
             .route("/healthz", get(|| async { "ok" }))
             .route("/webtransport", get(webtransport_handler))
             .merge(admin::router(&shared))
+            .merge(crate::lobby::router(&shared))
             .merge(admin::console::router());
         if shared.config.dev {
             r = r.merge(dev::router());

@@ -11,6 +11,7 @@
 //! `/proc/self/stat` and `/proc/self/statm` on Linux (absent elsewhere).
 
 mod limits;
+mod lobby;
 mod process;
 mod stages;
 mod webtransport;
@@ -18,6 +19,7 @@ mod webtransport;
 pub use webtransport::WebTransportMetrics;
 
 pub use limits::LimitMetrics;
+pub use lobby::LobbyMetrics;
 pub use stages::{ZoneStageMetrics, WORK_COUNTERS};
 
 use std::collections::HashSet;
@@ -109,6 +111,7 @@ pub struct Metrics {
     recordings_stopped: Family<Labels, Counter>,
     webtransport: WebTransportMetrics,
     limits: LimitMetrics,
+    lobby: LobbyMetrics,
     stage_families: stages::StageFamilies,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
@@ -159,6 +162,7 @@ impl Metrics {
             recordings_stopped: Family::default(),
             webtransport: WebTransportMetrics::default(),
             limits: LimitMetrics::default(),
+            lobby: LobbyMetrics::default(),
             stage_families: stages::StageFamilies::new(&mut registry),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
@@ -348,6 +352,7 @@ impl Metrics {
         );
         m.webtransport.register(&mut registry);
         m.limits.register(&mut registry);
+        m.lobby.register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
     }
@@ -530,6 +535,11 @@ impl Metrics {
         self.admin_refused
             .get_or_create(&vec![("reason", reason.to_owned())])
             .inc();
+    }
+
+    /// The lobby's counters.
+    pub fn lobby(&self) -> &LobbyMetrics {
+        &self.lobby
     }
 
     /// What the per-zone limits refused.

@@ -41,6 +41,16 @@ pub struct ZoneSummary {
     pub mean_tick_us: f64,
 }
 
+/// A running zone as the lobby reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LobbyView {
+    pub zone_id: String,
+    pub epoch: u64,
+    pub players: u32,
+    pub observers: u32,
+    pub present: Vec<String>,
+}
+
 /// One participant in the admin zone detail.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PlayerSummary {
@@ -121,6 +131,9 @@ pub(crate) struct ZoneEntry {
     /// persistence): what a join fences its store writes with before the zone's thread has it.
     pub epoch: AtomicU64,
     pub summary: Mutex<ZoneSummary>,
+    /// The principals present (players and observers), published when who is present changes:
+    /// what the lobby's report names.
+    pub present: Mutex<Vec<String>>,
     pub rate_limited: Counter,
     pub inbox_full: Counter,
     /// Where the zone is in its start (joins wait while it is starting).
@@ -310,6 +323,36 @@ impl Registry {
             .collect();
         f.retain(|z| z.kind != kind);
         ids
+    }
+
+    /// The ids of the zones registered here.
+    pub fn zone_ids(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// What the lobby reports of each zone running here under a known owner epoch.
+    pub fn lobby_views(&self) -> Vec<LobbyView> {
+        let entries: Vec<Arc<ZoneEntry>> = self.lock().values().cloned().collect();
+        entries
+            .iter()
+            .filter_map(|e| {
+                let epoch = e.epoch.load(Ordering::Relaxed);
+                let s = e.summary.lock().unwrap_or_else(|p| p.into_inner());
+                // A zone still starting has published nothing yet.
+                if s.id.is_empty() || epoch == 0 {
+                    return None;
+                }
+                let (players, observers) = (s.players, s.observers);
+                drop(s);
+                Some(LobbyView {
+                    zone_id: e.zone_id.clone(),
+                    epoch,
+                    players,
+                    observers,
+                    present: e.present.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                })
+            })
+            .collect()
     }
 
     pub fn summaries(&self) -> Vec<ZoneSummary> {

@@ -91,6 +91,8 @@ pub(crate) struct ZoneRun {
     subs: BTreeMap<PlayerId, Sub>,
     inbox_capacity: usize,
     tick_stats: (u64, u128, u64),
+    /// Who was present when [`Self::publish`] last published it (count, largest id, id sum).
+    present_fingerprint: (u32, u32, u64),
     ticks_dropped: u64,
     /// The zone's count of log lines its rate limit dropped, as last counted in the metrics.
     log_suppressed: u64,
@@ -159,6 +161,7 @@ impl ZoneRun {
             subs: BTreeMap::new(),
             inbox_capacity,
             tick_stats: (0, 0, 0),
+            present_fingerprint: (0, 0, 0),
             ticks_dropped: 0,
             log_suppressed: 0,
             limit_log: LimitLog::default(),

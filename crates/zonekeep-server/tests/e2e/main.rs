@@ -34,6 +34,7 @@ mod io_threads;
 mod join;
 mod lasting;
 mod limits;
+mod lobby;
 mod metrics;
 mod persist;
 mod refusals;

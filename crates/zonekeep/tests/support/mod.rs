@@ -28,6 +28,8 @@ use zonekeep_protocol::schema::Schema;
 pub const SECRET: &str = "persist-test-secret-0123456789abcdef";
 /// The admin token hosts get with `--admin-token` in tests that read the admin API.
 pub const ADMIN_TOKEN: &str = "fleet-admin-token-0123456789abcdef";
+/// The lobby credential the lobby tests start hosts with (`--lobby-token`).
+pub const LOBBY_TOKEN: &str = "fleet-lobby-token-0123456789abcdef";
 /// ledger-test event topics (see crates/zonekeep/src/ledger_zone.rs).
 pub const TOPIC_STATE: u16 = 1;
 pub const TOPIC_SETTLED: u16 = 2;
@@ -331,11 +333,36 @@ impl Server {
         path: &str,
         body: Option<&Value>,
     ) -> (u16, Vec<u8>) {
+        self.bearer_bytes(method, path, body, ADMIN_TOKEN).await
+    }
+
+    /// A request with the lobby credential [`LOBBY_TOKEN`]: the status and the answer as JSON.
+    pub async fn lobby_request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let (status, bytes) = self.bearer_bytes(method, path, body, LOBBY_TOKEN).await;
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// A request bearing `token`: the status and the body's bytes.
+    pub async fn bearer_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        token: &str,
+    ) -> (u16, Vec<u8>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let body = body.map(Value::to_string).unwrap_or_default();
         let mut s = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
         let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         s.write_all(req.as_bytes()).await.unwrap();

@@ -326,11 +326,26 @@ impl ZoneRun {
     /// Publish the summary and population gauges.
     pub(super) fn publish(&mut self) {
         let (mut players, mut observers) = (0u32, 0u32);
+        // Who is present, fingerprinted cheaply: ids are never reused, so any join or leave
+        // changes the count, the largest id or their sum.
+        let mut fingerprint = (0u32, 0u32, 0u64);
         for p in self.host.players() {
             match p.role {
                 Role::Player => players += 1,
                 Role::Observer => observers += 1,
             }
+            fingerprint.0 += 1;
+            fingerprint.1 = fingerprint.1.max(p.id.0);
+            fingerprint.2 += u64::from(p.id.0);
+        }
+        if fingerprint != self.present_fingerprint {
+            self.present_fingerprint = fingerprint;
+            let present = self
+                .host
+                .players()
+                .map(|p| p.principal.as_str().to_owned())
+                .collect();
+            *self.entry.present.lock().unwrap_or_else(|p| p.into_inner()) = present;
         }
         let entities = u32::try_from(self.host.world().len()).unwrap_or(u32::MAX);
         self.metrics.set_population(
