@@ -62,6 +62,8 @@ pub(crate) struct Outputs {
     pub(crate) kicks: Vec<Kick>,
     /// The zone asked for a save (see [`Ctx::save_now`]).
     pub(crate) save_requested: bool,
+    /// The listing the zone published last and the host has not taken yet.
+    pub(crate) listing: Option<crate::Listing>,
 }
 
 impl Outputs {
@@ -74,6 +76,7 @@ impl Outputs {
             max_event_bytes,
             kicks: Vec::new(),
             save_requested: false,
+            listing: None,
         }
     }
 }
@@ -353,6 +356,20 @@ impl<'a> Ctx<'a> {
     /// that keeps nothing ignores it.
     pub fn save_now(&mut self) {
         self.out.save_requested = true;
+    }
+
+    /// Publishes whether the zone takes players now and what it says of itself, for a lobby
+    /// listing it (docs/LOBBY.md): a match closes itself when it starts, a room names its map.
+    /// The newest call wins; the host reports it within about a second. Refused (and nothing
+    /// published) when `metadata` is not a JSON object or is over
+    /// [`MAX_LISTING_BYTES`](crate::MAX_LISTING_BYTES) of JSON.
+    pub fn publish_listing(
+        &mut self,
+        open: bool,
+        metadata: serde_json::Value,
+    ) -> Result<(), crate::ListingError> {
+        self.out.listing = Some(crate::Listing::new(open, metadata)?);
+        Ok(())
     }
 
     /// The zone's own id.

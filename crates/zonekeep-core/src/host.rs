@@ -228,6 +228,12 @@ impl ZoneHost {
         std::mem::take(&mut self.core.out.save_requested)
     }
 
+    /// The listing the zone published since the last call, if it published one (see
+    /// [`Ctx::publish_listing`]); taken.
+    pub fn take_listing(&mut self) -> Option<crate::Listing> {
+        self.core.out.listing.take()
+    }
+
     /// Names the build of the zone's code (the host's version for a native kind, the module's
     /// content hash for a module): every save records it beside the state version, so an
     /// operator facing a save this code cannot read knows which build wrote it.

@@ -163,6 +163,7 @@ pub mod image;
 pub mod input;
 pub mod interest;
 pub mod kinds;
+pub mod listing;
 pub mod message;
 pub mod player;
 pub mod recording;
@@ -191,6 +192,7 @@ pub use host::{Frame, Frames, ZoneHost};
 pub use image::ImageError;
 pub use input::{InputMeta, InputOutcome, InputPolicy, InputRefusal};
 pub use kinds::{ImageFactory, RestoreFactory, ZoneFactory, ZoneKinds};
+pub use listing::{Listing, ListingError, MAX_LISTING_BYTES};
 pub use message::{
     ChildEvent, Delivery, GroupChange, InboundMessage, MessageFrom, MessageId, MessageTarget,
     OutboundMessage, SendError, TIER_TOPIC,

@@ -215,6 +215,7 @@ impl Shared {
             epoch: AtomicU64::new(0),
             summary: Default::default(),
             present: Default::default(),
+            listing: Default::default(),
             rate_limited: metrics.input_counter("rate_limited").unwrap_or_default(),
             inbox_full: metrics.input_counter("inbox_full").unwrap_or_default(),
             ready: tokio::sync::watch::Sender::new(Startup::Starting),

@@ -1,6 +1,6 @@
 //! Each host's report of the lobby rooms it runs: about once a second, every running zone that
 //! is a room has its players and observers, the principals present and what the zone published
-//! written to the store under the zone's owner epoch (a host that lost the zone writes nothing).
+//! ([`zonekeep_core::Ctx::publish_listing`]) written to the store under the zone's owner epoch (a host that lost the zone writes nothing).
 //! Off the tick: it reads what each zone already publishes for the admin API, never waking a
 //! simulation thread. Every so often it also forgets rooms idle past the host's limit.
 //!
@@ -48,8 +48,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 players: v.players,
                 observers: v.observers,
                 present: v.present,
-                open: None,
-                metadata: None,
+                open: v.listing.as_ref().map(|l| l.open),
+                metadata: v.listing.map(|l| l.metadata),
             })
             .collect();
         if !reports.is_empty() {

@@ -42,13 +42,14 @@ pub struct ZoneSummary {
 }
 
 /// A running zone as the lobby reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LobbyView {
     pub zone_id: String,
     pub epoch: u64,
     pub players: u32,
     pub observers: u32,
     pub present: Vec<String>,
+    pub listing: Option<zonekeep_core::Listing>,
 }
 
 /// One participant in the admin zone detail.
@@ -134,6 +135,9 @@ pub(crate) struct ZoneEntry {
     /// The principals present (players and observers), published when who is present changes:
     /// what the lobby's report names.
     pub present: Mutex<Vec<String>>,
+    /// What the zone published last for a lobby listing it (see
+    /// [`zonekeep_core::Ctx::publish_listing`]).
+    pub listing: Mutex<Option<zonekeep_core::Listing>>,
     pub rate_limited: Counter,
     pub inbox_full: Counter,
     /// Where the zone is in its start (joins wait while it is starting).
@@ -350,6 +354,7 @@ impl Registry {
                     players,
                     observers,
                     present: e.present.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                    listing: e.listing.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                 })
             })
             .collect()

@@ -8,15 +8,37 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use zonekeep_core::ZoneConfig;
+use zonekeep_core::{Ctx, InputRefusal, PlayerId, Zone, ZoneConfig, ZoneError, ZoneInit};
 use zonekeep_server::config::Secret;
 use zonekeep_server::persist::{PersistConfig, Persistence};
 use zonekeep_server::{Host, ServerConfig};
 
 use crate::common::*;
-use crate::tally::Tally;
+use crate::tally::{count_input, Tally};
 
 const LOBBY: &str = "lobby-token-of-the-game-backend";
+
+/// A match that starts on its first input: it closes itself to the lobby and names its round.
+struct Match;
+
+impl Zone for Match {
+    type Input = u64;
+    fn create(_init: &ZoneInit, ctx: &mut Ctx<'_>) -> Result<Self, ZoneError> {
+        ctx.publish_listing(true, json!({"round": 0, "map": "dunes"}))
+            .unwrap();
+        Ok(Match)
+    }
+    fn sanitize(&mut self, _p: PlayerId, payload: &[u8]) -> Result<u64, InputRefusal> {
+        count_input(payload)
+    }
+    fn on_input(&mut self, ctx: &mut Ctx<'_>, _p: PlayerId, n: u64) {
+        ctx.publish_listing(false, json!({"round": n, "map": "dunes"}))
+            .unwrap();
+        // Metadata that is not an object is refused, and nothing changes.
+        assert!(ctx.publish_listing(true, json!("open")).is_err());
+    }
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {}
+}
 
 /// A host with the tally kind (4 players, 1 observer a zone) and the lobby on.
 async fn lobby_host(dir: &Path, config: ServerConfig) -> TestServer {
@@ -42,6 +64,7 @@ async fn lobby_host(dir: &Path, config: ServerConfig) -> TestServer {
             },
             Value::Null,
         )
+        .zone_with::<Match>("match", ZoneConfig::default(), Value::Null)
         .persistence(Arc::clone(&p))
         .build()
         .unwrap();
@@ -306,6 +329,49 @@ async fn an_address_holds_at_most_its_seats_and_hostile_requests_are_refused() {
         metric(&server, "zonekeep_lobby_seats_total{how=\"created\"}").await,
         1.0
     );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_match_closes_itself_to_the_lobby_and_publishes_its_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = lobby_host(dir.path(), with_lobby()).await;
+    let (_, seat) = lobby_post(
+        &server,
+        "/lobby/join_or_create",
+        json!({"kind": "match", "principal": "ann", "metadata": {"map": "dunes"}}),
+    )
+    .await;
+    let zone = seat["zone"].as_str().unwrap().to_owned();
+    let (mut ws, _) = join(&server, &zone, seat["ticket"].as_str().unwrap()).await;
+    let room_path = format!("/lobby/rooms/{zone}");
+    let room = |open: bool, round: u64| {
+        let (server, path) = (&server, room_path.clone());
+        move || {
+            let path = path.clone();
+            async move {
+                let (_, room) = lobby_get(server, &path).await;
+                room["open"] == open && room["metadata"]["round"] == round
+            }
+        }
+    };
+    // What the zone published when it was created, then its first round: closed.
+    eventually("the zone's own listing reported", room(true, 0)).await;
+    send_input(&mut ws, 1, &7u64.to_le_bytes()).await;
+    eventually("the match closed itself", room(false, 7)).await;
+    let (_, list) = lobby_get(&server, "/lobby/rooms?kind=match").await;
+    assert_eq!(list["rooms"], json!([]), "a closed room is not offered");
+    let (status, closed) = lobby_post(
+        &server,
+        &format!("/lobby/rooms/{zone}/join"),
+        json!({"principal": "late"}),
+    )
+    .await;
+    assert_eq!(
+        (status, &closed["error"]["code"]),
+        (409, &json!("room_closed"))
+    );
+    drop(ws);
     server.stop().await;
 }
 

@@ -338,6 +338,9 @@ impl ZoneRun {
             fingerprint.1 = fingerprint.1.max(p.id.0);
             fingerprint.2 += u64::from(p.id.0);
         }
+        if let Some(listing) = self.host.take_listing() {
+            *self.entry.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(listing);
+        }
         if fingerprint != self.present_fingerprint {
             self.present_fingerprint = fingerprint;
             let present = self
