@@ -242,6 +242,9 @@ enum BenchSub {
     /// A B, B A, A B, … and print the medians of the host's CPU, tick times and per-zone work
     /// counters with B/A.
     Ab(Box<crate::bench_ab::AbArgs>),
+    /// Load the lobby of a running fleet with join_or_create requests: seats per second,
+    /// latency, and a check that no room got more seats than it has.
+    Lobby(crate::bench_lobby::LobbyArgs),
 }
 
 /// The config of one `bench ab` run against a host it started: that host's URL, ticket secret
@@ -454,6 +457,7 @@ fn output(report: &Report, file: Option<&PathBuf>, json: bool) -> Result<()> {
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.sub {
         Some(BenchSub::Ab(ab)) => return crate::bench_ab::run(*ab),
+        Some(BenchSub::Lobby(lobby)) => return crate::bench_lobby::run(lobby),
         Some(BenchSub::Merge {
             files,
             report,

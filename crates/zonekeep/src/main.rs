@@ -10,6 +10,7 @@
 
 mod bench;
 mod bench_ab;
+mod bench_lobby;
 mod call_zone;
 mod character_zone;
 mod cli;
