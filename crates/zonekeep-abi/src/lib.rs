@@ -9,7 +9,15 @@
 //! and writer, checked against each other by their tests.
 
 /// The ABI version (`zk_abi`).
-pub const ABI_VERSION: i32 = 5;
+pub const ABI_VERSION: i32 = 6;
+
+/// The oldest ABI version a host still runs: version 6 only added an output
+/// ([`tag::PUBLISH_LISTING`]) that a version 5 module never sends, so a host runs both.
+pub const OLDEST_ABI_VERSION: i32 = 5;
+
+/// The largest listing metadata a zone publishes ([`tag::PUBLISH_LISTING`]), as JSON text in
+/// bytes.
+pub const MAX_LISTING_BYTES: usize = 4096;
 
 /// The largest character a player may have, in bytes (256 KiB): the host refuses a
 /// [`tag::SET_CHARACTER`] past it, and the guest SDK refuses to write one.
@@ -196,6 +204,10 @@ pub mod tag {
     /// text, at most [`MAX_CALL_ARGS_BYTES`](crate::MAX_CALL_ARGS_BYTES)): a durable call, whose
     /// result comes back with [`op::CALL_RESULT`](crate::op::CALL_RESULT) on a later tick.
     pub const CALL: u8 = 29;
+    /// `u8 open` (0 or 1), `str metadata` (a JSON object, at most
+    /// [`MAX_LISTING_BYTES`](crate::MAX_LISTING_BYTES)): what the zone publishes for a lobby
+    /// listing it (version 6).
+    pub const PUBLISH_LISTING: u8 = 30;
 }
 
 /// Log levels of the `zonekeep.log` import.

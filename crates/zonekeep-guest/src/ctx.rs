@@ -585,6 +585,18 @@ impl<'a> Ctx<'a> {
         self.out.u8(tag::SAVE_NOW);
     }
 
+    /// Publish whether the zone takes players now and what it says of itself, for a lobby
+    /// listing it: `metadata` is a JSON object (as text) of at most
+    /// [`MAX_LISTING_BYTES`](zonekeep_abi::MAX_LISTING_BYTES). A match closes itself when it
+    /// starts; a room names its map. The newest call wins. The host refuses (and logs at debug)
+    /// metadata that is not a JSON object or is too large; nothing is published then.
+    pub fn publish_listing(&mut self, open: bool, metadata: &str) {
+        self.out
+            .u8(tag::PUBLISH_LISTING)
+            .u8(u8::from(open))
+            .str(metadata);
+    }
+
     /// Name this zone's parent (`None`: none); saved by the host, which tells the parent of
     /// every tier change of this zone.
     pub fn set_parent(&mut self, parent: Option<&str>) {

@@ -1340,6 +1340,7 @@ impl Zone for Mover {
         ctx.leave_group("north");
         ctx.set_parent(None);
         ctx.save_now();
+        ctx.publish_listing(false, r#"{"round":2}"#);
     }
 
     fn on_child(&mut self, _ctx: &mut Ctx<'_>, child: &str, event: crate::ChildEvent<'_>) {
@@ -1425,6 +1426,10 @@ fn transfers_messages_groups_and_the_parent_go_through_the_abi() {
             Command::LeaveGroup("north".into()),
             Command::SetParent(String::new()),
             Command::SaveNow,
+            Command::PublishListing {
+                open: false,
+                metadata: r#"{"round":2}"#.into()
+            },
         ]
     );
     host.message("admin", 1, b"").unwrap();

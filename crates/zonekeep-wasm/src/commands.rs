@@ -354,6 +354,27 @@ impl CommandApplier {
                     ctx.set_parent((!parent.is_empty()).then_some(parent));
                 }
                 tag::SAVE_NOW => ctx.save_now(),
+                tag::PUBLISH_LISTING => {
+                    let open = r.u8("listing open")? != 0;
+                    let metadata = r.str("listing metadata")?;
+                    // Refused (too large, not JSON, not an object) as a refused group join is:
+                    // logged at debug, nothing published, the zone runs on. Too large is refused
+                    // before it is parsed.
+                    let published = if metadata.len() > zonekeep_abi::MAX_LISTING_BYTES {
+                        Err(format!(
+                            "listing metadata of {} bytes is past {}",
+                            metadata.len(),
+                            zonekeep_abi::MAX_LISTING_BYTES
+                        ))
+                    } else {
+                        zonekeep_core::serde_json::from_str(metadata)
+                            .map_err(|e| format!("listing metadata is not JSON: {e}"))
+                            .and_then(|m| ctx.publish_listing(open, m).map_err(|e| e.to_string()))
+                    };
+                    if let Err(e) = published {
+                        tracing::debug!(target: "zonekeep::module", error = %e, "listing refused");
+                    }
+                }
                 tag::SET_CHARACTER => {
                     let player = PlayerId(r.u32("player")?);
                     let data = r.bytes("character")?;

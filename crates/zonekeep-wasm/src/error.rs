@@ -44,8 +44,8 @@ pub enum LoadError {
         /// What it must be.
         expected: &'static str,
     },
-    /// The module speaks another version of the ABI.
-    #[error("the module speaks ABI version {0}; this host speaks version {host}", host = zonekeep_abi::ABI_VERSION)]
+    /// The module speaks a version of the ABI this host does not run.
+    #[error("the module speaks ABI version {0}; this host runs versions {oldest} to {host}", oldest = zonekeep_abi::OLDEST_ABI_VERSION, host = zonekeep_abi::ABI_VERSION)]
     AbiVersion(i32),
     /// The module's client contract (at the end of its CONFIG answer) is not valid.
     #[error("the module's client contract: {0}")]

@@ -342,7 +342,7 @@ impl Guest {
         let version = guest.abi.call(&mut guest.store, ()).map_err(|e| {
             LoadError::Start(classify(&mut guest.store, Budget::Call(fuel), e).to_string())
         })?;
-        if version != zonekeep_abi::ABI_VERSION {
+        if !(zonekeep_abi::OLDEST_ABI_VERSION..=zonekeep_abi::ABI_VERSION).contains(&version) {
             return Ok((version, Vec::new()));
         }
         guest.input.clear();

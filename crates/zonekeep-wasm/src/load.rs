@@ -148,7 +148,7 @@ impl ZoneModule {
             contract: zonekeep_protocol::contract::Contract::new(),
         });
         let (version, settings) = Guest::probe(&loaded)?;
-        if version != zonekeep_abi::ABI_VERSION {
+        if !(zonekeep_abi::OLDEST_ABI_VERSION..=zonekeep_abi::ABI_VERSION).contains(&version) {
             return Err(LoadError::AbiVersion(version));
         }
         let (settings, contract) = ModuleSettings::decode(&settings)?;

@@ -135,7 +135,7 @@ fn the_abi_and_the_core_agree_on_the_call_limits() {
         (zonekeep_abi::tag::CALL, zonekeep_abi::op::CALL_RESULT),
         (29, 21)
     );
-    assert_eq!(zonekeep_abi::ABI_VERSION, 5);
+    assert_eq!(zonekeep_abi::ABI_VERSION, 6);
 }
 
 #[test]

@@ -241,9 +241,15 @@ fn broken_modules_are_refused_at_load() {
         ZoneModule::load(&e, &no_call).unwrap_err().to_string(),
         "the module must export zk_alloc as a function (i32) -> i32"
     );
-    // Modules built for another ABI version (the first, the third, and the one before this
-    // host's: 4, before characters), refused by the version they name.
-    for old in [1, 3, zonekeep_abi::ABI_VERSION - 1] {
+    // Modules built for an ABI version this host does not run (the first, the third, and the
+    // one before the oldest it runs: 4, before characters), or a newer one, refused by the
+    // version they name.
+    for old in [
+        1,
+        3,
+        zonekeep_abi::OLDEST_ABI_VERSION - 1,
+        zonekeep_abi::ABI_VERSION + 1,
+    ] {
         let other = wat::parse_str(format!(
             r#"(module (memory (export "memory") 1)
                 (func (export "zk_abi") (result i32) i32.const {old})

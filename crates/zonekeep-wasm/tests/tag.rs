@@ -100,6 +100,27 @@ fn players_join_move_and_are_replicated() {
 }
 
 #[test]
+fn the_module_publishes_its_lobby_listing() {
+    let kinds = kinds();
+    let mut g = Game::new(&kinds);
+    let listing = g.host.take_listing().expect("published at create");
+    assert!(listing.open);
+    assert_eq!(
+        listing.metadata,
+        zonekeep_core::serde_json::json!({"game": "tag", "runners": 0})
+    );
+    assert_eq!(g.host.take_listing(), None, "taken");
+    g.join("ann");
+    let listing = g.host.take_listing().expect("published on join");
+    assert_eq!(listing.metadata["runners"], 1);
+    // The ABI's bound and the core's are one number.
+    assert_eq!(
+        zonekeep_abi::MAX_LISTING_BYTES,
+        zonekeep_core::MAX_LISTING_BYTES
+    );
+}
+
+#[test]
 fn an_undecodable_input_is_refused_by_the_module() {
     let kinds = kinds();
     let mut g = Game::new(&kinds);

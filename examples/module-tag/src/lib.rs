@@ -161,6 +161,12 @@ impl Tag {
     }
 
     /// Make `player` "it" (or nobody), updating both entities' flags.
+    /// Tells a lobby listing the game how many run in it (it always takes more).
+    fn publish(&self, ctx: &mut Ctx<'_>) {
+        let metadata = format!(r#"{{"game":"tag","runners":{}}}"#, self.live.len());
+        ctx.publish_listing(true, &metadata);
+    }
+
     fn make_it(&mut self, ctx: &mut Ctx<'_>, player: Option<PlayerId>) {
         if let Some(old) = self.it {
             self.show(ctx, old, |shown| shown.it = false);
@@ -275,7 +281,9 @@ impl Zone for Tag {
     }
 
     fn create(ctx: &mut Ctx<'_>, _params: &str) -> Result<Self, String> {
-        Ok(Self::new(ctx, BTreeMap::new()))
+        let zone = Self::new(ctx, BTreeMap::new());
+        zone.publish(ctx);
+        Ok(zone)
     }
 
     fn on_join(&mut self, ctx: &mut Ctx<'_>, player: Player) -> Result<(), Refusal> {
@@ -318,6 +326,7 @@ impl Zone for Tag {
         if self.it.is_none() {
             self.make_it(ctx, Some(player.id));
         }
+        self.publish(ctx);
         Ok(())
     }
 

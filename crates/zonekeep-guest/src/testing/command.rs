@@ -219,6 +219,13 @@ pub enum Command {
         /// The arguments (JSON text).
         args: String,
     },
+    /// 30: the zone's lobby listing.
+    PublishListing {
+        /// Whether it takes players.
+        open: bool,
+        /// Its metadata (JSON text).
+        metadata: String,
+    },
 }
 
 /// Decode a whole command buffer, as the host reads it (every length checked, nothing left
@@ -383,6 +390,10 @@ fn decode_command(r: &mut Reader<'_>) -> Result<Command, DecodeError> {
             key: s(r)?,
             function: s(r)?,
             args: s(r)?,
+        },
+        tag::PUBLISH_LISTING => Command::PublishListing {
+            open: r.u8()? != 0,
+            metadata: s(r)?,
         },
         _ => return Err(DecodeError::Invalid("unknown command tag")),
     })
