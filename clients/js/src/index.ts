@@ -30,3 +30,4 @@ export * from "./reconnect.js";
 export * from "./connection.js";
 export * from "./webtransport.js";
 export * from "./cells.js";
+export * from "./lobby.js";

@@ -29,3 +29,4 @@ export * from "./reconnect.js";
 export * from "./connection.js";
 export * from "./webtransport.js";
 export * from "./cells.js";
+export * from "./lobby.js";
