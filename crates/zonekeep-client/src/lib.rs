@@ -54,6 +54,7 @@
 pub mod clock;
 pub mod connection;
 pub mod error;
+pub mod lobby;
 pub mod netsim;
 pub mod patch;
 pub mod payload;
@@ -70,6 +71,7 @@ pub use connection::{
     ReconnectPolicy, TicketFuture, TicketSource, TransferEvent, Transport,
 };
 pub use error::ClientError;
+pub use lobby::{Seat, SeatError};
 pub use netsim::{NetSim, NetSimConfig, NetSimStats};
 pub use patch::{Patch, SpawnedEntity, UpdatedEntity};
 pub use payload::{bind_kind, PayloadError, PayloadReader, PayloadWriter, SchemaMismatch};
