@@ -461,13 +461,9 @@ async fn list(
     Ok(Json(json!({ "rooms": rooms })).into_response())
 }
 
+/// What a new room is to be: its metadata, capacity and zone params.
 #[derive(Debug, Deserialize)]
-struct JoinOrCreate {
-    kind: String,
-    #[serde(flatten)]
-    sitter: Sitter,
-    #[serde(default)]
-    content_version: Option<String>,
+struct RoomShape {
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
     #[serde(default)]
@@ -478,13 +474,24 @@ struct JoinOrCreate {
     params: Value,
 }
 
+#[derive(Debug, Deserialize)]
+struct JoinOrCreate {
+    kind: String,
+    #[serde(flatten)]
+    sitter: Sitter,
+    #[serde(default)]
+    content_version: Option<String>,
+    #[serde(flatten)]
+    shape: RoomShape,
+}
+
 async fn join_or_create(State(shared): State<Arc<Shared>>, body: Bytes) -> Answer {
     let b: JoinOrCreate = parse(&body)?;
     known_kind(&shared, &b.kind)?;
     b.sitter.check()?;
-    params_ok(&b.params)?;
+    params_ok(&b.shape.params)?;
     let store = lobby(&shared)?;
-    let metadata = b.metadata.clone().unwrap_or_default();
+    let metadata = b.shape.metadata.clone().unwrap_or_default();
     let seat = b.sitter.seat(&shared)?;
     let filter = RoomFilter {
         kind: b.kind.clone(),
@@ -494,7 +501,8 @@ async fn join_or_create(State(shared): State<Arc<Shared>>, body: Bytes) -> Answe
         metadata: filter_pairs(&metadata)?,
         limit: 1,
     };
-    let (max_players, max_observers) = capacity(&shared, &b.kind, b.max_players, b.max_observers);
+    let (max_players, max_observers) =
+        capacity(&shared, &b.kind, b.shape.max_players, b.shape.max_observers);
     let room = NewRoom {
         zone_id: new_zone_id(&b.kind)?,
         kind: b.kind.clone(),
@@ -508,7 +516,7 @@ async fn join_or_create(State(shared): State<Arc<Shared>>, body: Bytes) -> Answe
         metadata: Value::Object(metadata),
     };
     let (room, created) = store.lobby.join_or_create(&filter, &seat, &room).await?;
-    seat_answer(&shared, room, &b.sitter, created, None, &b.params).await
+    seat_answer(&shared, room, &b.sitter, created, None, &b.shape.params).await
 }
 
 /// Refuses zone params the directory would refuse.
@@ -520,51 +528,31 @@ fn params_ok(params: &Value) -> Result<(), LobbyFailure> {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct CreateRoom {
     kind: String,
     #[serde(default)]
-    principal: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    role: Option<String>,
-    #[serde(default)]
-    address: Option<String>,
-    #[serde(default)]
-    claims: Option<Map<String, Value>>,
-    #[serde(default)]
     private: bool,
-    #[serde(default)]
-    metadata: Option<Map<String, Value>>,
-    #[serde(default)]
-    max_players: Option<u32>,
-    #[serde(default)]
-    max_observers: Option<u32>,
-    #[serde(default)]
-    params: Value,
+    /// The creator, seated in the new room when the body names a principal.
+    #[serde(flatten)]
+    creator: Option<Sitter>,
+    #[serde(flatten)]
+    shape: RoomShape,
 }
 
 async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Answer {
     let b: CreateRoom = parse(&body)?;
     known_kind(&shared, &b.kind)?;
-    params_ok(&b.params)?;
+    params_ok(&b.shape.params)?;
     let store = lobby(&shared)?;
-    let sitter = b.principal.clone().map(|principal| Sitter {
-        principal,
-        name: b.name.clone(),
-        role: b.role.clone(),
-        address: b.address.clone(),
-        claims: b.claims.clone(),
-    });
-    let seat = match &sitter {
+    let seat = match &b.creator {
         Some(s) => {
             s.check()?;
             Some(s.seat(&shared)?)
         }
         None => None,
     };
-    let (max_players, max_observers) = capacity(&shared, &b.kind, b.max_players, b.max_observers);
+    let (max_players, max_observers) =
+        capacity(&shared, &b.kind, b.shape.max_players, b.shape.max_observers);
     let code = if b.private { Some(new_code()?) } else { None };
     let room = NewRoom {
         zone_id: new_zone_id(&b.kind)?,
@@ -573,14 +561,15 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Answer {
         code: code.clone(),
         max_players,
         max_observers,
-        metadata: Value::Object(b.metadata.clone().unwrap_or_default()),
+        metadata: Value::Object(b.shape.metadata.clone().unwrap_or_default()),
     };
     let created = store.lobby.create_room(&room, seat.as_ref()).await?;
-    match sitter {
-        Some(s) => seat_answer(&shared, created, &s, true, code, &b.params).await,
+    match &b.creator {
+        Some(s) => seat_answer(&shared, created, s, true, code, &b.shape.params).await,
         None => {
             // Placed now, so the room's zone has an owner before anyone asks for it.
-            let (url, host) = entry(&shared, &created.zone_id, &created.kind, &b.params).await?;
+            let (url, host) =
+                entry(&shared, &created.zone_id, &created.kind, &b.shape.params).await?;
             Ok((
                 StatusCode::CREATED,
                 Json(json!({"zone": created.zone_id, "code": code, "url": url, "host": host, "room": room_view(&created)})),

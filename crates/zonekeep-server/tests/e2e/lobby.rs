@@ -230,6 +230,22 @@ async fn private_rooms_are_joined_by_code_and_never_listed() {
     )
     .await;
     assert_eq!((status, &full["error"]["code"]), (409, &json!("room_full")));
+    // A room made by the back end alone: placed, listed, nobody seated, no ticket.
+    let (status, empty) = lobby_post(
+        &server,
+        "/lobby/rooms",
+        json!({"kind": "tally", "metadata": {"mode": "open-house"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{empty}");
+    assert!(empty["ticket"].is_null(), "{empty}");
+    assert_eq!(
+        empty["url"],
+        json!(server.url(empty["zone"].as_str().unwrap()))
+    );
+    let (_, list) = lobby_get(&server, "/lobby/rooms?kind=tally&meta.mode=open-house").await;
+    assert_eq!(list["rooms"][0]["zone_id"], empty["zone"]);
+    assert_eq!(list["rooms"][0]["free_players"], 4);
     drop(ws);
     server.stop().await;
 }
