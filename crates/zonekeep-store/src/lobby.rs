@@ -432,21 +432,34 @@ pub(crate) fn with_reserved(mut room: Room, seat: &SeatRequest, held: Option<Hel
     room
 }
 
-/// Every room with its live reservations counted, as the columns [`Room`] is read from (both
-/// backends; `$1` is the database's now in ms): zone_id, kind, content_version, private,
-/// max_players, max_observers, players, observers, reserved_players, reserved_observers, open,
-/// metadata (JSON text), created_at_ms, code. SQLite reads it with `?N` for `$N`.
+/// Every room with its reservations, as the columns [`Room`] is read from (both backends; `$1` is
+/// the database's now in ms, read as a column so every query types it): zone_id, kind,
+/// content_version, private, max_players, max_observers, players, observers, reserved_players,
+/// reserved_observers, open, metadata (JSON text), created_at_ms, code, now. SQLite reads it with
+/// `?N` for `$N`.
+///
+/// A room's reserved counts are kept in its row, recounted from its seats whenever one of them
+/// changes ([`RECOUNT`]), so finding rooms never counts seats. A reservation that lapsed still
+/// counts until the sweep removes it ([`LobbyStore::forget_idle_rooms`], every few seconds):
+/// a room may look fuller than it is for that long, never emptier.
 pub(crate) const ROOMS: &str = "
     SELECT * FROM (
         SELECT r.zone_id, r.kind, r.content_version, r.code IS NOT NULL AS private,
             r.max_players, r.max_observers, r.players, r.observers,
-            (SELECT count(*) FROM lobby_seats s WHERE s.zone_id = r.zone_id
-                AND s.role = 'player' AND s.expires_ms > $1) AS reserved_players,
-            (SELECT count(*) FROM lobby_seats s WHERE s.zone_id = r.zone_id
-                AND s.role = 'observer' AND s.expires_ms > $1) AS reserved_observers,
-            r.open = 1 AS open, r.metadata, r.created_at_ms, r.code
+            r.reserved_players, r.reserved_observers,
+            r.open = 1 AS open, r.metadata, r.created_at_ms, r.code,
+            CAST($1 AS BIGINT) AS now_ms
         FROM lobby_rooms r
     ) rooms";
+
+/// Recounts room `$1`'s reserved seats from its seat rows (both backends).
+pub(crate) const RECOUNT: &str = "
+    UPDATE lobby_rooms SET
+        reserved_players = (SELECT count(*) FROM lobby_seats s WHERE s.zone_id = $1
+            AND s.role = 'player' AND s.expires_ms IS NOT NULL),
+        reserved_observers = (SELECT count(*) FROM lobby_seats s WHERE s.zone_id = $1
+            AND s.role = 'observer' AND s.expires_ms IS NOT NULL)
+    WHERE zone_id = $1";
 
 /// The order rooms are offered in: fullest first (players present and coming), then oldest.
 pub(crate) const FULLEST_FIRST: &str =

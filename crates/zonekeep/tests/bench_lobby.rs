@@ -66,6 +66,7 @@ async fn the_lobby_bench_seats_every_request_and_never_overfills_a_room() {
     );
     assert_eq!(report["rooms_created"], 30, "{report}");
     assert_eq!(report["most_seats_in_a_room"], 4, "{report}");
+    assert_eq!(report["overfull"], 0, "{report}");
     assert!(
         report["latency_ms"]["p99"].as_f64().unwrap()
             >= report["latency_ms"]["p50"].as_f64().unwrap()

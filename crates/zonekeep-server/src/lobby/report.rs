@@ -17,8 +17,9 @@ use crate::host::Shared;
 
 /// How often a host reports its rooms.
 pub(crate) const REPORT_EVERY: Duration = Duration::from_secs(1);
-/// How often idle rooms are forgotten (by every host; forgetting twice is harmless).
-const FORGET_EVERY: u32 = 30;
+/// Rounds between sweeps of lapsed reservations and idle rooms (by every host; sweeping twice is
+/// harmless): a lapsed reservation's seat is free again within this many seconds of its expiry.
+const FORGET_EVERY: u32 = 5;
 
 /// Runs until the host stops.
 pub(crate) async fn run(shared: Arc<Shared>) {

@@ -16,7 +16,7 @@ use crate::error::{Result, StoreError};
 use crate::lobby::{
     admitted, candidates_where, decide, with_reserved, Decision, HeldSeat, NewRoom, ReportOutcome,
     Room, RoomFilter, RoomReport, SeatOutcome, SeatRequest, SeatRole, CANDIDATES, FULLEST_FIRST,
-    HELD_WHERE, MAX_LISTED, ROOMS,
+    HELD_WHERE, MAX_LISTED, RECOUNT, ROOMS,
 };
 use crate::validate::{from_db, to_db};
 
@@ -171,6 +171,14 @@ async fn reserve(
     )
     .await
     .map_err(|e| err.map(e))?;
+    recount(tx, zone_id, err).await
+}
+
+/// Recounts `zone_id`'s reserved seats ([`RECOUNT`]).
+async fn recount(tx: &Transaction<'_>, zone_id: &str, err: &PgErr) -> Result<()> {
+    tx.execute(RECOUNT, &[&zone_id])
+        .await
+        .map_err(|e| err.map(e))?;
     Ok(())
 }
 
@@ -436,6 +444,7 @@ pub(super) async fn report_rooms(
         )
         .await
         .map_err(|e| err.map(e))?;
+        recount(&tx, &r.zone_id, err).await?;
         out.rooms.push(r.zone_id.clone());
     }
     tx.commit().await.map_err(|e| err.map(e))?;
@@ -448,12 +457,20 @@ pub(super) async fn forget_idle_rooms(
     err: &PgErr,
 ) -> Result<u64> {
     let now = now_ms(&tx, err).await?;
-    tx.execute(
-        "DELETE FROM lobby_seats WHERE expires_ms IS NOT NULL AND expires_ms <= $1",
-        &[&now],
-    )
-    .await
-    .map_err(|e| err.map(e))?;
+    let lapsed: std::collections::BTreeSet<String> = tx
+        .query(
+            "DELETE FROM lobby_seats WHERE expires_ms IS NOT NULL AND expires_ms <= $1
+             RETURNING zone_id",
+            &[&now],
+        )
+        .await
+        .map_err(|e| err.map(e))?
+        .iter()
+        .map(|row| col(row, 0))
+        .collect::<Result<_>>()?;
+    for zone in &lapsed {
+        recount(&tx, zone, err).await?;
+    }
     let before = now.saturating_sub(to_db("idle time", idle_ms)?);
     let forgotten = tx
         .execute(

@@ -195,6 +195,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             max_observers   BIGINT NOT NULL CHECK (max_observers >= 0),
             players         BIGINT NOT NULL CHECK (players >= 0),
             observers       BIGINT NOT NULL CHECK (observers >= 0),
+            reserved_players   BIGINT NOT NULL DEFAULT 0 CHECK (reserved_players >= 0),
+            reserved_observers BIGINT NOT NULL DEFAULT 0 CHECK (reserved_observers >= 0),
             open            BIGINT NOT NULL CHECK (open IN (0, 1)),
             metadata        TEXT NOT NULL,
             created_at_ms   BIGINT NOT NULL,
@@ -210,6 +212,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             PRIMARY KEY (zone_id, principal)
         );
         CREATE INDEX lobby_seats_by_address ON lobby_seats (zone_id, address);
+        CREATE INDEX lobby_seats_by_principal ON lobby_seats (principal);
+        CREATE INDEX lobby_seats_by_expiry ON lobby_seats (expires_ms);
     ",
     },
 ];

@@ -14,7 +14,7 @@ use crate::lobby::{
     admitted, candidates_where, check_code, check_filter, check_report, check_room, check_seat,
     decide, with_reserved, Decision, HeldSeat, NewRoom, ReportOutcome, Room, RoomFilter,
     RoomReport, SeatOutcome, SeatRequest, SeatRole, CANDIDATES, FULLEST_FIRST, HELD_WHERE,
-    MAX_LISTED, ROOMS,
+    MAX_LISTED, RECOUNT, ROOMS,
 };
 use crate::validate::{check_id, from_db, to_db};
 
@@ -150,6 +150,13 @@ fn reserve(conn: &Connection, now: i64, zone_id: &str, seat: &SeatRequest) -> Re
         params![zone_id, now],
     )
     .map_err(sql_err)?;
+    recount(conn, zone_id)
+}
+
+/// Recounts `zone_id`'s reserved seats ([`RECOUNT`]).
+fn recount(conn: &Connection, zone_id: &str) -> Result<()> {
+    conn.execute(&q(RECOUNT), params![zone_id])
+        .map_err(sql_err)?;
     Ok(())
 }
 
@@ -390,6 +397,7 @@ pub(super) fn report_rooms(conn: &mut Connection, reports: &[RoomReport]) -> Res
             params![r.zone_id, present],
         )
         .map_err(sql_err)?;
+        recount(&tx, &r.zone_id)?;
         out.rooms.push(r.zone_id.clone());
     }
     tx.commit().map_err(sql_err)?;
@@ -401,11 +409,21 @@ pub(super) fn forget_idle_rooms(conn: &mut Connection, idle_ms: u64) -> Result<u
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     let now = now_ms(&tx)?;
-    tx.execute(
-        "DELETE FROM lobby_seats WHERE expires_ms IS NOT NULL AND expires_ms <= ?1",
-        params![now],
-    )
-    .map_err(sql_err)?;
+    let lapsed: std::collections::BTreeSet<String> = {
+        let mut stmt = tx
+            .prepare(
+                "DELETE FROM lobby_seats WHERE expires_ms IS NOT NULL AND expires_ms <= ?1
+                 RETURNING zone_id",
+            )
+            .map_err(sql_err)?;
+        let rows = stmt
+            .query_map(params![now], |r| r.get::<_, String>(0))
+            .map_err(sql_err)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(sql_err)?
+    };
+    for zone in &lapsed {
+        recount(&tx, zone)?;
+    }
     let before = now.saturating_sub(to_db("idle time", idle_ms)?);
     let idle = "zone_id IN (SELECT r.zone_id FROM lobby_rooms r
          WHERE r.players = 0 AND r.observers = 0 AND r.active_at_ms < ?1

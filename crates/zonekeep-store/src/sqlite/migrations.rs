@@ -190,6 +190,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             max_observers   INTEGER NOT NULL CHECK (max_observers >= 0),
             players         INTEGER NOT NULL CHECK (players >= 0),
             observers       INTEGER NOT NULL CHECK (observers >= 0),
+            reserved_players   INTEGER NOT NULL DEFAULT 0 CHECK (reserved_players >= 0),
+            reserved_observers INTEGER NOT NULL DEFAULT 0 CHECK (reserved_observers >= 0),
             open            INTEGER NOT NULL CHECK (open IN (0, 1)),
             metadata        TEXT NOT NULL,
             created_at_ms   INTEGER NOT NULL,
@@ -205,6 +207,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             PRIMARY KEY (zone_id, principal)
         ) STRICT;
         CREATE INDEX lobby_seats_by_address ON lobby_seats (zone_id, address);
+        CREATE INDEX lobby_seats_by_principal ON lobby_seats (principal);
+        CREATE INDEX lobby_seats_by_expiry ON lobby_seats (expires_ms);
     ",
     },
 ];

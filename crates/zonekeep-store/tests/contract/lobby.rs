@@ -423,12 +423,36 @@ pub async fn lapsed_reservations_free_their_seats_and_idle_rooms_are_forgotten(d
          UPDATE lobby_rooms SET active_at_ms = active_at_ms - 3600000;",
     )
     .await;
-    let room = store.lobby.room("quiet").await.unwrap().unwrap();
-    assert_eq!(room.reserved_players, 0, "the lapsed seat is free");
-    // The quiet room, empty with no seat held, is forgotten; the busy one holds Bob's seat.
+    // The sweep frees the lapsed seat: the quiet room, empty with no seat held, is forgotten;
+    // the busy one holds Bob's seat.
     assert_eq!(store.lobby.forget_idle_rooms(60_000).await.unwrap(), 1);
     assert!(store.lobby.room("quiet").await.unwrap().is_none());
     assert!(store.lobby.room("busy").await.unwrap().is_some());
+    // A lapsed seat in a room still active is swept and recounted: the seat is free again.
+    store
+        .lobby
+        .create_room(&new_room("live", 1), Some(&seat("cy")))
+        .await
+        .unwrap();
+    db.execute("UPDATE lobby_seats SET expires_ms = expires_ms - 3600000 WHERE principal = 'cy'")
+        .await;
+    assert_eq!(
+        store
+            .lobby
+            .room("live")
+            .await
+            .unwrap()
+            .unwrap()
+            .reserved_players,
+        1
+    );
+    assert_eq!(store.lobby.forget_idle_rooms(600_000).await.unwrap(), 0);
+    let live = store.lobby.room("live").await.unwrap().unwrap();
+    assert_eq!(live.reserved_players, 0, "the lapsed seat is free");
+    assert!(matches!(
+        store.lobby.take_seat("live", &seat("dee")).await.unwrap(),
+        SeatOutcome::Seated(_)
+    ));
 }
 
 /// A database written before the lobby (schema version 8) gains it when a newer build opens it.
