@@ -53,6 +53,7 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("sdk/connection.js", JS),
     file!("sdk/delta.js", JS),
     file!("sdk/index.js", JS),
+    file!("sdk/lobby.js", JS),
     file!("sdk/messages.js", JS),
     file!("sdk/mirror.js", JS),
     file!("sdk/payload.js", JS),

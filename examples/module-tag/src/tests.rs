@@ -26,6 +26,10 @@ fn host() -> TestHost<Tag> {
                 ticks: POINTS_PERIOD,
                 tag: TIMER_POINTS
             },
+            Command::PublishListing {
+                open: true,
+                metadata: r#"{"game":"tag","runners":0}"#.into()
+            },
         ]
     );
     host
@@ -106,6 +110,11 @@ fn the_first_player_spawns_at_a_random_spot_under_control_and_is_it() {
                 field: PlayerEntity::FIELD_IT,
                 value: 1
             },
+            // A lobby listing the game hears how many run in it.
+            Command::PublishListing {
+                open: true,
+                metadata: r#"{"game":"tag","runners":1}"#.into()
+            },
         ]
     );
     // The second is not "it" and lands elsewhere.
@@ -113,7 +122,8 @@ fn the_first_player_spawns_at_a_random_spot_under_control_and_is_it() {
     let (handle2, x2, y2) = spawn_of(&commands);
     assert_ne!(handle2, handle);
     assert_ne!((x2, y2), (x, y));
-    assert_eq!(commands.len(), 3);
+    // Its spawn, its name, its control and the listing's new count.
+    assert_eq!(commands.len(), 4);
     assert_eq!(host.zone().unwrap().it(), Some(PlayerId(1)));
 }
 
