@@ -64,20 +64,35 @@ async fn list(State(shared): State<Arc<Shared>>) -> Response {
                 .collect()
         })
         .unwrap_or_default();
-    let deploys = match shared.sim.persist.as_ref() {
-        Some(p) => match p.store().modules.module_kinds().await {
-            Ok(d) => serde_json::to_value(d).unwrap_or_default(),
-            Err(e) => {
-                return json_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
-                    e.to_string(),
-                )
-            }
-        },
-        None => json!([]),
+    let deploys = match stored_deploys(&shared, None).await {
+        Ok(d) => d,
+        Err(r) => return r,
     };
     Json(json!({"kinds": kinds, "deploys": deploys})).into_response()
+}
+
+/// The store's deploys as JSON: every kind's current one, or `kind`'s newest `limit` (`[]` on a
+/// host without a store); a 503 naming the store's error when it fails.
+async fn stored_deploys(
+    shared: &Shared,
+    history: Option<(&str, usize)>,
+) -> Result<serde_json::Value, Response> {
+    let Some(p) = shared.sim.persist.as_ref() else {
+        return Ok(json!([]));
+    };
+    let modules = &p.store().modules;
+    let read = match history {
+        None => modules.module_kinds().await,
+        Some((kind, limit)) => modules.module_history(kind, limit).await,
+    };
+    read.map(|d| serde_json::to_value(d).unwrap_or_default())
+        .map_err(|e| {
+            json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                e.to_string(),
+            )
+        })
 }
 
 #[derive(Debug, Deserialize)]
@@ -190,18 +205,9 @@ async fn history(
         return answer(Err(DeployError::UnknownKind(kind)));
     }
     let limit = q.limit.unwrap_or(zonekeep_store::MAX_DEPLOY_HISTORY);
-    let history = match shared.sim.persist.as_ref() {
-        Some(p) => match p.store().modules.module_history(&kind, limit).await {
-            Ok(h) => serde_json::to_value(h).unwrap_or_default(),
-            Err(e) => {
-                return json_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
-                    e.to_string(),
-                )
-            }
-        },
-        None => json!([]),
+    let history = match stored_deploys(&shared, Some((&kind, limit))).await {
+        Ok(h) => h,
+        Err(r) => return r,
     };
     Json(json!({"running": code.current(&kind), "kind": kind, "history": history})).into_response()
 }

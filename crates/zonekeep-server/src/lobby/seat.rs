@@ -107,10 +107,9 @@ pub(super) fn hold_secs(shared: &Shared) -> u64 {
 
 /// A new room's zone id: its kind and 12 random hex digits.
 pub(super) fn new_zone_id(kind: &str) -> Result<String, LobbyFailure> {
-    let mut bytes = [0u8; 6];
-    getrandom::fill(&mut bytes)
+    let suffix = crate::fleet::random_hex(6)
         .map_err(|e| LobbyFailure::Unavailable(format!("random source: {e}")))?;
-    let id = format!("{kind}-{}", hex(&bytes));
+    let id = format!("{kind}-{suffix}");
     if valid_zone_id(&id) {
         Ok(id)
     } else {
@@ -130,10 +129,6 @@ pub(super) fn new_code() -> Result<String, LobbyFailure> {
         .iter()
         .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
         .collect())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Where a room's players connect: its owner's URL, placing the zone on the fleet (by free
