@@ -175,6 +175,22 @@ pub struct ServerConfig {
     /// A room nobody was in, nor held a seat in, for this long is forgotten, seconds.
     /// Default 300.
     pub lobby_room_idle_secs: u64,
+    /// The region this host serves (`[A-Za-z0-9_.:-]`, at most 64 bytes): the matchmaker places a
+    /// match's zone on a host of the region its players play best in. Default `local`.
+    pub region: String,
+    /// Matchmaking queues this host serves as a matchmaker replica
+    /// (`NAME:size=N:kind=KIND[:max_rtt_ms=M][:widen_secs=S]`, docs/MATCHMAKING.md); none: the
+    /// matchmaker is off here.
+    pub match_queues: Vec<String>,
+    /// The matchmaker's candidate index (`redis://host:port`); none: matches are formed from
+    /// the store alone.
+    pub match_redis: Option<Secret>,
+    /// A search's client must heartbeat at least this often, seconds (it expires after three
+    /// missed). Default 10.
+    pub match_heartbeat_secs: u64,
+    /// The oldest protocol version a client may ask the matchmaker for a match with (426
+    /// `client_outdated` below it); 0: any the host speaks. Default 0.
+    pub min_protocol_version: u32,
     /// Reconnect tokens held at most (one per player). Default 100000.
     pub reconnect_capacity: usize,
     /// Where zone saves and the fact ledger live: `sqlite` (a file in
@@ -288,6 +304,11 @@ impl Default for ServerConfig {
             lobby_players_per_address: 4,
             lobby_observers_per_address: 2,
             lobby_room_idle_secs: 300,
+            region: "local".into(),
+            match_queues: Vec::new(),
+            match_redis: None,
+            match_heartbeat_secs: 10,
+            min_protocol_version: 0,
             reconnect_capacity: 100_000,
             store: Secret::new("sqlite"),
             data_dir: PathBuf::from("./data"),
@@ -483,10 +504,45 @@ impl ServerConfig {
         if self.lobby_seat_hold_secs == 0 || self.lobby_seat_hold_secs > 3600 {
             return Err(invalid("lobby_seat_hold_secs", "must be 1..=3600"));
         }
+        if !crate::matchmaker::valid_label(&self.region) {
+            return Err(invalid(
+                "region",
+                "must be 1..=64 bytes of letters, digits, '_', '-', '.' and ':'",
+            ));
+        }
+        self.match_queues()?;
+        if self.match_heartbeat_secs == 0 || self.match_heartbeat_secs > 600 {
+            return Err(invalid("match_heartbeat_secs", "must be 1..=600"));
+        }
+        if self.min_protocol_version > zonekeep_protocol::limits::PROTOCOL_VERSION {
+            return Err(invalid(
+                "min_protocol_version",
+                "is newer than this host speaks",
+            ));
+        }
+        if let Some(r) = &self.match_redis {
+            if !r.expose().starts_with("redis://") {
+                return Err(invalid("match_redis", "must be a redis:// URL"));
+            }
+        }
         self.key_ring()?;
         self.persist_config()?;
         self.content_policy()?;
         Ok(())
+    }
+
+    /// The matchmaking queues, parsed (docs/MATCHMAKING.md).
+    pub fn match_queues(&self) -> Result<Vec<crate::matchmaker::QueueSpec>, ConfigError> {
+        let mut out: Vec<crate::matchmaker::QueueSpec> = Vec::new();
+        for text in &self.match_queues {
+            let q = crate::matchmaker::QueueSpec::parse(text)
+                .map_err(|why| invalid("match_queues", &why))?;
+            if out.iter().any(|o| o.name == q.name) {
+                return Err(invalid("match_queues", "names a queue twice"));
+            }
+            out.push(q);
+        }
+        Ok(out)
     }
 
     /// The content versions (`content_version`, `min_content_version`), checked: each must be a

@@ -1,6 +1,6 @@
 //! Dev-mode routes (they exist only with `--dev`):
 //! `GET /dev/ticket?zone=..&name=..[&role=observer][&kind=..]` mints a short guest
-//! ticket (`kind`: the zone kind to create the zone as, if it is not running; one this host
+//! ticket (`zone=@match`: one for the matchmaker; `kind`: the zone kind to create the zone as, if it is not running; one this host
 //! serves); `GET`/`POST`/`DELETE /dev/netsim?sub=SUBJECT` reads, sets or clears the NetSim
 //! setting of one subject's connections (a page's own: the subject of its ticket), and
 //! `GET /dev/netsim` reads the host-wide one (which only `POST /admin/netsim` changes).
@@ -56,7 +56,8 @@ async fn ticket_any_origin(shared: State<Arc<Shared>>, q: Query<TicketQuery>) ->
 }
 
 async fn ticket(State(shared): State<Arc<Shared>>, Query(q): Query<TicketQuery>) -> Response {
-    if !valid_zone_id(&q.zone) {
+    // `@match` is the matchmaker's audience (docs/MATCHMAKING.md): a guest may ask for a match.
+    if !valid_zone_id(&q.zone) && q.zone != crate::matchmaker::MATCH_AUDIENCE {
         return json_error(StatusCode::BAD_REQUEST, "bad_request", "invalid zone id");
     }
     let name = q.name.unwrap_or_else(|| "guest".into());

@@ -42,6 +42,7 @@ pub mod fleet;
 mod halt;
 mod host;
 mod lobby;
+pub mod matchmaker;
 pub mod metrics;
 pub mod net;
 pub mod persist;

@@ -34,6 +34,8 @@ pub struct HostRegistration {
     pub url: String,
     /// How many zones the host is willing to run.
     pub capacity: u32,
+    /// The region it serves (the matchmaker places a match's zone in one region).
+    pub region: String,
 }
 
 /// A host as the directory knows it, from [`Directory::hosts`].
@@ -47,6 +49,8 @@ pub struct HostRecord {
     pub url: String,
     /// How many zones it is willing to run.
     pub capacity: u32,
+    /// The region it serves.
+    pub region: String,
     /// Whether it is draining (takes no new zones).
     pub draining: bool,
     /// Whether it left the fleet (its zones may be taken at once).

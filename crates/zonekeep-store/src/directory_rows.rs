@@ -32,6 +32,7 @@ pub(crate) fn count_u32(what: &str, n: i64) -> Result<u32> {
 pub(crate) fn check_registration(host: &HostRegistration) -> Result<()> {
     check_id("host id", &host.host_id)?;
     check_id("host incarnation", &host.incarnation)?;
+    check_id("region", &host.region)?;
     check_url("host url", &host.url, MAX_URL_LEN)
 }
 
@@ -268,6 +269,7 @@ mod tests {
             incarnation: incarnation.into(),
             url: "ws://h:1".into(),
             capacity: 10,
+            region: "local".into(),
         }
     }
 

@@ -1,10 +1,11 @@
 //! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
 //! the fleet directory (hosts and who owns which zone), zone modules (game code by content
 //! address), transfers of players between zones, players' characters, the journal of zones'
-//! external calls and the lobby's rooms and seats, on SQLite (the embedded default: one file under
+//! external calls, the lobby's rooms and seats and the matchmaker's searches, on SQLite (the embedded default: one file under
 //! the data dir, nothing to install) or PostgreSQL (the shared store for a fleet of hosts). Both
-//! backends implement the same eight traits, [`SaveStore`], [`FactLedger`], [`Directory`],
-//! [`ModuleStore`], [`TransferLedger`], [`CharacterStore`], [`CallStore`] and [`LobbyStore`], and
+//! backends implement the same nine traits, [`SaveStore`], [`FactLedger`], [`Directory`],
+//! [`ModuleStore`], [`TransferLedger`], [`CharacterStore`], [`CallStore`], [`LobbyStore`] and
+//! [`MatchStore`], and
 //! pass the same contract test suite.
 //!
 //! This crate owns the database schema, its migrations and the fencing, idempotency and directory
@@ -101,6 +102,7 @@ mod effect;
 mod error;
 mod fence;
 mod lobby;
+mod matchmaking;
 mod modules;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -131,6 +133,11 @@ pub use error::{Result, StoreError};
 pub use lobby::{
     LobbyStore, NewRoom, ReportOutcome, Room, RoomFilter, RoomReport, SeatOutcome, SeatRequest,
     SeatRole, MAX_CODE_LEN, MAX_LISTED, MAX_METADATA_BYTES, MAX_REPORTED_PRINCIPALS,
+};
+pub use matchmaking::{
+    search_of, Candidate, Lapses, MatchStore, NewSearch, Probe, ProbeAnswer, Proposal,
+    SearchChange, SearchRecord, SearchState, Settled, MAX_ASSIGNMENT_BYTES, MAX_CANDIDATES,
+    MAX_PROBES,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
@@ -171,6 +178,8 @@ pub struct Store {
     pub calls: Arc<dyn CallStore>,
     /// The lobby's rooms and seats.
     pub lobby: Arc<dyn LobbyStore>,
+    /// The matchmaker's searches.
+    pub matches: Arc<dyn MatchStore>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -184,7 +193,7 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements all eight traits.
+    /// Bundles one backend that implements all nine traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
         B: SaveStore
@@ -195,6 +204,7 @@ impl Store {
             + CharacterStore
             + CallStore
             + LobbyStore
+            + MatchStore
             + 'static,
     {
         let backend = Arc::new(backend);
@@ -206,7 +216,8 @@ impl Store {
             transfers: Arc::clone(&backend) as Arc<dyn TransferLedger>,
             characters: Arc::clone(&backend) as Arc<dyn CharacterStore>,
             calls: Arc::clone(&backend) as Arc<dyn CallStore>,
-            lobby: backend,
+            lobby: Arc::clone(&backend) as Arc<dyn LobbyStore>,
+            matches: backend,
             description,
         }
     }

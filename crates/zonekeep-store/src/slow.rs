@@ -77,8 +77,9 @@ impl SlowStore {
             transfers: Arc::clone(&slow) as Arc<dyn TransferLedger>,
             characters: Arc::clone(&slow) as Arc<dyn CharacterStore>,
             calls: slow,
-            // The lobby is not part of what a slow store slows.
+            // The lobby and the matchmaker are not part of what a slow store slows.
             lobby: store.lobby,
+            matches: store.matches,
             description: format!("{} (slowed by {delay:?} per write)", store.description),
         }
     }

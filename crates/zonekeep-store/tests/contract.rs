@@ -1,4 +1,4 @@
-//! The store contract (saves, facts, the directory, zone modules, transfers, characters, calls and the lobby), written once as generic async functions
+//! The store contract (saves, facts, the directory, zone modules, transfers, characters, calls, the lobby and the matchmaker), written once as generic async functions
 //! over a [`Db`] and run against SQLite (a temp file) and PostgreSQL (a fresh schema per test, when
 //! `ZONEKEEP_TEST_POSTGRES` is set; otherwise those tests print that they were skipped).
 
@@ -18,6 +18,8 @@ mod directory;
 mod directory_zones;
 #[path = "contract/lobby.rs"]
 mod lobby;
+#[path = "contract/matchmaking.rs"]
+mod matchmaking;
 #[path = "contract/modules.rs"]
 mod modules;
 #[path = "contract/transfers.rs"]
@@ -31,6 +33,7 @@ use characters::*;
 use directory::*;
 use directory_zones::*;
 use lobby::*;
+use matchmaking::*;
 use modules::*;
 use serde_json::json;
 use support::{Db, Model, Rng, Verdict};
@@ -641,6 +644,11 @@ contract_tests!(
     owners_reports_are_fenced_and_turn_reservations_into_presence,
     lapsed_reservations_free_their_seats_and_idle_rooms_are_forgotten,
     an_older_database_gains_the_lobby,
+    a_search_is_queued_only_with_a_probe_its_region_answered_once,
+    concurrent_proposals_from_two_stores_take_each_search_once,
+    a_match_advances_all_or_none_and_a_leaver_sends_the_others_back,
+    settling_connects_arrived_players_and_lapses_waiting_searches,
+    an_older_database_gains_the_matchmaker,
     a_transfer_is_accepted_once_and_then_cannot_return,
     a_returned_transfer_cannot_be_accepted,
     stale_owners_cannot_decide_a_transfer,

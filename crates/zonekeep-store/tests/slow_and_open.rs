@@ -51,6 +51,7 @@ async fn slow_store_delays_every_write_and_still_stores_it() {
         incarnation: "h-1".into(),
         url: "ws://h:7400/ws".into(),
         capacity: 1,
+        region: "local".into(),
     };
     let start = tokio::time::Instant::now();
     store

@@ -110,6 +110,32 @@ struct ServeArgs {
     /// Most observer seats one client address may hold in a lobby room; 0 = no cap [default: 2].
     #[arg(long, env = "ZONEKEEP_LOBBY_OBSERVERS_PER_ADDRESS")]
     lobby_observers_per_address: Option<u32>,
+    /// The region this host serves (the matchmaker places a match's zone in one region, and a
+    /// region's hosts answer its probes) [default: local].
+    #[arg(long, env = "ZONEKEEP_REGION")]
+    region: Option<String>,
+    /// A matchmaking queue this host serves as a matchmaker replica, repeatable:
+    /// `NAME:size=N:kind=KIND[:max_rtt_ms=M][:widen_secs=S]` (docs/MATCHMAKING.md). With `--dev`
+    /// and none given: `duel:size=2:kind=arena`.
+    #[arg(
+        long = "match-queue",
+        value_name = "SPEC",
+        env = "ZONEKEEP_MATCH_QUEUES",
+        value_delimiter = ','
+    )]
+    match_queues: Vec<String>,
+    /// The matchmaker's Redis candidate index (`redis://host:port`); without it matches are
+    /// formed from the store alone.
+    #[arg(long, env = "ZONEKEEP_MATCH_REDIS", hide_env_values = true)]
+    match_redis: Option<String>,
+    /// How often a search's client must heartbeat, seconds (it expires after three missed)
+    /// [default: 10].
+    #[arg(long, env = "ZONEKEEP_MATCH_HEARTBEAT_SECS")]
+    match_heartbeat_secs: Option<u64>,
+    /// The oldest protocol version a client may ask for a match with; older ones are answered
+    /// 426 `client_outdated` [default: any this host speaks].
+    #[arg(long, env = "ZONEKEEP_MIN_PROTOCOL_VERSION")]
+    min_protocol_version: Option<u32>,
     /// Simulation threads; 0 = one per core [default: 0].
     #[arg(long, env = "ZONEKEEP_SIM_THREADS")]
     sim_threads: Option<usize>,
@@ -447,6 +473,25 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(v) = args.lobby_observers_per_address {
         cfg.lobby_observers_per_address = v;
+    }
+    if let Some(v) = &args.region {
+        cfg.region = v.clone();
+    }
+    if !args.match_queues.is_empty() {
+        cfg.match_queues = args.match_queues.clone();
+    }
+    if cfg.dev && cfg.match_queues.is_empty() {
+        // The demo's "Play" page finds a match of two arena players.
+        cfg.match_queues = vec!["duel:size=2:kind=arena".into()];
+    }
+    if let Some(v) = &args.match_redis {
+        cfg.match_redis = Some(Secret::new(v.clone()));
+    }
+    if let Some(v) = args.match_heartbeat_secs {
+        cfg.match_heartbeat_secs = v;
+    }
+    if let Some(v) = args.min_protocol_version {
+        cfg.min_protocol_version = v;
     }
     args.persist.apply(&mut cfg);
     cfg.validate()?;

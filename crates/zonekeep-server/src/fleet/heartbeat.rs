@@ -28,6 +28,7 @@ pub(crate) async fn join(fleet: &Arc<Fleet>, predecessor_gone: bool) -> Result<L
         incarnation: fleet.incarnation(),
         url: fleet.url.clone(),
         capacity: fleet.capacity,
+        region: fleet.region.clone(),
     };
     let silent = fleet.timing.dead_after;
     // Zero: any earlier incarnation's row counts as silent, unless it was stamped this very

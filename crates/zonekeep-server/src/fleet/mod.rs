@@ -66,6 +66,18 @@ pub enum FleetError {
     /// The host id file or the random source failed.
     #[error("host identity: {0}")]
     Identity(String),
+    /// A ticket key retired (or removed) in this host's configuration still signs the tickets
+    /// of live matches: retiring it now would refuse their players.
+    #[error(
+        "ticket key {kid:?} is retired or gone here, but {matches} live matches still hold \
+         tickets signed with it: keep it (not retired) until GET /admin/match/keys shows none"
+    )]
+    KeyInUse {
+        /// The key id.
+        kid: String,
+        /// Live matches referencing it.
+        matches: u64,
+    },
 }
 
 /// This host as a fleet member.
@@ -79,6 +91,8 @@ pub struct Fleet {
     pub url: String,
     /// Zones placement may put here.
     pub capacity: u32,
+    /// The region this host serves (`--region`).
+    pub region: String,
     /// Redirect or proxy.
     pub route: RouteMode,
     /// The protocol timing.
@@ -130,6 +144,7 @@ impl Fleet {
         incarnation: String,
         url: String,
         capacity: u32,
+        region: String,
         route: RouteMode,
         directory: Arc<dyn Directory>,
         gate: Arc<LeaseGate>,
@@ -141,6 +156,7 @@ impl Fleet {
             incarnation: std::sync::RwLock::new(incarnation),
             url,
             capacity,
+            region,
             route,
             timing: Timing::default(),
             directory,
@@ -302,6 +318,7 @@ pub(crate) async fn start(
     let Some(persist) = shared.sim.persist.clone() else {
         return Ok(());
     };
+    crate::matchmaker::check_keys(shared).await?;
     let cfg = &shared.config;
     let identity = |e: std::io::Error| FleetError::Identity(e.to_string());
     let dir_lock = if dir_lock::is_embedded(cfg.store.expose()) {
@@ -318,6 +335,7 @@ pub(crate) async fn start(
         advertise_url(cfg, bound),
         cfg.capacity
             .unwrap_or_else(|| u32::try_from(cfg.max_zones).unwrap_or(u32::MAX)),
+        cfg.region.clone(),
         cfg.route,
         Arc::clone(&persist.store().directory),
         Arc::clone(persist.gate()),
@@ -333,6 +351,7 @@ pub(crate) async fn start(
     tokio::spawn(heartbeat::run(Arc::clone(&fleet), lease, stop.clone()));
     // The lobby rooms this host runs, reported to the store.
     tokio::spawn(crate::lobby::report::run(Arc::clone(shared)));
+    crate::matchmaker::start(shared, &fleet).await?;
     tokio::spawn(reconcile::run(
         Arc::clone(shared),
         Arc::clone(&fleet),

@@ -312,6 +312,8 @@ impl HostBuilder {
                 base_url: std::sync::OnceLock::new(),
                 memory_transfers: std::sync::OnceLock::new(),
                 character_locks: crate::session::PrincipalLocks::default(),
+                matchmaker: std::sync::OnceLock::new(),
+                probes: crate::matchmaker::Probes::default(),
             }),
         })
     }

@@ -156,6 +156,10 @@ pub(crate) struct Shared {
     pub memory_transfers: std::sync::OnceLock<Arc<dyn zonekeep_store::TransferLedger>>,
     /// Character acquisitions of one principal on this host take turns.
     pub character_locks: crate::session::PrincipalLocks,
+    /// This host's matchmaker replica, once it joined the fleet with `--match-queue`.
+    pub matchmaker: std::sync::OnceLock<Arc<crate::matchmaker::Matchmaker>>,
+    /// The probes this host is measuring for its region.
+    pub probes: crate::matchmaker::Probes,
 }
 
 /// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.

@@ -196,6 +196,7 @@ impl Host {
             .route("/webtransport", get(webtransport_handler))
             .merge(admin::router(&shared))
             .merge(crate::lobby::router(&shared))
+            .merge(crate::matchmaker::router(&shared))
             .merge(admin::console::router());
         if shared.config.dev {
             r = r.merge(dev::router());

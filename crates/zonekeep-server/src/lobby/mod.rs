@@ -26,6 +26,7 @@
 pub(crate) mod report;
 mod seat;
 
+pub(crate) use seat::hold_secs;
 use seat::{entry, new_code, new_zone_id, room_view, seat_answer, seated, Sitter};
 
 use std::collections::HashMap;

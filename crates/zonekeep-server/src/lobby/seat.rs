@@ -98,7 +98,7 @@ impl Sitter {
 
 /// How long a seat is held for a player who has not arrived, and its ticket lives: the host's
 /// seat hold, within the longest ticket lifetime it accepts.
-pub(super) fn hold_secs(shared: &Shared) -> u64 {
+pub(crate) fn hold_secs(shared: &Shared) -> u64 {
     shared
         .config
         .lobby_seat_hold_secs

@@ -12,6 +12,7 @@
 
 mod limits;
 mod lobby;
+mod matchmaker;
 mod process;
 mod stages;
 mod webtransport;
@@ -20,6 +21,7 @@ pub use webtransport::WebTransportMetrics;
 
 pub use limits::LimitMetrics;
 pub use lobby::LobbyMetrics;
+pub use matchmaker::MatchMetrics;
 pub use stages::{ZoneStageMetrics, WORK_COUNTERS};
 
 use std::collections::HashSet;
@@ -112,6 +114,7 @@ pub struct Metrics {
     webtransport: WebTransportMetrics,
     limits: LimitMetrics,
     lobby: LobbyMetrics,
+    matchmaker: MatchMetrics,
     stage_families: stages::StageFamilies,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
@@ -163,6 +166,7 @@ impl Metrics {
             webtransport: WebTransportMetrics::default(),
             limits: LimitMetrics::default(),
             lobby: LobbyMetrics::default(),
+            matchmaker: MatchMetrics::default(),
             stage_families: stages::StageFamilies::new(&mut registry),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
@@ -353,6 +357,7 @@ impl Metrics {
         m.webtransport.register(&mut registry);
         m.limits.register(&mut registry);
         m.lobby.register(&mut registry);
+        m.matchmaker.register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
     }
@@ -540,6 +545,11 @@ impl Metrics {
     /// The lobby's counters.
     pub fn lobby(&self) -> &LobbyMetrics {
         &self.lobby
+    }
+
+    /// The matchmaker's counters.
+    pub fn matchmaker(&self) -> &MatchMetrics {
+        &self.matchmaker
     }
 
     /// What the per-zone limits refused.

@@ -35,6 +35,7 @@ mod join;
 mod lasting;
 mod limits;
 mod lobby;
+mod matchmaking;
 mod metrics;
 mod persist;
 mod refusals;

@@ -125,12 +125,19 @@ pub(super) async fn register_host(
         .execute(
             concat!(
                 "INSERT INTO fleet_hosts
-                     (host_id, incarnation, url, capacity, draining, has_left, heartbeat_ms)
-                 VALUES ($1, $2, $3, $4, false, false, ",
+                     (host_id, incarnation, url, capacity, region, draining, has_left,
+                      heartbeat_ms)
+                 VALUES ($1, $2, $3, $4, $5, false, false, ",
                 db_now_ms!(),
                 ") ON CONFLICT (host_id) DO NOTHING"
             ),
-            &[&host.host_id, &host.incarnation, &host.url, &capacity],
+            &[
+                &host.host_id,
+                &host.incarnation,
+                &host.url,
+                &capacity,
+                &host.region,
+            ],
         )
         .await
         .map_err(|e| err.map(e))?;
@@ -146,12 +153,18 @@ pub(super) async fn register_host(
         check_host_id_free(existing.as_ref(), host, silent_after)?;
         tx.execute(
             concat!(
-                "UPDATE fleet_hosts SET incarnation = $2, url = $3, capacity = $4,
+                "UPDATE fleet_hosts SET incarnation = $2, url = $3, capacity = $4, region = $5,
                      draining = false, has_left = false, heartbeat_ms = ",
                 db_now_ms!(),
                 " WHERE host_id = $1"
             ),
-            &[&host.host_id, &host.incarnation, &host.url, &capacity],
+            &[
+                &host.host_id,
+                &host.incarnation,
+                &host.url,
+                &capacity,
+                &host.region,
+            ],
         )
         .await
         .map_err(|e| err.map(e))?;
@@ -214,7 +227,8 @@ pub(super) async fn hosts(client: &Client, err: &PgErr) -> Result<Vec<HostRecord
                 "SELECT host_id, incarnation, url, capacity, draining, has_left, GREATEST(0, ",
                 db_now_ms!(),
                 " - heartbeat_ms),
-                        (SELECT count(*) FROM zone_directory d WHERE d.owner = h.host_id)
+                        (SELECT count(*) FROM zone_directory d WHERE d.owner = h.host_id),
+                        region
                  FROM fleet_hosts h ORDER BY host_id COLLATE \"C\""
             ),
             &[],
@@ -230,6 +244,7 @@ pub(super) async fn hosts(client: &Client, err: &PgErr) -> Result<Vec<HostRecord
                 url: col(row, 2)?,
                 capacity: u32::try_from(capacity)
                     .map_err(|_| StoreError::Corrupt(format!("host capacity {capacity}")))?,
+                region: col(row, 8)?,
                 draining: col(row, 4)?,
                 left: col(row, 5)?,
                 heartbeat_age_ms: from_db("heartbeat age", col(row, 6)?)?,

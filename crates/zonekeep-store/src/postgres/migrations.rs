@@ -216,6 +216,36 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX lobby_seats_by_expiry ON lobby_seats (expires_ms);
     ",
     },
+    Migration {
+        name: "matchmaking: hosts' regions, and the matchmaker's searches",
+        sql: "
+        ALTER TABLE fleet_hosts ADD COLUMN region TEXT NOT NULL DEFAULT 'local';
+        CREATE TABLE match_searches (
+            search_id    TEXT PRIMARY KEY,
+            queue        TEXT NOT NULL,
+            principal    TEXT NOT NULL,
+            name         TEXT,
+            token_hash   TEXT NOT NULL,
+            state        TEXT NOT NULL,
+            reason       TEXT,
+            probes       TEXT NOT NULL,
+            rtts         TEXT NOT NULL,
+            region       TEXT,
+            match_id     TEXT,
+            zone_id      TEXT,
+            kid          TEXT,
+            assignment   TEXT,
+            created_ms   BIGINT NOT NULL,
+            queued_ms    BIGINT,
+            heartbeat_ms BIGINT NOT NULL,
+            changed_ms   BIGINT NOT NULL
+        );
+        CREATE INDEX match_searches_queued ON match_searches (queue, state, queued_ms);
+        CREATE INDEX match_searches_by_match ON match_searches (match_id);
+        CREATE INDEX match_searches_by_change ON match_searches (changed_ms);
+        CREATE INDEX match_searches_by_state ON match_searches (state);
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

@@ -40,6 +40,7 @@ mod characters;
 mod directory;
 mod facts;
 mod lobby;
+mod matchmaking;
 mod migrations;
 mod modules;
 mod saves;

@@ -128,15 +128,22 @@ pub(super) fn register_host(
     tx.execute(
         concat!(
             "INSERT INTO fleet_hosts
-                 (host_id, incarnation, url, capacity, draining, has_left, heartbeat_ms)
-             VALUES (?1, ?2, ?3, ?4, 0, 0, ",
+                 (host_id, incarnation, url, capacity, region, draining, has_left, heartbeat_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, ",
             db_now_ms!(),
             ")
              ON CONFLICT (host_id) DO UPDATE SET incarnation = excluded.incarnation,
-                 url = excluded.url, capacity = excluded.capacity, draining = 0, has_left = 0,
+                 url = excluded.url, capacity = excluded.capacity, region = excluded.region,
+                 draining = 0, has_left = 0,
                  heartbeat_ms = excluded.heartbeat_ms"
         ),
-        params![host.host_id, host.incarnation, host.url, host.capacity],
+        params![
+            host.host_id,
+            host.incarnation,
+            host.url,
+            host.capacity,
+            host.region
+        ],
     )
     .map_err(sql_err)?;
     tx.commit().map_err(sql_err)
@@ -195,7 +202,7 @@ pub(super) fn hosts(conn: &mut Connection) -> Result<Vec<HostRecord>> {
             "SELECT host_id, incarnation, url, capacity, draining, has_left, max(0, ",
             db_now_ms!(),
             " - heartbeat_ms),
-                    (SELECT count(*) FROM zone_directory d WHERE d.owner = h.host_id)
+                    (SELECT count(*) FROM zone_directory d WHERE d.owner = h.host_id), region
              FROM fleet_hosts h ORDER BY host_id"
         ))
         .map_err(sql_err)?;
@@ -210,12 +217,13 @@ pub(super) fn hosts(conn: &mut Connection) -> Result<Vec<HostRecord>> {
                 r.get::<_, bool>(5)?,
                 r.get::<_, i64>(6)?,
                 r.get::<_, i64>(7)?,
+                r.get::<_, String>(8)?,
             ))
         })
         .map_err(sql_err)?;
     let mut out = Vec::new();
     for row in rows {
-        let (host_id, incarnation, url, capacity, draining, left, age, zones) =
+        let (host_id, incarnation, url, capacity, draining, left, age, zones, region) =
             row.map_err(sql_err)?;
         out.push(HostRecord {
             host_id,
@@ -223,6 +231,7 @@ pub(super) fn hosts(conn: &mut Connection) -> Result<Vec<HostRecord>> {
             url,
             capacity: u32::try_from(capacity)
                 .map_err(|_| StoreError::Corrupt(format!("host capacity {capacity}")))?,
+            region,
             draining,
             left,
             heartbeat_age_ms: from_db("heartbeat age", age)?,

@@ -32,6 +32,7 @@ pub fn host(run: &str, name: &str) -> HostRegistration {
         incarnation: format!("{name}-1"),
         url: format!("ws://{name}.fleet.test:7400/ws"),
         capacity: 100,
+        region: "local".into(),
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod courier;
 pub mod doors;
+pub mod proxy;
 pub mod push;
 pub mod replay_cli;
 pub mod sdk;
