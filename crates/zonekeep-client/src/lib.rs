@@ -45,6 +45,9 @@
 //! # }
 //! ```
 //!
+//! To be placed in a match by the matchmaker (docs/MATCHMAKING.md), call [`matchmake()`] (or
+//! [`matchmake_and_connect`], which also joins the match's zone).
+//!
 //! The pure parts ([`clock::ClockSync`], [`replica::Replica`], [`predictor::Predictor`],
 //! [`netsim::NetSim`]) take time as arguments so tests drive them exactly.
 
@@ -55,6 +58,7 @@ pub mod clock;
 pub mod connection;
 pub mod error;
 pub mod lobby;
+pub mod matchmake;
 pub mod netsim;
 pub mod patch;
 pub mod payload;
@@ -72,6 +76,10 @@ pub use connection::{
 };
 pub use error::ClientError;
 pub use lobby::{Seat, SeatError};
+pub use matchmake::{
+    matchmake, matchmake_and_connect, Assignment, MatchCancel, MatchError, MatchOptions, Matched,
+    Matchmaker, Probe, Search, SearchState, SearchTracker,
+};
 pub use netsim::{NetSim, NetSimConfig, NetSimStats};
 pub use patch::{Patch, SpawnedEntity, UpdatedEntity};
 pub use payload::{bind_kind, PayloadError, PayloadReader, PayloadWriter, SchemaMismatch};
