@@ -1,5 +1,5 @@
-//! The demo pages (the arena at `/`, the shooting gallery at `/gallery`, the cells at `/cells`),
-//! embedded in the binary so `cargo run` needs no Node.
+//! The demo pages (the arena at `/`, the shooting gallery at `/gallery`, the cells at `/cells`,
+//! the matchmaking Play page at `/play`), embedded in the binary so `cargo run` needs no Node.
 //!
 //! `web/dist/` is built by `npm run build` in `examples/arena/web` and committed; the page's test
 //! checks it is fresh, and the tests below check that every built file is listed here.
@@ -36,8 +36,10 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("index.html", "text/html; charset=utf-8"),
     file!("gallery.html", "text/html; charset=utf-8"),
     file!("cells.html", "text/html; charset=utf-8"),
+    file!("play.html", "text/html; charset=utf-8"),
     file!("style.css", "text/css; charset=utf-8"),
     file!("arena-rules.wasm", "application/wasm"),
+    file!("arena-play.js", JS),
     file!("cells.js", JS),
     file!("gallery.js", JS),
     file!("gallery-view.js", JS),
@@ -47,6 +49,7 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("generated/arena.js", JS),
     file!("main.js", JS),
     file!("movement.js", JS),
+    file!("play.js", JS),
     file!("render.js", JS),
     file!("sdk/cells.js", JS),
     file!("sdk/clock.js", JS),
@@ -54,6 +57,8 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("sdk/delta.js", JS),
     file!("sdk/index.js", JS),
     file!("sdk/lobby.js", JS),
+    file!("sdk/match.js", JS),
+    file!("sdk/matchmaker.js", JS),
     file!("sdk/messages.js", JS),
     file!("sdk/mirror.js", JS),
     file!("sdk/payload.js", JS),
@@ -78,12 +83,14 @@ pub const FAVICON: WebFile = WebFile {
 };
 
 /// The embedded file served at the URL path `path` (`/` is the arena page, `/gallery` the
-/// gallery's, `/cells` the cells', `/favicon.ico` the icon), as [`web_routes`] serves them.
+/// gallery's, `/cells` the cells', `/play` the Play page's, `/favicon.ico` the icon), as
+/// [`web_routes`] serves them.
 pub fn embedded(path: &str) -> Option<&'static WebFile> {
     let path = match path {
         "/" => "/index.html",
         "/gallery" => "/gallery.html",
         "/cells" => "/cells.html",
+        "/play" => "/play.html",
         "/favicon.ico" => return Some(&FAVICON),
         p => p,
     };
@@ -91,7 +98,7 @@ pub fn embedded(path: &str) -> Option<&'static WebFile> {
 }
 
 /// Routes serving the pages: `/` (index.html, the arena), `/gallery` (gallery.html), `/cells`
-/// (cells.html) and every file
+/// (cells.html), `/play` (play.html) and every file
 /// of [`WEB_FILES`] at its path. Merge
 /// them into the host's router (`Host::serve_with`). `no-cache` makes browsers revalidate, so a
 /// rebuilt binary never serves a stale mix of old and new modules.
@@ -109,6 +116,7 @@ pub fn web_routes() -> Router {
             "/index.html" => router = router.route("/", get(handler)),
             "/gallery.html" => router = router.route("/gallery", get(handler)),
             "/cells.html" => router = router.route("/cells", get(handler)),
+            "/play.html" => router = router.route("/play", get(handler)),
             _ => {}
         }
         router = router.route(f.path, get(handler));
@@ -166,6 +174,7 @@ mod tests {
                 "text/html",
                 file!("gallery.html", "text/html").bytes,
             ),
+            ("/play", "text/html", file!("play.html", "text/html").bytes),
             ("/main.js", "text/javascript", file!("main.js", JS).bytes),
             (
                 "/sdk/index.js",

@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const sdkSrc = resolve(here, "../../../clients/js/src");
 const root = resolve(here, "../../..");
-const STATIC = ["index.html", "gallery.html", "cells.html", "style.css"];
+const STATIC = ["index.html", "gallery.html", "cells.html", "play.html", "style.css"];
 
 const compilerOptions = {
   target: "ES2022",

@@ -30,3 +30,5 @@ export * from "./connection.js";
 export * from "./webtransport.js";
 export * from "./cells.js";
 export * from "./lobby.js";
+export * from "./matchmaker.js";
+export * from "./match.js";
