@@ -2,7 +2,8 @@
 # Runs every test of the project: the Rust workspace (unit, integration, doc tests), the TypeScript SDK's
 # tests, the C# SDK's tests (with Mono), and the browser tests. Services: PostgreSQL tests need ZONEKEEP_TEST_POSTGRES; bus tests need
 # ZONEKEEP_TEST_NATS (NATS with JetStream; the NATS restart test also runs its own `nats-server`, from
-# ZONEKEEP_NATS_SERVER or PATH); browser tests need ZONEKEEP_CHROMIUM or /usr/bin/chromium. A test whose
+# ZONEKEEP_NATS_SERVER or PATH); the matchmaker's fleet test runs its own `redis-server` (from
+# ZONEKEEP_REDIS_SERVER), which it flushes and stops; browser tests need ZONEKEEP_CHROMIUM or /usr/bin/chromium. A test whose
 # service is missing is reported as SKIPPED (listed at the end of the run), or fails when CI=true.
 # `.ci/run` sets up every service.
 set -euo pipefail
