@@ -400,8 +400,7 @@ fn hex(bytes: usize) -> Result<String, MatchFailure> {
 }
 
 /// The answer for a state change asked of a search.
-fn changed(shared: &Shared, change: SearchChange, id: &str) -> Result<SearchRecord, MatchFailure> {
-    let _ = shared;
+fn changed(change: SearchChange, id: &str) -> Result<SearchRecord, MatchFailure> {
     match change {
         SearchChange::Changed(r) => Ok(r),
         SearchChange::NoProbeResult(_) => Err(MatchFailure::NoProbeResult),
@@ -422,7 +421,7 @@ async fn enqueue(
     let change = stored(mm.store.matches.queue_search(&id))
         .await
         .map_err(&refuse)?;
-    let rec = changed(&shared, change, &id).map_err(&refuse)?;
+    let rec = changed(change, &id).map_err(&refuse)?;
     if let Some(index) = &mm.index {
         index.add(&rec, &shared.metrics).await;
     }
@@ -445,7 +444,7 @@ async fn heartbeat(
     let rec = match change {
         // A search that is over still answers what became of it.
         SearchChange::WrongState(r) => r,
-        other => changed(&shared, other, &id).map_err(&refuse)?,
+        other => changed(other, &id).map_err(&refuse)?,
     };
     if rec.state == SearchState::Queued {
         if let Some(index) = &mm.index {

@@ -130,7 +130,7 @@ async fn run(shared: Arc<Shared>, mm: Arc<Matchmaker>, fleet: Arc<Fleet>) {
                     continue;
                 }
             };
-        let mut room = Room::new(&fleet, hosts);
+        let mut room = Capacity::new(&fleet, hosts);
         for q in &mm.queues {
             let due = last_rebuild
                 .get(&q.name)
@@ -187,12 +187,12 @@ async fn candidates(
 }
 
 /// Free capacity per host, by region, as this replica places matches in one round.
-struct Room {
+struct Capacity {
     hosts: Vec<HostRecord>,
     taken: BTreeMap<String, u32>,
 }
 
-impl Room {
+impl Capacity {
     fn new(fleet: &Fleet, hosts: Vec<HostRecord>) -> Self {
         let hosts = hosts
             .into_iter()
@@ -246,7 +246,7 @@ async fn propose_and_place(
     mm: &Arc<Matchmaker>,
     q: &QueueSpec,
     formed: Vec<Formed>,
-    room: &mut Room,
+    room: &mut Capacity,
     placing: &Arc<Semaphore>,
 ) {
     let mut proposals = Vec::with_capacity(formed.len());
