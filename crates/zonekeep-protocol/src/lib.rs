@@ -1,7 +1,7 @@
 //! Zonekeep wire protocol (version 10; current hosts accept 2 to 10), as specified normatively in `PROTOCOL.md` at the repository root.
 //!
 //! This crate owns the bytes: varints and other primitives ([`wire`]), the bit-exact quantization rules
-//! ([`quant`]), the known-set check ([`known`]), the entity schema ([`schema`]), a kind's client contract ([`contract`]), the limits ([`limits`]), the Delta streaming writer and
+//! ([`quant`]), the matchmaker's search states ([`matchmaking`]), the known-set check ([`known`]), the entity schema ([`schema`]), a kind's client contract ([`contract`]), the limits ([`limits`]), the Delta streaming writer and
 //! decoder ([`delta`]), every message, the client-side known-set mirror and the client's ring of
 //! recent States ([`states`]).
 //!
@@ -18,6 +18,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod known;
 pub mod limits;
+pub mod matchmaking;
 pub mod messages;
 pub mod mirror;
 pub mod quant;

@@ -28,73 +28,11 @@ pub const MAX_CANDIDATES: usize = 20_000;
 /// Longest assignment (JSON text) a search keeps, in bytes.
 pub const MAX_ASSIGNMENT_BYTES: usize = 8192;
 
-/// Where a search is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchState {
-    /// Created; its probes are being answered.
-    Probing,
-    /// Waiting for a match.
-    Queued,
-    /// Taken into a match by the replica forming the queue's matches.
-    Proposed,
-    /// Its match's zone is claimed for a host of the match's region.
-    Allocated,
-    /// It has a ticket for its match's zone.
-    Assigned,
-    /// Its principal arrived in the zone (final).
-    Connected,
-    /// Cancelled by its client (final).
-    Cancelled,
-    /// Lapsed: no probe answered in time, no heartbeat, or no show (final).
-    Expired,
-    /// Could not be served (final).
-    Failed,
-}
+pub use zonekeep_protocol::matchmaking::SearchState;
 
-impl SearchState {
-    /// The state as stored and shown.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Probing => "probing",
-            Self::Queued => "queued",
-            Self::Proposed => "proposed",
-            Self::Allocated => "allocated",
-            Self::Assigned => "assigned",
-            Self::Connected => "connected",
-            Self::Cancelled => "cancelled",
-            Self::Expired => "expired",
-            Self::Failed => "failed",
-        }
-    }
-
-    /// Parses a stored state.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "probing" => Self::Probing,
-            "queued" => Self::Queued,
-            "proposed" => Self::Proposed,
-            "allocated" => Self::Allocated,
-            "assigned" => Self::Assigned,
-            "connected" => Self::Connected,
-            "cancelled" => Self::Cancelled,
-            "expired" => Self::Expired,
-            "failed" => Self::Failed,
-            _ => return None,
-        })
-    }
-
-    /// True when nothing more happens to the search.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            Self::Connected | Self::Cancelled | Self::Expired | Self::Failed
-        )
-    }
-
-    pub(crate) fn from_db(s: &str) -> Result<Self> {
-        Self::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown search state {s:?}")))
-    }
+/// A stored state, parsed.
+pub(crate) fn state_from_db(s: &str) -> Result<SearchState> {
+    SearchState::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown search state {s:?}")))
 }
 
 /// One region's probe challenge of a search.
@@ -129,7 +67,7 @@ pub struct NewSearch {
 }
 
 /// A search as stored.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SearchRecord {
     /// Its id.
     pub search_id: String,
@@ -140,7 +78,6 @@ pub struct SearchRecord {
     /// The principal's name.
     pub name: Option<String>,
     /// Hex SHA-256 of its bearer token.
-    #[serde(skip)]
     pub token_hash: String,
     /// Its state.
     pub state: SearchState,
@@ -391,6 +328,24 @@ pub(crate) fn answer(
     }
     p.rtt_ms = Some(rtt_ms);
     ProbeAnswer::Recorded
+}
+
+/// [`answer`] as a change of the search: saved only when the round trip was recorded.
+pub(crate) fn answer_change(
+    mut rec: SearchRecord,
+    challenge: &str,
+    region: &str,
+    rtt_ms: u32,
+    now: u64,
+    window_ms: u64,
+) -> (ProbeAnswer, SearchChange) {
+    let outcome = answer(&mut rec, challenge, region, rtt_ms, now, window_ms);
+    let change = if outcome == ProbeAnswer::Recorded {
+        SearchChange::Changed(rec)
+    } else {
+        SearchChange::WrongState(rec)
+    };
+    (outcome, change)
 }
 
 /// The rule for queueing: a probing search with an answered probe is queued with its round
@@ -704,7 +659,7 @@ impl RawSearch {
         };
         let ms = |v: i64| u64::try_from(v).unwrap_or(0);
         Ok(SearchRecord {
-            state: SearchState::from_db(&self.state)?,
+            state: state_from_db(&self.state)?,
             probes: serde_json::from_str(&self.probes).map_err(|e| corrupt("probes", e))?,
             rtt_ms: serde_json::from_str(&self.rtts).map_err(|e| corrupt("round trips", e))?,
             assignment: match &self.assignment {

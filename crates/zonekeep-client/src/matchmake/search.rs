@@ -97,74 +97,14 @@ impl MatchError {
     }
 }
 
-/// Where a search is (docs/MATCHMAKING.md, "States").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchState {
-    /// Created; its probes are being answered.
-    Probing,
-    /// Waiting in its queue for a match.
-    Queued,
-    /// Taken into a forming match.
-    Proposed,
-    /// The match's zone is claimed on a host of the match's region.
-    Allocated,
-    /// The search's player has a ticket for the zone ([`Search::assignment`]).
-    Assigned,
-    /// The zone's host reported the player present. Final.
-    Connected,
-    /// Cancelled by its player (or on the server's side). Final.
-    Cancelled,
-    /// Lapsed: no heartbeat, not queued in time, or the seat not taken. Final.
-    Expired,
-    /// The matchmaker gave up on it. Final.
-    Failed,
-}
+pub use zonekeep_protocol::matchmaking::SearchState;
 
-impl SearchState {
-    /// How far along a search is: probing < queued < proposed < allocated < assigned < connected,
-    /// and the other final states after all of them. An answer of a lower rank than one already
-    /// seen is older news (see [`SearchTracker`]).
-    pub fn rank(self) -> u8 {
-        match self {
-            Self::Probing => 0,
-            Self::Queued => 1,
-            Self::Proposed => 2,
-            Self::Allocated => 3,
-            Self::Assigned => 4,
-            Self::Connected => 5,
-            Self::Cancelled | Self::Expired | Self::Failed => 6,
-        }
-    }
-
-    /// Whether the search is over: `connected`, `cancelled`, `expired` or `failed`.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            Self::Connected | Self::Cancelled | Self::Expired | Self::Failed
-        )
-    }
-
-    /// The state's name in the API.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Probing => "probing",
-            Self::Queued => "queued",
-            Self::Proposed => "proposed",
-            Self::Allocated => "allocated",
-            Self::Assigned => "assigned",
-            Self::Connected => "connected",
-            Self::Cancelled => "cancelled",
-            Self::Expired => "expired",
-            Self::Failed => "failed",
-        }
-    }
-}
-
-impl std::fmt::Display for SearchState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// A state as the API names it; an unknown name is refused (a newer matchmaker's state this
+/// client cannot follow).
+fn state_name<'de, D: Deserializer<'de>>(d: D) -> Result<SearchState, D::Error> {
+    let name = String::deserialize(d)?;
+    SearchState::parse(&name)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown search state {name:?}")))
 }
 
 /// One region to probe: a host of the region and the single-use challenge for this search.
@@ -226,6 +166,7 @@ pub struct Search {
     #[serde(default, deserialize_with = "null_default")]
     pub queue: String,
     /// Its state.
+    #[serde(deserialize_with = "state_name")]
     pub state: SearchState,
     /// Why it ended (`no_heartbeat`, `no_probe_result`, `no_show`, ...), when it did.
     #[serde(default)]

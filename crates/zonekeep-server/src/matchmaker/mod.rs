@@ -399,6 +399,32 @@ fn hex(bytes: usize) -> Result<String, MatchFailure> {
         .map_err(|e| MatchFailure::Unavailable(format!("random source: {e}")))
 }
 
+/// A state change a search's client asks for.
+enum Act {
+    Queue,
+    Heartbeat,
+    Cancel,
+}
+
+/// Checks the request's token against search `id` and asks the store for `act`: this replica and
+/// what the store did.
+async fn act<'a>(
+    shared: &'a Shared,
+    id: &str,
+    headers: &HeaderMap,
+    act: Act,
+) -> Result<(&'a Arc<Matchmaker>, SearchChange), MatchFailure> {
+    let mm = matchmaker(shared)?;
+    authorized(mm, id, headers).await?;
+    let searches = &mm.store.matches;
+    let change = match act {
+        Act::Queue => stored(searches.queue_search(id)).await?,
+        Act::Heartbeat => stored(searches.heartbeat(id)).await?,
+        Act::Cancel => stored(searches.cancel_search(id)).await?,
+    };
+    Ok((mm, change))
+}
+
 /// The answer for a state change asked of a search.
 fn changed(change: SearchChange, id: &str) -> Result<SearchRecord, MatchFailure> {
     match change {
@@ -416,9 +442,7 @@ async fn enqueue(
     headers: HeaderMap,
 ) -> Answer {
     let refuse = refuse(&shared);
-    let mm = matchmaker(&shared).map_err(&refuse)?;
-    authorized(mm, &id, &headers).await.map_err(&refuse)?;
-    let change = stored(mm.store.matches.queue_search(&id))
+    let (mm, change) = act(&shared, &id, &headers, Act::Queue)
         .await
         .map_err(&refuse)?;
     let rec = changed(change, &id).map_err(&refuse)?;
@@ -436,9 +460,7 @@ async fn heartbeat(
     headers: HeaderMap,
 ) -> Answer {
     let refuse = refuse(&shared);
-    let mm = matchmaker(&shared).map_err(&refuse)?;
-    authorized(mm, &id, &headers).await.map_err(&refuse)?;
-    let change = stored(mm.store.matches.heartbeat(&id))
+    let (mm, change) = act(&shared, &id, &headers, Act::Heartbeat)
         .await
         .map_err(&refuse)?;
     let rec = match change {
@@ -519,9 +541,7 @@ async fn cancel(
     headers: HeaderMap,
 ) -> Answer {
     let refuse = refuse(&shared);
-    let mm = matchmaker(&shared).map_err(&refuse)?;
-    authorized(mm, &id, &headers).await.map_err(&refuse)?;
-    let change = stored(mm.store.matches.cancel_search(&id))
+    let (mm, change) = act(&shared, &id, &headers, Act::Cancel)
         .await
         .map_err(&refuse)?;
     let rec = match change {

@@ -14,7 +14,7 @@ use tokio_postgres::{GenericClient, Row, Transaction};
 use super::{col, PgErr, PostgresStore};
 use crate::error::{Result, StoreError};
 use crate::matchmaking::{
-    advance, answer, apply_lapse, assigned_with, assignments_by_id, beat, cancel, candidate,
+    advance, answer_change, apply_lapse, assigned_with, assignments_by_id, beat, cancel, candidate,
     check_new, enqueue, fresh, json_columns, lapse, requeue_all, search_of, seat_seen, take_into,
     Candidate, Lapses, MatchStore, NewSearch, ProbeAnswer, Proposal, RawSearch, SearchChange,
     SearchRecord, SearchState, Settled, COLUMNS, FORGET, LIVE_KEYS, MAX_CANDIDATES, QUEUED, SAVE,
@@ -233,13 +233,10 @@ impl MatchStore for PostgresStore {
             return Ok(ProbeAnswer::Unknown);
         };
         let mut outcome = ProbeAnswer::Unknown;
-        self.with_search(search_id, |mut rec, now| {
-            outcome = answer(&mut rec, challenge, region, rtt_ms, now, window_ms);
-            if outcome == ProbeAnswer::Recorded {
-                SearchChange::Changed(rec)
-            } else {
-                SearchChange::WrongState(rec)
-            }
+        self.with_search(search_id, |rec, now| {
+            let (answered, change) = answer_change(rec, challenge, region, rtt_ms, now, window_ms);
+            outcome = answered;
+            change
         })
         .await?;
         Ok(outcome)

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{sql_err, SqliteStore};
 use crate::error::{Result, StoreError};
 use crate::matchmaking::{
-    advance, answer, apply_lapse, assigned_with, assignments_by_id, beat, cancel, candidate,
+    advance, answer_change, apply_lapse, assigned_with, assignments_by_id, beat, cancel, candidate,
     check_new, enqueue, fresh, json_columns, lapse, search_of, seat_seen, take_into, Candidate,
     Lapses, MatchStore, NewSearch, ProbeAnswer, Proposal, RawSearch, SearchChange, SearchRecord,
     SearchState, Settled, COLUMNS, FORGET, LIVE_KEYS, MAX_CANDIDATES, QUEUED, SAVE, SETTLE,
@@ -180,13 +180,10 @@ fn answer_probe(
         return Ok(ProbeAnswer::Unknown);
     };
     let mut outcome = ProbeAnswer::Unknown;
-    with_search(conn, search_id, |mut rec, now| {
-        outcome = answer(&mut rec, challenge, region, rtt_ms, now, window_ms);
-        if outcome == ProbeAnswer::Recorded {
-            SearchChange::Changed(rec)
-        } else {
-            SearchChange::WrongState(rec)
-        }
+    with_search(conn, search_id, |rec, now| {
+        let (answered, change) = answer_change(rec, challenge, region, rtt_ms, now, window_ms);
+        outcome = answered;
+        change
     })?;
     Ok(outcome)
 }
