@@ -245,6 +245,10 @@ enum BenchSub {
     /// Load the lobby of a running fleet with join_or_create requests: seats per second,
     /// latency, and a check that no room got more seats than it has.
     Lobby(crate::bench_lobby::LobbyArgs),
+    /// Load the matchmaker with bots that each ask for a match (create, probe, queue, long
+    /// poll): matches formed per second, time to match, and a check that every match has
+    /// exactly its size of players.
+    Match(crate::bench_match::MatchArgs),
 }
 
 /// The config of one `bench ab` run against a host it started: that host's URL, ticket secret
@@ -458,6 +462,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     match args.sub {
         Some(BenchSub::Ab(ab)) => return crate::bench_ab::run(*ab),
         Some(BenchSub::Lobby(lobby)) => return crate::bench_lobby::run(lobby),
+        Some(BenchSub::Match(m)) => return crate::bench_match::run(m),
         Some(BenchSub::Merge {
             files,
             report,

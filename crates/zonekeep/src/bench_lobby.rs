@@ -106,8 +106,21 @@ impl LobbyReport {
     }
 }
 
+/// A tag unique to this run (process id and clock), so a run's rooms or principals never meet
+/// an earlier run's.
+pub(crate) fn run_tag() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    )
+}
+
 /// The `q` quantile of sorted `d`, in milliseconds.
-fn quantile(d: &[Duration], q: f64) -> f64 {
+pub(crate) fn quantile(d: &[Duration], q: f64) -> f64 {
     if d.is_empty() {
         return 0.0;
     }
@@ -164,14 +177,7 @@ pub(crate) fn run(args: LobbyArgs) -> Result<()> {
 
 async fn load(args: &LobbyArgs) -> Result<LobbyReport> {
     let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let run = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0)
-    );
+    let run = run_tag();
     let next = Arc::new(AtomicUsize::new(0));
     let answers = Arc::new(Mutex::new(Vec::with_capacity(args.requests)));
     let started = Instant::now();
