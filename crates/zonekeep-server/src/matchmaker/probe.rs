@@ -42,11 +42,18 @@ struct Pending {
     started: Instant,
 }
 
-/// The probes this host is measuring.
+/// The probes this host is measuring, and the regions' probe targets as last read.
 #[derive(Default)]
 pub(crate) struct Probes {
     pending: Mutex<HashMap<String, Pending>>,
+    targets: Mutex<Option<(Instant, Targets)>>,
 }
+
+/// Each region's live hosts' HTTP bases.
+type Targets = std::collections::BTreeMap<String, Vec<String>>;
+
+/// How long the regions' probe targets are reused before the directory is read again.
+const TARGETS_FOR: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -240,29 +247,13 @@ impl Probes {
 }
 
 /// One probe target per region with a live host: the region and that host's HTTP base URL. A
-/// search's regions are spread over each region's hosts by its id.
+/// search's regions are spread over each region's hosts by its id. The directory is read at most
+/// once per [`TARGETS_FOR`], not once per search.
 pub(crate) async fn regions(
     shared: &Shared,
     search_id: &str,
 ) -> Result<Vec<(String, String)>, MatchFailure> {
-    let fleet = shared.fleet().ok_or_else(|| {
-        MatchFailure::ProbeUnavailable("this host is not a fleet member yet".into())
-    })?;
-    let hosts = crate::fleet::query(&fleet.metrics, "hosts", fleet.directory.hosts())
-        .await
-        .map_err(|e| MatchFailure::Unavailable(format!("fleet directory: {e}")))?;
-    let mut by_region: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for h in hosts {
-        let alive = fleet
-            .timing
-            .is_alive(Duration::from_millis(h.heartbeat_age_ms), h.left);
-        if alive && !h.draining {
-            by_region
-                .entry(h.region)
-                .or_default()
-                .push(http_base(&h.url));
-        }
-    }
+    let by_region = targets(shared).await?;
     if by_region.is_empty() {
         return Err(MatchFailure::ProbeUnavailable(
             "no live host answers probes in any region".into(),
@@ -278,6 +269,46 @@ pub(crate) async fn regions(
             Some((region, url))
         })
         .collect())
+}
+
+/// The regions' live, non-draining hosts, from the directory (or as read within [`TARGETS_FOR`]).
+async fn targets(shared: &Shared) -> Result<Targets, MatchFailure> {
+    {
+        let cached = shared
+            .probes
+            .targets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((at, t)) = cached.as_ref() {
+            if at.elapsed() < TARGETS_FOR {
+                return Ok(t.clone());
+            }
+        }
+    }
+    let fleet = shared.fleet().ok_or_else(|| {
+        MatchFailure::ProbeUnavailable("this host is not a fleet member yet".into())
+    })?;
+    let hosts = crate::fleet::query(&fleet.metrics, "hosts", fleet.directory.hosts())
+        .await
+        .map_err(|e| MatchFailure::Unavailable(format!("fleet directory: {e}")))?;
+    let mut by_region = Targets::new();
+    for h in hosts {
+        let alive = fleet
+            .timing
+            .is_alive(Duration::from_millis(h.heartbeat_age_ms), h.left);
+        if alive && !h.draining {
+            by_region
+                .entry(h.region)
+                .or_default()
+                .push(http_base(&h.url));
+        }
+    }
+    *shared
+        .probes
+        .targets
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), by_region.clone()));
+    Ok(by_region)
 }
 
 /// A host's advertised `ws://`/`wss://` base as the `http://`/`https://` base probes go to.

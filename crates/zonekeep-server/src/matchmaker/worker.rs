@@ -277,12 +277,14 @@ async fn propose_and_place(
             mm.waiters.wake(id);
         }
         let host = room.place(&p.region);
-        let Ok(permit) = Arc::clone(placing).acquire_owned().await else {
-            return;
-        };
         let (shared, mm, q) = (Arc::clone(shared), Arc::clone(mm), q.clone());
+        let placing = Arc::clone(placing);
+        // The forming loop goes on at once; at most PLACING matches are placed at a time, the
+        // others wait their turn (a match stuck waiting goes back to the queue after STUCK_MS).
         tokio::spawn(async move {
-            let _permit = permit;
+            let Ok(_permit) = placing.acquire_owned().await else {
+                return;
+            };
             place(&shared, &mm, &q, &p, host).await;
         });
     }
