@@ -239,13 +239,15 @@ pub trait MatchStore: Send + Sync {
     /// stay as they are. Answers the match ids made.
     async fn propose(&self, queue: &str, proposals: &[Proposal]) -> Result<Vec<String>>;
 
-    /// Moves match `match_id` from proposed to allocated with its zone, if every search of it is
-    /// still proposed; otherwise queues again those that are (a partner left) and answers false.
-    async fn allocate(&self, match_id: &str, zone_id: &str) -> Result<bool>;
+    /// Moves match `match_id` from proposed to allocated with its zone, if every one of
+    /// `search_ids` (the searches it was formed with) is still in it and proposed; otherwise
+    /// queues again those that are (a partner left) and answers false.
+    async fn allocate(&self, match_id: &str, zone_id: &str, search_ids: &[String]) -> Result<bool>;
 
     /// Moves match `match_id` from allocated to assigned, each search with its assignment
-    /// (`(search_id, assignment)`) and the ticket key id, if every search of it is still
-    /// allocated; otherwise queues again those that are and answers false.
+    /// (`(search_id, assignment)`, one for every search the match was formed with) and the ticket
+    /// key id, if every one of them is still in it and allocated; otherwise queues again those
+    /// that are and answers false.
     async fn assign(
         &self,
         match_id: &str,
@@ -429,15 +431,22 @@ pub(crate) fn take_into(members: &mut [SearchRecord], queue: &str, p: &Proposal,
 }
 
 /// The rule for advancing a match's searches from `from` to the next state: all or none. When
-/// one of them left `from` (cancelled or lapsed), those still in it are queued again and false
-/// is answered.
+/// one of the `expected` searches left the match or `from` (cancelled, lapsed, or queued again),
+/// those still in it are queued again and false is answered.
 pub(crate) fn advance(
     members: &mut [SearchRecord],
+    expected: &[String],
     from: SearchState,
     apply: impl Fn(&mut SearchRecord),
     now: u64,
 ) -> bool {
-    if !members.is_empty() && members.iter().all(|m| m.state == from) {
+    // Every search the match was formed with must still be in it: one that left (sent back to
+    // the queue meanwhile) is simply not among `members`, and the match must not go on without it.
+    let whole = members.len() == expected.len()
+        && expected
+            .iter()
+            .all(|id| members.iter().any(|m| m.search_id == *id));
+    if whole && !members.is_empty() && members.iter().all(|m| m.state == from) {
         for m in members.iter_mut() {
             apply(m);
             m.changed_at_ms = now;
@@ -797,8 +806,20 @@ mod tests {
         let mut members = vec![rec(SearchState::Proposed), rec(SearchState::Proposed)];
         members[1].search_id = "s2".into();
         members[0].queued_at_ms = Some(5);
+        let ids = ["s1".to_owned(), "s2".to_owned()];
+        // Without one of the searches it was formed with, a match does not advance.
+        let mut alone = vec![members[0].clone()];
+        assert!(!advance(
+            &mut alone,
+            &ids,
+            SearchState::Proposed,
+            |m| m.state = SearchState::Allocated,
+            9
+        ));
+        assert_eq!(alone[0].state, SearchState::Queued);
         assert!(advance(
             &mut members,
+            &ids,
             SearchState::Proposed,
             |m| m.state = SearchState::Allocated,
             9
@@ -807,6 +828,7 @@ mod tests {
         members[1].state = SearchState::Cancelled;
         assert!(!advance(
             &mut members,
+            &ids,
             SearchState::Allocated,
             |m| m.state = SearchState::Assigned,
             10

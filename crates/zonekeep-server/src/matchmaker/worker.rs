@@ -277,14 +277,15 @@ async fn propose_and_place(
             mm.waiters.wake(id);
         }
         let host = room.place(&p.region);
+        // At most PLACING matches are placed at once; the forming loop waits for a turn, so
+        // proposals never pile up waiting (a match proposed and not placed within STUCK_MS
+        // would go back to the queue).
+        let Ok(permit) = Arc::clone(placing).acquire_owned().await else {
+            return;
+        };
         let (shared, mm, q) = (Arc::clone(shared), Arc::clone(mm), q.clone());
-        let placing = Arc::clone(placing);
-        // The forming loop goes on at once; at most PLACING matches are placed at a time, the
-        // others wait their turn (a match stuck waiting goes back to the queue after STUCK_MS).
         tokio::spawn(async move {
-            let Ok(_permit) = placing.acquire_owned().await else {
-                return;
-            };
+            let _permit = permit;
             place(&shared, &mm, &q, &p, host).await;
         });
     }
@@ -356,7 +357,7 @@ async fn assign(
     if !mm
         .store
         .matches
-        .allocate(&p.match_id, &zone)
+        .allocate(&p.match_id, &zone, &p.search_ids)
         .await
         .map_err(|e| e.to_string())?
     {

@@ -299,11 +299,12 @@ impl MatchStore for PostgresStore {
         Ok(made)
     }
 
-    async fn allocate(&self, match_id: &str, zone_id: &str) -> Result<bool> {
+    async fn allocate(&self, match_id: &str, zone_id: &str, search_ids: &[String]) -> Result<bool> {
         check_id("zone id", zone_id)?;
         self.with_match(match_id, |found, now| {
             advance(
                 found,
+                search_ids,
                 SearchState::Proposed,
                 |m| {
                     m.state = SearchState::Allocated;
@@ -323,9 +324,11 @@ impl MatchStore for PostgresStore {
     ) -> Result<bool> {
         check_id("key id", kid)?;
         let by_id = assignments_by_id(assignments)?;
+        let ids: Vec<String> = assignments.iter().map(|(id, _)| id.clone()).collect();
         self.with_match(match_id, |found, now| {
             advance(
                 found,
+                &ids,
                 SearchState::Allocated,
                 assigned_with(kid, &by_id),
                 now,

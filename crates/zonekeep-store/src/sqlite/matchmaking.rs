@@ -394,13 +394,15 @@ impl MatchStore for SqliteStore {
             .await
     }
 
-    async fn allocate(&self, match_id: &str, zone_id: &str) -> Result<bool> {
-        let (match_id, zone_id) = (match_id.to_owned(), zone_id.to_owned());
+    async fn allocate(&self, match_id: &str, zone_id: &str, search_ids: &[String]) -> Result<bool> {
+        let (match_id, zone_id, ids) =
+            (match_id.to_owned(), zone_id.to_owned(), search_ids.to_vec());
         self.run(move |conn| {
             check_id("zone id", &zone_id)?;
             with_match(conn, &match_id, |found, now| {
                 advance(
                     found,
+                    &ids,
                     SearchState::Proposed,
                     |m| {
                         m.state = SearchState::Allocated;
@@ -421,11 +423,13 @@ impl MatchStore for SqliteStore {
     ) -> Result<bool> {
         let (match_id, kid) = (match_id.to_owned(), kid.to_owned());
         let by_id = assignments_by_id(assignments)?;
+        let ids: Vec<String> = assignments.iter().map(|(id, _)| id.clone()).collect();
         self.run(move |conn| {
             check_id("key id", &kid)?;
             with_match(conn, &match_id, |found, now| {
                 advance(
                     found,
+                    &ids,
                     SearchState::Allocated,
                     assigned_with(&kid, &by_id),
                     now,

@@ -48,6 +48,10 @@ async fn queued(store: &Store, id: &str, principal: &str) {
     ));
 }
 
+fn ids(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_owned()).collect()
+}
+
 fn state_of(change: SearchChange) -> SearchState {
     match change {
         SearchChange::Changed(r) | SearchChange::WrongState(r) | SearchChange::NoProbeResult(r) => {
@@ -237,7 +241,10 @@ pub async fn a_match_advances_all_or_none_and_a_leaver_sends_the_others_back(db:
     assert_eq!(made, ["m1", "m2"]);
 
     // m1 is placed and assigned.
-    assert!(m.allocate("m1", "duel-1").await.unwrap());
+    assert!(m
+        .allocate("m1", "duel-1", &ids(&["s1", "s2"]))
+        .await
+        .unwrap());
     let assigned = vec![
         ("s1".to_owned(), json!({"zone": "duel-1", "ticket": "t1"})),
         ("s2".to_owned(), json!({"zone": "duel-1", "ticket": "t2"})),
@@ -253,7 +260,9 @@ pub async fn a_match_advances_all_or_none_and_a_leaver_sends_the_others_back(db:
     );
     assert_eq!(m.live_keys().await.unwrap(), [("k1".to_owned(), 1)]);
     assert!(
-        !m.allocate("m1", "again").await.unwrap(),
+        !m.allocate("m1", "again", &ids(&["s1", "s2"]))
+            .await
+            .unwrap(),
         "an assigned match is not placed twice"
     );
 
@@ -262,7 +271,10 @@ pub async fn a_match_advances_all_or_none_and_a_leaver_sends_the_others_back(db:
         state_of(m.cancel_search("s4").await.unwrap()),
         SearchState::Cancelled
     );
-    assert!(!m.allocate("m2", "duel-2").await.unwrap());
+    assert!(!m
+        .allocate("m2", "duel-2", &ids(&["s3", "s4"]))
+        .await
+        .unwrap());
     let s3 = m.search("s3").await.unwrap().unwrap();
     assert_eq!(s3.state, SearchState::Queued);
     assert_eq!(s3.reason.as_deref(), Some("partner_left"));
@@ -350,7 +362,10 @@ pub async fn settling_connects_arrived_players_and_lapses_waiting_searches(db: &
         .await
         .unwrap();
     store.lobby.take_seat("duel-1", &seat("bob")).await.unwrap();
-    assert!(m.allocate("m1", "duel-1").await.unwrap());
+    assert!(m
+        .allocate("m1", "duel-1", &ids(&["s1", "s2"]))
+        .await
+        .unwrap());
     let a = [
         ("s1".to_owned(), json!({"zone": "duel-1"})),
         ("s2".to_owned(), json!({"zone": "duel-1"})),
@@ -440,6 +455,46 @@ pub async fn settling_connects_arrived_players_and_lapses_waiting_searches(db: &
         .unwrap();
     assert_eq!(out.requeued, 2);
     assert_eq!(m.queued("duel", 10).await.unwrap().len(), 2);
+
+    // A match whose search was sent back to the queue while it was being placed (stuck) is not
+    // allocated without it: its partner goes back too, and no player ends up in two matches.
+    queued(&store, "s7", "gus").await;
+    queued(&store, "s8", "hal").await;
+    m.propose(
+        "duel",
+        &[Proposal {
+            match_id: "m3".into(),
+            region: "eu".into(),
+            search_ids: ids(&["s7", "s8"]),
+        }],
+    )
+    .await
+    .unwrap();
+    assert!(m
+        .allocate("m3", "duel-3", &ids(&["s7", "s8"]))
+        .await
+        .unwrap());
+    // A settle sent s7 back to the queue as stuck but skipped s8 (another transaction held it:
+    // PostgreSQL's settle skips locked rows), written here as that settle's effect on s7 alone.
+    db.execute(
+        "UPDATE match_searches SET state = 'queued', match_id = NULL, zone_id = NULL \
+         WHERE search_id = 's7'",
+    )
+    .await;
+    let a = [
+        ("s7".to_owned(), json!({"zone": "duel-3"})),
+        ("s8".to_owned(), json!({"zone": "duel-3"})),
+    ];
+    assert!(
+        !m.assign("m3", "k1", &a).await.unwrap(),
+        "not assigned without s7"
+    );
+    let s8 = m.search("s8").await.unwrap().unwrap();
+    assert_eq!(
+        (s8.state, s8.reason.as_deref()),
+        (SearchState::Queued, Some("partner_left"))
+    );
+    assert!(s8.assignment.is_none());
 
     // Final searches are forgotten.
     let out = m
