@@ -56,10 +56,10 @@ pub enum MatchError {
     /// No region's probe was answered, so the search could not be queued; it was cancelled.
     #[error("no region answered its probe")]
     NoProbeResult,
-    /// The game cancelled the search ([`MatchCancel::cancel`]).
+    /// The game cancelled the search ([`MatchCancel::cancel`](super::MatchCancel::cancel)).
     #[error("the search was cancelled")]
     Cancelled,
-    /// A match was had but its zone could not be joined ([`matchmake_and_connect`]).
+    /// A match was had but its zone could not be joined ([`matchmake_and_connect`](super::matchmake_and_connect)).
     #[error("could not join the match's zone: {0}")]
     Connect(#[source] ClientError),
 }
@@ -287,7 +287,7 @@ pub(super) fn rtt_from_f64(ms: f64) -> Option<u32> {
 ///
 /// (The matchmaker may move a search from `proposed` or `allocated` back to `queued` when a match
 /// falls apart; the tracker keeps the furthest state, which is right for deciding what to do, and
-/// [`matchmake`] keeps long polling against the state of the latest answer it read.)
+/// [`matchmake`](super::matchmake) keeps long polling against the state of the latest answer it read.)
 #[derive(Debug, Clone, Default)]
 pub struct SearchTracker {
     state: Option<SearchState>,
