@@ -10,7 +10,6 @@
 
 mod support;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -109,7 +108,7 @@ fn match_ticket(sub: &str) -> String {
     }))
 }
 
-/// A request to the host at `base` (`http://ADDR`), bearing `token`.
+/// A request to the host at `base` (`http://ADDR`), bearing `token`: the status and the answer.
 async fn call(
     base: &str,
     method: &str,
@@ -117,24 +116,12 @@ async fn call(
     token: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let text = String::from_utf8_lossy(&out).to_string();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, serde_json::from_str(rest).unwrap_or(Value::Null))
+    let addr = base.trim_start_matches("http://");
+    let (status, bytes) = support::bearer_request(addr, method, path, body, token).await;
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 fn base(h: &Server) -> String {

@@ -359,27 +359,7 @@ impl Server {
         body: Option<&Value>,
         token: &str,
     ) -> (u16, Vec<u8>) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let mut s = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut out = Vec::new();
-        s.read_to_end(&mut out).await.unwrap();
-        let split = out
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .unwrap_or_else(|| panic!("{path}: no header end: {}", String::from_utf8_lossy(&out)));
-        let head = String::from_utf8_lossy(&out[..split]).to_string();
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("{path}: no status line: {head}"));
-        (status, out[split + 4..].to_vec())
+        bearer_request(&self.addr, method, path, body, token).await
     }
 
     /// GET an admin path; the answer as JSON.
@@ -513,6 +493,37 @@ pub async fn serve_piped(data: &Path, extra: &[&str]) -> (Reap, std::process::Ch
         .await
         .unwrap_or_else(|line| panic!("the listen line is not a URL: {line:?}"));
     (child, stderr, addr)
+}
+
+/// A request to the host at `addr` (`HOST:PORT`) bearing `token`: the status and the body's bytes.
+pub async fn bearer_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    token: &str,
+) -> (u16, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("{path}: no header end: {}", String::from_utf8_lossy(&out)));
+    let head = String::from_utf8_lossy(&out[..split]).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{path}: no status line: {head}"));
+    (status, out[split + 4..].to_vec())
 }
 
 /// A suffix unique to this test run (process id and clock), for zone ids and principals in a
