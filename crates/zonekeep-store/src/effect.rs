@@ -1,4 +1,5 @@
-//! The ledger's built-in effect: adding named amounts to a principal's totals.
+//! The ledger's built-in effects: adding named amounts to a principal's totals, and submitting
+//! values to leaderboards (see [`crate::boards`]).
 //!
 //! Parsing and validation happen before any transaction starts, so a malformed fact is refused
 //! without touching the database and both backends refuse exactly the same payloads.
@@ -68,6 +69,50 @@ pub(crate) fn parse(fact: &FactRecord) -> Result<Effect> {
         amounts.insert(name.clone(), amount);
     }
     Ok(Effect::Add { principal, amounts })
+}
+
+/// Reads a fact's `{"boards": {"name": value}}` submissions (empty when it has none). Every
+/// value is an integer within ±[`MAX_SCORE`](crate::boards::MAX_SCORE), the fact has a principal,
+/// the names are board names, and there are at most
+/// [`MAX_BOARDS_PER_FACT`](crate::boards::MAX_BOARDS_PER_FACT). Whether each board exists is
+/// decided in the recording transaction.
+pub(crate) fn board_submits(fact: &FactRecord) -> Result<BTreeMap<String, i64>> {
+    use crate::boards::{check_board_name, MAX_BOARDS_PER_FACT, MAX_SCORE};
+    let invalid = |reason: String| StoreError::InvalidFact {
+        key: fact.key.clone(),
+        reason,
+    };
+    let Some(boards) = fact.payload.get("boards") else {
+        return Ok(BTreeMap::new());
+    };
+    let Value::Object(map) = boards else {
+        return Err(invalid(
+            "\"boards\" must be an object of board → integer".into(),
+        ));
+    };
+    if fact.principal.is_none() {
+        return Err(invalid("\"boards\" needs a principal".into()));
+    }
+    if map.len() > MAX_BOARDS_PER_FACT {
+        return Err(invalid(format!(
+            "\"boards\" names {} boards, at most {MAX_BOARDS_PER_FACT} allowed",
+            map.len()
+        )));
+    }
+    let mut values = BTreeMap::new();
+    for (name, value) in map {
+        check_board_name(name).map_err(|e| invalid(e.to_string()))?;
+        let Some(value) = value
+            .as_i64()
+            .filter(|v| (-MAX_SCORE..=MAX_SCORE).contains(v))
+        else {
+            return Err(invalid(format!(
+                "value for board {name:?} is not an integer within ±2^53 - 1"
+            )));
+        };
+        values.insert(name.clone(), value);
+    }
+    Ok(values)
 }
 
 /// Adds `amount` to `current`, refusing overflow (a wrapped or saturated score would be a silent
@@ -140,6 +185,26 @@ mod tests {
             assert!(matches!(err, StoreError::InvalidFact { .. }), "{payload}");
         }
         let err = parse(&fact(None, json!({"add": {"score": 1}}))).unwrap_err();
+        assert!(matches!(err, StoreError::InvalidFact { .. }));
+    }
+
+    #[test]
+    fn board_submissions_parse_and_malformed_ones_are_refused() {
+        let ok = board_submits(&fact(Some("p"), json!({"boards": {"laps": 8123}}))).unwrap();
+        assert_eq!(ok.get("laps"), Some(&8123));
+        assert!(board_submits(&fact(None, json!({"add": {}})))
+            .unwrap()
+            .is_empty());
+        for payload in [
+            json!({"boards": 5}),
+            json!({"boards": {"laps": 1.5}}),
+            json!({"boards": {"a b": 1}}),
+            json!({"boards": {"laps": 9_007_199_254_740_992_i64}}),
+        ] {
+            let err = board_submits(&fact(Some("p"), payload.clone())).unwrap_err();
+            assert!(matches!(err, StoreError::InvalidFact { .. }), "{payload}");
+        }
+        let err = board_submits(&fact(None, json!({"boards": {"laps": 1}}))).unwrap_err();
         assert!(matches!(err, StoreError::InvalidFact { .. }));
     }
 

@@ -110,6 +110,10 @@ pub enum StoreError {
     #[error("invalid zone module: {0}")]
     InvalidModule(String),
 
+    /// A board is declared with other settings (or the store holds its most boards already).
+    #[error("board conflict: {0}")]
+    BoardConflict(String),
+
     /// A room of the lobby already has that zone id, or a private room that code.
     #[error("room exists: {0}")]
     RoomExists(String),

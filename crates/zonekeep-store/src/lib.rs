@@ -1,12 +1,12 @@
 //! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
 //! the fleet directory (hosts and who owns which zone), zone modules (game code by content
 //! address), transfers of players between zones, players' characters, the journal of zones'
-//! external calls, the lobby's rooms and seats and the matchmaker's searches, on SQLite (the embedded default: one file under
-//! the data dir, nothing to install) or PostgreSQL (the shared store for a fleet of hosts). Both
-//! backends implement the same nine traits, [`SaveStore`], [`FactLedger`], [`Directory`],
-//! [`ModuleStore`], [`TransferLedger`], [`CharacterStore`], [`CallStore`], [`LobbyStore`] and
-//! [`MatchStore`], and
-//! pass the same contract test suite.
+//! external calls, the lobby's rooms and seats, the matchmaker's searches, leaderboards and
+//! presence, on SQLite (the embedded default: one file under the data dir, nothing to install) or
+//! PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same eleven
+//! traits, [`SaveStore`], [`FactLedger`], [`Directory`], [`ModuleStore`], [`TransferLedger`],
+//! [`CharacterStore`], [`CallStore`], [`LobbyStore`], [`MatchStore`], [`BoardStore`] and
+//! [`PresenceStore`], and pass the same contract test suite.
 //!
 //! This crate owns the database schema, its migrations and the fencing, idempotency and directory
 //! rules. It must not depend on the server, any network framework, or the simulation runtime: zone
@@ -60,6 +60,16 @@
 //!   reserved until the player arrives or the reservation lapses, present while the room's owner
 //!   reports the player there (fenced by its epoch, like every owner write). Seats are handed out
 //!   under a lock per kind, so a room never seats more than it has ([`LobbyStore`]).
+//! - **Board**: a leaderboard ranking principals by a score that only facts change, in the
+//!   transaction that records the fact, so each fact counts once ([`BoardStore`]); periodic
+//!   boards keep one ranking per day or week.
+//! - **Presence**: who is in which zone, on which host and since when, fleet-wide: one row per
+//!   principal and zone, written by the host running the zone's session (a join when the
+//!   principal becomes a participant, a leave when it stops being one) under the host's
+//!   incarnation. A row counts only while that host is alive in the directory under that same
+//!   incarnation, judged by the database's clock like every liveness, so a dead or restarted
+//!   host's rows vanish without anyone writing; a principal resuming on another host after a
+//!   failover keeps its `since` ([`PresenceStore`]).
 //!
 //! # Directory
 //! The fleet's shared view, one per database ([`Directory`]): which hosts exist and which host owns
@@ -84,7 +94,7 @@
 //!
 //! # Opening a store
 //! [`open_store`] takes the `--store` spec (`"sqlite"` or a `postgres://` URL) and returns a
-//! [`Store`] holding the seven parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
+//! [`Store`] holding its parts as trait objects. [`SlowStore`] wraps one to simulate slow storage.
 //!
 //! # Blocking
 //! Nothing here blocks an async worker thread: SQLite calls run on tokio's blocking pool, and
@@ -94,6 +104,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod boards;
 mod calls;
 mod characters;
 mod directory;
@@ -106,6 +117,7 @@ mod matchmaking;
 mod modules;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod presence;
 mod schema;
 mod slow;
 #[cfg(feature = "sqlite")]
@@ -118,6 +130,11 @@ mod validate;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use boards::{
+    check_board_name, sort_key, BoardDef, BoardDefined, BoardEntry, BoardOp, BoardOrder,
+    BoardPeriod, BoardRow, BoardStore, MAX_BOARDS, MAX_BOARDS_PER_FACT, MAX_BOARD_NAME,
+    MAX_BOARD_PAGE, MAX_KEEP_PERIODS, MAX_SCORE,
+};
 pub use calls::{
     CallAnswer, CallBegin, CallFinish, CallRecord, CallStore, StoredCall, DEFAULT_CALL_RETENTION,
     MAX_CALL_ANSWER, MAX_CALL_ARGS, MAX_CALL_CODE, MAX_CALL_FUNCTION, MAX_CALL_KEY,
@@ -141,6 +158,10 @@ pub use matchmaking::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
+pub use presence::{
+    PresenceChange, PresenceEvent, PresenceRow, PresenceStore, MAX_PRESENCE_BATCH,
+    MAX_PRESENCE_QUERY,
+};
 pub use slow::SlowStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
@@ -159,7 +180,7 @@ pub use zonekeep_fleet::Timing;
 /// File name of the SQLite database inside the data dir.
 pub const SQLITE_FILE_NAME: &str = "zonekeep.db";
 
-/// An opened store: its seven parts as shareable trait objects, plus a printable description.
+/// An opened store: its parts as shareable trait objects, plus a printable description.
 #[derive(Clone)]
 pub struct Store {
     /// Zone saves.
@@ -180,6 +201,10 @@ pub struct Store {
     pub lobby: Arc<dyn LobbyStore>,
     /// The matchmaker's searches.
     pub matches: Arc<dyn MatchStore>,
+    /// Leaderboards.
+    pub boards: Arc<dyn BoardStore>,
+    /// Who is online, in which zone, since when.
+    pub presence: Arc<dyn PresenceStore>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -193,7 +218,7 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements all nine traits.
+    /// Bundles one backend that implements all eleven traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
         B: SaveStore
@@ -205,6 +230,8 @@ impl Store {
             + CallStore
             + LobbyStore
             + MatchStore
+            + BoardStore
+            + PresenceStore
             + 'static,
     {
         let backend = Arc::new(backend);
@@ -217,7 +244,9 @@ impl Store {
             characters: Arc::clone(&backend) as Arc<dyn CharacterStore>,
             calls: Arc::clone(&backend) as Arc<dyn CallStore>,
             lobby: Arc::clone(&backend) as Arc<dyn LobbyStore>,
-            matches: backend,
+            matches: Arc::clone(&backend) as Arc<dyn MatchStore>,
+            boards: Arc::clone(&backend) as Arc<dyn BoardStore>,
+            presence: backend,
             description,
         }
     }

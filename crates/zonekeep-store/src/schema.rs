@@ -38,6 +38,26 @@
 //!   call is pending, then `answer_kind` `'ok'` with `answer_ok` (JSON text) or `'failed'` with
 //!   `answer_code` and `answer_message`, set together with `settled_at_ms`. Both stamps come from
 //!   the database's clock; the index on `coalesce(settled_at_ms, created_at_ms)` serves the sweep.
+//! - `boards(name PK, sort_order, op, period, total, keep_periods, created_at_ms)`: the declared
+//!   leaderboards (see [`crate::boards`]): `sort_order` `'desc'` or `'asc'`, `op` `'incr'`,
+//!   `'best'` or `'set'`, `period` `'all'`, `'daily'` or `'weekly'`, and the fact total the board
+//!   follows (NULL for none; indexed where set, so recording a fact finds its followers).
+//! - `board_entries(board, period, principal, score, sort_key, version, updated_at_ms,
+//!   PK(board, period, principal))`: each principal's score on a board in one period (the
+//!   period's start in ms, 0 for an `all` board), changed only in the transaction recording a
+//!   fact. `sort_key` is the score as ranked (negated on a `desc` board); the index on
+//!   `(board, period, sort_key, principal)` is the rank order, and the index on `updated_at_ms`
+//!   (stamped by the database's clock) is the change feed an index follows. `version` rises with
+//!   every change of the row. On PostgreSQL, board names and principals are `COLLATE "C"`, so
+//!   ties order by bytes as in SQLite and Redis.
+//! - `presence(principal, zone_id, host_id, incarnation, since_ms, updated_at_ms,
+//!   PK(principal, zone_id))`: who is in which zone (see [`crate::presence`]), written by the
+//!   host running the zone's session under its incarnation. A row is live only while
+//!   `fleet_hosts` holds that host under that same incarnation, not left, with a heartbeat
+//!   within the fleet's takeover bound; nothing else expires it. `since_ms` (when the principal
+//!   arrived, kept across resumes) and `updated_at_ms` are stamped by the database's clock; the
+//!   index on `host_id` serves the join with `fleet_hosts` and the sweep. On PostgreSQL,
+//!   principals and zone ids are `COLLATE "C"`, so listings order by bytes as in SQLite.
 //!
 //! A migration is appended, never edited: databases in the field have already run the old ones.
 

@@ -1,4 +1,4 @@
-//! The store contract (saves, facts, the directory, zone modules, transfers, characters, calls, the lobby and the matchmaker), written once as generic async functions
+//! The store contract (saves, facts, the directory, zone modules, transfers, characters, calls, the lobby, the matchmaker, leaderboards and presence), written once as generic async functions
 //! over a [`Db`] and run against SQLite (a temp file) and PostgreSQL (a fresh schema per test, when
 //! `ZONEKEEP_TEST_POSTGRES` is set; otherwise those tests print that they were skipped).
 
@@ -6,8 +6,10 @@
 
 mod support;
 
-// The directory's, the modules', the transfers', the characters' and the calls' parts of the contract, in files of their own (not test targets: cargo
+// The boards', the presence's, the directory's, the modules', the transfers', the characters' and the calls' parts of the contract, in files of their own (not test targets: cargo
 // only builds tests/*.rs).
+#[path = "contract/boards.rs"]
+mod boards;
 #[path = "contract/calls.rs"]
 mod calls;
 #[path = "contract/characters.rs"]
@@ -22,12 +24,15 @@ mod lobby;
 mod matchmaking;
 #[path = "contract/modules.rs"]
 mod modules;
+#[path = "contract/presence.rs"]
+mod presence;
 #[path = "contract/transfers.rs"]
 mod transfers;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use boards::*;
 use calls::*;
 use characters::*;
 use directory::*;
@@ -35,6 +40,7 @@ use directory_zones::*;
 use lobby::*;
 use matchmaking::*;
 use modules::*;
+use presence::*;
 use serde_json::json;
 use support::{Db, Model, Rng, Verdict};
 use transfers::*;
@@ -649,6 +655,25 @@ contract_tests!(
     a_match_advances_all_or_none_and_a_leaver_sends_the_others_back,
     settling_connects_arrived_players_and_lapses_waiting_searches,
     an_older_database_gains_the_matchmaker,
+    boards_are_declared_once_and_other_settings_are_refused,
+    a_follower_board_counts_each_add_fact_exactly_once,
+    submitted_values_apply_with_each_boards_operator,
+    an_unknown_submitted_board_refuses_the_fact_and_records_nothing,
+    a_fenced_fact_changes_no_board,
+    ranks_are_exact_with_ties_in_principal_byte_order,
+    row_pages_cover_every_row_once_and_the_change_feed_follows_versions,
+    periodic_boards_rank_per_period_and_keep_recent_periods,
+    a_score_past_the_bound_refuses_the_fact,
+    two_stores_recording_facts_for_one_principal_end_with_the_exact_sum,
+    an_older_database_gains_the_boards,
+    a_join_shows_the_principal_with_its_host_and_since_until_it_leaves,
+    a_rejoin_on_another_host_keeps_since_within_the_failover_window,
+    a_silent_or_departed_hosts_rows_vanish_and_are_swept_after_the_failover_window,
+    a_restarted_host_does_not_revive_its_old_rows,
+    a_leave_from_a_host_that_no_longer_holds_the_row_leaves_it_alone,
+    malformed_presence_calls_are_refused_and_change_nothing,
+    concurrent_batches_of_two_hosts_all_land,
+    an_older_database_gains_presence,
     a_transfer_is_accepted_once_and_then_cannot_return,
     a_returned_transfer_cannot_be_accepted,
     stale_owners_cannot_decide_a_transfer,

@@ -1,5 +1,6 @@
 //! Fact ledger operations on PostgreSQL (see [`crate::FactLedger`] for the contract and the module
-//! docs of [`super`] for why inserting the ledger row first makes racing recorders safe).
+//! docs of [`super`] for why inserting the ledger row first makes racing recorders safe). A new
+//! fact's board changes ([`super::boards::feed`]) happen in its recording transaction.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,7 @@ pub(super) async fn record(
         check_id("principal", p)?;
     }
     let effect = effect::parse(fact)?;
+    let submits = effect::board_submits(fact)?;
     if let Some(epoch) = fact.epoch {
         check_owner(&tx, &fact.zone_id, epoch, err).await?;
     }
@@ -95,6 +97,14 @@ pub(super) async fn record(
             effect::totals_json(&totals(&tx, principal, err).await?)
         }
     };
+    if let Some(principal) = &fact.principal {
+        let no_adds = BTreeMap::new();
+        let adds = match &effect {
+            Effect::Add { amounts, .. } => amounts,
+            Effect::None => &no_adds,
+        };
+        super::boards::feed(&tx, &fact.key, principal, adds, &submits, err).await?;
+    }
     tx.execute(
         "UPDATE facts SET result = $2 WHERE key = $1",
         &[&fact.key, &result],

@@ -246,6 +246,52 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX match_searches_by_state ON match_searches (state);
     ",
     },
+    Migration {
+        name: "leaderboards: boards, and the scores facts give principals on them",
+        // Names and principals compare as bytes (`COLLATE "C"`), like SQLite's BINARY and a
+        // Redis sorted set's ties, so every backend and index agrees on every rank and listing.
+        sql: "
+        CREATE TABLE boards (
+            name          TEXT COLLATE \"C\" PRIMARY KEY,
+            sort_order    TEXT NOT NULL CHECK (sort_order IN ('desc', 'asc')),
+            op            TEXT NOT NULL CHECK (op IN ('incr', 'best', 'set')),
+            period        TEXT NOT NULL CHECK (period IN ('all', 'daily', 'weekly')),
+            total         TEXT,
+            keep_periods  BIGINT NOT NULL CHECK (keep_periods >= 0),
+            created_at_ms BIGINT NOT NULL
+        );
+        CREATE INDEX boards_by_total ON boards (total) WHERE total IS NOT NULL;
+        CREATE TABLE board_entries (
+            board         TEXT COLLATE \"C\" NOT NULL,
+            period        BIGINT NOT NULL CHECK (period >= 0),
+            principal     TEXT COLLATE \"C\" NOT NULL,
+            score         BIGINT NOT NULL,
+            sort_key      BIGINT NOT NULL,
+            version       BIGINT NOT NULL CHECK (version >= 1),
+            updated_at_ms BIGINT NOT NULL,
+            PRIMARY KEY (board, period, principal)
+        );
+        CREATE INDEX board_entries_by_rank ON board_entries (board, period, sort_key, principal);
+        CREATE INDEX board_entries_by_change ON board_entries (updated_at_ms);
+    ",
+    },
+    Migration {
+        name: "presence: who is in which zone, on which host, since when",
+        // Principals and zone ids compare as bytes (`COLLATE "C"`), like SQLite's BINARY, so
+        // both backends list presence in the same order.
+        sql: "
+        CREATE TABLE presence (
+            principal     TEXT COLLATE \"C\" NOT NULL,
+            zone_id       TEXT COLLATE \"C\" NOT NULL,
+            host_id       TEXT NOT NULL,
+            incarnation   TEXT NOT NULL,
+            since_ms      BIGINT NOT NULL,
+            updated_at_ms BIGINT NOT NULL,
+            PRIMARY KEY (principal, zone_id)
+        );
+        CREATE INDEX presence_by_host ON presence (host_id);
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

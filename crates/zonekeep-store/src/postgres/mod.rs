@@ -25,7 +25,14 @@
 //! - a call begin or finish carrying an owner epoch reads the zone's fence row `FOR SHARE`, like
 //!   facts, and then inserts the call (`ON CONFLICT DO NOTHING`, so a concurrent begin of the same
 //!   key waits for the first on the primary key) or locks its row `FOR UPDATE` (a finish); the
-//!   sweep deletes call rows only, so call transactions and claims cannot wait in a cycle either.
+//!   sweep deletes call rows only, so call transactions and claims cannot wait in a cycle either;
+//! - a fact's board changes, in its recording transaction after its totals, read the boards it
+//!   changes `FOR KEY SHARE` and lock each score row (`SELECT .. FOR UPDATE`, or insert it) in
+//!   board name order, like totals; deleting a board deletes its row first, so it waits for the
+//!   facts changing it, and the prune deletes old periods, which no fact writes;
+//! - a presence write upserts and deletes presence rows only, one statement each, taking them in
+//!   (principal, zone) order whatever order the host gave; it reads host rows without locking
+//!   them, so presence writes wait only on each other, never in a cycle.
 
 /// The database's clock in milliseconds since the Unix epoch (the same expression everywhere, so
 /// stamps and ages agree). Defined before the submodules, which use it in their SQL.
@@ -35,6 +42,7 @@ macro_rules! db_now_ms {
     };
 }
 
+mod boards;
 mod calls;
 mod characters;
 mod directory;
@@ -43,6 +51,7 @@ mod lobby;
 mod matchmaking;
 mod migrations;
 mod modules;
+mod presence;
 mod saves;
 mod transfers;
 

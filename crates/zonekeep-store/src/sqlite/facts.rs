@@ -4,7 +4,8 @@
 //! read: the "is this key new?" check, the effect and the insert are one serialized step, so two
 //! stores racing on a key cannot both see it as new. A fact carrying its owner's epoch is checked
 //! against the zone's fence inside that same step, so a claim by a newer owner either lands before
-//! the check (and the fact is refused) or after the commit.
+//! the check (and the fact is refused) or after the commit. The fact's board changes
+//! ([`super::boards::feed`]) happen in that same step, once, when the key is new.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +37,7 @@ pub(super) fn record(conn: &mut Connection, fact: &FactRecord) -> Result<FactRes
         check_id("principal", p)?;
     }
     let effect = effect::parse(fact)?;
+    let submits = effect::board_submits(fact)?;
     let payload = encode_json(&fact.payload)?;
 
     let tx = conn
@@ -87,6 +89,14 @@ pub(super) fn record(conn: &mut Connection, fact: &FactRecord) -> Result<FactRes
             effect::totals_json(&totals(&tx, principal)?)
         }
     };
+    if let Some(principal) = &fact.principal {
+        let no_adds = BTreeMap::new();
+        let adds = match &effect {
+            Effect::Add { amounts, .. } => amounts,
+            Effect::None => &no_adds,
+        };
+        super::boards::feed(&tx, &fact.key, principal, adds, &submits)?;
+    }
     tx.execute(
         "INSERT INTO facts (key, zone_id, kind, principal, payload, result, recorded_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -241,6 +241,48 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX match_searches_by_state ON match_searches (state);
     ",
     },
+    Migration {
+        name: "leaderboards: boards, and the scores facts give principals on them",
+        sql: "
+        CREATE TABLE boards (
+            name          TEXT PRIMARY KEY,
+            sort_order    TEXT NOT NULL CHECK (sort_order IN ('desc', 'asc')),
+            op            TEXT NOT NULL CHECK (op IN ('incr', 'best', 'set')),
+            period        TEXT NOT NULL CHECK (period IN ('all', 'daily', 'weekly')),
+            total         TEXT,
+            keep_periods  INTEGER NOT NULL CHECK (keep_periods >= 0),
+            created_at_ms INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX boards_by_total ON boards (total) WHERE total IS NOT NULL;
+        CREATE TABLE board_entries (
+            board         TEXT NOT NULL,
+            period        INTEGER NOT NULL CHECK (period >= 0),
+            principal     TEXT NOT NULL,
+            score         INTEGER NOT NULL,
+            sort_key      INTEGER NOT NULL,
+            version       INTEGER NOT NULL CHECK (version >= 1),
+            updated_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (board, period, principal)
+        ) STRICT;
+        CREATE INDEX board_entries_by_rank ON board_entries (board, period, sort_key, principal);
+        CREATE INDEX board_entries_by_change ON board_entries (updated_at_ms);
+    ",
+    },
+    Migration {
+        name: "presence: who is in which zone, on which host, since when",
+        sql: "
+        CREATE TABLE presence (
+            principal     TEXT NOT NULL,
+            zone_id       TEXT NOT NULL,
+            host_id       TEXT NOT NULL,
+            incarnation   TEXT NOT NULL,
+            since_ms      INTEGER NOT NULL,
+            updated_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (principal, zone_id)
+        ) STRICT;
+        CREATE INDEX presence_by_host ON presence (host_id);
+    ",
+    },
 ];
 
 /// Brings the database to the newest schema this build knows; refuses a newer one.

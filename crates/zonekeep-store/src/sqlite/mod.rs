@@ -15,6 +15,7 @@ macro_rules! db_now_ms {
     };
 }
 
+mod boards;
 mod calls;
 mod characters;
 mod directory;
@@ -23,6 +24,7 @@ mod lobby;
 mod matchmaking;
 mod migrations;
 mod modules;
+mod presence;
 mod saves;
 mod transfers;
 
