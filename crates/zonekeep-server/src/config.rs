@@ -185,6 +185,14 @@ pub struct ServerConfig {
     /// The matchmaker's candidate index (`redis://host:port`); none: matches are formed from
     /// the store alone.
     pub match_redis: Option<Secret>,
+    /// Leaderboards this host declares at start
+    /// (`NAME[:op=incr|best|set][:order=desc|asc][:period=all|daily|weekly][:total=T][:keep=N]`,
+    /// docs/LEADERBOARDS.md); every host of a fleet may declare the same ones, and one declared
+    /// with other settings refuses the start.
+    pub boards: Vec<String>,
+    /// The leaderboards' ranking index (`redis://host:port`); none: boards are read from the
+    /// store alone.
+    pub board_redis: Option<Secret>,
     /// A search's client must heartbeat at least this often, seconds (it expires after three
     /// missed). Default 10.
     pub match_heartbeat_secs: u64,
@@ -307,6 +315,8 @@ impl Default for ServerConfig {
             region: "local".into(),
             match_queues: Vec::new(),
             match_redis: None,
+            boards: Vec::new(),
+            board_redis: None,
             match_heartbeat_secs: 10,
             min_protocol_version: 0,
             reconnect_capacity: 100_000,
@@ -525,6 +535,12 @@ impl ServerConfig {
                 return Err(invalid("match_redis", "must be a redis:// URL"));
             }
         }
+        self.boards()?;
+        if let Some(r) = &self.board_redis {
+            if !r.expose().starts_with("redis://") {
+                return Err(invalid("board_redis", "must be a redis:// URL"));
+            }
+        }
         self.key_ring()?;
         self.persist_config()?;
         self.content_policy()?;
@@ -541,6 +557,19 @@ impl ServerConfig {
                 return Err(invalid("match_queues", "names a queue twice"));
             }
             out.push(q);
+        }
+        Ok(out)
+    }
+
+    /// The configured leaderboards, parsed (docs/LEADERBOARDS.md).
+    pub fn boards(&self) -> Result<Vec<zonekeep_store::BoardDef>, ConfigError> {
+        let mut out: Vec<zonekeep_store::BoardDef> = Vec::new();
+        for text in &self.boards {
+            let b = crate::boards::spec::parse(text).map_err(|why| invalid("boards", &why))?;
+            if out.iter().any(|o| o.name == b.name) {
+                return Err(invalid("boards", "names a board twice"));
+            }
+            out.push(b);
         }
         Ok(out)
     }

@@ -29,6 +29,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+pub mod boards;
 mod bus;
 pub mod code;
 pub mod config;
@@ -46,8 +47,10 @@ pub mod matchmaker;
 pub mod metrics;
 pub mod net;
 pub mod persist;
+mod presence;
 pub mod reconnect;
 pub mod recording;
+mod redis_link;
 mod session;
 pub mod sim;
 mod transfer;

@@ -128,6 +128,21 @@ struct ServeArgs {
     /// formed from the store alone.
     #[arg(long, env = "ZONEKEEP_MATCH_REDIS", hide_env_values = true)]
     match_redis: Option<String>,
+    /// A leaderboard this host declares, repeatable:
+    /// `NAME[:op=incr|best|set][:order=desc|asc][:period=all|daily|weekly][:total=T][:keep=N]`
+    /// (docs/LEADERBOARDS.md). With `--dev` and none given: `score:total=score` and
+    /// `score.daily:total=score:period=daily`.
+    #[arg(
+        long = "board",
+        value_name = "SPEC",
+        env = "ZONEKEEP_BOARDS",
+        value_delimiter = ','
+    )]
+    boards: Vec<String>,
+    /// The leaderboards' Redis ranking index (`redis://host:port`); without it boards are read
+    /// from the store alone.
+    #[arg(long, env = "ZONEKEEP_BOARD_REDIS", hide_env_values = true)]
+    board_redis: Option<String>,
     /// How often a search's client must heartbeat, seconds (it expires after three missed)
     /// [default: 10].
     #[arg(long, env = "ZONEKEEP_MATCH_HEARTBEAT_SECS")]
@@ -489,6 +504,19 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(v) = args.match_heartbeat_secs {
         cfg.match_heartbeat_secs = v;
+    }
+    if !args.boards.is_empty() {
+        cfg.boards = args.boards.clone();
+    }
+    if cfg.dev && cfg.boards.is_empty() {
+        // The demo's arena page shows the top ten of all time; pickups feed both boards.
+        cfg.boards = vec![
+            "score:total=score".into(),
+            "score.daily:total=score:period=daily".into(),
+        ];
+    }
+    if let Some(v) = &args.board_redis {
+        cfg.board_redis = Some(Secret::new(v.clone()));
     }
     if let Some(v) = args.min_protocol_version {
         cfg.min_protocol_version = v;

@@ -352,6 +352,8 @@ pub(crate) async fn start(
     // The lobby rooms this host runs, reported to the store.
     tokio::spawn(crate::lobby::report::run(Arc::clone(shared)));
     crate::matchmaker::start(shared, &fleet).await?;
+    crate::boards::start(shared).await?;
+    crate::presence::start(shared, &fleet);
     tokio::spawn(reconcile::run(
         Arc::clone(shared),
         Arc::clone(&fleet),

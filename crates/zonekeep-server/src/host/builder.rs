@@ -283,6 +283,7 @@ impl HostBuilder {
             .lobby_token
             .as_ref()
             .map(|t| admin::hash_token(t.expose()));
+        let presence = crate::presence::Hub::new(metrics.clone());
         Ok(Host {
             shared: Arc::new(Shared {
                 verifier,
@@ -314,6 +315,8 @@ impl HostBuilder {
                 character_locks: crate::session::PrincipalLocks::default(),
                 matchmaker: std::sync::OnceLock::new(),
                 probes: crate::matchmaker::Probes::default(),
+                boards: std::sync::OnceLock::new(),
+                presence,
             }),
         })
     }

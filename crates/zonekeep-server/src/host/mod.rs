@@ -160,6 +160,10 @@ pub(crate) struct Shared {
     pub matchmaker: std::sync::OnceLock<Arc<crate::matchmaker::Matchmaker>>,
     /// The probes this host is measuring for its region.
     pub probes: crate::matchmaker::Probes,
+    /// The leaderboards, once the host joined the fleet (hosts with a store).
+    pub boards: std::sync::OnceLock<Arc<crate::boards::Boards>>,
+    /// The presence watchers of this host.
+    pub presence: crate::presence::Hub,
 }
 
 /// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.
@@ -367,6 +371,32 @@ impl Shared {
 }
 
 /// A JSON error body `{"error": {"code", "message"}}`.
+/// The longest a request waits on the store before it is answered 503: a database that stopped
+/// answering is told to the client, never waited on.
+pub const STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Why a bounded store call gave no answer.
+#[derive(Debug)]
+pub(crate) enum StoreCallError {
+    /// The store answered with an error.
+    Store(zonekeep_store::StoreError),
+    /// The store did not answer within [`STORE_TIMEOUT`] (the message says so).
+    Timeout(String),
+}
+
+/// One store call a request makes, bounded by [`STORE_TIMEOUT`].
+pub(crate) async fn bounded_store_call<T>(
+    call: impl std::future::Future<Output = Result<T, zonekeep_store::StoreError>>,
+) -> Result<T, StoreCallError> {
+    match tokio::time::timeout(STORE_TIMEOUT, call).await {
+        Ok(r) => r.map_err(StoreCallError::Store),
+        Err(_) => Err(StoreCallError::Timeout(format!(
+            "the store did not answer within {} s",
+            STORE_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
 pub(crate) fn json_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
     (status, axum::Json(body)).into_response()

@@ -197,6 +197,8 @@ impl Host {
             .merge(admin::router(&shared))
             .merge(crate::lobby::router(&shared))
             .merge(crate::matchmaker::router(&shared))
+            .merge(crate::boards::router(&shared))
+            .merge(crate::presence::router(&shared))
             .merge(admin::console::router());
         if shared.config.dev {
             r = r.merge(dev::router());

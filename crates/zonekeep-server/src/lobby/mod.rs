@@ -78,6 +78,23 @@ async fn auth(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Re
     }
 }
 
+/// Admits a request bearing the application back end's credential (the lobby's) to a route
+/// outside the lobby (scores, presence); a host without one answers `backend_off`.
+pub(crate) async fn backend_auth(
+    State(shared): State<Arc<Shared>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if shared.lobby_token_hash.is_none() {
+        return json_error(
+            StatusCode::NOT_FOUND,
+            "backend_off",
+            "this route takes the back end's credential: start the host with --lobby-token",
+        );
+    }
+    auth(State(shared), req, next).await
+}
+
 /// Why the lobby refused a request.
 #[derive(Debug, thiserror::Error)]
 enum LobbyFailure {

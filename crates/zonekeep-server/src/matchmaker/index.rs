@@ -8,38 +8,31 @@
 //! empty (Redis restarted or was flushed), after any failed call, and every
 //! [`REBUILD_EVERY`] in any case, the queue's entries are rebuilt from the store. While Redis does
 //! not answer, matches are formed from the store directly (slower, never wrong), and Redis is
-//! left alone for [`BACK_OFF`] after each failure so a dead server costs nothing per request.
+//! left alone for a second after each failure ([`crate::redis_link`]) so a dead server costs nothing per request.
 //!
 //! Keys, per queue `Q`: `zk:match:Q:q` (a sorted set of search ids scored by queue time),
 //! `zk:match:Q:c:ID` (a search's candidate as JSON, with an expiry), and `zk:match:Q:built`
 //! (present once the set was filled from the store).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, RedisResult};
-use tokio::time::Instant;
 use zonekeep_store::{Candidate, SearchRecord};
 
 use crate::metrics::Metrics;
+use crate::redis_link::RedisLink;
 
 /// How often a queue's entries are rebuilt from the store even when nothing failed.
 pub const REBUILD_EVERY: Duration = Duration::from_secs(10);
-/// How long Redis is left alone after a failed call.
-pub const BACK_OFF: Duration = Duration::from_secs(1);
-/// The longest a Redis call may take.
-const CALL_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// A connection to the index (reconnecting by itself), and what this replica knows of its state.
 pub(crate) struct CandidateIndex {
-    conn: ConnectionManager,
+    link: RedisLink,
     /// How long a candidate lives without a heartbeat, seconds.
     ttl_secs: u64,
     /// Set after a failed call: the next read rebuilds.
     stale: AtomicBool,
-    down_until: Mutex<Option<Instant>>,
 }
 
 fn zkey(queue: &str) -> String {
@@ -57,36 +50,18 @@ fn built(queue: &str) -> String {
 impl CandidateIndex {
     /// An index at `url` (`redis://host:port`), connected on first use.
     pub fn new(url: &str, ttl_secs: u64) -> Result<Self, String> {
-        let client = redis::Client::open(url).map_err(|e| format!("redis url: {e}"))?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(CALL_TIMEOUT))
-            .set_response_timeout(Some(CALL_TIMEOUT))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(200));
-        let conn = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(|e| format!("redis: {e}"))?;
         Ok(Self {
-            conn,
+            link: RedisLink::new(url)?,
             ttl_secs: ttl_secs.max(1),
             stale: AtomicBool::new(true),
-            down_until: Mutex::new(None),
         })
     }
 
     fn usable(&self) -> bool {
-        let down = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
-        down.is_none_or(|t| Instant::now() >= t)
+        self.link.usable()
     }
 
-    /// Notes a failed call: reads go to the store for a while, and the next read rebuilds.
-    fn failed(&self, metrics: &Metrics, e: &redis::RedisError) {
-        tracing::debug!(error = %e, "match index call failed");
-        metrics.matchmaker().index("failed");
-        self.stale.store(true, Ordering::Relaxed);
-        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(Instant::now() + BACK_OFF);
-    }
-
+    /// Runs one call; a failure marks the index stale (the next read rebuilds) and is counted.
     async fn run<T>(
         &self,
         metrics: &Metrics,
@@ -96,17 +71,12 @@ impl CandidateIndex {
             self.stale.store(true, Ordering::Relaxed);
             return None;
         }
-        match tokio::time::timeout(CALL_TIMEOUT, f).await {
-            Ok(Ok(v)) => Some(v),
-            Ok(Err(e)) => {
-                self.failed(metrics, &e);
-                None
-            }
-            Err(_) => {
-                self.failed(
-                    metrics,
-                    &redis::RedisError::from((redis::ErrorKind::Io, "timed out")),
-                );
+        match self.link.run(f).await {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::debug!(error = %e, "match index call failed");
+                metrics.matchmaker().index("failed");
+                self.stale.store(true, Ordering::Relaxed);
                 None
             }
         }
@@ -127,7 +97,7 @@ impl CandidateIndex {
         let Ok(json) = serde_json::to_string(&c) else {
             return;
         };
-        let mut conn = self.conn.clone();
+        let mut conn = self.link.conn();
         let (z, k, ttl) = (
             zkey(&rec.queue),
             ckey(&rec.queue, &c.search_id),
@@ -148,7 +118,7 @@ impl CandidateIndex {
 
     /// Extends a queued search's entry by its heartbeat.
     pub async fn touch(&self, rec: &SearchRecord, metrics: &Metrics) {
-        let mut conn = self.conn.clone();
+        let mut conn = self.link.conn();
         let k = ckey(&rec.queue, &rec.search_id);
         let ttl = i64::try_from(self.ttl_secs).unwrap_or(i64::MAX);
         self.run(metrics, async move { conn.expire::<_, ()>(&k, ttl).await })
@@ -160,7 +130,7 @@ impl CandidateIndex {
         if ids.is_empty() {
             return;
         }
-        let mut conn = self.conn.clone();
+        let mut conn = self.link.conn();
         let z = zkey(queue);
         let keys: Vec<String> = ids.iter().map(|id| ckey(queue, id)).collect();
         let ids = ids.to_vec();
@@ -187,7 +157,7 @@ impl CandidateIndex {
         if self.stale.load(Ordering::Relaxed) || !self.usable() {
             return None;
         }
-        let mut conn = self.conn.clone();
+        let mut conn = self.link.conn();
         let (z, b) = (zkey(queue), built(queue));
         let stop = isize::try_from(limit)
             .unwrap_or(isize::MAX)
@@ -210,7 +180,7 @@ impl CandidateIndex {
             return Some(Vec::new());
         }
         let keys: Vec<String> = ids.iter().map(|id| ckey(queue, id)).collect();
-        let mut conn = self.conn.clone();
+        let mut conn = self.link.conn();
         let found: Vec<Option<String>> = self
             .run(metrics, async move { conn.mget(keys).await })
             .await?;
@@ -233,7 +203,7 @@ impl CandidateIndex {
         if !self.usable() {
             return false;
         }
-        let mut conn = self.conn.clone();
+        let mut conn = self.link.conn();
         let (z, b, ttl) = (zkey(queue), built(queue), self.ttl_secs);
         let mut pipe = redis::pipe();
         pipe.atomic().del(&z).ignore();

@@ -58,21 +58,18 @@ pub const MATCH_AUDIENCE: &str = "@match";
 pub const MAX_WAIT_MS: u64 = 30_000;
 /// How long after its creation a search's probes may be answered, ms.
 pub const PROBE_WINDOW_MS: u64 = 30_000;
-/// The longest a request waits on the store before it is answered 503: a database that stopped
-/// answering is told to the client, never waited on.
-pub const STORE_TIMEOUT: Duration = Duration::from_secs(3);
+pub use crate::host::STORE_TIMEOUT;
 
 /// One store call, bounded by [`STORE_TIMEOUT`].
 pub(crate) async fn stored<T>(
     call: impl std::future::Future<Output = Result<T, StoreError>>,
 ) -> Result<T, MatchFailure> {
-    match tokio::time::timeout(STORE_TIMEOUT, call).await {
-        Ok(r) => r.map_err(MatchFailure::from),
-        Err(_) => Err(MatchFailure::Unavailable(format!(
-            "the store did not answer within {} s",
-            STORE_TIMEOUT.as_secs()
-        ))),
-    }
+    crate::host::bounded_store_call(call)
+        .await
+        .map_err(|e| match e {
+            crate::host::StoreCallError::Store(e) => MatchFailure::from(e),
+            crate::host::StoreCallError::Timeout(m) => MatchFailure::Unavailable(m),
+        })
 }
 
 /// True for a region, queue or kind name: 1..=64 bytes of `[A-Za-z0-9_.:-]`.
@@ -123,7 +120,7 @@ pub(crate) fn router(shared: &Arc<Shared>) -> Router<Arc<Shared>> {
 
 /// Lets a game page on any origin call the matchmaker: answers preflights, and marks every
 /// answer readable by any origin. The credentials are bearer tokens, never cookies.
-async fn any_origin(req: Request, next: Next) -> Response {
+pub(crate) async fn any_origin(req: Request, next: Next) -> Response {
     let preflight = req.method() == Method::OPTIONS;
     let mut r = if preflight {
         StatusCode::NO_CONTENT.into_response()
@@ -182,7 +179,7 @@ pub(crate) enum MatchFailure {
 }
 
 impl MatchFailure {
-    fn code(&self) -> (StatusCode, &'static str) {
+    pub(crate) fn code(&self) -> (StatusCode, &'static str) {
         match self {
             Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
@@ -343,16 +340,26 @@ async fn verify_ticket(
     shared: &Shared,
     headers: &HeaderMap,
 ) -> Result<crate::ticket::VerifiedTicket, MatchFailure> {
+    verify_audience_ticket(shared, headers, MATCH_AUDIENCE).await
+}
+
+/// The request's bearer ticket, verified for `audience` (a ticket `zone` claim starting with
+/// `@`, which no zone has: `@match`, `@presence`) and spent (single use, fleet-wide).
+pub(crate) async fn verify_audience_ticket(
+    shared: &Shared,
+    headers: &HeaderMap,
+    audience: &str,
+) -> Result<crate::ticket::VerifiedTicket, MatchFailure> {
     let token = bearer(headers).ok_or_else(|| {
-        MatchFailure::Unauthorized(format!("no ticket: send a ticket for {MATCH_AUDIENCE}"))
+        MatchFailure::Unauthorized(format!("no ticket: send a ticket for {audience}"))
     })?;
     let t = shared
         .verifier
-        .verify(token, MATCH_AUDIENCE, unix_now())
+        .verify(token, audience, unix_now())
         .map_err(|e| MatchFailure::Unauthorized(format!("ticket: {e}")))?;
-    if t.zone != MATCH_AUDIENCE {
+    if t.zone != audience {
         return Err(MatchFailure::Unauthorized(format!(
-            "the ticket is for zones {:?}, not for {MATCH_AUDIENCE}",
+            "the ticket is for zones {:?}, not for {audience}",
             t.zone
         )));
     }

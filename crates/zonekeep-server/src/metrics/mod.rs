@@ -10,18 +10,22 @@
 //! (`process_cpu_seconds_total`, `process_resident_memory_bytes`), read from
 //! `/proc/self/stat` and `/proc/self/statm` on Linux (absent elsewhere).
 
+mod boards;
 mod limits;
 mod lobby;
 mod matchmaker;
+mod presence;
 mod process;
 mod stages;
 mod webtransport;
 
 pub use webtransport::WebTransportMetrics;
 
+pub use boards::BoardMetrics;
 pub use limits::LimitMetrics;
 pub use lobby::LobbyMetrics;
 pub use matchmaker::MatchMetrics;
+pub use presence::PresenceMetrics;
 pub use stages::{ZoneStageMetrics, WORK_COUNTERS};
 
 use std::collections::HashSet;
@@ -115,6 +119,8 @@ pub struct Metrics {
     limits: LimitMetrics,
     lobby: LobbyMetrics,
     matchmaker: MatchMetrics,
+    boards: BoardMetrics,
+    presence: PresenceMetrics,
     stage_families: stages::StageFamilies,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
@@ -167,6 +173,8 @@ impl Metrics {
             limits: LimitMetrics::default(),
             lobby: LobbyMetrics::default(),
             matchmaker: MatchMetrics::default(),
+            boards: BoardMetrics::default(),
+            presence: PresenceMetrics::default(),
             stage_families: stages::StageFamilies::new(&mut registry),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
@@ -358,6 +366,8 @@ impl Metrics {
         m.limits.register(&mut registry);
         m.lobby.register(&mut registry);
         m.matchmaker.register(&mut registry);
+        m.boards.register(&mut registry);
+        m.presence.register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
     }
@@ -550,6 +560,16 @@ impl Metrics {
     /// The matchmaker's counters.
     pub fn matchmaker(&self) -> &MatchMetrics {
         &self.matchmaker
+    }
+
+    /// The leaderboards' counters.
+    pub fn boards(&self) -> &BoardMetrics {
+        &self.boards
+    }
+
+    /// Presence's counters.
+    pub fn presence(&self) -> &PresenceMetrics {
+        &self.presence
     }
 
     /// What the per-zone limits refused.
