@@ -21,6 +21,7 @@ macro_rules! on_both_backends {
 }
 
 mod admin;
+mod boards;
 mod calls;
 mod character_moves;
 mod character_moves_fleet;
@@ -38,6 +39,7 @@ mod lobby;
 mod matchmaking;
 mod metrics;
 mod persist;
+mod presence;
 mod refusals;
 mod resume;
 mod sync;
