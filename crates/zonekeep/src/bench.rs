@@ -249,6 +249,10 @@ enum BenchSub {
     /// poll): matches formed per second, time to match, and a check that every match has
     /// exactly its size of players.
     Match(crate::bench_match::MatchArgs),
+    /// Load a leaderboard of a running host: fill it with --entries principals, submit
+    /// --updates more scores, read its top and around-me pages, and check it holds exactly what
+    /// was submitted: updates per second, submit and query latency.
+    Boards(crate::bench_boards::BoardsArgs),
 }
 
 /// The config of one `bench ab` run against a host it started: that host's URL, ticket secret
@@ -463,6 +467,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         Some(BenchSub::Ab(ab)) => return crate::bench_ab::run(*ab),
         Some(BenchSub::Lobby(lobby)) => return crate::bench_lobby::run(lobby),
         Some(BenchSub::Match(m)) => return crate::bench_match::run(m),
+        Some(BenchSub::Boards(b)) => return crate::bench_boards::run(b),
         Some(BenchSub::Merge {
             files,
             report,

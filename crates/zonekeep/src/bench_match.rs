@@ -55,7 +55,20 @@ const TICKET_TTL_SECS: u64 = 300;
 /// `--header-read-timeout-ms` (5 s), after which it closes a kept-alive connection itself.
 const POOL_IDLE: Duration = Duration::from_secs(4);
 
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
+/// The pooled HTTP/1 client the HTTP benches (`bench match`, `bench boards`) share.
+pub(crate) type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+/// A pooled client for many requests in flight at once: no Nagle delay, a connect timeout, and
+/// idle connections dropped before the host closes them itself.
+pub(crate) fn http_client() -> HttpClient {
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(Duration::from_secs(10)));
+    Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(POOL_IDLE)
+        .build(http)
+}
 
 /// `zonekeep bench match`.
 #[derive(Debug, Args)]
@@ -98,7 +111,8 @@ pub(crate) struct MatchArgs {
     no_progress: bool,
 }
 
-fn quantiles(mut d: Vec<Duration>) -> Value {
+/// p50, p95, p99 and max of `d`, in milliseconds.
+pub(crate) fn quantiles(mut d: Vec<Duration>) -> Value {
     d.sort();
     json!({
         "p50": crate::bench_lobby::quantile(&d, 0.50),
@@ -160,21 +174,21 @@ struct BotRun {
 }
 
 /// One answer: its status and JSON body (`Null` when it was not JSON).
-struct Reply {
-    status: u16,
-    body: Value,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) body: Value,
 }
 
 impl Reply {
     /// `"STAGE STATUS CODE"` for a refusal.
-    fn failure(&self, stage: &str) -> String {
+    pub(crate) fn failure(&self, stage: &str) -> String {
         let code = self.body["error"]["code"].as_str().unwrap_or("-");
         format!("{stage} {} {code}", self.status)
     }
 }
 
 /// One call; `Err` names why there was no answer (`"STAGE 0 WHY"` is made of it).
-async fn call(
+pub(crate) async fn call(
     client: &HttpClient,
     method: Method,
     url: &str,
@@ -219,7 +233,7 @@ async fn call(
 }
 
 /// Whether a refused long poll or heartbeat is worth another try (no answer, 429, 5xx).
-fn retryable(status: u16) -> bool {
+pub(crate) fn retryable(status: u16) -> bool {
     status == 0 || status == 429 || status >= 500
 }
 
@@ -308,13 +322,7 @@ fn render(r: &Value) -> String {
 }
 
 async fn load(args: &MatchArgs, key: TicketKey) -> Result<Value> {
-    let mut http = HttpConnector::new();
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(Duration::from_secs(10)));
-    let client: HttpClient = Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(POOL_IDLE)
-        .build(http);
+    let client = http_client();
     let run = crate::bench_lobby::run_tag();
     let ctx = Arc::new(Ctx {
         client,
@@ -438,7 +446,7 @@ const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUME
     .remove(b'~');
 
 /// A path segment or query value, percent-encoded.
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
 }
 

@@ -10,6 +10,7 @@
 
 mod bench;
 mod bench_ab;
+mod bench_boards;
 mod bench_lobby;
 mod bench_match;
 mod call_zone;
