@@ -183,8 +183,14 @@ fn watch_list(params: Option<&serde_json::Value>) -> Result<Vec<String>, String>
             out.push(p.to_owned());
         }
     }
-    if out.is_empty() || out.len() > MAX_WATCH {
-        return Err(format!("params.watch names 1..={MAX_WATCH} principals"));
+    if out.is_empty() {
+        return Err("params.watch names no principal".into());
+    }
+    if out.len() > MAX_WATCH {
+        return Err(format!(
+            "params.watch names at most {MAX_WATCH} principals, not {}",
+            out.len()
+        ));
     }
     Ok(out)
 }
@@ -205,7 +211,7 @@ async fn watch_stream(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> 
     let principals = match watch_list(ticket.params.as_ref()) {
         Ok(p) => p,
         Err(m) => {
-            if m.starts_with("params.watch names") {
+            if m.starts_with("params.watch names at most") {
                 shared.metrics.presence().dropped("too_many_principals");
             }
             return refuse(StatusCode::BAD_REQUEST, "bad_request", m);
@@ -221,27 +227,34 @@ async fn watch_stream(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> 
             )
         }
     };
-    Sse::new(events(sub, rx))
+    Sse::new(events(sub, rx, shared.shutdown.clone()))
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response()
 }
 
 /// The watcher's pushes as server-sent events; the subscription lives as long as the stream.
+/// The stream ends when the host begins to shut down (a drain waits for every connection to
+/// close; the watcher reconnects to another host and gets a fresh snapshot there).
 fn events(
     sub: watch::Subscription,
     rx: tokio::sync::mpsc::Receiver<Push>,
+    shutdown: tokio_util::sync::CancellationToken,
 ) -> impl Stream<Item = Result<Event, std::convert::Infallible>> {
-    stream::unfold((sub, rx), |(sub, mut rx)| async move {
-        let push = rx.recv().await?;
+    stream::unfold((sub, rx, shutdown), |(sub, mut rx, shutdown)| async move {
+        let push = tokio::select! {
+            p = rx.recv() => p?,
+            () = shutdown.cancelled() => return None,
+        };
         let event = match &push {
             Push::Snapshot(all) => Event::default()
                 .event("snapshot")
                 .json_data(json!({ "presence": all })),
             Push::Changed(p) => Event::default().event("presence").json_data(p),
         };
-        // Serializing plain data cannot fail; an event that could not be written ends the stream.
+        // Serializing plain data cannot fail; an event that could not be written ends the
+        // stream.
         let event = event.ok()?;
-        Some((Ok(event), (sub, rx)))
+        Some((Ok(event), (sub, rx, shutdown)))
     })
 }
 
