@@ -1,12 +1,14 @@
 /**
  * Playing the arena over a connection: the view the arena page (main.ts) and the Play page (play.ts)
  * share. It predicts the player with the shared movement step, draws everyone else through the SDK's
- * interpolating Replica, and shows a HUD, a NetSim panel, a connection banner and toasts.
+ * interpolating Replica, and shows a HUD, a NetSim panel, a "Top 10" leaderboard, a connection banner
+ * and toasts.
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
 import { HostUnreachable } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
+import { LeaderboardPanel } from "./leaderboard.js";
 import * as api from "./generated/arena.js";
 import { DT, loadRules, SPEED, step, TICK_HZ } from "./movement.js";
 import { Renderer } from "./render.js";
@@ -52,6 +54,7 @@ export async function playArena(options) {
         delayMs: 0,
         extrapolatedFrames: 0,
         trace: { entity: null, frames: [], samples: [] },
+        board: null,
     };
     window.arena = debug;
     const canvas = document.createElement("canvas");
@@ -63,6 +66,10 @@ export async function playArena(options) {
     const toasts = new Toasts(root);
     hostNetSimPanel(root, options.subject);
     debug.toasts = toasts.shown;
+    // The player's own row is the one of its tickets' subject: the principal its scores are saved under.
+    const board = options.board === undefined ? "score" : options.board;
+    const leaderboard = board === null ? null : new LeaderboardPanel(root, options.subject, { board });
+    debug.board = leaderboard?.debug ?? null;
     // The rule the prediction steps with: the zone's own Rust code, compiled to WebAssembly.
     try {
         const res = await fetch("./arena-rules.wasm");
@@ -143,6 +150,8 @@ export async function playArena(options) {
         else if (e?.type === "saved") {
             debug.score = e.event.total;
             toasts.show(`+${e.event.amount} saved`, "saved");
+            // The saved score is on the board now: show it without waiting for the next read.
+            void leaderboard?.refresh();
         }
         else if (e?.type === "refused") {
             toasts.show(`not saved: ${e.event.reason}`, "error");

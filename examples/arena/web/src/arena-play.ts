@@ -1,13 +1,15 @@
 /**
  * Playing the arena over a connection: the view the arena page (main.ts) and the Play page (play.ts)
  * share. It predicts the player with the shared movement step, draws everyone else through the SDK's
- * interpolating Replica, and shows a HUD, a NetSim panel, a connection banner and toasts.
+ * interpolating Replica, and shows a HUD, a NetSim panel, a "Top 10" leaderboard, a connection banner
+ * and toasts.
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
 
 import { HostUnreachable } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
+import { LeaderboardPanel, type LeaderboardDebug } from "./leaderboard.js";
 import * as api from "./generated/arena.js";
 import { DT, loadRules, SPEED, step, TICK_HZ, type MoveInput, type MoveState, type Pillar } from "./movement.js";
 import { Renderer, type PlayerSprite } from "./render.js";
@@ -98,6 +100,8 @@ export interface ArenaDebug {
   extrapolatedFrames: number;
   /** Motion recording of one entity (off until `trace.entity` is set). */
   trace: MotionTrace;
+  /** The leaderboard panel's state, null without one. */
+  board: LeaderboardDebug | null;
 }
 
 declare global {
@@ -122,6 +126,8 @@ export interface ArenaPlayOptions {
   cannotJoin?: () => string | null;
   /** What the banner tells to do once the connection ended for good (default: reload the page). */
   rejoin?: string;
+  /** The board the "Top 10" panel shows (default `score`, the one `serve --dev` declares); null: no panel. */
+  board?: string | null;
 }
 
 /**
@@ -161,6 +167,7 @@ export async function playArena(options: ArenaPlayOptions): Promise<ArenaDebug> 
     delayMs: 0,
     extrapolatedFrames: 0,
     trace: { entity: null, frames: [], samples: [] },
+    board: null,
   };
   window.arena = debug;
 
@@ -173,6 +180,10 @@ export async function playArena(options: ArenaPlayOptions): Promise<ArenaDebug> 
   const toasts = new Toasts(root);
   hostNetSimPanel(root, options.subject);
   debug.toasts = toasts.shown;
+  // The player's own row is the one of its tickets' subject: the principal its scores are saved under.
+  const board = options.board === undefined ? "score" : options.board;
+  const leaderboard = board === null ? null : new LeaderboardPanel(root, options.subject, { board });
+  debug.board = leaderboard?.debug ?? null;
 
   // The rule the prediction steps with: the zone's own Rust code, compiled to WebAssembly.
   try {
@@ -255,6 +266,8 @@ export async function playArena(options: ArenaPlayOptions): Promise<ArenaDebug> 
     } else if (e?.type === "saved") {
       debug.score = e.event.total;
       toasts.show(`+${e.event.amount} saved`, "saved");
+      // The saved score is on the board now: show it without waiting for the next read.
+      void leaderboard?.refresh();
     } else if (e?.type === "refused") {
       toasts.show(`not saved: ${e.event.reason}`, "error");
     }

@@ -11,6 +11,8 @@
  * - {@link Replica}: interpolated view of the zone's entities.
  * - {@link Predictor}: client-side prediction and reconciliation of the player's entity.
  * - {@link CellGrid}, {@link NeighbourSet}, {@link pickCopies}: a world cut into cells, one zone each.
+ * - {@link BoardsClient}: a host's leaderboards, read as typed {@link Ranking}s.
+ * - {@link watchPresence}: who of the principals a player may watch is online, kept current across reconnects.
  */
 export * from "./wire.js";
 export * from "./payload.js";
@@ -32,3 +34,5 @@ export * from "./cells.js";
 export * from "./lobby.js";
 export * from "./matchmaker.js";
 export * from "./match.js";
+export * from "./boards.js";
+export * from "./presence.js";
