@@ -11,6 +11,8 @@
  */
 
 import { systemScheduler, type Scheduler, type TimerHandle } from "./scheduler.js";
+import type { AbortSignalLike } from "./matchmaker.js";
+import { isObject, refusalParts } from "./refusal.js";
 
 /** Which scores rank first: `desc` higher, `asc` lower. */
 export type BoardOrder = "desc" | "asc";
@@ -118,27 +120,9 @@ export class BoardError extends Error {
   }
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
 /** The refusal an answer of `status` with `body` (`{"error":{"code","message"}}`, or anything) stands for. */
 export function boardRefusal(status: number, body: unknown): BoardError {
-  const error = isObject(body) && isObject(body.error) ? body.error : {};
-  let code = typeof error.code === "string" && error.code !== "" ? error.code : null;
-  if (code === null) {
-    code =
-      status === 400
-        ? "bad_request"
-        : status === 401
-          ? "unauthorized"
-          : status === 404
-            ? "not_found"
-            : status >= 500
-              ? "unavailable"
-              : `http_${status}`;
-  }
-  const message = typeof error.message === "string" ? error.message : `the host answered ${status}`;
+  const { code, message } = refusalParts(status, body);
   return new BoardError(code, status, message);
 }
 
@@ -203,11 +187,7 @@ function parseBoard(value: unknown, status: number): Board {
 }
 
 /** The part of an `AbortSignal` the client passes on (a real `AbortSignal` is one). */
-export interface BoardsAbortSignal {
-  readonly aborted: boolean;
-  addEventListener(type: "abort", listener: () => void): void;
-  removeEventListener(type: "abort", listener: () => void): void;
-}
+export type BoardsAbortSignal = AbortSignalLike;
 
 /** The `fetch` the client calls (the platform's by default). */
 export type BoardsFetch = (

@@ -13,6 +13,8 @@
 
 import { systemScheduler, type Scheduler, type TimerHandle } from "./scheduler.js";
 import type { ReadableLike, StreamReaderLike } from "./webtransport.js";
+import type { AbortSignalLike } from "./matchmaker.js";
+import { isObject, refusalParts } from "./refusal.js";
 
 /** One zone a principal is in. */
 export interface PresenceZone {
@@ -54,37 +56,13 @@ export class PresenceError extends Error {
   }
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-/**
- * Whether an answer of `status` is worth another attempt: no answer (0), 401 (the ticket: a new
- * one may do), 429 and 5xx. Any other refusal (400, 404 `presence_off`, …) would be the same again.
- */
 function retryableStatus(status: number): boolean {
   return status === 0 || status === 401 || status === 429 || status >= 500;
 }
 
 /** The refusal an answer of `status` with `body` (`{"error":{"code","message"}}`, or anything) stands for. */
 export function presenceRefusal(status: number, body: unknown): PresenceError {
-  const error = isObject(body) && isObject(body.error) ? body.error : {};
-  let code = typeof error.code === "string" && error.code !== "" ? error.code : null;
-  if (code === null) {
-    code =
-      status === 400
-        ? "bad_request"
-        : status === 401
-          ? "unauthorized"
-          : status === 404
-            ? "not_found"
-            : status === 429
-              ? "rate_limited"
-              : status >= 500
-                ? "unavailable"
-                : `http_${status}`;
-  }
-  const message = typeof error.message === "string" ? error.message : `the host answered ${status}`;
+  const { code, message } = refusalParts(status, body);
   return new PresenceError(code, status, message, retryableStatus(status));
 }
 
@@ -115,12 +93,8 @@ export function parsePresence(value: unknown): Presence {
   };
 }
 
-/** The part of an `AbortSignal` the watcher passes to `fetch` (a real `AbortSignal` is one). */
-export interface PresenceAbortSignal {
-  readonly aborted: boolean;
-  addEventListener(type: "abort", listener: () => void): void;
-  removeEventListener(type: "abort", listener: () => void): void;
-}
+/** The part of an `AbortSignal` the client passes on (a real `AbortSignal` is one). */
+export type PresenceAbortSignal = AbortSignalLike;
 
 /** The `fetch` the watcher calls (the platform's by default): the answer's body is read as a stream. */
 export type PresenceFetch = (

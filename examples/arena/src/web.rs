@@ -69,6 +69,7 @@ pub const WEB_FILES: &[WebFile] = &[
     file!("sdk/presence.js", JS),
     file!("sdk/quant.js", JS),
     file!("sdk/reconnect.js", JS),
+    file!("sdk/refusal.js", JS),
     file!("sdk/replica.js", JS),
     file!("sdk/scheduler.js", JS),
     file!("sdk/schema.js", JS),

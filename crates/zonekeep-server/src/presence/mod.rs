@@ -100,20 +100,27 @@ struct PresenceQuery {
 fn principal_list(text: &str, max: usize) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for p in text.split(',') {
-        if p.is_empty() || p.len() > crate::ticket::MAX_SUB_LEN {
-            return Err(format!(
-                "each principal is 1..={} bytes",
-                crate::ticket::MAX_SUB_LEN
-            ));
-        }
-        if !out.iter().any(|o| o == p) {
-            out.push(p.to_owned());
-        }
+        add_principal(&mut out, p)?;
         if out.len() > max {
             return Err(format!("at most {max} principals"));
         }
     }
     Ok(out)
+}
+
+/// Adds `p` to `out` unless it is there already; refuses a principal outside 1..=256 bytes (a
+/// ticket's subject).
+fn add_principal(out: &mut Vec<String>, p: &str) -> Result<(), String> {
+    if p.is_empty() || p.len() > crate::ticket::MAX_SUB_LEN {
+        return Err(format!(
+            "each principal is 1..={} bytes",
+            crate::ticket::MAX_SUB_LEN
+        ));
+    }
+    if !out.iter().any(|o| o == p) {
+        out.push(p.to_owned());
+    }
+    Ok(())
 }
 
 async fn query(
@@ -173,15 +180,7 @@ fn watch_list(params: Option<&serde_json::Value>) -> Result<Vec<String>, String>
         let Some(p) = v.as_str() else {
             return Err("params.watch holds principals (strings)".into());
         };
-        if p.is_empty() || p.len() > crate::ticket::MAX_SUB_LEN {
-            return Err(format!(
-                "each principal is 1..={} bytes",
-                crate::ticket::MAX_SUB_LEN
-            ));
-        }
-        if !out.iter().any(|o| o == p) {
-            out.push(p.to_owned());
-        }
+        add_principal(&mut out, p)?;
     }
     if out.is_empty() {
         return Err("params.watch names no principal".into());

@@ -95,21 +95,6 @@ async fn host(dir: &Path) -> TestServer {
     TestServer::serve(host).await
 }
 
-async fn call(
-    server: &TestServer,
-    method: &str,
-    path: &str,
-    bearer: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let (status, text) = http(server, method, path, bearer, body).await;
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn code(v: &Value) -> &str {
-    v["error"]["code"].as_str().unwrap_or("")
-}
-
 fn ranking(v: &Value) -> Vec<(u64, String, i64)> {
     v["entries"]
         .as_array()

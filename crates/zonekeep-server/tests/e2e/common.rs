@@ -346,6 +346,23 @@ pub async fn http(
     http_from(server, LOOPBACK, method, path, bearer, body).await
 }
 
+/// [`http`], with the body read as JSON (`null` when it is not JSON).
+pub async fn call(
+    server: &TestServer,
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let (status, text) = http(server, method, path, bearer, body).await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// The error code of a JSON refusal (`{"error": {"code"}}`), empty when there is none.
+pub fn code(v: &Value) -> &str {
+    v["error"]["code"].as_str().unwrap_or("")
+}
+
 /// The client address of most tests.
 pub const LOOPBACK: [u8; 4] = [127, 0, 0, 1];
 

@@ -60,21 +60,6 @@ fn match_ticket(sub: &str) -> String {
     )
 }
 
-async fn call(
-    server: &TestServer,
-    method: &str,
-    path: &str,
-    bearer: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let (status, text) = http(server, method, path, bearer, body).await;
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn code(v: &Value) -> &str {
-    v["error"]["code"].as_str().unwrap_or("")
-}
-
 /// A search created for `sub`: its id and token.
 async fn create(server: &TestServer, sub: &str) -> (String, String, Value) {
     let (status, s) = call(

@@ -83,13 +83,24 @@ fn read_defs(
     args: &[&dyn rusqlite::ToSql],
 ) -> Result<Vec<BoardDef>> {
     let sql = format!("SELECT {DEF_COLUMNS} FROM boards WHERE {clause} ORDER BY name");
-    let mut stmt = conn.prepare_cached(&sql).map_err(sql_err)?;
+    read_parsed(conn, &sql, args, raw_def, def_of)
+}
+
+/// The rows of `sql` (with `args`), each read raw by `raw` and then checked by `parse`.
+fn read_parsed<R, T>(
+    conn: &Connection,
+    sql: &str,
+    args: &[&dyn rusqlite::ToSql],
+    raw: fn(&rusqlite::Row<'_>) -> rusqlite::Result<R>,
+    parse: fn(R) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql).map_err(sql_err)?;
     let rows = stmt
-        .query_map(params_from_iter(args.iter()), raw_def)
+        .query_map(params_from_iter(args.iter()), raw)
         .map_err(sql_err)?;
     let mut out = Vec::new();
     for r in rows {
-        out.push(def_of(r.map_err(sql_err)?)?);
+        out.push(parse(r.map_err(sql_err)?)?);
     }
     Ok(out)
 }
@@ -117,15 +128,7 @@ fn read_rows(
     args: &[&dyn rusqlite::ToSql],
 ) -> Result<Vec<BoardRow>> {
     let sql = format!("SELECT {ROW_COLUMNS} FROM board_entries WHERE {clause}");
-    let mut stmt = conn.prepare_cached(&sql).map_err(sql_err)?;
-    let rows = stmt
-        .query_map(params_from_iter(args.iter()), raw_row)
-        .map_err(sql_err)?;
-    let mut out = Vec::new();
-    for r in rows {
-        out.push(row_of(r.map_err(sql_err)?)?);
-    }
-    Ok(out)
+    read_parsed(conn, &sql, args, raw_row, row_of)
 }
 
 fn page_len(limit: usize) -> i64 {

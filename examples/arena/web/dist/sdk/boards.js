@@ -10,6 +10,7 @@
  * machine never holds that.
  */
 import { systemScheduler } from "./scheduler.js";
+import { isObject, refusalParts } from "./refusal.js";
 /** Most entries one read returns (`limit`). */
 export const MAX_BOARD_LIMIT = 1000;
 /** Most entries on each side of a principal (`radius`). */
@@ -40,26 +41,9 @@ export class BoardError extends Error {
         return this.code === "no_board" || this.code === "boards_off";
     }
 }
-function isObject(v) {
-    return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 /** The refusal an answer of `status` with `body` (`{"error":{"code","message"}}`, or anything) stands for. */
 export function boardRefusal(status, body) {
-    const error = isObject(body) && isObject(body.error) ? body.error : {};
-    let code = typeof error.code === "string" && error.code !== "" ? error.code : null;
-    if (code === null) {
-        code =
-            status === 400
-                ? "bad_request"
-                : status === 401
-                    ? "unauthorized"
-                    : status === 404
-                        ? "not_found"
-                        : status >= 500
-                            ? "unavailable"
-                            : `http_${status}`;
-    }
-    const message = typeof error.message === "string" ? error.message : `the host answered ${status}`;
+    const { code, message } = refusalParts(status, body);
     return new BoardError(code, status, message);
 }
 function malformed(status, what) {

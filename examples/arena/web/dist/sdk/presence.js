@@ -11,6 +11,7 @@
  * and is not part of this SDK: a player's machine never holds that credential.
  */
 import { systemScheduler } from "./scheduler.js";
+import { isObject, refusalParts } from "./refusal.js";
 /**
  * Why watching failed. `code` is the host's (`bad_request`, `unauthorized`, `presence_full`,
  * `presence_off`, `unavailable`, …), one made from the status when the answer carries none
@@ -33,35 +34,12 @@ export class PresenceError extends Error {
         this.retryable = retryable;
     }
 }
-function isObject(v) {
-    return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-/**
- * Whether an answer of `status` is worth another attempt: no answer (0), 401 (the ticket: a new
- * one may do), 429 and 5xx. Any other refusal (400, 404 `presence_off`, …) would be the same again.
- */
 function retryableStatus(status) {
     return status === 0 || status === 401 || status === 429 || status >= 500;
 }
 /** The refusal an answer of `status` with `body` (`{"error":{"code","message"}}`, or anything) stands for. */
 export function presenceRefusal(status, body) {
-    const error = isObject(body) && isObject(body.error) ? body.error : {};
-    let code = typeof error.code === "string" && error.code !== "" ? error.code : null;
-    if (code === null) {
-        code =
-            status === 400
-                ? "bad_request"
-                : status === 401
-                    ? "unauthorized"
-                    : status === 404
-                        ? "not_found"
-                        : status === 429
-                            ? "rate_limited"
-                            : status >= 500
-                                ? "unavailable"
-                                : `http_${status}`;
-    }
-    const message = typeof error.message === "string" ? error.message : `the host answered ${status}`;
+    const { code, message } = refusalParts(status, body);
     return new PresenceError(code, status, message, retryableStatus(status));
 }
 function malformed(what) {
