@@ -367,7 +367,8 @@ impl Boards {
                         self.metrics.boards().read("index");
                         return Ok(read.me);
                     }
-                    Ok(_) => {}
+                    Ok(Some(_)) => {}
+                    Ok(None) => self.want_rebuild(&def.name, period),
                     Err(e) => self.index_failed(&e),
                 },
                 Err(e) => self.index_failed(&e),
