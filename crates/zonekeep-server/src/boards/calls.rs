@@ -101,7 +101,7 @@ impl BoardCall {
                 .boards
                 .around(&def, period, &principal, radius, false)
                 .await?;
-            let mut v = super::ranking_json(&def, period, &r);
+            let mut v = super::routes::ranking_json(&def, period, &r);
             if let Some(o) = v.as_object_mut() {
                 o.insert("me".into(), json!(r.me));
             }
@@ -117,7 +117,7 @@ impl BoardCall {
                 .boards
                 .top(&def, period, args.offset.unwrap_or(0), limit, false)
                 .await?;
-            Ok(super::ranking_json(&def, period, &r))
+            Ok(super::routes::ranking_json(&def, period, &r))
         }
     }
 }
