@@ -12,25 +12,21 @@ use support::{Server, StoreSpec, ADMIN_TOKEN, LOBBY_TOKEN};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zonekeep");
 
-fn bench(url: &str, lobby: &str, extra: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(["bench", "boards", "--url", url])
+fn bench_cmd(url: &str, lobby: &str, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["bench", "boards", "--url", url])
         .args(extra)
         .env("ZONEKEEP_LOBBY_TOKEN", lobby)
-        .env("ZONEKEEP_ADMIN_TOKEN", ADMIN_TOKEN)
-        .output()
-        .unwrap()
+        .env("ZONEKEEP_ADMIN_TOKEN", ADMIN_TOKEN);
+    cmd
+}
+
+fn bench(url: &str, lobby: &str, extra: &[&str]) -> Output {
+    bench_cmd(url, lobby, extra).output().unwrap()
 }
 
 async fn bench_async(url: &str, lobby: &str, extra: &[&str]) -> Output {
-    let (url, lobby) = (url.to_owned(), lobby.to_owned());
-    let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
-    tokio::task::spawn_blocking(move || {
-        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-        bench(&url, &lobby, &extra)
-    })
-    .await
-    .unwrap()
+    support::output_off_runtime(bench_cmd(url, lobby, extra)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

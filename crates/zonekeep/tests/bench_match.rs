@@ -12,25 +12,21 @@ use support::{Server, StoreSpec, SECRET};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zonekeep");
 
-fn bench(url: &str, secret: &str, extra: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(["bench", "match", "--url", url])
+fn bench_cmd(url: &str, secret: &str, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["bench", "match", "--url", url])
         .args(extra)
         .env("ZONEKEEP_TICKET_SECRET", secret)
-        .env_remove("ZONEKEEP_TICKET_KID")
-        .output()
-        .unwrap()
+        .env_remove("ZONEKEEP_TICKET_KID");
+    cmd
+}
+
+fn bench(url: &str, secret: &str, extra: &[&str]) -> Output {
+    bench_cmd(url, secret, extra).output().unwrap()
 }
 
 async fn bench_async(url: &str, secret: &str, extra: &[&str]) -> Output {
-    let (url, secret) = (url.to_owned(), secret.to_owned());
-    let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
-    tokio::task::spawn_blocking(move || {
-        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-        bench(&url, &secret, &extra)
-    })
-    .await
-    .unwrap()
+    support::output_off_runtime(bench_cmd(url, secret, extra)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

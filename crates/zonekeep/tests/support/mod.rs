@@ -949,3 +949,11 @@ impl Streamed {
         }
     }
 }
+
+/// Runs `cmd` to completion on a blocking thread (so a host served by this test's runtime keeps
+/// answering it) and answers its output.
+pub async fn output_off_runtime(mut cmd: std::process::Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
