@@ -9,7 +9,7 @@ mod builder;
 mod routes;
 mod serve;
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,8 +27,8 @@ use crate::net::conn_limit::ConnGuard;
 use crate::net::netsim::NetSim;
 use crate::reconnect::ReconnectStore;
 use crate::sim::{
-    admit_zone, AdminFailure, AdmitError, JoinFailure, Registry, SimCommand, SimContext, SimPool,
-    StartError, Startup, ZoneCreate, ZoneEntry,
+    admit_zone, AdminFailure, AdmitError, Arrival, JoinFailure, Registry, SimCommand, SimContext,
+    SimPool, StartError, Startup, ZoneCreate, ZoneEntry,
 };
 use crate::ticket::Verifier;
 
@@ -204,6 +204,14 @@ pub(crate) fn params_refusal(params: &Value) -> Option<String> {
     }
 }
 
+/// Where [`Shared::route_join`] sends a join: the zone, its start when this join is what starts
+/// it here, and the join's [`Arrival`] there (held until the zone's thread has the join).
+pub(crate) struct Routed {
+    pub entry: Arc<ZoneEntry>,
+    pub create: Option<ZoneCreate>,
+    pub arrival: Arrival,
+}
+
 impl Shared {
     /// This host's fleet membership, once joined.
     pub fn fleet(&self) -> Option<&Arc<crate::fleet::Fleet>> {
@@ -227,6 +235,7 @@ impl Shared {
             rate_limited: metrics.input_counter("rate_limited").unwrap_or_default(),
             inbox_full: metrics.input_counter("inbox_full").unwrap_or_default(),
             ready: tokio::sync::watch::Sender::new(Startup::Starting),
+            arriving: AtomicUsize::new(0),
         });
         let create = ZoneCreate {
             kind: kind.to_owned(),
@@ -253,10 +262,16 @@ impl Shared {
         zone_id: &str,
         kind: Option<&str>,
         params: Option<Value>,
-    ) -> Result<(Arc<ZoneEntry>, Option<ZoneCreate>), JoinFailure> {
+    ) -> Result<Routed, JoinFailure> {
         let mut zones = self.registry.lock();
         if let Some(e) = zones.get(zone_id) {
-            return Ok((e.clone(), None));
+            let entry = e.clone();
+            let arrival = Registry::arrival(&zones, &entry);
+            return Ok(Routed {
+                entry,
+                create: None,
+                arrival,
+            });
         }
         if self.shutdown.is_cancelled() {
             return Err(JoinFailure::ShuttingDown);
@@ -282,7 +297,12 @@ impl Shared {
         let params = params.unwrap_or_else(|| spec.default_params.clone());
         let (entry, create) = self.new_entry(zone_id, kind, params);
         zones.insert(zone_id.to_owned(), entry.clone());
-        Ok((entry, Some(create)))
+        let arrival = Registry::arrival(&zones, &entry);
+        Ok(Routed {
+            entry,
+            create: Some(create),
+            arrival,
+        })
     }
 
     /// Starts zone `id` of `kind` on this host without a join (admin create, fleet reconcile,

@@ -12,11 +12,11 @@ use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello, RESUM
 use super::{Attached, Entered, Handshake};
 use crate::error::SessionError;
 use crate::fleet::route::Route;
-use crate::host::{params_refusal, Shared};
+use crate::host::{params_refusal, Routed, Shared};
 use crate::net::conn::ConnHandle;
 use crate::sim::{
-    admit_zone, wait_running, AdmitError, JoinFailure, Joined, SimCommand, StartError, ZoneCreate,
-    ZoneEntry, ZoneStart,
+    admit_zone, wait_running, AdmitError, Arrival, JoinFailure, Joined, SimCommand, StartError,
+    ZoneCreate, ZoneEntry, ZoneStart,
 };
 use crate::ticket::unix_now;
 
@@ -203,8 +203,8 @@ async fn admit(
             conn: conn.clone(),
             reply,
         };
-        let (entry, create, took_over) = match shared.registry.get(zone_id) {
-            Some(entry) => (entry, None, false),
+        let (entry, create, took_over, arrival) = match shared.registry.hold(zone_id) {
+            Some((entry, arrival)) => (entry, None, false, arrival),
             // The zone moved here (a drain, a failover) and has not started yet: start it from
             // its save, which holds the player, and resume there.
             None => {
@@ -212,13 +212,12 @@ async fn admit(
                 let Some(listed) = listed else {
                     return Err(JoinFailure::ReconnectRefused("zone is not running".into()).into());
                 };
-                let (entry, create) =
-                    shared.route_join(zone_id, Some(&listed.kind), Some(listed.params))?;
-                (entry, create, took_over)
+                let r = shared.route_join(zone_id, Some(&listed.kind), Some(listed.params))?;
+                (r.entry, r.create, took_over, r.arrival)
             }
         };
         let refused = JoinFailure::ReconnectRefused;
-        enter_zone(shared, &entry, create, took_over, refused, resume).await?;
+        enter_zone(shared, &entry, create, arrival, took_over, refused, resume).await?;
         return Ok(Entered::Zone(entry.thread, sub));
     }
     spend_ticket(shared, &ticket).await?;
@@ -228,7 +227,11 @@ async fn admit(
         Some(l) => (Some(l.kind), Some(l.params)),
         None => (ticket.kind.clone(), ticket.params.clone()),
     };
-    let (entry, create) = shared.route_join(zone_id, kind.as_deref(), params)?;
+    let Routed {
+        entry,
+        create,
+        arrival,
+    } = shared.route_join(zone_id, kind.as_deref(), params)?;
     // A player whose move out of this zone a crash left undelivered gets its state back.
     let (reclaimed, create) = if ticket.role == zonekeep_core::Role::Player {
         crate::transfer::reclaim_on_join(
@@ -274,7 +277,17 @@ async fn admit(
         reply,
     };
     let unavailable = JoinFailure::Unavailable;
-    if let Err(e) = enter_zone(shared, &entry, create, took_over, unavailable, join).await {
+    let entered = enter_zone(
+        shared,
+        &entry,
+        create,
+        arrival,
+        took_over,
+        unavailable,
+        join,
+    )
+    .await;
+    if let Err(e) = entered {
         if holds_character {
             super::character::give_back(shared, &entry, &principal);
         }
@@ -342,12 +355,14 @@ pub(crate) async fn spend_ticket(
 }
 
 /// Hands a join or resume (`cmd`) to the zone's simulation thread: together with the zone's start
-/// when this Hello is what starts it here (`create`), otherwise once the zone runs. `refused`
-/// words a zone that cannot be started or is not running for the client.
+/// when this Hello is what starts it here (`create`), otherwise once the zone runs, with the
+/// `arrival` that keeps the zone loaded until its thread has `cmd`. `refused` words a zone that
+/// cannot be started or is not running for the client.
 pub(crate) async fn enter_zone(
     shared: &Arc<Shared>,
     entry: &Arc<ZoneEntry>,
     create: Option<ZoneCreate>,
+    arrival: Arrival,
     took_over: bool,
     refused: fn(String) -> JoinFailure,
     cmd: impl FnOnce(Option<ZoneStart>) -> SimCommand,
@@ -369,9 +384,13 @@ pub(crate) async fn enter_zone(
                     None => refused(why),
                 }
             })?;
+            let cmd = SimCommand::Arriving {
+                arrival,
+                cmd: Box::new(cmd(None)),
+            };
             shared
                 .pool
-                .send(entry.thread, cmd(None))
+                .send(entry.thread, cmd)
                 .map_err(|_| JoinFailure::Busy)?;
         }
     }

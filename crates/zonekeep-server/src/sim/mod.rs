@@ -36,7 +36,7 @@ pub(crate) use frames::{kick_frame, pong_frame};
 pub(crate) use interrupts::Interrupts;
 pub(crate) use lifecycle::Lifecycle;
 pub use lifecycle::LifecycleLog;
-pub(crate) use registry::{now_ms, Registry, ZoneEntry};
+pub(crate) use registry::{now_ms, Arrival, Registry, ZoneEntry};
 pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
@@ -332,6 +332,12 @@ pub(crate) enum SimCommand {
     Upgrade {
         kind: String,
         reply: oneshot::Sender<Vec<ZoneUpgrade>>,
+    },
+    /// A join, resume or arrival (`cmd`) to a running zone, with the [`Arrival`] that keeps the
+    /// zone from being unloaded as dormant until its thread has handled `cmd`.
+    Arriving {
+        arrival: Arrival,
+        cmd: Box<SimCommand>,
     },
 }
 

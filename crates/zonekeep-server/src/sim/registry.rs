@@ -2,7 +2,7 @@
 //! about them without waking the thread.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use prometheus_client::metrics::counter::Counter;
@@ -142,11 +142,29 @@ pub(crate) struct ZoneEntry {
     pub inbox_full: Counter,
     /// Where the zone is in its start (joins wait while it is starting).
     pub ready: tokio::sync::watch::Sender<super::start::Startup>,
+    /// Joins, resumes and arrivals routed to the zone and not yet handled by its thread (see
+    /// [`Arrival`]). Changed only under the registry's lock.
+    pub arriving: AtomicUsize,
 }
 
 impl ZoneEntry {
     pub fn tick(&self) -> u64 {
         self.tick.load(Ordering::Relaxed)
+    }
+}
+
+/// A join, resume or move's arrival on its way to a zone: taken when the registry routes it
+/// there, dropped once the zone's thread has handled it (or admission gave up before). An empty
+/// zone with one is not unloaded as dormant: admission may spend a store round trip or two
+/// between finding the zone and reaching its thread (a character's lease, a reclaimed move), and
+/// a zone unloaded meanwhile would refuse a player it was about to take in.
+#[derive(Debug)]
+pub(crate) struct Arrival(Arc<ZoneEntry>);
+
+impl Drop for Arrival {
+    fn drop(&mut self) {
+        // Outside the lock: a retirement that still sees this one only waits for the next step.
+        self.0.arriving.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -235,6 +253,35 @@ impl Registry {
 
     pub fn get(&self, zone_id: &str) -> Option<Arc<ZoneEntry>> {
         self.lock().get(zone_id).cloned()
+    }
+
+    /// Takes an [`Arrival`] for `entry`. The caller holds the registry's lock (`_zones`), so a
+    /// retirement cannot slip between finding the zone and this.
+    pub fn arrival(_zones: &HashMap<String, Arc<ZoneEntry>>, entry: &Arc<ZoneEntry>) -> Arrival {
+        entry.arriving.fetch_add(1, Ordering::AcqRel);
+        Arrival(Arc::clone(entry))
+    }
+
+    /// The zone registered under `zone_id` with an [`Arrival`] for it, when one runs.
+    pub fn hold(&self, zone_id: &str) -> Option<(Arc<ZoneEntry>, Arrival)> {
+        let zones = self.lock();
+        let entry = zones.get(zone_id)?.clone();
+        let arrival = Self::arrival(&zones, &entry);
+        Some((entry, arrival))
+    }
+
+    /// Removes a dormant zone's `entry` unless a join, resume or arrival is on its way to it
+    /// (then the zone stays, and is asked again at its next step). True when it was removed,
+    /// or was not registered any more.
+    pub fn retire(&self, entry: &Arc<ZoneEntry>) -> bool {
+        let mut z = self.lock();
+        if entry.arriving.load(Ordering::Acquire) > 0 {
+            return false;
+        }
+        if z.get(&entry.zone_id).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            z.remove(&entry.zone_id);
+        }
+        true
     }
 
     /// Remove `entry` if it is still the one registered under its id.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use tokio::sync::oneshot;
-use zonekeep_core::{Clock, ZoneConfig, ZoneKinds};
+use zonekeep_core::{Clock, Tier, ZoneConfig, ZoneKinds};
 use zonekeep_protocol::messages::KickCode;
 
 use super::registry::Registry;
@@ -148,7 +148,9 @@ impl SimThread {
             if z.fenced() {
                 fenced.push(id.clone());
             } else if z.due(now) {
-                if z.step(&self.ctx, now) {
+                z.step(&self.ctx, now);
+                // Dormant, and no join on its way to it (else asked again at the next step).
+                if z.host.tier() == Tier::Dormant && self.ctx.registry.retire(&z.entry) {
                     unload.push(id.clone());
                 }
                 // A call stopped because the lease lapsed is the fence's business, next wake.
@@ -280,6 +282,12 @@ impl SimThread {
     /// Handle one command; true means "stop the thread".
     fn handle(&mut self, cmd: SimCommand) -> bool {
         match cmd {
+            SimCommand::Arriving { arrival, cmd } => {
+                let stop = self.handle(*cmd);
+                // Only now: the zone has its player (or refused it), and may go dormant again.
+                drop(arrival);
+                return stop;
+            }
             SimCommand::Join {
                 zone_id,
                 create,

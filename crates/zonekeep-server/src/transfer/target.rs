@@ -12,7 +12,7 @@ use zonekeep_store::{StoredTransfer, TransferLedger, TransferStatus, ZoneLocatio
 use super::{ledger, DECISION_TIMEOUT};
 use crate::error::SessionError;
 use crate::fleet::route::Route;
-use crate::host::Shared;
+use crate::host::{Routed, Shared};
 use crate::net::conn::ConnHandle;
 use crate::session::{enter_zone, give_back_character, spend_ticket};
 use crate::sim::{JoinFailure, Joined, SimCommand};
@@ -154,7 +154,11 @@ async fn admit_here(
         Some(l) => (l.kind, l.params),
         None => (kind, params),
     };
-    let (entry, create) = shared.route_join(&zone_id, Some(&kind), Some(params))?;
+    let Routed {
+        entry,
+        create,
+        arrival,
+    } = shared.route_join(&zone_id, Some(&kind), Some(params))?;
     let principal = record.transfer.principal.clone();
     let (character, create) =
         super::characters::take_for_arrival(shared, &entry, create, &kind, &principal, false)
@@ -166,6 +170,7 @@ async fn admit_here(
         shared,
         &entry,
         create,
+        arrival,
         false,
         JoinFailure::Unavailable,
         |create| SimCommand::TransferIn {
@@ -259,7 +264,11 @@ pub(crate) async fn arrival(
             (Some(k), Some(p))
         }
     };
-    let (entry, create) = shared.route_join(zone_id, kind.as_deref(), params)?;
+    let Routed {
+        entry,
+        create,
+        arrival,
+    } = shared.route_join(zone_id, kind.as_deref(), params)?;
     let resolved_kind = kind.as_deref().unwrap_or(&shared.default_kind);
     // A kind with characters: the player has its character here already, unless the zone
     // restarted without it (or its admission ended): then it is taken as at the first admission.
@@ -278,6 +287,7 @@ pub(crate) async fn arrival(
         shared,
         &entry,
         create,
+        arrival,
         false,
         JoinFailure::Unavailable,
         |create| SimCommand::Arrive {

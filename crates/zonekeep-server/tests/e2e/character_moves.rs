@@ -171,7 +171,7 @@ pub fn walkers_store(backend: &Backend, dir: &Path) -> PersistConfig {
 }
 
 /// A host with the walkers' kinds on `backend`.
-async fn walkers(backend: &Backend, dir: &Path) -> (TestServer, Arc<Persistence>) {
+pub async fn walkers(backend: &Backend, dir: &Path) -> (TestServer, Arc<Persistence>) {
     persistent_kinds(dir, walkers_store(backend, dir), walker_kinds).await
 }
 

@@ -244,7 +244,7 @@ impl Block {
 }
 
 /// A connection to the PostgreSQL at `url`.
-async fn pg(url: &str) -> tokio_postgres::Client {
+pub async fn pg(url: &str) -> tokio_postgres::Client {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();

@@ -21,6 +21,7 @@ macro_rules! on_both_backends {
 }
 
 mod admin;
+mod arriving;
 mod boards;
 mod calls;
 mod character_moves;

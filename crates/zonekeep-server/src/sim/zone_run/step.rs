@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
-use zonekeep_core::{AdvanceReport, InputOutcome, PlayerId, Role, Tier};
+use zonekeep_core::{AdvanceReport, InputOutcome, PlayerId, Role};
 use zonekeep_protocol::messages::{Entries, KickCode, ServerMessage};
 
 use crate::sim::limit_log::LIMIT_LOG_EVERY_SECONDS;
@@ -20,8 +20,9 @@ impl ZoneRun {
         self.host.next_tick_due() <= now
     }
 
-    /// Drain the inbox, advance, deliver. Returns true when the zone went Dormant.
-    pub fn step(&mut self, ctx: &SimContext, now: Duration) -> bool {
+    /// Drain the inbox, advance, deliver. Whether the zone is now Dormant is its tier's to say
+    /// (`host.tier()`): the thread unloads it once no join is on its way to it.
+    pub fn step(&mut self, ctx: &SimContext, now: Duration) {
         let bus = ctx.bus.get();
         if let Some(bus) = bus {
             if self.bus.is_none() {
@@ -84,7 +85,7 @@ impl ZoneRun {
         if let Some(bus) = bus {
             crate::bus::ZoneBus::carry(bus, &self.entry.zone_id, &mut self.host);
         }
-        let dormant = self.absorb(ctx, &report);
+        self.absorb(ctx, &report);
         self.metrics
             .record_stages(&self.host.take_stage_durations());
         self.metrics
@@ -93,7 +94,6 @@ impl ZoneRun {
         self.pump_recording();
         self.tell_entries(ctx);
         self.roll_rates(now);
-        dormant
     }
 
     /// Sends the entry URLs anew (Entries, PROTOCOL.md §5.3.1) to every version 7 session told an
@@ -144,7 +144,7 @@ impl ZoneRun {
         }
     }
 
-    fn absorb(&mut self, ctx: &SimContext, report: &AdvanceReport) -> bool {
+    fn absorb(&mut self, ctx: &SimContext, report: &AdvanceReport) {
         self.entry.tick.store(report.tick, Ordering::Relaxed);
         self.ticks_dropped += report.ticks_dropped;
         self.metrics.record_advance(
@@ -213,7 +213,6 @@ impl ZoneRun {
         if !report.patch_ticks.is_empty() {
             self.deliver_frames(ctx);
         }
-        let mut dormant = false;
         for t in &report.tier_transitions {
             ctx.lifecycle.tier(
                 &self.entry.zone_id,
@@ -222,12 +221,10 @@ impl ZoneRun {
                 t.tick,
             );
             ctx.metrics.set_tier(&mut self.metrics, t.to);
-            dormant |= t.to == Tier::Dormant;
         }
         if !report.left.is_empty() || !report.tier_transitions.is_empty() || report.ticks_run > 0 {
             self.publish();
         }
-        dormant
     }
 
     /// Build the patch (the replicator: interest, diffs, budget, ack, events) and hand each
