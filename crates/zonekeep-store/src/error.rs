@@ -153,6 +153,17 @@ pub enum StoreError {
         key: String,
     },
 
+    /// [`ChatStore::file_report`](crate::ChatStore::file_report) named lines its channel does
+    /// not keep: pruned (the channel keeps only its newest lines) or never written. Nothing was
+    /// filed; the store cannot vouch for lines it does not hold.
+    #[error("chat channel {channel:?} does not keep lines {seqs:?}")]
+    ChatLinesMissing {
+        /// The reported channel.
+        channel: String,
+        /// The named seqs it does not keep, in order.
+        seqs: Vec<u64>,
+    },
+
     /// The store spec given to [`open_store`](crate::open_store) is not one this crate understands.
     #[error("unsupported store spec (expected \"sqlite\" or a postgres:// URL): {0}")]
     InvalidSpec(String),
@@ -183,8 +194,8 @@ impl StoreError {
     ///
     /// Only [`StoreError::Backend`] is transient. Fencing, staleness, conflicts, invalid input,
     /// the directory's refusals (a host id in use, a lost lease, an unusable host, not the owner),
-    /// a lost character lease and an unknown call are verdicts: the caller must act on them, not
-    /// repeat the call.
+    /// a lost character lease, an unknown call and missing chat lines are verdicts: the caller
+    /// must act on them, not repeat the call.
     pub fn is_retryable(&self) -> bool {
         matches!(self, StoreError::Backend(_))
     }
@@ -251,6 +262,12 @@ mod tests {
         };
         assert!(!unknown.is_retryable());
         assert!(unknown.to_string().contains("\"pay-1\""), "{unknown}");
+        let missing = StoreError::ChatLinesMissing {
+            channel: "zone:arena-1".into(),
+            seqs: vec![3, 9],
+        };
+        assert!(!missing.is_retryable());
+        assert!(missing.to_string().contains("[3, 9]"), "{missing}");
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! Zonekeep's persistence layer: zone saves fenced by owner epochs, an exactly-once fact ledger,
 //! the fleet directory (hosts and who owns which zone), zone modules (game code by content
 //! address), transfers of players between zones, players' characters, the journal of zones'
-//! external calls, the lobby's rooms and seats, the matchmaker's searches, leaderboards and
-//! presence, on SQLite (the embedded default: one file under the data dir, nothing to install) or
-//! PostgreSQL (the shared store for a fleet of hosts). Both backends implement the same eleven
-//! traits, [`SaveStore`], [`FactLedger`], [`Directory`], [`ModuleStore`], [`TransferLedger`],
-//! [`CharacterStore`], [`CallStore`], [`LobbyStore`], [`MatchStore`], [`BoardStore`] and
-//! [`PresenceStore`], and pass the same contract test suite.
+//! external calls, the lobby's rooms and seats, the matchmaker's searches, leaderboards,
+//! presence and chat, on SQLite (the embedded default: one file under the data dir, nothing to
+//! install) or PostgreSQL (the shared store for a fleet of hosts). Both backends implement the
+//! same twelve traits, [`SaveStore`], [`FactLedger`], [`Directory`], [`ModuleStore`],
+//! [`TransferLedger`], [`CharacterStore`], [`CallStore`], [`LobbyStore`], [`MatchStore`],
+//! [`BoardStore`], [`PresenceStore`] and [`ChatStore`], and pass the same contract test suite.
 //!
 //! This crate owns the database schema, its migrations and the fencing, idempotency and directory
 //! rules. It must not depend on the server, any network framework, or the simulation runtime: zone
@@ -70,6 +70,12 @@
 //!   incarnation, judged by the database's clock like every liveness, so a dead or restarted
 //!   host's rows vanish without anyone writing; a principal resuming on another host after a
 //!   failover keeps its `since` ([`PresenceStore`]).
+//! - **Chat**: lines said in a channel (a zone, a zone group, or a DM between two principals,
+//!   kept under one key for both), each with a seq per channel (from 1, one more per line, in
+//!   commit order) and a global id the fleet's hosts follow; a channel keeps only its newest
+//!   lines. Moderation beside them: mutes and bans (fleet-wide, or of a zone or group) until a
+//!   time or until lifted, reports that copy the reported lines from the store, and an audit row
+//!   for every sanction, lift and report ([`ChatStore`]).
 //!
 //! # Directory
 //! The fleet's shared view, one per database ([`Directory`]): which hosts exist and which host owns
@@ -107,6 +113,8 @@
 mod boards;
 mod calls;
 mod characters;
+mod chat;
+mod chat_rows;
 mod directory;
 mod directory_rows;
 mod effect;
@@ -141,6 +149,13 @@ pub use calls::{
 };
 pub use characters::{
     CharacterAcquire, CharacterStore, StoredCharacter, MAX_CHARACTER_BYTES, MAX_CHARACTER_PRINCIPAL,
+};
+pub use chat::{
+    check_channel, dm_channel, dm_parties, AuditAction, AuditEntry, ChatScope, ChatStore, NewLine,
+    NewReport, NewSanction, Report, ReportedLine, Sanction, SanctionAction, StoredLine,
+    DM_SEPARATOR, MAX_ACTIVE_SANCTIONS, MAX_CHAT_BATCH, MAX_CHAT_BODY, MAX_CHAT_CHANNEL,
+    MAX_CHAT_KEEP, MAX_CHAT_NAME, MAX_CHAT_PAGE, MAX_CHAT_PRINCIPAL, MAX_CHAT_REASON,
+    MAX_REPORT_LINES,
 };
 pub use directory::{
     ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation, MAX_JTI_LEN,
@@ -205,6 +220,8 @@ pub struct Store {
     pub boards: Arc<dyn BoardStore>,
     /// Who is online, in which zone, since when.
     pub presence: Arc<dyn PresenceStore>,
+    /// Chat lines, sanctions, reports and their audit.
+    pub chat: Arc<dyn ChatStore>,
     /// Which database this is, for logs and the admin API; never contains a password.
     pub description: String,
 }
@@ -218,7 +235,7 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Bundles one backend that implements all eleven traits.
+    /// Bundles one backend that implements all twelve traits.
     pub fn from_backend<B>(backend: B, description: String) -> Store
     where
         B: SaveStore
@@ -232,6 +249,7 @@ impl Store {
             + MatchStore
             + BoardStore
             + PresenceStore
+            + ChatStore
             + 'static,
     {
         let backend = Arc::new(backend);
@@ -246,7 +264,8 @@ impl Store {
             lobby: Arc::clone(&backend) as Arc<dyn LobbyStore>,
             matches: Arc::clone(&backend) as Arc<dyn MatchStore>,
             boards: Arc::clone(&backend) as Arc<dyn BoardStore>,
-            presence: backend,
+            presence: Arc::clone(&backend) as Arc<dyn PresenceStore>,
+            chat: backend,
             description,
         }
     }

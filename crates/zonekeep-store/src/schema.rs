@@ -58,6 +58,19 @@
 //!   arrived, kept across resumes) and `updated_at_ms` are stamped by the database's clock; the
 //!   index on `host_id` serves the join with `fleet_hosts` and the sweep. On PostgreSQL,
 //!   principals and zone ids are `COLLATE "C"`, so listings order by bytes as in SQLite.
+//! - `chat_channels(channel PK, last_seq)`: each chat channel's counter (see [`crate::chat`]),
+//!   locked while a batch of lines is appended, so a channel's `seq` order is its commit order.
+//! - `chat_lines(id, channel, seq, sender, body, sent_at_ms, host_id, UNIQUE(channel, seq))`:
+//!   the lines each channel keeps (its newest `keep`; older ones are pruned as new ones come).
+//!   `id` is never handed out twice and orders the fleet's feed; a direct channel's key is `dm:`
+//!   and its two principals sorted, joined by 0x1F.
+//! - `chat_sanctions(id, principal, action, scope, until_ms, reason, actor, created_ms,
+//!   lifted_ms, lifted_by)`: mutes and bans (`fleet`, `zone:<id>`, `group:<name>`), in force
+//!   while not lifted and `until_ms` is ahead.
+//! - `chat_reports(id, reporter, channel, reason, lines, created_ms)`: reports, `lines` the JSON
+//!   copy of the reported lines as the store held them when the report was filed.
+//! - `chat_audit(id, at_ms, actor, action, target, scope, detail)`: every mute, ban, lift and
+//!   report, written in the transaction of the action.
 //!
 //! A migration is appended, never edited: databases in the field have already run the old ones.
 

@@ -77,12 +77,13 @@ impl SlowStore {
             transfers: Arc::clone(&slow) as Arc<dyn TransferLedger>,
             characters: Arc::clone(&slow) as Arc<dyn CharacterStore>,
             calls: slow,
-            // The lobby, the matchmaker, the boards and presence are not part of what a slow
-            // store slows.
+            // The lobby, the matchmaker, the boards, presence and chat are not part of what a
+            // slow store slows.
             lobby: store.lobby,
             matches: store.matches,
             boards: store.boards,
             presence: store.presence,
+            chat: store.chat,
             description: format!("{} (slowed by {delay:?} per write)", store.description),
         }
     }

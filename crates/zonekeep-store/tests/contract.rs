@@ -1,4 +1,4 @@
-//! The store contract (saves, facts, the directory, zone modules, transfers, characters, calls, the lobby, the matchmaker, leaderboards and presence), written once as generic async functions
+//! The store contract (saves, facts, the directory, zone modules, transfers, characters, calls, the lobby, the matchmaker, leaderboards, presence and chat), written once as generic async functions
 //! over a [`Db`] and run against SQLite (a temp file) and PostgreSQL (a fresh schema per test, when
 //! `ZONEKEEP_TEST_POSTGRES` is set; otherwise those tests print that they were skipped).
 
@@ -6,7 +6,7 @@
 
 mod support;
 
-// The boards', the presence's, the directory's, the modules', the transfers', the characters' and the calls' parts of the contract, in files of their own (not test targets: cargo
+// The boards', the chat's, the presence's, the directory's, the modules', the transfers', the characters' and the calls' parts of the contract, in files of their own (not test targets: cargo
 // only builds tests/*.rs).
 #[path = "contract/boards.rs"]
 mod boards;
@@ -14,6 +14,8 @@ mod boards;
 mod calls;
 #[path = "contract/characters.rs"]
 mod characters;
+#[path = "contract/chat.rs"]
+mod chat;
 #[path = "contract/directory.rs"]
 mod directory;
 #[path = "contract/directory_zones.rs"]
@@ -35,6 +37,7 @@ use std::sync::Arc;
 use boards::*;
 use calls::*;
 use characters::*;
+use chat::*;
 use directory::*;
 use directory_zones::*;
 use lobby::*;
@@ -674,6 +677,13 @@ contract_tests!(
     malformed_presence_calls_are_refused_and_change_nothing,
     concurrent_batches_of_two_hosts_all_land,
     an_older_database_gains_presence,
+    seqs_start_at_one_per_channel_and_follow_input_order,
+    keep_prunes_each_written_channel_to_its_newest_lines,
+    concurrent_appends_to_one_channel_never_repeat_a_seq,
+    sanctions_are_active_until_they_end_or_are_lifted_and_each_is_audited,
+    a_report_copies_the_stored_lines_and_refuses_lines_not_kept,
+    hostile_chat_input_is_refused_and_writes_nothing,
+    an_older_database_gains_chat,
     a_transfer_is_accepted_once_and_then_cannot_return,
     a_returned_transfer_cannot_be_accepted,
     stale_owners_cannot_decide_a_transfer,

@@ -292,6 +292,61 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX presence_by_host ON presence (host_id);
     ",
     },
+    Migration {
+        name: "chat: channels' counters, lines, sanctions, reports and their audit",
+        // The unique (channel, seq) is the index every read of a channel and every prune uses.
+        // Sequence values are never reused, so the fleet feed's cursor never meets an id twice.
+        sql: "
+        CREATE TABLE chat_channels (
+            channel  TEXT PRIMARY KEY,
+            last_seq BIGINT NOT NULL CHECK (last_seq >= 0)
+        );
+        CREATE TABLE chat_lines (
+            id         BIGSERIAL PRIMARY KEY,
+            channel    TEXT NOT NULL,
+            seq        BIGINT NOT NULL CHECK (seq >= 1),
+            sender     TEXT NOT NULL,
+            body       TEXT NOT NULL,
+            sent_at_ms BIGINT NOT NULL CHECK (sent_at_ms >= 0),
+            host_id    TEXT,
+            UNIQUE (channel, seq)
+        );
+        CREATE TABLE chat_sanctions (
+            id         BIGSERIAL PRIMARY KEY,
+            principal  TEXT NOT NULL,
+            action     TEXT NOT NULL CHECK (action IN ('mute', 'ban')),
+            scope      TEXT NOT NULL CHECK (scope = 'fleet'
+                OR (substr(scope, 1, 5) = 'zone:' AND length(scope) > 5)
+                OR (substr(scope, 1, 6) = 'group:' AND length(scope) > 6)),
+            until_ms   BIGINT NOT NULL,
+            reason     TEXT NOT NULL,
+            actor      TEXT NOT NULL,
+            created_ms BIGINT NOT NULL,
+            lifted_ms  BIGINT,
+            lifted_by  TEXT,
+            CHECK ((lifted_ms IS NULL) = (lifted_by IS NULL))
+        );
+        CREATE INDEX chat_sanctions_by_until ON chat_sanctions (until_ms);
+        CREATE INDEX chat_sanctions_by_principal ON chat_sanctions (principal);
+        CREATE TABLE chat_reports (
+            id         BIGSERIAL PRIMARY KEY,
+            reporter   TEXT NOT NULL,
+            channel    TEXT NOT NULL,
+            reason     TEXT NOT NULL,
+            lines      TEXT NOT NULL,
+            created_ms BIGINT NOT NULL
+        );
+        CREATE TABLE chat_audit (
+            id     BIGSERIAL PRIMARY KEY,
+            at_ms  BIGINT NOT NULL,
+            actor  TEXT NOT NULL,
+            action TEXT NOT NULL CHECK (action IN ('mute', 'ban', 'lift', 'report')),
+            target TEXT NOT NULL,
+            scope  TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+    ",
+    },
 ];
 
 /// Creates `schema` if given, then applies pending migrations inside it (via the connection's

@@ -32,7 +32,11 @@
 //!   facts changing it, and the prune deletes old periods, which no fact writes;
 //! - a presence write upserts and deletes presence rows only, one statement each, taking them in
 //!   (principal, zone) order whatever order the host gave; it reads host rows without locking
-//!   them, so presence writes wait only on each other, never in a cycle.
+//!   them, so presence writes wait only on each other, never in a cycle;
+//! - a chat append upserts its channels' counter rows in channel byte order (each upsert locks
+//!   its row until commit), then inserts and prunes lines of those channels only, so appends wait
+//!   only on appends to a shared channel, never in a cycle; a lift locks its sanction row with its
+//!   `UPDATE`; sanctions, reports and audit rows are otherwise only inserted.
 
 /// The database's clock in milliseconds since the Unix epoch (the same expression everywhere, so
 /// stamps and ages agree). Defined before the submodules, which use it in their SQL.
@@ -45,6 +49,7 @@ macro_rules! db_now_ms {
 mod boards;
 mod calls;
 mod characters;
+mod chat;
 mod directory;
 mod facts;
 mod lobby;

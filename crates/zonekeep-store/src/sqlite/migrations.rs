@@ -283,6 +283,62 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX presence_by_host ON presence (host_id);
     ",
     },
+    Migration {
+        name: "chat: channels' counters, lines, sanctions, reports and their audit",
+        // Ids are AUTOINCREMENT so none is ever handed out twice (a pruned line's id included):
+        // the fleet feed reads lines by id. The unique (channel, seq) is the index every read
+        // of a channel and every prune uses.
+        sql: "
+        CREATE TABLE chat_channels (
+            channel  TEXT PRIMARY KEY,
+            last_seq INTEGER NOT NULL CHECK (last_seq >= 0)
+        ) STRICT;
+        CREATE TABLE chat_lines (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            channel    TEXT NOT NULL,
+            seq        INTEGER NOT NULL CHECK (seq >= 1),
+            sender     TEXT NOT NULL,
+            body       TEXT NOT NULL,
+            sent_at_ms INTEGER NOT NULL CHECK (sent_at_ms >= 0),
+            host_id    TEXT,
+            UNIQUE (channel, seq)
+        ) STRICT;
+        CREATE TABLE chat_sanctions (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            principal  TEXT NOT NULL,
+            action     TEXT NOT NULL CHECK (action IN ('mute', 'ban')),
+            scope      TEXT NOT NULL CHECK (scope = 'fleet'
+                OR (substr(scope, 1, 5) = 'zone:' AND length(scope) > 5)
+                OR (substr(scope, 1, 6) = 'group:' AND length(scope) > 6)),
+            until_ms   INTEGER NOT NULL,
+            reason     TEXT NOT NULL,
+            actor      TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            lifted_ms  INTEGER,
+            lifted_by  TEXT,
+            CHECK ((lifted_ms IS NULL) = (lifted_by IS NULL))
+        ) STRICT;
+        CREATE INDEX chat_sanctions_by_until ON chat_sanctions (until_ms);
+        CREATE INDEX chat_sanctions_by_principal ON chat_sanctions (principal);
+        CREATE TABLE chat_reports (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            reporter   TEXT NOT NULL,
+            channel    TEXT NOT NULL,
+            reason     TEXT NOT NULL,
+            lines      TEXT NOT NULL,
+            created_ms INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE chat_audit (
+            id     INTEGER PRIMARY KEY AUTOINCREMENT,
+            at_ms  INTEGER NOT NULL,
+            actor  TEXT NOT NULL,
+            action TEXT NOT NULL CHECK (action IN ('mute', 'ban', 'lift', 'report')),
+            target TEXT NOT NULL,
+            scope  TEXT NOT NULL,
+            detail TEXT NOT NULL
+        ) STRICT;
+    ",
+    },
 ];
 
 /// Brings the database to the newest schema this build knows; refuses a newer one.

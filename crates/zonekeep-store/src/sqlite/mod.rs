@@ -18,6 +18,7 @@ macro_rules! db_now_ms {
 mod boards;
 mod calls;
 mod characters;
+mod chat;
 mod directory;
 mod facts;
 mod lobby;

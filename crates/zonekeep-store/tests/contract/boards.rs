@@ -602,7 +602,7 @@ pub async fn an_older_database_gains_the_boards(db: &Db) {
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 11",
     };
     db.execute(&format!(
-        "DROP TABLE presence; DROP TABLE board_entries; DROP TABLE boards; {rewind};"
+        "DROP TABLE chat_audit; DROP TABLE chat_reports; DROP TABLE chat_sanctions; DROP TABLE chat_lines; DROP TABLE chat_channels; DROP TABLE presence; DROP TABLE board_entries; DROP TABLE boards; {rewind};"
     ))
     .await;
     let store = db.open().await;

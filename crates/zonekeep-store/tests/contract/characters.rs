@@ -432,7 +432,7 @@ pub async fn an_older_database_gains_the_characters_table(db: &Db) {
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 6",
     };
     db.execute(&format!(
-        "DROP TABLE presence; DROP TABLE board_entries; DROP TABLE boards; DROP TABLE match_searches; ALTER TABLE fleet_hosts DROP COLUMN region; DROP TABLE lobby_seats; DROP TABLE lobby_rooms; DROP TABLE module_deploys; DROP TABLE zone_calls; DROP TABLE characters; {rewind};"
+        "DROP TABLE chat_audit; DROP TABLE chat_reports; DROP TABLE chat_sanctions; DROP TABLE chat_lines; DROP TABLE chat_channels; DROP TABLE presence; DROP TABLE board_entries; DROP TABLE boards; DROP TABLE match_searches; ALTER TABLE fleet_hosts DROP COLUMN region; DROP TABLE lobby_seats; DROP TABLE lobby_rooms; DROP TABLE module_deploys; DROP TABLE zone_calls; DROP TABLE characters; {rewind};"
     ))
     .await;
 

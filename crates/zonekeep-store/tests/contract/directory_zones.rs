@@ -345,7 +345,7 @@ pub async fn an_older_database_gains_the_directory(db: &Db) {
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 2",
     };
     db.execute(&format!(
-        "DROP TABLE presence; DROP TABLE board_entries; DROP TABLE boards; DROP TABLE match_searches; DROP TABLE lobby_seats; DROP TABLE lobby_rooms; DROP TABLE module_deploys; DROP TABLE zone_directory; DROP TABLE fleet_hosts;
+        "DROP TABLE chat_audit; DROP TABLE chat_reports; DROP TABLE chat_sanctions; DROP TABLE chat_lines; DROP TABLE chat_channels; DROP TABLE presence; DROP TABLE board_entries; DROP TABLE boards; DROP TABLE match_searches; DROP TABLE lobby_seats; DROP TABLE lobby_rooms; DROP TABLE module_deploys; DROP TABLE zone_directory; DROP TABLE fleet_hosts;
          DROP TABLE spent_tickets; DROP TABLE module_kinds; DROP TABLE modules;
          DROP TABLE zone_transfers; DROP TABLE characters; DROP TABLE zone_calls; {rewind};"
     ))

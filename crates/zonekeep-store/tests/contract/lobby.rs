@@ -470,7 +470,7 @@ pub async fn an_older_database_gains_the_lobby(db: &Db) {
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 9",
     };
     db.execute(&format!(
-        "DROP TABLE presence; DROP TABLE board_entries; DROP TABLE boards; DROP TABLE match_searches; ALTER TABLE fleet_hosts DROP COLUMN region; DROP TABLE lobby_seats; DROP TABLE lobby_rooms; {rewind};"
+        "DROP TABLE chat_audit; DROP TABLE chat_reports; DROP TABLE chat_sanctions; DROP TABLE chat_lines; DROP TABLE chat_channels; DROP TABLE presence; DROP TABLE board_entries; DROP TABLE boards; DROP TABLE match_searches; ALTER TABLE fleet_hosts DROP COLUMN region; DROP TABLE lobby_seats; DROP TABLE lobby_rooms; {rewind};"
     ))
     .await;
     let store = db.open().await;

@@ -507,7 +507,7 @@ pub async fn an_older_database_gains_presence(db: &Db) {
         Db::Sqlite { .. } => "PRAGMA user_version = 11",
         Db::Postgres { .. } => "DELETE FROM zonekeep_migrations WHERE version >= 12",
     };
-    db.execute(&format!("DROP TABLE presence; {rewind};")).await;
+    db.execute(&format!("DROP TABLE chat_audit; DROP TABLE chat_reports; DROP TABLE chat_sanctions; DROP TABLE chat_lines; DROP TABLE chat_channels; DROP TABLE presence; {rewind};")).await;
     let store = db.open().await;
     assert_eq!(store.saves.claim("z").await.unwrap().epoch, 2);
     let a = host(&unique("presence"), "a");
