@@ -121,6 +121,14 @@ namespace Zonekeep
                     // The fleet changed since the Welcome: where else to enter now (§5.3.1).
                     _entries = MessageCodec.WebSocketEntries(((Entries)m).Urls);
                     return;
+                case MessageType.ChatLines:
+                case MessageType.ChatReply:
+                    // A host sends them only to a session of version 11 or later.
+                    if (_welcome == null || _welcome.Version < ProtocolVersions.Chat)
+                        throw new ProtocolException(DecodeErrorKind.Invalid, (m.Type == MessageType.ChatLines ? "ChatLines" : "ChatReply") + " on a version " + (_welcome != null ? _welcome.Version : 0) + " session");
+                    if (m.Type == MessageType.ChatLines) Chat.OnLines((ChatLines)m);
+                    else Chat.OnReply((ChatReply)m);
+                    return;
                 default:
                     return;
             }
@@ -169,6 +177,7 @@ namespace Zonekeep
             Cancel(_handshakeTimer);
             _handshakeTimer = -1;
             _welcome = w;
+            _principal = _hello != null ? TicketSubject(_hello.Ticket) : null;
             // Inputs sent before the drop that no Delta acknowledged go again with their numbers (§4.2): the host
             // drops those it already has. A new player's mean nothing to it.
             List<DatagramInput> again = resumed ? UnackedToResend() : new List<DatagramInput>();

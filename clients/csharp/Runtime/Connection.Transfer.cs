@@ -20,6 +20,16 @@ namespace Zonekeep
             public int Failures;
         }
 
+        /// <summary>The principal a ticket admits (its <c>sub</c>), or null when it is not a JWS that can be read.</summary>
+        private static string TicketSubject(string ticket)
+        {
+            string[] parts = (ticket ?? string.Empty).Split('.');
+            if (parts.Length < 2) return null;
+            string json = MiniJson.Base64UrlText(parts[1]);
+            string sub = json == null ? null : MiniJson.StringMember(json, "sub");
+            return string.IsNullOrEmpty(sub) ? null : sub;
+        }
+
         /// <summary>How long a credential is valid from now, ms, by its <c>exp</c> (600 s when it cannot be read).</summary>
         private static double CredentialLifetimeMs(string ticket)
         {

@@ -79,6 +79,31 @@ namespace Zonekeep
 
         /// <summary>The server clock estimate (kept across reconnects, restarted on each Welcome).</summary>
         public readonly ServerClock Clock;
+        /// <summary>
+        /// Chat (protocol version 11): lines of the channels this session hears, Send, Dm, Report and History. See
+        /// <see cref="ChatClient"/>; on a session of version 10 or older its methods fail with a
+        /// <see cref="ChatException"/> Unsupported.
+        /// </summary>
+        public readonly ChatClient Chat;
+        // The principal of the current session (its ticket's sub), or null when unknown.
+        private string _principal;
+
+        /// <summary>What <see cref="Chat"/> needs of the connection.</summary>
+        private sealed class ChatPort : IChatPort
+        {
+            private readonly ZoneConnection _c;
+            public ChatPort(ZoneConnection c) { _c = c; }
+            public IScheduler Scheduler { get { return _c._sched; } }
+            public uint? Version()
+            {
+                if (!_c._welcomed || _c._st != ConnectionState.Open || _c._socket == null || _c._welcome == null) return null;
+                return _c._welcome.Version;
+            }
+            public uint Features() { return Version().HasValue ? _c._welcome.Features : 0u; }
+            public string Principal() { return _c._principal; }
+            public string ZoneId() { return _c._welcome != null ? _c._welcome.ZoneId : null; }
+            public void Send(ClientMessage m) { _c.Send(m); }
+        }
         private readonly ZoneConnectionOptions _opts;
         private readonly IScheduler _sched;
         private readonly uint[] _versions;
@@ -162,6 +187,7 @@ namespace Zonekeep
             _socketFactory = options.Socket ?? WebSocketTransport.Connect;
             if (_opts.Reconnect == null) _opts.Reconnect = new ReconnectOptions();
             Clock = new ServerClock(options.Clock);
+            Chat = new ChatClient(new ChatPort(this), options.Chat);
         }
 
         /// <summary>The connection's clock (ms): what <see cref="Replica.Frame"/> and the predictor should be given.</summary>
@@ -301,6 +327,8 @@ namespace Zonekeep
 
         private void Teardown()
         {
+            // A session's chat requests are answered on its socket only.
+            if (_welcomed) Chat.OnEnded();
             _gen += 1;
             foreach (long h in _timers) _sched.ClearTimeout(h);
             _timers.Clear();
@@ -341,6 +369,7 @@ namespace Zonekeep
 
         private void Finish(CloseInfo info)
         {
+            Chat.OnClosed();
             EmitClose(info);
             TaskCompletionSource<Welcome> first = _firstWelcome;
             _firstWelcome = null;

@@ -34,5 +34,7 @@ namespace Zonekeep
         public ReconnectOptions Reconnect = new ReconnectOptions();
         /// <summary>Server clock tuning.</summary>
         public ClockOptions Clock;
+        /// <summary>Chat tuning (<see cref="ZoneConnection.Chat"/>, protocol version 11; default: <see cref="ChatOptions"/>'s).</summary>
+        public ChatOptions Chat;
     }
 }

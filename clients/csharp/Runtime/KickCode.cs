@@ -65,6 +65,12 @@ namespace Zonekeep
         public const int CharacterMoved = 29;
         /// <summary>Another zone holds the character and could not give it back yet; retried with backoff (version 10).</summary>
         public const int CharacterElsewhere = 30;
+        /// <summary>
+        /// Banned from the zone, its zone group or the fleet until a time the reason names (<c>banned from &lt;scope&gt;
+        /// until &lt;until_ms&gt;: &lt;reason&gt;</c>, read by <see cref="BanInfo.Of"/>); not retried (version 11). A session of an
+        /// older version gets JOIN_REFUSED with the same reason instead.
+        /// </summary>
+        public const int Banned = 31;
 
         private static readonly string[] Names =
         {
@@ -73,7 +79,7 @@ namespace Zonekeep
             "SHUTTING_DOWN", "RATE_LIMITED", "PROTOCOL_ERROR", "MESSAGE_TOO_LARGE", "HANDSHAKE_TIMEOUT", "IDLE_TIMEOUT",
             "SLOW_CONSUMER", "JOIN_REFUSED", "RECONNECT_REFUSED", "ZONE_STOPPED", "TOO_MANY_CONNECTIONS", "INTERNAL_ERROR",
             "ZONE_MOVED", "HOST_FENCED", "TOO_MANY_REDIRECTS", "CONTENT_OUTDATED", "WORLD_HALTED", "CHARACTER_MOVED",
-            "CHARACTER_ELSEWHERE",
+            "CHARACTER_ELSEWHERE", "BANNED",
         };
 
         /// <summary>The protocol's name of a kick code, or <c>UNKNOWN(n)</c>.</summary>

@@ -93,6 +93,15 @@ namespace Zonekeep
                 case MessageType.Resync:
                     w.U8(Tag.Resync).Varint(((Resync)m).Tick);
                     break;
+                case MessageType.Chat:
+                    WriteChat(w.U8(Tag.Chat), (Chat)m);
+                    break;
+                case MessageType.ChatReport:
+                    WriteChatReport(w.U8(Tag.ChatReport), (ChatReport)m);
+                    break;
+                case MessageType.ChatHistory:
+                    WriteChatHistory(w.U8(Tag.ChatHistory), (ChatHistory)m);
+                    break;
                 default:
                     throw new EncodeException(EncodeErrorKind.Invalid, "not a client message: " + m.Type);
             }
@@ -159,6 +168,15 @@ namespace Zonekeep
                     break;
                 case Tag.Resync:
                     m = new Resync { Tick = r.VarintU64AsLong() };
+                    break;
+                case Tag.Chat:
+                    m = ReadChat(r);
+                    break;
+                case Tag.ChatReport:
+                    m = ReadChatReport(r);
+                    break;
+                case Tag.ChatHistory:
+                    m = ReadChatHistory(r);
                     break;
                 default:
                     throw new ProtocolException(DecodeErrorKind.UnknownTag, "client tag 0x" + tag.ToString("x"));

@@ -113,6 +113,12 @@ namespace Zonekeep
                     WriteKnownSet(w.U8(Tag.KnownSetCheck), c.Tick, c.Count, c.Hash);
                     break;
                 }
+                case MessageType.ChatLines:
+                    WriteChatLines(w.U8(Tag.ChatLines), (ChatLines)m);
+                    break;
+                case MessageType.ChatReply:
+                    WriteChatReply(w.U8(Tag.ChatReply), (ChatReply)m);
+                    break;
                 default:
                     throw new EncodeException(EncodeErrorKind.Invalid, "not a server message: " + m.Type);
             }
@@ -219,6 +225,12 @@ namespace Zonekeep
                     m = new KnownSetCheck { Tick = tick, Count = count, Hash = hash };
                     break;
                 }
+                case Tag.ChatLines:
+                    m = ReadChatLines(r);
+                    break;
+                case Tag.ChatReply:
+                    m = ReadChatReply(r);
+                    break;
                 default:
                     throw new ProtocolException(DecodeErrorKind.UnknownTag, "server tag 0x" + tag.ToString("x"));
             }

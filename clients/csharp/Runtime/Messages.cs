@@ -42,6 +42,16 @@ namespace Zonekeep
         Events,
         /// <summary>§5.10</summary>
         Entries,
+        /// <summary>Chat (version 11): a line said on a channel.</summary>
+        Chat,
+        /// <summary>ChatReport (version 11).</summary>
+        ChatReport,
+        /// <summary>ChatHistory (version 11).</summary>
+        ChatHistory,
+        /// <summary>ChatLines (version 11).</summary>
+        ChatLines,
+        /// <summary>ChatReply (version 11).</summary>
+        ChatReply,
     }
 
     /// <summary>Any protocol message.</summary>

@@ -1,5 +1,6 @@
-// A minimal JSON reader, for the one thing the SDK reads from JSON: a transfer credential's `exp` claim
-// (how long the SDK keeps retrying a move, PROTOCOL.md §5.3.2). Objects become dictionaries, arrays
+// A minimal JSON reader, for the two things the SDK reads from JSON: a transfer credential's `exp` claim
+// (how long the SDK keeps retrying a move, PROTOCOL.md §5.3.2) and a ticket's `sub` (whose chat lines are
+// this session's own). Objects become dictionaries, arrays
 // lists, numbers doubles. Malformed input answers null; nothing here throws.
 using System;
 using System.Collections.Generic;
@@ -33,6 +34,15 @@ namespace Zonekeep
             object v;
             if (obj == null || !obj.TryGetValue(key, out v) || !(v is double)) return null;
             return (double)v;
+        }
+
+        /// <summary>The string under <paramref name="key"/> of a JSON object, or null.</summary>
+        internal static string StringMember(string json, string key)
+        {
+            Dictionary<string, object> obj = Parse(json) as Dictionary<string, object>;
+            object v;
+            if (obj == null || !obj.TryGetValue(key, out v)) return null;
+            return v as string;
         }
 
         private static void Ws(string s, ref int i)

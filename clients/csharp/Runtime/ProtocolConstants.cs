@@ -16,6 +16,12 @@ namespace Zonekeep
         public const byte Resync = 0x04;
         /// <summary>The Inputs datagram (§4.5, version 6).</summary>
         public const byte Inputs = 0x05;
+        /// <summary>Chat: a line said on a channel (version 11).</summary>
+        public const byte Chat = 0x06;
+        /// <summary>ChatReport: lines reported to the moderators (version 11).</summary>
+        public const byte ChatReport = 0x07;
+        /// <summary>ChatHistory: a page of a channel's stored lines (version 11).</summary>
+        public const byte ChatHistory = 0x08;
         /// <summary>Welcome (§5.1).</summary>
         public const byte Welcome = 0x81;
         /// <summary>Delta (§5.5).</summary>
@@ -38,6 +44,10 @@ namespace Zonekeep
         public const byte Events = 0x8a;
         /// <summary>Entries (§5.10, version 7).</summary>
         public const byte Entries = 0x8b;
+        /// <summary>ChatLines: lines of one channel (version 11).</summary>
+        public const byte ChatLines = 0x8c;
+        /// <summary>ChatReply: a report filed, or a chat message refused (version 11).</summary>
+        public const byte ChatReply = 0x8d;
     }
 
     /// <summary>Size and count limits of §7.</summary>
@@ -77,10 +87,10 @@ namespace Zonekeep
     public static class ProtocolVersions
     {
         /// <summary>
-        /// The versions this SDK implements and offers by default, as the TypeScript SDK: 6 to 10 (over
-        /// WebSocket version 6 is byte for byte version 5; a host of an earlier release picks 9, 8, 7 or 6).
+        /// The versions this SDK implements and offers by default, as the TypeScript SDK: 6 to 11 (over
+        /// WebSocket version 6 is byte for byte version 5; a host of an earlier release picks 10, 9, 8, 7 or 6).
         /// </summary>
-        public static readonly uint[] Supported = { 6, 7, 8, 9, 10 };
+        public static readonly uint[] Supported = { 6, 7, 8, 9, 10, 11 };
         /// <summary>The version that added <c>resume_from</c> to Hello (§4.1.1).</summary>
         public const uint ResumeFrom = 4;
         /// <summary>The version that added Welcome's content version and CONTENT_OUTDATED (§4.1.2).</summary>
@@ -95,5 +105,12 @@ namespace Zonekeep
         public const uint Halt = 9;
         /// <summary>The version that added CHARACTER_MOVED and CHARACTER_ELSEWHERE (§5.3).</summary>
         public const uint Character = 10;
+        /// <summary>
+        /// The version that added chat (Chat, ChatReport, ChatHistory, ChatLines, ChatReply) and the Kick code
+        /// BANNED. A host sends a session of an older version none of them (JOIN_REFUSED in place of BANNED).
+        /// </summary>
+        public const uint Chat = 11;
+        /// <summary>Welcome's feature bit 0 (version 11): the host keeps chat (a host without a store does not).</summary>
+        public const uint FeatureChat = 1;
     }
 }

@@ -106,6 +106,9 @@ namespace Zonekeep
                 case KickCode.CharacterElsewhere:
                     // Another zone holds the character and could not give it back yet: come back with backoff.
                     return ReconnectDecision.Retry;
+                case KickCode.Banned:
+                    // Banned until a time the reason names (version 11): every join is refused until then.
+                    return ReconnectDecision.Stop;
                 default:
                     // SHUTTING_DOWN, ZONE_FULL, timeouts, SLOW_CONSUMER, INTERNAL_ERROR, TOO_MANY_REDIRECTS and
                     // unknown codes.

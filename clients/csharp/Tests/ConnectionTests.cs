@@ -56,13 +56,13 @@ namespace Zonekeep.Tests
             Check.True(welcome.IsCompleted && !welcome.IsFaulted, "connect() completed with the Welcome");
             Welcome w = welcome.Result;
             Check.Equal(1u, w.PlayerId, "player id");
-            Check.Equal(10u, w.Version, "the newest version both speak");
+            Check.Equal(11u, w.Version, "the newest version both speak");
             Check.Equal("1.0.0", w.ContentVersion, "the host's content version");
             Check.Equal(30000u, w.IdleTimeoutMs, "idle timeout");
             Check.Equal(ConnectionState.Open, s.Conn.State, "open");
             Check.Equal("1f", W(s.Welcomes), "welcomes");
             var hello = (Hello)s.Server.Last.Received[0];
-            Check.Equal("6,7,8,9,10", string.Join(",", hello.Versions), "versions offered");
+            Check.Equal("6,7,8,9,10,11", string.Join(",", hello.Versions), "versions offered");
             Check.Equal("ticket-1", hello.Ticket, "ticket");
             Check.Equal(0, hello.ReconnectToken.Length, "no token");
             Check.Equal(MessageType.Ping, s.Server.Last.Received[1].Type, "then a Ping");
@@ -102,14 +102,14 @@ namespace Zonekeep.Tests
         public static void RefusesAVersionItDidNotOfferAndDoesNotReconnect()
         {
             var s = new Setup();
-            s.Server.VersionPick = 11;
+            s.Server.VersionPick = 12;
             Task<Welcome> p = s.Conn.Connect();
             s.Advance(100);
             Check.True(p.IsFaulted, "connect() failed");
             Check.Equal(ConnectionState.Closed, s.Conn.State, "closed");
             Check.Equal(1, s.Closes.Count, "one close");
             Check.Equal(false, s.Closes[0].WillReconnect, "no reconnect");
-            Check.True(s.Closes[0].Reason.Contains("version 11"), s.Closes[0].Reason);
+            Check.True(s.Closes[0].Reason.Contains("version 12"), s.Closes[0].Reason);
             Check.True(s.Closes[0].Error is ProtocolException, "a protocol error");
         }
 
@@ -124,7 +124,7 @@ namespace Zonekeep.Tests
                 Ticket = () => Task.FromResult("t"),
                 Socket = server.Factory,
                 Scheduler = sched,
-                Versions = new uint[] { 11 },
+                Versions = new uint[] { 12 },
             });
             var kicks = new List<int>();
             var closes = new List<CloseInfo>();
@@ -154,8 +154,9 @@ namespace Zonekeep.Tests
                 { KickCode.TooManyConnections, "Retry Retry" }, { KickCode.InternalError, "Retry Retry" }, { KickCode.ZoneMoved, "Retry Retry" },
                 { KickCode.HostFenced, "Retry Retry" }, { KickCode.TooManyRedirects, "Retry Retry" }, { KickCode.ContentOutdated, "Reload Reload" },
                 { KickCode.WorldHalted, "Retry Retry" }, { KickCode.CharacterMoved, "Stop Stop" }, { KickCode.CharacterElsewhere, "Retry Retry" },
+                { KickCode.Banned, "Stop Stop" },
             };
-            for (int code = 1; code <= 30; code++)
+            for (int code = 1; code <= 31; code++)
             {
                 Check.True(table.ContainsKey(code), "a row for " + KickCode.Name(code));
                 string got = ReconnectPolicy.Default(code, new ReconnectContext { TicketReused = false }) + " " + ReconnectPolicy.Default(code, new ReconnectContext { TicketReused = true });
@@ -602,7 +603,7 @@ namespace Zonekeep.Tests
             f.Conn.DeltaApplied += (d, i) => { if (d.Baseline && framesAtWelcome >= 0 && baselineFrames < 0) baselineFrames = frames.Count; };
             f.Conn.Connect();
             f.Sched.Advance(600);
-            Check.Equal(10u, f.Conn.Welcome.Version, "version");
+            Check.Equal(11u, f.Conn.Welcome.Version, "version");
             ServerSession old = source.Last;
             int before = frames.Count;
             Check.Equal("7,101", frames[before - 1], "the source's world is drawn");

@@ -76,6 +76,8 @@ namespace Zonekeep.Tests
         /// <summary>A transfer moved this session's player away: it gets no Deltas any more (§5.3.2).</summary>
         public bool Moving;
         public readonly List<ClientMessage> Received = new List<ClientMessage>();
+        /// <summary>The principal its ticket named (the sub of a JWS ticket, else p&lt;player id&gt;).</summary>
+        public string Principal = "";
 
         public ServerSession(FakeSocket socket) { Socket = socket; }
     }
@@ -151,7 +153,19 @@ namespace Zonekeep.Tests
         public Func<string, int?> CheckTicket = t => null;
         public Func<Hello, ServerSession, string> RedirectTo = (h, s) => null;
         public uint NextPlayer = 1;
-        public uint MaxVersion = 10;
+        /// <summary>The newest version this host speaks (11: with chat).</summary>
+        public uint MaxVersion = 11;
+        /// <summary>Chat: every channel's lines, by the store's key (a DM under dm: + the two principals sorted).</summary>
+        public readonly Dictionary<string, List<ChatWireLine>> ChatStore = new Dictionary<string, List<ChatWireLine>>();
+        /// <summary>Chat: lines of each channel sent to a session on attach (0 = none).</summary>
+        public int ChatHistoryOnAttach = 50;
+        /// <summary>Chat: a refusal of a line (its ChatReply, ref filled in), or null to accept it.</summary>
+        public Func<ServerSession, Chat, ChatReply> ChatRefuse = (s, m) => null;
+        /// <summary>Chat: hold the echo of accepted lines until ReleaseChat (as a slow store would).</summary>
+        public bool ChatHold;
+        private readonly List<Action> _chatHeld = new List<Action>();
+        /// <summary>Chat: reports filed, in order.</summary>
+        public readonly List<ChatReport> Reports = new List<ChatReport>();
         public string ZoneId = "test-zone";
         public string ContentVersion = "1.0.0";
         public List<string> EntriesList = new List<string>();
@@ -213,6 +227,17 @@ namespace Zonekeep.Tests
                 case MessageType.Resync:
                     // As the real host: the next Delta this session gets is a BASELINE.
                     SendDelta(s, true);
+                    return;
+                case MessageType.Chat:
+                case MessageType.ChatReport:
+                case MessageType.ChatHistory:
+                    if (s.Version < 11)
+                    {
+                        // As Inputs over WebSocket: a protocol error in an older session.
+                        Kick(s, KickCode.ProtocolError, m.Type + " in a version " + s.Version + " session");
+                        return;
+                    }
+                    OnChat(s, m);
                     return;
                 case MessageType.Ping:
                     Send(s, new Pong
@@ -302,6 +327,7 @@ namespace Zonekeep.Tests
                 TickHz = TickHz,
                 PatchEvery = PatchEvery,
                 Tick = Tick,
+                Features = version >= 11 ? 1u : 0u,
                 IdleTimeoutMs = 30000,
                 HandshakeTimeoutMs = 5000,
                 ReconnectGraceMs = 30000,
@@ -315,6 +341,126 @@ namespace Zonekeep.Tests
             if (!continued) s.Sent.Clear();
             s.ControlDirty = true;
             SendDelta(s, !continued);
+            s.Principal = TicketSub(m.Ticket) ?? "p" + s.PlayerId;
+            if (version >= 11) ChatAttach(s);
+        }
+
+        /// <summary>The sub of a JWS ticket, or null when <paramref name="ticket"/> is not one.</summary>
+        public static string TicketSub(string ticket)
+        {
+            string[] parts = ticket.Split('.');
+            if (parts.Length < 2) return null;
+            string json = MiniJson.Base64UrlText(parts[1]);
+            return json == null ? null : MiniJson.StringMember(json, "sub");
+        }
+
+        /// <summary>A ticket as a host mints it (a compact JWS; the signature is not checked here) for <paramref name="sub"/>.</summary>
+        public static string JwsTicket(string sub, int n = 1)
+        {
+            Func<string, string> b64 = t => Convert.ToBase64String(System.Text.Encoding.UTF8.GetBytes(t)).TrimEnd('=').Replace('+', '-').Replace('/', '_');
+            return b64("{\"alg\":\"HS256\"}") + "." + b64("{\"sub\":\"" + sub + "\",\"zone\":\"test-zone\",\"exp\":4000000000,\"jti\":\"j" + n + "\",\"role\":\"player\"}") + ".sig";
+        }
+
+        /// <summary>The store's key of a channel as <paramref name="s"/> names it (a DM: dm: + both principals sorted, 0x1F between).</summary>
+        public string ChatKey(ServerSession s, string channel)
+        {
+            if (!channel.StartsWith("dm:", StringComparison.Ordinal)) return channel;
+            string other = channel.Substring(3);
+            return string.CompareOrdinal(s.Principal, other) <= 0 ? "dm:" + s.Principal + "\u001f" + other : "dm:" + other + "\u001f" + s.Principal;
+        }
+
+        /// <summary>The channel <paramref name="s"/> hears the lines of the store's <paramref name="key"/> on (null: it does not hear them).</summary>
+        public string ChatChannelOf(ServerSession s, string key)
+        {
+            if (!key.StartsWith("dm:", StringComparison.Ordinal)) return key == "zone:" + ZoneId || key.StartsWith("group:", StringComparison.Ordinal) ? key : null;
+            string[] pair = key.Substring(3).Split('\u001f');
+            if (pair[0] == s.Principal) return "dm:" + pair[1];
+            if (pair[1] == s.Principal) return "dm:" + pair[0];
+            return null;
+        }
+
+        /// <summary>Sends a session the recent lines of the channels it hears (as a host does on attach).</summary>
+        public void ChatAttach(ServerSession s)
+        {
+            if (ChatHistoryOnAttach == 0) return;
+            foreach (var kv in ChatStore)
+            {
+                string channel = ChatChannelOf(s, kv.Key);
+                if (channel == null || kv.Value.Count == 0) continue;
+                Send(s, new ChatLines { Channel = channel, History = true, Lines = kv.Value.Skip(Math.Max(0, kv.Value.Count - ChatHistoryOnAttach)).ToList() });
+            }
+        }
+
+        /// <summary>Appends a line as the store does (the next seq of its channel) and tells every session hearing it.</summary>
+        public ChatWireLine SayLine(string key, string sender, string body)
+        {
+            List<ChatWireLine> lines;
+            if (!ChatStore.TryGetValue(key, out lines)) ChatStore[key] = lines = new List<ChatWireLine>();
+            ChatWireLine line = new ChatWireLine { Seq = lines.Count == 0 ? 1 : lines[lines.Count - 1].Seq + 1, Sender = sender, SentAtMs = 1700000000000L + (long)Sched.Now(), Body = body };
+            lines.Add(line);
+            Action fanOut = () =>
+            {
+                foreach (ServerSession o in Sessions.ToList())
+                {
+                    if (!o.Welcomed || o.Socket.IsClosed || o.Moving || o.Version < 11) continue;
+                    string channel = ChatChannelOf(o, key);
+                    if (channel != null) Send(o, new ChatLines { Channel = channel, Lines = new List<ChatWireLine> { line } });
+                }
+            };
+            if (ChatHold) _chatHeld.Add(fanOut);
+            else fanOut();
+            return line;
+        }
+
+        /// <summary>Tells the held lines (see ChatHold).</summary>
+        public void ReleaseChat()
+        {
+            List<Action> held = new List<Action>(_chatHeld);
+            _chatHeld.Clear();
+            foreach (Action f in held) f();
+        }
+
+        private void OnChat(ServerSession s, ClientMessage m)
+        {
+            switch (m.Type)
+            {
+                case MessageType.Chat:
+                {
+                    Chat c = (Chat)m;
+                    ChatReply refused = ChatRefuse(s, c);
+                    if (refused != null)
+                    {
+                        refused.Ref = c.Ref;
+                        Send(s, refused);
+                    }
+                    else SayLine(ChatKey(s, c.Channel), s.Principal, c.Body);
+                    return;
+                }
+                case MessageType.ChatReport:
+                {
+                    ChatReport r = (ChatReport)m;
+                    List<ChatWireLine> kept;
+                    ChatStore.TryGetValue(ChatKey(s, r.Channel), out kept);
+                    if (kept == null || !r.Seqs.All(q => kept.Any(l => l.Seq == q)))
+                    {
+                        Send(s, new ChatReply { Ref = r.Ref, Code = ChatReplyCode.NotFound, Text = "a reported line is not kept" });
+                        return;
+                    }
+                    Reports.Add(r);
+                    Send(s, new ChatReply { Ref = r.Ref, Code = ChatReplyCode.Ok, Text = Reports.Count.ToString() });
+                    return;
+                }
+                case MessageType.ChatHistory:
+                {
+                    ChatHistory h = (ChatHistory)m;
+                    List<ChatWireLine> all;
+                    if (!ChatStore.TryGetValue(ChatKey(s, h.Channel), out all)) all = new List<ChatWireLine>();
+                    List<ChatWireLine> page = all.Where(l => h.Before == 0 || l.Seq < h.Before).ToList();
+                    page = page.Skip(Math.Max(0, page.Count - h.Limit)).ToList();
+                    Send(s, new ChatLines { Channel = h.Channel, History = true, Ref = h.Ref, Lines = page });
+                    return;
+                }
+            }
         }
 
         /// <summary>The Delta from what a client holds (<paramref name="sent"/>, or nothing for a BASELINE) to the world now.</summary>

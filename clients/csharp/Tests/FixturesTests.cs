@@ -308,6 +308,39 @@ namespace Zonekeep.Tests
                     return new Dictionary<string, object> { { "type", "events" }, { "tick", (double)e.Tick }, { "events", Events(e.Events) } };
                 }
                 case MessageType.Entries: return new Dictionary<string, object> { { "type", "entries" }, { "entries", ((Entries)m).Urls.Cast<object>().ToList() } };
+                case MessageType.Chat:
+                {
+                    var c = (Chat)m;
+                    return new Dictionary<string, object> { { "type", "chat" }, { "ref", (double)c.Ref }, { "channel", c.Channel }, { "body", c.Body } };
+                }
+                case MessageType.ChatReport:
+                {
+                    var c = (ChatReport)m;
+                    return new Dictionary<string, object>
+                    {
+                        { "type", "chat_report" }, { "ref", (double)c.Ref }, { "channel", c.Channel },
+                        { "seqs", c.Seqs.Select(x => (object)(double)x).ToList() }, { "reason", c.Reason },
+                    };
+                }
+                case MessageType.ChatHistory:
+                {
+                    var c = (ChatHistory)m;
+                    return new Dictionary<string, object> { { "type", "chat_history" }, { "ref", (double)c.Ref }, { "channel", c.Channel }, { "before", (double)c.Before }, { "limit", (double)c.Limit } };
+                }
+                case MessageType.ChatLines:
+                {
+                    var c = (ChatLines)m;
+                    return new Dictionary<string, object>
+                    {
+                        { "type", "chat_lines" }, { "channel", c.Channel }, { "history", c.History }, { "ref", (double)c.Ref },
+                        { "lines", c.Lines.Select(l => (object)new Dictionary<string, object> { { "seq", (double)l.Seq }, { "sender", l.Sender }, { "sent_at_ms", (double)l.SentAtMs }, { "body", l.Body } }).ToList() },
+                    };
+                }
+                case MessageType.ChatReply:
+                {
+                    var c = (ChatReply)m;
+                    return new Dictionary<string, object> { { "type", "chat_reply" }, { "ref", (double)c.Ref }, { "code", (double)c.Code }, { "until_ms", (double)c.UntilMs }, { "text", c.Text } };
+                }
             }
             throw new Exception("no JSON form for " + m.Type);
         }
@@ -379,6 +412,20 @@ namespace Zonekeep.Tests
                         Events = Arr(j["events"]).Select(e => new ZoneEvent((int)Num(Obj(e)["topic"]), HexOf(Obj(e), "payload"))).ToList(),
                     };
                 case "entries": return new Entries { Urls = Arr(j["entries"]).Select(Str).ToList() };
+                case "chat": return new Chat { Ref = (uint)Num(j["ref"]), Channel = Str(j["channel"]), Body = Str(j["body"]) };
+                case "chat_report":
+                    return new ChatReport { Ref = (uint)Num(j["ref"]), Channel = Str(j["channel"]), Seqs = Arr(j["seqs"]).Select(x => (long)Num(x)).ToList(), Reason = Str(j["reason"]) };
+                case "chat_history":
+                    return new ChatHistory { Ref = (uint)Num(j["ref"]), Channel = Str(j["channel"]), Before = (long)Num(j["before"]), Limit = (int)Num(j["limit"]) };
+                case "chat_lines":
+                    return new ChatLines
+                    {
+                        Channel = Str(j["channel"]),
+                        History = (bool)j["history"],
+                        Ref = (uint)Num(j["ref"]),
+                        Lines = Arr(j["lines"]).Select(o => new ChatWireLine { Seq = (long)Num(Obj(o)["seq"]), Sender = Str(Obj(o)["sender"]), SentAtMs = (long)Num(Obj(o)["sent_at_ms"]), Body = Str(Obj(o)["body"]) }).ToList(),
+                    };
+                case "chat_reply": return new ChatReply { Ref = (uint)Num(j["ref"]), Code = (int)Num(j["code"]), UntilMs = (long)Num(j["until_ms"]), Text = Str(j["text"]) };
             }
             throw new Exception("unknown fixture type " + j["type"]);
         }
@@ -396,7 +443,7 @@ namespace Zonekeep.Tests
         public static void DirectoryHoldsEveryKindOfMessage()
         {
             var types = new HashSet<string>(MessageFiles().Select(f => Str(Obj(Load(f)["value"])["type"])));
-            foreach (string t in new[] { "hello", "input", "ping", "resync", "welcome", "delta", "pong", "kick", "redirect", "transfer", "input_refused", "known_set_check", "inputs", "events", "state" })
+            foreach (string t in new[] { "hello", "input", "ping", "resync", "welcome", "delta", "pong", "kick", "redirect", "transfer", "input_refused", "known_set_check", "inputs", "events", "state", "entries", "chat", "chat_report", "chat_history", "chat_lines", "chat_reply" })
                 Check.True(types.Contains(t), "a fixture of type " + t);
             var files = new HashSet<string>(Directory.GetFiles(Dir, "*.json").Select(Path.GetFileName));
             foreach (string f in Special) Check.True(files.Contains(f), f);

@@ -57,10 +57,17 @@
  * the credential is valid, through the Transfer's URL, then the entry URL (now naming the new
  * zone) and the listed entries; later reconnects use the new zone's reconnect token and id.
  *
+ * Chat (version 11): {@link ZoneConnection.chat} sends and hears the lines of the session's chat
+ * channels (see {@link ChatClient}); on a session of an older version its calls reject with a
+ * {@link ChatError} `unsupported`. A Kick BANNED (version 11) stops the connection for good, like
+ * JOIN_REFUSED; `banOf(kick)` reads until when.
+ *
  * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
  * drive a whole session over fake sockets and a manual clock.
  */
 
+import { ChatClient, type ChatOptions, type ChatSink } from "./chat.js";
+import { CHAT_PROTOCOL, type Chat, type ChatHistory, type ChatReport } from "./chatcodec.js";
 import { ServerClock, type ClockOptions } from "./clock.js";
 import type { Delta, ZoneEvent } from "./delta.js";
 import {
@@ -228,17 +235,31 @@ const TRANSFER_FINAL_KICKS: ReadonlySet<number> = new Set([
   KickCode.TICKET_WRONG_ZONE,
 ]);
 
-/** How long a credential is valid from now, ms, by its `exp` (600 s when it cannot be read). */
-function credentialLifetimeMs(ticket: string): number {
+/** The claims of a ticket (a compact JWS), or null when it is not one that can be read. */
+function ticketClaims(ticket: string): Record<string, unknown> | null {
   try {
     const part = ticket.split(".")[1] ?? "";
-    const json = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
-    const exp = (JSON.parse(json) as { exp?: unknown }).exp;
-    if (typeof exp === "number" && Number.isFinite(exp)) return Math.max(0, exp * 1000 - Date.now());
+    const bin = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
+    const json = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+    const claims = JSON.parse(json) as unknown;
+    return typeof claims === "object" && claims !== null && !Array.isArray(claims) ? (claims as Record<string, unknown>) : null;
   } catch {
-    // Not a readable JWS: the documented lifetime stands in.
+    return null;
   }
+}
+
+/** How long a credential is valid from now, ms, by its `exp` (600 s when it cannot be read). */
+function credentialLifetimeMs(ticket: string): number {
+  const exp = ticketClaims(ticket)?.exp;
+  if (typeof exp === "number" && Number.isFinite(exp)) return Math.max(0, exp * 1000 - Date.now());
+  // Not a readable JWS: the documented lifetime stands in.
   return 600_000;
+}
+
+/** The principal a ticket admits (its `sub`), or null when it cannot be read. */
+function ticketSubject(ticket: string): string | null {
+  const sub = ticketClaims(ticket)?.sub;
+  return typeof sub === "string" && sub !== "" ? sub : null;
 }
 
 /** `url` naming `zone` in place of the zone its `/zones/{zone}` path names (unchanged otherwise). */
@@ -401,6 +422,8 @@ export interface ZoneConnectionOptions {
   reconnect?: ReconnectOptions;
   /** Server clock tuning. */
   clock?: ClockOptions;
+  /** Chat tuning ({@link ZoneConnection.chat}, protocol version 11). */
+  chat?: ChatOptions;
 }
 
 /** Why the connection (or one socket of it) closed. */
@@ -680,6 +703,12 @@ function defaultSocketFactory(url: string): SocketLike {
 export class ZoneConnection {
   /** The server clock estimate (kept across reconnects, restarted on each Welcome). */
   readonly clock: ServerClock;
+  /**
+   * Chat (protocol version 11): lines of the channels this session hears, `send`, `dm`, `report`
+   * and `history`. See {@link ChatClient}; on a session of version 10 or older its methods reject
+   * with a {@link ChatError} `unsupported`.
+   */
+  readonly chat: ChatClient;
   private readonly opts: ZoneConnectionOptions;
   private readonly sched: Scheduler;
   private readonly versions: number[];
@@ -799,6 +828,10 @@ export class ZoneConnection {
    */
   private sentUnacked: DatagramInput[] = [];
   private stateCounters: StateStats = { applied: 0, stale: 0, noBase: 0, undecodable: 0, early: 0 };
+  /** What {@link chat} is told of the session's chat messages. */
+  private chatSink: ChatSink | null = null;
+  /** The principal of the current session (its ticket's `sub`), or null when unknown. */
+  private principal: string | null = null;
 
   /** A connection that does nothing until {@link connect}. */
   constructor(options: ZoneConnectionOptions) {
@@ -806,6 +839,20 @@ export class ZoneConnection {
     this.sched = options.scheduler ?? systemScheduler;
     this.versions = options.versions ?? [...SUPPORTED_VERSIONS];
     this.clock = new ServerClock(options.clock);
+    this.chat = new ChatClient(
+      {
+        scheduler: this.sched,
+        version: () => (this.welcomed && this.st === "open" && this.socket !== null ? (this.welcomeMsg?.version ?? null) : null),
+        principal: () => this.principal,
+        features: () => (this.welcomed && this.st === "open" ? (this.welcomeMsg?.features ?? 0) : 0),
+        zoneId: () => this.welcomeMsg?.zoneId ?? null,
+        send: (m: Chat | ChatReport | ChatHistory) => this.send(m),
+        listen: (sink) => {
+          this.chatSink = sink;
+        },
+      },
+      options.chat,
+    );
     this.transportMode = options.transport ?? "auto";
     this.memory = options.transportMemory === undefined ? platformMemory() : options.transportMemory;
     if (this.transportMode === "auto") {
@@ -1082,6 +1129,8 @@ export class ZoneConnection {
   }
 
   private teardown(): void {
+    // A session's chat requests are answered on its socket only.
+    if (this.welcomed) this.chatSink?.ended();
     this.gen += 1;
     for (const h of this.timers) this.sched.clearTimeout(h);
     this.timers.clear();
@@ -1511,6 +1560,15 @@ export class ZoneConnection {
         // §5.9: the events of a patch whose State travels apart; delivered as a Delta's are.
         for (const ev of m.events) this.emit("event", ev, m.tick);
         return;
+      case "chat_lines":
+      case "chat_reply":
+        // A host sends them only to a session of version 11 or later.
+        if ((this.welcomeMsg?.version ?? 0) < CHAT_PROTOCOL) {
+          throw new DecodeError("invalid", `${m.type === "chat_lines" ? "ChatLines" : "ChatReply"} on a version ${this.welcomeMsg?.version ?? 0} session`);
+        }
+        if (m.type === "chat_lines") this.chatSink?.lines(m);
+        else this.chatSink?.reply(m);
+        return;
       case "delta":
       case "state":
         return; // handled above
@@ -1621,6 +1679,7 @@ export class ZoneConnection {
     this.cancel(this.handshakeTimer);
     this.handshakeTimer = null;
     this.welcomeMsg = w;
+    this.principal = this.hello !== null ? ticketSubject(this.hello.ticket) : null;
     // Inputs sent before the drop that no Delta acknowledged go again with their numbers (§4.2):
     // the host drops those it already has. A new player's mean nothing to it.
     const again = resumed ? this.unackedToResend() : [];
@@ -1943,6 +2002,7 @@ export class ZoneConnection {
   }
 
   private finish(info: CloseInfo): void {
+    this.chatSink?.closed();
     this.emit("close", info);
     const first = this.firstWelcome;
     this.firstWelcome = null;

@@ -15,6 +15,23 @@ import {
   type KnownEntry,
   type ZoneEvent,
 } from "./delta.js";
+import {
+  readChat,
+  readChatHistory,
+  readChatLines,
+  readChatReply,
+  readChatReport,
+  writeChat,
+  writeChatHistory,
+  writeChatLines,
+  writeChatReply,
+  writeChatReport,
+  type Chat,
+  type ChatHistory,
+  type ChatLines,
+  type ChatReply,
+  type ChatReport,
+} from "./chatcodec.js";
 import { decodeSchema, encodeSchema, type Schema } from "./schema.js";
 import { DecodeError, EncodeError, Reader, Writer } from "./wire.js";
 
@@ -26,6 +43,12 @@ export const Tag = {
   Resync: 0x04,
   /** The Inputs datagram (§4.5, version 6). */
   Inputs: 0x05,
+  /** A chat line (version 11). */
+  Chat: 0x06,
+  /** A report of chat lines to the moderators (version 11). */
+  ChatReport: 0x07,
+  /** A page of a channel's stored chat lines (version 11). */
+  ChatHistory: 0x08,
   Welcome: 0x81,
   Delta: DELTA_TAG,
   Pong: 0x83,
@@ -39,6 +62,10 @@ export const Tag = {
   /** Events on a WebTransport session's control stream (§5.9, version 6). */
   Events: 0x8a,
   Entries: 0x8b,
+  /** Chat lines of one channel (version 11). */
+  ChatLines: 0x8c,
+  /** A chat report filed, or a chat message refused (version 11). */
+  ChatReply: 0x8d,
 } as const;
 
 /** Size and count limits of §7. */
@@ -64,7 +91,9 @@ export const LIMITS = {
 } as const;
 
 /**
- * The protocol versions this SDK implements, and offers by default: version 10 (the Kick codes
+ * The protocol versions this SDK implements, and offers by default: version 11 (chat: the Chat,
+ * ChatReport and ChatHistory messages, ChatLines and ChatReply, and the Kick code BANNED; see
+ * {@link CHAT_PROTOCOL}; a host of an older version picks 10), version 10 (the Kick codes
  * CHARACTER_MOVED and CHARACTER_ELSEWHERE, §5.3 "Characters": the player's character went into
  * another zone, or another zone holds it and could not give it back yet; otherwise the bytes of
  * version 9, which a host of that version picks), version 9 (the Kick code
@@ -77,7 +106,7 @@ export const LIMITS = {
  * CONTENT_OUTDATED, §4.1.2), version 4 (a resuming Hello's `resumeFrom`, §4.1.1) and version 3
  * (Redirect, and the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS).
  */
-export const SUPPORTED_VERSIONS: readonly number[] = [6, 7, 8, 9, 10];
+export const SUPPORTED_VERSIONS: readonly number[] = [6, 7, 8, 9, 10, 11];
 
 /**
  * The version that added {@link Transfer} (§5.3.2): version 7 plus that message. A host sends it
@@ -189,6 +218,14 @@ export const KickCode = {
    * instead.
    */
   CHARACTER_ELSEWHERE: 30,
+  /**
+   * The principal is banned from this zone, its zone group, or the whole fleet, until a time the
+   * reason names: `banned from <scope> until <until_ms>: <reason>` (`banOf` in the SDK reads it). Final:
+   * {@link defaultReconnectPolicy} stops, since every join is refused until the ban ends
+   * (version 11, {@link CHAT_PROTOCOL}). A session of an older version gets JOIN_REFUSED with the
+   * same reason instead.
+   */
+  BANNED: 31,
 } as const;
 
 /**
@@ -484,8 +521,8 @@ export function transferTarget(t: Transfer): string | null {
   return redirectTarget({ type: "redirect", url: t.url, zoneId: t.zoneId });
 }
 
-/** Messages a client sends (Inputs only as a WebTransport datagram). */
-export type ClientMessage = Hello | Input | Ping | Resync | Inputs;
+/** Messages a client sends (Inputs only as a WebTransport datagram; the chat messages from version 11). */
+export type ClientMessage = Hello | Input | Ping | Resync | Inputs | Chat | ChatReport | ChatHistory;
 /** Messages a server sends (State as a WebTransport datagram, or on its control stream). */
 /**
  * Entries `0x8b` (§5.3.1, version 7): where else the zone may be entered, anew, sent when the list
@@ -508,7 +545,9 @@ export type ServerMessage =
   | Transfer
   | InputRefused
   | KnownSetCheck
-  | EventsMessage;
+  | EventsMessage
+  | ChatLines
+  | ChatReply;
 
 /**
  * What decoding a Delta needs: the schema from Welcome and the known set before the Delta (for a
@@ -598,6 +637,15 @@ export function encodeClientMessage(m: ClientMessage): Uint8Array {
     case "resync":
       w.u8(Tag.Resync).varint(m.tick);
       break;
+    case "chat":
+      writeChat(w.u8(Tag.Chat), m);
+      break;
+    case "chat_report":
+      writeChatReport(w.u8(Tag.ChatReport), m);
+      break;
+    case "chat_history":
+      writeChatHistory(w.u8(Tag.ChatHistory), m);
+      break;
   }
   if (w.length > LIMITS.clientMessage) throw new EncodeError("too_long", "client message over 8192 bytes");
   return w.finish();
@@ -668,6 +716,15 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       break;
     case Tag.Resync:
       m = { type: "resync", tick: r.varintU64() };
+      break;
+    case Tag.Chat:
+      m = readChat(r);
+      break;
+    case Tag.ChatReport:
+      m = readChatReport(r);
+      break;
+    case Tag.ChatHistory:
+      m = readChatHistory(r);
       break;
     default:
       throw new DecodeError("unknown_tag", `client tag 0x${tag.toString(16)}`);
@@ -764,6 +821,12 @@ export function encodeServerMessage(m: ServerMessage, ctx?: DeltaContext): Uint8
       w.u8(h & 0xff).u8((h >>> 8) & 0xff).u8((h >>> 16) & 0xff).u8(h >>> 24);
       break;
     }
+    case "chat_lines":
+      writeChatLines(w.u8(Tag.ChatLines), m);
+      break;
+    case "chat_reply":
+      writeChatReply(w.u8(Tag.ChatReply), m);
+      break;
   }
   if (w.length > LIMITS.serverMessage) throw new EncodeError("too_long", "server message over 1 MiB");
   return w.finish();
@@ -882,6 +945,12 @@ export function decodeServerMessage(bytes: Uint8Array, ctx?: DeltaContext): Serv
       m = { type: "known_set_check", tick, count, hash };
       break;
     }
+    case Tag.ChatLines:
+      m = readChatLines(r);
+      break;
+    case Tag.ChatReply:
+      m = readChatReply(r);
+      break;
     default:
       throw new DecodeError("unknown_tag", `server tag 0x${tag.toString(16)}`);
   }

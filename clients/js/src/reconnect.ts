@@ -39,6 +39,9 @@ export interface ReconnectContext {
  * Of the character codes (version 10), CHARACTER_MOVED stops: the character now plays in another
  * game or on another device, and coming back would take it from there. CHARACTER_ELSEWHERE is
  * retried like INTERNAL_ERROR: the zone that holds the character gives it back once it can be asked.
+ *
+ * BANNED (version 11) stops: the principal is banned until a time the Kick's reason names
+ * (`banOf` reads it), and every join until then is refused.
  */
 export function defaultReconnectPolicy(
   code: number | null,
@@ -82,6 +85,10 @@ export function defaultReconnectPolicy(
     case KickCode.CHARACTER_MOVED:
       // The character was taken into another zone (another game or device): this session is over,
       // and a reconnect would take the character back from the player's other game at once.
+      return "stop";
+    case KickCode.BANNED:
+      // Banned from the zone, its group or the fleet until a time its reason names (version 11):
+      // every join is refused until then. `banOf(kick)` tells the game until when.
       return "stop";
     case KickCode.CHARACTER_ELSEWHERE:
       // Another zone holds the character and could not give it back yet: come back with backoff,

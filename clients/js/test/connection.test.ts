@@ -39,14 +39,14 @@ describe("ZoneConnection handshake", () => {
     await advance(sched, 100);
     const w = await welcome;
     assert.equal(w.playerId, 1);
-    assert.equal(w.version, 10, "the newest version both speak");
+    assert.equal(w.version, 11, "the newest version both speak");
     assert.equal(w.contentVersion, "1.0.0", "the host's content version, from Welcome");
     assert.equal(w.idleTimeoutMs, 30_000);
     assert.equal(conn.state, "open");
     assert.deepEqual(resumedFlags, [false]);
     const hello = server.last.received[0];
     assert.ok(hello !== undefined && hello.type === "hello");
-    assert.deepEqual(hello.versions, [6, 7, 8, 9, 10]);
+    assert.deepEqual(hello.versions, [6, 7, 8, 9, 10, 11]);
     assert.equal(hello.ticket, "ticket-1");
     assert.equal(hello.reconnectToken.length, 0);
     assert.equal(server.last.received[1]?.type, "ping");
@@ -88,14 +88,14 @@ describe("ZoneConnection handshake", () => {
 
   it("refuses a version it did not offer and does not reconnect", async () => {
     const { sched, server, conn, closes } = setup();
-    server.versionPick = 11;
+    server.versionPick = 12;
     const p = conn.connect();
     await advance(sched, 100);
     await assert.rejects(p);
     assert.equal(conn.state, "closed");
     assert.equal(closes.length, 1);
     assert.equal(closes[0]?.willReconnect, false);
-    assert.match(closes[0]?.reason ?? "", /version 11/);
+    assert.match(closes[0]?.reason ?? "", /version 12/);
   });
 
   it("stops on Kick(VERSION_MISMATCH)", async () => {
@@ -106,7 +106,7 @@ describe("ZoneConnection handshake", () => {
       ticket: async () => "t",
       socket: server.factory,
       scheduler: sched,
-      versions: [11],
+      versions: [12],
     });
     const closes2: CloseInfo[] = [];
     conn2.on("kick", (k) => kicks.push(k.code));
@@ -183,6 +183,8 @@ describe("ZoneConnection reconnect", () => {
       CHARACTER_MOVED: ["stop", "stop"],
       // Another zone holds the character and could not give it back yet: retried like INTERNAL_ERROR.
       CHARACTER_ELSEWHERE: ["retry", "retry"],
+      // Banned until a time the reason names (version 11): every join is refused until then.
+      BANNED: ["stop", "stop"],
     };
     assert.deepEqual(Object.keys(table).sort(), Object.keys(KickCode).sort(), "every code has a row");
     for (const [name, [fetched, reused]] of Object.entries(table)) {

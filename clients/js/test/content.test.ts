@@ -62,7 +62,7 @@ function decodeKind(bytes: Uint8Array): string {
 
 describe("content versions in the codec", () => {
   it("a version 5 Welcome carries the host's content version after the schema", () => {
-    assert.deepEqual(SUPPORTED_VERSIONS, [6, 7, 8, 9, 10]);
+    assert.deepEqual(SUPPORTED_VERSIONS, [6, 7, 8, 9, 10, 11]);
     assert.equal(CONTENT_VERSION_PROTOCOL, 5);
     const v5 = encodeServerMessage(welcome(5, "1.4.0"));
     // The bytes of PROTOCOL.md §9.8 (welcome_content_version.json).
@@ -101,7 +101,8 @@ describe("content versions in the codec", () => {
     assert.equal(kickCodeName(28), "WORLD_HALTED");
     assert.equal(kickCodeName(29), "CHARACTER_MOVED");
     assert.equal(kickCodeName(30), "CHARACTER_ELSEWHERE");
-    assert.equal(kickCodeName(31), "UNKNOWN(31)");
+    assert.equal(kickCodeName(31), "BANNED");
+    assert.equal(kickCodeName(32), "UNKNOWN(32)");
     assert.equal(kickResumesElsewhere(27), false);
   });
 

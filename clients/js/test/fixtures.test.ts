@@ -260,6 +260,12 @@ describe("golden fixtures", () => {
       "inputs",
       "events",
       "state",
+      "entries",
+      "chat",
+      "chat_report",
+      "chat_history",
+      "chat_lines",
+      "chat_reply",
     ]) {
       assert.ok(types.has(t), `a fixture of type ${t}`);
     }

@@ -40,6 +40,12 @@ import {
   type SocketLike,
   type Update,
   type ClientMessage,
+  type Chat,
+  type ChatHistory,
+  type ChatReply,
+  type ChatReport,
+  type ChatWireLine,
+  ChatReplyCode,
   type Hello,
   type SocketFactory,
   knownSetHash,
@@ -47,6 +53,22 @@ import {
   ZoneConnection,
   type ReconnectOptions,
 } from "../src/index.js";
+
+/** The `sub` of a JWS ticket, or null when `ticket` is not one. */
+export function ticketSub(ticket: string): string | null {
+  try {
+    const claims = JSON.parse(Buffer.from(ticket.split(".")[1] ?? "", "base64url").toString("utf8")) as { sub?: unknown };
+    return typeof claims.sub === "string" ? claims.sub : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A ticket as a host mints it (a compact JWS; the signature is not checked here) for `sub`. */
+export function jwsTicket(sub: string, n = 1): string {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+  return `${b64({ alg: "HS256" })}.${b64({ sub, zone: "test-zone", exp: 4_000_000_000, jti: `j${n}`, role: "player" })}.sig`;
+}
 
 /** A small deterministic PRNG (mulberry32) so "random" latency is reproducible. */
 export function rng(seed: number): () => number {
@@ -142,6 +164,8 @@ export class ServerSession {
   /** The BASELINE waits for the client's first Ping (see `FakeServer.pongBeforeBaseline`). */
   baselineHeld = false;
   received: ClientMessage[] = [];
+  /** The principal its ticket named (the `sub` of a JWS ticket, else `p<player id>`). */
+  principal = "";
   constructor(socket: ServerEnd) {
     this.socket = socket;
   }
@@ -258,11 +282,25 @@ export class FakeServer {
   nextPlayer = 1;
   versionPick: number | null = null;
   /**
-   * The newest version this host speaks (10: it moves players between zones, §5.3.2, tells a
-   * halted lasting world by WORLD_HALTED, §5.3, and the whereabouts of a player's character by
-   * CHARACTER_MOVED and CHARACTER_ELSEWHERE, §5.3 "Characters").
+   * The newest version this host speaks (11: it moves players between zones, §5.3.2, tells a
+   * halted lasting world by WORLD_HALTED, §5.3, the whereabouts of a player's character by
+   * CHARACTER_MOVED and CHARACTER_ELSEWHERE, §5.3 "Characters", and serves chat).
    */
-  maxVersion = 10;
+  maxVersion = 11;
+  /** Chat: every channel's lines, by the store's key (a DM under `dm:` + the two principals sorted). */
+  chatStore = new Map<string, ChatWireLine[]>();
+  /** Chat: lines of each channel sent to a session on attach (0 = none). */
+  chatHistoryOnAttach = 50;
+  /** Chat: the host's clock for `sent_at_ms`, UNIX ms. */
+  chatClock: () => number = () => 1_700_000_000_000 + Math.floor(this.sched.now());
+  /** Chat: a refusal of a line (its ChatReply), or null to accept it (default: accept all). */
+  chatRefuse: (s: ServerSession, m: Chat) => Omit<ChatReply, "type" | "ref"> | null = () => null;
+  /** Chat: hold the echo of accepted lines until {@link releaseChat} (as a slow store would). */
+  chatHold = false;
+  /** Chat: lines accepted and held (see {@link chatHold}). */
+  private chatHeld: Array<() => void> = [];
+  /** Chat: reports filed, in order. */
+  reports: ChatReport[] = [];
   /**
    * The zone is a lasting world halted because its saves failed (§5.3): every join is refused with
    * WORLD_HALTED (INTERNAL_ERROR to a session below version 9) until it is false again. See
@@ -491,7 +529,7 @@ export class FakeServer {
           tickHz: this.tickHz,
           patchEvery: this.patchEvery,
           tick: this.tick,
-          features: 0,
+          features: version >= 11 ? 1 : 0,
           idleTimeoutMs: 30_000,
           handshakeTimeoutMs: 5_000,
           reconnectGraceMs: 30_000,
@@ -507,8 +545,20 @@ export class FakeServer {
         if (s.wt !== null) this.sendState(s);
         else if (this.pongBeforeBaseline) s.baselineHeld = true;
         else this.sendDelta(s, !continued);
+        s.principal = ticketSub(m.ticket) ?? `p${s.playerId}`;
+        if (version >= 11) this.chatAttach(s);
         return;
       }
+      case "chat":
+      case "chat_report":
+      case "chat_history":
+        if (s.version < 11) {
+          // As Inputs over WebSocket: a protocol error in an older session.
+          this.kick(s, KickCode.PROTOCOL_ERROR, `${m.type} in a version ${s.version} session`);
+          return;
+        }
+        this.onChat(s, m);
+        return;
       case "inputs":
         throw new Error("Inputs on the control stream");
       case "input": {
@@ -537,6 +587,85 @@ export class FakeServer {
   }
 
   onClientClosed(_s: ServerSession): void {}
+
+  /** The store's key of a channel as `s` names it (a DM: `dm:` + both principals sorted, 0x1F between). */
+  chatKey(s: ServerSession, channel: string): string {
+    if (!channel.startsWith("dm:")) return channel;
+    const pair = [s.principal, channel.slice(3)].sort();
+    return `dm:${pair[0]}\u001f${pair[1]}`;
+  }
+
+  /** The channel `s` hears the lines of the store's `key` on (null: it does not hear them). */
+  chatChannelOf(s: ServerSession, key: string): string | null {
+    if (!key.startsWith("dm:")) return key === `zone:${this.zoneId}` || key.startsWith("group:") ? key : null;
+    const [a, b] = key.slice(3).split("\u001f");
+    if (a === s.principal) return `dm:${b}`;
+    if (b === s.principal) return `dm:${a}`;
+    return null;
+  }
+
+  /** Sends a session the recent lines of the channels it hears (as a host does on attach). */
+  chatAttach(s: ServerSession): void {
+    if (this.chatHistoryOnAttach === 0) return;
+    for (const [key, lines] of this.chatStore) {
+      const channel = this.chatChannelOf(s, key);
+      if (channel === null || lines.length === 0) continue;
+      this.send(s, { type: "chat_lines", channel, history: true, ref: 0, lines: lines.slice(-this.chatHistoryOnAttach) });
+    }
+  }
+
+  /** Appends a line as the store does (the next seq of its channel) and tells every session hearing it. */
+  sayLine(key: string, sender: string, body: string): ChatWireLine {
+    const lines = this.chatStore.get(key) ?? [];
+    this.chatStore.set(key, lines);
+    const line: ChatWireLine = { seq: (lines.at(-1)?.seq ?? 0) + 1, sender, sentAtMs: this.chatClock(), body };
+    lines.push(line);
+    const fanOut = (): void => {
+      for (const o of this.sessions) {
+        if (!o.welcomed || o.socket.closed || o.moving || o.version < 11) continue;
+        const channel = this.chatChannelOf(o, key);
+        if (channel !== null) this.send(o, { type: "chat_lines", channel, history: false, ref: 0, lines: [line] });
+      }
+    };
+    if (this.chatHold) this.chatHeld.push(fanOut);
+    else fanOut();
+    return line;
+  }
+
+  /** Tells the held lines (see {@link chatHold}). */
+  releaseChat(): void {
+    for (const f of this.chatHeld.splice(0)) f();
+  }
+
+  private onChat(s: ServerSession, m: Chat | ChatReport | ChatHistory): void {
+    const reply = (code: number, text: string, untilMs = 0): void =>
+      this.send(s, { type: "chat_reply", ref: m.ref, code, untilMs, text });
+    const key = this.chatKey(s, m.channel);
+    switch (m.type) {
+      case "chat": {
+        const refused = this.chatRefuse(s, m);
+        if (refused !== null) this.send(s, { type: "chat_reply", ref: m.ref, ...refused });
+        else this.sayLine(key, s.principal, m.body);
+        return;
+      }
+      case "chat_report": {
+        const kept = new Set((this.chatStore.get(key) ?? []).map((l) => l.seq));
+        if (!m.seqs.every((q) => kept.has(q))) {
+          reply(ChatReplyCode.NOT_FOUND, "a reported line is not kept");
+          return;
+        }
+        this.reports.push(m);
+        reply(ChatReplyCode.OK, String(this.reports.length));
+        return;
+      }
+      case "chat_history": {
+        const all = this.chatStore.get(key) ?? [];
+        const lines = all.filter((l) => m.before === 0 || l.seq < m.before).slice(-m.limit);
+        this.send(s, { type: "chat_lines", channel: m.channel, history: true, ref: m.ref, lines });
+        return;
+      }
+    }
+  }
 
   /**
    * Moves the session's player to `zoneId` (§5.3.2): its entity leaves this zone, the session is

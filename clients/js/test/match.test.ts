@@ -199,7 +199,7 @@ describe("matchmake", () => {
     assert.equal(create.length, 1);
     assert.equal(create[0]?.url.href, "http://mm.test/match/searches");
     assert.equal(create[0]?.headers?.authorization, "Bearer match-ticket");
-    assert.deepEqual(JSON.parse(create[0]?.body ?? ""), { queue: "duel", protocol_version: 10 });
+    assert.deepEqual(JSON.parse(create[0]?.body ?? ""), { queue: "duel", protocol_version: 11 });
 
     // Both regions, each in 1 + 3 legs, measured by the region's host.
     assert.deepEqual(

@@ -114,7 +114,7 @@ describe("ZoneConnection following a Transfer", () => {
     const joined = conn.connect();
     await advance(sched, 600);
     await joined;
-    assert.equal(conn.welcome?.version, 10);
+    assert.equal(conn.welcome?.version, 11);
     const old = source.last;
     const before = frames.length;
     assert.deepEqual(frames[before - 1], [7, 101], "the source's world is drawn");
@@ -140,7 +140,7 @@ describe("ZoneConnection following a Transfer", () => {
     assert.ok(hello?.type === "hello");
     assert.equal(hello.ticket, cred);
     assert.equal(hello.reconnectToken.length, 0);
-    assert.deepEqual(hello.versions, [6, 7, 8, 9, 10]);
+    assert.deepEqual(hello.versions, [6, 7, 8, 9, 10, 11]);
     assert.equal(hello.resumeFrom, null);
     assert.deepEqual(fleet.opened, [ENTRY, TARGET], "straight to the Transfer's URL");
     // Every frame shows a world: the old one until the swap, then the new one, never nothing.

@@ -221,7 +221,7 @@ describe("ZoneConnection over WebTransport", () => {
     const welcome = conn.connect();
     await run(sched, 300);
     const w = await welcome;
-    assert.equal(w.version, 10);
+    assert.equal(w.version, 11);
     assert.equal(conn.transport, "webtransport");
     assert.deepEqual(welcomes, [{ resumed: false, transport: "webtransport", transfer: null }]);
     assert.deepEqual(fallbacks, []);
@@ -238,7 +238,7 @@ describe("ZoneConnection over WebTransport", () => {
     assert.equal(session.wt.streamsOpened, 1, "one bidirectional stream");
     const hello = session.received[0];
     assert.ok(hello?.type === "hello");
-    assert.deepEqual(hello.versions, [6, 7, 8, 9, 10]);
+    assert.deepEqual(hello.versions, [6, 7, 8, 9, 10, 11]);
     assert.equal(session.received[1]?.type, "ping", "pings go on the stream");
     await run(sched, 3000);
     assert.ok(deltas.length > 60, `${deltas.length} States applied`);
@@ -565,7 +565,7 @@ describe("ZoneConnection transport choice", () => {
     assert.match(fallbacks[0]?.reason ?? "", /2000 ms/);
     await run(sched, 200);
     const w = await p;
-    assert.equal(w.version, 10, "version 10 over WebSocket");
+    assert.equal(w.version, 11, "version 11 over WebSocket");
     assert.equal(conn.transport, "websocket");
     assert.equal(server.last.wt, null);
     conn.close();

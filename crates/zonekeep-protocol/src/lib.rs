@@ -1,4 +1,4 @@
-//! Zonekeep wire protocol (version 10; current hosts accept 2 to 10), as specified normatively in `PROTOCOL.md` at the repository root.
+//! Zonekeep wire protocol (version 11; current hosts accept 2 to 11), as specified normatively in `PROTOCOL.md` at the repository root.
 //!
 //! This crate owns the bytes: varints and other primitives ([`wire`]), the bit-exact quantization rules
 //! ([`quant`]), the matchmaker's search states ([`matchmaking`]), the known-set check ([`known`]), the entity schema ([`schema`]), a kind's client contract ([`contract`]), the limits ([`limits`]), the Delta streaming writer and
@@ -31,9 +31,9 @@ pub use delta::{decode_delta, Delta, DeltaHeader, DeltaWriter, PosForm, PosUpdat
 pub use error::{DecodeError, EncodeError};
 pub use known::known_set_hash;
 pub use messages::{
-    ClientMessage, DeltaContext, Events, Hello, Input, InputRefused, Inputs, Kick, KickCode,
-    KnownSetCheck, Ping, Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer,
-    Welcome,
+    Chat, ChatHistory, ChatLine, ChatLines, ChatReply, ChatReplyCode, ChatReport, ClientMessage,
+    DeltaContext, Events, Hello, Input, InputRefused, Inputs, Kick, KickCode, KnownSetCheck, Ping,
+    Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
 };
 pub use mirror::{Mirror, MirrorEntity, MirrorError};
 pub use schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};

@@ -36,7 +36,24 @@ pub const MAX_DELTA_LIST: usize = 65_536;
 pub const MAX_EVENTS: usize = 1024;
 /// Longest event payload in bytes.
 pub const MAX_EVENT_PAYLOAD: usize = 16_384;
-/// The newest version this crate implements and every current host speaks. Version 10
+/// Longest chat channel name in bytes (`zone:<id>`, `group:<name>`, `dm:<principal>`; version 11).
+pub const MAX_CHAT_CHANNEL: usize = 300;
+/// Longest chat line body in bytes (version 11); a host may set a lower limit (`chat_max_line`).
+pub const MAX_CHAT_BODY: usize = 1024;
+/// Longest sender of a chat line in bytes: a principal (version 11).
+pub const MAX_CHAT_SENDER: usize = 256;
+/// Most lines one ChatReport names (version 11).
+pub const MAX_CHAT_REPORT_LINES: usize = 20;
+/// Longest reason of a ChatReport in bytes (version 11).
+pub const MAX_CHAT_REPORT_REASON: usize = 500;
+/// Most lines a ChatHistory asks for and one ChatLines carries (version 11).
+pub const MAX_CHAT_LINES: usize = 200;
+/// Longest text of a ChatReply in bytes (version 11).
+pub const MAX_CHAT_REPLY_TEXT: usize = 1024;
+/// The newest version this crate implements and every current host speaks. Version 11
+/// ([`crate::messages::CHAT_PROTOCOL`]) is version 10 plus chat: the client messages Chat,
+/// ChatReport and ChatHistory, the server messages ChatLines and ChatReply, and the Kick code
+/// BANNED (PROTOCOL.md §4.7–§4.9, §5.11–§5.12). Version 10
 /// ([`crate::messages::CHARACTER_PROTOCOL`]) is version 9 plus the Kick codes CHARACTER_MOVED (the
 /// player's character was taken into another zone: another game or device) and
 /// CHARACTER_ELSEWHERE (another zone holds it and could not give it back yet; PROTOCOL.md §5.3).
@@ -53,7 +70,7 @@ pub const MAX_EVENT_PAYLOAD: usize = 16_384;
 /// bytes are version 3's otherwise. Version 3 sends Redirect and
 /// adds the Kick codes ZONE_MOVED, HOST_FENCED and TOO_MANY_REDIRECTS; its bytes are version 2's.
 /// Version 2 added Welcome's timeouts, InputRefused, KnownSetCheck and Resync.
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 /// The version that adds the WebTransport transport (PROTOCOL.md §1.1): State and Inputs datagrams
 /// and the Events message. Over WebSocket its bytes are version 5's.
 pub const DATAGRAM_VERSION: u32 = 6;

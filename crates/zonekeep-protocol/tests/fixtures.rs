@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Update};
 use zonekeep_protocol::known_set_hash;
 use zonekeep_protocol::messages::{
-    ClientMessage, DeltaContext, Entries, Events, Hello, Input, InputRefused, Inputs, Kick,
-    KickCode, KnownSetCheck, Ping, Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage,
-    Transfer, Welcome,
+    Chat, ChatHistory, ChatLine, ChatLines, ChatReply, ChatReplyCode, ChatReport, ClientMessage,
+    DeltaContext, Entries, Events, Hello, Input, InputRefused, Inputs, Kick, KickCode,
+    KnownSetCheck, Ping, Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer,
+    Welcome,
 };
 use zonekeep_protocol::schema::{FieldDef, FieldType, FieldValue, KindDef, Schema};
 
@@ -323,6 +324,7 @@ fn message_fixtures() -> Vec<Fixture> {
         server("redirect", "Redirect (protocol version 3) to zone \"arena-1\" at its owner, after one hop: the client sends the same Hello there.", ServerMessage::Redirect(Redirect { url: "wss://b.example/zones/arena-1?hops=1".into(), zone_id: "arena-1".into() })),
         server("transfer", "Transfer (protocol version 8): the player now belongs to zone \"lobby\"; the client connects to the URL with a Hello carrying the transfer credential, keeping the old world on screen until the new zone's BASELINE.", ServerMessage::Transfer(Transfer { zone_id: "lobby".into(), ticket: "eyJ0.e30.sig2".into(), url: "wss://a.example/zones/lobby".into() })),
     ];
+    v.extend(chat_fixtures());
 
     let base = |tick| Delta {
         base: None,
@@ -447,6 +449,74 @@ fn message_fixtures() -> Vec<Fixture> {
     v
 }
 
+/// Chat (protocol version 11): the three client messages, the two server messages, and the Kick
+/// code BANNED.
+fn chat_fixtures() -> Vec<Fixture> {
+    vec![
+        client(
+            "chat",
+            "Chat (0x06, protocol version 11): line ref 300 said on the channel of zone \"arena-1\"; the host echoes the ref only in a ChatReply when it refuses the line.",
+            ClientMessage::Chat(Chat { reference: 300, channel: "zone:arena-1".into(), body: "gg, well played".into() }),
+        ),
+        client(
+            "chat_dm",
+            "Chat (protocol version 11) sent by ann as a direct message to bob: a session names a DM channel after the other principal, so ann sends on \"dm:bob\" and bob hears it on \"dm:ann\". The body is UTF-8 (\"é\" is two bytes).",
+            ClientMessage::Chat(Chat { reference: 301, channel: "dm:bob".into(), body: "trade? 3 ore for the épée".into() }),
+        ),
+        client(
+            "chat_report",
+            "ChatReport (0x07, protocol version 11): ref 302 reports lines 41, 42 and 300 of zone \"arena-1\"'s channel to the moderators, with a reason.",
+            ClientMessage::ChatReport(ChatReport { reference: 302, channel: "zone:arena-1".into(), seqs: vec![41, 42, 300], reason: "spam".into() }),
+        ),
+        client(
+            "chat_history",
+            "ChatHistory (0x08, protocol version 11): ref 303 asks for at most 50 lines of group \"world-eu\"'s channel older than seq 1000 (before 0 would ask for the newest).",
+            ClientMessage::ChatHistory(ChatHistory { reference: 303, channel: "group:world-eu".into(), before: 1000, limit: 50 }),
+        ),
+        server(
+            "chat_lines",
+            "ChatLines (0x8c, protocol version 11): two live lines of zone \"arena-1\"'s channel (flags 0, ref 0), seq 300 from ann and seq 301 from bob 250 ms later.",
+            ServerMessage::ChatLines(ChatLines {
+                channel: "zone:arena-1".into(),
+                history: false,
+                reference: 0,
+                lines: vec![
+                    ChatLine { seq: 300, sender: "ann".into(), sent_at_ms: 1_700_000_000_000, body: "gg, well played".into() },
+                    ChatLine { seq: 301, sender: "bob".into(), sent_at_ms: 1_700_000_000_250, body: "héllo".into() },
+                ],
+            }),
+        ),
+        server(
+            "chat_lines_history",
+            "ChatLines (protocol version 11) flagged history (flags 1) answering ChatHistory ref 303: the two lines of group \"world-eu\"'s channel before seq 1000 the store keeps, oldest first.",
+            ServerMessage::ChatLines(ChatLines {
+                channel: "group:world-eu".into(),
+                history: true,
+                reference: 303,
+                lines: vec![
+                    ChatLine { seq: 998, sender: "cy".into(), sent_at_ms: 1_699_999_990_000, body: "anyone for the raid?".into() },
+                    ChatLine { seq: 999, sender: "dee".into(), sent_at_ms: 1_699_999_995_500, body: "me".into() },
+                ],
+            }),
+        ),
+        server(
+            "chat_reply_muted",
+            "ChatReply (0x8d, protocol version 11) refusing Chat ref 300 with MUTED (2): the sender may speak again at until_ms.",
+            ServerMessage::ChatReply(ChatReply { reference: 300, code: ChatReplyCode::MUTED, until_ms: 1_700_000_600_000, text: "muted in zone:arena-1 until 1700000600000: spam".into() }),
+        ),
+        server(
+            "chat_reply_report_filed",
+            "ChatReply (protocol version 11) answering ChatReport ref 302 with OK (0): the report was filed, and the text is its id; until_ms is 0.",
+            ServerMessage::ChatReply(ChatReply { reference: 302, code: ChatReplyCode::OK, until_ms: 0, text: "17".into() }),
+        ),
+        server(
+            "kick_banned",
+            "Kick with BANNED (31, protocol version 11): the principal is banned from group \"world-eu\" until the time in the reason; the client does not reconnect by itself. A session of an older version gets JOIN_REFUSED (19) with the same reason instead.",
+            ServerMessage::Kick(Kick { code: KickCode::BANNED, reason: "banned from group:world-eu until 1700086400000: harassment".into() }),
+        ),
+    ]
+}
+
 #[test]
 fn golden_fixtures_are_fresh() {
     let mut all = message_fixtures();
@@ -539,7 +609,7 @@ fn protocol_md_examples_match_fixtures() {
         checked += 1;
     }
     assert_eq!(
-        checked, 12,
-        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello, content version Welcome, Transfer, Kick WORLD_HALTED, Kick CHARACTER_MOVED and Kick CHARACTER_ELSEWHERE examples"
+        checked, 21,
+        "Hello, Input, Welcome, Delta, Redirect, Kick, resuming Hello, content version Welcome, Transfer, Kick WORLD_HALTED, Kick CHARACTER_MOVED, Kick CHARACTER_ELSEWHERE, the two Chats, ChatReport, ChatHistory, the two ChatLines, the two ChatReplies and Kick BANNED examples"
     );
 }

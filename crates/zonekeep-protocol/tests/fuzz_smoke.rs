@@ -6,7 +6,8 @@
 use zonekeep_protocol::delta::{Delta, Event, PosForm, Spawn, Update};
 use zonekeep_protocol::fuzzing;
 use zonekeep_protocol::messages::{
-    ClientMessage, DeltaContext, Hello, Input, Ping, Role, ServerMessage, Welcome,
+    Chat, ChatHistory, ChatLine, ChatLines, ChatReply, ChatReplyCode, ChatReport, ClientMessage,
+    DeltaContext, Hello, Input, Ping, Role, ServerMessage, Welcome,
 };
 use zonekeep_protocol::schema::FieldValue;
 
@@ -101,6 +102,23 @@ fn client_seeds() -> Vec<Vec<u8>> {
         }),
         ClientMessage::Ping(Ping {
             client_time: 1 << 40,
+        }),
+        ClientMessage::Chat(Chat {
+            reference: 300,
+            channel: "zone:a".into(),
+            body: "héllo".into(),
+        }),
+        ClientMessage::ChatReport(ChatReport {
+            reference: 7,
+            channel: "dm:bob".into(),
+            seqs: vec![1, 300],
+            reason: "spam".into(),
+        }),
+        ClientMessage::ChatHistory(ChatHistory {
+            reference: 8,
+            channel: "group:g".into(),
+            before: 1000,
+            limit: 200,
         }),
     ]
     .iter()
@@ -207,6 +225,28 @@ fn server_message_target() {
         welcome_v7.to_bytes(None).unwrap(),
         baseline.to_vec(),
         vec![0x84, 14, 1, b'x'],
+        // Version 11: chat.
+        ServerMessage::ChatLines(ChatLines {
+            channel: "zone:a".into(),
+            history: true,
+            reference: 8,
+            lines: vec![ChatLine {
+                seq: 300,
+                sender: "ann".into(),
+                sent_at_ms: 1 << 40,
+                body: "gg".into(),
+            }],
+        })
+        .to_bytes(None)
+        .unwrap(),
+        ServerMessage::ChatReply(ChatReply {
+            reference: 300,
+            code: ChatReplyCode::MUTED,
+            until_ms: 1 << 40,
+            text: "muted".into(),
+        })
+        .to_bytes(None)
+        .unwrap(),
     ];
     run("server_message", &seeds, fuzzing::server_message);
 }

@@ -7,9 +7,10 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 use zonekeep_protocol::delta::{decode_delta, Delta, Event, PosForm, Spawn, Update};
 use zonekeep_protocol::messages::{
-    ClientMessage, DeltaContext, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping,
-    Pong, Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome,
-    CONTENT_VERSION_PROTOCOL, ENTRIES_PROTOCOL,
+    Chat, ChatHistory, ChatLine, ChatLines, ChatReply, ChatReplyCode, ChatReport, ClientMessage,
+    DeltaContext, Entries, Hello, Input, InputRefused, Kick, KickCode, KnownSetCheck, Ping, Pong,
+    Redirect, ResumeFrom, Resync, Role, ServerMessage, Transfer, Welcome, CONTENT_VERSION_PROTOCOL,
+    ENTRIES_PROTOCOL,
 };
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::quant::*;
@@ -322,6 +323,26 @@ fn arb_string(max: usize) -> impl Strategy<Value = String> {
     })
 }
 
+/// Like [`arb_string`], never empty (a Chat's channel and body).
+fn arb_nonempty(max: usize) -> impl Strategy<Value = String> {
+    arb_string(max).prop_map(|s| if s.is_empty() { "x".into() } else { s })
+}
+
+fn arb_chat_line() -> impl Strategy<Value = ChatLine> {
+    (
+        any::<u64>(),
+        arb_string(256),
+        any::<u64>(),
+        arb_string(1024),
+    )
+        .prop_map(|(seq, sender, sent_at_ms, body)| ChatLine {
+            seq,
+            sender,
+            sent_at_ms,
+            body,
+        })
+}
+
 fn arb_client() -> impl Strategy<Value = ClientMessage> {
     prop_oneof![
         (
@@ -362,6 +383,35 @@ fn arb_client() -> impl Strategy<Value = ClientMessage> {
             })),
         any::<u64>().prop_map(|client_time| ClientMessage::Ping(Ping { client_time })),
         any::<u64>().prop_map(|tick| ClientMessage::Resync(Resync { tick })),
+        (any::<u32>(), arb_nonempty(300), arb_nonempty(1024)).prop_map(
+            |(reference, channel, body)| ClientMessage::Chat(Chat {
+                reference,
+                channel,
+                body
+            })
+        ),
+        (
+            any::<u32>(),
+            arb_string(300),
+            proptest::collection::vec(any::<u64>(), 1..=20),
+            arb_string(500)
+        )
+            .prop_map(|(reference, channel, seqs, reason)| {
+                ClientMessage::ChatReport(ChatReport {
+                    reference,
+                    channel,
+                    seqs,
+                    reason,
+                })
+            }),
+        (any::<u32>(), arb_string(300), any::<u64>(), 1..=200u32).prop_map(
+            |(reference, channel, before, limit)| ClientMessage::ChatHistory(ChatHistory {
+                reference,
+                channel,
+                before,
+                limit
+            })
+        ),
     ]
 }
 
@@ -437,6 +487,30 @@ fn arb_server() -> impl Strategy<Value = ServerMessage> {
         (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(tick, count, hash)| {
             ServerMessage::KnownSetCheck(KnownSetCheck { tick, count, hash })
         }),
+        proptest::collection::vec(arb_string(512), 0..=8)
+            .prop_map(|entries| ServerMessage::Entries(Entries { entries })),
+        (
+            arb_string(300),
+            any::<bool>(),
+            any::<u32>(),
+            proptest::collection::vec(arb_chat_line(), 0..=12)
+        )
+            .prop_map(|(channel, history, reference, lines)| {
+                ServerMessage::ChatLines(ChatLines {
+                    channel,
+                    history,
+                    reference,
+                    lines,
+                })
+            }),
+        (any::<u32>(), any::<u16>(), any::<u64>(), arb_string(1024)).prop_map(
+            |(reference, code, until_ms, text)| ServerMessage::ChatReply(ChatReply {
+                reference,
+                code: ChatReplyCode(code),
+                until_ms,
+                text
+            })
+        ),
     ]
 }
 

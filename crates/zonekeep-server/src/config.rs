@@ -193,6 +193,17 @@ pub struct ServerConfig {
     /// The leaderboards' ranking index (`redis://host:port`); none: boards are read from the
     /// store alone.
     pub board_redis: Option<Secret>,
+    /// Chat lines the store keeps per channel (older ones are dropped as new ones come).
+    /// Default 200.
+    pub chat_keep: u32,
+    /// Longest chat line this host takes, bytes (at most 1,024, the wire's bound). Default 500.
+    pub chat_max_line: u32,
+    /// Chat lines one principal may say per second on this host. Default 2.
+    pub chat_rate: f64,
+    /// Chat lines one principal may say at once, beyond the rate. Default 5.
+    pub chat_burst: u32,
+    /// Lines of each of its channels a session is sent as it attaches. Default 50.
+    pub chat_history: u32,
     /// A search's client must heartbeat at least this often, seconds (it expires after three
     /// missed). Default 10.
     pub match_heartbeat_secs: u64,
@@ -317,6 +328,11 @@ impl Default for ServerConfig {
             match_redis: None,
             boards: Vec::new(),
             board_redis: None,
+            chat_keep: 200,
+            chat_max_line: 500,
+            chat_rate: 2.0,
+            chat_burst: 5,
+            chat_history: 50,
             match_heartbeat_secs: 10,
             min_protocol_version: 0,
             reconnect_capacity: 100_000,
@@ -540,6 +556,27 @@ impl ServerConfig {
             if !r.expose().starts_with("redis://") {
                 return Err(invalid("board_redis", "must be a redis:// URL"));
             }
+        }
+        if self.chat_keep == 0 || self.chat_keep > 100_000 {
+            return Err(invalid("chat_keep", "must be 1..=100000"));
+        }
+        if self.chat_max_line == 0 || self.chat_max_line > 1024 {
+            return Err(invalid("chat_max_line", "must be 1..=1024 bytes"));
+        }
+        if !(self.chat_rate.is_finite() && self.chat_rate > 0.0 && self.chat_rate <= 1000.0) {
+            return Err(invalid(
+                "chat_rate",
+                "must be above 0 and at most 1000 per second",
+            ));
+        }
+        if self.chat_burst == 0 || self.chat_burst > 1000 {
+            return Err(invalid("chat_burst", "must be 1..=1000"));
+        }
+        if self.chat_history > 200 || self.chat_history > self.chat_keep {
+            return Err(invalid(
+                "chat_history",
+                "must be at most 200 and at most chat_keep",
+            ));
         }
         self.key_ring()?;
         self.persist_config()?;

@@ -118,6 +118,8 @@ impl SessionError {
                 JoinFailure::ShuttingDown => KickCode::SHUTTING_DOWN,
                 JoinFailure::Fenced => KickCode::HOST_FENCED,
                 JoinFailure::Moved { .. } => KickCode::ZONE_MOVED,
+                // JOIN_REFUSED below protocol version 11, with the same reason.
+                JoinFailure::Banned(_) => KickCode::BANNED,
             },
             SessionError::Params(_) => KickCode::JOIN_REFUSED,
             SessionError::Version { .. } => KickCode::VERSION_MISMATCH,

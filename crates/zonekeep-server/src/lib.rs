@@ -31,6 +31,7 @@
 mod admin;
 pub mod boards;
 mod bus;
+mod chat;
 pub mod code;
 pub mod config;
 pub mod content;

@@ -8,11 +8,22 @@
 //!
 //! A ticket admits one principal (`sub`) to one zone or a zone prefix pattern
 //! (`zone`: `arena-1`, or `arena-*` for every id starting with `arena-`), with a
-//! `role` (`player`, the default, or `observer`), a validity window (`nbf`,
-//! `exp`, seconds since the UNIX epoch; `iat` optional), a single-use id
-//! (`jti`), optional zone `kind` and create `params` (used when the ticket's
-//! join creates the zone), and any other claims, which are
-//! handed to the zone untouched.
+//! `role`, a validity window (`nbf`, `exp`, seconds since the UNIX epoch;
+//! `iat` optional), a single-use id (`jti`), optional zone `kind` and create
+//! `params` (used when the ticket's join creates the zone), and any other
+//! claims, which are handed to the zone untouched.
+//!
+//! The claims the host reads (every other one goes to the zone):
+//!
+//! | claim | |
+//! | --- | --- |
+//! | `sub` | the principal, 1..=256 bytes |
+//! | `zone` | the zone id, or a prefix pattern ending in `*` (`*` alone admits every zone) |
+//! | `role` | `player` (the default), `observer`, or `moderator`: an observer in the zone that also moderates chat in the zones its `zone` claim admits, and in the whole fleet when `zone` is exactly `*` ([`VerifiedTicket::moderator`]) |
+//! | `exp`, `nbf`, `iat` | the validity window, UNIX seconds (`nbf`, `iat` optional) |
+//! | `jti` | the single-use id, 1..=128 bytes |
+//! | `kind`, `params` | the zone kind and create parameters for a join that creates the zone |
+//! | `xfer` | the transfer a transfer credential completes ([`VerifiedTicket::transfer`]) |
 //!
 //! Verification order (each step has its own refusal):
 //! 1. shape: three base64url (unpadded) parts, a JSON header naming `alg`;
@@ -127,8 +138,13 @@ pub struct VerifiedTicket {
     pub sub: Principal,
     /// The zone id or prefix pattern the ticket admits.
     pub zone: String,
-    /// Player or observer.
+    /// Player or observer: a `moderator` ticket joins as an observer.
     pub role: Role,
+    /// Whether the ticket's `role` is `moderator` (PROTOCOL.md §8, version 11): the session is an
+    /// observer in the zone ([`Role::Observer`]) and moderates chat in the zones its `zone` claim
+    /// admits ([`VerifiedTicket::moderates_zone`]), or in the whole fleet when the claim is
+    /// exactly `*` ([`VerifiedTicket::moderates_fleet`]). Never true with [`Role::Player`].
+    pub moderator: bool,
     /// Expiry, UNIX seconds.
     pub exp: u64,
     /// Not-before, UNIX seconds (0 when absent).
@@ -154,6 +170,18 @@ impl VerifiedTicket {
     /// [`TicketError::Malformed`] (BAD_TICKET).
     pub fn transfer(&self) -> Option<&TransferClaim> {
         self.transfer.as_ref()
+    }
+
+    /// Whether this is a moderator ticket whose `zone` claim admits `zone_id`: its holder
+    /// moderates chat in that zone.
+    pub fn moderates_zone(&self, zone_id: &str) -> bool {
+        self.moderator && zone_matches(&self.zone, zone_id)
+    }
+
+    /// Whether this is a moderator ticket whose `zone` claim is exactly `*`: its holder
+    /// moderates the fleet (every zone, every group, fleet-wide sanctions).
+    pub fn moderates_fleet(&self) -> bool {
+        self.moderator && self.zone == "*"
     }
 }
 
@@ -300,13 +328,15 @@ fn parse_claims(mut m: Map<String, Value>) -> Result<VerifiedTicket, TicketError
             ))
         }
     };
-    let role = match m.get("role") {
-        None => Role::Player,
-        Some(Value::String(s)) if s == "player" => Role::Player,
-        Some(Value::String(s)) if s == "observer" => Role::Observer,
+    // A moderator is an observer in the zone, and a moderator for chat.
+    let (role, moderator) = match m.get("role") {
+        None => (Role::Player, false),
+        Some(Value::String(s)) if s == ROLE_PLAYER => (Role::Player, false),
+        Some(Value::String(s)) if s == ROLE_OBSERVER => (Role::Observer, false),
+        Some(Value::String(s)) if s == ROLE_MODERATOR => (Role::Observer, true),
         Some(_) => {
             return Err(TicketError::Malformed(
-                "role must be \"player\" or \"observer\"",
+                "role must be \"player\", \"observer\" or \"moderator\"",
             ))
         }
     };
@@ -369,6 +399,7 @@ fn parse_claims(mut m: Map<String, Value>) -> Result<VerifiedTicket, TicketError
         sub: Principal::new(sub),
         zone,
         role,
+        moderator,
         exp,
         nbf,
         iat,
@@ -387,7 +418,7 @@ pub struct MintRequest {
     pub sub: String,
     /// Zone id or prefix pattern.
     pub zone: String,
-    /// Player or observer.
+    /// Player or observer ([`mint_moderator`] mints a moderator, an observer, whatever this says).
     pub role: Role,
     /// Lifetime from `now`, seconds.
     pub ttl_secs: u64,
@@ -397,17 +428,42 @@ pub struct MintRequest {
     pub claims: Claims,
 }
 
-/// Sign a ticket with `key` at `now` (UNIX seconds); `jti` is 16 random bytes.
+/// The `role` claim of a player ticket.
+const ROLE_PLAYER: &str = "player";
+/// The `role` claim of an observer ticket.
+const ROLE_OBSERVER: &str = "observer";
+/// The `role` claim of a moderator ticket (an observer that moderates chat).
+const ROLE_MODERATOR: &str = "moderator";
+
+/// Sign a ticket with `key` at `now` (UNIX seconds); `jti` is 16 random bytes. The `role` claim
+/// is `req.role`'s (`player` or `observer`); [`mint_moderator`] mints a `moderator` one.
 pub fn mint(key: &TicketKey, req: &MintRequest, now: u64) -> Result<String, MintError> {
+    let role = match req.role {
+        Role::Player => ROLE_PLAYER,
+        Role::Observer => ROLE_OBSERVER,
+    };
+    mint_with_role(key, req, role, now)
+}
+
+/// Sign a moderator ticket with `key` at `now` (UNIX seconds): `role` is `moderator` whatever
+/// `req.role` says, so it verifies as an observer with [`VerifiedTicket::moderator`] set. Its
+/// `zone` claim (`req.zone`) is the moderation scope: the zones it admits, or the whole fleet
+/// when it is exactly `*`.
+pub fn mint_moderator(key: &TicketKey, req: &MintRequest, now: u64) -> Result<String, MintError> {
+    mint_with_role(key, req, ROLE_MODERATOR, now)
+}
+
+fn mint_with_role(
+    key: &TicketKey,
+    req: &MintRequest,
+    role: &str,
+    now: u64,
+) -> Result<String, MintError> {
     let mut jti = [0u8; 16];
     getrandom::fill(&mut jti).map_err(|_| MintError::Random)?;
     let mut claims = req.claims.clone();
     claims.insert("sub".into(), Value::from(req.sub.clone()));
     claims.insert("zone".into(), Value::from(req.zone.clone()));
-    let role = match req.role {
-        Role::Player => "player",
-        Role::Observer => "observer",
-    };
     claims.insert("role".into(), Value::from(role));
     claims.insert("iat".into(), Value::from(now));
     claims.insert("nbf".into(), Value::from(now));

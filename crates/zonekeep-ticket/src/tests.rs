@@ -260,3 +260,113 @@ fn minting_refuses_a_credential_no_host_would_accept() {
         Err(MintError::Invalid(_))
     ));
 }
+
+#[test]
+fn moderator_role_is_an_observer_that_moderates() {
+    let v = verifier();
+    let h = json!({"alg": "HS256", "kid": "k1"});
+    let with_role = |role: Value, zone: &str| {
+        let mut c = claims(NOW);
+        c["role"] = role;
+        c["zone"] = json!(zone);
+        sign_parts(S1, &h, &c)
+    };
+    let m = v
+        .verify(&with_role(json!("moderator"), "arena-*"), "arena-2", NOW)
+        .unwrap();
+    assert_eq!(m.role, Role::Observer);
+    assert!(m.moderator);
+    assert!(m.moderates_zone("arena-2"));
+    assert!(m.moderates_zone("arena-9"));
+    assert!(!m.moderates_zone("lobby"));
+    assert!(!m.moderates_fleet());
+    // The role is a host claim: the zone never sees it.
+    assert!(!m.claims.contains_key("role"));
+
+    // Exactly `*`: every zone and the fleet.
+    let fleet = v
+        .verify(&with_role(json!("moderator"), "*"), "lobby", NOW)
+        .unwrap();
+    assert!(fleet.moderates_fleet());
+    assert!(fleet.moderates_zone("lobby"));
+    // A zone-1 moderator moderates zone-1 only.
+    let one = v
+        .verify(&with_role(json!("moderator"), "zone-1"), "zone-1", NOW)
+        .unwrap();
+    assert!(one.moderates_zone("zone-1"));
+    assert!(!one.moderates_zone("zone-10"));
+    assert!(!one.moderates_fleet());
+
+    // Players and observers moderate nothing, even with `*`.
+    for role in [json!("player"), json!("observer")] {
+        let t = v.verify(&with_role(role, "*"), "lobby", NOW).unwrap();
+        assert!(!t.moderator);
+        assert!(!t.moderates_zone("lobby"));
+        assert!(!t.moderates_fleet());
+    }
+    let default = v
+        .verify(&sign_parts(S1, &h, &claims(NOW)), "arena-1", NOW)
+        .unwrap();
+    assert_eq!(default.role, Role::Player);
+    assert!(!default.moderator);
+
+    // Any other role, or a role that is not a string, is malformed.
+    for role in [json!("Moderator"), json!("admin"), json!(2), json!(null)] {
+        assert_eq!(
+            v.verify(&with_role(role, "arena-*"), "arena-1", NOW),
+            Err(TicketError::Malformed(
+                "role must be \"player\", \"observer\" or \"moderator\""
+            ))
+        );
+    }
+}
+
+#[test]
+fn moderator_tickets_mint_and_verify() {
+    let v = verifier();
+    let key = v.keys().primary().unwrap();
+    let req = MintRequest {
+        sub: "mod-ann".into(),
+        zone: "*".into(),
+        // Ignored: a moderator is an observer.
+        role: Role::Player,
+        ttl_secs: 60,
+        params: None,
+        claims: Claims::new(),
+    };
+    let t = mint_moderator(key, &req, NOW).unwrap();
+    let ok = v.verify(&t, "arena-3", NOW).unwrap();
+    assert_eq!(ok.sub.as_str(), "mod-ann");
+    assert_eq!(ok.role, Role::Observer);
+    assert!(ok.moderator);
+    assert!(ok.moderates_fleet());
+    // The ordinary mint never sets it.
+    let plain = mint(
+        key,
+        &MintRequest {
+            role: Role::Observer,
+            ..req.clone()
+        },
+        NOW,
+    )
+    .unwrap();
+    let ok = v.verify(&plain, "arena-3", NOW).unwrap();
+    assert_eq!(ok.role, Role::Observer);
+    assert!(!ok.moderator);
+}
+
+#[test]
+fn a_transfer_credential_cannot_be_a_moderator() {
+    let v = verifier();
+    let mut c = claims(NOW);
+    c["zone"] = json!("lobby");
+    c["role"] = json!("moderator");
+    c["xfer"] = json!({"id": "t1", "from": "arena-1", "player": 3});
+    let t = sign_parts(S1, &json!({"alg": "HS256", "kid": "k1"}), &c);
+    assert_eq!(
+        v.verify(&t, "lobby", NOW),
+        Err(TicketError::Malformed(
+            "a transfer credential admits a player"
+        ))
+    );
+}

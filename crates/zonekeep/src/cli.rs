@@ -143,6 +143,21 @@ struct ServeArgs {
     /// from the store alone.
     #[arg(long, env = "ZONEKEEP_BOARD_REDIS", hide_env_values = true)]
     board_redis: Option<String>,
+    /// Chat lines the store keeps per channel [default: 200].
+    #[arg(long, env = "ZONEKEEP_CHAT_KEEP")]
+    chat_keep: Option<u32>,
+    /// Longest chat line this host takes, bytes, at most 1024 [default: 500].
+    #[arg(long, env = "ZONEKEEP_CHAT_MAX_LINE")]
+    chat_max_line: Option<u32>,
+    /// Chat lines one principal may say per second on this host [default: 2].
+    #[arg(long, env = "ZONEKEEP_CHAT_RATE")]
+    chat_rate: Option<f64>,
+    /// Chat lines one principal may say at once, beyond the rate [default: 5].
+    #[arg(long, env = "ZONEKEEP_CHAT_BURST")]
+    chat_burst: Option<u32>,
+    /// Lines of each of its channels a session is sent as it attaches, at most 200 [default: 50].
+    #[arg(long, env = "ZONEKEEP_CHAT_HISTORY")]
+    chat_history: Option<u32>,
     /// How often a search's client must heartbeat, seconds (it expires after three missed)
     /// [default: 10].
     #[arg(long, env = "ZONEKEEP_MATCH_HEARTBEAT_SECS")]
@@ -517,6 +532,21 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(v) = &args.board_redis {
         cfg.board_redis = Some(Secret::new(v.clone()));
+    }
+    if let Some(v) = args.chat_keep {
+        cfg.chat_keep = v;
+    }
+    if let Some(v) = args.chat_max_line {
+        cfg.chat_max_line = v;
+    }
+    if let Some(v) = args.chat_rate {
+        cfg.chat_rate = v;
+    }
+    if let Some(v) = args.chat_burst {
+        cfg.chat_burst = v;
+    }
+    if let Some(v) = args.chat_history {
+        cfg.chat_history = v;
     }
     if let Some(v) = args.min_protocol_version {
         cfg.min_protocol_version = v;

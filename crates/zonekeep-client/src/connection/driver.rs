@@ -693,6 +693,15 @@ impl Driver {
                 self.entries = e.websocket_entries().map(str::to_owned).collect();
                 Flow::Continue
             }
+            // Chat exists from version 11 on (PROTOCOL.md §5.11–§5.12), which this client does
+            // not offer yet: on an older session it is out of place, as a Transfer below 8 is.
+            Ok(ServerMessage::ChatLines(_) | ServerMessage::ChatReply(_))
+                if self.welcome.version < zonekeep_protocol::messages::CHAT_PROTOCOL =>
+            {
+                lost("chat message on a session below protocol version 11")
+            }
+            // This client has no chat API yet: a version 11 session ignores chat.
+            Ok(ServerMessage::ChatLines(_) | ServerMessage::ChatReply(_)) => Flow::Continue,
             Ok(ServerMessage::Events(batch)) => {
                 for e in batch.events {
                     let ev = Event::Event {

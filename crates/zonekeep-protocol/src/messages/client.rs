@@ -1,5 +1,7 @@
-//! Client → server messages (PROTOCOL.md §4): Hello, Input, Ping, Resync, and the Inputs datagram.
+//! Client → server messages (PROTOCOL.md §4): Hello, Input, Ping, Resync, the Inputs datagram, and
+//! chat's Chat, ChatReport and ChatHistory (whose types and codec live in [`super::chat`]).
 
+use super::chat::{Chat, ChatHistory, ChatReport};
 use super::tag;
 use crate::error::{DecodeError, EncodeError};
 use crate::limits::{
@@ -96,6 +98,12 @@ pub enum ClientMessage {
     Resync(Resync),
     /// Tag `0x05` (protocol version 6, datagrams only).
     Inputs(Inputs),
+    /// Tag `0x06` (protocol version 11).
+    Chat(Chat),
+    /// Tag `0x07` (protocol version 11).
+    ChatReport(ChatReport),
+    /// Tag `0x08` (protocol version 11).
+    ChatHistory(ChatHistory),
 }
 
 /// The highest version in both lists (§4.1); `None` means the host answers `Kick(VERSION_MISMATCH)`.
@@ -253,6 +261,18 @@ impl ClientMessage {
                 out.push(tag::RESYNC);
                 put_varint(out, r.tick);
             }
+            ClientMessage::Chat(c) => {
+                out.push(tag::CHAT);
+                c.write(out)?;
+            }
+            ClientMessage::ChatReport(c) => {
+                out.push(tag::CHAT_REPORT);
+                c.write(out)?;
+            }
+            ClientMessage::ChatHistory(c) => {
+                out.push(tag::CHAT_HISTORY);
+                c.write(out)?;
+            }
         }
         Ok(())
     }
@@ -334,6 +354,9 @@ impl ClientMessage {
             tag::RESYNC => ClientMessage::Resync(Resync {
                 tick: r.varint_u64()?,
             }),
+            tag::CHAT => ClientMessage::Chat(Chat::read(&mut r)?),
+            tag::CHAT_REPORT => ClientMessage::ChatReport(ChatReport::read(&mut r)?),
+            tag::CHAT_HISTORY => ClientMessage::ChatHistory(ChatHistory::read(&mut r)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };
         r.finish()?;

@@ -1,8 +1,13 @@
 //! Every message of PROTOCOL.md §4–§5 as an owned value with `encode` and a total `decode`.
 
+pub mod chat;
 pub mod client;
 pub mod server;
 
+pub use chat::{
+    Chat, ChatHistory, ChatLine, ChatLines, ChatReply, ChatReplyCode, ChatReport, CHAT_PROTOCOL,
+    FEATURE_CHAT,
+};
 pub use client::{
     negotiate_version, ClientMessage, Hello, Input, Inputs, Ping, ResumeFrom, Resync,
     RESUME_FROM_VERSION,
@@ -25,6 +30,12 @@ pub mod tag {
     pub const RESYNC: u8 = 0x04;
     /// Inputs (client datagram, protocol version 6).
     pub const INPUTS: u8 = 0x05;
+    /// Chat (client, protocol version 11).
+    pub const CHAT: u8 = 0x06;
+    /// ChatReport (client, protocol version 11).
+    pub const CHAT_REPORT: u8 = 0x07;
+    /// ChatHistory (client, protocol version 11).
+    pub const CHAT_HISTORY: u8 = 0x08;
     /// Welcome (server).
     pub const WELCOME: u8 = 0x81;
     /// Delta (server).
@@ -47,4 +58,8 @@ pub mod tag {
     pub const EVENTS: u8 = 0x8a;
     /// Entries (server, protocol version 7).
     pub const ENTRIES: u8 = 0x8b;
+    /// ChatLines (server, protocol version 11).
+    pub const CHAT_LINES: u8 = 0x8c;
+    /// ChatReply (server, protocol version 11).
+    pub const CHAT_REPLY: u8 = 0x8d;
 }

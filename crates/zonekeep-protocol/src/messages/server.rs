@@ -1,5 +1,6 @@
 //! Server → client messages (PROTOCOL.md §5): Welcome, Delta, Pong, Kick, Redirect, Transfer,
-//! InputRefused, KnownSetCheck, Events, Entries.
+//! InputRefused, KnownSetCheck, Events, Entries, and chat's ChatLines and ChatReply (whose types
+//! and codec live in [`super::chat`]).
 //!
 //! A Delta cannot be decoded alone: it names entities by their index in the client's known set and its
 //! values by the schema's field types. [`ServerMessage::decode`] therefore takes an optional
@@ -7,6 +8,7 @@
 //! refused. Clients that route by tag first can use [`peek_tag`] and call
 //! [`crate::delta::decode_delta`] directly.
 
+use super::chat::{ChatLines, ChatReply, CHAT_PROTOCOL};
 use super::tag;
 use crate::delta::{decode_delta, Delta, Event};
 use crate::error::{DecodeError, EncodeError};
@@ -146,9 +148,11 @@ macro_rules! kick_codes {
     /// The code a session of protocol `version` is sent for this one: a code added after that
     /// version is replaced by the older code a client of that version treats alike
     /// (WORLD_HALTED below version 9 and CHARACTER_ELSEWHERE below version 10 are INTERNAL_ERROR:
-    /// retry with backoff; CHARACTER_MOVED below version 10 is KICKED: stop).
+    /// retry with backoff; CHARACTER_MOVED below version 10 is KICKED: stop; BANNED below
+    /// version 11 is JOIN_REFUSED, with the same reason).
     pub fn for_version(self, version: u32) -> KickCode {
         match self {
+            KickCode::BANNED if version < CHAT_PROTOCOL => KickCode::JOIN_REFUSED,
             KickCode::WORLD_HALTED if version < HALT_PROTOCOL => KickCode::INTERNAL_ERROR,
             KickCode::CHARACTER_MOVED if version < CHARACTER_PROTOCOL => KickCode::KICKED,
             KickCode::CHARACTER_ELSEWHERE if version < CHARACTER_PROTOCOL => {
@@ -202,6 +206,7 @@ kick_codes! {
     WORLD_HALTED = 28, "The lasting world stopped because its saves failed; it resumes from its last committed save once its store answers, so retry with backoff (protocol version 9).";
     CHARACTER_MOVED = 29, "The player's character was taken into another zone (another game or device); this session is over, so do not reconnect by yourself: tell the player it moved (protocol version 10).";
     CHARACTER_ELSEWHERE = 30, "The player's character is held by another zone that could not give it back yet; retry with backoff (protocol version 10).";
+    BANNED = 31, "The principal is banned from this zone, its group or the fleet; the reason reads `banned from <scope> until <until_ms>: <reason>`. Do not reconnect by yourself before then (protocol version 11).";
 }
 
 impl KickCode {
@@ -350,6 +355,10 @@ pub enum ServerMessage {
     Events(Events),
     /// Tag `0x8b` (protocol version 7).
     Entries(Entries),
+    /// Tag `0x8c` (protocol version 11).
+    ChatLines(ChatLines),
+    /// Tag `0x8d` (protocol version 11).
+    ChatReply(ChatReply),
 }
 
 /// Where else the client may enter the zone, anew (§5.3.1, version 7): the host sends it when the
@@ -539,6 +548,14 @@ impl ServerMessage {
                 out.push(tag::ENTRIES);
                 put_entries(out, &e.entries)?;
             }
+            ServerMessage::ChatLines(c) => {
+                out.push(tag::CHAT_LINES);
+                c.write(out)?;
+            }
+            ServerMessage::ChatReply(c) => {
+                out.push(tag::CHAT_REPLY);
+                c.write(out)?;
+            }
             ServerMessage::Events(e) => {
                 if e.events.is_empty() || e.events.len() > MAX_EVENTS {
                     return Err(EncodeError::TooLong {
@@ -671,6 +688,8 @@ impl ServerMessage {
             tag::ENTRIES => ServerMessage::Entries(Entries {
                 entries: read_entries(&mut r)?,
             }),
+            tag::CHAT_LINES => ServerMessage::ChatLines(ChatLines::read(&mut r)?),
+            tag::CHAT_REPLY => ServerMessage::ChatReply(ChatReply::read(&mut r)?),
             tag::EVENTS => {
                 let tick = r.varint_u64()?;
                 let n = r.count("events", MAX_EVENTS)?;
@@ -747,7 +766,9 @@ mod tests {
         assert_eq!(KickCode(30).name(), Some("CHARACTER_ELSEWHERE"));
         assert_eq!(KickCode::CHARACTER_ELSEWHERE, KickCode(30));
         assert!(!KickCode::CHARACTER_ELSEWHERE.resumes_elsewhere());
-        assert_eq!(KickCode(31).name(), None);
+        assert_eq!(KickCode(31).name(), Some("BANNED"));
+        assert_eq!(KickCode::BANNED, KickCode(31));
+        assert_eq!(KickCode(32).name(), None);
         let elsewhere: Vec<u16> = (0..=40)
             .filter(|c| KickCode(*c).resumes_elsewhere())
             .collect();
@@ -797,6 +818,7 @@ mod tests {
             KickCode::WORLD_HALTED,
             KickCode::CHARACTER_MOVED,
             KickCode::CHARACTER_ELSEWHERE,
+            KickCode::BANNED,
         ];
         for code in (0..=40).chain([300, 999, u16::MAX]).map(KickCode) {
             if newer.contains(&code) {

@@ -147,6 +147,17 @@ pub fn client_json(m: &ClientMessage) -> Value {
                 "seq": i.seq, "view_tick": i.view_tick, "payload": hex(&i.payload),
             })).collect::<Vec<_>>(),
         }),
+        ClientMessage::Chat(c) => json!({
+            "type": "chat", "ref": c.reference, "channel": c.channel, "body": c.body,
+        }),
+        ClientMessage::ChatReport(c) => json!({
+            "type": "chat_report", "ref": c.reference, "channel": c.channel, "seqs": c.seqs,
+            "reason": c.reason,
+        }),
+        ClientMessage::ChatHistory(c) => json!({
+            "type": "chat_history", "ref": c.reference, "channel": c.channel,
+            "before": c.before, "limit": c.limit,
+        }),
     }
 }
 
@@ -171,6 +182,19 @@ pub fn server_json(m: &ServerMessage) -> Value {
             json!({"type": "known_set_check", "tick": k.tick, "count": k.count, "hash": k.hash})
         }
         ServerMessage::Entries(e) => json!({"type": "entries", "entries": e.entries}),
+        ServerMessage::ChatLines(c) => json!({
+            "type": "chat_lines",
+            "channel": c.channel,
+            "history": c.history,
+            "ref": c.reference,
+            "lines": c.lines.iter().map(|l| json!({
+                "seq": l.seq, "sender": l.sender, "sent_at_ms": l.sent_at_ms, "body": l.body,
+            })).collect::<Vec<_>>(),
+        }),
+        ServerMessage::ChatReply(c) => json!({
+            "type": "chat_reply", "ref": c.reference, "code": c.code.0, "until_ms": c.until_ms,
+            "text": c.text,
+        }),
         ServerMessage::Events(e) => json!({
             "type": "events",
             "tick": e.tick,

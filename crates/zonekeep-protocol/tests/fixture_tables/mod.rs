@@ -241,9 +241,9 @@ pub fn invalid_cases() -> Fixture {
         (Dec::Client, vec![], "truncated", "Empty message."),
         (
             Dec::Client,
-            vec![0x06],
+            vec![0x09],
             "unknown_tag",
-            "Tag 0x06 is not a client message.",
+            "Tag 0x09 is not a client message.",
         ),
         (
             Dec::Client,
@@ -403,9 +403,9 @@ pub fn invalid_cases() -> Fixture {
         ),
         (
             Dec::Server,
-            vec![0x8c],
+            vec![0x8e],
             "unknown_tag",
-            "Tag 0x8c is not defined in version 7.",
+            "Tag 0x8e is not defined in version 11.",
         ),
         (
             Dec::Server,
@@ -651,6 +651,8 @@ pub fn invalid_cases() -> Fixture {
             "An empty Delta missing its spawn count.",
         ),
     ];
+    let mut cases = cases;
+    cases.extend(chat_invalid_cases());
     let mut out = Vec::new();
     for (dec, bytes, kind, description) in cases {
         let got = match dec {
@@ -678,6 +680,118 @@ pub fn invalid_cases() -> Fixture {
         description: "",
         body,
     }
+}
+
+/// `bytes` after a tag and the channel `zone:a` (6 bytes), for the chat cases.
+fn after_channel(tag: u8, before: &[u8], after: &[u8]) -> Vec<u8> {
+    let mut b = vec![tag];
+    b.extend_from_slice(before);
+    b.push(6);
+    b.extend_from_slice(b"zone:a");
+    b.extend_from_slice(after);
+    b
+}
+
+/// The chat messages' refusals (protocol version 11).
+fn chat_invalid_cases() -> Vec<(Dec, Vec<u8>, &'static str, &'static str)> {
+    vec![
+        (
+            Dec::Client,
+            after_channel(0x06, &[0x01], &[0x00]),
+            "invalid",
+            "Chat (0x06) with an empty body.",
+        ),
+        (
+            Dec::Client,
+            vec![0x06, 0x01, 0x00, 0x02, b'g', b'g'],
+            "invalid",
+            "Chat with an empty channel.",
+        ),
+        (
+            Dec::Client,
+            vec![0x06, 0x01, 0xad, 0x02],
+            "too_long",
+            "Chat whose channel declares 301 bytes (limit 300), refused before reading it.",
+        ),
+        (
+            Dec::Client,
+            after_channel(0x06, &[0x01], &[0x81, 0x08]),
+            "too_long",
+            "Chat whose body declares 1025 bytes (limit 1024), refused before reading it.",
+        ),
+        (
+            Dec::Client,
+            after_channel(0x06, &[0x01], &[0x01, 0xff]),
+            "invalid_utf8",
+            "Chat whose body is not UTF-8.",
+        ),
+        (
+            Dec::Client,
+            after_channel(0x07, &[0x01], &[0x00, 0x00]),
+            "invalid",
+            "ChatReport (0x07) naming no line (count 0).",
+        ),
+        (
+            Dec::Client,
+            after_channel(0x07, &[0x01], &[0x15]),
+            "too_long",
+            "ChatReport naming 21 lines (limit 20), refused before reading them.",
+        ),
+        (
+            Dec::Client,
+            after_channel(0x07, &[0x01], &[0x01, 0x05]),
+            "truncated",
+            "ChatReport naming line 5 and missing its reason.",
+        ),
+        (
+            Dec::Client,
+            after_channel(0x08, &[0x01], &[0x00, 0x00]),
+            "invalid",
+            "ChatHistory (0x08) with limit 0.",
+        ),
+        (
+            Dec::Client,
+            after_channel(0x08, &[0x01], &[0x00, 0xc9, 0x01]),
+            "too_long",
+            "ChatHistory with limit 201 (at most 200).",
+        ),
+        (
+            Dec::Server,
+            after_channel(0x8c, &[], &[0x02, 0x00, 0x00]),
+            "invalid",
+            "ChatLines (0x8c) with flags bit 1 set: only bit 0 (history) is defined.",
+        ),
+        (
+            Dec::Server,
+            after_channel(0x8c, &[], &[0x00, 0x00, 0xc9, 0x01]),
+            "too_long",
+            "ChatLines carrying 201 lines (at most 200), refused before reading them.",
+        ),
+        (
+            Dec::Server,
+            after_channel(0x8c, &[], &[0x00, 0x00, 0x01, 0x01, 0x81, 0x02]),
+            "too_long",
+            "ChatLines whose line's sender declares 257 bytes (limit 256).",
+        ),
+        (
+            Dec::Server,
+            vec![0x8d, 0x01, 0x80, 0x80, 0x04, 0x00, 0x00],
+            "overflow",
+            "ChatReply (0x8d) whose code is beyond u16.",
+        ),
+        (
+            Dec::Server,
+            vec![0x06],
+            "unknown_tag",
+            "A Chat (client tag 0x06) sent to the client.",
+        ),
+        (
+            Dec::Client,
+            vec![0x8d],
+            "unknown_tag",
+            "A ChatReply (server tag 0x8d) sent to the server.",
+        ),
+    ]
 }
 
 /// canonical_pos.json: the position form an encoder must choose (§5.5.3), tie-breaks included.

@@ -353,6 +353,7 @@ pub(crate) async fn start(
     tokio::spawn(crate::lobby::report::run(Arc::clone(shared)));
     crate::matchmaker::start(shared, &fleet).await?;
     crate::boards::start(shared).await?;
+    crate::chat::start(shared, &fleet.host_id).await?;
     crate::presence::start(shared, &fleet);
     tokio::spawn(reconcile::run(
         Arc::clone(shared),

@@ -316,6 +316,7 @@ impl HostBuilder {
                 matchmaker: std::sync::OnceLock::new(),
                 probes: crate::matchmaker::Probes::default(),
                 boards: std::sync::OnceLock::new(),
+                chat: std::sync::OnceLock::new(),
                 presence,
             }),
         })

@@ -164,6 +164,8 @@ pub(crate) struct Shared {
     pub boards: std::sync::OnceLock<Arc<crate::boards::Boards>>,
     /// The presence watchers of this host.
     pub presence: crate::presence::Hub,
+    /// Chat, once the host joined the fleet (hosts with a store).
+    pub chat: std::sync::OnceLock<Arc<crate::chat::Chat>>,
 }
 
 /// True for zone ids of 1..=128 bytes of `[A-Za-z0-9._:-]`.
@@ -235,6 +237,7 @@ impl Shared {
             rate_limited: metrics.input_counter("rate_limited").unwrap_or_default(),
             inbox_full: metrics.input_counter("inbox_full").unwrap_or_default(),
             ready: tokio::sync::watch::Sender::new(Startup::Starting),
+            groups: Default::default(),
             arriving: AtomicUsize::new(0),
         });
         let create = ZoneCreate {

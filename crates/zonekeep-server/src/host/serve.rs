@@ -199,6 +199,7 @@ impl Host {
             .merge(crate::matchmaker::router(&shared))
             .merge(crate::boards::router(&shared))
             .merge(crate::presence::router(&shared))
+            .merge(crate::chat::routes::router())
             .merge(admin::console::router());
         if shared.config.dev {
             r = r.merge(dev::router());

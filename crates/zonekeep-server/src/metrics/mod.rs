@@ -11,6 +11,7 @@
 //! `/proc/self/stat` and `/proc/self/statm` on Linux (absent elsewhere).
 
 mod boards;
+mod chat;
 mod limits;
 mod lobby;
 mod matchmaker;
@@ -22,6 +23,7 @@ mod webtransport;
 pub use webtransport::WebTransportMetrics;
 
 pub use boards::BoardMetrics;
+pub use chat::ChatMetrics;
 pub use limits::LimitMetrics;
 pub use lobby::LobbyMetrics;
 pub use matchmaker::MatchMetrics;
@@ -121,6 +123,7 @@ pub struct Metrics {
     matchmaker: MatchMetrics,
     boards: BoardMetrics,
     presence: PresenceMetrics,
+    chat: ChatMetrics,
     stage_families: stages::StageFamilies,
     max_labelled: usize,
     labelled: Mutex<HashSet<String>>,
@@ -175,6 +178,7 @@ impl Metrics {
             matchmaker: MatchMetrics::default(),
             boards: BoardMetrics::default(),
             presence: PresenceMetrics::default(),
+            chat: ChatMetrics::default(),
             stage_families: stages::StageFamilies::new(&mut registry),
             max_labelled: max_labelled_zones,
             labelled: Mutex::new(HashSet::new()),
@@ -368,6 +372,7 @@ impl Metrics {
         m.matchmaker.register(&mut registry);
         m.boards.register(&mut registry);
         m.presence.register(&mut registry);
+        m.chat.register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         Self { registry, ..m }
     }
@@ -565,6 +570,11 @@ impl Metrics {
     /// The leaderboards' counters.
     pub fn boards(&self) -> &BoardMetrics {
         &self.boards
+    }
+
+    /// Chat's counters.
+    pub fn chat(&self) -> &ChatMetrics {
+        &self.chat
     }
 
     /// Presence's counters.

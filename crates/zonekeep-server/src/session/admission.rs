@@ -7,7 +7,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::oneshot;
-use zonekeep_protocol::messages::{negotiate_version, ClientMessage, Hello, RESUME_FROM_VERSION};
+use zonekeep_protocol::messages::{
+    negotiate_version, ClientMessage, Hello, CHAT_PROTOCOL, RESUME_FROM_VERSION,
+};
 
 use super::{Attached, Entered, Handshake};
 use crate::error::SessionError;
@@ -103,12 +105,20 @@ async fn admit_negotiated(
         .get(zone_id)
         .filter(|e| e.thread == thread)
         .ok_or_else(|| JoinFailure::Unavailable("zone stopped".into()))?;
+    // A session that speaks chat hears it from here (its zone's history first).
+    let chat = match shared.chat.get() {
+        Some(chat) if version >= CHAT_PROTOCOL => {
+            Some(chat.seat(&sub, Arc::clone(&entry), conn.clone()))
+        }
+        _ => None,
+    };
     Ok(Handshake::Attached(Attached {
         entry,
         player: joined.player,
         conn_id: conn.id,
         netsim: shared.netsim.connection(&sub),
         version,
+        chat,
     }))
 }
 
@@ -130,6 +140,25 @@ async fn admit(
         return Err(SessionError::Params(refusal));
     }
     let sub = ticket.sub.as_str().to_owned();
+    // A principal banned from the zone (or its group, or the fleet) is refused before anything
+    // is spent; a zone not running here yet is checked by its groups once it runs (the next
+    // read of the sanctions closes the session).
+    if let Some(chat) = shared.chat.get() {
+        let groups = shared
+            .registry
+            .get(zone_id)
+            .map(|e| e.groups())
+            .unwrap_or_default();
+        let seat = crate::chat::channel::Seat {
+            principal: &sub,
+            zone: zone_id,
+            groups: &groups,
+        };
+        if let Some(ban) = chat.sanctions.ban_of(&seat) {
+            chat.metrics.refused("banned");
+            return Err(JoinFailure::Banned(crate::chat::sanctions::ban_reason(&ban)).into());
+        }
+    }
     // A lasting world halted here is refused before the directory is asked or anything spent:
     // its store is what fails, and the client retries with the same ticket and token.
     if let Some(h) = shared.sim.halts.get(zone_id) {

@@ -105,7 +105,38 @@ pub(crate) fn handle_message(
         Ok(ClientMessage::Inputs(_)) => Err(SessionError::Protocol(
             "Inputs is a WebTransport datagram, not a WebSocket message".into(),
         )),
+        Ok(ClientMessage::Chat(c)) => chat(a, c.reference, |chat, m| chat.say(m, c)),
+        Ok(ClientMessage::ChatReport(r)) => chat(a, r.reference, |chat, m| chat.report(m, r)),
+        Ok(ClientMessage::ChatHistory(h)) => chat(a, h.reference, |chat, m| chat.history(m, h)),
         Err(e) => Err(SessionError::Protocol(format!("undecodable message: {e}"))),
+    }
+}
+
+/// A chat message (version 11): handed to chat, whose immediate answer (a refusal) goes back
+/// to the client. A session of an older version that sends one breaks the protocol.
+fn chat(
+    a: &Attached,
+    reference: u32,
+    act: impl FnOnce(
+        &std::sync::Arc<crate::chat::Chat>,
+        &std::sync::Arc<crate::chat::hub::Member>,
+    ) -> Option<Bytes>,
+) -> Result<Option<Bytes>, SessionError> {
+    if a.version < zonekeep_protocol::messages::CHAT_PROTOCOL {
+        return Err(SessionError::Protocol(format!(
+            "chat messages need protocol version {} (this session speaks {})",
+            zonekeep_protocol::messages::CHAT_PROTOCOL,
+            a.version
+        )));
+    }
+    match &a.chat {
+        Some(seat) => Ok(act(seat.chat(), &seat.member)),
+        None => Ok(Some(crate::chat::reply(
+            reference,
+            zonekeep_protocol::messages::ChatReplyCode::NOT_ALLOWED,
+            0,
+            "this host keeps no chat (it runs without a store)",
+        ))),
     }
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct Attached {
     pub(crate) netsim: ConnNetSim,
     /// The negotiated protocol version: a Kick is sent in its codes.
     pub(crate) version: u32,
+    /// Its place in chat (a version 11 session on a host with a store).
+    pub(crate) chat: Option<crate::chat::ChatSeat>,
 }
 
 /// Tell the zone its player's connection ended.

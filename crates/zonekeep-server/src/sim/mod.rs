@@ -127,6 +127,10 @@ pub enum JoinFailure {
     /// serve it any more.
     #[error("the zone moved to another host")]
     Fenced,
+    /// The principal is banned from the zone, its group or the fleet; the message says until
+    /// when and why.
+    #[error("{0}")]
+    Banned(String),
     /// Another host of the fleet owns the zone; `url` is its advertised base URL.
     #[error("the zone is served by host {host:?}")]
     Moved {

@@ -142,6 +142,9 @@ pub(crate) struct ZoneEntry {
     pub inbox_full: Counter,
     /// Where the zone is in its start (joins wait while it is starting).
     pub ready: tokio::sync::watch::Sender<super::start::Startup>,
+    /// The zone groups the zone is in, published by its thread as they change (chat's group
+    /// channels and a world's sanctions go by them).
+    pub groups: Mutex<Vec<String>>,
     /// Joins, resumes and arrivals routed to the zone and not yet handled by its thread (see
     /// [`Arrival`]). Changed only under the registry's lock.
     pub arriving: AtomicUsize,
@@ -150,6 +153,14 @@ pub(crate) struct ZoneEntry {
 impl ZoneEntry {
     pub fn tick(&self) -> u64 {
         self.tick.load(Ordering::Relaxed)
+    }
+
+    /// The zone groups the zone is in now.
+    pub fn groups(&self) -> Vec<String> {
+        self.groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 

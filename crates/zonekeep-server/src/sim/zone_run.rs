@@ -217,7 +217,14 @@ impl ZoneRun {
             tick_hz: cfg.tick_hz,
             patch_every: cfg.patch_every,
             tick: self.host.tick(),
-            features: 0,
+            // Chat is kept by every host with a store (see `crate::chat`).
+            features: if version >= zonekeep_protocol::messages::CHAT_PROTOCOL
+                && ctx.persist.is_some()
+            {
+                zonekeep_protocol::messages::FEATURE_CHAT
+            } else {
+                0
+            },
             idle_timeout_ms: ctx.timeouts.idle_ms,
             handshake_timeout_ms: ctx.timeouts.handshake_ms,
             reconnect_grace_ms: u32::try_from(cfg.reconnect_grace.as_millis()).unwrap_or(u32::MAX),

@@ -27,6 +27,7 @@ mod calls;
 mod character_moves;
 mod character_moves_fleet;
 mod characters;
+mod chat;
 mod common;
 mod console_api;
 mod content;

@@ -115,7 +115,7 @@ async fn protocol_refusals_have_their_codes() {
     // Version mismatch is decided before the ticket is looked at: a version-1 client (or one
     // offering only versions this host does not speak) gets VERSION_MISMATCH.
     let v2 = ClientMessage::Hello(Hello {
-        versions: vec![1, 11],
+        versions: vec![1, 12],
         ticket: "garbage".into(),
         reconnect_token: vec![],
         content_version: String::new(),

@@ -380,7 +380,7 @@ async fn messages_on_the_wrong_path_of_a_session_are_protocol_errors() {
     };
     assert_eq!(kick.code, KickCode::VERSION_MISMATCH);
     assert!(
-        kick.reason.contains("the host speaks versions 6 to 10"),
+        kick.reason.contains("the host speaks versions 6 to 11"),
         "{}",
         kick.reason
     );

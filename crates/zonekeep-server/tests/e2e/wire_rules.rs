@@ -56,7 +56,7 @@ async fn version_mismatch_names_every_version_the_host_speaks() {
     let server = TestServer::start().await;
     let mut ws = connect(&server, "dots").await;
     let hello = ClientMessage::Hello(Hello {
-        versions: vec![1, 11],
+        versions: vec![1, 12],
         ticket: ticket("old", "dots"),
         reconnect_token: vec![],
         content_version: String::new(),
@@ -66,7 +66,7 @@ async fn version_mismatch_names_every_version_the_host_speaks() {
     let kick = kick_of(&mut ws).await;
     assert_eq!(kick.code, KickCode::VERSION_MISMATCH);
     assert!(
-        kick.reason.contains("versions 2 to 10"),
+        kick.reason.contains("versions 2 to 11"),
         "the reason names the range, not only the newest: {}",
         kick.reason
     );

@@ -1,10 +1,11 @@
 /**
  * Playing the arena over a connection: the view the arena page (main.ts) and the Play page (play.ts)
  * share. It predicts the player with the shared movement step, draws everyone else through the SDK's
- * interpolating Replica, and shows a HUD, a NetSim panel, a "Top 10" leaderboard, a connection banner
- * and toasts.
+ * interpolating Replica, and shows a HUD, a NetSim panel, a "Top 10" leaderboard, the zone's chat, a
+ * connection banner and toasts.
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
+import { ChatPanel } from "./chat.js";
 import { HostUnreachable } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
@@ -55,6 +56,7 @@ export async function playArena(options) {
         extrapolatedFrames: 0,
         trace: { entity: null, frames: [], samples: [] },
         board: null,
+        chat: null,
     };
     window.arena = debug;
     const canvas = document.createElement("canvas");
@@ -70,6 +72,11 @@ export async function playArena(options) {
     const board = options.board === undefined ? "score" : options.board;
     const leaderboard = board === null ? null : new LeaderboardPanel(root, options.subject, { board });
     debug.board = leaderboard?.debug ?? null;
+    // The zone's chat. Keys typed into its box are the box's (keys.ts leaves a text field's keys
+    // alone); a key held for the game as the box takes the focus would then never be seen released,
+    // so the game's keys are let go, as when the window loses the focus.
+    const chat = options.chat === false ? null : new ChatPanel(root, conn, { onTyping: () => keys.release() });
+    debug.chat = chat?.debug ?? null;
     // The rule the prediction steps with: the zone's own Rust code, compiled to WebAssembly.
     try {
         const res = await fetch("./arena-rules.wasm");

@@ -1,11 +1,12 @@
 /**
  * Playing the arena over a connection: the view the arena page (main.ts) and the Play page (play.ts)
  * share. It predicts the player with the shared movement step, draws everyone else through the SDK's
- * interpolating Replica, and shows a HUD, a NetSim panel, a "Top 10" leaderboard, a connection banner
- * and toasts.
+ * interpolating Replica, and shows a HUD, a NetSim panel, a "Top 10" leaderboard, the zone's chat, a
+ * connection banner and toasts.
  * Page state for tools and the browser test is published as `window.arena` ({@link ArenaDebug}).
  */
 
+import { ChatPanel, type ChatDebug } from "./chat.js";
 import { HostUnreachable } from "./guest.js";
 import { Banner, Hud, hostNetSimPanel, Toasts } from "./hud.js";
 import { Keys } from "./keys.js";
@@ -102,6 +103,8 @@ export interface ArenaDebug {
   trace: MotionTrace;
   /** The leaderboard panel's state, null without one. */
   board: LeaderboardDebug | null;
+  /** The chat panel's state, null without one. */
+  chat: ChatDebug | null;
 }
 
 declare global {
@@ -128,6 +131,8 @@ export interface ArenaPlayOptions {
   rejoin?: string;
   /** The board the "Top 10" panel shows (default `score`, the one `serve --dev` declares); null: no panel. */
   board?: string | null;
+  /** Whether to show the zone's chat (default true; hidden anyway on a session that cannot chat). */
+  chat?: boolean;
 }
 
 /**
@@ -168,6 +173,7 @@ export async function playArena(options: ArenaPlayOptions): Promise<ArenaDebug> 
     extrapolatedFrames: 0,
     trace: { entity: null, frames: [], samples: [] },
     board: null,
+    chat: null,
   };
   window.arena = debug;
 
@@ -184,6 +190,12 @@ export async function playArena(options: ArenaPlayOptions): Promise<ArenaDebug> 
   const board = options.board === undefined ? "score" : options.board;
   const leaderboard = board === null ? null : new LeaderboardPanel(root, options.subject, { board });
   debug.board = leaderboard?.debug ?? null;
+  // The zone's chat. Keys typed into its box are the box's (keys.ts leaves a text field's keys
+  // alone); a key held for the game as the box takes the focus would then never be seen released,
+  // so the game's keys are let go, as when the window loses the focus.
+  const chat =
+    options.chat === false ? null : new ChatPanel(root, conn, { onTyping: () => keys.release() });
+  debug.chat = chat?.debug ?? null;
 
   // The rule the prediction steps with: the zone's own Rust code, compiled to WebAssembly.
   try {

@@ -43,11 +43,17 @@ export class Keys {
     target.addEventListener("keydown", (e) => this.key(e, true));
     target.addEventListener("keyup", (e) => this.key(e, false));
     // A key released while the window had no focus never sends keyup: forget everything.
-    target.addEventListener("blur", () => {
-      this.held.clear();
-      this.walk = false;
-      this.onChange?.();
-    });
+    target.addEventListener("blur", () => this.release());
+  }
+
+  /**
+   * Lets go of every held key, as if all were released: for when keys stop reaching the game (the
+   * window lost the focus, or a text field such as the chat box took it while a key was held).
+   */
+  release(): void {
+    this.held.clear();
+    this.walk = false;
+    this.onChange?.();
   }
 
   private key(e: KeyboardEvent, down: boolean): void {

@@ -24,12 +24,13 @@ use crate::session::{
 use crate::sim::{kick_frame, SimCommand};
 
 /// The only versions a WebTransport session speaks (PROTOCOL.md §1.1).
-const VERSIONS: [u32; 5] = [
+const VERSIONS: [u32; 6] = [
     DATAGRAM_VERSION,
     zonekeep_protocol::messages::ENTRIES_PROTOCOL,
     zonekeep_protocol::messages::TRANSFER_PROTOCOL,
     zonekeep_protocol::messages::HALT_PROTOCOL,
     zonekeep_protocol::messages::CHARACTER_PROTOCOL,
+    zonekeep_protocol::messages::CHAT_PROTOCOL,
 ];
 
 /// Serves one incoming session to its end. `handshake` holds its place among the handshakes in

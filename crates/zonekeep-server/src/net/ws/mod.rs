@@ -184,8 +184,9 @@ pub(crate) fn close_code(code: zonekeep_protocol::messages::KickCode) -> u16 {
 /// 4 adds a resuming Hello's `resume_from`; 5 adds Welcome's content version and CONTENT_OUTDATED;
 /// 6 adds the WebTransport transport, and over WebSocket is version 5; 7 adds Welcome's entry URLs;
 /// 8 adds Transfer, and with it the moves of players between zones; 9 adds the Kick code
-/// WORLD_HALTED; 10 the Kick codes CHARACTER_MOVED and CHARACTER_ELSEWHERE.
-const HOST_VERSIONS: [u32; 9] = [
+/// WORLD_HALTED; 10 the Kick codes CHARACTER_MOVED and CHARACTER_ELSEWHERE; 11 chat (its
+/// messages and the Kick code BANNED).
+const HOST_VERSIONS: [u32; 10] = [
     MIN_PROTOCOL_VERSION,
     3,
     4,
@@ -195,6 +196,7 @@ const HOST_VERSIONS: [u32; 9] = [
     zonekeep_protocol::messages::TRANSFER_PROTOCOL,
     zonekeep_protocol::messages::HALT_PROTOCOL,
     zonekeep_protocol::messages::CHARACTER_PROTOCOL,
+    zonekeep_protocol::messages::CHAT_PROTOCOL,
 ];
 
 async fn handshake(

@@ -338,6 +338,12 @@ impl ZoneRun {
         if let Some(listing) = self.host.take_listing() {
             *self.entry.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(listing);
         }
+        {
+            let mut groups = self.entry.groups.lock().unwrap_or_else(|p| p.into_inner());
+            if !groups.iter().map(String::as_str).eq(self.host.groups()) {
+                *groups = self.host.groups().map(str::to_owned).collect();
+            }
+        }
         if fingerprint != self.present_fingerprint {
             self.present_fingerprint = fingerprint;
             let present = self

@@ -57,9 +57,16 @@
  * the credential is valid, through the Transfer's URL, then the entry URL (now naming the new
  * zone) and the listed entries; later reconnects use the new zone's reconnect token and id.
  *
+ * Chat (version 11): {@link ZoneConnection.chat} sends and hears the lines of the session's chat
+ * channels (see {@link ChatClient}); on a session of an older version its calls reject with a
+ * {@link ChatError} `unsupported`. A Kick BANNED (version 11) stops the connection for good, like
+ * JOIN_REFUSED; `banOf(kick)` reads until when.
+ *
  * The socket factory, the WebTransport factory, `fetch` and the scheduler are injectable, so tests
  * drive a whole session over fake sockets and a manual clock.
  */
+import { ChatClient } from "./chat.js";
+import { CHAT_PROTOCOL } from "./chatcodec.js";
 import { ServerClock } from "./clock.js";
 import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, ENTRIES_PROTOCOL, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, TRANSFER_PROTOCOL, transferTarget, websocketEntries, } from "./messages.js";
 import { Mirror } from "./mirror.js";
@@ -127,19 +134,31 @@ const TRANSFER_FINAL_KICKS = new Set([
     KickCode.TICKET_BAD_ALGORITHM,
     KickCode.TICKET_WRONG_ZONE,
 ]);
-/** How long a credential is valid from now, ms, by its `exp` (600 s when it cannot be read). */
-function credentialLifetimeMs(ticket) {
+/** The claims of a ticket (a compact JWS), or null when it is not one that can be read. */
+function ticketClaims(ticket) {
     try {
         const part = ticket.split(".")[1] ?? "";
-        const json = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
-        const exp = JSON.parse(json).exp;
-        if (typeof exp === "number" && Number.isFinite(exp))
-            return Math.max(0, exp * 1000 - Date.now());
+        const bin = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
+        const json = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+        const claims = JSON.parse(json);
+        return typeof claims === "object" && claims !== null && !Array.isArray(claims) ? claims : null;
     }
     catch {
-        // Not a readable JWS: the documented lifetime stands in.
+        return null;
     }
+}
+/** How long a credential is valid from now, ms, by its `exp` (600 s when it cannot be read). */
+function credentialLifetimeMs(ticket) {
+    const exp = ticketClaims(ticket)?.exp;
+    if (typeof exp === "number" && Number.isFinite(exp))
+        return Math.max(0, exp * 1000 - Date.now());
+    // Not a readable JWS: the documented lifetime stands in.
     return 600_000;
+}
+/** The principal a ticket admits (its `sub`), or null when it cannot be read. */
+function ticketSubject(ticket) {
+    const sub = ticketClaims(ticket)?.sub;
+    return typeof sub === "string" && sub !== "" ? sub : null;
 }
 /** `url` naming `zone` in place of the zone its `/zones/{zone}` path names (unchanged otherwise). */
 function withZone(url, zone) {
@@ -299,6 +318,12 @@ function defaultSocketFactory(url) {
 export class ZoneConnection {
     /** The server clock estimate (kept across reconnects, restarted on each Welcome). */
     clock;
+    /**
+     * Chat (protocol version 11): lines of the channels this session hears, `send`, `dm`, `report`
+     * and `history`. See {@link ChatClient}; on a session of version 10 or older its methods reject
+     * with a {@link ChatError} `unsupported`.
+     */
+    chat;
     opts;
     sched;
     versions;
@@ -418,12 +443,27 @@ export class ZoneConnection {
      */
     sentUnacked = [];
     stateCounters = { applied: 0, stale: 0, noBase: 0, undecodable: 0, early: 0 };
+    /** What {@link chat} is told of the session's chat messages. */
+    chatSink = null;
+    /** The principal of the current session (its ticket's `sub`), or null when unknown. */
+    principal = null;
     /** A connection that does nothing until {@link connect}. */
     constructor(options) {
         this.opts = options;
         this.sched = options.scheduler ?? systemScheduler;
         this.versions = options.versions ?? [...SUPPORTED_VERSIONS];
         this.clock = new ServerClock(options.clock);
+        this.chat = new ChatClient({
+            scheduler: this.sched,
+            version: () => (this.welcomed && this.st === "open" && this.socket !== null ? (this.welcomeMsg?.version ?? null) : null),
+            principal: () => this.principal,
+            features: () => (this.welcomed && this.st === "open" ? (this.welcomeMsg?.features ?? 0) : 0),
+            zoneId: () => this.welcomeMsg?.zoneId ?? null,
+            send: (m) => this.send(m),
+            listen: (sink) => {
+                this.chatSink = sink;
+            },
+        }, options.chat);
         this.transportMode = options.transport ?? "auto";
         this.memory = options.transportMemory === undefined ? platformMemory() : options.transportMemory;
         if (this.transportMode === "auto") {
@@ -696,6 +736,9 @@ export class ZoneConnection {
         this.timers.delete(h);
     }
     teardown() {
+        // A session's chat requests are answered on its socket only.
+        if (this.welcomed)
+            this.chatSink?.ended();
         this.gen += 1;
         for (const h of this.timers)
             this.sched.clearTimeout(h);
@@ -1166,6 +1209,17 @@ export class ZoneConnection {
                 for (const ev of m.events)
                     this.emit("event", ev, m.tick);
                 return;
+            case "chat_lines":
+            case "chat_reply":
+                // A host sends them only to a session of version 11 or later.
+                if ((this.welcomeMsg?.version ?? 0) < CHAT_PROTOCOL) {
+                    throw new DecodeError("invalid", `${m.type === "chat_lines" ? "ChatLines" : "ChatReply"} on a version ${this.welcomeMsg?.version ?? 0} session`);
+                }
+                if (m.type === "chat_lines")
+                    this.chatSink?.lines(m);
+                else
+                    this.chatSink?.reply(m);
+                return;
             case "delta":
             case "state":
                 return; // handled above
@@ -1277,6 +1331,7 @@ export class ZoneConnection {
         this.cancel(this.handshakeTimer);
         this.handshakeTimer = null;
         this.welcomeMsg = w;
+        this.principal = this.hello !== null ? ticketSubject(this.hello.ticket) : null;
         // Inputs sent before the drop that no Delta acknowledged go again with their numbers (§4.2):
         // the host drops those it already has. A new player's mean nothing to it.
         const again = resumed ? this.unackedToResend() : [];
@@ -1615,6 +1670,7 @@ export class ZoneConnection {
         this.later(() => void this.attempt(), delay);
     }
     finish(info) {
+        this.chatSink?.closed();
         this.emit("close", info);
         const first = this.firstWelcome;
         this.firstWelcome = null;

@@ -1,7 +1,7 @@
 /**
  * @zonekeep/client — the TypeScript SDK of Zonekeep.
  *
- * - Codec (PROTOCOL.md, protocol version 10, byte-exact with the Rust codec): {@link encodeClientMessage},
+ * - Codec (PROTOCOL.md, protocol version 11, byte-exact with the Rust codec): {@link encodeClientMessage},
  *   {@link decodeServerMessage}, {@link decodeDelta}, {@link encodeDelta}, quantization helpers.
  * - {@link PayloadReader} and {@link PayloadWriter}: the little-endian encoding of zone inputs and events
  *   that code written by `zonekeep codegen` builds and reads them with (docs/CODEGEN.md).
@@ -13,6 +13,8 @@
  * - {@link CellGrid}, {@link NeighbourSet}, {@link pickCopies}: a world cut into cells, one zone each.
  * - {@link BoardsClient}: a host's leaderboards, read as typed {@link Ranking}s.
  * - {@link watchPresence}: who of the principals a player may watch is online, kept current across reconnects.
+ * - {@link ChatClient} (`conn.chat`, protocol version 11): channel lines, sends, DMs, reports and
+ *   history; {@link ChatRefusal} for what the host refuses, {@link banOf} for a Kick BANNED.
  */
 export * from "./wire.js";
 export * from "./payload.js";
@@ -20,6 +22,7 @@ export * from "./quant.js";
 export * from "./schema.js";
 export * from "./delta.js";
 export * from "./messages.js";
+export * from "./chatcodec.js";
 export * from "./mirror.js";
 export * from "./states.js";
 export * from "./clock.js";
@@ -36,3 +39,5 @@ export * from "./matchmaker.js";
 export * from "./match.js";
 export * from "./boards.js";
 export * from "./presence.js";
+export * from "./chat.js";
+export { banOf, ChatRefusal } from "./refusal.js";
