@@ -234,6 +234,11 @@ pub(crate) async fn follow(chat: Arc<Chat>, stop: tokio_util::sync::Cancellation
             .unwrap_or_else(|p| p.into_inner())
             .take(rows, Instant::now());
         for line in fresh {
+            // This host's own lines were handed on by its writer as they were kept (the feed may
+            // read one before the writer noted its id).
+            if line.host_id.as_deref() == Some(chat.host_id()) {
+                continue;
+            }
             if let Some(h) = heard(&line) {
                 chat.hub.deliver(&h, &chat.metrics);
             }

@@ -153,6 +153,11 @@ impl Drop for ChatSeat {
 }
 
 impl Chat {
+    /// This host's id, as its lines name it.
+    pub fn host_id(&self) -> &str {
+        &self.host_id
+    }
+
     /// Registers an attached session (protocol version 11 or later) and sends it the history of
     /// its zone's channels before anything it hears live.
     pub fn seat(
