@@ -253,6 +253,10 @@ enum BenchSub {
     /// --updates more scores, read its top and around-me pages, and check it holds exactly what
     /// was submitted: updates per second, submit and query latency.
     Boards(crate::bench_boards::BoardsArgs),
+    /// Load a running host's chat: sessions in --zones fresh zones, --senders of each saying
+    /// --rate lines a second, the others listening; lines kept per second, fan-out latency over
+    /// every delivery, and a check that every kept line reached every session of its zone.
+    Chat(crate::bench_chat::ChatArgs),
 }
 
 /// The config of one `bench ab` run against a host it started: that host's URL, ticket secret
@@ -468,6 +472,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         Some(BenchSub::Lobby(lobby)) => return crate::bench_lobby::run(lobby),
         Some(BenchSub::Match(m)) => return crate::bench_match::run(m),
         Some(BenchSub::Boards(b)) => return crate::bench_boards::run(b),
+        Some(BenchSub::Chat(c)) => return crate::bench_chat::run(c),
         Some(BenchSub::Merge {
             files,
             report,

@@ -11,6 +11,7 @@
 mod bench;
 mod bench_ab;
 mod bench_boards;
+mod bench_chat;
 mod bench_lobby;
 mod bench_match;
 mod call_zone;
