@@ -142,11 +142,7 @@ async fn open(ctx: &Ctx, spec: &Spec) -> Result<(ws::Reader, ws::Writer), String
     .to_bytes()
     .map_err(|e| format!("hello: {e}"))?;
     let path = format!("/zones/{}", crate::bench_match::enc(zone));
-    let seed = spec
-        .principal
-        .bytes()
-        .fold(0x9e37_79b9u32, |h, b| h.rotate_left(5) ^ u32::from(b));
-    let (mut rd, mut wr) = ws::connect(&ctx.authority, &path, seed).await?;
+    let (mut rd, mut wr) = ws::connect(&ctx.authority, &path).await?;
     wr.binary(&hello).await?;
     loop {
         match rd.next().await? {
