@@ -306,9 +306,10 @@ impl Boards {
     }
 
     /// The principal's entry as it is now, for an answer to its own change: its row is read by
-    /// key and copied into the index first (by version: a newer copy there stays), so the rank
-    /// the index gives already counts the change; without an index built for the period, the
-    /// store ranks it.
+    /// key, then copied into the index and ranked there in one step (by version: a newer copy
+    /// there stays), so the rank already counts the change. The store ranks it instead (counting
+    /// the rows ahead of it: slow on a big board) only without an index built for the period, or
+    /// when the index holds another score (a newer change of the same principal, copied first).
     pub async fn entry_now(
         &self,
         def: &BoardDef,
@@ -320,19 +321,13 @@ impl Boards {
             return Ok(None);
         };
         if let Some(index) = &self.index {
-            match index.apply(std::slice::from_ref(&row)).await {
-                Ok(_) => match index
-                    .around(&def.name, period, def.order, principal, 0)
-                    .await
-                {
-                    Ok(Some(read)) if read.me.as_ref().is_some_and(|m| m.score == row.score) => {
-                        self.metrics.boards().read("index");
-                        return Ok(read.me);
-                    }
-                    Ok(Some(_)) => {}
-                    Ok(None) => self.want_rebuild(&def.name, period),
-                    Err(e) => self.index_failed(&e),
-                },
+            match index.settle(def.order, &row).await {
+                Ok(index::Settled::Ranked(entry)) if entry.score == row.score => {
+                    self.metrics.boards().read("index");
+                    return Ok(Some(entry));
+                }
+                Ok(index::Settled::NotBuilt) => self.want_rebuild(&def.name, period),
+                Ok(_) => {}
                 Err(e) => self.index_failed(&e),
             }
         }
