@@ -77,6 +77,14 @@ pub(crate) struct BoardsArgs {
     /// Top-10 reads, and as many around-me reads, by default and again from the store.
     #[arg(long, default_value_t = 20_000)]
     queries: usize,
+    /// Reads of each kind from the store (`from=store`) [default: --queries]. A store read
+    /// counts rows, so on a board of a million a few hundred say what `--queries` would.
+    #[arg(long)]
+    store_queries: Option<usize>,
+    /// Store reads in flight at once [default: --concurrency]. The store answers them one
+    /// after another, so more in flight measures the queue, not the read.
+    #[arg(long)]
+    store_concurrency: Option<usize>,
     /// The board to load [default: bench-RUN, a fresh one]; one that exists must be empty and
     /// declared `op=incr`, `order=desc`, `period=all`.
     #[arg(long)]
@@ -208,8 +216,8 @@ impl Phase {
 }
 
 pub(crate) fn run(args: BoardsArgs) -> Result<()> {
-    if args.concurrency == 0 || args.entries == 0 {
-        bail!("--concurrency and --entries must be at least 1");
+    if args.concurrency == 0 || args.entries == 0 || args.store_concurrency == Some(0) {
+        bail!("--concurrency, --store-concurrency and --entries must be at least 1");
     }
     if u32::try_from(args.entries).is_err() {
         bail!("--entries must be at most {}", u32::MAX);
@@ -332,10 +340,18 @@ async fn load(args: &BoardsArgs) -> Result<Value> {
     let mut reads = BTreeMap::new();
     for (label, store) in [("", false), ("_store", true)] {
         let from = if store { "&from=store" } else { "" };
+        let (queries, n) = if store {
+            (
+                args.store_queries.unwrap_or(args.queries),
+                args.store_concurrency.unwrap_or(n),
+            )
+        } else {
+            (args.queries, n)
+        };
         let top = phase(
             &ctx,
             &format!("top{label}"),
-            args.queries,
+            queries,
             n,
             progress,
             move |ctx, _| async move {
@@ -347,7 +363,7 @@ async fn load(args: &BoardsArgs) -> Result<Value> {
         let around = phase(
             &ctx,
             &format!("around{label}"),
-            args.queries,
+            queries,
             n,
             progress,
             move |ctx, q| async move {
@@ -381,6 +397,7 @@ async fn load(args: &BoardsArgs) -> Result<Value> {
         "entries": args.entries,
         "updates": args.updates,
         "queries": args.queries,
+        "store_queries": args.store_queries.unwrap_or(args.queries),
         "concurrency": args.concurrency,
         "seed": args.seed,
         "fill_per_second": fill.per_second(),
@@ -412,7 +429,9 @@ fn plan(args: &BoardsArgs, client: HttpClient, base: &str, board: &str, run: &st
     let updates = (0..args.updates)
         .map(|_| (draw(&mut rng, n), value(&mut rng)))
         .collect();
-    let picks = (0..args.queries).map(|_| draw(&mut rng, n)).collect();
+    // Store reads take the first picks too, so both sources read around the same principals.
+    let reads = args.queries.max(args.store_queries.unwrap_or(0));
+    let picks = (0..reads).map(|_| draw(&mut rng, n)).collect();
     Ctx {
         client,
         base: base.to_owned(),
