@@ -35,7 +35,18 @@ for service in ZONEKEEP_TEST_POSTGRES ZONEKEEP_TEST_NATS; do
 done
 
 echo "== rust workspace"
-cargo test --workspace --no-fail-fast
+# cargo-nextest (.config/nextest.toml) runs test binaries side by side; without it, cargo test
+# runs the same tests one binary after another.
+if cargo nextest --version >/dev/null 2>&1; then
+  rust_failed=0
+  cargo nextest run --workspace --no-fail-fast || rust_failed=$?
+  echo "== rust doc tests"
+  cargo test --workspace --doc --no-fail-fast || rust_failed=$?
+  [ "$rust_failed" -eq 0 ] || exit "$rust_failed"
+else
+  echo "== note: cargo-nextest is not installed; running the Rust tests with cargo test"
+  cargo test --workspace --no-fail-fast
+fi
 
 if [ -f clients/js/package.json ]; then
   echo "== typescript sdk"
@@ -52,5 +63,7 @@ echo "== operator console (committed dist/ is fresh, imports resolve)"
 (cd crates/zonekeep-server/console && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 
 echo "== browser and SDK end-to-end tests (real zonekeep binary, headless Chromium)"
-cargo build -p zonekeep
+# The Rust tests above built target/debug/zonekeep; building it again here with the binary's own
+# feature set would compile much of the tree a second time.
+[ -x target/debug/zonekeep ] || cargo build -p zonekeep
 (cd tests/browser && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
