@@ -69,6 +69,10 @@
 //! - **Zone messages** ([`message`]) go from zone to zone or group, deduplicated
 //!   by id and delivered at the start of the next tick; a zone may name a parent,
 //!   which hears its messages and tier changes in [`Zone::on_child`].
+//! - **The world feed** ([`feed`]) carries a zone's world to a replica in
+//!   another process (a relay), encoded once per patch, so that the replicator
+//!   run over the replica writes each subscriber the bytes the zone's own host
+//!   would have written it.
 //!
 //! # Designed for what comes next
 //!
@@ -157,6 +161,7 @@ pub mod config;
 pub mod ctx;
 pub mod error;
 pub mod fact;
+pub mod feed;
 pub mod hash;
 pub mod host;
 pub mod image;

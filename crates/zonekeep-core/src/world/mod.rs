@@ -15,6 +15,7 @@ mod error;
 mod fields;
 mod idmap;
 mod image;
+mod replica;
 
 pub use error::WorldError;
 
