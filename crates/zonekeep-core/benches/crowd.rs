@@ -20,18 +20,9 @@ use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::quant::pos_decode;
 use zonekeep_protocol::schema::KindDef;
 
-struct XorShift(u64);
+mod support;
 
-impl XorShift {
-    fn next(&mut self) -> f32 {
-        let mut s = self.0;
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        self.0 = s;
-        (s >> 40) as f32 / 16_777_216.0
-    }
-}
+use support::XorShift;
 
 struct Case {
     n: u32,

@@ -17,18 +17,9 @@ use zonekeep_core::feed::{Replica, WorldFeed};
 use zonekeep_core::world::{EntityId, World};
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
-struct XorShift(u64);
+mod support;
 
-impl XorShift {
-    fn next(&mut self) -> f32 {
-        let mut s = self.0;
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        self.0 = s;
-        (s >> 40) as f32 / 16_777_216.0
-    }
-}
+use support::XorShift;
 
 /// A world of `n` units spread over 1,000 × 1,000.
 fn world(n: usize, rng: &mut XorShift) -> (World, Vec<EntityId>) {
