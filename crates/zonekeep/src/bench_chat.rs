@@ -170,12 +170,7 @@ pub(crate) fn run(args: ChatArgs) -> Result<()> {
     if authority.is_empty() {
         bail!("--url {}: no host", args.url);
     }
-    let key = TicketKey::new(
-        args.ticket_kid.clone(),
-        args.ticket_secret.as_bytes().to_vec(),
-        false,
-    )
-    .context("--ticket-secret/--ticket-kid")?;
+    let key = crate::bench_match::ticket_key(&args.ticket_kid, &args.ticket_secret)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

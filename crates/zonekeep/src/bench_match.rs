@@ -246,12 +246,7 @@ pub(crate) fn run(args: MatchArgs) -> Result<()> {
             bail!("--url {u}: give an http:// URL of a matchmaker replica");
         }
     }
-    let key = TicketKey::new(
-        args.ticket_kid.clone(),
-        args.ticket_secret.as_bytes().to_vec(),
-        false,
-    )
-    .context("--ticket-secret/--ticket-kid")?;
+    let key = ticket_key(&args.ticket_kid, &args.ticket_secret)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -270,6 +265,12 @@ pub(crate) fn run(args: MatchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The key a bench mints its bots' tickets with: the host's `--ticket-kid` and secret.
+pub(crate) fn ticket_key(kid: &str, secret: &str) -> Result<TicketKey> {
+    TicketKey::new(kid.to_owned(), secret.as_bytes().to_vec(), false)
+        .context("--ticket-secret/--ticket-kid")
 }
 
 /// The report as text.
