@@ -53,7 +53,7 @@ use crate::transfer::Transfers;
 use crate::view::ViewRequests;
 use crate::world::World;
 use crate::zone::{LeaveReason, ZoneInit};
-use frames::FrameQueue;
+pub(crate) use frames::FrameQueue;
 pub use frames::{Frame, Frames};
 use slot::ZoneSlot;
 
@@ -145,6 +145,8 @@ pub struct ZoneHost {
     last_build: BuildStats,
     /// What every subscriber was sent, for a zone that opted in to lag compensation.
     rewind: Option<RewindHistory>,
+    /// Participants whose frames relays build, and the feed they follow.
+    relays: relayed::Relays,
     /// The recording in progress, if any (one branch per call when there is none).
     pub(crate) recorder: Option<Box<crate::recording::Recorder>>,
     /// Something was called since the host was built: a recording starting now starts from a
@@ -662,6 +664,7 @@ impl ZoneHost {
             history.forget(id);
         }
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        self.relays.players.remove(&id);
         self.pending.left.push((id, why));
         if self.core.roster.is_empty() {
             let now = self.read_clock();
@@ -700,6 +703,7 @@ mod links;
 #[cfg(test)]
 mod probe;
 mod record;
+mod relayed;
 mod slot;
 mod stage_times;
 #[cfg(test)]

@@ -73,6 +73,10 @@
 //!   another process (a relay), encoded once per patch, so that the replicator
 //!   run over the replica writes each subscriber the bytes the zone's own host
 //!   would have written it.
+//! - **Relays** ([`relay`]) build the frames of participants whose clients are
+//!   connected to them: the host lists each one's ack, view and events per
+//!   patch beside the feed, and a [`relay::RelayZone`] builds the same frames
+//!   the host would have.
 //!
 //! # Designed for what comes next
 //!
@@ -172,6 +176,7 @@ pub mod listing;
 pub mod message;
 pub mod player;
 pub mod recording;
+pub mod relay;
 pub mod replicate;
 pub mod report;
 pub mod rewind;

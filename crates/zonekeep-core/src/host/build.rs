@@ -266,6 +266,7 @@ impl ZoneHost {
             frames: FrameQueue::default(),
             last_build: BuildStats::default(),
             rewind,
+            relays: Default::default(),
             recorder: None,
             touched: false,
             build: String::new(),

@@ -53,20 +53,39 @@ struct Queued {
     end: usize,
 }
 
-/// The frames of the last build, back to back in one buffer that every build reuses.
+/// The frames of the last build, back to back in one buffer that every build reuses. A zone's
+/// host and a relay ([`crate::relay::RelayZone`]) queue and hand out frames the same way.
 #[derive(Debug, Default)]
-pub(super) struct FrameQueue {
+pub(crate) struct FrameQueue {
     bytes: Vec<u8>,
     items: Vec<Queued>,
 }
 
 impl FrameQueue {
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.items.clear();
         self.bytes.clear();
     }
 
-    fn push(&mut self, player: PlayerId, head: FrameHead, events: usize, bytes: &[u8]) {
+    /// Queues the frame the replicator wrote for `sub`. A State may be lost: its participant's
+    /// `events` go before it in an Events message, which the host sends on its reliable path.
+    pub(crate) fn push_built(
+        &mut self,
+        tick: u64,
+        events: &[(u16, &[u8])],
+        sub: SubscriberId,
+        head: FrameHead,
+        bytes: &[u8],
+    ) {
+        let player = PlayerId(sub.0);
+        let events = match head.base {
+            Some(_) => {
+                let start = self.bytes.len();
+                zonekeep_protocol::messages::write_events(&mut self.bytes, tick, events);
+                self.bytes.len() - start
+            }
+            None => 0,
+        };
         self.bytes.extend_from_slice(bytes);
         self.items.push(Queued {
             player,
@@ -74,6 +93,15 @@ impl FrameQueue {
             events,
             end: self.bytes.len(),
         });
+    }
+
+    /// Hands the queued frames out, in the order they were queued.
+    pub(crate) fn drain(&mut self) -> Frames<'_> {
+        Frames {
+            bytes: &self.bytes,
+            items: self.items.drain(..),
+            at: 0,
+        }
     }
 }
 
@@ -220,6 +248,7 @@ impl ZoneHost {
     pub fn drain_frames(&mut self) -> Result<Frames<'_>, ReplicateError> {
         self.tap_call(|| crate::recording::Record::DrainFrames);
         self.frames.clear();
+        self.relays.out.clear();
         if std::mem::take(&mut self.patch_due) {
             let mark = self.stage_build_start();
             let built = self.build_frames();
@@ -231,12 +260,7 @@ impl ZoneHost {
             }
         }
         self.tap_frames();
-        let queue = &mut self.frames;
-        Ok(Frames {
-            bytes: &queue.bytes,
-            items: queue.items.drain(..),
-            at: 0,
-        })
+        Ok(self.frames.drain())
     }
 
     /// Build every connected participant's Delta for the current tick into the (empty) frame queue.
@@ -255,30 +279,19 @@ impl ZoneHost {
             let queue = &mut self.frames;
             let tick = self.core.tick;
             let mut sink = |sub: SubscriberId, head: FrameHead, bytes: &[u8]| {
-                let player = PlayerId(sub.0);
-                // A State may be lost: its participant's events go in an Events message that
-                // the host sends on its reliable path.
-                let events = match head.base {
-                    Some(_) => {
-                        let start = queue.bytes.len();
-                        zonekeep_protocol::messages::write_events(
-                            &mut queue.bytes,
-                            tick,
-                            events_for(player),
-                        );
-                        queue.bytes.len() - start
-                    }
-                    None => 0,
-                };
-                queue.push(player, head, events, bytes);
+                queue.push_built(tick, events_for(PlayerId(sub.0)), sub, head, bytes);
             };
-            self.zone.build_frames(
+            let built = self.zone.build_frames(
                 &mut self.replicator,
                 &self.core.world,
                 self.core.tick,
                 events_for,
                 &mut sink,
-            )
+            );
+            if built.is_ok() {
+                self.build_relay_output(events_for);
+            }
+            built
         };
         // Hand the emptied queue back so the next events reuse its allocation; the spilled
         // events go first (a zone hook emits nothing while frames are built).
@@ -319,6 +332,9 @@ impl ZoneHost {
 
     /// Register a (re)connected participant with the replicator; its first frame is a BASELINE.
     pub(super) fn subscribe(&mut self, id: PlayerId) {
+        if !self.builds_here(id) {
+            return;
+        }
         let (Some(info), Some(view)) = (self.core.roster.get(&id), self.core.views.get(id)) else {
             return;
         };
@@ -335,6 +351,10 @@ impl ZoneHost {
     /// `from` matches it, else it starts over from a BASELINE (as it does when nothing was kept,
     /// say in a zone restored from a save).
     pub(super) fn resubscribe(&mut self, id: PlayerId, from: Option<&ResumeFrom>) -> ResumeOutcome {
+        if !self.builds_here(id) {
+            // Its relay resumes it from what it was sent.
+            return ResumeOutcome::Baseline;
+        }
         let (Some(info), Some(view)) = (self.core.roster.get(&id), self.core.views.get(id)) else {
             return ResumeOutcome::Baseline;
         };

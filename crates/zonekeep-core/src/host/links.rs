@@ -134,6 +134,9 @@ impl ZoneHost {
 
     /// A moving player's frames continue from what its client holds.
     fn resume_frames(&mut self, player: PlayerId) {
+        if !self.builds_here(player) {
+            return;
+        }
         let (Some(info), Some(view)) = (self.core.roster.get(&player), self.core.views.get(player))
         else {
             return;

@@ -119,6 +119,8 @@ pub(super) trait ZoneSlot: Send {
     fn stop_handle(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>>;
     /// Log lines its rate limit dropped ([`Zone::log_lines_suppressed`]).
     fn log_lines_suppressed(&self) -> u64;
+    /// Whether the zone filters entities per viewer ([`Zone::uses_can_see`]).
+    fn uses_can_see(&self) -> bool;
     /// Build every subscriber's Delta (acks from the input buffers, `can_see` from the zone).
     fn build_frames(
         &self,
@@ -362,6 +364,10 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
 
     fn log_lines_suppressed(&self) -> u64 {
         self.zone.log_lines_suppressed()
+    }
+
+    fn uses_can_see(&self) -> bool {
+        self.zone.uses_can_see()
     }
 
     fn build_frames(

@@ -15,12 +15,12 @@ use crate::zone::LeaveReason;
 /// A recording's first four bytes.
 pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
 /// The format version this build writes (it also reads [`OLDEST_READ_VERSION`] and later).
-pub const RECORDING_VERSION: u16 = 10;
+pub const RECORDING_VERSION: u16 = 11;
 /// The oldest format version this build reads (version 3 only added an origin, version 4 the
 /// zone's limits to the config, version 5 the transfer and message records, version 6 the
 /// transfer return record, version 7 whether the zone is a lasting world, version 8 the
 /// zone's state version, version 9 joins that bring a character, version 10 durable calls and
-/// moves that carry a character).
+/// moves that carry a character, version 11 relayed participants).
 pub const OLDEST_READ_VERSION: u16 = 2;
 /// Bytes before the header record: magic, version, flags.
 pub(crate) const PREAMBLE_LEN: usize = 8;
@@ -202,6 +202,14 @@ pub enum Record {
     DrainCalls,
     /// [`ZoneHost::resync`](crate::ZoneHost::resync).
     Resync(PlayerId),
+    /// [`ZoneHost::relay`](crate::ZoneHost::relay) (`relayed`) or
+    /// [`ZoneHost::unrelay`](crate::ZoneHost::unrelay) (format version 11).
+    Relay {
+        /// Whose frames move.
+        player: PlayerId,
+        /// A relay builds them from now on (else the host does again).
+        relayed: bool,
+    },
     /// [`ZoneHost::advance`](crate::ZoneHost::advance) with this clock time.
     Advance(Duration),
     /// [`ZoneHost::drain_frames`](crate::ZoneHost::drain_frames).
@@ -421,6 +429,10 @@ impl std::fmt::Display for Record {
                 FactOutcome::Refused(why) => write!(f, "settle {} refused {why:?}", s.key.as_str()),
             },
             Record::Resync(p) => write!(f, "resync {p}"),
+            Record::Relay { player, relayed } => match relayed {
+                true => write!(f, "relay {player}"),
+                false => write!(f, "unrelay {player}"),
+            },
             Record::Advance(now) => write!(f, "advance to {} ns", now.as_nanos()),
             Record::DrainFrames => f.write_str("drain frames"),
             Record::DrainFacts => f.write_str("drain facts"),
@@ -550,6 +562,7 @@ pub(super) mod tag {
     pub const TRANSFER_BACK_CHARACTER: u8 = 0x22;
     pub const CALL_RESULT: u8 = 0x1a;
     pub const DRAIN_CALLS: u8 = 0x1b;
+    pub const RELAY: u8 = 0x1c;
     pub const CLOCK: u8 = 0x40;
     pub const OUTCOME: u8 = 0x41;
     pub const TICK: u8 = 0x42;
@@ -724,6 +737,11 @@ pub(crate) fn encode_record(
         Record::Resync(p) => {
             put_varint(b, u64::from(p.0));
             tag::RESYNC
+        }
+        Record::Relay { player, relayed } => {
+            put_varint(b, u64::from(player.0));
+            b.push(u8::from(*relayed));
+            tag::RELAY
         }
         Record::Advance(now) => {
             put_time(b, state, *now);

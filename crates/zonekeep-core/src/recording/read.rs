@@ -163,6 +163,14 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
             Record::Settle(Settlement { key, outcome })
         }
         tag::RESYNC => Record::Resync(player(r)?),
+        tag::RELAY => Record::Relay {
+            player: player(r)?,
+            relayed: match r.u8().map_err(bad)? {
+                0 => false,
+                1 => true,
+                n => return Err(format!("a relay flag of {n}")),
+            },
+        },
         tag::ADVANCE => Record::Advance(get_time(r, state)?),
         tag::DRAIN_FRAMES => Record::DrainFrames,
         tag::DRAIN_FACTS => Record::DrainFacts,

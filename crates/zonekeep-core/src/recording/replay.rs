@@ -506,6 +506,12 @@ impl Replay {
             }
             Record::Settle(s) => h.handle_settlement(s.clone()),
             Record::Resync(p) => h.resync(*p),
+            Record::Relay { player, relayed } => match relayed {
+                true => {
+                    let _ = h.relay(*player);
+                }
+                false => h.unrelay(*player),
+            },
             Record::Advance(now) => {
                 let _ = h.advance(*now);
                 if self.report.failure.is_none() {

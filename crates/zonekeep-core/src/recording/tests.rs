@@ -115,6 +115,10 @@ impl Zone for Walkers {
         }
     }
 
+    fn uses_can_see(&self) -> bool {
+        false
+    }
+
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
         if CHAOS_AT.with(Cell::get) == ctx.tick() {
             if let Some((_, x, _)) = self.walkers.values_mut().next() {
@@ -220,7 +224,8 @@ impl Driver {
 }
 
 /// A session touching every call: joins (a refused one too), inputs of every outcome, facts and
-/// settlements, a drop and rejoin, a drop and rejoin from a resume point, a resync, a leave, and steps of uneven length.
+/// settlements, a drop and rejoin, a drop and rejoin from a resume point, a resync, a spell of
+/// relayed frames, a leave, and steps of uneven length.
 fn play(d: &mut Driver) -> (PlayerId, PlayerId) {
     let a = d.join("ann", Role::Player);
     let b = d.join("bob", Role::Player);
@@ -262,6 +267,13 @@ fn play(d: &mut Driver) -> (PlayerId, PlayerId) {
             let from = resume.take().unwrap();
             let resumed = d.host.handle_rejoin_from(b, from).unwrap();
             assert_eq!(resumed, crate::ResumeOutcome::Delta);
+        }
+        if i == 45 {
+            // A relay builds Bob's frames for a while: the host builds none for him.
+            d.host.relay(b).unwrap();
+        }
+        if i == 50 {
+            d.host.unrelay(b);
         }
         d.step(if i % 4 == 0 { 50 } else { 33 });
     }
@@ -323,6 +335,7 @@ fn the_file_holds_every_call_and_effect() {
         "Leave",
         "Settle",
         "Resync",
+        "Relay",
         "Rtt",
         "Datagrams",
         "AckState",
@@ -499,11 +512,11 @@ fn an_unknown_kind_is_a_typed_error() {
 #[test]
 fn bad_magic_and_unknown_versions_are_typed_errors() {
     let mut file = recorded_session();
-    file[4] = 11;
+    file[4] = (RECORDING_VERSION + 1) as u8;
     assert_eq!(
         replay(&kinds(), &file),
         Err(ReplayError::Recording(RecordingError::UnsupportedVersion {
-            found: 11
+            found: RECORDING_VERSION + 1
         }))
     );
     file[0] = b'X';

@@ -1,0 +1,146 @@
+//! The origin's side of relays (see [`crate::relay`]): participants whose frames a relay
+//! builds, the world feed they are built from, and each patch's relay output.
+
+use std::collections::BTreeSet;
+
+use super::ZoneHost;
+use crate::feed::WorldFeed;
+use crate::player::PlayerId;
+use crate::recording::Record;
+use crate::relay::{RelayOutput, RelayQueue, RelayRefusal};
+use crate::replicate::SubscriberId;
+use crate::view::subscriber_config;
+
+/// What the host keeps for relays.
+#[derive(Debug, Default)]
+pub(super) struct Relays {
+    /// Participants whose frames a relay builds.
+    pub(super) players: BTreeSet<PlayerId>,
+    /// The world feed, while a relay follows the zone.
+    feed: Option<WorldFeed>,
+    /// The next patch carries the world's image.
+    image_wanted: bool,
+    /// The relay side of the last patch.
+    pub(super) out: RelayQueue,
+}
+
+impl ZoneHost {
+    /// From the next patch on, a relay builds `id`'s frames: this host builds none for it and
+    /// lists it in [`relay_output`](Self::relay_output) with its ack, view and events. Refused
+    /// for a zone that filters per viewer or uses lag compensation ([`RelayRefusal`]). Relaying
+    /// a relayed participant changes nothing.
+    pub fn relay(&mut self, id: PlayerId) -> Result<(), RelayRefusal> {
+        self.tap_call(|| Record::Relay {
+            player: id,
+            relayed: true,
+        });
+        if !self.core.roster.contains_key(&id) {
+            return Err(RelayRefusal::UnknownPlayer(id));
+        }
+        if self.zone.uses_can_see() {
+            return Err(RelayRefusal::PerViewer);
+        }
+        if self.rewind.is_some() {
+            return Err(RelayRefusal::LagCompensation);
+        }
+        if self.relays.players.insert(id) {
+            let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        }
+        Ok(())
+    }
+
+    /// `id`'s frames are built here again (its client connected to this host directly): its
+    /// next frame is a BASELINE. Unknown or not relayed: nothing changes.
+    pub fn unrelay(&mut self, id: PlayerId) {
+        self.tap_call(|| Record::Relay {
+            player: id,
+            relayed: false,
+        });
+        if !self.relays.players.remove(&id) {
+            return;
+        }
+        let connected = self.core.roster.get(&id).is_some_and(|p| p.connected);
+        if connected && !self.is_moving(id) {
+            self.subscribe(id);
+        }
+    }
+
+    /// Whether a relay builds `id`'s frames.
+    pub fn is_relayed(&self, id: PlayerId) -> bool {
+        self.relays.players.contains(&id)
+    }
+
+    /// The next patch carries the world's image ([`RelayOutput::image`]), where a relay link
+    /// starts; from then on every patch carries the feed's delta. The feed runs until
+    /// [`end_relay_feed`](Self::end_relay_feed).
+    pub fn want_relay_image(&mut self) {
+        self.relays.image_wanted = true;
+    }
+
+    /// No relay follows the zone any more: patches stop carrying the feed (it costs a pass
+    /// over the world per patch). Relayed participants stay relayed.
+    pub fn end_relay_feed(&mut self) {
+        self.relays.feed = None;
+        self.relays.image_wanted = false;
+        self.relays.out.clear();
+    }
+
+    /// The relay side of the last patch [`drain_frames`](Self::drain_frames) built, while a
+    /// relay follows the zone: the feed's part and the listed participants'. `None` when that
+    /// call built no patch or no feed runs.
+    pub fn relay_output(&self) -> Option<RelayOutput<'_>> {
+        self.relays.out.built.then_some(RelayOutput {
+            queue: &self.relays.out,
+        })
+    }
+
+    /// Whether the participant's frames are built by this host's replicator.
+    pub(super) fn builds_here(&self, id: PlayerId) -> bool {
+        !self.relays.players.contains(&id)
+    }
+
+    /// The relay side of this patch, built after the host's own frames. `events_for` gives
+    /// each participant's events exactly as its own frame would have carried them.
+    pub(super) fn build_relay_output(&mut self, events_for: &super::slot::EventsFor<'_>) {
+        let relays = &mut self.relays;
+        relays.out.clear();
+        if relays.feed.is_none() && !relays.image_wanted {
+            return;
+        }
+        let world = &self.core.world;
+        relays.out.tick = self.core.tick;
+        match relays.feed.as_mut() {
+            None => relays.feed = Some(WorldFeed::new(world)),
+            Some(feed) => {
+                let mut delta = Vec::new();
+                match feed.delta(world, &mut delta) {
+                    Ok(()) => relays.out.delta = Some(delta),
+                    // A broken invariant: every link starts over from a fresh image.
+                    Err(_) => {
+                        relays.feed = Some(WorldFeed::new(world));
+                        relays.image_wanted = true;
+                    }
+                }
+            }
+        }
+        if std::mem::take(&mut relays.image_wanted) {
+            let mut image = Vec::new();
+            WorldFeed::image(world, &mut image);
+            relays.out.image = Some(image);
+        }
+        for &id in &relays.players {
+            let (Some(info), Some(view)) = (self.core.roster.get(&id), self.core.views.get(id))
+            else {
+                continue;
+            };
+            // The frames the host would hold back: a dropped or moving participant's.
+            if !info.connected || self.core.transfers.moving.contains_key(&id) {
+                continue;
+            }
+            let cfg = subscriber_config(&self.config.replication, info.role, view);
+            let ack = self.zone.last_processed(id).unwrap_or(0);
+            relays.out.push_player(id, ack, &cfg, events_for(id));
+        }
+        relays.out.built = true;
+    }
+}

@@ -1,0 +1,315 @@
+//! The relay's side: a replica of the zone's world and a replicator over it, building each
+//! attached client's frame from the origin's link messages.
+
+use std::collections::BTreeMap;
+
+use super::link::{LinkPatch, LinkWorld, PlayerPatch};
+use super::RelayError;
+use crate::feed::Replica;
+use crate::host::{FrameQueue, Frames};
+use crate::player::PlayerId;
+use crate::replicate::{
+    BuildStats, FrameInput, ReplicationConfig, Replicator, ResumeOutcome, SubscriberConfig,
+    SubscriberId,
+};
+use crate::world::{EntityId, World};
+use zonekeep_protocol::ResumeFrom;
+
+/// Where a participant attached to the relay stands with the replicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seat {
+    /// Its client is attached; it is subscribed at the first patch that lists it.
+    Waiting,
+    /// Subscribed: it gets a frame each patch that lists it.
+    Live,
+    /// Subscribed and parked because the last patch did not list it (say it is moving to
+    /// another zone): the next patch that lists it continues from what its client holds, as the
+    /// origin's frames do.
+    Held,
+    /// Its client went away; what it was sent is kept for a resume
+    /// ([`RelayZone::reattach`]).
+    Away,
+}
+
+/// One participant attached to the relay.
+#[derive(Debug, Clone, Copy)]
+struct Attached {
+    seat: Seat,
+    /// Its view as of the last patch that listed it.
+    view: Option<SubscriberConfig>,
+    /// Frames as States on datagrams, asked for before it was subscribed.
+    datagrams: Option<Option<usize>>,
+}
+
+/// A zone as a relay serves it (see the [module docs](super)): the replica of its world, the
+/// replicator over it, and the participants whose clients are attached here.
+///
+/// Sans-I/O like the rest of the core: a driver hands in each link message
+/// ([`apply`](Self::apply)) and client events ([`attach`](Self::attach),
+/// [`detach`](Self::detach), [`reattach`](Self::reattach), [`ack_state`](Self::ack_state), ...),
+/// and takes the frames out ([`drain_frames`](Self::drain_frames)).
+#[derive(Debug)]
+pub struct RelayZone {
+    replica: Option<Replica>,
+    replicator: Replicator,
+    max_entities: usize,
+    /// The tick of the last message applied (0 before the first).
+    tick: u64,
+    attached: BTreeMap<PlayerId, Attached>,
+    frames: FrameQueue,
+    last_build: BuildStats,
+}
+
+impl RelayZone {
+    /// A relay for a zone replicated with `config` (the zone's cell size and priority distance),
+    /// holding at most `max_entities` entities whatever its link sends.
+    pub fn new(config: ReplicationConfig, max_entities: usize) -> Self {
+        Self {
+            replica: None,
+            replicator: Replicator::new(config),
+            max_entities,
+            tick: 0,
+            attached: BTreeMap::new(),
+            frames: FrameQueue::default(),
+            last_build: BuildStats::default(),
+        }
+    }
+
+    /// The tick of the last message applied (0 before the first).
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// The replica of the zone's world, once the link's image came.
+    pub fn world(&self) -> Option<&World> {
+        self.replica.as_ref().map(Replica::world)
+    }
+
+    /// Clients attached (live, waiting or away).
+    pub fn attached(&self) -> usize {
+        self.attached.len()
+    }
+
+    /// Counters of the last build.
+    pub fn last_build_stats(&self) -> BuildStats {
+        self.last_build
+    }
+
+    /// Applies one link message and builds the frames of the attached participants it lists,
+    /// ready for [`drain_frames`](Self::drain_frames). A message refused (malformed, a feed gap,
+    /// a stale tick) changes nothing: the frames of the last one are dropped and the relay keeps
+    /// its state; after [`RelayError::Feed`] or [`RelayError::NoImage`] its link must start over
+    /// from an image.
+    pub fn apply(&mut self, message: &[u8]) -> Result<(), RelayError> {
+        self.frames.clear();
+        let patch = LinkPatch::read(message)?;
+        if patch.tick <= self.tick {
+            return Err(RelayError::Stale {
+                at: self.tick,
+                got: patch.tick,
+            });
+        }
+        match patch.world {
+            LinkWorld::Image(image) => {
+                let mut replica = Replica::from_image(image)?;
+                replica.set_max_entities(self.max_entities);
+                self.replica = Some(replica);
+                // Every subscriber's sent state refers to the old world's ids and version.
+                for (id, a) in &self.attached {
+                    if matches!(a.seat, Seat::Live | Seat::Held) {
+                        let _ = self.replicator.reset_subscriber(SubscriberId(id.0));
+                    }
+                }
+            }
+            LinkWorld::Delta(delta) => {
+                self.replica
+                    .as_mut()
+                    .ok_or(RelayError::NoImage)?
+                    .apply(delta)?;
+            }
+        }
+        self.tick = patch.tick;
+        self.seat_listed(&patch.players);
+        self.build(&patch)
+    }
+
+    /// Brings every attached participant's subscription in line with the patch: subscribe the
+    /// newly listed, park the live ones not listed, continue the held ones listed again, and
+    /// take the origin's view for each.
+    fn seat_listed(&mut self, players: &[PlayerPatch<'_>]) {
+        let mut listed = players.iter().peekable();
+        for (id, a) in self.attached.iter_mut() {
+            while listed.next_if(|p| p.player < *id).is_some() {}
+            let this = listed.next_if(|p| p.player == *id);
+            let sub = SubscriberId(id.0);
+            match (a.seat, this) {
+                (Seat::Waiting, Some(p)) => {
+                    if self.replicator.add_subscriber(sub, p.view).is_ok() {
+                        a.seat = Seat::Live;
+                        if let Some(max_frame) = a.datagrams.take() {
+                            let _ = self.replicator.acknowledge_states(sub, max_frame);
+                        }
+                    }
+                }
+                (Seat::Live, Some(p)) => {
+                    if a.view != Some(p.view) {
+                        let _ = self.replicator.update_subscriber(sub, p.view);
+                    }
+                }
+                (Seat::Live, None) => {
+                    let _ = self.replicator.park_subscriber(sub);
+                    a.seat = Seat::Held;
+                }
+                (Seat::Held, Some(p)) => {
+                    if self.replicator.resume_subscriber(sub, p.view).is_ok() {
+                        a.seat = Seat::Live;
+                    }
+                }
+                (Seat::Waiting | Seat::Held | Seat::Away, _) => {}
+            }
+            if let Some(p) = this {
+                a.view = Some(p.view);
+            }
+        }
+    }
+
+    fn build(&mut self, patch: &LinkPatch<'_>) -> Result<(), RelayError> {
+        let Some(replica) = self.replica.as_ref() else {
+            return Err(RelayError::NoImage);
+        };
+        let players = &patch.players;
+        let find = |sub: SubscriberId| {
+            players
+                .binary_search_by_key(&sub.0, |p| p.player.0)
+                .ok()
+                .and_then(|i| players.get(i))
+        };
+        let inputs = |sub: SubscriberId| match find(sub) {
+            Some(p) => FrameInput {
+                ack: p.ack,
+                events: &p.events,
+            },
+            None => FrameInput::default(),
+        };
+        let queue = &mut self.frames;
+        let tick = patch.tick;
+        let sink = |sub: SubscriberId, head, bytes: &[u8]| {
+            let events = find(sub).map_or(&[][..], |p| &p.events[..]);
+            queue.push_built(tick, events, sub, head, bytes);
+        };
+        let built = self.replicator.build_with_heads(
+            replica.world(),
+            tick,
+            None::<fn(SubscriberId, EntityId) -> bool>,
+            inputs,
+            sink,
+        );
+        match built {
+            Ok(stats) => {
+                self.last_build = stats;
+                Ok(())
+            }
+            Err(e) => {
+                self.frames.clear();
+                Err(e.into())
+            }
+        }
+    }
+
+    /// The frames of the last message applied, in participant id order (see
+    /// [`ZoneHost::drain_frames`](crate::ZoneHost::drain_frames)); each must reach its client or
+    /// the client be resynced.
+    pub fn drain_frames(&mut self) -> Frames<'_> {
+        self.frames.drain()
+    }
+
+    /// A client of participant `id` attached: it is subscribed, with a BASELINE first, at the
+    /// next message that lists it. A participant attached again starts over.
+    pub fn attach(&mut self, id: PlayerId) {
+        let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        self.attached.insert(
+            id,
+            Attached {
+                seat: Seat::Waiting,
+                view: None,
+                datagrams: None,
+            },
+        );
+    }
+
+    /// The client of `id` went away: no frames, and what it was sent is kept until it
+    /// [reattaches](Self::reattach) or is [removed](Self::remove).
+    pub fn detach(&mut self, id: PlayerId) {
+        let Some(a) = self.attached.get_mut(&id) else {
+            return;
+        };
+        if a.seat == Seat::Live {
+            let _ = self.replicator.park_subscriber(SubscriberId(id.0));
+        }
+        a.seat = Seat::Away;
+    }
+
+    /// The client of `id` is back (PROTOCOL.md §4.1.1): when `from` names what it was last sent,
+    /// its frames continue as Deltas ([`ResumeOutcome::Delta`]); otherwise a BASELINE. Unknown
+    /// or not away: `None`.
+    pub fn reattach(&mut self, id: PlayerId, from: Option<&ResumeFrom>) -> Option<ResumeOutcome> {
+        let a = self.attached.get_mut(&id)?;
+        if a.seat != Seat::Away {
+            return None;
+        }
+        let sub = SubscriberId(id.0);
+        let outcome = a
+            .view
+            .and_then(|view| self.replicator.unpark_subscriber(sub, view, from).ok());
+        match outcome {
+            Some(outcome) => {
+                a.seat = Seat::Live;
+                Some(outcome)
+            }
+            None => {
+                // Never subscribed: it starts as a new client would.
+                a.seat = Seat::Waiting;
+                Some(ResumeOutcome::Baseline)
+            }
+        }
+    }
+
+    /// The participant left (or its client will not come back): forget it.
+    pub fn remove(&mut self, id: PlayerId) {
+        let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        self.attached.remove(&id);
+    }
+
+    /// The participant's next frame is a BASELINE (see [`ZoneHost::resync`](crate::ZoneHost::resync)).
+    pub fn resync(&mut self, id: PlayerId) {
+        let _ = self.replicator.reset_subscriber(SubscriberId(id.0));
+    }
+
+    /// The participant's client takes state in datagrams (see
+    /// [`ZoneHost::use_datagrams`](crate::ZoneHost::use_datagrams)).
+    pub fn use_datagrams(&mut self, id: PlayerId, max_frame: Option<usize>) {
+        let Some(a) = self.attached.get_mut(&id) else {
+            return;
+        };
+        match a.seat {
+            Seat::Waiting => a.datagrams = Some(max_frame),
+            _ => {
+                let _ = self
+                    .replicator
+                    .acknowledge_states(SubscriberId(id.0), max_frame);
+            }
+        }
+    }
+
+    /// The participant's client applied the State of `tick` (see
+    /// [`ZoneHost::ack_state`](crate::ZoneHost::ack_state)).
+    pub fn ack_state(&mut self, id: PlayerId, tick: u64) {
+        let _ = self.replicator.ack_state(SubscriberId(id.0), tick);
+    }
+
+    /// The count and hash of the participant's known set as of its last frame (what a
+    /// KnownSetCheck carries).
+    pub fn known_set_check(&self, id: PlayerId) -> Option<(u32, u32)> {
+        self.replicator.known_check(SubscriberId(id.0)).ok()
+    }
+}
