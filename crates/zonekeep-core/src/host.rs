@@ -53,8 +53,8 @@ use crate::transfer::Transfers;
 use crate::view::ViewRequests;
 use crate::world::World;
 use crate::zone::{LeaveReason, ZoneInit};
-pub(crate) use frames::FrameQueue;
 pub use frames::{Frame, Frames};
+pub(crate) use frames::{FrameQueue, RoutedEvents};
 use slot::ZoneSlot;
 
 /// The state hooks borrow through [`Ctx`]; kept apart from the zone value so
@@ -664,7 +664,7 @@ impl ZoneHost {
             history.forget(id);
         }
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
-        self.relays.players.remove(&id);
+        self.forget_relayed(id);
         self.pending.left.push((id, why));
         if self.core.roster.is_empty() {
             let now = self.read_clock();

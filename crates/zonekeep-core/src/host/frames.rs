@@ -289,7 +289,7 @@ impl ZoneHost {
                 &mut sink,
             );
             if built.is_ok() {
-                self.build_relay_output(events_for);
+                self.build_relay_output(&events);
             }
             built
         };
@@ -432,16 +432,51 @@ fn events_for_patch(events: &[Event]) -> usize {
     events.len()
 }
 
-/// Events split by recipient, keeping emission order within each recipient's list.
-struct RoutedEvents<'a> {
+/// Events split by recipient, keeping emission order within each recipient's list. A relay
+/// routes its link's events the same way ([`crate::relay::RelayZone`]).
+pub(crate) struct RoutedEvents<'a> {
     all: Vec<(u16, &'a [u8])>,
     /// Participants with events of their own: their full list (broadcast ones included).
     personal: BTreeMap<PlayerId, Vec<(u16, &'a [u8])>>,
 }
 
 impl<'a> RoutedEvents<'a> {
-    fn for_player(&self, id: PlayerId) -> &[(u16, &'a [u8])] {
+    /// The events `id`'s frame carries.
+    pub(crate) fn for_player(&self, id: PlayerId) -> &[(u16, &'a [u8])] {
         self.personal.get(&id).map_or(&self.all[..], |v| &v[..])
+    }
+
+    /// Routes `events`, each `(recipient or None for everyone, topic, payload)`, in order.
+    pub(crate) fn new<I>(events: I) -> Self
+    where
+        I: Iterator<Item = (Option<PlayerId>, u16, &'a [u8])> + Clone,
+    {
+        let mut routed = RoutedEvents {
+            all: Vec::new(),
+            personal: BTreeMap::new(),
+        };
+        for (to, _, _) in events.clone() {
+            if let Some(p) = to {
+                routed.personal.entry(p).or_default();
+            }
+        }
+        for (to, topic, payload) in events {
+            let item = (topic, payload);
+            match to {
+                None => {
+                    routed.all.push(item);
+                    for list in routed.personal.values_mut() {
+                        list.push(item);
+                    }
+                }
+                Some(p) => {
+                    if let Some(list) = routed.personal.get_mut(&p) {
+                        list.push(item);
+                    }
+                }
+            }
+        }
+        routed
     }
 }
 
@@ -450,30 +485,11 @@ fn events_fn<'e>(routed: &'e RoutedEvents<'e>) -> impl Fn(PlayerId) -> &'e [(u16
 }
 
 fn route_events(events: &[Event]) -> RoutedEvents<'_> {
-    let mut routed = RoutedEvents {
-        all: Vec::new(),
-        personal: BTreeMap::new(),
-    };
-    for e in events {
-        if let EventTarget::Player(p) = e.target {
-            routed.personal.entry(p).or_default();
-        }
-    }
-    for e in events {
-        let item = (e.topic, e.payload.as_slice());
-        match e.target {
-            EventTarget::All => {
-                routed.all.push(item);
-                for list in routed.personal.values_mut() {
-                    list.push(item);
-                }
-            }
-            EventTarget::Player(p) => {
-                if let Some(list) = routed.personal.get_mut(&p) {
-                    list.push(item);
-                }
-            }
-        }
-    }
-    routed
+    RoutedEvents::new(events.iter().map(|e| {
+        let to = match e.target {
+            EventTarget::All => None,
+            EventTarget::Player(p) => Some(p),
+        };
+        (to, e.topic, e.payload.as_slice())
+    }))
 }

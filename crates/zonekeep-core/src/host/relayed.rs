@@ -1,13 +1,14 @@
 //! The origin's side of relays (see [`crate::relay`]): participants whose frames a relay
 //! builds, the world feed they are built from, and each patch's relay output.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::ZoneHost;
+use crate::ctx::Event;
 use crate::feed::WorldFeed;
 use crate::player::PlayerId;
 use crate::recording::Record;
-use crate::relay::{RelayOutput, RelayQueue, RelayRefusal};
+use crate::relay::{RelayOutput, RelayQueue, RelayRefusal, Told};
 use crate::replicate::SubscriberId;
 use crate::view::subscriber_config;
 
@@ -16,12 +17,18 @@ use crate::view::subscriber_config;
 pub(super) struct Relays {
     /// Participants whose frames a relay builds.
     pub(super) players: BTreeSet<PlayerId>,
+    /// What links were told of each relayed participant, while the feed runs.
+    told: BTreeMap<PlayerId, Told>,
+    /// Participants links were told of that are relayed no more, to tell them next patch.
+    gone: BTreeSet<PlayerId>,
     /// The world feed, while a relay follows the zone.
     feed: Option<WorldFeed>,
     /// The next patch carries the world's image.
     image_wanted: bool,
     /// The relay side of the last patch.
     pub(super) out: RelayQueue,
+    /// The tick of the last patch the feed carried (0: none).
+    last_tick: u64,
 }
 
 impl ZoneHost {
@@ -43,6 +50,7 @@ impl ZoneHost {
         if self.rewind.is_some() {
             return Err(RelayRefusal::LagCompensation);
         }
+        self.relays.gone.remove(&id);
         if self.relays.players.insert(id) {
             let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
         }
@@ -58,6 +66,9 @@ impl ZoneHost {
         });
         if !self.relays.players.remove(&id) {
             return;
+        }
+        if self.relays.told.remove(&id).is_some() {
+            self.relays.gone.insert(id);
         }
         let connected = self.core.roster.get(&id).is_some_and(|p| p.connected);
         if connected && !self.is_moving(id) {
@@ -81,6 +92,8 @@ impl ZoneHost {
     /// over the world per patch). Relayed participants stay relayed.
     pub fn end_relay_feed(&mut self) {
         self.relays.feed = None;
+        self.relays.told.clear();
+        self.relays.gone.clear();
         self.relays.image_wanted = false;
         self.relays.out.clear();
     }
@@ -91,6 +104,7 @@ impl ZoneHost {
     pub fn relay_output(&self) -> Option<RelayOutput<'_>> {
         self.relays.out.built.then_some(RelayOutput {
             queue: &self.relays.out,
+            told: &self.relays.told,
         })
     }
 
@@ -99,16 +113,27 @@ impl ZoneHost {
         !self.relays.players.contains(&id)
     }
 
-    /// The relay side of this patch, built after the host's own frames. `events_for` gives
-    /// each participant's events exactly as its own frame would have carried them.
-    pub(super) fn build_relay_output(&mut self, events_for: &super::slot::EventsFor<'_>) {
+    /// Forgets a participant that left.
+    pub(super) fn forget_relayed(&mut self, id: PlayerId) {
+        self.relays.players.remove(&id);
+        if self.relays.told.remove(&id).is_some() {
+            self.relays.gone.insert(id);
+        }
+    }
+
+    /// The relay side of this patch, built after the host's own frames. `events` are the
+    /// events this patch's frames carry, in order.
+    pub(super) fn build_relay_output(&mut self, events: &[Event]) {
         let relays = &mut self.relays;
+        let since = relays.last_tick;
         relays.out.clear();
         if relays.feed.is_none() && !relays.image_wanted {
             return;
         }
         let world = &self.core.world;
         relays.out.tick = self.core.tick;
+        relays.out.since = since;
+        relays.last_tick = self.core.tick;
         match relays.feed.as_mut() {
             None => relays.feed = Some(WorldFeed::new(world)),
             Some(feed) => {
@@ -128,18 +153,29 @@ impl ZoneHost {
             WorldFeed::image(world, &mut image);
             relays.out.image = Some(image);
         }
+        relays.out.push_events(events);
+        // Records ascend by id: the participants gone and those relayed, merged.
+        let gone = std::mem::take(&mut relays.gone);
+        let mut gone = gone.into_iter().peekable();
         for &id in &relays.players {
+            while let Some(g) = gone.next_if(|g| *g < id) {
+                relays.out.push_gone(g);
+            }
             let (Some(info), Some(view)) = (self.core.roster.get(&id), self.core.views.get(id))
             else {
                 continue;
             };
-            // The frames the host would hold back: a dropped or moving participant's.
-            if !info.connected || self.core.transfers.moving.contains_key(&id) {
-                continue;
-            }
-            let cfg = subscriber_config(&self.config.replication, info.role, view);
-            let ack = self.zone.last_processed(id).unwrap_or(0);
-            relays.out.push_player(id, ack, &cfg, events_for(id));
+            let now = Told {
+                // The host holds back a dropped or moving participant's frames.
+                listed: info.connected && !self.core.transfers.moving.contains_key(&id),
+                ack: self.zone.last_processed(id).unwrap_or(0),
+                view: subscriber_config(&self.config.replication, info.role, view),
+            };
+            relays.out.push_change(id, relays.told.get(&id), &now);
+            relays.told.insert(id, now);
+        }
+        for g in gone {
+            relays.out.push_gone(g);
         }
         relays.out.built = true;
     }

@@ -1,37 +1,73 @@
 //! The link message (see the [module docs](super)): written at the origin from its patch, read
 //! whole at the relay.
 
+use std::collections::BTreeMap;
+
 use super::{get_view, put_view, RelayError};
+use crate::ctx::{Event, EventTarget};
 use crate::player::PlayerId;
 use crate::replicate::SubscriberConfig;
 use zonekeep_protocol::error::DecodeError;
 use zonekeep_protocol::limits::{MAX_EVENTS, MAX_EVENT_PAYLOAD};
-use zonekeep_protocol::wire::{put_varint, varint_len, Reader};
+use zonekeep_protocol::wire::{put_varint, Reader};
 
 /// The `world` byte of a message carrying a feed delta.
 const WORLD_DELTA: u8 = 1;
 /// The `world` byte of a message carrying a feed image.
 const WORLD_IMAGE: u8 = 2;
 
-/// The fewest bytes a participant takes: id, ack, two floats, budget, focus and its entity,
-/// control flag, event count.
-const MIN_PLAYER_BYTES: usize = 1 + 1 + 8 + 1 + 2 + 1 + 1;
+/// A record's parts.
+const LISTED: u8 = 1;
+const ACK: u8 = 2;
+const VIEW: u8 = 4;
+/// The participant is no longer relayed (it left, or its frames are built at its host again).
+const GONE: u8 = 8;
 
-/// The origin's relay side of its last patch, kept until the next one: the feed's part and each
-/// relayed participant's, encoded once and shared by every link.
+/// What a relay was last told of one relayed participant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Told {
+    /// It gets a frame this patch (connected, not moving).
+    pub(crate) listed: bool,
+    /// The input ack its frame carries.
+    pub(crate) ack: u32,
+    /// Its view.
+    pub(crate) view: SubscriberConfig,
+}
+
+/// Appends a participant's record with the given parts.
+fn put_record(out: &mut Vec<u8>, player: PlayerId, parts: u8, told: &Told) {
+    put_varint(out, u64::from(player.0));
+    out.push(parts | if told.listed { LISTED } else { 0 });
+    if parts & ACK != 0 {
+        put_varint(out, u64::from(told.ack));
+    }
+    if parts & VIEW != 0 {
+        put_view(out, &told.view);
+    }
+}
+
+/// The origin's relay side of its last patch, kept until the next one, encoded once and shared
+/// by every link: the feed's part, the events carried, and the records of the relayed
+/// participants that changed.
 #[derive(Debug, Default)]
 pub(crate) struct RelayQueue {
     /// A patch was built with a feed following the world.
     pub(crate) built: bool,
     pub(crate) tick: u64,
+    /// The tick of the patch before (0: none yet).
+    pub(crate) since: u64,
     /// The feed delta of this patch; `None` when the feed started at it or broke.
     pub(crate) delta: Option<Vec<u8>>,
     /// The world's image at the end of this patch, when one was asked for.
     pub(crate) image: Option<Vec<u8>>,
-    /// Each listed participant's part, back to back.
-    players: Vec<u8>,
-    /// Who each part is for and where it ends in `players`, ascending by id.
-    items: Vec<(PlayerId, usize)>,
+    /// The events this patch carries, each `varint topic, varint len, payload`, back to back.
+    events: Vec<u8>,
+    /// Each event's recipient (`None`: everyone) and where it ends in `events`.
+    event_items: Vec<(Option<PlayerId>, usize)>,
+    /// The records of participants that changed, back to back.
+    records: Vec<u8>,
+    /// Whose each record is and where it ends in `records`, ascending by id.
+    record_items: Vec<(PlayerId, usize)>,
 }
 
 impl RelayQueue {
@@ -40,29 +76,49 @@ impl RelayQueue {
         self.built = false;
         self.delta = None;
         self.image = None;
-        self.players.clear();
-        self.items.clear();
+        self.events.clear();
+        self.event_items.clear();
+        self.records.clear();
+        self.record_items.clear();
     }
 
-    /// Lists a participant (in ascending id order) with what its frame is built from.
-    pub(crate) fn push_player(
-        &mut self,
-        player: PlayerId,
-        ack: u32,
-        view: &SubscriberConfig,
-        events: &[(u16, &[u8])],
-    ) {
-        let out = &mut self.players;
-        put_varint(out, u64::from(player.0));
-        put_varint(out, u64::from(ack));
-        put_view(out, view);
-        put_varint(out, events.len() as u64);
-        for (topic, payload) in events {
-            put_varint(out, u64::from(*topic));
-            put_varint(out, payload.len() as u64);
-            out.extend_from_slice(payload);
+    /// Keeps the events the patch carries, in order.
+    pub(crate) fn push_events(&mut self, events: &[Event]) {
+        for e in events {
+            put_varint(&mut self.events, u64::from(e.topic));
+            put_varint(&mut self.events, e.payload.len() as u64);
+            self.events.extend_from_slice(&e.payload);
+            let to = match e.target {
+                EventTarget::All => None,
+                EventTarget::Player(p) => Some(p),
+            };
+            self.event_items.push((to, self.events.len()));
         }
-        self.items.push((player, out.len()));
+    }
+
+    /// Records that a participant is relayed no more (in ascending id order with the changes).
+    pub(crate) fn push_gone(&mut self, player: PlayerId) {
+        put_varint(&mut self.records, u64::from(player.0));
+        self.records.push(GONE);
+        self.record_items.push((player, self.records.len()));
+    }
+
+    /// Records what changed of a participant (in ascending id order) since `before`; nothing
+    /// when nothing did. `before` is `None` for a participant no link was told of.
+    pub(crate) fn push_change(&mut self, player: PlayerId, before: Option<&Told>, now: &Told) {
+        let parts = match before {
+            None => ACK | VIEW,
+            Some(b) => {
+                let ack = if b.ack != now.ack { ACK } else { 0 };
+                let view = if b.view != now.view { VIEW } else { 0 };
+                if ack | view == 0 && b.listed == now.listed {
+                    return;
+                }
+                ack | view
+            }
+        };
+        put_record(&mut self.records, player, parts, now);
+        self.record_items.push((player, self.records.len()));
     }
 }
 
@@ -71,6 +127,8 @@ impl RelayQueue {
 #[derive(Debug, Clone, Copy)]
 pub struct RelayOutput<'a> {
     pub(crate) queue: &'a RelayQueue,
+    /// What links were told of every relayed participant, as of this patch.
+    pub(crate) told: &'a BTreeMap<PlayerId, Told>,
 }
 
 impl<'a> RelayOutput<'a> {
@@ -92,48 +150,77 @@ impl<'a> RelayOutput<'a> {
         self.queue.image.as_deref()
     }
 
-    /// The relayed participants listed in this patch (connected, not moving), ascending.
-    pub fn players(&self) -> impl Iterator<Item = PlayerId> + 'a {
-        self.queue.items.iter().map(|(p, _)| *p)
-    }
-
-    /// Appends one link's message: the feed's image (`image`, for a link starting) or its delta,
-    /// and the parts of the listed participants that `on_link` says the link serves.
+    /// Appends one link's message. A link `starting` gets the feed's image and a full record of
+    /// every relayed participant `on_link` says it serves; a link following gets the feed's
+    /// delta and the records that changed. Every link gets the events for everyone and those
+    /// addressed to its participants. Each patch must reach every following link, in order.
     /// [`RelayError::Unavailable`] when the patch has no such feed part; nothing is appended.
     pub fn write_link(
         &self,
         out: &mut Vec<u8>,
-        image: bool,
+        starting: bool,
         mut on_link: impl FnMut(PlayerId) -> bool,
     ) -> Result<(), RelayError> {
-        let (kind, feed) = match image {
+        let q = self.queue;
+        let (kind, feed, since) = match starting {
             true => (
                 WORLD_IMAGE,
                 self.image().ok_or(RelayError::Unavailable("image"))?,
+                0,
             ),
             false => (
                 WORLD_DELTA,
                 self.delta().ok_or(RelayError::Unavailable("delta"))?,
+                q.since,
             ),
         };
-        put_varint(out, self.queue.tick);
+        put_varint(out, q.tick);
+        put_varint(out, since);
         out.push(kind);
         put_varint(out, feed.len() as u64);
         out.extend_from_slice(feed);
-        let count_at = out.len();
-        let mut count = 0u64;
+
         let mut start = 0;
-        for &(player, end) in &self.queue.items {
-            if on_link(player) {
-                out.extend_from_slice(self.queue.players.get(start..end).unwrap_or_default());
-                count += 1;
-            }
-            start = end;
+        let events: Vec<(Option<PlayerId>, &[u8])> = q
+            .event_items
+            .iter()
+            .map(|&(to, end)| {
+                let bytes = q.events.get(start..end).unwrap_or_default();
+                start = end;
+                (to, bytes)
+            })
+            .filter(|(to, _)| to.is_none_or(&mut on_link))
+            .collect();
+        put_varint(out, events.len() as u64);
+        for (to, bytes) in events {
+            put_varint(out, to.map_or(0, |p| u64::from(p.0) + 1));
+            out.extend_from_slice(bytes);
         }
-        // The count goes in front of the parts it counts.
-        let mut head = Vec::with_capacity(varint_len(count));
-        put_varint(&mut head, count);
-        out.splice(count_at..count_at, head);
+
+        if starting {
+            let mine: Vec<_> = self.told.iter().filter(|(p, _)| on_link(**p)).collect();
+            put_varint(out, mine.len() as u64);
+            for (p, told) in mine {
+                put_record(out, *p, ACK | VIEW, told);
+            }
+        } else {
+            let mut start = 0;
+            let mine: Vec<&[u8]> = q
+                .record_items
+                .iter()
+                .map(|&(p, end)| {
+                    let bytes = q.records.get(start..end).unwrap_or_default();
+                    start = end;
+                    (p, bytes)
+                })
+                .filter(|(p, _)| on_link(*p))
+                .map(|(_, b)| b)
+                .collect();
+            put_varint(out, mine.len() as u64);
+            for bytes in mine {
+                out.extend_from_slice(bytes);
+            }
+        }
         Ok(())
     }
 }
@@ -147,17 +234,30 @@ pub enum LinkWorld<'a> {
     Image(&'a [u8]),
 }
 
-/// One participant's part of a link message: what its frame is built from beside the world.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlayerPatch<'a> {
+/// One event of a link message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkEvent<'a> {
+    /// Its recipient; `None`: everyone.
+    pub to: Option<PlayerId>,
+    /// The zone's topic.
+    pub topic: u16,
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+/// What a link message says of one relayed participant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlayerRecord {
     /// The participant.
     pub player: PlayerId,
-    /// The input ack its frame carries.
-    pub ack: u32,
-    /// Its view.
-    pub view: SubscriberConfig,
-    /// The events addressed to it this patch, in order.
-    pub events: Vec<(u16, &'a [u8])>,
+    /// It is relayed no more: forget it (nothing else is set).
+    pub gone: bool,
+    /// It gets a frame from this patch on (connected, not moving).
+    pub listed: bool,
+    /// Its frame's input ack, when it changed.
+    pub ack: Option<u32>,
+    /// Its view, when it changed.
+    pub view: Option<SubscriberConfig>,
 }
 
 /// A link message, read whole and checked (see the [module docs](super)).
@@ -165,61 +265,101 @@ pub struct PlayerPatch<'a> {
 pub struct LinkPatch<'a> {
     /// The patch's tick.
     pub tick: u64,
+    /// The tick of the patch it follows (0 for a message with an image).
+    pub since: u64,
     /// The feed part.
     pub world: LinkWorld<'a>,
-    /// The participants listed, ascending by id.
-    pub players: Vec<PlayerPatch<'a>>,
+    /// The events, in order.
+    pub events: Vec<LinkEvent<'a>>,
+    /// The records, ascending by participant (with an image: every participant of the link).
+    pub records: Vec<PlayerRecord>,
 }
 
+/// The fewest bytes a record takes: its id and parts.
+const MIN_RECORD_BYTES: usize = 2;
+
 impl<'a> LinkPatch<'a> {
-    /// Reads a whole link message. Refused: a message cut short or with bytes after its end,
-    /// an unknown world byte, participants out of order, a participant with more than
-    /// [`MAX_EVENTS`] events or an event payload over [`MAX_EVENT_PAYLOAD`] bytes.
+    /// Reads a whole link message. Refused: a message cut short or with bytes after its end, an
+    /// unknown world byte or record part, an image message following a patch, records out of
+    /// order, a message with more than [`MAX_EVENTS`] events or an event payload over
+    /// [`MAX_EVENT_PAYLOAD`] bytes, and a participant's first record without its ack and view.
     pub fn read(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(bytes);
         let tick = r.varint_u64()?;
+        let since = r.varint_u64()?;
         let kind = r.u8()?;
         let feed = r.bytes_named("relay feed", r.remaining())?;
-        let world = match kind {
-            WORLD_DELTA => LinkWorld::Delta(feed),
-            WORLD_IMAGE => LinkWorld::Image(feed),
+        let world = match (kind, since) {
+            (WORLD_DELTA, _) => LinkWorld::Delta(feed),
+            (WORLD_IMAGE, 0) => LinkWorld::Image(feed),
+            (WORLD_IMAGE, _) => {
+                return Err(DecodeError::Invalid(
+                    "a relay image message following a patch",
+                ))
+            }
             _ => {
                 return Err(DecodeError::Invalid(
                     "a relay link world byte other than 1 or 2",
                 ))
             }
         };
-        let n = r.count("relay participants", r.remaining() / MIN_PLAYER_BYTES)?;
-        let mut players = Vec::with_capacity(n);
+        // An event takes at least its recipient, topic and length.
+        let n = r.count("relay events", MAX_EVENTS.min(r.remaining() / 3))?;
+        let mut events = Vec::with_capacity(n);
+        for _ in 0..n {
+            let to = match r.varint_u32()? {
+                0 => None,
+                p => Some(PlayerId(p - 1)),
+            };
+            let topic = r.varint_u16()?;
+            let payload = r.bytes_named("relay event payload", MAX_EVENT_PAYLOAD)?;
+            events.push(LinkEvent { to, topic, payload });
+        }
+        let n = r.count("relay records", r.remaining() / MIN_RECORD_BYTES)?;
+        let mut records = Vec::with_capacity(n);
         let mut last: Option<u32> = None;
         for _ in 0..n {
             let player = r.varint_u32()?;
             if last.is_some_and(|l| l >= player) {
-                return Err(DecodeError::Invalid("relay participants do not ascend"));
+                return Err(DecodeError::Invalid("relay records do not ascend"));
             }
             last = Some(player);
-            let ack = r.varint_u32()?;
-            let view = get_view(&mut r)?;
-            // An event takes at least its topic and length.
-            let e = r.count("relay events", MAX_EVENTS.min(r.remaining() / 2))?;
-            let mut events = Vec::with_capacity(e);
-            for _ in 0..e {
-                let topic = r.varint_u16()?;
-                let payload = r.bytes_named("relay event payload", MAX_EVENT_PAYLOAD)?;
-                events.push((topic, payload));
+            let parts = r.u8()?;
+            if parts & !(LISTED | ACK | VIEW | GONE) != 0 {
+                return Err(DecodeError::Invalid("a relay record part not defined"));
             }
-            players.push(PlayerPatch {
+            let gone = parts & GONE != 0;
+            if gone && (parts != GONE || matches!(world, LinkWorld::Image(_))) {
+                return Err(DecodeError::Invalid("a relay record both gone and not"));
+            }
+            let ack = match parts & ACK {
+                0 => None,
+                _ => Some(r.varint_u32()?),
+            };
+            let view = match parts & VIEW {
+                0 => None,
+                _ => Some(get_view(&mut r)?),
+            };
+            if matches!(world, LinkWorld::Image(_)) && (ack.is_none() || view.is_none()) {
+                return Err(DecodeError::Invalid(
+                    "a full relay record without its ack and view",
+                ));
+            }
+            records.push(PlayerRecord {
                 player: PlayerId(player),
+                gone,
+                listed: parts & LISTED != 0,
                 ack,
                 view,
-                events,
             });
         }
         r.finish()?;
         Ok(Self {
             tick,
+            since,
             world,
-            players,
+            events,
+            records,
         })
     }
 }

@@ -5,16 +5,20 @@
 //! core's own [replicator](crate::replicate) over it for the clients connected to it. The zone's
 //! host (the origin) keeps every participant: it admits them, takes their inputs and runs the
 //! zone. For a participant it *relays* ([`ZoneHost::relay`](crate::ZoneHost::relay)) it builds no
-//! frame; it lists, per patch, what the replicator needs beside the world to build that frame:
-//! the input ack, the participant's view ([`SubscriberConfig`]) and the events addressed to it.
-//! The origin's cost per patch is then one feed delta and a few bytes per relayed participant,
-//! whatever the number of clients; interest, diffing and byte budgets are paid at the relay.
+//! frame; it tells the relay what the replicator needs beside the world to build that frame:
+//! whether it gets one this patch, its input ack, its view ([`SubscriberConfig`]) and the events
+//! addressed to it.
+//!
+//! The origin's cost per patch does not grow with idle relayed participants: a link message
+//! carries the feed's delta, the patch's events once, and a record only for a participant whose
+//! ack, view or listing changed. A crowd of observers costs the origin nothing per patch once
+//! seated; interest, diffing and byte budgets are paid at the relays.
 //!
 //! [`ZoneHost::relay_output`](crate::ZoneHost::relay_output) is the origin's side of a patch, and
 //! [`RelayOutput::write_link`] writes one relay link's message from it. [`RelayZone`] is the
 //! relay's side: it applies each message ([`RelayZone::apply`]) and hands out each attached
-//! client's frame. For every participant the relay serves, those are the bytes, acks and
-//! quiet flags its host would have built for a direct connection.
+//! client's frame. For every participant the relay serves, those are the bytes, acks and quiet
+//! flags its host would have built for a direct connection.
 //!
 //! What a relay cannot serve: a zone that filters entities per viewer
 //! ([`Zone::can_see`](crate::Zone::can_see)) reads its own state to decide, which no relay holds,
@@ -23,13 +27,19 @@
 //!
 //! # Link message format
 //!
-//! One message per patch per link, origin to relay:
+//! One message per patch per link, origin to relay, each following the one before:
 //!
-//! `varint tick`, `u8 world` (`1`: a feed delta follows, `2`: a feed image follows), the feed
-//! bytes as `varint len` and `len` bytes, then `varint P` and `P` participants ascending by id.
+//! `varint tick`, `varint since` (the tick of the patch before; `0` in a message with an image),
+//! `u8 world` (`1`: a feed delta follows, `2`: a feed image follows), the feed bytes as
+//! `varint len` and `len` bytes; then `varint E` and `E` events, each `varint to` (`0`: everyone,
+//! else the participant's id + 1), `varint topic`, `varint len` and the payload, in emission
+//! order; then `varint R` and `R` records ascending by participant.
 //!
-//! A participant: `varint player`, `varint ack`, its view, then `varint E` and `E` events, each
-//! `varint topic`, `varint len` and the payload.
+//! A record: `varint player`, `u8 parts`, then by its bits: `ACK` (2): `varint ack`; `VIEW` (4):
+//! the view. `LISTED` (1) set: the participant gets a frame this patch. `GONE` (8), alone: it is
+//! relayed no more. A message with an image holds a full record (`ACK` and `VIEW`) of every
+//! participant of the link; a following one, records of those that changed, and a participant's
+//! first record is full.
 //!
 //! A view: `f32 radius`, `f32 margin` (bit patterns), `varint budget` (`0`: none), the focus as
 //! `u8 0` and `varint entity` or `u8 1`, `f32 x` and `f32 y`, then the control entity as `u8 0`
@@ -41,8 +51,8 @@ mod zone;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use link::RelayQueue;
-pub use link::{LinkPatch, LinkWorld, PlayerPatch, RelayOutput};
+pub use link::{LinkEvent, LinkPatch, LinkWorld, PlayerRecord, RelayOutput};
+pub(crate) use link::{RelayQueue, Told};
 pub use zone::RelayZone;
 
 use crate::feed::FeedError;
@@ -77,6 +87,21 @@ pub enum RelayError {
     /// A feed delta came before any image: the relay has no world to apply it to.
     #[error("a feed delta came before the feed's image")]
     NoImage,
+    /// A link message follows another patch than the last one applied: one was missed. The
+    /// link must start over from an image.
+    #[error("relay link message follows tick {since}, the relay is at tick {at}")]
+    Gap {
+        /// The relay's tick.
+        at: u64,
+        /// The patch the message follows.
+        since: u64,
+    },
+    /// The link relays more participants through here than the relay takes.
+    #[error("the relay holds its cap of {cap} relayed participants")]
+    Players {
+        /// The cap ([`RelayZone::new`]).
+        cap: usize,
+    },
     /// The message is for a tick not after the relay's last one.
     #[error("relay link message for tick {got}, the relay is at tick {at}")]
     Stale {

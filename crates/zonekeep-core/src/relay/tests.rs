@@ -13,7 +13,7 @@ use std::time::Duration;
 use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
-use super::{LinkPatch, RelayError, RelayRefusal, RelayZone};
+use super::{LinkEvent, LinkPatch, RelayError, RelayRefusal, RelayZone};
 use crate::replicate::ReplicationConfig;
 use crate::{
     Claims, Clock, Ctx, EntityId, EventTarget, InputRefusal, JoinRefusal, KindId, ManualClock,
@@ -177,6 +177,7 @@ fn host<Z: Zone>(budget: Option<usize>, clock: &ManualClock) -> ZoneHost {
     let config = ZoneConfig {
         tick_hz: 10,
         replication: settings(budget),
+        max_observers: 512,
         ..ZoneConfig::default()
     };
     let init = ZoneInit {
@@ -194,6 +195,7 @@ fn relay_zone(budget: Option<usize>) -> RelayZone {
             cell_size: s.cell_size,
             priority_distance: s.priority_distance,
         },
+        10_000,
         10_000,
     )
 }
@@ -682,37 +684,180 @@ fn a_damaged_link_message_changes_nothing() {
 }
 
 #[test]
-fn link_messages_list_participants_in_order_with_bounded_events() {
-    let (_, message) = fed_relay();
-    let patch = LinkPatch::read(&message).unwrap();
-    let ids: Vec<u32> = patch.players.iter().map(|p| p.player.0).collect();
-    assert_eq!(ids, [1, 2, 3]);
-    // Player 2's input emitted one event for it and one for all.
-    assert_eq!(
-        patch.players[1].events,
-        [(9, &[1u8, 2, 2][..]), (3, &[][..])]
-    );
-    assert_eq!(patch.players[0].events, [(3, &[][..])]);
-    assert_eq!(patch.players[1].ack, 1);
-    // Two participants swapped: refused.
-    let mut out = Vec::new();
-    zonekeep_protocol::wire::put_varint(&mut out, 9);
-    out.push(1);
-    out.push(0);
-    out.push(2);
-    for id in [5u32, 4] {
-        zonekeep_protocol::wire::put_varint(&mut out, u64::from(id));
-        out.push(0);
-        super::put_view(&mut out, &patch.players[0].view);
-        out.push(0);
+fn link_messages_carry_changes_and_events_once() {
+    let mut b = Bench::new(None);
+    for _ in 0..3 {
+        b.join(Role::Player, Some(0));
     }
+    b.step();
+    b.step();
+    b.input(PlayerId(2), 7);
+    b.clock.advance(Duration::from_millis(100));
+    b.origin.advance(b.clock.now());
+    let _ = b.origin.drain_frames().unwrap();
+    let out = b.origin.relay_output().unwrap();
+    let mut following = Vec::new();
+    out.write_link(&mut following, false, |_| true).unwrap();
+    let patch = LinkPatch::read(&following).unwrap();
+    assert_eq!(patch.since, patch.tick - 1);
+    // Player 2's input emitted one event for it and one for everyone: each sent once.
+    assert_eq!(
+        patch.events,
+        [
+            LinkEvent {
+                to: Some(PlayerId(2)),
+                topic: 9,
+                payload: &[1, 2, 2]
+            },
+            LinkEvent {
+                to: None,
+                topic: 3,
+                payload: &[]
+            }
+        ]
+    );
+    // Only player 2 changed (its ack); players 1 and 3 have no record.
+    assert_eq!(patch.records.len(), 1);
+    assert_eq!(patch.records[0].player, PlayerId(2));
+    assert_eq!(patch.records[0].ack, Some(1));
+    assert_eq!(patch.records[0].view, None);
+    // A link serving only player 1 gets no event addressed to player 2.
+    let mut other = Vec::new();
+    out.write_link(&mut other, false, |p| p == PlayerId(1))
+        .unwrap();
+    let patch = LinkPatch::read(&other).unwrap();
+    assert_eq!(patch.events.len(), 1);
+    assert!(patch.records.is_empty());
+    // A link starting now: the image, and a full record of each of its participants.
+    assert!(matches!(
+        out.write_link(&mut Vec::new(), true, |_| true),
+        Err(RelayError::Unavailable("image"))
+    ));
+}
+
+#[test]
+fn idle_relayed_participants_cost_the_origin_no_bytes() {
+    let size = |observers: usize| {
+        let mut b = Bench::new(None);
+        b.join(Role::Player, Some(0));
+        for _ in 0..observers {
+            b.join(Role::Observer, Some(0));
+        }
+        for _ in 0..3 {
+            b.step();
+        }
+        b.input(PlayerId(1), 3);
+        b.clock.advance(Duration::from_millis(100));
+        b.origin.advance(b.clock.now());
+        let _ = b.origin.drain_frames().unwrap();
+        let mut message = Vec::new();
+        b.origin
+            .relay_output()
+            .unwrap()
+            .write_link(&mut message, false, |_| true)
+            .unwrap();
+        message.len()
+    };
+    assert_eq!(size(10), size(300));
+}
+
+#[test]
+fn a_participant_no_longer_relayed_is_forgotten_by_its_relay() {
+    let mut b = Bench::new(None);
+    b.join(Role::Player, Some(0));
+    b.join(Role::Player, Some(0));
+    b.step();
+    b.leave(PlayerId(2));
+    b.clock.advance(Duration::from_millis(100));
+    let now = b.clock.now();
+    b.direct.advance(now);
+    b.origin.advance(now);
+    let _ = b.origin.drain_frames().unwrap();
+    let mut message = Vec::new();
+    b.origin
+        .relay_output()
+        .unwrap()
+        .write_link(&mut message, false, |_| true)
+        .unwrap();
+    let patch = LinkPatch::read(&message).unwrap();
+    assert_eq!(patch.records.len(), 1);
+    assert!(patch.records[0].gone);
+    assert_eq!(patch.records[0].player, PlayerId(2));
+}
+
+#[test]
+fn hostile_link_messages_are_refused_whole() {
+    let (_, message) = fed_relay();
+    let view = crate::replicate::SubscriberConfig {
+        radius: 10.0,
+        margin: 1.0,
+        budget: None,
+        focus: crate::replicate::Focus::Point(0.0, 0.0),
+        control: None,
+    };
+    let head = |out: &mut Vec<u8>, since: u64, world: u8| {
+        zonekeep_protocol::wire::put_varint(out, 9);
+        zonekeep_protocol::wire::put_varint(out, since);
+        out.push(world);
+        out.push(0); // an empty feed part
+        out.push(0); // no events
+    };
+    // Two records out of order.
+    let mut out = Vec::new();
+    head(&mut out, 8, 1);
+    out.push(2);
+    for id in [5u8, 4] {
+        out.extend_from_slice(&[id, 2 | 4, 0]);
+        super::put_view(&mut out, &view);
+    }
+    assert!(LinkPatch::read(&out).is_err());
+    // An undefined record part; a record gone and listed.
+    for parts in [16u8, 8 | 1] {
+        let mut out = Vec::new();
+        head(&mut out, 8, 1);
+        out.extend_from_slice(&[1, 4, parts]);
+        assert!(LinkPatch::read(&out).is_err(), "parts {parts}");
+    }
+    // An image that claims to follow a patch.
+    let mut out = Vec::new();
+    head(&mut out, 8, 2);
+    out.push(0);
     assert!(LinkPatch::read(&out).is_err());
     // An event count past the protocol's limit is refused before anything is read.
     let mut many = Vec::new();
     zonekeep_protocol::wire::put_varint(&mut many, 9);
-    many.extend_from_slice(&[1, 0, 1, 1, 0]);
-    super::put_view(&mut many, &patch.players[0].view);
+    many.extend_from_slice(&[8, 1, 0]);
     zonekeep_protocol::wire::put_varint(&mut many, 5000);
     many.extend(std::iter::repeat_n(0u8, 20_000));
     assert!(LinkPatch::read(&many).is_err());
+    // A message that skips a patch is a gap; the relay stays as it was.
+    let (mut relay, _) = fed_relay();
+    let at = relay.tick();
+    let mut skipped = message.clone();
+    skipped[1] = skipped[1].wrapping_sub(1);
+    assert!(matches!(
+        relay.apply(&skipped),
+        Err(RelayError::Gap { .. }) | Err(RelayError::Stale { .. })
+    ));
+    assert_eq!(relay.tick(), at);
+    // A first record without its ack and view, for a participant the relay does not know.
+    let mut partial = Vec::new();
+    zonekeep_protocol::wire::put_varint(&mut partial, at + 1);
+    zonekeep_protocol::wire::put_varint(&mut partial, at);
+    partial.push(1);
+    let mut empty_delta = Vec::new();
+    let feed = LinkPatch::read(&message).unwrap();
+    let super::LinkWorld::Delta(d) = feed.world else {
+        panic!("a delta")
+    };
+    // The same delta as `message` (its base is the relay's version).
+    empty_delta.extend_from_slice(d);
+    zonekeep_protocol::wire::put_varint(&mut partial, empty_delta.len() as u64);
+    partial.extend_from_slice(&empty_delta);
+    partial.push(0);
+    partial.extend_from_slice(&[1, 77, 1]);
+    let hash = relay.world().unwrap().hash();
+    assert!(matches!(relay.apply(&partial), Err(RelayError::Decode(_))));
+    assert_eq!(relay.world().unwrap().hash(), hash);
+    assert_eq!(relay.tick(), at);
 }

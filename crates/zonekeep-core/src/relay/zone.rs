@@ -3,16 +3,17 @@
 
 use std::collections::BTreeMap;
 
-use super::link::{LinkPatch, LinkWorld, PlayerPatch};
+use super::link::{LinkPatch, LinkWorld, PlayerRecord, Told};
 use super::RelayError;
 use crate::feed::Replica;
-use crate::host::{FrameQueue, Frames};
+use crate::host::{FrameQueue, Frames, RoutedEvents};
 use crate::player::PlayerId;
 use crate::replicate::{
     BuildStats, FrameInput, ReplicationConfig, Replicator, ResumeOutcome, SubscriberConfig,
     SubscriberId,
 };
 use crate::world::{EntityId, World};
+use zonekeep_protocol::error::DecodeError;
 use zonekeep_protocol::ResumeFrom;
 
 /// Where a participant attached to the relay stands with the replicator.
@@ -35,14 +36,15 @@ enum Seat {
 #[derive(Debug, Clone, Copy)]
 struct Attached {
     seat: Seat,
-    /// Its view as of the last patch that listed it.
+    /// The view its subscription was last given.
     view: Option<SubscriberConfig>,
     /// Frames as States on datagrams, asked for before it was subscribed.
     datagrams: Option<Option<usize>>,
 }
 
 /// A zone as a relay serves it (see the [module docs](super)): the replica of its world, the
-/// replicator over it, and the participants whose clients are attached here.
+/// replicator over it, what its link said of each relayed participant, and the participants
+/// whose clients are attached here.
 ///
 /// Sans-I/O like the rest of the core: a driver hands in each link message
 /// ([`apply`](Self::apply)) and client events ([`attach`](Self::attach),
@@ -53,8 +55,11 @@ pub struct RelayZone {
     replica: Option<Replica>,
     replicator: Replicator,
     max_entities: usize,
+    max_players: usize,
     /// The tick of the last message applied (0 before the first).
     tick: u64,
+    /// What the link said of each participant it relays through here.
+    told: BTreeMap<PlayerId, Told>,
     attached: BTreeMap<PlayerId, Attached>,
     frames: FrameQueue,
     last_build: BuildStats,
@@ -62,13 +67,16 @@ pub struct RelayZone {
 
 impl RelayZone {
     /// A relay for a zone replicated with `config` (the zone's cell size and priority distance),
-    /// holding at most `max_entities` entities whatever its link sends.
-    pub fn new(config: ReplicationConfig, max_entities: usize) -> Self {
+    /// holding at most `max_entities` entities and `max_players` relayed participants whatever
+    /// its link sends.
+    pub fn new(config: ReplicationConfig, max_entities: usize, max_players: usize) -> Self {
         Self {
             replica: None,
             replicator: Replicator::new(config),
             max_entities,
+            max_players,
             tick: 0,
+            told: BTreeMap::new(),
             attached: BTreeMap::new(),
             frames: FrameQueue::default(),
             last_build: BuildStats::default(),
@@ -96,10 +104,10 @@ impl RelayZone {
     }
 
     /// Applies one link message and builds the frames of the attached participants it lists,
-    /// ready for [`drain_frames`](Self::drain_frames). A message refused (malformed, a feed gap,
-    /// a stale tick) changes nothing: the frames of the last one are dropped and the relay keeps
-    /// its state; after [`RelayError::Feed`] or [`RelayError::NoImage`] its link must start over
-    /// from an image.
+    /// ready for [`drain_frames`](Self::drain_frames). A message refused (malformed, out of
+    /// turn, not fitting the replica) changes nothing but dropping the last message's frames;
+    /// after [`RelayError::Feed`], [`RelayError::Gap`] or [`RelayError::NoImage`] the link must
+    /// start over from an image.
     pub fn apply(&mut self, message: &[u8]) -> Result<(), RelayError> {
         self.frames.clear();
         let patch = LinkPatch::read(message)?;
@@ -109,9 +117,20 @@ impl RelayZone {
                 got: patch.tick,
             });
         }
+        let image = matches!(patch.world, LinkWorld::Image(_));
+        if !image && self.replica.is_none() {
+            return Err(RelayError::NoImage);
+        }
+        if !image && patch.since != self.tick {
+            return Err(RelayError::Gap {
+                at: self.tick,
+                since: patch.since,
+            });
+        }
+        self.check_records(&patch.records, image)?;
         match patch.world {
-            LinkWorld::Image(image) => {
-                let mut replica = Replica::from_image(image)?;
+            LinkWorld::Image(bytes) => {
+                let mut replica = Replica::from_image(bytes)?;
                 replica.set_max_entities(self.max_entities);
                 self.replica = Some(replica);
                 // Every subscriber's sent state refers to the old world's ids and version.
@@ -120,6 +139,7 @@ impl RelayZone {
                         let _ = self.replicator.reset_subscriber(SubscriberId(id.0));
                     }
                 }
+                self.told.clear();
             }
             LinkWorld::Delta(delta) => {
                 self.replica
@@ -128,47 +148,92 @@ impl RelayZone {
                     .apply(delta)?;
             }
         }
+        for r in &patch.records {
+            if r.gone {
+                self.told.remove(&r.player);
+                continue;
+            }
+            let before = self.told.get(&r.player);
+            let (Some(ack), Some(view)) = (
+                r.ack.or(before.map(|t| t.ack)),
+                r.view.or(before.map(|t| t.view)),
+            ) else {
+                continue;
+            };
+            self.told.insert(
+                r.player,
+                Told {
+                    listed: r.listed,
+                    ack,
+                    view,
+                },
+            );
+        }
         self.tick = patch.tick;
-        self.seat_listed(&patch.players);
+        self.seat_listed();
         self.build(&patch)
     }
 
-    /// Brings every attached participant's subscription in line with the patch: subscribe the
-    /// newly listed, park the live ones not listed, continue the held ones listed again, and
-    /// take the origin's view for each.
-    fn seat_listed(&mut self, players: &[PlayerPatch<'_>]) {
-        let mut listed = players.iter().peekable();
+    /// Refuses records that do not fit what the relay holds: a first record without its ack
+    /// and view, or more participants than the relay takes.
+    fn check_records(&self, records: &[PlayerRecord], image: bool) -> Result<(), RelayError> {
+        let mut new = 0usize;
+        for r in records {
+            if r.gone {
+                continue;
+            }
+            if image || !self.told.contains_key(&r.player) {
+                if r.ack.is_none() || r.view.is_none() {
+                    return Err(RelayError::Decode(DecodeError::Invalid(
+                        "a relay participant's first record without its ack and view",
+                    )));
+                }
+                new += 1;
+            }
+        }
+        let held = if image { 0 } else { self.told.len() };
+        if held.saturating_add(new) > self.max_players {
+            return Err(RelayError::Players {
+                cap: self.max_players,
+            });
+        }
+        Ok(())
+    }
+
+    /// Brings every attached participant's subscription in line with what the link said:
+    /// subscribe the newly listed, park the live ones not listed, continue the held ones listed
+    /// again, and give each its view.
+    fn seat_listed(&mut self) {
         for (id, a) in self.attached.iter_mut() {
-            while listed.next_if(|p| p.player < *id).is_some() {}
-            let this = listed.next_if(|p| p.player == *id);
+            let told = self.told.get(id).filter(|t| t.listed);
             let sub = SubscriberId(id.0);
-            match (a.seat, this) {
-                (Seat::Waiting, Some(p)) => {
-                    if self.replicator.add_subscriber(sub, p.view).is_ok() {
+            match (a.seat, told) {
+                (Seat::Waiting, Some(t)) => {
+                    if self.replicator.add_subscriber(sub, t.view).is_ok() {
                         a.seat = Seat::Live;
                         if let Some(max_frame) = a.datagrams.take() {
                             let _ = self.replicator.acknowledge_states(sub, max_frame);
                         }
                     }
                 }
-                (Seat::Live, Some(p)) => {
-                    if a.view != Some(p.view) {
-                        let _ = self.replicator.update_subscriber(sub, p.view);
+                (Seat::Live, Some(t)) => {
+                    if a.view != Some(t.view) {
+                        let _ = self.replicator.update_subscriber(sub, t.view);
                     }
                 }
                 (Seat::Live, None) => {
                     let _ = self.replicator.park_subscriber(sub);
                     a.seat = Seat::Held;
                 }
-                (Seat::Held, Some(p)) => {
-                    if self.replicator.resume_subscriber(sub, p.view).is_ok() {
+                (Seat::Held, Some(t)) => {
+                    if self.replicator.resume_subscriber(sub, t.view).is_ok() {
                         a.seat = Seat::Live;
                     }
                 }
                 (Seat::Waiting | Seat::Held | Seat::Away, _) => {}
             }
-            if let Some(p) = this {
-                a.view = Some(p.view);
+            if let Some(t) = told {
+                a.view = Some(t.view);
             }
         }
     }
@@ -177,25 +242,19 @@ impl RelayZone {
         let Some(replica) = self.replica.as_ref() else {
             return Err(RelayError::NoImage);
         };
-        let players = &patch.players;
-        let find = |sub: SubscriberId| {
-            players
-                .binary_search_by_key(&sub.0, |p| p.player.0)
-                .ok()
-                .and_then(|i| players.get(i))
-        };
-        let inputs = |sub: SubscriberId| match find(sub) {
-            Some(p) => FrameInput {
-                ack: p.ack,
-                events: &p.events,
-            },
-            None => FrameInput::default(),
+        let routed = RoutedEvents::new(patch.events.iter().map(|e| (e.to, e.topic, e.payload)));
+        let told = &self.told;
+        let inputs = |sub: SubscriberId| {
+            let id = PlayerId(sub.0);
+            FrameInput {
+                ack: told.get(&id).map_or(0, |t| t.ack),
+                events: routed.for_player(id),
+            }
         };
         let queue = &mut self.frames;
         let tick = patch.tick;
         let sink = |sub: SubscriberId, head, bytes: &[u8]| {
-            let events = find(sub).map_or(&[][..], |p| &p.events[..]);
-            queue.push_built(tick, events, sub, head, bytes);
+            queue.push_built(tick, routed.for_player(PlayerId(sub.0)), sub, head, bytes);
         };
         let built = self.replicator.build_with_heads(
             replica.world(),
