@@ -15,12 +15,13 @@ use crate::view::subscriber_config;
 /// What the host keeps for relays.
 #[derive(Debug, Default)]
 pub(super) struct Relays {
-    /// Participants whose frames a relay builds.
-    pub(super) players: BTreeSet<PlayerId>,
+    /// Participants whose frames a relay builds, and the link each is relayed over.
+    pub(super) players: BTreeMap<PlayerId, u64>,
     /// What links were told of each relayed participant, while the feed runs.
     told: BTreeMap<PlayerId, Told>,
-    /// Participants links were told of that are relayed no more, to tell them next patch.
-    gone: BTreeSet<PlayerId>,
+    /// Participants links were told of that are relayed over them no more, to tell them next
+    /// patch.
+    gone: BTreeSet<(PlayerId, u64)>,
     /// The world feed, while a relay follows the zone.
     feed: Option<WorldFeed>,
     /// The next patch carries the world's image.
@@ -32,14 +33,16 @@ pub(super) struct Relays {
 }
 
 impl ZoneHost {
-    /// From the next patch on, a relay builds `id`'s frames: this host builds none for it and
-    /// lists it in [`relay_output`](Self::relay_output) with its ack, view and events. Refused
-    /// for a zone that filters per viewer or uses lag compensation ([`RelayRefusal`]). Relaying
-    /// a relayed participant changes nothing.
-    pub fn relay(&mut self, id: PlayerId) -> Result<(), RelayRefusal> {
+    /// From the next patch on, the relay at the other end of link `link` (the driver's name for
+    /// it) builds `id`'s frames: this host builds none for it and tells that link, in
+    /// [`relay_output`](Self::relay_output), its ack, view and events. Refused for a zone that
+    /// filters per viewer or uses lag compensation ([`RelayRefusal`]). A participant relayed
+    /// over another link moves to this one (the old link is told it is gone, the new one gets
+    /// its full record); relaying it again over the same link changes nothing.
+    pub fn relay(&mut self, id: PlayerId, link: u64) -> Result<(), RelayRefusal> {
         self.tap_call(|| Record::Relay {
             player: id,
-            relayed: true,
+            link: Some(link),
         });
         if !self.core.roster.contains_key(&id) {
             return Err(RelayRefusal::UnknownPlayer(id));
@@ -50,9 +53,16 @@ impl ZoneHost {
         if self.rewind.is_some() {
             return Err(RelayRefusal::LagCompensation);
         }
-        self.relays.gone.remove(&id);
-        if self.relays.players.insert(id) {
-            let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        match self.relays.players.insert(id, link) {
+            None => {
+                let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+            }
+            Some(old) if old != link => {
+                if self.relays.told.remove(&id).is_some() {
+                    self.relays.gone.insert((id, old));
+                }
+            }
+            Some(_) => {}
         }
         Ok(())
     }
@@ -62,13 +72,13 @@ impl ZoneHost {
     pub fn unrelay(&mut self, id: PlayerId) {
         self.tap_call(|| Record::Relay {
             player: id,
-            relayed: false,
+            link: None,
         });
-        if !self.relays.players.remove(&id) {
+        let Some(link) = self.relays.players.remove(&id) else {
             return;
-        }
+        };
         if self.relays.told.remove(&id).is_some() {
-            self.relays.gone.insert(id);
+            self.relays.gone.insert((id, link));
         }
         let connected = self.core.roster.get(&id).is_some_and(|p| p.connected);
         if connected && !self.is_moving(id) {
@@ -78,7 +88,7 @@ impl ZoneHost {
 
     /// Whether a relay builds `id`'s frames.
     pub fn is_relayed(&self, id: PlayerId) -> bool {
-        self.relays.players.contains(&id)
+        self.relays.players.contains_key(&id)
     }
 
     /// The next patch carries the world's image ([`RelayOutput::image`]), where a relay link
@@ -105,19 +115,21 @@ impl ZoneHost {
         self.relays.out.built.then_some(RelayOutput {
             queue: &self.relays.out,
             told: &self.relays.told,
+            links: &self.relays.players,
         })
     }
 
     /// Whether the participant's frames are built by this host's replicator.
     pub(super) fn builds_here(&self, id: PlayerId) -> bool {
-        !self.relays.players.contains(&id)
+        !self.relays.players.contains_key(&id)
     }
 
     /// Forgets a participant that left.
     pub(super) fn forget_relayed(&mut self, id: PlayerId) {
-        self.relays.players.remove(&id);
-        if self.relays.told.remove(&id).is_some() {
-            self.relays.gone.insert(id);
+        if let Some(link) = self.relays.players.remove(&id) {
+            if self.relays.told.remove(&id).is_some() {
+                self.relays.gone.insert((id, link));
+            }
         }
     }
 
@@ -157,15 +169,16 @@ impl ZoneHost {
         // Records ascend by id: the participants gone and those relayed, merged.
         let gone = std::mem::take(&mut relays.gone);
         let mut gone = gone.into_iter().peekable();
-        for &id in &relays.players {
-            while let Some(g) = gone.next_if(|g| *g < id) {
-                relays.out.push_gone(g);
+        for (&id, &link) in &relays.players {
+            while let Some((g, from)) = gone.next_if(|(g, _)| *g <= id) {
+                relays.out.push_gone(g, from);
             }
             let (Some(info), Some(view)) = (self.core.roster.get(&id), self.core.views.get(id))
             else {
                 continue;
             };
             let now = Told {
+                link,
                 // The host holds back a dropped or moving participant's frames.
                 listed: info.connected && !self.core.transfers.moving.contains_key(&id),
                 ack: self.zone.last_processed(id).unwrap_or(0),
@@ -174,8 +187,8 @@ impl ZoneHost {
             relays.out.push_change(id, relays.told.get(&id), &now);
             relays.told.insert(id, now);
         }
-        for g in gone {
-            relays.out.push_gone(g);
+        for (g, from) in gone {
+            relays.out.push_gone(g, from);
         }
         relays.out.built = true;
     }

@@ -202,13 +202,13 @@ pub enum Record {
     DrainCalls,
     /// [`ZoneHost::resync`](crate::ZoneHost::resync).
     Resync(PlayerId),
-    /// [`ZoneHost::relay`](crate::ZoneHost::relay) (`relayed`) or
+    /// [`ZoneHost::relay`](crate::ZoneHost::relay) (`link` set) or
     /// [`ZoneHost::unrelay`](crate::ZoneHost::unrelay) (format version 11).
     Relay {
         /// Whose frames move.
         player: PlayerId,
-        /// A relay builds them from now on (else the host does again).
-        relayed: bool,
+        /// The link whose relay builds them from now on; `None`: the host does again.
+        link: Option<u64>,
     },
     /// [`ZoneHost::advance`](crate::ZoneHost::advance) with this clock time.
     Advance(Duration),
@@ -429,9 +429,9 @@ impl std::fmt::Display for Record {
                 FactOutcome::Refused(why) => write!(f, "settle {} refused {why:?}", s.key.as_str()),
             },
             Record::Resync(p) => write!(f, "resync {p}"),
-            Record::Relay { player, relayed } => match relayed {
-                true => write!(f, "relay {player}"),
-                false => write!(f, "unrelay {player}"),
+            Record::Relay { player, link } => match link {
+                Some(link) => write!(f, "relay {player} over link {link}"),
+                None => write!(f, "unrelay {player}"),
             },
             Record::Advance(now) => write!(f, "advance to {} ns", now.as_nanos()),
             Record::DrainFrames => f.write_str("drain frames"),
@@ -738,9 +738,15 @@ pub(crate) fn encode_record(
             put_varint(b, u64::from(p.0));
             tag::RESYNC
         }
-        Record::Relay { player, relayed } => {
+        Record::Relay { player, link } => {
             put_varint(b, u64::from(player.0));
-            b.push(u8::from(*relayed));
+            match link {
+                None => b.push(0),
+                Some(link) => {
+                    b.push(1);
+                    put_varint(b, *link);
+                }
+            }
             tag::RELAY
         }
         Record::Advance(now) => {

@@ -165,9 +165,9 @@ fn decode_body(t: u8, r: &mut Reader<'_>, state: &mut StreamState) -> Result<Rec
         tag::RESYNC => Record::Resync(player(r)?),
         tag::RELAY => Record::Relay {
             player: player(r)?,
-            relayed: match r.u8().map_err(bad)? {
-                0 => false,
-                1 => true,
+            link: match r.u8().map_err(bad)? {
+                0 => None,
+                1 => Some(r.varint_u64().map_err(bad)?),
                 n => return Err(format!("a relay flag of {n}")),
             },
         },

@@ -506,11 +506,11 @@ impl Replay {
             }
             Record::Settle(s) => h.handle_settlement(s.clone()),
             Record::Resync(p) => h.resync(*p),
-            Record::Relay { player, relayed } => match relayed {
-                true => {
-                    let _ = h.relay(*player);
+            Record::Relay { player, link } => match link {
+                Some(link) => {
+                    let _ = h.relay(*player, *link);
                 }
-                false => h.unrelay(*player),
+                None => h.unrelay(*player),
             },
             Record::Advance(now) => {
                 let _ = h.advance(*now);

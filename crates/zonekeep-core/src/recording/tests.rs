@@ -270,7 +270,7 @@ fn play(d: &mut Driver) -> (PlayerId, PlayerId) {
         }
         if i == 45 {
             // A relay builds Bob's frames for a while: the host builds none for him.
-            d.host.relay(b).unwrap();
+            d.host.relay(b, 1).unwrap();
         }
         if i == 50 {
             d.host.unrelay(b);

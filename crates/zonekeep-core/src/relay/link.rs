@@ -26,6 +26,8 @@ const GONE: u8 = 8;
 /// What a relay was last told of one relayed participant.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Told {
+    /// The link it is relayed over (the driver's name for it).
+    pub(crate) link: u64,
     /// It gets a frame this patch (connected, not moving).
     pub(crate) listed: bool,
     /// The input ack its frame carries.
@@ -66,8 +68,9 @@ pub(crate) struct RelayQueue {
     event_items: Vec<(Option<PlayerId>, usize)>,
     /// The records of participants that changed, back to back.
     records: Vec<u8>,
-    /// Whose each record is and where it ends in `records`, ascending by id.
-    record_items: Vec<(PlayerId, usize)>,
+    /// Whose each record is, the link it goes to, and where it ends in `records`, ascending by
+    /// participant.
+    record_items: Vec<(PlayerId, u64, usize)>,
 }
 
 impl RelayQueue {
@@ -97,16 +100,16 @@ impl RelayQueue {
     }
 
     /// Records that a participant is relayed no more (in ascending id order with the changes).
-    pub(crate) fn push_gone(&mut self, player: PlayerId) {
+    pub(crate) fn push_gone(&mut self, player: PlayerId, link: u64) {
         put_varint(&mut self.records, u64::from(player.0));
         self.records.push(GONE);
-        self.record_items.push((player, self.records.len()));
+        self.record_items.push((player, link, self.records.len()));
     }
 
     /// Records what changed of a participant (in ascending id order) since `before`; nothing
-    /// when nothing did. `before` is `None` for a participant no link was told of.
+    /// when nothing did. `before` is `None` for a participant its link was not told of.
     pub(crate) fn push_change(&mut self, player: PlayerId, before: Option<&Told>, now: &Told) {
-        let parts = match before {
+        let parts = match before.filter(|b| b.link == now.link) {
             None => ACK | VIEW,
             Some(b) => {
                 let ack = if b.ack != now.ack { ACK } else { 0 };
@@ -118,7 +121,8 @@ impl RelayQueue {
             }
         };
         put_record(&mut self.records, player, parts, now);
-        self.record_items.push((player, self.records.len()));
+        self.record_items
+            .push((player, now.link, self.records.len()));
     }
 }
 
@@ -129,6 +133,8 @@ pub struct RelayOutput<'a> {
     pub(crate) queue: &'a RelayQueue,
     /// What links were told of every relayed participant, as of this patch.
     pub(crate) told: &'a BTreeMap<PlayerId, Told>,
+    /// The link each relayed participant is relayed over.
+    pub(crate) links: &'a BTreeMap<PlayerId, u64>,
 }
 
 impl<'a> RelayOutput<'a> {
@@ -150,17 +156,20 @@ impl<'a> RelayOutput<'a> {
         self.queue.image.as_deref()
     }
 
-    /// Appends one link's message. A link `starting` gets the feed's image and a full record of
-    /// every relayed participant `on_link` says it serves; a link following gets the feed's
-    /// delta and the records that changed. Every link gets the events for everyone and those
-    /// addressed to its participants. Each patch must reach every following link, in order.
-    /// [`RelayError::Unavailable`] when the patch has no such feed part; nothing is appended.
+    /// Appends the message of relay link `link` (the name its participants were relayed under,
+    /// [`ZoneHost::relay`](crate::ZoneHost::relay)). A link `starting` gets the feed's image and
+    /// a full record of each of its participants; a link following gets the feed's delta and
+    /// the records of its participants that changed or left. Every link gets the events for
+    /// everyone and those addressed to its participants. Each patch must reach every following
+    /// link, in order. [`RelayError::Unavailable`] when the patch has no such feed part;
+    /// nothing is appended.
     pub fn write_link(
         &self,
         out: &mut Vec<u8>,
         starting: bool,
-        mut on_link: impl FnMut(PlayerId) -> bool,
+        link: u64,
     ) -> Result<(), RelayError> {
+        let on_link = |p: PlayerId| self.links.get(&p) == Some(&link);
         let q = self.queue;
         let (kind, feed, since) = match starting {
             true => (
@@ -189,7 +198,7 @@ impl<'a> RelayOutput<'a> {
                 start = end;
                 (to, bytes)
             })
-            .filter(|(to, _)| to.is_none_or(&mut on_link))
+            .filter(|(to, _)| to.is_none_or(on_link))
             .collect();
         put_varint(out, events.len() as u64);
         for (to, bytes) in events {
@@ -198,7 +207,7 @@ impl<'a> RelayOutput<'a> {
         }
 
         if starting {
-            let mine: Vec<_> = self.told.iter().filter(|(p, _)| on_link(**p)).collect();
+            let mine: Vec<_> = self.told.iter().filter(|(_, t)| t.link == link).collect();
             put_varint(out, mine.len() as u64);
             for (p, told) in mine {
                 put_record(out, *p, ACK | VIEW, told);
@@ -208,12 +217,12 @@ impl<'a> RelayOutput<'a> {
             let mine: Vec<&[u8]> = q
                 .record_items
                 .iter()
-                .map(|&(p, end)| {
+                .map(|&(_, to, end)| {
                     let bytes = q.records.get(start..end).unwrap_or_default();
                     start = end;
-                    (p, bytes)
+                    (to, bytes)
                 })
-                .filter(|(p, _)| on_link(*p))
+                .filter(|(to, _)| *to == link)
                 .map(|(_, b)| b)
                 .collect();
             put_varint(out, mine.len() as u64);

@@ -270,6 +270,8 @@ struct Bench {
     resumed_as_delta: usize,
     /// Moves that left (and came back or went through).
     moves: usize,
+    /// Clients that went over to another relay or to the host.
+    switches: usize,
 }
 
 impl Bench {
@@ -290,6 +292,7 @@ impl Bench {
             compared: (0, 0),
             resumed_as_delta: 0,
             moves: 0,
+            switches: 0,
         }
     }
 
@@ -312,7 +315,7 @@ impl Bench {
             .unwrap();
         assert_eq!(a, b);
         if let Some(r) = relay {
-            self.origin.relay(b).unwrap();
+            self.origin.relay(b, r as u64).unwrap();
             self.relays[r].attach(b);
         }
         self.clients.insert(
@@ -384,6 +387,35 @@ impl Bench {
         } else {
             c.mirror = Mirror::new();
         }
+    }
+
+    /// The client of `id` loses its relay and resumes through another (or directly, `to`
+    /// `None`), without a state to resume from: a BASELINE.
+    fn switch(&mut self, id: PlayerId, to: Option<usize>) {
+        let c = self.clients.get_mut(&id).unwrap();
+        if let Some(r) = c.relay {
+            self.relays[r].remove(id);
+        }
+        self.direct.handle_drop(id).unwrap();
+        self.origin.handle_drop(id).unwrap();
+        self.direct.handle_rejoin(id).unwrap();
+        self.origin.handle_rejoin(id).unwrap();
+        match to {
+            Some(r) => {
+                self.origin.relay(id, r as u64).unwrap();
+                self.relays[r].attach(id);
+            }
+            None => {
+                self.origin.unrelay(id);
+                self.origin.resync(id);
+            }
+        }
+        self.direct.resync(id);
+        c.relay = to;
+        c.datagrams = false;
+        c.last_state = None;
+        c.mirror = Mirror::new();
+        self.switches += 1;
     }
 
     fn leave(&mut self, id: PlayerId) {
@@ -465,11 +497,8 @@ impl Bench {
         let out = self.origin.relay_output().expect("a relay follows");
         for (r, relay) in self.relays.iter_mut().enumerate() {
             let mut message = Vec::new();
-            let clients = &self.clients;
-            out.write_link(&mut message, self.starting[r], |p| {
-                clients.get(&p).is_some_and(|c| c.relay == Some(r))
-            })
-            .unwrap();
+            out.write_link(&mut message, self.starting[r], r as u64)
+                .unwrap();
             self.starting[r] = false;
             relay.apply(&message).unwrap();
             got.extend(sent(relay.drain_frames()));
@@ -538,6 +567,13 @@ fn churn(seed: u64, budget: Option<usize>) -> Bench {
                     b.use_datagrams(id, max);
                 }
                 5 => b.resync(id),
+                39 if connected => {
+                    let to = match dice.below(3) {
+                        0 => None,
+                        _ => Some(dice.below(b.relays.len() as u64) as usize),
+                    };
+                    b.switch(id, to);
+                }
                 6..=9 => {
                     let relay = match dice.below(3) {
                         0 => None,
@@ -568,7 +604,7 @@ fn churn(seed: u64, budget: Option<usize>) -> Bench {
 
 #[test]
 fn relayed_frames_are_the_frames_a_direct_connection_gets() {
-    let (mut relayed, mut direct, mut resumed, mut moves) = (0, 0, 0, 0);
+    let (mut relayed, mut direct, mut resumed, mut moves, mut switches) = (0, 0, 0, 0, 0);
     for seed in 1..=12 {
         for budget in [None, Some(400)] {
             let b = churn(seed, budget);
@@ -576,6 +612,7 @@ fn relayed_frames_are_the_frames_a_direct_connection_gets() {
             direct += b.compared.1;
             resumed += b.resumed_as_delta;
             moves += b.moves;
+            switches += b.switches;
         }
     }
     // The churn reached what it is meant to: many relayed frames, and resumes from state.
@@ -583,6 +620,7 @@ fn relayed_frames_are_the_frames_a_direct_connection_gets() {
     assert!(direct > 500, "{direct} direct frames compared");
     assert!(resumed > 5, "{resumed} resumes continued from state");
     assert!(moves > 10, "{moves} moves");
+    assert!(switches > 10, "{switches} clients switched relays");
 }
 
 #[test]
@@ -592,11 +630,11 @@ fn a_zone_that_filters_per_viewer_is_not_relayed() {
     let p = h
         .handle_join(Principal::new("a"), Claims::new(), Role::Player)
         .unwrap();
-    assert_eq!(h.relay(p), Err(RelayRefusal::PerViewer));
+    assert_eq!(h.relay(p, 0), Err(RelayRefusal::PerViewer));
     assert!(!h.is_relayed(p));
     let mut c = host::<Crowd>(None, &clock);
     assert_eq!(
-        c.relay(PlayerId(42)),
+        c.relay(PlayerId(42), 0),
         Err(RelayRefusal::UnknownPlayer(PlayerId(42)))
     );
 }
@@ -638,7 +676,7 @@ fn fed_relay() -> (RelayZone, Vec<u8>) {
     b.origin
         .relay_output()
         .unwrap()
-        .write_link(&mut message, false, |_| true)
+        .write_link(&mut message, false, 0)
         .unwrap();
     let relay = std::mem::replace(&mut b.relays[0], relay_zone(None));
     (relay, message)
@@ -697,7 +735,7 @@ fn link_messages_carry_changes_and_events_once() {
     let _ = b.origin.drain_frames().unwrap();
     let out = b.origin.relay_output().unwrap();
     let mut following = Vec::new();
-    out.write_link(&mut following, false, |_| true).unwrap();
+    out.write_link(&mut following, false, 0).unwrap();
     let patch = LinkPatch::read(&following).unwrap();
     assert_eq!(patch.since, patch.tick - 1);
     // Player 2's input emitted one event for it and one for everyone: each sent once.
@@ -721,16 +759,15 @@ fn link_messages_carry_changes_and_events_once() {
     assert_eq!(patch.records[0].player, PlayerId(2));
     assert_eq!(patch.records[0].ack, Some(1));
     assert_eq!(patch.records[0].view, None);
-    // A link serving only player 1 gets no event addressed to player 2.
+    // A link serving none of them gets no event addressed to player 2.
     let mut other = Vec::new();
-    out.write_link(&mut other, false, |p| p == PlayerId(1))
-        .unwrap();
+    out.write_link(&mut other, false, 7).unwrap();
     let patch = LinkPatch::read(&other).unwrap();
     assert_eq!(patch.events.len(), 1);
     assert!(patch.records.is_empty());
     // A link starting now: the image, and a full record of each of its participants.
     assert!(matches!(
-        out.write_link(&mut Vec::new(), true, |_| true),
+        out.write_link(&mut Vec::new(), true, 0),
         Err(RelayError::Unavailable("image"))
     ));
 }
@@ -754,7 +791,7 @@ fn idle_relayed_participants_cost_the_origin_no_bytes() {
         b.origin
             .relay_output()
             .unwrap()
-            .write_link(&mut message, false, |_| true)
+            .write_link(&mut message, false, 0)
             .unwrap();
         message.len()
     };
@@ -777,7 +814,7 @@ fn a_participant_no_longer_relayed_is_forgotten_by_its_relay() {
     b.origin
         .relay_output()
         .unwrap()
-        .write_link(&mut message, false, |_| true)
+        .write_link(&mut message, false, 0)
         .unwrap();
     let patch = LinkPatch::read(&message).unwrap();
     assert_eq!(patch.records.len(), 1);

@@ -163,6 +163,8 @@ impl RelayZone {
             self.told.insert(
                 r.player,
                 Told {
+                    // A relay holds one link's participants.
+                    link: 0,
                     listed: r.listed,
                     ack,
                     view,
