@@ -145,6 +145,10 @@ impl ZoneHost {
         let world = &self.core.world;
         relays.out.tick = self.core.tick;
         relays.out.since = since;
+        relays.out.config = crate::replicate::ReplicationConfig {
+            cell_size: self.config.replication.cell_size,
+            priority_distance: self.config.replication.priority_distance,
+        };
         relays.last_tick = self.core.tick;
         match relays.feed.as_mut() {
             None => relays.feed = Some(WorldFeed::new(world)),

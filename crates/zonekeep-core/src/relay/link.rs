@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use super::{get_view, put_view, RelayError};
 use crate::ctx::{Event, EventTarget};
 use crate::player::PlayerId;
-use crate::replicate::SubscriberConfig;
+use crate::replicate::{ReplicationConfig, SubscriberConfig};
 use zonekeep_protocol::error::DecodeError;
 use zonekeep_protocol::limits::{MAX_EVENTS, MAX_EVENT_PAYLOAD};
-use zonekeep_protocol::wire::{put_varint, Reader};
+use zonekeep_protocol::wire::{put_f32, put_varint, Reader};
 
 /// The `world` byte of a message carrying a feed delta.
 const WORLD_DELTA: u8 = 1;
@@ -58,6 +58,8 @@ pub(crate) struct RelayQueue {
     pub(crate) tick: u64,
     /// The tick of the patch before (0: none yet).
     pub(crate) since: u64,
+    /// The zone's replicator settings, which a relay's replicator must share.
+    pub(crate) config: ReplicationConfig,
     /// The feed delta of this patch; `None` when the feed started at it or broke.
     pub(crate) delta: Option<Vec<u8>>,
     /// The world's image at the end of this patch, when one was asked for.
@@ -186,6 +188,10 @@ impl<'a> RelayOutput<'a> {
         put_varint(out, q.tick);
         put_varint(out, since);
         out.push(kind);
+        if starting {
+            put_f32(out, q.config.cell_size);
+            put_f32(out, q.config.priority_distance);
+        }
         put_varint(out, feed.len() as u64);
         out.extend_from_slice(feed);
 
@@ -235,12 +241,18 @@ impl<'a> RelayOutput<'a> {
 }
 
 /// The feed part of a link message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LinkWorld<'a> {
     /// A delta from the version the relay's replica is at.
     Delta(&'a [u8]),
-    /// The world's image: the relay starts (over) from it.
-    Image(&'a [u8]),
+    /// The world's image, and the zone's replicator settings: the relay starts (over) from
+    /// them.
+    Image {
+        /// The zone's replicator settings.
+        config: ReplicationConfig,
+        /// The feed's image.
+        image: &'a [u8],
+    },
 }
 
 /// One event of a link message.
@@ -297,11 +309,30 @@ impl<'a> LinkPatch<'a> {
         let tick = r.varint_u64()?;
         let since = r.varint_u64()?;
         let kind = r.u8()?;
+        let config = match kind {
+            WORLD_IMAGE => {
+                let positive = |v: f32| v.is_finite() && v > 0.0;
+                let (cell_size, priority_distance) = (r.f32()?, r.f32()?);
+                if !positive(cell_size) || !positive(priority_distance) {
+                    return Err(DecodeError::Invalid(
+                        "relay replicator settings not finite and positive",
+                    ));
+                }
+                Some(ReplicationConfig {
+                    cell_size,
+                    priority_distance,
+                })
+            }
+            _ => None,
+        };
         let feed = r.bytes_named("relay feed", r.remaining())?;
-        let world = match (kind, since) {
-            (WORLD_DELTA, _) => LinkWorld::Delta(feed),
-            (WORLD_IMAGE, 0) => LinkWorld::Image(feed),
-            (WORLD_IMAGE, _) => {
+        let world = match (kind, since, config) {
+            (WORLD_DELTA, _, _) => LinkWorld::Delta(feed),
+            (WORLD_IMAGE, 0, Some(config)) => LinkWorld::Image {
+                config,
+                image: feed,
+            },
+            (WORLD_IMAGE, _, _) => {
                 return Err(DecodeError::Invalid(
                     "a relay image message following a patch",
                 ))
@@ -338,7 +369,7 @@ impl<'a> LinkPatch<'a> {
                 return Err(DecodeError::Invalid("a relay record part not defined"));
             }
             let gone = parts & GONE != 0;
-            if gone && (parts != GONE || matches!(world, LinkWorld::Image(_))) {
+            if gone && (parts != GONE || matches!(world, LinkWorld::Image { .. })) {
                 return Err(DecodeError::Invalid("a relay record both gone and not"));
             }
             let ack = match parts & ACK {
@@ -349,7 +380,7 @@ impl<'a> LinkPatch<'a> {
                 0 => None,
                 _ => Some(get_view(&mut r)?),
             };
-            if matches!(world, LinkWorld::Image(_)) && (ack.is_none() || view.is_none()) {
+            if matches!(world, LinkWorld::Image { .. }) && (ack.is_none() || view.is_none()) {
                 return Err(DecodeError::Invalid(
                     "a full relay record without its ack and view",
                 ));

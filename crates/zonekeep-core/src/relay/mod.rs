@@ -30,8 +30,9 @@
 //! One message per patch per link, origin to relay, each following the one before:
 //!
 //! `varint tick`, `varint since` (the tick of the patch before; `0` in a message with an image),
-//! `u8 world` (`1`: a feed delta follows, `2`: a feed image follows), the feed bytes as
-//! `varint len` and `len` bytes; then `varint E` and `E` events, each `varint to` (`0`: everyone,
+//! `u8 world` (`1`: a feed delta follows, `2`: a feed image follows, after the zone's replicator
+//! settings as `f32 cell_size` and `f32 priority_distance`), the feed bytes as `varint len` and
+//! `len` bytes; then `varint E` and `E` events, each `varint to` (`0`: everyone,
 //! else the participant's id + 1), `varint topic`, `varint len` and the payload, in emission
 //! order; then `varint R` and `R` records ascending by participant.
 //!

@@ -14,7 +14,6 @@ use zonekeep_protocol::mirror::Mirror;
 use zonekeep_protocol::schema::{FieldDef, FieldType, KindDef};
 
 use super::{LinkEvent, LinkPatch, RelayError, RelayRefusal, RelayZone};
-use crate::replicate::ReplicationConfig;
 use crate::{
     Claims, Clock, Ctx, EntityId, EventTarget, InputRefusal, JoinRefusal, KindId, ManualClock,
     PlayerId, PlayerInfo, Principal, ReplicationSettings, ResumeOutcome, Role, Zone, ZoneConfig,
@@ -188,16 +187,8 @@ fn host<Z: Zone>(budget: Option<usize>, clock: &ManualClock) -> ZoneHost {
     ZoneHost::new::<Z>(init, config, Arc::new(clock.clone())).unwrap()
 }
 
-fn relay_zone(budget: Option<usize>) -> RelayZone {
-    let s = settings(budget);
-    RelayZone::new(
-        ReplicationConfig {
-            cell_size: s.cell_size,
-            priority_distance: s.priority_distance,
-        },
-        10_000,
-        10_000,
-    )
+fn relay_zone(_budget: Option<usize>) -> RelayZone {
+    RelayZone::new(10_000, 10_000)
 }
 
 /// A frame as a client receives it.
@@ -855,11 +846,23 @@ fn hostile_link_messages_are_refused_whole() {
         out.extend_from_slice(&[1, 4, parts]);
         assert!(LinkPatch::read(&out).is_err(), "parts {parts}");
     }
-    // An image that claims to follow a patch.
+    // An image that claims to follow a patch; an image with settings no replicator takes.
     let mut out = Vec::new();
     head(&mut out, 8, 2);
     out.push(0);
     assert!(LinkPatch::read(&out).is_err());
+    for (cell, distance) in [
+        (f32::NAN, 16.0),
+        (64.0, 0.0),
+        (-1.0, 16.0),
+        (64.0, f32::INFINITY),
+    ] {
+        let mut out = vec![9, 0, 2];
+        zonekeep_protocol::wire::put_f32(&mut out, cell);
+        zonekeep_protocol::wire::put_f32(&mut out, distance);
+        out.extend_from_slice(&[0, 0, 0]);
+        assert!(LinkPatch::read(&out).is_err(), "{cell} {distance}");
+    }
     // An event count past the protocol's limit is refused before anything is read.
     let mut many = Vec::new();
     zonekeep_protocol::wire::put_varint(&mut many, 9);

@@ -53,6 +53,8 @@ struct Attached {
 #[derive(Debug)]
 pub struct RelayZone {
     replica: Option<Replica>,
+    /// The zone's replicator settings, from its link's last image.
+    config: Option<ReplicationConfig>,
     replicator: Replicator,
     max_entities: usize,
     max_players: usize,
@@ -66,13 +68,14 @@ pub struct RelayZone {
 }
 
 impl RelayZone {
-    /// A relay for a zone replicated with `config` (the zone's cell size and priority distance),
-    /// holding at most `max_entities` entities and `max_players` relayed participants whatever
-    /// its link sends.
-    pub fn new(config: ReplicationConfig, max_entities: usize, max_players: usize) -> Self {
+    /// A relay for a zone, holding at most `max_entities` entities and `max_players` relayed
+    /// participants whatever its link sends. Its replicator takes the zone's settings from the
+    /// link's image.
+    pub fn new(max_entities: usize, max_players: usize) -> Self {
         Self {
             replica: None,
-            replicator: Replicator::new(config),
+            config: None,
+            replicator: Replicator::new(ReplicationConfig::default()),
             max_entities,
             max_players,
             tick: 0,
@@ -117,7 +120,7 @@ impl RelayZone {
                 got: patch.tick,
             });
         }
-        let image = matches!(patch.world, LinkWorld::Image(_));
+        let image = matches!(patch.world, LinkWorld::Image { .. });
         if !image && self.replica.is_none() {
             return Err(RelayError::NoImage);
         }
@@ -129,10 +132,23 @@ impl RelayZone {
         }
         self.check_records(&patch.records, image)?;
         match patch.world {
-            LinkWorld::Image(bytes) => {
-                let mut replica = Replica::from_image(bytes)?;
+            LinkWorld::Image { config, image } => {
+                let mut replica = Replica::from_image(image)?;
                 replica.set_max_entities(self.max_entities);
                 self.replica = Some(replica);
+                if self.config != Some(config) {
+                    // Another zone's settings (the zone restarted with others): every client
+                    // starts over, as a new one.
+                    self.config = Some(config);
+                    self.replicator = Replicator::new(config);
+                    for a in self.attached.values_mut() {
+                        a.seat = match a.seat {
+                            Seat::Away => Seat::Away,
+                            _ => Seat::Waiting,
+                        };
+                        a.view = None;
+                    }
+                }
                 // Every subscriber's sent state refers to the old world's ids and version.
                 for (id, a) in &self.attached {
                     if matches!(a.seat, Seat::Live | Seat::Held) {
