@@ -161,6 +161,15 @@ pub struct ServerConfig {
     pub ticket_keys: Vec<KeyConfig>,
     /// Admin bearer token (env `ZONEKEEP_ADMIN_TOKEN`); without it the admin API is off.
     pub admin_token: Option<Secret>,
+    /// The relay credential (env `ZONEKEEP_RELAY_TOKEN`): relays open their links to this host
+    /// (`GET /relay/{zone_id}`) with it as a bearer token; without it the host takes no relays.
+    /// At least 16 bytes, and not the admin token.
+    pub relay_token: Option<Secret>,
+    /// Messages queued to one relay link (patches, and its clients' own messages) before the
+    /// link counts as not keeping up and is closed. Default 4096.
+    pub relay_link_queue: usize,
+    /// Clients one relay link may hold (admitted or being admitted). Default 20000.
+    pub relay_link_clients: usize,
     /// The lobby's bearer token (env `ZONEKEEP_LOBBY_TOKEN`), the application back end's
     /// credential for `/lobby` (rooms, join_or_create); without it the lobby is off. At least 16
     /// bytes, and not the admin token.
@@ -319,6 +328,9 @@ impl Default for ServerConfig {
             ticket_keys: Vec::new(),
             admin_token: None,
             lobby_token: None,
+            relay_token: None,
+            relay_link_queue: 4096,
+            relay_link_clients: 20_000,
             lobby_seat_hold_secs: 60,
             lobby_players_per_address: 4,
             lobby_observers_per_address: 2,
@@ -526,6 +538,27 @@ impl ServerConfig {
                     "must differ from the admin token: the application's back end holds it",
                 ));
             }
+        }
+        if let Some(t) = &self.relay_token {
+            if t.expose().len() < 16 {
+                return Err(invalid("relay_token", "must be at least 16 bytes"));
+            }
+            if self
+                .admin_token
+                .as_ref()
+                .is_some_and(|a| a.expose() == t.expose())
+            {
+                return Err(invalid(
+                    "relay_token",
+                    "must differ from the admin token: every relay holds it",
+                ));
+            }
+        }
+        if self.relay_link_queue == 0 || self.relay_link_queue > 1 << 20 {
+            return Err(invalid("relay_link_queue", "must be 1..=1048576"));
+        }
+        if self.relay_link_clients == 0 || self.relay_link_clients > 1 << 20 {
+            return Err(invalid("relay_link_clients", "must be 1..=1048576"));
         }
         if self.lobby_seat_hold_secs == 0 || self.lobby_seat_hold_secs > 3600 {
             return Err(invalid("lobby_seat_hold_secs", "must be 1..=3600"));

@@ -50,6 +50,10 @@ enum Command {
     /// Write typed client code (TypeScript, C#, Rust) for a zone kind: its entity kinds, inputs,
     /// events and constants.
     Codegen(Box<crate::codegen::CodegenArgs>),
+    /// Serve a host's zones to clients for it: clients connect here as to the host, and the
+    /// relay builds their frames from one link per zone to the host (started with
+    /// --relay-token).
+    Relay(Box<crate::relay_cmd::RelayArgs>),
 }
 
 /// Config file and secrets, shared by every subcommand.
@@ -100,6 +104,10 @@ struct ServeArgs {
     /// game's back end calls /lobby with (docs/LOBBY.md); without it the lobby is off.
     #[arg(long, env = "ZONEKEEP_LOBBY_TOKEN", hide_env_values = true)]
     lobby_token: Option<String>,
+    /// The relay credential (at least 16 bytes, not the admin token): relays (`zonekeep relay`)
+    /// link to this host's zones with it; without it the host takes no relays.
+    #[arg(long, env = "ZONEKEEP_RELAY_TOKEN", hide_env_values = true)]
+    relay_token: Option<String>,
     /// How long a lobby seat (and its ticket) is held for a player who has not arrived, seconds
     /// [default: 60].
     #[arg(long, env = "ZONEKEEP_LOBBY_SEAT_HOLD_SECS")]
@@ -369,6 +377,7 @@ pub fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::Replay(args) => Ok(crate::replay::run(&args)),
         Command::Module(args) => crate::module_cmd::run(args),
         Command::Codegen(args) => crate::codegen::run(*args),
+        Command::Relay(args) => crate::relay_cmd::run(*args).map(|()| done),
     }
 }
 
@@ -494,6 +503,9 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(t) = &args.lobby_token {
         cfg.lobby_token = Some(Secret::new(t.clone()));
+    }
+    if let Some(t) = &args.relay_token {
+        cfg.relay_token = Some(Secret::new(t.clone()));
     }
     if let Some(v) = args.lobby_seat_hold_secs {
         cfg.lobby_seat_hold_secs = v;
@@ -645,7 +657,7 @@ fn serve(args: ServeArgs) -> Result<()> {
 }
 
 /// SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

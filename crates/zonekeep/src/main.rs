@@ -1,6 +1,6 @@
 //! `zonekeep`: run a host (`serve`), mint a ticket (`ticket`), load-test a host (`bench`) or
-//! replay a zone recording (`replay`), deploy a module (`module`) or write typed client code
-//! (`codegen`).
+//! replay a zone recording (`replay`), deploy a module (`module`), write typed client code
+//! (`codegen`) or relay a host's zones to clients (`relay`).
 //!
 //! Configuration precedence for every setting: command-line flag >
 //! environment variable (`ZONEKEEP_*`) > TOML file (`--config`) > default.
@@ -22,6 +22,7 @@ mod ledger_zone;
 mod module_cmd;
 mod modules;
 mod persist_args;
+mod relay_cmd;
 mod replay;
 mod static_site;
 mod workload;

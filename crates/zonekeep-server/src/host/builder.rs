@@ -283,6 +283,10 @@ impl HostBuilder {
             .lobby_token
             .as_ref()
             .map(|t| admin::hash_token(t.expose()));
+        let relay_token_hash = config
+            .relay_token
+            .as_ref()
+            .map(|t| admin::hash_token(t.expose()));
         let presence = crate::presence::Hub::new(metrics.clone());
         Ok(Host {
             shared: Arc::new(Shared {
@@ -303,6 +307,7 @@ impl HostBuilder {
                 sim,
                 admin_token_hash,
                 lobby_token_hash,
+                relay_token_hash,
                 config,
                 fleet: std::sync::OnceLock::new(),
                 fleet_metrics,

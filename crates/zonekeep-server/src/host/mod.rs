@@ -137,6 +137,8 @@ pub(crate) struct Shared {
     pub admin_token_hash: Option<[u8; 32]>,
     /// The lobby token's hash; `None` when the lobby is off.
     pub lobby_token_hash: Option<[u8; 32]>,
+    /// The relay token's hash; `None` when the host takes no relays.
+    pub relay_token_hash: Option<[u8; 32]>,
     /// This host's fleet membership, set once it joined (hosts with a store).
     pub fleet: std::sync::OnceLock<Arc<crate::fleet::Fleet>>,
     /// Fleet metrics (registered on `/metrics` for hosts with a store).

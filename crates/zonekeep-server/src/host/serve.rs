@@ -185,6 +185,10 @@ impl Host {
         let shared = self.shared.clone();
         let mut r = Router::new()
             .route("/zones/{zone_id}", get(ws_handler))
+            .route(
+                "/relay/{zone_id}",
+                get(crate::net::relay::origin::link_handler),
+            )
             .route("/metrics", get(metrics_handler))
             .route(
                 "/admin/zones/{id}/messages",

@@ -17,9 +17,11 @@ mod lobby;
 mod matchmaker;
 mod presence;
 mod process;
+mod relay;
 mod stages;
 mod webtransport;
 
+pub use relay::RelayMetrics;
 pub use webtransport::WebTransportMetrics;
 
 pub use boards::BoardMetrics;
@@ -118,6 +120,7 @@ pub struct Metrics {
     recordings_running: Gauge,
     recordings_stopped: Family<Labels, Counter>,
     webtransport: WebTransportMetrics,
+    relay: RelayMetrics,
     limits: LimitMetrics,
     lobby: LobbyMetrics,
     matchmaker: MatchMetrics,
@@ -173,6 +176,7 @@ impl Metrics {
             recordings_running: Gauge::default(),
             recordings_stopped: Family::default(),
             webtransport: WebTransportMetrics::default(),
+            relay: RelayMetrics::default(),
             limits: LimitMetrics::default(),
             lobby: LobbyMetrics::default(),
             matchmaker: MatchMetrics::default(),
@@ -367,6 +371,7 @@ impl Metrics {
             m.inputs_frozen.clone(),
         );
         m.webtransport.register(&mut registry);
+        m.relay.register(&mut registry);
         m.limits.register(&mut registry);
         m.lobby.register(&mut registry);
         m.matchmaker.register(&mut registry);
@@ -504,6 +509,11 @@ impl Metrics {
     /// The open-connections gauge, moved by the accept loop's connection guards.
     pub(crate) fn connections_gauge(&self) -> Gauge {
         self.connections.clone()
+    }
+
+    /// The relay link endpoint's counters.
+    pub fn relay(&self) -> &RelayMetrics {
+        &self.relay
     }
 
     /// The WebTransport endpoint's handshake metrics.

@@ -83,6 +83,8 @@ enum Outbox {
     },
     /// An I/O thread takes them from the connection's link (WebSocket).
     Link(Arc<crate::net::ws::io::Link>),
+    /// A client of a relay: they go over the relay's link, addressed to it.
+    Relay(Arc<crate::net::relay::RelayedClient>),
 }
 
 /// The transport a connection came over, as the admin API names it.
@@ -92,6 +94,8 @@ pub enum Transport {
     WebSocket,
     /// A WebTransport session (HTTP/3 over QUIC).
     WebTransport,
+    /// A client of a relay (`GET /relay/{zone_id}`), whose frames the relay builds.
+    Relay,
 }
 
 impl Transport {
@@ -100,6 +104,7 @@ impl Transport {
         match self {
             Transport::WebSocket => "websocket",
             Transport::WebTransport => "webtransport",
+            Transport::Relay => "relay",
         }
     }
 }
@@ -154,12 +159,31 @@ impl ConnHandle {
         }
     }
 
+    /// A client of a relay, whose messages go over the relay's link.
+    pub(crate) fn relayed(id: u64, client: Arc<crate::net::relay::RelayedClient>) -> Self {
+        Self {
+            id,
+            outbox: Outbox::Relay(client),
+            bytes_out: Arc::default(),
+            datagrams: None,
+        }
+    }
+
     /// The transport the connection came over: an I/O thread's link is a WebSocket, a session
     /// task's channel a WebTransport session.
     pub fn transport(&self) -> Transport {
         match self.outbox {
             Outbox::Channel { .. } => Transport::WebTransport,
             Outbox::Link(_) => Transport::WebSocket,
+            Outbox::Relay(_) => Transport::Relay,
+        }
+    }
+
+    /// For a client of a relay: the link its relay serves it over.
+    pub(crate) fn relay_link(&self) -> Option<&Arc<crate::net::relay::LinkOut>> {
+        match &self.outbox {
+            Outbox::Relay(c) => Some(c.link()),
+            _ => None,
         }
     }
 
@@ -185,6 +209,7 @@ impl ConnHandle {
         let tx = match &self.outbox {
             Outbox::Channel { tx, .. } => tx,
             Outbox::Link(link) => return self.counted(link.offer(frame), len),
+            Outbox::Relay(c) => return self.counted(c.offer(&frame), len),
         };
         match tx.try_send(frame) {
             Ok(()) => self.counted(Offer::Queued, len),
@@ -214,6 +239,9 @@ impl ConnHandle {
             Outbox::Link(link) => {
                 let _ = link.offer(frame);
             }
+            Outbox::Relay(c) => {
+                let _ = c.offer(&frame);
+            }
         }
     }
 
@@ -223,6 +251,7 @@ impl ConnHandle {
         let kick = match &self.outbox {
             Outbox::Channel { kick, .. } => kick,
             Outbox::Link(link) => return link.kick(KickNotice { code, reason }),
+            Outbox::Relay(c) => return c.kick(code, &reason),
         };
         kick.send_if_modified(|slot| {
             if slot.is_none() {
@@ -239,6 +268,7 @@ impl ConnHandle {
         match &self.outbox {
             Outbox::Channel { kick, .. } => kick.borrow().is_some(),
             Outbox::Link(link) => link.is_kicked(),
+            Outbox::Relay(c) => c.is_kicked(),
         }
     }
 }

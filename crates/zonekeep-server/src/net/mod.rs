@@ -2,6 +2,8 @@
 //! connection shares.
 //!
 //! - `ws`: the WebSocket transport (`GET /zones/{zone_id}`).
+//! - [`relay`]: relays, the origin's link endpoint (`GET /relay/{zone_id}`) and the relay
+//!   process that builds its clients' frames.
 //! - [`webtransport`]: the WebTransport transport (HTTP/3 over QUIC).
 //! - [`conn`]: what the simulation side holds of a connection, whatever its transport.
 //! - [`conn_limit`]: the caps on connections, checked at accept.
@@ -13,5 +15,6 @@
 pub mod conn;
 pub mod conn_limit;
 pub mod netsim;
+pub mod relay;
 pub mod webtransport;
 pub(crate) mod ws;

@@ -52,6 +52,22 @@ impl Limits {
     }
 }
 
+impl Limits {
+    /// Whether a Ping is answered: `Ok(false)` over the connection's ping rate (it goes
+    /// without a Pong), an error when the excess is sustained. `limited` counts a Ping over the
+    /// rate.
+    pub(crate) fn ping(&self, limited: impl FnOnce()) -> Result<bool, SessionError> {
+        if self.pings.check().is_ok() {
+            return Ok(true);
+        }
+        limited();
+        if self.abuse.check().is_err() {
+            return Err(SessionError::RateLimited);
+        }
+        Ok(false)
+    }
+}
+
 /// Act on one client message after the handshake; a Ping's answer is returned for the writer.
 pub(crate) fn handle_message(
     shared: &Shared,
@@ -72,11 +88,7 @@ pub(crate) fn handle_message(
         }
         Ok(ClientMessage::Ping(p)) => {
             // A Pong costs the host a write: a client may not make it answer without bound.
-            if limits.pings.check().is_err() {
-                shared.metrics.ping_rate_limited();
-                if limits.abuse.check().is_err() {
-                    return Err(SessionError::RateLimited);
-                }
+            if !limits.ping(|| shared.metrics.ping_rate_limited())? {
                 return Ok(None);
             }
             let now_us = u64::try_from(shared.clock.now().as_micros()).unwrap_or(u64::MAX);

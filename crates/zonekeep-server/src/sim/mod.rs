@@ -12,7 +12,7 @@ mod frames;
 mod interrupts;
 mod lifecycle;
 mod limit_log;
-mod notices;
+pub(crate) mod notices;
 mod registry;
 mod start;
 mod thread;

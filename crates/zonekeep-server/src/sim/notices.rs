@@ -67,6 +67,29 @@ impl Notices {
     }
 }
 
+/// When a connection was last sent a frame, for skipping frames that say nothing new (PROTOCOL.md
+/// §6): a zone's host and a relay deliver frames by the same rule.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct LastFrame {
+    /// The ack of the last frame sent, and the tick it was sent at.
+    ack: Option<u32>,
+    tick: u64,
+}
+
+impl LastFrame {
+    /// Whether a frame may go unsent: it is quiet, acknowledges what the last one did, and a
+    /// frame went out within `keepalive` ticks (so an idle connection still hears once a second).
+    pub(crate) fn skips(&self, quiet: bool, ack: u32, tick: u64, keepalive: u64) -> bool {
+        quiet && self.ack == Some(ack) && tick.saturating_sub(self.tick) < keepalive
+    }
+
+    /// Notes a frame sent at `tick` with `ack`.
+    pub(crate) fn sent(&mut self, ack: u32, tick: u64) {
+        self.ack = Some(ack);
+        self.tick = tick;
+    }
+}
+
 /// An InputRefused frame.
 pub(crate) fn input_refused_frame(seq: u32, code: u16) -> Option<Bytes> {
     ServerMessage::InputRefused(InputRefused { seq, code })

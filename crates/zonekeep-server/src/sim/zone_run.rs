@@ -33,8 +33,7 @@ use crate::recording::ZoneRecording;
 struct Sub {
     conn: Option<ConnHandle>,
     /// The ack of the last Delta sent, and the tick it was sent at (quiet-frame suppression).
-    last_ack: Option<u32>,
-    last_frame_tick: u64,
+    last_frame: super::notices::LastFrame,
     /// InputRefused, KnownSetCheck and Resync bookkeeping.
     notices: Notices,
     /// The newest State tick its datagram client acknowledged, as last handed to the zone.
@@ -116,6 +115,15 @@ pub(crate) struct ZoneRun {
     world_version: u64,
     /// When its participants' bytes per second were last measured (the zone's clock).
     rates_at: Duration,
+    /// The relay links that follow the zone: each patch goes to each (see [`crate::net::relay`]).
+    relay_links: Vec<FollowingLink>,
+}
+
+/// A relay link following the zone.
+struct FollowingLink {
+    out: Arc<crate::net::relay::LinkOut>,
+    /// It has not had its first patch (the world's image) yet.
+    starting: bool,
 }
 
 fn tier_name(t: Tier) -> &'static str {
@@ -174,6 +182,7 @@ impl ZoneRun {
             work_exported: super::work::WorkCounters::default(),
             world_version: 0,
             rates_at: Duration::ZERO,
+            relay_links: Vec::new(),
         };
         run.world_version = run.host.world().version();
         run.publish();
@@ -239,20 +248,32 @@ impl ZoneRun {
         };
         let frame = welcome_frame(welcome)
             .map_err(|e| JoinFailure::Unavailable(format!("welcome: {e}")))?;
-        if first == ResumeOutcome::Baseline {
-            self.host.resync(player);
-        }
-        if let Some(path) = &conn.datagrams {
-            // States against what the client acknowledged, each fitting one datagram.
-            self.host.use_datagrams(player, Some(path.max_frame()));
+        match conn.relay_link() {
+            // A relay builds its frames, from the patches its link is sent.
+            Some(link) => {
+                self.host
+                    .relay(player, link.id())
+                    .map_err(|e| JoinFailure::Unavailable(e.to_string()))?;
+                self.follow(link);
+            }
+            None => {
+                // Back from a relay (say it died): this host builds its frames again.
+                self.host.unrelay(player);
+                if first == ResumeOutcome::Baseline {
+                    self.host.resync(player);
+                }
+                if let Some(path) = &conn.datagrams {
+                    // States against what the client acknowledged, each fitting one datagram.
+                    self.host.use_datagrams(player, Some(path.max_frame()));
+                }
+            }
         }
         send_frame(&self.metrics, &conn, frame);
         self.subs.insert(
             player,
             Sub {
                 conn: Some(conn),
-                last_ack: None,
-                last_frame_tick: 0,
+                last_frame: super::notices::LastFrame::default(),
                 notices: Notices::default(),
                 state_acked: 0,
                 entries_told,
@@ -272,6 +293,18 @@ impl ZoneRun {
         ctx.lifecycle
             .joined(&zone_id, player.0, principal.as_str(), role_name);
         Ok(Joined { player })
+    }
+
+    /// The relay link `link` follows the zone from its next patch (the world's image) on.
+    fn follow(&mut self, link: &Arc<crate::net::relay::LinkOut>) {
+        if self.relay_links.iter().any(|l| l.out.id() == link.id()) {
+            return;
+        }
+        self.relay_links.push(FollowingLink {
+            out: Arc::clone(link),
+            starting: true,
+        });
+        self.host.want_relay_image();
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -186,7 +186,7 @@ pub(crate) fn close_code(code: zonekeep_protocol::messages::KickCode) -> u16 {
 /// 8 adds Transfer, and with it the moves of players between zones; 9 adds the Kick code
 /// WORLD_HALTED; 10 the Kick codes CHARACTER_MOVED and CHARACTER_ELSEWHERE; 11 chat (its
 /// messages and the Kick code BANNED).
-const HOST_VERSIONS: [u32; 10] = [
+pub(crate) const HOST_VERSIONS: [u32; 10] = [
     MIN_PROTOCOL_VERSION,
     3,
     4,

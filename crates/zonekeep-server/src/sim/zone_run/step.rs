@@ -266,9 +266,9 @@ impl ZoneRun {
             let Some(conn) = sub.conn.as_ref() else {
                 continue;
             };
-            if frame.quiet
-                && sub.last_ack == Some(frame.ack)
-                && tick.saturating_sub(sub.last_frame_tick) < keepalive
+            if sub
+                .last_frame
+                .skips(frame.quiet, frame.ack, tick, keepalive)
             {
                 self.metrics.record_quiet_skipped();
                 continue;
@@ -278,8 +278,7 @@ impl ZoneRun {
                 send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.events));
             }
             if send_frame(&self.metrics, conn, Bytes::copy_from_slice(frame.bytes)) {
-                sub.last_ack = Some(frame.ack);
-                sub.last_frame_tick = tick;
+                sub.last_frame.sent(frame.ack, tick);
                 if let Some(at) = sub.moved_at_ms.take() {
                     let ms = crate::sim::now_ms().saturating_sub(at);
                     ctx.metrics.transfer_latency(ms as f64 / 1000.0);
@@ -294,10 +293,48 @@ impl ZoneRun {
             let took = clock.now().saturating_sub(started);
             self.host.record_stage(zonekeep_core::Stage::Handoff, took);
         }
+        self.feed_relays(ctx);
         let built = self.host.last_build_stats();
         self.work.built(&built);
         ctx.metrics.limits().events_deferred(built.events_deferred);
         self.send_known_set_checks(ctx, tick, &checks_due);
+    }
+
+    /// Send each relay link following the zone its message of this patch: the world's image to a
+    /// link starting, the feed's delta to the others, with what changed of its participants.
+    /// A link that cannot take it (closed, or its queue full) is dropped; when none is left the
+    /// feed stops.
+    fn feed_relays(&mut self, ctx: &SimContext) {
+        if self.relay_links.is_empty() {
+            return;
+        }
+        self.relay_links.retain(|l| !l.out.is_closed());
+        if self.relay_links.is_empty() {
+            self.host.end_relay_feed();
+            return;
+        }
+        let Some(out) = self.host.relay_output() else {
+            return;
+        };
+        let mut want_image = false;
+        let mut message = Vec::new();
+        for link in &mut self.relay_links {
+            message.clear();
+            match out.write_link(&mut message, link.starting, link.out.id()) {
+                Ok(()) => {
+                    link.starting = false;
+                    ctx.metrics.relay().patch(message.len());
+                    let _ = link.out.send(crate::net::relay::wire::patch(&message));
+                }
+                // The image comes with a later patch.
+                Err(_) if link.starting => want_image = true,
+                // The feed broke: the link starts over (its relay links again).
+                Err(_) => link.out.close(),
+            }
+        }
+        if want_image {
+            self.host.want_relay_image();
+        }
     }
 
     /// Follow the Deltas just sent to `players` with a KnownSetCheck of what each client now holds

@@ -1,0 +1,71 @@
+//! `zonekeep relay`: serve a host's zones to clients for it (see
+//! `zonekeep_server::net::relay::process`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use zonekeep_server::config::Secret;
+use zonekeep_server::net::relay::process::{Relay, RelayConfig};
+
+/// `zonekeep relay`'s flags.
+#[derive(Debug, Args)]
+pub(crate) struct RelayArgs {
+    /// The zones' host (its base URL, `http://host:port`): the relay links to it for each zone
+    /// its clients join.
+    #[arg(long, env = "ZONEKEEP_RELAY_ORIGIN")]
+    origin: String,
+    /// The relay credential the host was given (`--relay-token` there). Prefer the environment
+    /// variable: flags show up in `ps`.
+    #[arg(long, env = "ZONEKEEP_RELAY_TOKEN", hide_env_values = true)]
+    relay_token: String,
+    /// Address clients connect to [default: 127.0.0.1:7360].
+    #[arg(long, env = "ZONEKEEP_LISTEN", default_value = "127.0.0.1:7360")]
+    listen: SocketAddr,
+    /// Most clients at once [default: 20000].
+    #[arg(long, default_value_t = 20_000)]
+    max_clients: usize,
+    /// Frames queued to one client before it is kicked as a slow consumer [default: 256].
+    #[arg(long, default_value_t = 256)]
+    outbox_frames: usize,
+    /// Messages from the host waiting for a zone's thread before its link counts as
+    /// overloaded [default: 4096].
+    #[arg(long, default_value_t = 4096)]
+    link_queue: usize,
+    /// Each client socket's kernel send buffer in bytes, 0 for the system's [default: 131072].
+    #[arg(long, default_value_t = 128 << 10)]
+    socket_send_buffer: usize,
+    /// Seconds a client has to send its Hello [default: 10].
+    #[arg(long, default_value_t = 10)]
+    handshake_timeout_secs: u64,
+}
+
+/// Runs the relay until SIGTERM or Ctrl-C.
+pub(crate) fn run(args: RelayArgs) -> Result<()> {
+    let mut cfg = RelayConfig::new(args.origin, Secret::new(args.relay_token));
+    cfg.max_clients = args.max_clients;
+    cfg.outbox_frames = args.outbox_frames;
+    cfg.link_queue = args.link_queue;
+    cfg.socket_send_buffer = args.socket_send_buffer;
+    cfg.handshake_timeout = Duration::from_secs(args.handshake_timeout_secs.max(1));
+    let relay = Relay::new(cfg).map_err(anyhow::Error::msg)?;
+    crate::cli::init_logging("info");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("zonekeep-relay")
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("binding {}", args.listen))?;
+        let addr = listener.local_addr()?;
+        // Scripts and tests read this line to find the port when listening on :0.
+        println!("zonekeep relay listening on http://{addr}");
+        relay
+            .serve(listener, crate::cli::shutdown_signal())
+            .await
+            .context("serving")?;
+        Ok(())
+    })
+}
