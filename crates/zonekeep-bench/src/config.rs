@@ -194,6 +194,8 @@ pub struct BenchConfig {
     pub zone_params: Option<serde_json::Value>,
     /// How bots reach the host.
     pub transport: Transport,
+    /// Bots join as observers (with minted tickets): they watch and send no inputs.
+    pub observers: bool,
 }
 
 /// How bots reach the host (PROTOCOL.md §1.1).
@@ -248,6 +250,7 @@ impl BenchConfig {
             zone_kind: None,
             zone_params: None,
             transport: Transport::WebSocket,
+            observers: false,
         }
     }
 

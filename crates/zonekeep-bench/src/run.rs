@@ -81,7 +81,11 @@ pub async fn run_with_window(cfg: BenchConfig) -> Result<(Report, WindowScrapes)
         ),
         _ => (cfg.zone_kind.clone(), cfg.zone_params.clone()),
     };
-    let tickets = Tickets::new(&cfg.auth, kind, params.clone())?;
+    let role = match cfg.observers {
+        true => zonekeep_core::Role::Observer,
+        false => zonekeep_core::Role::Player,
+    };
+    let tickets = Tickets::new(&cfg.auth, kind, params.clone())?.with_role(role);
     let server = ServerCost::new(&cfg.server);
     let started = std::time::SystemTime::now();
     let rss_before = server.rss().await;

@@ -22,6 +22,8 @@ pub struct Tickets {
     http: Http,
     kind: Option<String>,
     params: Option<Value>,
+    /// The role minted tickets admit.
+    role: Role,
 }
 
 /// What the `--join` endpoint answers.
@@ -55,7 +57,14 @@ impl Tickets {
             http: Http::default(),
             kind,
             params,
+            role: Role::Player,
         })
+    }
+
+    /// Minted tickets admit bots as `role` (observers: a crowd watching the zone).
+    pub fn with_role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
     }
 
     /// A fresh ticket for bot `bot` to `zone`; returns the zone to join (the join endpoint may
@@ -70,7 +79,7 @@ impl Tickets {
             let req = MintRequest {
                 sub: format!("bot-{bot}"),
                 zone: zone.to_owned(),
-                role: Role::Player,
+                role: self.role,
                 ttl_secs: TTL_SECS,
                 params: self.params.clone(),
                 claims,

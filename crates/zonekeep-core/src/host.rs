@@ -591,11 +591,16 @@ impl ZoneHost {
         self.deliver_inbox();
         let mark = self.stage_done(Stage::Inbox, mark);
 
+        let mut applied = std::mem::take(&mut self.relays.applied);
         let superseded = self.zone.apply_inputs(
             &mut self.core,
             self.config.input_policy,
             self.rewind.as_ref(),
+            &mut applied,
         );
+        self.relays_changed(&applied);
+        applied.clear();
+        self.relays.applied = applied;
         let c = &mut self.pending.inputs.superseded;
         *c = c.saturating_add(superseded);
         let mark = self.stage_done(Stage::Inputs, mark);

@@ -209,6 +209,10 @@ pub struct RunArgs {
     /// Print the report as JSON on stdout instead of the table.
     #[arg(long)]
     json: bool,
+    /// Bots join as observers (minted tickets): they watch the zone and send no inputs; with
+    /// --workload idle, a crowd watching a match.
+    #[arg(long)]
+    observers: bool,
     /// No live progress line.
     #[arg(long)]
     no_progress: bool,
@@ -335,6 +339,7 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
         },
     };
     cfg.progress = !a.no_progress && !a.json;
+    cfg.observers = a.observers;
     cfg.zone_kind = a.kind.clone();
     cfg.zone_params = a
         .params

@@ -152,6 +152,7 @@ impl ZoneHost {
             return Ok(());
         }
         info.connected = false;
+        self.relays_changed(&[id]);
         let now = self.read_clock();
         self.dropped_at.insert(id, now);
         // A dropped participant gets no frames, but what it was sent is kept until it rejoins
@@ -221,6 +222,7 @@ impl ZoneHost {
         if let Some(p) = self.core.roster.get_mut(&id) {
             p.connected = true;
         }
+        self.relays_changed(&[id]);
         let resumed = self.resubscribe(id, from);
         if self.core.transfers.moving.contains_key(&id) {
             // Still moving: the new connection gets frames once the transfer comes back.

@@ -373,7 +373,9 @@ impl ZoneHost {
 
     /// Push the zone's changed view requests (control, radius, focus) to the replicator.
     fn apply_view_requests(&mut self) {
-        for id in self.core.views.take_dirty() {
+        let dirty = self.core.views.take_dirty();
+        self.relays_changed(&dirty);
+        for id in dirty {
             let (Some(info), Some(view)) = (self.core.roster.get(&id), self.core.views.get(id))
             else {
                 continue;

@@ -99,6 +99,7 @@ impl ZoneHost {
         let Some(moving) = self.core.transfers.moving.remove(&player) else {
             return Err(UnknownPlayer(player));
         };
+        self.relays_changed(&[player]);
         // The character is back before the zone's hook runs.
         self.core
             .characters
@@ -476,6 +477,7 @@ impl ZoneHost {
                 tick: ask.tick,
             });
             self.core.transfers.moving.insert(ask.player, moving);
+            self.relays_changed(&[ask.player]);
         }
     }
 

@@ -30,6 +30,11 @@ pub(super) struct Relays {
     pub(super) out: RelayQueue,
     /// The tick of the last patch the feed carried (0: none).
     last_tick: u64,
+    /// Relayed participants whose listing, ack or view may have changed since the last patch:
+    /// only they are looked at, so the host's cost per patch does not grow with idle ones.
+    dirty: BTreeSet<PlayerId>,
+    /// Scratch: the players whose ack moved this tick.
+    pub(super) applied: Vec<PlayerId>,
 }
 
 impl ZoneHost {
@@ -53,6 +58,7 @@ impl ZoneHost {
         if self.rewind.is_some() {
             return Err(RelayRefusal::LagCompensation);
         }
+        self.relays.dirty.insert(id);
         match self.relays.players.insert(id, link) {
             None => {
                 let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
@@ -104,6 +110,7 @@ impl ZoneHost {
         self.relays.feed = None;
         self.relays.told.clear();
         self.relays.gone.clear();
+        self.relays.dirty.clear();
         self.relays.image_wanted = false;
         self.relays.out.clear();
     }
@@ -124,6 +131,19 @@ impl ZoneHost {
         !self.relays.players.contains_key(&id)
     }
 
+    /// What a relay is told of these participants (those of them relayed) may have changed:
+    /// their listing (a drop, a rejoin, a move), ack or view.
+    pub(super) fn relays_changed(&mut self, ids: &[PlayerId]) {
+        if self.relays.players.is_empty() {
+            return;
+        }
+        for id in ids {
+            if self.relays.players.contains_key(id) {
+                self.relays.dirty.insert(*id);
+            }
+        }
+    }
+
     /// Forgets a participant that left.
     pub(super) fn forget_relayed(&mut self, id: PlayerId) {
         if let Some(link) = self.relays.players.remove(&id) {
@@ -131,6 +151,7 @@ impl ZoneHost {
                 self.relays.gone.insert((id, link));
             }
         }
+        self.relays.dirty.remove(&id);
     }
 
     /// The relay side of this patch, built after the host's own frames. `events` are the
@@ -164,16 +185,27 @@ impl ZoneHost {
                 }
             }
         }
-        if std::mem::take(&mut relays.image_wanted) {
-            let mut image = Vec::new();
-            WorldFeed::image(world, &mut image);
-            relays.out.image = Some(image);
+        // A link starting gets every participant's full record: all are looked at anew.
+        let image = std::mem::take(&mut relays.image_wanted);
+        if image {
+            let mut bytes = Vec::new();
+            WorldFeed::image(world, &mut bytes);
+            relays.out.image = Some(bytes);
         }
+        let dirty = std::mem::take(&mut relays.dirty);
+        let changed: Box<dyn Iterator<Item = (&PlayerId, &u64)>> = match image {
+            true => Box::new(relays.players.iter()),
+            false => Box::new(
+                dirty
+                    .iter()
+                    .filter_map(|id| relays.players.get_key_value(id)),
+            ),
+        };
         relays.out.push_events(events);
         // Records ascend by id: the participants gone and those relayed, merged.
         let gone = std::mem::take(&mut relays.gone);
         let mut gone = gone.into_iter().peekable();
-        for (&id, &link) in &relays.players {
+        for (&id, &link) in changed {
             while let Some((g, from)) = gone.next_if(|(g, _)| *g <= id) {
                 relays.out.push_gone(g, from);
             }

@@ -70,12 +70,14 @@ pub(super) trait ZoneSlot: Send {
     fn resume_after(&mut self, id: PlayerId, seq: u32);
     /// Take each buffer's inputs under `policy` and apply them; returns how many were superseded.
     /// With a history (the zone opted in to lag compensation), inputs with a view tick are
-    /// judged against what their player was sent.
+    /// judged against what their player was sent. `applied` gets each player whose ack moved
+    /// (it took an input), once.
     fn apply_inputs(
         &mut self,
         core: &mut Core,
         policy: InputPolicy,
         history: Option<&RewindHistory>,
+        applied: &mut Vec<PlayerId>,
     ) -> u64;
     /// The zone's lag compensation settings (asked once, after create or restore).
     fn lag_compensation(&self) -> Option<LagCompensation>;
@@ -262,11 +264,18 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
         core: &mut Core,
         policy: InputPolicy,
         history: Option<&RewindHistory>,
+        applied: &mut Vec<PlayerId>,
     ) -> u64 {
         let mut superseded = 0u64;
         let mut batch = std::mem::take(&mut self.scratch);
         for (id, buffer) in &mut self.buffers {
             superseded = superseded.saturating_add(buffer.take(policy, *id, &mut batch));
+        }
+        // The batch is in buffer order: a player's inputs are side by side.
+        for (id, _, _) in &batch {
+            if applied.last() != Some(id) {
+                applied.push(*id);
+            }
         }
         for (id, meta, input) in batch.drain(..) {
             let tick = core.tick;

@@ -130,6 +130,13 @@ impl Zone for Crowd {
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
         let t = ctx.tick() as f32;
         let _ = ctx.world().set_pos(self.beacon, t * 0.5, 0.0);
+        // A view the zone changes by itself, with no input behind it.
+        if ctx.tick() % 9 == 0 {
+            if let Some(&p) = self.mine.keys().next() {
+                let radius = 20.0 + (ctx.tick() % 27) as f32;
+                ctx.set_view(p, Some(radius), None);
+            }
+        }
     }
 
     fn uses_can_see(&self) -> bool {
