@@ -39,6 +39,8 @@ pub fn zone_config(budget: Option<usize>) -> ZoneConfig {
         patch_every: 1,
         max_catch_up: 1,
         max_players: 10_000,
+        // A crowd may watch (`zonekeep bench --observers`).
+        max_observers: 10_000,
         input_policy: InputPolicy::Drain,
         replication: ReplicationSettings {
             pos_step: POS_STEP,
