@@ -170,6 +170,9 @@ pub struct ServerConfig {
     pub relay_link_queue: usize,
     /// Clients one relay link may hold (admitted or being admitted). Default 20000.
     pub relay_link_clients: usize,
+    /// Send each new WebSocket player of a zone that relays serve to the relay with the most room
+    /// (a Redirect, protocol version 3), instead of serving it here. Default false.
+    pub relay_placement: bool,
     /// The lobby's bearer token (env `ZONEKEEP_LOBBY_TOKEN`), the application back end's
     /// credential for `/lobby` (rooms, join_or_create); without it the lobby is off. At least 16
     /// bytes, and not the admin token.
@@ -331,6 +334,7 @@ impl Default for ServerConfig {
             relay_token: None,
             relay_link_queue: 4096,
             relay_link_clients: 20_000,
+            relay_placement: false,
             lobby_seat_hold_secs: 60,
             lobby_players_per_address: 4,
             lobby_observers_per_address: 2,

@@ -108,6 +108,10 @@ struct ServeArgs {
     /// link to this host's zones with it; without it the host takes no relays.
     #[arg(long, env = "ZONEKEEP_RELAY_TOKEN", hide_env_values = true)]
     relay_token: Option<String>,
+    /// Send each new WebSocket player of a zone that relays serve to the relay with the most
+    /// room (a Redirect) instead of serving it here.
+    #[arg(long)]
+    relay_placement: bool,
     /// How long a lobby seat (and its ticket) is held for a player who has not arrived, seconds
     /// [default: 60].
     #[arg(long, env = "ZONEKEEP_LOBBY_SEAT_HOLD_SECS")]
@@ -506,6 +510,9 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     }
     if let Some(t) = &args.relay_token {
         cfg.relay_token = Some(Secret::new(t.clone()));
+    }
+    if args.relay_placement {
+        cfg.relay_placement = true;
     }
     if let Some(v) = args.lobby_seat_hold_secs {
         cfg.lobby_seat_hold_secs = v;

@@ -33,6 +33,10 @@ pub(crate) struct RelayArgs {
     /// overloaded [default: 4096].
     #[arg(long, default_value_t = 4096)]
     link_queue: usize,
+    /// Where clients connect to this relay (`ws://host:port`), as the host tells the new players
+    /// it places here [default: ws:// and the --listen address].
+    #[arg(long, env = "ZONEKEEP_RELAY_PUBLIC_URL")]
+    public_url: Option<String>,
     /// Each client socket's kernel send buffer in bytes, 0 for the system's [default: 131072].
     #[arg(long, default_value_t = 128 << 10)]
     socket_send_buffer: usize,
@@ -48,6 +52,7 @@ pub(crate) fn run(args: RelayArgs) -> Result<()> {
     cfg.outbox_frames = args.outbox_frames;
     cfg.link_queue = args.link_queue;
     cfg.socket_send_buffer = args.socket_send_buffer;
+    cfg.public_url = args.public_url;
     cfg.handshake_timeout = Duration::from_secs(args.handshake_timeout_secs.max(1));
     let relay = Relay::new(cfg).map_err(anyhow::Error::msg)?;
     crate::cli::init_logging("info");

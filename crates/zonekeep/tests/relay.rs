@@ -470,3 +470,42 @@ async fn a_client_that_stops_reading_does_not_hold_back_the_others() {
         "the reader was never disturbed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_places_new_players_on_a_relay_with_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
+    let args = ["--relay-token", RELAY_TOKEN, "--relay-placement"];
+    let host = Server::start(&store, &args, &dir.path().join("host.log")).await;
+    let relay = Relay::start(
+        &host.addr,
+        RELAY_TOKEN,
+        &dir.path().join("relay.log"),
+        &["--max-clients", "2"],
+    );
+    let zone = "relay-5";
+    // Before any relay serves the zone, the host serves new players itself.
+    let mut first = Client::join(&host.addr, zone, "one").await;
+    assert!(first.welcome.player_id > 0);
+    // A player through the relay: the zone is now one the relay serves.
+    let mut second = Client::join(&relay.addr, zone, "two").await;
+    second.read_for(Duration::from_millis(200)).await;
+    // A new player at the host is sent to the relay, its ticket unspent: it joins there.
+    let t = ticket("three", zone);
+    let mut ws = connect(&host.addr, zone, hello(t.clone())).await;
+    let b = next(&mut ws).await.expect("a Redirect");
+    let Ok(ServerMessage::Redirect(r)) = ServerMessage::decode(&b, None) else {
+        panic!("expected a Redirect");
+    };
+    assert_eq!(r.url, format!("ws://{}/zones/{zone}", relay.addr));
+    let mut third = connect(&relay.addr, zone, hello(t)).await;
+    welcome(&mut third)
+        .await
+        .expect("admitted through the relay");
+    // The relay is full (two clients): the next new player stays at the host.
+    let mut ws = connect(&host.addr, zone, hello(ticket("four", zone))).await;
+    welcome(&mut ws).await.expect("admitted at the host");
+    // The player already at the host plays on there.
+    first.read_for(Duration::from_millis(100)).await;
+    assert!(first.mirror.tick() > 0);
+}

@@ -308,6 +308,7 @@ impl HostBuilder {
                 admin_token_hash,
                 lobby_token_hash,
                 relay_token_hash,
+                relay_places: Default::default(),
                 config,
                 fleet: std::sync::OnceLock::new(),
                 fleet_metrics,

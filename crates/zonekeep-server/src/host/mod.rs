@@ -139,6 +139,8 @@ pub(crate) struct Shared {
     pub lobby_token_hash: Option<[u8; 32]>,
     /// The relay token's hash; `None` when the host takes no relays.
     pub relay_token_hash: Option<[u8; 32]>,
+    /// What each relay link reports of its relay, for placing new players.
+    pub(crate) relay_places: crate::net::relay::placement::Places,
     /// This host's fleet membership, set once it joined (hosts with a store).
     pub fleet: std::sync::OnceLock<Arc<crate::fleet::Fleet>>,
     /// Fleet metrics (registered on `/metrics` for hosts with a store).

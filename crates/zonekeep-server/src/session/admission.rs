@@ -66,6 +66,17 @@ async fn admit_negotiated(
         shared.metrics.connection_refused("content_outdated");
         return Err(refusal.into());
     }
+    // A new player of a zone that relays serve goes to the relay with the most room (a host
+    // that places), before its ticket is verified or spent: it presents both there.
+    if shared.config.relay_placement
+        && conn.transport() == crate::net::conn::Transport::WebSocket
+        && version >= 3
+        && hello.reconnect_token.is_empty()
+    {
+        if let Some(url) = shared.relay_places.pick(zone_id) {
+            return Ok(Handshake::ToRelay(url));
+        }
+    }
     let (tx, rx) = oneshot::channel();
     // Admission may start the zone (claim and restore from the store): the
     // client waits for it, but shutdown does not.

@@ -58,6 +58,8 @@ pub(crate) enum Handshake {
     /// The player was moved to another zone (PROTOCOL.md §5.3.2): send it this Transfer frame
     /// again and close.
     Transferred(Bytes),
+    /// A new player placed on a relay of the zone: redirect it to this relay base URL.
+    ToRelay(String),
 }
 
 /// Where an admitted Hello went.

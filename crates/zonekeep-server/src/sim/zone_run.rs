@@ -300,6 +300,7 @@ impl ZoneRun {
         if self.relay_links.iter().any(|l| l.out.id() == link.id()) {
             return;
         }
+        link.mark_followed();
         self.relay_links.push(FollowingLink {
             out: Arc::clone(link),
             starting: true,

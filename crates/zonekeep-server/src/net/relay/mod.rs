@@ -19,6 +19,7 @@
 //! credential, which the origin compares in constant time.
 
 pub(crate) mod origin;
+pub(crate) mod placement;
 pub mod process;
 pub(crate) mod wire;
 
@@ -42,6 +43,9 @@ pub struct LinkOut {
     closed: CancellationToken,
     /// Messages refused because the queue was full (the link then closed).
     overflowed: AtomicU64,
+    /// Its zone follows it (a relayed player was admitted over it): new players may be placed
+    /// on its relay.
+    followed: AtomicBool,
 }
 
 impl LinkOut {
@@ -52,7 +56,18 @@ impl LinkOut {
             tx,
             closed: CancellationToken::new(),
             overflowed: AtomicU64::new(0),
+            followed: AtomicBool::new(false),
         }
+    }
+
+    /// Its zone follows it.
+    pub(crate) fn mark_followed(&self) {
+        self.followed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether its zone follows it.
+    pub(crate) fn is_followed(&self) -> bool {
+        self.followed.load(Ordering::Relaxed)
     }
 
     /// The link's host-unique id.

@@ -152,6 +152,7 @@ async fn run(shared: Arc<Shared>, zone_id: String, socket: WebSocket) {
                     continue;
                 }
                 admitting.insert(client);
+                shared.relay_places.arrived(&zone_id, id);
                 let hello = Bytes::copy_from_slice(bytes);
                 tokio::spawn(admit(
                     Arc::clone(&shared),
@@ -181,6 +182,11 @@ async fn run(shared: Arc<Shared>, zone_id: String, socket: WebSocket) {
                     }
                 }
             }
+            Up::Load { clients, max, url } => {
+                shared
+                    .relay_places
+                    .report(&zone_id, &link, url, clients, max);
+            }
             Up::Gone { client } => {
                 if let Some((a, _)) = clients.remove(&client) {
                     disconnected(&shared, &a);
@@ -191,6 +197,7 @@ async fn run(shared: Arc<Shared>, zone_id: String, socket: WebSocket) {
         }
     }
     link.close();
+    shared.relay_places.forget(&zone_id, id);
     for (_, (a, _)) in clients.drain() {
         disconnected(&shared, &a);
     }
@@ -227,6 +234,8 @@ async fn admit(
             );
             Admitted::Done(client)
         }
+        // Never placed: it came through a relay.
+        Ok(Handshake::ToRelay(_)) => Admitted::Done(client),
         Ok(Handshake::Transferred(frame)) => {
             // The player was moved to another zone: it is sent there again, and the relay
             // closes it after this message.

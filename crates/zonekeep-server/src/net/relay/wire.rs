@@ -13,12 +13,15 @@
 //! - `0x12` FROM_CLIENT: `varint client`, then the rest is one message the client sent after
 //!   its Welcome.
 //! - `0x13` GONE: `varint client`: the client's connection ended.
+//! - `0x14` LOAD: `varint clients`, `varint max_clients`, then the rest is the URL the relay's
+//!   clients connect to (`ws://` or `wss://`, at most 512 bytes): where the origin may send new
+//!   players (sent when the link opens, then every second).
 //!
 //! A client is named by a number its relay picks, unique on the link for the link's life.
 
 use bytes::Bytes;
 use zonekeep_protocol::error::DecodeError;
-use zonekeep_protocol::limits::{clip, MAX_KICK_REASON};
+use zonekeep_protocol::limits::{clip, MAX_KICK_REASON, MAX_URL};
 use zonekeep_protocol::messages::KickCode;
 use zonekeep_protocol::wire::{put_varint, Reader};
 
@@ -28,6 +31,7 @@ const KICK: u8 = 0x03;
 const HELLO: u8 = 0x11;
 const FROM_CLIENT: u8 = 0x12;
 const GONE: u8 = 0x13;
+const LOAD: u8 = 0x14;
 
 /// A message from the origin, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +77,15 @@ pub(crate) enum Up<'a> {
     Gone {
         /// The client.
         client: u32,
+    },
+    /// The relay's clients, room, and where its clients connect.
+    Load {
+        /// Clients connected to the relay.
+        clients: u32,
+        /// Most it takes.
+        max: u32,
+        /// Its clients' base URL.
+        url: &'a str,
     },
 }
 
@@ -120,6 +133,15 @@ pub(crate) fn from_client(client: u32, bytes: &[u8]) -> Bytes {
 /// A GONE message.
 pub(crate) fn gone(client: u32) -> Bytes {
     tagged(GONE, client, &[])
+}
+
+/// A LOAD message.
+pub(crate) fn load(clients: u32, max: u32, url: &str) -> Bytes {
+    let mut out = vec![LOAD];
+    put_varint(&mut out, u64::from(clients));
+    put_varint(&mut out, u64::from(max));
+    out.extend_from_slice(url.as_bytes());
+    Bytes::from(out)
 }
 
 /// The client number and what follows it.
@@ -187,6 +209,25 @@ impl<'a> Up<'a> {
                 r.finish()?;
                 Ok(Up::Gone { client })
             }
+            LOAD => {
+                let clients = r.varint_u32()?;
+                let max = r.varint_u32()?;
+                let url = r.take(r.remaining())?;
+                if url.len() > MAX_URL {
+                    return Err(DecodeError::TooLong {
+                        what: "relay URL",
+                        len: url.len() as u64,
+                        max: MAX_URL as u64,
+                    });
+                }
+                let url = std::str::from_utf8(url).map_err(|_| DecodeError::InvalidUtf8)?;
+                if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                    return Err(DecodeError::Invalid(
+                        "a relay URL that is not ws:// or wss://",
+                    ));
+                }
+                Ok(Up::Load { clients, max, url })
+            }
             _ => Err(DecodeError::Invalid(
                 "an unknown relay link message from a relay",
             )),
@@ -239,6 +280,14 @@ mod tests {
             }
         );
         assert_eq!(Up::read(&gone(4)).unwrap(), Up::Gone { client: 4 });
+        assert_eq!(
+            Up::read(&load(3, 10, "ws://r:1")).unwrap(),
+            Up::Load {
+                clients: 3,
+                max: 10,
+                url: "ws://r:1"
+            }
+        );
     }
 
     #[test]
@@ -254,6 +303,9 @@ mod tests {
         assert!(Up::read(&[GONE, 0x80]).is_err());
         assert!(Down::read(&[TO_CLIENT, 1]).is_err());
         assert!(Up::read(&[GONE, 1, 0]).is_err());
+        // A relay URL of another scheme, or too long.
+        assert!(Up::read(&load(1, 2, "http://r:1")).is_err());
+        assert!(Up::read(&load(1, 2, &format!("ws://{}", "r".repeat(MAX_URL)))).is_err());
         // A kick reason that is not UTF-8, or longer than the protocol allows.
         assert!(Down::read(&[KICK, 1, 2, 0xff]).is_err());
         let mut long = vec![KICK, 1, 2];

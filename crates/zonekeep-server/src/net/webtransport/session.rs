@@ -114,6 +114,12 @@ pub(super) async fn run(
             close(&shared, &connection, Some(&mut send), k).await;
             return;
         }
+        // Only WebSocket players are placed on relays.
+        Ok(Handshake::ToRelay(_)) => {
+            let kick = crate::error::SessionError::Protocol("placed on a relay".into()).kick();
+            close(&shared, &connection, Some(&mut send), Some(kick)).await;
+            return;
+        }
         Ok(Handshake::Transferred(frame)) => {
             // Sent again to a moved player that came back: no Kick, it goes on to the target.
             let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);

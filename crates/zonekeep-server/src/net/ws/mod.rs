@@ -101,6 +101,22 @@ pub(crate) async fn run(
             crate::fleet::forward::send_elsewhere(&shared, &zone_id, hops, moved, sink, stream)
                 .await;
         }
+        Ok(Handshake::ToRelay(base)) => {
+            // A new player placed on one of the zone's relays: it joins there, with the ticket
+            // it still holds unspent.
+            let (mut sink, mut stream) = websocket(&shared, src).await;
+            let msg = zonekeep_protocol::messages::ServerMessage::Redirect(
+                zonekeep_protocol::messages::Redirect {
+                    url: format!("{}/zones/{zone_id}", base.trim_end_matches('/')),
+                    zone_id: zone_id.clone(),
+                },
+            );
+            if let Ok(bytes) = msg.to_bytes(None) {
+                let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
+                let _ = tokio::time::timeout(bound, sink.send(Message::Binary(bytes.into()))).await;
+            }
+            finish(&shared, &mut sink, &mut stream, None).await;
+        }
         Ok(Handshake::Transferred(frame)) => {
             // Sent again to a moved player that came back: it goes on to the target, so the
             // close carries no Kick.

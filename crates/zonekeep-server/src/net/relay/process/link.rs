@@ -185,6 +185,28 @@ impl ZoneLink {
             reader.shut_down();
         });
 
+        // The relay's load, for the origin's placement: now, then every second.
+        let reporter = Arc::clone(&link);
+        let load_of = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = reporter.closed.cancelled() => break,
+                    _ = every.tick() => {}
+                }
+                let Some(url) = load_of.public_url.get() else {
+                    continue;
+                };
+                let clients = load_of.clients.load(Ordering::Relaxed);
+                let clients = u32::try_from(clients).unwrap_or(u32::MAX);
+                let max = u32::try_from(load_of.cfg.max_clients).unwrap_or(u32::MAX);
+                if !reporter.send_up(crate::net::relay::wire::load(clients, max, url)) {
+                    break;
+                }
+            }
+        });
+
         let thread_link = Arc::clone(&link);
         let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()

@@ -58,6 +58,9 @@ pub struct RelayConfig {
     pub write_timeout: Duration,
     /// Most entities a zone's replica holds, whatever its link says.
     pub max_entities: usize,
+    /// Where its clients connect (`ws://host:port`), as the origin tells new players placed on
+    /// it; `None`: `ws://` and the address it listens on.
+    pub public_url: Option<String>,
     /// Each client socket's kernel send buffer, bytes (0: the system's). Bounded, a client that
     /// stops reading fills it and then its outbox soon, and is let go, instead of parking
     /// megabytes in the kernel first.
@@ -80,6 +83,7 @@ impl RelayConfig {
             write_timeout: Duration::from_secs(2),
             max_entities: 1 << 20,
             socket_send_buffer: 128 << 10,
+            public_url: None,
         }
     }
 
@@ -94,6 +98,15 @@ impl RelayConfig {
                 "origin {:?} is not an http(s) or ws(s) URL",
                 self.origin
             ));
+        }
+        if let Some(u) = &self.public_url {
+            let ok = (u.starts_with("ws://") || u.starts_with("wss://"))
+                && u.len() <= zonekeep_protocol::limits::MAX_URL;
+            if !ok {
+                return Err(format!(
+                    "public URL {u:?} is not a ws(s) URL of at most 512 bytes"
+                ));
+            }
         }
         if self.token.expose().len() < 16 {
             return Err("the relay token must be at least 16 bytes".into());
@@ -134,6 +147,8 @@ pub(crate) struct RelayShared {
     next_client: AtomicU32,
     /// The relay's clock origin: Pongs carry microseconds since it.
     started: Instant,
+    /// Where its clients connect, once it listens.
+    public_url: std::sync::OnceLock<String>,
 }
 
 /// A relay: serve it with [`Relay::serve`].
@@ -163,6 +178,7 @@ impl Relay {
                 clients: AtomicUsize::new(0),
                 next_client: AtomicU32::new(1),
                 started: Instant::now(),
+                public_url: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -188,6 +204,11 @@ impl Relay {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
+        let url = match &shared.cfg.public_url {
+            Some(u) => u.trim_end_matches('/').to_owned(),
+            None => format!("ws://{}", listener.local_addr()?),
+        };
+        let _ = shared.public_url.set(url);
         tracing::info!(addr = %listener.local_addr()?, origin = %shared.cfg.origin, "zonekeep relay listening");
         use axum::serve::ListenerExt as _;
         let send_buffer = shared.cfg.socket_send_buffer;
