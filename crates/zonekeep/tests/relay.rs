@@ -509,3 +509,55 @@ async fn the_host_places_new_players_on_a_relay_with_room() {
     first.read_for(Duration::from_millis(100)).await;
     assert!(first.mirror.tick() > 0);
 }
+
+/// What one relay hop adds to a frame's way (BENCHMARKS.md, "Relays"): a client at the host and
+/// one through a relay, on one machine, note when each frame of a tick arrives; the difference
+/// is the hop. Run: `cargo test --release -p zonekeep --test relay -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run it on purpose, on a quiet machine"]
+async fn bench_the_latency_one_relay_hop_adds() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = Relay::start(&host.addr, RELAY_TOKEN, &dir.path().join("relay.log"), &[]);
+    let zone = "relay-hop";
+    let direct = Client::join(&host.addr, zone, "at-host").await;
+    let relayed = Client::join(&relay.addr, zone, "at-relay").await;
+    let window = Duration::from_secs(20);
+    let arrivals = |mut c: Client| async move {
+        let mut at = BTreeMap::new();
+        let end = tokio::time::Instant::now() + window;
+        while let Ok(Some(Ok(m))) = tokio::time::timeout_at(end, c.ws.next()).await {
+            let now = std::time::Instant::now();
+            if let Message::Binary(b) = m {
+                if b.first() == Some(&tag::DELTA) {
+                    c.mirror.decode_apply(&b, &c.welcome.schema).unwrap();
+                    at.insert(c.mirror.tick(), now);
+                }
+            }
+        }
+        at
+    };
+    let (d, r) = tokio::join!(
+        tokio::spawn(arrivals(direct)),
+        tokio::spawn(arrivals(relayed))
+    );
+    let (d, r) = (d.unwrap(), r.unwrap());
+    let mut added: Vec<f64> = r
+        .iter()
+        .filter_map(|(t, ra)| {
+            let da = d.get(t)?;
+            Some(ra.saturating_duration_since(*da).as_secs_f64() * 1000.0)
+        })
+        .collect();
+    added.sort_by(f64::total_cmp);
+    assert!(added.len() > 100, "{} ticks in common", added.len());
+    let q = |p: f64| added[((added.len() - 1) as f64 * p) as usize];
+    println!(
+        "one relay hop adds, over {} frames: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        added.len(),
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        added[added.len() - 1]
+    );
+}
