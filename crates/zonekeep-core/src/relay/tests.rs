@@ -657,6 +657,22 @@ fn an_unrelayed_participant_gets_a_baseline_from_its_host_again() {
     assert_eq!(b.compared, (5, 1));
 }
 
+impl Bench {
+    /// One tick at the host alone (no relay applies it), and link 0's message of its patch.
+    fn host_patch(&mut self) -> Vec<u8> {
+        self.clock.advance(Duration::from_millis(100));
+        self.origin.advance(self.clock.now());
+        let _ = self.origin.drain_frames().unwrap();
+        let mut message = Vec::new();
+        self.origin
+            .relay_output()
+            .unwrap()
+            .write_link(&mut message, false, 0)
+            .unwrap();
+        message
+    }
+}
+
 /// A link started and fed for a few patches, and the message of the next.
 fn fed_relay() -> (RelayZone, Vec<u8>) {
     let mut b = Bench::new(None);
@@ -667,15 +683,7 @@ fn fed_relay() -> (RelayZone, Vec<u8>) {
         b.step();
     }
     b.input(PlayerId(2), 7);
-    b.clock.advance(Duration::from_millis(100));
-    b.origin.advance(b.clock.now());
-    let _ = b.origin.drain_frames().unwrap();
-    let mut message = Vec::new();
-    b.origin
-        .relay_output()
-        .unwrap()
-        .write_link(&mut message, false, 0)
-        .unwrap();
+    let message = b.host_patch();
     let relay = std::mem::replace(&mut b.relays[0], relay_zone(None));
     (relay, message)
 }
@@ -728,12 +736,8 @@ fn link_messages_carry_changes_and_events_once() {
     b.step();
     b.step();
     b.input(PlayerId(2), 7);
-    b.clock.advance(Duration::from_millis(100));
-    b.origin.advance(b.clock.now());
-    let _ = b.origin.drain_frames().unwrap();
+    let following = b.host_patch();
     let out = b.origin.relay_output().unwrap();
-    let mut following = Vec::new();
-    out.write_link(&mut following, false, 0).unwrap();
     let patch = LinkPatch::read(&following).unwrap();
     assert_eq!(patch.since, patch.tick - 1);
     // Player 2's input emitted one event for it and one for everyone: each sent once.
@@ -782,16 +786,7 @@ fn idle_relayed_participants_cost_the_origin_no_bytes() {
             b.step();
         }
         b.input(PlayerId(1), 3);
-        b.clock.advance(Duration::from_millis(100));
-        b.origin.advance(b.clock.now());
-        let _ = b.origin.drain_frames().unwrap();
-        let mut message = Vec::new();
-        b.origin
-            .relay_output()
-            .unwrap()
-            .write_link(&mut message, false, 0)
-            .unwrap();
-        message.len()
+        b.host_patch().len()
     };
     assert_eq!(size(10), size(300));
 }
@@ -803,18 +798,8 @@ fn a_participant_no_longer_relayed_is_forgotten_by_its_relay() {
     b.join(Role::Player, Some(0));
     b.step();
     b.leave(PlayerId(2));
-    b.clock.advance(Duration::from_millis(100));
-    let now = b.clock.now();
-    b.direct.advance(now);
-    b.origin.advance(now);
-    let _ = b.origin.drain_frames().unwrap();
-    let mut message = Vec::new();
-    b.origin
-        .relay_output()
-        .unwrap()
-        .write_link(&mut message, false, 0)
-        .unwrap();
-    let patch = LinkPatch::read(&message).unwrap();
+    let patch = b.host_patch();
+    let patch = LinkPatch::read(&patch).unwrap();
     assert_eq!(patch.records.len(), 1);
     assert!(patch.records[0].gone);
     assert_eq!(patch.records[0].player, PlayerId(2));

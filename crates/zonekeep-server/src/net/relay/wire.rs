@@ -144,6 +144,23 @@ pub(crate) fn load(clients: u32, max: u32, url: &str) -> Bytes {
     Bytes::from(out)
 }
 
+/// The rest of a message as text of at most `max` bytes.
+fn rest_text<'a>(
+    r: &mut Reader<'a>,
+    what: &'static str,
+    max: usize,
+) -> Result<&'a str, DecodeError> {
+    let bytes = r.take(r.remaining())?;
+    if bytes.len() > max {
+        return Err(DecodeError::TooLong {
+            what,
+            len: bytes.len() as u64,
+            max: max as u64,
+        });
+    }
+    std::str::from_utf8(bytes).map_err(|_| DecodeError::InvalidUtf8)
+}
+
 /// The client number and what follows it.
 fn client_and_rest<'a>(r: &mut Reader<'a>) -> Result<(u32, &'a [u8]), DecodeError> {
     let client = r.varint_u32()?;
@@ -169,15 +186,7 @@ impl<'a> Down<'a> {
             KICK => {
                 let client = r.varint_u32()?;
                 let code = KickCode(r.varint_u16()?);
-                let reason = r.take(r.remaining())?;
-                if reason.len() > MAX_KICK_REASON {
-                    return Err(DecodeError::TooLong {
-                        what: "relay kick reason",
-                        len: reason.len() as u64,
-                        max: MAX_KICK_REASON as u64,
-                    });
-                }
-                let reason = std::str::from_utf8(reason).map_err(|_| DecodeError::InvalidUtf8)?;
+                let reason = rest_text(&mut r, "relay kick reason", MAX_KICK_REASON)?;
                 Ok(Down::Kick {
                     client,
                     code,
@@ -212,15 +221,7 @@ impl<'a> Up<'a> {
             LOAD => {
                 let clients = r.varint_u32()?;
                 let max = r.varint_u32()?;
-                let url = r.take(r.remaining())?;
-                if url.len() > MAX_URL {
-                    return Err(DecodeError::TooLong {
-                        what: "relay URL",
-                        len: url.len() as u64,
-                        max: MAX_URL as u64,
-                    });
-                }
-                let url = std::str::from_utf8(url).map_err(|_| DecodeError::InvalidUtf8)?;
+                let url = rest_text(&mut r, "relay URL", MAX_URL)?;
                 if !(url.starts_with("ws://") || url.starts_with("wss://")) {
                     return Err(DecodeError::Invalid(
                         "a relay URL that is not ws:// or wss://",
