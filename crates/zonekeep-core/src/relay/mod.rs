@@ -51,6 +51,8 @@ mod zone;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_link;
 
 pub use link::{LinkEvent, LinkPatch, LinkWorld, PlayerRecord, RelayOutput};
 pub(crate) use link::{RelayQueue, Told};

@@ -106,7 +106,14 @@ impl ZoneRun {
                 continue; // still within its grace, as it was
             };
             if same_schema && next.handle_rejoin(*player).is_ok() {
-                next.resync(*player);
+                match conn.relay_link() {
+                    // Its relay builds its frames on: from the new code's world, whose image
+                    // every link gets next.
+                    Some(link) => {
+                        let _ = next.relay(*player, link.id());
+                    }
+                    None => next.resync(*player),
+                }
                 report.kept += 1;
             } else {
                 conn.kick(
@@ -118,6 +125,12 @@ impl ZoneRun {
                     .detach(&self.entry.zone_id, *player, Instant::now() + grace);
                 report.resumed += 1;
             }
+        }
+        if !self.relay_links.is_empty() {
+            for link in &mut self.relay_links {
+                link.starting = true;
+            }
+            next.want_relay_image();
         }
         if let Some(flag) = next.stop_handle() {
             ctx.interrupts.register(&flag);
