@@ -5,6 +5,8 @@
 //! reading does not hold back the others.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../../zonekeep-wasm/tests/support/guest_build.rs"]
+mod guest_build;
 mod support;
 
 use std::collections::BTreeMap;
@@ -559,5 +561,63 @@ async fn bench_the_latency_one_relay_hop_adds() {
         q(0.9),
         q(0.99),
         added[added.len() - 1]
+    );
+}
+
+/// A relayed player of a zone whose game is upgraded in place (a module deploy) stays on its
+/// relay: the relay gets the new world's image and the player's frames go on from a BASELINE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_player_plays_on_through_a_module_deploy() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = std::fs::read(guest_build::tag_module()).unwrap();
+    let file = dir.path().join("tag.wasm");
+    std::fs::write(&file, &tag).unwrap();
+    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
+    let module = format!("tag={}", file.display());
+    let args = [
+        "--relay-token",
+        RELAY_TOKEN,
+        "--admin-token",
+        support::ADMIN_TOKEN,
+        "--module",
+        &module,
+    ];
+    let host = Server::start(&store, &args, &dir.path().join("host.log")).await;
+    let relay = Relay::start(&host.addr, RELAY_TOKEN, &dir.path().join("relay.log"), &[]);
+    let zone = "tag-relayed";
+    let t = support::ticket_for("tagger", zone, "tag");
+    let mut c = Client::join_with(&relay.addr, zone, t).await;
+    c.read_for(Duration::from_millis(500)).await;
+    let before = c.mirror.tick();
+    assert!(before > 0 && !c.mirror.is_empty());
+    // The same game, another build: the zone is upgraded with its player connected.
+    let mut v2 = tag.clone();
+    let name = b"zonekeep-build";
+    let mut section = vec![u8::try_from(name.len()).unwrap()];
+    section.extend_from_slice(name);
+    section.extend_from_slice(b"v2");
+    v2.push(0);
+    v2.push(u8::try_from(section.len()).unwrap());
+    v2.extend_from_slice(&section);
+    let (status, out) = support::push::push_module(&host.addr, "tag", "", &v2, None).await;
+    assert_eq!(status, 200, "{out}");
+    let zones = out["upgrade"]["zones"].as_array().unwrap();
+    assert_eq!(zones[0]["upgraded"], true, "{out}");
+    assert_eq!(zones[0]["kept"], 1, "{out}");
+    // Its frames go on, built by the relay from the new world (the host sends the link its
+    // patches, not the player its frames): every one applies to what it holds.
+    let patches = host.metric("zonekeep_relay_patches_total").await;
+    c.read_for(Duration::from_secs(1)).await;
+    assert!(
+        c.mirror.tick() > before + 5,
+        "{} then {}",
+        before,
+        c.mirror.tick()
+    );
+    assert!(!c.mirror.is_empty());
+    let after = host.metric("zonekeep_relay_patches_total").await;
+    assert!(
+        after > patches + 5.0,
+        "the link got {patches} then {after} patches"
     );
 }
