@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 use zonekeep_core::relay::RelayZone;
 use zonekeep_core::PlayerId;
-use zonekeep_protocol::messages::{KickCode, ServerMessage};
+use zonekeep_protocol::messages::{tag, KickCode, ServerMessage};
 use zonekeep_protocol::ResumeFrom;
 
 use super::RelayShared;
@@ -392,8 +392,14 @@ impl ZoneThread {
             return;
         };
         let mut last = false;
-        match ServerMessage::decode(bytes, None) {
-            Ok(ServerMessage::Welcome(w)) if c.player.is_none() => {
+        // Only a Welcome or a Transfer matters here: anything else (notices, chat) is passed on
+        // without being decoded.
+        let decoded = match bytes.first() {
+            Some(&tag::WELCOME | &tag::TRANSFER) => ServerMessage::decode(bytes, None).ok(),
+            _ => None,
+        };
+        match decoded {
+            Some(ServerMessage::Welcome(w)) if c.player.is_none() => {
                 let p = PlayerId(w.player_id);
                 self.tick_hz = w.tick_hz.max(1);
                 self.grace = Duration::from_millis(u64::from(w.reconnect_grace_ms));
@@ -418,7 +424,7 @@ impl ZoneThread {
                     self.zone.attach(p);
                 }
             }
-            Ok(ServerMessage::Transfer(_)) => last = true,
+            Some(ServerMessage::Transfer(_)) => last = true,
             _ => {}
         }
         let Some(c) = self.clients.get(&client) else {
