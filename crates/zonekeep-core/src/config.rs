@@ -8,6 +8,11 @@ use crate::input::InputPolicy;
 use crate::tier::IdlePolicy;
 use crate::view::ReplicationSettings;
 
+/// Largest [`ZoneConfig::observer_patch_every`]: one frame in a thousand patches is already a
+/// frame every 50 s at 20 Hz; slower, a spectator would see a slideshow and its events would
+/// wait for minutes.
+pub const MAX_OBSERVER_PATCH_EVERY: u32 = 1000;
+
 /// How a [`ZoneHost`](crate::ZoneHost) runs one zone.
 ///
 /// The defaults suit a small action game: 30 Hz ticks with a patch every tick
@@ -24,6 +29,21 @@ pub struct ZoneConfig {
     /// Ticks per replication patch: a tick `t` is a patch tick when
     /// `t % patch_every == 0` (60 Hz ticks with `patch_every = 3` patch at 20 Hz).
     pub patch_every: u32,
+    /// An observer gets a frame on one patch in this many (`1..=1000`; default 1: every patch,
+    /// like a player). A zone watched by thousands of spectators serves them at a fraction of
+    /// its players' rate, and its write cost and their bandwidth drop by as much.
+    ///
+    /// Observers take turns so each patch serves about one in `observer_patch_every` of them,
+    /// not all of them at once: observer `id`'s patches are those whose index
+    /// `i = tick / patch_every` has `(i + id) % observer_patch_every == 0` (a patch built after
+    /// skipped ones, a host catching up, serves every observer whose turn fell in between; a
+    /// zone's first patch serves all). Its frame says everything that changed since its last
+    /// one, and carries the events addressed to it since then, in order: an event waits at most
+    /// until the observer's next frame, which comes early when its waiting events would no
+    /// longer fit one frame. A relay applies the same rule, so a relayed observer gets the
+    /// frames its host would have built. Its Welcome says the rate it gets
+    /// ([`ZoneConfig::patch_every_for`]). Players are not affected.
+    pub observer_patch_every: u32,
     /// Most ticks one `advance` runs; later due ticks are dropped and counted.
     pub max_catch_up: u32,
     /// Most participants with [`Role::Player`](crate::Role::Player).
@@ -99,6 +119,7 @@ impl Default for ZoneConfig {
         Self {
             tick_hz: 30,
             patch_every: 1,
+            observer_patch_every: 1,
             max_catch_up: 5,
             max_players: 64,
             max_observers: 16,
@@ -134,6 +155,15 @@ impl ZoneConfig {
         }
         if self.patch_every == 0 {
             return Err(ConfigError::PatchEvery);
+        }
+        // The Welcome tells an observer `patch_every × observer_patch_every` as a `u32`.
+        if !(1..=MAX_OBSERVER_PATCH_EVERY).contains(&self.observer_patch_every)
+            || self
+                .patch_every
+                .checked_mul(self.observer_patch_every)
+                .is_none()
+        {
+            return Err(ConfigError::ObserverPatchEvery(self.observer_patch_every));
         }
         if self.max_catch_up == 0 {
             return Err(ConfigError::MaxCatchUp);
@@ -191,6 +221,17 @@ impl ZoneConfig {
         Duration::from_nanos(1_000_000_000 / u64::from(self.tick_hz.max(1)))
     }
 
+    /// Ticks between two frames of a participant of `role`: `patch_every` for a player,
+    /// `patch_every × observer_patch_every` for an observer. Its Welcome says so, for its
+    /// client interpolates between frames that far apart. Saturates on a config
+    /// [`validate`](Self::validate) refuses.
+    pub fn patch_every_for(&self, role: crate::Role) -> u32 {
+        match role {
+            crate::Role::Player => self.patch_every,
+            crate::Role::Observer => self.patch_every.saturating_mul(self.observer_patch_every),
+        }
+    }
+
     /// Patches per second implied by `tick_hz / patch_every`.
     pub fn patch_hz(&self) -> f64 {
         f64::from(self.tick_hz) / f64::from(self.patch_every.max(1))
@@ -225,6 +266,28 @@ mod tests {
                     ..d()
                 },
                 ConfigError::PatchEvery,
+            ),
+            (
+                ZoneConfig {
+                    observer_patch_every: 0,
+                    ..d()
+                },
+                ConfigError::ObserverPatchEvery(0),
+            ),
+            (
+                ZoneConfig {
+                    observer_patch_every: 1001,
+                    ..d()
+                },
+                ConfigError::ObserverPatchEvery(1001),
+            ),
+            (
+                ZoneConfig {
+                    patch_every: u32::MAX / 2,
+                    observer_patch_every: 3,
+                    ..d()
+                },
+                ConfigError::ObserverPatchEvery(3),
             ),
             (
                 ZoneConfig {
@@ -319,6 +382,23 @@ mod tests {
         for (cfg, err) in cases {
             assert_eq!(cfg.validate(), Err(err));
         }
+    }
+
+    #[test]
+    fn an_observers_frames_are_observer_patch_every_patches_apart() {
+        let c = ZoneConfig {
+            patch_every: 3,
+            observer_patch_every: 4,
+            ..ZoneConfig::default()
+        };
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.patch_every_for(crate::Role::Player), 3);
+        assert_eq!(c.patch_every_for(crate::Role::Observer), 12);
+        let top = ZoneConfig {
+            observer_patch_every: MAX_OBSERVER_PATCH_EVERY,
+            ..ZoneConfig::default()
+        };
+        assert_eq!(top.validate(), Ok(()));
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub enum ConfigError {
     /// `patch_every` must be at least 1.
     #[error("patch_every must be at least 1")]
     PatchEvery,
+    /// `observer_patch_every` must be in `1..=1000`, and its product with `patch_every` (what
+    /// an observer's Welcome says) must fit a `u32`.
+    #[error("observer_patch_every must be in 1..=1000 and times patch_every fit a u32, got {0}")]
+    ObserverPatchEvery(u32),
     /// `max_catch_up` must be at least 1.
     #[error("max_catch_up must be at least 1")]
     MaxCatchUp,

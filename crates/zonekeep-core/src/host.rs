@@ -55,6 +55,8 @@ use crate::world::World;
 use crate::zone::{LeaveReason, ZoneInit};
 pub use frames::{Frame, Frames};
 pub(crate) use frames::{FrameQueue, RoutedEvents};
+pub use observers::ObserverRate;
+pub(crate) use observers::{HeldEvents, Plan};
 use slot::ZoneSlot;
 
 /// The state hooks borrow through [`Ctx`]; kept apart from the zone value so
@@ -143,6 +145,11 @@ pub struct ZoneHost {
     frames: FrameQueue,
     /// Counters of the last frame build.
     last_build: BuildStats,
+    /// The tick of the last patch built (0: none yet): an observer's turn is counted from it
+    /// ([`ObserverRate::turn`]).
+    last_patch: u64,
+    /// Events addressed to observers that sat patches out, until their next frames.
+    held: HeldEvents,
     /// What every subscriber was sent, for a zone that opted in to lag compensation.
     rewind: Option<RewindHistory>,
     /// Participants whose frames relays build, and the feed they follow.
@@ -669,6 +676,7 @@ impl ZoneHost {
             history.forget(id);
         }
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        self.held.forget(id);
         self.forget_relayed(id);
         self.pending.left.push((id, why));
         if self.core.roster.is_empty() {
@@ -705,6 +713,7 @@ mod courier;
 mod frames;
 mod image;
 mod links;
+mod observers;
 #[cfg(test)]
 mod probe;
 mod record;
@@ -723,6 +732,8 @@ mod tests_lifecycle;
 mod tests_limits;
 #[cfg(test)]
 mod tests_message;
+#[cfg(test)]
+mod tests_observers;
 #[cfg(test)]
 mod tests_persist;
 #[cfg(test)]

@@ -58,6 +58,12 @@ pub struct Settings {
     /// restore, each player comes back through [`on_join`](crate::Zone::on_join), with its
     /// character.
     pub characters: bool,
+    /// An observer gets a frame on one patch in this many (0: the host's, which is every
+    /// patch): spectators of a busy zone at a fraction of its players' rate, which cuts what
+    /// the host writes for them by as much. Observers take turns, so each patch serves a share
+    /// of them; the events addressed to one wait for its next frame, and its Welcome says the
+    /// rate it gets. At most 1000.
+    pub observer_patch_every: u32,
 }
 
 impl Settings {
@@ -147,16 +153,34 @@ impl Settings {
         self
     }
 
+    /// Serves observers one patch in `patches` (see
+    /// [`Settings::observer_patch_every`](Settings#structfield.observer_patch_every)).
+    ///
+    /// ```
+    /// use zonekeep_guest::Settings;
+    /// // Players at 20 Hz, spectators at 5 Hz.
+    /// let s = Settings::new().tick_hz(20).observer_patch_every(4);
+    /// assert_eq!(s.observer_patch_every, 4);
+    /// assert_eq!(Settings::new().observer_patch_every, 0); // the host's: every patch
+    /// ```
+    pub fn observer_patch_every(mut self, patches: u32) -> Self {
+        self.observer_patch_every = patches;
+        self
+    }
+
     /// CONFIG's output (docs/MODULES.md): the seven settings in order, then, for a lasting
-    /// world, a state version or characters, `u32 max_entities` (0: the host's) and
-    /// `u8 lasting`, for a state version or characters `u32 state_version` (0: version 1), and
-    /// for characters `u8 characters`.
+    /// world, a state version, characters or an observer rate, `u32 max_entities` (0: the
+    /// host's) and `u8 lasting`, for a state version, characters or an observer rate
+    /// `u32 state_version` (0: version 1), for characters or an observer rate `u8 characters`,
+    /// and for an observer rate the (empty) contract and `u32 observer_patch_every`.
     pub fn encode(&self, w: &mut Writer) {
         self.encode_with(&Contract::new(), w);
     }
 
     /// The CONFIG answer with the kind's client contract after the settings: every setting is
-    /// then written (the contract is the answer's last item).
+    /// then written. The observer rate comes after the contract (an older host's answer ended
+    /// there), so a module that asks for one writes every setting and its contract, empty or
+    /// not.
     pub fn encode_with(&self, contract: &Contract, w: &mut Writer) {
         w.u32(self.tick_hz)
             .u32(self.patch_every)
@@ -165,7 +189,8 @@ impl Settings {
             .f32(self.pos_step)
             .f32(self.view_radius)
             .f32(self.cell_size);
-        let with_contract = !contract.is_empty();
+        let with_rate = self.observer_patch_every != 0;
+        let with_contract = !contract.is_empty() || with_rate;
         if self.lasting || self.state_version != 0 || self.characters || with_contract {
             w.u32(0).u8(u8::from(self.lasting));
         }
@@ -177,6 +202,9 @@ impl Settings {
         }
         if with_contract {
             w.bytes(&contract.encode());
+        }
+        if with_rate {
+            w.u32(self.observer_patch_every);
         }
     }
 }
@@ -210,5 +238,21 @@ mod tests {
         let len = u32::from_le_bytes(bytes[38..42].try_into().unwrap());
         assert_eq!(len as usize, encoded.len());
         assert_eq!(Contract::decode(&bytes[42..]).unwrap(), contract);
+    }
+
+    #[test]
+    fn an_observer_rate_follows_the_contract_and_none_changes_nothing() {
+        let mut plain = Writer::new();
+        Settings::new().encode(&mut plain);
+        assert_eq!(plain.len(), 28);
+        let mut with = Writer::new();
+        Settings::new().observer_patch_every(4).encode(&mut with);
+        let bytes = with.into_vec();
+        let empty = Contract::new().encode();
+        // Seven settings, max_entities, lasting, state_version, characters, the empty
+        // contract as `bytes`, then the rate.
+        assert_eq!(bytes.len(), 28 + 4 + 1 + 4 + 1 + 4 + empty.len() + 4);
+        assert_eq!(&bytes[42..42 + empty.len()], empty.as_slice());
+        assert_eq!(bytes[bytes.len() - 4..], 4u32.to_le_bytes());
     }
 }

@@ -521,7 +521,8 @@ impl<Z: Zone> TestHost<Z> {
     ///
     /// # Panics
     /// If the output is not the seven settings, or the seven with `max_entities`, `lasting`,
-    /// `state_version` and `characters` (each only after the one before).
+    /// `state_version`, `characters`, the contract and `observer_patch_every` (each only after
+    /// the one before).
     pub fn settings(&mut self) -> Result<crate::Settings, Fatal> {
         let out = self.call_raw(Op::Config.number(), &input::bare(self.tick))?;
         let mut r = Reader::new(&out);
@@ -537,6 +538,7 @@ impl<Z: Zone> TestHost<Z> {
                 lasting: false,
                 state_version: 0,
                 characters: false,
+                observer_patch_every: 0,
             };
             if !r.is_empty() {
                 let _max_entities = r.u32()?;
@@ -547,6 +549,13 @@ impl<Z: Zone> TestHost<Z> {
             }
             if !r.is_empty() {
                 s.characters = r.bool()?;
+            }
+            if !r.is_empty() {
+                // The kind's contract, which `Zone::contract` gives a test directly.
+                let _contract = r.bytes()?;
+            }
+            if !r.is_empty() {
+                s.observer_patch_every = r.u32()?;
             }
             r.finish()?;
             Ok(s)

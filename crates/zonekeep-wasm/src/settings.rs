@@ -36,6 +36,9 @@ pub struct ModuleSettings {
     /// and changes them through JOIN's and TRANSFER_IN's `character` and the SET_CHARACTER and
     /// COMMIT_CHARACTER commands.
     pub characters: bool,
+    /// An observer gets a frame on one patch in this many
+    /// ([`ZoneConfig::observer_patch_every`]); `None` leaves it to the host.
+    pub observer_patch_every: Option<u32>,
 }
 
 /// The range of settings a module may ask for: what a host can run for everyone else on its
@@ -58,6 +61,10 @@ pub mod bounds {
     /// Most grid cells across one view's diameter (`2 × view_radius / cell_size`): the interest
     /// pass visits every cell of a view each patch.
     pub const CELLS_ACROSS: f32 = 256.0;
+    /// Most patches between two frames of an observer
+    /// ([`ZoneConfig::observer_patch_every`](zonekeep_core::ZoneConfig::observer_patch_every)):
+    /// slower, a spectator sees a slideshow and its events wait for minutes.
+    pub const OBSERVER_PATCH_EVERY: u32 = zonekeep_core::config::MAX_OBSERVER_PATCH_EVERY;
 }
 
 fn some_u32(v: u32) -> Option<u32> {
@@ -79,10 +86,12 @@ fn flag(v: u8, name: &str) -> Result<bool, LoadError> {
 
 impl ModuleSettings {
     /// Reads CONFIG's output: empty (every setting the host's), or the seven settings, then
-    /// optionally `u32 max_entities`, `u8 lasting`, `u32 state_version`, `u8 characters` and
-    /// `bytes contract` (the kind's client contract, [`Contract::encode`]), each only after the
-    /// one before it. Settings the host cannot run, a contract that is not valid, and a
-    /// malformed answer are refused, naming the setting.
+    /// optionally `u32 max_entities`, `u8 lasting`, `u32 state_version`, `u8 characters`,
+    /// `bytes contract` (the kind's client contract, [`Contract::encode`]) and
+    /// `u32 observer_patch_every` (1 to 1000), each only after the one before it: a module
+    /// built before a setting existed stops before it and gets the host's. Settings the host
+    /// cannot run, a contract that is not valid, and a malformed answer are refused, naming the
+    /// setting.
     pub fn decode(out: &[u8]) -> Result<(Self, Contract), LoadError> {
         if out.is_empty() {
             return Ok((Self::default(), Contract::new()));
@@ -120,15 +129,26 @@ impl ModuleSettings {
             } else {
                 flag(r.u8("characters").map_err(bad)?, "characters")?
             },
+            observer_patch_every: None,
         };
         let contract = if r.is_empty() {
             Contract::new()
         } else {
             Contract::decode(r.bytes("contract").map_err(bad)?)?
         };
+        // After the contract: an older module's answer ends before it. Present, it is the
+        // module's own (the SDK leaves it out for the host's), so 0 is refused with the bounds.
+        let settings = Self {
+            observer_patch_every: if r.is_empty() {
+                None
+            } else {
+                Some(r.u32("observer_patch_every").map_err(bad)?)
+            },
+            ..settings
+        };
         if !r.is_empty() {
             return Err(LoadError::Settings(format!(
-                "{} bytes after the eleven settings and the contract",
+                "{} bytes after the eleven settings, the contract and the observer rate",
                 r.remaining()
             )));
         }
@@ -180,6 +200,15 @@ impl ModuleSettings {
                 ));
             }
         }
+        if let Some(v) = self
+            .observer_patch_every
+            .filter(|v| !(1..=bounds::OBSERVER_PATCH_EVERY).contains(v))
+        {
+            return Err(format!(
+                "observer_patch_every {v}: from 1 to {} (a module that leaves it out gets the host's)",
+                bounds::OBSERVER_PATCH_EVERY
+            ));
+        }
         if let Some(c) = self.cell_size.filter(|c| *c < bounds::MIN_CELL) {
             return Err(format!("cell_size {c}: at least {}", bounds::MIN_CELL));
         }
@@ -203,6 +232,9 @@ impl ModuleSettings {
         }
         if let Some(v) = self.patch_every {
             config.patch_every = v;
+        }
+        if let Some(v) = self.observer_patch_every {
+            config.observer_patch_every = v;
         }
         if let Some(v) = self.max_players {
             config.max_players = v;
@@ -231,5 +263,104 @@ impl ModuleSettings {
         // this setting, so the zone must keep characters exactly when its code says it does.
         config.characters = self.characters;
         config
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use zonekeep_guest::{Settings, Writer};
+
+    /// What a module built with the SDK answers CONFIG with.
+    fn config_of(settings: Settings, contract: &Contract) -> Vec<u8> {
+        let mut w = Writer::new();
+        settings.encode_with(contract, &mut w);
+        w.into_vec()
+    }
+
+    #[test]
+    fn an_observer_rate_goes_from_the_sdk_to_every_zone_of_the_kind() {
+        let contract =
+            Contract::new().event(zonekeep_protocol::contract::EventDef::new("goal", 1, ""));
+        for (settings, contract) in [
+            (Settings::new().observer_patch_every(4), Contract::new()),
+            (
+                Settings::new()
+                    .tick_hz(20)
+                    .lasting()
+                    .characters()
+                    .observer_patch_every(4),
+                contract.clone(),
+            ),
+        ] {
+            let (read, got) = ModuleSettings::decode(&config_of(settings, &contract)).unwrap();
+            assert_eq!(read.observer_patch_every, Some(4));
+            assert_eq!(got, contract);
+            assert_eq!(read.lasting, settings.lasting);
+            assert_eq!(read.characters, settings.characters);
+            let config = read.apply(ZoneConfig::default());
+            assert_eq!(config.observer_patch_every, 4);
+            assert_eq!(config.patch_every_for(zonekeep_core::Role::Observer), 4);
+        }
+        // At the bound.
+        let top = config_of(Settings::new().observer_patch_every(1000), &Contract::new());
+        assert_eq!(
+            ModuleSettings::decode(&top).unwrap().0.observer_patch_every,
+            Some(1000)
+        );
+    }
+
+    #[test]
+    fn a_module_that_names_no_observer_rate_keeps_the_hosts() {
+        // Older modules: seven settings, eleven, eleven and a contract.
+        let host = ZoneConfig {
+            observer_patch_every: 3,
+            ..ZoneConfig::default()
+        };
+        let contract =
+            Contract::new().event(zonekeep_protocol::contract::EventDef::new("goal", 1, ""));
+        for bytes in [
+            Vec::new(),
+            config_of(Settings::new().tick_hz(20), &Contract::new()),
+            config_of(Settings::new().characters(), &Contract::new()),
+            config_of(Settings::new(), &contract),
+        ] {
+            let (read, _) = ModuleSettings::decode(&bytes).unwrap();
+            assert_eq!(read.observer_patch_every, None, "{bytes:?}");
+            assert_eq!(read.apply(host.clone()).observer_patch_every, 3);
+        }
+    }
+
+    #[test]
+    fn an_observer_rate_of_0_or_past_the_bound_refuses_the_module_naming_it() {
+        let mut zero = config_of(Settings::new().observer_patch_every(9), &Contract::new());
+        let at = zero.len() - 4;
+        zero[at..].copy_from_slice(&0u32.to_le_bytes());
+        for (bytes, named) in [
+            (zero, "observer_patch_every 0"),
+            (
+                config_of(Settings::new().observer_patch_every(1001), &Contract::new()),
+                "observer_patch_every 1001",
+            ),
+        ] {
+            match ModuleSettings::decode(&bytes) {
+                Err(LoadError::Settings(why)) => assert!(why.starts_with(named), "{why}"),
+                other => panic!("expected a refusal naming {named}, got {other:?}"),
+            }
+        }
+        // A rate cut short, or bytes after it.
+        let mut short = config_of(Settings::new().observer_patch_every(2), &Contract::new());
+        short.pop();
+        assert!(matches!(
+            ModuleSettings::decode(&short),
+            Err(LoadError::Settings(_))
+        ));
+        let mut long = config_of(Settings::new().observer_patch_every(2), &Contract::new());
+        long.push(0);
+        assert!(matches!(
+            ModuleSettings::decode(&long),
+            Err(LoadError::Settings(_))
+        ));
     }
 }

@@ -265,6 +265,8 @@ impl ZoneHost {
             patch_due: false,
             frames: FrameQueue::default(),
             last_build: BuildStats::default(),
+            last_patch: 0,
+            held: Default::default(),
             rewind,
             relays: Default::default(),
             recorder: None,

@@ -158,6 +158,7 @@ impl ZoneHost {
         // A dropped participant gets no frames, but what it was sent is kept until it rejoins
         // (perhaps continuing from it) or its grace passes.
         let _ = self.replicator.park_subscriber(SubscriberId(id.0));
+        self.held.forget(id);
         self.zone.on_drop(&mut self.core.ctx(None), id);
         self.apply_kicks();
         Ok(())
@@ -227,6 +228,7 @@ impl ZoneHost {
         if self.core.transfers.moving.contains_key(&id) {
             // Still moving: the new connection gets frames once the transfer comes back.
             let _ = self.replicator.park_subscriber(SubscriberId(id.0));
+            self.held.forget(id);
         }
         self.zone.on_rejoin(&mut self.core.ctx(None), id);
         self.apply_kicks();

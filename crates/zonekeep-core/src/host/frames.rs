@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use zonekeep_protocol::schema::Schema;
 
+use super::observers::{ObserverRate, Plan};
 use super::slot::EventsFor;
 use super::ZoneHost;
 use crate::ctx::{Event, EventTarget};
-use crate::player::PlayerId;
+use crate::player::{PlayerId, Role};
 use crate::replicate::{
     BuildStats, FrameHead, ReplicateError, ResumeOutcome, SubscriberId, MAX_FRAME_EVENT_BYTES,
 };
@@ -93,6 +94,13 @@ impl FrameQueue {
             events,
             end: self.bytes.len(),
         });
+    }
+
+    /// Whether a frame for `id` is queued (frames are queued in participant id order).
+    pub(crate) fn has(&self, id: PlayerId) -> bool {
+        self.items
+            .binary_search_by_key(&id.0, |q| q.player.0)
+            .is_ok()
     }
 
     /// Hands the queued frames out, in the order they were queued.
@@ -237,9 +245,11 @@ impl ZoneHost {
 
     /// The patch: when a patch tick ran since the last call, build every connected
     /// participant's Delta for the current tick and hand them out (see [`Frame`]); otherwise
-    /// nothing. Call it after each [`advance`](ZoneHost::advance) whose report lists a patch
-    /// tick; a driver that never replicates never calls it and pays nothing for replication
-    /// (its events stay for [`drain_events`](ZoneHost::drain_events)).
+    /// nothing. An observer gets one on its turns only, when the zone serves observers at a
+    /// lower rate ([`ZoneConfig::observer_patch_every`](crate::ZoneConfig::observer_patch_every)).
+    /// Call it after each [`advance`](ZoneHost::advance) whose report lists a patch tick; a
+    /// driver that never replicates never calls it and pays nothing for replication (its events
+    /// stay for [`drain_events`](ZoneHost::drain_events)).
     ///
     /// Each Delta is a diff against the previous one built for its participant, so every
     /// frame handed out must reach the client (or the client be resynced). An error is a
@@ -266,33 +276,65 @@ impl ZoneHost {
     /// Build every connected participant's Delta for the current tick into the (empty) frame queue.
     /// Each carries the participant's input ack, its control entity when that changed, the
     /// events addressed to it since the last build, and the changes in its view (a BASELINE
-    /// first). Consumes the queued events.
+    /// first). An observer whose turn it is not ([`ZoneConfig::observer_patch_every`]) sits the
+    /// patch out; the events addressed to it wait for its next frame. Consumes the queued
+    /// events.
+    ///
+    /// [`ZoneConfig::observer_patch_every`]: crate::ZoneConfig::observer_patch_every
     pub(super) fn build_frames(&mut self) -> Result<BuildStats, ReplicateError> {
         self.apply_view_requests();
         let mut events = std::mem::take(&mut self.core.out.events);
         // What no frame can carry this patch waits, in order, ahead of later events.
         let carried = events_for_patch(&events);
         let mut spilled = events.split_off(carried);
-        let built = {
+        let rate = ObserverRate::of(&self.config);
+        let staggered = rate.staggered();
+        if staggered {
+            self.held.begin(event_items(&events));
+        }
+        let (tick, before) = (self.core.tick, self.last_patch);
+        let mut sat_out = Vec::new();
+        let (built, rest) = {
             let routed = route_events(&events);
-            let events_for: &EventsFor<'_> = &events_fn(&routed);
+            let plan = match staggered {
+                true => self.held.plan(&rate, before, tick),
+                false => Plan::default(),
+            };
+            let for_player =
+                |id: PlayerId| plan.events(id).unwrap_or_else(|| routed.for_player(id));
+            let events_for: &EventsFor<'_> = &for_player;
+            let roster = &self.core.roster;
+            let mut due = |sub: SubscriberId| {
+                let id = PlayerId(sub.0);
+                let observer = || roster.get(&id).is_some_and(|p| p.role == Role::Observer);
+                if !staggered || rate.turn(before, tick, id) || plan.early(id) || !observer() {
+                    return true;
+                }
+                sat_out.push(id);
+                false
+            };
             let queue = &mut self.frames;
-            let tick = self.core.tick;
             let mut sink = |sub: SubscriberId, head: FrameHead, bytes: &[u8]| {
                 queue.push_built(tick, events_for(PlayerId(sub.0)), sub, head, bytes);
             };
             let built = self.zone.build_frames(
                 &mut self.replicator,
                 &self.core.world,
-                self.core.tick,
+                tick,
+                &mut due,
                 events_for,
                 &mut sink,
             );
-            if built.is_ok() {
-                self.build_relay_output(&events);
-            }
-            built
+            (built, plan.into_rest())
         };
+        if staggered {
+            let frames = &self.frames;
+            self.held.end(&sat_out, rest, |id| frames.has(id));
+        }
+        if built.is_ok() {
+            self.build_relay_output(&events, before);
+            self.last_patch = tick;
+        }
         // Hand the emptied queue back so the next events reuse its allocation; the spilled
         // events go first (a zone hook emits nothing while frames are built).
         events.clear();
@@ -482,16 +524,19 @@ impl<'a> RoutedEvents<'a> {
     }
 }
 
-fn events_fn<'e>(routed: &'e RoutedEvents<'e>) -> impl Fn(PlayerId) -> &'e [(u16, &'e [u8])] + 'e {
-    move |id| routed.for_player(id)
+fn route_events(events: &[Event]) -> RoutedEvents<'_> {
+    RoutedEvents::new(event_items(events))
 }
 
-fn route_events(events: &[Event]) -> RoutedEvents<'_> {
-    RoutedEvents::new(events.iter().map(|e| {
+/// Each event as `(recipient or None for everyone, topic, payload)`, in order.
+fn event_items(
+    events: &[Event],
+) -> impl Iterator<Item = (Option<PlayerId>, u16, &[u8])> + Clone + '_ {
+    events.iter().map(|e| {
         let to = match e.target {
             EventTarget::All => None,
             EventTarget::Player(p) => Some(p),
         };
         (to, e.topic, e.payload.as_slice())
-    }))
+    })
 }

@@ -464,6 +464,7 @@ impl ZoneHost {
             }
             // No frames while moving: its client keeps drawing the last world it was sent.
             let _ = self.replicator.park_subscriber(SubscriberId(ask.player.0));
+            self.held.forget(ask.player);
             // Its character goes back as `transfer_out` left it: the target takes it from there.
             self.core.characters.release(ask.player);
             self.core.transfers.out.push(TransferRequest {

@@ -62,6 +62,7 @@ impl ZoneHost {
         match self.relays.players.insert(id, link) {
             None => {
                 let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+                self.held.forget(id);
             }
             Some(old) if old != link => {
                 if self.relays.told.remove(&id).is_some() {
@@ -155,8 +156,9 @@ impl ZoneHost {
     }
 
     /// The relay side of this patch, built after the host's own frames. `events` are the
-    /// events this patch's frames carry, in order.
-    pub(super) fn build_relay_output(&mut self, events: &[Event]) {
+    /// events this patch's frames carry, in order; `before` is the tick of the patch before
+    /// (0: none).
+    pub(super) fn build_relay_output(&mut self, events: &[Event], before: u64) {
         let relays = &mut self.relays;
         let since = relays.last_tick;
         relays.out.clear();
@@ -170,6 +172,8 @@ impl ZoneHost {
             cell_size: self.config.replication.cell_size,
             priority_distance: self.config.replication.priority_distance,
         };
+        relays.out.rate = crate::host::ObserverRate::of(&self.config);
+        relays.out.before = before;
         relays.last_tick = self.core.tick;
         match relays.feed.as_mut() {
             None => relays.feed = Some(WorldFeed::new(world)),
@@ -219,6 +223,7 @@ impl ZoneHost {
                 listed: info.connected && !self.core.transfers.moving.contains_key(&id),
                 ack: self.zone.last_processed(id).unwrap_or(0),
                 view: subscriber_config(&self.config.replication, info.role, view),
+                observer: info.role == crate::Role::Observer,
             };
             relays.out.push_change(id, relays.told.get(&id), &now);
             relays.told.insert(id, now);

@@ -123,12 +123,14 @@ pub(super) trait ZoneSlot: Send {
     fn log_lines_suppressed(&self) -> u64;
     /// Whether the zone filters entities per viewer ([`Zone::uses_can_see`]).
     fn uses_can_see(&self) -> bool;
-    /// Build every subscriber's Delta (acks from the input buffers, `can_see` from the zone).
+    /// Build the Delta of every subscriber `due` (acks from the input buffers, `can_see` from
+    /// the zone).
     fn build_frames(
         &self,
         replicator: &mut Replicator,
         world: &World,
         tick: u64,
+        due: &mut dyn FnMut(SubscriberId) -> bool,
         events: &EventsFor<'_>,
         sink: &mut dyn FnMut(SubscriberId, FrameHead, &[u8]),
     ) -> Result<BuildStats, ReplicateError>;
@@ -384,6 +386,7 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
         replicator: &mut Replicator,
         world: &World,
         tick: u64,
+        due: &mut dyn FnMut(SubscriberId) -> bool,
         events: &EventsFor<'_>,
         sink: &mut dyn FnMut(SubscriberId, FrameHead, &[u8]),
     ) -> Result<BuildStats, ReplicateError> {
@@ -402,7 +405,7 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
         let can_see = zone
             .uses_can_see()
             .then_some(|sub: SubscriberId, entity| zone.can_see(PlayerId(sub.0), entity, world));
-        replicator.build_with_heads(world, tick, can_see, inputs, sink)
+        replicator.build_due(world, tick, can_see, due, inputs, sink)
     }
 
     fn zone_any(&self) -> &dyn Any {

@@ -68,6 +68,8 @@ pub(super) fn put_config(out: &mut Vec<u8>, c: &ZoneConfig) {
     // Since version 10: the limits on durable calls.
     put_varint(out, c.max_calls_in_flight as u64);
     put_varint(out, c.max_call_bytes as u64);
+    // Since version 12: the observers' patch rate (a replay builds the same frames).
+    put_varint(out, u64::from(c.observer_patch_every));
 }
 
 fn size(r: &mut Reader<'_>, what: &str) -> Result<usize, String> {
@@ -109,6 +111,10 @@ const CHARACTERS_VERSION: u16 = 9;
 
 /// The first format version whose config carries the limits on durable calls.
 const CALLS_VERSION: u16 = 10;
+
+/// The first format version whose config carries the observers' patch rate (older recordings
+/// are of zones that served observers every patch).
+const OBSERVER_RATE_VERSION: u16 = 12;
 
 /// Reads what [`put_config`] wrote (in format `version`) and validates it.
 pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig, String> {
@@ -194,8 +200,14 @@ pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig,
     } else {
         (d.max_calls_in_flight, d.max_call_bytes)
     };
+    let observer_patch_every = if version >= OBSERVER_RATE_VERSION {
+        u32v(r)?
+    } else {
+        1
+    };
     let config = ZoneConfig {
         characters,
+        observer_patch_every,
         max_calls_in_flight,
         max_call_bytes,
         tick_hz,
@@ -225,4 +237,45 @@ pub(super) fn get_config(r: &mut Reader<'_>, version: u16) -> Result<ZoneConfig,
         .validate()
         .map_err(|e| format!("recorded config is invalid: {e}"))?;
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn read(bytes: &[u8], version: u16) -> Result<ZoneConfig, String> {
+        let mut r = Reader::new(bytes);
+        let config = get_config(&mut r, version)?;
+        r.finish().map_err(|e| e.to_string())?;
+        Ok(config)
+    }
+
+    #[test]
+    fn the_observer_rate_is_recorded_and_older_recordings_read_with_every_patch() {
+        let config = ZoneConfig {
+            patch_every: 2,
+            observer_patch_every: 7,
+            ..ZoneConfig::default()
+        };
+        let mut bytes = Vec::new();
+        put_config(&mut bytes, &config);
+        assert_eq!(read(&bytes, OBSERVER_RATE_VERSION), Ok(config.clone()));
+        // A version 11 config ends before the rate: observers were served every patch.
+        let (last, older) = bytes.split_last().unwrap();
+        assert_eq!(*last, 7);
+        let old = read(older, OBSERVER_RATE_VERSION - 1).unwrap();
+        assert_eq!(old.observer_patch_every, 1);
+        assert_eq!(
+            old,
+            ZoneConfig {
+                observer_patch_every: 1,
+                ..config
+            }
+        );
+        // A rate no zone runs is refused like any invalid config.
+        let mut bad = older.to_vec();
+        put_varint(&mut bad, 0);
+        assert!(read(&bad, OBSERVER_RATE_VERSION).is_err());
+    }
 }

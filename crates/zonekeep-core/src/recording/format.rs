@@ -15,12 +15,13 @@ use crate::zone::LeaveReason;
 /// A recording's first four bytes.
 pub const RECORDING_MAGIC: [u8; 4] = *b"ZKRC";
 /// The format version this build writes (it also reads [`OLDEST_READ_VERSION`] and later).
-pub const RECORDING_VERSION: u16 = 11;
+pub const RECORDING_VERSION: u16 = 12;
 /// The oldest format version this build reads (version 3 only added an origin, version 4 the
 /// zone's limits to the config, version 5 the transfer and message records, version 6 the
 /// transfer return record, version 7 whether the zone is a lasting world, version 8 the
 /// zone's state version, version 9 joins that bring a character, version 10 durable calls and
-/// moves that carry a character, version 11 relayed participants).
+/// moves that carry a character, version 11 relayed participants, version 12 the observers'
+/// patch rate in the config).
 pub const OLDEST_READ_VERSION: u16 = 2;
 /// Bytes before the header record: magic, version, flags.
 pub(crate) const PREAMBLE_LEN: usize = 8;

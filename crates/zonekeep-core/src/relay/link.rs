@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::{get_view, put_view, RelayError};
+use crate::config::MAX_OBSERVER_PATCH_EVERY;
 use crate::ctx::{Event, EventTarget};
+use crate::host::ObserverRate;
 use crate::player::PlayerId;
 use crate::replicate::{ReplicationConfig, SubscriberConfig};
 use zonekeep_protocol::error::DecodeError;
@@ -22,6 +24,8 @@ const ACK: u8 = 2;
 const VIEW: u8 = 4;
 /// The participant is no longer relayed (it left, or its frames are built at its host again).
 const GONE: u8 = 8;
+/// The participant is an observer: it gets frames at the zone's observer rate.
+const OBSERVER: u8 = 16;
 
 /// What a relay was last told of one relayed participant.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,12 +38,16 @@ pub(crate) struct Told {
     pub(crate) ack: u32,
     /// Its view.
     pub(crate) view: SubscriberConfig,
+    /// It is an observer (a participant's role never changes).
+    pub(crate) observer: bool,
 }
 
 /// Appends a participant's record with the given parts.
 fn put_record(out: &mut Vec<u8>, player: PlayerId, parts: u8, told: &Told) {
     put_varint(out, u64::from(player.0));
-    out.push(parts | if told.listed { LISTED } else { 0 });
+    let listed = if told.listed { LISTED } else { 0 };
+    let observer = if told.observer { OBSERVER } else { 0 };
+    out.push(parts | listed | observer);
     if parts & ACK != 0 {
         put_varint(out, u64::from(told.ack));
     }
@@ -60,6 +68,11 @@ pub(crate) struct RelayQueue {
     pub(crate) since: u64,
     /// The zone's replicator settings, which a relay's replicator must share.
     pub(crate) config: ReplicationConfig,
+    /// The zone's observer rate, which a relay's turns must follow.
+    pub(crate) rate: ObserverRate,
+    /// The tick of the host's patch before this one (0: none), whether or not a feed ran then:
+    /// a relay starting counts its observers' turns from it.
+    pub(crate) before: u64,
     /// The feed delta of this patch; `None` when the feed started at it or broke.
     pub(crate) delta: Option<Vec<u8>>,
     /// The world's image at the end of this patch, when one was asked for.
@@ -191,6 +204,9 @@ impl<'a> RelayOutput<'a> {
         if starting {
             put_f32(out, q.config.cell_size);
             put_f32(out, q.config.priority_distance);
+            put_varint(out, u64::from(q.rate.patch_every));
+            put_varint(out, u64::from(q.rate.observer_patch_every));
+            put_varint(out, q.before);
         }
         put_varint(out, feed.len() as u64);
         out.extend_from_slice(feed);
@@ -245,11 +261,16 @@ impl<'a> RelayOutput<'a> {
 pub enum LinkWorld<'a> {
     /// A delta from the version the relay's replica is at.
     Delta(&'a [u8]),
-    /// The world's image, and the zone's replicator settings: the relay starts (over) from
-    /// them.
+    /// The world's image, and the zone's replicator settings and observer rate: the relay
+    /// starts (over) from them.
     Image {
         /// The zone's replicator settings.
         config: ReplicationConfig,
+        /// The zone's observer rate.
+        rate: ObserverRate,
+        /// The tick of the origin's patch before this one (0: none): where the observers'
+        /// turns are counted from, as a following message's `since` says.
+        before: u64,
         /// The feed's image.
         image: &'a [u8],
     },
@@ -275,6 +296,8 @@ pub struct PlayerRecord {
     pub gone: bool,
     /// It gets a frame from this patch on (connected, not moving).
     pub listed: bool,
+    /// It is an observer, served at the zone's observer rate (set in every record of one).
+    pub observer: bool,
     /// Its frame's input ack, when it changed.
     pub ack: Option<u32>,
     /// Its view, when it changed.
@@ -301,7 +324,8 @@ const MIN_RECORD_BYTES: usize = 2;
 
 impl<'a> LinkPatch<'a> {
     /// Reads a whole link message. Refused: a message cut short or with bytes after its end, an
-    /// unknown world byte or record part, an image message following a patch, records out of
+    /// unknown world byte or record part, an image message following a patch, replicator
+    /// settings no replicator takes or an observer rate no zone runs, records out of
     /// order, a message with more than [`MAX_EVENTS`] events or an event payload over
     /// [`MAX_EVENT_PAYLOAD`] bytes, and a participant's first record without its ack and view.
     pub fn read(bytes: &'a [u8]) -> Result<Self, DecodeError> {
@@ -318,18 +342,34 @@ impl<'a> LinkPatch<'a> {
                         "relay replicator settings not finite and positive",
                     ));
                 }
-                Some(ReplicationConfig {
-                    cell_size,
-                    priority_distance,
-                })
+                let rate = ObserverRate {
+                    patch_every: r.varint_u32()?,
+                    observer_patch_every: r.varint_u32()?,
+                };
+                if rate.patch_every == 0
+                    || !(1..=MAX_OBSERVER_PATCH_EVERY).contains(&rate.observer_patch_every)
+                {
+                    return Err(DecodeError::Invalid("relay observer rate out of range"));
+                }
+                let before = r.varint_u64()?;
+                Some((
+                    ReplicationConfig {
+                        cell_size,
+                        priority_distance,
+                    },
+                    rate,
+                    before,
+                ))
             }
             _ => None,
         };
         let feed = r.bytes_named("relay feed", r.remaining())?;
         let world = match (kind, since, config) {
             (WORLD_DELTA, _, _) => LinkWorld::Delta(feed),
-            (WORLD_IMAGE, 0, Some(config)) => LinkWorld::Image {
+            (WORLD_IMAGE, 0, Some((config, rate, before))) => LinkWorld::Image {
                 config,
+                rate,
+                before,
                 image: feed,
             },
             (WORLD_IMAGE, _, _) => {
@@ -365,7 +405,7 @@ impl<'a> LinkPatch<'a> {
             }
             last = Some(player);
             let parts = r.u8()?;
-            if parts & !(LISTED | ACK | VIEW | GONE) != 0 {
+            if parts & !(LISTED | ACK | VIEW | GONE | OBSERVER) != 0 {
                 return Err(DecodeError::Invalid("a relay record part not defined"));
             }
             let gone = parts & GONE != 0;
@@ -389,6 +429,7 @@ impl<'a> LinkPatch<'a> {
                 player: PlayerId(player),
                 gone,
                 listed: parts & LISTED != 0,
+                observer: parts & OBSERVER != 0,
                 ack,
                 view,
             });

@@ -14,6 +14,12 @@
 //! ack, view or listing changed. A crowd of observers costs the origin nothing per patch once
 //! seated; interest, diffing and byte budgets are paid at the relays.
 //!
+//! Observers served at a lower rate than players
+//! ([`ZoneConfig::observer_patch_every`](crate::ZoneConfig::observer_patch_every)) cost nothing
+//! more: a link's image tells its relay the zone's [`ObserverRate`] once, each participant's
+//! records say whether it is an observer, and the relay works out each observer's turns and
+//! holds its events until its next frame exactly as the origin would have.
+//!
 //! [`ZoneHost::relay_output`](crate::ZoneHost::relay_output) is the origin's side of a patch, and
 //! [`RelayOutput::write_link`] writes one relay link's message from it. [`RelayZone`] is the
 //! relay's side: it applies each message ([`RelayZone::apply`]) and hands out each attached
@@ -31,16 +37,24 @@
 //!
 //! `varint tick`, `varint since` (the tick of the patch before; `0` in a message with an image),
 //! `u8 world` (`1`: a feed delta follows, `2`: a feed image follows, after the zone's replicator
-//! settings as `f32 cell_size` and `f32 priority_distance`), the feed bytes as `varint len` and
-//! `len` bytes; then `varint E` and `E` events, each `varint to` (`0`: everyone,
-//! else the participant's id + 1), `varint topic`, `varint len` and the payload, in emission
-//! order; then `varint R` and `R` records ascending by participant.
+//! settings as `f32 cell_size` and `f32 priority_distance`, its observer rate as
+//! `varint patch_every` (at least 1) and `varint observer_patch_every` (1 to 1000), and
+//! `varint before`, the tick of the origin's patch before this one, `0`: none), the feed bytes
+//! as `varint len` and `len` bytes; then `varint E` and `E` events, each `varint to` (`0`:
+//! everyone, else the participant's id + 1), `varint topic`, `varint len` and the payload, in
+//! emission order; then `varint R` and `R` records ascending by participant.
 //!
 //! A record: `varint player`, `u8 parts`, then by its bits: `ACK` (2): `varint ack`; `VIEW` (4):
-//! the view. `LISTED` (1) set: the participant gets a frame this patch. `GONE` (8), alone: it is
-//! relayed no more. A message with an image holds a full record (`ACK` and `VIEW`) of every
-//! participant of the link; a following one, records of those that changed, and a participant's
-//! first record is full.
+//! the view. `LISTED` (1) set: the participant gets frames from this patch on (connected, not
+//! moving); an observer, on its turns only. `OBSERVER` (16) set, in every record of one: the
+//! participant is an observer. `GONE` (8), alone: it is relayed no more. A message with an
+//! image holds a full record (`ACK` and `VIEW`) of every participant of the link; a following
+//! one, records of those that changed, and a participant's first record is full.
+//!
+//! An observer's turns follow from the tick of each message and of the patch before it
+//! (`since`, or an image's `before`), by [`ObserverRate`]'s rule; an observer that sits a patch
+//! out holds the events addressed to it there for its next frame, and gets that frame early
+//! when they would no longer fit one.
 //!
 //! A view: `f32 radius`, `f32 margin` (bit patterns), `varint budget` (`0`: none), the focus as
 //! `u8 0` and `varint entity` or `u8 1`, `f32 x` and `f32 y`, then the control entity as `u8 0`
@@ -53,7 +67,10 @@ mod zone;
 mod tests;
 #[cfg(test)]
 mod tests_link;
+#[cfg(test)]
+mod tests_observers;
 
+pub use crate::host::ObserverRate;
 pub use link::{LinkEvent, LinkPatch, LinkWorld, PlayerRecord, RelayOutput};
 pub(crate) use link::{RelayQueue, Told};
 pub use zone::RelayZone;

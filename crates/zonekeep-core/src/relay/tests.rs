@@ -21,11 +21,12 @@ use crate::{
 };
 
 /// Players walk; a global beacon drifts and is made (not) global; inputs change views and emit
-/// events. Observers watch a point.
+/// events, to the player and to every observer. Observers watch a point.
 pub(super) struct Crowd {
     walker: KindId,
     beacon: EntityId,
     mine: BTreeMap<PlayerId, EntityId>,
+    watchers: std::collections::BTreeSet<PlayerId>,
 }
 
 fn failed(e: impl std::fmt::Display) -> ZoneError {
@@ -64,6 +65,7 @@ impl Zone for Crowd {
             walker,
             beacon,
             mine: BTreeMap::new(),
+            watchers: Default::default(),
         })
     }
 
@@ -77,10 +79,12 @@ impl Zone for Crowd {
 
     fn on_observe(&mut self, ctx: &mut Ctx<'_>, o: &PlayerInfo) -> Result<(), JoinRefusal> {
         ctx.set_view(o.id, Some(40.0), Some((100.0, 0.0)));
+        self.watchers.insert(o.id);
         Ok(())
     }
 
     fn on_leave(&mut self, ctx: &mut Ctx<'_>, p: PlayerId, _why: crate::LeaveReason) {
+        self.watchers.remove(&p);
         if let Some(e) = self.mine.remove(&p) {
             ctx.world().despawn(e).unwrap();
         }
@@ -100,6 +104,9 @@ impl Zone for Crowd {
             7 => {
                 ctx.emit_event(EventTarget::Player(p), 9, vec![1, 2, p.0 as u8]);
                 ctx.emit_event(EventTarget::All, 3, vec![]);
+                for &o in &self.watchers {
+                    ctx.emit_event(EventTarget::Player(o), 5, vec![ctx.tick() as u8, o.0 as u8]);
+                }
             }
             8 => ctx.set_view(p, Some(25.0), None),
             9 => ctx.set_view(p, None, Some((x, 40.0))),
@@ -180,8 +187,15 @@ fn settings(budget: Option<usize>) -> ReplicationSettings {
 }
 
 fn host<Z: Zone>(budget: Option<usize>, clock: &ManualClock) -> ZoneHost {
+    host_at::<Z>(budget, (1, 1), clock)
+}
+
+/// A host whose patches come every `rates.0` ticks and whose observers get one in `rates.1`.
+fn host_at<Z: Zone>(budget: Option<usize>, rates: (u32, u32), clock: &ManualClock) -> ZoneHost {
     let config = ZoneConfig {
         tick_hz: 10,
+        patch_every: rates.0,
+        observer_patch_every: rates.1,
         replication: settings(budget),
         max_observers: 512,
         ..ZoneConfig::default()
@@ -264,19 +278,26 @@ pub(super) struct Bench {
     budget: Option<usize>,
     names: u32,
     /// Frames compared, relayed and direct.
-    compared: (usize, usize),
+    pub(super) compared: (usize, usize),
     resumed_as_delta: usize,
     /// Moves that left (and came back or went through).
     moves: usize,
     /// Clients that went over to another relay or to the host.
     switches: usize,
+    /// The participants that got a frame at the last step.
+    pub(super) served: Vec<PlayerId>,
 }
 
 impl Bench {
     pub(super) fn new(budget: Option<usize>) -> Self {
+        Self::with_rates(budget, (1, 1))
+    }
+
+    /// Hosts whose patches come every `rates.0` ticks and whose observers get one in `rates.1`.
+    pub(super) fn with_rates(budget: Option<usize>, rates: (u32, u32)) -> Self {
         let clock = ManualClock::new();
-        let direct = host::<Crowd>(budget, &clock);
-        let mut origin = host::<Crowd>(budget, &clock);
+        let direct = host_at::<Crowd>(budget, rates, &clock);
+        let mut origin = host_at::<Crowd>(budget, rates, &clock);
         origin.want_relay_image();
         Bench {
             clock,
@@ -291,16 +312,17 @@ impl Bench {
             resumed_as_delta: 0,
             moves: 0,
             switches: 0,
+            served: Vec::new(),
         }
     }
 
-    fn add_relay(&mut self) {
+    pub(super) fn add_relay(&mut self) {
         self.relays.push(relay_zone(self.budget));
         self.starting.push(true);
         self.origin.want_relay_image();
     }
 
-    pub(super) fn join(&mut self, role: Role, relay: Option<usize>) {
+    pub(super) fn join(&mut self, role: Role, relay: Option<usize>) -> PlayerId {
         self.names += 1;
         let name = format!("p{}", self.names);
         let a = self
@@ -328,6 +350,7 @@ impl Bench {
                 last_state: None,
             },
         );
+        a
     }
 
     pub(super) fn input(&mut self, id: PlayerId, dx: i8) {
@@ -339,7 +362,7 @@ impl Bench {
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
     }
 
-    fn drop_client(&mut self, id: PlayerId) {
+    pub(super) fn drop_client(&mut self, id: PlayerId) {
         let c = self.clients.get_mut(&id).unwrap();
         c.connected = false;
         self.direct.handle_drop(id).unwrap();
@@ -349,7 +372,7 @@ impl Bench {
         }
     }
 
-    fn rejoin(&mut self, id: PlayerId) {
+    pub(super) fn rejoin(&mut self, id: PlayerId) {
         let c = self.clients.get_mut(&id).unwrap();
         c.connected = true;
         // A client on datagrams resumes with a BASELINE (its mirror holds no Delta's state).
@@ -479,7 +502,12 @@ impl Bench {
     /// One tick: both hosts advance, the origin's link messages reach the relays, and every
     /// frame is compared with the direct host's.
     pub(super) fn step(&mut self) {
-        self.clock.advance(Duration::from_millis(100));
+        self.step_ticks(1);
+    }
+
+    /// [`step`](Self::step) over `ticks` ticks at once (a host catching up builds one patch).
+    pub(super) fn step_ticks(&mut self, ticks: u32) {
+        self.clock.advance(Duration::from_millis(100) * ticks);
         let now = self.clock.now();
         let ra = self.direct.advance(now);
         let rb = self.origin.advance(now);
@@ -492,7 +520,11 @@ impl Bench {
         }
         let want = sent(self.direct.drain_frames().unwrap());
         let mut got = sent(self.origin.drain_frames().unwrap());
-        let out = self.origin.relay_output().expect("a relay follows");
+        self.served = want.iter().map(|s| s.player).collect();
+        let Some(out) = self.origin.relay_output() else {
+            assert!(rb.patch_ticks.is_empty() && want.is_empty() && got.is_empty());
+            return;
+        };
         for (r, relay) in self.relays.iter_mut().enumerate() {
             let mut message = Vec::new();
             out.write_link(&mut message, self.starting[r], r as u64)
@@ -528,7 +560,11 @@ impl Bench {
 /// Runs a seeded churn of joins, inputs (moves, view changes, events, global toggles), drops,
 /// resumes, leaves, datagram clients and resyncs, with a second relay starting mid-way.
 fn churn(seed: u64, budget: Option<usize>) -> Bench {
-    let mut b = Bench::new(budget);
+    churn_on(Bench::new(budget), seed, false)
+}
+
+/// [`churn`] on `b`; with `catch_up`, one step in eight runs three ticks at once.
+pub(super) fn churn_on(mut b: Bench, seed: u64, catch_up: bool) -> Bench {
     let mut dice = Dice(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     for _ in 0..4 {
         b.join(Role::Player, Some(0));
@@ -595,7 +631,10 @@ fn churn(seed: u64, budget: Option<usize>) -> Bench {
                 b.ack_state(id);
             }
         }
-        b.step();
+        match catch_up && dice.below(8) == 0 {
+            true => b.step_ticks(3),
+            false => b.step(),
+        }
     }
     b
 }

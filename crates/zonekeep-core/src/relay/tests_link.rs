@@ -127,8 +127,10 @@ fn link_messages_carry_changes_and_events_once() {
 
 #[test]
 fn idle_relayed_participants_cost_the_origin_no_bytes() {
-    let size = |observers: usize| {
-        let mut b = Bench::new(None);
+    // The origin's messages of several patches in a row, with `observers` relayed observers
+    // served one patch in `every`.
+    let sizes = |observers: usize, every: u32| {
+        let mut b = Bench::with_rates(None, (1, every));
         b.join(Role::Player, Some(0));
         for _ in 0..observers {
             b.join(Role::Observer, Some(0));
@@ -137,9 +139,12 @@ fn idle_relayed_participants_cost_the_origin_no_bytes() {
             b.step();
         }
         b.input(PlayerId(1), 3);
-        b.host_patch().len()
+        (0..5).map(|_| b.host_patch().len()).collect::<Vec<_>>()
     };
-    assert_eq!(size(10), size(300));
+    assert_eq!(sizes(10, 1), sizes(300, 1));
+    // At a lower rate too: the relay learns it once, not each observer's turn each patch.
+    assert_eq!(sizes(10, 4), sizes(300, 4));
+    assert_eq!(sizes(10, 1), sizes(300, 1000));
 }
 
 #[test]
@@ -182,29 +187,53 @@ fn hostile_link_messages_are_refused_whole() {
         super::put_view(&mut out, &view);
     }
     assert!(LinkPatch::read(&out).is_err());
-    // An undefined record part; a record gone and listed.
-    for parts in [16u8, 8 | 1] {
+    // An undefined record part; a record gone and listed, or gone and an observer.
+    for parts in [32u8, 8 | 1, 8 | 16] {
         let mut out = Vec::new();
         head(&mut out, 8, 1);
         out.extend_from_slice(&[1, 4, parts]);
         assert!(LinkPatch::read(&out).is_err(), "parts {parts}");
     }
+    // An image: its replicator settings, its observer rate and the patch before, then an
+    // empty feed, no events and no records.
+    let image = |since: u8, cell: f32, distance: f32, every: u32, observers: u32| {
+        let mut out = vec![9, since, 2];
+        zonekeep_protocol::wire::put_f32(&mut out, cell);
+        zonekeep_protocol::wire::put_f32(&mut out, distance);
+        zonekeep_protocol::wire::put_varint(&mut out, u64::from(every));
+        zonekeep_protocol::wire::put_varint(&mut out, u64::from(observers));
+        zonekeep_protocol::wire::put_varint(&mut out, 7);
+        out.extend_from_slice(&[0, 0, 0]);
+        out
+    };
+    let good = image(0, 64.0, 16.0, 2, 1000);
+    let read = LinkPatch::read(&good).unwrap();
+    assert!(matches!(
+        read.world,
+        super::LinkWorld::Image {
+            rate: super::ObserverRate {
+                patch_every: 2,
+                observer_patch_every: 1000
+            },
+            before: 7,
+            ..
+        }
+    ));
     // An image that claims to follow a patch; an image with settings no replicator takes.
-    let mut out = Vec::new();
-    head(&mut out, 8, 2);
-    out.push(0);
-    assert!(LinkPatch::read(&out).is_err());
+    assert!(LinkPatch::read(&image(8, 64.0, 16.0, 1, 1)).is_err());
     for (cell, distance) in [
         (f32::NAN, 16.0),
         (64.0, 0.0),
         (-1.0, 16.0),
         (64.0, f32::INFINITY),
     ] {
-        let mut out = vec![9, 0, 2];
-        zonekeep_protocol::wire::put_f32(&mut out, cell);
-        zonekeep_protocol::wire::put_f32(&mut out, distance);
-        out.extend_from_slice(&[0, 0, 0]);
+        let out = image(0, cell, distance, 1, 1);
         assert!(LinkPatch::read(&out).is_err(), "{cell} {distance}");
+    }
+    // An observer rate no zone runs.
+    for (every, observers) in [(0, 1), (1, 0), (1, 1001)] {
+        let out = image(0, 64.0, 16.0, every, observers);
+        assert!(LinkPatch::read(&out).is_err(), "{every} {observers}");
     }
     // An event count past the protocol's limit is refused before anything is read.
     let mut many = Vec::new();

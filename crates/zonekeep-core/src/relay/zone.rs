@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::link::{LinkPatch, LinkWorld, PlayerRecord, Told};
 use super::RelayError;
 use crate::feed::Replica;
-use crate::host::{FrameQueue, Frames, RoutedEvents};
+use crate::host::{FrameQueue, Frames, HeldEvents, ObserverRate, Plan, RoutedEvents};
 use crate::player::PlayerId;
 use crate::replicate::{
     BuildStats, FrameInput, ReplicationConfig, Replicator, ResumeOutcome, SubscriberConfig,
@@ -55,6 +55,10 @@ pub struct RelayZone {
     replica: Option<Replica>,
     /// The zone's replicator settings, from its link's last image.
     config: Option<ReplicationConfig>,
+    /// The zone's observer rate, from its link's last image.
+    rate: ObserverRate,
+    /// Events addressed to observers that sat patches out, until their next frames.
+    held: HeldEvents,
     replicator: Replicator,
     max_entities: usize,
     max_players: usize,
@@ -75,6 +79,8 @@ impl RelayZone {
         Self {
             replica: None,
             config: None,
+            rate: ObserverRate::default(),
+            held: HeldEvents::default(),
             replicator: Replicator::new(ReplicationConfig::default()),
             max_entities,
             max_players,
@@ -131,8 +137,19 @@ impl RelayZone {
             });
         }
         self.check_records(&patch.records, image)?;
+        // Observers' turns count from the origin's patch before this one.
+        let before = match patch.world {
+            LinkWorld::Image { before, .. } => before,
+            LinkWorld::Delta(_) => patch.since,
+        };
         match patch.world {
-            LinkWorld::Image { config, image } => {
+            LinkWorld::Image {
+                config,
+                rate,
+                image,
+                ..
+            } => {
+                self.rate = rate;
                 let mut replica = Replica::from_image(image)?;
                 replica.set_max_entities(self.max_entities);
                 self.replica = Some(replica);
@@ -141,6 +158,7 @@ impl RelayZone {
                     // starts over, as a new one.
                     self.config = Some(config);
                     self.replicator = Replicator::new(config);
+                    self.held = HeldEvents::default();
                     for a in self.attached.values_mut() {
                         a.seat = match a.seat {
                             Seat::Away => Seat::Away,
@@ -184,12 +202,13 @@ impl RelayZone {
                     listed: r.listed,
                     ack,
                     view,
+                    observer: r.observer,
                 },
             );
         }
         self.tick = patch.tick;
         self.seat_listed();
-        self.build(&patch)
+        self.build(&patch, before)
     }
 
     /// Refuses records that do not fit what the relay holds: a first record without its ack
@@ -241,6 +260,7 @@ impl RelayZone {
                 }
                 (Seat::Live, None) => {
                     let _ = self.replicator.park_subscriber(sub);
+                    self.held.forget(*id);
                     a.seat = Seat::Held;
                 }
                 (Seat::Held, Some(t)) => {
@@ -256,31 +276,64 @@ impl RelayZone {
         }
     }
 
-    fn build(&mut self, patch: &LinkPatch<'_>) -> Result<(), RelayError> {
+    /// Builds the frames of the attached participants the patch lists, as their host would
+    /// have: an observer whose turn it is not sits the patch out, the events addressed to it
+    /// waiting for its next frame (`before` is the tick of the origin's patch before).
+    fn build(&mut self, patch: &LinkPatch<'_>, before: u64) -> Result<(), RelayError> {
         let Some(replica) = self.replica.as_ref() else {
             return Err(RelayError::NoImage);
         };
-        let routed = RoutedEvents::new(patch.events.iter().map(|e| (e.to, e.topic, e.payload)));
-        let told = &self.told;
-        let inputs = |sub: SubscriberId| {
-            let id = PlayerId(sub.0);
-            FrameInput {
-                ack: told.get(&id).map_or(0, |t| t.ack),
-                events: routed.for_player(id),
-            }
-        };
-        let queue = &mut self.frames;
+        let items = || patch.events.iter().map(|e| (e.to, e.topic, e.payload));
+        let rate = self.rate;
+        let staggered = rate.staggered();
+        if staggered {
+            self.held.begin(items());
+        }
         let tick = patch.tick;
-        let sink = |sub: SubscriberId, head, bytes: &[u8]| {
-            queue.push_built(tick, routed.for_player(PlayerId(sub.0)), sub, head, bytes);
+        let mut sat_out = Vec::new();
+        let (built, rest) = {
+            let routed = RoutedEvents::new(items());
+            let plan = match staggered {
+                true => self.held.plan(&rate, before, tick),
+                false => Plan::default(),
+            };
+            let for_player =
+                |id: PlayerId| plan.events(id).unwrap_or_else(|| routed.for_player(id));
+            let told = &self.told;
+            let due = |sub: SubscriberId| {
+                let id = PlayerId(sub.0);
+                let observer = || told.get(&id).is_some_and(|t| t.observer);
+                if !staggered || rate.turn(before, tick, id) || plan.early(id) || !observer() {
+                    return true;
+                }
+                sat_out.push(id);
+                false
+            };
+            let inputs = |sub: SubscriberId| {
+                let id = PlayerId(sub.0);
+                FrameInput {
+                    ack: told.get(&id).map_or(0, |t| t.ack),
+                    events: for_player(id),
+                }
+            };
+            let queue = &mut self.frames;
+            let sink = |sub: SubscriberId, head, bytes: &[u8]| {
+                queue.push_built(tick, for_player(PlayerId(sub.0)), sub, head, bytes);
+            };
+            let built = self.replicator.build_due(
+                replica.world(),
+                tick,
+                None::<fn(SubscriberId, EntityId) -> bool>,
+                due,
+                inputs,
+                sink,
+            );
+            (built, plan.into_rest())
         };
-        let built = self.replicator.build_with_heads(
-            replica.world(),
-            tick,
-            None::<fn(SubscriberId, EntityId) -> bool>,
-            inputs,
-            sink,
-        );
+        if staggered {
+            let frames = &self.frames;
+            self.held.end(&sat_out, rest, |id| frames.has(id));
+        }
         match built {
             Ok(stats) => {
                 self.last_build = stats;
@@ -304,6 +357,7 @@ impl RelayZone {
     /// next message that lists it. A participant attached again starts over.
     pub fn attach(&mut self, id: PlayerId) {
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        self.held.forget(id);
         self.attached.insert(
             id,
             Attached {
@@ -323,6 +377,7 @@ impl RelayZone {
         if a.seat == Seat::Live {
             let _ = self.replicator.park_subscriber(SubscriberId(id.0));
         }
+        self.held.forget(id);
         a.seat = Seat::Away;
     }
 
@@ -354,6 +409,7 @@ impl RelayZone {
     /// The participant left (or its client will not come back): forget it.
     pub fn remove(&mut self, id: PlayerId) {
         let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
+        self.held.forget(id);
         self.attached.remove(&id);
     }
 

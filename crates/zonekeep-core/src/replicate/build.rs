@@ -37,16 +37,18 @@ pub(super) struct Scratch {
     pub(super) out: Vec<u8>,
 }
 
-pub(super) fn build<'a, C, I, S>(
+pub(super) fn build<'a, C, D, I, S>(
     r: &mut Replicator,
     world: &World,
     tick: u64,
     mut can_see: Option<C>,
+    mut due: D,
     mut inputs: I,
     mut sink: S,
 ) -> Result<BuildStats, ReplicateError>
 where
     C: FnMut(SubscriberId, EntityId) -> bool,
+    D: FnMut(SubscriberId) -> bool,
     I: FnMut(SubscriberId) -> FrameInput<'a>,
     S: FnMut(SubscriberId, FrameHead, &[u8]),
 {
@@ -66,6 +68,10 @@ where
             break;
         };
         let sid = sub.id;
+        if !due(sid) {
+            // Sits this patch out, untouched: its next frame diffs against what it holds.
+            continue;
+        }
         sub.rebase();
         let centre = match sub.cfg.focus {
             Focus::Point(x, y) => Some((x, y)),

@@ -725,7 +725,7 @@ impl Replicator {
     {
         let mut sink = sink;
         let sink = move |sub, _head, bytes: &[u8]| sink(sub, bytes);
-        build::build(self, world, tick, Some(can_see), inputs, sink)
+        build::build(self, world, tick, Some(can_see), |_| true, inputs, sink)
     }
 
     /// [`Replicator::build`] that also hands each frame's [`FrameHead`] to `sink`; with
@@ -743,7 +743,31 @@ impl Replicator {
         I: FnMut(SubscriberId) -> FrameInput<'a>,
         S: FnMut(SubscriberId, FrameHead, &[u8]),
     {
-        build::build(self, world, tick, can_see, inputs, sink)
+        build::build(self, world, tick, can_see, |_| true, inputs, sink)
+    }
+
+    /// [`Replicator::build_with_heads`] for a patch some subscribers sit out, so a host can
+    /// serve some of them (a zone's observers) at a lower rate than the rest: `due(subscriber)`
+    /// says whether it gets a frame this patch. One that sits out is not looked at: no frame,
+    /// and its view and what it was sent stay as they were, so its next frame says everything
+    /// that changed since its last one (the diff across a pause, see the [module docs](self)).
+    /// `inputs` is asked only of the subscribers due.
+    pub fn build_due<'a, C, D, I, S>(
+        &mut self,
+        world: &World,
+        tick: u64,
+        can_see: Option<C>,
+        due: D,
+        inputs: I,
+        sink: S,
+    ) -> Result<BuildStats, ReplicateError>
+    where
+        C: FnMut(SubscriberId, EntityId) -> bool,
+        D: FnMut(SubscriberId) -> bool,
+        I: FnMut(SubscriberId) -> FrameInput<'a>,
+        S: FnMut(SubscriberId, FrameHead, &[u8]),
+    {
+        build::build(self, world, tick, can_see, due, inputs, sink)
     }
 
     /// [`Replicator::build`] for a zone with no `can_see` restriction (every in-range entity is
@@ -766,6 +790,7 @@ impl Replicator {
             world,
             tick,
             None::<fn(SubscriberId, EntityId) -> bool>,
+            |_| true,
             inputs,
             move |sub, _head, bytes: &[u8]| sink(sub, bytes),
         )

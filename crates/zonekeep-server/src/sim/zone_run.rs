@@ -224,7 +224,7 @@ impl ZoneRun {
             zone_id: zone_id.clone(),
             role: wire_role(role),
             tick_hz: cfg.tick_hz,
-            patch_every: cfg.patch_every,
+            patch_every: cfg.patch_every_for(role),
             tick: self.host.tick(),
             // Chat is kept by every host with a store (see `crate::chat`).
             features: if version >= zonekeep_protocol::messages::CHAT_PROTOCOL
