@@ -266,8 +266,9 @@ impl ZoneHost {
         self.core.tier.tier
     }
 
-    /// Participants present (connected or within grace), in id order.
-    pub fn players(&self) -> impl Iterator<Item = &PlayerInfo> + '_ {
+    /// Participants present (connected or within grace), in id order: how many is known without
+    /// walking them (`len`), and so is the newest (`next_back`).
+    pub fn players(&self) -> impl ExactSizeIterator<Item = &PlayerInfo> + DoubleEndedIterator + '_ {
         self.core.roster.values()
     }
 

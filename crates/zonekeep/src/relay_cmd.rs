@@ -40,6 +40,9 @@ pub(crate) struct RelayArgs {
     /// Each client socket's kernel send buffer in bytes, 0 for the system's [default: 131072].
     #[arg(long, default_value_t = 128 << 10)]
     socket_send_buffer: usize,
+    /// I/O threads serving the clients' sockets, 0 for one per two cores [default: 0].
+    #[arg(long, default_value_t = 0)]
+    io_threads: usize,
     /// Seconds a client has to send its Hello [default: 10].
     #[arg(long, default_value_t = 10)]
     handshake_timeout_secs: u64,
@@ -53,6 +56,7 @@ pub(crate) fn run(args: RelayArgs) -> Result<()> {
     cfg.link_queue = args.link_queue;
     cfg.socket_send_buffer = args.socket_send_buffer;
     cfg.public_url = args.public_url;
+    cfg.io_threads = args.io_threads;
     cfg.handshake_timeout = Duration::from_secs(args.handshake_timeout_secs.max(1));
     let relay = Relay::new(cfg).map_err(anyhow::Error::msg)?;
     crate::cli::init_logging("info");

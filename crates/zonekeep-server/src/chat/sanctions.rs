@@ -65,6 +65,16 @@ impl Sanctions {
         })
     }
 
+    /// Whether `principal` has a ban in force anywhere (a cheap look before its seat is built).
+    pub fn bans(&self, principal: &str) -> bool {
+        let now = unix_now_ms();
+        let map = self.by_principal.read().unwrap_or_else(|p| p.into_inner());
+        map.get(principal).is_some_and(|list| {
+            list.iter()
+                .any(|s| s.action == SanctionAction::Ban && s.is_active(now))
+        })
+    }
+
     /// The mute (the one lasting longest) that silences `seat` on `channel` now.
     pub fn mute_of(&self, seat: &Seat<'_>, channel: &Channel) -> Option<Sanction> {
         self.find(seat.principal, SanctionAction::Mute, |s| {
@@ -111,7 +121,15 @@ pub(crate) fn ban_reason(s: &Sanction) -> String {
 
 /// Kicks the sessions here that a ban keeps out.
 pub(crate) fn enforce(chat: &Chat) {
+    // Most of a crowd has no ban at all: a session's seat (its zone's groups) is built only when
+    // its principal has one, and nothing is looked at while no ban is in force.
+    if chat.sanctions.len() == 0 {
+        return;
+    }
     for m in chat.hub.members() {
+        if !chat.sanctions.bans(&m.principal) {
+            continue;
+        }
         let groups = m.groups();
         let seat = Seat {
             principal: &m.principal,

@@ -259,6 +259,9 @@ impl Host {
         if shared.ws_io.get().is_none() {
             let io = crate::net::ws::io::WsIo::start(
                 cfg.ws_io_thread_count(),
+                "zonekeep-ws-io",
+                crate::net::ws::io::IoSettings::of(cfg),
+                &shared.metrics,
                 &shared,
                 tokio::runtime::Handle::current(),
             )?;

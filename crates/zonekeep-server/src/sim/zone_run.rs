@@ -7,7 +7,7 @@ mod transfer;
 mod upgrade;
 pub use upgrade::ZoneUpgrade;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -90,8 +90,13 @@ pub(crate) struct ZoneRun {
     subs: BTreeMap<PlayerId, Sub>,
     inbox_capacity: usize,
     tick_stats: (u64, u128, u64),
-    /// Who was present when [`Self::publish`] last published it (count, largest id, id sum).
-    present_fingerprint: (u32, u32, u64),
+    /// Who was present when [`Self::publish`] last published it (count, largest id), and how
+    /// many of them were players and observers.
+    present_fingerprint: (usize, u32),
+    present_roles: (u32, u32),
+    /// Participants whose connection has a datagram path (its acknowledgements are read each
+    /// patch): the others are not looked at, however many.
+    datagram_subs: BTreeSet<PlayerId>,
     ticks_dropped: u64,
     /// The zone's count of log lines its rate limit dropped, as last counted in the metrics.
     log_suppressed: u64,
@@ -169,7 +174,9 @@ impl ZoneRun {
             subs: BTreeMap::new(),
             inbox_capacity,
             tick_stats: (0, 0, 0),
-            present_fingerprint: (0, 0, 0),
+            present_fingerprint: (0, 0),
+            present_roles: (0, 0),
+            datagram_subs: BTreeSet::new(),
             ticks_dropped: 0,
             log_suppressed: 0,
             limit_log: LimitLog::default(),
@@ -265,6 +272,7 @@ impl ZoneRun {
                 if let Some(path) = &conn.datagrams {
                     // States against what the client acknowledged, each fitting one datagram.
                     self.host.use_datagrams(player, Some(path.max_frame()));
+                    self.datagram_subs.insert(player);
                 }
             }
         }

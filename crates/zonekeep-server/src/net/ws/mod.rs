@@ -3,8 +3,9 @@
 //! then moves to an I/O thread ([`io`]) that reads its inputs and writes its frames until it ends.
 //! Connections refused, redirected or proxied before that are finished here on the runtime.
 
-mod hello;
+pub(crate) mod hello;
 pub(crate) mod io;
+mod participant;
 mod probe;
 pub(crate) mod upgrade;
 
@@ -18,14 +19,16 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tungstenite::protocol::frame::coding::CloseCode;
-use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tungstenite::protocol::{CloseFrame, Role};
 use tungstenite::Message;
 use zonekeep_protocol::limits::MIN_PROTOCOL_VERSION;
 
 use self::hello::{read_hello, Prefixed};
-use self::io::{Arrival, Attachment, Hold};
+use self::io::{Arrival, IoSettings};
+use self::participant::{Hold, Participant};
 use crate::error::{kick_label, SessionError};
 use crate::host::Shared;
+use crate::metrics::Metrics;
 use crate::net::conn::{ConnHandle, KickNotice};
 use crate::net::conn_limit::ConnGuard;
 use crate::session::{admit_hello, Handshake};
@@ -76,18 +79,15 @@ pub(crate) async fn run(
                     return;
                 }
             };
+            let hold = Hold {
+                _guard: guard,
+                _track: track,
+            };
             io.attach(Arrival {
                 link,
                 stream,
                 leftover,
-                attachment: Attachment {
-                    attached,
-                    hold: Hold {
-                        _guard: guard,
-                        _track: track,
-                    },
-                },
-                shared: Arc::clone(&shared),
+                peer: Box::new(Participant::new(Arc::clone(&shared), attached, hold)),
             });
             return;
         }
@@ -135,14 +135,12 @@ pub(crate) async fn run(
 
 /// The socket as a WebSocket of the async runtime, from where the Hello reader left it.
 async fn websocket(shared: &Shared, src: Prefixed) -> (Sink, Stream) {
-    let cfg = &shared.config;
-    let hard = cfg.max_message_bytes.saturating_mul(2);
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(hard))
-        .max_frame_size(Some(hard))
-        .read_buffer_size(cfg.read_buffer_bytes)
-        .write_buffer_size(cfg.write_buffer_bytes)
-        .max_write_buffer_size(cfg.max_write_buffer_bytes.max(cfg.write_buffer_bytes + 1));
+    websocket_in(&IoSettings::of(&shared.config), src).await
+}
+
+/// [`websocket`] for connections of `settings` (a host's or a relay's).
+async fn websocket_in(settings: &IoSettings, src: Prefixed) -> (Sink, Stream) {
+    let config = settings.websocket(settings.write_buffer_bytes);
     let (tcp, leftover) = src.into_parts();
     WebSocketStream::from_partially_read(tcp, leftover, Role::Server, Some(config))
         .await
@@ -151,15 +149,28 @@ async fn websocket(shared: &Shared, src: Prefixed) -> (Sink, Stream) {
 
 /// [`finish`] a socket whose Hello reader still holds it.
 async fn finish_raw(shared: &Shared, src: Prefixed, kick: Option<KickNotice>) {
-    let (mut sink, mut stream) = websocket(shared, src).await;
-    finish(shared, &mut sink, &mut stream, kick).await;
+    finish_raw_in(&IoSettings::of(&shared.config), &shared.metrics, src, kick).await;
+}
+
+/// [`finish_raw`] for connections of `settings`, kicks counted in `metrics`.
+pub(crate) async fn finish_raw_in(
+    settings: &IoSettings,
+    metrics: &Metrics,
+    src: Prefixed,
+    kick: Option<KickNotice>,
+) {
+    let (mut sink, mut stream) = websocket_in(settings, src).await;
+    finish_in(
+        settings.close_timeout,
+        metrics,
+        &mut sink,
+        &mut stream,
+        kick,
+    )
+    .await;
 }
 
 /// Send the final Kick (bounded in time), close, and linger until the client closes too.
-///
-/// Dropping the socket while the client still has unread data in flight makes the kernel answer
-/// with a TCP reset, which can destroy the Kick before the client reads it; so after our Close we
-/// read and discard until the client's Close (or EOF), bounded by the same timeout.
 pub(crate) async fn finish(
     shared: &Shared,
     sink: &mut Sink,
@@ -167,12 +178,27 @@ pub(crate) async fn finish(
     kick: Option<KickNotice>,
 ) {
     let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
+    finish_in(bound, &shared.metrics, sink, stream, kick).await;
+}
+
+/// [`finish`] bounded by `bound`, kicks counted in `metrics`.
+///
+/// Dropping the socket while the client still has unread data in flight makes the kernel answer
+/// with a TCP reset, which can destroy the Kick before the client reads it; so after our Close we
+/// read and discard until the client's Close (or EOF), bounded by the same timeout.
+async fn finish_in(
+    bound: Duration,
+    metrics: &Metrics,
+    sink: &mut Sink,
+    stream: &mut Stream,
+    kick: Option<KickNotice>,
+) {
     let close = kick.as_ref().map(|k| CloseFrame {
         code: CloseCode::from(close_code(k.code)),
         reason: "".into(),
     });
     if let Some(k) = kick {
-        shared.metrics.kick(&kick_label(k.code));
+        metrics.kick(&kick_label(k.code));
         let frame = kick_frame(k.code, &k.reason);
         let _ = tokio::time::timeout(bound, sink.send(Message::Binary(frame))).await;
     }

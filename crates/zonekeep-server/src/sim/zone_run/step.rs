@@ -238,16 +238,22 @@ impl ZoneRun {
         let keepalive = u64::from(self.host.config().tick_hz);
         let mut checks_due: Vec<PlayerId> = Vec::new();
         // What datagram clients acknowledged since the last patch: their States build on it.
-        for (&player, sub) in self.subs.iter_mut() {
+        // Those whose connection left (or resumed without datagrams) leave the set.
+        let (subs, host) = (&mut self.subs, &mut self.host);
+        self.datagram_subs.retain(|player| {
+            let Some(sub) = subs.get_mut(player) else {
+                return false;
+            };
             let Some(path) = sub.conn.as_ref().and_then(|c| c.datagrams.as_ref()) else {
-                continue;
+                return false;
             };
             let acked = path.acked();
             if acked > sub.state_acked {
                 sub.state_acked = acked;
-                self.host.ack_state(player, acked);
+                host.ack_state(*player, acked);
             }
-        }
+            true
+        });
         let frames = match self.host.drain_frames() {
             Ok(frames) => frames,
             Err(e) => {
@@ -359,19 +365,25 @@ impl ZoneRun {
 
     /// Publish the summary and population gauges.
     pub(super) fn publish(&mut self) {
-        let (mut players, mut observers) = (0u32, 0u32);
-        // Who is present, fingerprinted cheaply: ids are never reused, so any join or leave
-        // changes the count, the largest id or their sum.
-        let mut fingerprint = (0u32, 0u32, 0u64);
-        for p in self.host.players() {
-            match p.role {
-                Role::Player => players += 1,
-                Role::Observer => observers += 1,
+        // Who is present, fingerprinted without walking the roster (a crowd of thousands would
+        // cost every tick): ids only grow and are never reused, so a join raises the largest id
+        // and a leave alone lowers the count.
+        let fingerprint = {
+            let mut present = self.host.players();
+            (present.len(), present.next_back().map_or(0, |p| p.id.0))
+        };
+        let changed = fingerprint != self.present_fingerprint;
+        if changed {
+            let (mut players, mut observers) = (0u32, 0u32);
+            for p in self.host.players() {
+                match p.role {
+                    Role::Player => players += 1,
+                    Role::Observer => observers += 1,
+                }
             }
-            fingerprint.0 += 1;
-            fingerprint.1 = fingerprint.1.max(p.id.0);
-            fingerprint.2 += u64::from(p.id.0);
+            self.present_roles = (players, observers);
         }
+        let (players, observers) = self.present_roles;
         if let Some(listing) = self.host.take_listing() {
             *self.entry.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(listing);
         }
@@ -381,7 +393,7 @@ impl ZoneRun {
                 *groups = self.host.groups().map(str::to_owned).collect();
             }
         }
-        if fingerprint != self.present_fingerprint {
+        if changed {
             self.present_fingerprint = fingerprint;
             let present = self
                 .host

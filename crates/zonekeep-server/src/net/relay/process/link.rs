@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
@@ -18,61 +18,10 @@ use zonekeep_protocol::messages::{tag, KickCode, ServerMessage};
 use zonekeep_protocol::ResumeFrom;
 
 use super::RelayShared;
-use crate::net::conn::KickNotice;
+use crate::net::conn::{KickNotice, Offer};
 use crate::net::relay::wire::Down;
+use crate::net::ws::io::Link;
 use crate::sim::notices::{known_set_check_frame, LastFrame, Notices};
-
-/// How a client's session is asked to end.
-#[derive(Debug, Clone)]
-pub(crate) enum Ending {
-    /// With this Kick.
-    Kick(KickNotice),
-    /// Without one, after its last message (a Transfer: it goes on to another zone).
-    Close,
-}
-
-/// A client's ends as the zone's thread holds them.
-pub(crate) struct ClientOut {
-    /// Its bounded outbox; full means it is not reading.
-    pub(crate) frames: mpsc::Sender<Bytes>,
-    /// Set to end its session; the first ending wins.
-    pub(crate) end: watch::Sender<Option<Ending>>,
-}
-
-impl ClientOut {
-    fn end(&self, ending: Ending) {
-        self.end.send_if_modified(|e| {
-            if e.is_none() {
-                *e = Some(ending);
-                true
-            } else {
-                false
-            }
-        });
-    }
-
-    fn kick(&self, code: KickCode, reason: &str) {
-        self.end(Ending::Kick(KickNotice {
-            code,
-            reason: reason.to_owned(),
-        }));
-    }
-
-    /// Queue a message without waiting; a full outbox kicks the client (SLOW_CONSUMER).
-    fn offer(&self, frame: Bytes) -> bool {
-        match self.frames.try_send(frame) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                self.kick(
-                    KickCode::SLOW_CONSUMER,
-                    "outbox overflowed: the client is not reading fast enough",
-                );
-                false
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        }
-    }
-}
 
 /// What the zone's thread is told, in order.
 pub(crate) enum ZoneCmd {
@@ -80,7 +29,7 @@ pub(crate) enum ZoneCmd {
     /// resumes with a reconnect token, with what it says it holds.
     Open {
         client: u32,
-        out: ClientOut,
+        out: Arc<Link>,
         resume: Option<Option<ResumeFrom>>,
     },
     /// A client's connection ended.
@@ -224,11 +173,6 @@ impl ZoneLink {
         self.closed.is_cancelled()
     }
 
-    /// Resolves once the link ended.
-    pub(crate) async fn closed(&self) {
-        self.closed.cancelled().await
-    }
-
     /// Ends the link: its thread tells every client to resume elsewhere.
     pub(crate) fn shut_down(&self) {
         if !self.closed.is_cancelled() {
@@ -261,7 +205,8 @@ impl ZoneLink {
 
 /// One client as the zone's thread knows it.
 struct Client {
-    out: ClientOut,
+    /// Its connection's queue on its I/O thread; full means it is not reading (it is kicked).
+    out: Arc<Link>,
     /// Its participant, once its Welcome came.
     player: Option<PlayerId>,
     /// `Some` while its resuming Hello waits for its Welcome.
@@ -343,10 +288,10 @@ impl ZoneThread {
         // The link is gone: every client resumes through its entry URLs (and any host or relay
         // takes it from there with its reconnect token).
         for c in self.clients.values() {
-            c.out.kick(
-                KickCode::ZONE_MOVED,
-                "the relay lost its link to the zone's host; resume",
-            );
+            c.out.kick(KickNotice {
+                code: KickCode::ZONE_MOVED,
+                reason: "the relay lost its link to the zone's host; resume".into(),
+            });
         }
         tracing::info!(zone = %self.link.zone_id, "relay link closed");
     }
@@ -378,7 +323,10 @@ impl ZoneThread {
                 reason,
             } => {
                 if let Some(c) = self.clients.get(&client) {
-                    c.out.kick(code, reason);
+                    c.out.kick(KickNotice {
+                        code,
+                        reason: reason.to_owned(),
+                    });
                 }
             }
         }
@@ -407,8 +355,10 @@ impl ZoneThread {
                 if let Some(old) = self.players.insert(p, client) {
                     if let Some(o) = self.clients.get_mut(&old) {
                         o.player = None;
-                        o.out
-                            .kick(KickCode::KICKED, "resumed on another connection");
+                        o.out.kick(KickNotice {
+                            code: KickCode::KICKED,
+                            reason: "resumed on another connection".into(),
+                        });
                     }
                 }
                 let Some(c) = self.clients.get_mut(&client) else {
@@ -433,7 +383,7 @@ impl ZoneThread {
         c.out.offer(Bytes::copy_from_slice(bytes));
         if last {
             // Sent to another zone: the client goes there; its connection here is over.
-            c.out.end(Ending::Close);
+            c.out.close();
         }
     }
 
@@ -457,7 +407,7 @@ impl ZoneThread {
             if !frame.events.is_empty() {
                 c.out.offer(Bytes::copy_from_slice(frame.events));
             }
-            if c.out.offer(Bytes::copy_from_slice(frame.bytes)) {
+            if c.out.offer(Bytes::copy_from_slice(frame.bytes)) == Offer::Queued {
                 c.last.sent(frame.ack, tick);
                 if frame.base.is_none() && c.notices.frame_sent() {
                     checks.push((client, frame.player));

@@ -4,9 +4,11 @@
 //! Clients connect to the relay exactly as to a host (`GET /zones/{zone_id}`, the same
 //! protocol). For each zone with clients here the relay keeps one link to the origin
 //! (`link`), and one thread that holds the zone's replica and replicator ([`RelayZone`]) and
-//! writes every client's frames. A client's session (`session`) forwards what it sends to
-//! the origin, except what the relay answers itself: Pings, and Resyncs (its frames are built
-//! here).
+//! queues every client's frames. The clients' sockets are served by the same I/O threads a host
+//! serves its WebSockets with ([`crate::net::ws::io`]): each thread owns many connections and
+//! writes a patch's frames to all of them when woken once. A client's session (`session`)
+//! forwards what it sends to the origin, except what the relay answers itself: Pings, and
+//! Resyncs (its frames are built here).
 //!
 //! Nothing upstream waits on a client: a client that does not read fills its bounded outbox and
 //! is kicked as a slow consumer, as a host kicks it, while the link and every other client go
@@ -24,15 +26,22 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt as _;
 
-use crate::config::Secret;
-use crate::error::SessionError;
+use crate::config::{Secret, ServerConfig};
+use crate::metrics::Metrics;
+use crate::net::ws::io::{IoSettings, WsIo};
 
 /// A relay's settings.
 #[derive(Debug, Clone)]
@@ -65,6 +74,8 @@ pub struct RelayConfig {
     /// stops reading fills it and then its outbox soon, and is let go, instead of parking
     /// megabytes in the kernel first.
     pub socket_send_buffer: usize,
+    /// I/O threads serving the clients' sockets (0: one per two cores, at least one).
+    pub io_threads: usize,
 }
 
 impl RelayConfig {
@@ -83,6 +94,7 @@ impl RelayConfig {
             write_timeout: Duration::from_secs(2),
             max_entities: 1 << 20,
             socket_send_buffer: 128 << 10,
+            io_threads: 0,
             public_url: None,
         }
     }
@@ -116,6 +128,7 @@ impl RelayConfig {
             ("outbox_frames", self.outbox_frames),
             ("link_queue", self.link_queue),
             ("max_entities", self.max_entities),
+            ("io_threads", self.io_threads.max(1)),
         ] {
             if v == 0 || v > 1 << 24 {
                 return Err(format!("{name} must be 1..=16777216"));
@@ -149,6 +162,12 @@ pub(crate) struct RelayShared {
     started: Instant,
     /// Where its clients connect, once it listens.
     public_url: std::sync::OnceLock<String>,
+    /// The I/O threads serving the clients' sockets, once it serves.
+    io: std::sync::OnceLock<WsIo>,
+    /// Kicks, disconnects and refusals (`GET /metrics`).
+    metrics: Arc<Metrics>,
+    /// The client sessions: shutting down waits (bounded) for their last Kick to go out.
+    sessions: TaskTracker,
 }
 
 /// A relay: serve it with [`Relay::serve`].
@@ -179,15 +198,20 @@ impl Relay {
                 next_client: AtomicU32::new(1),
                 started: Instant::now(),
                 public_url: std::sync::OnceLock::new(),
+                io: std::sync::OnceLock::new(),
+                metrics: Arc::new(Metrics::new(0)),
+                sessions: TaskTracker::new(),
             }),
         })
     }
 
-    /// The relay's routes: `GET /zones/{zone_id}` (clients), `GET /relay/status`, `GET /healthz`.
+    /// The relay's routes: `GET /zones/{zone_id}` (clients), `GET /relay/status`,
+    /// `GET /metrics`, `GET /healthz`.
     pub fn router(&self) -> Router {
         Router::new()
             .route("/zones/{zone_id}", get(client_handler))
             .route("/relay/status", get(status_handler))
+            .route("/metrics", get(metrics_handler))
             .route("/healthz", get(|| async { "ok" }))
             .with_state(Arc::clone(&self.shared))
     }
@@ -197,30 +221,82 @@ impl Relay {
         status(&self.shared)
     }
 
-    /// Serves until `shutdown` resolves; then every client is told SHUTTING_DOWN.
+    /// Serves until `shutdown` resolves; then every client is told to resume elsewhere
+    /// (ZONE_MOVED), and the relay waits (bounded) for those Kicks to go out.
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
-        let url = match &shared.cfg.public_url {
+        let cfg = &shared.cfg;
+        let url = match &cfg.public_url {
             Some(u) => u.trim_end_matches('/').to_owned(),
             None => format!("ws://{}", listener.local_addr()?),
         };
         let _ = shared.public_url.set(url);
-        tracing::info!(addr = %listener.local_addr()?, origin = %shared.cfg.origin, "zonekeep relay listening");
-        use axum::serve::ListenerExt as _;
-        let send_buffer = shared.cfg.socket_send_buffer;
-        let listener = listener.tap_io(move |tcp| {
-            let _ = tcp.set_nodelay(true);
-            if send_buffer > 0 {
-                let _ = socket2::SockRef::from(&*tcp).set_send_buffer_size(send_buffer);
+        if shared.io.get().is_none() {
+            let io = WsIo::start(
+                io_thread_count(cfg.io_threads),
+                "zonekeep-relay-io",
+                io_settings(cfg),
+                &shared.metrics,
+                &shared,
+                tokio::runtime::Handle::current(),
+            )?;
+            let _ = shared.io.set(io);
+        }
+        tracing::info!(addr = %listener.local_addr()?, origin = %cfg.origin, "zonekeep relay listening");
+        let app = self.router();
+        let mut builder = http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_millis(
+                ServerConfig::default().header_read_timeout_ms,
+            ));
+        let stop = CancellationToken::new();
+        let conns = TaskTracker::new();
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, _) = tokio::select! {
+                () = &mut shutdown => break,
+                r = listener.accept() => match r {
+                    Ok(x) => x,
+                    Err(e) => {
+                        // EMFILE and friends: back off briefly instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = stream.set_nodelay(true);
+            if cfg.socket_send_buffer > 0 {
+                let _ =
+                    socket2::SockRef::from(&stream).set_send_buffer_size(cfg.socket_send_buffer);
             }
-        });
-        let r = axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await;
+            let app = app.clone();
+            let svc = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                app.clone().oneshot(req)
+            });
+            let conn = builder
+                .serve_connection(TokioIo::new(stream), svc)
+                .with_upgrades();
+            let stop = stop.clone();
+            conns.spawn(async move {
+                tokio::pin!(conn);
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    () = stop.cancelled() => {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = conn.await;
+                    }
+                }
+            });
+        }
+        drop(listener);
+        stop.cancel();
+        conns.close();
         let links: Vec<_> = shared
             .zones
             .lock()
@@ -231,7 +307,39 @@ impl Relay {
         for l in links {
             l.shut_down();
         }
-        r
+        if let Some(io) = shared.io.get() {
+            io.shutdown();
+        }
+        shared.sessions.close();
+        // A session's end takes its Kick's write and the client's Close, each bounded.
+        let bound = cfg.write_timeout * 3;
+        let _ = tokio::time::timeout(bound, shared.sessions.wait()).await;
+        let _ = tokio::time::timeout(bound, conns.wait()).await;
+        Ok(())
+    }
+}
+
+/// The I/O threads to start: as configured, else one per two cores (at least one), as a host.
+fn io_thread_count(configured: usize) -> usize {
+    if configured > 0 {
+        configured
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get() / 2)
+            .unwrap_or(1)
+            .max(1)
+    }
+}
+
+/// The relay's client connections: a host's defaults, with the relay's own timeouts and the
+/// client message limit every host applies.
+fn io_settings(cfg: &RelayConfig) -> IoSettings {
+    let host = ServerConfig::default();
+    IoSettings {
+        max_message_bytes: zonekeep_protocol::limits::MAX_CLIENT_MESSAGE,
+        idle_timeout: cfg.idle_timeout,
+        close_timeout: cfg.write_timeout,
+        ..IoSettings::of(&host)
     }
 }
 
@@ -247,23 +355,43 @@ async fn status_handler(State(shared): State<Arc<RelayShared>>) -> Json<RelaySta
     Json(status(&shared))
 }
 
+async fn metrics_handler(State(shared): State<Arc<RelayShared>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        shared.metrics.encode(),
+    )
+        .into_response()
+}
+
 async fn client_handler(
     State(shared): State<Arc<RelayShared>>,
     Path(zone_id): Path<String>,
-    ws: WebSocketUpgrade,
+    mut req: axum::extract::Request,
 ) -> Response {
-    // The same bound a host puts on what a client sends.
-    let max = zonekeep_protocol::limits::MAX_CLIENT_MESSAGE;
-    ws.max_message_size(max.saturating_mul(2))
-        .max_frame_size(max.saturating_mul(2))
-        .on_upgrade(move |socket| async move {
-            if !crate::host::valid_zone_id(&zone_id) {
-                session::refuse(&shared, socket, SessionError::BadZoneId).await;
+    let on_upgrade = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
+    let (response, on_upgrade) =
+        match crate::net::ws::upgrade::accept(req.method(), req.headers(), on_upgrade) {
+            Ok(x) => x,
+            Err(refused) => return refused.into_response(),
+        };
+    tokio::spawn(async move {
+        let upgraded = match on_upgrade.await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::debug!(error = %e, "WebSocket upgrade failed");
                 return;
             }
-            session::run(shared, zone_id, socket).await;
-        })
-        .into_response()
+        };
+        let Some((tcp, pre)) = crate::net::ws::upgrade::into_tcp(upgraded) else {
+            tracing::error!("an upgraded connection is not this relay's TCP socket");
+            return;
+        };
+        session::run(shared, zone_id, tcp, pre).await;
+    });
+    response
 }
 
 impl RelayShared {

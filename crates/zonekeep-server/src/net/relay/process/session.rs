@@ -1,241 +1,250 @@
-//! One client of the relay: its Hello and later messages go to the origin over its zone's link
-//! (but Pings and Resyncs, answered here), and what its zone's thread queues for it goes to it.
+//! One client of the relay: its Hello is read here, on the async runtime, and its connection then
+//! moves to an I/O thread. Its later messages go to the origin over its zone's link (but Pings
+//! and Resyncs, answered here), and what its zone's thread queues for it goes to it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
-use tokio::sync::{mpsc, watch};
+use tokio::net::TcpStream;
 use zonekeep_protocol::messages::{ClientMessage, KickCode};
+use zonekeep_protocol::ResumeFrom;
 
-use super::link::{ClientOut, Ending, ZoneCmd, ZoneLink};
+use super::link::{ZoneCmd, ZoneLink};
 use super::RelayShared;
 use crate::error::SessionError;
 use crate::net::conn::KickNotice;
 use crate::net::relay::wire;
+use crate::net::ws::hello::{read_hello, Prefixed};
+use crate::net::ws::io::{Arrival, Peer};
+use crate::net::ws::{finish_raw_in, HOST_VERSIONS};
 use crate::session::Limits;
-use crate::sim::{kick_frame, pong_frame};
+use crate::sim::pong_frame;
 
 /// Holds a client slot while the session lives.
-struct Slot<'a>(&'a RelayShared);
+struct Slot(Arc<RelayShared>);
 
-impl Drop for Slot<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
         self.0.clients.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-/// Refuse a client before it reaches a zone.
-pub(super) async fn refuse(shared: &RelayShared, socket: WebSocket, err: SessionError) {
-    let (mut sink, mut stream) = socket.split();
-    finish(shared, &mut sink, &mut stream, Some(err.kick())).await;
+/// The Kick for a client whose zone's link is gone: it resumes through its entry URLs.
+fn link_lost() -> KickNotice {
+    KickNotice {
+        code: KickCode::ZONE_MOVED,
+        reason: "the relay lost its link to the zone's host; resume".into(),
+    }
 }
 
-/// Serve one client until either end closes.
-pub(super) async fn run(shared: Arc<RelayShared>, zone_id: String, socket: WebSocket) {
-    let (mut sink, mut stream) = socket.split();
-    if shared.clients.fetch_add(1, Ordering::Relaxed) >= shared.cfg.max_clients {
-        shared.clients.fetch_sub(1, Ordering::Relaxed);
-        let kick = SessionError::TooManyConnections.kick();
-        finish(&shared, &mut sink, &mut stream, Some(kick)).await;
+/// Serve one upgraded client connection: its Hello here, then its session on an I/O thread.
+pub(super) async fn run(shared: Arc<RelayShared>, zone_id: String, tcp: TcpStream, pre: Bytes) {
+    let track = shared.sessions.token();
+    let src = Prefixed::new(tcp, pre);
+    let Some(io) = shared.io.get() else {
+        // Not reachable through `serve`, which starts the I/O threads before it accepts.
+        return;
+    };
+    let settings = io.settings();
+    let metrics = &shared.metrics;
+    if !crate::host::valid_zone_id(&zone_id) {
+        let kick = SessionError::BadZoneId.kick();
+        finish_raw_in(settings, metrics, src, Some(kick)).await;
         return;
     }
-    let _slot = Slot(&shared);
-    // The Hello, read as a host reads it: the first message, in time, binary.
-    let hello = match tokio::time::timeout(shared.cfg.handshake_timeout, stream.next()).await {
-        Err(_) => Err(SessionError::HandshakeTimeout),
-        Ok(Some(Ok(Message::Binary(b)))) => Ok(b),
-        Ok(Some(Ok(Message::Close(_))) | None | Some(Err(_))) => return,
-        Ok(Some(Ok(_))) => Err(SessionError::Protocol(
-            "the first message must be a binary Hello".into(),
-        )),
+    if shared.clients.fetch_add(1, Ordering::Relaxed) >= shared.cfg.max_clients {
+        shared.clients.fetch_sub(1, Ordering::Relaxed);
+        metrics.connection_refused("max_clients");
+        let kick = SessionError::TooManyConnections.kick();
+        finish_raw_in(settings, metrics, src, Some(kick)).await;
+        return;
+    }
+    let slot = Slot(Arc::clone(&shared));
+    let mut src = src;
+    let opening = tokio::time::timeout(
+        shared.cfg.handshake_timeout,
+        hello(&shared, &zone_id, &mut src),
+    )
+    .await;
+    let opened = match opening {
+        Ok(Ok(Some(o))) => o,
+        Ok(Ok(None)) => return,
+        Ok(Err(kick)) => {
+            finish_raw_in(settings, metrics, src, Some(kick)).await;
+            return;
+        }
+        Err(_) => {
+            let kick = SessionError::HandshakeTimeout.kick();
+            finish_raw_in(settings, metrics, src, Some(kick)).await;
+            return;
+        }
+    };
+    let Opened {
+        link,
+        hello,
+        resume,
+        version,
+    } = opened;
+    let client = shared.next_client.fetch_add(1, Ordering::Relaxed);
+    let out = io.link(u64::from(client), shared.cfg.outbox_frames);
+    let told = link.tell(ZoneCmd::Open {
+        client,
+        out: Arc::clone(&out),
+        resume,
+    });
+    if !told || !link.send_up(wire::hello(client, &hello)) {
+        io.forget(&out);
+        if told {
+            link.tell(ZoneCmd::Gone { client });
+        }
+        finish_raw_in(settings, metrics, src, Some(link_lost())).await;
+        return;
+    }
+    let mut peer = RelayClient {
+        link,
+        client,
+        version,
+        started: shared.started,
+        limits: Limits::new(&crate::config::ServerConfig::default()),
+        _slot: slot,
+        _track: track,
+    };
+    let (tcp, leftover) = src.into_parts();
+    let stream = match tcp.into_std() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(client, error = %e, "socket left the runtime broken");
+            io.forget(&out);
+            metrics.disconnect("dropped");
+            peer.ended();
+            return;
+        }
+    };
+    io.attach(Arrival {
+        link: out,
+        stream,
+        leftover,
+        peer: Box::new(peer),
+    });
+}
+
+/// A client's Hello, read and looked at, and its zone's link.
+struct Opened {
+    link: Arc<ZoneLink>,
+    /// The Hello's bytes, forwarded to the origin as they came.
+    hello: Bytes,
+    /// `Some` when it resumes with a reconnect token, with what it says it holds.
+    resume: Option<Option<ResumeFrom>>,
+    /// The protocol version the origin will pick (the highest both speak).
+    version: u32,
+}
+
+/// The Hello, read as a host reads it (the first message, binary, within the size limit), and
+/// the link of its zone; `Ok(None)`: the client went away first. An error is the Kick that
+/// refuses it.
+async fn hello(
+    shared: &Arc<RelayShared>,
+    zone_id: &str,
+    src: &mut Prefixed,
+) -> Result<Option<Opened>, KickNotice> {
+    let max = zonekeep_protocol::limits::MAX_CLIENT_MESSAGE;
+    let refuse = |e: SessionError| e.kick();
+    let Some(bytes) = read_hello(src, max, &shared.metrics)
+        .await
+        .map_err(refuse)?
+    else {
+        return Ok(None);
     };
     // What the relay needs of it: whether it resumes, and from what. Everything else (the
     // ticket above all) is the origin's to judge.
-    let resume = hello.and_then(|bytes| match ClientMessage::decode(&bytes) {
-        Ok(ClientMessage::Hello(h)) => {
-            let resume = (!h.reconnect_token.is_empty()).then_some(h.resume_from);
-            Ok((bytes, resume))
+    let h = match ClientMessage::decode(&bytes) {
+        Ok(ClientMessage::Hello(h)) => h,
+        Ok(_) => {
+            let e = SessionError::Protocol("the first message must be Hello".into());
+            return Err(e.kick());
         }
-        Ok(_) => Err(SessionError::Protocol(
-            "the first message must be Hello".into(),
-        )),
-        Err(e) => Err(SessionError::Protocol(format!("undecodable Hello: {e}"))),
-    });
-    let (hello, resume) = match resume {
-        Ok(x) => x,
         Err(e) => {
-            finish(&shared, &mut sink, &mut stream, Some(e.kick())).await;
-            return;
+            let e = SessionError::Protocol(format!("undecodable Hello: {e}"));
+            return Err(e.kick());
         }
     };
-    let link = match shared.link(&zone_id).await {
-        Ok(l) => l,
-        Err(why) => {
-            tracing::warn!(zone = %zone_id, error = %why, "no link to the origin");
-            let kick = KickNotice {
-                code: KickCode::INTERNAL_ERROR,
-                reason: "the relay cannot reach the zone's host; retry".into(),
-            };
-            finish(&shared, &mut sink, &mut stream, Some(kick)).await;
-            return;
+    let version = h
+        .versions
+        .iter()
+        .copied()
+        .filter(|v| HOST_VERSIONS.contains(v))
+        .max()
+        .unwrap_or(zonekeep_protocol::limits::MIN_PROTOCOL_VERSION);
+    let resume = (!h.reconnect_token.is_empty()).then_some(h.resume_from);
+    let link = shared.link(zone_id).await.map_err(|why| {
+        tracing::warn!(zone = %zone_id, error = %why, "no link to the origin");
+        KickNotice {
+            code: KickCode::INTERNAL_ERROR,
+            reason: "the relay cannot reach the zone's host; retry".into(),
         }
-    };
-    let client = shared.next_client.fetch_add(1, Ordering::Relaxed);
-    let (frames_tx, mut frames) = mpsc::channel::<Bytes>(shared.cfg.outbox_frames);
-    let (end_tx, mut end) = watch::channel::<Option<Ending>>(None);
-    let out = ClientOut {
-        frames: frames_tx,
-        end: end_tx,
-    };
-    if !link.tell(ZoneCmd::Open {
-        client,
-        out,
+    })?;
+    Ok(Some(Opened {
+        link,
+        hello: bytes,
         resume,
-    }) || !link.send_up(wire::hello(client, &hello))
-    {
-        let kick = KickNotice {
-            code: KickCode::ZONE_MOVED,
-            reason: "the relay lost its link to the zone's host; resume".into(),
-        };
-        finish(&shared, &mut sink, &mut stream, Some(kick)).await;
-        return;
-    }
-    let ending = serve(
-        &shared,
-        &link,
-        client,
-        &mut sink,
-        &mut stream,
-        &mut frames,
-        &mut end,
-    )
-    .await;
-    link.tell(ZoneCmd::Gone { client });
-    let _ = link.send_up(wire::gone(client));
-    finish(&shared, &mut sink, &mut stream, ending).await;
+        version,
+    }))
 }
 
-type Sink = futures_util::stream::SplitSink<WebSocket, Message>;
-type Stream = futures_util::stream::SplitStream<WebSocket>;
-
-/// The session's loop; returns the Kick to close with, if any.
-async fn serve(
-    shared: &RelayShared,
-    link: &ZoneLink,
+/// A relayed client as its I/O thread serves it.
+struct RelayClient {
+    link: Arc<ZoneLink>,
     client: u32,
-    sink: &mut Sink,
-    stream: &mut Stream,
-    frames: &mut mpsc::Receiver<Bytes>,
-    end: &mut watch::Receiver<Option<Ending>>,
-) -> Option<KickNotice> {
-    // A Ping costs a Pong: the host's own per-connection rates bound them here too.
-    let limits = Limits::new(&crate::config::ServerConfig::default());
-    let write = shared.cfg.write_timeout;
-    let idle = tokio::time::sleep(shared.cfg.idle_timeout);
-    tokio::pin!(idle);
-    loop {
-        tokio::select! {
-            biased;
-            () = &mut idle => return Some(SessionError::IdleTimeout.kick()),
-            _ = end.changed() => {
-                let ending = end.borrow().clone();
-                return match ending {
-                    Some(Ending::Kick(k)) => Some(k),
-                    Some(Ending::Close) | None => {
-                        // Its last messages (a Transfer) go before the close.
-                        while let Ok(f) = frames.try_recv() {
-                            if tokio::time::timeout(write, sink.send(Message::Binary(f))).await.is_err() {
-                                break;
-                            }
-                        }
-                        None
-                    }
-                };
-            }
-            _ = link.closed() => {
-                return Some(KickNotice {
-                    code: KickCode::ZONE_MOVED,
-                    reason: "the relay lost its link to the zone's host; resume".into(),
-                });
-            }
-            f = frames.recv() => {
-                let f = f?;
-                match tokio::time::timeout(write, sink.send(Message::Binary(f))).await {
-                    Ok(Ok(())) => {}
-                    _ => return None,
-                }
-            }
-            m = stream.next() => {
-                idle.as_mut().reset(tokio::time::Instant::now() + shared.cfg.idle_timeout);
-                let bytes = match m {
-                    Some(Ok(Message::Binary(b))) => b,
-                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-                    Some(Ok(Message::Text(_))) => {
-                        return Some(SessionError::Protocol("text frames are not part of the protocol".into()).kick());
-                    }
-                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
-                };
-                match ClientMessage::decode(&bytes) {
-                    Ok(ClientMessage::Ping(p)) => {
-                        match limits.ping(|| {}) {
-                            Ok(true) => {}
-                            Ok(false) => continue,
-                            Err(e) => return Some(e.kick()),
-                        }
-                        let us = u64::try_from(shared.started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                        let pong = pong_frame(p.client_time, us, link.tick());
-                        if tokio::time::timeout(write, sink.send(Message::Binary(pong))).await.is_err() {
-                            return None;
-                        }
-                    }
-                    // Its frames are built here: so is the BASELINE it asks for.
-                    Ok(ClientMessage::Resync(_)) => {
-                        link.tell(ZoneCmd::Resync { client });
-                    }
-                    Ok(ClientMessage::Hello(_)) => {
-                        return Some(SessionError::Protocol("Hello out of place".into()).kick());
-                    }
-                    // Inputs, chat: the origin's, under its limits for this client.
-                    Ok(_) => {
-                        if !link.send_up(wire::from_client(client, &bytes)) {
-                            continue;
-                        }
-                    }
-                    Err(e) => {
-                        return Some(SessionError::Protocol(format!("undecodable message: {e}")).kick());
-                    }
-                }
-            }
-        }
-    }
+    version: u32,
+    /// The relay's clock origin: Pongs carry microseconds since it.
+    started: std::time::Instant,
+    /// A Ping costs a Pong: the host's own per-connection rates bound them here too.
+    limits: Limits,
+    _slot: Slot,
+    _track: tokio_util::task::task_tracker::TaskTrackerToken,
 }
 
-/// Send the final Kick (bounded in time) and close, as a host does.
-async fn finish(
-    shared: &RelayShared,
-    sink: &mut Sink,
-    stream: &mut Stream,
-    kick: Option<KickNotice>,
-) {
-    let bound = shared.cfg.write_timeout;
-    let close = kick.as_ref().map(|k| CloseFrame {
-        code: crate::net::ws::close_code(k.code),
-        reason: "".into(),
-    });
-    if let Some(k) = kick {
-        let frame = kick_frame(k.code, &k.reason);
-        let _ = tokio::time::timeout(bound, sink.send(Message::Binary(frame))).await;
-    }
-    let _ = tokio::time::timeout(bound, sink.send(Message::Close(close))).await;
-    let _ = tokio::time::timeout(bound, async {
-        while let Some(Ok(m)) = stream.next().await {
-            if matches!(m, Message::Close(_)) {
-                break;
+impl Peer for RelayClient {
+    fn message(&mut self, bytes: &[u8]) -> Result<Option<Bytes>, SessionError> {
+        match ClientMessage::decode(bytes) {
+            Ok(ClientMessage::Ping(p)) => {
+                if !self.limits.ping(|| {})? {
+                    return Ok(None);
+                }
+                let us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                Ok(Some(pong_frame(p.client_time, us, self.link.tick())))
             }
+            // Its frames are built here: so is the BASELINE it asks for.
+            Ok(ClientMessage::Resync(_)) => {
+                self.link.tell(ZoneCmd::Resync {
+                    client: self.client,
+                });
+                Ok(None)
+            }
+            Ok(ClientMessage::Hello(_)) => Err(SessionError::Protocol("Hello out of place".into())),
+            // Inputs, chat: the origin's, under its limits for this client. A full link queue
+            // ends the link, and [`Peer::check`] then sends the client on.
+            Ok(_) => {
+                self.link.send_up(wire::from_client(self.client, bytes));
+                Ok(None)
+            }
+            Err(e) => Err(SessionError::Protocol(format!("undecodable message: {e}"))),
         }
-    })
-    .await;
+    }
+
+    fn version(&self) -> u32 {
+        self.version
+    }
+
+    fn check(&mut self) -> Option<KickNotice> {
+        self.link.is_closed().then(link_lost)
+    }
+
+    fn ended(&mut self) {
+        self.link.tell(ZoneCmd::Gone {
+            client: self.client,
+        });
+        let _ = self.link.send_up(wire::gone(self.client));
+    }
 }

@@ -11,7 +11,11 @@
 //! (its frames wait in its link, bounded by `outbox_frames`, and unanswered read-progress Pings
 //! end it), a connection's memory stays small while idle, and every hostile-input limit is the
 //! same code ([`crate::session::handle_message`]).
+//!
+//! A relay serves its clients on the same threads: what a connection's messages mean is its
+//! [`Peer`]'s, the host's participant or the relay's client.
 
+mod peer;
 mod session;
 
 use std::collections::VecDeque;
@@ -21,11 +25,10 @@ use std::sync::{Arc, Mutex, Weak};
 use bytes::Bytes;
 use zonekeep_protocol::messages::KickCode;
 
-use crate::host::Shared;
+use crate::metrics::Metrics;
 use crate::net::conn::{KickNotice, Offer};
-use crate::net::conn_limit::ConnGuard;
-use crate::session::Attached;
 
+pub(crate) use peer::{IoSettings, Peer};
 pub(crate) use session::Arrival;
 
 /// The mio token of a thread's waker; connections use their connection id (never 0).
@@ -48,7 +51,9 @@ pub(crate) struct Link {
 struct LinkState {
     frames: VecDeque<Bytes>,
     kick: Option<KickNotice>,
-    /// A kick was asked for (it stays true once the I/O thread took the notice).
+    /// An ending without a Kick was asked for (after the frames queued before it).
+    close: bool,
+    /// An ending was asked for (it stays true once the I/O thread took it).
     kicked: bool,
     closed: bool,
 }
@@ -96,6 +101,20 @@ impl Link {
         self.schedule();
     }
 
+    /// End the connection without a Kick once the frames queued before are written (the
+    /// client was sent on: a Transfer was its last message); the first ending wins.
+    pub(crate) fn close(self: &Arc<Self>) {
+        {
+            let mut s = self.lock();
+            if s.closed || s.kicked {
+                return;
+            }
+            s.kicked = true;
+            s.close = true;
+        }
+        self.schedule();
+    }
+
     /// Whether a kick was asked for.
     pub(crate) fn is_kicked(&self) -> bool {
         self.lock().kicked
@@ -107,14 +126,22 @@ impl Link {
         }
     }
 
-    /// Frames and kick waiting, taken by the I/O thread (`frames` is swapped with `into`, so
-    /// neither side allocates per batch).
-    fn take(&self, into: &mut VecDeque<Bytes>, frames: bool) -> Option<KickNotice> {
+    /// Frames and ending waiting, taken by the I/O thread (`frames` is swapped with `into`, so
+    /// neither side allocates per batch): `Some(Some(kick))` ends with a Kick now, `Some(None)`
+    /// without one after the frames, so it waits while they cannot be taken.
+    fn take(&self, into: &mut VecDeque<Bytes>, frames: bool) -> Option<Option<KickNotice>> {
         let mut s = self.lock();
         if frames {
             std::mem::swap(&mut s.frames, into);
         }
-        s.kick.take()
+        if let Some(k) = s.kick.take() {
+            return Some(Some(k));
+        }
+        if s.close && frames && s.frames.is_empty() {
+            s.close = false;
+            return Some(None);
+        }
+        None
     }
 
     /// The connection ended (or never reached its thread): later frames are refused, those
@@ -145,6 +172,10 @@ pub(crate) struct IoThread {
     waker: mio::Waker,
     /// Connections the thread holds (for placing new ones on the least loaded thread).
     conns: AtomicUsize,
+    /// Every connection's settings.
+    settings: Arc<IoSettings>,
+    /// Kicks and disconnects are counted here.
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for IoThread {
@@ -182,13 +213,18 @@ pub(crate) struct WsIo {
 }
 
 impl WsIo {
-    /// Start `count` threads (at least one). They run until the host is gone or
-    /// [`shutdown`](Self::shutdown) and their last connection ended.
-    pub(crate) fn start(
+    /// Start `count` threads (at least one), named `{name}-{i}`, for connections of `settings`
+    /// counted in `metrics`. They run until `owner` is gone or [`shutdown`](Self::shutdown),
+    /// and their last connection ended.
+    pub(crate) fn start<T: Send + Sync + 'static>(
         count: usize,
-        shared: &Arc<Shared>,
+        name: &str,
+        settings: IoSettings,
+        metrics: &Arc<Metrics>,
+        owner: &Arc<T>,
         runtime: tokio::runtime::Handle,
     ) -> std::io::Result<Self> {
+        let settings = Arc::new(settings);
         let mut threads = Vec::new();
         for i in 0..count.max(1) {
             let poll = mio::Poll::new()?;
@@ -198,15 +234,17 @@ impl WsIo {
                 wake_pending: AtomicBool::new(false),
                 waker,
                 conns: AtomicUsize::new(0),
+                settings: Arc::clone(&settings),
+                metrics: Arc::clone(metrics),
             });
             let home = Arc::clone(&thread);
-            let weak: Weak<Shared> = Arc::downgrade(shared);
+            let weak: Weak<T> = Arc::downgrade(owner);
             let rt = runtime.clone();
             std::thread::Builder::new()
-                .name(format!("zonekeep-ws-io-{i}"))
+                .name(format!("{name}-{i}"))
                 .spawn(move || {
                     let _rt = rt.enter();
-                    session::run(&home, poll, &weak);
+                    session::run(&home, poll, &|| weak.strong_count() > 0);
                 })?;
             threads.push(thread);
         }
@@ -239,6 +277,11 @@ impl WsIo {
         })
     }
 
+    /// The settings its connections are served with.
+    pub(crate) fn settings(&self) -> &IoSettings {
+        &self.first.settings
+    }
+
     /// Hand an admitted connection to its link's thread.
     pub(crate) fn attach(&self, arrival: Arrival) {
         let home = Arc::clone(&arrival.link.home);
@@ -256,17 +299,4 @@ impl WsIo {
             t.push(|inbox| inbox.shutdown = true);
         }
     }
-}
-
-/// What a connection holds until it ends: the connection-limit slot and the host's count of
-/// open sessions (graceful shutdown waits for it).
-pub(crate) struct Hold {
-    pub(crate) _guard: Option<Arc<ConnGuard>>,
-    pub(crate) _track: tokio_util::task::task_tracker::TaskTrackerToken,
-}
-
-/// The pieces of an attached session an I/O thread needs.
-pub(crate) struct Attachment {
-    pub(crate) attached: Attached,
-    pub(crate) hold: Hold,
 }

@@ -4,23 +4,22 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
 use tungstenite::error::ProtocolError;
 use tungstenite::protocol::frame::coding::CloseCode;
-use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig, WebSocketContext};
+use tungstenite::protocol::{CloseFrame, Role, WebSocketContext};
 use tungstenite::{Error as WsError, Message};
 
 use super::super::probe::{ProbeStep, ReadProbe, ReadProgress};
-use super::{Attachment, Hold, Inbox, IoThread, Link, WAKER};
+use super::{Inbox, IoSettings, IoThread, Link, Peer, WAKER};
 use crate::error::{kick_label, SessionError};
-use crate::host::Shared;
+use crate::metrics::Metrics;
 use crate::net::conn::KickNotice;
-use crate::net::netsim::{DelayQueue, Direction};
-use crate::session::{disconnected, handle_message, report_round_trip, Attached, Limits};
+use crate::net::netsim::{DelayQueue, Direction, NetSimConfig};
 use crate::sim::kick_frame;
 
 /// How often a thread looks at its connections' timers (idle, read progress, closing). They
@@ -43,10 +42,8 @@ pub(crate) struct Arrival {
     pub(crate) stream: std::net::TcpStream,
     /// Bytes the client sent after its Hello that were already read.
     pub(crate) leftover: Vec<u8>,
-    /// The session.
-    pub(crate) attachment: Attachment,
-    /// The host.
-    pub(crate) shared: Arc<Shared>,
+    /// What its messages mean.
+    pub(crate) peer: Box<dyn Peer>,
 }
 
 enum Phase {
@@ -64,9 +61,9 @@ struct Conn {
     link: Arc<Link>,
     stream: mio::net::TcpStream,
     ws: WebSocketContext,
-    shared: Arc<Shared>,
-    attached: Attached,
-    limits: Limits,
+    peer: Box<dyn Peer>,
+    settings: Arc<IoSettings>,
+    metrics: Arc<Metrics>,
     progress: ReadProgress,
     probe: ReadProbe,
     idle: Duration,
@@ -83,11 +80,11 @@ struct Conn {
     from_client: DelayQueue<Bytes>,
     /// Frames taken from the link and not yet written (NetSim's queue was full).
     batch: VecDeque<Bytes>,
-    _hold: Hold,
 }
 
-/// A thread's loop: runs until the host is gone and its last connection ended.
-pub(super) fn run(home: &Arc<IoThread>, mut poll: mio::Poll, shared: &Weak<Shared>) {
+/// A thread's loop: runs until its owner (the host, the relay) is gone and its last connection
+/// ended.
+pub(super) fn run(home: &Arc<IoThread>, mut poll: mio::Poll, owner_alive: &dyn Fn() -> bool) {
     let mut conns: HashMap<u64, Conn> = HashMap::new();
     let mut events = mio::Events::with_capacity(1024);
     let mut inbox = Inbox::default();
@@ -133,7 +130,7 @@ pub(super) fn run(home: &Arc<IoThread>, mut poll: mio::Poll, shared: &Weak<Share
         let now = Instant::now();
         for arrival in inbox.arrivals.drain(..) {
             let id = arrival.link.id;
-            if let Some(mut c) = Conn::open(arrival, poll.registry(), now) {
+            if let Some(mut c) = Conn::open(home, arrival, poll.registry(), now) {
                 if shutting_down {
                     c.begin_close(Some(SessionError::ShuttingDown.kick()), now);
                 }
@@ -192,22 +189,25 @@ pub(super) fn run(home: &Arc<IoThread>, mut poll: mio::Poll, shared: &Weak<Share
                 due.push(id);
             }
         }
-        if conns.is_empty() && shared.strong_count() == 0 {
+        if conns.is_empty() && !owner_alive() {
             return;
         }
     }
 }
 
 impl Conn {
-    fn open(arrival: Arrival, registry: &mio::Registry, now: Instant) -> Option<Conn> {
+    fn open(
+        home: &IoThread,
+        arrival: Arrival,
+        registry: &mio::Registry,
+        now: Instant,
+    ) -> Option<Conn> {
         let Arrival {
             link,
             stream,
             leftover,
-            attachment,
-            shared,
+            mut peer,
         } = arrival;
-        let Attachment { attached, hold } = attachment;
         let opened = stream.set_nonblocking(true).and_then(|()| {
             let mut stream = mio::net::TcpStream::from_std(stream);
             let token = mio::Token(usize::try_from(link.id).unwrap_or(usize::MAX));
@@ -223,25 +223,17 @@ impl Conn {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(conn = link.id, error = %e, "a WebSocket could not join its I/O thread");
-                shared.metrics.disconnect("dropped");
+                home.metrics.disconnect("dropped");
                 link.retire();
-                disconnected(&shared, &attached);
+                peer.ended();
                 return None;
             }
         };
-        let cfg = &shared.config;
-        // tungstenite's own caps sit at twice the host limit so that messages a little over it
-        // arrive whole and get a precise MESSAGE_TOO_LARGE.
-        let hard = cfg.max_message_bytes.saturating_mul(2);
+        let cfg = &home.settings;
         let write_batch = WRITE_BATCH_BYTES
             .max(cfg.write_buffer_bytes)
             .min(cfg.max_write_buffer_bytes / 2);
-        let ws_config = WebSocketConfig::default()
-            .max_message_size(Some(hard))
-            .max_frame_size(Some(hard))
-            .read_buffer_size(cfg.read_buffer_bytes)
-            .write_buffer_size(write_batch)
-            .max_write_buffer_size(cfg.max_write_buffer_bytes.max(write_batch + 1));
+        let ws_config = cfg.websocket(write_batch);
         let ws = if leftover.is_empty() {
             WebSocketContext::new(Role::Server, Some(ws_config))
         } else {
@@ -251,10 +243,9 @@ impl Conn {
         Some(Conn {
             stream,
             ws,
-            limits: Limits::new(cfg),
             progress: ReadProgress::new(),
-            probe: ReadProbe::new(Duration::from_millis(cfg.read_progress_timeout_ms), now),
-            idle: Duration::from_millis(cfg.idle_timeout_ms),
+            probe: ReadProbe::new(cfg.read_progress_timeout, now),
+            idle: cfg.idle_timeout,
             last_seen: now,
             blocked: false,
             readable: true,
@@ -269,10 +260,10 @@ impl Conn {
                 cfg.outbox_frames,
             ),
             batch: VecDeque::new(),
+            settings: Arc::clone(&home.settings),
+            metrics: Arc::clone(&home.metrics),
             link,
-            shared,
-            attached,
-            _hold: hold,
+            peer,
         })
     }
 
@@ -295,7 +286,7 @@ impl Conn {
         let take = serving && !self.blocked && self.batch.is_empty();
         let kick = self.link.take(&mut self.batch, take);
         if serving && !self.blocked {
-            let cfg = self.attached.netsim.get();
+            let cfg = self.sim();
             while let Some(frame) = self.batch.pop_front() {
                 if self.to_client.is_full() {
                     self.batch.push_front(frame);
@@ -306,15 +297,20 @@ impl Conn {
         } else if !serving {
             self.batch.clear();
         }
-        if let Some(k) = kick {
-            self.begin_close(Some(k), now);
+        if let Some(ending) = kick {
+            self.begin_close(ending, now);
         }
+    }
+
+    /// NetSim's setting for this connection's next message (off without one).
+    fn sim(&self) -> NetSimConfig {
+        self.peer.netsim().map(|n| n.get()).unwrap_or_default()
     }
 
     /// A frame to the client, through NetSim (dev): written now, or held back until it is due.
     fn deliver(
         &mut self,
-        cfg: &crate::net::netsim::NetSimConfig,
+        cfg: &NetSimConfig,
         frame: Bytes,
         now: Instant,
         releases: &mut BinaryHeap<Reverse<(Instant, u64)>>,
@@ -322,9 +318,9 @@ impl Conn {
         match self.to_client.offer(cfg, now, frame) {
             Some(frame) => self.write(Message::Binary(frame)),
             None => {
-                self.attached
-                    .netsim
-                    .held(Direction::ToClient, self.to_client.last_delay());
+                if let Some(n) = self.peer.netsim() {
+                    n.held(Direction::ToClient, self.to_client.last_delay());
+                }
                 self.schedule_release(releases);
             }
         }
@@ -362,7 +358,7 @@ impl Conn {
 
     /// Read up to a batch of messages.
     fn read_batch(&mut self, now: Instant, releases: &mut BinaryHeap<Reverse<(Instant, u64)>>) {
-        let max = self.shared.config.max_message_bytes;
+        let max = self.settings.max_message_bytes;
         for _ in 0..READ_BATCH {
             if self.from_client.is_full() || matches!(self.phase, Phase::Done) {
                 return;
@@ -376,13 +372,13 @@ impl Conn {
                         continue;
                     }
                     self.last_seen = now;
-                    let cfg = self.attached.netsim.get();
+                    let cfg = self.sim();
                     match self.from_client.offer(&cfg, now, b) {
                         Some(b) => self.handle(&b, now, releases),
                         None => {
-                            self.attached
-                                .netsim
-                                .held(Direction::FromClient, self.from_client.last_delay());
+                            if let Some(n) = self.peer.netsim() {
+                                n.held(Direction::FromClient, self.from_client.last_delay());
+                            }
                             self.schedule_release(releases);
                         }
                     }
@@ -396,12 +392,12 @@ impl Conn {
                         self.progress.answered(u64::from_be_bytes(seq));
                     }
                     if let Some(rtt) = self.progress.take_round_trip() {
-                        report_round_trip(&self.shared, &self.attached, rtt);
+                        self.peer.round_trip(rtt);
                     }
                 }
                 Ok(Message::Close(_)) => {
                     if !closing {
-                        self.shared.metrics.disconnect("closed");
+                        self.metrics.disconnect("closed");
                     }
                     // tungstenite queued the answering Close: send it, then we are done.
                     let _ = self.ws.flush(&mut self.stream);
@@ -439,7 +435,7 @@ impl Conn {
         match fault {
             Some(e) => self.begin_close(Some(e.kick()), now),
             None => {
-                self.shared.metrics.disconnect("dropped");
+                self.metrics.disconnect("dropped");
                 self.phase = Phase::Done;
             }
         }
@@ -453,9 +449,9 @@ impl Conn {
         now: Instant,
         releases: &mut BinaryHeap<Reverse<(Instant, u64)>>,
     ) {
-        match handle_message(&self.shared, &self.attached, &self.limits, bytes) {
+        match self.peer.message(bytes) {
             Ok(Some(pong)) => {
-                let cfg = self.attached.netsim.get();
+                let cfg = self.sim();
                 self.deliver(&cfg, pong, now, releases);
             }
             Ok(None) => {}
@@ -490,14 +486,14 @@ impl Conn {
             // The socket cannot take even the bounded write buffer: a reader this slow is
             // ended without a Kick (there is no room for one).
             WsError::WriteBufferFull(_) => {
-                self.shared.metrics.kick(&kick_label(
+                self.metrics.kick(&kick_label(
                     zonekeep_protocol::messages::KickCode::SLOW_CONSUMER,
                 ));
                 self.phase = Phase::Done;
             }
             _ => {
                 if matches!(self.phase, Phase::Serving) {
-                    self.shared.metrics.disconnect("dropped");
+                    self.metrics.disconnect("dropped");
                 }
                 self.phase = Phase::Done;
             }
@@ -512,16 +508,16 @@ impl Conn {
             return;
         }
         self.batch.clear();
-        let kick = kick.map(|k| k.for_version(self.attached.version));
+        let kick = kick.map(|k| k.for_version(self.peer.version()));
         let close = kick.as_ref().map(|k| CloseFrame {
             code: CloseCode::from(super::super::close_code(k.code)),
             reason: "".into(),
         });
         if let Some(k) = &kick {
-            self.shared.metrics.kick(&kick_label(k.code));
+            self.metrics.kick(&kick_label(k.code));
             self.write(Message::Binary(kick_frame(k.code, &k.reason)));
         }
-        let bound = Duration::from_millis(self.shared.config.kick_write_timeout_ms);
+        let bound = self.settings.close_timeout;
         self.phase = Phase::Closing { until: now + bound };
         match self.ws.close(&mut self.stream, close) {
             Ok(()) => self.unflushed = false,
@@ -541,6 +537,10 @@ impl Conn {
                 false
             }
             Phase::Serving => {
+                if let Some(k) = self.peer.check() {
+                    self.begin_close(Some(k), now);
+                    return true;
+                }
                 if now >= self.last_seen + self.idle {
                     self.begin_close(Some(SessionError::IdleTimeout.kick()), now);
                     return true;
@@ -569,7 +569,7 @@ impl Conn {
     fn end(mut self, registry: &mio::Registry) {
         let _ = registry.deregister(&mut self.stream);
         self.link.retire();
-        disconnected(&self.shared, &self.attached);
+        self.peer.ended();
     }
 }
 
