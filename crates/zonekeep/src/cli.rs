@@ -83,8 +83,8 @@ struct ServeArgs {
     #[arg(long, env = "ZONEKEEP_DEV")]
     dev: bool,
     /// Also register the dev and bench zone kinds (dots, doors, courier, ledger-test,
-    /// character-test, call-test, arena-workload, arena-workload-budget) without the rest of dev
-    /// mode, e.g. for `zonekeep bench --workload arena` against a host with signed tickets only. A production host serves the arena alone.
+    /// character-test, call-test, arena-workload, arena-workload-budget, arena-workload-crowd)
+    /// without the rest of dev mode, e.g. for `zonekeep bench --workload arena` against a host with signed tickets only. A production host serves the arena alone.
     #[arg(long, env = "ZONEKEEP_DEV_KINDS")]
     dev_kinds: bool,
     /// A zone kind whose game code is a WebAssembly module (docs/MODULES.md), as KIND=FILE (the
@@ -649,7 +649,8 @@ fn serve(args: ServeArgs) -> Result<()> {
         println!("zonekeep listening on http://{addr}");
         let kinds = if dev_kinds {
             "arena (default, page at /), gallery (page at /gallery), cells (page at /cells), dots, \
-             doors, courier, ledger-test, character-test, call-test, arena-workload, arena-workload-budget"
+             doors, courier, ledger-test, character-test, call-test, arena-workload, arena-workload-budget, \
+             arena-workload-crowd"
         } else {
             "arena (default, page at /), gallery (page at /gallery), cells (page at /cells)"
         };

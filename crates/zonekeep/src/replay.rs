@@ -23,7 +23,7 @@ pub struct ReplayArgs {
     /// The recording (as downloaded from `GET /admin/zones/{id}/recording/file`).
     file: PathBuf,
     /// Also register the dev and bench zone kinds, as `serve --dev` or `--dev-kinds` does
-    /// (dots, ledger-test, arena-workload, arena-workload-budget).
+    /// (dots, ledger-test, arena-workload, arena-workload-budget, arena-workload-crowd).
     #[arg(long, alias = "dev")]
     dev_kinds: bool,
     /// A zone kind whose game code is a module, as KIND=FILE: the module the recorded zone ran.

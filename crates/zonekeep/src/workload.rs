@@ -1,11 +1,13 @@
 //! Registers the bench's arena workload kinds on a host. It lives with the binary, which
 //! assembles the host, so the `zonekeep-bench` library needs no server to run its bots.
 
-use zonekeep_bench::arena::zone::{zone_config, ArenaZone, BUDGET_BYTES, KIND_BUDGET};
+use zonekeep_bench::arena::zone::{
+    zone_config, ArenaZone, BUDGET_BYTES, CROWD_OBSERVER_PATCH_EVERY, KIND_BUDGET, KIND_CROWD,
+};
 use zonekeep_bench::arena::KIND;
 use zonekeep_server::HostBuilder;
 
-/// Registers both arena kinds ([`KIND`] and [`KIND_BUDGET`]) on a host.
+/// Registers the arena kinds ([`KIND`], [`KIND_BUDGET`] and [`KIND_CROWD`]) on a host.
 pub fn register(builder: HostBuilder) -> HostBuilder {
     builder
         .zone_with::<ArenaZone>(KIND, zone_config(None), serde_json::Value::Null)
@@ -13,6 +15,14 @@ pub fn register(builder: HostBuilder) -> HostBuilder {
             KIND_BUDGET,
             zone_config(Some(BUDGET_BYTES)),
             serde_json::json!({ "budget": BUDGET_BYTES }),
+        )
+        .zone_with::<ArenaZone>(
+            KIND_CROWD,
+            zonekeep_core::ZoneConfig {
+                observer_patch_every: CROWD_OBSERVER_PATCH_EVERY,
+                ..zone_config(None)
+            },
+            serde_json::Value::Null,
         )
 }
 

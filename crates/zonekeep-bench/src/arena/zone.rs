@@ -24,6 +24,11 @@ use super::{ArenaParams, Scenario, KIND};
 
 /// The kind name of the arena with a per-patch byte budget (the crowded B run).
 pub const KIND_BUDGET: &str = "arena-workload-budget";
+/// The kind name of the arena watched by a crowd at a quarter of the players' patch rate (5 Hz
+/// against 20; the relays' 10,000-client run).
+pub const KIND_CROWD: &str = "arena-workload-crowd";
+/// Players' patches per observer patch in [`KIND_CROWD`].
+pub const CROWD_OBSERVER_PATCH_EVERY: u32 = 4;
 /// The budget of [`KIND_BUDGET`], bytes per Delta (the crowded scenario B run: 1,200).
 pub const BUDGET_BYTES: usize = 1200;
 /// Declared position quantum of both kinds.
