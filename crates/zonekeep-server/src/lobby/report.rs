@@ -48,7 +48,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 epoch: v.epoch,
                 players: v.players,
                 observers: v.observers,
-                present: v.present,
+                present: v.present.to_vec(),
                 open: v.listing.as_ref().map(|l| l.open),
                 metadata: v.listing.map(|l| l.metadata),
             })

@@ -36,7 +36,7 @@ pub(crate) use frames::{kick_frame, pong_frame};
 pub(crate) use interrupts::Interrupts;
 pub(crate) use lifecycle::Lifecycle;
 pub use lifecycle::LifecycleLog;
-pub(crate) use registry::{now_ms, Arrival, Registry, ZoneEntry};
+pub(crate) use registry::{now_ms, Arrival, LobbyView, Registry, ZoneEntry};
 pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
 pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};

@@ -48,7 +48,8 @@ pub(crate) struct LobbyView {
     pub epoch: u64,
     pub players: u32,
     pub observers: u32,
-    pub present: Vec<String>,
+    /// Shared with the zone's entry: unchanged, it is the same allocation.
+    pub present: Arc<[String]>,
     pub listing: Option<zonekeep_core::Listing>,
 }
 
@@ -133,8 +134,9 @@ pub(crate) struct ZoneEntry {
     pub epoch: AtomicU64,
     pub summary: Mutex<ZoneSummary>,
     /// The principals present (players and observers), published when who is present changes:
-    /// what the lobby's report names.
-    pub present: Mutex<Vec<String>>,
+    /// what the lobby's report names. Replaced whole, never edited: readers holding the last one
+    /// see by its address alone that it did not change.
+    pub present: Mutex<Arc<[String]>>,
     /// What the zone published last for a lobby listing it (see
     /// [`zonekeep_core::Ctx::publish_listing`]).
     pub listing: Mutex<Option<zonekeep_core::Listing>>,
@@ -411,7 +413,7 @@ impl Registry {
                     epoch,
                     players,
                     observers,
-                    present: e.present.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                    present: Arc::clone(&e.present.lock().unwrap_or_else(|p| p.into_inner())),
                     listing: e.listing.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                 })
             })

@@ -395,7 +395,7 @@ impl ZoneRun {
         }
         if changed {
             self.present_fingerprint = fingerprint;
-            let present = self
+            let present: std::sync::Arc<[String]> = self
                 .host
                 .players()
                 .map(|p| p.principal.as_str().to_owned())

@@ -300,3 +300,76 @@ impl WsIo {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn link(cap: usize) -> (tokio::runtime::Runtime, WsIo, Arc<Link>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let owner = Arc::new(());
+        let metrics = Arc::new(Metrics::new(0));
+        let settings = IoSettings::of(&crate::config::ServerConfig::default());
+        let io = WsIo::start(
+            1,
+            "test-io",
+            settings,
+            &metrics,
+            &owner,
+            rt.handle().clone(),
+        )
+        .unwrap();
+        let link = io.link(1, cap);
+        (rt, io, link)
+    }
+
+    fn frame(n: u8) -> Bytes {
+        Bytes::from(vec![n])
+    }
+
+    #[test]
+    fn a_close_goes_after_the_frames_queued_before_it() {
+        let (_rt, io, link) = link(8);
+        assert_eq!(link.offer(frame(1)), Offer::Queued);
+        assert_eq!(link.offer(frame(2)), Offer::Queued);
+        link.close();
+        // A later ending does not replace the first.
+        link.kick(KickNotice {
+            code: KickCode::KICKED,
+            reason: "late".into(),
+        });
+        let mut taken = VecDeque::new();
+        // While the socket cannot take frames, the close waits behind them.
+        assert!(link.take(&mut taken, false).is_none());
+        assert!(taken.is_empty());
+        // Once it can, the frames go first and the close (without a Kick) with them.
+        assert!(matches!(link.take(&mut taken, true), Some(None)));
+        assert_eq!(taken, VecDeque::from([frame(1), frame(2)]));
+        assert!(
+            link.take(&mut taken, true).is_none(),
+            "the close is taken once"
+        );
+        io.forget(&link);
+        assert_eq!(link.offer(frame(3)), Offer::Closed);
+    }
+
+    #[test]
+    fn a_kick_ends_at_once_and_a_full_link_kicks_its_reader() {
+        let (_rt, io, link) = link(2);
+        assert_eq!(link.offer(frame(1)), Offer::Queued);
+        assert_eq!(link.offer(frame(2)), Offer::Queued);
+        assert_eq!(link.offer(frame(3)), Offer::Overflowed);
+        let mut taken = VecDeque::new();
+        // The socket is full, yet the slow reader's Kick is taken now: nobody waits for it.
+        match link.take(&mut taken, false) {
+            Some(Some(k)) => assert_eq!(k.code, KickCode::SLOW_CONSUMER),
+            other => panic!("expected the slow consumer's Kick, got {other:?}"),
+        }
+        assert!(link.is_kicked());
+        io.forget(&link);
+    }
+}
