@@ -5,7 +5,7 @@
 //! protocol). For each zone with clients here the relay keeps one link to the origin
 //! (`link`), and one thread that holds the zone's replica and replicator ([`RelayZone`]) and
 //! queues every client's frames. The clients' sockets are served by the same I/O threads a host
-//! serves its WebSockets with ([`crate::net::ws::io`]): each thread owns many connections and
+//! serves its WebSockets with (`net/ws/io`): each thread owns many connections and
 //! writes a patch's frames to all of them when woken once. A client's session (`session`)
 //! forwards what it sends to the origin, except what the relay answers itself: Pings, and
 //! Resyncs (its frames are built here).
