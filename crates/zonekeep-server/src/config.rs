@@ -821,19 +821,25 @@ impl ServerConfig {
     /// The WebSocket I/O threads to start: as configured, else one per two cores (at least one):
     /// on two cores one I/O thread writing every socket was cheaper than two (BENCHMARKS.md).
     pub fn ws_io_thread_count(&self) -> usize {
-        if self.ws_io_threads > 0 {
-            self.ws_io_threads
-        } else {
-            std::thread::available_parallelism()
-                .map(|n| n.get() / 2)
-                .unwrap_or(1)
-                .max(1)
-        }
+        io_thread_count(self.ws_io_threads)
     }
 
     /// `ms` as a duration (helper for the `*_ms` fields).
     pub fn ms(ms: u64) -> Duration {
         Duration::from_millis(ms)
+    }
+}
+
+/// WebSocket I/O threads for a `configured` count (a host's or a relay's): that many, or with 0
+/// one per two cores, at least one.
+pub(crate) fn io_thread_count(configured: usize) -> usize {
+    if configured > 0 {
+        configured
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get() / 2)
+            .unwrap_or(1)
+            .max(1)
     }
 }
 

@@ -307,15 +307,7 @@ impl Host {
                     tracing::info!("drain requested over the admin API");
                     break;
                 }
-                r = listener.accept() => match r {
-                    Ok(x) => x,
-                    Err(e) => {
-                        // EMFILE and friends: back off briefly instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
+                x = crate::net::accept(&listener) => x,
             };
             let (guard, over_ip_cap) = match limiter.admit(peer.ip()) {
                 Admission::Normal(g) => (g, false),

@@ -18,3 +18,19 @@ pub mod netsim;
 pub mod relay;
 pub mod webtransport;
 pub(crate) mod ws;
+
+/// The next connection on `listener`. A failed accept (EMFILE and friends) is logged and retried
+/// after a short pause instead of spinning; cancel-safe.
+pub(crate) async fn accept(
+    listener: &tokio::net::TcpListener,
+) -> (tokio::net::TcpStream, std::net::SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(x) => return x,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

@@ -237,7 +237,7 @@ impl Relay {
         let _ = shared.public_url.set(url);
         if shared.io.get().is_none() {
             let io = WsIo::start(
-                io_thread_count(cfg.io_threads),
+                crate::config::io_thread_count(cfg.io_threads),
                 "zonekeep-relay-io",
                 io_settings(cfg),
                 &shared.metrics,
@@ -260,15 +260,7 @@ impl Relay {
         loop {
             let (stream, _) = tokio::select! {
                 () = &mut shutdown => break,
-                r = listener.accept() => match r {
-                    Ok(x) => x,
-                    Err(e) => {
-                        // EMFILE and friends: back off briefly instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
+                x = crate::net::accept(&listener) => x,
             };
             let _ = stream.set_nodelay(true);
             if cfg.socket_send_buffer > 0 {
@@ -316,18 +308,6 @@ impl Relay {
         let _ = tokio::time::timeout(bound, shared.sessions.wait()).await;
         let _ = tokio::time::timeout(bound, conns.wait()).await;
         Ok(())
-    }
-}
-
-/// The I/O threads to start: as configured, else one per two cores (at least one), as a host.
-fn io_thread_count(configured: usize) -> usize {
-    if configured > 0 {
-        configured
-    } else {
-        std::thread::available_parallelism()
-            .map(|n| n.get() / 2)
-            .unwrap_or(1)
-            .max(1)
     }
 }
 
