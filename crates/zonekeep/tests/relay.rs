@@ -507,6 +507,20 @@ async fn the_host_places_new_players_on_a_relay_with_room() {
     // The relay is full (two clients): the next new player stays at the host.
     let mut ws = connect(&host.addr, zone, hello(ticket("four", zone))).await;
     welcome(&mut ws).await.expect("admitted at the host");
+    // One that comes to the full relay anyway is refused there, and the refusal is counted.
+    let mut ws = connect(&relay.addr, zone, hello(ticket("five", zone))).await;
+    assert_eq!(
+        welcome(&mut ws).await.err(),
+        Some(Some(KickCode::TOO_MANY_CONNECTIONS))
+    );
+    let metrics = reqwest_get(&format!("http://{}/metrics", relay.addr)).await;
+    let refused = metrics.lines().find_map(|l| {
+        l.strip_prefix("zonekeep_connections_refused_total{reason=\"max_clients\"}")?
+            .trim()
+            .parse::<f64>()
+            .ok()
+    });
+    assert_eq!(refused, Some(1.0), "the relay counts it: {metrics}");
     // The player already at the host plays on there.
     first.read_for(Duration::from_millis(100)).await;
     assert!(first.mirror.tick() > 0);
