@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::net::TcpStream;
-use zonekeep_protocol::messages::{ClientMessage, KickCode};
+use zonekeep_protocol::messages::{tag, ClientMessage, KickCode};
 use zonekeep_protocol::ResumeFrom;
 
 use super::link::{ZoneCmd, ZoneLink};
@@ -207,6 +207,15 @@ struct RelayClient {
 
 impl Peer for RelayClient {
     fn message(&mut self, bytes: &[u8]) -> Result<Option<Bytes>, SessionError> {
+        // Inputs and chat are the origin's to read and judge, under its limits for this client
+        // (an undecodable one gets its Kick over the link): they go on as they came, read once.
+        if !matches!(
+            bytes.first(),
+            Some(&(tag::PING | tag::RESYNC | tag::HELLO)) | None
+        ) {
+            self.link.send_up(wire::from_client(self.client, bytes));
+            return Ok(None);
+        }
         match ClientMessage::decode(bytes) {
             Ok(ClientMessage::Ping(p)) => {
                 if !self.limits.ping(|| {})? {
@@ -223,8 +232,8 @@ impl Peer for RelayClient {
                 Ok(None)
             }
             Ok(ClientMessage::Hello(_)) => Err(SessionError::Protocol("Hello out of place".into())),
-            // Inputs, chat: the origin's, under its limits for this client. A full link queue
-            // ends the link, and [`Peer::check`] then sends the client on.
+            // Not reached for other tags (above). A full link queue ends the link, and
+            // [`Peer::check`] then sends the client on.
             Ok(_) => {
                 self.link.send_up(wire::from_client(self.client, bytes));
                 Ok(None)
