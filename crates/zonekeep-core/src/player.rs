@@ -64,5 +64,128 @@ pub struct PlayerInfo {
     pub connected: bool,
 }
 
-/// The participants present, ordered by id so iteration is deterministic.
-pub(crate) type Roster = BTreeMap<PlayerId, PlayerInfo>;
+/// The participants present, ordered by id so iteration is deterministic, with how many hold
+/// each role: admitting a participant checks its role's cap without walking everyone (a zone of
+/// 10,000 observers joining one by one would otherwise cost a walk per join).
+///
+/// It reads as the map it wraps; every change goes through it, so the counts stay true.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Roster {
+    by_id: BTreeMap<PlayerId, PlayerInfo>,
+    observers: usize,
+}
+
+impl Roster {
+    /// No participants.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Participants holding `role`.
+    pub(crate) fn count(&self, role: Role) -> usize {
+        match role {
+            Role::Observer => self.observers,
+            Role::Player => self.by_id.len() - self.observers,
+        }
+    }
+
+    fn counted(&mut self, info: &PlayerInfo, up: bool) {
+        if info.role == Role::Observer {
+            if up {
+                self.observers += 1;
+            } else {
+                self.observers -= 1;
+            }
+        }
+    }
+
+    /// Seats `info` under `id`, returning whom it replaced.
+    pub(crate) fn insert(&mut self, id: PlayerId, info: PlayerInfo) -> Option<PlayerInfo> {
+        self.counted(&info, true);
+        let old = self.by_id.insert(id, info);
+        if let Some(o) = &old {
+            self.counted(o, false);
+        }
+        old
+    }
+
+    /// Removes `id`, returning what it held.
+    pub(crate) fn remove(&mut self, id: &PlayerId) -> Option<PlayerInfo> {
+        let old = self.by_id.remove(id);
+        if let Some(o) = &old {
+            self.counted(o, false);
+        }
+        old
+    }
+
+    /// Removes everyone.
+    pub(crate) fn clear(&mut self) {
+        self.by_id.clear();
+        self.observers = 0;
+    }
+
+    /// Marks `id` connected or not, returning whether it was (`None`: not present).
+    pub(crate) fn set_connected(&mut self, id: PlayerId, connected: bool) -> Option<bool> {
+        self.by_id
+            .get_mut(&id)
+            .map(|p| std::mem::replace(&mut p.connected, connected))
+    }
+}
+
+impl std::ops::Deref for Roster {
+    type Target = BTreeMap<PlayerId, PlayerInfo>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.by_id
+    }
+}
+
+impl From<BTreeMap<PlayerId, PlayerInfo>> for Roster {
+    fn from(by_id: BTreeMap<PlayerId, PlayerInfo>) -> Self {
+        let observers = by_id.values().filter(|p| p.role == Role::Observer).count();
+        Self { by_id, observers }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(id: u32, role: Role) -> PlayerInfo {
+        PlayerInfo {
+            id: PlayerId(id),
+            principal: Principal::new(format!("p{id}")),
+            role,
+            claims: Claims::new(),
+            connected: true,
+        }
+    }
+
+    #[test]
+    fn the_roster_counts_each_role_through_every_change() {
+        let mut r = Roster::new();
+        r.insert(PlayerId(1), info(1, Role::Player));
+        r.insert(PlayerId(2), info(2, Role::Observer));
+        r.insert(PlayerId(3), info(3, Role::Observer));
+        assert_eq!((r.count(Role::Player), r.count(Role::Observer)), (1, 2));
+        // Seated again under the same id as the other role: the old seat stops counting.
+        r.insert(PlayerId(2), info(2, Role::Player));
+        assert_eq!((r.count(Role::Player), r.count(Role::Observer)), (2, 1));
+        assert!(r.remove(&PlayerId(3)).is_some());
+        assert!(r.remove(&PlayerId(3)).is_none());
+        assert_eq!((r.count(Role::Player), r.count(Role::Observer)), (2, 0));
+        assert_eq!(r.set_connected(PlayerId(1), false), Some(true));
+        assert_eq!(r.set_connected(PlayerId(1), false), Some(false));
+        assert_eq!(r.set_connected(PlayerId(9), false), None);
+        let rebuilt = Roster::from(BTreeMap::from([
+            (PlayerId(4), info(4, Role::Observer)),
+            (PlayerId(5), info(5, Role::Player)),
+        ]));
+        assert_eq!(
+            (rebuilt.count(Role::Player), rebuilt.count(Role::Observer)),
+            (1, 1)
+        );
+        r.clear();
+        assert_eq!((r.count(Role::Player), r.count(Role::Observer)), (0, 0));
+    }
+}

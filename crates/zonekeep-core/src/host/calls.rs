@@ -69,7 +69,7 @@ impl ZoneHost {
             Role::Player => self.config.max_players,
             Role::Observer => self.config.max_observers,
         };
-        let present = self.core.roster.values().filter(|p| p.role == role).count();
+        let present = self.core.roster.count(role);
         if present >= usize::try_from(max).unwrap_or(usize::MAX) {
             return Err(JoinError::Full { role });
         }
@@ -147,11 +147,14 @@ impl ZoneHost {
     }
 
     fn drop_participant(&mut self, id: PlayerId) -> Result<(), UnknownPlayer> {
-        let info = self.core.roster.get_mut(&id).ok_or(UnknownPlayer(id))?;
-        if !info.connected {
+        let was = self
+            .core
+            .roster
+            .set_connected(id, false)
+            .ok_or(UnknownPlayer(id))?;
+        if !was {
             return Ok(());
         }
-        info.connected = false;
         self.relays_changed(&[id]);
         let now = self.read_clock();
         self.dropped_at.insert(id, now);
@@ -220,9 +223,7 @@ impl ZoneHost {
             return Err(RejoinError::GraceExpired(id));
         }
         self.dropped_at.remove(&id);
-        if let Some(p) = self.core.roster.get_mut(&id) {
-            p.connected = true;
-        }
+        let _ = self.core.roster.set_connected(id, true);
         self.relays_changed(&[id]);
         let resumed = self.resubscribe(id, from);
         if self.core.transfers.moving.contains_key(&id) {

@@ -211,7 +211,7 @@ impl ZoneHost {
                     core.facts = facts;
                     core.world = world;
                     core.views = views;
-                    core.roster = roster;
+                    core.roster = roster.into();
                 }
             },
             |init, ctx| Ok(Box::new(Slot::new(Z::from_image(init, ctx, zone_bytes)?))),
