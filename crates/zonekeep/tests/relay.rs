@@ -635,3 +635,42 @@ async fn a_relayed_player_plays_on_through_a_module_deploy() {
         "the link got {patches} then {after} patches"
     );
 }
+
+/// A relay holds one link per zone, all from one address: once they show the relay credential
+/// they do not count against the host's cap on one address's connections, which is for clients,
+/// but each holds its connection slot (and shows in the connections gauge) while it is open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_serves_more_zones_than_one_address_may_hold_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreSpec::Sqlite(dir.path().join("zonekeep.db"));
+    let args = [
+        "--relay-token",
+        RELAY_TOKEN,
+        "--admin-token",
+        support::ADMIN_TOKEN,
+        "--max-connections-per-ip",
+        "2",
+    ];
+    let host = Server::start(&store, &args, &dir.path().join("host.log")).await;
+    let relay = Relay::start(&host.addr, RELAY_TOKEN, &dir.path().join("relay.log"), &[]);
+    // Past the cap and past its courtesy tier (twice the cap), where a client's connection
+    // would be closed at accept.
+    let mut clients = Vec::new();
+    for i in 0..6 {
+        let zone = format!("relay-zones-{i}");
+        clients.push(Client::join(&relay.addr, &zone, &format!("z{i}")).await);
+    }
+    for c in &mut clients {
+        c.read_for(Duration::from_millis(200)).await;
+        assert!(c.mirror.tick() > 0, "{} got no frame", c.welcome.zone_id);
+    }
+    assert_eq!(host.metric("zonekeep_relay_links").await, 6.0);
+    let open = host.metric("zonekeep_connections").await;
+    assert!(open >= 6.0, "the links hold their slots: {open} open");
+    assert_eq!(
+        host.metric("zonekeep_connections_refused_total{reason=\"per_ip\"}")
+            .await,
+        0.0,
+        "no link was refused for its address"
+    );
+}

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use prometheus_client::metrics::gauge::Gauge;
@@ -76,6 +77,7 @@ impl ConnLimiter {
         let guard = ConnGuard {
             limiter: self.clone(),
             ip,
+            per_ip: AtomicBool::new(true),
         };
         if n >= self.max_per_ip {
             Admission::OverIpCap(guard)
@@ -89,10 +91,16 @@ impl ConnLimiter {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).total
     }
 
-    fn release(&self, ip: IpAddr) {
+    fn release(&self, ip: IpAddr, per_ip: bool) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if per_ip {
+            Self::release_ip(&mut s, ip);
+        }
         s.total = s.total.saturating_sub(1);
         self.open.dec();
+    }
+
+    fn release_ip(s: &mut State, ip: IpAddr) {
         if let Some(n) = s.per_ip.get_mut(&ip) {
             *n -= 1;
             if *n == 0 {
@@ -107,11 +115,27 @@ impl ConnLimiter {
 pub struct ConnGuard {
     limiter: ConnLimiter,
     ip: IpAddr,
+    /// Still counted against its address's cap.
+    per_ip: AtomicBool,
+}
+
+impl ConnGuard {
+    /// The connection proved it is a trusted peer that multiplexes many clients (a relay's link,
+    /// with the relay credential): it stops counting against its address's cap, which is there
+    /// for clients, while it keeps its slot in the total. A relay holds one link per zone, so
+    /// with the cap it could serve no more zones of a host than the cap.
+    pub fn leave_ip_cap(&self) {
+        if self.per_ip.swap(false, Ordering::AcqRel) {
+            let mut s = self.limiter.state.lock().unwrap_or_else(|p| p.into_inner());
+            ConnLimiter::release_ip(&mut s, self.ip);
+        }
+    }
 }
 
 impl Drop for ConnGuard {
     fn drop(&mut self) {
-        self.limiter.release(self.ip);
+        self.limiter
+            .release(self.ip, self.per_ip.load(Ordering::Acquire));
     }
 }
 
@@ -140,5 +164,33 @@ mod tests {
         assert_eq!(gauge.get(), 1);
         assert!(matches!(l.admit(ip), Admission::Normal(_)));
         drop(b);
+    }
+
+    #[test]
+    fn a_trusted_link_leaves_its_address_cap_but_keeps_its_slot() {
+        let gauge = Gauge::default();
+        let l = ConnLimiter::new(4, 1, gauge.clone());
+        let ip: IpAddr = [10, 0, 0, 1].into();
+        let Admission::Normal(link) = l.admit(ip) else {
+            panic!("the first connection is served");
+        };
+        assert!(matches!(l.admit(ip), Admission::OverIpCap(_)));
+        link.leave_ip_cap();
+        link.leave_ip_cap();
+        // The address has room again (once: leaving twice released one count).
+        let Admission::Normal(second) = l.admit(ip) else {
+            panic!("the link no longer counts against its address");
+        };
+        assert!(matches!(l.admit(ip), Admission::OverIpCap(_)));
+        assert_eq!(l.open(), 2, "the link still holds its slot in the total");
+        drop(link);
+        assert_eq!(l.open(), 1);
+        assert!(
+            matches!(l.admit(ip), Admission::OverIpCap(_)),
+            "the second connection still counts"
+        );
+        drop(second);
+        assert_eq!((l.open(), gauge.get()), (0, 0));
+        assert!(matches!(l.admit(ip), Admission::Normal(_)));
     }
 }

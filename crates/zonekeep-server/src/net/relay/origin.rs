@@ -11,6 +11,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
@@ -18,7 +19,7 @@ use zonekeep_protocol::messages::KickCode;
 
 use super::wire::{self, Up};
 use super::{LinkOut, RelayedClient};
-use crate::host::{json_error, valid_zone_id, Shared};
+use crate::host::{json_error, valid_zone_id, ConnInfo, Shared};
 use crate::net::conn::ConnHandle;
 use crate::session::{admit_hello, disconnected, handle_message, Attached, Handshake, Limits};
 
@@ -28,6 +29,7 @@ use crate::session::{admit_hello, disconnected, handle_message, Attached, Handsh
 pub(crate) async fn link_handler(
     State(shared): State<Arc<Shared>>,
     Path(zone_id): Path<String>,
+    info: Option<Extension<ConnInfo>>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
@@ -42,13 +44,22 @@ pub(crate) async fn link_handler(
         shared.metrics.relay().refused(why);
         return crate::admin::unauthorized();
     }
+    // The link holds its connection slot for its life, as every socket does, but one address's
+    // cap is for clients: a relay keeps one link per zone from one address.
+    let guard = info.map(|Extension(i)| i.guard);
+    if let Some(g) = &guard {
+        g.leave_ip_cap();
+    }
     if !valid_zone_id(&zone_id) {
         return json_error(StatusCode::BAD_REQUEST, "bad_zone_id", "malformed zone id");
     }
     let hard = shared.config.max_message_bytes.saturating_mul(2);
     ws.max_message_size(hard)
         .max_frame_size(hard)
-        .on_upgrade(move |socket| run(shared, zone_id, socket))
+        .on_upgrade(move |socket| async move {
+            let _guard = guard;
+            run(shared, zone_id, socket).await;
+        })
         .into_response()
 }
 
