@@ -8,6 +8,7 @@ pub mod doors;
 pub mod proxy;
 pub mod push;
 pub mod redis;
+pub mod relay;
 pub mod replay_cli;
 pub mod sdk;
 mod service;

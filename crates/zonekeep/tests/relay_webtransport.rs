@@ -1,0 +1,506 @@
+//! WebTransport clients at a relay (PROTOCOL.md §1.1): real processes on loopback, a host in dev
+//! mode (WebTransport on) and a relay serving WebTransport with a development certificate. A
+//! client over WebTransport through the relay is admitted by the host as itself, gets the States
+//! a direct WebTransport client gets (in datagrams), and its inputs move its entity; a ticket the
+//! host does not accept is refused through the relay too; a killed relay's WebTransport clients
+//! resume at the host; a client that breaks the rules is kicked with a typed code while the
+//! others play on; the relay's client cap counts both transports.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+use support::relay::{Relay, RELAY_TOKEN};
+use support::{Server, StoreSpec};
+use zonekeep_client::connection::webtransport::discover;
+use zonekeep_client::{connect, ClientError, ConnectOptions, Connection, Event, Patch, Transport};
+use zonekeep_protocol::messages::{tag, ClientMessage, Hello, KickCode, ServerMessage};
+use zonekeep_protocol::schema::FieldValue;
+use zonekeep_protocol::wire::put_varint;
+
+const KIND: &str = "arena-workload";
+
+/// A host in dev mode (WebTransport on) that takes relays, on a SQLite store in `dir`.
+async fn origin(dir: &Path) -> Server {
+    let store = StoreSpec::Sqlite(dir.join("zonekeep.db"));
+    let args = [
+        "--dev",
+        "--relay-token",
+        RELAY_TOKEN,
+        "--admin-token",
+        support::ADMIN_TOKEN,
+    ];
+    Server::start(&store, &args, &dir.join("host.log")).await
+}
+
+/// A relay of `host` serving WebTransport with a development certificate, with `extra` flags.
+fn relay(host: &Server, dir: &Path, extra: &[&str]) -> Relay {
+    let mut flags = vec!["--dev"];
+    flags.extend_from_slice(extra);
+    Relay::start(&host.addr, RELAY_TOKEN, &dir.join("relay.log"), &flags)
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A ticket for `sub` to the arena workload zone `zone` (few NPCs, all of them in view),
+/// expiring at `exp`.
+fn ticket_until(sub: &str, zone: &str, exp: u64) -> String {
+    support::sign(&json!({
+        "sub": sub, "zone": zone, "kind": KIND, "exp": exp,
+        "params": {"npcs": 30},
+        "jti": format!("relay-wt-{sub}-{}", support::unique_run()),
+    }))
+}
+
+fn ticket(sub: &str, zone: &str) -> String {
+    ticket_until(sub, zone, now() + 120)
+}
+
+/// Options for a WebTransport connection with `ticket`.
+fn over_webtransport(ticket: String) -> ConnectOptions {
+    let mut opts = ConnectOptions::new(ticket);
+    opts.transport = Transport::WebTransport;
+    opts
+}
+
+/// One entity as a client was shown it: kind, position, fields.
+type Shown = (u32, f32, f32, Vec<FieldValue>);
+
+/// A client's view of the world, built from the patches it was shown, with a copy at every tick.
+#[derive(Default)]
+struct View {
+    world: BTreeMap<u32, Shown>,
+    seen: BTreeMap<u64, BTreeMap<u32, Shown>>,
+    /// Every acknowledgement shown, in order.
+    acks: Vec<u32>,
+    /// The entity the player controls.
+    control: Option<u32>,
+}
+
+impl View {
+    fn apply(&mut self, p: &Patch) {
+        if p.baseline {
+            self.world.clear();
+        }
+        for id in &p.despawns {
+            self.world.remove(id);
+        }
+        for s in &p.spawns {
+            self.world
+                .insert(s.id, (s.kind, s.x, s.y, s.fields.clone()));
+        }
+        for u in &p.updates {
+            let e = self
+                .world
+                .get_mut(&u.id)
+                .expect("an update of a known entity");
+            if let Some((x, y)) = u.pos {
+                e.1 = x;
+                e.2 = y;
+            }
+            for (i, v) in &u.fields {
+                e.3[usize::from(*i)] = v.clone();
+            }
+        }
+        if let Some(c) = p.control {
+            self.control = c;
+        }
+        self.acks.push(p.ack);
+        self.seen.insert(p.tick, self.world.clone());
+    }
+
+    /// Reads and applies what comes for `d`; the session must go on throughout.
+    async fn read_for(&mut self, conn: &mut Connection, d: Duration) {
+        let end = tokio::time::Instant::now() + d;
+        while let Ok(ev) = tokio::time::timeout_at(end, conn.recv()).await {
+            match ev {
+                Some(Event::Delta(p)) => self.apply(&p),
+                Some(Event::Kick(k)) => panic!("kicked: {k:?}"),
+                Some(Event::Closed(r)) => panic!("closed: {r:?}"),
+                None => panic!("the connection ended"),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// An arena move of (dx, dy).
+fn walk(dx: f64, dy: f64) -> Vec<u8> {
+    let mut payload = dx.to_le_bytes().to_vec();
+    payload.extend_from_slice(&dy.to_le_bytes());
+    payload
+}
+
+/// The transport of each participant of `zone`, by principal, as the host's admin API lists them.
+async fn transports(host: &Server, zone: &str) -> BTreeMap<String, String> {
+    let (_, detail) = host
+        .admin_request("GET", &format!("/admin/zones/{zone}"), None)
+        .await;
+    detail["participants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p["principal"].as_str()?.to_owned(),
+                p["transport"].as_str()?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webtransport_client_through_a_relay_is_served_as_a_direct_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = relay(&host, dir.path(), &[]);
+    let zone = "relay-wt-1";
+    let (mut direct, dw) = connect(
+        &format!("ws://{}/zones/{zone}", host.addr),
+        over_webtransport(ticket("dee", zone)),
+    )
+    .await
+    .unwrap();
+    let (mut relayed, rw) = connect(
+        &format!("ws://{}/zones/{zone}", relay.addr),
+        over_webtransport(ticket("ray", zone)),
+    )
+    .await
+    .unwrap();
+    // Over WebTransport, at the relay's own endpoint (it was not redirected to the host's).
+    assert_eq!(relayed.transport(), Transport::WebTransport);
+    assert_eq!(relayed.counters().redirects, 0);
+    assert!(rw.version >= 6, "a WebTransport session: {}", rw.version);
+    // Admitted by the host as itself, its frames built by the relay.
+    assert_eq!(rw.zone_id, zone);
+    assert_ne!(rw.player_id, dw.player_id);
+    assert_eq!(rw.schema, dw.schema);
+    assert_eq!(
+        transports(&host, zone).await,
+        BTreeMap::from([
+            ("dee".to_owned(), "webtransport".to_owned()),
+            ("ray".to_owned(), "relay".to_owned())
+        ])
+    );
+    // The relayed player walks; both clients watch.
+    let (mut dv, mut rv) = (View::default(), View::default());
+    for _ in 0..10 {
+        relayed.send_input(&walk(3.0, 1.0)).unwrap();
+        tokio::join!(
+            rv.read_for(&mut relayed, Duration::from_millis(60)),
+            dv.read_for(&mut direct, Duration::from_millis(60))
+        );
+    }
+    tokio::join!(
+        rv.read_for(&mut relayed, Duration::from_millis(800)),
+        dv.read_for(&mut direct, Duration::from_millis(800))
+    );
+    // Its inputs reached the zone: the acknowledgement it is shown rises to the last one.
+    assert_eq!(rv.acks.last(), Some(&10), "{:?}", rv.acks);
+    assert!(rv.acks.windows(2).all(|w| w[0] <= w[1]), "{:?}", rv.acks);
+    assert!(rv.acks.iter().any(|a| (1..10).contains(a)), "{:?}", rv.acks);
+    // At every tick both clients were shown, they hold the same world, entity for entity.
+    let common: Vec<u64> = rv
+        .seen
+        .keys()
+        .filter(|t| dv.seen.contains_key(t))
+        .copied()
+        .collect();
+    assert!(common.len() > 10, "only {} ticks in common", common.len());
+    for t in &common {
+        assert_eq!(rv.seen[t], dv.seen[t], "the world at tick {t}");
+    }
+    // The relayed player's own entity moved, as the direct client sees it too.
+    let me = rv.control.expect("the relayed player controls an entity");
+    let (first, last) = (common[0], common[common.len() - 1]);
+    let at = |t: u64| dv.seen[&t].get(&me).map(|e| (e.1, e.2));
+    assert!(
+        at(first).is_some() && at(first) != at(last),
+        "{:?}",
+        (at(first), at(last))
+    );
+    // Nothing arrived late or without its base on loopback: every State applied.
+    assert_eq!(relayed.counters().states_without_base, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_over_webtransport_cannot_forge_who_its_clients_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = relay(&host, dir.path(), &[]);
+    let zone = "relay-wt-2";
+    let url = format!("ws://{}/zones/{zone}", relay.addr);
+    // Signed with another secret: a principal the host's key does not vouch for.
+    let forged = zonekeep_server::ticket::sign_parts(
+        b"a-secret-the-host-does-not-know-0123456789",
+        &json!({"alg": "HS256", "kid": "default"}),
+        &json!({"sub": "admin", "zone": zone, "kind": KIND, "exp": now() + 60, "jti": "f-1"}),
+    );
+    let refused = connect(&url, over_webtransport(forged)).await.err();
+    assert!(
+        matches!(&refused, Some(ClientError::Kicked(k)) if k.code == KickCode::BAD_TICKET),
+        "{refused:?}"
+    );
+    // An expired one is refused too.
+    let expired = ticket_until("late", zone, now() - 3600);
+    let refused = connect(&url, over_webtransport(expired)).await.err();
+    assert!(
+        matches!(&refused, Some(ClientError::Kicked(k)) if k.code == KickCode::TICKET_EXPIRED),
+        "{refused:?}"
+    );
+    // A good one is admitted as the principal it names, and no other.
+    let (_c, _) = connect(&url, over_webtransport(ticket("bob", zone)))
+        .await
+        .unwrap();
+    assert_eq!(
+        transports(&host, zone).await,
+        BTreeMap::from([("bob".to_owned(), "relay".to_owned())])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webtransport_clients_of_a_killed_relay_resume_at_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let mut relay = relay(&host, dir.path(), &[]);
+    let zone = "relay-wt-3";
+    let (mut c, w) = connect(
+        &format!("ws://{}/zones/{zone}", relay.addr),
+        over_webtransport(ticket("cy", zone)),
+    )
+    .await
+    .unwrap();
+    let mut view = View::default();
+    c.send_input(&walk(1.0, 0.0)).unwrap();
+    view.read_for(&mut c, Duration::from_millis(500)).await;
+    assert!(!view.seen.is_empty());
+    // The Welcome names where the zone may be entered: its host.
+    assert!(
+        w.entries.iter().any(|e| e.contains(host.addr.as_str())),
+        "{:?}",
+        w.entries
+    );
+    relay.kill();
+    // The relay is gone: the client notices, its entry URL (the relay) does not answer, and it
+    // resumes through the entry URL its Welcome listed, with its reconnect token, over
+    // WebTransport at the host.
+    let (again, resumed) = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match c.recv().await {
+                Some(Event::Welcome { welcome, resumed }) => return (welcome, resumed),
+                Some(Event::Closed(r)) => panic!("closed: {r:?}"),
+                None => panic!("the connection ended"),
+                Some(_) => {}
+            }
+        }
+    })
+    .await
+    .expect("the client resumes");
+    // The same participant, not a fresh join; its frames come from the host now.
+    assert!(resumed);
+    assert_eq!(again.player_id, w.player_id);
+    let counters = c.counters();
+    assert_eq!((counters.resumes, counters.fresh_joins), (1, 1));
+    assert_eq!(counters.entry_fallbacks, 1);
+    assert_eq!(c.transport(), Transport::WebTransport);
+    assert_eq!(
+        transports(&host, zone).await,
+        BTreeMap::from([("cy".to_owned(), "webtransport".to_owned())])
+    );
+    // It plays on: its next input is acknowledged by the host.
+    c.send_input(&walk(1.0, 0.0)).unwrap();
+    let acked = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match c.recv().await {
+                Some(Event::Delta(d)) if d.ack >= 2 => return d.ack,
+                Some(Event::Closed(r)) => panic!("closed: {r:?}"),
+                None => panic!("the connection ended"),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the input is acknowledged");
+    assert_eq!(acked, 2);
+}
+
+/// A raw WebTransport session to the relay's endpoint (discovered as the SDK does) and its
+/// control stream, for clients that break the rules.
+struct RawSession {
+    conn: wtransport::Connection,
+    send: wtransport::SendStream,
+    recv: wtransport::RecvStream,
+}
+
+impl RawSession {
+    /// Opens a session to `zone` at the relay at `addr` and sends a Hello with `ticket`.
+    async fn hello(addr: &str, zone: &str, ticket: String) -> RawSession {
+        let found = discover(&format!("ws://{addr}/zones/{zone}"))
+            .await
+            .unwrap();
+        let endpoint = wtransport::Endpoint::client(found.client_config()).unwrap();
+        let conn = endpoint
+            .connect(format!("{}/zones/{zone}", found.url))
+            .await
+            .unwrap();
+        let (send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+        let mut s = RawSession { conn, send, recv };
+        let hello = ClientMessage::Hello(Hello {
+            versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
+            ticket,
+            reconnect_token: vec![],
+            content_version: String::new(),
+            resume_from: None,
+        })
+        .to_bytes()
+        .unwrap();
+        s.write(&hello).await;
+        s
+    }
+
+    /// Writes one message (its length first) on the control stream.
+    async fn write(&mut self, message: &[u8]) {
+        let mut framed = Vec::new();
+        put_varint(&mut framed, message.len() as u64);
+        framed.extend_from_slice(message);
+        self.send.write_all(&framed).await.unwrap();
+    }
+
+    /// The next message on the control stream that reads without a schema (States and Deltas
+    /// too large for a datagram are passed over), `None` when it ended.
+    async fn next(&mut self) -> Option<ServerMessage> {
+        loop {
+            let mut len = 0u64;
+            for i in 0..5 {
+                let mut b = [0u8; 1];
+                match self.recv.read(&mut b).await {
+                    Ok(Some(1)) => {}
+                    _ => return None,
+                }
+                len |= u64::from(b[0] & 0x7f) << (7 * i);
+                if b[0] & 0x80 == 0 {
+                    break;
+                }
+            }
+            let mut body = vec![0u8; len as usize];
+            self.recv.read_exact(&mut body).await.ok()?;
+            if matches!(body.first(), Some(&(tag::STATE | tag::DELTA))) {
+                continue;
+            }
+            return Some(ServerMessage::decode(&body, None).unwrap());
+        }
+    }
+
+    /// The Kick on the control stream before it ended, and the session's application close code.
+    async fn kicked(&mut self) -> (Option<KickCode>, u64) {
+        let kick = loop {
+            match self.next().await {
+                Some(ServerMessage::Kick(k)) => break Some(k.code),
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        let code = match self.conn.closed().await {
+            wtransport::error::ConnectionError::ApplicationClosed(c) => c.code().into_inner(),
+            other => panic!("the session ended without an application close: {other}"),
+        };
+        (kick, code)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_webtransport_client_is_kicked_and_the_relay_serves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = relay(&host, dir.path(), &[]);
+    let zone = "relay-wt-4";
+    let (mut good, _) = connect(
+        &format!("ws://{}/zones/{zone}", relay.addr),
+        over_webtransport(ticket("good", zone)),
+    )
+    .await
+    .unwrap();
+    let mut view = View::default();
+    view.read_for(&mut good, Duration::from_millis(300)).await;
+
+    // One that sends a datagram that is no Inputs, once it is served.
+    let mut garbage = RawSession::hello(&relay.addr, zone, ticket("junk", zone)).await;
+    assert!(matches!(
+        garbage.next().await,
+        Some(ServerMessage::Welcome(_))
+    ));
+    // Its States come as datagrams.
+    let d = tokio::time::timeout(Duration::from_secs(10), garbage.conn.receive_datagram())
+        .await
+        .expect("a State datagram")
+        .unwrap();
+    assert_eq!(d.payload().first(), Some(&tag::STATE));
+    garbage
+        .conn
+        .send_datagram(vec![0xff, 0x00, 0x13, 0x37])
+        .unwrap();
+    let (kick, code) = tokio::time::timeout(Duration::from_secs(10), garbage.kicked())
+        .await
+        .expect("the session ends");
+    assert_eq!(kick, Some(KickCode::PROTOCOL_ERROR));
+    assert_eq!(code, 4000 + u64::from(KickCode::PROTOCOL_ERROR.0));
+
+    // One that announces a control-stream message over the limit.
+    let mut oversized = RawSession::hello(&relay.addr, zone, ticket("big", zone)).await;
+    assert!(matches!(
+        oversized.next().await,
+        Some(ServerMessage::Welcome(_))
+    ));
+    let mut huge = Vec::new();
+    put_varint(
+        &mut huge,
+        (zonekeep_protocol::limits::MAX_CLIENT_MESSAGE + 1) as u64,
+    );
+    huge.extend_from_slice(&[0u8; 64]);
+    oversized.send.write_all(&huge).await.unwrap();
+    let (kick, code) = tokio::time::timeout(Duration::from_secs(10), oversized.kicked())
+        .await
+        .expect("the session ends");
+    assert_eq!(kick, Some(KickCode::MESSAGE_TOO_LARGE));
+    assert_eq!(code, 4000 + u64::from(KickCode::MESSAGE_TOO_LARGE.0));
+
+    // The well-behaved client played on throughout, and still does.
+    let before = view.seen.keys().last().copied().unwrap_or(0);
+    view.read_for(&mut good, Duration::from_millis(500)).await;
+    let after = view.seen.keys().last().copied().unwrap_or(0);
+    assert!(after > before + 5, "{before} then {after}");
+    assert_eq!(
+        transports(&host, zone).await,
+        BTreeMap::from([("good".to_owned(), "relay".to_owned())])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relays_client_cap_counts_both_transports() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = relay(&host, dir.path(), &["--max-clients", "1"]);
+    let zone = "relay-wt-5";
+    let url = format!("ws://{}/zones/{zone}", relay.addr);
+    // A WebSocket client takes the one slot.
+    let (_ws, _) = connect(&url, ConnectOptions::new(ticket("one", zone)))
+        .await
+        .unwrap();
+    // A WebTransport client is refused, and told why.
+    let refused = connect(&url, over_webtransport(ticket("two", zone)))
+        .await
+        .err();
+    assert!(
+        matches!(&refused, Some(ClientError::Kicked(k)) if k.code == KickCode::TOO_MANY_CONNECTIONS),
+        "{refused:?}"
+    );
+}
