@@ -228,8 +228,29 @@ async fn a_webtransport_client_through_a_relay_is_served_as_a_direct_one() {
         "{:?}",
         (at(first), at(last))
     );
-    // Nothing arrived late or without its base on loopback: every State applied.
-    assert_eq!(relayed.counters().states_without_base, 0);
+    // Nothing arrived without its base on loopback: every State applied.
+    let (rc, dc) = (relayed.counters(), direct.counters());
+    assert_eq!(rc.states_without_base, 0);
+    // Its States build on what it acknowledged, as the host's do: no larger than the direct
+    // client's (a State against nothing would carry every entity whole).
+    assert!(rc.deltas > 10 && dc.deltas > 10, "{rc:?} {dc:?}");
+    assert!(
+        rc.delta_bytes * dc.deltas * 2 <= dc.delta_bytes * rc.deltas * 3,
+        "relayed {} bytes in {} States, direct {} in {}",
+        rc.delta_bytes,
+        rc.deltas,
+        dc.delta_bytes,
+        dc.deltas
+    );
+    // What each client was sent per State (BENCHMARKS.md, "Relays"): the relay builds the same
+    // frames against acknowledged States as the host.
+    println!(
+        "bytes per State: relayed {:.1} over {} States, direct {:.1} over {}",
+        rc.delta_bytes as f64 / rc.deltas.max(1) as f64,
+        rc.deltas,
+        dc.delta_bytes as f64 / dc.deltas.max(1) as f64,
+        dc.deltas
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,6 +278,13 @@ async fn a_relay_over_webtransport_cannot_forge_who_its_clients_are() {
         matches!(&refused, Some(ClientError::Kicked(k)) if k.code == KickCode::TICKET_EXPIRED),
         "{refused:?}"
     );
+    // A Hello of no version a WebTransport session speaks is refused as a host refuses it.
+    let mut old = RawSession::hello_of(&relay.addr, zone, ticket("old", zone), vec![5]).await;
+    let (kick, code) = tokio::time::timeout(Duration::from_secs(10), old.kicked())
+        .await
+        .expect("the session ends");
+    assert_eq!(kick, Some(KickCode::VERSION_MISMATCH));
+    assert_eq!(code, 4000 + u64::from(KickCode::VERSION_MISMATCH.0));
     // A good one is admitted as the principal it names, and no other.
     let (_c, _) = connect(&url, over_webtransport(ticket("bob", zone)))
         .await
@@ -344,6 +372,13 @@ struct RawSession {
 impl RawSession {
     /// Opens a session to `zone` at the relay at `addr` and sends a Hello with `ticket`.
     async fn hello(addr: &str, zone: &str, ticket: String) -> RawSession {
+        let versions = vec![zonekeep_protocol::limits::PROTOCOL_VERSION];
+        RawSession::hello_of(addr, zone, ticket, versions).await
+    }
+
+    /// Opens a session to `zone` at the relay at `addr` and sends a Hello with `ticket`,
+    /// offering `versions`.
+    async fn hello_of(addr: &str, zone: &str, ticket: String, versions: Vec<u32>) -> RawSession {
         let found = discover(&format!("ws://{addr}/zones/{zone}"))
             .await
             .unwrap();
@@ -355,7 +390,7 @@ impl RawSession {
         let (send, recv) = conn.open_bi().await.unwrap().await.unwrap();
         let mut s = RawSession { conn, send, recv };
         let hello = ClientMessage::Hello(Hello {
-            versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
+            versions,
             ticket,
             reconnect_token: vec![],
             content_version: String::new(),
