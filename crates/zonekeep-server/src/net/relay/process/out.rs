@@ -142,3 +142,53 @@ impl SessionOut {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn frame(n: u8) -> Bytes {
+        Bytes::from(vec![n])
+    }
+
+    #[test]
+    fn a_full_outbox_ends_the_session_as_a_slow_consumer_without_waiting() {
+        let (out, mut ends) = SessionOut::new(2, None);
+        let out = ClientOut::WebTransport(out);
+        assert_eq!(out.offer(frame(1)), Offer::Queued);
+        assert_eq!(out.offer(frame(2)), Offer::Queued);
+        assert_eq!(out.offer(frame(3)), Offer::Overflowed);
+        let end = ends.end.borrow_and_update().clone();
+        assert!(
+            matches!(end, Some(End::Kick(ref k)) if k.code == KickCode::SLOW_CONSUMER),
+            "{end:?}"
+        );
+        // Asked to end: nothing more is queued, and a later kick does not replace the first.
+        assert_eq!(out.offer(frame(4)), Offer::Closed);
+        out.kick(KickNotice {
+            code: KickCode::ZONE_MOVED,
+            reason: "later".into(),
+        });
+        let end = ends.end.borrow().clone();
+        assert!(matches!(end, Some(End::Kick(ref k)) if k.code == KickCode::SLOW_CONSUMER));
+        assert_eq!(ends.frames.try_recv().unwrap(), frame(1));
+        assert_eq!(ends.frames.try_recv().unwrap(), frame(2));
+        assert!(ends.frames.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_close_keeps_what_was_queued_before_it_and_wins_over_a_later_kick() {
+        let (out, mut ends) = SessionOut::new(4, Some(Arc::new(DatagramPath::new(1200))));
+        let out = ClientOut::WebTransport(out);
+        assert_eq!(out.datagrams().map(DatagramPath::max_frame), Some(1200));
+        assert_eq!(out.offer(frame(7)), Offer::Queued);
+        out.close();
+        out.kick(KickNotice {
+            code: KickCode::ZONE_MOVED,
+            reason: "later".into(),
+        });
+        assert!(matches!(*ends.end.borrow(), Some(End::Close)));
+        assert_eq!(ends.frames.try_recv().unwrap(), frame(7));
+    }
+}
