@@ -4,7 +4,8 @@
 //! a direct WebTransport client gets (in datagrams), and its inputs move its entity; a ticket the
 //! host does not accept is refused through the relay too; a killed relay's WebTransport clients
 //! resume at the host; a client that breaks the rules is kicked with a typed code while the
-//! others play on; the relay's client cap counts both transports.
+//! others play on; the relay's client cap counts both transports; its endpoint validates
+//! addresses and bounds handshakes as a host's does.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;
@@ -14,6 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
+use support::quic_prober::{is_retry, Prober};
 use support::relay::{Relay, RELAY_TOKEN};
 use support::{Server, StoreSpec};
 use zonekeep_client::connection::webtransport::discover;
@@ -538,4 +540,77 @@ async fn a_relays_client_cap_counts_both_transports() {
         matches!(&refused, Some(ClientError::Kicked(k)) if k.code == KickCode::TOO_MANY_CONNECTIONS),
         "{refused:?}"
     );
+}
+
+/// A GET's body from `addr` (`host:port`).
+async fn http_get(addr: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.unwrap();
+    body.split_once("\r\n\r\n").unwrap().1.to_owned()
+}
+
+/// A metric of the relay at `addr` (0 when it has none yet).
+async fn relay_metric(addr: &str, name: &str) -> f64 {
+    http_get(addr, "/metrics")
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relays_endpoint_validates_addresses_and_bounds_handshakes_as_a_hosts_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = relay(&host, dir.path(), &["--webtransport-max-handshakes", "2"]);
+    // Published as a host publishes it: an https URL and the development certificate's hash.
+    let found = discover(&format!("ws://{}/zones/x", relay.addr))
+        .await
+        .unwrap();
+    assert!(found.certificate_hash.is_some());
+    let port: u16 = found.url.rsplit(':').next().unwrap().parse().unwrap();
+    let udp = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // An Initial from an address that has not proved it receives gets a Retry, and nothing else.
+    let mut prober = Prober::new(udp).await;
+    prober.initial().await;
+    let reply = prober
+        .receive(Duration::from_secs(5))
+        .await
+        .expect("an answer");
+    assert!(is_retry(&reply));
+    // Five that prove their address and then stall: two handshakes are held, the rest refused.
+    for _ in 0..5 {
+        prober.initial().await;
+        let retry = prober
+            .receive_retry(Duration::from_secs(5))
+            .await
+            .expect("an unvalidated Initial gets a Retry");
+        prober.answer(retry).await;
+    }
+    let refused = "zonekeep_connections_refused_total{reason=\"handshakes\"}";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while relay_metric(&relay.addr, refused).await < 3.0 {
+        assert!(tokio::time::Instant::now() < deadline, "handshakes refused");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        relay_metric(&relay.addr, "zonekeep_webtransport_handshakes").await,
+        2.0
+    );
+    assert_eq!(
+        relay_metric(&relay.addr, "zonekeep_webtransport_retries_total").await,
+        6.0
+    );
+    // They hold no client slot: a WebSocket client joins meanwhile.
+    let url = format!("ws://{}/zones/relay-wt-6", relay.addr);
+    connect(&url, ConnectOptions::new(ticket("ws", "relay-wt-6")))
+        .await
+        .unwrap();
 }

@@ -7,6 +7,7 @@ pub mod courier;
 pub mod doors;
 pub mod proxy;
 pub mod push;
+pub mod quic_prober;
 pub mod redis;
 pub mod relay;
 pub mod replay_cli;
