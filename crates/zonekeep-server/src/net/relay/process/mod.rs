@@ -10,6 +10,12 @@
 //! forwards what it sends to the origin, except what the relay answers itself: Pings, and
 //! Resyncs (its frames are built here).
 //!
+//! A relay with a WebTransport endpoint (`--webtransport`, or `--dev`) serves WebTransport clients
+//! too (`wt`), on the host's endpoint code (`net::webtransport`): their States go as datagrams,
+//! built against what they acknowledged, and their Inputs datagrams go to the origin as the Input
+//! messages a WebSocket client sends. The zone's thread queues either kind's frames through one
+//! bounded `out::ClientOut`.
+//!
 //! Nothing upstream waits on a client: a client that does not read fills its bounded outbox and
 //! is kicked as a slow consumer, as a host kicks it, while the link and every other client go
 //! on. A link that closes (the origin went away, or refused a patch) ends its clients'
