@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::quic_prober::{is_retry, Prober};
+use support::raw_wt::RawSession;
 use support::relay::{Relay, RELAY_TOKEN};
+use support::view::View;
 use support::{Server, StoreSpec};
 use zonekeep_client::connection::webtransport::discover;
-use zonekeep_client::{connect, ClientError, ConnectOptions, Connection, Event, Patch, Transport};
-use zonekeep_protocol::messages::{tag, ClientMessage, Hello, KickCode, ServerMessage};
-use zonekeep_protocol::schema::FieldValue;
+use zonekeep_client::{connect, ClientError, ConnectOptions, Event, Transport};
+use zonekeep_protocol::messages::{tag, KickCode, ServerMessage};
 use zonekeep_protocol::wire::put_varint;
 
 const KIND: &str = "arena-workload";
@@ -72,67 +73,6 @@ fn over_webtransport(ticket: String) -> ConnectOptions {
     let mut opts = ConnectOptions::new(ticket);
     opts.transport = Transport::WebTransport;
     opts
-}
-
-/// One entity as a client was shown it: kind, position, fields.
-type Shown = (u32, f32, f32, Vec<FieldValue>);
-
-/// A client's view of the world, built from the patches it was shown, with a copy at every tick.
-#[derive(Default)]
-struct View {
-    world: BTreeMap<u32, Shown>,
-    seen: BTreeMap<u64, BTreeMap<u32, Shown>>,
-    /// Every acknowledgement shown, in order.
-    acks: Vec<u32>,
-    /// The entity the player controls.
-    control: Option<u32>,
-}
-
-impl View {
-    fn apply(&mut self, p: &Patch) {
-        if p.baseline {
-            self.world.clear();
-        }
-        for id in &p.despawns {
-            self.world.remove(id);
-        }
-        for s in &p.spawns {
-            self.world
-                .insert(s.id, (s.kind, s.x, s.y, s.fields.clone()));
-        }
-        for u in &p.updates {
-            let e = self
-                .world
-                .get_mut(&u.id)
-                .expect("an update of a known entity");
-            if let Some((x, y)) = u.pos {
-                e.1 = x;
-                e.2 = y;
-            }
-            for (i, v) in &u.fields {
-                e.3[usize::from(*i)] = v.clone();
-            }
-        }
-        if let Some(c) = p.control {
-            self.control = c;
-        }
-        self.acks.push(p.ack);
-        self.seen.insert(p.tick, self.world.clone());
-    }
-
-    /// Reads and applies what comes for `d`; the session must go on throughout.
-    async fn read_for(&mut self, conn: &mut Connection, d: Duration) {
-        let end = tokio::time::Instant::now() + d;
-        while let Ok(ev) = tokio::time::timeout_at(end, conn.recv()).await {
-            match ev {
-                Some(Event::Delta(p)) => self.apply(&p),
-                Some(Event::Kick(k)) => panic!("kicked: {k:?}"),
-                Some(Event::Closed(r)) => panic!("closed: {r:?}"),
-                None => panic!("the connection ended"),
-                Some(_) => {}
-            }
-        }
-    }
 }
 
 /// An arena move of (dx, dy).
@@ -363,97 +303,6 @@ async fn webtransport_clients_of_a_killed_relay_resume_at_the_host() {
     assert_eq!(acked, 2);
 }
 
-/// A raw WebTransport session to the relay's endpoint (discovered as the SDK does) and its
-/// control stream, for clients that break the rules.
-struct RawSession {
-    conn: wtransport::Connection,
-    send: wtransport::SendStream,
-    recv: wtransport::RecvStream,
-}
-
-impl RawSession {
-    /// Opens a session to `zone` at the relay at `addr` and sends a Hello with `ticket`.
-    async fn hello(addr: &str, zone: &str, ticket: String) -> RawSession {
-        let versions = vec![zonekeep_protocol::limits::PROTOCOL_VERSION];
-        RawSession::hello_of(addr, zone, ticket, versions).await
-    }
-
-    /// Opens a session to `zone` at the relay at `addr` and sends a Hello with `ticket`,
-    /// offering `versions`.
-    async fn hello_of(addr: &str, zone: &str, ticket: String, versions: Vec<u32>) -> RawSession {
-        let found = discover(&format!("ws://{addr}/zones/{zone}"))
-            .await
-            .unwrap();
-        let endpoint = wtransport::Endpoint::client(found.client_config()).unwrap();
-        let conn = endpoint
-            .connect(format!("{}/zones/{zone}", found.url))
-            .await
-            .unwrap();
-        let (send, recv) = conn.open_bi().await.unwrap().await.unwrap();
-        let mut s = RawSession { conn, send, recv };
-        let hello = ClientMessage::Hello(Hello {
-            versions,
-            ticket,
-            reconnect_token: vec![],
-            content_version: String::new(),
-            resume_from: None,
-        })
-        .to_bytes()
-        .unwrap();
-        s.write(&hello).await;
-        s
-    }
-
-    /// Writes one message (its length first) on the control stream.
-    async fn write(&mut self, message: &[u8]) {
-        let mut framed = Vec::new();
-        put_varint(&mut framed, message.len() as u64);
-        framed.extend_from_slice(message);
-        self.send.write_all(&framed).await.unwrap();
-    }
-
-    /// The next message on the control stream that reads without a schema (States and Deltas
-    /// too large for a datagram are passed over), `None` when it ended.
-    async fn next(&mut self) -> Option<ServerMessage> {
-        loop {
-            let mut len = 0u64;
-            for i in 0..5 {
-                let mut b = [0u8; 1];
-                match self.recv.read(&mut b).await {
-                    Ok(Some(1)) => {}
-                    _ => return None,
-                }
-                len |= u64::from(b[0] & 0x7f) << (7 * i);
-                if b[0] & 0x80 == 0 {
-                    break;
-                }
-            }
-            let mut body = vec![0u8; len as usize];
-            self.recv.read_exact(&mut body).await.ok()?;
-            if matches!(body.first(), Some(&(tag::STATE | tag::DELTA))) {
-                continue;
-            }
-            return Some(ServerMessage::decode(&body, None).unwrap());
-        }
-    }
-
-    /// The Kick on the control stream before it ended, and the session's application close code.
-    async fn kicked(&mut self) -> (Option<KickCode>, u64) {
-        let kick = loop {
-            match self.next().await {
-                Some(ServerMessage::Kick(k)) => break Some(k.code),
-                Some(_) => continue,
-                None => break None,
-            }
-        };
-        let code = match self.conn.closed().await {
-            wtransport::error::ConnectionError::ApplicationClosed(c) => c.code().into_inner(),
-            other => panic!("the session ended without an application close: {other}"),
-        };
-        (kick, code)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_webtransport_client_is_kicked_and_the_relay_serves_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -613,4 +462,66 @@ async fn the_relays_endpoint_validates_addresses_and_bounds_handshakes_as_a_host
     connect(&url, ConnectOptions::new(ticket("ws", "relay-wt-6")))
         .await
         .unwrap();
+}
+
+/// What one relay hop adds to a State's way over WebTransport (BENCHMARKS.md, "Relays"): a
+/// WebTransport client at the host and one through a relay, on one machine, note when each tick's
+/// State is shown to them; the difference is the hop. Run: `cargo test --release -p zonekeep
+/// --test relay_webtransport -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run it on purpose, on a quiet machine"]
+async fn bench_the_latency_one_relay_hop_adds_over_webtransport() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = relay(&host, dir.path(), &[]);
+    let zone = "relay-wt-hop";
+    let (direct, _) = connect(
+        &format!("ws://{}/zones/{zone}", host.addr),
+        over_webtransport(ticket("at-host", zone)),
+    )
+    .await
+    .unwrap();
+    let (relayed, _) = connect(
+        &format!("ws://{}/zones/{zone}", relay.addr),
+        over_webtransport(ticket("at-relay", zone)),
+    )
+    .await
+    .unwrap();
+    let window = Duration::from_secs(20);
+    let arrivals = |mut c: zonekeep_client::Connection| async move {
+        let mut at = BTreeMap::new();
+        let end = tokio::time::Instant::now() + window;
+        while let Ok(Some(ev)) = tokio::time::timeout_at(end, c.recv()).await {
+            if let Event::Delta(p) = ev {
+                at.entry(p.tick).or_insert_with(std::time::Instant::now);
+            }
+        }
+        (at, c.counters())
+    };
+    let (d, r) = tokio::join!(
+        tokio::spawn(arrivals(direct)),
+        tokio::spawn(arrivals(relayed))
+    );
+    let ((d, dc), (r, rc)) = (d.unwrap(), r.unwrap());
+    let mut added: Vec<f64> = r
+        .iter()
+        .filter_map(|(t, ra)| {
+            let da = d.get(t)?;
+            Some(ra.saturating_duration_since(*da).as_secs_f64() * 1000.0)
+        })
+        .collect();
+    added.sort_by(f64::total_cmp);
+    assert!(added.len() > 100, "{} ticks in common", added.len());
+    let q = |p: f64| added[((added.len() - 1) as f64 * p) as usize];
+    println!(
+        "one relay hop adds over WebTransport, over {} States: p50 {:.3} ms, p90 {:.3} ms, \
+         p99 {:.3} ms, max {:.3} ms; bytes per State relayed {:.1}, direct {:.1}",
+        added.len(),
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        added[added.len() - 1],
+        rc.delta_bytes as f64 / rc.deltas.max(1) as f64,
+        dc.delta_bytes as f64 / dc.deltas.max(1) as f64,
+    );
 }
