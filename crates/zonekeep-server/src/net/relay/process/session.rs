@@ -167,19 +167,22 @@ async fn hello(
     else {
         return Ok(None);
     };
-    opened(shared, zone_id, bytes, &HOST_VERSIONS)
+    // The origin judges the versions of a WebSocket client's Hello (it speaks the same ones).
+    opened(shared, zone_id, bytes, &HOST_VERSIONS, false)
         .await
         .map(Some)
 }
 
 /// Looks at a client's Hello (`bytes`, as it sent it) for what the relay needs of it, and finds
 /// its zone's link; an error is the Kick that refuses it. `versions` are those its transport
-/// speaks.
+/// speaks; with `refuse_unspoken`, a Hello of none of them is refused here (VERSION_MISMATCH, as
+/// a host refuses it), before any link is opened for it.
 pub(super) async fn opened(
     shared: &Arc<RelayShared>,
     zone_id: &str,
     bytes: Bytes,
     versions: &[u32],
+    refuse_unspoken: bool,
 ) -> Result<Opened, KickNotice> {
     // What the relay needs of it: whether it resumes, and from what. Everything else (the
     // ticket above all) is the origin's to judge.
@@ -200,6 +203,13 @@ pub(super) async fn opened(
         .copied()
         .filter(|v| versions.contains(v))
         .max();
+    if version.is_none() && refuse_unspoken {
+        let e = SessionError::Version {
+            min: versions.iter().copied().min().unwrap_or(0),
+            max: versions.iter().copied().max().unwrap_or(0),
+        };
+        return Err(e.kick());
+    }
     let resume = (!h.reconnect_token.is_empty()).then_some(h.resume_from);
     let link = shared.link(zone_id).await.map_err(|why| {
         tracing::warn!(zone = %zone_id, error = %why, "no link to the origin");

@@ -165,16 +165,9 @@ async fn hello(
     let Some(bytes) = first else {
         return Ok(None);
     };
-    let opened = opened(shared, zone_id, bytes, &VERSIONS).await?;
     // A Hello of no version a WebTransport session speaks is refused here, as a host refuses it:
     // the origin would admit it as a WebSocket client of an older version.
-    if opened.version.is_none() {
-        let e = SessionError::Version {
-            min: VERSIONS.iter().copied().min().unwrap_or(0),
-            max: VERSIONS.iter().copied().max().unwrap_or(0),
-        };
-        return Err(e.kick());
-    }
+    let opened = opened(shared, zone_id, bytes, &VERSIONS, true).await?;
     Ok(Some(opened))
 }
 
