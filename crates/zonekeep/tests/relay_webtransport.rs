@@ -4,7 +4,8 @@
 //! a direct WebTransport client gets (in datagrams), and its inputs move its entity; a ticket the
 //! host does not accept is refused through the relay too; a killed relay's WebTransport clients
 //! resume at the host; a client that breaks the rules is kicked with a typed code while the
-//! others play on; the relay's client cap counts both transports; its endpoint validates
+//! others play on; a relay shutting down sends them to resume with ZONE_MOVED; the relay's
+//! client cap counts both transports; its endpoint validates
 //! addresses and bounds handshakes as a host's does.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -388,6 +389,45 @@ async fn a_relays_client_cap_counts_both_transports() {
     assert!(
         matches!(&refused, Some(ClientError::Kicked(k)) if k.code == KickCode::TOO_MANY_CONNECTIONS),
         "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_shutting_down_sends_its_webtransport_clients_to_resume_at_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = relay(&host, dir.path(), &[]);
+    let zone = "relay-wt-7";
+    let (mut c, w) = connect(
+        &format!("ws://{}/zones/{zone}", relay.addr),
+        over_webtransport(ticket("dora", zone)),
+    )
+    .await
+    .unwrap();
+    let mut view = View::default();
+    view.read_for(&mut c, Duration::from_millis(300)).await;
+    relay.terminate();
+    // Told why (ZONE_MOVED, as its WebSocket clients are), it resumes at once at the host.
+    let (kick, again, resumed) = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut kick = None;
+        loop {
+            match c.recv().await {
+                Some(Event::Kick(k)) => kick = Some(k.code),
+                Some(Event::Welcome { welcome, resumed }) => return (kick, welcome, resumed),
+                Some(Event::Closed(r)) => panic!("closed: {r:?}"),
+                None => panic!("the connection ended"),
+                Some(_) => {}
+            }
+        }
+    })
+    .await
+    .expect("the client resumes");
+    assert_eq!(kick, Some(KickCode::ZONE_MOVED));
+    assert!(resumed);
+    assert_eq!(again.player_id, w.player_id);
+    assert_eq!(
+        transports(&host, zone).await,
+        BTreeMap::from([("dora".to_owned(), "webtransport".to_owned())])
     );
 }
 

@@ -50,6 +50,16 @@ impl Relay {
         }
     }
 
+    /// Asks it to shut down (SIGTERM), as an operator does.
+    pub fn terminate(&self) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+
     /// `kill -9`.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {

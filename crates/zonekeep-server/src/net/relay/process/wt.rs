@@ -324,14 +324,13 @@ impl Session<'_> {
             mut frames,
             mut end,
         } = ends;
+        // A relay shutting down ends its links, and their zone threads end their clients
+        // (ZONE_MOVED: they resume elsewhere at once), as for its WebSocket clients.
         let stop = async {
-            tokio::select! {
-                biased;
-                e = end.wait_for(Option::is_some) => e.ok().and_then(|e| e.clone()),
-                () = self.shared.stop.cancelled() => {
-                    Some(End::Kick(SessionError::ShuttingDown.kick()))
-                }
-            }
+            end.wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|e| e.clone())
         };
         tokio::pin!(stop);
         loop {
