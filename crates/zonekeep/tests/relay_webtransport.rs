@@ -506,8 +506,8 @@ async fn the_relays_endpoint_validates_addresses_and_bounds_handshakes_as_a_host
 
 /// What one relay hop adds to a State's way over WebTransport (BENCHMARKS.md, "Relays"): a
 /// WebTransport client at the host and one through a relay, on one machine, note when each tick's
-/// State is shown to them; the difference is the hop. Run: `cargo test --release -p zonekeep
-/// --test relay_webtransport -- --ignored --nocapture`.
+/// State is shown to them; the difference (negative when the relayed one was first) is the hop.
+/// Run: `cargo test --release -p zonekeep --test relay_webtransport -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: run it on purpose, on a quiet machine"]
 async fn bench_the_latency_one_relay_hop_adds_over_webtransport() {
@@ -546,8 +546,14 @@ async fn bench_the_latency_one_relay_hop_adds_over_webtransport() {
     let mut added: Vec<f64> = r
         .iter()
         .filter_map(|(t, ra)| {
-            let da = d.get(t)?;
-            Some(ra.saturating_duration_since(*da).as_secs_f64() * 1000.0)
+            // Signed: the host's own WebTransport session may be the later one.
+            let da = *d.get(t)?;
+            let ms = |x: Duration| x.as_secs_f64() * 1000.0;
+            Some(if *ra >= da {
+                ms(*ra - da)
+            } else {
+                -ms(da - *ra)
+            })
         })
         .collect();
     added.sort_by(f64::total_cmp);
