@@ -2,6 +2,7 @@
 //! `zonekeep_server::net::relay::process`).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -46,6 +47,27 @@ pub(crate) struct RelayArgs {
     /// Seconds a client has to send its Hello [default: 10].
     #[arg(long, default_value_t = 10)]
     handshake_timeout_secs: u64,
+    /// UDP address of the WebTransport endpoint (HTTP/3: States and inputs in datagrams; see
+    /// PROTOCOL.md §1.1), which `GET /webtransport` publishes as a host's does [default: off;
+    /// with --dev, the listen address's IP and port number]. Outside dev mode it needs
+    /// --webtransport-cert and --webtransport-key.
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT")]
+    webtransport: Option<SocketAddr>,
+    /// PEM certificate chain for the WebTransport endpoint.
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_CERT")]
+    webtransport_cert: Option<PathBuf>,
+    /// PEM private key for the WebTransport endpoint.
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_KEY")]
+    webtransport_key: Option<PathBuf>,
+    /// WebTransport handshakes in progress at most, apart from --max-clients; more are refused
+    /// [default: 128].
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_MAX_HANDSHAKES")]
+    webtransport_max_handshakes: Option<usize>,
+    /// Dev mode: WebTransport on (at the listen address's port number unless --webtransport
+    /// says otherwise) with a self-signed certificate made at start, whose hash
+    /// `GET /webtransport` publishes for clients to pin.
+    #[arg(long)]
+    dev: bool,
 }
 
 /// Runs the relay until SIGTERM or Ctrl-C.
@@ -58,6 +80,13 @@ pub(crate) fn run(args: RelayArgs) -> Result<()> {
     cfg.public_url = args.public_url;
     cfg.io_threads = args.io_threads;
     cfg.handshake_timeout = Duration::from_secs(args.handshake_timeout_secs.max(1));
+    cfg.webtransport = args.webtransport;
+    cfg.webtransport_cert = args.webtransport_cert;
+    cfg.webtransport_key = args.webtransport_key;
+    cfg.dev_certificate = args.dev;
+    if let Some(n) = args.webtransport_max_handshakes {
+        cfg.webtransport_max_handshakes = n;
+    }
     let relay = Relay::new(cfg).map_err(anyhow::Error::msg)?;
     crate::cli::init_logging("info");
     let runtime = tokio::runtime::Builder::new_multi_thread()

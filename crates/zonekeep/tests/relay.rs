@@ -10,13 +10,12 @@ mod guest_build;
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
+use support::relay::{Relay, RELAY_TOKEN};
 use support::{Server, StoreSpec};
 use tokio_tungstenite::tungstenite::Message;
 use zonekeep_protocol::messages::{
@@ -24,65 +23,10 @@ use zonekeep_protocol::messages::{
 };
 use zonekeep_protocol::mirror::{Mirror, MirrorEntity};
 
-const RELAY_TOKEN: &str = "relay-token-0123456789abcdef";
 const KIND: &str = "arena-workload";
 
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// A running `zonekeep relay`.
-struct Relay {
-    child: Option<Child>,
-    addr: String,
-}
-
-impl Relay {
-    fn start(origin: &str, token: &str, log: &Path, extra: &[&str]) -> Relay {
-        let log_file = std::fs::File::create(log).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zonekeep"))
-            .args([
-                "relay",
-                "--origin",
-                &format!("http://{origin}"),
-                "--listen",
-                "127.0.0.1:0",
-            ])
-            .args(extra)
-            .env("ZONEKEEP_RELAY_TOKEN", token)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log_file))
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("zonekeep relay listening on http://")
-            .unwrap_or_else(|| panic!("relay did not start: {line:?}"))
-            .to_owned();
-        Relay {
-            child: Some(child),
-            addr,
-        }
-    }
-
-    /// `kill -9`.
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().unwrap();
-            c.wait().unwrap();
-        }
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// A host that takes relays, on a SQLite store in `dir`.
 async fn origin(dir: &Path) -> Server {

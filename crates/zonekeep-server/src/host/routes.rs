@@ -79,30 +79,7 @@ pub(super) async fn webtransport_handler(
     State(shared): State<Arc<Shared>>,
     headers: axum::http::HeaderMap,
 ) -> Response {
-    let Some(p) = shared.webtransport.get() else {
-        return json_error(
-            StatusCode::NOT_FOUND,
-            "webtransport_off",
-            "this host does not serve WebTransport",
-        );
-    };
-    // The name the client reached this host by (what its certificate must name too), without
-    // the HTTP port; brackets stay around an IPv6 literal.
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(|h| match h.rsplit_once(':') {
-            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-            _ => h,
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or("127.0.0.1")
-        .to_owned();
-    let body = serde_json::json!({
-        "url": format!("https://{host}:{}", p.port),
-        "certificate_hashes": p.certificate_hashes,
-    });
-    axum::Json(body).into_response()
+    crate::net::webtransport::published_answer(shared.webtransport.get(), &headers)
 }
 
 pub(super) async fn ws_handler(

@@ -7,10 +7,14 @@ pub mod courier;
 pub mod doors;
 pub mod proxy;
 pub mod push;
+pub mod quic_prober;
+pub mod raw_wt;
 pub mod redis;
+pub mod relay;
 pub mod replay_cli;
 pub mod sdk;
 mod service;
+pub mod view;
 pub use service::service_url;
 
 use std::collections::{BTreeMap, BTreeSet};

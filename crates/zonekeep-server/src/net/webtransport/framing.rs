@@ -1,11 +1,31 @@
-//! Messages on a WebTransport session's control stream (PROTOCOL.md §1.1): each is a `varint`
-//! length, then that many bytes of one message.
+//! What travels on a WebTransport session (PROTOCOL.md §1.1): messages on its control stream,
+//! each a `varint` length then that many bytes of one message; States to the client in
+//! datagrams when they fit one; Inputs from the client in datagrams.
 
 use bytes::Bytes;
 use wtransport::{RecvStream, SendStream};
+use zonekeep_protocol::messages::{tag, ClientMessage, Inputs};
 use zonekeep_protocol::wire::put_varint;
 
 use crate::error::SessionError;
+use crate::net::conn::DatagramPath;
+
+/// Whether a frame goes to the client as a datagram: a State (§5.8) that fits one. Everything
+/// else (and a State too large) goes on the control stream, in order.
+pub(crate) fn goes_as_datagram(frame: &[u8], path: Option<&DatagramPath>) -> bool {
+    frame.first() == Some(&tag::STATE) && path.is_some_and(|p| frame.len() <= p.max_frame())
+}
+
+/// Reads one client datagram, which must be an Inputs (§4.5).
+pub(crate) fn read_inputs(bytes: &[u8]) -> Result<Inputs, SessionError> {
+    match ClientMessage::decode(bytes) {
+        Ok(ClientMessage::Inputs(b)) => Ok(b),
+        Ok(_) => Err(SessionError::Protocol(
+            "a datagram other than Inputs".into(),
+        )),
+        Err(e) => Err(SessionError::Protocol(format!("undecodable datagram: {e}"))),
+    }
+}
 
 /// Reads the next message, at most `max` bytes; `Ok(None)` when the client finished the stream
 /// or the session ended. A length over `max` is refused before anything is read or allocated.

@@ -13,28 +13,38 @@
 //! are bounded on their own (`webtransport_max_handshakes`, per address `max_connections_per_ip`)
 //! and hold none of the connection slots TCP clients use; a session takes one when its CONNECT
 //! request arrives, as a TCP socket does at accept.
+//!
+//! - `endpoint`: the certificate, the QUIC settings and the accept loop, which a relay's
+//!   endpoint (`net::relay::process`) is too.
+//! - `control`: the control stream up to the Hello, and the closing Kick (a host's and a relay's).
+//! - `framing`: stream messages, which frames go as datagrams, Inputs datagrams.
+//! - `session`: a host's session.
 
-mod framing;
+pub(crate) mod control;
+pub(crate) mod endpoint;
+pub(crate) mod framing;
 mod session;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use wtransport::{Endpoint, Identity, ServerConfig};
 
 use crate::host::Shared;
-use crate::net::conn_limit::{Admission, ConnLimiter};
+use crate::net::conn_limit::ConnLimiter;
 
-/// Initials the QUIC endpoint holds before the accept loop decides on them (each holds its first
-/// packet, about 1.2 kB; more are refused by the endpoint itself). The loop decides at once, so
-/// these are only the ones arriving while it waits for a core.
-const MAX_INCOMING: usize = 1024;
-/// Further packets buffered for one undecided Initial (0-RTT data), and for all of them.
-const INCOMING_BUFFER: u64 = 16 << 10;
-const INCOMING_BUFFER_TOTAL: u64 = 1 << 20;
+/// The only versions a WebTransport session speaks (PROTOCOL.md §1.1), at a host or a relay.
+pub(crate) const VERSIONS: [u32; 6] = [
+    zonekeep_protocol::limits::DATAGRAM_VERSION,
+    zonekeep_protocol::messages::ENTRIES_PROTOCOL,
+    zonekeep_protocol::messages::TRANSFER_PROTOCOL,
+    zonekeep_protocol::messages::HALT_PROTOCOL,
+    zonekeep_protocol::messages::CHARACTER_PROTOCOL,
+    zonekeep_protocol::messages::CHAT_PROTOCOL,
+];
 
 /// What `GET /webtransport` tells a client: where to open a session and which certificate to pin.
 #[derive(Debug, Clone, Serialize)]
@@ -79,37 +89,6 @@ pub enum WebTransportError {
     },
 }
 
-/// The identity the endpoint presents, and the hashes to publish for it.
-async fn identity(shared: &Shared) -> Result<(Identity, Vec<CertificateHash>), WebTransportError> {
-    let cfg = &shared.config;
-    if let (Some(cert), Some(key)) = (&cfg.webtransport_cert, &cfg.webtransport_key) {
-        let id = Identity::load_pemfiles(cert, key)
-            .await
-            .map_err(|e| WebTransportError::Pem {
-                path: format!("{} / {}", cert.display(), key.display()),
-                error: e.to_string(),
-            })?;
-        return Ok((id, Vec::new()));
-    }
-    let id = Identity::self_signed_builder()
-        .subject_alt_names(["localhost", "127.0.0.1", "::1"])
-        .from_now_utc()
-        .validity_days(14)
-        .build()
-        .map_err(|e| WebTransportError::Certificate(e.to_string()))?;
-    let hashes = id
-        .certificate_chain()
-        .as_slice()
-        .iter()
-        .take(1)
-        .map(|c| CertificateHash {
-            algorithm: "sha-256",
-            value: base64::engine::general_purpose::STANDARD.encode(c.hash().as_ref()),
-        })
-        .collect();
-    Ok((id, hashes))
-}
-
 /// Binds the endpoint at `addr` (when its port is taken and `addr` shares the HTTP listener's
 /// port by default, any free port), publishes it, and serves sessions until shutdown.
 pub(crate) async fn start(
@@ -118,86 +97,60 @@ pub(crate) async fn start(
     limiter: ConnLimiter,
     tasks: &tokio_util::task::TaskTracker,
 ) -> Result<SocketAddr, WebTransportError> {
-    let (identity, certificate_hashes) = identity(shared).await?;
-    let idle = Duration::from_millis(shared.config.idle_timeout_ms);
-    let config = |addr: SocketAddr, identity: Identity| {
-        ServerConfig::builder()
-            .with_bind_address(addr)
-            .with_identity(identity)
-            .keep_alive_interval(Some(Duration::from_secs(3)))
-            .max_idle_timeout(Some(idle))
-            .map(|b| {
-                let mut config = b.build();
-                config
-                    .quic_config_mut()
-                    .max_incoming(MAX_INCOMING)
-                    .incoming_buffer_size(INCOMING_BUFFER)
-                    .incoming_buffer_size_total(INCOMING_BUFFER_TOTAL);
-                config
-            })
+    let cfg = &shared.config;
+    let settings = endpoint::EndpointSettings {
+        cert: cfg.webtransport_cert.clone(),
+        key: cfg.webtransport_key.clone(),
+        idle: Duration::from_millis(cfg.idle_timeout_ms),
+        max_handshakes: cfg.webtransport_max_handshakes,
+        max_handshakes_per_ip: cfg.max_connections_per_ip,
+        any_port_if_taken: cfg.webtransport.is_none(),
     };
-    let bind = |addr| {
-        config(addr, identity.clone_identity())
-            .map_err(|e| std::io::Error::other(e.to_string()))
-            .and_then(Endpoint::server)
-    };
-    let endpoint = match bind(addr) {
-        Ok(e) => e,
-        Err(e) if addr.port() != 0 && shared.config.webtransport.is_none() => {
-            tracing::info!(%addr, error = %e, "webtransport: port taken, using any free port");
-            bind(SocketAddr::new(addr.ip(), 0))
-                .map_err(|error| WebTransportError::Bind { addr, error })?
-        }
-        Err(error) => return Err(WebTransportError::Bind { addr, error }),
-    };
-    let local = endpoint
-        .local_addr()
-        .map_err(|error| WebTransportError::Bind { addr, error })?;
-    let _ = shared.webtransport.set(Published {
-        port: local.port(),
-        certificate_hashes,
-    });
-    tracing::info!(addr = %local, "webtransport endpoint listening (udp)");
-    let handshakes = ConnLimiter::new(
-        shared.config.webtransport_max_handshakes,
-        shared.config.max_connections_per_ip,
-        shared.metrics.webtransport().handshakes_gauge(),
-    );
-    let shared = shared.clone();
-    let sessions = tasks.clone();
-    tasks.spawn(async move {
-        loop {
-            let incoming = tokio::select! {
-                _ = shared.shutdown.cancelled() => break,
-                i = endpoint.accept() => i,
-            };
-            // NetSim's blocked UDP (dev): the handshake gets no answer, as behind a firewall.
-            if shared.netsim.get().block_udp {
-                incoming.ignore();
-                continue;
-            }
-            if !incoming.remote_address_validated() {
-                // Stateless: the token comes back only from an address that receives. (An
-                // unvalidated Initial may always be retried, so this cannot panic.)
-                shared.metrics.webtransport().retried();
-                incoming.retry();
-                continue;
-            }
-            let handshake = match handshakes.admit(incoming.remote_address().ip().to_canonical()) {
-                Admission::Normal(g) => g,
-                Admission::OverIpCap(_) | Admission::Refuse(_) => {
-                    shared.metrics.connection_refused("handshakes");
-                    incoming.refuse();
-                    continue;
-                }
-            };
-            let shared = shared.clone();
-            sessions.spawn(session::run(incoming, shared, limiter.clone(), handshake));
-        }
-        // No new sessions; those still open are ended by their zones (SHUTTING_DOWN, once the
-        // final saves are durable) as on the WebSocket path, and keep the endpoint's driver
-        // alive until then.
-        drop(endpoint);
-    });
+    let netsim = Arc::clone(shared);
+    let serving = Arc::clone(shared);
+    let published = endpoint::start(
+        &settings,
+        addr,
+        Arc::clone(&shared.metrics),
+        shared.shutdown.clone(),
+        tasks,
+        move || netsim.netsim.get().block_udp,
+        move |incoming, handshake| {
+            session::run(incoming, Arc::clone(&serving), limiter.clone(), handshake)
+        },
+    )
+    .await?;
+    let local = SocketAddr::new(addr.ip(), published.port);
+    let _ = shared.webtransport.set(published);
     Ok(local)
+}
+
+/// The answer to `GET /webtransport` (PROTOCOL.md §1.1): where the endpoint listens, named from
+/// the host the request was sent to, and which certificate hash to pin; 404 when WebTransport is
+/// off. A host and a relay answer alike.
+pub(crate) fn published_answer(published: Option<&Published>, headers: &HeaderMap) -> Response {
+    let Some(p) = published else {
+        return crate::host::json_error(
+            StatusCode::NOT_FOUND,
+            "webtransport_off",
+            "this host does not serve WebTransport",
+        );
+    };
+    // The name the client reached this host by (what its certificate must name too), without
+    // the HTTP port; brackets stay around an IPv6 literal.
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(|h| match h.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => h,
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or("127.0.0.1")
+        .to_owned();
+    let body = serde_json::json!({
+        "url": format!("https://{host}:{}", p.port),
+        "certificate_hashes": p.certificate_hashes,
+    });
+    axum::Json(body).into_response()
 }

@@ -8,12 +8,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 use wtransport::endpoint::IncomingSession;
-use wtransport::{Connection, RecvStream, SendStream, VarInt};
-use zonekeep_protocol::limits::DATAGRAM_VERSION;
-use zonekeep_protocol::messages::{tag, ClientMessage, KickCode, Redirect, ServerMessage};
+use wtransport::{Connection, RecvStream, SendStream};
+use zonekeep_protocol::messages::{tag, KickCode, Redirect, ServerMessage};
 
-use super::framing::{read_message, write_message};
-use crate::error::{kick_label, SessionError};
+use super::control::{self, control_stream, read_hello, Control};
+use super::framing::{goes_as_datagram, read_inputs, read_message, write_message};
+use super::VERSIONS;
+use crate::error::SessionError;
 use crate::host::{redirect_hops, valid_zone_id, Shared};
 use crate::net::conn::{ConnEnds, ConnHandle, DatagramPath, KickNotice};
 use crate::net::conn_limit::{Admission, ConnGuard, ConnLimiter};
@@ -21,17 +22,7 @@ use crate::net::netsim::{Datagram, DatagramDelay, DelayQueue, Direction};
 use crate::session::{
     accept_input, admit_hello, handle_message, report_round_trip, Attached, Handshake, Limits,
 };
-use crate::sim::{kick_frame, SimCommand};
-
-/// The only versions a WebTransport session speaks (PROTOCOL.md §1.1).
-const VERSIONS: [u32; 6] = [
-    DATAGRAM_VERSION,
-    zonekeep_protocol::messages::ENTRIES_PROTOCOL,
-    zonekeep_protocol::messages::TRANSFER_PROTOCOL,
-    zonekeep_protocol::messages::HALT_PROTOCOL,
-    zonekeep_protocol::messages::CHARACTER_PROTOCOL,
-    zonekeep_protocol::messages::CHAT_PROTOCOL,
-];
+use crate::sim::SimCommand;
 
 /// Serves one incoming session to its end. `handshake` holds its place among the handshakes in
 /// progress until the CONNECT request arrives; from then on the session holds a connection slot
@@ -89,7 +80,8 @@ pub(super) async fn run(
     conn.datagrams = connection
         .max_datagram_size()
         .map(|m| Arc::new(DatagramPath::new(m)));
-    let (mut send, mut recv) = match control_stream(&shared, &connection, deadline).await {
+    let opened = control_stream(&shared.shutdown, &shared.metrics, &connection, deadline).await;
+    let (mut send, mut recv) = match opened {
         Control::Opened(send, recv, None) => (send, recv),
         Control::Opened(mut send, _, Some(e)) => {
             close(&shared, &connection, Some(&mut send), Some(e.kick())).await;
@@ -154,50 +146,6 @@ pub(super) async fn run(
     shared.pool.send_eventually(attached.entry.thread, cmd);
 }
 
-/// How the wait for the client's control stream ended.
-enum Control {
-    /// The stream, and the refusal to send on it when a datagram came first.
-    Opened(SendStream, RecvStream, Option<SessionError>),
-    /// No stream: the session ends, with this refusal (it has no stream to travel on) or, when
-    /// the client left, none.
-    Missing(Option<SessionError>),
-}
-
-/// The client's control stream, opened before the handshake deadline. A datagram before it is a
-/// protocol error (there is no Hello yet), but its Kick must reach the client, and only the
-/// stream carries one: a datagram overtakes the stream the client opened before it, so the
-/// refusal waits for the stream (until the same deadline) and is sent on it. A second stream
-/// later is refused by the reader.
-async fn control_stream(shared: &Shared, connection: &Connection, deadline: Instant) -> Control {
-    let mut early = None;
-    loop {
-        tokio::select! {
-            _ = shared.shutdown.cancelled() => {
-                return Control::Missing(Some(early.unwrap_or(SessionError::ShuttingDown)));
-            }
-            () = tokio::time::sleep_until(deadline) => {
-                return Control::Missing(Some(early.unwrap_or(SessionError::HandshakeTimeout)));
-            }
-            s = connection.accept_bi() => {
-                return match s {
-                    Ok((send, recv)) => Control::Opened(send, recv, early),
-                    Err(_) => {
-                        shared.metrics.disconnect("dropped");
-                        Control::Missing(None)
-                    }
-                };
-            }
-            d = connection.receive_datagram(), if early.is_none() => match d {
-                Ok(_) => early = Some(SessionError::Protocol("a datagram before the Hello".into())),
-                Err(_) => {
-                    shared.metrics.disconnect("dropped");
-                    return Control::Missing(None);
-                }
-            },
-        }
-    }
-}
-
 /// Reads the Hello from the control stream and runs the shared handshake.
 async fn hello(
     shared: &Arc<Shared>,
@@ -208,20 +156,16 @@ async fn hello(
     deadline: Instant,
 ) -> Result<Handshake, SessionError> {
     let max = shared.config.max_message_bytes;
-    // Biased: a Hello that has arrived is read before a datagram that came with it (§1.1: only
-    // a datagram that reaches the host before the Hello is refused).
-    let first = tokio::select! {
-        biased;
-        _ = shared.shutdown.cancelled() => return Err(SessionError::ShuttingDown),
-        () = tokio::time::sleep_until(deadline) => return Err(SessionError::HandshakeTimeout),
-        m = read_message(recv, max) => m?,
-        d = connection.receive_datagram() => match d {
-            Ok(_) => return Err(SessionError::Protocol("a datagram before the Hello".into())),
-            Err(_) => None,
-        },
-    };
+    let first = read_hello(
+        &shared.shutdown,
+        &shared.metrics,
+        connection,
+        recv,
+        max,
+        deadline,
+    )
+    .await?;
     let Some(bytes) = first else {
-        shared.metrics.disconnect("dropped");
         return Ok(Handshake::Gone);
     };
     admit_hello(shared, zone_id, bytes, &VERSIONS, conn).await
@@ -266,13 +210,8 @@ async fn redirect(
     }
 }
 
-/// Sends the Kick (bounded in time) and closes the session with 4000 + its code (§1.1).
-///
-/// Closing a QUIC connection discards stream data not yet delivered, so the close waits until the
-/// client's QUIC stack has acknowledged the finished stream, Kick included (`finish` completes
-/// then), and then until the client, having read the Kick, closes the session itself, each for at
-/// most `kick_write_timeout_ms`. The WebTransport close capsule is not sent: the
-/// CONNECT stream belongs to wtransport's driver, which offers no way to write on it.
+/// Sends the Kick and closes the session (see [`control::close`]), each step bounded by
+/// `kick_write_timeout_ms`.
 async fn close(
     shared: &Shared,
     connection: &Connection,
@@ -280,26 +219,7 @@ async fn close(
     kick: Option<KickNotice>,
 ) {
     let bound = Duration::from_millis(shared.config.kick_write_timeout_ms);
-    let code = kick
-        .as_ref()
-        .map_or(0, |k| u32::from(crate::net::ws::close_code(k.code)));
-    if let Some(send) = send {
-        if let Some(k) = &kick {
-            shared.metrics.kick(&kick_label(k.code));
-            let frame = kick_frame(k.code, &k.reason);
-            let _ = tokio::time::timeout(bound, write_message(send, &frame)).await;
-        }
-        let _ = tokio::time::timeout(bound, send.finish()).await;
-        if kick.is_some() {
-            // The client's QUIC stack holds the Kick now, but a page may not have read it yet,
-            // and a close reaching the page first would hide it: a client that read it closes
-            // the session itself, so wait for that, within the same bound.
-            let _ = tokio::time::timeout(bound, connection.closed()).await;
-        }
-    }
-    connection.close(VarInt::from_u32(code), b"");
-    // Let the close (and the Kick before it) leave before the endpoint forgets the session.
-    let _ = tokio::time::timeout(bound, connection.closed()).await;
+    control::close(&shared.metrics, bound, connection, send, kick).await;
 }
 
 /// Runs the readers and the writer until one ends the session; the Kick to send, if any.
@@ -444,15 +364,7 @@ fn datagram(
     if shared.fleet().is_some_and(|f| !f.gate.holds_now()) {
         return Err(crate::sim::JoinFailure::Fenced.into());
     }
-    let batch = match ClientMessage::decode(bytes) {
-        Ok(ClientMessage::Inputs(b)) => b,
-        Ok(_) => {
-            return Err(SessionError::Protocol(
-                "a datagram other than Inputs".into(),
-            ))
-        }
-        Err(e) => return Err(SessionError::Protocol(format!("undecodable datagram: {e}"))),
-    };
+    let batch = read_inputs(bytes)?;
     if let Some(path) = path {
         path.acknowledge(batch.state_ack);
     }
@@ -533,11 +445,7 @@ async fn write_loop(
                 let frame = f?;
                 let now = Instant::now();
                 let netsim = a.netsim.get();
-                let fits = conn
-                    .datagrams
-                    .as_ref()
-                    .is_some_and(|p| frame.len() <= p.max_frame());
-                if frame.first() == Some(&tag::STATE) && fits {
+                if goes_as_datagram(&frame, conn.datagrams.as_deref()) {
                     match datagram_delay.offer(&netsim, now, frame) {
                         Datagram::Now(d) => {
                             if connection.send_datagram(d).is_err() {

@@ -17,10 +17,10 @@ use zonekeep_core::PlayerId;
 use zonekeep_protocol::messages::{tag, KickCode, ServerMessage};
 use zonekeep_protocol::ResumeFrom;
 
+use super::out::ClientOut;
 use super::RelayShared;
 use crate::net::conn::{KickNotice, Offer};
 use crate::net::relay::wire::Down;
-use crate::net::ws::io::Link;
 use crate::sim::notices::{known_set_check_frame, LastFrame, Notices};
 
 /// What the zone's thread is told, in order.
@@ -29,7 +29,7 @@ pub(crate) enum ZoneCmd {
     /// resumes with a reconnect token, with what it says it holds.
     Open {
         client: u32,
-        out: Arc<Link>,
+        out: ClientOut,
         resume: Option<Option<ResumeFrom>>,
     },
     /// A client's connection ended.
@@ -173,6 +173,11 @@ impl ZoneLink {
         self.closed.is_cancelled()
     }
 
+    /// Resolves once the link ended.
+    pub(crate) async fn closed(&self) {
+        self.closed.cancelled().await
+    }
+
     /// Ends the link: its thread tells every client to resume elsewhere.
     pub(crate) fn shut_down(&self) {
         if !self.closed.is_cancelled() {
@@ -205,8 +210,11 @@ impl ZoneLink {
 
 /// One client as the zone's thread knows it.
 struct Client {
-    /// Its connection's queue on its I/O thread; full means it is not reading (it is kicked).
-    out: Arc<Link>,
+    /// Its connection's queue (on its I/O thread, or its WebTransport session's outbox); full
+    /// means it is not reading (it is kicked).
+    out: ClientOut,
+    /// The newest State its client acknowledged that its replicator was told of (WebTransport).
+    state_acked: u64,
     /// Its participant, once its Welcome came.
     player: Option<PlayerId>,
     /// `Some` while its resuming Hello waits for its Welcome.
@@ -255,6 +263,7 @@ impl ZoneThread {
                         client,
                         Client {
                             out,
+                            state_acked: 0,
                             player: None,
                             resume,
                             last: LastFrame::default(),
@@ -311,6 +320,7 @@ impl ZoneThread {
     fn on_origin(&mut self, bytes: &[u8]) -> Result<(), String> {
         match Down::read(bytes).map_err(|e| e.to_string())? {
             Down::Patch(message) => {
+                self.note_acks();
                 self.zone.apply(message).map_err(|e| e.to_string())?;
                 self.link.tick.store(self.zone.tick(), Ordering::Relaxed);
                 self.deliver();
@@ -373,6 +383,12 @@ impl ZoneThread {
                 if resumed.is_none() {
                     self.zone.attach(p);
                 }
+                // A WebTransport client: States against what it acknowledged, each fitting one
+                // datagram (the frames of the next patch are built so).
+                if let Some(path) = c.out.datagrams() {
+                    c.state_acked = 0;
+                    self.zone.use_datagrams(p, Some(path.max_frame()));
+                }
             }
             Some(ServerMessage::Transfer(_)) => last = true,
             _ => {}
@@ -384,6 +400,21 @@ impl ZoneThread {
         if last {
             // Sent to another zone: the client goes there; its connection here is over.
             c.out.close();
+        }
+    }
+
+    /// Tells the replicator what datagram clients acknowledged since the last patch, before the
+    /// next one's frames are built: their States build on it.
+    fn note_acks(&mut self) {
+        for c in self.clients.values_mut() {
+            let (Some(p), Some(path)) = (c.player, c.out.datagrams()) else {
+                continue;
+            };
+            let acked = path.acked();
+            if acked > c.state_acked {
+                c.state_acked = acked;
+                self.zone.ack_state(p, acked);
+            }
         }
     }
 

@@ -10,6 +10,12 @@
 //! forwards what it sends to the origin, except what the relay answers itself: Pings, and
 //! Resyncs (its frames are built here).
 //!
+//! A relay with a WebTransport endpoint (`--webtransport`, or `--dev`) serves WebTransport clients
+//! too (`wt`), on the host's endpoint code (`net::webtransport`): their States go as datagrams,
+//! built against what they acknowledged, and their Inputs datagrams go to the origin as the Input
+//! messages a WebSocket client sends. The zone's thread queues either kind's frames through one
+//! bounded `out::ClientOut`.
+//!
 //! Nothing upstream waits on a client: a client that does not read fills its bounded outbox and
 //! is kicked as a slow consumer, as a host kicks it, while the link and every other client go
 //! on. A link that closes (the origin went away, or refused a patch) ends its clients'
@@ -18,10 +24,14 @@
 //! [`RelayZone`]: zonekeep_core::relay::RelayZone
 
 mod link;
+mod out;
 mod session;
+mod wt;
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -42,6 +52,13 @@ use tower::ServiceExt as _;
 use crate::config::{Secret, ServerConfig};
 use crate::metrics::Metrics;
 use crate::net::ws::io::{IoSettings, WsIo};
+
+/// Silence after which QUIC ends a relayed WebTransport session (the endpoint sends keep-alives
+/// every 3 s, so only a peer that is gone stays silent this long). A relay may be killed, and its
+/// clients must notice within their reconnect grace at the zone's host (15 s by default), which
+/// starts when the relay's link drops: the session's own idle timeout, by the client's messages,
+/// is the relay's `idle_timeout` still.
+const QUIC_IDLE: Duration = Duration::from_secs(10);
 
 /// A relay's settings.
 #[derive(Debug, Clone)]
@@ -76,6 +93,19 @@ pub struct RelayConfig {
     pub socket_send_buffer: usize,
     /// I/O threads serving the clients' sockets (0: one per two cores, at least one).
     pub io_threads: usize,
+    /// UDP address of its WebTransport endpoint (PROTOCOL.md §1.1), `None` = off; with
+    /// `dev_certificate` and none given, the listen address's IP and port number.
+    pub webtransport: Option<SocketAddr>,
+    /// PEM certificate chain of the WebTransport endpoint.
+    pub webtransport_cert: Option<PathBuf>,
+    /// PEM private key of the WebTransport endpoint.
+    pub webtransport_key: Option<PathBuf>,
+    /// The WebTransport endpoint makes its own self-signed certificate, whose hash
+    /// `GET /webtransport` publishes (development: browsers pin it for at most 14 days).
+    pub dev_certificate: bool,
+    /// WebTransport handshakes in progress at most (per address, a host's
+    /// `max_connections_per_ip`); more are refused. They hold no client slot.
+    pub webtransport_max_handshakes: usize,
 }
 
 impl RelayConfig {
@@ -96,6 +126,11 @@ impl RelayConfig {
             socket_send_buffer: 128 << 10,
             io_threads: 0,
             public_url: None,
+            webtransport: None,
+            webtransport_cert: None,
+            webtransport_key: None,
+            dev_certificate: false,
+            webtransport_max_handshakes: ServerConfig::default().webtransport_max_handshakes,
         }
     }
 
@@ -129,12 +164,42 @@ impl RelayConfig {
             ("link_queue", self.link_queue),
             ("max_entities", self.max_entities),
             ("io_threads", self.io_threads.max(1)),
+            (
+                "webtransport_max_handshakes",
+                self.webtransport_max_handshakes,
+            ),
         ] {
             if v == 0 || v > 1 << 24 {
                 return Err(format!("{name} must be 1..=16777216"));
             }
         }
+        if self.webtransport_cert.is_some() != self.webtransport_key.is_some() {
+            return Err(
+                "webtransport_cert and webtransport_key go together (a certificate chain and \
+                 its private key)"
+                    .into(),
+            );
+        }
+        if self.webtransport.is_some() && !self.dev_certificate && self.webtransport_cert.is_none()
+        {
+            return Err(
+                "webtransport needs webtransport_cert and webtransport_key, or the development \
+                 certificate"
+                    .into(),
+            );
+        }
         Ok(())
+    }
+
+    /// Where its WebTransport endpoint listens, if it serves WebTransport: where configured, or
+    /// with the development certificate on the listen address's port number (`true`: that
+    /// default, which another port may replace when it is taken).
+    fn webtransport_addr(&self, listen: SocketAddr) -> Option<(SocketAddr, bool)> {
+        match (self.webtransport, self.dev_certificate) {
+            (Some(a), _) => Some((a, false)),
+            (None, true) => Some((listen, true)),
+            (None, false) => None,
+        }
     }
 
     /// The link URL of `zone_id`.
@@ -168,6 +233,11 @@ pub(crate) struct RelayShared {
     metrics: Arc<Metrics>,
     /// The client sessions: shutting down waits (bounded) for their last Kick to go out.
     sessions: TaskTracker,
+    /// Cancelled when the relay shuts down: its WebTransport endpoint takes no more sessions,
+    /// and those still in their handshake are refused (SHUTTING_DOWN).
+    stop: CancellationToken,
+    /// Its WebTransport endpoint, once it listens (`GET /webtransport` publishes it).
+    webtransport: std::sync::OnceLock<crate::net::webtransport::Published>,
 }
 
 /// A relay: serve it with [`Relay::serve`].
@@ -201,15 +271,19 @@ impl Relay {
                 io: std::sync::OnceLock::new(),
                 metrics: Arc::new(Metrics::new(0)),
                 sessions: TaskTracker::new(),
+                stop: CancellationToken::new(),
+                webtransport: std::sync::OnceLock::new(),
             }),
         })
     }
 
-    /// The relay's routes: `GET /zones/{zone_id}` (clients), `GET /relay/status`,
-    /// `GET /metrics`, `GET /healthz`.
+    /// The relay's routes: `GET /zones/{zone_id}` (clients), `GET /webtransport` (where its
+    /// WebTransport endpoint is, as a host answers), `GET /relay/status`, `GET /metrics`,
+    /// `GET /healthz`.
     pub fn router(&self) -> Router {
         Router::new()
             .route("/zones/{zone_id}", get(client_handler))
+            .route("/webtransport", get(webtransport_handler))
             .route("/relay/status", get(status_handler))
             .route("/metrics", get(metrics_handler))
             .route("/healthz", get(|| async { "ok" }))
@@ -245,6 +319,9 @@ impl Relay {
                 tokio::runtime::Handle::current(),
             )?;
             let _ = shared.io.set(io);
+        }
+        if let Some((addr, defaulted)) = cfg.webtransport_addr(listener.local_addr()?) {
+            start_webtransport(&shared, addr, defaulted).await?;
         }
         tracing::info!(addr = %listener.local_addr()?, origin = %cfg.origin, "zonekeep relay listening");
         let app = self.router();
@@ -288,6 +365,7 @@ impl Relay {
         }
         drop(listener);
         stop.cancel();
+        shared.stop.cancel();
         conns.close();
         let links: Vec<_> = shared
             .zones
@@ -311,6 +389,39 @@ impl Relay {
     }
 }
 
+/// Starts the relay's WebTransport endpoint at `addr` (any free port instead when `any_port` and
+/// that one is taken), as a host's: the same certificate choice, Retry validation and handshake
+/// bounds; its sessions are relayed clients.
+async fn start_webtransport(
+    shared: &Arc<RelayShared>,
+    addr: SocketAddr,
+    any_port: bool,
+) -> std::io::Result<()> {
+    let cfg = &shared.cfg;
+    let settings = crate::net::webtransport::endpoint::EndpointSettings {
+        cert: cfg.webtransport_cert.clone(),
+        key: cfg.webtransport_key.clone(),
+        idle: cfg.idle_timeout.min(QUIC_IDLE),
+        max_handshakes: cfg.webtransport_max_handshakes,
+        max_handshakes_per_ip: ServerConfig::default().max_connections_per_ip,
+        any_port_if_taken: any_port,
+    };
+    let serving = Arc::clone(shared);
+    let published = crate::net::webtransport::endpoint::start(
+        &settings,
+        addr,
+        Arc::clone(&shared.metrics),
+        shared.stop.clone(),
+        &shared.sessions,
+        || false,
+        move |incoming, handshake| wt::run(incoming, Arc::clone(&serving), handshake),
+    )
+    .await
+    .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let _ = shared.webtransport.set(published);
+    Ok(())
+}
+
 /// The relay's client connections: a host's defaults, with the relay's own timeouts and the
 /// client message limit every host applies.
 fn io_settings(cfg: &RelayConfig) -> IoSettings {
@@ -329,6 +440,13 @@ fn status(shared: &RelayShared) -> RelayStatus {
         max_clients: shared.cfg.max_clients,
         zones: shared.zones.lock().map(|z| z.len()).unwrap_or(0),
     }
+}
+
+async fn webtransport_handler(
+    State(shared): State<Arc<RelayShared>>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    crate::net::webtransport::published_answer(shared.webtransport.get(), &headers)
 }
 
 async fn status_handler(State(shared): State<Arc<RelayShared>>) -> Json<RelayStatus> {

@@ -11,6 +11,7 @@ use zonekeep_protocol::messages::{tag, ClientMessage, KickCode};
 use zonekeep_protocol::ResumeFrom;
 
 use super::link::{ZoneCmd, ZoneLink};
+use super::out::ClientOut;
 use super::RelayShared;
 use crate::error::SessionError;
 use crate::net::conn::KickNotice;
@@ -21,8 +22,21 @@ use crate::net::ws::{finish_raw_in, HOST_VERSIONS};
 use crate::session::Limits;
 use crate::sim::pong_frame;
 
-/// Holds a client slot while the session lives.
-struct Slot(Arc<RelayShared>);
+/// Holds a client slot while the session lives (WebSocket and WebTransport clients alike).
+pub(super) struct Slot(Arc<RelayShared>);
+
+impl Slot {
+    /// Takes one of the relay's client slots; `None` when it serves `max_clients` already (the
+    /// refusal is counted).
+    pub(super) fn take(shared: &Arc<RelayShared>) -> Option<Slot> {
+        if shared.clients.fetch_add(1, Ordering::Relaxed) >= shared.cfg.max_clients {
+            shared.clients.fetch_sub(1, Ordering::Relaxed);
+            shared.metrics.connection_refused("max_clients");
+            return None;
+        }
+        Some(Slot(Arc::clone(shared)))
+    }
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -31,7 +45,7 @@ impl Drop for Slot {
 }
 
 /// The Kick for a client whose zone's link is gone: it resumes through its entry URLs.
-fn link_lost() -> KickNotice {
+pub(super) fn link_lost() -> KickNotice {
     KickNotice {
         code: KickCode::ZONE_MOVED,
         reason: "the relay lost its link to the zone's host; resume".into(),
@@ -53,14 +67,11 @@ pub(super) async fn run(shared: Arc<RelayShared>, zone_id: String, tcp: TcpStrea
         finish_raw_in(settings, metrics, src, Some(kick)).await;
         return;
     }
-    if shared.clients.fetch_add(1, Ordering::Relaxed) >= shared.cfg.max_clients {
-        shared.clients.fetch_sub(1, Ordering::Relaxed);
-        metrics.connection_refused("max_clients");
+    let Some(slot) = Slot::take(&shared) else {
         let kick = SessionError::TooManyConnections.kick();
         finish_raw_in(settings, metrics, src, Some(kick)).await;
         return;
-    }
-    let slot = Slot(Arc::clone(&shared));
+    };
     let mut src = src;
     let opening = tokio::time::timeout(
         shared.cfg.handshake_timeout,
@@ -90,7 +101,7 @@ pub(super) async fn run(shared: Arc<RelayShared>, zone_id: String, tcp: TcpStrea
     let out = io.link(u64::from(client), shared.cfg.outbox_frames);
     let told = link.tell(ZoneCmd::Open {
         client,
-        out: Arc::clone(&out),
+        out: ClientOut::WebSocket(Arc::clone(&out)),
         resume,
     });
     if !told || !link.send_up(wire::hello(client, &hello)) {
@@ -104,7 +115,8 @@ pub(super) async fn run(shared: Arc<RelayShared>, zone_id: String, tcp: TcpStrea
     let mut peer = RelayClient {
         link,
         client,
-        version,
+        // The origin refuses a Hello of no version it speaks.
+        version: version.unwrap_or(zonekeep_protocol::limits::MIN_PROTOCOL_VERSION),
         started: shared.started,
         limits: Limits::new(&crate::config::ServerConfig::default()),
         _slot: slot,
@@ -130,14 +142,14 @@ pub(super) async fn run(shared: Arc<RelayShared>, zone_id: String, tcp: TcpStrea
 }
 
 /// A client's Hello, read and looked at, and its zone's link.
-struct Opened {
-    link: Arc<ZoneLink>,
+pub(super) struct Opened {
+    pub(super) link: Arc<ZoneLink>,
     /// The Hello's bytes, forwarded to the origin as they came.
-    hello: Bytes,
+    pub(super) hello: Bytes,
     /// `Some` when it resumes with a reconnect token, with what it says it holds.
-    resume: Option<Option<ResumeFrom>>,
-    /// The protocol version the origin will pick (the highest both speak).
-    version: u32,
+    pub(super) resume: Option<Option<ResumeFrom>>,
+    /// The protocol version the origin will pick (the highest both speak of `versions`), if any.
+    pub(super) version: Option<u32>,
 }
 
 /// The Hello, read as a host reads it (the first message, binary, within the size limit), and
@@ -149,13 +161,29 @@ async fn hello(
     src: &mut Prefixed,
 ) -> Result<Option<Opened>, KickNotice> {
     let max = zonekeep_protocol::limits::MAX_CLIENT_MESSAGE;
-    let refuse = |e: SessionError| e.kick();
     let Some(bytes) = read_hello(src, max, &shared.metrics)
         .await
-        .map_err(refuse)?
+        .map_err(|e| e.kick())?
     else {
         return Ok(None);
     };
+    // The origin judges the versions of a WebSocket client's Hello (it speaks the same ones).
+    opened(shared, zone_id, bytes, &HOST_VERSIONS, false)
+        .await
+        .map(Some)
+}
+
+/// Looks at a client's Hello (`bytes`, as it sent it) for what the relay needs of it, and finds
+/// its zone's link; an error is the Kick that refuses it. `versions` are those its transport
+/// speaks; with `refuse_unspoken`, a Hello of none of them is refused here (VERSION_MISMATCH, as
+/// a host refuses it), before any link is opened for it.
+pub(super) async fn opened(
+    shared: &Arc<RelayShared>,
+    zone_id: &str,
+    bytes: Bytes,
+    versions: &[u32],
+    refuse_unspoken: bool,
+) -> Result<Opened, KickNotice> {
     // What the relay needs of it: whether it resumes, and from what. Everything else (the
     // ticket above all) is the origin's to judge.
     let h = match ClientMessage::decode(&bytes) {
@@ -173,9 +201,15 @@ async fn hello(
         .versions
         .iter()
         .copied()
-        .filter(|v| HOST_VERSIONS.contains(v))
-        .max()
-        .unwrap_or(zonekeep_protocol::limits::MIN_PROTOCOL_VERSION);
+        .filter(|v| versions.contains(v))
+        .max();
+    if version.is_none() && refuse_unspoken {
+        let e = SessionError::Version {
+            min: versions.iter().copied().min().unwrap_or(0),
+            max: versions.iter().copied().max().unwrap_or(0),
+        };
+        return Err(e.kick());
+    }
     let resume = (!h.reconnect_token.is_empty()).then_some(h.resume_from);
     let link = shared.link(zone_id).await.map_err(|why| {
         tracing::warn!(zone = %zone_id, error = %why, "no link to the origin");
@@ -184,12 +218,12 @@ async fn hello(
             reason: "the relay cannot reach the zone's host; retry".into(),
         }
     })?;
-    Ok(Some(Opened {
+    Ok(Opened {
         link,
         hello: bytes,
         resume,
         version,
-    }))
+    })
 }
 
 /// A relayed client as its I/O thread serves it.
