@@ -4,11 +4,13 @@
 
 use bytes::Bytes;
 use wtransport::{RecvStream, SendStream};
-use zonekeep_protocol::messages::{tag, ClientMessage, Inputs};
+use zonekeep_protocol::messages::{tag, ClientMessage, Input};
 use zonekeep_protocol::wire::put_varint;
 
 use crate::error::SessionError;
+use crate::metrics::Metrics;
 use crate::net::conn::DatagramPath;
+use crate::session::Limits;
 
 /// Whether a frame goes to the client as a datagram: a State (§5.8) that fits one. Everything
 /// else (and a State too large) goes on the control stream, in order.
@@ -16,15 +18,47 @@ pub(crate) fn goes_as_datagram(frame: &[u8], path: Option<&DatagramPath>) -> boo
     frame.first() == Some(&tag::STATE) && path.is_some_and(|p| frame.len() <= p.max_frame())
 }
 
-/// Reads one client datagram, which must be an Inputs (§4.5).
-pub(crate) fn read_inputs(bytes: &[u8]) -> Result<Inputs, SessionError> {
-    match ClientMessage::decode(bytes) {
-        Ok(ClientMessage::Inputs(b)) => Ok(b),
-        Ok(_) => Err(SessionError::Protocol(
-            "a datagram other than Inputs".into(),
-        )),
-        Err(e) => Err(SessionError::Protocol(format!("undecodable datagram: {e}"))),
+/// Acts on one client datagram, which must be an Inputs (§4.5): its State acknowledgement is
+/// noted on `path`, each input it brings for the first time (a sequence above `seen`, which moves
+/// up) goes to `each`, and a datagram that brings nothing new spends a datagram token instead
+/// (inputs repeat in every datagram until acknowledged, so a repeat is normal, a flood is not:
+/// past the abuse bound the client is ended).
+pub(crate) fn take_inputs(
+    bytes: &[u8],
+    path: Option<&DatagramPath>,
+    seen: &mut u32,
+    limits: &Limits,
+    metrics: &Metrics,
+    mut each: impl FnMut(Input) -> Result<(), SessionError>,
+) -> Result<(), SessionError> {
+    let batch = match ClientMessage::decode(bytes) {
+        Ok(ClientMessage::Inputs(b)) => b,
+        Ok(_) => {
+            return Err(SessionError::Protocol(
+                "a datagram other than Inputs".into(),
+            ))
+        }
+        Err(e) => return Err(SessionError::Protocol(format!("undecodable datagram: {e}"))),
+    };
+    if let Some(path) = path {
+        path.acknowledge(batch.state_ack);
     }
+    let mut new = false;
+    for i in batch.inputs {
+        if i.seq <= *seen {
+            continue;
+        }
+        *seen = i.seq;
+        new = true;
+        each(i)?;
+    }
+    if !new && limits.datagrams.check().is_err() {
+        metrics.datagram_rate_limited();
+        if limits.abuse.check().is_err() {
+            return Err(SessionError::RateLimited);
+        }
+    }
+    Ok(())
 }
 
 /// Reads the next message, at most `max` bytes; `Ok(None)` when the client finished the stream

@@ -12,7 +12,7 @@ use wtransport::{Connection, RecvStream, SendStream};
 use zonekeep_protocol::messages::{tag, KickCode, Redirect, ServerMessage};
 
 use super::control::{self, control_stream, read_hello, Control};
-use super::framing::{goes_as_datagram, read_inputs, read_message, write_message};
+use super::framing::{goes_as_datagram, read_message, take_inputs, write_message};
 use super::VERSIONS;
 use crate::error::SessionError;
 use crate::host::{redirect_hops, valid_zone_id, Shared};
@@ -364,26 +364,9 @@ fn datagram(
     if shared.fleet().is_some_and(|f| !f.gate.holds_now()) {
         return Err(crate::sim::JoinFailure::Fenced.into());
     }
-    let batch = read_inputs(bytes)?;
-    if let Some(path) = path {
-        path.acknowledge(batch.state_ack);
-    }
-    let mut new = false;
-    for i in batch.inputs {
-        if i.seq <= *forwarded {
-            continue;
-        }
-        *forwarded = i.seq;
-        new = true;
-        accept_input(shared, a, limits, i)?;
-    }
-    if !new && limits.datagrams.check().is_err() {
-        shared.metrics.datagram_rate_limited();
-        if limits.abuse.check().is_err() {
-            return Err(SessionError::RateLimited);
-        }
-    }
-    Ok(())
+    take_inputs(bytes, path, forwarded, limits, &shared.metrics, |i| {
+        accept_input(shared, a, limits, i)
+    })
 }
 
 /// Sends the zone's frames: a State (§5.8) as a datagram when it fits one, everything else (and

@@ -28,7 +28,7 @@ use crate::net::conn_limit::ConnGuard;
 use crate::net::relay::wire;
 use crate::net::webtransport::control::{self, control_stream, read_hello, Control};
 use crate::net::webtransport::framing::{
-    goes_as_datagram, read_inputs, read_message, write_message,
+    goes_as_datagram, read_message, take_inputs, write_message,
 };
 use crate::net::webtransport::VERSIONS;
 use crate::session::Limits;
@@ -290,29 +290,14 @@ impl Session<'_> {
                 max: MAX_MESSAGE,
             });
         }
-        let batch = read_inputs(bytes)?;
-        if let Some(path) = self.datagrams {
-            path.acknowledge(batch.state_ack);
-        }
-        let mut new = false;
-        for i in batch.inputs {
-            if i.seq <= *forwarded {
-                continue;
-            }
-            *forwarded = i.seq;
-            new = true;
+        let metrics = &self.shared.metrics;
+        take_inputs(bytes, self.datagrams, forwarded, limits, metrics, |i| {
             let input = ClientMessage::Input(i)
                 .to_bytes()
                 .map_err(|e| SessionError::Protocol(format!("unencodable input: {e}")))?;
             self.link.send_up(wire::from_client(self.client, &input));
-        }
-        if !new && limits.datagrams.check().is_err() {
-            self.shared.metrics.datagram_rate_limited();
-            if limits.abuse.check().is_err() {
-                return Err(SessionError::RateLimited);
-            }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Sends the zone thread's frames: a State as a datagram when it fits one, everything else
