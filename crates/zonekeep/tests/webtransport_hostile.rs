@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
-use wtransport::{ClientConfig, Connection, Endpoint, RecvStream, SendStream};
+use wtransport::{ClientConfig, Connection, Endpoint};
 use zonekeep_protocol::messages::{ClientMessage, Hello, KickCode, ServerMessage};
-use zonekeep_protocol::wire::put_varint;
 
 use support::quic_prober::{is_retry, Prober};
+use support::raw_wt::RawSession;
 use support::{Server, StoreSpec};
 
 /// A host in dev mode (WebTransport on, with a pinned development certificate) with `extra` flags.
@@ -209,10 +209,14 @@ async fn stalled_handshakes_are_bounded_counted_and_released() {
         server.metric("zonekeep_webtransport_handshakes").await == 0.0
     })
     .await;
-    let mut wt = Wt::open(udp, hash, "d-wt").await.unwrap();
-    wt.hello(&dots_ticket("wt-after-stall", "d-wt")).await;
+    let conn = connect(udp, hash, "d-wt").await.unwrap();
+    let (send, recv) = conn.open_bi().await.unwrap().await.unwrap();
+    let mut wt = RawSession { conn, send, recv };
+    let versions = vec![zonekeep_protocol::limits::PROTOCOL_VERSION];
+    wt.send_hello(dots_ticket("wt-after-stall", "d-wt"), versions)
+        .await;
     assert!(matches!(
-        tokio::time::timeout(Duration::from_secs(10), wt.next_message())
+        tokio::time::timeout(Duration::from_secs(10), wt.next())
             .await
             .unwrap(),
         Some(ServerMessage::Welcome(_))
@@ -228,13 +232,14 @@ async fn a_slow_client_is_closed_within_the_handshake_timeout() {
     let conn = connect(udp, hash, "d-slow").await.unwrap();
     // The client opens its control stream just before the timeout and then trickles its Hello.
     tokio::time::sleep_until((start + Duration::from_millis(2700)).into()).await;
-    let (mut send, mut recv) = conn.open_bi().await.unwrap().await.unwrap();
+    let (mut send, recv) = conn.open_bi().await.unwrap().await.unwrap();
     send.write_all(&[0x80]).await.unwrap();
-    let kick = tokio::time::timeout(Duration::from_secs(15), next_message(&mut recv))
+    let mut wt = RawSession { conn, send, recv };
+    let kick = tokio::time::timeout(Duration::from_secs(15), wt.next())
         .await
         .expect("the session ends");
     // A client that read its Kick leaves.
-    conn.close(wtransport::VarInt::from_u32(0), b"");
+    wt.conn.close(wtransport::VarInt::from_u32(0), b"");
     let held = start.elapsed();
     assert!(
         matches!(kick, Some(ServerMessage::Kick(ref k)) if k.code == KickCode::HANDSHAKE_TIMEOUT),
@@ -269,7 +274,7 @@ async fn a_datagram_before_the_hello_is_kicked_before_the_close() {
             panic!("round {round}: the session closed before its control stream opened");
         };
         let _ = send.write_all(&[0x00]).await;
-        let mut wt = Wt { conn, send, recv };
+        let mut wt = RawSession { conn, send, recv };
         let (kick, code) = tokio::time::timeout(Duration::from_secs(10), wt.kicked())
             .await
             .unwrap();
@@ -289,80 +294,4 @@ async fn connect(udp: SocketAddr, hash: [u8; 32], zone: &str) -> Result<Connecti
         .connect(format!("https://{udp}/zones/{zone}"))
         .await
         .map_err(|e| e.to_string())
-}
-
-/// The next message on a control stream, `None` when it ended.
-async fn next_message(recv: &mut RecvStream) -> Option<ServerMessage> {
-    let mut len = 0u64;
-    for i in 0..5 {
-        let mut b = [0u8; 1];
-        match recv.read(&mut b).await {
-            Ok(Some(1)) => {}
-            _ => return None,
-        }
-        len |= u64::from(b[0] & 0x7f) << (7 * i);
-        if b[0] & 0x80 == 0 {
-            break;
-        }
-    }
-    let mut body = vec![0u8; len as usize];
-    recv.read_exact(&mut body).await.ok()?;
-    Some(ServerMessage::decode(&body, None).unwrap())
-}
-
-/// A session and its control stream.
-struct Wt {
-    conn: Connection,
-    send: SendStream,
-    recv: RecvStream,
-}
-
-impl Wt {
-    async fn open(udp: SocketAddr, hash: [u8; 32], zone: &str) -> Result<Wt, String> {
-        let conn = connect(udp, hash, zone).await?;
-        let (send, recv) = conn
-            .open_bi()
-            .await
-            .map_err(|e| e.to_string())?
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(Wt { conn, send, recv })
-    }
-
-    async fn hello(&mut self, ticket: &str) {
-        let hello = ClientMessage::Hello(Hello {
-            versions: vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
-            ticket: ticket.into(),
-            reconnect_token: vec![],
-            content_version: String::new(),
-            resume_from: None,
-        })
-        .to_bytes()
-        .unwrap();
-        let mut framed = Vec::new();
-        put_varint(&mut framed, hello.len() as u64);
-        framed.extend_from_slice(&hello);
-        self.send.write_all(&framed).await.unwrap();
-    }
-
-    async fn next_message(&mut self) -> Option<ServerMessage> {
-        next_message(&mut self.recv).await
-    }
-
-    /// The Kick on the control stream before it ended (`None`: it ended without one), and the
-    /// application close code of the session.
-    async fn kicked(&mut self) -> (Option<KickCode>, u64) {
-        let kick = loop {
-            match self.next_message().await {
-                Some(ServerMessage::Kick(k)) => break Some(k.code),
-                Some(_) => continue,
-                None => break None,
-            }
-        };
-        let code = match self.conn.closed().await {
-            wtransport::error::ConnectionError::ApplicationClosed(c) => c.code().into_inner(),
-            other => panic!("the session ended without an application close: {other}"),
-        };
-        (kick, code)
-    }
 }

@@ -41,6 +41,12 @@ impl RawSession {
             .unwrap();
         let (send, recv) = conn.open_bi().await.unwrap().await.unwrap();
         let mut s = RawSession { conn, send, recv };
+        s.send_hello(ticket, versions).await;
+        s
+    }
+
+    /// Sends a Hello with `ticket`, offering `versions`, on the control stream.
+    pub async fn send_hello(&mut self, ticket: String, versions: Vec<u32>) {
         let hello = ClientMessage::Hello(Hello {
             versions,
             ticket,
@@ -50,8 +56,7 @@ impl RawSession {
         })
         .to_bytes()
         .unwrap();
-        s.write(&hello).await;
-        s
+        self.write(&hello).await;
     }
 
     /// Writes one message (its length first) on the control stream.
