@@ -108,11 +108,17 @@ async fn ask(at: &Server, sub: &str) -> (Search, Value) {
     (search, q["rtt_ms"].clone())
 }
 
-/// Long-polls `s` at `at` until it reaches `want`.
+/// Long-polls `s` at `at` until it reaches `want`, heartbeating while it is queued as the SDKs
+/// do (a long poll alone does not keep a search alive).
 async fn until(at: &Server, s: &Search, want: &str) -> Value {
     let mut state = String::from("queued");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
+        if state == "queued" {
+            let path = format!("/match/searches/{}/heartbeat", s.id);
+            let (status, v) = call(&base(at), "POST", &path, &s.token, None).await;
+            assert_eq!(status, 200, "{v}");
+        }
         let (status, v) = call(
             &base(at),
             "GET",
