@@ -297,12 +297,7 @@ impl Server {
 
     /// Sends SIGTERM without waiting for the exit.
     pub fn sigterm(&self) {
-        let pid = self.child.as_ref().unwrap().id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
+        self.signal("-TERM");
     }
 
     /// Waits for the process to exit; returns its status and its log.
@@ -400,12 +395,7 @@ impl Server {
 
     /// Sends `signal` (e.g. `-STOP`, `-CONT`) to the process.
     pub fn signal(&self, signal: &str) {
-        let pid = self.pid().to_string();
-        assert!(Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .unwrap()
-            .success());
+        send_signal(self.pid(), signal);
     }
 
     /// GET a path; returns the body.
@@ -960,4 +950,13 @@ pub async fn output_off_runtime(mut cmd: std::process::Command) -> std::process:
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap()
+}
+
+/// Sends `signal` (e.g. `-TERM`, `-STOP`) to process `pid` with `kill`.
+pub fn send_signal(pid: u32, signal: &str) {
+    assert!(Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
 }

@@ -52,12 +52,7 @@ impl Relay {
 
     /// Asks it to shut down (SIGTERM), as an operator does.
     pub fn terminate(&self) {
-        let pid = self.child.as_ref().unwrap().id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
+        super::send_signal(self.child.as_ref().unwrap().id(), "-TERM");
     }
 
     /// `kill -9`.
