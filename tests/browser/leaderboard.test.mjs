@@ -1,5 +1,7 @@
 // The arena page's "Top 10" panel in real headless Chromium against the real `zonekeep serve --dev`
-// binary, whose dev mode declares the `score` board. Scores are put on the board the way a game's
+// binary. The host declares the `score` board itself, without the dev mode's total over the
+// players' `score` facts: only the back end's submissions move it, so the page's own player
+// picking up a coin cannot change the ranking the test expects. Scores are put on the board the way a game's
 // back end does it, `POST /boards/score/scores` with the host's lobby credential (`--lobby-token`),
 // and the panel must list the best ten in the board's order (ties by principal) with their scores;
 // the page's own principal (its ticket's subject) shows as "you: #rank" while outside the ten and
@@ -25,7 +27,7 @@ let server;
 let browser;
 
 before(async () => {
-  server = await startServer({ args: ["--lobby-token", LOBBY_TOKEN] });
+  server = await startServer({ args: ["--lobby-token", LOBBY_TOKEN, "--board", "score"] });
   if (chromium !== null) browser = await launchChromium(chromium);
 });
 
