@@ -260,3 +260,83 @@ fn random_worlds_match_the_model() {
         }
     }
 }
+
+/// Views that see everything follow the model through patches where the set of entities does
+/// not change (the shared list is only compared once), patches where entities die or come
+/// back, and views that switch between the unbounded path and a bounded one.
+#[test]
+fn unbounded_views_match_the_model_across_unchanged_and_changed_patches() {
+    let mut st = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        (st >> 40) as f32 / 16_777_216.0
+    };
+    let n = 300usize;
+    let mut snap = Snap {
+        ids: (0..n as u32).map(|i| i * 2 + 5).collect(),
+        xs: (0..n).map(|_| next() * 500.0).collect(),
+        ys: (0..n).map(|_| next() * 500.0).collect(),
+        flags: vec![ALIVE; n],
+        trusted: true,
+    };
+    let mut interest = Interest::new(40.0);
+    let mut views: Vec<View> = (0..6).map(|_| View::new()).collect();
+    let mut models: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); 6];
+    for tick in 0..60 {
+        for i in 0..n {
+            snap.xs[i] = (snap.xs[i] + (next() - 0.5) * 10.0).clamp(0.0, 500.0);
+            snap.ys[i] = (snap.ys[i] + (next() - 0.5) * 10.0).clamp(0.0, 500.0);
+        }
+        // Every fifth patch some entities die or come back; the others change nothing but
+        // positions, so the list every unbounded view sees stays the same.
+        if tick % 5 == 4 {
+            for f in snap.flags.iter_mut() {
+                if next() < 0.05 {
+                    *f ^= ALIVE;
+                }
+            }
+        }
+        let cols = snap.cols();
+        interest.rebuild(&cols);
+        for (v, (view, m)) in views.iter_mut().zip(models.iter_mut()).enumerate() {
+            let own = (v * 41) as u32;
+            // Views 4 and 5 look through a bounded radius every seventh patch.
+            let bounded = v >= 4 && tick % 7 == 3;
+            let radius = if bounded { 120.0 } else { f32::INFINITY };
+            let sp = spec(
+                snap.xs[own as usize],
+                snap.ys[own as usize],
+                radius,
+                0.0,
+                Some(own),
+            );
+            if bounded {
+                interest.update_view(&cols, view, &sp, |_| true);
+            } else {
+                interest.update_view_all(&cols, view, &sp);
+            }
+            let expect = model(&snap, m, &sp, |_| true);
+            let got: BTreeSet<u32> = view.visible().iter().copied().collect();
+            assert_eq!(got, expect, "view {v}, patch {tick}");
+            let entered: BTreeSet<u32> = expect.difference(m).copied().collect();
+            let left: BTreeSet<u32> = m.difference(&expect).copied().collect();
+            assert_eq!(
+                view.entered().iter().copied().collect::<BTreeSet<_>>(),
+                entered,
+                "view {v}, patch {tick}"
+            );
+            assert_eq!(
+                view.left().iter().copied().collect::<BTreeSet<_>>(),
+                left,
+                "view {v}, patch {tick}"
+            );
+            assert_eq!(view.visible_ranks().len(), view.visible().len());
+            for (&id, &rank) in view.visible().iter().zip(view.visible_ranks()) {
+                assert_eq!(snap.ids[rank as usize], id);
+            }
+            *m = expect;
+        }
+    }
+}

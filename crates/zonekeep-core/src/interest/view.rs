@@ -28,6 +28,9 @@ pub struct View {
     next_ranks: Vec<u32>,
     /// Layout epoch of the snapshot `ranks` refer to.
     layout: Option<u64>,
+    /// The [`All`] list `visible` and `ranks` were last copied from (0 = none): a view that
+    /// already holds the current list skips comparing it again.
+    all_gen: u64,
 }
 
 impl View {
@@ -63,6 +66,7 @@ impl View {
         self.entered.clear();
         self.left.clear();
         self.layout = None;
+        self.all_gen = 0;
     }
 }
 
@@ -118,7 +122,17 @@ pub(super) struct All {
     ready: bool,
     ids: Vec<u32>,
     ranks: Vec<u32>,
+    /// Names this content: a new one whenever a fill changes it (never 0). Views that copied
+    /// the list under the current generation hold it exactly, so with many subscribers seeing
+    /// everything the list is compared once per patch here instead of once per view.
+    generation: u64,
+    next_ids: Vec<u32>,
+    next_ranks: Vec<u32>,
 }
+
+/// Generations of every [`All`] of the process, so that no two contents share one, even
+/// across replicators (a view is only ever updated by one, but nothing needs to rely on it).
+static ALL_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl All {
     pub(super) fn invalidate(&mut self) {
@@ -129,15 +143,20 @@ impl All {
         if self.ready {
             return;
         }
-        self.ids.clear();
-        self.ranks.clear();
+        self.next_ids.clear();
+        self.next_ranks.clear();
         let rows = cols.ids.iter().zip(cols.xs).zip(cols.ys).zip(cols.flags);
         for (r, (((&id, x), y), &f)) in rows.enumerate() {
             let alive = f & super::ALIVE != 0;
             if alive && (f & super::GLOBAL != 0 || !(x.is_nan() || y.is_nan())) {
-                self.ids.push(id);
-                self.ranks.push(r as u32);
+                self.next_ids.push(id);
+                self.next_ranks.push(r as u32);
             }
+        }
+        if self.generation == 0 || self.next_ids != self.ids || self.next_ranks != self.ranks {
+            std::mem::swap(&mut self.ids, &mut self.next_ids);
+            std::mem::swap(&mut self.ranks, &mut self.next_ranks);
+            self.generation = ALL_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         self.ready = true;
     }
@@ -147,6 +166,11 @@ impl All {
 pub(super) fn update_all(all: &All, cols: &Columns<'_>, view: &mut View) {
     view.entered.clear();
     view.left.clear();
+    view.layout = cols.layout;
+    if view.all_gen == all.generation {
+        return;
+    }
+    view.all_gen = all.generation;
     if view.visible != all.ids {
         // Both lists ascend: one merge yields what entered and what left.
         let (old, new) = (&view.visible, &all.ids);
@@ -181,7 +205,6 @@ pub(super) fn update_all(all: &All, cols: &Columns<'_>, view: &mut View) {
     if view.ranks != all.ranks {
         view.ranks.clone_from(&all.ranks);
     }
-    view.layout = cols.layout;
 }
 
 pub(super) fn update<F: FnMut(u32) -> bool>(
@@ -193,6 +216,7 @@ pub(super) fn update<F: FnMut(u32) -> bool>(
     spec: &ViewSpec,
     mut can_see: F,
 ) {
+    view.all_gen = 0;
     let radius = if spec.radius.is_nan() {
         0.0
     } else {
