@@ -21,7 +21,7 @@
 //! own, so they arrive out of order ([`DatagramDelay`]).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -87,6 +87,10 @@ pub const MAX_OWN_SETTINGS: usize = 1024;
 pub struct NetSim {
     cfg: Arc<RwLock<NetSimConfig>>,
     subjects: Arc<Mutex<HashMap<Arc<str>, Arc<SubjectSim>>>>,
+    /// Whether any setting, host-wide or a subject's own, was ever made. Until then every
+    /// message's lookup is one load instead of two lock round trips: a host that never uses
+    /// NetSim (any host outside dev mode) pays nothing per message for it.
+    used: Arc<AtomicBool>,
 }
 
 /// One subject's own setting and what NetSim did to its connections' messages.
@@ -123,6 +127,9 @@ pub struct SubjectReport {
 impl NetSim {
     /// The host-wide setting.
     pub fn get(&self) -> NetSimConfig {
+        if !self.used.load(Ordering::Acquire) {
+            return NetSimConfig::default();
+        }
         *self.cfg.read().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -130,6 +137,7 @@ impl NetSim {
     pub fn set(&self, cfg: NetSimConfig) -> Result<(), NetSimError> {
         cfg.validate()?;
         *self.cfg.write().unwrap_or_else(|p| p.into_inner()) = cfg;
+        self.used.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -170,6 +178,9 @@ impl NetSim {
                 };
                 subjects.insert(Arc::from(sub), Arc::new(entry));
             }
+        }
+        if cfg.is_some() {
+            self.used.store(true, Ordering::Release);
         }
         Ok(())
     }
@@ -226,6 +237,9 @@ pub struct ConnNetSim {
 impl ConnNetSim {
     /// The setting that applies to this connection's next message.
     pub fn get(&self) -> NetSimConfig {
+        if !self.sim.used.load(Ordering::Acquire) {
+            return NetSimConfig::default();
+        }
         let own = *self.subject.own.read().unwrap_or_else(|p| p.into_inner());
         own.unwrap_or_else(|| self.sim.get())
     }
