@@ -283,6 +283,9 @@ pub struct ServerConfig {
     /// costs the host tens of kilobytes until it completes or the handshake timeout ends it.
     /// Default 128.
     pub webtransport_max_handshakes: usize,
+    /// Threads of the WebTransport endpoint's own runtime, which runs its QUIC connections and
+    /// sessions; 0 = one per two cores (at least one), as the WebSocket I/O threads. Default 0.
+    pub webtransport_threads: usize,
 }
 
 impl Default for ServerConfig {
@@ -371,6 +374,7 @@ impl Default for ServerConfig {
             webtransport_cert: None,
             webtransport_key: None,
             webtransport_max_handshakes: 128,
+            webtransport_threads: 0,
         }
     }
 }
@@ -822,6 +826,12 @@ impl ServerConfig {
     /// on two cores one I/O thread writing every socket was cheaper than two (BENCHMARKS.md).
     pub fn ws_io_thread_count(&self) -> usize {
         io_thread_count(self.ws_io_threads)
+    }
+
+    /// The WebTransport endpoint's runtime threads: as configured, else one per two cores (at
+    /// least one), as [`ServerConfig::ws_io_thread_count`].
+    pub fn webtransport_thread_count(&self) -> usize {
+        io_thread_count(self.webtransport_threads)
     }
 
     /// `ms` as a duration (helper for the `*_ms` fields).

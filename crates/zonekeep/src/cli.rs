@@ -337,6 +337,9 @@ struct ServeArgs {
     /// refused [default: 128].
     #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_MAX_HANDSHAKES")]
     webtransport_max_handshakes: Option<usize>,
+    /// Threads of the WebTransport endpoint's own runtime; 0 = one per two cores [default: 0].
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_THREADS")]
+    webtransport_threads: Option<usize>,
     #[command(flatten)]
     persist: crate::persist_args::PersistArgs,
 }
@@ -468,6 +471,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
         ticket_replay_capacity,
         reconnect_capacity,
         webtransport_max_handshakes,
+        webtransport_threads,
     );
     if args.dev {
         cfg.dev = true;

@@ -63,6 +63,9 @@ pub(crate) struct RelayArgs {
     /// [default: 128].
     #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_MAX_HANDSHAKES")]
     webtransport_max_handshakes: Option<usize>,
+    /// Threads of the WebTransport endpoint's own runtime; 0 = one per two cores [default: 0].
+    #[arg(long, env = "ZONEKEEP_WEBTRANSPORT_THREADS", default_value_t = 0)]
+    webtransport_threads: usize,
     /// Dev mode: WebTransport on (at the listen address's port number unless --webtransport
     /// says otherwise) with a self-signed certificate made at start, whose hash
     /// `GET /webtransport` publishes for clients to pin.
@@ -87,6 +90,7 @@ pub(crate) fn run(args: RelayArgs) -> Result<()> {
     if let Some(n) = args.webtransport_max_handshakes {
         cfg.webtransport_max_handshakes = n;
     }
+    cfg.webtransport_threads = args.webtransport_threads;
     let relay = Relay::new(cfg).map_err(anyhow::Error::msg)?;
     crate::cli::init_logging("info");
     let runtime = tokio::runtime::Builder::new_multi_thread()

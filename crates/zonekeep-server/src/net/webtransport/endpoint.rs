@@ -42,6 +42,8 @@ pub(crate) struct EndpointSettings {
     /// When `addr`'s port is taken, bind any free port of its IP instead (for a port that was
     /// not asked for, only defaulted).
     pub any_port_if_taken: bool,
+    /// Threads of the endpoint's own runtime (at least one; see [`start`]).
+    pub threads: usize,
 }
 
 /// The identity the endpoint presents, and the hashes to publish for it.
@@ -78,8 +80,16 @@ async fn identity(
 
 /// Binds the endpoint at `addr` and accepts sessions until `stop`: each one whose address is
 /// validated and that fits within the handshake bounds is handed to `serve` (with the guard
-/// holding its place among the handshakes in progress) and run on `tasks`. Returns what
-/// `GET /webtransport` publishes.
+/// holding its place among the handshakes in progress). Returns what `GET /webtransport`
+/// publishes.
+///
+/// The endpoint, its connections and its sessions run on a runtime of their own, on
+/// `settings.threads` threads named `zonekeep-wt`: with one (the default on two cores) every
+/// QUIC connection driver, every session task and the UDP socket share one thread, so a datagram
+/// handed from a session to its connection wakes nothing across threads. On the host's
+/// work-stealing runtime each such hand-off woke another worker: a fifth of WebTransport's CPU
+/// (BENCHMARKS.md). `tasks` tracks the endpoint until its last session ended and its connections
+/// closed (bounded by [`CLOSE_GRACE`]), after `stop`.
 pub(crate) async fn start<S, F>(
     settings: &EndpointSettings,
     addr: SocketAddr,
@@ -94,6 +104,15 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let (identity, certificate_hashes) = identity(settings).await?;
+    let own = OwnRuntime(Some(
+        runtime(settings.threads).map_err(|error| WebTransportError::Bind { addr, error })?,
+    ));
+    let Some(runtime) = own.0.as_ref() else {
+        return Err(WebTransportError::Bind {
+            addr,
+            error: std::io::Error::other("no runtime"),
+        });
+    };
     let idle = settings.idle;
     let config = |addr: SocketAddr, identity: Identity| {
         ServerConfig::builder()
@@ -112,6 +131,8 @@ where
             })
     };
     let bind = |addr| {
+        // The endpoint's driver is spawned where it is made: on its own runtime.
+        let _on = runtime.enter();
         config(addr, identity.clone_identity())
             .map_err(|e| std::io::Error::other(e.to_string()))
             .and_then(Endpoint::server)
@@ -134,8 +155,9 @@ where
         settings.max_handshakes_per_ip,
         metrics.webtransport().handshakes_gauge(),
     );
-    let sessions = tasks.clone();
-    tasks.spawn(async move {
+    let sessions = TaskTracker::new();
+    let spawner = sessions.clone();
+    let accepting = runtime.spawn(async move {
         loop {
             let incoming = tokio::select! {
                 _ = stop.cancelled() => break,
@@ -161,14 +183,67 @@ where
                     continue;
                 }
             };
-            sessions.spawn(serve(incoming, handshake));
+            spawner.spawn(serve(incoming, handshake));
         }
-        // No new sessions; those still open are ended by their owners (with a Kick) and keep the
-        // endpoint's driver alive until then.
-        drop(endpoint);
+        endpoint
+    });
+    // No new sessions after `stop`; those still open are ended by their owners (with a Kick).
+    // Then the connections' closes go out before the runtime ends.
+    let (ended, ended_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut own = own;
+    let thread = std::thread::Builder::new()
+        .name("zonekeep-wt".into())
+        .spawn(move || {
+            let Some(runtime) = own.0.take() else {
+                return;
+            };
+            runtime.block_on(async move {
+                let endpoint = accepting.await;
+                sessions.close();
+                sessions.wait().await;
+                if let Ok(endpoint) = endpoint {
+                    let _ = tokio::time::timeout(CLOSE_GRACE, endpoint.wait_idle()).await;
+                }
+            });
+            drop(runtime);
+            let _ = ended.send(());
+        });
+    if let Err(error) = thread {
+        return Err(WebTransportError::Bind { addr, error });
+    }
+    tasks.spawn(async move {
+        let _ = ended_rx.await;
     });
     Ok(Published {
         port: local.port(),
         certificate_hashes,
     })
+}
+
+/// How long an endpoint that stopped waits for its connections' closes to go out.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// The endpoint's runtime, shut down without waiting wherever it is dropped: an error path of
+/// [`start`] drops it inside the caller's async context, where a runtime may not block.
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The endpoint's own runtime: one thread runs everything on it, more share the work.
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match threads {
+        0 | 1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    };
+    builder.enable_all().thread_name("zonekeep-wt").build()
 }

@@ -105,6 +105,7 @@ pub(crate) async fn start(
         max_handshakes: cfg.webtransport_max_handshakes,
         max_handshakes_per_ip: cfg.max_connections_per_ip,
         any_port_if_taken: cfg.webtransport.is_none(),
+        threads: cfg.webtransport_thread_count(),
     };
     let netsim = Arc::clone(shared);
     let serving = Arc::clone(shared);

@@ -106,6 +106,8 @@ pub struct RelayConfig {
     /// WebTransport handshakes in progress at most (per address, a host's
     /// `max_connections_per_ip`); more are refused. They hold no client slot.
     pub webtransport_max_handshakes: usize,
+    /// Threads of the WebTransport endpoint's own runtime; 0 = one per two cores (at least one).
+    pub webtransport_threads: usize,
 }
 
 impl RelayConfig {
@@ -131,6 +133,7 @@ impl RelayConfig {
             webtransport_key: None,
             dev_certificate: false,
             webtransport_max_handshakes: ServerConfig::default().webtransport_max_handshakes,
+            webtransport_threads: 0,
         }
     }
 
@@ -405,6 +408,7 @@ async fn start_webtransport(
         max_handshakes: cfg.webtransport_max_handshakes,
         max_handshakes_per_ip: ServerConfig::default().max_connections_per_ip,
         any_port_if_taken: any_port,
+        threads: crate::config::io_thread_count(cfg.webtransport_threads),
     };
     let serving = Arc::clone(shared);
     let published = crate::net::webtransport::endpoint::start(
