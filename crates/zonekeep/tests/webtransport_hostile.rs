@@ -1,7 +1,7 @@
 //! The WebTransport endpoint (PROTOCOL.md §1.1) of the real binary under hostile QUIC traffic:
 //! Initials from addresses that never answer (as a forged source address never does), handshakes
-//! that stall after proving their address, clients slow to send their Hello, and a datagram sent
-//! before the Hello.
+//! that stall after proving their address, clients slow to send their Hello, a datagram sent
+//! before the Hello, and a control-stream message split around datagrams.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -294,4 +294,58 @@ async fn connect(udp: SocketAddr, hash: [u8; 32], zone: &str) -> Result<Connecti
         .connect(format!("https://{udp}/zones/{zone}"))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// A control-stream message that arrives in pieces, with datagrams arriving between them, is read
+/// whole: the session takes datagrams while it waits for the rest of a message and keeps its
+/// place in the stream (a client under loss, or a large chat line, sends exactly this).
+#[tokio::test]
+async fn a_message_split_around_datagrams_is_read_whole() {
+    use zonekeep_protocol::messages::{tag, Inputs, Ping};
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(&dir, &[]).await;
+    let mut wt = RawSession::hello(&server.addr, "d-split", dots_ticket("split", "d-split")).await;
+    assert!(matches!(wt.next().await, Some(ServerMessage::Welcome(_))));
+    let ping = ClientMessage::Ping(Ping {
+        client_time: 0x0123_4567_89ab,
+    })
+    .to_bytes()
+    .unwrap();
+    // The length and the first two bytes of the Ping, then nothing more of it for a while.
+    let mut framed = Vec::new();
+    zonekeep_protocol::wire::put_varint(&mut framed, ping.len() as u64);
+    framed.extend_from_slice(&ping);
+    let (head, tail) = framed.split_at(3);
+    wt.send.write_all(head).await.unwrap();
+    // Twenty patches long, an acknowledgement datagram after each State that comes: the session
+    // reads each while the Ping is half there.
+    for _ in 0..20 {
+        let state = tokio::time::timeout(Duration::from_secs(10), wt.conn.receive_datagram())
+            .await
+            .expect("a State datagram")
+            .unwrap();
+        let payload = state.payload();
+        assert_eq!(payload.first(), Some(&tag::STATE));
+        let ack = ClientMessage::Inputs(Inputs {
+            state_ack: 0,
+            inputs: vec![],
+        })
+        .to_bytes()
+        .unwrap();
+        wt.conn.send_datagram(ack).unwrap();
+    }
+    wt.send.write_all(tail).await.unwrap();
+    let pong = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match wt.next().await {
+                Some(ServerMessage::Pong(p)) => break p,
+                Some(ServerMessage::Kick(k)) => panic!("kicked: {k:?}"),
+                Some(_) => continue,
+                None => panic!("the session ended"),
+            }
+        }
+    })
+    .await
+    .expect("a Pong");
+    assert_eq!(pong.client_time, 0x0123_4567_89ab);
 }

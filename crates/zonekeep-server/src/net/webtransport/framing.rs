@@ -2,6 +2,8 @@
 //! each a `varint` length then that many bytes of one message; States to the client in
 //! datagrams when they fit one; Inputs from the client in datagrams.
 
+use std::future::Future;
+
 use bytes::Bytes;
 use wtransport::{RecvStream, SendStream};
 use zonekeep_protocol::messages::{tag, ClientMessage, Input};
@@ -109,6 +111,45 @@ pub(crate) async fn read_message(
     Err(SessionError::Protocol(
         "message length overflows u32".into(),
     ))
+}
+
+/// A message being read from the client's control stream.
+type Reading = std::pin::Pin<
+    Box<dyn Future<Output = (RecvStream, Result<Option<Bytes>, SessionError>)> + Send>,
+>;
+
+/// The client's control stream, read message by message so that taking the next one is
+/// cancel-safe: [`read_message`] awaits several reads for one message, and a `select!` that took
+/// another branch (a datagram, a timer) while a message was half read would drop what it had
+/// read and lose its place in the stream. The read in progress lives here across such branches.
+pub(crate) struct StreamReader {
+    reading: Reading,
+    max: usize,
+}
+
+impl StreamReader {
+    /// Reads `stream`'s messages, each at most `max` bytes.
+    pub(crate) fn new(stream: RecvStream, max: usize) -> Self {
+        Self {
+            reading: read_owned(stream, max),
+            max,
+        }
+    }
+
+    /// The next message, as [`read_message`] answers; cancel-safe.
+    pub(crate) async fn next(&mut self) -> Result<Option<Bytes>, SessionError> {
+        let (stream, message) = (&mut self.reading).await;
+        self.reading = read_owned(stream, self.max);
+        message
+    }
+}
+
+/// [`read_message`] on a stream it owns, handing the stream back with the message.
+fn read_owned(mut stream: RecvStream, max: usize) -> Reading {
+    Box::pin(async move {
+        let message = read_message(&mut stream, max).await;
+        (stream, message)
+    })
 }
 
 /// Writes one message with its length in front.

@@ -12,7 +12,7 @@ use wtransport::{Connection, RecvStream, SendStream};
 use zonekeep_protocol::messages::{tag, KickCode, Redirect, ServerMessage};
 
 use super::control::{self, control_stream, read_hello, Control};
-use super::framing::{goes_as_datagram, read_message, take_inputs, write_message};
+use super::framing::{goes_as_datagram, take_inputs, write_message, StreamReader};
 use super::VERSIONS;
 use crate::error::SessionError;
 use crate::host::{redirect_hops, valid_zone_id, Shared};
@@ -250,11 +250,12 @@ async fn read_loop(
     shared: &Arc<Shared>,
     a: &Attached,
     connection: &Connection,
-    mut recv: RecvStream,
+    recv: RecvStream,
     conn: &ConnHandle,
 ) -> Result<(), SessionError> {
     let cfg = &shared.config;
     let max = cfg.max_message_bytes;
+    let mut recv = StreamReader::new(recv, max);
     let idle = Duration::from_millis(cfg.idle_timeout_ms);
     let limits = Limits::new(cfg);
     let path = conn.datagrams.clone();
@@ -305,7 +306,7 @@ async fn read_loop(
                     datagram(shared, a, &limits, path.as_deref(), &mut forwarded, &d)?;
                 }
             }
-            m = read_message(&mut recv, max), if !stream_delayed.is_full() => {
+            m = recv.next(), if !stream_delayed.is_full() => {
                 let Some(bytes) = m? else {
                     shared.metrics.disconnect("closed");
                     return Ok(());

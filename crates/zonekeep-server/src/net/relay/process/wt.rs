@@ -28,7 +28,7 @@ use crate::net::conn_limit::ConnGuard;
 use crate::net::relay::wire;
 use crate::net::webtransport::control::{self, control_stream, read_hello, Control};
 use crate::net::webtransport::framing::{
-    goes_as_datagram, read_message, take_inputs, write_message,
+    goes_as_datagram, take_inputs, write_message, StreamReader,
 };
 use crate::net::webtransport::VERSIONS;
 use crate::session::Limits;
@@ -205,8 +205,9 @@ impl Session<'_> {
     /// Reads the control stream (Pings, and what goes to the origin as it came) and the
     /// datagrams (Inputs) until the client leaves or breaks a rule; every message and datagram
     /// resets the idle timer.
-    async fn read_loop(&self, mut recv: RecvStream) -> Result<(), SessionError> {
+    async fn read_loop(&self, recv: RecvStream) -> Result<(), SessionError> {
         let idle = self.shared.cfg.idle_timeout;
+        let mut recv = StreamReader::new(recv, MAX_MESSAGE);
         // A Ping costs a Pong and a datagram a decode: the host's own per-connection rates
         // bound them here too (inputs are rated at the origin).
         let limits = Limits::new(&crate::config::ServerConfig::default());
@@ -225,7 +226,7 @@ impl Session<'_> {
                     }
                     idle_timer.as_mut().reset(due);
                 }
-                m = read_message(&mut recv, MAX_MESSAGE) => {
+                m = recv.next() => {
                     let Some(bytes) = m? else {
                         self.shared.metrics.disconnect("closed");
                         return Ok(());
