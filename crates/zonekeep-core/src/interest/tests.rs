@@ -189,15 +189,20 @@ fn model(
     out
 }
 
-#[test]
-fn random_worlds_match_the_model() {
-    let mut st = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
+/// A reproducible stream of numbers in `[0, 1)` (xorshift) seeded with `seed`.
+fn uniform(seed: u64) -> impl FnMut() -> f32 {
+    let mut st = seed;
+    move || {
         st ^= st << 13;
         st ^= st >> 7;
         st ^= st << 17;
         (st >> 40) as f32 / 16_777_216.0
-    };
+    }
+}
+
+#[test]
+fn random_worlds_match_the_model() {
+    let mut next = uniform(0x9e37_79b9_7f4a_7c15u64);
     for (w, n, cell, r, trusted) in [
         (300.0, 400, 30.0, 40.0, false),
         (300.0, 400, 30.0, 40.0, true),
@@ -266,13 +271,7 @@ fn random_worlds_match_the_model() {
 /// back, and views that switch between the unbounded path and a bounded one.
 #[test]
 fn unbounded_views_match_the_model_across_unchanged_and_changed_patches() {
-    let mut st = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        st ^= st << 13;
-        st ^= st >> 7;
-        st ^= st << 17;
-        (st >> 40) as f32 / 16_777_216.0
-    };
+    let mut next = uniform(0x2545_f491_4f6c_dd1du64);
     let n = 300usize;
     let mut snap = Snap {
         ids: (0..n as u32).map(|i| i * 2 + 5).collect(),

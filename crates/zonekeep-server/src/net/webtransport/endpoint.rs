@@ -88,8 +88,8 @@ async fn identity(
 /// QUIC connection driver, every session task and the UDP socket share one thread, so a datagram
 /// handed from a session to its connection wakes nothing across threads. On the host's
 /// work-stealing runtime each such hand-off woke another worker: 7–9 % of WebTransport's CPU in
-/// the arena runs (BENCHMARKS.md). `tasks` tracks the endpoint until its last session ended and its connections
-/// closed (bounded by [`CLOSE_GRACE`]), after `stop`.
+/// the arena runs (BENCHMARKS.md). `tasks` tracks the endpoint until its last session ended
+/// and its connections closed (bounded by [`CLOSE_GRACE`]), after `stop`.
 pub(crate) async fn start<S, F>(
     settings: &EndpointSettings,
     addr: SocketAddr,
