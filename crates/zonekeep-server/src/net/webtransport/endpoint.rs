@@ -104,15 +104,9 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let (identity, certificate_hashes) = identity(settings).await?;
-    let own = OwnRuntime(Some(
-        runtime(settings.threads).map_err(|error| WebTransportError::Bind { addr, error })?,
-    ));
-    let Some(runtime) = own.0.as_ref() else {
-        return Err(WebTransportError::Bind {
-            addr,
-            error: std::io::Error::other("no runtime"),
-        });
-    };
+    let rt = runtime(settings.threads).map_err(|error| WebTransportError::Bind { addr, error })?;
+    let runtime = rt.handle().clone();
+    let mut own = OwnRuntime(Some(rt));
     let idle = settings.idle;
     let config = |addr: SocketAddr, identity: Identity| {
         ServerConfig::builder()
@@ -190,7 +184,6 @@ where
     // No new sessions after `stop`; those still open are ended by their owners (with a Kick).
     // Then the connections' closes go out before the runtime ends.
     let (ended, ended_rx) = tokio::sync::oneshot::channel::<()>();
-    let mut own = own;
     let thread = std::thread::Builder::new()
         .name("zonekeep-wt".into())
         .spawn(move || {
