@@ -30,6 +30,8 @@ pub(super) struct Scratch {
     pub(super) despawns: Vec<u32>,
     pub(super) cands: Vec<Cand>,
     pub(super) order: Vec<(f32, u32)>,
+    /// How far the last budget fill read down `order`.
+    pub(super) read: usize,
     pub(super) indices: Vec<u32>,
     pub(super) records: Vec<u8>,
     pub(super) spawns: Vec<(u32, Span)>,
@@ -253,6 +255,30 @@ fn frame(
 
     let before = *stats;
     let budget = sub.budget();
+    if let (Some(budget), true) = (budget, sub.over_budget) {
+        // Its last frame did not fit: most likely neither will this one, so it is chosen by
+        // priority at once rather than built whole, undone and chosen (the choice still sends
+        // everything when everything fits).
+        let started = s.clock.as_ref().filter(|_| s.timing).map(StageClock::now);
+        let chosen = send_selected(
+            sub, world, cols, &header, &input, budget, geo, cache, s, stats,
+        )?;
+        write(s, cache, &header, chosen.known_len, &input)?;
+        if let (Some(clock), Some(started)) = (s.clock.as_ref(), started) {
+            s.budget += clock.now().saturating_sub(started);
+        }
+        sub.over_budget = !chosen.all;
+        return Ok(finish(
+            sub,
+            s,
+            &header,
+            &input,
+            stats,
+            &before,
+            want_control,
+            chosen.all,
+        ));
+    }
     if budget.is_some() {
         s.saved.clear();
         s.saved.extend_from_slice(&sub.entries);
@@ -302,15 +328,42 @@ fn frame(
             clean = false;
             *stats = before;
             super::swap_entries(&mut sub.entries, &mut s.saved);
-            send_selected(
+            let chosen = send_selected(
                 sub, world, cols, &header, &input, budget, geo, cache, s, stats,
             )?;
-            write(s, cache, &header, known_len, &input)?;
+            write(s, cache, &header, chosen.known_len, &input)?;
             if let (Some(clock), Some(started)) = (s.clock.as_ref(), started) {
                 s.budget += clock.now().saturating_sub(started);
             }
+            sub.over_budget = !chosen.all;
+        } else {
+            sub.over_budget = false;
         }
     }
+    Ok(finish(
+        sub,
+        s,
+        &header,
+        &input,
+        stats,
+        &before,
+        want_control,
+        clean,
+    ))
+}
+
+/// Counts the frame just written into `s.out` and marks its subscriber as sent it.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    sub: &mut Subscriber,
+    s: &Scratch,
+    header: &DeltaHeader,
+    input: &FrameInput<'_>,
+    stats: &mut BuildStats,
+    before: &BuildStats,
+    want_control: Option<u32>,
+    clean: bool,
+) -> Done {
     stats.despawns += s.despawns.len() as u64;
     sub.baseline = false;
     sub.control_sent = Some(want_control);
@@ -319,13 +372,13 @@ fn frame(
         spawns: stats.spawns - before.spawns,
         despawns: s.despawns.len() as u64,
     };
-    Ok(Done {
-        quiet: share::is_quiet(&header, &sent),
+    Done {
+        quiet: share::is_quiet(header, &sent),
         clean,
-        header_len: share::header_len(&header),
-        events_len: share::events_len(&input, &s.events),
+        header_len: share::header_len(header),
+        events_len: share::events_len(input, &s.events),
         sent,
-    })
+    }
 }
 
 /// Aligns the entries with the view's new visible set; sent entries that left become despawns.

@@ -41,7 +41,10 @@
 //! something pending for this subscriber, its priority grows by
 //! `w(d) = 1 / (1 + min(d, d_max) / priority_distance)`, where `d` is its distance from the view centre
 //! and `d_max = radius + margin` (or `priority_distance × 1000` for unbounded views); it resets to 0
-//! when the entity is sent. Every pending entity gains at least `w_min = w(d_max) > 0` per patch, so
+//! when the entity is sent. The fill takes candidates in that order while they fit and stops once
+//! 16 in a row did not (the frame is then full to within a few bytes); only the candidates it
+//! reads are encoded and put in order, and a subscriber whose last frame did not fit goes straight
+//! to the choice instead of first building the whole frame. Every pending entity gains at least `w_min = w(d_max) > 0` per patch, so
 //! nothing starves. **Bound:** with at most `N` entities pending, at least `k` of them fitting in
 //! every frame, and `ρ = w_max / w_min = 1 + d_max / priority_distance`, every pending entity is sent
 //! within `T = ⌈2 (N − 1)(1 + ρ) / k⌉ + 1` patches. Proof sketch: suppose `x` waits from patch `t0`
@@ -69,6 +72,8 @@ mod share;
 mod tests;
 #[cfg(test)]
 mod tests_acked;
+#[cfg(test)]
+mod tests_budget;
 #[cfg(test)]
 mod tests_e2e;
 #[cfg(test)]
@@ -245,6 +250,10 @@ struct Subscriber {
     /// `entries` were just restored from a kept state: the view's entered and left lists do not
     /// describe them, so the next alignment merges by id.
     rebased: bool,
+    /// Its last budgeted frame did not fit the budget: the next is chosen by priority at once.
+    over_budget: bool,
+    /// How many candidates its last budget fill read (sizes the next fill's first ordering).
+    fill_read: u32,
 }
 
 /// A subscriber's kept states, for frames against acknowledged baselines.
@@ -295,6 +304,8 @@ impl Subscriber {
             changed_tick: 0,
             acked: None,
             rebased: false,
+            over_budget: false,
+            fill_read: 0,
         }
     }
 

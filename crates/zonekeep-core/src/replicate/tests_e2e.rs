@@ -9,7 +9,7 @@ use zonekeep_protocol::schema::Schema;
 
 /// The mirror holds exactly `expect_ids`, each with the world's current kind, quantized position and
 /// field values.
-fn assert_mirror_matches(m: &Mirror, w: &World, expect_ids: &[u32]) {
+pub(super) fn assert_mirror_matches(m: &Mirror, w: &World, expect_ids: &[u32]) {
     let ids: Vec<u32> = m.known().iter().map(|k| k.0).collect();
     assert_eq!(ids, expect_ids);
     for (id, e) in m.iter() {
