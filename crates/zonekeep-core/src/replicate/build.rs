@@ -259,15 +259,9 @@ fn frame(
         // Its last frame did not fit: most likely neither will this one, so it is chosen by
         // priority at once rather than built whole, undone and chosen (the choice still sends
         // everything when everything fits).
-        let started = s.clock.as_ref().filter(|_| s.timing).map(StageClock::now);
-        let chosen = send_selected(
+        let all = choose_within(
             sub, world, cols, &header, &input, budget, geo, cache, s, stats,
         )?;
-        write(s, cache, &header, chosen.known_len, &input)?;
-        if let (Some(clock), Some(started)) = (s.clock.as_ref(), started) {
-            s.budget += clock.now().saturating_sub(started);
-        }
-        sub.over_budget = !chosen.all;
         return Ok(finish(
             sub,
             s,
@@ -276,7 +270,7 @@ fn frame(
             stats,
             &before,
             want_control,
-            chosen.all,
+            all,
         ));
     }
     if budget.is_some() {
@@ -324,18 +318,12 @@ fn frame(
     if let Some(budget) = budget {
         if s.out.len() > budget {
             // Over budget: undo, then choose by accumulated priority.
-            let started = s.clock.as_ref().filter(|_| s.timing).map(StageClock::now);
             clean = false;
             *stats = before;
             super::swap_entries(&mut sub.entries, &mut s.saved);
-            let chosen = send_selected(
+            choose_within(
                 sub, world, cols, &header, &input, budget, geo, cache, s, stats,
             )?;
-            write(s, cache, &header, chosen.known_len, &input)?;
-            if let (Some(clock), Some(started)) = (s.clock.as_ref(), started) {
-                s.budget += clock.now().saturating_sub(started);
-            }
-            sub.over_budget = !chosen.all;
         } else {
             sub.over_budget = false;
         }
@@ -350,6 +338,33 @@ fn frame(
         want_control,
         clean,
     ))
+}
+
+/// Chooses by accumulated priority what fits `budget`, writes the frame into `s.out` (timed as
+/// budget work) and notes for the next frame whether everything fit, which it returns.
+#[allow(clippy::too_many_arguments)]
+fn choose_within(
+    sub: &mut Subscriber,
+    world: &World,
+    cols: &Columns<'_>,
+    header: &DeltaHeader,
+    input: &FrameInput<'_>,
+    budget: usize,
+    geo: (f32, f32, f32, f32),
+    cache: &mut super::cache::Cache,
+    s: &mut Scratch,
+    stats: &mut BuildStats,
+) -> Result<bool, ReplicateError> {
+    let started = s.clock.as_ref().filter(|_| s.timing).map(StageClock::now);
+    let chosen = send_selected(
+        sub, world, cols, header, input, budget, geo, cache, s, stats,
+    )?;
+    write(s, cache, header, chosen.known_len, input)?;
+    if let (Some(clock), Some(started)) = (s.clock.as_ref(), started) {
+        s.budget += clock.now().saturating_sub(started);
+    }
+    sub.over_budget = !chosen.all;
+    Ok(chosen.all)
 }
 
 /// Counts the frame just written into `s.out` and marks its subscriber as sent it.
