@@ -24,9 +24,10 @@ const MIN_RECORD: u64 = 1;
 /// Fewest bytes a spawn body takes: its kind and both coordinates, a byte each at least.
 const MIN_SPAWN_BODY: u64 = 3;
 
-/// Candidates in a row that did not fit after which the greedy fill stops: the frame is full
-/// to within a few bytes, and reading (and encoding) the rest of the order to find one that
-/// still fits costs more than the bytes are worth. They wait with their priority kept.
+/// Candidates in a row that did not fit after which the greedy fill stops, once it has chosen
+/// something: the frame is full to within a few bytes, and reading (and encoding) the rest of
+/// the order to find one that still fits costs more than the bytes are worth. They wait with
+/// their priority kept.
 const MISSES_BEFORE_FULL: u32 = 16;
 
 /// Fewest candidates put in order first; the order grows by doubling while the fill reads on.
@@ -353,7 +354,9 @@ fn select(
             }
         } else {
             misses += 1;
-            if misses == MISSES_BEFORE_FULL {
+            // Until something fits, read on: a smaller item further down may still fit where
+            // the most urgent ones are each larger than the room left.
+            if misses >= MISSES_BEFORE_FULL && chosen > 0 {
                 break;
             }
         }

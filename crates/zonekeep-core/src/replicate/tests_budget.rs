@@ -120,3 +120,57 @@ fn a_crowd_over_a_datagram_budget_fills_it_and_starves_nothing() {
     assert_eq!(known.len(), n);
     assert_mirror_matches(&m, &w, &known);
 }
+
+/// When the most urgent items are each too large for the room a frame has, the fill reads on
+/// to the smaller ones that fit instead of giving up: the frame stays within its budget, and the
+/// large items wait (counted as deferred, not sent over the budget).
+#[test]
+fn small_items_fit_behind_urgent_ones_too_large_for_the_room_left() {
+    let (mut w, unit, item) = world(0.01);
+    // Twenty units with long names near the view's centre: the most urgent, each too large.
+    for i in 0..20 {
+        let e = w.spawn(unit, 1.0 + i as f32 * 0.1, 1.0).unwrap();
+        w.set_str(e, 1, "sixteen-chars-xx").unwrap();
+    }
+    // Two small items far out: less urgent, but they fit (one at least).
+    let far: Vec<EntityId> = (0..2)
+        .map(|i| w.spawn(item, 90.0, 90.0 + i as f32).unwrap())
+        .collect();
+    let schema = w.schema();
+    let mut r = Replicator::new(ReplicationConfig {
+        cell_size: 32.0,
+        priority_distance: 16.0,
+    });
+    let budget = 24usize;
+    r.add_subscriber(
+        SubscriberId(0),
+        SubscriberConfig {
+            radius: 200.0,
+            margin: 0.0,
+            budget: Some(budget),
+            focus: Focus::Point(0.0, 0.0),
+            control: None,
+        },
+    )
+    .unwrap();
+    let mut frame = Vec::new();
+    let stats = r
+        .build(
+            &w,
+            1,
+            |_, _| true,
+            |_| FrameInput::default(),
+            |_, f| frame = f.to_vec(),
+        )
+        .unwrap();
+    assert!(frame.len() <= budget, "{} > {budget}", frame.len());
+    assert_eq!(stats.over_budget, 0);
+    let d = Mirror::new().decode_apply(&frame, &schema).unwrap();
+    let sent: Vec<u32> = d.spawns.iter().map(|s| s.id).collect();
+    assert!(!sent.is_empty(), "a small item fit");
+    assert!(
+        sent.iter().all(|id| far.iter().any(|e| e.0 == *id)),
+        "only small items went: {sent:?}"
+    );
+    assert_eq!(stats.deferred, 22 - sent.len() as u64);
+}
