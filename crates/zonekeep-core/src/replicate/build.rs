@@ -255,89 +255,87 @@ fn frame(
 
     let before = *stats;
     let budget = sub.budget();
-    if let (Some(budget), true) = (budget, sub.over_budget) {
+    let clean = if let (Some(budget), true) = (budget, sub.over_budget) {
         // Its last frame did not fit: most likely neither will this one, so it is chosen by
         // priority at once rather than built whole, undone and chosen (the choice still sends
         // everything when everything fits).
-        let all = choose_within(
+        choose_within(
             sub, world, cols, &header, &input, budget, geo, cache, s, stats,
-        )?;
-        return Ok(finish(
-            sub,
-            s,
-            &header,
-            &input,
-            stats,
-            &before,
-            want_control,
-            all,
-        ));
-    }
-    if budget.is_some() {
-        s.saved.clear();
-        s.saved.extend_from_slice(&sub.entries);
-    }
-    // Send everything pending; with a budget this is the optimistic attempt.
-    let known_len = send_all(sub, world, cache, s, stats)?;
-    let written = write(s, cache, &header, known_len, &input);
-    let mut clean = true;
-    if budget.is_none() && (written.is_err() || s.out.len() > MAX_SERVER_MESSAGE) {
-        // More than one message carries (a huge view, without a budget): start the client over
-        // from a BASELINE holding what fits the protocol's cap, by priority; the rest follows
-        // in later patches. Rare, so the unbudgeted steady state keeps no undo copy for it.
-        clean = false;
-        *stats = before;
-        header.baseline = true;
-        s.despawns.clear();
-        for e in std::sync::Arc::make_mut(&mut sub.entries).iter_mut() {
-            *e = Entry {
-                id: e.id,
-                sent: false,
-                qx: 0,
-                qy: 0,
-                version: 0,
-                prio: 0.0,
-            };
-        }
-        send_selected(
-            sub,
-            world,
-            cols,
-            &header,
-            &input,
-            MAX_SERVER_MESSAGE,
-            geo,
-            cache,
-            s,
-            stats,
-        )?;
-        write(s, cache, &header, 0, &input)?;
+        )?
     } else {
-        written?;
-    }
-    if let Some(budget) = budget {
-        if s.out.len() > budget {
-            // Over budget: undo, then choose by accumulated priority.
+        if budget.is_some() {
+            s.saved.clear();
+            s.saved.extend_from_slice(&sub.entries);
+        }
+        // Send everything pending; with a budget this is the optimistic attempt.
+        let known_len = send_all(sub, world, cache, s, stats)?;
+        let written = write(s, cache, &header, known_len, &input);
+        let mut clean = true;
+        if budget.is_none() && (written.is_err() || s.out.len() > MAX_SERVER_MESSAGE) {
+            // More than one message carries (a huge view, without a budget): start the client
+            // over from a BASELINE holding what fits the protocol's cap, by priority; the rest
+            // follows in later patches. Rare, so the unbudgeted steady state keeps no undo copy
+            // for it.
             clean = false;
             *stats = before;
-            super::swap_entries(&mut sub.entries, &mut s.saved);
-            choose_within(
-                sub, world, cols, &header, &input, budget, geo, cache, s, stats,
+            header.baseline = true;
+            s.despawns.clear();
+            for e in std::sync::Arc::make_mut(&mut sub.entries).iter_mut() {
+                *e = Entry {
+                    id: e.id,
+                    sent: false,
+                    qx: 0,
+                    qy: 0,
+                    version: 0,
+                    prio: 0.0,
+                };
+            }
+            send_selected(
+                sub,
+                world,
+                cols,
+                &header,
+                &input,
+                MAX_SERVER_MESSAGE,
+                geo,
+                cache,
+                s,
+                stats,
             )?;
+            write(s, cache, &header, 0, &input)?;
         } else {
-            sub.over_budget = false;
+            written?;
         }
-    }
-    Ok(finish(
-        sub,
-        s,
-        &header,
-        &input,
-        stats,
-        &before,
-        want_control,
+        if let Some(budget) = budget {
+            if s.out.len() > budget {
+                // Over budget: undo, then choose by accumulated priority.
+                clean = false;
+                *stats = before;
+                super::swap_entries(&mut sub.entries, &mut s.saved);
+                choose_within(
+                    sub, world, cols, &header, &input, budget, geo, cache, s, stats,
+                )?;
+            } else {
+                sub.over_budget = false;
+            }
+        }
+        clean
+    };
+    stats.despawns += s.despawns.len() as u64;
+    sub.baseline = false;
+    sub.control_sent = Some(want_control);
+    let sent = Sent {
+        updates: stats.updates - before.updates,
+        spawns: stats.spawns - before.spawns,
+        despawns: s.despawns.len() as u64,
+    };
+    Ok(Done {
+        quiet: share::is_quiet(&header, &sent),
         clean,
-    ))
+        header_len: share::header_len(&header),
+        events_len: share::events_len(&input, &s.events),
+        sent,
+    })
 }
 
 /// Chooses by accumulated priority what fits `budget`, writes the frame into `s.out` (timed as
@@ -365,35 +363,6 @@ fn choose_within(
     }
     sub.over_budget = !chosen.all;
     Ok(chosen.all)
-}
-
-/// Counts the frame just written into `s.out` and marks its subscriber as sent it.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    sub: &mut Subscriber,
-    s: &Scratch,
-    header: &DeltaHeader,
-    input: &FrameInput<'_>,
-    stats: &mut BuildStats,
-    before: &BuildStats,
-    want_control: Option<u32>,
-    clean: bool,
-) -> Done {
-    stats.despawns += s.despawns.len() as u64;
-    sub.baseline = false;
-    sub.control_sent = Some(want_control);
-    let sent = Sent {
-        updates: stats.updates - before.updates,
-        spawns: stats.spawns - before.spawns,
-        despawns: s.despawns.len() as u64,
-    };
-    Done {
-        quiet: share::is_quiet(header, &sent),
-        clean,
-        header_len: share::header_len(header),
-        events_len: share::events_len(input, &s.events),
-        sent,
-    }
 }
 
 /// Aligns the entries with the view's new visible set; sent entries that left become despawns.
