@@ -1,13 +1,16 @@
 //! Forming matches from a queue's candidates: pure, so every replica forms the same matches from
 //! the same candidates, and it is tested without a store.
 //!
-//! Oldest first, each candidate goes to the region where its measured round trip is smallest,
-//! if that is within the queue's `max_rtt_ms`. After `widen_secs` in the queue it also accepts
-//! any region within twice its best round trip (and within twice `max_rtt_ms`), and among the
-//! regions it accepts it joins the one whose forming match is fullest, so a player who waited
-//! long fills a match elsewhere rather than waiting for one more player nearby. A region's
-//! match forms when it has `size` players; a region nobody can play in (no live host) is never
-//! chosen.
+//! Oldest first, each candidate goes to a region where its measured round trip is smallest, if
+//! that is within the queue's `max_rtt_ms`. Round trips within [`NEAR_MS`] of the smallest count
+//! as smallest: a player cannot tell them apart, and on a fast link whole milliseconds and jitter
+//! would otherwise split two players sitting between the same two regions, each waiting for a
+//! partner in the other. After `widen_secs` in the queue a candidate also accepts any region
+//! within twice its best round trip or [`WIDEN_MS`] over it, whichever is more (and within twice
+//! `max_rtt_ms`). Among the regions it accepts it joins the one whose forming match is fullest,
+//! so a player who waited long fills a match elsewhere rather than waiting for one more player
+//! nearby. A region's match forms when it has `size` players; a region nobody can play in (no
+//! live host) is never chosen.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +26,12 @@ pub struct Formed {
     /// Its searches.
     pub search_ids: Vec<String>,
 }
+
+/// Round trips this close to a candidate's smallest count as near as it, ms.
+pub const NEAR_MS: u32 = 10;
+/// After widening, a candidate accepts a region this much over its best round trip even when
+/// twice its best is less, ms (twice a few milliseconds would still split players).
+pub const WIDEN_MS: u32 = 50;
 
 /// The regions `c` accepts at `now_ms`, nearest first, among `regions`.
 fn accepted(
@@ -42,17 +51,17 @@ fn accepted(
         return Vec::new();
     };
     let widened = now_ms.saturating_sub(c.queued_at_ms) >= q.widen_secs.saturating_mul(1000);
-    let limit = if widened {
-        best.saturating_mul(2).min(q.max_rtt_ms.saturating_mul(2))
+    let (cap, reach) = if widened {
+        let reach = best.saturating_mul(2).max(best.saturating_add(WIDEN_MS));
+        (q.max_rtt_ms.saturating_mul(2), reach)
     } else {
-        best.min(q.max_rtt_ms)
+        (q.max_rtt_ms, best.saturating_add(NEAR_MS))
     };
-    if best > limit {
+    if best > cap {
         return Vec::new();
     }
-    rtts.into_iter()
-        .filter(|(ms, _)| *ms <= limit && (widened || *ms == best))
-        .collect()
+    let limit = reach.min(cap);
+    rtts.into_iter().filter(|(ms, _)| *ms <= limit).collect()
 }
 
 /// The matches `candidates` (oldest first) form in `regions` at `now_ms`.
@@ -156,12 +165,43 @@ mod tests {
         let m = form(&q(), &cs, &regions(), 10_000);
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].region, "us");
-        // But never past twice its best.
+        // But never past twice its best or WIDEN_MS over it, whichever is more.
         let far = [
+            c("near-us", 9_000, &[("us", 30)]),
+            c("old-eu", 0, &[("eu", 20), ("us", 71)]),
+        ];
+        assert!(form(&q(), &far, &regions(), 10_000).is_empty());
+        let reach = [
             c("near-us", 9_000, &[("us", 30)]),
             c("old-eu", 0, &[("eu", 20), ("us", 70)]),
         ];
-        assert!(form(&q(), &far, &regions(), 10_000).is_empty());
+        assert_eq!(form(&q(), &reach, &regions(), 10_000).len(), 1);
+    }
+
+    #[test]
+    fn players_between_two_near_regions_are_not_split_by_a_millisecond() {
+        // On a fast link each measures the other region a millisecond further: both regions are
+        // as near, so the second joins the first's forming match at once.
+        let cs = [
+            c("a", 0, &[("eu", 0), ("us", 1)]),
+            c("b", 1, &[("eu", 1), ("us", 0)]),
+        ];
+        let m = form(&q(), &cs, &regions(), 1_000);
+        assert_eq!(
+            m,
+            [Formed {
+                region: "eu".into(),
+                search_ids: vec!["a".into(), "b".into()]
+            }]
+        );
+        // Further apart than NEAR_MS, they wait for widening, which admits a few milliseconds'
+        // difference even where twice the best would not.
+        let cs = [
+            c("a", 0, &[("eu", 1), ("us", 15)]),
+            c("b", 1, &[("eu", 15), ("us", 1)]),
+        ];
+        assert!(form(&q(), &cs, &regions(), 1_000).is_empty());
+        assert_eq!(form(&q(), &cs, &regions(), 10_001).len(), 1);
     }
 
     #[test]

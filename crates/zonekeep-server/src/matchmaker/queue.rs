@@ -12,7 +12,7 @@ pub struct QueueSpec {
     /// The longest round trip to a match's region a player starts with, ms (default 150).
     pub max_rtt_ms: u32,
     /// After this long in the queue a player also takes any region within twice its best round
-    /// trip, seconds (default 10).
+    /// trip or 50 ms over it, seconds (default 10; docs/MATCHMAKING.md).
     pub widen_secs: u64,
 }
 
