@@ -194,8 +194,31 @@ pub struct BenchConfig {
     pub zone_params: Option<serde_json::Value>,
     /// How bots reach the host.
     pub transport: Transport,
+    /// When WebTransport bots acknowledge States.
+    pub state_acks: StateAcks,
     /// Bots join as observers (with minted tickets): they watch and send no inputs.
     pub observers: bool,
+}
+
+/// When a WebTransport bot acknowledges the States it applied (PROTOCOL.md §4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StateAcks {
+    /// An Inputs datagram for every newer State, inputs or not, as the SDKs send them.
+    #[default]
+    EveryState,
+    /// Only in the Inputs datagrams its own inputs go in: what acknowledging each State costs
+    /// the host, measured by leaving it out (the host then deltas against older States).
+    WithInputs,
+}
+
+impl StateAcks {
+    /// `every-state` or `with-inputs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StateAcks::EveryState => "every-state",
+            StateAcks::WithInputs => "with-inputs",
+        }
+    }
 }
 
 /// How bots reach the host (PROTOCOL.md §1.1).
@@ -250,6 +273,7 @@ impl BenchConfig {
             zone_kind: None,
             zone_params: None,
             transport: Transport::WebSocket,
+            state_acks: StateAcks::EveryState,
             observers: false,
         }
     }

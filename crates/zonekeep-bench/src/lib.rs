@@ -50,7 +50,9 @@ pub mod template;
 pub mod tickets;
 
 pub use aim::{AimCounts, AimTarget};
-pub use config::{Auth, BenchConfig, DecodeMode, ServerSource, Transport, Workload, ZoneTarget};
+pub use config::{
+    Auth, BenchConfig, DecodeMode, ServerSource, StateAcks, Transport, Workload, ZoneTarget,
+};
 pub use error::BenchError;
 pub use report::{merge, Report};
 pub use run::run;

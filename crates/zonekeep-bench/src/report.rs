@@ -42,6 +42,9 @@ pub struct RunParams {
     pub warmup_s: f64,
     /// `probe`, `all` or `none`.
     pub decode: String,
+    /// When WebTransport bots acknowledged States (`every-state` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_acks: Option<String>,
     /// Client-side NetSim: delay, jitter (ms) and loss.
     pub net: (f64, f64, f64),
     /// Workload parameters (arena params as JSON).

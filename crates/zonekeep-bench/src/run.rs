@@ -332,6 +332,8 @@ fn run_params(cfg: &BenchConfig, params: Option<serde_json::Value>) -> RunParams
         duration_s: cfg.duration.as_secs_f64(),
         warmup_s: cfg.warmup.as_secs_f64(),
         decode: cfg.decode.name().to_owned(),
+        state_acks: (cfg.state_acks != crate::config::StateAcks::EveryState)
+            .then(|| cfg.state_acks.name().to_owned()),
         net: (ms(cfg.netsim.delay), ms(cfg.netsim.jitter), cfg.netsim.loss),
         workload_params: params.unwrap_or(serde_json::Value::Null),
     }

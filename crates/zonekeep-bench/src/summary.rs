@@ -27,7 +27,7 @@ pub fn render(r: &Report) -> String {
     row(
         "workload",
         format!(
-            "{}{} bots={} (offset {}) zones={} ({}) decode={} rate={}/s",
+            "{}{} bots={} (offset {}) zones={} ({}) decode={} rate={}/s{}",
             p.workload,
             p.scenario
                 .as_deref()
@@ -38,7 +38,11 @@ pub fn render(r: &Report) -> String {
             p.zone_count,
             p.zones,
             p.decode,
-            p.rate
+            p.rate,
+            p.state_acks
+                .as_deref()
+                .map(|a| format!(" state-acks={a}"))
+                .unwrap_or_default()
         ),
     );
     row(

@@ -75,6 +75,15 @@ enum TransportArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
+enum StateAcksArg {
+    /// An Inputs datagram for every newer State, as the SDKs send them (PROTOCOL.md §4.5).
+    EveryState,
+    /// Only in the Inputs datagrams the bot's inputs go in: measures what acknowledging every
+    /// State costs the host.
+    WithInputs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
 enum FormatArg {
     /// JSON text.
     Json,
@@ -182,6 +191,9 @@ pub struct RunArgs {
     /// How bots reach the host.
     #[arg(long, value_enum, default_value = "websocket")]
     transport: TransportArg,
+    /// WebTransport: when bots acknowledge the States they applied.
+    #[arg(long, value_enum, default_value = "every-state")]
+    state_acks: StateAcksArg,
     /// Client-side added latency per message, ms.
     #[arg(long, default_value_t = 0.0)]
     net_delay: f64,
@@ -399,6 +411,12 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
         }
         cfg.transport = zonekeep_bench::Transport::WebTransport;
     }
+    if let StateAcksArg::WithInputs = a.state_acks {
+        if !matches!(a.transport, TransportArg::Webtransport) {
+            bail!("--state-acks with-inputs needs --transport webtransport (a WebSocket bot acknowledges nothing)");
+        }
+        cfg.state_acks = zonekeep_bench::StateAcks::WithInputs;
+    }
     Ok(cfg)
 }
 
@@ -596,6 +614,31 @@ mod tests {
             None,
             "only aimed shots care"
         );
+    }
+
+    #[test]
+    fn state_acks_left_to_inputs_are_a_webtransport_choice() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let arena = |extra: &[&str]| {
+            let mut args = vec!["--workload", "arena", "--ticket-secret", secret];
+            args.extend_from_slice(extra);
+            config(&parse(&args))
+        };
+        let wt = ["--transport", "webtransport", "--decode", "none"];
+        assert_eq!(
+            arena(&wt).unwrap().state_acks,
+            zonekeep_bench::StateAcks::EveryState
+        );
+        let with_inputs = [&wt[..], &["--state-acks", "with-inputs"]].concat();
+        assert_eq!(
+            arena(&with_inputs).unwrap().state_acks,
+            zonekeep_bench::StateAcks::WithInputs
+        );
+        let e = arena(&["--state-acks", "with-inputs"])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("--transport webtransport"), "{e}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ use zonekeep_protocol::messages::{
 use super::light::kick_name;
 use super::schedule::{first_input_at, InputGen};
 use super::{micros, BotResult, Pending, Phase, RunShared};
+use crate::config::StateAcks;
 
 /// Asks the host (`GET /webtransport`) once per run.
 async fn endpoint(shared: &RunShared) -> Result<Endpoint, String> {
@@ -301,8 +302,9 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
                         while unacked.front().is_some_and(|i| i.seq <= ack) {
                             unacked.pop_front();
                         }
-                        // At most one acknowledgement per State tick.
-                        if newest > acked_sent {
+                        // At most one acknowledgement per State tick (or none of its own,
+                        // measuring what they cost: the next input carries it).
+                        if newest > acked_sent && shared.cfg.state_acks == StateAcks::EveryState {
                             acked_sent = newest;
                             datagram_out = Some(unacked.iter().cloned().collect());
                         }
