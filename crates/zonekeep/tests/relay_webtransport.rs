@@ -4,9 +4,9 @@
 //! a direct WebTransport client gets (in datagrams), and its inputs move its entity; a ticket the
 //! host does not accept is refused through the relay too; a killed relay's WebTransport clients
 //! resume at the host; a client that breaks the rules is kicked with a typed code while the
-//! others play on; a relay shutting down sends them to resume with ZONE_MOVED; the relay's
-//! client cap counts both transports; its endpoint validates
-//! addresses and bounds handshakes as a host's does.
+//! others play on; a relay shutting down sends them (and its WebSocket clients) to resume with
+//! ZONE_MOVED; the relay's client cap counts both transports; its endpoint validates addresses
+//! and bounds handshakes as a host's does.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;
@@ -393,41 +393,48 @@ async fn a_relays_client_cap_counts_both_transports() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relay_shutting_down_sends_its_webtransport_clients_to_resume_at_the_host() {
+async fn a_relay_shutting_down_sends_its_clients_of_both_transports_to_resume_at_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let host = origin(dir.path()).await;
     let relay = relay(&host, dir.path(), &[]);
     let zone = "relay-wt-7";
-    let (mut c, w) = connect(
-        &format!("ws://{}/zones/{zone}", relay.addr),
-        over_webtransport(ticket("dora", zone)),
-    )
-    .await
-    .unwrap();
+    let url = format!("ws://{}/zones/{zone}", relay.addr);
+    let (mut dora, dora_w) = connect(&url, over_webtransport(ticket("dora", zone)))
+        .await
+        .unwrap();
+    let (mut eli, eli_w) = connect(&url, ConnectOptions::new(ticket("eli", zone)))
+        .await
+        .unwrap();
     let mut view = View::default();
-    view.read_for(&mut c, Duration::from_millis(300)).await;
+    view.read_for(&mut dora, Duration::from_millis(300)).await;
     relay.terminate();
-    // Told why (ZONE_MOVED, as its WebSocket clients are), it resumes at once at the host.
-    let (kick, again, resumed) = tokio::time::timeout(Duration::from_secs(30), async {
-        let mut kick = None;
-        loop {
-            match c.recv().await {
-                Some(Event::Kick(k)) => kick = Some(k.code),
-                Some(Event::Welcome { welcome, resumed }) => return (kick, welcome, resumed),
-                Some(Event::Closed(r)) => panic!("closed: {r:?}"),
-                None => panic!("the connection ended"),
-                Some(_) => {}
+    // Each is told why (ZONE_MOVED: its zone thread queues that Kick before the relay's I/O
+    // stops, which would say SHUTTING_DOWN) and resumes at once at the host.
+    for (c, w) in [(&mut dora, &dora_w), (&mut eli, &eli_w)] {
+        let (kick, again, resumed) = tokio::time::timeout(Duration::from_secs(30), async {
+            let mut kick = None;
+            loop {
+                match c.recv().await {
+                    Some(Event::Kick(k)) => kick = Some(k.code),
+                    Some(Event::Welcome { welcome, resumed }) => return (kick, welcome, resumed),
+                    Some(Event::Closed(r)) => panic!("closed: {r:?}"),
+                    None => panic!("the connection ended"),
+                    Some(_) => {}
+                }
             }
-        }
-    })
-    .await
-    .expect("the client resumes");
-    assert_eq!(kick, Some(KickCode::ZONE_MOVED));
-    assert!(resumed);
-    assert_eq!(again.player_id, w.player_id);
+        })
+        .await
+        .expect("the client resumes");
+        assert_eq!(kick, Some(KickCode::ZONE_MOVED));
+        assert!(resumed);
+        assert_eq!(again.player_id, w.player_id);
+    }
     assert_eq!(
         transports(&host, zone).await,
-        BTreeMap::from([("dora".to_owned(), "webtransport".to_owned())])
+        BTreeMap::from([
+            ("dora".to_owned(), "webtransport".to_owned()),
+            ("eli".to_owned(), "websocket".to_owned())
+        ])
     );
 }
 

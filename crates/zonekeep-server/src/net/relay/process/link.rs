@@ -50,6 +50,8 @@ pub(crate) struct ZoneLink {
     /// The zone's thread.
     cmds: crossbeam_channel::Sender<ZoneCmd>,
     closed: CancellationToken,
+    /// Cancelled once the zone's thread ended, having told every client to resume elsewhere.
+    finished: CancellationToken,
     /// The zone's tick as of the last patch (Pongs carry it).
     tick: AtomicU64,
 }
@@ -86,6 +88,7 @@ impl ZoneLink {
             up,
             cmds,
             closed: CancellationToken::new(),
+            finished: CancellationToken::new(),
             tick: AtomicU64::new(0),
         });
         tracing::info!(zone = %zone_id, "relay link opened");
@@ -161,6 +164,8 @@ impl ZoneLink {
         std::thread::Builder::new()
             .name(format!("relay-{zone_id}"))
             .spawn(move || {
+                // Even if the thread panics: a relay shutting down waits for this.
+                let _finished = thread_link.finished.clone().drop_guard();
                 ZoneThread::new(&thread_shared, Arc::clone(&thread_link)).run(cmd_rx);
                 thread_shared.forget(&thread_link.zone_id, &thread_link);
             })
@@ -176,6 +181,11 @@ impl ZoneLink {
     /// Resolves once the link ended.
     pub(crate) async fn closed(&self) {
         self.closed.cancelled().await
+    }
+
+    /// Resolves once the zone's thread ended: every client's Kick (ZONE_MOVED) is queued.
+    pub(crate) async fn finished(&self) {
+        self.finished.cancelled().await
     }
 
     /// Ends the link: its thread tells every client to resume elsewhere.

@@ -377,9 +377,13 @@ impl Relay {
             .drain()
             .map(|(_, l)| l)
             .collect();
-        for l in links {
+        for l in &links {
             l.shut_down();
         }
+        // The zone threads queue each client's ZONE_MOVED before the I/O threads stop: a
+        // WebSocket the I/O thread ends first would be told SHUTTING_DOWN instead.
+        let kicked = futures_util::future::join_all(links.iter().map(|l| l.finished()));
+        let _ = tokio::time::timeout(cfg.write_timeout, kicked).await;
         if let Some(io) = shared.io.get() {
             io.shutdown();
         }
