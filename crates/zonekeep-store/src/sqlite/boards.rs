@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
 
+use super::connection::CachedSql;
 use super::{sql_err, SqliteStore};
 use crate::boards::{
     apply_all, changes, check_board_name, check_def, check_page, def_from_db, op_str, order_str,
@@ -178,7 +179,7 @@ pub(super) fn feed(
     for (name, (def, values)) in &changed {
         let period = to_db("board period", def.period.start_of(now))?;
         let current: Option<(i64, i64)> = tx
-            .query_row(
+            .query_row_cached(
                 "SELECT score, version FROM board_entries
                  WHERE board = ?1 AND period = ?2 AND principal = ?3",
                 params![name, period, principal],
@@ -190,7 +191,7 @@ pub(super) fn feed(
             continue;
         };
         let version = current.map_or(1, |c| c.1.saturating_add(1));
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO board_entries
                  (board, period, principal, score, sort_key, version, updated_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -227,14 +228,14 @@ fn define_board(conn: &mut Connection, def: &BoardDef) -> Result<BoardDefined> {
         )));
     }
     let count: i64 = tx
-        .query_row("SELECT count(*) FROM boards", [], |r| r.get(0))
+        .query_row_cached("SELECT count(*) FROM boards", [], |r| r.get(0))
         .map_err(sql_err)?;
     if usize::try_from(count).map_or(true, |n| n >= MAX_BOARDS) {
         return Err(StoreError::BoardConflict(format!(
             "the store holds its most boards ({MAX_BOARDS})"
         )));
     }
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO boards (name, sort_order, op, period, total, keep_periods, created_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -257,10 +258,10 @@ fn delete_board(conn: &mut Connection, name: &str) -> Result<bool> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
-    tx.execute("DELETE FROM board_entries WHERE board = ?1", params![name])
+    tx.execute_cached("DELETE FROM board_entries WHERE board = ?1", params![name])
         .map_err(sql_err)?;
     let gone = tx
-        .execute("DELETE FROM boards WHERE name = ?1", params![name])
+        .execute_cached("DELETE FROM boards WHERE name = ?1", params![name])
         .map_err(sql_err)?;
     tx.commit().map_err(sql_err)?;
     Ok(gone > 0)
@@ -270,7 +271,7 @@ fn reset_board(conn: &mut Connection, name: &str, period: u64) -> Result<u64> {
     check_board_name(name)?;
     let period = to_db("board period", period)?;
     let gone = conn
-        .execute(
+        .execute_cached(
             "DELETE FROM board_entries WHERE board = ?1 AND period = ?2",
             params![name, period],
         )
@@ -286,7 +287,7 @@ fn rank_of(
     principal: &str,
 ) -> Result<Option<(u64, i64)>> {
     let found: Option<(i64, i64)> = conn
-        .query_row(
+        .query_row_cached(
             "SELECT e.score,
                     (SELECT count(*) FROM board_entries o
                      WHERE o.board = e.board AND o.period = e.period
@@ -381,7 +382,7 @@ fn board_size(conn: &Connection, name: &str, period: u64) -> Result<u64> {
     check_board_name(name)?;
     let period = to_db("board period", period)?;
     let n: i64 = conn
-        .query_row(
+        .query_row_cached(
             "SELECT count(*) FROM board_entries WHERE board = ?1 AND period = ?2",
             params![name, period],
             |r| r.get(0),
@@ -443,7 +444,7 @@ fn prune_boards(conn: &mut Connection) -> Result<u64> {
             continue;
         };
         let n = tx
-            .execute(
+            .execute_cached(
                 "DELETE FROM board_entries WHERE board = ?1 AND period < ?2",
                 params![def.name, to_db("board period", oldest)?],
             )

@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
+use super::connection::CachedSql;
 use super::{sql_err, SqliteStore};
 use crate::calls::{
     self, answer_columns, answer_of_columns, check_call, check_call_id, check_finish, CallAnswer,
@@ -35,7 +36,7 @@ type Raw = (
 );
 
 fn read_raw(conn: &Connection, zone_id: &str, key: &str) -> Result<Option<Raw>> {
-    conn.query_row(
+    conn.query_row_cached(
         &format!("SELECT {COLUMNS} FROM zone_calls WHERE zone_id = ?1 AND call_key = ?2"),
         params![zone_id, key],
         |r| {
@@ -94,7 +95,7 @@ fn begin(conn: &mut Connection, call: &CallRecord, args_sha256: &str) -> Result<
     };
     let decision = calls::decide_begin(call, args_sha256, fence, stored)?;
     if decision == CallBegin::Started {
-        tx.execute(
+        tx.execute_cached(
             concat!(
                 "INSERT INTO zone_calls
                      (zone_id, call_key, function, args, args_sha256, created_at_ms)
@@ -136,7 +137,7 @@ fn finish(
     let decision = calls::decide_finish(zone_id, key, epoch, fence, stored)?;
     if decision == CallFinish::Recorded {
         let (kind, ok, code, message) = answer_columns(answer);
-        tx.execute(
+        tx.execute_cached(
             concat!(
                 "UPDATE zone_calls SET answer_kind = ?3, answer_ok = ?4, answer_code = ?5,
                      answer_message = ?6, settled_at_ms = ",
@@ -160,7 +161,7 @@ fn get(conn: &Connection, zone_id: &str, key: &str) -> Result<Option<StoredCall>
 
 fn sweep(conn: &Connection, keep: Duration) -> Result<u64> {
     let n = conn
-        .execute(
+        .execute_cached(
             concat!(
                 "DELETE FROM zone_calls
                  WHERE coalesce(settled_at_ms, created_at_ms) <= ",
@@ -175,7 +176,7 @@ fn sweep(conn: &Connection, keep: Duration) -> Result<u64> {
 
 fn count(conn: &Connection) -> Result<u64> {
     let n: i64 = conn
-        .query_row("SELECT count(*) FROM zone_calls", [], |r| r.get(0))
+        .query_row_cached("SELECT count(*) FROM zone_calls", [], |r| r.get(0))
         .map_err(sql_err)?;
     from_db("call count", n)
 }

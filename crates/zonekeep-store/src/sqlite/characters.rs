@@ -7,6 +7,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
+use super::connection::CachedSql;
 use super::sql_err;
 use crate::characters::{
     self, check_args, check_principal, Acquire, CharacterAcquire, Holder, StoredCharacter,
@@ -39,7 +40,7 @@ fn finish(raw: Raw) -> Result<StoredCharacter> {
 }
 
 fn read(conn: &Connection, principal: &str) -> Result<Option<StoredCharacter>> {
-    conn.query_row(
+    conn.query_row_cached(
         &format!("SELECT {COLUMNS} FROM characters WHERE principal = ?1"),
         params![principal],
         |r| {
@@ -62,7 +63,7 @@ fn read(conn: &Connection, principal: &str) -> Result<Option<StoredCharacter>> {
 /// The stored lease holder alone (no data), if the character exists and is held.
 fn read_holder(tx: &Transaction<'_>, principal: &str) -> Result<Option<(String, u64)>> {
     let row: Option<(Option<String>, Option<i64>)> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT holder_zone, holder_epoch FROM characters WHERE principal = ?1",
             params![principal],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -110,7 +111,7 @@ pub(super) fn acquire(
     match characters::decide_acquire(zone, epoch, fence, holder)? {
         Acquire::Held { zone, epoch } => Ok(CharacterAcquire::Held { zone, epoch }),
         Acquire::Grant { from } => {
-            tx.execute(
+            tx.execute_cached(
                 concat!(
                     "INSERT INTO characters
                          (principal, data, version, holder_zone, holder_epoch, updated_at_ms)
@@ -176,7 +177,7 @@ fn write(
         holder.as_ref().map(|(z, e)| (z.as_str(), *e)),
     )?;
     if let Some(data) = data {
-        tx.execute(
+        tx.execute_cached(
             concat!(
                 "UPDATE characters SET data = ?2, version = version + 1, updated_at_ms = ",
                 db_now_ms!(),
@@ -187,7 +188,7 @@ fn write(
         .map_err(sql_err)?;
     }
     if free {
-        tx.execute(
+        tx.execute_cached(
             concat!(
                 "UPDATE characters SET holder_zone = NULL, holder_epoch = NULL, updated_at_ms = ",
                 db_now_ms!(),
@@ -198,7 +199,7 @@ fn write(
         .map_err(sql_err)?;
     }
     let version: i64 = tx
-        .query_row(
+        .query_row_cached(
             "SELECT version FROM characters WHERE principal = ?1",
             params![principal],
             |r| r.get(0),

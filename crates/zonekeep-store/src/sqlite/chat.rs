@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
 
+use super::connection::CachedSql;
 use super::{sql_err, SqliteStore};
 use crate::chat::{
     check_active, check_append, check_channel, check_lift, check_limit, check_report,
@@ -187,7 +188,7 @@ fn add_sanction(conn: &mut Connection, s: &NewSanction) -> Result<Sanction> {
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     let raw = tx
-        .query_row(
+        .query_row_cached(
             &format!(
                 "INSERT INTO chat_sanctions
                      (principal, action, scope, until_ms, reason, actor, created_ms)
@@ -222,7 +223,7 @@ fn lift_sanction(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     let raw = tx
-        .query_row(
+        .query_row_cached(
             &format!(
                 "UPDATE chat_sanctions SET lifted_ms = ?2, lifted_by = ?3
                  WHERE id = ?1 AND lifted_ms IS NULL
@@ -280,7 +281,7 @@ fn file_report(conn: &mut Connection, r: &NewReport, seqs: &[i64]) -> Result<Rep
         });
     }
     let raw = tx
-        .query_row(
+        .query_row_cached(
             &format!(
                 "INSERT INTO chat_reports (reporter, channel, reason, lines, created_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5) RETURNING {REPORT_COLUMNS}"
@@ -360,7 +361,7 @@ impl ChatStore for SqliteStore {
     async fn last_line_id(&self) -> Result<u64> {
         self.run(|conn| {
             let last: i64 = conn
-                .query_row("SELECT coalesce(max(id), 0) FROM chat_lines", [], |r| {
+                .query_row_cached("SELECT coalesce(max(id), 0) FROM chat_lines", [], |r| {
                     r.get(0)
                 })
                 .map_err(sql_err)?;

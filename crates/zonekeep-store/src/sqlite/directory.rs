@@ -13,6 +13,7 @@ use serde_json::Value;
 use zonekeep_fleet::claim::Decision;
 use zonekeep_fleet::Timing;
 
+use super::connection::CachedSql;
 use super::saves::{current_fence, raise_fence};
 use super::sql_err;
 use crate::directory::{ClaimRequest, HostRecord, HostRegistration, ZoneClaim, ZoneLocation};
@@ -71,7 +72,7 @@ fn with_params(raw: (LocationRow, String), timing: &Timing) -> Result<ZoneLocati
 }
 
 fn location(conn: &Connection, zone_id: &str, timing: &Timing) -> Result<Option<ZoneLocation>> {
-    conn.query_row(
+    conn.query_row_cached(
         concat!(select_location!(), " WHERE d.zone_id = ?1"),
         params![zone_id],
         location_row,
@@ -83,7 +84,7 @@ fn location(conn: &Connection, zone_id: &str, timing: &Timing) -> Result<Option<
 }
 
 fn host_row(conn: &Connection, host_id: &str) -> Result<Option<HostRow>> {
-    conn.query_row(
+    conn.query_row_cached(
         concat!(
             "SELECT incarnation, has_left, draining, max(0, ",
             db_now_ms!(),
@@ -105,7 +106,7 @@ fn host_row(conn: &Connection, host_id: &str) -> Result<Option<HostRow>> {
 
 fn owner_of(conn: &Connection, zone_id: &str) -> Result<Option<String>> {
     Ok(conn
-        .query_row(
+        .query_row_cached(
             "SELECT owner FROM zone_directory WHERE zone_id = ?1",
             params![zone_id],
             |r| r.get::<_, Option<String>>(0),
@@ -125,7 +126,7 @@ pub(super) fn register_host(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     check_host_id_free(host_row(&tx, &host.host_id)?.as_ref(), host, silent_after)?;
-    tx.execute(
+    tx.execute_cached(
         concat!(
             "INSERT INTO fleet_hosts
                  (host_id, incarnation, url, capacity, region, draining, has_left, heartbeat_ms)
@@ -159,7 +160,7 @@ pub(super) fn heartbeat(
     check_id("host id", host_id)?;
     check_id("host incarnation", incarnation)?;
     let updated = conn
-        .execute(
+        .execute_cached(
             concat!(
                 "UPDATE fleet_hosts SET heartbeat_ms = ",
                 db_now_ms!(),
@@ -188,7 +189,7 @@ pub(super) fn heartbeat(
 pub(super) fn leave_host(conn: &mut Connection, host_id: &str, incarnation: &str) -> Result<()> {
     check_id("host id", host_id)?;
     check_id("host incarnation", incarnation)?;
-    conn.execute(
+    conn.execute_cached(
         "UPDATE fleet_hosts SET has_left = 1 WHERE host_id = ?1 AND incarnation = ?2",
         params![host_id, incarnation],
     )
@@ -198,7 +199,7 @@ pub(super) fn leave_host(conn: &mut Connection, host_id: &str, incarnation: &str
 
 pub(super) fn hosts(conn: &mut Connection) -> Result<Vec<HostRecord>> {
     let mut stmt = conn
-        .prepare(concat!(
+        .prepare_cached(concat!(
             "SELECT host_id, incarnation, url, capacity, draining, has_left, max(0, ",
             db_now_ms!(),
             " - heartbeat_ms),
@@ -256,7 +257,7 @@ pub(super) fn zones(
     limit: u32,
 ) -> Result<Vec<ZoneLocation>> {
     let mut stmt = conn
-        .prepare(concat!(select_location!(), " ORDER BY d.zone_id LIMIT ?1"))
+        .prepare_cached(concat!(select_location!(), " ORDER BY d.zone_id LIMIT ?1"))
         .map_err(sql_err)?;
     let rows = stmt
         .query_map(params![limit], location_row)
@@ -273,7 +274,7 @@ pub(super) fn orphans(
     // The filter is Timing::is_alive negated, in SQL so LIMIT counts orphans only; the owner's
     // liveness is then judged again by is_alive itself.
     let mut stmt = conn
-        .prepare(concat!(
+        .prepare_cached(concat!(
             select_location!(),
             " WHERE d.owner IS NOT NULL
                 AND (h.host_id IS NULL OR h.has_left = 1 OR ",
@@ -316,7 +317,7 @@ pub(super) fn claim_zone(
         return unchanged(decision, req, current);
     }
     // An existing entry keeps its kind and params: only the owner changes.
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO zone_directory (zone_id, kind, params, owner) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (zone_id) DO UPDATE SET owner = excluded.owner",
         params![req.zone_id, req.kind, params_text, req.to],
@@ -356,7 +357,7 @@ pub(super) fn move_zone(
         from,
         from_epoch,
     )?;
-    tx.execute(
+    tx.execute_cached(
         "UPDATE zone_directory SET owner = ?2 WHERE zone_id = ?1",
         params![zone_id, to],
     )
@@ -381,7 +382,7 @@ pub(super) fn release_zone(
     if !may_release(fence, owner_of(&tx, zone_id)?.as_deref(), host, epoch) {
         return Ok(false);
     }
-    tx.execute(
+    tx.execute_cached(
         "UPDATE zone_directory SET owner = NULL WHERE zone_id = ?1",
         params![zone_id],
     )
@@ -396,7 +397,7 @@ pub(super) fn spend_ticket(conn: &mut Connection, jti: &str, expires_at_ms: u64)
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
-    tx.execute(
+    tx.execute_cached(
         concat!(
             "DELETE FROM spent_tickets WHERE rowid IN (SELECT rowid FROM spent_tickets WHERE expires_ms < ",
             db_now_ms!(),
@@ -406,7 +407,7 @@ pub(super) fn spend_ticket(conn: &mut Connection, jti: &str, expires_at_ms: u64)
     )
     .map_err(sql_err)?;
     let added = tx
-        .execute(
+        .execute_cached(
             "INSERT INTO spent_tickets (jti, expires_ms) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING",
             params![jti, expires],
         )
@@ -418,7 +419,7 @@ pub(super) fn spend_ticket(conn: &mut Connection, jti: &str, expires_at_ms: u64)
 pub(super) fn forget_zone(conn: &mut Connection, zone_id: &str) -> Result<bool> {
     check_id("zone id", zone_id)?;
     let deleted = conn
-        .execute(
+        .execute_cached(
             "DELETE FROM zone_directory WHERE zone_id = ?1",
             params![zone_id],
         )

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
+use super::connection::CachedSql;
 use super::sql_err;
 use crate::effect::{self, Effect};
 use crate::error::{Result, StoreError};
@@ -48,7 +49,7 @@ pub(super) fn record(conn: &mut Connection, fact: &FactRecord) -> Result<FactRes
         fence::check_owner(fence, epoch)?;
     }
     let existing: Option<(String, String)> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT result, payload FROM facts WHERE key = ?1",
             params![fact.key],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -70,7 +71,7 @@ pub(super) fn record(conn: &mut Connection, fact: &FactRecord) -> Result<FactRes
         Effect::Add { principal, amounts } => {
             for (name, amount) in amounts {
                 let current: i64 = tx
-                    .query_row(
+                    .query_row_cached(
                         "SELECT total FROM fact_totals WHERE principal = ?1 AND name = ?2",
                         params![principal, name],
                         |r| r.get(0),
@@ -79,7 +80,7 @@ pub(super) fn record(conn: &mut Connection, fact: &FactRecord) -> Result<FactRes
                     .map_err(sql_err)?
                     .unwrap_or(0);
                 let total = effect::checked_total(&fact.key, name, current, *amount)?;
-                tx.execute(
+                tx.execute_cached(
                     "INSERT INTO fact_totals (principal, name, total) VALUES (?1, ?2, ?3)
                      ON CONFLICT (principal, name) DO UPDATE SET total = excluded.total",
                     params![principal, name, total],
@@ -97,7 +98,7 @@ pub(super) fn record(conn: &mut Connection, fact: &FactRecord) -> Result<FactRes
         };
         super::boards::feed(&tx, &fact.key, principal, adds, &submits)?;
     }
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO facts (key, zone_id, kind, principal, payload, result, recorded_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -121,7 +122,7 @@ pub(super) fn record(conn: &mut Connection, fact: &FactRecord) -> Result<FactRes
 pub(super) fn get(conn: &Connection, key: &str) -> Result<Option<StoredFact>> {
     check_id("fact key", key)?;
     let row: Option<(String, String, Option<String>, String, String, i64)> = conn
-        .query_row(
+        .query_row_cached(
             "SELECT zone_id, kind, principal, payload, result, recorded_at_ms
              FROM facts WHERE key = ?1",
             params![key],
@@ -166,7 +167,7 @@ pub(super) fn totals(conn: &Connection, principal: &str) -> Result<BTreeMap<Stri
 
 pub(super) fn count(conn: &Connection) -> Result<u64> {
     let n: i64 = conn
-        .query_row("SELECT count(*) FROM facts", [], |r| r.get(0))
+        .query_row_cached("SELECT count(*) FROM facts", [], |r| r.get(0))
         .map_err(sql_err)?;
     from_db("fact count", n)
 }

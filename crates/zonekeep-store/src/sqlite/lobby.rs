@@ -8,6 +8,7 @@
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
 use serde_json::Value;
 
+use super::connection::CachedSql;
 use super::sql_err;
 use crate::error::{Result, StoreError};
 use crate::lobby::{
@@ -25,7 +26,7 @@ fn q(sql: &str) -> String {
 
 /// The database's now, in milliseconds since the Unix epoch.
 fn now_ms(conn: &Connection) -> Result<i64> {
-    conn.query_row(concat!("SELECT ", db_now_ms!()), [], |r| r.get(0))
+    conn.query_row_cached(concat!("SELECT ", db_now_ms!()), [], |r| r.get(0))
         .map_err(sql_err)
 }
 
@@ -99,7 +100,7 @@ fn seat_state(
     seat: &SeatRequest,
 ) -> Result<(Option<HeldSeat>, u32)> {
     let held = conn
-        .query_row(
+        .query_row_cached(
             "SELECT role, expires_ms IS NULL FROM lobby_seats
              WHERE zone_id = ?1 AND principal = ?2 AND (expires_ms IS NULL OR expires_ms > ?3)",
             params![zone_id, seat.principal, now],
@@ -116,7 +117,7 @@ fn seat_state(
         .transpose()?;
     let by_address = match &seat.address {
         Some(a) => conn
-            .query_row(
+            .query_row_cached(
                 "SELECT count(*) FROM lobby_seats WHERE zone_id = ?1 AND address = ?2
                  AND role = ?3 AND principal <> ?4 AND (expires_ms IS NULL OR expires_ms > ?5)",
                 params![zone_id, a, seat.role.as_str(), seat.principal, now],
@@ -131,7 +132,7 @@ fn seat_state(
 /// Writes (or refreshes) `seat`'s reservation in `zone_id`, held until `now` + its hold.
 fn reserve(conn: &Connection, now: i64, zone_id: &str, seat: &SeatRequest) -> Result<()> {
     let expires = now.saturating_add(to_db("seat hold", seat.hold_ms)?);
-    conn.execute(
+    conn.execute_cached(
         "INSERT INTO lobby_seats (zone_id, principal, role, address, expires_ms)
          VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (zone_id, principal) DO UPDATE SET role = excluded.role,
@@ -145,7 +146,7 @@ fn reserve(conn: &Connection, now: i64, zone_id: &str, seat: &SeatRequest) -> Re
         ],
     )
     .map_err(sql_err)?;
-    conn.execute(
+    conn.execute_cached(
         "UPDATE lobby_rooms SET active_at_ms = ?2 WHERE zone_id = ?1",
         params![zone_id, now],
     )
@@ -155,7 +156,7 @@ fn reserve(conn: &Connection, now: i64, zone_id: &str, seat: &SeatRequest) -> Re
 
 /// Recounts `zone_id`'s reserved seats ([`RECOUNT`]).
 fn recount(conn: &Connection, zone_id: &str) -> Result<()> {
-    conn.execute(&q(RECOUNT), params![zone_id])
+    conn.execute_cached(&q(RECOUNT), params![zone_id])
         .map_err(sql_err)?;
     Ok(())
 }
@@ -178,7 +179,7 @@ fn seat_in(conn: &Connection, now: i64, room: Room, seat: &SeatRequest) -> Resul
 /// Inserts `room` (already checked), refusing a taken id or code.
 fn insert_room(conn: &Connection, now: i64, room: &NewRoom) -> Result<()> {
     let taken: bool = conn
-        .query_row(
+        .query_row_cached(
             "SELECT EXISTS (SELECT 1 FROM lobby_rooms WHERE zone_id = ?1
                  OR (?2 IS NOT NULL AND code = ?2))",
             params![room.zone_id, room.code],
@@ -191,7 +192,7 @@ fn insert_room(conn: &Connection, now: i64, room: &NewRoom) -> Result<()> {
             None => format!("{:?}", room.zone_id),
         }));
     }
-    conn.execute(
+    conn.execute_cached(
         "INSERT INTO lobby_rooms (zone_id, kind, content_version, code, max_players,
              max_observers, players, observers, open, metadata, created_at_ms, active_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 1, ?7, ?8, ?8)",
@@ -357,7 +358,7 @@ pub(super) fn report_rooms(conn: &mut Connection, reports: &[RoomReport]) -> Res
     let mut out = ReportOutcome::default();
     for r in reports {
         let fence: Option<i64> = tx
-            .query_row(
+            .query_row_cached(
                 "SELECT epoch FROM zone_fences WHERE zone_id = ?1",
                 params![r.zone_id],
                 |row| row.get(0),
@@ -370,7 +371,7 @@ pub(super) fn report_rooms(conn: &mut Connection, reports: &[RoomReport]) -> Res
         }
         let metadata = r.metadata.as_ref().map(Value::to_string);
         let updated = tx
-            .execute(
+            .execute_cached(
                 "UPDATE lobby_rooms SET players = ?2, observers = ?3,
                      open = coalesce(?4, open), metadata = coalesce(?5, metadata),
                      active_at_ms = CASE WHEN ?2 + ?3 > 0 THEN ?6 ELSE active_at_ms END
@@ -385,13 +386,13 @@ pub(super) fn report_rooms(conn: &mut Connection, reports: &[RoomReport]) -> Res
         // freed. The list is bound as one JSON array, whatever its length.
         let present = serde_json::to_string(&r.present)
             .map_err(|e| StoreError::InvalidArgument(format!("present principals: {e}")))?;
-        tx.execute(
+        tx.execute_cached(
             "UPDATE lobby_seats SET expires_ms = NULL
              WHERE zone_id = ?1 AND principal IN (SELECT value FROM json_each(?2))",
             params![r.zone_id, present],
         )
         .map_err(sql_err)?;
-        tx.execute(
+        tx.execute_cached(
             "DELETE FROM lobby_seats WHERE zone_id = ?1 AND expires_ms IS NULL
                  AND principal NOT IN (SELECT value FROM json_each(?2))",
             params![r.zone_id, present],
@@ -411,7 +412,7 @@ pub(super) fn forget_idle_rooms(conn: &mut Connection, idle_ms: u64) -> Result<u
     let now = now_ms(&tx)?;
     let lapsed: std::collections::BTreeSet<String> = {
         let mut stmt = tx
-            .prepare(
+            .prepare_cached(
                 "DELETE FROM lobby_seats WHERE expires_ms IS NOT NULL AND expires_ms <= ?1
                  RETURNING zone_id",
             )
@@ -429,7 +430,7 @@ pub(super) fn forget_idle_rooms(conn: &mut Connection, idle_ms: u64) -> Result<u
          WHERE r.players = 0 AND r.observers = 0 AND r.active_at_ms < ?1
            AND NOT EXISTS (SELECT 1 FROM lobby_seats s WHERE s.zone_id = r.zone_id))";
     let forgotten = tx
-        .execute(
+        .execute_cached(
             &format!("DELETE FROM lobby_rooms WHERE {idle}"),
             params![before],
         )

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use rusqlite::{params, params_from_iter, Connection, Row, TransactionBehavior};
 use serde_json::Value;
 
+use super::connection::CachedSql;
 use super::{sql_err, SqliteStore};
 use crate::error::{Result, StoreError};
 use crate::matchmaking::{
@@ -27,7 +28,7 @@ fn q(sql: &str) -> String {
 /// The database's now, in milliseconds since the Unix epoch.
 fn now_ms(conn: &Connection) -> Result<u64> {
     let v: i64 = conn
-        .query_row(concat!("SELECT ", db_now_ms!()), [], |r| r.get(0))
+        .query_row_cached(concat!("SELECT ", db_now_ms!()), [], |r| r.get(0))
         .map_err(sql_err)?;
     Ok(u64::try_from(v).unwrap_or(0))
 }
@@ -69,7 +70,7 @@ fn read(
     let sql = q(&format!(
         "SELECT {COLUMNS} FROM match_searches WHERE {clause}"
     ));
-    let mut stmt = conn.prepare(&sql).map_err(sql_err)?;
+    let mut stmt = conn.prepare_cached(&sql).map_err(sql_err)?;
     let rows = stmt
         .query_map(params_from_iter(args.iter()), raw)
         .map_err(sql_err)?;
@@ -89,7 +90,7 @@ fn read_one(conn: &Connection, search_id: &str) -> Result<Option<SearchRecord>> 
 /// Writes `rec`'s changeable columns.
 fn save(conn: &Connection, rec: &SearchRecord) -> Result<()> {
     let j = json_columns(rec)?;
-    conn.execute(
+    conn.execute_cached(
         &q(SAVE),
         params![
             rec.search_id,
@@ -142,7 +143,7 @@ fn create(conn: &mut Connection, s: &NewSearch) -> Result<SearchRecord> {
     let rec = fresh(s, now);
     let j = json_columns(&rec)?;
     let inserted = tx
-        .execute(
+        .execute_cached(
             "INSERT INTO match_searches (search_id, queue, principal, name, token_hash, state,
                  probes, rtts, created_ms, heartbeat_ms, changed_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, 'probing', ?6, ?7, ?8, ?8, ?8)
@@ -191,7 +192,7 @@ fn answer_probe(
 fn queued(conn: &mut Connection, queue: &str, limit: usize) -> Result<Vec<Candidate>> {
     check_id("queue", queue)?;
     let limit = i64::try_from(limit.min(MAX_CANDIDATES)).unwrap_or(0);
-    let mut stmt = conn.prepare(&q(QUEUED)).map_err(sql_err)?;
+    let mut stmt = conn.prepare_cached(&q(QUEUED)).map_err(sql_err)?;
     let rows = stmt
         .query_map(params![queue, limit], |r| {
             Ok((
@@ -274,7 +275,7 @@ fn settle(conn: &mut Connection, lapses: &Lapses) -> Result<Settled> {
     let now = now_ms(&tx)?;
     let mut due = Vec::new();
     {
-        let mut stmt = tx.prepare(&q(SETTLE)).map_err(sql_err)?;
+        let mut stmt = tx.prepare_cached(&q(SETTLE)).map_err(sql_err)?;
         let rows = stmt
             .query_map(
                 params![
@@ -304,7 +305,7 @@ fn settle(conn: &mut Connection, lapses: &Lapses) -> Result<Settled> {
         }
     }
     let gone = tx
-        .execute(
+        .execute_cached(
             &q(FORGET),
             params![ms(now.saturating_sub(lapses.forget_ms))],
         )
@@ -317,7 +318,7 @@ fn settle(conn: &mut Connection, lapses: &Lapses) -> Result<Settled> {
 fn changed_since(conn: &mut Connection, since_ms: u64) -> Result<(Vec<String>, u64)> {
     let now = now_ms(conn)?;
     let mut stmt = conn
-        .prepare("SELECT search_id FROM match_searches WHERE changed_ms >= ?1 LIMIT 20000")
+        .prepare_cached("SELECT search_id FROM match_searches WHERE changed_ms >= ?1 LIMIT 20000")
         .map_err(sql_err)?;
     let ids = stmt
         .query_map(params![ms(since_ms)], |r| r.get::<_, String>(0))
@@ -328,7 +329,7 @@ fn changed_since(conn: &mut Connection, since_ms: u64) -> Result<(Vec<String>, u
 }
 
 fn live_keys(conn: &mut Connection) -> Result<Vec<(String, u64)>> {
-    let mut stmt = conn.prepare(LIVE_KEYS).map_err(sql_err)?;
+    let mut stmt = conn.prepare_cached(LIVE_KEYS).map_err(sql_err)?;
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
         .map_err(sql_err)?

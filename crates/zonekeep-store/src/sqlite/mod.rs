@@ -19,6 +19,7 @@ mod boards;
 mod calls;
 mod characters;
 mod chat;
+mod connection;
 mod directory;
 mod facts;
 mod lobby;
@@ -32,7 +33,7 @@ mod transfers;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::Connection;
@@ -116,7 +117,7 @@ impl SqliteStore {
     pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteStore> {
         let path = path.as_ref().to_path_buf();
         let open_path = path.clone();
-        let conn = tokio::task::spawn_blocking(move || open_connection(&open_path, options))
+        let conn = tokio::task::spawn_blocking(move || connection::open(&open_path, options))
             .await
             .map_err(join_err)??;
         Ok(SqliteStore {
@@ -146,51 +147,6 @@ impl SqliteStore {
         .await
         .map_err(join_err)?
     }
-}
-
-fn open_connection(path: &Path, options: SqliteOptions) -> Result<Connection> {
-    let mut conn = Connection::open(path).map_err(sql_err)?;
-    conn.busy_timeout(options.busy_timeout).map_err(sql_err)?;
-    let mode = switch_to_wal(&conn, options.busy_timeout)?;
-    if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
-        return Err(StoreError::Backend(format!(
-            "sqlite refused WAL journal mode (got {mode})"
-        )));
-    }
-    conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())
-        .map_err(sql_err)?;
-    migrations::migrate(&mut conn)?;
-    Ok(conn)
-}
-
-/// Switches the file to WAL and answers the journal mode in force (an in-memory database stays
-/// "memory").
-///
-/// Two connections converting a fresh file at once each hold a shared lock and want the exclusive
-/// one; SQLite breaks that deadlock by answering `SQLITE_BUSY` to one of them at once, without
-/// consulting the busy handler. So the switch is retried here, within the same busy timeout, and
-/// once the other connection has finished, this one finds the file already in WAL.
-fn switch_to_wal(conn: &Connection, busy_timeout: Duration) -> Result<String> {
-    let deadline = Instant::now() + busy_timeout;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
-            Ok(mode) => return Ok(mode),
-            Err(e) if is_busy(&e) && Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            Err(e) => return Err(sql_err(e)),
-        }
-    }
-}
-
-/// Whether SQLite refused for a lock another connection holds.
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
 }
 
 /// Maps a rusqlite error into the store's error. Conversion failures mean a row holds something the

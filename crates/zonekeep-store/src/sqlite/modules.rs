@@ -9,6 +9,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+use super::connection::CachedSql;
 use super::sql_err;
 use crate::error::{Result, StoreError};
 use crate::modules::{
@@ -22,7 +23,7 @@ pub(super) fn put_module(conn: &mut Connection, bytes: &[u8]) -> Result<String> 
     check_module(bytes)?;
     let sha256 = digest(bytes);
     let size = to_db("module size", bytes.len() as u64)?;
-    conn.execute(
+    conn.execute_cached(
         concat!(
             "INSERT INTO modules (sha256, bytes, size, created_at_ms) VALUES (?1, ?2, ?3, ",
             db_now_ms!(),
@@ -39,7 +40,7 @@ pub(super) fn get_module(conn: &mut Connection, sha256: &str) -> Result<Option<V
         return Ok(None);
     }
     let bytes: Option<Vec<u8>> = conn
-        .query_row(
+        .query_row_cached(
             "SELECT bytes FROM modules WHERE sha256 = ?1",
             params![sha256],
             |r| r.get(0),
@@ -64,7 +65,7 @@ pub(super) fn deploy_module(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     let size: Option<i64> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT size FROM modules WHERE sha256 = ?1",
             params![sha256],
             |r| r.get(0),
@@ -74,7 +75,7 @@ pub(super) fn deploy_module(
     // Dropping the transaction rolls it back: a refused deploy changes nothing.
     let size = size.ok_or_else(|| not_stored(sha256))?;
     let (version, deployed_at_ms): (i64, i64) = tx
-        .query_row(
+        .query_row_cached(
             concat!(
                 "INSERT INTO module_kinds (kind, sha256, version, deployed_at_ms)
                  VALUES (?1, ?2, 1, ",
@@ -89,13 +90,13 @@ pub(super) fn deploy_module(
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map_err(sql_err)?;
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO module_deploys (kind, version, sha256, cause, deployed_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5)",
         params![kind, version, sha256, cause.as_str(), deployed_at_ms],
     )
     .map_err(sql_err)?;
-    tx.execute(
+    tx.execute_cached(
         "DELETE FROM module_deploys WHERE kind = ?1 AND version <= ?2",
         params![kind, version - MAX_DEPLOY_HISTORY as i64],
     )
@@ -152,7 +153,7 @@ pub(super) fn module_history(
 ) -> Result<Vec<ModuleDeploy>> {
     check_kind(kind)?;
     let mut stmt = conn
-        .prepare(
+        .prepare_cached(
             "SELECT d.kind, d.sha256, d.version, m.size, d.deployed_at_ms, d.cause
              FROM module_deploys d LEFT JOIN modules m ON m.sha256 = d.sha256
              WHERE d.kind = ?1 ORDER BY d.version DESC LIMIT ?2",
@@ -167,7 +168,7 @@ pub(super) fn module_history(
 pub(super) fn module_kinds(conn: &mut Connection) -> Result<Vec<ModuleDeploy>> {
     // A kind deployed before causes were kept has no history row: its cause is a push.
     let mut stmt = conn
-        .prepare(
+        .prepare_cached(
             "SELECT k.kind, k.sha256, k.version, m.size, k.deployed_at_ms,
                  coalesce(d.cause, 'push')
              FROM module_kinds k LEFT JOIN modules m ON m.sha256 = k.sha256

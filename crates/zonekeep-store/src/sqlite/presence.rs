@@ -9,6 +9,7 @@
 use async_trait::async_trait;
 use rusqlite::{params, params_from_iter, Connection, TransactionBehavior};
 
+use super::connection::CachedSql;
 use super::{sql_err, SqliteStore};
 use crate::error::Result;
 use crate::presence::{
@@ -80,7 +81,7 @@ fn apply_presence(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     let now: i64 = tx
-        .query_row(concat!("SELECT ", db_now_ms!()), [], |r| r.get(0))
+        .query_row_cached(concat!("SELECT ", db_now_ms!()), [], |r| r.get(0))
         .map_err(sql_err)?;
     let window = resume_window(dead_after_ms);
     {
@@ -152,7 +153,7 @@ fn presence_of(
 
 fn sweep_presence(conn: &Connection, dead_after_ms: u64) -> Result<u64> {
     let gone = conn
-        .execute(
+        .execute_cached(
             concat!(
                 "DELETE FROM presence AS p WHERE NOT ",
                 live!(),

@@ -2,6 +2,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
+use super::connection::CachedSql;
 use super::sql_err;
 use crate::error::{Result, StoreError};
 use crate::fence::{self, Decision, StoredSave};
@@ -36,7 +37,7 @@ fn to_record(raw: (String, String, i64, i64, Vec<u8>, i64)) -> Result<SaveRecord
 
 /// The zone's fence: its fence row, but never below its stored save's epoch.
 pub(super) fn current_fence(conn: &Connection, zone_id: &str) -> Result<i64> {
-    conn.query_row(
+    conn.query_row_cached(
         "SELECT max(
              coalesce((SELECT epoch FROM zone_fences WHERE zone_id = ?1), 0),
              coalesce((SELECT epoch FROM zone_saves WHERE zone_id = ?1), 0))",
@@ -63,14 +64,14 @@ pub(super) fn raise_fence(tx: &Connection, zone_id: &str) -> Result<Claim> {
     let epoch = fence
         .checked_add(1)
         .ok_or_else(|| StoreError::Corrupt(format!("epoch of zone {zone_id:?} exhausted")))?;
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO zone_fences (zone_id, epoch) VALUES (?1, ?2)
          ON CONFLICT (zone_id) DO UPDATE SET epoch = excluded.epoch",
         params![zone_id, epoch],
     )
     .map_err(sql_err)?;
     let last = tx
-        .query_row(SELECT_SAVE, params![zone_id], save_from_row)
+        .query_row_cached(SELECT_SAVE, params![zone_id], save_from_row)
         .optional()
         .map_err(sql_err)?
         .map(to_record)
@@ -97,7 +98,7 @@ pub(super) fn write(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     let fence_row: Option<i64> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT epoch FROM zone_fences WHERE zone_id = ?1",
             params![zone_id],
             |r| r.get(0),
@@ -106,7 +107,7 @@ pub(super) fn write(
         .map_err(sql_err)?;
     // Comparing in SQL avoids reading the stored blob back just to compare it.
     let stored: Option<(i64, i64, bool)> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT epoch, seq, (kind = ?2 AND bytes = ?3) FROM zone_saves WHERE zone_id = ?1",
             params![zone_id, kind, bytes],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
@@ -129,13 +130,13 @@ pub(super) fn write(
     match fence::decide(fence, stored, epoch, seq)? {
         Decision::AlreadyDone => Ok(WriteOutcome::AlreadyDone),
         Decision::Write { new_fence } => {
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO zone_fences (zone_id, epoch) VALUES (?1, ?2)
                  ON CONFLICT (zone_id) DO UPDATE SET epoch = max(epoch, excluded.epoch)",
                 params![zone_id, to_db("epoch", new_fence)?],
             )
             .map_err(sql_err)?;
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO zone_saves (zone_id, kind, epoch, seq, bytes, saved_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT (zone_id) DO UPDATE SET kind = excluded.kind,
@@ -152,7 +153,7 @@ pub(super) fn write(
 
 pub(super) fn load(conn: &mut Connection, zone_id: &str) -> Result<Option<SaveRecord>> {
     check_id("zone id", zone_id)?;
-    conn.query_row(SELECT_SAVE, params![zone_id], save_from_row)
+    conn.query_row_cached(SELECT_SAVE, params![zone_id], save_from_row)
         .optional()
         .map_err(sql_err)?
         .map(to_record)
@@ -161,7 +162,7 @@ pub(super) fn load(conn: &mut Connection, zone_id: &str) -> Result<Option<SaveRe
 
 pub(super) fn list(conn: &mut Connection) -> Result<Vec<SaveMeta>> {
     let mut stmt = conn
-        .prepare(
+        .prepare_cached(
             "SELECT s.zone_id, s.kind, s.epoch, max(s.epoch, coalesce(f.epoch, 0)), s.seq,
                     length(s.bytes), s.saved_at_ms
              FROM zone_saves s LEFT JOIN zone_fences f ON f.zone_id = s.zone_id
@@ -203,7 +204,7 @@ pub(super) fn delete(conn: &mut Connection, zone_id: &str) -> Result<bool> {
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_err)?;
     // Fold the save's epoch into the fence first, so deleting the save never lowers the fence.
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO zone_fences (zone_id, epoch)
          SELECT zone_id, epoch FROM zone_saves WHERE zone_id = ?1
          ON CONFLICT (zone_id) DO UPDATE SET epoch = max(epoch, excluded.epoch)",
@@ -211,7 +212,7 @@ pub(super) fn delete(conn: &mut Connection, zone_id: &str) -> Result<bool> {
     )
     .map_err(sql_err)?;
     let deleted = tx
-        .execute(
+        .execute_cached(
             "DELETE FROM zone_saves WHERE zone_id = ?1",
             params![zone_id],
         )

@@ -6,6 +6,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
 
+use super::connection::CachedSql;
 use super::sql_err;
 use crate::error::{Result, StoreError};
 use crate::transfers::{self, Begin, Change, NewTransfer, Reclaim, StoredTransfer, TransferStatus};
@@ -80,7 +81,7 @@ fn finish((transfer, raw): (NewTransfer, Raw)) -> Result<StoredTransfer> {
 }
 
 fn read(conn: &Connection, id: &str) -> Result<Option<StoredTransfer>> {
-    conn.query_row(
+    conn.query_row_cached(
         &format!("SELECT {COLUMNS} FROM zone_transfers WHERE id = ?1"),
         params![id],
         to_stored,
@@ -109,7 +110,7 @@ pub(super) fn begin(conn: &mut Connection, new: &NewTransfer) -> Result<StoredTr
     match transfers::decide_begin(fence, new, stored.as_ref())? {
         Begin::Stored => stored.ok_or_else(|| StoreError::Backend("transfer vanished".into())),
         Begin::Insert => {
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO zone_transfers (id, principal, player, source_zone, source_epoch,
                      target_zone, claims, player_claims, state, status, created_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', ?10)",
@@ -144,7 +145,7 @@ pub(super) fn accept(conn: &mut Connection, id: &str, epoch: u64) -> Result<Stor
     if transfers::decide_accept(fence, epoch, &stored)? == Change::Stored {
         return Ok(stored);
     }
-    tx.execute(
+    tx.execute_cached(
         "UPDATE zone_transfers SET status = 'accepted', target_epoch = ?2, resolved_at_ms = ?3
          WHERE id = ?1",
         params![id, to_db("target epoch", epoch)?, now_ms()],
@@ -172,7 +173,7 @@ pub(super) fn give_back(
     if transfers::decide_return(fence, zone_id, epoch, &stored)? == Change::Stored {
         return Ok(stored);
     }
-    tx.execute(
+    tx.execute_cached(
         "UPDATE zone_transfers SET status = 'returned', reason = ?2, resolved_at_ms = ?3
          WHERE id = ?1",
         params![id, transfers::clip_reason(reason), now_ms()],
@@ -227,7 +228,7 @@ fn set_arrived(
     if decide(fence, epoch, &stored)? == Change::Stored {
         return Ok((stored, false));
     }
-    tx.execute(
+    tx.execute_cached(
         "UPDATE zone_transfers SET arrived = ?2 WHERE id = ?1",
         params![id, arrived],
     )
@@ -255,7 +256,7 @@ pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<StoredTransfer>>
 pub(super) fn open(conn: &Connection, zone_id: &str) -> Result<Vec<StoredTransfer>> {
     check_id("zone id", zone_id)?;
     let mut stmt = conn
-        .prepare(&format!(
+        .prepare_cached(&format!(
             "SELECT {COLUMNS} FROM zone_transfers
              WHERE (status = 'pending' AND (source_zone = ?1 OR target_zone = ?1))
                 OR (status = 'accepted' AND arrived = 0 AND target_zone = ?1)
@@ -294,7 +295,7 @@ fn newest_from(
 ) -> Result<Option<StoredTransfer>> {
     check_id("zone id", source_zone)?;
     check_id("principal", principal)?;
-    conn.query_row(
+    conn.query_row_cached(
         &format!(
             "SELECT {COLUMNS} FROM zone_transfers
              WHERE source_zone = ?1 AND principal = ?2 AND {which}
@@ -312,7 +313,7 @@ fn newest_from(
 
 pub(super) fn prune(conn: &Connection, before_ms: u64) -> Result<u64> {
     let n = conn
-        .execute(
+        .execute_cached(
             "DELETE FROM zone_transfers WHERE status <> 'pending' AND created_at_ms < ?1",
             params![to_db("before", before_ms)?],
         )
