@@ -301,6 +301,16 @@ impl WsIo {
     }
 }
 
+impl Drop for WsIo {
+    /// The owner is gone (it holds the threads' handle): wake every thread, so one asleep with
+    /// no connection and nothing to time sees that and ends.
+    fn drop(&mut self) {
+        for t in std::iter::once(&self.first).chain(&self.rest) {
+            t.push(|_| {});
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -371,5 +381,25 @@ mod tests {
         }
         assert!(link.is_kicked());
         io.forget(&link);
+    }
+
+    #[test]
+    fn an_idle_thread_ends_when_its_owner_goes() {
+        let (rt, io, link) = link(1);
+        io.forget(&link);
+        drop(link);
+        let thread = Arc::downgrade(&io.first);
+        // The owner is gone already; the thread sleeps with nothing to time until its handle
+        // goes too and wakes it.
+        drop(io);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while thread.strong_count() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the I/O thread did not end"
+            );
+            std::thread::yield_now();
+        }
+        drop(rt);
     }
 }

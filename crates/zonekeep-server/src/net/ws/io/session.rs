@@ -97,12 +97,16 @@ pub(super) fn run(home: &Arc<IoThread>, mut poll: mio::Poll, owner_alive: &dyn F
         let wake_at = releases
             .peek()
             .map_or(next_scan, |Reverse((at, _))| (*at).min(next_scan));
-        let timeout = if due.is_empty() {
-            wake_at.saturating_duration_since(now)
+        let timeout = if !due.is_empty() {
+            Some(Duration::ZERO)
+        } else if conns.is_empty() && releases.is_empty() {
+            // Nothing to time: sleep until a connection arrives or the owner goes (both wake
+            // the thread), so an idle host's I/O threads cost nothing.
+            None
         } else {
-            Duration::ZERO
+            Some(wake_at.saturating_duration_since(now))
         };
-        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+        if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() != ErrorKind::Interrupted {
                 tracing::error!(error = %e, "WebSocket I/O poll failed");
                 std::thread::sleep(SCAN_EVERY);
