@@ -28,7 +28,6 @@
 //! durations are measured with the injected [`Clock`]).
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,7 +125,7 @@ pub struct ZoneHost {
     /// The game code and its typed input buffers: the only zone-typed part.
     zone: Box<dyn ZoneSlot>,
     core: Core,
-    dropped_at: BTreeMap<PlayerId, Duration>,
+    dropped_at: graces::Graces,
     next_player: u32,
     start: Duration,
     /// Index of the next wall-clock slot not yet accounted for.
@@ -631,17 +630,13 @@ impl ZoneHost {
 
     fn grace_expired(&self, id: PlayerId, now: Duration) -> bool {
         self.dropped_at
-            .get(&id)
-            .is_some_and(|at| now.saturating_sub(*at) >= self.config.reconnect_grace)
+            .expired(id, now, self.config.reconnect_grace)
     }
 
     fn expire_graces(&mut self, now: Duration) {
-        let expired: Vec<PlayerId> = self
+        let expired = self
             .dropped_at
-            .keys()
-            .copied()
-            .filter(|id| self.grace_expired(*id, now))
-            .collect();
+            .all_expired(now, self.config.reconnect_grace);
         for id in expired {
             self.remove_player(id, LeaveReason::Dropped);
         }
@@ -667,7 +662,7 @@ impl ZoneHost {
         if self.core.roster.remove(&id).is_none() {
             return;
         }
-        self.dropped_at.remove(&id);
+        self.dropped_at.remove(id);
         self.core.views.remove(id);
         self.core.transfers.moving.remove(&id);
         self.core.transfers.asked.retain(|a| a.player != id);
@@ -712,6 +707,7 @@ mod calls;
 #[cfg(test)]
 mod courier;
 mod frames;
+mod graces;
 mod image;
 mod links;
 mod observers;

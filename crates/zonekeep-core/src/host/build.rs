@@ -253,7 +253,7 @@ impl ZoneHost {
             clock,
             zone,
             core,
-            dropped_at: BTreeMap::new(),
+            dropped_at: super::graces::Graces::default(),
             next_player: 1,
             start,
             next_slot: 1,

@@ -222,7 +222,7 @@ impl ZoneHost {
             self.apply_kicks();
             return Err(RejoinError::GraceExpired(id));
         }
-        self.dropped_at.remove(&id);
+        self.dropped_at.remove(id);
         let _ = self.core.roster.set_connected(id, true);
         self.relays_changed(&[id]);
         let resumed = self.resubscribe(id, from);

@@ -94,11 +94,11 @@ impl ZoneHost {
             let claims = serde_json::to_string(&p.claims).unwrap_or_default();
             put_blob(&mut b, claims.as_bytes());
             b.push(u8::from(p.connected));
-            match self.dropped_at.get(&p.id) {
+            match self.dropped_at.get(p.id) {
                 None => b.push(0),
                 Some(at) => {
                     b.push(1);
-                    put_varint(&mut b, nanos(*at));
+                    put_varint(&mut b, nanos(at));
                 }
             }
         }
@@ -219,7 +219,7 @@ impl ZoneHost {
         host.next_player = next_player;
         host.idle_phase = idle_phase;
         host.ticked_at_once = ticked_at_once;
-        host.dropped_at = dropped_at;
+        host.dropped_at = dropped_at.into_iter().collect();
         let capacity = host.config.input_buffer;
         for (id, queue) in queues {
             host.zone.restore_queue(id, queue, capacity).map_err(|e| {
