@@ -247,6 +247,19 @@ pub trait Zone: Send + 'static {
         true
     }
 
+    /// [`can_see`](Zone::can_see) for one viewer at a time: replication asks for it once per
+    /// viewer per patch and calls what it returns for each entity in that viewer's range. Override
+    /// it when part of the answer depends only on the viewer (finding it, its team, its position):
+    /// that part is then done once per viewer instead of once per entity. Its answers must be
+    /// `can_see`'s. The default asks `can_see` for each entity.
+    fn sight<'a>(
+        &'a self,
+        viewer: PlayerId,
+        world: &'a World,
+    ) -> impl FnMut(EntityId) -> bool + 'a {
+        move |entity| self.can_see(viewer, entity, world)
+    }
+
     /// Whether replication must consult [`Zone::can_see`]. A zone whose `can_see` shows
     /// everything (as the default does) may return `false`: the host then skips the calls, and a
     /// participant with an unbounded view radius sees every entity without any interest query,

@@ -325,15 +325,20 @@ impl Zone for ArenaZone {
     }
 
     fn can_see(&self, viewer: PlayerId, entity: EntityId, world: &World) -> bool {
-        if self.params.scenario == Scenario::Broadcast {
-            return true;
-        }
-        let Some(me) = self.players.get(&viewer) else {
-            return false;
-        };
-        match world.pos(entity) {
-            Ok(e) => within(me.pos, e, self.params.radius),
-            Err(_) => false,
+        self.sight(viewer, world)(entity)
+    }
+
+    /// The viewer is looked up once per patch, not once per entity in its range.
+    fn sight<'a>(
+        &'a self,
+        viewer: PlayerId,
+        world: &'a World,
+    ) -> impl FnMut(EntityId) -> bool + 'a {
+        let broadcast = self.params.scenario == Scenario::Broadcast;
+        let me = self.players.get(&viewer).map(|p| p.pos);
+        let radius = self.params.radius;
+        move |entity| {
+            broadcast || me.is_some_and(|me| world.pos(entity).is_ok_and(|e| within(me, e, radius)))
         }
     }
 }

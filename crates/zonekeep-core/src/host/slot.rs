@@ -402,9 +402,16 @@ impl<Z: Zone> ZoneSlot for Slot<Z> {
                 events: events(id),
             }
         };
+        // A subscriber's candidates are asked about one after another: one sight per subscriber.
+        let mut sight: Option<(SubscriberId, _)> = None;
         let can_see = zone
             .uses_can_see()
-            .then_some(|sub: SubscriberId, entity| zone.can_see(PlayerId(sub.0), entity, world));
+            .then_some(move |sub: SubscriberId, entity| {
+                if !matches!(&sight, Some((of, _)) if *of == sub) {
+                    sight = Some((sub, zone.sight(PlayerId(sub.0), world)));
+                }
+                sight.as_mut().is_some_and(|(_, sees)| sees(entity))
+            });
         replicator.build_due(world, tick, can_see, due, inputs, sink)
     }
 

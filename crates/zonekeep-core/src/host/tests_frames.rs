@@ -17,10 +17,12 @@ use crate::{
 
 /// Each player gets a "walker" at x = 10 * id; input bytes move it by (dx, 0).
 /// A "ghost" at (0, 0) is hidden from every player by `can_see`; observers focus on (500, 0).
+/// Replication asks through `sight`, which counts how often it is asked for a viewer.
 struct Walkers {
     walker: KindId,
     ghost: EntityId,
     mine: BTreeMap<PlayerId, EntityId>,
+    sights: std::cell::Cell<u32>,
 }
 
 impl Zone for Walkers {
@@ -50,6 +52,7 @@ impl Zone for Walkers {
             walker,
             ghost,
             mine: BTreeMap::new(),
+            sights: std::cell::Cell::new(0),
         })
     }
 
@@ -96,6 +99,15 @@ impl Zone for Walkers {
 
     fn can_see(&self, _viewer: PlayerId, entity: EntityId, _world: &crate::World) -> bool {
         entity != self.ghost
+    }
+
+    fn sight<'a>(
+        &'a self,
+        viewer: PlayerId,
+        world: &'a crate::World,
+    ) -> impl FnMut(EntityId) -> bool + 'a {
+        self.sights.set(self.sights.get() + 1);
+        move |entity| self.can_see(viewer, entity, world)
     }
 }
 
@@ -157,6 +169,21 @@ fn players_see_each_other_but_not_hidden_entities_and_control_is_sent() {
             Some(&EntityId(control)),
             h.zone::<Walkers>().unwrap().mine.get(&p)
         );
+    }
+}
+
+#[test]
+fn each_viewer_is_asked_for_its_sight_once_a_patch() {
+    let (mut h, clock) = host(f32::INFINITY);
+    let players = ["a", "b", "c"].map(|n| join(&mut h, n, Role::Player));
+    let mut m = BTreeMap::new();
+    step(&mut h, &clock, &mut m);
+    step(&mut h, &clock, &mut m);
+    // Three walkers and a ghost in everyone's range: two patches, three viewers, six sights,
+    // however many entities each one was asked about.
+    assert_eq!(h.zone::<Walkers>().unwrap().sights.get(), 6);
+    for p in players {
+        assert_eq!(m[&p].len(), 3, "every walker, never the ghost");
     }
 }
 
