@@ -203,15 +203,14 @@ async fn read(
                 let _ = pongs.try_send(p);
                 continue;
             }
+            // A Close heard after this end sent its own is the host's answer to it: the end the
+            // bench asked for, not an early one (the writer closes only once the bench stops,
+            // or after a failed write, which the session reports on its own).
+            Ok(Incoming::Close(_)) if rd.closing() => break,
             Ok(Incoming::Close(code)) => {
-                let whose = if rd.closing() {
-                    "answering the bench's Close"
-                } else {
-                    "unasked"
-                };
                 let at = ctx.origin.elapsed().as_secs_f64();
                 seen.ended.get_or_insert_with(|| {
-                    format!("closed by the host ({whose}, code {code:?}) at {at:.1} s")
+                    format!("closed by the host (unasked, code {code:?}) at {at:.1} s")
                 });
                 break;
             }
