@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::player::PlayerId;
 
 /// The dropped participants of one zone and when each dropped (zone clock time).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub(crate) struct Graces {
     since: BTreeMap<PlayerId, Duration>,
     ending: BTreeSet<(Duration, PlayerId)>,

@@ -293,9 +293,14 @@ impl WsIo {
         link.retire();
     }
 
+    /// Every thread.
+    fn threads(&self) -> impl Iterator<Item = &Arc<IoThread>> {
+        std::iter::once(&self.first).chain(&self.rest)
+    }
+
     /// Let the threads end once their connections have (the host is shutting down).
     pub(crate) fn shutdown(&self) {
-        for t in std::iter::once(&self.first).chain(&self.rest) {
+        for t in self.threads() {
             t.push(|inbox| inbox.shutdown = true);
         }
     }
@@ -305,7 +310,7 @@ impl Drop for WsIo {
     /// The owner is gone (it holds the threads' handle): wake every thread, so one asleep with
     /// no connection and nothing to time sees that and ends.
     fn drop(&mut self) {
-        for t in std::iter::once(&self.first).chain(&self.rest) {
+        for t in self.threads() {
             t.push(|_| {});
         }
     }
