@@ -155,7 +155,7 @@ pub struct BenchConfig {
     pub bots: u32,
     /// Index of the first bot (distinct identities across machines).
     pub bot_offset: u32,
-    /// Inputs per second per bot (generic workload; the arena fixes 10).
+    /// Inputs per second per bot (generic, aim and arena workloads; the arena is defined at 10).
     pub rate: f64,
     /// Warm-up after every bot joined.
     pub warmup: Duration,
@@ -203,8 +203,12 @@ pub struct BenchConfig {
 /// When a WebTransport bot acknowledges the States it applied (PROTOCOL.md §4.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StateAcks {
-    /// An Inputs datagram for every newer State, inputs or not, as the SDKs send them.
+    /// As the SDKs do: held up to [`zonekeep_client::connection::webtransport::STATE_ACK_HOLD`]
+    /// for an input to carry it, then sent in an Inputs datagram of its own.
     #[default]
+    Held,
+    /// An Inputs datagram at once for every newer State: what the hold saves, measured by not
+    /// holding.
     EveryState,
     /// Only in the Inputs datagrams its own inputs go in: what acknowledging each State costs
     /// the host, measured by leaving it out (the host then deltas against older States).
@@ -212,9 +216,10 @@ pub enum StateAcks {
 }
 
 impl StateAcks {
-    /// `every-state` or `with-inputs`.
+    /// `held`, `every-state` or `with-inputs`.
     pub fn name(self) -> &'static str {
         match self {
+            StateAcks::Held => "held",
             StateAcks::EveryState => "every-state",
             StateAcks::WithInputs => "with-inputs",
         }
@@ -273,7 +278,7 @@ impl BenchConfig {
             zone_kind: None,
             zone_params: None,
             transport: Transport::WebSocket,
-            state_acks: StateAcks::EveryState,
+            state_acks: StateAcks::default(),
             observers: false,
         }
     }
@@ -286,8 +291,7 @@ impl BenchConfig {
     /// Interval between one bot's inputs (`None`: the workload sends none).
     pub fn input_interval(&self) -> Option<Duration> {
         match &self.workload {
-            Workload::Arena(_) => Some(Duration::from_millis(100)),
-            Workload::Generic { .. } | Workload::Aim(_)
+            Workload::Generic { .. } | Workload::Aim(_) | Workload::Arena(_)
                 if self.rate > 0.0 && self.rate.is_finite() =>
             {
                 Some(Duration::from_secs_f64(1.0 / self.rate))

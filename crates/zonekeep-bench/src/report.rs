@@ -42,7 +42,8 @@ pub struct RunParams {
     pub warmup_s: f64,
     /// `probe`, `all` or `none`.
     pub decode: String,
-    /// When WebTransport bots acknowledged States (`every-state` when absent).
+    /// When WebTransport bots acknowledged States; absent over WebSocket (and in reports written
+    /// before bots held acknowledgements, where it meant `every-state`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_acks: Option<String>,
     /// Client-side NetSim: delay, jitter (ms) and loss.

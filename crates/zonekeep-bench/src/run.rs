@@ -325,14 +325,13 @@ fn run_params(cfg: &BenchConfig, params: Option<serde_json::Value>) -> RunParams
         bots: cfg.bots,
         bot_offset: cfg.bot_offset,
         rate: match &cfg.workload {
-            Workload::Arena(_) => 10.0,
             Workload::Idle { .. } => 0.0,
-            Workload::Generic { .. } | Workload::Aim(_) => cfg.rate,
+            Workload::Generic { .. } | Workload::Aim(_) | Workload::Arena(_) => cfg.rate,
         },
         duration_s: cfg.duration.as_secs_f64(),
         warmup_s: cfg.warmup.as_secs_f64(),
         decode: cfg.decode.name().to_owned(),
-        state_acks: (cfg.state_acks != crate::config::StateAcks::EveryState)
+        state_acks: (cfg.transport == crate::config::Transport::WebTransport)
             .then(|| cfg.state_acks.name().to_owned()),
         net: (ms(cfg.netsim.delay), ms(cfg.netsim.jitter), cfg.netsim.loss),
         workload_params: params.unwrap_or(serde_json::Value::Null),

@@ -142,8 +142,17 @@ async fn next_patch(conn: &mut Connection) -> zonekeep_client::Patch {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
+/// A dev host serving the walk zone on 127.0.0.1:0 (WebTransport on), a ticket for `sub`, and
+/// what stops it.
+struct Served {
+    url: String,
+    addr: std::net::SocketAddr,
+    ticket: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+async fn serve_walk(sub: &str) -> Served {
     let config = ServerConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         sim_threads: 1,
@@ -159,7 +168,7 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
         .unwrap();
     let ticket = host
         .mint_ticket(&MintRequest {
-            sub: "wt-walker".into(),
+            sub: sub.into(),
             zone: ZONE.into(),
             role: Role::Player,
             ttl_secs: 60,
@@ -169,8 +178,7 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let url = format!("ws://{addr}/zones/{ZONE}");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         host.serve(listener, async {
             let _ = stop_rx.await;
@@ -178,6 +186,24 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
         .await
         .unwrap();
     });
+    Served {
+        url: format!("ws://{addr}/zones/{ZONE}"),
+        addr,
+        ticket,
+        stop,
+        server,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
+    let Served {
+        url,
+        addr,
+        ticket,
+        stop: stop_tx,
+        server,
+    } = serve_walk("wt-walker").await;
     let netsim = |body: &'static str| async move {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -267,4 +293,50 @@ async fn plays_over_webtransport_and_loss_never_corrupts_what_it_shows() {
         .expect("the WebTransport session plays");
     let _ = stop_tx.send(());
     server.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_states_acknowledgement_rides_the_next_input_or_goes_alone_after_the_hold() {
+    let served = serve_walk("wt-acker").await;
+    let body = async {
+        let mut opts = ConnectOptions::new(served.ticket.clone());
+        opts.transport = Transport::WebTransport;
+        let (mut conn, _) = connect(&served.url, opts).await.unwrap();
+        next_patch(&mut conn).await;
+        // An input right after each State: it carries the State's acknowledgement, and no
+        // Inputs datagram goes for the acknowledgement alone. (A scheduler stalled past the
+        // hold sends one alone; most must ride.)
+        const STATES: u64 = 30;
+        let mut baselines = 0;
+        for _ in 0..STATES {
+            conn.send_input(&[1]).unwrap();
+            baselines += u64::from(next_patch(&mut conn).await.baseline);
+        }
+        let riding = conn.counters();
+        assert!(
+            riding.acks_alone * 2 < STATES,
+            "acknowledgements rode the inputs: {riding:?}"
+        );
+        assert_eq!(
+            baselines, 0,
+            "the host wrote each State against one the inputs acknowledged"
+        );
+        // No input: each State is acknowledged alone once the hold ends, and the host keeps
+        // writing States against acknowledged ones.
+        for _ in 0..STATES {
+            baselines += u64::from(next_patch(&mut conn).await.baseline);
+        }
+        let alone = conn.counters().acks_alone - riding.acks_alone;
+        assert!(
+            alone * 2 >= STATES,
+            "a State no input follows is acknowledged alone: {alone} of {STATES}"
+        );
+        assert_eq!(baselines, 0, "the acknowledgements arrived");
+        conn.close().await;
+    };
+    tokio::time::timeout(Duration::from_secs(60), body)
+        .await
+        .expect("the WebTransport session plays");
+    let _ = served.stop.send(());
+    served.server.await.unwrap();
 }

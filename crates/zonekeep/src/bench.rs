@@ -76,7 +76,10 @@ enum TransportArg {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum StateAcksArg {
-    /// An Inputs datagram for every newer State, as the SDKs send them (PROTOCOL.md §4.5).
+    /// As the SDKs do: held up to 20 ms for an input to carry it, then sent alone
+    /// (PROTOCOL.md §4.5).
+    Held,
+    /// An Inputs datagram at once for every newer State: measures what the hold saves.
     EveryState,
     /// Only in the Inputs datagrams the bot's inputs go in: measures what acknowledging every
     /// State costs the host.
@@ -114,7 +117,8 @@ pub struct RunArgs {
     /// Index of this process's first bot (keeps identities distinct across machines).
     #[arg(long, default_value_t = 0)]
     bot_offset: u32,
-    /// Inputs per second per bot (generic workload).
+    /// Inputs per second per bot (generic and arena workloads; the arena's scenarios are defined
+    /// at 10, and a higher rate moves its bots faster, each input being one step).
     #[arg(long, default_value_t = 10.0)]
     rate: f64,
     /// Measured window (e.g. 20s).
@@ -192,7 +196,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "websocket")]
     transport: TransportArg,
     /// WebTransport: when bots acknowledge the States they applied.
-    #[arg(long, value_enum, default_value = "every-state")]
+    #[arg(long, value_enum, default_value = "held")]
     state_acks: StateAcksArg,
     /// Client-side added latency per message, ms.
     #[arg(long, default_value_t = 0.0)]
@@ -411,12 +415,20 @@ fn config(a: &RunArgs) -> Result<BenchConfig> {
         }
         cfg.transport = zonekeep_bench::Transport::WebTransport;
     }
-    if let StateAcksArg::WithInputs = a.state_acks {
-        if !matches!(a.transport, TransportArg::Webtransport) {
-            bail!("--state-acks with-inputs needs --transport webtransport (a WebSocket bot acknowledges nothing)");
-        }
-        cfg.state_acks = zonekeep_bench::StateAcks::WithInputs;
+    let state_acks = match a.state_acks {
+        StateAcksArg::EveryState => zonekeep_bench::StateAcks::EveryState,
+        StateAcksArg::WithInputs => zonekeep_bench::StateAcks::WithInputs,
+        StateAcksArg::Held => zonekeep_bench::StateAcks::Held,
+    };
+    if state_acks != zonekeep_bench::StateAcks::default()
+        && !matches!(a.transport, TransportArg::Webtransport)
+    {
+        bail!(
+            "--state-acks {} needs --transport webtransport (a WebSocket bot acknowledges nothing)",
+            state_acks.name()
+        );
     }
+    cfg.state_acks = state_acks;
     Ok(cfg)
 }
 
@@ -627,6 +639,12 @@ mod tests {
         let wt = ["--transport", "webtransport", "--decode", "none"];
         assert_eq!(
             arena(&wt).unwrap().state_acks,
+            zonekeep_bench::StateAcks::Held,
+            "as the SDKs acknowledge"
+        );
+        let every = [&wt[..], &["--state-acks", "every-state"]].concat();
+        assert_eq!(
+            arena(&every).unwrap().state_acks,
             zonekeep_bench::StateAcks::EveryState
         );
         let with_inputs = [&wt[..], &["--state-acks", "with-inputs"]].concat();

@@ -177,6 +177,8 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
     // Inputs no State has acknowledged yet, newest last: each Inputs datagram repeats them.
     let mut unacked: VecDeque<Input> = VecDeque::new();
     let mut acked_sent = 0u64;
+    // A held acknowledgement goes alone at this instant unless an input carries it first.
+    let mut ack_due: Option<Instant> = None;
     let simulate = !cfg.netsim.is_off();
     let mut sim_in = NetSim::new(NetSimConfig {
         seed: cfg.netsim.seed.wrapping_add(u64::from(bot)),
@@ -210,6 +212,13 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
                 continue;
             }
             _ = sleep_until(far.into()) => break,
+            _ = sleep_until(ack_due.unwrap_or(far).into()), if ack_due.is_some() => {
+                ack_due = None;
+                if newest > acked_sent {
+                    acked_sent = newest;
+                    datagram_out = Some(unacked.iter().cloned().collect());
+                }
+            }
             _ = sleep_until(out_due.unwrap_or(far).into()), if out_due.is_some() => {
                 let now = micros(origin, Instant::now());
                 while held_out.peek().is_some_and(|std::cmp::Reverse((due, _, _))| *due <= now) {
@@ -304,9 +313,17 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
                         }
                         // At most one acknowledgement per State tick (or none of its own,
                         // measuring what they cost: the next input carries it).
-                        if newest > acked_sent && shared.cfg.state_acks == StateAcks::EveryState {
-                            acked_sent = newest;
-                            datagram_out = Some(unacked.iter().cloned().collect());
+                        if newest > acked_sent {
+                            match shared.cfg.state_acks {
+                                StateAcks::EveryState => {
+                                    acked_sent = newest;
+                                    datagram_out = Some(unacked.iter().cloned().collect());
+                                }
+                                StateAcks::Held => {
+                                    ack_due.get_or_insert(now + zonekeep_client::connection::webtransport::STATE_ACK_HOLD);
+                                }
+                                StateAcks::WithInputs => {}
+                            }
                         }
                     }
                     Some(tag::KICK) => {
@@ -337,6 +354,7 @@ async fn drive(shared: &RunShared, index: u32, bot: u32, s: &mut Session, res: &
                     }
                     datagram_out = Some(unacked.iter().cloned().collect());
                     acked_sent = newest;
+                    ack_due = None;
                 }
             }
             _ = sleep_until(next_ping.into()) => {

@@ -73,6 +73,9 @@ pub struct CountersSnapshot {
     pub states_stale: u64,
     /// WebTransport: States whose base was no longer held (dropped; the host sends another).
     pub states_without_base: u64,
+    /// WebTransport: Inputs datagrams sent for an acknowledgement that no input carried within
+    /// [`super::webtransport::STATE_ACK_HOLD`] of its State.
+    pub acks_alone: u64,
 }
 
 impl CountersSnapshot {
@@ -114,6 +117,7 @@ pub(crate) struct Counters {
     pub deltas_skipped: AtomicU64,
     pub states_stale: AtomicU64,
     pub states_without_base: AtomicU64,
+    pub acks_alone: AtomicU64,
 }
 
 pub(crate) fn add(c: &AtomicU64, v: u64) {
@@ -160,6 +164,7 @@ impl Counters {
             deltas_skipped: g(&self.deltas_skipped),
             states_stale: g(&self.states_stale),
             states_without_base: g(&self.states_without_base),
+            acks_alone: g(&self.acks_alone),
         }
     }
 }

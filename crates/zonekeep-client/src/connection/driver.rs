@@ -129,6 +129,9 @@ pub(crate) struct Driver {
     unacked: VecDeque<Input>,
     /// WebTransport: the newest State tick acknowledged in an Inputs datagram.
     acked_sent: u64,
+    /// WebTransport: when a State's acknowledgement that no input carried goes alone
+    /// ([`super::webtransport::STATE_ACK_HOLD`] after the State).
+    ack_due: Option<tokio::time::Instant>,
     /// WebSocket: inputs written (or held by the outgoing NetSim when the socket went) that no
     /// Delta has acknowledged yet, oldest first, as (seq, message), at most
     /// [`reconnect::UNACKED_KEPT`]. A resume sends them again (PROTOCOL.md §4.2): a zone handed
@@ -181,6 +184,7 @@ impl Driver {
             states: StateRing::new(),
             unacked: VecDeque::new(),
             acked_sent: 0,
+            ack_due: None,
             sent_unacked: VecDeque::new(),
             events,
             out_delay: VecDeque::new(),
@@ -326,6 +330,15 @@ impl Driver {
                 Some(o) => self.queue_out(o).await,
             },
             () = sleep_until(out_due), if out_due.is_some() => self.flush_due_outgoing().await,
+            () = sleep_until(self.ack_due), if self.ack_due.is_some() => {
+                self.ack_due = None;
+                if self.states.newest() > self.acked_sent {
+                    add(&self.shared.counters.acks_alone, 1);
+                    self.send_inputs()
+                } else {
+                    Flow::Continue
+                }
+            }
             _ = ping.tick() => {
                 if !can_take {
                     // The simulated link is saturated; a Ping queued behind it would only measure
@@ -534,6 +547,7 @@ impl Driver {
         match msg.to_bytes() {
             Ok(bytes) => {
                 self.acked_sent = ack;
+                self.ack_due = None;
                 if !self.out_sim.config().is_off() {
                     // Lost, or held until due like other delayed messages (sent as a datagram
                     // then: `write` knows an Inputs message by its tag).
@@ -591,9 +605,9 @@ impl Driver {
         if let Flow::Stop(r) = self.deliver(patch).await {
             return Flow::Stop(r);
         }
-        // Acknowledge the newest State, once per State (inputs still unacknowledged ride along).
-        if self.states.newest() > self.acked_sent {
-            return self.send_inputs();
+        // Acknowledge the newest State with the next input, or alone once the hold ends (§4.5).
+        if self.states.newest() > self.acked_sent && self.ack_due.is_none() {
+            self.ack_due = Some(tokio::time::Instant::now() + super::webtransport::STATE_ACK_HOLD);
         }
         Flow::Continue
     }

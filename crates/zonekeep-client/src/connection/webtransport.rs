@@ -18,6 +18,14 @@ pub use super::link::{read_message, write_message};
 use super::link::{Incoming, Link, WtLink};
 use crate::error::ClientError;
 
+/// How long a State's acknowledgement waits for an input to carry it before it goes in an Inputs
+/// datagram of its own (PROTOCOL.md §4.5). Each datagram the client sends costs the host a receive
+/// and a QUIC acknowledgement of its own, so an acknowledgement that rides an input saves both.
+/// It stays under QUIC's default `max_ack_delay` (25 ms), so a datagram sent when the hold ends
+/// still carries the client's QUIC acknowledgement of the State, and well under a patch interval,
+/// so the host still encodes the next State against it.
+pub const STATE_ACK_HOLD: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Largest `/webtransport` answer read.
 const MAX_DISCOVERY: usize = 16 * 1024;
 

@@ -298,6 +298,7 @@ impl Driver {
         // A new session's first State is a BASELINE; inputs it has not seen are repeated.
         self.states.clear();
         self.acked_sent = 0;
+        self.ack_due = None;
         // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an
         // ordinary Delta continues from it. Anything else starts from nothing.
         if !(resumed && sent_resume_from && welcome.version >= RESUME_FROM_VERSION) {

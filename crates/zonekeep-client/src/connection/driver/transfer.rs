@@ -259,6 +259,7 @@ impl Driver {
         self.link = Some(link);
         self.states.clear();
         self.acked_sent = 0;
+        self.ack_due = None;
         self.mirror = Mirror::new();
         self.awaiting_baseline = false;
         if welcome.version >= ENTRIES_PROTOCOL {
