@@ -1,12 +1,12 @@
 //! What the simulation side holds of a connection: its bounded outbox and a
 //! one-shot kick signal. The sim thread only ever `try_send`s; it never waits.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
-use zonekeep_protocol::messages::KickCode;
+use zonekeep_protocol::messages::{tag, KickCode};
 
 /// A request to close a connection with a Kick.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,14 +38,33 @@ pub enum Offer {
     Closed,
 }
 
+/// Hands a State to the client's QUIC connection at once. It answers the frame back when it
+/// cannot take it (NetSim may hold it back, or the connection is gone), and it then goes through
+/// the session's writer as any other frame.
+pub type DirectSend = Box<dyn Fn(Bytes) -> Result<(), Bytes> + Send + Sync>;
+
 /// What a connection with a datagram path (a WebTransport session) shares with its zone: the
 /// newest State its client acknowledged, written by the session as Inputs datagrams arrive and
-/// read by the simulation before each patch (no queue, no waiting either way), and the largest
-/// State a datagram carries.
-#[derive(Debug)]
+/// read by the simulation before each patch (no queue, no waiting either way), the largest
+/// State a datagram carries, and, once the session has written its Welcome, a way for States to
+/// skip its writer.
 pub struct DatagramPath {
     acked: AtomicU64,
     max_frame: AtomicUsize,
+    /// Set once the session's Welcome is written: a State sent before it could overtake it.
+    direct: OnceLock<DirectSend>,
+    /// Cleared when the session ends: what is still sent goes to its closed outbox.
+    direct_open: AtomicBool,
+}
+
+impl std::fmt::Debug for DatagramPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatagramPath")
+            .field("acked", &self.acked)
+            .field("max_frame", &self.max_frame)
+            .field("direct", &self.direct_open)
+            .finish()
+    }
 }
 
 impl DatagramPath {
@@ -54,6 +73,38 @@ impl DatagramPath {
         Self {
             acked: AtomicU64::new(0),
             max_frame: AtomicUsize::new(max_frame),
+            direct: OnceLock::new(),
+            direct_open: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether `frame` goes to the client as a datagram: a State (§5.8) that fits one.
+    /// Everything else (and a State too large) goes on the control stream, in order.
+    pub fn carries(&self, frame: &[u8]) -> bool {
+        frame.first() == Some(&tag::STATE) && frame.len() <= self.max_frame()
+    }
+
+    /// From now on, States the zone sends go to `send` instead of through the session's writer:
+    /// a wake-up and a channel hop less per State. The first call wins.
+    pub fn open_direct(&self, send: DirectSend) {
+        if self.direct.set(send).is_ok() {
+            self.direct_open.store(true, Ordering::Release);
+        }
+    }
+
+    /// The session ended: States go to its (closed) outbox again.
+    pub fn close_direct(&self) {
+        self.direct_open.store(false, Ordering::Release);
+    }
+
+    /// Sends a State straight to the client when the direct path is open and it fits a
+    /// datagram; otherwise answers the frame back.
+    fn send_direct(&self, frame: Bytes) -> Result<(), Bytes> {
+        match self.direct.get() {
+            Some(send) if self.direct_open.load(Ordering::Acquire) && self.carries(&frame) => {
+                send(frame)
+            }
+            _ => Err(frame),
         }
     }
 
@@ -206,10 +257,18 @@ impl ConnHandle {
     /// Queue a frame without waiting; a full outbox kicks the connection.
     pub fn offer(&self, frame: Bytes) -> Offer {
         let len = frame.len();
-        let tx = match &self.outbox {
-            Outbox::Channel { tx, .. } => tx,
+        let (tx, kick) = match &self.outbox {
+            Outbox::Channel { tx, kick } => (tx, kick),
             Outbox::Link(link) => return self.counted(link.offer(frame), len),
             Outbox::Relay(c) => return self.counted(c.offer(&frame), len),
+        };
+        let frame = match self.datagrams.as_deref() {
+            // A kicked session's writer is writing its Kick: nothing more goes to the client.
+            Some(path) if kick.borrow().is_none() => match path.send_direct(frame) {
+                Ok(()) => return self.counted(Offer::Queued, len),
+                Err(frame) => frame,
+            },
+            _ => frame,
         };
         match tx.try_send(frame) {
             Ok(()) => self.counted(Offer::Queued, len),
@@ -270,5 +329,76 @@ impl ConnHandle {
             Outbox::Link(link) => link.is_kicked(),
             Outbox::Relay(c) => c.is_kicked(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+
+    use super::*;
+
+    fn state(len: usize) -> Bytes {
+        let mut b = vec![0u8; len];
+        b[0] = tag::STATE;
+        Bytes::from(b)
+    }
+
+    /// A session whose direct path records what it was handed.
+    fn session(max_frame: usize) -> (ConnHandle, ConnEnds, Arc<Mutex<Vec<Bytes>>>) {
+        let (mut conn, ends) = ConnHandle::new(1, 8);
+        let path = Arc::new(DatagramPath::new(max_frame));
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&sent);
+        path.open_direct(Box::new(move |f| {
+            seen.lock().unwrap().push(f);
+            Ok(())
+        }));
+        conn.datagrams = Some(path);
+        (conn, ends, sent)
+    }
+
+    #[test]
+    fn states_that_fit_a_datagram_skip_the_writer_and_everything_else_keeps_its_order() {
+        let (conn, mut ends, sent) = session(100);
+        assert_eq!(conn.offer(state(100)), Offer::Queued);
+        // Too large for a datagram, or no State: the writer sends it on the stream.
+        assert_eq!(conn.offer(state(101)), Offer::Queued);
+        assert_eq!(conn.offer(Bytes::from_static(&[0x83, 1])), Offer::Queued);
+        assert_eq!(sent.lock().unwrap().len(), 1);
+        assert_eq!(ends.outbox.try_recv().unwrap().len(), 101);
+        assert_eq!(ends.outbox.try_recv().unwrap()[0], 0x83);
+        assert_eq!(conn.bytes_out(), 203, "every frame counted once");
+    }
+
+    #[test]
+    fn a_kicked_or_ended_session_sends_no_more_states_past_its_writer() {
+        let (conn, mut ends, sent) = session(100);
+        conn.kick(KickCode::SLOW_CONSUMER, "test");
+        assert_eq!(conn.offer(state(10)), Offer::Queued);
+        assert!(sent.lock().unwrap().is_empty(), "a Kick is being written");
+        assert_eq!(ends.outbox.try_recv().unwrap().len(), 10);
+
+        let (conn, ends, sent) = session(100);
+        conn.datagrams.as_deref().unwrap().close_direct();
+        drop(ends);
+        assert_eq!(conn.offer(state(10)), Offer::Closed, "the session is gone");
+        assert!(sent.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_state_the_direct_path_refuses_goes_through_the_writer() {
+        let (mut conn, mut ends) = ConnHandle::new(1, 8);
+        let path = Arc::new(DatagramPath::new(100));
+        // Not open yet (the Welcome is not written): the writer keeps the order.
+        conn.datagrams = Some(Arc::clone(&path));
+        assert_eq!(conn.offer(state(10)), Offer::Queued);
+        assert_eq!(ends.outbox.try_recv().unwrap().len(), 10);
+        // Open, but refusing (NetSim in use): the writer again.
+        path.open_direct(Box::new(Err));
+        assert_eq!(conn.offer(state(11)), Offer::Queued);
+        assert_eq!(ends.outbox.try_recv().unwrap().len(), 11);
     }
 }

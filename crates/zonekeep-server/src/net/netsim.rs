@@ -205,6 +205,12 @@ impl NetSim {
         }
     }
 
+    /// Whether any setting was ever made (host-wide or a subject's own): until then no message
+    /// of any connection is held back, so a connection's frames may skip the queue NetSim keeps.
+    pub fn in_use(&self) -> bool {
+        self.used.load(Ordering::Acquire)
+    }
+
     /// The NetSim of a new connection of `sub`.
     pub fn connection(&self, sub: &str) -> ConnNetSim {
         let subject = self.subjects().entry(Arc::from(sub)).or_default().clone();

@@ -6,7 +6,7 @@ use std::future::Future;
 
 use bytes::Bytes;
 use wtransport::{RecvStream, SendStream};
-use zonekeep_protocol::messages::{tag, ClientMessage, Input};
+use zonekeep_protocol::messages::{ClientMessage, Input};
 use zonekeep_protocol::wire::put_varint;
 
 use crate::error::SessionError;
@@ -17,7 +17,7 @@ use crate::session::Limits;
 /// Whether a frame goes to the client as a datagram: a State (§5.8) that fits one. Everything
 /// else (and a State too large) goes on the control stream, in order.
 pub(crate) fn goes_as_datagram(frame: &[u8], path: Option<&DatagramPath>) -> bool {
-    frame.first() == Some(&tag::STATE) && path.is_some_and(|p| frame.len() <= p.max_frame())
+    path.is_some_and(|p| p.carries(frame))
 }
 
 /// Acts on one client datagram, which must be an Inputs (§4.5): its State acknowledgement is

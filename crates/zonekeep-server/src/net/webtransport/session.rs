@@ -1,6 +1,8 @@
 //! One WebTransport session: the control stream's Hello and the handshake the WebSocket path
 //! uses, then a stream reader (Pings), a datagram reader (Inputs: acknowledgements and inputs),
-//! and a writer that sends each State as a datagram and everything else on the stream.
+//! and a writer that sends everything else on the stream. Once the Welcome is out, the zone hands
+//! States to the QUIC connection itself (`DatagramPath::open_direct`); before that, and while a
+//! dev host's NetSim is in use, the writer sends them as datagrams too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +18,7 @@ use super::framing::{goes_as_datagram, take_inputs, write_message, StreamReader}
 use super::VERSIONS;
 use crate::error::SessionError;
 use crate::host::{redirect_hops, valid_zone_id, Shared};
-use crate::net::conn::{ConnEnds, ConnHandle, DatagramPath, KickNotice};
+use crate::net::conn::{ConnEnds, ConnHandle, DatagramPath, DirectSend, KickNotice};
 use crate::net::conn_limit::{Admission, ConnGuard, ConnLimiter};
 use crate::net::netsim::{Datagram, DatagramDelay, DelayQueue, Direction};
 use crate::session::{
@@ -222,8 +224,27 @@ async fn close(
     control::close(&shared.metrics, bound, connection, send, kick).await;
 }
 
-/// Runs the readers and the writer until one ends the session; the Kick to send, if any.
+/// Runs the readers and the writer until one ends the session; the Kick to send, if any. The
+/// zone's States go to the closed outbox from then on.
 async fn serve(
+    shared: &Arc<Shared>,
+    a: &Attached,
+    connection: &Connection,
+    send: &mut SendStream,
+    recv: RecvStream,
+    conn: &ConnHandle,
+    ends: ConnEnds,
+) -> Option<KickNotice> {
+    let kick = serve_to_end(shared, a, connection, send, recv, conn, ends).await;
+    if let Some(path) = conn.datagrams.as_deref() {
+        path.close_direct();
+    }
+    kick
+}
+
+/// [`serve`] up to the session's end: the first of its reader and writer to finish, or a
+/// stream the client must not open.
+async fn serve_to_end(
     shared: &Arc<Shared>,
     a: &Attached,
     connection: &Connection,
@@ -370,6 +391,27 @@ fn datagram(
     })
 }
 
+/// States straight to `connection` (see [`DirectSend`]) while no NetSim setting was ever made:
+/// a dev host's NetSim holds them back in the writer instead.
+fn direct_send(shared: &Arc<Shared>, connection: &Connection) -> DirectSend {
+    let connection = connection.clone();
+    let netsim = shared.netsim.clone();
+    let metrics = Arc::clone(&shared.metrics);
+    Box::new(move |frame: Bytes| {
+        if netsim.in_use() {
+            return Err(frame);
+        }
+        match connection.send_datagram(&frame) {
+            Ok(()) => Ok(()),
+            Err(wtransport::error::SendDatagramError::NotConnected) => Err(frame),
+            Err(_) => {
+                metrics.datagram_send_failed();
+                Ok(())
+            }
+        }
+    })
+}
+
 /// Sends the zone's frames: a State (§5.8) as a datagram when it fits one, everything else (and
 /// a State too large for a datagram) on the control stream, in order.
 async fn write_loop(
@@ -403,7 +445,17 @@ async fn write_loop(
         }
     };
     tokio::pin!(stop);
+    // Whether a message went on the stream yet (the first is the Welcome), and whether States
+    // skip this writer yet.
+    let (mut wrote, mut direct) = (false, false);
     loop {
+        if wrote && !direct {
+            // The Welcome is out: a State can no longer overtake it.
+            if let Some(path) = conn.datagrams.as_deref() {
+                path.open_direct(direct_send(shared, connection));
+            }
+            direct = true;
+        }
         let next = match (stream_delay.next_release(), datagram_delay.next_release()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -421,7 +473,7 @@ async fn write_loop(
                     tokio::select! {
                         biased;
                         k = &mut stop => return k,
-                        ok = write_message(send, &m) => if !ok { return None },
+                        ok = write_message(send, &m) => if ok { wrote = true } else { return None },
                     }
                 }
             }
@@ -453,7 +505,7 @@ async fn write_loop(
                 tokio::select! {
                     biased;
                     k = &mut stop => return k,
-                    ok = write_message(send, &m) => if !ok { return None },
+                    ok = write_message(send, &m) => if ok { wrote = true } else { return None },
                 }
             }
         }
