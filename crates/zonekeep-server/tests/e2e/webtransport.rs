@@ -386,3 +386,49 @@ async fn messages_on_the_wrong_path_of_a_session_are_protocol_errors() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn datagrams_alone_keep_a_session_from_its_idle_timeout_and_silence_ends_it() {
+    let server = TestServer::start_with(zonekeep_server::ServerConfig {
+        idle_timeout_ms: 1_500,
+        ..base_config()
+    })
+    .await;
+    let mut wt = open(&server, "dots").await.unwrap();
+    wt.hello(
+        vec![zonekeep_protocol::limits::PROTOCOL_VERSION],
+        &ticket("wt-idle", "dots"),
+    )
+    .await;
+    assert!(matches!(
+        within("welcome", wt.next_message()).await,
+        Some(ServerMessage::Welcome(_))
+    ));
+    // Only acknowledgements, ten a second, for well over two idle timeouts: the control stream
+    // stays silent, and the session must still be there.
+    let mut every = tokio::time::interval(Duration::from_millis(100));
+    for _ in 0..40 {
+        every.tick().await;
+        wt.datagram(&ClientMessage::Inputs(Inputs {
+            state_ack: 0,
+            inputs: vec![],
+        }));
+    }
+    let ping = ClientMessage::Ping(zonekeep_protocol::messages::Ping { client_time: 7 });
+    wt.send_message(&ping.to_bytes().unwrap()).await;
+    within("the Pong of a session datagrams kept", async {
+        loop {
+            match wt.next_message().await {
+                Some(ServerMessage::Pong(p)) => break assert_eq!(p.client_time, 7),
+                Some(ServerMessage::Kick(k)) => panic!("kicked while sending datagrams: {k:?}"),
+                Some(_) => continue,
+                None => panic!("the stream ended"),
+            }
+        }
+    })
+    .await;
+    // Silence on both paths: the idle timeout ends it.
+    let (code, _) = within("the idle Kick", wt.kicked()).await;
+    assert_eq!(code, KickCode::IDLE_TIMEOUT);
+    server.stop().await;
+}

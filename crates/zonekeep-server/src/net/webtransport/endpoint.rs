@@ -33,7 +33,7 @@ pub(crate) struct EndpointSettings {
     pub cert: Option<PathBuf>,
     /// The key of `cert`.
     pub key: Option<PathBuf>,
-    /// A session that sends nothing for this long is closed by QUIC itself.
+    /// A connection that sends nothing for this long is closed by QUIC itself.
     pub idle: Duration,
     /// Handshakes in progress at most (QUIC, TLS and the CONNECT request).
     pub max_handshakes: usize,

@@ -46,6 +46,18 @@ pub(crate) const VERSIONS: [u32; 6] = [
     zonekeep_protocol::messages::CHAT_PROTOCOL,
 ];
 
+/// How long QUIC waits before it gives a silent connection up: longer than the session's own
+/// idle timeout by the time its IDLE_TIMEOUT Kick and close may take (twice the Kick's write
+/// timeout) and a second, so a client that stopped talking is told why, and QUIC's timeout only
+/// ends a connection whose client vanished.
+fn quic_idle(idle_timeout_ms: u64, kick_write_timeout_ms: u64) -> Duration {
+    Duration::from_millis(
+        idle_timeout_ms
+            .saturating_add(kick_write_timeout_ms.saturating_mul(2))
+            .saturating_add(1_000),
+    )
+}
+
 /// What `GET /webtransport` tells a client: where to open a session and which certificate to pin.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Published {
@@ -101,7 +113,7 @@ pub(crate) async fn start(
     let settings = endpoint::EndpointSettings {
         cert: cfg.webtransport_cert.clone(),
         key: cfg.webtransport_key.clone(),
-        idle: Duration::from_millis(cfg.idle_timeout_ms),
+        idle: quic_idle(cfg.idle_timeout_ms, cfg.kick_write_timeout_ms),
         max_handshakes: cfg.webtransport_max_handshakes,
         max_handshakes_per_ip: cfg.max_connections_per_ip,
         any_port_if_taken: cfg.webtransport.is_none(),
