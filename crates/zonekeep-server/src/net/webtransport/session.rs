@@ -128,6 +128,7 @@ pub(super) async fn run(
         }
     };
     tracing::debug!(zone = %zone_id, conn = conn_id, player = %attached.player, "webtransport session attached");
+    let attached = Arc::new(attached);
     let kick = serve(
         &shared,
         &attached,
@@ -228,7 +229,7 @@ async fn close(
 /// zone's States go to the closed outbox from then on.
 async fn serve(
     shared: &Arc<Shared>,
-    a: &Attached,
+    a: &Arc<Attached>,
     connection: &Connection,
     send: &mut SendStream,
     recv: RecvStream,
@@ -242,19 +243,38 @@ async fn serve(
     kick
 }
 
-/// [`serve`] up to the session's end: the first of its reader and writer to finish, or a
+/// [`serve`] up to the session's end: the first of its readers and writer to finish, or a
 /// stream the client must not open.
+///
+/// The datagram reader is a task of its own: a datagram then wakes only it, not this task's
+/// other readers and its writer, each of which would be polled again for every datagram.
 async fn serve_to_end(
     shared: &Arc<Shared>,
-    a: &Attached,
+    a: &Arc<Attached>,
     connection: &Connection,
     send: &mut SendStream,
     recv: RecvStream,
     conn: &ConnHandle,
     ends: ConnEnds,
 ) -> Option<KickNotice> {
+    let limits = Arc::new(Limits::new(&shared.config));
+    let seen = Arc::new(LastSeen::new());
+    let mut datagrams = AbortOnDrop(tokio::spawn(datagram_loop(
+        Arc::clone(shared),
+        Arc::clone(a),
+        connection.clone(),
+        Arc::clone(&limits),
+        Arc::clone(&seen),
+        conn.datagrams.clone(),
+    )));
     let outcome = tokio::select! {
-        r = read_loop(shared, a, connection, recv, conn) => r.err(),
+        r = read_loop(shared, a, connection, recv, conn, &limits, &seen) => r.err(),
+        r = datagrams.ended() => {
+            if r.is_none() {
+                shared.metrics.disconnect("dropped");
+            }
+            r
+        }
         k = write_loop(shared, a, connection, send, ends, conn) => return k,
         _ = connection.accept_bi() => Some(SessionError::Protocol("a second stream".into())),
         _ = connection.accept_uni() => Some(SessionError::Protocol("a unidirectional stream".into())),
@@ -265,26 +285,76 @@ async fn serve_to_end(
     })
 }
 
-/// Reads the control stream (Pings) and the datagrams (Inputs) until the client leaves or breaks
-/// a rule; every message and datagram resets the idle timer.
+/// When the client was last heard from, on the control stream or in a datagram (for the idle
+/// timeout), as microseconds since the session's start.
+struct LastSeen {
+    origin: Instant,
+    micros: std::sync::atomic::AtomicU64,
+}
+
+impl LastSeen {
+    fn new() -> Self {
+        Self {
+            origin: Instant::now(),
+            micros: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The client was heard from at `at`.
+    fn heard(&self, at: Instant) {
+        let us = u64::try_from(at.saturating_duration_since(self.origin).as_micros())
+            .unwrap_or(u64::MAX);
+        self.micros
+            .fetch_max(us, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// When the client was last heard from.
+    fn at(&self) -> Instant {
+        self.origin + Duration::from_micros(self.micros.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// The datagram reader's task, ended with its session.
+struct AbortOnDrop(tokio::task::JoinHandle<Result<(), SessionError>>);
+
+impl AbortOnDrop {
+    /// How the datagram reader ended: the error that ends the session, or none when the client
+    /// is gone.
+    async fn ended(&mut self) -> Option<SessionError> {
+        match (&mut self.0).await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(e) => {
+                tracing::error!(error = %e, "a WebTransport session's datagram reader failed");
+                Some(SessionError::Protocol(
+                    "the session's datagram reader failed".into(),
+                ))
+            }
+        }
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Reads the control stream (Pings) until the client leaves or breaks a rule, and ends an idle
+/// session: every message and datagram resets the idle timer.
 async fn read_loop(
     shared: &Arc<Shared>,
     a: &Attached,
     connection: &Connection,
     recv: RecvStream,
     conn: &ConnHandle,
+    limits: &Limits,
+    seen: &LastSeen,
 ) -> Result<(), SessionError> {
     let cfg = &shared.config;
     let max = cfg.max_message_bytes;
     let mut recv = StreamReader::new(recv, max);
     let idle = Duration::from_millis(cfg.idle_timeout_ms);
-    let limits = Limits::new(cfg);
-    let path = conn.datagrams.clone();
-    // Client → host datagrams held back by NetSim (dev): lost, delayed and reordered.
-    let mut delayed: DatagramDelay<Bytes> = DatagramDelay::new(
-        a.conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x77,
-        cfg.outbox_frames,
-    );
     // Client → host control stream messages (Pings) held back by NetSim as the WebSocket's are:
     // in order, a loss holding the rest back. Without it a Ping crossed the simulated link one
     // way only and the page measured half the round trip. Reading stops while it is full.
@@ -292,16 +362,13 @@ async fn read_loop(
         a.conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x7755,
         cfg.outbox_frames,
     );
-    // The highest input sequence handed to the zone: repeats cost nothing.
-    let mut forwarded = 0u32;
-    let mut last_seen = Instant::now();
+    seen.heard(Instant::now());
     let idle_timer = tokio::time::sleep(idle);
     tokio::pin!(idle_timer);
     // The zone's lag compensation reaches back by the round trip: QUIC measures it.
     let mut rtt_report = tokio::time::interval(Duration::from_secs(1));
     rtt_report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let release = delayed.next_release();
         let stream_release = stream_delayed.next_release();
         tokio::select! {
             biased;
@@ -310,38 +377,34 @@ async fn read_loop(
                 if stream_release.is_some() =>
             {
                 while let Some(bytes) = stream_delayed.pop_due(Instant::now()) {
-                    if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
+                    if let Some(pong) = handle_message(shared, a, limits, &bytes)? {
                         conn.send_own(pong).await;
                     }
                 }
             }
             () = &mut idle_timer => {
-                let due = last_seen + idle;
+                let due = seen.at() + idle;
                 if Instant::now() >= due {
                     return Err(SessionError::IdleTimeout);
                 }
                 idle_timer.as_mut().reset(due);
-            }
-            _ = tokio::time::sleep_until(release.unwrap_or_else(Instant::now)), if release.is_some() => {
-                while let Some(d) = delayed.pop_due(Instant::now()) {
-                    datagram(shared, a, &limits, path.as_deref(), &mut forwarded, &d)?;
-                }
             }
             m = recv.next(), if !stream_delayed.is_full() => {
                 let Some(bytes) = m? else {
                     shared.metrics.disconnect("closed");
                     return Ok(());
                 };
-                last_seen = Instant::now();
+                let now = Instant::now();
+                seen.heard(now);
                 match bytes.first() {
                     Some(&(tag::INPUT | tag::RESYNC | tag::INPUTS)) => {
                         return Err(SessionError::Protocol(
                             "Input, Resync and Inputs are not sent on a WebTransport stream".into(),
                         ));
                     }
-                    _ => match stream_delayed.offer(&a.netsim.get(), last_seen, bytes) {
+                    _ => match stream_delayed.offer(&a.netsim.get(), now, bytes) {
                         Some(bytes) => {
-                            if let Some(pong) = handle_message(shared, a, &limits, &bytes)? {
+                            if let Some(pong) = handle_message(shared, a, limits, &bytes)? {
                                 conn.send_own(pong).await;
                             }
                         }
@@ -349,18 +412,48 @@ async fn read_loop(
                     },
                 }
             }
+        }
+    }
+}
+
+/// Reads the client's datagrams (Inputs) until it leaves (`Ok`) or breaks a rule.
+async fn datagram_loop(
+    shared: Arc<Shared>,
+    a: Arc<Attached>,
+    connection: Connection,
+    limits: Arc<Limits>,
+    seen: Arc<LastSeen>,
+    path: Option<Arc<DatagramPath>>,
+) -> Result<(), SessionError> {
+    let max = shared.config.max_message_bytes;
+    // Client → host datagrams held back by NetSim (dev): lost, delayed and reordered.
+    let mut delayed: DatagramDelay<Bytes> = DatagramDelay::new(
+        a.conn_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x77,
+        shared.config.outbox_frames,
+    );
+    // The highest input sequence handed to the zone: repeats cost nothing.
+    let mut forwarded = 0u32;
+    loop {
+        let release = delayed.next_release();
+        tokio::select! {
+            biased;
+            _ = tokio::time::sleep_until(release.unwrap_or_else(Instant::now)), if release.is_some() => {
+                while let Some(d) = delayed.pop_due(Instant::now()) {
+                    datagram(&shared, &a, &limits, path.as_deref(), &mut forwarded, &d)?;
+                }
+            }
             d = connection.receive_datagram() => {
                 let Ok(d) = d else {
-                    shared.metrics.disconnect("dropped");
                     return Ok(());
                 };
-                last_seen = Instant::now();
+                let now = Instant::now();
+                seen.heard(now);
                 let bytes = Bytes::copy_from_slice(d.payload().as_ref());
                 if bytes.len() > max {
                     return Err(SessionError::TooLarge { len: bytes.len(), max });
                 }
-                match delayed.offer(&a.netsim.get(), last_seen, bytes) {
-                    Datagram::Now(b) => datagram(shared, a, &limits, path.as_deref(), &mut forwarded, &b)?,
+                match delayed.offer(&a.netsim.get(), now, bytes) {
+                    Datagram::Now(b) => datagram(&shared, &a, &limits, path.as_deref(), &mut forwarded, &b)?,
                     Datagram::Held => a.netsim.held(Direction::FromClient, None),
                     Datagram::Dropped => {
                         a.netsim.held(Direction::FromClient, None);
