@@ -225,30 +225,12 @@ async fn close(
     control::close(&shared.metrics, bound, connection, send, kick).await;
 }
 
-/// Runs the readers and the writer until one ends the session; the Kick to send, if any. The
-/// zone's States go to the closed outbox from then on.
-async fn serve(
-    shared: &Arc<Shared>,
-    a: &Arc<Attached>,
-    connection: &Connection,
-    send: &mut SendStream,
-    recv: RecvStream,
-    conn: &ConnHandle,
-    ends: ConnEnds,
-) -> Option<KickNotice> {
-    let kick = serve_to_end(shared, a, connection, send, recv, conn, ends).await;
-    if let Some(path) = conn.datagrams.as_deref() {
-        path.close_direct();
-    }
-    kick
-}
-
-/// [`serve`] up to the session's end: the first of its readers and writer to finish, or a
-/// stream the client must not open.
+/// Runs the readers and the writer until one ends the session (or the client opens a stream it
+/// must not); the Kick to send, if any. The zone's States go to the closed outbox from then on.
 ///
 /// The datagram reader is a task of its own: a datagram then wakes only it, not this task's
-/// other readers and its writer, each of which would be polled again for every datagram.
-async fn serve_to_end(
+/// other reader and its writer, each of which would be polled again for every datagram.
+async fn serve(
     shared: &Arc<Shared>,
     a: &Arc<Attached>,
     connection: &Connection,
@@ -267,22 +249,29 @@ async fn serve_to_end(
         Arc::clone(&seen),
         conn.datagrams.clone(),
     )));
-    let outcome = tokio::select! {
-        r = read_loop(shared, a, connection, recv, conn, &limits, &seen) => r.err(),
+    // The writer's end carries its Kick; a reader's, the error to kick with.
+    let ended: Result<Option<KickNotice>, Option<SessionError>> = tokio::select! {
+        r = read_loop(shared, a, connection, recv, conn, &limits, &seen) => Err(r.err()),
         r = datagrams.ended() => {
             if r.is_none() {
                 shared.metrics.disconnect("dropped");
             }
-            r
+            Err(r)
         }
-        k = write_loop(shared, a, connection, send, ends, conn) => return k,
-        _ = connection.accept_bi() => Some(SessionError::Protocol("a second stream".into())),
-        _ = connection.accept_uni() => Some(SessionError::Protocol("a unidirectional stream".into())),
+        k = write_loop(shared, a, connection, send, ends, conn) => Ok(k),
+        _ = connection.accept_bi() => Err(Some(SessionError::Protocol("a second stream".into()))),
+        _ = connection.accept_uni() => Err(Some(SessionError::Protocol("a unidirectional stream".into()))),
     };
-    outcome.map(|e| {
-        conn.kick(e.code(), e.to_string());
-        e.kick()
-    })
+    if let Some(path) = conn.datagrams.as_deref() {
+        path.close_direct();
+    }
+    match ended {
+        Ok(k) => k,
+        Err(e) => e.map(|e| {
+            conn.kick(e.code(), e.to_string());
+            e.kick()
+        }),
+    }
 }
 
 /// When the client was last heard from, on the control stream or in a datagram (for the idle
