@@ -315,9 +315,10 @@ impl AbortOnDrop {
             Ok(Err(e)) => Some(e),
             Err(e) => {
                 tracing::error!(error = %e, "a WebTransport session's datagram reader failed");
-                Some(SessionError::Protocol(
-                    "the session's datagram reader failed".into(),
-                ))
+                Some(SessionError::Notice(KickNotice {
+                    code: KickCode::INTERNAL_ERROR,
+                    reason: "the host failed reading the session's datagrams".into(),
+                }))
             }
         }
     }

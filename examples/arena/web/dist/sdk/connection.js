@@ -179,6 +179,14 @@ function withZone(url, zone) {
  */
 const UNACKED_KEPT = 24;
 /**
+ * How long a State's acknowledgement waits for an input to carry it before it goes in an Inputs
+ * datagram of its own (§4.5): every datagram costs the host a receive and a QUIC acknowledgement of
+ * its own. Under QUIC's default `max_ack_delay` (25 ms), so the datagram still carries the
+ * browser's QUIC acknowledgement of the State, and well under a patch interval, so the host still
+ * writes the next State against it.
+ */
+const STATE_ACK_HOLD_MS = 20;
+/**
  * What a {@link ZoneConnection} tells the app when the host refuses its content version: the page
  * must be reloaded to get the current build.
  */
@@ -678,8 +686,9 @@ export class ZoneConnection {
         this.outMeter.add(this.sched.now(), bytes.length);
     }
     /**
-     * After a State was applied: acknowledge it with an Inputs datagram (the pending inputs, if any)
-     * when no datagram carried that ack yet, at most once per patch (§4.5).
+     * After a State was applied: acknowledge it with the next input, or with an Inputs datagram of its
+     * own (the pending inputs, if any) when no input went within {@link STATE_ACK_HOLD_MS}, at most once
+     * per patch (§4.5).
      */
     ackStates() {
         const ring = this.ring;
@@ -687,22 +696,18 @@ export class ZoneConnection {
         if (ring === null || w === null || this.wt === null || ring.ackTick <= this.ackSent || this.ackTimer !== null)
             return;
         const patchMs = (w.patchEvery * 1000) / w.tickHz;
-        const due = this.ackOnlyAt + patchMs;
         const now = this.sched.now();
+        const due = Math.max(this.ackOnlyAt + patchMs, now + STATE_ACK_HOLD_MS);
         const go = () => {
             if (this.ring === null || this.ring.ackTick <= this.ackSent)
                 return;
             this.ackOnlyAt = this.sched.now();
             this.sendInputs();
         };
-        if (now >= due)
+        this.ackTimer = this.later(() => {
+            this.ackTimer = null;
             go();
-        else {
-            this.ackTimer = this.later(() => {
-                this.ackTimer = null;
-                go();
-            }, due - now);
-        }
+        }, due - now);
     }
     /** A State acknowledged inputs up to `ack`: they need not be repeated any more. */
     onInputAck(ack) {
