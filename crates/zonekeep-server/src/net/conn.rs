@@ -1,5 +1,6 @@
 //! What the simulation side holds of a connection: its bounded outbox and a
-//! one-shot kick signal. The sim thread only ever `try_send`s; it never waits.
+//! one-shot kick signal. The sim thread only ever `try_send`s, or hands a WebTransport State to
+//! QUIC's bounded datagram queue; it never waits.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
