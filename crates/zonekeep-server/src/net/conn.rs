@@ -100,7 +100,7 @@ impl DatagramPath {
 
     /// Sends a State straight to the client when the direct path is open and it fits a
     /// datagram; otherwise answers the frame back.
-    fn send_direct(&self, frame: Bytes) -> Result<(), Bytes> {
+    pub(crate) fn send_direct(&self, frame: Bytes) -> Result<(), Bytes> {
         match self.direct.get() {
             Some(send) if self.direct_open.load(Ordering::Acquire) && self.carries(&frame) => {
                 send(frame)

@@ -18,11 +18,14 @@
 //!   endpoint (`net::relay::process`) is too.
 //! - `control`: the control stream up to the Hello, and the closing Kick (a host's and a relay's).
 //! - `framing`: stream messages, which frames go as datagrams, Inputs datagrams.
+//! - `reader`: the datagram reader's task, the idle clock and the direct State path (a host's
+//!   and a relay's sessions).
 //! - `session`: a host's session.
 
 pub(crate) mod control;
 pub(crate) mod endpoint;
 pub(crate) mod framing;
+pub(crate) mod reader;
 mod session;
 
 use std::net::SocketAddr;

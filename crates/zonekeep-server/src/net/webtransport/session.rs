@@ -15,10 +15,11 @@ use zonekeep_protocol::messages::{tag, KickCode, Redirect, ServerMessage};
 
 use super::control::{self, control_stream, read_hello, Control};
 use super::framing::{goes_as_datagram, take_inputs, write_message, StreamReader};
+use super::reader::{direct_send, DatagramReader, LastSeen};
 use super::VERSIONS;
 use crate::error::SessionError;
 use crate::host::{redirect_hops, valid_zone_id, Shared};
-use crate::net::conn::{ConnEnds, ConnHandle, DatagramPath, DirectSend, KickNotice};
+use crate::net::conn::{ConnEnds, ConnHandle, DatagramPath, KickNotice};
 use crate::net::conn_limit::{Admission, ConnGuard, ConnLimiter};
 use crate::net::netsim::{Datagram, DatagramDelay, DelayQueue, Direction};
 use crate::session::{
@@ -225,11 +226,9 @@ async fn close(
     control::close(&shared.metrics, bound, connection, send, kick).await;
 }
 
-/// Runs the readers and the writer until one ends the session (or the client opens a stream it
-/// must not); the Kick to send, if any. The zone's States go to the closed outbox from then on.
-///
-/// The datagram reader is a task of its own: a datagram then wakes only it, not this task's
-/// other reader and its writer, each of which would be polled again for every datagram.
+/// Runs the readers (the datagram reader on a task of its own) and the writer until one ends the
+/// session (or the client opens a stream it must not); the Kick to send, if any. The zone's
+/// States go to the closed outbox from then on.
 async fn serve(
     shared: &Arc<Shared>,
     a: &Arc<Attached>,
@@ -241,14 +240,14 @@ async fn serve(
 ) -> Option<KickNotice> {
     let limits = Arc::new(Limits::new(&shared.config));
     let seen = Arc::new(LastSeen::new());
-    let mut datagrams = AbortOnDrop(tokio::spawn(datagram_loop(
+    let mut datagrams = DatagramReader::spawn(datagram_loop(
         Arc::clone(shared),
         Arc::clone(a),
         connection.clone(),
         Arc::clone(&limits),
         Arc::clone(&seen),
         conn.datagrams.clone(),
-    )));
+    ));
     // The writer's end carries its Kick; a reader's, the error to kick with.
     let ended: Result<Option<KickNotice>, Option<SessionError>> = tokio::select! {
         r = read_loop(shared, a, connection, recv, conn, &limits, &seen) => Err(r.err()),
@@ -271,62 +270,6 @@ async fn serve(
             conn.kick(e.code(), e.to_string());
             e.kick()
         }),
-    }
-}
-
-/// When the client was last heard from, on the control stream or in a datagram (for the idle
-/// timeout), as microseconds since the session's start.
-struct LastSeen {
-    origin: Instant,
-    micros: std::sync::atomic::AtomicU64,
-}
-
-impl LastSeen {
-    fn new() -> Self {
-        Self {
-            origin: Instant::now(),
-            micros: std::sync::atomic::AtomicU64::new(0),
-        }
-    }
-
-    /// The client was heard from at `at`.
-    fn heard(&self, at: Instant) {
-        let us = u64::try_from(at.saturating_duration_since(self.origin).as_micros())
-            .unwrap_or(u64::MAX);
-        self.micros
-            .fetch_max(us, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// When the client was last heard from.
-    fn at(&self) -> Instant {
-        self.origin + Duration::from_micros(self.micros.load(std::sync::atomic::Ordering::Relaxed))
-    }
-}
-
-/// The datagram reader's task, ended with its session.
-struct AbortOnDrop(tokio::task::JoinHandle<Result<(), SessionError>>);
-
-impl AbortOnDrop {
-    /// How the datagram reader ended: the error that ends the session, or none when the client
-    /// is gone.
-    async fn ended(&mut self) -> Option<SessionError> {
-        match (&mut self.0).await {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
-            Err(e) => {
-                tracing::error!(error = %e, "a WebTransport session's datagram reader failed");
-                Some(SessionError::Notice(KickNotice {
-                    code: KickCode::INTERNAL_ERROR,
-                    reason: "the host failed reading the session's datagrams".into(),
-                }))
-            }
-        }
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
@@ -474,27 +417,6 @@ fn datagram(
     })
 }
 
-/// States straight to `connection` (see [`DirectSend`]) while no NetSim setting was ever made:
-/// a dev host's NetSim holds them back in the writer instead.
-fn direct_send(shared: &Arc<Shared>, connection: &Connection) -> DirectSend {
-    let connection = connection.clone();
-    let netsim = shared.netsim.clone();
-    let metrics = Arc::clone(&shared.metrics);
-    Box::new(move |frame: Bytes| {
-        if netsim.in_use() {
-            return Err(frame);
-        }
-        match connection.send_datagram(&frame) {
-            Ok(()) => Ok(()),
-            Err(wtransport::error::SendDatagramError::NotConnected) => Err(frame),
-            Err(_) => {
-                metrics.datagram_send_failed();
-                Ok(())
-            }
-        }
-    })
-}
-
 /// Sends the zone's frames: a State (§5.8) as a datagram when it fits one, everything else (and
 /// a State too large for a datagram) on the control stream, in order.
 async fn write_loop(
@@ -535,7 +457,9 @@ async fn write_loop(
         if wrote && !direct {
             // The Welcome is out: a State can no longer overtake it.
             if let Some(path) = conn.datagrams.as_deref() {
-                path.open_direct(direct_send(shared, connection));
+                let netsim = shared.netsim.clone();
+                let metrics = Arc::clone(&shared.metrics);
+                path.open_direct(direct_send(connection, metrics, move || netsim.in_use()));
             }
             direct = true;
         }

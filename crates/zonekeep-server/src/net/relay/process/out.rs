@@ -105,11 +105,20 @@ impl SessionOut {
         )
     }
 
-    /// Queue a frame without waiting; a full outbox ends the session as a slow consumer.
+    /// Queue a frame without waiting (a State that fits a datagram goes to the client's QUIC
+    /// connection at once, once its session opened the direct path); a full outbox ends the
+    /// session as a slow consumer.
     pub(crate) fn offer(&self, frame: Bytes) -> Offer {
         if self.end.borrow().is_some() {
             return Offer::Closed;
         }
+        let frame = match self.datagrams.as_deref() {
+            Some(path) => match path.send_direct(frame) {
+                Ok(()) => return Offer::Queued,
+                Err(frame) => frame,
+            },
+            None => frame,
+        };
         match self.frames.try_send(frame) {
             Ok(()) => Offer::Queued,
             Err(mpsc::error::TrySendError::Full(_)) => {
@@ -190,5 +199,47 @@ mod tests {
         });
         assert!(matches!(*ends.end.borrow(), Some(End::Close)));
         assert_eq!(ends.frames.try_recv().unwrap(), frame(7));
+    }
+
+    #[test]
+    fn states_skip_the_outbox_once_the_direct_path_opens_and_not_after_an_ending() {
+        let path = Arc::new(DatagramPath::new(100));
+        let (out, mut ends) = SessionOut::new(4, Some(Arc::clone(&path)));
+        let client = ClientOut::WebTransport(Arc::clone(&out));
+        let state = |len: usize| {
+            let mut b = vec![0u8; len];
+            b[0] = zonekeep_protocol::messages::tag::STATE;
+            Bytes::from(b)
+        };
+        // Before the Welcome is written, a State keeps its place behind it.
+        assert_eq!(client.offer(state(10)), Offer::Queued);
+        assert_eq!(ends.frames.try_recv().unwrap().len(), 10);
+        let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&sent);
+        path.open_direct(Box::new(move |f| {
+            seen.lock().unwrap().push(f.len());
+            Ok(())
+        }));
+        assert_eq!(client.offer(state(100)), Offer::Queued);
+        assert_eq!(
+            client.offer(state(101)),
+            Offer::Queued,
+            "too large: the stream"
+        );
+        assert_eq!(
+            client.offer(frame(7)),
+            Offer::Queued,
+            "no State: the stream"
+        );
+        assert_eq!(*sent.lock().unwrap(), vec![100]);
+        assert_eq!(ends.frames.try_recv().unwrap().len(), 101);
+        assert_eq!(ends.frames.try_recv().unwrap(), frame(7));
+        // Asked to end: nothing more goes anywhere.
+        client.kick(KickNotice {
+            code: KickCode::SLOW_CONSUMER,
+            reason: "test".into(),
+        });
+        assert_eq!(client.offer(state(10)), Offer::Closed);
+        assert_eq!(sent.lock().unwrap().len(), 1);
     }
 }

@@ -9,6 +9,10 @@
 //! the origin as the Input message a WebSocket client sends, judged there under the origin's
 //! limits for this client. The origin names the player by the link's client number only, so
 //! nothing the relay forwards can speak for another principal.
+//!
+//! As at a host, the datagram reader is a task of its own, and once the session has written the
+//! client's Welcome the zone's thread hands States to the QUIC connection itself
+//! (`DatagramPath::open_direct`) instead of through the session's writer.
 
 use std::sync::Arc;
 
@@ -30,6 +34,7 @@ use crate::net::webtransport::control::{self, control_stream, read_hello, Contro
 use crate::net::webtransport::framing::{
     goes_as_datagram, take_inputs, write_message, StreamReader,
 };
+use crate::net::webtransport::reader::{direct_send, DatagramReader, LastSeen};
 use crate::net::webtransport::VERSIONS;
 use crate::session::Limits;
 use crate::sim::pong_frame;
@@ -131,7 +136,7 @@ pub(super) async fn run(incoming: IncomingSession, shared: Arc<RelayShared>, han
         client,
         connection: &connection,
         out: &out,
-        datagrams: datagrams.as_deref(),
+        datagrams: datagrams.as_ref(),
     };
     let kick = session.serve(&mut send, recv, ends).await;
     // Some: a Hello of no WebTransport version was refused above.
@@ -178,19 +183,42 @@ struct Session<'a> {
     client: u32,
     connection: &'a Connection,
     out: &'a Arc<SessionOut>,
-    datagrams: Option<&'a DatagramPath>,
+    datagrams: Option<&'a Arc<DatagramPath>>,
 }
 
 impl Session<'_> {
-    /// Runs the readers and the writer until one ends the session; the Kick to send, if any.
+    /// Runs the readers (the datagram reader on a task of its own) and the writer until one
+    /// ends the session; the Kick to send, if any. The zone's States go to the closed outbox
+    /// from then on.
     async fn serve(
         &self,
         send: &mut SendStream,
         recv: RecvStream,
         ends: SessionEnds,
     ) -> Option<KickNotice> {
-        tokio::select! {
-            r = self.read_loop(recv) => r.err().map(|e| e.kick()),
+        // A Ping costs a Pong and a datagram a decode: the host's own per-connection rates
+        // bound them here too (inputs are rated at the origin).
+        let limits = Arc::new(Limits::new(&crate::config::ServerConfig::default()));
+        let seen = Arc::new(LastSeen::new());
+        let mut datagrams = DatagramReader::spawn(datagram_loop(
+            Forward {
+                shared: Arc::clone(self.shared),
+                link: Arc::clone(self.link),
+                client: self.client,
+            },
+            self.connection.clone(),
+            Arc::clone(&limits),
+            Arc::clone(&seen),
+            self.datagrams.cloned(),
+        ));
+        let kick = tokio::select! {
+            r = self.read_loop(recv, &limits, &seen) => r.err().map(|e| e.kick()),
+            r = datagrams.ended() => {
+                if r.is_none() {
+                    self.shared.metrics.disconnect("dropped");
+                }
+                r.map(|e| e.kick())
+            }
             k = self.write_loop(send, ends) => k,
             () = self.link.closed() => Some(link_lost()),
             _ = self.connection.accept_bi() => {
@@ -199,28 +227,32 @@ impl Session<'_> {
             _ = self.connection.accept_uni() => {
                 Some(SessionError::Protocol("a unidirectional stream".into()).kick())
             }
+        };
+        if let Some(path) = self.datagrams {
+            path.close_direct();
         }
+        kick
     }
 
-    /// Reads the control stream (Pings, and what goes to the origin as it came) and the
-    /// datagrams (Inputs) until the client leaves or breaks a rule; every message and datagram
+    /// Reads the control stream (Pings, and what goes to the origin as it came) until the
+    /// client leaves or breaks a rule, and ends an idle session: every message and datagram
     /// resets the idle timer.
-    async fn read_loop(&self, recv: RecvStream) -> Result<(), SessionError> {
+    async fn read_loop(
+        &self,
+        recv: RecvStream,
+        limits: &Limits,
+        seen: &LastSeen,
+    ) -> Result<(), SessionError> {
         let idle = self.shared.cfg.idle_timeout;
         let mut recv = StreamReader::new(recv, MAX_MESSAGE);
-        // A Ping costs a Pong and a datagram a decode: the host's own per-connection rates
-        // bound them here too (inputs are rated at the origin).
-        let limits = Limits::new(&crate::config::ServerConfig::default());
-        // The highest input sequence forwarded: repeats cost the origin nothing.
-        let mut forwarded = 0u32;
-        let mut last_seen = Instant::now();
+        seen.heard(Instant::now());
         let idle_timer = tokio::time::sleep(idle);
         tokio::pin!(idle_timer);
         loop {
             tokio::select! {
                 biased;
                 () = &mut idle_timer => {
-                    let due = last_seen + idle;
+                    let due = seen.at() + idle;
                     if Instant::now() >= due {
                         return Err(SessionError::IdleTimeout);
                     }
@@ -231,16 +263,8 @@ impl Session<'_> {
                         self.shared.metrics.disconnect("closed");
                         return Ok(());
                     };
-                    last_seen = Instant::now();
-                    self.message(&limits, &bytes).await?;
-                }
-                d = self.connection.receive_datagram() => {
-                    let Ok(d) = d else {
-                        self.shared.metrics.disconnect("dropped");
-                        return Ok(());
-                    };
-                    last_seen = Instant::now();
-                    self.datagram(&limits, &mut forwarded, d.payload().as_ref())?;
+                    seen.heard(Instant::now());
+                    self.message(limits, &bytes).await?;
                 }
             }
         }
@@ -276,32 +300,8 @@ impl Session<'_> {
         }
     }
 
-    /// One datagram, which must be an Inputs (§4.5): its acknowledgement is noted for the zone's
-    /// thread, the inputs not forwarded yet go to the origin as Input messages, and a datagram
-    /// that brings nothing new spends a datagram token instead.
-    fn datagram(
-        &self,
-        limits: &Limits,
-        forwarded: &mut u32,
-        bytes: &[u8],
-    ) -> Result<(), SessionError> {
-        if bytes.len() > MAX_MESSAGE {
-            return Err(SessionError::TooLarge {
-                len: bytes.len(),
-                max: MAX_MESSAGE,
-            });
-        }
-        let metrics = &self.shared.metrics;
-        take_inputs(bytes, self.datagrams, forwarded, limits, metrics, |i| {
-            let input = ClientMessage::Input(i)
-                .to_bytes()
-                .map_err(|e| SessionError::Protocol(format!("unencodable input: {e}")))?;
-            self.link.send_up(wire::from_client(self.client, &input));
-            Ok(())
-        })
-    }
-
-    /// Sends the zone thread's frames: a State as a datagram when it fits one, everything else
+    /// Sends the zone thread's frames: a State as a datagram when it fits one (until the
+    /// Welcome is written; the zone's thread sends them itself from then on), everything else
     /// (and a State too large for a datagram) on the control stream, in order; until the session
     /// is asked to end (its Kick returned) or the client stops reading and the write is raced by
     /// that ending.
@@ -319,13 +319,17 @@ impl Session<'_> {
                 .and_then(|e| e.clone())
         };
         tokio::pin!(stop);
+        // Whether States skip this writer yet: not before the Welcome (the origin's answer,
+        // which may come after a Pong) is written, or a State sent straight to the connection
+        // could overtake it.
+        let mut direct = false;
         loop {
             let frame = tokio::select! {
                 biased;
                 e = &mut stop => return self.ended(e, send, &mut frames).await,
                 f = frames.recv() => f?,
             };
-            if goes_as_datagram(&frame, self.datagrams) {
+            if goes_as_datagram(&frame, self.datagrams.map(Arc::as_ref)) {
                 if self.connection.send_datagram(frame).is_err() {
                     self.shared.metrics.datagram_send_failed();
                 }
@@ -337,6 +341,13 @@ impl Session<'_> {
                 biased;
                 e = &mut stop => return self.ended(e, send, &mut frames).await,
                 ok = write_message(send, &frame) => if !ok { return None },
+            }
+            if !direct && frame.first() == Some(&tag::WELCOME) {
+                if let Some(path) = self.datagrams {
+                    let metrics = Arc::clone(&self.shared.metrics);
+                    path.open_direct(direct_send(self.connection, metrics, || false));
+                }
+                direct = true;
             }
         }
     }
@@ -362,5 +373,55 @@ impl Session<'_> {
                 None
             }
         }
+    }
+}
+
+/// Where a relayed client's inputs go: up its zone's link, as its client number.
+struct Forward {
+    shared: Arc<RelayShared>,
+    link: Arc<ZoneLink>,
+    client: u32,
+}
+
+/// Reads the client's datagrams (Inputs) until it leaves (`Ok`) or breaks a rule: each one's
+/// acknowledgement is noted for the zone's thread, the inputs not forwarded yet go to the origin
+/// as Input messages, and a datagram that brings nothing new spends a datagram token instead.
+async fn datagram_loop(
+    to: Forward,
+    connection: Connection,
+    limits: Arc<Limits>,
+    seen: Arc<LastSeen>,
+    path: Option<Arc<DatagramPath>>,
+) -> Result<(), SessionError> {
+    // The highest input sequence forwarded: repeats cost the origin nothing.
+    let mut forwarded = 0u32;
+    let metrics = &to.shared.metrics;
+    loop {
+        let Ok(d) = connection.receive_datagram().await else {
+            return Ok(());
+        };
+        seen.heard(Instant::now());
+        let bytes = d.payload();
+        if bytes.len() > MAX_MESSAGE {
+            return Err(SessionError::TooLarge {
+                len: bytes.len(),
+                max: MAX_MESSAGE,
+            });
+        }
+        take_inputs(
+            &bytes,
+            path.as_deref(),
+            &mut forwarded,
+            &limits,
+            metrics,
+            |i| {
+                let input = ClientMessage::Input(i)
+                    .to_bytes()
+                    .map_err(|e| SessionError::Protocol(format!("unencodable input: {e}")))?;
+                // A full link queue ends the link, and the session with it.
+                to.link.send_up(wire::from_client(to.client, &input));
+                Ok(())
+            },
+        )?;
     }
 }
