@@ -398,10 +398,14 @@ fn align(sub: &mut Subscriber, baseline: bool, s: &mut Scratch) {
                 (Some(a), Some(b)) => a.min(b),
             };
             let rest = old.get(k..).unwrap_or(&[]);
+            // A scan, not a binary search: every entry is copied just below anyway, so the scan
+            // reads memory the copy then finds in cache, in the order the prefetcher expects,
+            // where a binary search's probes each wait for a line of a subscriber's cold
+            // entries.
             let run = if stop == u32::MAX {
                 rest.len()
             } else {
-                rest.partition_point(|x| x.id < stop)
+                rest.iter().position(|x| x.id >= stop).unwrap_or(rest.len())
             };
             s.entries.extend_from_slice(rest.get(..run).unwrap_or(&[]));
             k += run;
