@@ -1,10 +1,11 @@
 //! The connection's task: owns the transport, the mirror (and over WebTransport the ring of
-//! States) and both NetSim directions, and reconnects.
+//! States) and both NetSim directions, and reconnects. Here: its loop, the NetSim's delays
+//! and the writes. Beside it: `messages` (what each server message does), `inputs` (inputs
+//! and acknowledgements, the datagram path's among them), `reconnect` and `transfer`.
 
 use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,26 +14,20 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio::sync::mpsc;
 use tokio::time::{Interval, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::Bytes;
-use zonekeep_protocol::delta::{Delta, TAG_DELTA, TAG_STATE};
-use zonekeep_protocol::limits::MAX_DATAGRAM_INPUTS;
 use zonekeep_protocol::messages::tag::INPUTS;
-use zonekeep_protocol::messages::{
-    peek_tag, ClientMessage, Input, Inputs, Kick, KickCode, KnownSetCheck, Ping, Resync,
-    ServerMessage, Welcome,
-};
+use zonekeep_protocol::messages::{ClientMessage, Input, Kick, KickCode, Ping, Welcome};
 use zonekeep_protocol::mirror::Mirror;
-use zonekeep_protocol::quant::pos_decode;
-use zonekeep_protocol::states::{Applied, StateRing};
+use zonekeep_protocol::states::StateRing;
 
+mod inputs;
+mod messages;
 mod reconnect;
 mod transfer;
 
 use super::counters::add;
 use super::link::{Incoming, Link};
 use super::{CloseReason, Command, ConnectOptions, Event, Outgoing, Shared};
-use crate::clock::PongSample;
 use crate::netsim::{NetSim, NetSimConfig};
-use crate::patch::{Patch, SpawnedEntity, UpdatedEntity};
 
 /// Messages held by the incoming NetSim at most; the socket is not read beyond it (TCP pushes back).
 const MIN_IN_DELAY_CAPACITY: usize = 64;
@@ -330,15 +325,7 @@ impl Driver {
                 Some(o) => self.queue_out(o).await,
             },
             () = sleep_until(out_due), if out_due.is_some() => self.flush_due_outgoing().await,
-            () = sleep_until(self.ack_due), if self.ack_due.is_some() => {
-                self.ack_due = None;
-                if self.states.newest() > self.acked_sent {
-                    add(&self.shared.counters.acks_alone, 1);
-                    self.send_inputs()
-                } else {
-                    Flow::Continue
-                }
-            }
+            () = sleep_until(self.ack_due), if self.ack_due.is_some() => self.ack_hold_ended(),
             _ = ping.tick() => {
                 if !can_take {
                     // The simulated link is saturated; a Ping queued behind it would only measure
@@ -472,14 +459,8 @@ impl Driver {
 
     async fn write(&mut self, bytes: Vec<u8>, is_input: bool) -> Flow {
         if is_input && matches!(self.link, Some(Link::WebTransport(_))) {
-            // An input goes in an Inputs datagram with the unacknowledged ones before it.
             if let Ok(ClientMessage::Input(input)) = ClientMessage::decode(&bytes) {
-                if self.unacked.len() >= MAX_DATAGRAM_INPUTS {
-                    self.unacked.pop_front();
-                }
-                self.unacked.push_back(input);
-                add(&self.shared.counters.inputs_sent, 1);
-                return self.send_inputs();
+                return self.send_input(input);
             }
         }
         if is_input {
@@ -507,306 +488,6 @@ impl Driver {
         Flow::Continue
     }
 
-    /// Remembers a WebSocket Input message until a Delta acknowledges it (the oldest is forgotten
-    /// past [`reconnect::UNACKED_KEPT`]).
-    fn keep_unacked(&mut self, bytes: Vec<u8>) {
-        let Ok(ClientMessage::Input(input)) = ClientMessage::decode(&bytes) else {
-            return;
-        };
-        if self.sent_unacked.len() >= reconnect::UNACKED_KEPT {
-            self.sent_unacked.pop_front();
-        }
-        self.sent_unacked.push_back((input.seq, bytes));
-    }
-
-    /// The zone consumed every input up to `ack`: none of them is sent again.
-    fn acknowledged(&mut self, ack: u32) {
-        while self.unacked.front().is_some_and(|i| i.seq <= ack) {
-            self.unacked.pop_front();
-        }
-        while self
-            .sent_unacked
-            .front()
-            .is_some_and(|(seq, _)| *seq <= ack)
-        {
-            self.sent_unacked.pop_front();
-        }
-    }
-
-    /// Sends an Inputs datagram (PROTOCOL.md §4.5): the newest State applied and the inputs no
-    /// State has acknowledged. A datagram the path refuses is simply lost, as it could be anyway.
-    fn send_inputs(&mut self) -> Flow {
-        let Some(Link::WebTransport(wt)) = self.link.as_ref() else {
-            return Flow::Continue;
-        };
-        let ack = self.states.newest();
-        let msg = ClientMessage::Inputs(Inputs {
-            state_ack: ack,
-            inputs: self.unacked.iter().cloned().collect(),
-        });
-        match msg.to_bytes() {
-            Ok(bytes) => {
-                self.acked_sent = ack;
-                self.ack_due = None;
-                if !self.out_sim.config().is_off() {
-                    // Lost, or held until due like other delayed messages (sent as a datagram
-                    // then: `write` knows an Inputs message by its tag).
-                    let now = self.shared.now_us();
-                    if let Some(due) = self.out_sim.schedule_datagram(now) {
-                        let at = self.out_delay.partition_point(|d| d.0 <= due);
-                        self.out_delay.insert(at, (due, bytes, false));
-                    }
-                    return Flow::Continue;
-                }
-                let len = bytes.len();
-                if wt.conn.send_datagram(bytes).is_ok() {
-                    self.shared.counters.sent(len);
-                }
-                Flow::Continue
-            }
-            Err(e) => Flow::Stop(CloseReason::Lost(format!("cannot encode Inputs: {e}"))),
-        }
-    }
-
-    /// A State (PROTOCOL.md §5.8), or a Delta on a WebTransport session: applied onto the state
-    /// it names; the application is shown the change from what it last saw.
-    async fn process_state(&mut self, bytes: Bytes) -> Flow {
-        let now = self.shared.now_us();
-        let delta = match self.states.apply(&bytes, &self.welcome.schema) {
-            Ok(Applied::Newer(d)) => d,
-            Ok(Applied::Stale) => {
-                add(&self.shared.counters.states_stale, 1);
-                return Flow::Continue;
-            }
-            Ok(Applied::NoBase { .. }) => {
-                add(&self.shared.counters.states_without_base, 1);
-                return Flow::Continue;
-            }
-            Err(e) => return lost(format!("a State does not apply: {e}")),
-        };
-        let c = &self.shared.counters;
-        add(&c.deltas, 1);
-        add(&c.delta_bytes, bytes.len() as u64);
-        self.shared
-            .last_tick
-            .fetch_max(delta.tick, Ordering::Relaxed);
-        self.shared.clock().on_delta(delta.tick, now);
-        let next = self.states.current().clone();
-        let patch = crate::patch::between(
-            &self.mirror,
-            &next,
-            delta.tick,
-            delta.ack,
-            self.welcome.schema.pos_step,
-            bytes.len(),
-        );
-        self.mirror = next;
-        self.acknowledged(delta.ack);
-        if let Flow::Stop(r) = self.deliver(patch).await {
-            return Flow::Stop(r);
-        }
-        // Acknowledge the newest State with the next input, or alone once the hold ends (§4.5).
-        if self.states.newest() > self.acked_sent && self.ack_due.is_none() {
-            self.ack_due = Some(tokio::time::Instant::now() + super::webtransport::STATE_ACK_HOLD);
-        }
-        Flow::Continue
-    }
-
-    /// Handles one server message.
-    async fn process(&mut self, bytes: Bytes) -> Flow {
-        let now = self.shared.now_us();
-        let tag = peek_tag(&bytes);
-        let wt = matches!(self.link, Some(Link::WebTransport(_)));
-        if tag == Ok(TAG_STATE) || (wt && tag == Ok(TAG_DELTA)) {
-            return self.process_state(bytes).await;
-        }
-        if tag == Ok(TAG_DELTA) {
-            if self.awaiting_baseline {
-                if !is_baseline(&bytes) {
-                    add(&self.shared.counters.deltas_skipped, 1);
-                    return Flow::Continue;
-                }
-                self.awaiting_baseline = false;
-            }
-            let delta = match self.mirror.decode_apply(&bytes, &self.welcome.schema) {
-                Ok(d) => d,
-                // The known set can no longer be trusted: ask for a fresh baseline.
-                Err(e) => {
-                    tracing::debug!(zone = %self.welcome.zone_id, error = %e, "bad Delta; asking for a BASELINE");
-                    return self.resync().await;
-                }
-            };
-            let c = &self.shared.counters;
-            add(&c.deltas, 1);
-            add(&c.delta_bytes, bytes.len() as u64);
-            self.shared
-                .last_tick
-                .fetch_max(delta.tick, Ordering::Relaxed);
-            self.shared.clock().on_delta(delta.tick, now);
-            self.acknowledged(delta.ack);
-            let tick = delta.tick;
-            let (patch, events) = self.patch_of(delta, bytes.len());
-            if let Flow::Stop(r) = self.deliver(patch).await {
-                return Flow::Stop(r);
-            }
-            for e in events {
-                let ev = Event::Event {
-                    tick,
-                    topic: e.topic,
-                    payload: e.payload,
-                };
-                if let Flow::Stop(r) = self.emit(ev).await {
-                    return Flow::Stop(r);
-                }
-            }
-            return Flow::Continue;
-        }
-        match ServerMessage::decode(&bytes, None) {
-            Err(e) => lost(format!("undecodable server message: {e}")),
-            Ok(ServerMessage::Pong(p)) => {
-                add(&self.shared.counters.pongs, 1);
-                self.shared.clock().on_pong(PongSample {
-                    sent_us: p.client_time,
-                    recv_us: now,
-                    server_time_us: p.server_time_us,
-                    server_tick: p.tick,
-                });
-                Flow::Continue
-            }
-            Ok(ServerMessage::Kick(k)) => {
-                tracing::debug!(code = %k.code, reason = %k.reason, "kicked");
-                if let Flow::Stop(r) = self.emit(Event::Kick(k.clone())).await {
-                    return Flow::Stop(r);
-                }
-                Flow::Lost {
-                    reason: format!("kicked: {} ({})", k.code, k.reason),
-                    kick: Some(k),
-                }
-            }
-            Ok(ServerMessage::InputRefused(r)) => {
-                add(&self.shared.counters.inputs_refused, 1);
-                self.emit(Event::InputRefused(r)).await
-            }
-            Ok(ServerMessage::KnownSetCheck(c)) => self.check_known_set(&c).await,
-            // A Transfer exists from version 8 on (PROTOCOL.md §5.3.2): on an older session it is
-            // out of place, as a Redirect mid-session is.
-            Ok(ServerMessage::Transfer(_))
-                if self.welcome.version < zonekeep_protocol::messages::TRANSFER_PROTOCOL =>
-            {
-                lost("Transfer on a session below protocol version 8")
-            }
-            Ok(ServerMessage::Transfer(t)) => self.on_transfer(t).await,
-            // A Redirect answers a Hello only (PROTOCOL.md §5.3.1).
-            Ok(ServerMessage::Redirect(_)) => lost("Redirect in the middle of a session"),
-            Ok(ServerMessage::Welcome(_)) => lost("Welcome in the middle of a session"),
-            Ok(ServerMessage::Delta(_)) => lost("Delta decoded without context"),
-            // Events apart from the state (PROTOCOL.md §5.9) reach the application as a
-            // Delta's events do.
-            // The fleet changed since the Welcome: where else to enter now (PROTOCOL.md §5.3.1).
-            Ok(ServerMessage::Entries(e)) => {
-                self.entries = e.websocket_entries().map(str::to_owned).collect();
-                Flow::Continue
-            }
-            // Chat exists from version 11 on (PROTOCOL.md §5.11–§5.12), which this client does
-            // not offer yet: on an older session it is out of place, as a Transfer below 8 is.
-            Ok(ServerMessage::ChatLines(_) | ServerMessage::ChatReply(_))
-                if self.welcome.version < zonekeep_protocol::messages::CHAT_PROTOCOL =>
-            {
-                lost("chat message on a session below protocol version 11")
-            }
-            // This client has no chat API yet: a version 11 session ignores chat.
-            Ok(ServerMessage::ChatLines(_) | ServerMessage::ChatReply(_)) => Flow::Continue,
-            Ok(ServerMessage::Events(batch)) => {
-                for e in batch.events {
-                    let ev = Event::Event {
-                        tick: batch.tick,
-                        topic: e.topic,
-                        payload: e.payload,
-                    };
-                    if let Flow::Stop(r) = self.emit(ev).await {
-                        return Flow::Stop(r);
-                    }
-                }
-                Flow::Continue
-            }
-        }
-    }
-
-    /// Compares the host's KnownSetCheck with the mirror (PROTOCOL.md §5.7); a mismatch, or a check
-    /// arriving while a BASELINE is still awaited (the host may have dropped the first request),
-    /// sends a Resync.
-    async fn check_known_set(&mut self, c: &KnownSetCheck) -> Flow {
-        if !self.awaiting_baseline && self.mirror.matches(c) {
-            return Flow::Continue;
-        }
-        if !self.awaiting_baseline {
-            tracing::debug!(zone = %self.welcome.zone_id, tick = c.tick, "known set differs from the host's; asking for a BASELINE");
-        }
-        self.resync().await
-    }
-
-    /// Sends Resync and skips Deltas until the BASELINE that answers it.
-    async fn resync(&mut self) -> Flow {
-        self.awaiting_baseline = true;
-        add(&self.shared.counters.resyncs, 1);
-        let tick = self.mirror.tick();
-        match ClientMessage::Resync(Resync { tick }).to_bytes() {
-            Ok(bytes) => {
-                let queued_us = self.shared.now_us();
-                self.queue_out(Outgoing {
-                    bytes,
-                    queued_us,
-                    is_input: false,
-                })
-                .await
-            }
-            Err(e) => Flow::Stop(CloseReason::Lost(format!("cannot encode Resync: {e}"))),
-        }
-    }
-
-    /// Resolves a Delta (already applied to the mirror) to absolute positions.
-    fn patch_of(
-        &self,
-        delta: Delta,
-        bytes: usize,
-    ) -> (Patch, Vec<zonekeep_protocol::delta::Event>) {
-        let step = self.welcome.schema.pos_step;
-        let spawns = delta
-            .spawns
-            .into_iter()
-            .map(|s| SpawnedEntity {
-                id: s.id,
-                kind: s.kind,
-                x: pos_decode(s.qx, step),
-                y: pos_decode(s.qy, step),
-                fields: s.fields,
-            })
-            .collect();
-        let updates = delta
-            .updates
-            .into_iter()
-            .map(|u| UpdatedEntity {
-                id: u.id,
-                pos: u
-                    .pos
-                    .and_then(|_| self.mirror.get(u.id))
-                    .map(|e| (pos_decode(e.qx, step), pos_decode(e.qy, step))),
-                fields: u.fields,
-            })
-            .collect();
-        let patch = Patch {
-            tick: delta.tick,
-            ack: delta.ack,
-            baseline: delta.baseline,
-            control: delta.control,
-            despawns: delta.despawns,
-            updates,
-            spawns,
-            bytes,
-        };
-        (patch, delta.events.unwrap_or_default())
-    }
-
     /// Hands an event to the application, waiting if its channel is full (counted).
     async fn emit(&mut self, ev: Event) -> Flow {
         let ev = match self.events.try_send(ev) {
@@ -828,15 +509,6 @@ impl Driver {
         // Best effort: a close, then the host's reply, within a bound.
         let _ = tokio::time::timeout(CLOSE_WAIT, link.close()).await;
     }
-}
-
-/// Whether a Delta's flags say BASELINE (a header that does not parse is not one).
-fn is_baseline(bytes: &[u8]) -> bool {
-    let mut r = zonekeep_protocol::wire::Reader::new(bytes);
-    matches!(
-        (r.u8(), r.varint_u64(), r.varint_u32(), r.u8()),
-        (Ok(TAG_DELTA), Ok(_), Ok(_), Ok(flags)) if flags & zonekeep_protocol::delta::FLAG_BASELINE != 0
-    )
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
