@@ -47,6 +47,10 @@ pub(crate) struct RelayArgs {
     /// Seconds a client has to send its Hello [default: 10].
     #[arg(long, default_value_t = 10)]
     handshake_timeout_secs: u64,
+    /// Seconds a client may send nothing (no message, no datagram) before it is closed with
+    /// IDLE_TIMEOUT, at least 1; the SDKs ping well within the default [default: 30, a host's].
+    #[arg(long)]
+    idle_timeout_secs: Option<u64>,
     /// UDP address of the WebTransport endpoint (HTTP/3: States and inputs in datagrams; see
     /// PROTOCOL.md §1.1), which `GET /webtransport` publishes as a host's does [default: off;
     /// with --dev, the listen address's IP and port number]. Outside dev mode it needs
@@ -83,6 +87,9 @@ pub(crate) fn run(args: RelayArgs) -> Result<()> {
     cfg.public_url = args.public_url;
     cfg.io_threads = args.io_threads;
     cfg.handshake_timeout = Duration::from_secs(args.handshake_timeout_secs.max(1));
+    if let Some(secs) = args.idle_timeout_secs {
+        cfg.idle_timeout = Duration::from_secs(secs.max(1));
+    }
     cfg.webtransport = args.webtransport;
     cfg.webtransport_cert = args.webtransport_cert;
     cfg.webtransport_key = args.webtransport_key;

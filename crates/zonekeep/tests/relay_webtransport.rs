@@ -6,7 +6,8 @@
 //! resume at the host; a client that breaks the rules is kicked with a typed code while the
 //! others play on; a relay shutting down sends them (and its WebSocket clients) to resume with
 //! ZONE_MOVED; the relay's client cap counts both transports; its endpoint validates addresses
-//! and bounds handshakes as a host's does.
+//! and bounds handshakes as a host's does; datagrams alone keep a session from the relay's idle
+//! timeout, and silence ends it with IDLE_TIMEOUT.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;
@@ -23,7 +24,7 @@ use support::view::View;
 use support::{Server, StoreSpec};
 use zonekeep_client::connection::webtransport::discover;
 use zonekeep_client::{connect, ClientError, ConnectOptions, Event, Transport};
-use zonekeep_protocol::messages::{tag, KickCode, ServerMessage};
+use zonekeep_protocol::messages::{tag, ClientMessage, Inputs, KickCode, Ping, ServerMessage};
 use zonekeep_protocol::wire::put_varint;
 
 const KIND: &str = "arena-workload";
@@ -436,6 +437,50 @@ async fn a_relay_shutting_down_sends_its_clients_of_both_transports_to_resume_at
             ("eli".to_owned(), "websocket".to_owned())
         ])
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datagrams_alone_keep_a_relayed_session_from_its_idle_timeout_and_silence_ends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = origin(dir.path()).await;
+    let relay = relay(&host, dir.path(), &["--idle-timeout-secs", "1"]);
+    let zone = "relay-wt-idle";
+    let mut s = RawSession::hello(&relay.addr, zone, ticket("idler", zone)).await;
+    assert!(matches!(s.next().await, Some(ServerMessage::Welcome(_))));
+    // Only acknowledgements, ten a second, for three idle timeouts: the control stream stays
+    // silent, and the session must still be there.
+    let ack = ClientMessage::Inputs(Inputs {
+        state_ack: 0,
+        inputs: vec![],
+    })
+    .to_bytes()
+    .unwrap();
+    let mut every = tokio::time::interval(Duration::from_millis(100));
+    for _ in 0..30 {
+        every.tick().await;
+        s.conn.send_datagram(&ack).unwrap();
+    }
+    let ping = ClientMessage::Ping(Ping { client_time: 7 });
+    s.write(&ping.to_bytes().unwrap()).await;
+    let pong = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match s.next().await {
+                Some(ServerMessage::Pong(p)) => break p.client_time,
+                Some(ServerMessage::Kick(k)) => panic!("kicked while sending datagrams: {k:?}"),
+                Some(_) => continue,
+                None => panic!("the session ended while sending datagrams"),
+            }
+        }
+    })
+    .await
+    .expect("the Pong of a session datagrams kept");
+    assert_eq!(pong, 7);
+    // Silence on both paths: the idle timeout ends it, with its Kick.
+    let (kick, code) = tokio::time::timeout(Duration::from_secs(10), s.kicked())
+        .await
+        .expect("the idle session ends");
+    assert_eq!(kick, Some(KickCode::IDLE_TIMEOUT));
+    assert_eq!(code, 4000 + u64::from(KickCode::IDLE_TIMEOUT.0));
 }
 
 /// A GET's body from `addr` (`host:port`).

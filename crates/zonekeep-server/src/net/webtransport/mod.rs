@@ -53,7 +53,7 @@ pub(crate) const VERSIONS: [u32; 6] = [
 /// idle timeout by the time its IDLE_TIMEOUT Kick and close may take (twice the Kick's write
 /// timeout) and a second, so a client that stopped talking is told why, and QUIC's timeout only
 /// ends a connection whose client vanished.
-fn quic_idle(idle_timeout_ms: u64, kick_write_timeout_ms: u64) -> Duration {
+pub(crate) fn quic_idle(idle_timeout_ms: u64, kick_write_timeout_ms: u64) -> Duration {
     Duration::from_millis(
         idle_timeout_ms
             .saturating_add(kick_write_timeout_ms.saturating_mul(2))

@@ -408,7 +408,13 @@ async fn start_webtransport(
     let settings = crate::net::webtransport::endpoint::EndpointSettings {
         cert: cfg.webtransport_cert.clone(),
         key: cfg.webtransport_key.clone(),
-        idle: cfg.idle_timeout.min(QUIC_IDLE),
+        // Past the session's own idle timeout by its Kick's writes (as at a host), so a
+        // silent client is told why; never past QUIC_IDLE.
+        idle: crate::net::webtransport::quic_idle(
+            u64::try_from(cfg.idle_timeout.as_millis()).unwrap_or(u64::MAX),
+            u64::try_from(cfg.write_timeout.as_millis()).unwrap_or(u64::MAX),
+        )
+        .min(QUIC_IDLE),
         max_handshakes: cfg.webtransport_max_handshakes,
         max_handshakes_per_ip: ServerConfig::default().max_connections_per_ip,
         any_port_if_taken: any_port,
