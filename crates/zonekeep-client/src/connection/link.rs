@@ -107,7 +107,7 @@ impl Link {
                     m = read_message(&mut wt.recv) => m.ok().map(Incoming::Message),
                     d = conn.receive_datagram() => d
                         .ok()
-                        .map(|d| Incoming::Datagram(Bytes::copy_from_slice(d.payload().as_ref()))),
+                        .map(|d| Incoming::Datagram(d.payload())),
                 };
                 match read {
                     Some(i) => i,

@@ -381,7 +381,7 @@ async fn datagram_loop(
                 };
                 let now = Instant::now();
                 seen.heard(now);
-                let bytes = Bytes::copy_from_slice(d.payload().as_ref());
+                let bytes = d.payload();
                 if bytes.len() > max {
                     return Err(SessionError::TooLarge { len: bytes.len(), max });
                 }
