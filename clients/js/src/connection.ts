@@ -66,10 +66,32 @@
  * drive a whole session over fake sockets and a manual clock.
  */
 
-import { ChatClient, type ChatOptions, type ChatSink } from "./chat.js";
+import { ChatClient, type ChatSink } from "./chat.js";
 import { CHAT_PROTOCOL, type Chat, type ChatHistory, type ChatReport } from "./chatcodec.js";
-import { ServerClock, type ClockOptions } from "./clock.js";
-import type { Delta, ZoneEvent } from "./delta.js";
+import { ServerClock } from "./clock.js";
+import {
+  CharacterMovedError,
+  ContentOutdatedError,
+  movedElsewhereMessage,
+  RedirectError,
+  reloadMessage,
+  TRANSFER_FINAL_KICKS,
+  TransferError,
+} from "./connectionerrors.js";
+import {
+  transportMemoryKey,
+  type CloseInfo,
+  type ConnectionState,
+  type ConnectionStats,
+  type SocketLike,
+  type StateStats,
+  type TransferInfo,
+  type TransportMemory,
+  type WelcomeInfo,
+  type ZoneConnectionEvents,
+  type ZoneConnectionOptions,
+} from "./connectiontypes.js";
+import { inputsDatagram, STATE_ACK_HOLD_MS, UNACKED_KEPT, unackedAfter } from "./inputs.js";
 import {
   DATAGRAM_VERSION,
   decodeServerMessage,
@@ -90,7 +112,6 @@ import {
   type ClientMessage,
   type DatagramInput,
   type Hello,
-  type InputRefused,
   type Kick,
   type KnownSetCheck,
   type Redirect,
@@ -98,181 +119,61 @@ import {
   type Transfer,
   type Welcome,
 } from "./messages.js";
-import { Mirror, type MirrorChanges } from "./mirror.js";
-import { backoffMs, defaultReconnectPolicy, type ReconnectDecision, type ReconnectOptions } from "./reconnect.js";
+import { Mirror } from "./mirror.js";
+import { backoffMs, defaultReconnectPolicy, type ReconnectDecision } from "./reconnect.js";
 import { systemScheduler, type Scheduler, type TimerHandle } from "./scheduler.js";
+import {
+  defaultSocketFactory,
+  detach,
+  isBaseline,
+  platformFetch,
+  platformMemory,
+  platformWebTransport,
+  RateMeter,
+  toBytes,
+} from "./sockets.js";
 import { StateRing } from "./states.js";
+import { credentialLifetimeMs, ticketSubject, withZone } from "./tickets.js";
 import {
   discoverWebTransport,
   webTransportOptions,
   webTransportSessionUrl,
   WebTransportSocket,
   zoneOfEntryUrl,
-  type FetchLike,
   type TransportKind,
   type TransportMode,
   type WebTransportEndpoint,
   type WebTransportFactory,
-  type WebTransportLike,
 } from "./webtransport.js";
-import { DecodeError, EncodeError, Reader } from "./wire.js";
+import { DecodeError, EncodeError } from "./wire.js";
 
-/** The part of the WebSocket interface the connection uses. */
-export interface SocketLike {
-  /** Set to "arraybuffer" so binary frames arrive as ArrayBuffer. */
-  binaryType: string;
-  /** Sends one binary message. */
-  send(data: Uint8Array): void;
-  /** Closes the socket. */
-  close(code?: number, reason?: string): void;
-  /** Called when the socket is open. */
-  onopen: ((ev: unknown) => void) | null;
-  /** Called for each message; `data` is an ArrayBuffer, a typed array or a string (text frame). */
-  onmessage: ((ev: { data: unknown }) => void) | null;
-  /** Called once when the socket is closed, by either side or by an error. */
-  onclose: ((ev: { code?: number; reason?: string }) => void) | null;
-  /** Called on a transport error (a close follows). */
-  onerror: ((ev: unknown) => void) | null;
-}
-
-/** Opens a socket to `url`. */
-export type SocketFactory = (url: string) => SocketLike;
-
-/**
- * Where a connection remembers that WebTransport failed for an entry URL (the part of the browser's
- * `sessionStorage` it uses).
- */
-export interface TransportMemory {
-  /** The value stored under `key`, or null. */
-  getItem(key: string): string | null;
-  /** Stores `value` under `key`. */
-  setItem(key: string, value: string): void;
-}
-
-/** The {@link TransportMemory} key under which the transport chosen for `entryUrl` is kept. */
-export function transportMemoryKey(entryUrl: string): string {
-  return `zonekeep.transport:${entryUrl}`;
-}
-
-/** What 'fallback' carries: an attempt that tried WebTransport goes over WebSocket instead. */
-export interface TransportFallback {
-  /** Why WebTransport was not used. */
-  reason: string;
-  /**
-   * True when the connection keeps to WebSocket from now on (auto mode after a failure or timeout);
-   * false for this attempt only (a Redirect, or a host without WebTransport in `webtransport` mode).
-   */
-  remembered: boolean;
-}
-
-/**
- * A Redirect the connection would not follow (§5.3.1): `too_many` — a Redirect after the three an
- * attempt may follow (the attempt failed; the next starts at the entry URL again), or `scheme` — a
- * URL that is not `ws://` or `wss://` (the connection stops: a host handing out such URLs would hand
- * out the same again). Reported as the `error` of the {@link CloseInfo} that ends the attempt.
- */
-export class RedirectError extends Error {
-  /** Why the Redirect was refused. */
-  readonly kind: "too_many" | "scheme";
-  /** The URL the refused Redirect named. */
-  readonly url: string;
-  /** An error for a refused Redirect to `url`. */
-  constructor(kind: "too_many" | "scheme", url: string) {
-    super(
-      kind === "too_many"
-        ? `too many redirects: another after ${LIMITS.redirects}`
-        : `redirected to a URL that is not ws:// or wss://: ${url}`,
-    );
-    this.name = "RedirectError";
-    this.kind = kind;
-    this.url = url;
-  }
-}
-
-/** What 'transfer' carries: the player is being moved from one zone to another (§5.3.2). */
-export interface TransferInfo {
-  /** The zone the player leaves. */
-  from: string;
-  /** The zone the player now belongs to. */
-  to: string;
-  /** Where the connection goes: the new zone's WebSocket URL at its owner. */
-  url: string;
-}
-
-/**
- * A Transfer the connection could not follow (yet), as 'transferError' reports it: `url` — its URL
- * is not `ws://` or `wss://` (the Transfer is ignored, the session goes on where it was);
- * `attempt` — an attempt at the new zone failed (`willRetry` says whether another follows, with
- * backoff, while the credential is valid); `replayed` — the credential was already used and no
- * Welcome of the new zone gave a reconnect token to resume with; `expired` — the credential's
- * lifetime ran out before an attempt landed. Without `willRetry` the connection closes next.
- */
-export class TransferError extends Error {
-  /** What went wrong. */
-  readonly kind: "url" | "attempt" | "replayed" | "expired";
-  /** The Kick of the failed attempt, if the host sent one. */
-  readonly kick: Kick | null;
-  /** Whether the move goes on (another attempt, or, for `url`, the session where it was). */
-  readonly willRetry: boolean;
-  /** An error of `kind` with `message`. */
-  constructor(kind: TransferError["kind"], message: string, kick: Kick | null, willRetry: boolean) {
-    super(message);
-    this.name = "TransferError";
-    this.kind = kind;
-    this.kick = kick;
-    this.willRetry = willRetry;
-  }
-}
-
-/** Kick codes after which another attempt with the same transfer credential cannot land. */
-const TRANSFER_FINAL_KICKS: ReadonlySet<number> = new Set([
-  KickCode.VERSION_MISMATCH,
-  KickCode.BAD_TICKET,
-  KickCode.TICKET_EXPIRED,
-  KickCode.TICKET_UNKNOWN_KEY,
-  KickCode.TICKET_RETIRED_KEY,
-  KickCode.TICKET_BAD_ALGORITHM,
-  KickCode.TICKET_WRONG_ZONE,
-]);
-
-/** The claims of a ticket (a compact JWS), or null when it is not one that can be read. */
-function ticketClaims(ticket: string): Record<string, unknown> | null {
-  try {
-    const part = ticket.split(".")[1] ?? "";
-    const bin = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
-    const json = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-    const claims = JSON.parse(json) as unknown;
-    return typeof claims === "object" && claims !== null && !Array.isArray(claims) ? (claims as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
-/** How long a credential is valid from now, ms, by its `exp` (600 s when it cannot be read). */
-function credentialLifetimeMs(ticket: string): number {
-  const exp = ticketClaims(ticket)?.exp;
-  if (typeof exp === "number" && Number.isFinite(exp)) return Math.max(0, exp * 1000 - Date.now());
-  // Not a readable JWS: the documented lifetime stands in.
-  return 600_000;
-}
-
-/** The principal a ticket admits (its `sub`), or null when it cannot be read. */
-function ticketSubject(ticket: string): string | null {
-  const sub = ticketClaims(ticket)?.sub;
-  return typeof sub === "string" && sub !== "" ? sub : null;
-}
-
-/** `url` naming `zone` in place of the zone its `/zones/{zone}` path names (unchanged otherwise). */
-function withZone(url: string, zone: string): string {
-  try {
-    const u = new URL(url);
-    if (!/^\/zones\/[^/]+$/.test(u.pathname)) return url;
-    u.pathname = `/zones/${encodeURIComponent(zone)}`;
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
+// The connection's public types and errors have files of their own; they are exported from here.
+export {
+  CharacterMovedError,
+  ContentOutdatedError,
+  MOVED_ELSEWHERE_MESSAGE,
+  RedirectError,
+  RELOAD_MESSAGE,
+  TransferError,
+} from "./connectionerrors.js";
+export {
+  transportMemoryKey,
+  type CloseInfo,
+  type ConnectionState,
+  type ConnectionStats,
+  type DeltaInfo,
+  type MovedElsewhereInfo,
+  type ReloadInfo,
+  type SocketFactory,
+  type SocketLike,
+  type StateStats,
+  type TransferInfo,
+  type TransportFallback,
+  type TransportMemory,
+  type WelcomeInfo,
+  type ZoneConnectionEvents,
+  type ZoneConnectionOptions,
+} from "./connectiontypes.js";
 
 /** A move to another zone under way (§5.3.2). */
 interface TransferState {
@@ -291,422 +192,7 @@ interface TransferState {
   failures: number;
 }
 
-/**
- * Unacknowledged inputs a connection keeps to send again after a resume, at most: under the host's
- * default input burst of 30 (§4.6), so none of them is dropped for its rate.
- */
-const UNACKED_KEPT = 24;
-
-/**
- * How long a State's acknowledgement waits for an input to carry it before it goes in an Inputs
- * datagram of its own (§4.5): every datagram costs the host a receive and a QUIC acknowledgement of
- * its own. Under QUIC's default `max_ack_delay` (25 ms), so the datagram still carries the
- * browser's QUIC acknowledgement of the State, and well under a patch interval, so the host still
- * writes the next State against it.
- */
-const STATE_ACK_HOLD_MS = 20;
-
-/**
- * What a {@link ZoneConnection} tells the app when the host refuses its content version: the page
- * must be reloaded to get the current build.
- */
-export const RELOAD_MESSAGE = "The game was updated: reload the page to play the current version.";
-
-/**
- * The host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): the rejection of
- * {@link ZoneConnection.connect} when it happens before the first Welcome. Its message is
- * {@link RELOAD_MESSAGE} followed by the host's reason.
- */
-export class ContentOutdatedError extends Error {
-  /** The Kick, or null when only its close code (4027) arrived. */
-  readonly kick: Kick | null;
-  /** An error for the refusal `kick`. */
-  constructor(kick: Kick | null) {
-    super(reloadMessage(kick));
-    this.name = "ContentOutdatedError";
-    this.kick = kick;
-  }
-}
-
-/** What 'reload' carries. */
-export interface ReloadInfo {
-  /** {@link RELOAD_MESSAGE}, followed by the host's reason (which names the content version it needs). */
-  message: string;
-  /** The Kick CONTENT_OUTDATED, or null when only its close code (4027) arrived. */
-  kick: Kick | null;
-}
-
-function reloadMessage(kick: Kick | null): string {
-  return kick !== null && kick.reason !== "" ? `${RELOAD_MESSAGE} (${kick.reason})` : RELOAD_MESSAGE;
-}
-
-/**
- * What a {@link ZoneConnection} tells the app when the player's character was taken into another
- * zone (Kick CHARACTER_MOVED, §5.3 "Characters"): the player is playing in another game or on
- * another device, and this session is over.
- */
-export const MOVED_ELSEWHERE_MESSAGE = "Your character is now playing in another game or on another device.";
-
-/**
- * The player's character was taken into another zone (Kick CHARACTER_MOVED, §5.3 "Characters"):
- * the rejection of {@link ZoneConnection.connect} when it happens before the first Welcome. Its
- * message is {@link MOVED_ELSEWHERE_MESSAGE} followed by the host's reason.
- */
-export class CharacterMovedError extends Error {
-  /** The Kick, or null when only its close code (4029) arrived. */
-  readonly kick: Kick | null;
-  /** An error for the Kick `kick`. */
-  constructor(kick: Kick | null) {
-    super(movedElsewhereMessage(kick));
-    this.name = "CharacterMovedError";
-    this.kick = kick;
-  }
-}
-
-/** What 'movedElsewhere' carries. */
-export interface MovedElsewhereInfo {
-  /** {@link MOVED_ELSEWHERE_MESSAGE}, followed by the host's reason when it gave one. */
-  message: string;
-  /** The Kick CHARACTER_MOVED, or null when only its close code (4029) arrived. */
-  kick: Kick | null;
-}
-
-function movedElsewhereMessage(kick: Kick | null): string {
-  return kick !== null && kick.reason !== "" ? `${MOVED_ELSEWHERE_MESSAGE} (${kick.reason})` : MOVED_ELSEWHERE_MESSAGE;
-}
-
-/** Options of a {@link ZoneConnection}. */
-export interface ZoneConnectionOptions {
-  /**
-   * WebSocket URL of the zone, e.g. `ws://127.0.0.1:7350/zones/arena-1`: the entry URL. In a fleet
-   * any host answers there and redirects to the zone's owner; every reconnect starts here again,
-   * never at a URL a Redirect named, since the owner may have changed.
-   */
-  url: string;
-  /**
-   * Gets a fresh ticket from the app's backend: called for the first join, after the grace window,
-   * and when the host refuses a resume for a reason a new ticket fixes.
-   */
-  ticket: () => Promise<string>;
-  /** Opens sockets (default: the global WebSocket). */
-  socket?: SocketFactory;
-  /**
-   * Which transport carries the session (§1.1): `"auto"` (default) tries WebTransport within
-   * `webTransportTimeoutMs` and otherwise uses WebSocket, remembering that choice; `"webtransport"`
-   * uses WebTransport whenever the host serves it (its failures are failed attempts, retried like
-   * any other; a host answering 404 to discovery, or a platform without WebTransport, gets
-   * WebSocket); `"websocket"` never tries WebTransport. WebTransport also needs version 6 offered
-   * and an entry URL of the form `ws(s)://host/zones/{zone}`.
-   */
-  transport?: TransportMode;
-  /**
-   * In `"auto"` mode, how long discovery, the session and its Welcome may take before the attempt
-   * goes over WebSocket instead, in ms (default 3000).
-   */
-  webTransportTimeoutMs?: number;
-  /** Opens WebTransport sessions (default: the global `WebTransport`, when there is one). */
-  webTransport?: WebTransportFactory;
-  /** Fetches the host's `/webtransport` discovery answer (default: the global `fetch`). */
-  fetch?: FetchLike;
-  /**
-   * Where the fallback to WebSocket is remembered across reloads (default: the global
-   * `sessionStorage` when there is one; null = nowhere), under {@link transportMemoryKey}.
-   */
-  transportMemory?: TransportMemory | null;
-  /** Time and timers (default: the platform's). */
-  scheduler?: Scheduler;
-  /** Protocol versions offered (default: {@link SUPPORTED_VERSIONS}, the version this SDK implements). */
-  versions?: number[];
-  /**
-   * The game content version this client was built for, sent in Hello: a dotted number such as
-   * `1.4.0` (default empty = none). A host requiring a minimum refuses older (or no) content with
-   * CONTENT_OUTDATED, which ends the connection with 'reload' (§4.1.2).
-   */
-  contentVersion?: string;
-  /** Ping period in ms (default 1000). */
-  pingIntervalMs?: number;
-  /** Give up on a handshake after this many ms without Welcome, Redirects included (default 10000). */
-  handshakeTimeoutMs?: number;
-  /** Reconnect tuning. */
-  reconnect?: ReconnectOptions;
-  /** Server clock tuning. */
-  clock?: ClockOptions;
-  /** Chat tuning ({@link ZoneConnection.chat}, protocol version 11). */
-  chat?: ChatOptions;
-}
-
-/** Why the connection (or one socket of it) closed. */
-export interface CloseInfo {
-  /** WebSocket close code (1006 when unknown). */
-  code: number;
-  /** Close reason, or the Kick's reason, or the error's message. */
-  reason: string;
-  /** The Kick the host sent before closing, if any. */
-  kick: Kick | null;
-  /** A local failure (decode error, handshake timeout…) that ended the socket, if any. */
-  error: Error | null;
-  /** True if another attempt is scheduled. */
-  willReconnect: boolean;
-  /**
-   * True when the host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): the
-   * connection stopped for good and the app should reload the page; `reason` is then the
-   * {@link ReloadInfo.message}. A 'reload' event came just before this 'close'.
-   */
-  reload: boolean;
-  /**
-   * True when the player's character was taken into another zone (Kick CHARACTER_MOVED, §5.3
-   * "Characters"): the player is playing in another game or on another device, the connection
-   * stopped for good, and `reason` is the {@link MovedElsewhereInfo.message}. A 'movedElsewhere'
-   * event came just before this 'close'.
-   */
-  movedElsewhere: boolean;
-  /** Delay before that attempt, in ms (0 when not reconnecting). */
-  retryInMs: number;
-}
-
-/** Extra facts delivered with a Delta. */
-export interface DeltaInfo {
-  /** The known set after the Delta. */
-  mirror: Mirror;
-  /** What the Delta changed. */
-  changes: MirrorChanges;
-  /** Client time of arrival. */
-  recvMs: number;
-  /**
-   * Over WebTransport: the State as it arrived (its `base` set). The 'delta' then carries the same
-   * change relative to the state shown before (see {@link StateRing}). Absent for a WebSocket Delta.
-   */
-  state?: Delta;
-}
-
-/** What 'welcome' carries besides the Welcome. */
-export interface WelcomeInfo {
-  /** True when the reconnect token resumed the same player. */
-  resumed: boolean;
-  /** The transport of this session. */
-  transport: TransportKind;
-  /**
-   * The move this Welcome completes (§5.3.2), or null. Its BASELINE 'delta' follows in the same
-   * task: replace the old world with the new one there, without a frame in between.
-   */
-  transfer: TransferInfo | null;
-}
-
-/** What a WebTransport session did with the States it received (§5.8). */
-export interface StateStats {
-  /** States applied. */
-  applied: number;
-  /** States not newer than the newest applied (late or repeated datagrams). */
-  stale: number;
-  /** States whose base was not held (dropped). */
-  noBase: number;
-  /** States that did not decode against their base, or datagrams that were no State (dropped). */
-  undecodable: number;
-  /** Datagrams that arrived before the Welcome (dropped: the host repeats what was not acknowledged). */
-  early: number;
-}
-
-/** Event handlers of a {@link ZoneConnection}. */
-export interface ZoneConnectionEvents {
-  /**
-   * A Welcome; `resumed` is true when the reconnect token resumed the same player, `transport`
-   * says what carries the session.
-   */
-  welcome: (welcome: Welcome, info: WelcomeInfo) => void;
-  /** A Delta (or over WebTransport a State), after it was applied to the known set. */
-  delta: (delta: Delta, info: DeltaInfo) => void;
-  /**
-   * One zone event from a Delta (delivered after the Delta's 'delta'), or over WebTransport from an
-   * Events message (delivered as it arrives, in order).
-   */
-  event: (event: ZoneEvent, tick: number) => void;
-  /**
-   * A Kick. A 'close' follows, except after ZONE_MOVED or HOST_FENCED when the resume at the zone's
-   * new owner lands on its first attempt: then a 'welcome' with `resumed: true` follows instead.
-   */
-  kick: (kick: Kick) => void;
-  /**
-   * The socket closed; `willReconnect` says whether the connection carries on. Not emitted for a
-   * move (ZONE_MOVED, HOST_FENCED) that resumes at once: the player never left the game.
-   */
-  close: (info: CloseInfo) => void;
-  /**
-   * The zone refused one of this client's inputs (PROTOCOL.md §5.6): no ack will ever cover its
-   * effect, so a predictor drops it ({@link Predictor.refuse}).
-   */
-  inputRefused: (refused: InputRefused) => void;
-  /**
-   * The host moved the player to another zone (§5.3.2): the connection is on its way there. Keep
-   * drawing the world you have; the new zone's 'welcome' (with `transfer` set) and BASELINE
-   * 'delta' follow together once it is reached. For logs and HUDs ("entering {to}").
-   */
-  transfer: (info: TransferInfo) => void;
-  /** A Transfer could not be followed, or an attempt at the new zone failed (see {@link TransferError}). */
-  transferError: (error: TransferError) => void;
-  /**
-   * The host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): it was built
-   * for older game content than the host now runs. The connection has stopped for good (a 'close'
-   * with `reload: true` follows); the app should tell the player and reload the page, e.g.
-   * `conn.on("reload", (r) => { showBanner(r.message); location.reload(); })`.
-   */
-  reload: (info: ReloadInfo) => void;
-  /**
-   * The player's character was taken into another zone (Kick CHARACTER_MOVED, §5.3 "Characters"):
-   * the player started playing in another game or on another device. The connection has stopped
-   * for good and does not reconnect (a 'close' with `movedElsewhere: true` follows); the game tells
-   * the player and may offer to play here again, which is a new connection, e.g.
-   * `conn.on("movedElsewhere", (m) => showScreen(m.message, "Play here"))`.
-   */
-  movedElsewhere: (info: MovedElsewhereInfo) => void;
-  /**
-   * The handshake is being redirected to `redirect.url` (§5.3.1): the connection follows on its own
-   * with the same Hello; this is for logs and HUDs. Counted in {@link ConnectionStats.redirects}.
-   */
-  redirect: (redirect: Redirect) => void;
-  /** An attempt that tried WebTransport goes over WebSocket instead (for logs and HUDs). */
-  fallback: (info: TransportFallback) => void;
-}
-
-/** Lifecycle of a {@link ZoneConnection}. */
-export type ConnectionState =
-  | "idle"
-  | "connecting"
-  | "handshaking"
-  | "open"
-  | "reconnecting"
-  /** Moving to another zone (§5.3.2): the old world stays on screen; not a disconnect. */
-  | "transferring"
-  | "closed";
-
-/** Byte and message counters for HUDs. */
-export interface ConnectionStats {
-  /** Bytes received (message payloads). */
-  bytesIn: number;
-  /** Bytes sent. */
-  bytesOut: number;
-  /** Messages received. */
-  messagesIn: number;
-  /** Messages sent. */
-  messagesOut: number;
-  /** Bytes received over the last second. */
-  bytesInPerSec: number;
-  /** Bytes sent over the last second. */
-  bytesOutPerSec: number;
-  /** Redirects followed during handshakes (§5.3.1), the first join's included. */
-  redirects: number;
-  /**
-   * Welcomes reached through an entry URL a Welcome listed, the entry URL being unreachable
-   * (§5.3.1).
-   */
-  entryFallbacks: number;
-  /** Welcomes that resumed the same player with the reconnect token. */
-  resumes: number;
-  /**
-   * Welcomes that started a new player: the first join, and every reconnect that could not resume
-   * (past the grace window, or the token refused).
-   */
-  freshJoins: number;
-  /** Transfers completed: Welcomes (and BASELINEs) of the zone a Transfer named (§5.3.2). */
-  transfers: number;
-  /** Datagrams received (WebTransport; counted in the messages and bytes too). */
-  datagramsIn: number;
-  /** Datagrams sent (WebTransport; counted in the messages and bytes too). */
-  datagramsOut: number;
-}
-
-/** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
-class RateMeter {
-  private readonly buckets = new Float64Array(10);
-  private bucketStart = 0;
-  private head = 0;
-
-  add(nowMs: number, n: number): void {
-    this.roll(nowMs);
-    this.buckets[this.head] = (this.buckets[this.head] ?? 0) + n;
-  }
-
-  perSecond(nowMs: number): number {
-    this.roll(nowMs);
-    let sum = 0;
-    for (const b of this.buckets) sum += b;
-    return sum;
-  }
-
-  private roll(nowMs: number): void {
-    const bucket = Math.floor(nowMs / 100);
-    const steps = Math.min(10, bucket - this.bucketStart);
-    if (steps <= 0) return;
-    for (let i = 0; i < steps; i++) {
-      this.head = (this.head + 1) % 10;
-      this.buckets[this.head] = 0;
-    }
-    this.bucketStart = bucket;
-  }
-}
-
 type Listeners = { [K in keyof ZoneConnectionEvents]: Set<ZoneConnectionEvents[K]> };
-
-function toBytes(data: unknown): Uint8Array | null {
-  if (data instanceof Uint8Array) return data;
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  return null;
-}
-
-/** Whether a Delta message's flags say BASELINE (tag, varint tick, varint ack, flags). */
-function isBaseline(bytes: Uint8Array): boolean {
-  try {
-    const r = new Reader(bytes);
-    r.u8();
-    r.varintU64();
-    r.varintU32();
-    return (r.u8() & 1) !== 0;
-  } catch {
-    return false;
-  }
-}
-
-/** The platform's WebTransport, or null when it has none. */
-function platformWebTransport(): WebTransportFactory | null {
-  const WT = (globalThis as { WebTransport?: new (url: string, options?: unknown) => WebTransportLike }).WebTransport;
-  if (WT === undefined) return null;
-  return (url, options) => (options === undefined ? new WT(url) : new WT(url, options));
-}
-
-/** The platform's fetch, or null when it has none. */
-function platformFetch(): FetchLike | null {
-  const f = (globalThis as { fetch?: FetchLike }).fetch;
-  return f === undefined ? null : (url) => f(url);
-}
-
-/** The platform's sessionStorage, or null when it has none (or refuses access). */
-function platformMemory(): TransportMemory | null {
-  try {
-    return (globalThis as { sessionStorage?: TransportMemory }).sessionStorage ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** Stops a socket from reaching the connection (its close, messages, datagrams). */
-function detach(sock: SocketLike): void {
-  sock.onopen = null;
-  sock.onmessage = null;
-  sock.onclose = null;
-  sock.onerror = null;
-  if (sock instanceof WebTransportSocket) {
-    sock.ondatagram = null;
-    sock.onfailure = null;
-  }
-}
-
-function defaultSocketFactory(url: string): SocketLike {
-  const WS = (globalThis as { WebSocket?: new (url: string) => SocketLike }).WebSocket;
-  if (WS === undefined) {
-    throw new Error("no global WebSocket: pass a `socket` factory in ZoneConnectionOptions");
-  }
-  return new WS(url);
-}
 
 /** One client session with a zone, carried over reconnects. */
 export class ZoneConnection {
@@ -1033,13 +519,10 @@ export class ZoneConnection {
    * change it), oldest first; both lists are emptied.
    */
   private unackedToResend(): DatagramInput[] {
-    const bySeq = new Map<number, DatagramInput>();
-    for (const i of [...this.sentUnacked, ...this.pendingInputs]) {
-      if (i.seq > this.lastAck && !bySeq.has(i.seq)) bySeq.set(i.seq, i);
-    }
+    const again = unackedAfter(this.sentUnacked, this.pendingInputs, this.lastAck);
     this.sentUnacked = [];
     this.pendingInputs = [];
-    return [...bySeq.values()].sort((a, b) => a.seq - b.seq).slice(-UNACKED_KEPT);
+    return again;
   }
 
   /**
@@ -1053,24 +536,7 @@ export class ZoneConnection {
     if (sock === null) return;
     const ack = this.ring?.ackTick ?? 0;
     const max = sock.maxDatagramSize;
-    let inputs = this.pendingInputs.slice(-LIMITS.datagramInputs);
-    let bytes: Uint8Array | null;
-    for (;;) {
-      try {
-        bytes = encodeClientMessage({ type: "inputs", stateAck: ack, inputs });
-      } catch (e) {
-        // Too long with the older inputs (the 8,192-byte message limit): drop them first.
-        if (!(e instanceof EncodeError && e.kind === "too_long") || (newInput && inputs.length <= 1)) throw e;
-        bytes = null;
-      }
-      if (bytes !== null && bytes.length <= max) break;
-      if (newInput && inputs.length <= 1) {
-        throw new EncodeError("too_long", `an Inputs datagram of ${bytes?.length ?? 0} bytes does not fit the session's ${max}`);
-      }
-      // An ack-only datagram is a few bytes: nothing left to shed, it goes as it is.
-      if (inputs.length === 0) break;
-      inputs = inputs.slice(1);
-    }
+    const bytes = inputsDatagram(this.pendingInputs, ack, max, newInput);
     if (bytes === null) return;
     if (!sock.sendDatagram(bytes)) return;
     this.ackSent = Math.max(this.ackSent, ack);

@@ -15,7 +15,7 @@
  * {@link FetchLike}), so tests can supply in-memory doubles and the declarations need no DOM types.
  */
 
-import type { SocketLike } from "./connection.js";
+import type { SocketLike } from "./connectiontypes.js";
 import { LIMITS } from "./messages.js";
 import { DecodeError, Reader, Writer } from "./wire.js";
 

@@ -68,260 +68,21 @@
 import { ChatClient } from "./chat.js";
 import { CHAT_PROTOCOL } from "./chatcodec.js";
 import { ServerClock } from "./clock.js";
+import { CharacterMovedError, ContentOutdatedError, movedElsewhereMessage, RedirectError, reloadMessage, TRANSFER_FINAL_KICKS, TransferError, } from "./connectionerrors.js";
+import { transportMemoryKey, } from "./connectiontypes.js";
+import { inputsDatagram, STATE_ACK_HOLD_MS, UNACKED_KEPT, unackedAfter } from "./inputs.js";
 import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, ENTRIES_PROTOCOL, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, TRANSFER_PROTOCOL, transferTarget, websocketEntries, } from "./messages.js";
 import { Mirror } from "./mirror.js";
 import { backoffMs, defaultReconnectPolicy } from "./reconnect.js";
 import { systemScheduler } from "./scheduler.js";
+import { defaultSocketFactory, detach, isBaseline, platformFetch, platformMemory, platformWebTransport, RateMeter, toBytes, } from "./sockets.js";
 import { StateRing } from "./states.js";
+import { credentialLifetimeMs, ticketSubject, withZone } from "./tickets.js";
 import { discoverWebTransport, webTransportOptions, webTransportSessionUrl, WebTransportSocket, zoneOfEntryUrl, } from "./webtransport.js";
-import { DecodeError, EncodeError, Reader } from "./wire.js";
-/** The {@link TransportMemory} key under which the transport chosen for `entryUrl` is kept. */
-export function transportMemoryKey(entryUrl) {
-    return `zonekeep.transport:${entryUrl}`;
-}
-/**
- * A Redirect the connection would not follow (§5.3.1): `too_many` — a Redirect after the three an
- * attempt may follow (the attempt failed; the next starts at the entry URL again), or `scheme` — a
- * URL that is not `ws://` or `wss://` (the connection stops: a host handing out such URLs would hand
- * out the same again). Reported as the `error` of the {@link CloseInfo} that ends the attempt.
- */
-export class RedirectError extends Error {
-    /** Why the Redirect was refused. */
-    kind;
-    /** The URL the refused Redirect named. */
-    url;
-    /** An error for a refused Redirect to `url`. */
-    constructor(kind, url) {
-        super(kind === "too_many"
-            ? `too many redirects: another after ${LIMITS.redirects}`
-            : `redirected to a URL that is not ws:// or wss://: ${url}`);
-        this.name = "RedirectError";
-        this.kind = kind;
-        this.url = url;
-    }
-}
-/**
- * A Transfer the connection could not follow (yet), as 'transferError' reports it: `url` — its URL
- * is not `ws://` or `wss://` (the Transfer is ignored, the session goes on where it was);
- * `attempt` — an attempt at the new zone failed (`willRetry` says whether another follows, with
- * backoff, while the credential is valid); `replayed` — the credential was already used and no
- * Welcome of the new zone gave a reconnect token to resume with; `expired` — the credential's
- * lifetime ran out before an attempt landed. Without `willRetry` the connection closes next.
- */
-export class TransferError extends Error {
-    /** What went wrong. */
-    kind;
-    /** The Kick of the failed attempt, if the host sent one. */
-    kick;
-    /** Whether the move goes on (another attempt, or, for `url`, the session where it was). */
-    willRetry;
-    /** An error of `kind` with `message`. */
-    constructor(kind, message, kick, willRetry) {
-        super(message);
-        this.name = "TransferError";
-        this.kind = kind;
-        this.kick = kick;
-        this.willRetry = willRetry;
-    }
-}
-/** Kick codes after which another attempt with the same transfer credential cannot land. */
-const TRANSFER_FINAL_KICKS = new Set([
-    KickCode.VERSION_MISMATCH,
-    KickCode.BAD_TICKET,
-    KickCode.TICKET_EXPIRED,
-    KickCode.TICKET_UNKNOWN_KEY,
-    KickCode.TICKET_RETIRED_KEY,
-    KickCode.TICKET_BAD_ALGORITHM,
-    KickCode.TICKET_WRONG_ZONE,
-]);
-/** The claims of a ticket (a compact JWS), or null when it is not one that can be read. */
-function ticketClaims(ticket) {
-    try {
-        const part = ticket.split(".")[1] ?? "";
-        const bin = atob(part.replace(/-/g, "+").replace(/_/g, "/"));
-        const json = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-        const claims = JSON.parse(json);
-        return typeof claims === "object" && claims !== null && !Array.isArray(claims) ? claims : null;
-    }
-    catch {
-        return null;
-    }
-}
-/** How long a credential is valid from now, ms, by its `exp` (600 s when it cannot be read). */
-function credentialLifetimeMs(ticket) {
-    const exp = ticketClaims(ticket)?.exp;
-    if (typeof exp === "number" && Number.isFinite(exp))
-        return Math.max(0, exp * 1000 - Date.now());
-    // Not a readable JWS: the documented lifetime stands in.
-    return 600_000;
-}
-/** The principal a ticket admits (its `sub`), or null when it cannot be read. */
-function ticketSubject(ticket) {
-    const sub = ticketClaims(ticket)?.sub;
-    return typeof sub === "string" && sub !== "" ? sub : null;
-}
-/** `url` naming `zone` in place of the zone its `/zones/{zone}` path names (unchanged otherwise). */
-function withZone(url, zone) {
-    try {
-        const u = new URL(url);
-        if (!/^\/zones\/[^/]+$/.test(u.pathname))
-            return url;
-        u.pathname = `/zones/${encodeURIComponent(zone)}`;
-        return u.toString();
-    }
-    catch {
-        return url;
-    }
-}
-/**
- * Unacknowledged inputs a connection keeps to send again after a resume, at most: under the host's
- * default input burst of 30 (§4.6), so none of them is dropped for its rate.
- */
-const UNACKED_KEPT = 24;
-/**
- * How long a State's acknowledgement waits for an input to carry it before it goes in an Inputs
- * datagram of its own (§4.5): every datagram costs the host a receive and a QUIC acknowledgement of
- * its own. Under QUIC's default `max_ack_delay` (25 ms), so the datagram still carries the
- * browser's QUIC acknowledgement of the State, and well under a patch interval, so the host still
- * writes the next State against it.
- */
-const STATE_ACK_HOLD_MS = 20;
-/**
- * What a {@link ZoneConnection} tells the app when the host refuses its content version: the page
- * must be reloaded to get the current build.
- */
-export const RELOAD_MESSAGE = "The game was updated: reload the page to play the current version.";
-/**
- * The host refused this client's content version (Kick CONTENT_OUTDATED, §4.1.2): the rejection of
- * {@link ZoneConnection.connect} when it happens before the first Welcome. Its message is
- * {@link RELOAD_MESSAGE} followed by the host's reason.
- */
-export class ContentOutdatedError extends Error {
-    /** The Kick, or null when only its close code (4027) arrived. */
-    kick;
-    /** An error for the refusal `kick`. */
-    constructor(kick) {
-        super(reloadMessage(kick));
-        this.name = "ContentOutdatedError";
-        this.kick = kick;
-    }
-}
-function reloadMessage(kick) {
-    return kick !== null && kick.reason !== "" ? `${RELOAD_MESSAGE} (${kick.reason})` : RELOAD_MESSAGE;
-}
-/**
- * What a {@link ZoneConnection} tells the app when the player's character was taken into another
- * zone (Kick CHARACTER_MOVED, §5.3 "Characters"): the player is playing in another game or on
- * another device, and this session is over.
- */
-export const MOVED_ELSEWHERE_MESSAGE = "Your character is now playing in another game or on another device.";
-/**
- * The player's character was taken into another zone (Kick CHARACTER_MOVED, §5.3 "Characters"):
- * the rejection of {@link ZoneConnection.connect} when it happens before the first Welcome. Its
- * message is {@link MOVED_ELSEWHERE_MESSAGE} followed by the host's reason.
- */
-export class CharacterMovedError extends Error {
-    /** The Kick, or null when only its close code (4029) arrived. */
-    kick;
-    /** An error for the Kick `kick`. */
-    constructor(kick) {
-        super(movedElsewhereMessage(kick));
-        this.name = "CharacterMovedError";
-        this.kick = kick;
-    }
-}
-function movedElsewhereMessage(kick) {
-    return kick !== null && kick.reason !== "" ? `${MOVED_ELSEWHERE_MESSAGE} (${kick.reason})` : MOVED_ELSEWHERE_MESSAGE;
-}
-/** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
-class RateMeter {
-    buckets = new Float64Array(10);
-    bucketStart = 0;
-    head = 0;
-    add(nowMs, n) {
-        this.roll(nowMs);
-        this.buckets[this.head] = (this.buckets[this.head] ?? 0) + n;
-    }
-    perSecond(nowMs) {
-        this.roll(nowMs);
-        let sum = 0;
-        for (const b of this.buckets)
-            sum += b;
-        return sum;
-    }
-    roll(nowMs) {
-        const bucket = Math.floor(nowMs / 100);
-        const steps = Math.min(10, bucket - this.bucketStart);
-        if (steps <= 0)
-            return;
-        for (let i = 0; i < steps; i++) {
-            this.head = (this.head + 1) % 10;
-            this.buckets[this.head] = 0;
-        }
-        this.bucketStart = bucket;
-    }
-}
-function toBytes(data) {
-    if (data instanceof Uint8Array)
-        return data;
-    if (data instanceof ArrayBuffer)
-        return new Uint8Array(data);
-    if (ArrayBuffer.isView(data))
-        return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    return null;
-}
-/** Whether a Delta message's flags say BASELINE (tag, varint tick, varint ack, flags). */
-function isBaseline(bytes) {
-    try {
-        const r = new Reader(bytes);
-        r.u8();
-        r.varintU64();
-        r.varintU32();
-        return (r.u8() & 1) !== 0;
-    }
-    catch {
-        return false;
-    }
-}
-/** The platform's WebTransport, or null when it has none. */
-function platformWebTransport() {
-    const WT = globalThis.WebTransport;
-    if (WT === undefined)
-        return null;
-    return (url, options) => (options === undefined ? new WT(url) : new WT(url, options));
-}
-/** The platform's fetch, or null when it has none. */
-function platformFetch() {
-    const f = globalThis.fetch;
-    return f === undefined ? null : (url) => f(url);
-}
-/** The platform's sessionStorage, or null when it has none (or refuses access). */
-function platformMemory() {
-    try {
-        return globalThis.sessionStorage ?? null;
-    }
-    catch {
-        return null;
-    }
-}
-/** Stops a socket from reaching the connection (its close, messages, datagrams). */
-function detach(sock) {
-    sock.onopen = null;
-    sock.onmessage = null;
-    sock.onclose = null;
-    sock.onerror = null;
-    if (sock instanceof WebTransportSocket) {
-        sock.ondatagram = null;
-        sock.onfailure = null;
-    }
-}
-function defaultSocketFactory(url) {
-    const WS = globalThis.WebSocket;
-    if (WS === undefined) {
-        throw new Error("no global WebSocket: pass a `socket` factory in ZoneConnectionOptions");
-    }
-    return new WS(url);
-}
+import { DecodeError } from "./wire.js";
+// The connection's public types and errors have files of their own; they are exported from here.
+export { CharacterMovedError, ContentOutdatedError, MOVED_ELSEWHERE_MESSAGE, RedirectError, RELOAD_MESSAGE, TransferError, } from "./connectionerrors.js";
+export { transportMemoryKey, } from "./connectiontypes.js";
 /** One client session with a zone, carried over reconnects. */
 export class ZoneConnection {
     /** The server clock estimate (kept across reconnects, restarted on each Welcome). */
@@ -632,14 +393,10 @@ export class ZoneConnection {
      * change it), oldest first; both lists are emptied.
      */
     unackedToResend() {
-        const bySeq = new Map();
-        for (const i of [...this.sentUnacked, ...this.pendingInputs]) {
-            if (i.seq > this.lastAck && !bySeq.has(i.seq))
-                bySeq.set(i.seq, i);
-        }
+        const again = unackedAfter(this.sentUnacked, this.pendingInputs, this.lastAck);
         this.sentUnacked = [];
         this.pendingInputs = [];
-        return [...bySeq.values()].sort((a, b) => a.seq - b.seq).slice(-UNACKED_KEPT);
+        return again;
     }
     /**
      * Sends an Inputs datagram (§4.5): the pending inputs, newest last, as many as fit the session's
@@ -653,28 +410,7 @@ export class ZoneConnection {
             return;
         const ack = this.ring?.ackTick ?? 0;
         const max = sock.maxDatagramSize;
-        let inputs = this.pendingInputs.slice(-LIMITS.datagramInputs);
-        let bytes;
-        for (;;) {
-            try {
-                bytes = encodeClientMessage({ type: "inputs", stateAck: ack, inputs });
-            }
-            catch (e) {
-                // Too long with the older inputs (the 8,192-byte message limit): drop them first.
-                if (!(e instanceof EncodeError && e.kind === "too_long") || (newInput && inputs.length <= 1))
-                    throw e;
-                bytes = null;
-            }
-            if (bytes !== null && bytes.length <= max)
-                break;
-            if (newInput && inputs.length <= 1) {
-                throw new EncodeError("too_long", `an Inputs datagram of ${bytes?.length ?? 0} bytes does not fit the session's ${max}`);
-            }
-            // An ack-only datagram is a few bytes: nothing left to shed, it goes as it is.
-            if (inputs.length === 0)
-                break;
-            inputs = inputs.slice(1);
-        }
+        const bytes = inputsDatagram(this.pendingInputs, ack, max, newInput);
         if (bytes === null)
             return;
         if (!sock.sendDatagram(bytes))

@@ -1,0 +1,97 @@
+/**
+ * What a {@link ZoneConnection} needs of the platform and of its sockets: the platform's WebSocket,
+ * WebTransport, `fetch` and `sessionStorage` when none is injected, a socket detached from the
+ * connection, a message's bytes, a Delta's BASELINE flag read without decoding it, and the byte rate
+ * over the last second.
+ */
+import { WebTransportSocket } from "./webtransport.js";
+import { Reader } from "./wire.js";
+/** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
+export class RateMeter {
+    buckets = new Float64Array(10);
+    bucketStart = 0;
+    head = 0;
+    add(nowMs, n) {
+        this.roll(nowMs);
+        this.buckets[this.head] = (this.buckets[this.head] ?? 0) + n;
+    }
+    perSecond(nowMs) {
+        this.roll(nowMs);
+        let sum = 0;
+        for (const b of this.buckets)
+            sum += b;
+        return sum;
+    }
+    roll(nowMs) {
+        const bucket = Math.floor(nowMs / 100);
+        const steps = Math.min(10, bucket - this.bucketStart);
+        if (steps <= 0)
+            return;
+        for (let i = 0; i < steps; i++) {
+            this.head = (this.head + 1) % 10;
+            this.buckets[this.head] = 0;
+        }
+        this.bucketStart = bucket;
+    }
+}
+export function toBytes(data) {
+    if (data instanceof Uint8Array)
+        return data;
+    if (data instanceof ArrayBuffer)
+        return new Uint8Array(data);
+    if (ArrayBuffer.isView(data))
+        return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    return null;
+}
+/** Whether a Delta message's flags say BASELINE (tag, varint tick, varint ack, flags). */
+export function isBaseline(bytes) {
+    try {
+        const r = new Reader(bytes);
+        r.u8();
+        r.varintU64();
+        r.varintU32();
+        return (r.u8() & 1) !== 0;
+    }
+    catch {
+        return false;
+    }
+}
+/** The platform's WebTransport, or null when it has none. */
+export function platformWebTransport() {
+    const WT = globalThis.WebTransport;
+    if (WT === undefined)
+        return null;
+    return (url, options) => (options === undefined ? new WT(url) : new WT(url, options));
+}
+/** The platform's fetch, or null when it has none. */
+export function platformFetch() {
+    const f = globalThis.fetch;
+    return f === undefined ? null : (url) => f(url);
+}
+/** The platform's sessionStorage, or null when it has none (or refuses access). */
+export function platformMemory() {
+    try {
+        return globalThis.sessionStorage ?? null;
+    }
+    catch {
+        return null;
+    }
+}
+/** Stops a socket from reaching the connection (its close, messages, datagrams). */
+export function detach(sock) {
+    sock.onopen = null;
+    sock.onmessage = null;
+    sock.onclose = null;
+    sock.onerror = null;
+    if (sock instanceof WebTransportSocket) {
+        sock.ondatagram = null;
+        sock.onfailure = null;
+    }
+}
+export function defaultSocketFactory(url) {
+    const WS = globalThis.WebSocket;
+    if (WS === undefined) {
+        throw new Error("no global WebSocket: pass a `socket` factory in ZoneConnectionOptions");
+    }
+    return new WS(url);
+}
