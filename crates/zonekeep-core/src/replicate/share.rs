@@ -18,6 +18,11 @@
 //!
 //! Only clean leaders are shared: a budget that deferred something makes the selection depend on the
 //! subscriber's own priorities, so that frame is not reused.
+//!
+//! A subscriber on datagrams is built against the state its client acknowledged, and each kept
+//! state keeps its id: rebased onto it, the subscriber takes that id back. States against the same
+//! acknowledged state (by either path above) therefore share one body too, whichever tick each
+//! client acknowledged it at.
 
 use super::{BuildStats, Entry, FrameInput, Subscriber};
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Frames against acknowledged states over a lossy, reordering path: every State a client applies
 //! leaves it holding exactly what the host sent for that tick, and once the path clears, the client
-//! holds the world.
+//! holds the world; States against the same acknowledged state share one encoding.
 
 use super::tests::world;
 use super::*;
@@ -258,6 +258,99 @@ fn every_state_is_a_baseline_until_one_is_acknowledged() {
     )
     .unwrap();
     assert_eq!(bases.last(), Some(&Some(2)));
+}
+
+/// A subscriber on datagrams whose client holds the same acknowledged state as an earlier one's,
+/// and sees the same entities, gets that State's body as encoded once; one acknowledged at another
+/// state gets its own. Every client still holds exactly its view after applying what it got.
+#[test]
+fn states_against_the_same_acknowledged_state_share_one_encoding() {
+    let (mut w, unit, _) = world(0.05);
+    let ids: Vec<EntityId> = (0..40)
+        .map(|i| w.spawn(unit, i as f32 * 3.0, 5.0).unwrap())
+        .collect();
+    let schema = w.schema();
+    let mut r = Replicator::new(ReplicationConfig::default());
+    let subs: Vec<SubscriberId> = (0..3).map(SubscriberId).collect();
+    for &s in &subs {
+        let cfg = SubscriberConfig {
+            radius: f32::INFINITY,
+            margin: 0.0,
+            budget: None,
+            focus: Focus::Point(0.0, 0.0),
+            control: None,
+        };
+        r.add_subscriber(s, cfg).unwrap();
+        r.acknowledge_states(s, None).unwrap();
+    }
+    let mut rings: Vec<StateRing> = (0..3).map(|_| StateRing::new()).collect();
+    // One patch: every entity moves; returns each subscriber's (State, base) and the shared count.
+    let patch = |r: &mut Replicator, w: &mut World, tick: u64| {
+        for id in &ids {
+            let (x, y) = w.pos(*id).unwrap();
+            w.set_pos(*id, x, y + 0.7).unwrap();
+        }
+        let mut built = vec![(Vec::new(), None); 3];
+        let stats = r
+            .build_with_heads(
+                w,
+                tick,
+                None::<fn(SubscriberId, EntityId) -> bool>,
+                |_| FrameInput::default(),
+                |s, head, b| built[s.0 as usize] = (b.to_vec(), head.base),
+            )
+            .unwrap();
+        (built, stats.shared_bodies)
+    };
+    // Each client applies its State, then holds every entity where it is now.
+    let apply = |rings: &mut Vec<StateRing>, w: &World, built: &[(Vec<u8>, Option<u64>)]| {
+        let whole: Vec<(u32, i32, i32)> = ids
+            .iter()
+            .map(|&id| {
+                let (qx, qy) = w.qpos(id).unwrap();
+                (id.0, qx, qy)
+            })
+            .collect();
+        for (s, (bytes, _)) in built.iter().enumerate() {
+            let applied = rings[s].apply(bytes, &schema).unwrap();
+            assert!(matches!(applied, Applied::Newer(_)), "subscriber {s}");
+            let got: Vec<(u32, i32, i32)> = held(rings[s].current())
+                .into_iter()
+                .map(|(id, _, qx, qy, _)| (id, qx, qy))
+                .collect();
+            assert_eq!(got, whole, "subscriber {s}");
+        }
+    };
+    // Tick 1: nothing acknowledged, one BASELINE for all three.
+    let (built, shared) = patch(&mut r, &mut w, 1);
+    assert_eq!(shared, 2);
+    assert!(built.iter().all(|b| b.1 == Some(0) && b.0 == built[0].0));
+    apply(&mut rings, &w, &built);
+    // Tick 2: the first two acknowledged tick 1, the third nothing yet.
+    assert!(r.ack_state(subs[0], 1).unwrap());
+    assert!(r.ack_state(subs[1], 1).unwrap());
+    let (built, shared) = patch(&mut r, &mut w, 2);
+    assert_eq!(shared, 1, "the second shares the first's State");
+    assert_eq!(
+        (built[0].1, built[1].1, built[2].1),
+        (Some(1), Some(1), Some(0))
+    );
+    assert_eq!(built[0].0, built[1].0);
+    assert_ne!(built[0].0, built[2].0, "a BASELINE again for the third");
+    apply(&mut rings, &w, &built);
+    // Tick 3: the first and third acknowledged tick 2 (reached by a Delta and by a BASELINE: the
+    // same state all the same), the second still tick 1.
+    assert!(r.ack_state(subs[0], 2).unwrap());
+    assert!(r.ack_state(subs[2], 2).unwrap());
+    let (built, shared) = patch(&mut r, &mut w, 3);
+    assert_eq!(
+        (built[0].1, built[1].1, built[2].1),
+        (Some(2), Some(1), Some(2))
+    );
+    assert_eq!(shared, 1, "the third shares the first's State");
+    assert_eq!(built[0].0, built[2].0);
+    assert_ne!(built[0].0, built[1].0, "two ticks of motion against one");
+    apply(&mut rings, &w, &built);
 }
 
 proptest! {
