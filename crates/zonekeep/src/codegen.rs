@@ -134,7 +134,7 @@ pub(crate) fn run(args: CodegenArgs) -> Result<ExitCode> {
 }
 
 fn describe_and_write(args: &CodegenArgs) -> Result<String> {
-    let builder = crate::cli::register_kinds(Host::builder(), args.dev_kinds);
+    let builder = crate::kinds::register_kinds(Host::builder(), args.dev_kinds);
     let (builder, _) = crate::modules::register_modules(builder, &args.modules)?;
     let (schema, contract) = builder.describe(&args.kind)?;
     let api = KindApi {

@@ -9,23 +9,15 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod bench;
-mod bench_ab;
-mod bench_boards;
-mod bench_chat;
-mod bench_lobby;
-mod bench_match;
-mod call_zone;
-mod character_zone;
 mod cli;
 mod codegen;
-mod ledger_zone;
+mod kinds;
 mod module_cmd;
 mod modules;
 mod persist_args;
 mod relay_cmd;
 mod replay;
 mod static_site;
-mod workload;
 
 use std::process::ExitCode;
 

@@ -62,7 +62,7 @@ fn replay_file(
         );
     }
     let bytes = read_bounded(path)?;
-    let builder = crate::cli::register_kinds(Host::builder(), dev_kinds);
+    let builder = crate::kinds::register_kinds(Host::builder(), dev_kinds);
     let (builder, _) = crate::modules::register_modules(builder, modules)?;
     replay(builder.kinds(), &bytes).with_context(|| {
         let hint = if dev_kinds {

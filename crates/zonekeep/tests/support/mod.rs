@@ -36,7 +36,7 @@ pub const SECRET: &str = "persist-test-secret-0123456789abcdef";
 pub const ADMIN_TOKEN: &str = "fleet-admin-token-0123456789abcdef";
 /// The lobby credential the lobby tests start hosts with (`--lobby-token`).
 pub const LOBBY_TOKEN: &str = "fleet-lobby-token-0123456789abcdef";
-/// ledger-test event topics (see crates/zonekeep/src/ledger_zone.rs).
+/// ledger-test event topics (see crates/zonekeep/src/kinds/ledger.rs).
 pub const TOPIC_STATE: u16 = 1;
 pub const TOPIC_SETTLED: u16 = 2;
 

@@ -22,21 +22,30 @@
 //! skipped). The board is deleted at the end when this run declared it, unless `--keep-board` or
 //! the check found it wrong. The host needs `--admin-token`, `--lobby-token` and a store, and
 //! `--max-connections-per-ip` of at least `--concurrency` (the default 32 answers the rest 429).
+//!
+//! This file holds the flags, the plan and the requests; `phase` runs a phase's requests and
+//! sums up their ends, `check` is the exactness check, and `report` renders the report.
 
-use std::collections::{BTreeMap, HashSet};
-use std::future::Future;
+mod check;
+mod phase;
+mod report;
+
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use hyper::Method;
 use serde_json::{json, Value};
 use zonekeep_bench::arena::math::Mulberry32;
 
-use crate::bench_match::{call, enc, http_client, quantiles, retryable, HttpClient, Reply};
+use crate::bench::http::{call, enc, http_client, retryable, HttpClient, Reply};
+use check::check;
+use phase::{failed, ok, phase, Outcome, Phase};
+use report::render;
 
 /// Longest a request may take before it counts as unanswered.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -133,88 +142,6 @@ struct Ctx {
     unexpected_repeats: AtomicU64,
 }
 
-/// One request's end.
-struct Outcome {
-    /// The successful attempt's own time.
-    took: Option<Duration>,
-    /// `"STAGE STATUS CODE"` when it failed.
-    failure: Option<String>,
-    /// The answer's `source`, for reads.
-    source: Option<&'static str>,
-    /// Why each attempt sent again was refused (`"STAGE STATUS CODE"`).
-    retried: Vec<String>,
-}
-
-/// A phase's figures.
-struct Phase {
-    requests: usize,
-    ok: usize,
-    failures: BTreeMap<String, u64>,
-    /// Attempts sent again, by why.
-    retries: BTreeMap<String, u64>,
-    seconds: f64,
-    latency_ms: Value,
-    sources: BTreeMap<&'static str, u64>,
-}
-
-impl Phase {
-    fn of(outcomes: Vec<Outcome>, seconds: f64) -> Phase {
-        let mut failures: BTreeMap<String, u64> = BTreeMap::new();
-        let mut sources: BTreeMap<&'static str, u64> = BTreeMap::new();
-        let mut latencies = Vec::with_capacity(outcomes.len());
-        let mut retries: BTreeMap<String, u64> = BTreeMap::new();
-        let requests = outcomes.len();
-        for o in outcomes {
-            for why in o.retried {
-                *retries.entry(why).or_default() += 1;
-            }
-            latencies.extend(o.took);
-            if let Some(s) = o.source {
-                *sources.entry(s).or_default() += 1;
-            }
-            if let Some(f) = o.failure {
-                *failures.entry(f).or_default() += 1;
-            }
-        }
-        Phase {
-            requests,
-            ok: latencies.len(),
-            failures,
-            retries,
-            seconds,
-            latency_ms: quantiles(latencies),
-            sources,
-        }
-    }
-
-    fn failed(&self) -> usize {
-        self.requests - self.ok
-    }
-
-    fn per_second(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.ok as f64 / self.seconds
-        } else {
-            0.0
-        }
-    }
-
-    fn to_json(&self) -> Value {
-        json!({
-            "requests": self.requests,
-            "ok": self.ok,
-            "failed": self.failed(),
-            "failures": self.failures,
-            "retries": self.retries.values().sum::<u64>(),
-            "retried_for": self.retries,
-            "seconds": self.seconds,
-            "per_second": self.per_second(),
-            "latency_ms": self.latency_ms,
-            "sources": self.sources,
-        })
-    }
-}
-
 pub(crate) fn run(args: BoardsArgs) -> Result<()> {
     if args.concurrency == 0 || args.entries == 0 || args.store_concurrency == Some(0) {
         bail!("--concurrency, --store-concurrency and --entries must be at least 1");
@@ -296,7 +223,7 @@ async fn read(client: &HttpClient, url: &str) -> Result<Reply, &'static str> {
 async fn load(args: &BoardsArgs) -> Result<Value> {
     let client = http_client();
     let base = args.url.trim_end_matches('/').to_owned();
-    let run = crate::bench_lobby::run_tag();
+    let run = crate::bench::lobby::run_tag();
     let board = args.board.clone().unwrap_or_else(|| format!("bench-{run}"));
     let created = declare(&client, args, &base, &board).await?;
     let ctx = Arc::new(plan(args, client, &base, &board, &run));
@@ -454,69 +381,6 @@ fn draw(rng: &mut Mulberry32, n: usize) -> u32 {
     u32::try_from(i.min(n - 1)).unwrap_or(0)
 }
 
-/// Runs `n` jobs, `concurrency` at once.
-async fn phase<F, Fut>(
-    ctx: &Arc<Ctx>,
-    label: &str,
-    n: usize,
-    concurrency: usize,
-    progress: bool,
-    job: F,
-) -> Result<Phase>
-where
-    F: Fn(Arc<Ctx>, usize) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Outcome> + Send + 'static,
-{
-    let job = Arc::new(job);
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let ticker = (progress && n > 0).then(|| {
-        let (label, done) = (label.to_owned(), Arc::clone(&done));
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                let d = done.load(Ordering::Relaxed);
-                let secs = started.elapsed().as_secs_f64();
-                eprint!(
-                    "\r[{label} {secs:>6.1} s] {d}/{n} ({:.0}/s)   ",
-                    d as f64 / secs.max(1e-9)
-                );
-            }
-        })
-    });
-    let mut workers = Vec::new();
-    for _ in 0..concurrency.min(n) {
-        let (ctx, next, done, job) = (
-            Arc::clone(ctx),
-            Arc::clone(&next),
-            Arc::clone(&done),
-            Arc::clone(&job),
-        );
-        workers.push(tokio::spawn(async move {
-            let mut out = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    return out;
-                }
-                out.push(job(Arc::clone(&ctx), i).await);
-                done.fetch_add(1, Ordering::Relaxed);
-            }
-        }));
-    }
-    let mut outcomes = Vec::with_capacity(n);
-    for w in workers {
-        outcomes.extend(w.await.context("a load worker failed")?);
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    if let Some(t) = ticker {
-        t.abort();
-        eprintln!();
-    }
-    Ok(Phase::of(outcomes, seconds))
-}
-
 /// Submits `value` to principal `p` under the run's key `key`, again under the same key while
 /// unanswered.
 async fn submit(ctx: &Ctx, p: usize, key: String, value: i64) -> Outcome {
@@ -602,24 +466,6 @@ async fn query(ctx: &Ctx, path: String, stage: &str, around: bool) -> Outcome {
     }
 }
 
-fn ok(took: Duration, source: Option<&'static str>, retried: Vec<String>) -> Outcome {
-    Outcome {
-        took: Some(took),
-        failure: None,
-        source,
-        retried,
-    }
-}
-
-fn failed(why: String, retried: Vec<String>) -> Outcome {
-    Outcome {
-        took: None,
-        failure: Some(why),
-        source: None,
-        retried,
-    }
-}
-
 fn source_of(body: &Value) -> &'static str {
     match body["source"].as_str() {
         Some("index") => "index",
@@ -651,328 +497,4 @@ async fn delete(ctx: &Ctx, admin_token: &str, board: &str) -> bool {
             false
         }
     }
-}
-
-/// What the bench knows the board should hold.
-struct Truth {
-    scores: Vec<i64>,
-    /// Each principal's rank, when every submission's fate is known.
-    ranks: Option<Vec<u64>>,
-    /// The top entries `[rank, principal, score]`, when ranks are known.
-    top: Option<Vec<(u64, usize, i64)>>,
-    uncertain: usize,
-}
-
-fn truth(ctx: &Ctx, all_answered: bool) -> Truth {
-    let scores: Vec<i64> = ctx
-        .expected
-        .iter()
-        .map(|e| e.load(Ordering::Relaxed))
-        .collect();
-    let uncertain = ctx
-        .uncertain
-        .iter()
-        .filter(|u| u.load(Ordering::Relaxed))
-        .count();
-    if !all_answered {
-        return Truth {
-            scores,
-            ranks: None,
-            top: None,
-            uncertain,
-        };
-    }
-    // Better first (higher, order desc), ties by principal byte order.
-    let mut order: Vec<usize> = (0..scores.len()).collect();
-    order.sort_unstable_by(|&a, &b| {
-        scores[b].cmp(&scores[a]).then_with(|| {
-            ctx.principals[a]
-                .as_bytes()
-                .cmp(ctx.principals[b].as_bytes())
-        })
-    });
-    let mut ranks = vec![0u64; scores.len()];
-    for (pos, &i) in order.iter().enumerate() {
-        ranks[i] = pos as u64 + 1;
-    }
-    let top = order
-        .iter()
-        .take(TOP)
-        .enumerate()
-        .map(|(pos, &i)| (pos as u64 + 1, i, scores[i]))
-        .collect();
-    Truth {
-        scores,
-        ranks: Some(ranks),
-        top: Some(top),
-        uncertain,
-    }
-}
-
-/// The principals the check reads back: up to [`SAMPLE`], drawn at random (seeded), whose
-/// scores are known.
-fn sample(ctx: &Ctx, seed: u32) -> Vec<usize> {
-    let n = ctx.principals.len();
-    let known = |i: &usize| !ctx.uncertain[*i].load(Ordering::Relaxed);
-    if n <= SAMPLE {
-        return (0..n).filter(known).collect();
-    }
-    let mut rng = Mulberry32::new(seed ^ 0x5eed_b0a7);
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for _ in 0..SAMPLE * 20 {
-        let i = draw(&mut rng, n) as usize;
-        if seen.insert(i) && known(&i) {
-            out.push(i);
-            if out.len() == SAMPLE {
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// One pass of reads compared with the truth.
-struct Pass {
-    size: Option<u64>,
-    sources: BTreeMap<&'static str, u64>,
-    mismatches: Vec<Value>,
-}
-
-/// Reads the board's size, top and the sampled principals (`from=store` or by default) and
-/// compares them with what was submitted.
-async fn pass(ctx: &Ctx, truth: &Truth, sampled: &[usize], entries: usize, store: bool) -> Pass {
-    let from = if store { "&from=store" } else { "" };
-    let mut p = Pass {
-        size: None,
-        sources: BTreeMap::new(),
-        mismatches: Vec::new(),
-    };
-    let url = format!("{}/boards/{}?limit={TOP}{from}", ctx.base, ctx.board_path);
-    match read(&ctx.client, &url).await {
-        Ok(r) if r.status == 200 => {
-            *p.sources.entry(source_of(&r.body)).or_default() += 1;
-            let size = r.body["size"].as_u64();
-            p.size = size;
-            if size != Some(entries as u64) {
-                p.mismatches
-                    .push(json!({"what": "size", "expected": entries, "got": r.body["size"]}));
-            }
-            if let Some(top) = &truth.top {
-                let want: Vec<Value> = top
-                    .iter()
-                    .map(|(rank, i, score)| {
-                        json!({"rank": rank, "principal": ctx.principals[*i], "score": score})
-                    })
-                    .collect();
-                let got = r.body["entries"].as_array().cloned().unwrap_or_default();
-                let wrong = (0..want.len().max(got.len()))
-                    .filter(|k| want.get(*k) != got.get(*k))
-                    .count();
-                if wrong > 0 {
-                    p.mismatches.push(json!({
-                        "what": "top", "entries_wrong": wrong, "expected": want, "got": got,
-                    }));
-                }
-            }
-        }
-        Ok(r) => p
-            .mismatches
-            .push(json!({"what": "top", "error": r.failure("top")})),
-        Err(w) => p
-            .mismatches
-            .push(json!({"what": "top", "error": format!("top 0 {w}")})),
-    }
-    for &i in sampled {
-        let principal = &ctx.principals[i];
-        let url = format!(
-            "{}/boards/{}/around/{}?radius=0{from}",
-            ctx.base,
-            ctx.board_path,
-            enc(principal)
-        );
-        let want_score = truth.scores[i];
-        let want_rank = truth.ranks.as_ref().map(|r| r[i]);
-        match read(&ctx.client, &url).await {
-            Ok(r) if r.status == 200 => {
-                *p.sources.entry(source_of(&r.body)).or_default() += 1;
-                let me = &r.body["me"];
-                let right = me["score"].as_i64() == Some(want_score)
-                    && want_rank.is_none_or(|rank| me["rank"].as_u64() == Some(rank));
-                if !right {
-                    p.mismatches.push(json!({
-                        "what": "around", "principal": principal,
-                        "expected": {"score": want_score, "rank": want_rank}, "got": me,
-                    }));
-                }
-            }
-            Ok(r) => p.mismatches.push(json!({
-                "what": "around", "principal": principal, "error": r.failure("around"),
-            })),
-            Err(w) => p.mismatches.push(json!({
-                "what": "around", "principal": principal, "error": format!("around 0 {w}"),
-            })),
-        }
-    }
-    p
-}
-
-/// The exactness check: the store at once, the default read until it agrees or
-/// `--settle-secs` passed.
-async fn check(ctx: &Arc<Ctx>, args: &BoardsArgs) -> Value {
-    let all_answered = !ctx.uncertain.iter().any(|u| u.load(Ordering::Relaxed));
-    let truth = truth(ctx, all_answered);
-    let sampled = sample(ctx, args.seed);
-    let store = pass(ctx, &truth, &sampled, args.entries, true).await;
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs(args.settle_secs);
-    let mut reads = 1;
-    let mut default = pass(ctx, &truth, &sampled, args.entries, false).await;
-    // The first default read, as it found the board (the index may lag the store a moment).
-    let first = json!({
-        "bad": default.mismatches.len(),
-        "sources": default.sources,
-        "examples": default.mismatches.iter().take(EXAMPLES).collect::<Vec<_>>(),
-    });
-    // When the pass that agreed began, after the first one's start.
-    let mut began = Duration::ZERO;
-    while !default.mismatches.is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        began = started.elapsed();
-        default = pass(ctx, &truth, &sampled, args.entries, false).await;
-        reads += 1;
-    }
-    let settled_ms = default
-        .mismatches
-        .is_empty()
-        .then_some(began.as_millis() as u64);
-    let repeats = ctx.unexpected_repeats.load(Ordering::Relaxed);
-    let bad = store.mismatches.len() as u64 + default.mismatches.len() as u64 + repeats;
-    let examples: Vec<Value> = store
-        .mismatches
-        .iter()
-        .map(|m| json!({"read": "store", "mismatch": m}))
-        .chain(
-            default
-                .mismatches
-                .iter()
-                .map(|m| json!({"read": "default", "mismatch": m})),
-        )
-        .take(EXAMPLES)
-        .collect();
-    json!({
-        "expected_size": args.entries,
-        "store_size": store.size,
-        "size": default.size,
-        "ranks_checked": truth.ranks.is_some(),
-        "sampled": sampled.len(),
-        "uncertain_principals": truth.uncertain,
-        "bad_store": store.mismatches.len(),
-        "bad_default": default.mismatches.len(),
-        "unexpected_repeats": repeats,
-        "default_sources": default.sources,
-        "default_reads": reads,
-        "default_settled_ms": settled_ms,
-        "default_first_read": first,
-        "bad": bad,
-        "examples": examples,
-    })
-}
-
-/// The report as text.
-fn render(r: &Value) -> String {
-    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-    let counts = |v: &Value| -> String {
-        let m = v.as_object().cloned().unwrap_or_default();
-        if m.is_empty() {
-            return "none".into();
-        }
-        m.iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let phase = |name: &str, key: &str, unit: &str| -> String {
-        let p = &r[key];
-        let mut line = format!(
-            "{name:<18} {ok} in {secs:.2} s: {rate:.0} {unit}/s; latency p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms; {failed} failed",
-            ok = p["ok"],
-            secs = f(&p["seconds"]),
-            rate = f(&p["per_second"]),
-            p50 = f(&p["latency_ms"]["p50"]),
-            p99 = f(&p["latency_ms"]["p99"]),
-            max = f(&p["latency_ms"]["max"]),
-            failed = p["failed"],
-        );
-        if p["retries"].as_u64().unwrap_or(0) > 0 {
-            line += &format!(
-                " ({} sent again: {})",
-                p["retries"],
-                counts(&p["retried_for"])
-            );
-        }
-        if p["failed"].as_u64().unwrap_or(0) > 0 {
-            line += &format!(" [{}]", counts(&p["failures"]));
-        }
-        if p["sources"].as_object().is_some_and(|m| !m.is_empty()) {
-            line += &format!("; source {}", counts(&p["sources"]));
-        }
-        line + "\n"
-    };
-    let c = &r["check"];
-    let mut out = format!(
-        "board {board} at {url}: {entries} entries, {updates} updates, {queries} queries of each kind, concurrency {conc}, seed {seed}\n",
-        board = r["board"].as_str().unwrap_or(""),
-        url = r["url"].as_str().unwrap_or(""),
-        entries = r["entries"],
-        updates = r["updates"],
-        queries = r["queries"],
-        conc = r["concurrency"],
-        seed = r["seed"],
-    );
-    out += &phase("fill", "fill", "updates");
-    out += &phase("update", "update", "updates");
-    out += &phase("top-10", "top", "reads");
-    out += &phase("around-me", "around", "reads");
-    out += &phase("top-10 (store)", "top_store", "reads");
-    out += &phase("around-me (store)", "around_store", "reads");
-    out += &format!(
-        "check: size {size} (store {store_size}) of {expected} expected; top {TOP} and ranks {ranks}; {sampled} principals read back: {bs} bad from the store, {bd} bad by default ({settle}; sources {sources}); {rep} fresh keys answered as repeated\n",
-        size = c["size"],
-        store_size = c["store_size"],
-        expected = c["expected_size"],
-        ranks = if c["ranks_checked"] == true {
-            "checked".to_owned()
-        } else {
-            format!(
-                "not checked ({} principals' scores unknown)",
-                c["uncertain_principals"]
-            )
-        },
-        sampled = c["sampled"],
-        bs = c["bad_store"],
-        bd = c["bad_default"],
-        settle = match c["default_settled_ms"].as_u64() {
-            Some(0) => "agreed at once".to_owned(),
-            Some(ms) => format!("agreed after {ms} ms"),
-            None => format!("still disagreeing after {} reads", c["default_reads"]),
-        },
-        sources = counts(&c["default_sources"]),
-        rep = c["unexpected_repeats"],
-    );
-    for e in c["examples"].as_array().into_iter().flatten() {
-        out += &format!("  mismatch: {e}\n");
-    }
-    out += &format!(
-        "{bad} bad, {failed} failed requests, {secs:.2} s in all; board {fate}\n",
-        bad = r["bad"],
-        failed = r["failed"],
-        secs = f(&r["seconds"]),
-        fate = if r["deleted"] == true {
-            "deleted"
-        } else {
-            "kept"
-        },
-    );
-    out
 }

@@ -170,7 +170,7 @@ pub(crate) fn run(args: ChatArgs) -> Result<()> {
     if authority.is_empty() {
         bail!("--url {}: no host", args.url);
     }
-    let key = crate::bench_match::ticket_key(&args.ticket_kid, &args.ticket_secret)?;
+    let key = crate::bench::matchmaking::ticket_key(&args.ticket_kid, &args.ticket_secret)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -202,7 +202,7 @@ pub(crate) fn run(args: ChatArgs) -> Result<()> {
 }
 
 async fn load(args: &ChatArgs, authority: String, key: TicketKey) -> Result<Value> {
-    let run = crate::bench_lobby::run_tag();
+    let run = crate::bench::lobby::run_tag();
     let zones: Vec<String> = (0..args.zones)
         .map(|z| format!("bench-chat-{run}-z{z}"))
         .collect();

@@ -141,7 +141,7 @@ async fn open(ctx: &Ctx, spec: &Spec) -> Result<(ws::Reader, ws::Writer), String
     })
     .to_bytes()
     .map_err(|e| format!("hello: {e}"))?;
-    let path = format!("/zones/{}", crate::bench_match::enc(zone));
+    let path = format!("/zones/{}", crate::bench::http::enc(zone));
     let (mut rd, mut wr) = ws::connect(&ctx.authority, &path).await?;
     wr.binary(&hello).await?;
     loop {

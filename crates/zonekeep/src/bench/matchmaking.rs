@@ -19,28 +19,28 @@
 //! matching), and an open-file limit above the connections on both sides. Each match's zone
 //! starts on its host as soon as it is placed, whether or not anyone joins, so on one host the
 //! matchmaker shares the machine with the zones of the matches it formed.
+//!
+//! This file holds the flags and the bots; `report` gives the figures and the check of every
+//! match. The HTTP client is the benches' shared one (`super::http`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+mod report;
+
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use bytes::Bytes;
 use clap::Args;
-use http_body_util::{BodyExt, Full, Limited};
 use hyper::Method;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use zonekeep_core::{Claims, Role};
 use zonekeep_server::ticket::{mint, unix_now, MintRequest, TicketKey};
 
-/// Largest answer read.
-const MAX_ANSWER: usize = 64 << 10;
+use super::http::{call, enc, http_client, retryable, HttpClient};
+use report::{render, report};
+
 /// Longest a request other than a long poll may take before it counts as failed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long each long poll asks the matchmaker to wait, ms.
@@ -51,24 +51,6 @@ const POLL_TIMEOUT: Duration = Duration::from_millis(WAIT_MS + 10_000);
 const POLL_RETRIES: u32 = 3;
 /// Ticket lifetime: well under the host's default maximum of 10 minutes.
 const TICKET_TTL_SECS: u64 = 300;
-/// How long an idle pooled connection is kept: under the host's default
-/// `--header-read-timeout-ms` (5 s), after which it closes a kept-alive connection itself.
-const POOL_IDLE: Duration = Duration::from_secs(4);
-
-/// The pooled HTTP/1 client the HTTP benches (`bench match`, `bench boards`) share.
-pub(crate) type HttpClient = Client<HttpConnector, Full<Bytes>>;
-
-/// A pooled client for many requests in flight at once: no Nagle delay, a connect timeout, and
-/// idle connections dropped before the host closes them itself.
-pub(crate) fn http_client() -> HttpClient {
-    let mut http = HttpConnector::new();
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(Duration::from_secs(10)));
-    Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(POOL_IDLE)
-        .build(http)
-}
 
 /// `zonekeep bench match`.
 #[derive(Debug, Args)]
@@ -115,10 +97,10 @@ pub(crate) struct MatchArgs {
 pub(crate) fn quantiles(mut d: Vec<Duration>) -> Value {
     d.sort();
     json!({
-        "p50": crate::bench_lobby::quantile(&d, 0.50),
-        "p95": crate::bench_lobby::quantile(&d, 0.95),
-        "p99": crate::bench_lobby::quantile(&d, 0.99),
-        "max": crate::bench_lobby::quantile(&d, 1.0),
+        "p50": crate::bench::lobby::quantile(&d, 0.50),
+        "p95": crate::bench::lobby::quantile(&d, 0.95),
+        "p99": crate::bench::lobby::quantile(&d, 0.99),
+        "max": crate::bench::lobby::quantile(&d, 1.0),
     })
 }
 
@@ -173,70 +155,6 @@ struct BotRun {
     end: End,
 }
 
-/// One answer: its status and JSON body (`Null` when it was not JSON).
-pub(crate) struct Reply {
-    pub(crate) status: u16,
-    pub(crate) body: Value,
-}
-
-impl Reply {
-    /// `"STAGE STATUS CODE"` for a refusal.
-    pub(crate) fn failure(&self, stage: &str) -> String {
-        let code = self.body["error"]["code"].as_str().unwrap_or("-");
-        format!("{stage} {} {code}", self.status)
-    }
-}
-
-/// One call; `Err` names why there was no answer (`"STAGE 0 WHY"` is made of it).
-pub(crate) async fn call(
-    client: &HttpClient,
-    method: Method,
-    url: &str,
-    bearer: Option<&str>,
-    body: Option<&Value>,
-    limit: Duration,
-) -> Result<Reply, &'static str> {
-    let mut req = hyper::Request::builder().method(method).uri(url);
-    if let Some(b) = bearer {
-        req = req.header("authorization", format!("Bearer {b}"));
-    }
-    let body = match body {
-        Some(b) => {
-            req = req.header("content-type", "application/json");
-            Full::new(Bytes::from(b.to_string()))
-        }
-        None => Full::new(Bytes::new()),
-    };
-    let req = req.body(body).map_err(|_| "bad_request")?;
-    let exchange = async {
-        let resp = client.request(req).await.map_err(|e| {
-            if e.is_connect() {
-                "connect"
-            } else {
-                "transport"
-            }
-        })?;
-        let status = resp.status().as_u16();
-        let bytes = Limited::new(resp.into_body(), MAX_ANSWER)
-            .collect()
-            .await
-            .map_err(|_| "read")?
-            .to_bytes();
-        Ok(Reply {
-            status,
-            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        })
-    };
-    tokio::time::timeout(limit, exchange)
-        .await
-        .unwrap_or(Err("timeout"))
-}
-
-/// Whether a refused long poll or heartbeat is worth another try (no answer, 429, 5xx).
-pub(crate) fn retryable(status: u16) -> bool {
-    status == 0 || status == 429 || status >= 500
-}
-
 pub(crate) fn run(args: MatchArgs) -> Result<()> {
     if args.concurrency == 0 || args.bots == 0 || args.max_wait == 0 || args.size < 2 {
         bail!("--concurrency, --bots and --max-wait must be at least 1, --size at least 2");
@@ -273,58 +191,9 @@ pub(crate) fn ticket_key(kid: &str, secret: &str) -> Result<TicketKey> {
         .context("--ticket-secret/--ticket-kid")
 }
 
-/// The report as text.
-fn render(r: &Value) -> String {
-    let q = |k: &str, p: &str| r[k][p].as_f64().unwrap_or(0.0);
-    let counts = |k: &str| -> String {
-        let m = r[k].as_object().cloned().unwrap_or_default();
-        if m.is_empty() {
-            return "none".into();
-        }
-        m.iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    format!(
-        "{bots} bots in queue {queue:?}: {assigned} assigned, {failed} failed, {ended} ended otherwise\n\
-         {matches} matches in {ms:.2} s (first queue to last assignment): {mps:.1} matches/s\n\
-         time to match: p50 {p50:.1} ms, p95 {p95:.1} ms, p99 {p99:.1} ms, max {max:.1} ms\n\
-         create+probe+queue: p50 {s50:.1} ms, p99 {s99:.1} ms\n\
-         overfull/underfull matches: {badsize}; inconsistent (players disagree on zone or players): {disagree}; principals in two matches: {two}\n\
-         failures: {failures}\n\
-         ended: {endings}\n\
-         long polls {polls} ({retries} retried), heartbeats {hb} ({hbf} failed), {secs:.2} s in all\n",
-        bots = r["bots"],
-        queue = r["queue"].as_str().unwrap_or(""),
-        assigned = r["assigned"],
-        failed = r["failed"],
-        ended = r["ended"],
-        matches = r["matches"],
-        ms = r["match_seconds"].as_f64().unwrap_or(0.0),
-        mps = r["matches_per_second"].as_f64().unwrap_or(0.0),
-        p50 = q("time_to_match_ms", "p50"),
-        p95 = q("time_to_match_ms", "p95"),
-        p99 = q("time_to_match_ms", "p99"),
-        max = q("time_to_match_ms", "max"),
-        s50 = q("setup_ms", "p50"),
-        s99 = q("setup_ms", "p99"),
-        badsize = r["overfull"].as_u64().unwrap_or(0) + r["underfull"].as_u64().unwrap_or(0),
-        disagree = r["inconsistent"],
-        two = r["principals_in_two_matches"],
-        failures = counts("failures"),
-        endings = counts("endings"),
-        polls = r["polls"],
-        retries = r["poll_retries"],
-        hb = r["heartbeats"],
-        hbf = r["heartbeat_failures"],
-        secs = r["seconds"].as_f64().unwrap_or(0.0),
-    )
-}
-
 async fn load(args: &MatchArgs, key: TicketKey) -> Result<Value> {
     let client = http_client();
-    let run = crate::bench_lobby::run_tag();
+    let run = crate::bench::lobby::run_tag();
     let ctx = Arc::new(Ctx {
         client,
         urls: args
@@ -437,18 +306,6 @@ async fn bot(ctx: Arc<Ctx>, i: usize, permit: tokio::sync::OwnedSemaphorePermit)
         queued_at: Some(queued.at),
         end,
     }
-}
-
-/// What is percent-encoded in a path segment or query value: all but the unreserved characters.
-const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-/// A path segment or query value, percent-encoded.
-pub(crate) fn enc(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
 }
 
 /// Creates the bot's search with a fresh ticket, answers its probes and queues it; `Err` is
@@ -681,121 +538,4 @@ fn assigned(a: &Value, at: Instant) -> End {
             .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_owned))
             .collect(),
     }
-}
-
-/// One match as its bots saw it.
-#[derive(Default)]
-struct Seen<'a> {
-    zones: HashSet<&'a str>,
-    /// Each bot's players, sorted.
-    players: HashSet<Vec<&'a str>>,
-    bots: usize,
-    /// Bots handed the match without being among its players.
-    unlisted: usize,
-}
-
-/// The report: the figures and the check of every match.
-fn report(args: &MatchArgs, c: &Counters, runs: &[BotRun], seconds: f64) -> Value {
-    let mut failures: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut endings: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut to_match = Vec::new();
-    let mut setups = Vec::new();
-    let first_queue = runs.iter().filter_map(|r| r.queued_at).min();
-    let mut last_assignment: Option<Instant> = None;
-    let mut matches: HashMap<&str, Seen> = HashMap::new();
-    for r in runs {
-        setups.extend(r.setup);
-        match &r.end {
-            End::Assigned {
-                at,
-                match_id,
-                zone,
-                players,
-            } => {
-                if let Some(q) = r.queued_at {
-                    to_match.push(at.saturating_duration_since(q));
-                }
-                last_assignment = last_assignment.max(Some(*at));
-                let seen = matches.entry(match_id).or_default();
-                seen.zones.insert(zone);
-                let mut sorted: Vec<&str> = players.iter().map(String::as_str).collect();
-                sorted.sort_unstable();
-                seen.players.insert(sorted);
-                seen.bots += 1;
-                if !players.contains(&r.principal) {
-                    seen.unlisted += 1;
-                }
-            }
-            End::Failed(why) => *failures.entry(why).or_default() += 1,
-            End::Ended(how) => *endings.entry(how).or_default() += 1,
-        }
-    }
-    let size = args.size;
-    let (mut overfull, mut underfull, mut inconsistent) = (0u64, 0u64, 0u64);
-    let (mut malformed, mut partly_seen) = (0u64, 0u64);
-    let mut examples = Vec::new();
-    let mut principal_matches: HashMap<&str, HashSet<&str>> = HashMap::new();
-    for (id, seen) in &matches {
-        let listed = seen.players.iter().map(Vec::len).max().unwrap_or(0);
-        let duplicates = seen
-            .players
-            .iter()
-            .any(|p| p.windows(2).any(|w| w[0] == w[1]));
-        let over = listed > size || seen.bots > size;
-        let under = !over && listed < size;
-        let disagree =
-            seen.zones.len() != 1 || seen.players.len() != 1 || seen.unlisted > 0 || duplicates;
-        overfull += u64::from(over);
-        underfull += u64::from(under);
-        inconsistent += u64::from(disagree);
-        malformed += u64::from(over || under || disagree);
-        if (over || under || disagree) && examples.len() < 5 {
-            examples.push(json!({
-                "match": id, "bots": seen.bots, "unlisted_bots": seen.unlisted,
-                "zones": seen.zones, "players": seen.players,
-            }));
-        }
-        if seen.bots < size {
-            partly_seen += 1;
-        }
-        for p in seen.players.iter().flatten() {
-            principal_matches.entry(p).or_default().insert(id);
-        }
-    }
-    let in_two = principal_matches.values().filter(|m| m.len() > 1).count();
-    let assigned = to_match.len();
-    let match_seconds = match (first_queue, last_assignment) {
-        (Some(f), Some(l)) => l.saturating_duration_since(f).as_secs_f64(),
-        _ => 0.0,
-    };
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    json!({
-        "bots": runs.len(),
-        "queue": args.queue,
-        "size": size,
-        "concurrency": args.concurrency,
-        "replicas": args.urls.len(),
-        "assigned": assigned,
-        "failed": failures.values().sum::<u64>(),
-        "failures": failures,
-        "ended": endings.values().sum::<u64>(),
-        "endings": endings,
-        "matches": matches.len(),
-        "match_seconds": match_seconds,
-        "matches_per_second": if match_seconds > 0.0 { matches.len() as f64 / match_seconds } else { 0.0 },
-        "time_to_match_ms": quantiles(to_match),
-        "setup_ms": quantiles(setups),
-        "overfull": overfull,
-        "underfull": underfull,
-        "inconsistent": inconsistent,
-        "malformed": malformed,
-        "malformed_examples": examples,
-        "principals_in_two_matches": in_two,
-        "matches_partly_seen": partly_seen,
-        "polls": load(&c.polls),
-        "poll_retries": load(&c.poll_retries),
-        "heartbeats": load(&c.heartbeats),
-        "heartbeat_failures": load(&c.heartbeat_failures),
-        "seconds": seconds,
-    })
 }

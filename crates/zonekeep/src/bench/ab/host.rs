@@ -14,7 +14,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Lines of a host's log shown when it fails.
 const LOG_TAIL_LINES: usize = 25;
-/// The line a host prints once it listens (see `serve` in cli.rs).
+/// The line a host prints once it listens (see `serve` in cli/serve.rs).
 const LISTENING: &str = "zonekeep listening on http://";
 
 /// One of the two builds.

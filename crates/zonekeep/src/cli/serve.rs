@@ -1,77 +1,19 @@
-//! Command-line interface: subcommands, flags and how they layer over the config file.
+//! `zonekeep serve`: its flags, how they layer over the environment, the config file and the
+//! defaults, and running the host they describe until a signal stops it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
-use serde_json::Value;
-use zonekeep_arena::{Arena, Cell, Gallery};
-use zonekeep_core::{Claims, Role};
-use zonekeep_server::examples::{courier_config, Courier, Doors, Dots};
+use anyhow::{Context, Result};
+use clap::Args;
 use zonekeep_server::persist::Persistence;
-use zonekeep_server::ticket::{mint, unix_now, MintRequest};
-use zonekeep_server::{Host, HostBuilder, Secret, ServerConfig};
+use zonekeep_server::{Host, Secret, ServerConfig};
 
-use crate::call_zone::CallZone;
-use crate::character_zone::{character_config, CharacterZone};
-use crate::ledger_zone::LedgerZone;
-use crate::workload::RegisterArenaWorkload;
-
-/// Zonekeep: an authoritative multiplayer game server.
-#[derive(Debug, Parser)]
-#[command(
-    name = "zonekeep",
-    version,
-    about = "Zonekeep, an authoritative multiplayer game server: run a host (serve), mint a ticket \
-             (ticket), load-test a host with bots (bench), replay a zone recording (replay), deploy a \
-             zone module (module push), write typed client code (codegen)."
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run a host: WebSocket zones at /zones/{id}, /metrics, /admin (with a token), /dev (with --dev).
-    Serve(Box<ServeArgs>),
-    /// Mint a ticket from the configured secret and print it.
-    Ticket(Box<TicketArgs>),
-    /// Load bots: join zones, send inputs, measure bytes, RTT and the server's cost (`bench merge`
-    /// combines reports).
-    Bench(Box<crate::bench::BenchArgs>),
-    /// Replay a zone recording (from the admin API) against this build's zone kinds: exit 0 when
-    /// every tick matches, 1 with a report of the first divergent tick, 2 when the file or its
-    /// kind cannot be replayed.
-    Replay(crate::replay::ReplayArgs),
-    /// Zone modules: deploy one to a host (and through it to the fleet).
-    Module(crate::module_cmd::ModuleArgs),
-    /// Write typed client code (TypeScript, C#, Rust) for a zone kind: its entity kinds, inputs,
-    /// events and constants.
-    Codegen(Box<crate::codegen::CodegenArgs>),
-    /// Serve a host's zones to clients for it: clients connect here as to the host, and the
-    /// relay builds their frames from one link per zone to the host (started with
-    /// --relay-token).
-    Relay(Box<crate::relay_cmd::RelayArgs>),
-}
-
-/// Config file and secrets, shared by every subcommand.
-#[derive(Debug, Args)]
-struct Common {
-    /// TOML config file (unknown keys are an error).
-    #[arg(long, env = "ZONEKEEP_CONFIG")]
-    config: Option<PathBuf>,
-    /// HS256 ticket secret, at least 32 bytes. Prefer the environment variable: flags show up in `ps`.
-    #[arg(long, env = "ZONEKEEP_TICKET_SECRET", hide_env_values = true)]
-    ticket_secret: Option<String>,
-    /// Key id of the ticket secret [default: "default"].
-    #[arg(long, env = "ZONEKEEP_TICKET_KID")]
-    ticket_kid: Option<String>,
-}
+use super::{base_config, init_logging, shutdown_signal, Common};
+use crate::kinds::register_kinds;
 
 #[derive(Debug, Args)]
-struct ServeArgs {
+pub(super) struct ServeArgs {
     #[command(flatten)]
     common: Common,
     /// Address to listen on [default: 127.0.0.1:7350].
@@ -344,69 +286,6 @@ struct ServeArgs {
     persist: crate::persist_args::PersistArgs,
 }
 
-#[derive(Debug, Args)]
-struct TicketArgs {
-    #[command(flatten)]
-    common: Common,
-    /// The principal.
-    #[arg(long)]
-    sub: String,
-    /// Zone id, or a prefix pattern ending in '*' (e.g. "arena-*").
-    #[arg(long)]
-    zone: String,
-    /// player or observer.
-    #[arg(long, default_value = "player")]
-    role: String,
-    /// Lifetime in seconds (at most the host's ticket_max_lifetime_secs).
-    #[arg(long, default_value_t = 300)]
-    ttl: u64,
-    /// Sign with this key id (default: the first active key).
-    #[arg(long)]
-    kid: Option<String>,
-    /// Zone kind to create if the zone is not running.
-    #[arg(long)]
-    kind: Option<String>,
-    /// Zone create params (JSON).
-    #[arg(long)]
-    params: Option<String>,
-    /// Extra claims for the zone (a JSON object).
-    #[arg(long)]
-    claims: Option<String>,
-}
-
-/// Run the parsed command.
-pub fn run(cli: Cli) -> Result<std::process::ExitCode> {
-    let done = std::process::ExitCode::SUCCESS;
-    match cli.command {
-        Command::Serve(args) => serve(*args).map(|()| done),
-        Command::Ticket(args) => ticket(*args).map(|()| done),
-        Command::Bench(args) => crate::bench::run(*args).map(|()| done),
-        Command::Replay(args) => Ok(crate::replay::run(&args)),
-        Command::Module(args) => crate::module_cmd::run(args),
-        Command::Codegen(args) => crate::codegen::run(*args),
-        Command::Relay(args) => crate::relay_cmd::run(*args).map(|()| done),
-    }
-}
-
-/// Config file (or defaults), then the shared secret overrides.
-fn base_config(common: &Common) -> Result<ServerConfig> {
-    let mut cfg = match &common.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            ServerConfig::from_toml_str(&text).with_context(|| format!("in {}", path.display()))?
-        }
-        None => ServerConfig::default(),
-    };
-    if let Some(s) = &common.ticket_secret {
-        cfg.ticket_secret = Some(Secret::new(s.clone()));
-    }
-    if let Some(k) = &common.ticket_kid {
-        cfg.ticket_kid = k.clone();
-    }
-    Ok(cfg)
-}
-
 macro_rules! overlay {
     ($cfg:ident, $args:ident, $($field:ident),* $(,)?) => {
         $( if let Some(v) = $args.$field { $cfg.$field = v; } )*
@@ -422,7 +301,7 @@ enum LifecycleLogArg {
     Failures,
 }
 
-fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
+pub(super) fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     let mut cfg = base_config(&args.common)?;
     if let Some(l) = args.lifecycle_log {
         cfg.lifecycle_log = match l {
@@ -579,44 +458,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig> {
     Ok(cfg)
 }
 
-/// The zone kinds a host registers: the arena always (the default kind, its page at `/`); the
-/// dev and bench kinds only when asked for, so a production host offers no test zones.
-pub(crate) fn register_kinds(builder: HostBuilder, dev_kinds: bool) -> HostBuilder {
-    let builder = builder
-        .zone_with::<Arena>("arena", zonekeep_arena::zone_config(), Value::Null)
-        .zone_with::<Gallery>("gallery", zonekeep_arena::gallery_config(), Value::Null)
-        .zone_with::<Cell>(
-            zonekeep_arena::cells::KIND_CELLS,
-            zonekeep_arena::cells_config(),
-            Value::Null,
-        );
-    if !dev_kinds {
-        return builder;
-    }
-    builder
-        .zone::<Dots>("dots")
-        .zone::<Doors>("doors")
-        .zone_with::<Courier>("courier", courier_config(), Value::Null)
-        .arena_workload()
-        .zone::<LedgerZone>("ledger-test")
-        .zone_with::<CharacterZone>("character-test", character_config(), Value::Null)
-        .zone::<CallZone>("call-test")
-}
-
-/// Logs to stderr; colours only when stderr is a terminal (a log file or a pipe gets plain text).
-pub(crate) fn init_logging(default_filter: &str) {
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
-        .init();
-}
-
-fn serve(args: ServeArgs) -> Result<()> {
+pub(super) fn serve(args: ServeArgs) -> Result<()> {
     let cfg = serve_config(&args)?;
     let dev_kinds = args.dev || args.dev_kinds;
     init_logging("info");
@@ -666,234 +508,4 @@ fn serve(args: ServeArgs) -> Result<()> {
         host.serve_with(listener, web, shutdown_signal()).await?;
         Ok(())
     })
-}
-
-/// SIGTERM or Ctrl-C.
-pub(crate) async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => tracing::info!("SIGTERM received"),
-                    _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C received"),
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-fn ticket(args: TicketArgs) -> Result<()> {
-    let cfg = base_config(&args.common)?;
-    let ring = cfg.key_ring()?.context(
-        "no ticket key configured: set ZONEKEEP_TICKET_SECRET or ticket_keys in the config file",
-    )?;
-    let key = match &args.kid {
-        Some(kid) => ring
-            .active(kid)
-            .with_context(|| format!("no active key {kid:?}"))?,
-        None => ring.primary().context("no active ticket key")?,
-    };
-    let role = match args.role.as_str() {
-        "player" => Role::Player,
-        "observer" => Role::Observer,
-        other => bail!("--role must be player or observer, not {other:?}"),
-    };
-    if args.ttl == 0 || args.ttl > cfg.ticket_max_lifetime_secs {
-        bail!(
-            "--ttl must be in 1..={} (ticket_max_lifetime_secs)",
-            cfg.ticket_max_lifetime_secs
-        );
-    }
-    let params = args
-        .params
-        .as_deref()
-        .map(serde_json::from_str::<Value>)
-        .transpose()
-        .context("--params is not JSON")?;
-    let mut claims: Claims = match args.claims.as_deref() {
-        None => Claims::new(),
-        Some(s) => match serde_json::from_str(s).context("--claims is not JSON")? {
-            Value::Object(m) => m,
-            _ => bail!("--claims must be a JSON object"),
-        },
-    };
-    if let Some(kind) = args.kind {
-        claims.insert("kind".into(), Value::from(kind));
-    }
-    let req = MintRequest {
-        sub: args.sub,
-        zone: args.zone,
-        role,
-        ttl_secs: args.ttl,
-        params,
-        claims,
-    };
-    println!("{}", mint(key, &req, unix_now())?);
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-
-    #[test]
-    fn flags_beat_env_beat_file_beat_defaults() {
-        let path =
-            std::env::temp_dir().join(format!("zonekeep-cli-test-{}.toml", std::process::id()));
-        std::fs::write(
-            &path,
-            "idle_timeout_ms = 111\noutbox_frames = 5\nmax_zones = 9\n",
-        )
-        .unwrap();
-        // This is the only test in this binary that touches the environment.
-        std::env::set_var("ZONEKEEP_OUTBOX_FRAMES", "7");
-        std::env::set_var("ZONEKEEP_MAX_ZONES", "8");
-        let cli = Cli::try_parse_from([
-            "zonekeep",
-            "serve",
-            "--config",
-            path.to_str().unwrap(),
-            "--max-zones",
-            "3",
-        ])
-        .unwrap();
-        let Command::Serve(args) = cli.command else {
-            panic!("serve expected")
-        };
-        let cfg = serve_config(&args).unwrap();
-        assert_eq!(cfg.idle_timeout_ms, 111, "file over default");
-        assert_eq!(cfg.outbox_frames, 7, "env over file");
-        assert_eq!(cfg.max_zones, 3, "flag over env");
-        assert_eq!(cfg.handshake_timeout_ms, 5_000, "default");
-        std::fs::write(&path, "idle_timeout_ms = 111\nno_such_key = 1\n").unwrap();
-        let cli =
-            Cli::try_parse_from(["zonekeep", "serve", "--config", path.to_str().unwrap()]).unwrap();
-        let Command::Serve(args) = cli.command else {
-            panic!("serve expected")
-        };
-        let err = format!("{:#}", serve_config(&args).unwrap_err());
-        assert!(err.contains("no_such_key"), "{err}");
-        let _ = std::fs::remove_file(&path);
-    }
-
-    #[test]
-    fn zone_limit_flags_set_the_hosts_per_zone_ceilings() {
-        let cli = Cli::try_parse_from([
-            "zonekeep",
-            "serve",
-            "--zone-max-entities",
-            "1000",
-            "--zone-max-fact-bytes",
-            "512",
-            "--zone-max-facts-per-second",
-            "20",
-        ])
-        .unwrap();
-        let Command::Serve(args) = cli.command else {
-            panic!("serve expected")
-        };
-        let cfg = serve_config(&args).unwrap();
-        let zone = cfg.zone_limits(zonekeep_core::ZoneConfig::default());
-        assert_eq!(
-            (
-                zone.max_entities,
-                zone.max_fact_bytes,
-                zone.max_facts_per_second
-            ),
-            (1000, 512, 20)
-        );
-    }
-
-    #[test]
-    fn content_version_flags_layer_over_the_file_and_bad_values_name_the_flag() {
-        let path =
-            std::env::temp_dir().join(format!("zonekeep-cli-content-{}.toml", std::process::id()));
-        std::fs::write(
-            &path,
-            "content_version = \"1.4.0\"\nmin_content_version = \"1.2\"\n",
-        )
-        .unwrap();
-        let parse = |extra: &[&str]| {
-            let mut argv = vec!["zonekeep", "serve", "--config", path.to_str().unwrap()];
-            argv.extend_from_slice(extra);
-            let Command::Serve(args) = Cli::try_parse_from(argv).unwrap().command else {
-                panic!("serve expected")
-            };
-            serve_config(&args)
-        };
-        let cfg = parse(&[]).unwrap();
-        assert_eq!(cfg.content_version, "1.4.0", "file over default");
-        assert_eq!(cfg.min_content_version.as_deref(), Some("1.2"));
-        let cfg = parse(&["--content-version", "2.0", "--min-content-version", "1.9"]).unwrap();
-        assert_eq!(cfg.content_version, "2.0", "flag over file");
-        assert_eq!(cfg.min_content_version.as_deref(), Some("1.9"));
-        for (flags, flag) in [
-            (["--min-content-version", "1.x"], "--min-content-version"),
-            (["--content-version", "latest"], "--content-version"),
-        ] {
-            let err = format!("{:#}", parse(&flags).unwrap_err());
-            assert!(err.contains(flag) && err.contains("dotted"), "{err}");
-        }
-        let _ = std::fs::remove_file(&path);
-    }
-
-    #[test]
-    fn persistence_flags_layer_over_the_file_and_bad_values_are_named() {
-        let path =
-            std::env::temp_dir().join(format!("zonekeep-cli-persist-{}.toml", std::process::id()));
-        std::fs::write(&path, "save_every = \"2s\"\ndata_dir = \"/from/file\"\n").unwrap();
-        let parse = |extra: &[&str]| {
-            let mut argv = vec!["zonekeep", "serve", "--config", path.to_str().unwrap()];
-            argv.extend_from_slice(extra);
-            let Command::Serve(args) = Cli::try_parse_from(argv).unwrap().command else {
-                panic!("serve expected")
-            };
-            serve_config(&args)
-        };
-        let cfg = parse(&[
-            "--data-dir",
-            "/from/flag",
-            "--fact-sink",
-            "webhook:http://127.0.0.1:9/facts",
-            "--store-delay",
-            "1000",
-            "--call-webhook",
-            "http://127.0.0.1:9/calls",
-            "--call-results-keep",
-            "48h",
-        ])
-        .unwrap();
-        let p = cfg.persist_config().unwrap();
-        assert_eq!(p.call_webhook.as_deref(), Some("http://127.0.0.1:9/calls"));
-        assert_eq!(p.calls.keep, std::time::Duration::from_secs(48 * 3600));
-        assert_eq!(p.data_dir, PathBuf::from("/from/flag"), "flag over file");
-        assert_eq!(
-            p.save_every,
-            std::time::Duration::from_secs(2),
-            "file over default"
-        );
-        assert_eq!(p.store, "sqlite", "default");
-        assert_eq!(p.store_delay, Some(std::time::Duration::from_secs(1)));
-        for (flags, key) in [
-            (["--save-every", "soon"], "save_every"),
-            (["--fact-sink", "kafka:x"], "fact_sink"),
-            (["--store", "redis://x"], "store"),
-            (["--call-webhook", "https://x"], "call_webhook"),
-            (["--call-results-keep", "1s"], "call_results_keep"),
-        ] {
-            let err = format!("{:#}", parse(&flags).unwrap_err());
-            assert!(err.contains(key), "{err}");
-        }
-        let _ = std::fs::remove_file(&path);
-    }
 }
