@@ -1,7 +1,8 @@
 //! The WebTransport endpoint (PROTOCOL.md §1.1) of the real binary under hostile QUIC traffic:
 //! Initials from addresses that never answer (as a forged source address never does), handshakes
 //! that stall after proving their address, clients slow to send their Hello, a datagram sent
-//! before the Hello, and a control-stream message split around datagrams.
+//! before the Hello, a control-stream message split around datagrams, and streams opened past
+//! the endpoint's bound.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -281,6 +282,44 @@ async fn a_datagram_before_the_hello_is_kicked_before_the_close() {
         assert_eq!(kick, Some(KickCode::PROTOCOL_ERROR), "round {round}");
         assert_eq!(code, 4000 + u64::from(KickCode::PROTOCOL_ERROR.0));
     }
+}
+
+/// A client can have at most eight streams open each way (the CONNECT request is one of them),
+/// where QUIC's default lets it open a hundred, each with a window of data the host would hold:
+/// the next one waits for credit the host does not give. Counted on the client, which knows the
+/// host's limits from the handshake (streams opened and not written send nothing, so the session
+/// does not end for them first).
+#[tokio::test]
+async fn a_client_opens_at_most_eight_streams_each_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = host(&dir, &[]).await;
+    let (udp, hash) = published(&server).await;
+    let conn = connect(udp, hash, "d-streams").await.unwrap();
+    let mut bidi = Vec::new();
+    while bidi.len() < 200 {
+        match tokio::time::timeout(Duration::ZERO, conn.open_bi()).await {
+            Ok(opened) => bidi.push(opened.expect("the connection is open")),
+            Err(_) => break,
+        }
+    }
+    assert_eq!(
+        bidi.len(),
+        7,
+        "bidirectional streams opened besides the CONNECT request"
+    );
+    let mut uni = Vec::new();
+    while uni.len() < 200 {
+        match tokio::time::timeout(Duration::ZERO, conn.open_uni()).await {
+            Ok(opened) => uni.push(opened.expect("the connection is open")),
+            Err(_) => break,
+        }
+    }
+    // HTTP/3's own control stream is one of the eight.
+    assert!(
+        (1..8).contains(&uni.len()),
+        "unidirectional streams opened: {}",
+        uni.len()
+    );
 }
 
 /// A WebTransport session to `zone` at `udp`, pinning `hash`.

@@ -26,6 +26,37 @@ const MAX_INCOMING: usize = 1024;
 const INCOMING_BUFFER: u64 = 16 << 10;
 const INCOMING_BUFFER_TOTAL: u64 = 1 << 20;
 
+/// Streams a client may have open at once, each way: a session needs the CONNECT request and
+/// its control stream (bidirectional), and HTTP/3's control and QPACK streams (unidirectional).
+/// A client that opens more is refused by the session; these keep it from holding more first.
+const MAX_STREAMS: u32 = 8;
+/// Bytes of one stream, and of all of a connection's streams, a client may send ahead of the
+/// session's reading: a few of its largest messages.
+const STREAM_WINDOW: u32 = 8 * zonekeep_protocol::limits::MAX_CLIENT_MESSAGE as u32;
+const CONNECTION_WINDOW: u32 = 4 * STREAM_WINDOW;
+/// Datagrams held for one connection, each way: Inputs not yet read (hundreds of them), and
+/// States not yet sent (a datagram's worth each, at most a couple of seconds of them at 20 a
+/// second). When full, QUIC drops the oldest: a State the client cannot take yet is worth less
+/// than the next one.
+const DATAGRAM_BUFFER: usize = 64 << 10;
+
+/// QUIC's per-connection bounds, sized for one game session. quinn's defaults are a browser
+/// page's: 100 streams each way with 1.25 MB windows, 1.25 MB of unread datagrams and 1 MB of
+/// unsent ones, which across thousands of connections is gigabytes a hostile or stalled client
+/// could make the host hold. None of it is allocated ahead, so a well-behaved session costs the
+/// same either way (BENCHMARKS.md).
+fn session_transport() -> wtransport::config::QuicTransportConfig {
+    let mut transport = wtransport::config::QuicTransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(MAX_STREAMS.into())
+        .max_concurrent_uni_streams(MAX_STREAMS.into())
+        .stream_receive_window(STREAM_WINDOW.into())
+        .receive_window(CONNECTION_WINDOW.into())
+        .datagram_receive_buffer_size(Some(DATAGRAM_BUFFER))
+        .datagram_send_buffer_size(DATAGRAM_BUFFER);
+    transport
+}
+
 /// How an endpoint is set up.
 #[derive(Debug, Clone)]
 pub(crate) struct EndpointSettings {
@@ -111,7 +142,7 @@ where
     let config = |addr: SocketAddr, identity: Identity| {
         ServerConfig::builder()
             .with_bind_address(addr)
-            .with_identity(identity)
+            .with_custom_transport(identity, session_transport())
             .keep_alive_interval(Some(Duration::from_secs(3)))
             .max_idle_timeout(Some(idle))
             .map(|b| {
