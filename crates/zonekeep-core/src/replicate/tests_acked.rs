@@ -214,12 +214,8 @@ fn states_within_a_datagram_limit_converge() {
     }
 }
 
-#[test]
-fn every_state_is_a_baseline_until_one_is_acknowledged() {
-    let (mut w, unit, _) = world(0.05);
-    let a = w.spawn(unit, 1.0, 1.0).unwrap();
-    let mut r = Replicator::new(ReplicationConfig::default());
-    let s = SubscriberId(7);
+/// Adds `s`, seeing every entity, on a datagram path with no frame limit.
+fn add_seeing_all(r: &mut Replicator, s: SubscriberId) {
     let cfg = SubscriberConfig {
         radius: f32::INFINITY,
         margin: 0.0,
@@ -229,6 +225,15 @@ fn every_state_is_a_baseline_until_one_is_acknowledged() {
     };
     r.add_subscriber(s, cfg).unwrap();
     r.acknowledge_states(s, None).unwrap();
+}
+
+#[test]
+fn every_state_is_a_baseline_until_one_is_acknowledged() {
+    let (mut w, unit, _) = world(0.05);
+    let a = w.spawn(unit, 1.0, 1.0).unwrap();
+    let mut r = Replicator::new(ReplicationConfig::default());
+    let s = SubscriberId(7);
+    add_seeing_all(&mut r, s);
     let mut bases = Vec::new();
     for tick in 1..=3 {
         w.set_pos(a, tick as f32, 1.0).unwrap();
@@ -273,15 +278,7 @@ fn states_against_the_same_acknowledged_state_share_one_encoding() {
     let mut r = Replicator::new(ReplicationConfig::default());
     let subs: Vec<SubscriberId> = (0..3).map(SubscriberId).collect();
     for &s in &subs {
-        let cfg = SubscriberConfig {
-            radius: f32::INFINITY,
-            margin: 0.0,
-            budget: None,
-            focus: Focus::Point(0.0, 0.0),
-            control: None,
-        };
-        r.add_subscriber(s, cfg).unwrap();
-        r.acknowledge_states(s, None).unwrap();
+        add_seeing_all(&mut r, s);
     }
     let mut rings: Vec<StateRing> = (0..3).map(|_| StateRing::new()).collect();
     // One patch: every entity moves; returns each subscriber's (State, base) and the shared count.
