@@ -20,6 +20,7 @@ mod process;
 mod relay;
 mod stages;
 mod webtransport;
+mod zone;
 
 pub use relay::RelayMetrics;
 pub use webtransport::WebTransportMetrics;
@@ -31,6 +32,7 @@ pub use lobby::LobbyMetrics;
 pub use matchmaker::MatchMetrics;
 pub use presence::PresenceMetrics;
 pub use stages::{ZoneStageMetrics, WORK_COUNTERS};
+pub use zone::ZoneMetrics;
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -40,7 +42,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use zonekeep_core::{InputCounters, Tier};
 
 /// The label value shared by zones beyond the labelled ones.
 pub const OTHER_ZONE: &str = "_other";
@@ -426,86 +427,6 @@ impl Metrics {
             .inc();
     }
 
-    /// Handles for a new zone (labelled if a slot is free).
-    pub fn zone(&self, zone_id: &str) -> ZoneMetrics {
-        let label = {
-            let mut set = self.labelled.lock().unwrap_or_else(|p| p.into_inner());
-            if set.len() < self.max_labelled && zone_id != OTHER_ZONE {
-                set.insert(zone_id.to_owned());
-                zone_id.to_owned()
-            } else {
-                OTHER_ZONE.to_owned()
-            }
-        };
-        self.zones.inc();
-        let l = zone_label(&label);
-        let inputs = INPUT_OUTCOMES
-            .iter()
-            .map(|o| self.inputs.get_or_create_owned(&zone_outcome(&label, o)))
-            .collect();
-        ZoneMetrics {
-            tick_duration: self.tick_duration.get_or_create_owned(&l),
-            ticks: self.ticks.get_or_create_owned(&l),
-            ticks_dropped: self.ticks_dropped.get_or_create_owned(&l),
-            players: self.players.get_or_create_owned(&l),
-            observers: self.observers.get_or_create_owned(&l),
-            entities: self.entities.get_or_create_owned(&l),
-            bytes_out: self.bytes_out.get_or_create_owned(&l),
-            frames_out: self.frames_out.get_or_create_owned(&l),
-            quiet_skipped: self.quiet_skipped.get_or_create_owned(&l),
-            inputs,
-            stages: self.stage_families.zone(&label),
-            last: GaugeValues::default(),
-            tier: None,
-            label,
-        }
-    }
-
-    /// A zone stopped: take back its gauge contributions and free its label slot.
-    pub fn release_zone(&self, mut zm: ZoneMetrics) {
-        zm.set_population(0, 0, 0);
-        if let Some(t) = zm.tier.take() {
-            self.zones_by_tier.get_or_create(&tier_label(t)).dec();
-        }
-        self.zones.dec();
-        if zm.label == OTHER_ZONE {
-            return;
-        }
-        let l = zone_label(&zm.label);
-        self.tick_duration.remove(&l);
-        self.ticks.remove(&l);
-        self.ticks_dropped.remove(&l);
-        self.tier.remove(&l);
-        self.players.remove(&l);
-        self.observers.remove(&l);
-        self.entities.remove(&l);
-        self.bytes_out.remove(&l);
-        self.frames_out.remove(&l);
-        self.quiet_skipped.remove(&l);
-        self.stage_families.release(&zm.label);
-        for o in INPUT_OUTCOMES {
-            self.inputs.remove(&zone_outcome(&zm.label, o));
-        }
-        let mut set = self.labelled.lock().unwrap_or_else(|p| p.into_inner());
-        set.remove(&zm.label);
-    }
-
-    /// Record a zone's tier.
-    pub fn set_tier(&self, zm: &mut ZoneMetrics, tier: Tier) {
-        if zm.tier == Some(tier) {
-            return;
-        }
-        if let Some(old) = zm.tier.replace(tier) {
-            self.zones_by_tier.get_or_create(&tier_label(old)).dec();
-        }
-        self.zones_by_tier.get_or_create(&tier_label(tier)).inc();
-        if zm.label != OTHER_ZONE {
-            self.tier
-                .get_or_create(&zone_label(&zm.label))
-                .set(tier_value(tier));
-        }
-    }
-
     /// The open-connections gauge, moved by the accept loop's connection guards.
     pub(crate) fn connections_gauge(&self) -> Gauge {
         self.connections.clone()
@@ -657,165 +578,5 @@ impl Metrics {
     }
 }
 
-fn tier_value(t: Tier) -> i64 {
-    match t {
-        Tier::Hot => 0,
-        Tier::Idle => 1,
-        Tier::Dormant => 2,
-    }
-}
-
-fn tier_label(t: Tier) -> Labels {
-    let name = match t {
-        Tier::Hot => "hot",
-        Tier::Idle => "idle",
-        Tier::Dormant => "dormant",
-    };
-    vec![("tier", name.to_owned())]
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct GaugeValues {
-    players: i64,
-    observers: i64,
-    entities: i64,
-}
-
-/// One zone's metric handles (owned by its simulation thread; the input
-/// counters are cloned out for the network tasks).
-#[derive(Debug)]
-pub struct ZoneMetrics {
-    label: String,
-    tick_duration: Histogram,
-    ticks: Counter,
-    ticks_dropped: Counter,
-    players: Gauge,
-    observers: Gauge,
-    entities: Gauge,
-    bytes_out: Counter,
-    frames_out: Counter,
-    quiet_skipped: Counter,
-    inputs: Vec<Counter>,
-    stages: ZoneStageMetrics,
-    last: GaugeValues,
-    tier: Option<Tier>,
-}
-
-impl ZoneMetrics {
-    /// The label this zone reports under (its id or `_other`).
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
-    /// Observes the stage durations of one step.
-    pub fn record_stages(&self, durations: &zonekeep_core::StageDurations) {
-        if !durations.is_empty() {
-            self.stages.record(durations);
-        }
-    }
-
-    /// Adds one step's work (counter increases in [`WORK_COUNTERS`] order).
-    pub fn record_work(&self, by: &[(&'static str, u64)]) {
-        self.stages.add_work(by);
-    }
-
-    /// The counter for input `outcome` (one of [`INPUT_OUTCOMES`]).
-    pub fn input_counter(&self, outcome: &str) -> Option<Counter> {
-        INPUT_OUTCOMES
-            .iter()
-            .position(|o| *o == outcome)
-            .and_then(|i| self.inputs.get(i).cloned())
-    }
-
-    /// Record one advance: ticks, their durations and input outcomes.
-    pub fn record_advance(
-        &self,
-        ticks: u64,
-        dropped: u64,
-        durations: &[std::time::Duration],
-        inputs: &InputCounters,
-    ) {
-        self.ticks.inc_by(ticks);
-        self.ticks_dropped.inc_by(dropped);
-        for d in durations {
-            self.tick_duration.observe(d.as_secs_f64());
-        }
-        let by = [
-            inputs.accepted,
-            inputs.duplicate,
-            inputs.stale,
-            inputs.overflowed,
-            inputs.refused,
-            inputs.superseded,
-            inputs.unroutable,
-        ];
-        for (c, n) in self.inputs.iter().zip(by) {
-            if n > 0 {
-                c.inc_by(n);
-            }
-        }
-    }
-
-    /// Record a quiet Delta that was not sent.
-    pub fn record_quiet_skipped(&self) {
-        self.quiet_skipped.inc();
-    }
-
-    /// Record frames sent.
-    pub fn record_out(&self, frames: u64, bytes: u64) {
-        self.frames_out.inc_by(frames);
-        self.bytes_out.inc_by(bytes);
-    }
-
-    /// Set the zone's population (applied as deltas so `_other` sums correctly).
-    pub fn set_population(&mut self, players: i64, observers: i64, entities: i64) {
-        self.players.inc_by(players - self.last.players);
-        self.observers.inc_by(observers - self.last.observers);
-        self.entities.inc_by(entities - self.last.entities);
-        self.last = GaugeValues {
-            players,
-            observers,
-            entities,
-        };
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn zone_labels_are_bounded_and_released() {
-        let m = Metrics::new(2);
-        let mut a = m.zone("a");
-        let b = m.zone("b");
-        let mut c = m.zone("c");
-        assert_eq!(a.label(), "a");
-        assert_eq!(b.label(), "b");
-        assert_eq!(c.label(), OTHER_ZONE);
-        a.set_population(3, 1, 0);
-        c.set_population(2, 0, 0);
-        let text = m.encode();
-        assert!(text.contains("zonekeep_players{zone=\"a\"} 3"), "{text}");
-        assert!(
-            text.contains("zonekeep_players{zone=\"_other\"} 2"),
-            "{text}"
-        );
-        m.release_zone(a);
-        let text = m.encode();
-        assert!(!text.contains("zone=\"a\""), "{text}");
-        let d = m.zone("d");
-        assert_eq!(d.label(), "d");
-        m.release_zone(c);
-        assert!(m.encode().contains("zonekeep_players{zone=\"_other\"} 0"));
-    }
-
-    #[test]
-    fn process_metrics_present_on_linux() {
-        let text = Metrics::new(1).encode();
-        if cfg!(target_os = "linux") {
-            assert!(text.contains("process_cpu_seconds_total"), "{text}");
-            assert!(text.contains("process_resident_memory_bytes"), "{text}");
-        }
-    }
-}
+mod tests;
