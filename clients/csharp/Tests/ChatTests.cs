@@ -89,7 +89,7 @@ namespace Zonekeep.Tests
             ChatLines back = (ChatLines)MessageCodec.DecodeServer(lb);
             Check.Equal(200, back.Lines.Count, "200 lines");
             Check.True(back.History && back.Ref == 9 && back.Lines[199].Seq == 200, "flags, ref, lines");
-            // The Rust codec's own examples (crates/zonekeep-protocol/src/messages/chat.rs).
+            // The Rust codec's own examples (crates/zonekeep-protocol/src/messages/chat/tests.rs).
             Check.Equal("06ac0204646d3a62026869", Hex.ToHex(MessageCodec.EncodeClient(new Chat { Ref = 300, Channel = "dm:b", Body = "hi" })), "chat");
             Check.Equal("8dac0202e807016d", Hex.ToHex(MessageCodec.EncodeServer(new ChatReply { Ref = 300, Code = ChatReplyCode.Muted, UntilMs = 1000, Text = "m" })), "reply");
             Check.Equal("8c067a6f6e653a61010900", Hex.ToHex(MessageCodec.EncodeServer(new ChatLines { Channel = "zone:a", History = true, Ref = 9 })), "lines");

@@ -130,7 +130,7 @@ describe("chat in the codec (version 11)", () => {
       { type: "chat_reply", ref: 0, code: 0xffff, untilMs: 0, text: "" },
     ];
     for (const m of server) assert.deepEqual(decodeServerMessage(encodeServerMessage(m)), m);
-    // The Rust codec's own examples (crates/zonekeep-protocol/src/messages/chat.rs).
+    // The Rust codec's own examples (crates/zonekeep-protocol/src/messages/chat/tests.rs).
     assert.equal(toHex(encodeClientMessage({ type: "chat", ref: 300, channel: "dm:b", body: "hi" })), "06ac0204646d3a62026869");
     assert.equal(
       toHex(encodeServerMessage({ type: "chat_reply", ref: 300, code: ChatReplyCode.MUTED, untilMs: 1000, text: "m" })),

@@ -8,8 +8,10 @@
 //! refused. Clients that route by tag first can use [`peek_tag`] and call
 //! [`crate::delta::decode_delta`] directly.
 
+mod elsewhere;
 mod kick;
 
+pub use elsewhere::{Entries, Redirect, Transfer};
 pub use kick::{Kick, KickCode};
 
 use super::chat::{ChatLines, ChatReply};
@@ -17,11 +19,12 @@ use super::tag;
 use crate::delta::{decode_delta, Delta, Event};
 use crate::error::{DecodeError, EncodeError};
 use crate::limits::{
-    MAX_CONTENT_VERSION, MAX_ENTRIES, MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_KICK_REASON,
-    MAX_RECONNECT_TOKEN, MAX_SERVER_MESSAGE, MAX_TICKET, MAX_URL, MAX_ZONE_ID,
+    MAX_CONTENT_VERSION, MAX_EVENTS, MAX_EVENT_PAYLOAD, MAX_KICK_REASON, MAX_RECONNECT_TOKEN,
+    MAX_SERVER_MESSAGE, MAX_TICKET, MAX_URL, MAX_ZONE_ID,
 };
 use crate::schema::Schema;
 use crate::wire::{put_bytes_named, put_str_named, put_varint, Reader};
+use elsewhere::{is_websocket_url, put_entries, read_entries};
 
 /// Whether the connection plays or only watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,6 +97,8 @@ pub struct Welcome {
     /// most [`MAX_ENTRIES`] WebSocket URLs of the zone (each ≤ 512 bytes), the zone's owner first,
     /// then the fleet's other live hosts. Only a Welcome of version 7 or later carries them
     /// ([`ENTRIES_PROTOCOL`]): for an older `version` it must be empty, and it decodes as empty.
+    ///
+    /// [`MAX_ENTRIES`]: crate::limits::MAX_ENTRIES
     pub entries: Vec<String>,
 }
 
@@ -140,58 +145,6 @@ pub struct KnownSetCheck {
     pub count: u32,
     /// [`known_set_hash`](crate::known::known_set_hash) of the known set's ids, ascending.
     pub hash: u32,
-}
-
-/// The answer to a Hello at a host that does not own the zone (§5.3, protocol version 3): connect
-/// to `url` and send the same Hello again.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Redirect {
-    /// The zone's full WebSocket URL at its owner, `ws://` or `wss://` (≤ 512 bytes).
-    pub url: String,
-    /// The zone to ask for there (≤ 128 bytes).
-    pub zone_id: String,
-}
-
-impl Redirect {
-    /// The URL to follow, or `None` when it is not an absolute `ws://` or `wss://` URL, which a
-    /// client must refuse (§5.3): a Redirect must not send a client's ticket anywhere but to
-    /// another zone host. The scheme is matched without regard to case (RFC 3986 §3.1).
-    pub fn websocket_url(&self) -> Option<&str> {
-        is_websocket_url(&self.url).then_some(self.url.as_str())
-    }
-}
-
-/// Whether `url` is an absolute `ws://` or `wss://` URL with a host, the scheme matched without
-/// regard to case (RFC 3986 §3.1).
-fn is_websocket_url(url: &str) -> bool {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return false;
-    };
-    let ws = scheme.eq_ignore_ascii_case("ws") || scheme.eq_ignore_ascii_case("wss");
-    // An empty authority (`ws:///zones/a`) names no host.
-    ws && !rest.is_empty() && !rest.starts_with('/')
-}
-
-/// The player was moved to another zone (§5.3.2, protocol version 8): the client opens a new
-/// connection to `url` with a Hello carrying `ticket`, keeps showing the old world until the new
-/// zone's Welcome and BASELINE arrive, then closes this connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transfer {
-    /// The zone the player now belongs to, exactly (≤ 128 bytes).
-    pub zone_id: String,
-    /// The transfer credential: a single-use ticket for that zone (≤ 4096 bytes, §8).
-    pub ticket: String,
-    /// The zone's full WebSocket URL at its owner, `ws://` or `wss://` (≤ 512 bytes).
-    pub url: String,
-}
-
-impl Transfer {
-    /// The URL to connect to, or `None` when it is not an absolute `ws://` or `wss://` URL: the
-    /// client then ignores the Transfer (§5.3.2), as it refuses such a Redirect, so that the
-    /// credential never goes anywhere but to a zone host.
-    pub fn websocket_url(&self) -> Option<&str> {
-        is_websocket_url(&self.url).then_some(self.url.as_str())
-    }
 }
 
 /// A tick's zone events on a WebTransport session's control stream (§5.9, version 6): there they
@@ -265,52 +218,6 @@ pub enum ServerMessage {
     ChatLines(ChatLines),
     /// Tag `0x8d` (protocol version 11).
     ChatReply(ChatReply),
-}
-
-/// Where else the client may enter the zone, anew (§5.3.1, version 7): the host sends it when the
-/// list its Welcome gave has changed (a host joined, drained or died), so a client that later
-/// finds its entry URL unreachable knows the fleet as it is, not as it was when it joined.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entries {
-    /// The same list as [`Welcome::entries`]: at most [`MAX_ENTRIES`] WebSocket URLs of the zone,
-    /// its owner first. It replaces the one the client held.
-    pub entries: Vec<String>,
-}
-
-impl Entries {
-    /// The entry URLs a client may connect to, as [`Welcome::websocket_entries`].
-    pub fn websocket_entries(&self) -> impl Iterator<Item = &str> {
-        self.entries
-            .iter()
-            .map(String::as_str)
-            .filter(|u| is_websocket_url(u))
-    }
-}
-
-/// Writes a list of entry URLs (Welcome from version 7, Entries): a count, then each URL.
-fn put_entries(out: &mut Vec<u8>, entries: &[String]) -> Result<(), EncodeError> {
-    if entries.len() > MAX_ENTRIES {
-        return Err(EncodeError::TooLong {
-            what: "entries",
-            len: entries.len() as u64,
-            max: MAX_ENTRIES as u64,
-        });
-    }
-    put_varint(out, entries.len() as u64);
-    for e in entries {
-        put_str_named(out, "entry url", e, MAX_URL)?;
-    }
-    Ok(())
-}
-
-/// Reads a list of entry URLs written by [`put_entries`].
-fn read_entries(r: &mut Reader<'_>) -> Result<Vec<String>, DecodeError> {
-    let n = r.count("entries", MAX_ENTRIES)?;
-    let mut entries = Vec::with_capacity(n);
-    for _ in 0..n {
-        entries.push(r.str_named("entry url", MAX_URL)?.to_owned());
-    }
-    Ok(entries)
 }
 
 /// The first byte of a message, or [`DecodeError::Truncated`] for an empty one.
