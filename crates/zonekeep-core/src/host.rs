@@ -31,22 +31,20 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::call::{Call, CallAnswer, CallBook};
+use crate::call::CallBook;
 use crate::character::CharacterBook;
 use crate::clock::Clock;
 use crate::config::ZoneConfig;
 use crate::ctx::{Ctx, CtxParts, Event, Kick, Outputs};
-use crate::fact::{Fact, FactBook, Settlement};
+use crate::fact::FactBook;
 use crate::input::InputMeta;
 use crate::message::Mailbox;
 use crate::player::{PlayerId, PlayerInfo, Roster};
-use crate::replicate::{BuildStats, Replicator, SubscriberId};
-use crate::report::{AdvanceReport, InputCounters};
+use crate::replicate::{BuildStats, Replicator};
+use crate::report::InputCounters;
 use crate::rewind::RewindHistory;
 use crate::rng::ZoneRng;
-use crate::snapshot::Snapshot;
-use crate::stages::Stage;
-use crate::tier::{IdlePolicy, Tier, TierState, TierTransition};
+use crate::tier::{Tier, TierState, TierTransition};
 use crate::timer::Timers;
 use crate::transfer::Transfers;
 use crate::view::ViewRequests;
@@ -204,55 +202,10 @@ impl ZoneHost {
         &self.config
     }
 
-    /// The character writes due (see [`crate::character`]): each player's last write as it
-    /// left, which gives its lease up, and a write of each character the zone asked to commit
-    /// (or that changed before a save, after [`commit_characters`](ZoneHost::commit_characters)).
-    /// The host makes them under the characters' leases, in order.
-    pub fn drain_character_writes(&mut self) -> Vec<crate::CharacterWrite> {
-        self.core.characters.drain()
-    }
-
-    /// The zone is saving: every character changed since its last write is to be written too
-    /// (drained by [`drain_character_writes`](ZoneHost::drain_character_writes)).
-    pub fn commit_characters(&mut self) {
-        self.core.characters.commit_dirty();
-    }
-
-    /// The zone stops (unloaded, stopped or shut down): every character still here is handed
-    /// back as it stands, as releasing writes (drained next). Called before the zone's final
-    /// save; players still present are no longer the zone's to keep.
-    pub fn release_characters(&mut self) {
-        self.core.characters.release_all();
-    }
-
-    /// How many players hold a character in this zone.
-    pub fn characters(&self) -> usize {
-        self.core.characters.len()
-    }
-
-    /// Whether the zone asked for a save since the last call (see [`Ctx::save_now`]); the
-    /// request is taken.
-    pub fn take_save_request(&mut self) -> bool {
-        std::mem::take(&mut self.core.out.save_requested)
-    }
-
     /// The listing the zone published since the last call, if it published one (see
     /// [`Ctx::publish_listing`]); taken.
     pub fn take_listing(&mut self) -> Option<crate::Listing> {
         self.core.out.listing.take()
-    }
-
-    /// Names the build of the zone's code (the host's version for a native kind, the module's
-    /// content hash for a module): every save records it beside the state version, so an
-    /// operator facing a save this code cannot read knows which build wrote it.
-    pub fn set_build_id(&mut self, build: impl Into<String>) {
-        self.build = build.into();
-    }
-
-    /// The build of the zone's code, as [`set_build_id`](ZoneHost::set_build_id) named it (empty
-    /// until then).
-    pub fn build_id(&self) -> &str {
-        &self.build
     }
 
     /// The last tick run (0 before the first).
@@ -320,30 +273,6 @@ impl ZoneHost {
         self.zone.log_lines_suppressed()
     }
 
-    /// Whether a replication patch follows `tick` (`tick % patch_every == 0`;
-    /// tick 0 never runs, so it is never a patch tick).
-    pub fn is_patch_tick(&self, tick: u64) -> bool {
-        tick != 0 && tick % u64::from(self.config.patch_every) == 0
-    }
-
-    /// Clock time at which the next schedule slot falls due: a driver can
-    /// sleep until then and call [`advance`](ZoneHost::advance).
-    pub fn next_tick_due(&self) -> Duration {
-        let nanos = self
-            .core
-            .dt
-            .as_nanos()
-            .saturating_mul(u128::from(self.next_slot));
-        self.start.saturating_add(Duration::from_nanos(
-            u64::try_from(nanos).unwrap_or(u64::MAX),
-        ))
-    }
-
-    /// Whether [`dispose`](ZoneHost::dispose) has run.
-    pub fn is_disposed(&self) -> bool {
-        self.disposed
-    }
-
     /// The newest input sequence number handed to the zone for `id` (the ack).
     pub fn last_processed_seq(&self, id: PlayerId) -> Option<u32> {
         self.zone.last_processed(id)
@@ -364,66 +293,6 @@ impl ZoneHost {
             .rewind_for(player, view_tick, self.core.tick.saturating_add(1))
     }
 
-    /// The owner epoch this host was created or restored with.
-    pub fn boot_epoch(&self) -> u64 {
-        self.core.facts.boot_epoch()
-    }
-
-    /// Facts emitted since the last call, to hand to a fact sink. They stay
-    /// in flight (and in snapshots) until settled with
-    /// [`handle_settlement`](ZoneHost::handle_settlement).
-    pub fn drain_facts(&mut self) -> Vec<Fact> {
-        self.tap_call(|| crate::recording::Record::DrainFacts);
-        let facts = self.core.facts.take_unsent();
-        if self.recording() {
-            self.tap_effect(crate::recording::facts_digest(&facts));
-        }
-        facts
-    }
-
-    /// How many facts are in flight (emitted, not yet settled and delivered).
-    pub fn facts_in_flight(&self) -> usize {
-        self.core.facts.in_flight_len()
-    }
-
-    /// The zone's state and in-flight facts as a checksummed envelope (see
-    /// [`crate::snapshot`]), or `None` when the zone kind is not persisted. The envelope keeps
-    /// the participants (except those moving to another zone), the parent, the groups, the
-    /// message deduplication table and the messages received and not yet delivered.
-    /// Call between two `advance` calls (a tick boundary).
-    pub fn snapshot(&self) -> Option<Vec<u8>> {
-        let zone = self.zone.save()?;
-        Some(
-            Snapshot {
-                tick: self.core.tick,
-                boot_epoch: self.core.facts.boot_epoch(),
-                fact_counter: self.core.facts.counter(),
-                facts: self.core.facts.in_flight().cloned().collect(),
-                zone,
-                next_player: self.next_player,
-                // A moving player belongs to the server's transfer record, not to a save.
-                roster: self
-                    .core
-                    .roster
-                    .values()
-                    .filter(|p| !self.core.transfers.moving.contains_key(&p.id))
-                    .map(|p| crate::snapshot::SavedParticipant {
-                        id: p.id,
-                        principal: p.principal.clone(),
-                        role: p.role,
-                        claims: p.claims.clone(),
-                        last_seq: self.zone.last_processed(p.id),
-                    })
-                    .collect(),
-                state_version: self.config.state_version,
-                build: self.build.clone(),
-                characters: Vec::new(),
-                calls: self.core.calls.in_flight().cloned().collect(),
-            }
-            .encode_with(&self.core.mail.saved_links()),
-        )
-    }
-
     /// Take the events emitted so far, for a driver that does not replicate
     /// (otherwise the next frame build delivers them inside the Deltas; each
     /// event goes one way or the other, never both).
@@ -431,281 +300,15 @@ impl ZoneHost {
         self.core.out.event_bytes = 0;
         self.core.out.events.drain(..)
     }
-
-    /// Calls made since the last call, to journal and hand to a call sink. They stay in flight
-    /// (and in snapshots) until answered with
-    /// [`handle_call_result`](ZoneHost::handle_call_result).
-    pub fn drain_calls(&mut self) -> Vec<Call> {
-        self.tap_call(|| crate::recording::Record::DrainCalls);
-        let calls = self.core.calls.take_unsent();
-        if self.recording() {
-            self.tap_effect(crate::recording::calls_digest(&calls));
-        }
-        calls
-    }
-
-    /// How many calls are in flight (made, result not yet delivered).
-    pub fn calls_in_flight(&self) -> usize {
-        self.core.calls.in_flight_len()
-    }
-
-    /// Queue a call's result; the zone receives it through
-    /// [`Zone::on_call_result`](crate::Zone::on_call_result) at the start of its next tick. A
-    /// result for a key not in flight is dropped and counted.
-    pub fn handle_call_result(&mut self, answer: CallAnswer) {
-        self.tap_call(|| crate::recording::Record::CallResult(answer.clone()));
-        self.core.calls.queue_result(answer);
-    }
-
-    /// Queue a fact sink's answer; the zone receives it through
-    /// [`Zone::on_fact_settled`](crate::Zone::on_fact_settled) at the start of its next tick. A settlement
-    /// for a key not in flight is dropped and counted.
-    pub fn handle_settlement(&mut self, settlement: Settlement) {
-        self.tap_call(|| crate::recording::Record::Settle(settlement.clone()));
-        self.core.facts.queue_settlement(settlement);
-    }
-
-    /// Makes the first tick due at once instead of one tick interval after the zone was built
-    /// or restored, for a zone started because a client waits on it (a deploy moved it here
-    /// and the player resumed with its start): the next [`advance`](ZoneHost::advance) runs a
-    /// tick and its patch carries that player's BASELINE. The schedule keeps its phase. Once
-    /// the zone has ticked, this does nothing.
-    pub fn tick_at_once(&mut self) {
-        self.tap_call(|| crate::recording::Record::TickAtOnce);
-        // Slot 0 is the build itself: it runs only when asked for here, and only once.
-        if self.next_slot == 1 && !self.ticked_at_once {
-            self.next_slot = 0;
-            self.ticked_at_once = true;
-        }
-    }
-
-    /// Bring the zone up to clock time `now`: expire reconnect graces, update
-    /// the tier, run the due ticks (within `max_catch_up`) and report. When a
-    /// patch tick ran, the next [`drain_frames`](ZoneHost::drain_frames) builds
-    /// and returns the patch. A disposed host reports nothing.
-    pub fn advance(&mut self, now: Duration) -> AdvanceReport {
-        self.tap_call(|| crate::recording::Record::Advance(now));
-        if self.disposed {
-            return AdvanceReport {
-                tick: self.core.tick,
-                ..AdvanceReport::default()
-            };
-        }
-        self.expire_graces(now);
-        let idle_after = self.config.idle_after;
-        // A lasting world stays loaded when empty: its tier stops at Idle.
-        let dormant_after = if self.config.lasting {
-            Duration::MAX
-        } else {
-            self.config.dormant_after
-        };
-        while let Some((from, to)) = self.core.tier.update(now, idle_after, dormant_after) {
-            self.transition(from, to);
-        }
-        self.apply_kicks();
-
-        let due = self.take_due_slots(now);
-        let runnable = match (self.core.tier.tier, self.config.idle_policy) {
-            (Tier::Hot, _) => due,
-            (Tier::Idle, IdlePolicy::Slow(n)) => {
-                let n = u64::from(n.max(1));
-                let from = self.idle_phase;
-                self.idle_phase = from.saturating_add(due);
-                // Slots with phase p in [from, from + due) and p % n == 0.
-                self.idle_phase.div_ceil(n) - from.div_ceil(n)
-            }
-            (Tier::Idle, IdlePolicy::Pause) | (Tier::Dormant, _) => 0,
-        };
-        let run = runnable.min(u64::from(self.config.max_catch_up));
-
-        let mut report = AdvanceReport {
-            ticks_skipped: due - runnable,
-            ticks_dropped: runnable - run,
-            ..AdvanceReport::default()
-        };
-        for _ in 0..run {
-            self.run_tick(&mut report);
-        }
-        report.ticks_run = run;
-        report.tick = self.core.tick;
-        let pending = std::mem::take(&mut self.pending);
-        report.inputs = pending.inputs;
-        report.tier_transitions = pending.transitions;
-        report.left = pending.left;
-        report.kicks = pending.kicks;
-        report.facts_overflowed = std::mem::take(&mut self.core.facts.overflowed);
-        report.settlements_unknown = std::mem::take(&mut self.core.facts.unknown_settlements);
-        report.facts_refused = std::mem::take(&mut self.core.facts.refused);
-        report.calls_overflowed = std::mem::take(&mut self.core.calls.overflowed);
-        report.call_results_unknown = std::mem::take(&mut self.core.calls.unknown_results);
-        report.spawns_refused = self.core.world.take_spawns_refused();
-        self.patch_due |= !report.patch_ticks.is_empty();
-        report.events_dropped = std::mem::take(&mut self.core.out.events_dropped);
-        report.messages_refused = std::mem::take(&mut self.core.mail.sends_refused);
-        report.messages_full = std::mem::take(&mut self.core.mail.inbox_full);
-        report.tier_messages_dropped = std::mem::take(&mut self.core.mail.tier_messages_dropped);
-        report.transfers_refused = std::mem::take(&mut self.core.transfers.refused);
-        report.transfer_returns_refused = std::mem::take(&mut self.core.transfers.returns_refused);
-        report
-    }
-
-    /// Shut the zone down: call `dispose`, then forget every participant.
-    /// Later joins, rejoins and inputs are refused and `advance` runs nothing.
-    pub fn dispose(&mut self) {
-        if self.disposed {
-            return;
-        }
-        self.tap_call(|| crate::recording::Record::Dispose);
-        self.zone.dispose(&mut self.core.ctx(None));
-        self.disposed = true;
-        self.core.roster.clear();
-        self.core.out.kicks.clear();
-        self.core.transfers.asked.clear();
-        self.core.transfers.moving.clear();
-        self.dropped_at.clear();
-        self.stop_recording(crate::recording::StopReason::ZoneEnded);
-    }
-
-    /// Count the wall-clock slots due by `now` and consume them.
-    fn take_due_slots(&mut self, now: Duration) -> u64 {
-        let elapsed = now.saturating_sub(self.start).as_nanos();
-        let last_due = elapsed / self.core.dt.as_nanos().max(1);
-        let last_due = u64::try_from(last_due).unwrap_or(u64::MAX);
-        if last_due < self.next_slot {
-            return 0;
-        }
-        let due = last_due - self.next_slot + 1;
-        self.next_slot = last_due.saturating_add(1);
-        due
-    }
-
-    fn run_tick(&mut self, report: &mut AdvanceReport) {
-        let started = self.read_clock();
-        let mark = self.stage_now();
-        self.core.tick = self.core.tick.saturating_add(1);
-        let tick = self.core.tick;
-
-        while let Some(settlement) = self.core.facts.next_settlement() {
-            self.zone
-                .on_fact_settled(&mut self.core.ctx(None), &settlement);
-            report.facts_settled = report.facts_settled.saturating_add(1);
-        }
-        while let Some(answer) = self.core.calls.next_result() {
-            self.zone
-                .on_call_result(&mut self.core.ctx(None), &answer.key, &answer.result);
-            report.calls_answered = report.calls_answered.saturating_add(1);
-        }
-        self.deliver_inbox();
-        let mark = self.stage_done(Stage::Inbox, mark);
-
-        let mut applied = std::mem::take(&mut self.relays.applied);
-        let superseded = self.zone.apply_inputs(
-            &mut self.core,
-            self.config.input_policy,
-            self.rewind.as_ref(),
-            &mut applied,
-        );
-        self.relays_changed(&applied);
-        applied.clear();
-        self.relays.applied = applied;
-        let c = &mut self.pending.inputs.superseded;
-        *c = c.saturating_add(superseded);
-        let mark = self.stage_done(Stage::Inputs, mark);
-
-        self.zone.tick(&mut self.core.ctx(None));
-        let mark = self.stage_done(Stage::Tick, mark);
-        while let Some((id, tag)) = self.core.timers.pop_due(tick) {
-            self.zone.on_timer(&mut self.core.ctx(None), id, tag);
-        }
-        self.apply_kicks();
-        self.stage_done(Stage::Timers, mark);
-
-        if self.is_patch_tick(tick) {
-            report.patch_ticks.push(tick);
-        }
-        self.tap_tick();
-        let ended = self.read_clock();
-        report.tick_durations.push(ended.saturating_sub(started));
-    }
-
-    fn grace_expired(&self, id: PlayerId, now: Duration) -> bool {
-        self.dropped_at
-            .expired(id, now, self.config.reconnect_grace)
-    }
-
-    fn expire_graces(&mut self, now: Duration) {
-        let expired = self
-            .dropped_at
-            .all_expired(now, self.config.reconnect_grace);
-        for id in expired {
-            self.remove_player(id, LeaveReason::Dropped);
-        }
-        self.apply_kicks();
-    }
-
-    fn transition(&mut self, from: Tier, to: Tier) {
-        if to == Tier::Idle {
-            self.idle_phase = 0;
-        }
-        self.pending.transitions.push(TierTransition {
-            tick: self.core.tick,
-            from,
-            to,
-        });
-        // The parent hears of it first: a Dormant zone is unloaded right after this advance.
-        self.core.mail.tier_changed(self.core.tick, from, to);
-        self.zone.on_tier(&mut self.core.ctx(None), from, to);
-    }
-
-    /// Remove without applying kicks (callers do, once, afterwards).
-    fn remove_player(&mut self, id: PlayerId, why: LeaveReason) {
-        if self.core.roster.remove(&id).is_none() {
-            return;
-        }
-        self.dropped_at.remove(id);
-        self.core.views.remove(id);
-        self.core.transfers.moving.remove(&id);
-        self.core.transfers.asked.retain(|a| a.player != id);
-        // A request not yet handed out is withdrawn: there is nobody left to move.
-        self.core.transfers.out.retain(|r| r.player != id);
-        if let Some(history) = self.rewind.as_mut() {
-            history.forget(id);
-        }
-        let _ = self.replicator.remove_subscriber(SubscriberId(id.0));
-        self.held.forget(id);
-        self.forget_relayed(id);
-        self.pending.left.push((id, why));
-        if self.core.roster.is_empty() {
-            let now = self.read_clock();
-            self.core.tier.emptied(now);
-        }
-        self.zone.leave(&mut self.core.ctx(None), id, why);
-        // Handed back after the leave hook, which may still set it.
-        self.core.characters.release(id);
-    }
-
-    /// Apply the zone's kick and transfer requests, including any made by the hooks they
-    /// trigger (`on_leave`, `transfer_out`). Terminates: each applied kick removes a
-    /// participant, each applied transfer makes a player moving (and a moving player cannot be
-    /// asked for again), and a refused transfer's return asks for nothing the loop runs again.
-    fn apply_kicks(&mut self) {
-        while !self.core.out.kicks.is_empty() || !self.core.transfers.asked.is_empty() {
-            let kicks = std::mem::take(&mut self.core.out.kicks);
-            for kick in kicks {
-                if self.core.roster.contains_key(&kick.player) {
-                    self.remove_player(kick.player, LeaveReason::Kicked);
-                    self.pending.kicks.push(kick);
-                }
-            }
-            self.apply_transfers();
-        }
-    }
 }
 
 mod build;
 mod calls;
+mod characters;
 #[cfg(test)]
 mod courier;
+mod departures;
+mod facts;
 mod frames;
 mod graces;
 mod image;
@@ -715,6 +318,7 @@ mod observers;
 mod probe;
 mod record;
 mod relayed;
+mod save;
 mod slot;
 mod stage_times;
 #[cfg(test)]
@@ -741,3 +345,4 @@ mod tests_stages;
 mod tests_state_version;
 #[cfg(test)]
 mod tests_transfer;
+mod tick;
