@@ -8,6 +8,7 @@
 //! zone's next `advance`. Frames leave through each connection's bounded
 //! outbox with `try_send`, so the tick never waits on the network.
 
+mod context;
 mod frames;
 mod interrupts;
 mod lifecycle;
@@ -32,6 +33,7 @@ use zonekeep_protocol::ResumeFrom;
 
 use crate::net::conn::ConnHandle;
 
+pub(crate) use context::{KindSpec, SessionTimeouts, SimContext};
 pub(crate) use frames::{kick_frame, pong_frame};
 pub(crate) use interrupts::Interrupts;
 pub(crate) use lifecycle::Lifecycle;
@@ -39,7 +41,6 @@ pub use lifecycle::LifecycleLog;
 pub(crate) use registry::{now_ms, Arrival, LobbyView, Registry, ZoneEntry};
 pub use registry::{FailedZone, PlayerSummary, ZoneDetail, ZoneSummary};
 pub(crate) use start::{admit_zone, wait_running, AdmitError, StartError, Startup};
-pub(crate) use thread::{KindSpec, SessionTimeouts, SimContext};
 pub use zone_run::ZoneUpgrade;
 
 /// Called on the sim thread when a zone stops for good (shutdown, stop,
@@ -420,12 +421,12 @@ impl SimPool {
             .is_some_and(|tx| tx.send_timeout(cmd, bound).is_ok())
     }
 
-    /// How many threads the pool runs.
     /// Senders that can wake every thread from outside (the lease watchdog's thread).
     pub fn wakers(&self) -> Vec<Sender<SimCommand>> {
         self.senders.clone()
     }
 
+    /// How many threads the pool runs.
     pub fn threads(&self) -> usize {
         self.senders.len()
     }

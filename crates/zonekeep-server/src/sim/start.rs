@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use zonekeep_core::{ZoneError, ZoneHost, ZoneInit};
 
+use super::context::SimContext;
 use super::registry::ZoneEntry;
-use super::thread::SimContext;
 use super::{SimCommand, SimPool, ZoneCreate, ZoneStart};
 use crate::metrics::ZoneMetrics;
 use crate::persist::{ClaimRefusal, ZonePersist};
