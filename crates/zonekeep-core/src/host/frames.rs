@@ -243,6 +243,18 @@ impl ZoneHost {
         self.replicator.known_check(SubscriberId(id.0)).ok()
     }
 
+    /// [`known_set_check`](Self::known_set_check) for each of `ids`, in order, hashing each
+    /// known set that participants share once (everyone in a small arena holds the same).
+    pub fn known_set_checks<'a>(
+        &'a self,
+        ids: &'a [PlayerId],
+    ) -> impl Iterator<Item = (PlayerId, Option<(u32, u32)>)> + 'a {
+        let checks = self
+            .replicator
+            .known_checks(ids.iter().map(|id| SubscriberId(id.0)));
+        ids.iter().copied().zip(checks.map(Result::ok))
+    }
+
     /// The patch: when a patch tick ran since the last call, build every connected
     /// participant's Delta for the current tick and hand them out (see [`Frame`]); otherwise
     /// nothing. An observer gets one on its turns only, when the zone serves observers at a

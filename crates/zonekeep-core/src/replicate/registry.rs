@@ -2,9 +2,13 @@
 //! dropped and bringing it back (with an ordinary Delta when its client still holds what it was
 //! sent, a BASELINE otherwise), and what each one's client holds.
 
-use super::subscriber::Subscriber;
+use super::subscriber::{Entry, Subscriber};
 use super::{ReplicateError, Replicator, SubscriberConfig, SubscriberId};
+use std::sync::Arc;
 use zonekeep_protocol::ResumeFrom;
+
+/// A sent state (by its shared entries) and its known-set check.
+type Hashed<'a> = (&'a Arc<Vec<Entry>>, (u32, u32));
 
 /// How a parked subscriber came back ([`Replicator::unpark_subscriber`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,5 +170,36 @@ impl Replicator {
     /// entries without allocating, so a periodic check costs one pass over the known set.
     pub fn known_check(&self, id: SubscriberId) -> Result<(u32, u32), ReplicateError> {
         Ok(self.subs[self.find(id)?].known_check())
+    }
+
+    /// [`known_check`](Self::known_check) for each of `ids`, in order. Subscribers in the same
+    /// sent state share its entries (see `share`), so a run of checks hashes each such state
+    /// once: in an arena where everyone sees everyone, one pass serves every check due that
+    /// patch. Only the last few states are remembered, so a run where every subscriber's state
+    /// is its own searches almost nothing.
+    pub fn known_checks<'a, I>(
+        &'a self,
+        ids: I,
+    ) -> impl Iterator<Item = Result<(u32, u32), ReplicateError>> + 'a
+    where
+        I: IntoIterator<Item = SubscriberId>,
+        I::IntoIter: 'a,
+    {
+        let mut recent: [Option<Hashed<'a>>; 4] = [None; 4];
+        let mut next = 0;
+        ids.into_iter().map(move |id| {
+            let s = &self.subs[self.find(id)?];
+            let seen = recent
+                .iter()
+                .flatten()
+                .find(|(entries, _)| Arc::ptr_eq(entries, &s.entries));
+            if let Some(&(_, check)) = seen {
+                return Ok(check);
+            }
+            let check = s.known_check();
+            recent[next] = Some((&s.entries, check));
+            next = (next + 1) % recent.len();
+            Ok(check)
+        })
     }
 }

@@ -22,6 +22,8 @@ pub(super) struct Entry {
     pub(super) prio: f32,
 }
 
+/// One subscriber: its settings, its view, and what it was sent, against which its next frame
+/// is diffed.
 #[derive(Debug, Clone)]
 pub(super) struct Subscriber {
     pub(super) id: SubscriberId,

@@ -393,6 +393,11 @@ proptest! {
                 let check = zonekeep_protocol::KnownSetCheck { tick, count, hash };
                 prop_assert!(mirrors[s.0 as usize].matches(&check));
             }
+            // Checked as a run, as the host sends them, they are the same.
+            let ids: Vec<SubscriberId> = frames.iter().map(|(s, _)| *s).collect();
+            let run: Vec<(u32, u32)> = r.known_checks(ids.iter().copied()).map(Result::unwrap).collect();
+            let each: Vec<(u32, u32)> = ids.iter().map(|s| r.known_check(*s).unwrap()).collect();
+            prop_assert_eq!(run, each);
             prop_assert_eq!(stats.frames, 4);
             prop_assert_eq!(stats.over_budget, over);
         }
@@ -542,4 +547,52 @@ fn a_view_larger_than_a_message_is_sent_over_several_patches_each_under_the_cap(
         assert_eq!(d.baseline, tick == 1);
     }
     assert!(tick > 1, "one message could not hold it all");
+}
+
+#[test]
+fn known_set_checks_in_a_run_match_what_each_client_holds() {
+    let (mut w, unit, _) = world(0.05);
+    let near = w.spawn(unit, 1.0, 1.0).unwrap();
+    w.spawn(unit, 500.0, 500.0).unwrap();
+    let mut r = Replicator::new(ReplicationConfig::default());
+    // Three see everything (one sent state, shared), the fourth only what is near it.
+    let ids: Vec<SubscriberId> = (1..=4).map(SubscriberId).collect();
+    for s in &ids[..3] {
+        r.add_subscriber(*s, cfg(f32::INFINITY, Focus::Point(0.0, 0.0), None))
+            .unwrap();
+    }
+    r.add_subscriber(ids[3], cfg(10.0, Focus::Point(0.0, 0.0), None))
+        .unwrap();
+    let schema = w.schema();
+    let mut mirrors: Vec<Mirror> = ids.iter().map(|_| Mirror::new()).collect();
+    for tick in 1..=3 {
+        w.set_pos(near, tick as f32, 1.0).unwrap();
+        let (frames, _) = build_all(&mut r, &w, tick);
+        for (i, s) in ids.iter().enumerate() {
+            apply(&mut mirrors[i], &frames[&s.0], &schema);
+        }
+        // Interleaved, so the shared state is hashed, then another, then the shared one again.
+        let order = [ids[0], ids[3], ids[1], SubscriberId(99), ids[2]];
+        let checks: Vec<_> = r.known_checks(order).collect();
+        assert!(matches!(
+            checks[3],
+            Err(ReplicateError::UnknownSubscriber(_))
+        ));
+        for (s, check) in order.iter().zip(&checks) {
+            let Some(i) = ids.iter().position(|x| x == s) else {
+                continue;
+            };
+            let &Ok((count, hash)) = check else {
+                panic!("no check for {s:?}");
+            };
+            assert_eq!((count, hash), r.known_check(*s).unwrap());
+            let check = zonekeep_protocol::KnownSetCheck { tick, count, hash };
+            assert!(
+                mirrors[i].matches(&check),
+                "subscriber {s:?} at tick {tick}"
+            );
+        }
+        assert_eq!(checks[0].as_ref().unwrap().0, 2);
+        assert_eq!(checks[1].as_ref().unwrap().0, 1);
+    }
 }

@@ -346,8 +346,8 @@ impl ZoneRun {
     /// Follow the Deltas just sent to `players` with a KnownSetCheck of what each client now holds
     /// (PROTOCOL.md §5.7); the outbox keeps them in order behind the Delta they check.
     fn send_known_set_checks(&self, ctx: &SimContext, tick: u64, players: &[PlayerId]) {
-        for &player in players {
-            let Some((count, hash)) = self.host.known_set_check(player) else {
+        for (player, check) in self.host.known_set_checks(players) {
+            let Some((count, hash)) = check else {
                 continue;
             };
             let Some(conn) = self.subs.get(&player).and_then(|s| s.conn.as_ref()) else {
