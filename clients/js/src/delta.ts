@@ -18,7 +18,12 @@ import {
   type KindDef,
   type Schema,
 } from "./schema.js";
+import { readUpdateRecord, writeUpdateRecord, type PosForm } from "./updaterecord.js";
 import { DecodeError, EncodeError, Reader, varintLen, Writer } from "./wire.js";
+
+// The update record (its position forms, read and written, and the canonical form) has a file of
+// its own; what of it is public is exported from here.
+export { canonicalPosForm, writeUpdateRecord, type PosForm } from "./updaterecord.js";
 
 /** Tag of the Delta message. */
 export const DELTA_TAG = 0x82;
@@ -36,13 +41,6 @@ export const DELTA_LIMITS = {
 const FLAG_BASELINE = 1;
 const FLAG_CONTROL = 2;
 const FLAG_EVENTS = 4;
-
-/** How an update moved an entity, in the exact wire form it used (§5.5.3). */
-export type PosForm =
-  | { form: "tiny"; dx: number; dy: number }
-  | { form: "nibbles"; dx: number; dy: number }
-  | { form: "delta"; dx: number; dy: number }
-  | { form: "absolute"; qx: number; qy: number };
 
 /** One changed entity already known to the client. */
 export interface Update {
@@ -152,10 +150,6 @@ function readCount(r: Reader, max: number, what: string): number {
   return n;
 }
 
-function nibble(v: number): number {
-  return v >= 8 ? v - 16 : v;
-}
-
 /** Removes `despawns` (ascending, each present) from `known` (ascending). */
 function removeDespawns(known: readonly KnownEntry[], despawns: readonly number[]): KnownEntry[] {
   const out: KnownEntry[] = [];
@@ -213,58 +207,6 @@ function readIndexSet(r: Reader, n: number, knownLen: number): number[] {
     throw new DecodeError("invalid", `unknown index set mode ${mode}`);
   }
   return indices;
-}
-
-function readUpdateRecord(r: Reader, kind: KindDef): { pos: PosForm | null; mask: number; fields: Array<[number, FieldValue]> } {
-  const header = r.u8();
-  if ((header & 0x80) === 0) {
-    if (header > 120) throw new DecodeError("invalid", `tiny move ${header} > 120`);
-    return {
-      pos: { form: "tiny", dx: Math.floor(header / 11) - 5, dy: (header % 11) - 5 },
-      mask: 0,
-      fields: [],
-    };
-  }
-  if ((header & 0x78) !== 0) throw new DecodeError("invalid", "update header reserved bits set");
-  if (header === 0x80) throw new DecodeError("invalid", "update record changes nothing");
-  let pos: PosForm | null;
-  switch (header & 3) {
-    case 0:
-      pos = null;
-      break;
-    case 1: {
-      const b = r.u8();
-      pos = { form: "nibbles", dx: nibble(b & 0xf), dy: nibble(b >> 4) };
-      break;
-    }
-    case 2: {
-      const dx = r.zigzag32();
-      pos = { form: "delta", dx, dy: r.zigzag32() };
-      break;
-    }
-    default: {
-      const qx = r.zigzag32();
-      pos = { form: "absolute", qx, qy: r.zigzag32() };
-      break;
-    }
-  }
-  const fields: Array<[number, FieldValue]> = [];
-  let mask = 0;
-  if (header & 4) {
-    mask = r.varintU32();
-    if (mask === 0) throw new DecodeError("invalid", "field mask is zero");
-    const count = kind.fields.length;
-    if (count < 32 && mask >= 2 ** count) {
-      throw new DecodeError("invalid", `field mask names a field beyond ${count}`);
-    }
-    for (let i = 0; i < count; i++) {
-      if (Math.floor(mask / 2 ** i) % 2 === 1) {
-        const fd = kind.fields[i];
-        if (fd !== undefined) fields.push([i, decodeFieldValue(r, fd.ty)]);
-      }
-    }
-  }
-  return { pos, mask, fields };
 }
 
 /**
@@ -392,85 +334,6 @@ function writeIdList(w: Writer, ids: readonly number[], what: string): void {
     w.varint(prev < 0 ? id : id - prev - 1);
     prev = id;
   }
-}
-
-function checkDxy(lo: number, hi: number, dx: number, dy: number, form: string): void {
-  const ok = (v: number): boolean => Number.isInteger(v) && v >= lo && v <= hi;
-  if (!ok(dx) || !ok(dy)) throw new EncodeError("invalid", `${form} move (${dx}, ${dy}) out of range`);
-}
-
-/** Writes one update record (§5.5.3) in exactly the position form given. */
-export function writeUpdateRecord(
-  w: Writer,
-  kind: KindDef,
-  pos: PosForm | null,
-  fields: ReadonlyArray<readonly [number, FieldValue]>,
-): void {
-  let mask = 0;
-  let prev = -1;
-  for (const [i] of fields) {
-    if (!Number.isInteger(i) || i <= prev || i >= kind.fields.length) {
-      throw new EncodeError("invalid", "update fields must be ascending indices of the kind");
-    }
-    mask += 2 ** i;
-    prev = i;
-  }
-  if (pos?.form === "tiny") {
-    if (mask !== 0) throw new EncodeError("invalid", "a tiny move carries no fields");
-    checkDxy(-5, 5, pos.dx, pos.dy, "tiny");
-    w.u8((pos.dx + 5) * 11 + (pos.dy + 5));
-    return;
-  }
-  if (pos === null && mask === 0) throw new EncodeError("invalid", "update record changes nothing");
-  const mode = pos === null ? 0 : pos.form === "nibbles" ? 1 : pos.form === "delta" ? 2 : 3;
-  w.u8(0x80 | mode | (mask !== 0 ? 4 : 0));
-  if (pos !== null) {
-    switch (pos.form) {
-      case "nibbles":
-        checkDxy(-8, 7, pos.dx, pos.dy, "nibbles");
-        w.u8((pos.dx & 0xf) | ((pos.dy & 0xf) << 4));
-        break;
-      case "delta":
-        w.zigzag32(pos.dx).zigzag32(pos.dy);
-        break;
-      case "absolute":
-        w.zigzag32(pos.qx).zigzag32(pos.qy);
-        break;
-    }
-  }
-  if (mask !== 0) {
-    w.varint(mask);
-    for (const [i, v] of fields) {
-      const fd = kind.fields[i];
-      if (fd !== undefined) encodeFieldValue(w, fd.ty, v);
-    }
-  }
-}
-
-/**
- * The canonical position form of §5.5.3 for a move from `(lastQx, lastQy)` to `(qx, qy)`: tiny when
- * there are no fields and both steps are in −5..=5, else nibbles in −8..=7, else delta when it is no
- * longer than absolute, else absolute. Null when the position did not change.
- */
-export function canonicalPosForm(
-  qx: number,
-  qy: number,
-  lastQx: number,
-  lastQy: number,
-  hasFields: boolean,
-): PosForm | null {
-  const dx = qx - lastQx;
-  const dy = qy - lastQy;
-  if (dx === 0 && dy === 0) return null;
-  const within = (lo: number, hi: number): boolean => dx >= lo && dx <= hi && dy >= lo && dy <= hi;
-  if (!hasFields && within(-5, 5)) return { form: "tiny", dx, dy };
-  if (within(-8, 7)) return { form: "nibbles", dx, dy };
-  const i32 = (v: number): boolean => v >= -0x8000_0000 && v <= 0x7fff_ffff;
-  if (i32(dx) && i32(dy)) {
-    const zz = (v: number): number => varintLen(((v << 1) ^ (v >> 31)) >>> 0);
-    if (zz(dx) + zz(dy) <= zz(qx) + zz(qy)) return { form: "delta", dx, dy };
-  }
-  return { form: "absolute", qx, qy };
 }
 
 /** Bytes of the gap-coded index set (excluding the mode byte). */

@@ -68,18 +68,22 @@
 import { ChatClient } from "./chat.js";
 import { CHAT_PROTOCOL } from "./chatcodec.js";
 import { ServerClock } from "./clock.js";
-import { CharacterMovedError, ContentOutdatedError, movedElsewhereMessage, RedirectError, reloadMessage, TRANSFER_FINAL_KICKS, TransferError, } from "./connectionerrors.js";
-import { transportMemoryKey, } from "./connectiontypes.js";
-import { inputsDatagram, STATE_ACK_HOLD_MS, UNACKED_KEPT, unackedAfter } from "./inputs.js";
-import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, ENTRIES_PROTOCOL, KickCode, kickCodeName, kickResumesElsewhere, LIMITS, peekTag, redirectTarget, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, TRANSFER_PROTOCOL, transferTarget, websocketEntries, } from "./messages.js";
+import { CharacterMovedError, ContentOutdatedError, movedElsewhereMessage, reloadMessage } from "./connectionerrors.js";
+import { Datagrams } from "./datagrams.js";
+import { EntryRoute } from "./entryroute.js";
+import { UNACKED_KEPT, unackedAfter } from "./inputs.js";
+import { DATAGRAM_VERSION, decodeServerMessage, encodeClientMessage, kickResumesElsewhere, peekTag, RESUME_FROM_VERSION, SUPPORTED_VERSIONS, Tag, TRANSFER_PROTOCOL, websocketEntries, } from "./messages.js";
 import { Mirror } from "./mirror.js";
-import { backoffMs, defaultReconnectPolicy } from "./reconnect.js";
+import { backoffMs } from "./reconnect.js";
+import { lostSocket, Rejoin } from "./rejoin.js";
 import { systemScheduler } from "./scheduler.js";
-import { defaultSocketFactory, detach, isBaseline, platformFetch, platformMemory, platformWebTransport, RateMeter, toBytes, } from "./sockets.js";
-import { StateRing } from "./states.js";
-import { credentialLifetimeMs, ticketSubject, withZone } from "./tickets.js";
-import { discoverWebTransport, webTransportOptions, webTransportSessionUrl, WebTransportSocket, zoneOfEntryUrl, } from "./webtransport.js";
+import { toBytes } from "./sockets.js";
+import { ticketSubject } from "./tickets.js";
+import { Traffic } from "./traffic.js";
+import { Transfers } from "./transfers.js";
+import { Transports } from "./transports.js";
 import { DecodeError } from "./wire.js";
+import { ZoneView } from "./zoneview.js";
 // The connection's public types and errors have files of their own; they are exported from here.
 export { CharacterMovedError, ContentOutdatedError, MOVED_ELSEWHERE_MESSAGE, RedirectError, RELOAD_MESSAGE, TransferError, } from "./connectionerrors.js";
 export { transportMemoryKey, } from "./connectiontypes.js";
@@ -110,112 +114,50 @@ export class ZoneConnection {
         movedElsewhere: new Set(),
         fallback: new Set(),
     };
-    socket = null;
     gen = 0;
     st = "idle";
-    mirrorState = null;
     welcomeMsg = null;
-    ticketValue = null;
-    token = new Uint8Array(0);
-    playerId = null;
-    mode = "fresh";
-    /**
-     * A host refused this session's Hello with resume_from as a protocol error (a fleet part way
-     * through an upgrade, §4.1.1): resume without it until a Welcome lands.
-     */
-    resumeFromRefused = false;
-    attempts = 0;
-    disconnectedAt = null;
     /**
      * The 'close' of a session the host moved (ZONE_MOVED or HOST_FENCED), held back while the first
      * attempt at the new owner is under way: it is emitted only if that attempt does not land.
      */
     untoldMove = null;
-    forceFresh = false;
-    /** The next attempt fetches a new ticket (the last one was refused). */
-    renewTicket = false;
-    /** Whether the ticket of the current attempt had been presented before. */
-    ticketReused = false;
     seq = 0;
-    lastAck = 0;
-    controlled = null;
-    lastDeltaTick = 0;
     lastKick = null;
     localError = null;
     timers = new Set();
     pingTimer = null;
     handshakeTimer = null;
     viewTickSource = null;
-    inMeter = new RateMeter();
-    outMeter = new RateMeter();
-    counters = {
-        bytesIn: 0,
-        bytesOut: 0,
-        messagesIn: 0,
-        messagesOut: 0,
-        redirects: 0,
-        entryFallbacks: 0,
-        resumes: 0,
-        freshJoins: 0,
-        transfers: 0,
-        datagramsIn: 0,
-        datagramsOut: 0,
-    };
+    /** Byte, message, redirect and join counters. */
+    traffic = new Traffic();
     /** The current socket's Welcome arrived (its messages are a session's, not a handshake's). */
     welcomed = false;
-    /** A move to another zone under way (§5.3.2). */
-    transfer = null;
-    /** The zone a Transfer moved the session to: entry URLs name it from then on (null = none). */
-    zoneId = null;
     /** The Hello of the current attempt: every hop of it sends exactly this. */
     hello = null;
-    /** Redirects followed in the current attempt. */
-    hops = 0;
-    /** Where else the zone may be entered, from the newest Welcome that listed them (§5.3.1). */
-    entries = [];
-    /** Which of {@link entryCandidates} the current attempt tries: 0 = the entry URL. */
-    entryIndex = 0;
-    /** The URL the last Redirect of the current attempt named (null = none yet). */
-    hopUrl = null;
-    /** A Resync was sent: Deltas are skipped until the BASELINE that answers it. */
-    awaitingBaseline = false;
-    syncCounters = { resyncs: 0, deltasSkipped: 0, inputsRefused: 0 };
     firstWelcome = null;
-    transportMode;
-    memory;
-    /** WebTransport failed in auto mode: every later attempt goes over WebSocket. */
-    webSocketOnly = false;
-    /** The transport of the current (or last) attempt's socket. */
-    transportKind = null;
-    /** The current socket when it is a WebTransport session. */
-    wt = null;
-    /** Auto mode: WebTransport is being tried and has no Welcome yet; a failure falls back. */
-    wtTrial = false;
-    /** Bumped whenever a WebTransport try starts or ends, so its async steps know they are stale. */
-    wtTry = 0;
-    wtTimer = null;
-    /** The states of a WebTransport session (§5.8); null over WebSocket. */
-    ring = null;
-    /** Inputs no State has acknowledged yet, oldest first (at most {@link LIMITS.datagramInputs}). */
-    pendingInputs = [];
-    /** The newest State tick an Inputs datagram carried as its ack. */
-    ackSent = 0;
-    /** When the last ack-only Inputs datagram went (at most one per patch). */
-    ackOnlyAt = Number.NEGATIVE_INFINITY;
-    ackTimer = null;
-    /** The highest input ack any State carried (pending inputs at or below it are dropped). */
-    inputAck = 0;
     /**
      * Inputs sent over WebSocket that no Delta has acknowledged yet, oldest first (at most
      * {@link UNACKED_KEPT}). A resume sends them again (§4.2): a zone handed over in a drain keeps only
      * the inputs it consumed, and the ack of a later input would otherwise vouch for them.
      */
     sentUnacked = [];
-    stateCounters = { applied: 0, stale: 0, noBase: 0, undecodable: 0, early: 0 };
     /** What {@link chat} is told of the session's chat messages. */
     chatSink = null;
     /** The principal of the current session (its ticket's `sub`), or null when unknown. */
     principal = null;
+    /** The zone as the session shows it: the known set, the newest tick, the input ack, the controlled entity. */
+    view;
+    /** Who the attempts join as, and how many failed. */
+    rejoin = new Rejoin();
+    /** Where the attempts send their Hello. */
+    route;
+    /** The current attempt's socket, and the choice of its transport. */
+    transports;
+    /** The States and Inputs of the WebTransport sessions. */
+    datagrams;
+    /** A move to another zone, while one is under way. */
+    transfers;
     /** A connection that does nothing until {@link connect}. */
     constructor(options) {
         this.opts = options;
@@ -224,7 +166,7 @@ export class ZoneConnection {
         this.clock = new ServerClock(options.clock);
         this.chat = new ChatClient({
             scheduler: this.sched,
-            version: () => (this.welcomed && this.st === "open" && this.socket !== null ? (this.welcomeMsg?.version ?? null) : null),
+            version: () => (this.welcomed && this.st === "open" && this.transports.socket !== null ? (this.welcomeMsg?.version ?? null) : null),
             principal: () => this.principal,
             features: () => (this.welcomed && this.st === "open" ? (this.welcomeMsg?.features ?? 0) : 0),
             zoneId: () => this.welcomeMsg?.zoneId ?? null,
@@ -233,16 +175,72 @@ export class ZoneConnection {
                 this.chatSink = sink;
             },
         }, options.chat);
-        this.transportMode = options.transport ?? "auto";
-        this.memory = options.transportMemory === undefined ? platformMemory() : options.transportMemory;
-        if (this.transportMode === "auto") {
-            try {
-                this.webSocketOnly = this.memory?.getItem(transportMemoryKey(options.url)) === "websocket";
-            }
-            catch {
-                // Storage refused: nothing remembered.
-            }
-        }
+        this.route = new EntryRoute(options.url);
+        this.view = new ZoneView({
+            clock: this.clock,
+            send: (m) => this.send(m),
+            arrive: () => this.transfers.arrive(),
+            acked: (ack) => {
+                this.sentUnacked = this.sentUnacked.filter((p) => p.seq > ack);
+            },
+            emit: (name, ...args) => this.emit(name, ...args),
+        });
+        this.transports = new Transports(options, this.versions, {
+            gen: () => this.gen,
+            later: (fn, ms) => this.later(fn, ms),
+            cancel: (h) => this.cancel(h),
+            entryUrl: () => this.route.entryUrl(this.transfers.directUrl()),
+            targetUrl: () => this.route.targetUrl(this.transfers.directUrl()),
+            redirected: () => this.route.hopUrl !== null,
+            hop: (r) => {
+                const url = this.route.hop(r);
+                this.traffic.counts.redirects += 1;
+                return url;
+            },
+            startHandshakeTimer: (gen) => this.startHandshakeTimer(gen),
+            kicked: () => this.lastKick !== null,
+            opened: () => {
+                if (this.hello === null)
+                    return;
+                this.st = "handshaking";
+                this.send(this.hello);
+            },
+            message: (data, gen) => this.onMessage(data, gen),
+            datagram: (bytes) => this.datagrams.receive(bytes),
+            fail: (gen, error) => this.fail(gen, error),
+            gone: (gen, code, reason, error) => this.onSocketGone(gen, code, reason, error),
+            emit: (name, ...args) => this.emit(name, ...args),
+        });
+        this.datagrams = new Datagrams({
+            scheduler: this.sched,
+            socket: () => this.transports.wt,
+            welcomed: () => this.welcomed,
+            welcome: () => this.welcomeMsg,
+            later: (fn, ms) => this.later(fn, ms),
+            traffic: this.traffic,
+            show: (res, now) => this.view.showState(res, now),
+        });
+        this.transfers = new Transfers(this.route, {
+            scheduler: this.sched,
+            reconnect: () => this.opts.reconnect,
+            state: () => this.st,
+            setState: (s) => {
+                this.st = s;
+            },
+            zoneId: () => this.welcomeMsg?.zoneId ?? "",
+            socket: () => this.transports.socket,
+            teardown: () => this.teardown(),
+            nextEntry: () => this.nextEntry(),
+            attempt: () => void this.attempt(),
+            retry: (ms) => {
+                this.later(() => void this.attempt(), ms);
+            },
+            landed: () => {
+                this.traffic.counts.transfers += 1;
+            },
+            finish: (info) => this.finish(info),
+            emit: (name, ...args) => this.emit(name, ...args),
+        });
     }
     /** Subscribes to an event; returns the unsubscribe function. */
     on(name, fn) {
@@ -264,7 +262,7 @@ export class ZoneConnection {
     }
     /** The known set (null before the first Welcome). */
     get mirror() {
-        return this.mirrorState;
+        return this.view.mirror;
     }
     /** The last Welcome (null before the first). */
     get welcome() {
@@ -272,22 +270,22 @@ export class ZoneConnection {
     }
     /** The entity this player controls, from the last Delta with CONTROL (null = none). */
     get controlledId() {
-        return this.controlled;
+        return this.view.controlled;
     }
     /** The last input seq the zone acknowledged. */
     get ack() {
-        return this.lastAck;
+        return this.view.lastAck;
     }
     /** The tick of the last Delta received. */
     get latestTick() {
-        return this.lastDeltaTick;
+        return this.view.lastDeltaTick;
     }
     /**
      * The transport of the current session (or of the attempt under way, or of the last one): null
      * before the first attempt opens anything.
      */
     get transport() {
-        return this.transportKind;
+        return this.transports.kind;
     }
     /**
      * Where else the zone may be entered: its WebSocket URL at the fleet's hosts, its owner first, as
@@ -296,24 +294,23 @@ export class ZoneConnection {
      * own is gone.
      */
     get listedEntries() {
-        return [...this.entries];
+        return [...this.route.entries];
     }
     /** True once WebTransport failed in auto mode (here or, remembered, before a reload). */
     get webTransportDisabled() {
-        return this.webSocketOnly;
+        return this.transports.webSocketOnly;
     }
     /** What the WebTransport sessions did with their States (§5.8). */
     get stateStats() {
-        return { ...this.stateCounters };
+        return { ...this.datagrams.counts };
     }
     /** Byte, message, redirect and join counters. */
     get stats() {
-        const now = this.sched.now();
-        return {
-            ...this.counters,
-            bytesInPerSec: this.inMeter.perSecond(now),
-            bytesOutPerSec: this.outMeter.perSecond(now),
-        };
+        return this.traffic.stats(this.sched.now());
+    }
+    /** Resyncs sent, Deltas skipped while awaiting their BASELINE, and inputs the host refused. */
+    get syncStats() {
+        return { ...this.view.counts };
     }
     /** Sets what an Input's `view_tick` carries (a Replica's render tick); default: the latest Delta's tick. */
     setViewTickSource(fn) {
@@ -333,9 +330,9 @@ export class ZoneConnection {
     close(reason = "client closed") {
         if (this.st === "closed")
             return;
-        const sock = this.socket;
+        const sock = this.transports.socket;
         this.teardown();
-        this.endTransfer("client closed");
+        this.transfers.end("client closed");
         this.st = "closed";
         if (sock !== null) {
             try {
@@ -360,20 +357,10 @@ export class ZoneConnection {
             throw new Error("input seq space exhausted");
         const seq = this.seq + 1;
         const source = this.viewTickSource;
-        const viewTick = Math.max(0, Math.floor(source !== null ? source() : this.lastDeltaTick));
-        if (this.wt !== null) {
+        const viewTick = Math.max(0, Math.floor(source !== null ? source() : this.view.lastDeltaTick));
+        if (this.transports.wt !== null) {
             // §4.5: one Inputs datagram per input, repeating the ones no State has acknowledged.
-            const input = { seq, viewTick, payload };
-            this.pendingInputs.push(input);
-            try {
-                this.sendInputs(true);
-            }
-            catch (e) {
-                this.pendingInputs = this.pendingInputs.filter((p) => p !== input);
-                throw e;
-            }
-            while (this.pendingInputs.length > LIMITS.datagramInputs)
-                this.pendingInputs.shift();
+            this.datagrams.queue({ seq, viewTick, payload });
             this.seq = seq;
             return seq;
         }
@@ -393,74 +380,18 @@ export class ZoneConnection {
      * change it), oldest first; both lists are emptied.
      */
     unackedToResend() {
-        const again = unackedAfter(this.sentUnacked, this.pendingInputs, this.lastAck);
+        const again = unackedAfter(this.sentUnacked, this.datagrams.pending, this.view.lastAck);
         this.sentUnacked = [];
-        this.pendingInputs = [];
+        this.datagrams.pending = [];
         return again;
-    }
-    /**
-     * Sends an Inputs datagram (§4.5): the pending inputs, newest last, as many as fit the session's
-     * datagrams, and the newest State applied as `ack`. With `newInput`, the newest pending input is
-     * one being sent for the first time and must fit (else {@link EncodeError} `too_long`: a platform
-     * drops an oversized datagram without a word); an acknowledgement sheds inputs down to none.
-     */
-    sendInputs(newInput = false) {
-        const sock = this.wt;
-        if (sock === null)
-            return;
-        const ack = this.ring?.ackTick ?? 0;
-        const max = sock.maxDatagramSize;
-        const bytes = inputsDatagram(this.pendingInputs, ack, max, newInput);
-        if (bytes === null)
-            return;
-        if (!sock.sendDatagram(bytes))
-            return;
-        this.ackSent = Math.max(this.ackSent, ack);
-        this.counters.bytesOut += bytes.length;
-        this.counters.messagesOut += 1;
-        this.counters.datagramsOut += 1;
-        this.outMeter.add(this.sched.now(), bytes.length);
-    }
-    /**
-     * After a State was applied: acknowledge it with the next input, or with an Inputs datagram of its
-     * own (the pending inputs, if any) when no input went within {@link STATE_ACK_HOLD_MS}, at most once
-     * per patch (§4.5).
-     */
-    ackStates() {
-        const ring = this.ring;
-        const w = this.welcomeMsg;
-        if (ring === null || w === null || this.wt === null || ring.ackTick <= this.ackSent || this.ackTimer !== null)
-            return;
-        const patchMs = (w.patchEvery * 1000) / w.tickHz;
-        const now = this.sched.now();
-        const due = Math.max(this.ackOnlyAt + patchMs, now + STATE_ACK_HOLD_MS);
-        const go = () => {
-            if (this.ring === null || this.ring.ackTick <= this.ackSent)
-                return;
-            this.ackOnlyAt = this.sched.now();
-            this.sendInputs();
-        };
-        this.ackTimer = this.later(() => {
-            this.ackTimer = null;
-            go();
-        }, due - now);
-    }
-    /** A State acknowledged inputs up to `ack`: they need not be repeated any more. */
-    onInputAck(ack) {
-        if (ack <= this.inputAck)
-            return;
-        this.inputAck = ack;
-        this.pendingInputs = this.pendingInputs.filter((p) => p.seq > ack);
     }
     send(m) {
         const bytes = encodeClientMessage(m);
-        const sock = this.socket;
+        const sock = this.transports.socket;
         if (sock === null)
             return;
         sock.send(bytes);
-        this.counters.bytesOut += bytes.length;
-        this.counters.messagesOut += 1;
-        this.outMeter.add(this.sched.now(), bytes.length);
+        this.traffic.sent(bytes.length, this.sched.now());
     }
     later(fn, ms) {
         const h = this.sched.setTimeout(() => {
@@ -486,47 +417,38 @@ export class ZoneConnection {
         this.timers.clear();
         this.pingTimer = null;
         this.handshakeTimer = null;
-        this.wtTimer = null;
-        this.ackTimer = null;
-        this.wtTrial = false;
-        this.wtTry += 1;
+        this.datagrams.dropped();
         this.welcomed = false;
-        const sock = this.socket;
-        this.socket = null;
-        this.wt = null;
-        if (sock !== null)
-            detach(sock);
+        this.transports.dropped();
     }
     async attempt() {
         const gen = ++this.gen;
-        const transfer = this.transfer;
+        const transfer = this.transfers.current;
         if (transfer !== null) {
             // §5.3.2: a fresh Hello with the credential (the new zone's token once it gave one).
-            this.mode = transfer.token !== null ? "resume" : "fresh";
-            this.ticketReused = transfer.failures > 0;
+            this.rejoin.mode = transfer.token !== null ? "resume" : "fresh";
+            this.rejoin.ticketReused = transfer.failures > 0;
             this.startAttempt(gen, transfer.credential, transfer.token ?? new Uint8Array(0), null);
             return;
         }
-        this.st = this.welcomeMsg === null && this.attempts === 0 ? "connecting" : "reconnecting";
-        const inGrace = this.disconnectedAt !== null &&
-            this.sched.now() - this.disconnectedAt <
-                (this.opts.reconnect?.graceMs ?? this.welcomeMsg?.reconnectGraceMs ?? 30_000);
-        this.mode = this.token.length > 0 && inGrace && !this.forceFresh ? "resume" : "fresh";
+        this.st = this.welcomeMsg === null && this.rejoin.attempts === 0 ? "connecting" : "reconnecting";
+        const graceMs = this.opts.reconnect?.graceMs ?? this.welcomeMsg?.reconnectGraceMs ?? 30_000;
+        this.rejoin.chooseMode(this.sched.now(), graceMs);
         // A Kick or error of an earlier attempt says nothing about this one (a ticket() that fails is
         // told as itself, not as the last refusal).
         this.lastKick = null;
         this.localError = null;
         let ticket;
         try {
-            if (this.mode === "fresh" || this.ticketValue === null || this.renewTicket) {
+            if (this.rejoin.mode === "fresh" || this.rejoin.ticket === null || this.rejoin.renewTicket) {
                 ticket = await this.opts.ticket();
-                this.ticketValue = ticket;
-                this.renewTicket = false;
-                this.ticketReused = false;
+                this.rejoin.ticket = ticket;
+                this.rejoin.renewTicket = false;
+                this.rejoin.ticketReused = false;
             }
             else {
-                ticket = this.ticketValue;
-                this.ticketReused = true;
+                ticket = this.rejoin.ticket;
+                this.rejoin.ticketReused = true;
             }
         }
         catch (e) {
@@ -537,8 +459,9 @@ export class ZoneConnection {
         }
         if (gen !== this.gen)
             return; // closed while waiting for the ticket
-        const resume = this.mode === "resume";
-        this.startAttempt(gen, ticket, resume ? this.token : new Uint8Array(0), resume ? this.resumeFrom() : null);
+        const resume = this.rejoin.mode === "resume";
+        const resumeFrom = resume ? this.rejoin.resumeFrom(this.view, this.welcomeMsg?.version ?? 0, this.versions) : null;
+        this.startAttempt(gen, ticket, resume ? this.rejoin.token : new Uint8Array(0), resumeFrom);
     }
     /** Sends this attempt's Hello to where it starts (the entry URL, or a Transfer's URL). */
     startAttempt(gen, ticket, reconnectToken, resumeFrom) {
@@ -550,37 +473,12 @@ export class ZoneConnection {
             contentVersion: this.opts.contentVersion ?? "",
             resumeFrom,
         };
-        this.hops = 0;
-        this.hopUrl = null;
+        this.route.restart();
         this.lastKick = null;
         this.localError = null;
         this.startHandshakeTimer(gen);
         // Every attempt starts at the entry URL: the zone's owner may have changed since the last.
-        const wt = this.webTransportFactory();
-        if (wt !== null)
-            void this.openWebTransport(gen, wt);
-        else
-            this.openSocket(gen, this.entryUrl());
-    }
-    /**
-     * The entry URL, then each entry URL the last Welcome listed that differs from it; after a
-     * Transfer they name its zone, and its first attempt starts at the Transfer's URL.
-     */
-    entryCandidates() {
-        const zone = this.zoneId;
-        const rezone = (u) => (zone === null ? u : withZone(u, zone));
-        const entry = rezone(this.opts.url);
-        const all = [entry, ...this.entries.map(rezone).filter((u) => u !== entry)];
-        const t = this.transfer;
-        return t !== null && t.direct ? [t.info.url, ...all.filter((u) => u !== t.info.url)] : all;
-    }
-    /** Where the current attempt starts: the entry URL, or a listed one after it was unreachable. */
-    entryUrl() {
-        return this.entryCandidates()[this.entryIndex] ?? this.opts.url;
-    }
-    /** Where the current attempt's Hello goes next: the last Redirect's URL, else its start. */
-    targetUrl() {
-        return this.hopUrl ?? this.entryUrl();
+        this.transports.start(gen);
     }
     startHandshakeTimer(gen) {
         this.cancel(this.handshakeTimer);
@@ -588,248 +486,11 @@ export class ZoneConnection {
             this.fail(gen, new Error("handshake timeout: no Welcome"));
         }, this.opts.handshakeTimeoutMs ?? 10_000);
     }
-    /**
-     * The WebTransport factory when this attempt should try WebTransport (§1.1): not in websocket
-     * mode, nor after auto mode fell back; version 6 offered; an entry URL naming a zone; a platform
-     * (or an option) providing WebTransport and fetch. Null = WebSocket.
-     */
-    webTransportFactory() {
-        if (this.transportMode === "websocket" || this.webSocketOnly)
-            return null;
-        if (!this.versions.some((v) => v >= DATAGRAM_VERSION))
-            return null;
-        if (zoneOfEntryUrl(this.entryUrl()) === null)
-            return null;
-        if ((this.opts.fetch ?? platformFetch()) === null)
-            return null;
-        return this.opts.webTransport ?? platformWebTransport();
-    }
-    /**
-     * Tries this attempt over WebTransport: discovery, the session, the Hello on its control stream.
-     * In auto mode the Welcome must come within `webTransportTimeoutMs`, or the attempt goes over
-     * WebSocket ({@link fallBack}).
-     */
-    async openWebTransport(gen, factory) {
-        const auto = this.transportMode === "auto";
-        const attemptTry = ++this.wtTry;
-        const stale = () => gen !== this.gen || attemptTry !== this.wtTry;
-        this.transportKind = "webtransport";
-        this.wtTrial = auto;
-        if (auto) {
-            const ms = this.opts.webTransportTimeoutMs ?? 3000;
-            this.wtTimer = this.later(() => {
-                this.wtTimer = null;
-                if (!stale() && this.wtTrial)
-                    this.fallBack(gen, `WebTransport: no Welcome within ${ms} ms`, true);
-            }, ms);
-        }
-        let endpoint;
-        try {
-            const fetchFn = this.opts.fetch ?? platformFetch();
-            if (fetchFn === null)
-                throw new Error("no fetch to discover WebTransport with");
-            endpoint = await discoverWebTransport(this.targetUrl(), fetchFn);
-        }
-        catch (e) {
-            if (!stale())
-                this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
-            return;
-        }
-        if (stale())
-            return;
-        const url = endpoint === null ? null : webTransportSessionUrl(endpoint.url, this.targetUrl());
-        if (endpoint === null || url === null) {
-            // The host serves no WebTransport: nothing to wait for, in either mode.
-            const host = this.hopUrl === null ? "the host" : "the zone's owner";
-            this.fallBack(gen, `${host} serves no WebTransport (GET /webtransport: 404)`, auto);
-            return;
-        }
-        let sock;
-        try {
-            sock = new WebTransportSocket(factory(url, webTransportOptions(endpoint)));
-        }
-        catch (e) {
-            this.webTransportFailed(gen, e instanceof Error ? e : new Error(String(e)));
-            return;
-        }
-        this.socket = sock;
-        this.wt = sock;
-        sock.onopen = () => {
-            if (stale() || this.hello === null)
-                return;
-            this.st = "handshaking";
-            this.send(this.hello);
-        };
-        sock.onmessage = (ev) => {
-            if (stale())
-                return;
-            try {
-                this.onMessage(ev.data, gen);
-            }
-            catch (e) {
-                this.fail(gen, e instanceof Error ? e : new Error(String(e)));
-            }
-        };
-        sock.ondatagram = (bytes) => {
-            if (stale())
-                return;
-            try {
-                this.onDatagram(bytes);
-            }
-            catch (e) {
-                this.fail(gen, e instanceof Error ? e : new Error(String(e)));
-            }
-        };
-        sock.onfailure = (e) => {
-            if (!stale())
-                this.fail(gen, e);
-        };
-        sock.onclose = (ev) => {
-            if (stale())
-                return;
-            const code = ev.code ?? 1006;
-            // The host answered (a Kick, or its close code) over WebTransport: that ends the attempt.
-            const answered = this.lastKick !== null || (code > 4000 && code <= 4999);
-            if (this.wtTrial && !answered) {
-                this.webTransportFailed(gen, new Error(`WebTransport session ended before Welcome: ${ev.reason ?? ""}`));
-                return;
-            }
-            this.onSocketGone(gen, code, ev.reason ?? "", null);
-        };
-    }
-    /**
-     * WebTransport failed for this attempt: in auto mode the attempt goes over WebSocket (for good),
-     * otherwise it is a failed attempt like a socket that could not connect.
-     */
-    webTransportFailed(gen, error) {
-        if (this.transportMode === "auto")
-            this.fallBack(gen, error.message, true);
-        else
-            this.onSocketGone(gen, 1006, error.message, error);
-    }
-    /**
-     * Ends this attempt's WebTransport try quietly and sends the same Hello over WebSocket to the
-     * entry URL; with `remember`, every later attempt goes over WebSocket too (and the choice is kept
-     * in the transport memory, so a reload does not wait again).
-     */
-    fallBack(gen, reason, remember) {
-        if (gen !== this.gen)
-            return;
-        this.dropWebTransport("falling back to WebSocket");
-        if (remember) {
-            this.webSocketOnly = true;
-            try {
-                this.memory?.setItem(transportMemoryKey(this.opts.url), "websocket");
-            }
-            catch {
-                // Storage full or refused: remembered for this connection only.
-            }
-        }
-        this.emit("fallback", { reason, remembered: remember });
-        if (gen !== this.gen)
-            return; // a handler closed the connection
-        this.startHandshakeTimer(gen);
-        this.openSocket(gen, this.targetUrl());
-    }
-    /** Closes this attempt's WebTransport session (if any) without reporting its end. */
-    dropWebTransport(reason) {
-        this.cancel(this.wtTimer);
-        this.wtTimer = null;
-        this.wtTrial = false;
-        this.wtTry += 1;
-        const sock = this.wt;
-        this.wt = null;
-        if (sock === null)
-            return;
-        if (this.socket === sock)
-            this.socket = null;
-        detach(sock);
-        try {
-            sock.close(1000, reason);
-        }
-        catch {
-            // Already gone.
-        }
-    }
-    /** Opens a socket to `url` that sends this attempt's Hello; false if the factory failed. */
-    openSocket(gen, url) {
-        this.transportKind = "websocket";
-        let sock;
-        try {
-            sock = (this.opts.socket ?? defaultSocketFactory)(url);
-        }
-        catch (e) {
-            this.onSocketGone(gen, 1006, "socket factory failed", e instanceof Error ? e : new Error(String(e)));
-            return false;
-        }
-        this.socket = sock;
-        sock.binaryType = "arraybuffer";
-        sock.onopen = () => {
-            if (gen !== this.gen || this.hello === null)
-                return;
-            this.st = "handshaking";
-            this.send(this.hello);
-        };
-        sock.onmessage = (ev) => {
-            if (gen !== this.gen)
-                return;
-            try {
-                this.onMessage(ev.data, gen);
-            }
-            catch (e) {
-                // A message we cannot decode means the two sides disagree: end this socket.
-                this.fail(gen, e instanceof Error ? e : new Error(String(e)));
-            }
-        };
-        sock.onerror = () => {
-            // A close event always follows an error; it carries the code.
-        };
-        sock.onclose = (ev) => this.onSocketGone(gen, ev.code ?? 1006, ev.reason ?? "", null);
-        return true;
-    }
-    /**
-     * Follows a Redirect (§5.3.1): closes this socket quietly and sends the same Hello to the URL it
-     * names. Throws a {@link RedirectError} for a fourth Redirect or a URL that is not a WebSocket URL.
-     */
-    follow(gen, r) {
-        if (this.hops >= LIMITS.redirects)
-            throw new RedirectError("too_many", r.url);
-        const url = redirectTarget(r);
-        if (url === null)
-            throw new RedirectError("scheme", r.url);
-        this.hops += 1;
-        this.hopUrl = url;
-        this.counters.redirects += 1;
-        // A Redirect over WebTransport goes on over WebTransport: the owner is asked where its
-        // sessions are, as the entry host was (§1.1, §5.3.1).
-        const overWebTransport = this.wt !== null;
-        this.dropWebTransport("redirected");
-        const old = this.socket;
-        this.socket = null;
-        if (old !== null) {
-            // Not a lost connection: this socket's close must not reach onSocketGone.
-            detach(old);
-            try {
-                old.close(1000, "redirected");
-            }
-            catch {
-                // The host closes after a Redirect anyway.
-            }
-        }
-        this.emit("redirect", r);
-        if (gen !== this.gen)
-            return; // a handler closed the connection
-        const wt = overWebTransport ? this.webTransportFactory() : null;
-        if (wt !== null)
-            void this.openWebTransport(gen, wt);
-        else
-            this.openSocket(gen, url);
-    }
     /** Ends the current socket because of a local error. */
     fail(gen, error) {
         if (gen !== this.gen)
             return;
-        const sock = this.socket;
+        const sock = this.transports.socket;
         this.localError = error;
         try {
             sock?.close(1000, error.message.slice(0, 120));
@@ -844,9 +505,7 @@ export class ZoneConnection {
         if (bytes === null)
             throw new DecodeError("invalid", "text frame from the server");
         const now = this.sched.now();
-        this.counters.bytesIn += bytes.length;
-        this.counters.messagesIn += 1;
-        this.inMeter.add(now, bytes.length);
+        this.traffic.received(bytes.length, now);
         const tag = peekTag(bytes);
         if (!this.welcomed) {
             if (tag !== Tag.Welcome && tag !== Tag.Kick && tag !== Tag.Redirect) {
@@ -855,49 +514,18 @@ export class ZoneConnection {
         }
         if (tag === Tag.State) {
             // A State too large for a datagram comes on the control stream (§5.8); never over WebSocket.
-            if (this.wt === null)
+            if (this.transports.wt === null)
                 throw new DecodeError("invalid", "a State over WebSocket");
-            this.applyState(bytes, now);
+            this.datagrams.apply(bytes, now);
             return;
         }
-        if ((tag === Tag.Delta || tag === Tag.KnownSetCheck) && this.wt !== null) {
+        if ((tag === Tag.Delta || tag === Tag.KnownSetCheck) && this.transports.wt !== null) {
             throw new DecodeError("invalid", `message 0x${tag.toString(16)} on a WebTransport session`);
         }
-        if (tag === Tag.Events && this.wt === null)
+        if (tag === Tag.Events && this.transports.wt === null)
             throw new DecodeError("invalid", "Events over WebSocket");
         if (tag === Tag.Delta) {
-            const mirror = this.mirrorState;
-            if (mirror === null)
-                throw new DecodeError("invalid", "Delta before Welcome");
-            if (this.awaitingBaseline) {
-                if (!isBaseline(bytes)) {
-                    this.syncCounters.deltasSkipped += 1;
-                    return;
-                }
-                this.awaitingBaseline = false;
-            }
-            let received;
-            try {
-                received = mirror.receive(bytes);
-            }
-            catch (e) {
-                // The known set no longer matches the host's: ask for a BASELINE on this socket.
-                if (!(e instanceof DecodeError))
-                    throw e;
-                this.resync(mirror);
-                return;
-            }
-            const { delta, changes } = received;
-            this.arrive();
-            this.clock.onDelta(delta.tick, now);
-            this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
-            this.lastAck = delta.ack;
-            this.sentUnacked = this.sentUnacked.filter((p) => p.seq > delta.ack);
-            if (delta.control !== undefined)
-                this.controlled = delta.control;
-            this.emit("delta", delta, { mirror, changes, recvMs: now });
-            for (const ev of delta.events ?? [])
-                this.emit("event", ev, delta.tick);
+            this.view.receiveDelta(bytes, now);
             return;
         }
         const m = decodeServerMessage(bytes);
@@ -913,37 +541,32 @@ export class ZoneConnection {
                 return;
             case "kick":
                 this.lastKick = m;
-                // The host answered over WebTransport: its close decides, not the auto-mode timeout.
-                if (this.wtTrial) {
-                    this.wtTrial = false;
-                    this.cancel(this.wtTimer);
-                    this.wtTimer = null;
-                }
+                this.transports.kickHeard();
                 this.emit("kick", m);
                 return;
             case "input_refused":
-                this.syncCounters.inputsRefused += 1;
+                this.view.counts.inputsRefused += 1;
                 this.emit("inputRefused", m);
                 return;
             case "known_set_check":
-                this.checkKnownSet(m);
+                this.view.checkKnownSet(m);
                 return;
             case "transfer":
                 // §5.3.2: a host sends it only to a session of version 8 or later.
                 if ((this.welcomeMsg?.version ?? 0) < TRANSFER_PROTOCOL) {
                     throw new DecodeError("invalid", `Transfer on a version ${this.welcomeMsg?.version ?? 0} session`);
                 }
-                this.onTransfer(m);
+                this.transfers.begin(m);
                 return;
             case "redirect":
                 // A Redirect answers a Hello only (§5.3.1).
                 if (this.welcomed)
                     throw new DecodeError("invalid", "Redirect in the middle of a session");
-                this.follow(gen, m);
+                this.transports.follow(gen, m);
                 return;
             case "entries":
                 // The fleet changed since the Welcome: where else to enter now (§5.3.1).
-                this.entries = websocketEntries(m.entries);
+                this.route.entries = websocketEntries(m.entries);
                 return;
             case "events":
                 // §5.9: the events of a patch whose State travels apart; delivered as a Delta's are.
@@ -966,109 +589,16 @@ export class ZoneConnection {
                 return; // handled above
         }
     }
-    /** One datagram of a WebTransport session: a State (§5.8). */
-    onDatagram(bytes) {
-        const now = this.sched.now();
-        this.counters.bytesIn += bytes.length;
-        this.counters.messagesIn += 1;
-        this.counters.datagramsIn += 1;
-        this.inMeter.add(now, bytes.length);
-        // A State may overtake the Welcome on the stream: drop it, the host repeats what is not acknowledged.
-        if (!this.welcomed || this.ring === null) {
-            this.stateCounters.early += 1;
-            return;
-        }
-        if (bytes[0] !== Tag.State) {
-            this.stateCounters.undecodable += 1;
-            return;
-        }
-        this.applyState(bytes, now);
-    }
-    /**
-     * Applies a State through the ring (§5.8) and reports it as 'delta': the change from the state
-     * shown before. Late, repeated and baseless States are counted and dropped; so is one that does
-     * not apply to its base (the host falls back to a BASELINE when no acknowledgement comes).
-     */
-    applyState(bytes, now) {
-        const ring = this.ring;
-        if (ring === null)
-            throw new DecodeError("invalid", "State before Welcome");
-        let res;
-        try {
-            res = ring.apply(bytes);
-        }
-        catch (e) {
-            if (!(e instanceof DecodeError))
-                throw e;
-            this.stateCounters.undecodable += 1;
-            return;
-        }
-        this.onInputAck(res.head.ack);
-        if (res.status !== "applied") {
-            if (res.status === "stale")
-                this.stateCounters.stale += 1;
-            else
-                this.stateCounters.noBase += 1;
-            return;
-        }
-        this.stateCounters.applied += 1;
-        const { delta, changes, mirror, state } = res;
-        this.arrive();
-        this.mirrorState = mirror;
-        this.clock.onDelta(delta.tick, now);
-        this.lastDeltaTick = Math.max(this.lastDeltaTick, delta.tick);
-        this.lastAck = delta.ack;
-        if (delta.control !== undefined)
-            this.controlled = delta.control;
-        this.emit("delta", delta, { mirror, changes, recvMs: now, state });
-        this.ackStates();
-    }
-    /**
-     * Compares the host's check with the known set (§5.7). A mismatch, or a check while a BASELINE
-     * is still awaited (the host honours one Resync a second), sends Resync.
-     */
-    checkKnownSet(c) {
-        const mirror = this.mirrorState;
-        if (mirror === null)
-            return;
-        if (!this.awaitingBaseline && mirror.matches(c))
-            return;
-        this.resync(mirror);
-    }
-    resync(mirror) {
-        this.awaitingBaseline = true;
-        this.syncCounters.resyncs += 1;
-        this.send({ type: "resync", tick: mirror.tick });
-    }
-    /** Resyncs sent, Deltas skipped while awaiting their BASELINE, and inputs the host refused. */
-    get syncStats() {
-        return { ...this.syncCounters };
-    }
-    /**
-     * What a resuming Hello says the mirror holds (§4.1.1): only when the session's Welcome
-     * negotiated version 4 or later (a host that never spoke it would refuse the field) and the mirror is
-     * sound (a Delta applied, no Resync waiting for its BASELINE).
-     */
-    resumeFrom() {
-        if (this.resumeFromRefused ||
-            this.awaitingBaseline ||
-            (this.welcomeMsg?.version ?? 0) < RESUME_FROM_VERSION ||
-            !this.versions.some((v) => v >= RESUME_FROM_VERSION)) {
-            return null;
-        }
-        return this.mirrorState?.resumeFrom() ?? null;
-    }
     onWelcome(w, now) {
         if (!this.versions.includes(w.version)) {
             throw new DecodeError("invalid", `host picked version ${w.version}, which was not offered`);
         }
-        const transfer = this.transfer;
-        // A move's Welcome starts the player afresh in the new zone, whatever token it presented.
-        const resumed = transfer === null && this.mode === "resume" && this.playerId === w.playerId;
+        const transfer = this.transfers.current;
+        const resumed = this.rejoin.resumes(w, transfer !== null);
         if (resumed)
-            this.counters.resumes += 1;
+            this.traffic.counts.resumes += 1;
         else if (transfer === null)
-            this.counters.freshJoins += 1;
+            this.traffic.counts.freshJoins += 1;
         this.cancel(this.handshakeTimer);
         this.handshakeTimer = null;
         this.welcomeMsg = w;
@@ -1078,58 +608,45 @@ export class ZoneConnection {
         const again = resumed ? this.unackedToResend() : [];
         if (!resumed) {
             this.sentUnacked = [];
-            this.pendingInputs = [];
+            this.datagrams.pending = [];
         }
-        this.noteEntries(w);
-        this.playerId = w.playerId;
-        this.token = w.reconnectToken;
+        if (this.route.noteWelcome(w))
+            this.traffic.counts.entryFallbacks += 1;
+        this.rejoin.playerId = w.playerId;
+        this.rejoin.token = w.reconnectToken;
         if (transfer !== null)
             transfer.token = w.reconnectToken;
-        if (this.wt !== null) {
+        if (this.transports.wt !== null) {
             // §1.1: a WebTransport session speaks version 6 or later; its first State is a BASELINE.
             if (w.version < DATAGRAM_VERSION) {
                 throw new DecodeError("invalid", `version ${w.version} on a WebTransport session`);
             }
-            this.cancel(this.wtTimer);
-            this.wtTimer = null;
-            this.wtTrial = false;
-            this.ring = new StateRing(w.schema);
-            this.mirrorState = this.ring.current;
-            this.ackSent = 0;
-            this.ackOnlyAt = Number.NEGATIVE_INFINITY;
-            // A resumed player's unacknowledged inputs are repeated with the next Inputs datagram; a new
-            // player's sequence starts over.
-            if (resumed)
-                this.pendingInputs = again.slice(-LIMITS.datagramInputs);
-            else
-                this.inputAck = 0;
+            this.transports.welcomed();
+            this.view.mirror = this.datagrams.begin(w, resumed, again);
         }
         else {
-            this.ring = null;
+            this.datagrams.ring = null;
             // A resume from the mirror keeps it until the first Delta: a BASELINE replaces it, an ordinary
             // Delta continues from it. Anything else starts from nothing.
-            const keep = resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.mirrorState !== null;
+            const keep = resumed && this.hello?.resumeFrom != null && w.version >= RESUME_FROM_VERSION && this.view.mirror !== null;
             if (!keep)
-                this.mirrorState = new Mirror(w.schema);
+                this.view.mirror = new Mirror(w.schema);
         }
-        this.awaitingBaseline = false;
-        this.resumeFromRefused = false;
+        this.view.awaitingBaseline = false;
         this.clock.reset(w.tickHz, w.tick, now);
-        this.lastDeltaTick = w.tick;
-        this.attempts = 0;
-        this.disconnectedAt = null;
+        this.view.lastDeltaTick = w.tick;
+        this.rejoin.landed();
         this.untoldMove = null;
-        this.forceFresh = false;
         if (!resumed) {
             // A new player: its input sequence starts again at 1.
             this.seq = 0;
-            this.lastAck = 0;
-            this.controlled = null;
+            this.view.lastAck = 0;
+            this.view.controlled = null;
         }
         this.welcomed = true;
         if (transfer === null)
             this.st = "open";
-        if (this.wt === null) {
+        if (this.transports.wt === null) {
             for (const i of again) {
                 this.send({ type: "input", seq: i.seq, viewTick: i.viewTick, payload: i.payload });
                 this.keepUnacked(i);
@@ -1138,11 +655,11 @@ export class ZoneConnection {
         this.ping();
         const info = {
             resumed,
-            transport: this.wt !== null ? "webtransport" : "websocket",
+            transport: this.transports.wt !== null ? "webtransport" : "websocket",
             transfer: transfer?.info ?? null,
         };
         if (transfer !== null) {
-            // Told with the BASELINE ({@link arrive}): until then the game draws the old world.
+            // Told with the BASELINE ({@link Transfers.arrive}): until then the game draws the old world.
             transfer.held = { welcome: w, info };
             return;
         }
@@ -1169,76 +686,31 @@ export class ZoneConnection {
         this.untoldMove = null;
         if (untold !== null)
             this.emit("close", untold);
-        if (this.transfer !== null) {
-            this.transferAttemptFailed(code, reason, kick, localError);
+        if (this.transfers.current !== null) {
+            this.transfers.attemptFailed(code, reason, kick, localError);
             return;
         }
         // The grace window runs from the moment an established session was lost.
-        if (wasOpen && this.disconnectedAt === null)
-            this.disconnectedAt = this.sched.now();
-        const policy = this.opts.reconnect?.policy ?? defaultReconnectPolicy;
-        // A Kick lost in transit is still known from the close code (§6: 4000 + the Kick code).
-        const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
-        // Undecodable bytes, or a Redirect to a non-WebSocket URL: the next attempt would meet the same.
-        const hopeless = localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
+        if (wasOpen && this.rejoin.disconnectedAt === null)
+            this.rejoin.disconnectedAt = this.sched.now();
+        const lost = lostSocket(code, reason, kick, localError, wasOpen, this.hello?.resumeFrom != null);
         // No host answered (or the one that did is on its way out): the next listed entry may (§5.3.1).
-        const unanswered = !wasOpen && !hopeless && !(localError instanceof RedirectError) &&
-            (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
-        if (unanswered && this.nextEntry())
+        if (lost.unanswered && this.nextEntry())
             return;
-        let decision = hopeless ? "stop" : policy(kickCode, { ticketReused: this.ticketReused });
-        if (kickCode === KickCode.VERSION_MISMATCH)
-            decision = "stop";
-        // The character plays in another game or on another device now: coming back would take it
-        // from there, so only the player may decide to (with a new connection).
-        const movedElsewhere = kickCode === KickCode.CHARACTER_MOVED;
-        if (movedElsewhere)
-            decision = "stop";
-        // Outdated content stays outdated on every attempt: only a reload fixes it.
-        if (kickCode === KickCode.CONTENT_OUTDATED)
-            decision = "reload";
-        // A host that speaks no version 4 reads resume_from as trailing bytes: try again without it.
-        if (!wasOpen && kickCode === KickCode.PROTOCOL_ERROR && this.hello?.resumeFrom != null && !this.resumeFromRefused) {
-            this.resumeFromRefused = true;
-            decision = "retry";
-        }
-        if (decision === "fresh")
-            this.forceFresh = true;
-        if (decision === "renew")
-            this.renewTicket = true;
-        const maxAttempts = this.opts.reconnect?.maxAttempts ?? 8;
-        this.attempts += 1;
-        const reload = decision === "reload";
-        const willReconnect = decision !== "stop" && !reload && this.attempts <= maxAttempts;
-        const info = {
-            code,
-            reason: reload
-                ? reloadMessage(kick)
-                : movedElsewhere
-                    ? movedElsewhereMessage(kick)
-                    : kick !== null
-                        ? `${kickCodeName(kick.code)}: ${kick.reason}`
-                        : localError?.message ?? reason,
-            kick,
-            error: localError,
-            willReconnect,
-            retryInMs: 0,
-            reload,
-            movedElsewhere,
-        };
-        if (!willReconnect) {
+        const info = this.rejoin.decide(lost, this.opts.reconnect);
+        if (!info.willReconnect) {
             this.st = "closed";
-            if (reload)
+            if (info.reload)
                 this.emit("reload", { message: reloadMessage(kick), kick });
-            if (movedElsewhere)
+            if (info.movedElsewhere)
                 this.emit("movedElsewhere", { message: movedElsewhereMessage(kick), kick });
             this.finish(info);
             return;
         }
         // The zone moved while the player was in it: its new owner waits for the resume, so the first
         // attempt goes at once (later ones back off as usual).
-        const atOnce = wasOpen && kickCode !== null && kickResumesElsewhere(kickCode);
-        info.retryInMs = atOnce ? 0 : backoffMs(this.opts.reconnect ?? {}, this.attempts);
+        const atOnce = wasOpen && lost.kickCode !== null && kickResumesElsewhere(lost.kickCode);
+        info.retryInMs = atOnce ? 0 : backoffMs(this.opts.reconnect ?? {}, this.rejoin.attempts);
         this.st = "reconnecting";
         // The player's socket changes, the player does not: a move that lands at once is told by its
         // 'kick' and the resumed 'welcome' alone.
@@ -1249,166 +721,16 @@ export class ZoneConnection {
         this.later(() => void this.attempt(), info.retryInMs);
     }
     /**
-     * Keeps the entry URLs a version 7 Welcome lists (an older one lists none: what an earlier one
-     * listed still holds) and counts a Welcome reached through one of them; the next attempt starts
-     * at the entry URL again.
-     */
-    noteEntries(w) {
-        if (this.entryIndex > 0)
-            this.counters.entryFallbacks += 1;
-        this.entryIndex = 0;
-        if (w.version >= ENTRIES_PROTOCOL)
-            this.entries = websocketEntries(w.entries);
-    }
-    /**
      * After an attempt that no host answered (or one shutting down answered): true when it goes on
      * at once at the next entry URL the last Welcome listed; false when none is left (the next
      * attempt starts at the entry URL again, after the usual backoff).
      */
     nextEntry() {
-        if (this.entryIndex + 1 >= this.entryCandidates().length) {
-            this.entryIndex = 0;
+        if (!this.route.advance(this.transfers.directUrl()))
             return false;
-        }
-        this.entryIndex += 1;
         this.teardown();
         this.later(() => void this.attempt(), 0);
         return true;
-    }
-    /**
-     * A Transfer on the open session (§5.3.2): keeps the source connection (and the world drawn
-     * from it) as it is and starts the attempts at the new zone. A Transfer whose URL is not a
-     * WebSocket URL is ignored ('transferError' `url`).
-     */
-    onTransfer(m) {
-        const url = transferTarget(m);
-        if (url === null) {
-            this.emit("transferError", new TransferError("url", `a Transfer to a URL that is not ws:// or wss://: ${m.url}`, null, true));
-            return;
-        }
-        const info = { from: this.welcomeMsg?.zoneId ?? "", to: m.zoneId, url };
-        const origin = this.socket;
-        // Detached, not closed: the source holds the player's last world until the new one is here.
-        this.teardown();
-        this.endTransfer("transferred again");
-        this.transfer = {
-            info,
-            credential: m.ticket,
-            deadline: this.sched.now() + credentialLifetimeMs(m.ticket),
-            origin,
-            direct: true,
-            token: null,
-            held: null,
-            failures: 0,
-        };
-        this.zoneId = m.zoneId;
-        this.entryIndex = 0;
-        this.st = "transferring";
-        this.emit("transfer", info);
-        if (this.transfer === null || this.st !== "transferring")
-            return; // a handler closed the connection
-        void this.attempt();
-    }
-    /**
-     * The new zone's BASELINE is here (the caller emits its 'delta' right after): tells the held
-     * Welcome and closes the source connection. Nothing while no move waits for it.
-     */
-    arrive() {
-        const t = this.transfer;
-        if (t === null || t.held === null)
-            return;
-        this.transfer = null;
-        this.st = "open";
-        this.counters.transfers += 1;
-        this.closeOrigin(t, "transferred");
-        this.emit("welcome", t.held.welcome, t.held.info);
-    }
-    /** Forgets a move under way (if any), closing its source connection. */
-    endTransfer(reason) {
-        const t = this.transfer;
-        if (t === null)
-            return;
-        this.transfer = null;
-        this.closeOrigin(t, reason);
-    }
-    closeOrigin(t, reason) {
-        const origin = t.origin;
-        t.origin = null;
-        if (origin === null)
-            return;
-        detach(origin);
-        try {
-            origin.close(1000, reason);
-        }
-        catch {
-            // The source closes it after a while anyway.
-        }
-    }
-    /**
-     * An attempt at the new zone failed: the next listed entry at once when none answered, else
-     * another attempt with backoff while the credential is valid, else the connection ends.
-     */
-    transferAttemptFailed(code, reason, kick, localError) {
-        const t = this.transfer;
-        if (t === null)
-            return;
-        t.held = null;
-        const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
-        const hopeless = localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
-        const unanswered = !hopeless && !(localError instanceof RedirectError) && (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
-        if (unanswered && this.nextEntry())
-            return;
-        t.direct = false;
-        t.failures += 1;
-        this.entryIndex = 0;
-        const why = kick !== null ? `${kickCodeName(kick.code)}: ${kick.reason}` : (localError?.message ?? reason);
-        if (kickCode === KickCode.CONTENT_OUTDATED) {
-            this.endTransfer("content outdated");
-            this.st = "closed";
-            this.emit("reload", { message: reloadMessage(kick), kick });
-            this.finish({ code, reason: reloadMessage(kick), kick, error: localError, willReconnect: false, retryInMs: 0, reload: true, movedElsewhere: false });
-            return;
-        }
-        if (kickCode === KickCode.CHARACTER_MOVED) {
-            // The character went into another zone meanwhile (another game or device): the move ends
-            // with the session.
-            this.endTransfer("character moved elsewhere");
-            this.st = "closed";
-            this.emit("movedElsewhere", { message: movedElsewhereMessage(kick), kick });
-            this.finish({
-                code,
-                reason: movedElsewhereMessage(kick),
-                kick,
-                error: localError,
-                willReconnect: false,
-                retryInMs: 0,
-                reload: false,
-                movedElsewhere: true,
-            });
-            return;
-        }
-        const delay = backoffMs(this.opts.reconnect ?? {}, t.failures);
-        let kind = "attempt";
-        let willRetry = !hopeless && !(kickCode !== null && TRANSFER_FINAL_KICKS.has(kickCode));
-        if (kickCode === KickCode.TICKET_REPLAYED && t.token === null) {
-            // Already used, and no Welcome of the new zone gave a token to resume with.
-            kind = "replayed";
-            willRetry = false;
-        }
-        else if (willRetry && this.sched.now() + delay >= t.deadline) {
-            kind = "expired";
-            willRetry = false;
-        }
-        this.emit("transferError", new TransferError(kind, why, kick, willRetry));
-        if (this.transfer !== t)
-            return; // a handler closed the connection
-        if (!willRetry) {
-            this.endTransfer("transfer failed");
-            this.st = "closed";
-            this.finish({ code, reason: why, kick, error: localError, willReconnect: false, retryInMs: 0, reload: false, movedElsewhere: false });
-            return;
-        }
-        this.later(() => void this.attempt(), delay);
     }
     finish(info) {
         this.chatSink?.closed();

@@ -1,0 +1,53 @@
+/**
+ * What a {@link ZoneConnection} counts ({@link ConnectionStats}): bytes, messages and datagrams each
+ * way, the bytes also as a rate over the last second; Redirects followed, Welcomes reached through a
+ * listed entry, resumes, fresh joins and moves to another zone.
+ */
+
+import type { ConnectionStats } from "./connectiontypes.js";
+import { RateMeter } from "./sockets.js";
+
+/** The counters of a connection, over all its sessions. */
+export class Traffic {
+  /** Every count but the rates. */
+  readonly counts = {
+    bytesIn: 0,
+    bytesOut: 0,
+    messagesIn: 0,
+    messagesOut: 0,
+    redirects: 0,
+    entryFallbacks: 0,
+    resumes: 0,
+    freshJoins: 0,
+    transfers: 0,
+    datagramsIn: 0,
+    datagramsOut: 0,
+  };
+  private readonly inMeter = new RateMeter();
+  private readonly outMeter = new RateMeter();
+
+  /** A message of `bytes` received at `now` (a datagram: a State). */
+  received(bytes: number, now: number, datagram = false): void {
+    this.counts.bytesIn += bytes;
+    this.counts.messagesIn += 1;
+    if (datagram) this.counts.datagramsIn += 1;
+    this.inMeter.add(now, bytes);
+  }
+
+  /** A message of `bytes` sent at `now` (a datagram: Inputs). */
+  sent(bytes: number, now: number, datagram = false): void {
+    this.counts.bytesOut += bytes;
+    this.counts.messagesOut += 1;
+    if (datagram) this.counts.datagramsOut += 1;
+    this.outMeter.add(now, bytes);
+  }
+
+  /** The counts, and the byte rates over the second before `now`. */
+  stats(now: number): ConnectionStats {
+    return {
+      ...this.counts,
+      bytesInPerSec: this.inMeter.perSecond(now),
+      bytesOutPerSec: this.outMeter.perSecond(now),
+    };
+  }
+}
