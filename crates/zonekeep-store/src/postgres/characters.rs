@@ -9,12 +9,14 @@
 //! transactions that take them `FOR UPDATE` (claims, saves, directory changes) lock no character,
 //! so character calls never wait on each other through a fence and cannot deadlock with claims.
 
+use async_trait::async_trait;
 use tokio_postgres::{Row, Transaction};
 
 use super::saves::share_current_fence;
-use super::{col, PgErr};
+use super::{col, PgErr, PostgresStore};
 use crate::characters::{
-    self, check_args, check_principal, Acquire, CharacterAcquire, Holder, StoredCharacter,
+    self, check_args, check_principal, Acquire, CharacterAcquire, CharacterStore, Holder,
+    StoredCharacter,
 };
 use crate::error::{Result, StoreError};
 use crate::validate::{from_db, to_db};
@@ -178,4 +180,51 @@ pub(super) async fn load(
         .as_ref()
         .map(to_stored)
         .transpose()
+}
+
+#[async_trait]
+impl CharacterStore for PostgresStore {
+    async fn acquire_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+    ) -> Result<CharacterAcquire> {
+        crate::characters::check_args(principal, zone, epoch, None)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        acquire(tx, principal, zone, epoch, &self.err).await
+    }
+
+    async fn commit_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+        data: &[u8],
+    ) -> Result<u64> {
+        crate::characters::check_args(principal, zone, epoch, Some(data))?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        write(tx, principal, zone, epoch, Some(data), false, &self.err).await
+    }
+
+    async fn release_character(
+        &self,
+        principal: &str,
+        zone: &str,
+        epoch: u64,
+        data: Option<&[u8]>,
+    ) -> Result<u64> {
+        crate::characters::check_args(principal, zone, epoch, data)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        write(tx, principal, zone, epoch, data, true, &self.err).await
+    }
+
+    async fn load_character(&self, principal: &str) -> Result<Option<StoredCharacter>> {
+        crate::characters::check_principal(principal)?;
+        let client = self.client().await?;
+        load(&client, principal, &self.err).await
+    }
 }

@@ -11,19 +11,22 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
 use tokio_postgres::{Client, GenericClient, Row, Transaction};
 use zonekeep_fleet::claim::Decision;
 use zonekeep_fleet::Timing;
 
 use super::saves::{lock_current_fence, lock_fence, raise_fence};
-use super::{col, PgErr};
-use crate::directory::{ClaimRequest, HostRecord, HostRegistration, ZoneClaim, ZoneLocation};
+use super::{col, PgErr, PostgresStore};
+use crate::directory::{
+    ClaimRequest, Directory, HostRecord, HostRegistration, ZoneClaim, ZoneLocation,
+};
 use crate::directory_rows::{
-    check_host_id_free, check_move, count_u32, decide_claim, duration_ms, may_release, unchanged,
-    HostRow, LocationRow,
+    check_claim, check_host_id_free, check_move, check_registration, count_u32, decide_claim,
+    duration_ms, may_release, unchanged, HostRow, LocationRow,
 };
 use crate::error::{Result, StoreError};
-use crate::validate::{from_db, to_db};
+use crate::validate::{check_id, from_db, to_db};
 
 /// A zone's entry joined with its owner's host row and its fence. The age is NULL when the owner
 /// has no host row (`GREATEST` alone would turn that NULL into 0).
@@ -436,4 +439,93 @@ pub(super) async fn forget_zone(tx: Transaction<'_>, zone_id: &str, err: &PgErr)
         .map_err(|e| err.map(e))?;
     tx.commit().await.map_err(|e| err.map(e))?;
     Ok(deleted > 0)
+}
+
+#[async_trait]
+impl Directory for PostgresStore {
+    async fn register_host(&self, host: &HostRegistration, silent_after: Duration) -> Result<()> {
+        check_registration(host)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        register_host(tx, host, silent_after, &self.err).await
+    }
+
+    async fn heartbeat(
+        &self,
+        host_id: &str,
+        incarnation: &str,
+        draining: bool,
+        timing: Timing,
+    ) -> Result<()> {
+        check_id("host id", host_id)?;
+        check_id("host incarnation", incarnation)?;
+        let client = self.client().await?;
+        heartbeat(&client, host_id, incarnation, draining, timing, &self.err).await
+    }
+
+    async fn leave_host(&self, host_id: &str, incarnation: &str) -> Result<()> {
+        check_id("host id", host_id)?;
+        check_id("host incarnation", incarnation)?;
+        let client = self.client().await?;
+        leave_host(&client, host_id, incarnation, &self.err).await
+    }
+
+    async fn hosts(&self) -> Result<Vec<HostRecord>> {
+        let client = self.client().await?;
+        hosts(&client, &self.err).await
+    }
+
+    async fn locate(&self, zone_id: &str, timing: Timing) -> Result<Option<ZoneLocation>> {
+        check_id("zone id", zone_id)?;
+        let client = self.client().await?;
+        locate(&client, zone_id, &timing, &self.err).await
+    }
+
+    async fn zones(&self, timing: Timing, limit: u32) -> Result<Vec<ZoneLocation>> {
+        let client = self.client().await?;
+        zones(&client, &timing, limit, &self.err).await
+    }
+
+    async fn claim_zone(&self, req: &ClaimRequest<'_>) -> Result<ZoneClaim> {
+        // The params are stored as JSONB from the value itself; the text only bounds their size.
+        check_claim(req)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        claim_zone(tx, req, &self.err).await
+    }
+
+    async fn move_zone(&self, zone_id: &str, from: &str, from_epoch: u64, to: &str) -> Result<u64> {
+        check_id("zone id", zone_id)?;
+        check_id("host id", from)?;
+        check_id("host id", to)?;
+        to_db("epoch", from_epoch)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        move_zone(tx, zone_id, from, from_epoch, to, &self.err).await
+    }
+
+    async fn release_zone(&self, zone_id: &str, host: &str, epoch: u64) -> Result<bool> {
+        check_id("zone id", zone_id)?;
+        check_id("host id", host)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        release_zone(tx, zone_id, host, epoch, &self.err).await
+    }
+
+    async fn orphans(&self, timing: Timing, limit: u32) -> Result<Vec<ZoneLocation>> {
+        let client = self.client().await?;
+        orphans(&client, &timing, limit, &self.err).await
+    }
+
+    async fn forget_zone(&self, zone_id: &str) -> Result<bool> {
+        check_id("zone id", zone_id)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        forget_zone(tx, zone_id, &self.err).await
+    }
+
+    async fn spend_ticket(&self, jti: &str, expires_at_ms: u64) -> Result<bool> {
+        let client = self.client().await?;
+        spend_ticket(&client, jti, expires_at_ms, &self.err).await
+    }
 }

@@ -4,14 +4,16 @@
 
 use std::collections::BTreeMap;
 
+use async_trait::async_trait;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, GenericClient, Transaction};
 
-use super::{col, PgErr};
+use super::{col, PgErr, PostgresStore};
 use crate::effect::{self, Effect};
 use crate::error::{Result, StoreError};
 use crate::fence;
+use crate::traits::FactLedger;
 use crate::types::{FactRecord, FactResult, StoredFact};
 use crate::validate::{check_id, from_db, now_ms};
 
@@ -176,4 +178,28 @@ pub(super) async fn count(client: &Client, err: &PgErr) -> Result<u64> {
         .try_get(0)
         .map_err(super::corrupt_column)?;
     from_db("fact count", n)
+}
+
+#[async_trait]
+impl FactLedger for PostgresStore {
+    async fn record(&self, fact: &FactRecord) -> Result<FactResult> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        record(tx, fact, &self.err).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<StoredFact>> {
+        let client = self.client().await?;
+        get(&client, key, &self.err).await
+    }
+
+    async fn totals(&self, principal: &str) -> Result<BTreeMap<String, i64>> {
+        let client = self.client().await?;
+        totals(&**client, principal, &self.err).await
+    }
+
+    async fn count(&self) -> Result<u64> {
+        let client = self.client().await?;
+        count(&client, &self.err).await
+    }
 }

@@ -8,17 +8,18 @@
 //! each room's counts and seats in one statement each, so a seat decision reads either all of a
 //! report or none of it. Times are the server's clock, read once per transaction.
 
+use async_trait::async_trait;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, GenericClient, Row, Transaction};
 
-use super::{col, PgErr};
+use super::{col, PgErr, PostgresStore};
 use crate::error::{Result, StoreError};
 use crate::lobby::{
-    admitted, candidates_where, decide, with_reserved, Decision, HeldSeat, NewRoom, ReportOutcome,
-    Room, RoomFilter, RoomReport, SeatOutcome, SeatRequest, SeatRole, CANDIDATES, FULLEST_FIRST,
-    HELD_WHERE, MAX_LISTED, RECOUNT, ROOMS,
+    admitted, candidates_where, decide, with_reserved, Decision, HeldSeat, LobbyStore, NewRoom,
+    ReportOutcome, Room, RoomFilter, RoomReport, SeatOutcome, SeatRequest, SeatRole, CANDIDATES,
+    FULLEST_FIRST, HELD_WHERE, MAX_LISTED, RECOUNT, ROOMS,
 };
-use crate::validate::{from_db, to_db};
+use crate::validate::{check_id, from_db, to_db};
 
 type Arg<'a> = &'a (dyn ToSql + Sync);
 
@@ -483,4 +484,72 @@ pub(super) async fn forget_idle_rooms(
         .map_err(|e| err.map(e))?;
     tx.commit().await.map_err(|e| err.map(e))?;
     Ok(forgotten)
+}
+
+#[async_trait]
+impl LobbyStore for PostgresStore {
+    async fn create_room(&self, room: &NewRoom, seat: Option<&SeatRequest>) -> Result<Room> {
+        crate::lobby::check_room(room)?;
+        if let Some(s) = seat {
+            crate::lobby::check_seat(s)?;
+        }
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        create_room(tx, room, seat, &self.err).await
+    }
+
+    async fn join_or_create(
+        &self,
+        filter: &RoomFilter,
+        seat: &SeatRequest,
+        room: &NewRoom,
+    ) -> Result<(Room, bool)> {
+        crate::lobby::check_filter(filter)?;
+        crate::lobby::check_seat(seat)?;
+        crate::lobby::check_room(room)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        join_or_create(tx, filter, seat, room, &self.err).await
+    }
+
+    async fn take_seat(&self, zone_id: &str, seat: &SeatRequest) -> Result<SeatOutcome> {
+        check_id("zone id", zone_id)?;
+        crate::lobby::check_seat(seat)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        take_seat(tx, zone_id, seat, &self.err).await
+    }
+
+    async fn room_by_code(&self, code: &str) -> Result<Option<Room>> {
+        crate::lobby::check_code(code)?;
+        let client = self.client().await?;
+        room_by_code(&client, code, &self.err).await
+    }
+
+    async fn room(&self, zone_id: &str) -> Result<Option<Room>> {
+        check_id("zone id", zone_id)?;
+        let client = self.client().await?;
+        room(&client, zone_id, &self.err).await
+    }
+
+    async fn list_rooms(&self, filter: &RoomFilter) -> Result<Vec<Room>> {
+        crate::lobby::check_filter(filter)?;
+        let client = self.client().await?;
+        list_rooms(&client, filter, &self.err).await
+    }
+
+    async fn report_rooms(&self, reports: &[RoomReport]) -> Result<ReportOutcome> {
+        for r in reports {
+            crate::lobby::check_report(r)?;
+        }
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        report_rooms(tx, reports, &self.err).await
+    }
+
+    async fn forget_idle_rooms(&self, idle_ms: u64) -> Result<u64> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        forget_idle_rooms(tx, idle_ms, &self.err).await
+    }
 }

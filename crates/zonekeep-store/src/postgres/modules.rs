@@ -16,12 +16,13 @@
 //! hashing and checking run on the blocking pool for large modules (see [`crate::modules`]), so no
 //! async worker thread hashes 32 MiB.
 
+use async_trait::async_trait;
 use tokio_postgres::{Client, Transaction};
 
-use super::{col, PgErr};
+use super::{col, PgErr, PostgresStore};
 use crate::error::{Result, StoreError};
 use crate::modules::{history_limit, not_stored, verify_off_thread};
-use crate::traits::MAX_DEPLOY_HISTORY;
+use crate::traits::{ModuleStore, MAX_DEPLOY_HISTORY};
 use crate::types::{DeployCause, ModuleDeploy};
 use crate::validate::{from_db, to_db};
 
@@ -176,4 +177,46 @@ pub(super) async fn module_kinds(client: &Client, err: &PgErr) -> Result<Vec<Mod
         .await
         .map_err(|e| err.map(e))?;
     rows.iter().map(from_row).collect()
+}
+
+#[async_trait]
+impl ModuleStore for PostgresStore {
+    async fn put_module(&self, bytes: &[u8]) -> Result<String> {
+        crate::modules::check_module(bytes)?;
+        let sha256 = crate::modules::digest_off_thread(bytes).await?;
+        let client = self.client().await?;
+        put_module(&client, &sha256, bytes, &self.err).await?;
+        Ok(sha256)
+    }
+
+    async fn get_module(&self, sha256: &str) -> Result<Option<Vec<u8>>> {
+        if !crate::modules::is_digest(sha256) {
+            return Ok(None);
+        }
+        let client = self.client().await?;
+        get_module(&client, sha256, &self.err).await
+    }
+
+    async fn deploy_module(
+        &self,
+        kind: &str,
+        sha256: &str,
+        cause: DeployCause,
+    ) -> Result<ModuleDeploy> {
+        crate::modules::check_deploy(kind, sha256)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        deploy_module(tx, kind, sha256, cause, &self.err).await
+    }
+
+    async fn module_kinds(&self) -> Result<Vec<ModuleDeploy>> {
+        let client = self.client().await?;
+        module_kinds(&client, &self.err).await
+    }
+
+    async fn module_history(&self, kind: &str, limit: usize) -> Result<Vec<ModuleDeploy>> {
+        crate::modules::check_kind(kind)?;
+        let client = self.client().await?;
+        module_history(&client, kind, limit, &self.err).await
+    }
 }

@@ -1,11 +1,13 @@
 //! Zone save operations on PostgreSQL (see [`crate::SaveStore`] for the contract and the module
 //! docs of [`super`] for the locking pattern).
 
+use async_trait::async_trait;
 use tokio_postgres::{Client, Row, Transaction};
 
-use super::{col, PgErr};
+use super::{col, PgErr, PostgresStore};
 use crate::error::{Result, StoreError};
 use crate::fence::{self, Decision, StoredSave};
+use crate::traits::SaveStore;
 use crate::types::{Claim, SaveMeta, SaveRecord, WriteOutcome};
 use crate::validate::{check_id, from_db, now_ms, to_db};
 
@@ -256,4 +258,42 @@ pub(super) async fn delete(tx: Transaction<'_>, zone_id: &str, err: &PgErr) -> R
     .map_err(|e| err.map(e))?;
     tx.commit().await.map_err(|e| err.map(e))?;
     Ok(true)
+}
+
+#[async_trait]
+impl SaveStore for PostgresStore {
+    async fn claim(&self, zone_id: &str) -> Result<Claim> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        claim(tx, zone_id, &self.err).await
+    }
+
+    async fn write(
+        &self,
+        zone_id: &str,
+        epoch: u64,
+        seq: u64,
+        kind: &str,
+        bytes: &[u8],
+    ) -> Result<WriteOutcome> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        write(tx, zone_id, epoch, seq, kind, bytes, &self.err).await
+    }
+
+    async fn load(&self, zone_id: &str) -> Result<Option<SaveRecord>> {
+        let client = self.client().await?;
+        load(&client, zone_id, &self.err).await
+    }
+
+    async fn list(&self) -> Result<Vec<SaveMeta>> {
+        let client = self.client().await?;
+        list(&client, &self.err).await
+    }
+
+    async fn delete(&self, zone_id: &str) -> Result<bool> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        delete(tx, zone_id, &self.err).await
+    }
 }

@@ -5,12 +5,15 @@
 //! the shared decision. Locks are always taken in that order, so changes by the source and by the
 //! target of one transfer cannot deadlock: each holds only its own zone's fence.
 
+use async_trait::async_trait;
 use tokio_postgres::{GenericClient, Row, Transaction};
 
 use super::saves::lock_current_fence;
-use super::{col, PgErr};
+use super::{col, PgErr, PostgresStore};
 use crate::error::{Result, StoreError};
-use crate::transfers::{self, Begin, Change, NewTransfer, Reclaim, StoredTransfer, TransferStatus};
+use crate::transfers::{
+    self, Begin, Change, NewTransfer, Reclaim, StoredTransfer, TransferLedger, TransferStatus,
+};
 use crate::validate::{check_id, from_db, now_ms, to_db};
 
 const COLUMNS: &str = "id, principal, player, source_zone, source_epoch, target_zone, claims, \
@@ -347,4 +350,84 @@ pub(super) async fn prune<C: GenericClient + Sync>(
         )
         .await
         .map_err(|e| err.map(e))
+}
+
+#[async_trait]
+impl TransferLedger for PostgresStore {
+    async fn begin_transfer(&self, transfer: &NewTransfer) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        begin(tx, transfer, &self.err).await
+    }
+
+    async fn accept_transfer(&self, id: &str, target_epoch: u64) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        accept(tx, id, target_epoch, &self.err).await
+    }
+
+    async fn return_transfer(
+        &self,
+        id: &str,
+        zone_id: &str,
+        epoch: u64,
+        reason: &str,
+    ) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        give_back(tx, id, zone_id, epoch, reason, &self.err).await
+    }
+
+    async fn arrive_transfer(&self, id: &str, target_epoch: u64) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        arrive(tx, id, target_epoch, &self.err).await
+    }
+
+    async fn transfer(&self, id: &str) -> Result<Option<StoredTransfer>> {
+        let client = self.client().await?;
+        get(&**client, id, &self.err).await
+    }
+
+    async fn open_transfers(&self, zone_id: &str) -> Result<Vec<StoredTransfer>> {
+        let client = self.client().await?;
+        open(&**client, zone_id, &self.err).await
+    }
+
+    async fn latest_transfer_from(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>> {
+        let client = self.client().await?;
+        latest_from(&**client, source_zone, principal, since_ms, &self.err).await
+    }
+
+    async fn reclaim_transfer(&self, id: &str, source_epoch: u64) -> Result<Reclaim> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        reclaim(tx, id, source_epoch, &self.err).await
+    }
+
+    async fn release_reclaim(&self, id: &str, source_epoch: u64) -> Result<StoredTransfer> {
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
+        release_reclaim(tx, id, source_epoch, &self.err).await
+    }
+
+    async fn unclaimed_return(
+        &self,
+        source_zone: &str,
+        principal: &str,
+        since_ms: u64,
+    ) -> Result<Option<StoredTransfer>> {
+        let client = self.client().await?;
+        unclaimed_return(&**client, source_zone, principal, since_ms, &self.err).await
+    }
+
+    async fn prune_transfers(&self, before_ms: u64) -> Result<u64> {
+        let client = self.client().await?;
+        prune(&**client, before_ms, &self.err).await
+    }
 }
