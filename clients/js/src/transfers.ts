@@ -8,7 +8,6 @@
 
 import {
   movedElsewhereMessage,
-  RedirectError,
   reloadMessage,
   TRANSFER_FINAL_KICKS,
   TransferError,
@@ -24,10 +23,10 @@ import type {
 import type { EntryRoute } from "./entryroute.js";
 import { KickCode, kickCodeName, transferTarget, type Kick, type Transfer, type Welcome } from "./messages.js";
 import { backoffMs, type ReconnectOptions } from "./reconnect.js";
+import { lostSocket } from "./rejoin.js";
 import type { Scheduler } from "./scheduler.js";
 import { detach } from "./sockets.js";
 import { credentialLifetimeMs } from "./tickets.js";
-import { DecodeError } from "./wire.js";
 
 /** A move to another zone under way (§5.3.2). */
 export interface TransferState {
@@ -162,11 +161,8 @@ export class Transfers {
     const t = this.current;
     if (t === null) return;
     t.held = null;
-    const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
-    const hopeless =
-      localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
-    const unanswered =
-      !hopeless && !(localError instanceof RedirectError) && (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
+    // An attempt of the move never had a session open: read as a lost socket that was not.
+    const { kickCode, hopeless, unanswered } = lostSocket(code, reason, kick, localError, false, false);
     if (unanswered && this.port.nextEntry()) return;
     t.direct = false;
     t.failures += 1;

@@ -5,12 +5,12 @@
  * together, so no frame is drawn between the two worlds), and only then does the source connection
  * close. A failed attempt is retried with backoff while the credential is valid.
  */
-import { movedElsewhereMessage, RedirectError, reloadMessage, TRANSFER_FINAL_KICKS, TransferError, } from "./connectionerrors.js";
+import { movedElsewhereMessage, reloadMessage, TRANSFER_FINAL_KICKS, TransferError, } from "./connectionerrors.js";
 import { KickCode, kickCodeName, transferTarget } from "./messages.js";
 import { backoffMs } from "./reconnect.js";
+import { lostSocket } from "./rejoin.js";
 import { detach } from "./sockets.js";
 import { credentialLifetimeMs } from "./tickets.js";
-import { DecodeError } from "./wire.js";
 /** The move of a connection to another zone, while one is under way. */
 export class Transfers {
     /** A move to another zone under way (§5.3.2). */
@@ -92,9 +92,8 @@ export class Transfers {
         if (t === null)
             return;
         t.held = null;
-        const kickCode = kick?.code ?? (code > 4000 && code <= 4999 ? code - 4000 : null);
-        const hopeless = localError instanceof DecodeError || (localError instanceof RedirectError && localError.kind === "scheme");
-        const unanswered = !hopeless && !(localError instanceof RedirectError) && (kickCode === null || kickCode === KickCode.SHUTTING_DOWN);
+        // An attempt of the move never had a session open: read as a lost socket that was not.
+        const { kickCode, hopeless, unanswered } = lostSocket(code, reason, kick, localError, false, false);
         if (unanswered && this.port.nextEntry())
             return;
         t.direct = false;
