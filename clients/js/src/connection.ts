@@ -182,7 +182,6 @@ export class ZoneConnection {
   private lastKick: Kick | null = null;
   private localError: Error | null = null;
   private timers = new Set<TimerHandle>();
-  private pingTimer: TimerHandle | null = null;
   private handshakeTimer: TimerHandle | null = null;
   private viewTickSource: (() => number) | null = null;
   /** Byte, message, redirect and join counters. */
@@ -489,7 +488,6 @@ export class ZoneConnection {
     this.gen += 1;
     for (const h of this.timers) this.sched.clearTimeout(h);
     this.timers.clear();
-    this.pingTimer = null;
     this.handshakeTimer = null;
     this.datagrams.dropped();
     this.welcomed = false;
@@ -731,7 +729,7 @@ export class ZoneConnection {
   private ping(): void {
     if (!this.welcomed) return;
     this.send({ type: "ping", clientTime: Math.max(0, Math.floor(this.sched.now())) });
-    this.pingTimer = this.later(() => this.ping(), this.opts.pingIntervalMs ?? 1000);
+    this.later(() => this.ping(), this.opts.pingIntervalMs ?? 1000);
   }
 
   private onSocketGone(gen: number, code: number, reason: string, error: Error | null): void {

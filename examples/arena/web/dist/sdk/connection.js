@@ -126,7 +126,6 @@ export class ZoneConnection {
     lastKick = null;
     localError = null;
     timers = new Set();
-    pingTimer = null;
     handshakeTimer = null;
     viewTickSource = null;
     /** Byte, message, redirect and join counters. */
@@ -415,7 +414,6 @@ export class ZoneConnection {
         for (const h of this.timers)
             this.sched.clearTimeout(h);
         this.timers.clear();
-        this.pingTimer = null;
         this.handshakeTimer = null;
         this.datagrams.dropped();
         this.welcomed = false;
@@ -672,7 +670,7 @@ export class ZoneConnection {
         if (!this.welcomed)
             return;
         this.send({ type: "ping", clientTime: Math.max(0, Math.floor(this.sched.now())) });
-        this.pingTimer = this.later(() => this.ping(), this.opts.pingIntervalMs ?? 1000);
+        this.later(() => this.ping(), this.opts.pingIntervalMs ?? 1000);
     }
     onSocketGone(gen, code, reason, error) {
         if (gen !== this.gen || this.st === "closed")
