@@ -9,36 +9,6 @@ import type { SocketLike, TransportMemory } from "./connectiontypes.js";
 import { WebTransportSocket, type FetchLike, type WebTransportFactory, type WebTransportLike } from "./webtransport.js";
 import { Reader } from "./wire.js";
 
-/** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
-export class RateMeter {
-  private readonly buckets = new Float64Array(10);
-  private bucketStart = 0;
-  private head = 0;
-
-  add(nowMs: number, n: number): void {
-    this.roll(nowMs);
-    this.buckets[this.head] = (this.buckets[this.head] ?? 0) + n;
-  }
-
-  perSecond(nowMs: number): number {
-    this.roll(nowMs);
-    let sum = 0;
-    for (const b of this.buckets) sum += b;
-    return sum;
-  }
-
-  private roll(nowMs: number): void {
-    const bucket = Math.floor(nowMs / 100);
-    const steps = Math.min(10, bucket - this.bucketStart);
-    if (steps <= 0) return;
-    for (let i = 0; i < steps; i++) {
-      this.head = (this.head + 1) % 10;
-      this.buckets[this.head] = 0;
-    }
-    this.bucketStart = bucket;
-  }
-}
-
 export function toBytes(data: unknown): Uint8Array | null {
   if (data instanceof Uint8Array) return data;
   if (data instanceof ArrayBuffer) return new Uint8Array(data);

@@ -5,7 +5,6 @@
  */
 
 import type { ConnectionStats } from "./connectiontypes.js";
-import { RateMeter } from "./sockets.js";
 
 /** The counters of a connection, over all its sessions. */
 export class Traffic {
@@ -49,5 +48,37 @@ export class Traffic {
       bytesInPerSec: this.inMeter.perSecond(now),
       bytesOutPerSec: this.outMeter.perSecond(now),
     };
+  }
+}
+
+/** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
+class RateMeter {
+  private readonly buckets = new Float64Array(10);
+  private bucketStart = 0;
+  private head = 0;
+
+  /** `n` bytes at `nowMs`. */
+  add(nowMs: number, n: number): void {
+    this.roll(nowMs);
+    this.buckets[this.head] = (this.buckets[this.head] ?? 0) + n;
+  }
+
+  /** The bytes of the second before `nowMs`. */
+  perSecond(nowMs: number): number {
+    this.roll(nowMs);
+    let sum = 0;
+    for (const b of this.buckets) sum += b;
+    return sum;
+  }
+
+  private roll(nowMs: number): void {
+    const bucket = Math.floor(nowMs / 100);
+    const steps = Math.min(10, bucket - this.bucketStart);
+    if (steps <= 0) return;
+    for (let i = 0; i < steps; i++) {
+      this.head = (this.head + 1) % 10;
+      this.buckets[this.head] = 0;
+    }
+    this.bucketStart = bucket;
   }
 }

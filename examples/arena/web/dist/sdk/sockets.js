@@ -6,34 +6,6 @@
  */
 import { WebTransportSocket } from "./webtransport.js";
 import { Reader } from "./wire.js";
-/** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
-export class RateMeter {
-    buckets = new Float64Array(10);
-    bucketStart = 0;
-    head = 0;
-    add(nowMs, n) {
-        this.roll(nowMs);
-        this.buckets[this.head] = (this.buckets[this.head] ?? 0) + n;
-    }
-    perSecond(nowMs) {
-        this.roll(nowMs);
-        let sum = 0;
-        for (const b of this.buckets)
-            sum += b;
-        return sum;
-    }
-    roll(nowMs) {
-        const bucket = Math.floor(nowMs / 100);
-        const steps = Math.min(10, bucket - this.bucketStart);
-        if (steps <= 0)
-            return;
-        for (let i = 0; i < steps; i++) {
-            this.head = (this.head + 1) % 10;
-            this.buckets[this.head] = 0;
-        }
-        this.bucketStart = bucket;
-    }
-}
 export function toBytes(data) {
     if (data instanceof Uint8Array)
         return data;

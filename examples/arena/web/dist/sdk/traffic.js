@@ -3,7 +3,6 @@
  * way, the bytes also as a rate over the last second; Redirects followed, Welcomes reached through a
  * listed entry, resumes, fresh joins and moves to another zone.
  */
-import { RateMeter } from "./sockets.js";
 /** The counters of a connection, over all its sessions. */
 export class Traffic {
     /** Every count but the rates. */
@@ -45,5 +44,35 @@ export class Traffic {
             bytesInPerSec: this.inMeter.perSecond(now),
             bytesOutPerSec: this.outMeter.perSecond(now),
         };
+    }
+}
+/** Bytes per second over a sliding one-second window of 100 ms buckets (bounded memory). */
+class RateMeter {
+    buckets = new Float64Array(10);
+    bucketStart = 0;
+    head = 0;
+    /** `n` bytes at `nowMs`. */
+    add(nowMs, n) {
+        this.roll(nowMs);
+        this.buckets[this.head] = (this.buckets[this.head] ?? 0) + n;
+    }
+    /** The bytes of the second before `nowMs`. */
+    perSecond(nowMs) {
+        this.roll(nowMs);
+        let sum = 0;
+        for (const b of this.buckets)
+            sum += b;
+        return sum;
+    }
+    roll(nowMs) {
+        const bucket = Math.floor(nowMs / 100);
+        const steps = Math.min(10, bucket - this.bucketStart);
+        if (steps <= 0)
+            return;
+        for (let i = 0; i < steps; i++) {
+            this.head = (this.head + 1) % 10;
+            this.buckets[this.head] = 0;
+        }
+        this.bucketStart = bucket;
     }
 }
