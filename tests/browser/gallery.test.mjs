@@ -16,8 +16,13 @@ import { requireChromium } from "./services.mjs";
 const chromium = requireChromium("gallery.test.mjs");
 const skip = chromium === null ? "no chromium" : false;
 
-/** Shots per mode. With 100, "at least 99 % confirmed" allows one shot in a hundred to go astray. */
-const SHOTS = 100;
+/**
+ * Shots per mode. Each waits for its verdict, a round trip of 300 ms over this link, so they set
+ * the test's length; 60 tell a compensated hit rate near 100 % from an uncompensated one near 0 %.
+ */
+const SHOTS = 60;
+/** Compensated shots that may go unconfirmed: one, as a 99 % rate would allow of a hundred. */
+const ASTRAY = 1;
 /** NetSim each way: 140 ms + U(0, 20) ms, i.e. 150 ± 10 ms. */
 const LATENCY_MS = 140;
 const JITTER_MS = 20;
@@ -71,7 +76,10 @@ test(
       assert.equal(on.seen, SHOTS);
       assert.equal(off.seen, SHOTS);
       assert.equal(on.unjudged + off.unjudged, 0, "every shot was judged");
-      assert.ok(on.rate >= 0.99, `with compensation ${on.confirmed}/${on.seen} confirmed, want ≥ 99 %`);
+      assert.ok(
+        on.seen - on.confirmed <= ASTRAY,
+        `with compensation ${on.confirmed}/${on.seen} confirmed, want at most ${ASTRAY} astray`,
+      );
       assert.ok(1 - off.rate > 0.5, `without compensation only ${off.seen - off.confirmed}/${off.seen} missed, want > 50 %`);
       // The compensated shots were judged well in the past: the link explains the reach.
       assert.ok(on.medianBehind >= 9, `median reach ${on.medianBehind} ticks (300 ms of round trip is 9)`);
